@@ -1,0 +1,375 @@
+package ir
+
+import "math"
+
+// Expr is an expression node. The concrete types are Literal, LocalRef, ParamRef,
+// BuiltinRef, LoadExpr, LenExpr, UnaryExpr, BinaryExpr, FmaExpr, SelectExpr and
+// CastExpr (values, not pointers); no other type implements Expr.
+type Expr interface{ isExpr() }
+
+// LocalRef reads a local declared by let, var, for or an atomic's result.
+type LocalRef struct{ Name string }
+
+// ParamRef reads a specialization constant.
+type ParamRef struct{ Name string }
+
+// BuiltinRef reads a per-invocation builtin on one axis (0..2). Its type is u32.
+type BuiltinRef struct {
+	Kind BuiltinKind
+	Axis uint8
+}
+
+// LoadExpr reads element Index (u32) of a buffer or shared array. Out of bounds gives 0.
+type LoadExpr struct {
+	Target string
+	Index  Expr
+}
+
+// LenExpr is the element count of a buffer (u32).
+type LenExpr struct{ Buffer string }
+
+// UnaryExpr applies a unary operator.
+type UnaryExpr struct {
+	Op UnaryOp
+	X  Expr
+}
+
+// BinaryExpr applies a binary operator; both operands have the same type.
+type BinaryExpr struct {
+	Op   BinaryOp
+	X, Y Expr
+}
+
+// FmaExpr is the fused multiply-add A*B+C on f32.
+type FmaExpr struct{ A, B, C Expr }
+
+// SelectExpr is Cond ? A : B; Cond is bool, A and B have the same type.
+type SelectExpr struct{ Cond, A, B Expr }
+
+// CastExpr converts X to type To with DESIGN.md's cast rules.
+type CastExpr struct {
+	To Type
+	X  Expr
+}
+
+func (Literal) isExpr()    {}
+func (LocalRef) isExpr()   {}
+func (ParamRef) isExpr()   {}
+func (BuiltinRef) isExpr() {}
+func (LoadExpr) isExpr()   {}
+func (LenExpr) isExpr()    {}
+func (UnaryExpr) isExpr()  {}
+func (BinaryExpr) isExpr() {}
+func (FmaExpr) isExpr()    {}
+func (SelectExpr) isExpr() {}
+func (CastExpr) isExpr()   {}
+
+// BuiltinKind names a builtin value.
+type BuiltinKind uint8
+
+// The builtins. Each has three axes and type u32.
+const (
+	GlobalIDBuiltin BuiltinKind = iota + 1
+	LocalIDBuiltin
+	WorkgroupIDBuiltin
+	NumWorkgroupsBuiltin
+	WorkgroupSizeBuiltin
+	builtinEnd
+)
+
+var builtinNames = [...]string{
+	GlobalIDBuiltin:      "global_id",
+	LocalIDBuiltin:       "local_id",
+	WorkgroupIDBuiltin:   "workgroup_id",
+	NumWorkgroupsBuiltin: "num_workgroups",
+	WorkgroupSizeBuiltin: "workgroup_size",
+}
+
+// String returns the builtin's JSON name.
+func (k BuiltinKind) String() string {
+	if k > 0 && k < builtinEnd {
+		return builtinNames[k]
+	}
+	return "invalid"
+}
+
+// Valid reports whether k is a defined builtin.
+func (k BuiltinKind) Valid() bool { return k > 0 && k < builtinEnd }
+
+// ParseBuiltin turns a builtin name into a BuiltinKind.
+func ParseBuiltin(name string) (BuiltinKind, bool) {
+	for k := GlobalIDBuiltin; k < builtinEnd; k++ {
+		if builtinNames[k] == name {
+			return k, true
+		}
+	}
+	return 0, false
+}
+
+// UnaryOp is a unary operator.
+type UnaryOp uint8
+
+// The unary operators. neg: i32, u32 (wrapping), f32. not: bool (logical), i32, u32
+// (bitwise). abs: i32 (abs(MIN) = MIN), f32. The rest: f32 only.
+const (
+	OpNeg UnaryOp = iota + 1
+	OpNot
+	OpAbs
+	OpSqrt
+	OpExp
+	OpLog
+	OpSin
+	OpCos
+	OpFloor
+	OpCeil
+	unaryEnd
+)
+
+var unaryNames = [...]string{
+	OpNeg: "neg", OpNot: "not", OpAbs: "abs", OpSqrt: "sqrt", OpExp: "exp", OpLog: "log",
+	OpSin: "sin", OpCos: "cos", OpFloor: "floor", OpCeil: "ceil",
+}
+
+// String returns the operator's JSON name.
+func (o UnaryOp) String() string {
+	if o > 0 && o < unaryEnd {
+		return unaryNames[o]
+	}
+	return "invalid"
+}
+
+// Valid reports whether o is a defined unary operator.
+func (o UnaryOp) Valid() bool { return o > 0 && o < unaryEnd }
+
+// UnaryOps lists every unary operator.
+func UnaryOps() []UnaryOp {
+	out := make([]UnaryOp, 0, unaryEnd-1)
+	for o := OpNeg; o < unaryEnd; o++ {
+		out = append(out, o)
+	}
+	return out
+}
+
+// ParseUnaryOp turns an operator name into a UnaryOp.
+func ParseUnaryOp(name string) (UnaryOp, bool) {
+	for o := OpNeg; o < unaryEnd; o++ {
+		if unaryNames[o] == name {
+			return o, true
+		}
+	}
+	return 0, false
+}
+
+// BinaryOp is a binary operator. Both operands always have the same type.
+type BinaryOp uint8
+
+// The binary operators. add sub mul div min max: i32, u32, f32. rem and or xor shl
+// shr: i32, u32. eq ne: any type, result bool. lt le gt ge: i32, u32, f32, result
+// bool. land lor: bool.
+const (
+	OpAdd BinaryOp = iota + 1
+	OpSub
+	OpMul
+	OpDiv
+	OpRem
+	OpMin
+	OpMax
+	OpAnd
+	OpOr
+	OpXor
+	OpShl
+	OpShr
+	OpEq
+	OpNe
+	OpLt
+	OpLe
+	OpGt
+	OpGe
+	OpLAnd
+	OpLOr
+	binaryEnd
+)
+
+var binaryNames = [...]string{
+	OpAdd: "add", OpSub: "sub", OpMul: "mul", OpDiv: "div", OpRem: "rem", OpMin: "min", OpMax: "max",
+	OpAnd: "and", OpOr: "or", OpXor: "xor", OpShl: "shl", OpShr: "shr", OpEq: "eq", OpNe: "ne",
+	OpLt: "lt", OpLe: "le", OpGt: "gt", OpGe: "ge", OpLAnd: "land", OpLOr: "lor",
+}
+
+// String returns the operator's JSON name.
+func (o BinaryOp) String() string {
+	if o > 0 && o < binaryEnd {
+		return binaryNames[o]
+	}
+	return "invalid"
+}
+
+// Valid reports whether o is a defined binary operator.
+func (o BinaryOp) Valid() bool { return o > 0 && o < binaryEnd }
+
+// IsComparison reports whether o yields bool from two operands of another type.
+func (o BinaryOp) IsComparison() bool { return o >= OpEq && o <= OpGe }
+
+// BinaryOps lists every binary operator.
+func BinaryOps() []BinaryOp {
+	out := make([]BinaryOp, 0, binaryEnd-1)
+	for o := OpAdd; o < binaryEnd; o++ {
+		out = append(out, o)
+	}
+	return out
+}
+
+// ParseBinaryOp turns an operator name into a BinaryOp.
+func ParseBinaryOp(name string) (BinaryOp, bool) {
+	for o := OpAdd; o < binaryEnd; o++ {
+		if binaryNames[o] == name {
+			return o, true
+		}
+	}
+	return 0, false
+}
+
+// Expression constructors. They build nodes only; Validate checks the types.
+
+// LitF32 is an f32 literal.
+func LitF32(v float32) Literal { return Literal{Type: F32, Bits: math.Float32bits(v)} }
+
+// LitU32 is a u32 literal.
+func LitU32(v uint32) Literal { return Literal{Type: U32, Bits: v} }
+
+// LitI32 is an i32 literal.
+func LitI32(v int32) Literal { return Literal{Type: I32, Bits: uint32(v)} }
+
+// LitBool is a bool literal.
+func LitBool(v bool) Literal {
+	if v {
+		return Literal{Type: Bool, Bits: 1}
+	}
+	return Literal{Type: Bool}
+}
+
+// Local reads a local (let, var, for variable or atomic result) by name.
+func Local(name string) Expr { return LocalRef{Name: name} }
+
+// Param reads a specialization constant by name.
+func Param(name string) Expr { return ParamRef{Name: name} }
+
+// GlobalID is the invocation's global id on axis (0..2).
+func GlobalID(axis uint8) Expr { return BuiltinRef{GlobalIDBuiltin, axis} }
+
+// LocalID is the invocation's id within its workgroup on axis.
+func LocalID(axis uint8) Expr { return BuiltinRef{LocalIDBuiltin, axis} }
+
+// WorkgroupID is the workgroup's id on axis.
+func WorkgroupID(axis uint8) Expr { return BuiltinRef{WorkgroupIDBuiltin, axis} }
+
+// NumWorkgroups is the number of workgroups dispatched on axis.
+func NumWorkgroups(axis uint8) Expr { return BuiltinRef{NumWorkgroupsBuiltin, axis} }
+
+// WorkgroupSize is the workgroup size on axis as dispatched (after any override).
+func WorkgroupSize(axis uint8) Expr { return BuiltinRef{WorkgroupSizeBuiltin, axis} }
+
+// Load reads target[index] from a buffer or shared array; out of bounds gives 0.
+func Load(target string, index Expr) Expr { return LoadExpr{Target: target, Index: index} }
+
+// Len is the element count of a buffer, as u32.
+func Len(buffer string) Expr { return LenExpr{Buffer: buffer} }
+
+// Fma is the fused a*b+c on f32.
+func Fma(a, b, c Expr) Expr { return FmaExpr{A: a, B: b, C: c} }
+
+// Select is cond ? a : b.
+func Select(cond, a, b Expr) Expr { return SelectExpr{Cond: cond, A: a, B: b} }
+
+// Cast converts x to t (see DESIGN.md for the rules).
+func Cast(t Type, x Expr) Expr { return CastExpr{To: t, X: x} }
+
+// Neg is -x.
+func Neg(x Expr) Expr { return UnaryExpr{OpNeg, x} }
+
+// Not is logical not on bool, bitwise not on integers.
+func Not(x Expr) Expr { return UnaryExpr{OpNot, x} }
+
+// Abs is |x|.
+func Abs(x Expr) Expr { return UnaryExpr{OpAbs, x} }
+
+// Sqrt is the square root of x.
+func Sqrt(x Expr) Expr { return UnaryExpr{OpSqrt, x} }
+
+// Exp is e to the power x.
+func Exp(x Expr) Expr { return UnaryExpr{OpExp, x} }
+
+// Log is the natural logarithm of x.
+func Log(x Expr) Expr { return UnaryExpr{OpLog, x} }
+
+// Sin is the sine of x (radians).
+func Sin(x Expr) Expr { return UnaryExpr{OpSin, x} }
+
+// Cos is the cosine of x (radians).
+func Cos(x Expr) Expr { return UnaryExpr{OpCos, x} }
+
+// Floor rounds x toward negative infinity.
+func Floor(x Expr) Expr { return UnaryExpr{OpFloor, x} }
+
+// Ceil rounds x toward positive infinity.
+func Ceil(x Expr) Expr { return UnaryExpr{OpCeil, x} }
+
+// Add is x + y (wrapping on integers).
+func Add(x, y Expr) Expr { return BinaryExpr{OpAdd, x, y} }
+
+// Sub is x - y (wrapping on integers).
+func Sub(x, y Expr) Expr { return BinaryExpr{OpSub, x, y} }
+
+// Mul is x * y (wrapping on integers).
+func Mul(x, y Expr) Expr { return BinaryExpr{OpMul, x, y} }
+
+// Div is x / y; integer division by zero gives 0.
+func Div(x, y Expr) Expr { return BinaryExpr{OpDiv, x, y} }
+
+// Rem is x % y on integers, with the sign of x; x % 0 gives 0.
+func Rem(x, y Expr) Expr { return BinaryExpr{OpRem, x, y} }
+
+// Min is the smaller of x and y; on f32 a NaN operand yields the other one.
+func Min(x, y Expr) Expr { return BinaryExpr{OpMin, x, y} }
+
+// Max is the larger of x and y; on f32 a NaN operand yields the other one.
+func Max(x, y Expr) Expr { return BinaryExpr{OpMax, x, y} }
+
+// And is bitwise and.
+func And(x, y Expr) Expr { return BinaryExpr{OpAnd, x, y} }
+
+// Or is bitwise or.
+func Or(x, y Expr) Expr { return BinaryExpr{OpOr, x, y} }
+
+// Xor is bitwise exclusive or.
+func Xor(x, y Expr) Expr { return BinaryExpr{OpXor, x, y} }
+
+// Shl is x << (y mod 32).
+func Shl(x, y Expr) Expr { return BinaryExpr{OpShl, x, y} }
+
+// Shr is x >> (y mod 32): arithmetic on i32, logical on u32.
+func Shr(x, y Expr) Expr { return BinaryExpr{OpShr, x, y} }
+
+// Eq is x == y.
+func Eq(x, y Expr) Expr { return BinaryExpr{OpEq, x, y} }
+
+// Ne is x != y (true when either f32 operand is NaN).
+func Ne(x, y Expr) Expr { return BinaryExpr{OpNe, x, y} }
+
+// Lt is x < y.
+func Lt(x, y Expr) Expr { return BinaryExpr{OpLt, x, y} }
+
+// Le is x <= y.
+func Le(x, y Expr) Expr { return BinaryExpr{OpLe, x, y} }
+
+// Gt is x > y.
+func Gt(x, y Expr) Expr { return BinaryExpr{OpGt, x, y} }
+
+// Ge is x >= y.
+func Ge(x, y Expr) Expr { return BinaryExpr{OpGe, x, y} }
+
+// LAnd is logical and of two bools.
+func LAnd(x, y Expr) Expr { return BinaryExpr{OpLAnd, x, y} }
+
+// LOr is logical or of two bools.
+func LOr(x, y Expr) Expr { return BinaryExpr{OpLOr, x, y} }

@@ -1,0 +1,207 @@
+package ir
+
+import "math"
+
+// Type is the scalar type of a value, a buffer element, a shared array element or a
+// parameter. IR v1 has four types; none converts implicitly to another.
+type Type uint8
+
+// The IR v1 types. The zero Type is invalid, so a forgotten type is caught by Validate.
+const (
+	Bool Type = iota + 1
+	I32
+	U32
+	F32
+	typeEnd // one past the last type; keep it last
+)
+
+// Types lists every defined type in declaration order.
+func Types() []Type {
+	out := make([]Type, 0, typeEnd-1)
+	for t := Bool; t < typeEnd; t++ {
+		out = append(out, t)
+	}
+	return out
+}
+
+var typeNames = [...]string{Bool: "bool", I32: "i32", U32: "u32", F32: "f32"}
+
+// String returns the type's name as written in the JSON form ("f32").
+func (t Type) String() string {
+	if t > 0 && t < typeEnd {
+		return typeNames[t]
+	}
+	return "invalid"
+}
+
+// Valid reports whether t is one of the defined types.
+func (t Type) Valid() bool { return t > 0 && t < typeEnd }
+
+// IsInteger reports whether t is i32 or u32.
+func (t Type) IsInteger() bool { return t == I32 || t == U32 }
+
+// IsNumeric reports whether t is i32, u32 or f32.
+func (t Type) IsNumeric() bool { return t == I32 || t == U32 || t == F32 }
+
+// ParseType turns a type name ("u32") into a Type.
+func ParseType(name string) (Type, bool) {
+	for t := Bool; t < typeEnd; t++ {
+		if typeNames[t] == name {
+			return t, true
+		}
+	}
+	return 0, false
+}
+
+// Access says how a kernel may use a buffer.
+type Access uint8
+
+// Buffer access modes. Read buffers are inputs, Write buffers are outputs that start
+// zero-filled, ReadWrite buffers are inputs that are also returned as outputs.
+const (
+	Read Access = iota + 1
+	Write
+	ReadWrite
+	accessEnd
+)
+
+var accessNames = [...]string{Read: "read", Write: "write", ReadWrite: "read_write"}
+
+// String returns the access mode's JSON name.
+func (a Access) String() string {
+	if a > 0 && a < accessEnd {
+		return accessNames[a]
+	}
+	return "invalid"
+}
+
+// Valid reports whether a is one of the defined access modes.
+func (a Access) Valid() bool { return a > 0 && a < accessEnd }
+
+// ParseAccess turns an access name ("read_write") into an Access.
+func ParseAccess(name string) (Access, bool) {
+	for a := Read; a < accessEnd; a++ {
+		if accessNames[a] == name {
+			return a, true
+		}
+	}
+	return 0, false
+}
+
+// Readable reports whether kernels may load from a buffer with this access.
+func (a Access) Readable() bool { return a == Read || a == ReadWrite }
+
+// Writable reports whether kernels may store to a buffer with this access.
+func (a Access) Writable() bool { return a == Write || a == ReadWrite }
+
+// IsOutput reports whether a buffer with this access is returned by a dispatch.
+func (a Access) IsOutput() bool { return a.Writable() }
+
+// Program is one compute kernel: a grid of workgroups of WorkgroupSize invocations,
+// each running Body. See DESIGN.md, "The program (IR v1)".
+type Program struct {
+	// Name is the stable op id, e.g. "kiln.vector.add.f32".
+	Name string
+	// WorkgroupSize is the number of invocations per workgroup on each axis.
+	WorkgroupSize [3]uint32
+	// Params are the specialization constants.
+	Params []ParamDecl
+	// Buffers are the storage buffers, with dense bindings 0..n-1.
+	Buffers []BufferDecl
+	// Shared are the workgroup-local arrays.
+	Shared []SharedDecl
+	// Body is run by every invocation.
+	Body []Stmt
+}
+
+// ParamDecl declares a specialization constant with its default value.
+type ParamDecl struct {
+	Name    string
+	Type    Type
+	Default Literal
+}
+
+// BufferDecl declares a storage buffer.
+type BufferDecl struct {
+	Name    string
+	Binding uint32
+	Type    Type
+	Access  Access
+	// Count fixes the element count; 0 means the dispatch decides it.
+	Count uint32
+}
+
+// SharedDecl declares a workgroup-shared array of Count elements.
+type SharedDecl struct {
+	Name  string
+	Type  Type
+	Count uint32
+}
+
+// Buffer returns the buffer declaration named name.
+func (p *Program) Buffer(name string) (BufferDecl, bool) {
+	for _, b := range p.Buffers {
+		if b.Name == name {
+			return b, true
+		}
+	}
+	return BufferDecl{}, false
+}
+
+// Param returns the parameter declaration named name.
+func (p *Program) Param(name string) (ParamDecl, bool) {
+	for _, d := range p.Params {
+		if d.Name == name {
+			return d, true
+		}
+	}
+	return ParamDecl{}, false
+}
+
+// Outputs returns the bindings of the buffers a dispatch returns, in binding order.
+func (p *Program) Outputs() []uint32 {
+	var out []uint32
+	for b := uint32(0); int(b) < len(p.Buffers); b++ {
+		for _, d := range p.Buffers {
+			if d.Binding == b && d.Access.IsOutput() {
+				out = append(out, b)
+			}
+		}
+	}
+	return out
+}
+
+// Invocations returns the number of invocations of one workgroup.
+func (p *Program) Invocations() uint64 {
+	return uint64(p.WorkgroupSize[0]) * uint64(p.WorkgroupSize[1]) * uint64(p.WorkgroupSize[2])
+}
+
+// GridFor returns the number of workgroups on each axis needed to cover invocations
+// with workgroups of size wg (ceil on each axis). An axis with a zero workgroup size
+// gets zero workgroups.
+func GridFor(invocations, wg [3]uint32) [3]uint32 {
+	var g [3]uint32
+	for i := range g {
+		if wg[i] == 0 {
+			continue
+		}
+		g[i] = uint32((uint64(invocations[i]) + uint64(wg[i]) - 1) / uint64(wg[i]))
+	}
+	return g
+}
+
+// Literal is a typed constant. Bits holds the value's 32-bit pattern: the IEEE-754
+// bits for f32 (so NaN payloads survive), two's complement for i32, 0 or 1 for bool.
+type Literal struct {
+	Type Type
+	Bits uint32
+}
+
+// F32 returns the literal's value as a float32.
+func (l Literal) F32() float32 { return math.Float32frombits(l.Bits) }
+
+// I32 returns the literal's value as an int32.
+func (l Literal) I32() int32 { return int32(l.Bits) }
+
+// Bool returns the literal's value as a bool.
+func (l Literal) Bool() bool { return l.Bits != 0 }
