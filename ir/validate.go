@@ -1,4 +1,565 @@
 package ir
 
-// Validate reports the first problem that makes p ill-formed.
-func Validate(p *Program) error { return nil }
+import (
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// Limits of IR v1 that Validate enforces.
+const (
+	// MaxInvocations is the largest workgroup (x*y*z invocations).
+	MaxInvocations = 1024
+	// MaxSharedBytes is the total size of a program's shared arrays.
+	MaxSharedBytes = 32 << 10
+	// MaxNesting bounds the depth of nested statements and expressions, so every
+	// recursive consumer (encoders, emitters, interpreters) stays within its stack.
+	MaxNesting = 256
+	// MaxNameLen bounds identifiers and the program name.
+	MaxNameLen = 128
+)
+
+// ValidationError describes the first problem Validate found: where (Path, in the
+// style body[2].then[0].value), what is wrong (Msg) and what to do about it (Fix).
+type ValidationError struct {
+	Path string
+	Msg  string
+	Fix  string
+}
+
+func (e *ValidationError) Error() string {
+	var b strings.Builder
+	if e.Path != "" {
+		b.WriteString(e.Path)
+		b.WriteString(": ")
+	}
+	b.WriteString(e.Msg)
+	if e.Fix != "" {
+		b.WriteString(". Fix: ")
+		b.WriteString(e.Fix)
+	}
+	return b.String()
+}
+
+// Validate reports the first problem that makes p ill-formed, as a
+// *ValidationError, or nil when every backend can compile p. It checks names,
+// declarations, bindings, limits, scoping and the type of every expression.
+func Validate(p *Program) error {
+	if p == nil {
+		return &ValidationError{Msg: "program is nil", Fix: "build a program with ir.NewBuilder or ir.ParseJSON"}
+	}
+	c := &checker{prog: p, arrays: map[string]arrayInfo{}, params: map[string]Type{}}
+	if err := c.header(); err != nil {
+		return err
+	}
+	return c.block(p.Body, "body", 1)
+}
+
+type arrayInfo struct {
+	elem   Type
+	shared bool
+	access Access
+	path   string
+}
+
+type local struct {
+	typ     Type
+	mutable bool
+	path    string
+	kind    string
+}
+
+type checker struct {
+	prog   *Program
+	arrays map[string]arrayInfo
+	params map[string]Type
+	scopes []map[string]local
+	loops  int
+}
+
+func verr(path, fix, format string, args ...any) *ValidationError {
+	return &ValidationError{Path: path, Msg: fmt.Sprintf(format, args...), Fix: fix}
+}
+
+func validIdent(s string) bool {
+	if s == "" || len(s) > MaxNameLen {
+		return false
+	}
+	for i, r := range s {
+		switch {
+		case r == '_', r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z':
+		case r >= '0' && r <= '9' && i > 0:
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+func validOpID(s string) bool {
+	if s == "" || len(s) > MaxNameLen {
+		return false
+	}
+	for _, r := range s {
+		switch {
+		case r == '_', r == '.', r == '-', r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9':
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+const identFix = "use letters, digits and '_' (not starting with a digit), at most 128 characters"
+
+func (c *checker) header() error {
+	p := c.prog
+	if !validOpID(p.Name) {
+		return verr("name", "use a stable op id of letters, digits, '.', '_' and '-', e.g. \"kiln.vector.add.f32\"",
+			"program name %q is not a valid op id", p.Name)
+	}
+	if err := CheckWorkgroupSize(p.WorkgroupSize); err != nil {
+		return &ValidationError{Path: "workgroup_size", Msg: err.Msg, Fix: err.Fix}
+	}
+	for i, d := range p.Params {
+		path := fmt.Sprintf("params[%d]", i)
+		if !validIdent(d.Name) {
+			return verr(path, identFix, "parameter name %q is not a valid identifier", d.Name)
+		}
+		if _, dup := c.params[d.Name]; dup {
+			return verr(path, "give each parameter its own name", "parameter %q is declared twice", d.Name)
+		}
+		if !d.Type.Valid() {
+			return verr(path, "use bool, i32, u32 or f32", "parameter %q has invalid type %d", d.Name, d.Type)
+		}
+		if d.Default.Type != d.Type {
+			return verr(path, "give the default the parameter's type",
+				"parameter %q of type %s has a default of type %s", d.Name, d.Type, d.Default.Type)
+		}
+		if err := checkLiteral(d.Default, path+".default"); err != nil {
+			return err
+		}
+		c.params[d.Name] = d.Type
+	}
+	byBinding := make(map[uint32]string, len(p.Buffers))
+	for i, b := range p.Buffers {
+		path := fmt.Sprintf("buffers[%d]", i)
+		if !validIdent(b.Name) {
+			return verr(path, identFix, "buffer name %q is not a valid identifier", b.Name)
+		}
+		if prev, dup := c.arrays[b.Name]; dup {
+			return verr(path, "give each buffer and shared array its own name",
+				"%q is already declared at %s", b.Name, prev.path)
+		}
+		if other, dup := byBinding[b.Binding]; dup {
+			return verr(path, fmt.Sprintf("give the %d buffers the bindings 0..%d, each once", len(p.Buffers), len(p.Buffers)-1),
+				"binding %d of %q is already used by %q", b.Binding, b.Name, other)
+		}
+		if int64(b.Binding) >= int64(len(p.Buffers)) {
+			return verr(path, fmt.Sprintf("give the %d buffers the bindings 0..%d, each once", len(p.Buffers), len(p.Buffers)-1),
+				"binding %d of %q leaves a gap: bindings must be dense", b.Binding, b.Name)
+		}
+		byBinding[b.Binding] = b.Name
+		switch {
+		case b.Type == Bool:
+			return verr(path, "store booleans as u32 0/1", "buffer %q has element type bool; buffers cannot hold bool", b.Name)
+		case !b.Type.Valid():
+			return verr(path, "use i32, u32 or f32", "buffer %q has invalid element type %d", b.Name, b.Type)
+		case !b.Access.Valid():
+			return verr(path, "use read, write or read_write", "buffer %q has invalid access %d", b.Name, b.Access)
+		}
+		c.arrays[b.Name] = arrayInfo{elem: b.Type, access: b.Access, path: path}
+	}
+	var sharedBytes uint64
+	for i, s := range p.Shared {
+		path := fmt.Sprintf("shared[%d]", i)
+		if !validIdent(s.Name) {
+			return verr(path, identFix, "shared array name %q is not a valid identifier", s.Name)
+		}
+		if prev, dup := c.arrays[s.Name]; dup {
+			return verr(path, "give each buffer and shared array its own name",
+				"%q is already declared at %s", s.Name, prev.path)
+		}
+		if !s.Type.Valid() {
+			return verr(path, "use bool, i32, u32 or f32", "shared array %q has invalid element type %d", s.Name, s.Type)
+		}
+		if s.Count == 0 {
+			return verr(path, "give the shared array a positive element count", "shared array %q has count 0", s.Name)
+		}
+		sharedBytes += 4 * uint64(s.Count)
+		if sharedBytes > MaxSharedBytes {
+			return verr(path, fmt.Sprintf("keep all shared arrays together within %d bytes (4 bytes per element)", MaxSharedBytes),
+				"shared array %q brings shared memory to %d bytes", s.Name, sharedBytes)
+		}
+		c.arrays[s.Name] = arrayInfo{elem: s.Type, shared: true, path: path}
+	}
+	return nil
+}
+
+// CheckWorkgroupSize reports whether wg is a usable workgroup size: every axis at
+// least 1 and at most MaxInvocations invocations in all.
+func CheckWorkgroupSize(wg [3]uint32) *ValidationError {
+	for _, n := range wg {
+		if n == 0 {
+			return &ValidationError{Msg: fmt.Sprintf("workgroup size %v has an axis of 0", wg),
+				Fix: "give every axis at least 1 invocation"}
+		}
+	}
+	if n := uint64(wg[0]) * uint64(wg[1]) * uint64(wg[2]); n > MaxInvocations {
+		return &ValidationError{Msg: fmt.Sprintf("workgroup size %v has %d invocations, more than %d", wg, n, MaxInvocations),
+			Fix: fmt.Sprintf("keep x*y*z at or below %d", MaxInvocations)}
+	}
+	return nil
+}
+
+func checkLiteral(l Literal, path string) error {
+	if !l.Type.Valid() {
+		return verr(path, "use bool, i32, u32 or f32", "literal has invalid type %d", l.Type)
+	}
+	if l.Type == Bool && l.Bits > 1 {
+		return verr(path, "use 0 (false) or 1 (true)", "bool literal has bits %#x", l.Bits)
+	}
+	return nil
+}
+
+func (c *checker) lookup(name string) (local, bool) {
+	for i := len(c.scopes) - 1; i >= 0; i-- {
+		if l, ok := c.scopes[i][name]; ok {
+			return l, true
+		}
+	}
+	return local{}, false
+}
+
+func (c *checker) declare(name, path, kind string, t Type, mutable bool) error {
+	if !validIdent(name) {
+		return verr(path, identFix, "%s name %q is not a valid identifier", kind, name)
+	}
+	if prev, ok := c.lookup(name); ok {
+		return verr(path, "choose another name", "%q is already declared by the %s at %s", name, prev.kind, prev.path)
+	}
+	c.scopes[len(c.scopes)-1][name] = local{typ: t, mutable: mutable, path: path, kind: kind}
+	return nil
+}
+
+func (c *checker) block(stmts []Stmt, path string, depth int) error {
+	if depth > MaxNesting {
+		return verr(path, "split the kernel into shallower blocks", "statements nest deeper than %d levels", MaxNesting)
+	}
+	c.scopes = append(c.scopes, map[string]local{})
+	defer func() { c.scopes = c.scopes[:len(c.scopes)-1] }()
+	for i, s := range stmts {
+		if err := c.stmt(s, fmt.Sprintf("%s[%d]", path, i), depth); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// array resolves a buffer or shared array name used by op.
+func (c *checker) array(name, path, op string) (arrayInfo, error) {
+	a, ok := c.arrays[name]
+	if !ok {
+		return a, verr(path, "declare it in buffers or shared, or use one of: "+c.arrayNames(),
+			"%s: %q is not a buffer or shared array", op, name)
+	}
+	return a, nil
+}
+
+func (c *checker) arrayNames() string {
+	if len(c.arrays) == 0 {
+		return "(none declared)"
+	}
+	names := make([]string, 0, len(c.arrays))
+	for n := range c.arrays {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return strings.Join(names, ", ")
+}
+
+// want checks that e has type t.
+func (c *checker) want(e Expr, path string, depth int, t Type, what string) error {
+	got, err := c.expr(e, path, depth)
+	if err != nil {
+		return err
+	}
+	if got != t {
+		return verr(path, fmt.Sprintf("make it %s, with a cast if needed", t), "%s must be %s, got %s", what, t, got)
+	}
+	return nil
+}
+
+func (c *checker) stmt(s Stmt, path string, depth int) error {
+	switch s := s.(type) {
+	case LetStmt:
+		t, err := c.expr(s.Value, path+".value", depth+1)
+		if err != nil {
+			return err
+		}
+		return c.declare(s.Name, path, "let", t, false)
+	case VarStmt:
+		if !s.Type.Valid() {
+			return verr(path, "use bool, i32, u32 or f32", "var %q has invalid type %d", s.Name, s.Type)
+		}
+		if err := c.want(s.Value, path+".value", depth+1, s.Type, fmt.Sprintf("initial value of var %q", s.Name)); err != nil {
+			return err
+		}
+		return c.declare(s.Name, path, "var", s.Type, true)
+	case AssignStmt:
+		l, ok := c.lookup(s.Name)
+		if !ok {
+			return verr(path, "declare it with var before assigning", "assign: local %q is not declared", s.Name)
+		}
+		if !l.mutable {
+			return verr(path, "declare it with var to make it mutable",
+				"assign: %q is declared by the %s at %s and cannot be assigned", s.Name, l.kind, l.path)
+		}
+		return c.want(s.Value, path+".value", depth+1, l.typ, fmt.Sprintf("value assigned to %q", s.Name))
+	case StoreStmt:
+		a, err := c.array(s.Target, path, "store")
+		if err != nil {
+			return err
+		}
+		if !a.shared && !a.access.Writable() {
+			return verr(path, "declare it with access write or read_write",
+				"store: buffer %q has access %s", s.Target, a.access)
+		}
+		if err := c.want(s.Index, path+".index", depth+1, U32, "store index"); err != nil {
+			return err
+		}
+		return c.want(s.Value, path+".value", depth+1, a.elem, fmt.Sprintf("value stored to %q", s.Target))
+	case IfStmt:
+		if err := c.want(s.Cond, path+".cond", depth+1, Bool, "if condition"); err != nil {
+			return err
+		}
+		if err := c.block(s.Then, path+".then", depth+1); err != nil {
+			return err
+		}
+		return c.block(s.Else, path+".else", depth+1)
+	case ForStmt:
+		if s.Type != I32 && s.Type != U32 {
+			return verr(path, "count with i32 or u32", "for: loop variable %q has type %s", s.Var, s.Type)
+		}
+		for _, part := range []struct {
+			e    Expr
+			name string
+		}{{s.From, "from"}, {s.To, "to"}, {s.Step, "step"}} {
+			if err := c.want(part.e, path+"."+part.name, depth+1, s.Type, "for "+part.name); err != nil {
+				return err
+			}
+		}
+		c.scopes = append(c.scopes, map[string]local{})
+		defer func() { c.scopes = c.scopes[:len(c.scopes)-1] }()
+		if err := c.declare(s.Var, path, "for", s.Type, false); err != nil {
+			return err
+		}
+		c.loops++
+		defer func() { c.loops-- }()
+		return c.block(s.Body, path+".body", depth+1)
+	case WhileStmt:
+		if err := c.want(s.Cond, path+".cond", depth+1, Bool, "while condition"); err != nil {
+			return err
+		}
+		c.loops++
+		defer func() { c.loops-- }()
+		return c.block(s.Body, path+".body", depth+1)
+	case BreakStmt:
+		if c.loops == 0 {
+			return verr(path, "use break only inside for or while; use return to end the invocation",
+				"break outside a loop")
+		}
+		return nil
+	case BarrierStmt, ReturnStmt:
+		return nil
+	case AtomicStmt:
+		if !s.Op.Valid() {
+			return verr(path, "use add, min, max, and, or, xor or exchange", "atomic: invalid operation %d", s.Op)
+		}
+		op := "atomic " + s.Op.String()
+		a, err := c.array(s.Target, path, op)
+		if err != nil {
+			return err
+		}
+		if !a.shared && !a.access.Writable() {
+			return verr(path, "declare it with access write or read_write",
+				"%s: buffer %q has access %s", op, s.Target, a.access)
+		}
+		if !a.elem.IsInteger() {
+			return verr(path, "atomics need u32 or i32 elements; accumulate f32 in a u32/i32 array or reduce with shared memory",
+				"%s: %q has element type %s", op, s.Target, a.elem)
+		}
+		if err := c.want(s.Index, path+".index", depth+1, U32, op+" index"); err != nil {
+			return err
+		}
+		if err := c.want(s.Value, path+".value", depth+1, a.elem, op+" value"); err != nil {
+			return err
+		}
+		if s.Result != "" {
+			return c.declare(s.Result, path, "atomic result", a.elem, false)
+		}
+		return nil
+	case nil:
+		return verr(path, "remove the empty statement", "statement is nil")
+	default:
+		return verr(path, "build statements with the ir package's types", "unknown statement type %T", s)
+	}
+}
+
+func (c *checker) expr(e Expr, path string, depth int) (Type, error) {
+	if depth > MaxNesting {
+		return 0, verr(path, "bind parts of the expression to locals with let", "expressions nest deeper than %d levels", MaxNesting)
+	}
+	switch e := e.(type) {
+	case Literal:
+		return e.Type, checkLiteral(e, path)
+	case LocalRef:
+		l, ok := c.lookup(e.Name)
+		if !ok {
+			return 0, verr(path, "declare it with let or var before this use (locals are block-scoped)",
+				"local %q is not declared", e.Name)
+		}
+		return l.typ, nil
+	case ParamRef:
+		t, ok := c.params[e.Name]
+		if !ok {
+			return 0, verr(path, "declare it in params", "parameter %q is not declared", e.Name)
+		}
+		return t, nil
+	case BuiltinRef:
+		if !e.Kind.Valid() {
+			return 0, verr(path, "use global_id, local_id, workgroup_id, num_workgroups or workgroup_size",
+				"invalid builtin %d", e.Kind)
+		}
+		if e.Axis > 2 {
+			return 0, verr(path, "use axis 0, 1 or 2", "builtin %s has axis %d", e.Kind, e.Axis)
+		}
+		return U32, nil
+	case LoadExpr:
+		a, err := c.array(e.Target, path, "load")
+		if err != nil {
+			return 0, err
+		}
+		if !a.shared && !a.access.Readable() {
+			return 0, verr(path, "declare it with access read_write to read it back",
+				"load: buffer %q has access write", e.Target)
+		}
+		if err := c.want(e.Index, path+".index", depth+1, U32, "load index"); err != nil {
+			return 0, err
+		}
+		return a.elem, nil
+	case LenExpr:
+		a, ok := c.arrays[e.Buffer]
+		if !ok || a.shared {
+			return 0, verr(path, "use len on a buffer (a shared array's count is fixed in its declaration)",
+				"len: %q is not a buffer", e.Buffer)
+		}
+		return U32, nil
+	case UnaryExpr:
+		return c.unary(e, path, depth)
+	case BinaryExpr:
+		return c.binary(e, path, depth)
+	case FmaExpr:
+		for i, x := range []Expr{e.A, e.B, e.C} {
+			if err := c.want(x, fmt.Sprintf("%s.args[%d]", path, i), depth+1, F32, "fma operand"); err != nil {
+				return 0, err
+			}
+		}
+		return F32, nil
+	case SelectExpr:
+		if err := c.want(e.Cond, path+".args[0]", depth+1, Bool, "select condition"); err != nil {
+			return 0, err
+		}
+		a, err := c.expr(e.A, path+".args[1]", depth+1)
+		if err != nil {
+			return 0, err
+		}
+		b, err := c.expr(e.B, path+".args[2]", depth+1)
+		if err != nil {
+			return 0, err
+		}
+		if a != b {
+			return 0, verr(path, "cast one operand", "select: operand types %s and %s differ", a, b)
+		}
+		return a, nil
+	case CastExpr:
+		from, err := c.expr(e.X, path+".value", depth+1)
+		if err != nil {
+			return 0, err
+		}
+		if !e.To.Valid() {
+			return 0, verr(path, "cast to bool, i32, u32 or f32", "cast: invalid target type %d", e.To)
+		}
+		if (from == Bool && e.To == F32) || (from == F32 && e.To == Bool) {
+			return 0, verr(path, "go through u32, or use select / a comparison with 0.0",
+				"cast: %s to %s is not allowed", from, e.To)
+		}
+		return e.To, nil
+	case nil:
+		return 0, verr(path, "supply an expression", "expression is missing")
+	default:
+		return 0, verr(path, "build expressions with the ir package's types", "unknown expression type %T", e)
+	}
+}
+
+func (c *checker) unary(e UnaryExpr, path string, depth int) (Type, error) {
+	if !e.Op.Valid() {
+		return 0, verr(path, "use one of the unary operators of IR v1", "invalid unary operator %d", e.Op)
+	}
+	t, err := c.expr(e.X, path+".args[0]", depth+1)
+	if err != nil {
+		return 0, err
+	}
+	ok := false
+	switch e.Op {
+	case OpNeg:
+		ok = t.IsNumeric()
+	case OpNot:
+		ok = t == Bool || t.IsInteger()
+	case OpAbs:
+		ok = t == I32 || t == F32
+	default:
+		ok = t == F32
+	}
+	if !ok {
+		return 0, verr(path, "cast the operand to a type the operator accepts (see the ir package's UnaryOp docs)",
+			"%s: operand type %s is not supported", e.Op, t)
+	}
+	return t, nil
+}
+
+func (c *checker) binary(e BinaryExpr, path string, depth int) (Type, error) {
+	if !e.Op.Valid() {
+		return 0, verr(path, "use one of the binary operators of IR v1", "invalid binary operator %d", e.Op)
+	}
+	x, err := c.expr(e.X, path+".args[0]", depth+1)
+	if err != nil {
+		return 0, err
+	}
+	y, err := c.expr(e.Y, path+".args[1]", depth+1)
+	if err != nil {
+		return 0, err
+	}
+	if x != y {
+		return 0, verr(path, "cast one operand", "%s: operand types %s and %s differ", e.Op, x, y)
+	}
+	ok := false
+	switch e.Op {
+	case OpAdd, OpSub, OpMul, OpDiv, OpMin, OpMax, OpLt, OpLe, OpGt, OpGe:
+		ok = x.IsNumeric()
+	case OpRem, OpAnd, OpOr, OpXor, OpShl, OpShr:
+		ok = x.IsInteger()
+	case OpEq, OpNe:
+		ok = true
+	case OpLAnd, OpLOr:
+		ok = x == Bool
+	}
+	if !ok {
+		return 0, verr(path, "cast the operands to a type the operator accepts (see the ir package's BinaryOp docs)",
+			"%s: operand type %s is not supported", e.Op, x)
+	}
+	if e.Op.IsComparison() {
+		return Bool, nil
+	}
+	return x, nil
+}
