@@ -17,6 +17,9 @@ const (
 	MaxNesting = 256
 	// MaxNameLen bounds identifiers and the program name.
 	MaxNameLen = 128
+	// MaxBuffers bounds the storage buffers of a program: GPU backends pass every
+	// buffer's element count in 128 bytes of push constants.
+	MaxBuffers = 32
 )
 
 // ValidationError describes the first problem Validate found: where (Path, in the
@@ -140,6 +143,10 @@ func (c *checker) header() error {
 			return err
 		}
 		c.params[d.Name] = d.Type
+	}
+	if len(p.Buffers) > MaxBuffers {
+		return verr("buffers", fmt.Sprintf("use at most %d buffers, e.g. by packing inputs into one", MaxBuffers),
+			"program declares %d buffers", len(p.Buffers))
 	}
 	byBinding := make(map[uint32]string, len(p.Buffers))
 	for i, b := range p.Buffers {

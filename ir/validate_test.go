@@ -2,6 +2,7 @@ package ir
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -136,6 +137,11 @@ func TestValidateRejects(t *testing.T) {
 			b.Let("old", LitU32(0))
 			b.AtomicResult(AtomicAdd, "h", LitU32(0), LitU32(1), "old")
 		}, []string{`"old" is already declared`}},
+		{"too many buffers", func(b *Builder) {
+			for i := 0; i <= MaxBuffers; i++ {
+				b.Buffer(fmt.Sprintf("b%d", i), U32, Read)
+			}
+		}, []string{"buffers", "declares 33 buffers"}},
 		{"zero shared count", func(b *Builder) { b.Shared("tile", F32, 0) }, []string{"shared[0]", "count 0"}},
 		{"too much shared", func(b *Builder) {
 			b.Shared("a", F32, 6000)
