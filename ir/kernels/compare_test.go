@@ -1,0 +1,109 @@
+package kernels
+
+import (
+	"bytes"
+	"math"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/kiln-dev/kiln/ir"
+)
+
+func TestBytesRoundTrip(t *testing.T) {
+	if got := U32Bytes([]uint32{0x01020304}); !bytes.Equal(got, []byte{4, 3, 2, 1}) {
+		t.Errorf("U32Bytes is not little-endian: % x", got)
+	}
+	if got := F32Bytes([]float32{1}); !bytes.Equal(got, []byte{0, 0, 0x80, 0x3f}) {
+		t.Errorf("F32Bytes(1) = % x, want IEEE bits little-endian", got)
+	}
+	u := []uint32{0, 1, math.MaxUint32, 0x7fc00001}
+	if got := BytesU32(U32Bytes(u)); !slices.Equal(got, u) {
+		t.Errorf("u32 round trip: %v", got)
+	}
+	f := []float32{0, float32(math.Copysign(0, -1)), 1.5, float32(math.Inf(-1)), math.Float32frombits(0x7fc00123)}
+	back := BytesF32(F32Bytes(f))
+	for i := range f {
+		if math.Float32bits(back[i]) != math.Float32bits(f[i]) {
+			t.Errorf("f32 round trip of %#x gave %#x", math.Float32bits(f[i]), math.Float32bits(back[i]))
+		}
+	}
+	if got := BytesU32([]byte{1, 0, 0, 0, 9}); len(got) != 1 || got[0] != 1 {
+		t.Errorf("a trailing partial element must be ignored: %v", got)
+	}
+}
+
+func bitsF32(bits ...uint32) []byte { return U32Bytes(bits) }
+
+func TestCompareExact(t *testing.T) {
+	nanA, nanB := uint32(0x7fc00000), uint32(0xffc00001)
+	cases := []struct {
+		name      string
+		typ       ir.Type
+		got, want []byte
+		errHas    []string
+	}{
+		{"equal u32", ir.U32, U32Bytes([]uint32{1, 2, 3}), U32Bytes([]uint32{1, 2, 3}), nil},
+		{"differ u32", ir.U32, U32Bytes([]uint32{1, 2, 5}), U32Bytes([]uint32{1, 2, 6}), []string{"output buf[2]", "got 5", "want 6"}},
+		{"differ i32", ir.I32, U32Bytes([]uint32{0xffffffff}), U32Bytes([]uint32{1}), []string{"output buf[0]", "got -1", "want 1"}},
+		{"any NaN equals any NaN on f32", ir.F32, bitsF32(nanA), bitsF32(nanB), nil},
+		{"NaN bit patterns differ on u32", ir.U32, bitsF32(nanA), bitsF32(nanB), []string{"output buf[0]"}},
+		{"-0 is not +0", ir.F32, bitsF32(0x80000000), bitsF32(0), []string{"output buf[0]", "got -0", "want 0"}},
+		{"one ulp apart", ir.F32, F32Bytes([]float32{math.Nextafter32(1, 2)}), F32Bytes([]float32{1}), []string{"0x3f800001", "0x3f800000"}},
+		{"length", ir.U32, U32Bytes([]uint32{1}), U32Bytes([]uint32{1, 2}), []string{"output buf", "got 4 bytes (1 elements), want 8 bytes (2 elements)"}},
+	}
+	for _, c := range cases {
+		err := CompareExact("buf", c.typ, c.got, c.want)
+		checkErr(t, c.name, err, c.errHas)
+	}
+}
+
+func TestCompareF32(t *testing.T) {
+	inf, nan := float32(math.Inf(1)), float32(math.NaN())
+	tol := Tolerance{Abs: 0.01, Rel: 0.1}
+	cases := []struct {
+		name      string
+		got, want float32
+		tol       Tolerance
+		errHas    []string
+	}{
+		{"equal", 3, 3, Tolerance{}, nil},
+		{"within abs", 1.0099, 1, Tolerance{Abs: 0.01}, nil},
+		{"beyond abs", 1.0101, 1, Tolerance{Abs: 0.01}, []string{"output buf[0]", "got 1.0101", "want 1 "}},
+		{"within rel", 109, 100, Tolerance{Rel: 0.1}, nil},
+		{"beyond rel", 111, 100, Tolerance{Rel: 0.1}, []string{"difference 11"}},
+		{"abs and rel add up", 1.105, 1, tol, nil},
+		{"NaN matches NaN", nan, nan, tol, nil},
+		{"NaN for a number", nan, 1, Tolerance{Abs: 1e30}, []string{"got NaN"}},
+		{"number for NaN", 1, nan, Tolerance{Abs: 1e30}, []string{"want NaN"}},
+		{"same infinity", inf, inf, tol, nil},
+		{"other infinity", -inf, inf, Tolerance{Abs: 1e30}, []string{"got -Inf"}},
+		{"number for infinity", math.MaxFloat32, inf, Tolerance{Abs: 1e30, Rel: 1}, []string{"want +Inf"}},
+		{"infinity for number", inf, 1, Tolerance{Abs: 1e30}, []string{"got +Inf"}},
+	}
+	for _, c := range cases {
+		err := CompareF32("buf", F32Bytes([]float32{c.got}), F32Bytes([]float32{c.want}), c.tol)
+		checkErr(t, c.name, err, c.errHas)
+	}
+	err := CompareF32("buf", F32Bytes([]float32{1, 2}), F32Bytes([]float32{1}), tol)
+	checkErr(t, "length", err, []string{"output buf", "want 4 bytes"})
+}
+
+func checkErr(t *testing.T, name string, err error, has []string) {
+	t.Helper()
+	if len(has) == 0 {
+		if err != nil {
+			t.Errorf("%s: unexpected error %v", name, err)
+		}
+		return
+	}
+	if err == nil {
+		t.Errorf("%s: no error, want one containing %q", name, has)
+		return
+	}
+	for _, h := range has {
+		if !strings.Contains(err.Error(), h) {
+			t.Errorf("%s: error %q does not contain %q", name, err, h)
+		}
+	}
+}

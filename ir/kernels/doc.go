@@ -1,0 +1,13 @@
+// Package kernels is kiln's standard kernel corpus: a fixed set of IR programs that
+// every backend must run correctly, used for conformance and benchmarks.
+//
+// Each Kernel bundles the program's builder, its committed JSON file (embedded, see
+// JSON), a generator of random cases for a problem size, a plain-Go reference that
+// computes the expected outputs, and a Check that compares a backend's outputs with
+// the reference: bit for bit where the kernel does the very same rounded operations
+// as the reference, within a bound stated in the kernel's source where it does not.
+//
+// The JSON files in json/ are generated from the builders; regenerate them with
+//
+//	go test ./ir/kernels -update
+package kernels

@@ -1,0 +1,119 @@
+package kernels
+
+import (
+	"embed"
+	"math"
+	"math/rand/v2"
+
+	"github.com/kiln-dev/kiln/ir"
+)
+
+// Kernel is one corpus entry.
+type Kernel struct {
+	// Name is the short CLI name, e.g. "vector_add".
+	Name string
+	// OpID is the program name, e.g. "kiln.vector.add.f32".
+	OpID string
+	// Doc is one line: what the kernel computes and what "size" means.
+	Doc string
+	// Sizes are the problem sizes worth testing: edge cases (0, 1), sizes that are
+	// and are not multiples of the workgroup size, and one large size.
+	Sizes []int
+	// Program builds the kernel's program; it is validated.
+	Program func() *ir.Program
+	// NewCase draws random inputs for a problem of this size.
+	NewCase func(rng *rand.Rand, size int) Case
+	// Reference computes the expected outputs in plain Go, in binding order.
+	Reference func(c Case) [][]byte
+	// Check compares a backend's outputs with Reference's.
+	Check func(got, want [][]byte) error
+}
+
+// Case is one concrete dispatch of a corpus kernel.
+type Case struct {
+	// Size is the problem size NewCase was asked for.
+	Size int
+	// Grid is the number of workgroups on each axis.
+	Grid [3]uint32
+	// Inputs holds, by binding, the data of read and read_write buffers (nil for
+	// write buffers).
+	Inputs [][]byte
+	// OutputCounts holds, by binding, the element count of write buffers without a
+	// fixed count (0 for the others).
+	OutputCounts []uint32
+	// Spec sets the program's parameters; unset ones take their defaults.
+	Spec ir.SpecMap
+	// WorkgroupSize overrides the program's workgroup size; zero keeps the program's.
+	WorkgroupSize [3]uint32
+}
+
+// All returns the corpus in a fixed order.
+func All() []Kernel {
+	return []Kernel{
+		vectorAdd(),
+		saxpy(),
+		reduceSum(),
+		dot(),
+		histogram(),
+		exclusiveScan(),
+		transpose(),
+		matmul(),
+		collatz(),
+	}
+}
+
+// Lookup finds a kernel by Name or by OpID.
+func Lookup(name string) (Kernel, bool) {
+	for _, k := range All() {
+		if k.Name == name || k.OpID == name {
+			return k, true
+		}
+	}
+	return Kernel{}, false
+}
+
+//go:embed json/*.json
+var jsonFiles embed.FS
+
+// JSON returns the committed JSON file of the kernel named name (Name or OpID).
+func JSON(name string) ([]byte, bool) {
+	k, ok := Lookup(name)
+	if !ok {
+		return nil, false
+	}
+	data, err := jsonFiles.ReadFile(jsonPath(k.OpID))
+	if err != nil {
+		return nil, false
+	}
+	return data, true
+}
+
+// jsonPath is where the JSON file of the program opID lives in this package.
+func jsonPath(opID string) string { return "json/" + opID + ".json" }
+
+// workgroupSize is the workgroup size c runs with: its override, or def.
+func workgroupSize(c Case, def [3]uint32) [3]uint32 {
+	if c.WorkgroupSize != ([3]uint32{}) {
+		return c.WorkgroupSize
+	}
+	return def
+}
+
+// specU32 is the u32 parameter name as c sets it, or def.
+func specU32(c Case, name string, def uint32) uint32 {
+	if v, ok := c.Spec.Get(name); ok && v.Kind() == ir.SpecKindU32 {
+		return v.Bits()
+	}
+	return def
+}
+
+// specF32 is the f32 parameter name as c sets it, or def.
+func specF32(c Case, name string, def float32) float32 {
+	if v, ok := c.Spec.Get(name); ok && v.Kind() == ir.SpecKindF32 {
+		return math.Float32frombits(v.Bits())
+	}
+	return def
+}
+
+// cover is the number of workgroups of wg invocations that cover n invocations.
+func cover(n int, wg uint32) uint32 { return uint32((uint64(n) + uint64(wg) - 1) / uint64(wg)) }

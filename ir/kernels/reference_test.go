@@ -1,0 +1,86 @@
+package kernels
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/kiln-dev/kiln/ir"
+)
+
+// handCase is a small case whose outputs were worked out by hand.
+type handCase struct {
+	kernel string
+	c      Case
+	want   []uint32 // the single output, as bits
+}
+
+func spec(kv ...any) ir.SpecMap {
+	var m ir.SpecMap
+	for i := 0; i < len(kv); i += 2 {
+		m.Set(kv[i].(string), kv[i+1].(ir.SpecValue))
+	}
+	return m
+}
+
+func f32Bits(values ...float32) []uint32 { return BytesU32(F32Bytes(values)) }
+
+func TestReferencesByHand(t *testing.T) {
+	f, u := F32Bytes, U32Bytes
+	ones := make([]float32, 300)
+	for i := range ones {
+		ones[i] = 1
+	}
+	cases := []handCase{
+		{"vector_add", Case{Inputs: [][]byte{f([]float32{1, 2}), f([]float32{0.5, -2}), nil}, OutputCounts: []uint32{0, 0, 2}},
+			f32Bits(1.5, 0)},
+		{"saxpy", Case{Inputs: [][]byte{f([]float32{1, 2}), f([]float32{1, 1})}, OutputCounts: []uint32{0, 0}},
+			f32Bits(3, 5)},
+		{"saxpy", Case{Inputs: [][]byte{f([]float32{1, 2}), f([]float32{1, 1})}, OutputCounts: []uint32{0, 0},
+			Spec: spec("a", ir.SpecF32(-3))},
+			f32Bits(-2, -5)},
+		{"reduce_sum", Case{Grid: [3]uint32{2, 1, 1}, Inputs: [][]byte{f(ones), nil}, OutputCounts: []uint32{0, 2}},
+			f32Bits(256, 44)},
+		{"reduce_sum", Case{Grid: [3]uint32{3, 1, 1}, Inputs: [][]byte{f(ones), nil}, OutputCounts: []uint32{0, 3},
+			WorkgroupSize: [3]uint32{128, 1, 1}},
+			f32Bits(128, 128, 44)},
+		{"dot", Case{Grid: [3]uint32{1, 1, 1}, Inputs: [][]byte{f([]float32{1, 2, 3}), f([]float32{4, 5, 6}), nil},
+			OutputCounts: []uint32{0, 0, 1}},
+			f32Bits(32)},
+		{"exclusive_scan", Case{Inputs: [][]byte{u([]uint32{1, 2, 3, 4}), nil}, OutputCounts: []uint32{0, 4}},
+			[]uint32{0, 1, 3, 6}},
+		{"exclusive_scan", Case{Inputs: [][]byte{u([]uint32{1, 2, 3, 4, 5}), nil}, OutputCounts: []uint32{0, 5},
+			WorkgroupSize: [3]uint32{2, 1, 1}},
+			[]uint32{0, 1, 0, 3, 0}},
+		{"exclusive_scan", Case{Inputs: [][]byte{u([]uint32{0xffffffff, 2, 0}), nil}, OutputCounts: []uint32{0, 3}},
+			[]uint32{0, 0xffffffff, 1}},
+		{"transpose", Case{Inputs: [][]byte{f([]float32{1, 2, 3, 4, 5, 6}), nil}, OutputCounts: []uint32{0, 6},
+			Spec: spec("rows", ir.SpecU32(2), "cols", ir.SpecU32(3))},
+			f32Bits(1, 4, 2, 5, 3, 6)},
+		{"matmul", Case{Inputs: [][]byte{f([]float32{1, 2, 3, 4, 5, 6}), f([]float32{7, 8, 9, 10, 11, 12}), nil},
+			OutputCounts: []uint32{0, 0, 4}, Spec: spec("m", ir.SpecU32(2), "k", ir.SpecU32(3), "n", ir.SpecU32(2))},
+			f32Bits(58, 64, 139, 154)},
+		{"collatz", Case{Inputs: [][]byte{u([]uint32{1, 6, 27, 0}), nil}, OutputCounts: []uint32{0, 4}},
+			[]uint32{0, 8, 111, 1000}},
+		{"collatz", Case{Inputs: [][]byte{u([]uint32{1, 6, 27, 0}), nil}, OutputCounts: []uint32{0, 4},
+			Spec: spec("max_steps", ir.SpecU32(5))},
+			[]uint32{0, 5, 5, 5}},
+	}
+	bins := make([]uint32, 256)
+	bins[0], bins[1], bins[255] = 2, 1, 1
+	cases = append(cases, handCase{"histogram",
+		Case{Inputs: [][]byte{u([]uint32{0, 256, 1, 511}), nil}, OutputCounts: []uint32{0, 0}}, bins})
+
+	for i, hc := range cases {
+		k, ok := Lookup(hc.kernel)
+		if !ok {
+			t.Fatalf("no kernel %s", hc.kernel)
+		}
+		out := k.Reference(hc.c)
+		if len(out) != 1 {
+			t.Fatalf("case %d (%s): %d outputs", i, hc.kernel, len(out))
+		}
+		if got := BytesU32(out[0]); !slices.Equal(got, hc.want) {
+			t.Errorf("case %d (%s): reference gives %v, want %v", i, hc.kernel, got, hc.want)
+		}
+	}
+}
