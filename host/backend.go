@@ -1,0 +1,244 @@
+package host
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/kiln-dev/kiln/ir"
+	"github.com/kiln-dev/kiln/pluginapi"
+)
+
+// Backend is one adapter of one running plugin, as returned by Acquire and
+// AcquirePreferred. It stays usable across plugin crashes: the next call
+// relaunches the plugin, reopens the adapter and recompiles stale pipelines.
+type Backend struct {
+	p       *plugin
+	adapter pluginapi.Adapter
+}
+
+// Name is the backend's explicit name, "id:adapter".
+func (b *Backend) Name() string { return fmt.Sprintf("%s:%d", b.p.desc.ID, b.adapter.Index) }
+
+// ID is the backend's id.
+func (b *Backend) ID() string { return b.p.desc.ID }
+
+// Adapter describes the adapter this backend runs on.
+func (b *Backend) Adapter() pluginapi.Adapter { return b.adapter }
+
+// Description is what the plugin reported about itself.
+func (b *Backend) Description() *pluginapi.Description { return cloneDescription(b.p.desc) }
+
+// Acquisition is the measured time of the Open call that prepared the adapter.
+func (b *Backend) Acquisition() time.Duration {
+	b.p.mu.Lock()
+	defer b.p.mu.Unlock()
+	return b.p.acquisition[b.adapter.Index]
+}
+
+// open makes sure the adapter is open on the current process.
+func (b *Backend) open(ctx context.Context) (time.Duration, error) {
+	var took time.Duration
+	_, err := b.call(ctx, "open", func(ctx context.Context, proc *process) error {
+		var err error
+		took, err = b.p.open(ctx, proc, b.adapter.Index)
+		return err
+	})
+	return took, err
+}
+
+// call runs fn on the plugin's current process (relaunching it if needed) and
+// classifies its error.
+func (b *Backend) call(ctx context.Context, op string, fn func(context.Context, *process) error) (*process, error) {
+	proc, err := b.p.current(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return proc, b.callOn(ctx, proc, op, fn)
+}
+
+// callOn runs fn on proc and classifies its error.
+func (b *Backend) callOn(ctx context.Context, proc *process, op string, fn func(context.Context, *process) error) error {
+	began := time.Now()
+	if err := fn(ctx, proc); err != nil {
+		return b.p.classify(ctx, proc, b.Name(), op, began, err)
+	}
+	return nil
+}
+
+// CompileOptions specialize a program at compile time.
+type CompileOptions struct {
+	// Spec sets parameters by name; the others keep their defaults.
+	Spec ir.SpecMap
+	// WorkgroupSize replaces the program's workgroup size when non-zero.
+	WorkgroupSize [3]uint32
+}
+
+// Pipeline is a program compiled on one backend. If the plugin is relaunched,
+// the next Dispatch compiles it again on the new process.
+type Pipeline struct {
+	backend *Backend
+	prog    *ir.Program
+	opts    CompileOptions
+
+	mu       sync.Mutex
+	proc     *process
+	handle   uint64
+	released bool
+	// CompileTime is the host-measured duration of the last compile.
+	compileTime time.Duration
+}
+
+// Program returns the compiled program.
+func (pl *Pipeline) Program() *ir.Program { return pl.prog }
+
+// CompileTime returns how long the last compile took, as the host measured it.
+func (pl *Pipeline) CompileTime() time.Duration {
+	pl.mu.Lock()
+	defer pl.mu.Unlock()
+	return pl.compileTime
+}
+
+// Compile validates prog and compiles it on the backend.
+func (b *Backend) Compile(ctx context.Context, prog *ir.Program, opts CompileOptions) (*Pipeline, error) {
+	if prog == nil {
+		return nil, &LaunchError{Program: "<nil>", Detail: "no program. Fix: pass the *ir.Program to compile"}
+	}
+	if err := ir.Validate(prog); err != nil {
+		return nil, fmt.Errorf("program %q is invalid: %w", prog.Name, err)
+	}
+	pl := &Pipeline{backend: b, prog: prog, opts: opts}
+	pl.mu.Lock()
+	defer pl.mu.Unlock()
+	if _, _, _, err := pl.compileLocked(ctx); err != nil {
+		return nil, err
+	}
+	return pl, nil
+}
+
+// compileLocked compiles the pipeline on the plugin's current process unless it is
+// already compiled there. It returns that process, the handle, and the compile
+// time (zero when nothing was compiled).
+func (pl *Pipeline) compileLocked(ctx context.Context) (*process, uint64, time.Duration, error) {
+	b := pl.backend
+	proc, err := b.p.current(ctx)
+	if err != nil {
+		return nil, 0, 0, err
+	}
+	if proc == pl.proc {
+		return proc, pl.handle, 0, nil
+	}
+	var handle uint64
+	began := time.Now()
+	err = b.callOn(ctx, proc, "compile", func(ctx context.Context, proc *process) error {
+		if _, err := b.p.open(ctx, proc, b.adapter.Index); err != nil {
+			return err
+		}
+		res, err := proc.backend.Compile(ctx, &pluginapi.CompileRequest{
+			Adapter: b.adapter.Index, Program: pl.prog, Spec: pl.opts.Spec, WorkgroupSize: pl.opts.WorkgroupSize,
+		})
+		if err != nil {
+			return err
+		}
+		handle = res.Pipeline
+		return nil
+	})
+	if err != nil {
+		return nil, 0, 0, err
+	}
+	pl.proc, pl.handle, pl.compileTime = proc, handle, time.Since(began)
+	return proc, handle, pl.compileTime, nil
+}
+
+// Work is what one dispatch runs on: the grid and the buffers.
+type Work struct {
+	// Grid is the number of workgroups per axis; 0 on an axis runs nothing.
+	Grid [3]uint32
+	// Invocations, when set instead of Grid, is the number of invocations per
+	// axis; the grid is its ceiling division by the workgroup size.
+	Invocations [3]uint32
+	// Inputs are by binding: little-endian bytes for read and read_write
+	// buffers, nil for write buffers.
+	Inputs [][]byte
+	// OutputCounts are by binding: element counts of write buffers without a
+	// fixed count.
+	OutputCounts []uint32
+}
+
+// Result is the outcome of a dispatch.
+type Result struct {
+	// Outputs are every write and read_write buffer, in binding order.
+	Outputs [][]byte
+	// Backend names where it ran ("cpu-ref:0").
+	Backend string
+	// Compile is the host-measured compile time (zero when the pipeline was
+	// already compiled on the running process).
+	Compile time.Duration
+	// Dispatch is the host-measured round trip of the dispatch.
+	Dispatch time.Duration
+	// PluginTime and DeviceTime are what the plugin measured (DeviceTime is zero
+	// when the backend cannot time the device).
+	PluginTime time.Duration
+	DeviceTime time.Duration
+}
+
+// Dispatch runs pl with w. The plugin's outputs are checked against the program
+// and the launch: a wrong number of outputs or a wrong size is a BadResultError.
+func (b *Backend) Dispatch(ctx context.Context, pl *Pipeline, w Work) (*Result, error) {
+	if pl == nil || pl.backend.p != b.p || pl.backend.adapter.Index != b.adapter.Index {
+		return nil, &LaunchError{Program: "<pipeline>", Detail: fmt.Sprintf("pipeline was not compiled on %s. Fix: compile it with this backend's Compile", b.Name())}
+	}
+	req, sizes, err := plan(pl.prog, pl.opts.WorkgroupSize, w)
+	if err != nil {
+		return nil, err
+	}
+	pl.mu.Lock()
+	if pl.released {
+		pl.mu.Unlock()
+		return nil, &LaunchError{Program: pl.prog.Name, Detail: "pipeline was released. Fix: compile the program again"}
+	}
+	proc, handle, compileTime, err := pl.compileLocked(ctx)
+	pl.mu.Unlock()
+	if err != nil {
+		return nil, err
+	}
+	req.Pipeline = handle
+	var res *pluginapi.DispatchResult
+	began := time.Now()
+	err = b.callOn(ctx, proc, "dispatch", func(ctx context.Context, p *process) error {
+		var err error
+		res, err = p.backend.Dispatch(ctx, req)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	took := time.Since(began)
+	if err := checkOutputs(b.Name(), pl.prog, sizes, res.Outputs); err != nil {
+		return nil, err
+	}
+	b.p.healthy()
+	return &Result{
+		Outputs: res.Outputs, Backend: b.Name(), Compile: compileTime, Dispatch: took,
+		PluginTime: time.Duration(res.HostNanos), DeviceTime: time.Duration(res.DeviceNanos),
+	}, nil
+}
+
+// Release frees the pipeline on the plugin. Dispatching it afterwards fails.
+func (b *Backend) Release(ctx context.Context, pl *Pipeline) error {
+	pl.mu.Lock()
+	defer pl.mu.Unlock()
+	if pl.released {
+		return nil
+	}
+	pl.released = true
+	proc := pl.proc
+	pl.proc = nil
+	if proc == nil || b.p.running() != proc {
+		return nil // the process it was compiled on is gone, and the pipeline with it
+	}
+	return b.callOn(ctx, proc, "release", func(ctx context.Context, p *process) error {
+		return p.backend.Release(ctx, pl.handle)
+	})
+}

@@ -1,0 +1,18 @@
+// Package host is kiln's embedding API, in the spirit of database/sql: an
+// application calls Open, which discovers backend plugins (executables named
+// kiln-backend-* in a plugins directory), starts each in its own process over
+// hashicorp/go-plugin, and reads their descriptions. Acquire picks a backend by id
+// ("cpu-ref", "vulkan:1"), AcquirePreferred by DESIGN.md's scoring order (never a
+// reference oracle implicitly), and Dispatch compiles and runs an ir.Program on it.
+//
+// The host supervises its plugins: a plugin that crashes, hangs past the caller's
+// deadline or returns malformed results yields a typed error naming the backend
+// (CrashedError, TimeoutError, BadResultError; RejectedError and DeviceError come
+// from the plugin), the host stays up, and the plugin is relaunched on its next use
+// with an exponential backoff. Close stops every plugin.
+//
+//	h, err := host.Open(ctx, host.Options{})
+//	if err != nil { ... }
+//	defer h.Close()
+//	res, err := h.Dispatch(ctx, prog, host.Launch{Backend: "cpu-ref", Work: host.Work{...}})
+package host

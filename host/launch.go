@@ -1,0 +1,141 @@
+package host
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/kiln-dev/kiln/ir"
+	"github.com/kiln-dev/kiln/pluginapi"
+)
+
+// elementBytes is the size of every buffer element in IR v1.
+const elementBytes = 4
+
+// plan checks w against prog (with the workgroup-size override wg) and returns
+// the dispatch request (without its pipeline handle) and the byte size every
+// output must have, in output order.
+func plan(prog *ir.Program, wg [3]uint32, w Work) (*pluginapi.DispatchRequest, []int, error) {
+	bad := func(format string, args ...any) (*pluginapi.DispatchRequest, []int, error) {
+		return nil, nil, &LaunchError{Program: prog.Name, Detail: fmt.Sprintf(format, args...)}
+	}
+	n := len(prog.Buffers)
+	if len(w.Inputs) > n {
+		return bad("%d inputs for %d buffers. Fix: pass one entry per binding (nil for write buffers)", len(w.Inputs), n)
+	}
+	if len(w.OutputCounts) > n {
+		return bad("%d output counts for %d buffers. Fix: pass one entry per binding", len(w.OutputCounts), n)
+	}
+	req := &pluginapi.DispatchRequest{
+		Grid:         w.Grid,
+		Inputs:       make([][]byte, n),
+		OutputCounts: make([]uint32, n),
+	}
+	copy(req.Inputs, w.Inputs)
+	copy(req.OutputCounts, w.OutputCounts)
+	sizes := make([]int, n)
+	for _, d := range prog.Buffers {
+		if int(d.Binding) >= n {
+			return bad("buffer %s has binding %d outside 0..%d. Fix: validate the program", d.Name, d.Binding, n-1)
+		}
+		in := req.Inputs[d.Binding]
+		switch {
+		case d.Access.Readable():
+			if len(in)%elementBytes != 0 {
+				return bad("input for buffer %s (binding %d) is %d bytes, not a whole number of 4-byte elements. Fix: pass little-endian 4-byte elements", d.Name, d.Binding, len(in))
+			}
+			if d.Count > 0 && len(in) != int(d.Count)*elementBytes {
+				return bad("buffer %s (binding %d) has a fixed count of %d elements but its input has %d bytes. Fix: pass exactly %d bytes", d.Name, d.Binding, d.Count, len(in), int(d.Count)*elementBytes)
+			}
+			sizes[d.Binding] = len(in)
+		default:
+			if len(in) != 0 {
+				return bad("buffer %s (binding %d) is write-only but got %d input bytes. Fix: pass nil for write buffers", d.Name, d.Binding, len(in))
+			}
+			count := req.OutputCounts[d.Binding]
+			switch {
+			case d.Count > 0 && count != 0 && count != d.Count:
+				return bad("buffer %s (binding %d) has a fixed count of %d but the launch asks for %d. Fix: leave its output count 0", d.Name, d.Binding, d.Count, count)
+			case d.Count > 0:
+				count = d.Count
+			case int(d.Binding) >= len(w.OutputCounts):
+				return bad("write buffer %s (binding %d) has no fixed count and the launch gives none. Fix: set OutputCounts[%d] to its element count", d.Name, d.Binding, d.Binding)
+			}
+			req.OutputCounts[d.Binding] = count
+			sizes[d.Binding] = int(count) * elementBytes
+		}
+	}
+	if w.Invocations != [3]uint32{} {
+		if w.Grid != [3]uint32{} {
+			return bad("both Grid %v and Invocations %v are set. Fix: set one of them", w.Grid, w.Invocations)
+		}
+		size := prog.WorkgroupSize
+		if wg != [3]uint32{} {
+			size = wg
+		}
+		req.Grid = ir.GridFor(w.Invocations, size)
+	}
+	var out []int
+	for _, b := range prog.Outputs() {
+		out = append(out, sizes[b])
+	}
+	return req, out, nil
+}
+
+// checkOutputs compares a plugin's outputs with the sizes plan expects.
+func checkOutputs(backend string, prog *ir.Program, sizes []int, outputs [][]byte) error {
+	if len(outputs) != len(sizes) {
+		return &BadResultError{Backend: backend, Detail: fmt.Sprintf("%d outputs for program %s, which has %d output buffers", len(outputs), prog.Name, len(sizes))}
+	}
+	bindings := prog.Outputs()
+	for i, want := range sizes {
+		if got := len(outputs[i]); got != want {
+			name := ""
+			for _, d := range prog.Buffers {
+				if d.Binding == bindings[i] {
+					name = d.Name
+				}
+			}
+			return &BadResultError{Backend: backend, Detail: fmt.Sprintf("output %d (buffer %s) is %d bytes, the launch makes it %d", i, name, got, want)}
+		}
+	}
+	return nil
+}
+
+// Launch is everything Host.Dispatch needs besides the program.
+type Launch struct {
+	// Backend names the backend ("cpu-ref", "vulkan:1"); empty picks
+	// AcquirePreferred's choice.
+	Backend string
+	CompileOptions
+	Work
+}
+
+// Dispatch is the one-call path: acquire the backend, compile prog, dispatch it
+// and release the pipeline. For repeated dispatches of one program, use
+// Backend.Compile once and Backend.Dispatch many times.
+func (h *Host) Dispatch(ctx context.Context, prog *ir.Program, l Launch) (*Result, error) {
+	var b *Backend
+	var err error
+	if l.Backend == "" {
+		b, err = h.AcquirePreferred(ctx)
+	} else {
+		b, err = h.Acquire(ctx, l.Backend)
+	}
+	if err != nil {
+		return nil, err
+	}
+	pl, err := b.Compile(ctx, prog, l.CompileOptions)
+	if err != nil {
+		return nil, err
+	}
+	compileTime := pl.CompileTime()
+	res, err := b.Dispatch(ctx, pl, l.Work)
+	if rerr := b.Release(ctx, pl); rerr != nil {
+		h.log.Warn("releasing pipeline failed", "backend", b.Name(), "program", prog.Name, "error", rerr)
+	}
+	if err != nil {
+		return nil, err
+	}
+	res.Compile += compileTime
+	return res, nil
+}

@@ -1,0 +1,63 @@
+package host
+
+import (
+	"bytes"
+	"strings"
+	"sync"
+)
+
+// stderrTail keeps the end of a plugin's stderr, and the last panic or fatal-error
+// line, so that a crash report can say why the process died.
+type stderrTail struct {
+	mu    sync.Mutex
+	buf   []byte
+	panic string
+	line  []byte // the line being written; go-plugin writes a line, then "\n"
+}
+
+// tailLimit bounds the bytes of stderr kept per process.
+const tailLimit = 8 << 10
+
+func (t *stderrTail) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, b := range p {
+		if b != '\n' {
+			if len(t.line) < tailLimit {
+				t.line = append(t.line, b)
+			}
+			continue
+		}
+		line := strings.TrimSpace(string(t.line))
+		t.line = t.line[:0]
+		if strings.HasPrefix(line, "panic: ") || strings.HasPrefix(line, "fatal error: ") {
+			t.panic = line
+		}
+		if line == "" {
+			continue
+		}
+		t.buf = append(t.buf, line...)
+		t.buf = append(t.buf, '\n')
+		if over := len(t.buf) - tailLimit; over > 0 {
+			t.buf = t.buf[over:]
+		}
+	}
+	return len(p), nil
+}
+
+// summary returns the last panic line if there was one, else the last line.
+func (t *stderrTail) summary() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.panic != "" {
+		return t.panic
+	}
+	trimmed := bytes.TrimRight(t.buf, "\n")
+	if i := bytes.LastIndexByte(trimmed, '\n'); i >= 0 {
+		trimmed = trimmed[i+1:]
+	}
+	if len(trimmed) == 0 && len(t.line) > 0 {
+		return strings.TrimSpace(string(t.line))
+	}
+	return string(trimmed)
+}
