@@ -40,7 +40,7 @@ type Host struct {
 	files     []File
 	log       hclog.Logger
 
-	plugins []*plugin         // started, sorted by id
+	plugins []*plugin // started, sorted by id
 	byID    map[string]*plugin
 	failed  []PluginStatus // plugins that did not start
 
