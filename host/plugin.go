@@ -128,7 +128,9 @@ func (p *plugin) launch(ctx context.Context) (*process, *pluginapi.Description, 
 	proc := &process{client: client, cmd: cmd, stderr: tail, opened: map[int]bool{}}
 	fail := func(what string, err error) (*process, *pluginapi.Description, error) {
 		proc.stop()
-		msg := fmt.Sprintf("%s %s: %v", what, p.path, err)
+		// go-plugin's start errors carry a multi-line diagnosis; its first line says it.
+		msg, _, _ := strings.Cut(err.Error(), "\n")
+		msg = fmt.Sprintf("%s %s: %s", what, p.path, strings.TrimSpace(msg))
 		if cmd.ProcessState != nil {
 			msg += " (" + cmd.ProcessState.String() + ")"
 		}

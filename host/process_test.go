@@ -1,0 +1,494 @@
+package host
+
+import (
+	"bufio"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/kiln-dev/kiln/ir"
+)
+
+// saxpy is y = a*x + y.
+func saxpy(t *testing.T) *ir.Program {
+	t.Helper()
+	b := ir.NewBuilder("test.saxpy.f32", 64, 1, 1)
+	a := b.Param("a", ir.F32, ir.LitF32(2))
+	x := b.Buffer("x", ir.F32, ir.Read)
+	y := b.Buffer("y", ir.F32, ir.ReadWrite)
+	i := b.Let("i", ir.GlobalID(0))
+	b.If(ir.Lt(i, ir.Len(y)), func(then *ir.Block) {
+		then.Store(y, i, ir.Add(ir.Mul(a, ir.Load(x, i)), ir.Load(y, i)))
+	})
+	p, err := b.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func f32Bytes(v ...float32) []byte {
+	out := make([]byte, 4*len(v))
+	for i, f := range v {
+		binary.LittleEndian.PutUint32(out[4*i:], math.Float32bits(f))
+	}
+	return out
+}
+
+func bytesF32(b []byte) []float32 {
+	out := make([]float32, len(b)/4)
+	for i := range out {
+		out[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
+	}
+	return out
+}
+
+// saxpyLaunch dispatches saxpy of n elements, x[i] = i and y[i] = 1.
+func saxpyLaunch(backend string, n int) Launch {
+	x, y := make([]float32, n), make([]float32, n)
+	for i := range x {
+		x[i], y[i] = float32(i), 1
+	}
+	return Launch{Backend: backend, Work: Work{Invocations: [3]uint32{uint32(n), 1, 1}, Inputs: [][]byte{f32Bytes(x...), f32Bytes(y...)}}}
+}
+
+func checkSaxpy(t *testing.T, res *Result, a float32, n int) {
+	t.Helper()
+	if len(res.Outputs) != 1 {
+		t.Fatalf("%d outputs, want 1", len(res.Outputs))
+	}
+	got := bytesF32(res.Outputs[0])
+	if len(got) != n {
+		t.Fatalf("%d elements, want %d", len(got), n)
+	}
+	for i, v := range got {
+		if want := a*float32(i) + 1; v != want {
+			t.Fatalf("y[%d] = %v, want %v", i, v, want)
+		}
+	}
+}
+
+// healthyDispatch proves the host still works: saxpy on cpu-ref, verified.
+func healthyDispatch(t *testing.T, h *Host) {
+	t.Helper()
+	res, err := h.Dispatch(context.Background(), saxpy(t), saxpyLaunch("cpu-ref", 100))
+	if err != nil {
+		t.Fatalf("dispatch on the healthy backend: %v", err)
+	}
+	checkSaxpy(t, res, 2, 100)
+}
+
+// fixtureWork is a launch of fourBuffers that the zero-returning fixture answers.
+func fixtureWork() Work {
+	return Work{Grid: [3]uint32{1, 1, 1}, Inputs: [][]byte{make([]byte, 16), make([]byte, 16)}, OutputCounts: []uint32{0, 0, 4}}
+}
+
+// gone reports whether pid has exited (a zombie counts as exited).
+func gone(pid int) bool {
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return true
+	}
+	fields := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
+	return len(fields) > 0 && (fields[0] == "Z" || fields[0] == "X")
+}
+
+// waitGone waits until pid has exited; the limit is generous, not a timing claim.
+func waitGone(t *testing.T, pid int) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !gone(pid) {
+		if time.Now().After(deadline) {
+			t.Fatalf("process %d is still running", pid)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func pidOf(t *testing.T, h *Host, id string) int {
+	t.Helper()
+	for _, p := range h.Report().Plugins {
+		if p.Description != nil && p.Description.ID == id {
+			return p.Pid
+		}
+	}
+	t.Fatalf("no plugin %s", id)
+	return 0
+}
+
+func TestCPURefSaxpyEndToEnd(t *testing.T) {
+	h := openHost(t, "cpuref")
+	d, err := h.Description("cpu-ref")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !d.ReferenceOracle || !IsReferenceOracle(d) {
+		t.Fatalf("cpu-ref must describe itself as a reference oracle: %+v", d)
+	}
+	l := saxpyLaunch("cpu-ref", 1000)
+	l.Spec.Set("a", ir.SpecF32(3))
+	res, err := h.Dispatch(context.Background(), saxpy(t), l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkSaxpy(t, res, 3, 1000)
+	if res.Backend != "cpu-ref:0" || res.Dispatch <= 0 {
+		t.Fatalf("result backend %q, dispatch time %v", res.Backend, res.Dispatch)
+	}
+}
+
+func TestConcurrentDispatches(t *testing.T) {
+	h := openHost(t, "cpuref")
+	b, err := h.Acquire(context.Background(), "cpu-ref:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pl, err := b.Compile(context.Background(), saxpy(t), CompileOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			res, err := b.Dispatch(context.Background(), pl, saxpyLaunch("", 257).Work)
+			if err == nil && bytesF32(res.Outputs[0])[256] != 2*256+1 {
+				err = errors.New("wrong result")
+			}
+			errs <- err
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func TestOpenRecordsBrokenPluginsAndStartsTheRest(t *testing.T) {
+	broken := map[string]string{
+		"fx-badcookie":  "exited before we could connect",
+		"fx-badversion": "version",
+		"fx-stdout":     "hello from a plugin",
+		"fx-exit-early": "giving up before the handshake",
+		"fx-zz-twin":    "already provided by",
+	}
+	names := []string{"cpuref", "fx-zeros"}
+	for n := range broken {
+		names = append(names, n)
+	}
+	h := openHost(t, names...)
+	if got := strings.Join(h.IDs(), ","); got != "cpu-ref,fx-zeros" {
+		t.Fatalf("running backends %s, want cpu-ref,fx-zeros", got)
+	}
+	seen := map[string]bool{}
+	for _, p := range h.Report().Plugins {
+		name := strings.TrimPrefix(p.Path[strings.LastIndexByte(p.Path, '/')+1:], PluginPrefix)
+		want, isBroken := broken[name]
+		if !isBroken {
+			if p.Err != nil || p.Pid == 0 || p.Description == nil {
+				t.Errorf("%s should run: %+v", name, p)
+			}
+			continue
+		}
+		seen[name] = true
+		if p.Err == nil || !strings.Contains(p.Err.Error(), want) || !strings.Contains(p.Err.Error(), "Fix:") {
+			t.Errorf("%s: error %v, want one saying %q with a Fix", name, p.Err, want)
+		}
+	}
+	if len(seen) != len(broken) {
+		t.Errorf("report lists %d broken plugins, want %d", len(seen), len(broken))
+	}
+	healthyDispatch(t, h)
+}
+
+func TestCrashMidDispatch(t *testing.T) {
+	for mode, exit := range map[string]string{
+		"fx-exit":    "exit status 3",
+		"fx-sigkill": "signal: killed",
+		"fx-panic":   "exit status 2",
+	} {
+		t.Run(mode, func(t *testing.T) {
+			t.Parallel()
+			h := openHost(t, "cpuref", mode)
+			b, err := h.Acquire(context.Background(), mode)
+			if err != nil {
+				t.Fatal(err)
+			}
+			pl, err := b.Compile(context.Background(), fourBuffers(t), CompileOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			first := pidOf(t, h, mode)
+			_, err = b.Dispatch(context.Background(), pl, fixtureWork())
+			var crashed *CrashedError
+			if !errors.As(err, &crashed) {
+				t.Fatalf("got %v, want *CrashedError", err)
+			}
+			if crashed.Backend != mode+":0" || crashed.Op != "dispatch" || !strings.Contains(crashed.Exit, exit) {
+				t.Fatalf("crash report %+v, want backend %s:0, op dispatch, exit %q", crashed, mode, exit)
+			}
+			if mode == "fx-panic" && !strings.Contains(crashed.Stderr, "panic: fixture panics") {
+				t.Errorf("crash report does not carry the panic: %q", crashed.Stderr)
+			}
+			if !strings.Contains(err.Error(), "Fix:") {
+				t.Errorf("error %q has no Fix", err)
+			}
+			waitGone(t, first)
+			healthyDispatch(t, h)
+
+			// The next use relaunches the plugin, recompiles the pipeline on the
+			// new process, and crashes it again.
+			_, err = b.Dispatch(context.Background(), pl, fixtureWork())
+			if !errors.As(err, &crashed) {
+				t.Fatalf("second dispatch: got %v, want *CrashedError after a relaunch", err)
+			}
+			for _, p := range h.Report().Plugins {
+				if p.Description != nil && p.Description.ID == mode && p.Restarts != 1 {
+					t.Errorf("restarts = %d, want 1", p.Restarts)
+				}
+			}
+			healthyDispatch(t, h)
+		})
+	}
+}
+
+func TestHungDispatchTimesOutAndIsKilled(t *testing.T) {
+	h := openHost(t, "cpuref", "fx-hang")
+	b, err := h.Acquire(context.Background(), "fx-hang")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pl, err := b.Compile(context.Background(), fourBuffers(t), CompileOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for round := range 2 {
+		pid := pidOf(t, h, "fx-hang")
+		ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+		_, err = b.Dispatch(ctx, pl, fixtureWork())
+		cancel()
+		var timeout *TimeoutError
+		if !errors.As(err, &timeout) || timeout.Backend != "fx-hang:0" || timeout.Op != "dispatch" {
+			t.Fatalf("round %d: got %v, want *TimeoutError for fx-hang:0 dispatch", round, err)
+		}
+		if !strings.Contains(err.Error(), "Fix:") {
+			t.Errorf("error %q has no Fix", err)
+		}
+		waitGone(t, pid)
+		healthyDispatch(t, h)
+	}
+}
+
+func TestBadResultsAreTypedAndKeepThePlugin(t *testing.T) {
+	for _, mode := range []string{"fx-extra-output", "fx-short-output"} {
+		t.Run(mode, func(t *testing.T) {
+			t.Parallel()
+			h := openHost(t, "cpuref", mode)
+			pid := pidOf(t, h, mode)
+			_, err := h.Dispatch(context.Background(), fourBuffers(t), Launch{Backend: mode, Work: fixtureWork()})
+			var bad *BadResultError
+			if !errors.As(err, &bad) || bad.Backend != mode+":0" {
+				t.Fatalf("got %v, want *BadResultError for %s:0", err, mode)
+			}
+			if pidOf(t, h, mode) != pid {
+				t.Error("a bad result must not restart the plugin")
+			}
+			healthyDispatch(t, h)
+		})
+	}
+}
+
+func TestPluginReportedErrorsPassThrough(t *testing.T) {
+	h := openHost(t, "fx-device", "fx-reject")
+	_, err := h.Dispatch(context.Background(), fourBuffers(t), Launch{Backend: "fx-device", Work: fixtureWork()})
+	var device *DeviceError
+	if !errors.As(err, &device) || !strings.Contains(err.Error(), "fx-device:0") {
+		t.Fatalf("got %v, want a DeviceError naming fx-device:0", err)
+	}
+	_, err = h.Dispatch(context.Background(), fourBuffers(t), Launch{Backend: "fx-reject", Work: fixtureWork()})
+	var rejected *RejectedError
+	if !errors.As(err, &rejected) || !strings.Contains(err.Error(), "fixture rejects") {
+		t.Fatalf("got %v, want a RejectedError from fx-reject", err)
+	}
+	_, err = h.Acquire(context.Background(), "fx-device:1")
+	var nf *NotFoundError
+	if !errors.As(err, &nf) {
+		t.Fatalf("adapter 1: got %v, want *NotFoundError", err)
+	}
+}
+
+func TestRejectedSpecialization(t *testing.T) {
+	h := openHost(t, "cpuref")
+	l := saxpyLaunch("cpu-ref", 4)
+	l.Spec.Set("a", ir.SpecU32(3))
+	_, err := h.Dispatch(context.Background(), saxpy(t), l)
+	var rejected *RejectedError
+	if !errors.As(err, &rejected) {
+		t.Fatalf("spec of the wrong type: got %v, want *RejectedError", err)
+	}
+	healthyDispatch(t, h)
+}
+
+func TestAcquirePreferredWithProcesses(t *testing.T) {
+	h := openHost(t, "cpuref", "fx-zeros", "fx-badcookie")
+	b, err := h.AcquirePreferred(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.Name() != "fx-zeros:0" || b.Acquisition() <= 0 {
+		t.Fatalf("preferred %s (acquisition %v), want fx-zeros:0 with a measured acquisition", b.Name(), b.Acquisition())
+	}
+	rows, err := h.Survey(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var preferred []string
+	for _, r := range rows {
+		if r.Preferred {
+			preferred = append(preferred, r.Name())
+		}
+		if r.ID == "cpu-ref" && (!r.ReferenceOracle || r.Status != StatusReady || r.Acquisition <= 0) {
+			t.Errorf("cpu-ref row %+v", r)
+		}
+		if r.ID == "fx-badcookie" && r.Status != StatusFailed {
+			t.Errorf("fx-badcookie row %+v, want failed", r)
+		}
+	}
+	if strings.Join(preferred, ",") != "fx-zeros:0" || len(rows) != 3 {
+		t.Fatalf("preferred %v among %d rows, want only fx-zeros:0 among 3", preferred, len(rows))
+	}
+
+	only := openHost(t, "cpuref")
+	_, err = only.AcquirePreferred(context.Background())
+	var nb *NoBackendError
+	if !errors.As(err, &nb) || len(nb.SkippedOracles) != 1 || !strings.Contains(err.Error(), "--backend cpu-ref") {
+		t.Fatalf("with only cpu-ref: got %v, want a NoBackendError suggesting --backend cpu-ref", err)
+	}
+	assertEndsWithFix(t, err.Error())
+	_, err = only.Dispatch(context.Background(), saxpy(t), saxpyLaunch("", 4))
+	if !errors.As(err, &nb) {
+		t.Fatalf("Dispatch without a backend and only cpu-ref: got %v, want *NoBackendError", err)
+	}
+}
+
+func TestPipelineSurvivesAnOutsideKill(t *testing.T) {
+	h := openHost(t, "fx-zeros")
+	b, err := h.Acquire(context.Background(), "fx-zeros")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pl, err := b.Compile(context.Background(), fourBuffers(t), CompileOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid := pidOf(t, h, "fx-zeros")
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	waitGone(t, pid)
+	_, err = b.Dispatch(context.Background(), pl, fixtureWork())
+	var crashed *CrashedError
+	if !errors.As(err, &crashed) || !strings.Contains(crashed.Exit, "killed") {
+		t.Fatalf("dispatch on a killed plugin: got %v, want *CrashedError", err)
+	}
+	res, err := b.Dispatch(context.Background(), pl, fixtureWork())
+	if err != nil {
+		t.Fatalf("dispatch after the relaunch: %v", err)
+	}
+	if res.Compile <= 0 {
+		t.Error("the pipeline must have been compiled again on the new process")
+	}
+	if pidOf(t, h, "fx-zeros") == pid {
+		t.Error("the plugin was not relaunched")
+	}
+}
+
+func TestCloseStopsEveryPlugin(t *testing.T) {
+	h, err := Open(context.Background(), Options{PluginDir: pluginDir(t, "cpuref", "fx-zeros", "fx-hang")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pids []int
+	for _, p := range h.Report().Plugins {
+		pids = append(pids, p.Pid)
+	}
+	if len(pids) != 3 {
+		t.Fatalf("%d plugins running, want 3", len(pids))
+	}
+	if err := h.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for _, pid := range pids {
+		if !gone(pid) {
+			t.Errorf("plugin %d still runs after Close", pid)
+		}
+	}
+	var closed *ClosedError
+	if _, err := h.Acquire(context.Background(), "cpu-ref"); !errors.As(err, &closed) {
+		t.Fatalf("Acquire after Close: %v", err)
+	}
+	if err := h.Close(); err != nil {
+		t.Fatalf("second Close: %v", err)
+	}
+}
+
+func TestKilledHostLeavesNoOrphans(t *testing.T) {
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), helperDirEnv+"="+pluginDir(t, "cpuref", "fx-zeros"))
+	cmd.Stderr = os.Stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil {
+		cmd.Process.Kill()
+		t.Fatalf("helper host: %v", err)
+	}
+	var pids []int
+	for _, f := range strings.Fields(strings.TrimPrefix(line, "PIDS ")) {
+		pid, err := strconv.Atoi(f)
+		if err != nil || pid == 0 {
+			t.Fatalf("helper host printed %q", line)
+		}
+		pids = append(pids, pid)
+	}
+	if len(pids) != 2 {
+		t.Fatalf("helper host runs %d plugins, want 2", len(pids))
+	}
+	if err := cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	_ = cmd.Wait() // killed: the error is the expected "signal: killed"
+	for _, pid := range pids {
+		waitGone(t, pid)
+	}
+}
+
+func TestBackoffDoublesUpToTheLimit(t *testing.T) {
+	p := &plugin{set: settings{backoff: 100 * time.Millisecond, maxBackoff: time.Second}}
+	for crashes, want := range map[int]time.Duration{1: 100 * time.Millisecond, 2: 200 * time.Millisecond, 4: 800 * time.Millisecond, 5: time.Second, 40: time.Second} {
+		p.crashes = crashes
+		if got := p.backoff(); got != want {
+			t.Errorf("backoff after %d crashes = %v, want %v", crashes, got, want)
+		}
+	}
+}
