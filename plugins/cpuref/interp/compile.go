@@ -1,0 +1,597 @@
+package interp
+
+import (
+	"fmt"
+
+	"github.com/kiln-dev/kiln/ir"
+)
+
+// stmtFn runs a statement for the active lanes of m. A statement that ends lanes
+// (break, return, or a nested statement that does) clears them from m.
+type stmtFn func(w *worker, m *mask)
+
+type localKind uint8
+
+const (
+	letLocal localKind = iota + 1
+	varLocal
+	forLocal
+	resultLocal
+)
+
+// local is a name in scope: its type and either its register or, for a let bound to
+// a value that cannot change while the let is visible, that value's expression.
+type local struct {
+	typ   ir.Type
+	kind  localKind
+	reg   int
+	alias exprFn
+}
+
+// compiler turns a program into closures. Names are resolved once here; the
+// closures only index registers.
+type compiler struct {
+	k       *Kernel
+	buffers map[string]ir.BufferDecl
+	shared  map[string]int
+	scopes  []map[string]*local
+	consts  map[uint32][]uint32
+	loops   int
+}
+
+func compileProgram(k *Kernel) error {
+	p := k.prog
+	c := &compiler{
+		k:       k,
+		buffers: make(map[string]ir.BufferDecl, len(p.Buffers)),
+		shared:  make(map[string]int, len(p.Shared)),
+		consts:  make(map[uint32][]uint32),
+	}
+	if err := c.declare(); err != nil {
+		return fmt.Errorf("interp: program %q: %w", p.Name, err)
+	}
+	k.atomicBuf = make([]bool, len(p.Buffers))
+	markAtomicTargets(p.Body, c.buffers, k.atomicBuf)
+	k.returns = endsLanes(p.Body, false)
+	k.nMasks = 1 // mask 0 is the workgroup's root mask
+	k.nTemps = 1 // temp 0 also holds loop conditions
+	body, err := c.block(p.Body, "body")
+	if err != nil {
+		return fmt.Errorf("interp: program %q: %w", p.Name, err)
+	}
+	k.body = body
+	return nil
+}
+
+// declare checks and records the buffers and shared arrays.
+func (c *compiler) declare() error {
+	p := c.k.prog
+	for i, b := range p.Buffers {
+		if int(b.Binding) != i {
+			return fmt.Errorf("buffer %q is at index %d but has binding %d. Fix: give buffers dense bindings 0..n-1 in order",
+				b.Name, i, b.Binding)
+		}
+		if !b.Type.IsNumeric() || !b.Access.Valid() {
+			return fmt.Errorf("buffer %q has element type %s and access %s. Fix: use i32, u32 or f32 elements and read, write or read_write access",
+				b.Name, b.Type, b.Access)
+		}
+		if _, dup := c.buffers[b.Name]; dup {
+			return fmt.Errorf("buffer %q is declared twice. Fix: give every buffer its own name", b.Name)
+		}
+		c.buffers[b.Name] = b
+	}
+	var total uint64
+	for i, s := range p.Shared {
+		_, isBuf := c.buffers[s.Name]
+		_, dup := c.shared[s.Name]
+		if isBuf || dup || !s.Type.Valid() {
+			return fmt.Errorf("shared array %q (type %s) reuses a name or has no valid type. Fix: give it a name of its own and a valid type",
+				s.Name, s.Type)
+		}
+		c.shared[s.Name] = i
+		total += uint64(s.Count)
+	}
+	if total > maxSharedElements {
+		return fmt.Errorf("the shared arrays hold %d elements per workgroup. Fix: keep them under %d elements in all",
+			total, maxSharedElements)
+	}
+	return nil
+}
+
+// markAtomicTargets flags the buffers some atomic statement targets.
+func markAtomicTargets(list []ir.Stmt, buffers map[string]ir.BufferDecl, flags []bool) {
+	for _, s := range list {
+		switch s := s.(type) {
+		case ir.AtomicStmt:
+			if b, ok := buffers[s.Target]; ok {
+				flags[b.Binding] = true
+			}
+		case ir.IfStmt:
+			markAtomicTargets(s.Then, buffers, flags)
+			markAtomicTargets(s.Else, buffers, flags)
+		case ir.ForStmt:
+			markAtomicTargets(s.Body, buffers, flags)
+		case ir.WhileStmt:
+			markAtomicTargets(s.Body, buffers, flags)
+		}
+	}
+}
+
+// endsLanes reports whether running list can end lanes for the code after it: a
+// return anywhere, or (when breaks is set) a break that is not inside a nested loop.
+func endsLanes(list []ir.Stmt, breaks bool) bool {
+	for _, s := range list {
+		switch s := s.(type) {
+		case ir.ReturnStmt:
+			return true
+		case ir.BreakStmt:
+			if breaks {
+				return true
+			}
+		case ir.IfStmt:
+			if endsLanes(s.Then, breaks) || endsLanes(s.Else, breaks) {
+				return true
+			}
+		case ir.ForStmt:
+			if endsLanes(s.Body, false) {
+				return true
+			}
+		case ir.WhileStmt:
+			if endsLanes(s.Body, false) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func (c *compiler) lookup(name string) *local {
+	for i := len(c.scopes) - 1; i >= 0; i-- {
+		if l, ok := c.scopes[i][name]; ok {
+			return l
+		}
+	}
+	return nil
+}
+
+// bind declares name in the innermost scope.
+func (c *compiler) bind(name string, l *local) error {
+	_, isBuf := c.buffers[name]
+	_, isShared := c.shared[name]
+	if name == "" || isBuf || isShared || c.lookup(name) != nil {
+		return fmt.Errorf("local %q is empty or already declared (or names a buffer or shared array). Fix: use a new name",
+			name)
+	}
+	c.scopes[len(c.scopes)-1][name] = l
+	return nil
+}
+
+func (c *compiler) newLocal() int {
+	c.k.nLocals++
+	return c.k.nLocals - 1
+}
+
+func (c *compiler) newMask() int {
+	c.k.nMasks++
+	return c.k.nMasks - 1
+}
+
+func (c *compiler) pushScope() { c.scopes = append(c.scopes, map[string]*local{}) }
+
+func (c *compiler) popScope() { c.scopes = c.scopes[:len(c.scopes)-1] }
+
+// block compiles a statement list in its own scope.
+func (c *compiler) block(list []ir.Stmt, path string) (stmtFn, error) {
+	c.pushScope()
+	defer c.popScope()
+	fns := make([]stmtFn, 0, len(list))
+	for i, s := range list {
+		f, err := c.stmt(s, fmt.Sprintf("%s[%d]", path, i))
+		if err != nil {
+			return nil, err
+		}
+		if f != nil {
+			fns = append(fns, f)
+		}
+	}
+	return sequence(fns), nil
+}
+
+// sequence runs statements in order until the mask is empty or the run halts.
+func sequence(fns []stmtFn) stmtFn {
+	switch len(fns) {
+	case 0:
+		return func(*worker, *mask) {}
+	case 1:
+		return fns[0]
+	}
+	return func(w *worker, m *mask) {
+		for _, f := range fns {
+			f(w, m)
+			if m.empty() || w.halted {
+				return
+			}
+		}
+	}
+}
+
+func (c *compiler) stmt(s ir.Stmt, path string) (stmtFn, error) {
+	f, err := c.stmtInner(s, path)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return f, nil
+}
+
+func (c *compiler) stmtInner(s ir.Stmt, path string) (stmtFn, error) {
+	switch s := s.(type) {
+	case ir.LetStmt:
+		return c.let(s)
+	case ir.VarStmt:
+		return c.varStmt(s)
+	case ir.AssignStmt:
+		return c.assign(s)
+	case ir.StoreStmt:
+		return c.store(s)
+	case ir.IfStmt:
+		return c.ifStmt(s, path)
+	case ir.ForStmt:
+		return c.forStmt(s, path)
+	case ir.WhileStmt:
+		return c.whileStmt(s, path)
+	case ir.BreakStmt:
+		if c.loops == 0 {
+			return nil, fmt.Errorf("break outside a loop. Fix: use break only inside for or while")
+		}
+		return func(_ *worker, m *mask) { m.clear(nil) }, nil
+	case ir.ReturnStmt:
+		return func(w *worker, m *mask) { m.clear(w.live) }, nil
+	case ir.BarrierStmt:
+		return c.barrier(path), nil
+	case ir.AtomicStmt:
+		return c.atomic(s)
+	}
+	return nil, fmt.Errorf("unknown statement %T. Fix: build programs from the ir statement types", s)
+}
+
+func (c *compiler) let(s ir.LetStmt) (stmtFn, error) {
+	v, err := c.expr(s.Value, 0)
+	if err != nil {
+		return nil, err
+	}
+	if v.stable {
+		return nil, c.bind(s.Name, &local{typ: v.typ, kind: letLocal, alias: v.fn})
+	}
+	r := c.newLocal()
+	if err := c.bind(s.Name, &local{typ: v.typ, kind: letLocal, reg: r}); err != nil {
+		return nil, err
+	}
+	return declareFn(v.fn, r), nil
+}
+
+// declareFn evaluates a declaration's value into its register. Inactive lanes of the
+// range may be written: they never run the rest of the declaring block.
+func declareFn(f exprFn, r int) stmtFn {
+	return func(w *worker, m *mask) {
+		src := f(w, m.lo, m.hi)
+		copy(w.locals[r][m.lo:m.hi], src[m.lo:m.hi])
+	}
+}
+
+func (c *compiler) varStmt(s ir.VarStmt) (stmtFn, error) {
+	v, err := c.expr(s.Value, 0)
+	if err != nil {
+		return nil, err
+	}
+	if v.typ != s.Type {
+		return nil, fmt.Errorf("var %q is %s but its value is %s. Fix: cast the value to %s", s.Name, s.Type, v.typ, s.Type)
+	}
+	r := c.newLocal()
+	if err := c.bind(s.Name, &local{typ: s.Type, kind: varLocal, reg: r}); err != nil {
+		return nil, err
+	}
+	return declareFn(v.fn, r), nil
+}
+
+func (c *compiler) assign(s ir.AssignStmt) (stmtFn, error) {
+	l := c.lookup(s.Name)
+	if l == nil || l.kind != varLocal {
+		return nil, fmt.Errorf("assignment to %q, which is not a var in scope. Fix: declare it with var first", s.Name)
+	}
+	v, err := c.expr(s.Value, 0)
+	if err != nil {
+		return nil, err
+	}
+	if v.typ != l.typ {
+		return nil, fmt.Errorf("assignment of a %s value to %s var %q. Fix: cast the value to %s", v.typ, l.typ, s.Name, l.typ)
+	}
+	r := l.reg
+	f := v.fn
+	return func(w *worker, m *mask) {
+		maskedCopy(m, w.locals[r], f(w, m.lo, m.hi))
+	}, nil
+}
+
+// target is a resolved buffer or shared array.
+type target struct {
+	typ    ir.Type
+	buffer bool
+	index  int // binding or shared index
+	atomic bool
+}
+
+func (c *compiler) target(name string) (target, ir.BufferDecl, bool) {
+	if b, ok := c.buffers[name]; ok {
+		return target{typ: b.Type, buffer: true, index: int(b.Binding), atomic: c.k.atomicBuf[b.Binding]}, b, true
+	}
+	if i, ok := c.shared[name]; ok {
+		return target{typ: c.k.prog.Shared[i].Type, index: i}, ir.BufferDecl{}, true
+	}
+	return target{}, ir.BufferDecl{}, false
+}
+
+// words returns the storage of t for the workgroup w is running.
+func (t target) words(w *worker) []uint32 {
+	if t.buffer {
+		return w.run.bufs[t.index]
+	}
+	return w.shared[t.index]
+}
+
+func (c *compiler) store(s ir.StoreStmt) (stmtFn, error) {
+	t, decl, ok := c.target(s.Target)
+	if !ok {
+		return nil, fmt.Errorf("store to unknown buffer or shared array %q. Fix: declare it", s.Target)
+	}
+	if t.buffer && !decl.Access.Writable() {
+		return nil, fmt.Errorf("store to buffer %q, whose access is %s. Fix: declare it write or read_write", s.Target, decl.Access)
+	}
+	idx, err := c.index(s.Index, 0)
+	if err != nil {
+		return nil, err
+	}
+	v, err := c.expr(s.Value, 1)
+	if err != nil {
+		return nil, err
+	}
+	if v.typ != t.typ {
+		return nil, fmt.Errorf("store of a %s value into %q of %s. Fix: cast the value to %s", v.typ, s.Target, t.typ, t.typ)
+	}
+	store := storeLanes
+	if t.atomic {
+		store = storeLanesAtomic
+	}
+	return func(w *worker, m *mask) {
+		ix := idx(w, m.lo, m.hi)
+		store(m, ix, v.fn(w, m.lo, m.hi), t.words(w))
+	}, nil
+}
+
+// index compiles an index expression, which must be u32.
+func (c *compiler) index(e ir.Expr, t int) (exprFn, error) {
+	v, err := c.expr(e, t)
+	if err != nil {
+		return nil, err
+	}
+	if v.typ != ir.U32 {
+		return nil, fmt.Errorf("index is %s. Fix: index with a u32 value (cast it)", v.typ)
+	}
+	return v.fn, nil
+}
+
+func (c *compiler) cond(e ir.Expr) (exprFn, error) {
+	v, err := c.expr(e, 0)
+	if err != nil {
+		return nil, err
+	}
+	if v.typ != ir.Bool {
+		return nil, fmt.Errorf("condition is %s. Fix: use a bool condition (compare with ne 0)", v.typ)
+	}
+	return v.fn, nil
+}
+
+func (c *compiler) ifStmt(s ir.IfStmt, path string) (stmtFn, error) {
+	cond, err := c.cond(s.Cond)
+	if err != nil {
+		return nil, err
+	}
+	ti, ei := c.newMask(), c.newMask()
+	then, err := c.block(s.Then, path+".then")
+	if err != nil {
+		return nil, err
+	}
+	els, err := c.block(s.Else, path+".else")
+	if err != nil {
+		return nil, err
+	}
+	hasElse := len(s.Else) > 0
+	ends := endsLanes(s.Then, true) || endsLanes(s.Else, true)
+	return func(w *worker, m *mask) {
+		cv := cond(w, m.lo, m.hi)
+		t, e := &w.masks[ti], &w.masks[ei]
+		t.narrow(m, cv, 1)
+		if hasElse || ends {
+			e.narrow(m, cv, 0) // now: the branches reuse the condition's register
+		}
+		if !t.empty() {
+			then(w, t)
+			if w.halted {
+				return
+			}
+		}
+		if hasElse && !e.empty() {
+			els(w, e)
+			if w.halted {
+				return
+			}
+		}
+		if ends {
+			m.merge(t, e)
+		}
+	}, nil
+}
+
+// loopBody compiles a loop body, with var (when not nil) in scope.
+func (c *compiler) loopBody(body []ir.Stmt, path string, loopVar string, v *local) (stmtFn, error) {
+	c.pushScope()
+	defer c.popScope()
+	if v != nil {
+		if err := c.bind(loopVar, v); err != nil {
+			return nil, err
+		}
+	}
+	c.loops++
+	defer func() { c.loops-- }()
+	return c.block(body, path+".body")
+}
+
+func (c *compiler) forStmt(s ir.ForStmt, path string) (stmtFn, error) {
+	if !s.Type.IsInteger() {
+		return nil, fmt.Errorf("for variable %q is %s. Fix: count with i32 or u32", s.Var, s.Type)
+	}
+	var bounds [3]exprFn
+	for i, e := range []ir.Expr{s.From, s.To, s.Step} {
+		v, err := c.expr(e, 0)
+		if err != nil {
+			return nil, err
+		}
+		if v.typ != s.Type {
+			return nil, fmt.Errorf("for %q is %s but its %s is %s. Fix: cast it to %s",
+				s.Var, s.Type, [...]string{"from", "to", "step"}[i], v.typ, s.Type)
+		}
+		bounds[i] = v.fn
+	}
+	vr, tr, sr := c.newLocal(), c.newLocal(), c.newLocal()
+	body, err := c.loopBody(s.Body, path, s.Var, &local{typ: s.Type, kind: forLocal, reg: vr})
+	if err != nil {
+		return nil, err
+	}
+	bi := c.newMask()
+	less := ltU32
+	if s.Type == ir.I32 {
+		less = ltI32
+	}
+	returns := endsLanes(s.Body, false)
+	return func(w *worker, m *mask) {
+		lo, hi := m.lo, m.hi
+		regs := [3][]uint32{w.locals[vr], w.locals[tr], w.locals[sr]}
+		for i, f := range bounds {
+			copy(regs[i][lo:hi], f(w, lo, hi)[lo:hi])
+		}
+		v, to, step := regs[0], regs[1], regs[2]
+		b := &w.masks[bi]
+		b.copyFrom(m)
+		cond := w.temps[0]
+		for {
+			less(cond[b.lo:b.hi], v[b.lo:b.hi], to[b.lo:b.hi])
+			b.narrow(b, cond, 1)
+			if b.empty() {
+				break
+			}
+			body(w, b)
+			if w.halted || w.stopped() {
+				return
+			}
+			addInt(v[b.lo:b.hi], v[b.lo:b.hi], step[b.lo:b.hi])
+		}
+		if returns {
+			m.keepLive(w.live)
+		}
+	}, nil
+}
+
+func (c *compiler) whileStmt(s ir.WhileStmt, path string) (stmtFn, error) {
+	cond, err := c.cond(s.Cond)
+	if err != nil {
+		return nil, err
+	}
+	body, err := c.loopBody(s.Body, path, "", nil)
+	if err != nil {
+		return nil, err
+	}
+	bi := c.newMask()
+	returns := endsLanes(s.Body, false)
+	return func(w *worker, m *mask) {
+		b := &w.masks[bi]
+		b.copyFrom(m)
+		for {
+			b.narrow(b, cond(w, b.lo, b.hi), 1)
+			if b.empty() {
+				break
+			}
+			body(w, b)
+			if w.halted || w.stopped() {
+				return
+			}
+		}
+		if returns {
+			m.keepLive(w.live)
+		}
+	}, nil
+}
+
+func (c *compiler) barrier(path string) stmtFn {
+	return func(w *worker, m *mask) {
+		if m.lo == 0 && m.hi == len(w.live) && m.dense {
+			return
+		}
+		w.fail(w.divergence(m, path))
+	}
+}
+
+func (c *compiler) atomic(s ir.AtomicStmt) (stmtFn, error) {
+	t, decl, ok := c.target(s.Target)
+	if !ok {
+		return nil, fmt.Errorf("atomic on unknown buffer or shared array %q. Fix: declare it", s.Target)
+	}
+	if !t.typ.IsInteger() || (t.buffer && !decl.Access.Writable()) {
+		return nil, fmt.Errorf("atomic on %q (%s elements, access %s). Fix: use atomics on i32 or u32 shared arrays or write/read_write buffers",
+			s.Target, t.typ, decl.Access)
+	}
+	combine := atomicCombine(s.Op, t.typ == ir.I32)
+	if combine == nil {
+		return nil, fmt.Errorf("unknown atomic operation %d. Fix: use add, min, max, and, or, xor or exchange", s.Op)
+	}
+	idx, err := c.index(s.Index, 0)
+	if err != nil {
+		return nil, err
+	}
+	v, err := c.expr(s.Value, 1)
+	if err != nil {
+		return nil, err
+	}
+	if v.typ != t.typ {
+		return nil, fmt.Errorf("atomic %s of a %s value on %q of %s. Fix: cast the value to %s", s.Op, v.typ, s.Target, t.typ, t.typ)
+	}
+	res := -1
+	if s.Result != "" {
+		res = c.newLocal()
+		if err := c.bind(s.Result, &local{typ: t.typ, kind: resultLocal, reg: res}); err != nil {
+			return nil, err
+		}
+	}
+	apply := plainApply(combine)
+	if t.buffer {
+		apply = atomicApply(s.Op, combine)
+	}
+	return func(w *worker, m *mask) {
+		ix, vals := idx(w, m.lo, m.hi), v.fn(w, m.lo, m.hi)
+		var out []uint32
+		if res >= 0 {
+			out = w.locals[res]
+		}
+		words := t.words(w)
+		for i := m.lo; i < m.hi; i++ {
+			if !m.on[i] {
+				continue
+			}
+			var old uint32
+			if k := ix[i]; k < uint32(len(words)) {
+				old = apply(&words[k], vals[i])
+			}
+			if out != nil {
+				out[i] = old
+			}
+		}
+	}, nil
+}

@@ -1,0 +1,52 @@
+package interp
+
+import (
+	"context"
+	"encoding/binary"
+	"math"
+	"testing"
+
+	"github.com/kiln-dev/kiln/ir"
+)
+
+func u32Bytes(v ...uint32) []byte {
+	b := make([]byte, 4*len(v))
+	for i, x := range v {
+		binary.LittleEndian.PutUint32(b[4*i:], x)
+	}
+	return b
+}
+
+func i32Bytes(v ...int32) []byte {
+	u := make([]uint32, len(v))
+	for i, x := range v {
+		u[i] = uint32(x)
+	}
+	return u32Bytes(u...)
+}
+
+func f32Bytes(v ...float32) []byte {
+	u := make([]uint32, len(v))
+	for i, x := range v {
+		u[i] = math.Float32bits(x)
+	}
+	return u32Bytes(u...)
+}
+
+func bytesU32(b []byte) []uint32 {
+	u := make([]uint32, len(b)/4)
+	for i := range u {
+		u[i] = binary.LittleEndian.Uint32(b[4*i:])
+	}
+	return u
+}
+
+// mustRun compiles and runs p, failing the test on any error.
+func mustRun(t testing.TB, p *ir.Program, opts Options, l Launch) [][]byte {
+	t.Helper()
+	outs, err := Run(context.Background(), p, opts, l)
+	if err != nil {
+		t.Fatalf("run %s: %v", p.Name, err)
+	}
+	return outs
+}

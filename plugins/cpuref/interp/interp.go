@@ -1,0 +1,146 @@
+package interp
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/kiln-dev/kiln/ir"
+)
+
+// maxInvocations is the largest workgroup (product of its sizes) the interpreter runs,
+// the limit every backend is expected to support.
+const maxInvocations = 1024
+
+// maxSharedElements caps the shared arrays of one workgroup (64 MiB), far above any
+// device's shared memory, so a bad declaration cannot exhaust the host's memory.
+const maxSharedElements = 1 << 24
+
+// Options fix what a GPU backend fixes at pipeline compile time.
+type Options struct {
+	// WorkgroupSize overrides the program's workgroup size when it is not the zero
+	// value; each axis must be at least 1 and the product at most 1024.
+	WorkgroupSize [3]uint32
+	// Spec overrides parameter defaults by name; every name must be a parameter of
+	// the program and every value must have that parameter's type.
+	Spec ir.SpecMap
+}
+
+// Launch is one dispatch.
+type Launch struct {
+	// Grid is the number of workgroups on each axis; an axis of 0 runs nothing (the
+	// outputs are still returned).
+	Grid [3]uint32
+	// Inputs is indexed by binding: the little-endian data of read and read_write
+	// buffers (length a multiple of 4; exactly Count*4 bytes for a buffer with a fixed
+	// Count), nil for write buffers. It may be shorter than the buffer list when the
+	// missing bindings are write buffers or empty inputs.
+	Inputs [][]byte
+	// OutputCounts is indexed by binding and may be shorter or nil: the element count
+	// of each write buffer without a fixed Count (missing means 0). Other entries are
+	// ignored.
+	OutputCounts []uint32
+}
+
+// Kernel is a program compiled for execution. It is immutable and safe for
+// concurrent use.
+type Kernel struct {
+	prog    *ir.Program
+	wg      [3]uint32
+	lanes   int
+	body    stmtFn
+	params  map[string]ir.Literal
+	localID [3][]uint32
+	// used builtins that change per workgroup, filled only when a program reads them
+	usesGlobal [3]bool
+	usesGroup  [3]bool
+	atomicBuf  []bool // by binding: buffer is an atomic target, so every access is atomic
+	returns    bool // the program has a return statement
+	nLocals    int
+	nTemps     int
+	nMasks     int
+	// workers overrides the number of worker goroutines when > 0 (tests use it).
+	workers int
+}
+
+// Compile validates p (ir.Validate) and compiles it once into an executable form.
+func Compile(p *ir.Program, opts Options) (*Kernel, error) {
+	if p == nil {
+		return nil, fmt.Errorf("interp: no program to compile. Fix: pass a *ir.Program")
+	}
+	if err := ir.Validate(p); err != nil {
+		return nil, fmt.Errorf("interp: program %q is invalid: %w", p.Name, err)
+	}
+	wg := p.WorkgroupSize
+	what := "the program's workgroup size"
+	if opts.WorkgroupSize != ([3]uint32{}) {
+		wg = opts.WorkgroupSize
+		what = "the workgroup size override"
+	}
+	n := uint64(wg[0]) * uint64(wg[1]) * uint64(wg[2])
+	if n < 1 || n > maxInvocations {
+		return nil, fmt.Errorf("interp: program %q: %s %v has %d invocations. Fix: use at least 1 per axis and at most %d in all",
+			p.Name, what, wg, n, maxInvocations)
+	}
+	params, err := resolveParams(p, opts.Spec)
+	if err != nil {
+		return nil, err
+	}
+	k := &Kernel{prog: p, wg: wg, lanes: int(n), params: params}
+	for a := range k.localID {
+		k.localID[a] = make([]uint32, k.lanes)
+	}
+	for l := range k.lanes {
+		x, y, z := l%int(wg[0]), l/int(wg[0])%int(wg[1]), l/int(wg[0]*wg[1])
+		k.localID[0][l], k.localID[1][l], k.localID[2][l] = uint32(x), uint32(y), uint32(z)
+	}
+	if err := compileProgram(k); err != nil {
+		return nil, err
+	}
+	return k, nil
+}
+
+// resolveParams gives every parameter its default or its specialization value.
+func resolveParams(p *ir.Program, spec ir.SpecMap) (map[string]ir.Literal, error) {
+	params := make(map[string]ir.Literal, len(p.Params))
+	for _, d := range p.Params {
+		params[d.Name] = d.Default
+	}
+	for _, name := range spec.Names() {
+		d, ok := p.Param(name)
+		if !ok {
+			return nil, fmt.Errorf("interp: program %q has no parameter %q to specialize (parameters: %v). Fix: use one of the program's parameter names",
+				p.Name, name, paramNames(p))
+		}
+		v, _ := spec.Get(name)
+		lit, ok := v.Literal()
+		if !ok || lit.Type != d.Type {
+			return nil, fmt.Errorf("interp: program %q: parameter %q is %s but the specialization value is %s. Fix: pass a %s value",
+				p.Name, name, d.Type, v, d.Type)
+		}
+		params[name] = lit
+	}
+	return params, nil
+}
+
+func paramNames(p *ir.Program) []string {
+	names := make([]string, len(p.Params))
+	for i, d := range p.Params {
+		names[i] = d.Name
+	}
+	return names
+}
+
+// Program returns the program the kernel was compiled from.
+func (k *Kernel) Program() *ir.Program { return k.prog }
+
+// WorkgroupSize returns the workgroup size the kernel runs with (after any override).
+func (k *Kernel) WorkgroupSize() [3]uint32 { return k.wg }
+
+// Run is Compile followed by Kernel.Run.
+func Run(ctx context.Context, p *ir.Program, opts Options, l Launch) ([][]byte, error) {
+	k, err := Compile(p, opts)
+	if err != nil {
+		return nil, err
+	}
+	return k.Run(ctx, l)
+}
