@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+
+	"github.com/kiln-dev/kiln/internal/xdg"
 )
 
 // PluginDirEnv is the environment variable that names the plugins directory when
@@ -27,12 +29,12 @@ const (
 
 // environment is what directory resolution reads from the process; tests replace it.
 type environment struct {
-	getenv     func(string) string
+	xdg        xdg.Env
 	executable func() (string, error)
 }
 
 func processEnvironment() environment {
-	return environment{getenv: os.Getenv, executable: os.Executable}
+	return environment{xdg: xdg.Process(), executable: os.Executable}
 }
 
 // resolvePluginDir picks the plugins directory: the option, else KILN_PLUGIN_DIR,
@@ -42,7 +44,7 @@ func resolvePluginDir(option string, env environment) (string, DirSource, error)
 	if option != "" {
 		return option, DirFromOptions, nil
 	}
-	if dir := env.getenv(PluginDirEnv); dir != "" {
+	if dir := env.xdg.Getenv(PluginDirEnv); dir != "" {
 		return dir, DirFromEnv, nil
 	}
 	if exe, err := env.executable(); err == nil {
@@ -54,24 +56,11 @@ func resolvePluginDir(option string, env environment) (string, DirSource, error)
 			return dir, DirBesideExe, nil
 		}
 	}
-	data, err := xdgDir(env, "XDG_DATA_HOME", filepath.Join(".local", "share"))
+	data, err := xdg.DataHome(env.xdg)
 	if err != nil {
-		return "", "", err
+		return "", "", fmt.Errorf("no plugins directory: %w (or set %s to a plugins directory)", err, PluginDirEnv)
 	}
 	return filepath.Join(data, "kiln", "plugins"), DirFromXDGDataHome, nil
-}
-
-// xdgDir returns the XDG base directory named by variable, or fallback under $HOME.
-// The XDG specification ignores relative values.
-func xdgDir(env environment, variable, fallback string) (string, error) {
-	if dir := env.getenv(variable); filepath.IsAbs(dir) {
-		return dir, nil
-	}
-	home := env.getenv("HOME")
-	if home == "" {
-		return "", fmt.Errorf("cannot locate $%s: neither it nor $HOME is set. Fix: set %s (or %s to a plugins directory)", variable, variable, PluginDirEnv)
-	}
-	return filepath.Join(home, fallback), nil
 }
 
 // StorePaths are where kiln's persistent stores live: the pipeline cache under
@@ -88,8 +77,8 @@ func DefaultStorePaths() (StorePaths, error) {
 }
 
 func storePaths(env environment) (StorePaths, error) {
-	cache, errCache := xdgDir(env, "XDG_CACHE_HOME", ".cache")
-	config, errConfig := xdgDir(env, "XDG_CONFIG_HOME", ".config")
+	cache, errCache := xdg.CacheHome(env.xdg)
+	config, errConfig := xdg.ConfigHome(env.xdg)
 	if err := errors.Join(errCache, errConfig); err != nil {
 		return StorePaths{}, err
 	}

@@ -6,11 +6,13 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/kiln-dev/kiln/internal/xdg"
 )
 
 func fakeEnv(vars map[string]string, exe string) environment {
 	return environment{
-		getenv: func(k string) string { return vars[k] },
+		xdg: xdg.Env{Getenv: func(k string) string { return vars[k] }, GOOS: "linux"},
 		executable: func() (string, error) {
 			if exe == "" {
 				return "", errors.New("no executable")
@@ -121,30 +123,5 @@ func TestDiscoverAcceptsOnlyPluginExecutables(t *testing.T) {
 	}
 	if _, err := discover(filepath.Join(dir, "absent")); err == nil || !strings.Contains(err.Error(), "Fix:") {
 		t.Fatalf("missing directory: got %v, want an error with a Fix", err)
-	}
-}
-
-func TestStderrTail(t *testing.T) {
-	var tail stderrTail
-	if tail.summary() != "" {
-		t.Fatal("empty tail must summarize to nothing")
-	}
-	for _, chunk := range []string{"starting", "\n", "panic: boom", "\n", "\ngoroutine 1 [running]:\n", "main.main()", "\n"} {
-		if _, err := tail.Write([]byte(chunk)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if got := tail.summary(); got != "panic: boom" {
-		t.Fatalf("summary %q, want the panic line", got)
-	}
-	var plain stderrTail
-	if _, err := plain.Write([]byte("one\ntwo\n" + strings.Repeat("x", 3*tailLimit) + "\nlast line\n")); err != nil {
-		t.Fatal(err)
-	}
-	if got := plain.summary(); got != "last line" {
-		t.Fatalf("summary %q, want the last line", got)
-	}
-	if len(plain.buf) > tailLimit {
-		t.Fatalf("tail keeps %d bytes, limit %d", len(plain.buf), tailLimit)
 	}
 }

@@ -137,7 +137,7 @@ func (p *plugin) launch(ctx context.Context) (*process, *pluginapi.Description, 
 		if s := tail.summary(); s != "" {
 			msg += "; stderr: " + s
 		}
-		return nil, nil, fmt.Errorf("%s. Fix: check that it is a kiln plugin built against this kiln's pluginapi, and that nothing but the handshake reaches its stdout; run it with `kiln doctor` for details", msg)
+		return nil, nil, fmt.Errorf("%s. Fix: make sure it is a kiln plugin built against this kiln's pluginapi that writes nothing to stdout before pluginapi.Serve, or remove it from the plugins directory", msg)
 	}
 	be, err := pluginapi.Dispense(client)
 	if err != nil {

@@ -25,6 +25,8 @@ type BackendStatus struct {
 	ID string
 	// Version is the plugin's version.
 	Version string
+	// Started is false for a plugin that did not start (it has no adapters).
+	Started bool
 	// Adapter is the adapter index and AdapterName its name.
 	Adapter     int
 	AdapterName string
@@ -64,7 +66,7 @@ func (h *Host) Survey(ctx context.Context) ([]BackendStatus, error) {
 		d := p.desc
 		for _, a := range d.Adapters {
 			row := BackendStatus{
-				ID: d.ID, Version: d.Version, Adapter: a.Index, AdapterName: a.Name,
+				ID: d.ID, Version: d.Version, Started: true, Adapter: a.Index, AdapterName: a.Name,
 				ReferenceOracle: IsReferenceOracle(d), Dispatches: d.Dispatches, Precedence: d.Precedence,
 				CapabilityScore: a.Profile.CapabilityScore(), TimingQuality: a.Profile.TimingQuality,
 				MemBWGBps: a.Profile.MemBWGBps, Status: StatusReady,

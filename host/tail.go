@@ -45,19 +45,31 @@ func (t *stderrTail) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// summary returns the last panic line if there was one, else the last line.
+// summaryLines and summaryWidth bound what summary returns.
+const (
+	summaryLines = 3
+	summaryWidth = 240
+)
+
+// summary returns the last panic line if there was one, else the last few lines
+// (a message is often wrapped over several), joined by " / ".
 func (t *stderrTail) summary() string {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.panic != "" {
 		return t.panic
 	}
-	trimmed := bytes.TrimRight(t.buf, "\n")
-	if i := bytes.LastIndexByte(trimmed, '\n'); i >= 0 {
-		trimmed = trimmed[i+1:]
+	lines := strings.Split(string(bytes.TrimRight(t.buf, "\n")), "\n")
+	if partial := strings.TrimSpace(string(t.line)); partial != "" {
+		lines = append(lines, partial)
 	}
-	if len(trimmed) == 0 && len(t.line) > 0 {
-		return strings.TrimSpace(string(t.line))
+	if len(lines) > summaryLines {
+		lines = lines[len(lines)-summaryLines:]
 	}
-	return string(trimmed)
+	for i, l := range lines {
+		if len(l) > summaryWidth {
+			lines[i] = l[:summaryWidth] + "…"
+		}
+	}
+	return strings.Trim(strings.Join(lines, " / "), " /")
 }

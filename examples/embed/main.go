@@ -1,0 +1,98 @@
+package main
+
+import (
+	"context"
+	"encoding/binary"
+	"flag"
+	"fmt"
+	"io"
+	"math"
+	"os"
+
+	"github.com/kiln-dev/kiln/host"
+	"github.com/kiln-dev/kiln/ir"
+)
+
+func main() {
+	plugins := flag.String("plugins", "", "plugins directory (default: $KILN_PLUGIN_DIR, then the host's default places)")
+	backend := flag.String("backend", "cpu-ref", `backend to run on ("" for the preferred one)`)
+	n := flag.Int("n", 8, "number of elements")
+	flag.Parse()
+	if err := run(context.Background(), *plugins, *backend, *n, os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "embed:", err)
+		os.Exit(1)
+	}
+}
+
+// run is the whole application: open, list, dispatch, print.
+func run(ctx context.Context, plugins, backend string, n int, out io.Writer) error {
+	h, err := host.Open(ctx, host.Options{PluginDir: plugins})
+	if err != nil {
+		return err
+	}
+	defer h.Close()
+
+	backends, err := h.Survey(ctx)
+	if err != nil {
+		return err
+	}
+	for _, b := range backends {
+		fmt.Fprintf(out, "backend %s: %s %s\n", b.Name(), b.Status, b.Reason)
+	}
+
+	prog, err := saxpy()
+	if err != nil {
+		return err
+	}
+	x, y := make([]float32, n), make([]float32, n)
+	for i := range x {
+		x[i], y[i] = float32(i), 1
+	}
+	var spec ir.SpecMap
+	spec.Set("a", ir.SpecF32(3))
+	res, err := h.Dispatch(ctx, prog, host.Launch{
+		Backend:        backend,
+		CompileOptions: host.CompileOptions{Spec: spec},
+		Work: host.Work{
+			Invocations: [3]uint32{uint32(n), 1, 1},
+			Inputs:      [][]byte{encode(x), encode(y)},
+		},
+	})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "saxpy a=3 on %s (compile %v, dispatch %v):\n", res.Backend, res.Compile, res.Dispatch)
+	for i, v := range decode(res.Outputs[0]) {
+		fmt.Fprintf(out, "y[%d] = %g\n", i, v)
+	}
+	return nil
+}
+
+// saxpy builds y = a*x + y over f32 buffers, with a a specialization parameter.
+func saxpy() (*ir.Program, error) {
+	b := ir.NewBuilder("example.saxpy.f32", 64, 1, 1)
+	a := b.Param("a", ir.F32, ir.LitF32(2))
+	x := b.Buffer("x", ir.F32, ir.Read)
+	y := b.Buffer("y", ir.F32, ir.ReadWrite)
+	i := b.Let("i", ir.GlobalID(0))
+	b.If(ir.Lt(i, ir.Len(y)), func(then *ir.Block) {
+		then.Store(y, i, ir.Add(ir.Mul(a, ir.Load(x, i)), ir.Load(y, i)))
+	})
+	return b.Build()
+}
+
+func encode(v []float32) []byte {
+	out := make([]byte, 4*len(v))
+	for i, f := range v {
+		binary.LittleEndian.PutUint32(out[4*i:], math.Float32bits(f))
+	}
+	return out
+}
+
+func decode(b []byte) []float32 {
+	out := make([]float32, len(b)/4)
+	for i := range out {
+		out[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
+	}
+	return out
+}

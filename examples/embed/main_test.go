@@ -1,0 +1,33 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestEmbedRunsSaxpyOnCPURef builds the CPU reference plugin into a fresh plugins
+// directory and runs the application against it.
+func TestEmbedRunsSaxpyOnCPURef(t *testing.T) {
+	dir := t.TempDir()
+	build := exec.Command("go", "build", "-o", filepath.Join(dir, "kiln-backend-cpuref"), "github.com/kiln-dev/kiln/plugins/cpuref")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("building the cpu-ref plugin: %v\n%s", err, out)
+	}
+	var out bytes.Buffer
+	if err := run(context.Background(), dir, "cpu-ref", 4, &out); err != nil {
+		t.Fatalf("%v\n%s", err, out.String())
+	}
+	for _, want := range []string{"backend cpu-ref:0: ready", "on cpu-ref:0", "y[0] = 1\n", "y[1] = 4\n", "y[3] = 10\n"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, out.String())
+		}
+	}
+	out.Reset()
+	if err := run(context.Background(), dir, "", 4, &out); err == nil || !strings.Contains(err.Error(), "cpu-ref") {
+		t.Fatalf("without a backend name and only cpu-ref installed: got %v, want an error naming cpu-ref", err)
+	}
+}
