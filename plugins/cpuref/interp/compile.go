@@ -63,7 +63,7 @@ func compileProgram(k *Kernel) error {
 	return nil
 }
 
-// declare checks and records the buffers and shared arrays.
+// declare records the buffers and shared arrays (Validate has checked them).
 func (c *compiler) declare() error {
 	p := c.k.prog
 	for i, b := range p.Buffers {
@@ -71,29 +71,10 @@ func (c *compiler) declare() error {
 			return fmt.Errorf("buffer %q is at index %d but has binding %d. Fix: give buffers dense bindings 0..n-1 in order",
 				b.Name, i, b.Binding)
 		}
-		if !b.Type.IsNumeric() || !b.Access.Valid() {
-			return fmt.Errorf("buffer %q has element type %s and access %s. Fix: use i32, u32 or f32 elements and read, write or read_write access",
-				b.Name, b.Type, b.Access)
-		}
-		if _, dup := c.buffers[b.Name]; dup {
-			return fmt.Errorf("buffer %q is declared twice. Fix: give every buffer its own name", b.Name)
-		}
 		c.buffers[b.Name] = b
 	}
-	var total uint64
 	for i, s := range p.Shared {
-		_, isBuf := c.buffers[s.Name]
-		_, dup := c.shared[s.Name]
-		if isBuf || dup || !s.Type.Valid() {
-			return fmt.Errorf("shared array %q (type %s) reuses a name or has no valid type. Fix: give it a name of its own and a valid type",
-				s.Name, s.Type)
-		}
 		c.shared[s.Name] = i
-		total += uint64(s.Count)
-	}
-	if total > maxSharedElements {
-		return fmt.Errorf("the shared arrays hold %d elements per workgroup. Fix: keep them under %d elements in all",
-			total, maxSharedElements)
 	}
 	return nil
 }

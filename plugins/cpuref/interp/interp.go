@@ -7,14 +7,6 @@ import (
 	"github.com/kiln-dev/kiln/ir"
 )
 
-// maxInvocations is the largest workgroup (product of its sizes) the interpreter runs,
-// the limit every backend is expected to support.
-const maxInvocations = 1024
-
-// maxSharedElements caps the shared arrays of one workgroup (64 MiB), far above any
-// device's shared memory, so a bad declaration cannot exhaust the host's memory.
-const maxSharedElements = 1 << 24
-
 // Options fix what a GPU backend fixes at pipeline compile time.
 type Options struct {
 	// WorkgroupSize overrides the program's workgroup size when it is not the zero
@@ -54,7 +46,7 @@ type Kernel struct {
 	usesGlobal [3]bool
 	usesGroup  [3]bool
 	atomicBuf  []bool // by binding: buffer is an atomic target, so every access is atomic
-	returns    bool // the program has a return statement
+	returns    bool   // the program has a return statement
 	nLocals    int
 	nTemps     int
 	nMasks     int
@@ -71,16 +63,13 @@ func Compile(p *ir.Program, opts Options) (*Kernel, error) {
 		return nil, fmt.Errorf("interp: program %q is invalid: %w", p.Name, err)
 	}
 	wg := p.WorkgroupSize
-	what := "the program's workgroup size"
 	if opts.WorkgroupSize != ([3]uint32{}) {
 		wg = opts.WorkgroupSize
-		what = "the workgroup size override"
+		if err := ir.CheckWorkgroupSize(wg); err != nil {
+			return nil, fmt.Errorf("interp: program %q: bad workgroup size override: %w", p.Name, err)
+		}
 	}
-	n := uint64(wg[0]) * uint64(wg[1]) * uint64(wg[2])
-	if n < 1 || n > maxInvocations {
-		return nil, fmt.Errorf("interp: program %q: %s %v has %d invocations. Fix: use at least 1 per axis and at most %d in all",
-			p.Name, what, wg, n, maxInvocations)
-	}
+	n := wg[0] * wg[1] * wg[2] // at most ir.MaxInvocations, checked by Validate or above
 	params, err := resolveParams(p, opts.Spec)
 	if err != nil {
 		return nil, err
