@@ -58,6 +58,9 @@ func CompareF32(buffer string, got, want []byte, tol Tolerance) error {
 }
 
 func sameLength(buffer string, got, want []byte) error {
+	if len(got)%4 != 0 || len(want)%4 != 0 {
+		return fmt.Errorf("output %s: got %d bytes, want %d: not whole 4-byte elements", buffer, len(got), len(want))
+	}
 	if len(got) != len(want) {
 		return fmt.Errorf("output %s: got %d bytes (%d elements), want %d bytes (%d elements)",
 			buffer, len(got), len(got)/4, len(want), len(want)/4)

@@ -35,14 +35,16 @@ func TestBytesRoundTrip(t *testing.T) {
 
 func bitsF32(bits ...uint32) []byte { return U32Bytes(bits) }
 
+type exactCase struct {
+	name      string
+	typ       ir.Type
+	got, want []byte
+	errHas    []string
+}
+
 func TestCompareExact(t *testing.T) {
 	nanA, nanB := uint32(0x7fc00000), uint32(0xffc00001)
-	cases := []struct {
-		name      string
-		typ       ir.Type
-		got, want []byte
-		errHas    []string
-	}{
+	cases := []exactCase{
 		{"equal u32", ir.U32, U32Bytes([]uint32{1, 2, 3}), U32Bytes([]uint32{1, 2, 3}), nil},
 		{"differ u32", ir.U32, U32Bytes([]uint32{1, 2, 5}), U32Bytes([]uint32{1, 2, 6}), []string{"output buf[2]", "got 5", "want 6"}},
 		{"differ i32", ir.I32, U32Bytes([]uint32{0xffffffff}), U32Bytes([]uint32{1}), []string{"output buf[0]", "got -1", "want 1"}},
@@ -51,6 +53,7 @@ func TestCompareExact(t *testing.T) {
 		{"-0 is not +0", ir.F32, bitsF32(0x80000000), bitsF32(0), []string{"output buf[0]", "got -0", "want 0"}},
 		{"one ulp apart", ir.F32, F32Bytes([]float32{math.Nextafter32(1, 2)}), F32Bytes([]float32{1}), []string{"0x3f800001", "0x3f800000"}},
 		{"length", ir.U32, U32Bytes([]uint32{1}), U32Bytes([]uint32{1, 2}), []string{"output buf", "got 4 bytes (1 elements), want 8 bytes (2 elements)"}},
+		{"partial element", ir.U32, []byte{1, 0, 0, 0, 1}, []byte{1, 0, 0, 0, 2}, []string{"got 5 bytes, want 5: not whole 4-byte elements"}},
 	}
 	for _, c := range cases {
 		err := CompareExact("buf", c.typ, c.got, c.want)
@@ -106,4 +109,30 @@ func checkErr(t *testing.T, name string, err error, has []string) {
 			t.Errorf("%s: error %q does not contain %q", name, err, h)
 		}
 	}
+}
+
+// FuzzCompare feeds arbitrary bytes to both comparisons: they never panic, accept a
+// buffer compared with itself, and reject a difference in any whole element.
+func FuzzCompare(f *testing.F) {
+	f.Add([]byte{0, 0, 0x80, 0x3f, 1, 2, 3, 4}, uint(5))
+	f.Add([]byte{0, 0, 0xc0, 0x7f}, uint(0))
+	f.Add([]byte{1, 2, 3}, uint(1))
+	f.Fuzz(func(t *testing.T, data []byte, flip uint) {
+		for _, typ := range []ir.Type{ir.U32, ir.I32, ir.F32} {
+			if err := CompareExact("buf", typ, data, data); (err == nil) != (len(data)%4 == 0) {
+				t.Fatalf("CompareExact(%s) of %d bytes with itself: %v", typ, len(data), err)
+			}
+		}
+		if err := CompareF32("buf", data, data, Tolerance{}); (err == nil) != (len(data)%4 == 0) {
+			t.Fatalf("CompareF32 of %d bytes with itself: %v", len(data), err)
+		}
+		if len(data) < 4 || len(data)%4 != 0 {
+			return
+		}
+		other := slices.Clone(data)
+		other[flip%uint(len(data))] ^= 0x01
+		if CompareExact("buf", ir.U32, other, data) == nil {
+			t.Fatalf("CompareExact accepted a flipped bit")
+		}
+	})
 }

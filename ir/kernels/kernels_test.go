@@ -144,6 +144,19 @@ func invocations(k Kernel, c Case) [3]int {
 	return [3]int{c.Size, 1, 1}
 }
 
+// inputLen is the element count a case of size n gives the input buffer.
+func inputLen(k Kernel, n int, buffer string) int {
+	switch {
+	case k.Name == "transpose":
+		return n * (n + 3)
+	case k.Name == "matmul" && buffer == "a":
+		return n * (n + 1)
+	case k.Name == "matmul":
+		return (n + 1) * (n + 2)
+	}
+	return n
+}
+
 func TestCasesAreConsistent(t *testing.T) {
 	for _, k := range All() {
 		p := k.Program()
@@ -162,6 +175,9 @@ func TestCasesAreConsistent(t *testing.T) {
 		}
 		for _, size := range k.Sizes {
 			c := k.NewCase(rand.New(rand.NewPCG(1, uint64(size))), size)
+			if c.Size != size {
+				t.Errorf("%s: NewCase(%d) made a case of size %d", k.Name, size, c.Size)
+			}
 			checkCase(t, k, p, c)
 		}
 	}
@@ -182,6 +198,8 @@ func checkCase(t *testing.T, k Kernel, p *ir.Program, c Case) {
 		switch {
 		case b.Access.Readable() && (in == nil && c.Size > 0 || len(in)%4 != 0):
 			t.Errorf("%s: input %s has %d bytes", name, b.Name, len(in))
+		case b.Access.Readable() && len(in) != 4*inputLen(k, c.Size, b.Name):
+			t.Errorf("%s: input %s has %d elements, want %d", name, b.Name, len(in)/4, inputLen(k, c.Size, b.Name))
 		case !b.Access.Readable() && in != nil:
 			t.Errorf("%s: write buffer %s has input data", name, b.Name)
 		case b.Access != ir.Write && count != 0, b.Count != 0 && count != 0:
