@@ -1,0 +1,372 @@
+package cache
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"time"
+
+	"github.com/kiln-dev/kiln/internal/atomicfile"
+)
+
+// Stats describes a cache. Entries and Bytes are read from the directory, so they
+// include every process's entries; Hits, Misses and Corrupt count this
+// DiskCache's reads (and Verify's removals) since Open.
+type Stats struct {
+	Root     string
+	Entries  int
+	Bytes    int64
+	MaxBytes int64
+	Hits     uint64
+	Misses   uint64
+	Corrupt  uint64
+}
+
+// Problem is an entry file Verify removed, and why.
+type Problem struct {
+	Path, Reason string
+}
+
+// VerifyReport is what Verify found.
+type VerifyReport struct {
+	// Checked is the number of entry files read.
+	Checked int
+	// Valid and ValidBytes count the entries that passed.
+	Valid      int
+	ValidBytes int64
+	// Removed lists the entries that failed and were removed.
+	Removed []Problem
+	// TempsRemoved counts temporary files left by writers that died over an hour ago.
+	TempsRemoved int
+}
+
+// TrimReport is what Trim did.
+type TrimReport struct {
+	// Removed entries freed Freed bytes; Entries and Bytes remain.
+	Removed int
+	Freed   int64
+	Entries int
+	Bytes   int64
+	// TempsRemoved counts temporary files left by writers that died over an hour ago.
+	TempsRemoved int
+}
+
+type fileInfo struct {
+	path  string
+	name  string
+	size  int64
+	mtime time.Time
+}
+
+// scan lists the entry files and the temporary files in the shard directories.
+// Other files are left out.
+func (c *DiskCache) scan(ctx context.Context) (entries, temps []fileInfo, err error) {
+	shards, err := os.ReadDir(c.root)
+	if err != nil {
+		return nil, nil, fmt.Errorf("list pipeline cache %s: %w. Fix: make it readable", c.root, err)
+	}
+	for _, shard := range shards {
+		if !shard.IsDir() || !isHex(shard.Name(), 2) {
+			continue
+		}
+		if err := ctx.Err(); err != nil {
+			return nil, nil, err
+		}
+		dir := filepath.Join(c.root, shard.Name())
+		files, err := os.ReadDir(dir)
+		if err != nil {
+			return nil, nil, fmt.Errorf("list pipeline cache shard %s: %w. Fix: make it readable", dir, err)
+		}
+		for _, f := range files {
+			name := f.Name()
+			isEntry := len(name) == 64+len(entryExt) && name[:2] == shard.Name() && isHex(name[:64], 64) && name[64:] == entryExt
+			if !f.Type().IsRegular() || (!isEntry && !atomicfile.IsTemp(name)) {
+				continue
+			}
+			info, err := f.Info()
+			if errors.Is(err, fs.ErrNotExist) {
+				continue
+			}
+			if err != nil {
+				return nil, nil, fmt.Errorf("stat %s: %w", filepath.Join(dir, name), err)
+			}
+			fi := fileInfo{filepath.Join(dir, name), name, info.Size(), info.ModTime()}
+			if isEntry {
+				entries = append(entries, fi)
+			} else {
+				temps = append(temps, fi)
+			}
+		}
+	}
+	return entries, temps, nil
+}
+
+func isHex(s string, n int) bool {
+	if len(s) != n {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// removeFile removes path; one that is already gone counts as removed.
+func removeFile(path string) error {
+	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("remove %s: %w. Fix: make the cache directory writable", path, err)
+	}
+	return nil
+}
+
+// removeStaleTemps removes temporary files older than staleTemp.
+func removeStaleTemps(temps []fileInfo) (int, error) {
+	n := 0
+	for _, t := range temps {
+		if time.Since(t.mtime) <= staleTemp {
+			continue
+		}
+		if err := removeFile(t.path); err != nil {
+			return n, err
+		}
+		n++
+	}
+	return n, nil
+}
+
+// Stats counts the entries in the directory and reports this DiskCache's reads.
+func (c *DiskCache) Stats(ctx context.Context) (Stats, error) {
+	entries, _, err := c.scan(ctx)
+	if err != nil {
+		return Stats{}, err
+	}
+	s := Stats{Root: c.root, Entries: len(entries), MaxBytes: c.maxBytes,
+		Hits: c.hits.Load(), Misses: c.misses.Load(), Corrupt: c.corrupt.Load()}
+	for _, e := range entries {
+		s.Bytes += e.size
+	}
+	return s, nil
+}
+
+// Trim removes entries, least recently used first (oldest mtime; Read refreshes
+// it hourly), until the entry files total at most maxBytes, and removes temporary
+// files left by writers that died over an hour ago.
+func (c *DiskCache) Trim(ctx context.Context, maxBytes int64) (TrimReport, error) {
+	if maxBytes < 0 {
+		return TrimReport{}, fmt.Errorf("trim pipeline cache to %d bytes: negative size. Fix: pass 0 or more", maxBytes)
+	}
+	entries, temps, err := c.scan(ctx)
+	if err != nil {
+		return TrimReport{}, err
+	}
+	var r TrimReport
+	if r.TempsRemoved, err = removeStaleTemps(temps); err != nil {
+		return r, err
+	}
+	sort.Slice(entries, func(i, j int) bool {
+		if !entries[i].mtime.Equal(entries[j].mtime) {
+			return entries[i].mtime.Before(entries[j].mtime)
+		}
+		return entries[i].name < entries[j].name
+	})
+	r.Entries = len(entries)
+	for _, e := range entries {
+		r.Bytes += e.size
+	}
+	for _, e := range entries {
+		if r.Bytes <= maxBytes {
+			break
+		}
+		if err := ctx.Err(); err != nil {
+			return r, err
+		}
+		if err := removeFile(e.path); err != nil {
+			return r, err
+		}
+		r.Removed++
+		r.Freed += e.size
+		r.Entries--
+		r.Bytes -= e.size
+	}
+	c.mu.Lock()
+	c.written = 0
+	c.mu.Unlock()
+	stamp := filepath.Join(c.root, trimStamp)
+	if err := os.WriteFile(stamp, []byte(time.Now().UTC().Format(time.RFC3339)+"\n"), filePerm); err != nil {
+		return r, fmt.Errorf("record the trim time in %s: %w. Fix: make %s writable", stamp, err, c.root)
+	}
+	return r, nil
+}
+
+// Verify reads every entry in full and removes each one that is corrupt (bad
+// header, length or checksum, a file name that does not match its key, a key
+// of another KeyVersion, or a file too large to be an entry), counting them as
+// corrupt in Stats. It also removes temporary files left by writers that died
+// over an hour ago.
+func (c *DiskCache) Verify(ctx context.Context) (VerifyReport, error) {
+	entries, temps, err := c.scan(ctx)
+	if err != nil {
+		return VerifyReport{}, err
+	}
+	var r VerifyReport
+	if r.TempsRemoved, err = removeStaleTemps(temps); err != nil {
+		return r, err
+	}
+	for _, e := range entries {
+		if err := ctx.Err(); err != nil {
+			return r, err
+		}
+		reason, err := checkEntryFile(e)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return r, err
+		}
+		r.Checked++
+		if reason == "" {
+			r.Valid++
+			r.ValidBytes += e.size
+			continue
+		}
+		if err := removeFile(e.path); err != nil {
+			return r, err
+		}
+		c.corrupt.Add(1)
+		r.Removed = append(r.Removed, Problem{e.path, reason})
+	}
+	return r, nil
+}
+
+// checkEntryFile returns why an entry file is corrupt, or "" when it is valid; the
+// error is for a file that cannot be read at all.
+func checkEntryFile(e fileInfo) (reason string, err error) {
+	f, err := os.Open(e.path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return "", err
+	}
+	if st.Size() > maxFileBytes {
+		return fmt.Sprintf("%d bytes, over the %d-byte bound for an entry", st.Size(), int64(maxFileBytes)), nil
+	}
+	data := make([]byte, st.Size())
+	if _, err := io.ReadFull(f, data); err != nil {
+		return "file shrank while being read", nil
+	}
+	key, _, err := decodeEntry(data, nil)
+	if err != nil {
+		return err.Error(), nil
+	}
+	if _, err := decodeKey(key); err != nil {
+		return err.Error(), nil
+	}
+	if sum := sha256.Sum256(key); hex.EncodeToString(sum[:])+entryExt != e.name {
+		return "file name does not match the entry's key", nil
+	}
+	return "", nil
+}
+
+// Clear removes every entry, the temporary files left by writers that died over
+// an hour ago, the shard directories once empty, and the trim record, and returns
+// how many entries it removed. Files the cache does not know are left alone.
+func (c *DiskCache) Clear(ctx context.Context) (int, error) {
+	entries, temps, err := c.scan(ctx)
+	if err != nil {
+		return 0, err
+	}
+	if _, err := removeStaleTemps(temps); err != nil {
+		return 0, err
+	}
+	removed := 0
+	for _, e := range entries {
+		if err := removeFile(e.path); err != nil {
+			return removed, err
+		}
+		removed++
+	}
+	shards, err := os.ReadDir(c.root)
+	if err != nil {
+		return removed, fmt.Errorf("list pipeline cache %s: %w", c.root, err)
+	}
+	for _, d := range shards {
+		if d.IsDir() && isHex(d.Name(), 2) {
+			os.Remove(filepath.Join(c.root, d.Name()))
+		}
+	}
+	return removed, removeFile(filepath.Join(c.root, trimStamp))
+}
+
+// InvalidateImpacted removes the entries compiled for the device with the given
+// fingerprint (every device when it is "") whose program digest is one of digests
+// (every program when digests is empty) and which assume at least one of mask's
+// features (any features when mask is zero). It returns how many it removed.
+// Use it when a driver update breaks a feature on a device, or when programs
+// change meaning. Entries whose header cannot be read are left to Verify.
+func (c *DiskCache) InvalidateImpacted(ctx context.Context, mask FeatureFlags, digests [][32]byte, fingerprint string) (int, error) {
+	entries, _, err := c.scan(ctx)
+	if err != nil {
+		return 0, err
+	}
+	want := make(map[[32]byte]bool, len(digests))
+	for _, d := range digests {
+		want[d] = true
+	}
+	removed := 0
+	for _, e := range entries {
+		if err := ctx.Err(); err != nil {
+			return removed, err
+		}
+		k, ok := readEntryKey(e.path)
+		if !ok ||
+			(fingerprint != "" && k.DeviceFingerprint != fingerprint) ||
+			(len(want) > 0 && !want[k.ProgramDigest]) ||
+			(mask != 0 && k.Features&mask == 0) {
+			continue
+		}
+		if err := removeFile(e.path); err != nil {
+			return removed, err
+		}
+		removed++
+	}
+	return removed, nil
+}
+
+// readEntryKey reads just the header and key of an entry file.
+func readEntryKey(path string) (Key, bool) {
+	f, err := os.Open(path)
+	if err != nil {
+		return Key{}, false
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return Key{}, false
+	}
+	var head [headerSize]byte
+	if _, err := io.ReadFull(f, head[:]); err != nil {
+		return Key{}, false
+	}
+	keyLen, _, err := parseHeader(head[:], st.Size())
+	if err != nil {
+		return Key{}, false
+	}
+	buf := make([]byte, keyLen)
+	if _, err := io.ReadFull(f, buf); err != nil {
+		return Key{}, false
+	}
+	k, err := decodeKey(buf)
+	return k, err == nil
+}
