@@ -91,7 +91,9 @@ func exprKeysHelp() string {
 		strings.Join(ops, ", ") + ")"
 }
 
-const stmtKeysHelp = "let, var, assign, store, if, for, while, break, barrier, atomic or return"
+func stmtKeysHelp() string {
+	return "let, var, assign, store, if, for, while, break, barrier, atomic or return"
+}
 
 // ParseJSON reads a program in the JSON file form and runs Validate on it. Unknown
 // keys, duplicate keys, an object with no or two node keys, wrong operand counts,
@@ -343,9 +345,9 @@ func (w *jwalker) need(m map[string]jvalue, obj jvalue, key, what string) (jvalu
 
 // node finds the single node key of an expression or statement object (category)
 // and checks its other keys against the node's shape.
-func (w *jwalker) node(v jvalue, category, help string, shape func(string) ([]string, bool)) (string, map[string]jvalue, error) {
+func (w *jwalker) node(v jvalue, category string, help func() string, shape func(string) ([]string, bool)) (string, map[string]jvalue, error) {
 	if v.kind != jObject {
-		return "", nil, w.errAt(v, "write "+category+" as an object with one of the keys "+help,
+		return "", nil, w.errAt(v, "write "+category+" as an object with one of the keys "+help(),
 			"expected %s object, got %s", category, v.kind)
 	}
 	key := ""
@@ -366,7 +368,7 @@ func (w *jwalker) node(v jvalue, category, help string, shape func(string) ([]st
 		for i, mem := range v.members {
 			keys[i] = strconv.Quote(mem.key)
 		}
-		return "", nil, w.errAt(v, "name the node with one of "+help,
+		return "", nil, w.errAt(v, "name the node with one of "+help(),
 			"%s object has no node key (keys: %s)", category, strings.Join(keys, ", "))
 	}
 	m, err := w.fields(v, fmt.Sprintf("%s %q", category, key), append([]string{key}, extras...)...)
@@ -501,7 +503,7 @@ func (w *jwalker) program(v jvalue) (*Program, error) {
 	if !ok {
 		return nil, w.errAt(v, fmt.Sprintf(`start the program with "kiln": %d`, jsonVersion), `the program is missing "kiln"`)
 	}
-	ver, err := w.uint(kv, `"kiln"`, 64)
+	ver, err := w.u32(kv, `"kiln"`)
 	if err != nil {
 		return nil, within("kiln", err)
 	}
@@ -728,7 +730,7 @@ func (w *jwalker) expr(v jvalue, depth int) (Expr, error) {
 	if depth > MaxNesting {
 		return nil, w.errAt(v, "bind parts of the expression to locals with let", "expressions nest deeper than %d levels", MaxNesting)
 	}
-	key, m, err := w.node(v, "expression", exprKeysHelp(), exprShape)
+	key, m, err := w.node(v, "expression", exprKeysHelp, exprShape)
 	if err != nil {
 		return nil, err
 	}

@@ -364,6 +364,38 @@ func TestParseJSONErrors(t *testing.T) {
 	}
 }
 
+// TestJSONNestingLimitMatchesValidate: the deepest program Validate accepts, built
+// with two-operand nodes (the most JSON nesting per level), parses; one level more
+// fails on the IR limit, not on the JSON one.
+func TestJSONNestingLimitMatchesValidate(t *testing.T) {
+	chain := func(n int) *Program {
+		var x Expr = LitU32(1)
+		for i := 0; i < n; i++ {
+			x = Add(x, LitU32(1))
+		}
+		b := NewBuilder("p", 1, 1, 1)
+		b.While(LitBool(false), func(w *Block) { w.Let("x", x) })
+		return b.Program()
+	}
+	n := 0
+	for Validate(chain(n+1)) == nil {
+		n++
+	}
+	text, err := MarshalJSON(chain(n))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ParseJSON(text); err != nil {
+		t.Fatalf("the deepest valid program does not parse: %v", err)
+	}
+	deeper := strings.Replace(string(text), `"value": {"add": [`, `"value": {"add": [{"add": [`, 1)
+	deeper = strings.Replace(deeper, `]}}`, `]}, {"u32": 1}]}}`, 1)
+	_, err = ParseJSON([]byte(deeper))
+	if err == nil || !strings.Contains(err.Error(), "expressions nest deeper than 256 levels") {
+		t.Fatalf("one level deeper: %v", err)
+	}
+}
+
 func TestParseJSONRunsValidate(t *testing.T) {
 	_, err := ParseJSON([]byte(codecJSONProgram(`{"store": "y", "index": {"u32": 0}, "value": {"u32": 1}}`)))
 	var ve *ValidationError
@@ -476,6 +508,10 @@ func BenchmarkParseJSON(b *testing.B) {
 	}
 }
 
+// FuzzParseJSON: no input panics or hangs the parser; what parses re-marshals and
+// re-parses to an equal program (checked before Validate, so mutated programs that
+// are ill-typed still exercise the round trip) and also survives the binary encoding;
+// ParseJSON accepts exactly what parses and validates.
 func FuzzParseJSON(f *testing.F) {
 	f.Add([]byte(codecDesignSaxpy))
 	for _, p := range []*Program{codecSaxpy(), codecKitchenSink(), codecEveryOp()} {
@@ -488,20 +524,33 @@ func FuzzParseJSON(f *testing.F) {
 	f.Add([]byte(codecJSONProgram(`{"let": "x", "value": {"f32": "0x7fc00001"}}`)))
 	f.Add([]byte(`{"kiln": 1, "kiln": 2}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		p, err := ParseJSON(data)
+		p, err := decodeJSON(data)
 		if err != nil {
+			if _, perr := ParseJSON(data); perr == nil {
+				t.Fatalf("ParseJSON accepts what the parser rejects: %v", err)
+			}
 			return
+		}
+		if _, perr := ParseJSON(data); (perr == nil) != (Validate(p) == nil) {
+			t.Fatalf("ParseJSON error %v disagrees with Validate %v", perr, Validate(p))
 		}
 		text, err := MarshalJSON(p)
 		if err != nil {
 			t.Fatalf("MarshalJSON refuses a parsed program: %v", err)
 		}
-		q, err := ParseJSON(text)
+		q, err := decodeJSON(text)
 		if err != nil {
 			t.Fatalf("re-parse failed: %v\n%s", err, text)
 		}
 		if !reflect.DeepEqual(p, q) {
 			t.Fatalf("round trip differs:\n got %#v\nwant %#v", q, p)
+		}
+		b, err := Encode(p)
+		if err != nil {
+			t.Fatalf("Encode refuses a parsed program: %v", err)
+		}
+		if r, err := Decode(b); err != nil || !reflect.DeepEqual(p, r) {
+			t.Fatalf("binary round trip of a parsed program failed (%v)", err)
 		}
 	})
 }
