@@ -1,0 +1,175 @@
+package backend
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+
+	"github.com/kiln-dev/kiln/pluginapi"
+	"github.com/kiln-dev/kiln/plugins/vulkan/vk"
+)
+
+// adapter is one physical device.
+type adapter struct {
+	index int
+	pd    vk.PhysicalDevice
+	props vk.Properties
+	mem   vk.MemoryProperties
+	// family is the compute queue family; timestamps says whether kiln times
+	// dispatches on it with timestamp queries.
+	family     uint32
+	timestamps bool
+	validBits  uint32
+	info       pluginapi.Adapter
+
+	mu       sync.Mutex // guards dev and measured
+	dev      *device
+	measured bool
+}
+
+// newAdapter reads a physical device's properties and decides whether kiln can use
+// it.
+func newAdapter(index int, pd vk.PhysicalDevice) *adapter {
+	props := pd.Properties()
+	a := &adapter{index: index, pd: pd, props: props, mem: pd.MemoryProperties()}
+	a.info = pluginapi.Adapter{Index: index, Name: props.Name, Identity: identity(props)}
+	if props.APIVersion < vk.Version11 {
+		a.info.Reason = fmt.Sprintf("device %q supports Vulkan %s; kiln needs 1.1 or later. Fix: update the device's Vulkan driver", props.Name, props.APIVersion)
+		return a
+	}
+	family := -1
+	for i, q := range pd.QueueFamilies() {
+		if q.Flags&vk.QueueCompute == 0 {
+			continue
+		}
+		if family < 0 || (a.validBits == 0 && q.TimestampValidBits > 0) {
+			family, a.validBits = i, q.TimestampValidBits
+		}
+	}
+	if family < 0 {
+		a.info.Reason = fmt.Sprintf("device %q has no compute queue. Fix: use another adapter", props.Name)
+		return a
+	}
+	a.family = uint32(family)
+	a.timestamps = props.Limits.TimestampComputeAndGraphics && props.Limits.TimestampPeriod > 0 && a.validBits > 0
+	exts, err := pd.Extensions()
+	if err != nil {
+		a.info.Reason = fmt.Sprintf("device %q: %v. Fix: update the device's Vulkan driver", props.Name, err)
+		return a
+	}
+	a.info.Profile = profile(props, pd.Features(), exts, a.timestamps)
+	a.info.Available = true
+	return a
+}
+
+// profile builds the DeviceProfile from what Vulkan reports; see the package
+// documentation. MemBWGBps is filled in by describe.
+func profile(p vk.Properties, f vk.Features, exts []string, timestamps bool) pluginapi.DeviceProfile {
+	has := func(name string) bool { return slices.Contains(exts, name) }
+	compute := p.Subgroup.Stages&vk.StageCompute != 0
+	ops := p.Subgroup.Operations
+	q := pluginapi.HostEnqueueWait
+	if timestamps {
+		q = pluginapi.DeviceTimestamps
+	}
+	return pluginapi.DeviceProfile{
+		MaxStorageBufferBindingSize: uint64(p.Limits.MaxStorageBufferRange),
+		MaxInvocationsPerWorkgroup:  p.Limits.MaxComputeWorkGroupInvocations,
+		SubgroupSize:                p.Subgroup.Size,
+		SupportsSubgroupOps:         compute && ops&(vk.SubgroupBasic|vk.SubgroupArithmetic) == vk.SubgroupBasic|vk.SubgroupArithmetic,
+		HasSubgroupShuffle:          compute && ops&vk.SubgroupShuffle != 0,
+		HasSharedMemory:             p.Limits.MaxComputeSharedMemorySize > 0,
+		SupportsF16:                 f.ShaderFloat16,
+		SupportsBF16:                has("VK_KHR_shader_bfloat16"),
+		SupportsTensorCores:         has("VK_KHR_cooperative_matrix") || has("VK_NV_cooperative_matrix"),
+		SupportsIndirectDispatch:    true, // vkCmdDispatchIndirect is core Vulkan 1.0
+		SupportsDeviceTimestamps:    timestamps,
+		SupportsHardwareCounters:    has("VK_KHR_performance_query"),
+		TimingQuality:               q,
+	}
+}
+
+// vendorNames are the PCI (or Khronos) vendor ids of Vulkan implementers.
+var vendorNames = map[uint32]string{
+	0x1002: "AMD", 0x1010: "ImgTec", 0x106b: "Apple", 0x10de: "NVIDIA", 0x13b5: "ARM",
+	0x5143: "Qualcomm", 0x8086: "Intel", 0x10005: "Mesa",
+}
+
+// identity names the device for the host's fingerprint: vendor, device name and id,
+// driver version (with the driver's own version text when Vulkan 1.2 reports it,
+// since some drivers, lavapipe among them, leave driverVersion meaningless) and
+// device type.
+func identity(p vk.Properties) pluginapi.DeviceIdentity {
+	vendor := fmt.Sprintf("0x%04x", p.VendorID)
+	if name, ok := vendorNames[p.VendorID]; ok {
+		vendor = name + " (" + vendor + ")"
+	}
+	driver := driverVersion(p.VendorID, p.DriverVersion)
+	if p.Driver != nil {
+		driver += " (" + p.Driver.Name + ": " + p.Driver.Info + ")"
+	}
+	return pluginapi.DeviceIdentity{
+		Vendor:        vendor,
+		Device:        fmt.Sprintf("%s (0x%04x)", p.Name, p.DeviceID),
+		DriverVersion: driver,
+		DeviceType:    p.Type.String(),
+	}
+}
+
+// driverVersion decodes VkPhysicalDeviceProperties.driverVersion: NVIDIA packs
+// 10.8.8.6 bits, everyone else follows VK_MAKE_API_VERSION.
+func driverVersion(vendor, v uint32) string {
+	if vendor == 0x10de {
+		return fmt.Sprintf("%d.%d.%d.%d", v>>22, v>>14&0xff, v>>6&0xff, v&0x3f)
+	}
+	return vk.Version(v).String()
+}
+
+// describe returns the adapter's description, measuring the bandwidth on the first
+// call.
+func (a *adapter) describe(ctx context.Context) pluginapi.Adapter {
+	if !a.info.Available {
+		return a.info
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if !a.measured && a.timestamps {
+		a.measured = true
+		if d, err := a.openLocked(); err == nil {
+			if bw, err := d.measureBandwidth(ctx); err == nil {
+				a.info.Profile.MemBWGBps = bw
+			}
+		}
+	}
+	return a.info
+}
+
+// open returns the adapter's device, creating it on first use.
+func (a *adapter) open() (*device, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.openLocked()
+}
+
+func (a *adapter) openLocked() (*device, error) {
+	if a.dev != nil {
+		return a.dev, nil
+	}
+	d, err := newDevice(a)
+	if err != nil {
+		return nil, vkFailure(a, nil, "open", err)
+	}
+	a.dev = d
+	return d, nil
+}
+
+// close waits for the device's work and destroys it.
+func (a *adapter) close() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.dev != nil {
+		a.dev.destroy()
+		a.dev = nil
+	}
+}

@@ -1,0 +1,256 @@
+package backend
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+
+	"github.com/kiln-dev/kiln/pluginapi"
+	"github.com/kiln-dev/kiln/plugins/vulkan/vk"
+)
+
+// ID is the backend's id in the host's registry.
+const ID = "vulkan"
+
+// Version is the plugin's version.
+const Version = "0.1.0"
+
+// The environment variables ConfigFromEnv reads.
+const (
+	// ValidationEnv set to 1 enables the Khronos validation layer.
+	ValidationEnv = "KILN_VK_VALIDATION"
+	// LoaderEnv names the Vulkan loader library to open instead of libvulkan.so.1
+	// (tests point it at a missing library).
+	LoaderEnv = "KILN_VULKAN_LOADER"
+)
+
+// Config configures a Backend.
+type Config struct {
+	// Loader is the Vulkan loader library to dlopen; empty means libvulkan.so.1.
+	Loader string
+	// Validation enables VK_LAYER_KHRONOS_validation; its messages are counted and
+	// kept (see Backend.ValidationMessages). An adapter is unavailable when the
+	// layer is requested but not installed.
+	Validation bool
+}
+
+// ConfigFromEnv reads the configuration from KILN_VK_VALIDATION and
+// KILN_VULKAN_LOADER.
+func ConfigFromEnv() Config {
+	return Config{Loader: os.Getenv(LoaderEnv), Validation: os.Getenv(ValidationEnv) == "1"}
+}
+
+// Backend is the Vulkan pluginapi.Backend. It starts Vulkan on first use and is
+// safe for concurrent use.
+type Backend struct {
+	cfg Config
+
+	// life is held for reading by every call that uses Vulkan objects and for
+	// writing by Close, so Close never destroys what a call is using.
+	life sync.RWMutex
+
+	mu        sync.Mutex // guards the fields below
+	started   bool
+	closed    bool
+	loader    *vk.Loader
+	instance  *vk.Instance
+	adapters  []*adapter
+	pipelines map[uint64]*pipeline
+	nextID    uint64
+	// closeMsgs and closeText hold the validation messages reported while Close
+	// tore the devices down, for ValidationMessages after Close.
+	closeMsgs uint64
+	closeText string
+}
+
+var _ pluginapi.Backend = (*Backend)(nil)
+
+// New returns a Backend; nothing is loaded until the first call.
+func New(cfg Config) *Backend {
+	return &Backend{cfg: cfg, pipelines: make(map[uint64]*pipeline)}
+}
+
+var errClosed = errors.New("the vulkan backend is closed. Fix: start a new backend (the host relaunches the plugin)")
+
+// start loads Vulkan and lists the adapters once. A missing loader, driver or device
+// is not an error: it becomes one unavailable adapter carrying the reason. b.mu must
+// be held.
+func (b *Backend) start() error {
+	if b.closed {
+		return errClosed
+	}
+	if b.started {
+		return nil
+	}
+	b.started = true
+	if reason := b.startVulkan(); reason != "" {
+		b.adapters = []*adapter{{index: 0, info: pluginapi.Adapter{Index: 0, Name: "Vulkan", Reason: reason}}}
+	}
+	return nil
+}
+
+// startVulkan opens the loader and instance and builds the adapters; it returns why
+// Vulkan is unusable, or "".
+func (b *Backend) startVulkan() string {
+	library := b.cfg.Loader
+	if library == "" {
+		library = vk.DefaultLibrary
+	}
+	l, err := vk.Load(library)
+	var missing *vk.LoaderMissingError
+	if errors.As(err, &missing) {
+		return fmt.Sprintf("Vulkan loader %s not found. Fix: install libvulkan1 and a Vulkan driver (mesa-vulkan-drivers provides a CPU one)", library)
+	}
+	if err != nil {
+		return err.Error()
+	}
+	version := l.InstanceVersion()
+	if version < vk.Version11 {
+		l.Close()
+		return fmt.Sprintf("the Vulkan loader %s supports Vulkan %s; kiln needs 1.1 or later. Fix: update libvulkan1", library, version)
+	}
+	inst, err := l.CreateInstance(vk.InstanceOptions{APIVersion: min(version, vk.Version13), Validation: b.cfg.Validation})
+	if err != nil {
+		l.Close()
+		if b.cfg.Validation {
+			return fmt.Sprintf("creating a Vulkan instance with validation failed: %v (unset %s to run without the layer)", err, ValidationEnv)
+		}
+		return fmt.Sprintf("creating a Vulkan instance failed: %v. Fix: install a Vulkan driver for this machine (mesa-vulkan-drivers provides a CPU one)", err)
+	}
+	pds, err := inst.PhysicalDevices()
+	if err == nil && len(pds) == 0 {
+		err = errors.New("the loader found no physical device")
+	}
+	if err != nil {
+		inst.Destroy()
+		l.Close()
+		return fmt.Sprintf("listing Vulkan devices failed: %v. Fix: install a Vulkan driver for this machine (mesa-vulkan-drivers provides a CPU one)", err)
+	}
+	b.loader, b.instance = l, inst
+	for i, pd := range pds {
+		b.adapters = append(b.adapters, newAdapter(i, pd))
+	}
+	return ""
+}
+
+// Describe reports the backend and its adapters. The first call measures each
+// available adapter's copy bandwidth (see the package documentation).
+func (b *Backend) Describe(ctx context.Context) (*pluginapi.Description, error) {
+	b.life.RLock()
+	defer b.life.RUnlock()
+	b.mu.Lock()
+	err := b.start()
+	adapters := b.adapters
+	b.mu.Unlock()
+	if err != nil {
+		return nil, err
+	}
+	d := &pluginapi.Description{
+		ID:         ID,
+		Version:    Version,
+		Dispatches: true,
+		Features:   []string{"ir.v1", "shared", "atomics", "barrier"},
+	}
+	for _, a := range adapters {
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("describe vulkan adapters: %w", err)
+		}
+		d.Adapters = append(d.Adapters, a.describe(ctx))
+	}
+	return d, nil
+}
+
+// adapterAt returns an available adapter, starting Vulkan if needed.
+func (b *Backend) adapterAt(index int) (*adapter, error) {
+	b.mu.Lock()
+	err := b.start()
+	adapters := b.adapters
+	b.mu.Unlock()
+	if err != nil {
+		return nil, err
+	}
+	if index < 0 || index >= len(adapters) {
+		return nil, pluginapi.Rejected("vulkan has no adapter %d (it has %d). Fix: use an adapter index from 0 to %d as `kiln backends` lists them", index, len(adapters), len(adapters)-1)
+	}
+	a := adapters[index]
+	if !a.info.Available {
+		return nil, pluginapi.Unavailable("vulkan adapter %d (%s) is unavailable: %s", index, a.info.Name, a.info.Reason)
+	}
+	return a, nil
+}
+
+// Open creates the adapter's logical device; opening it again does nothing.
+func (b *Backend) Open(ctx context.Context, adapter int) error {
+	b.life.RLock()
+	defer b.life.RUnlock()
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("open vulkan adapter %d: %w", adapter, err)
+	}
+	a, err := b.adapterAt(adapter)
+	if err != nil {
+		return err
+	}
+	_, err = a.open()
+	return err
+}
+
+// Release destroys a pipeline. Releasing an unknown handle is a RejectedError.
+func (b *Backend) Release(_ context.Context, handle uint64) error {
+	b.life.RLock()
+	defer b.life.RUnlock()
+	b.mu.Lock()
+	p, ok := b.pipelines[handle]
+	delete(b.pipelines, handle)
+	b.mu.Unlock()
+	if !ok {
+		return pluginapi.Rejected("vulkan has no pipeline %d (never compiled or already released). Fix: release only handles returned by Compile, once", handle)
+	}
+	p.destroy()
+	return nil
+}
+
+// Close waits for running work, then destroys every pipeline, device and the
+// instance. Later calls fail.
+func (b *Backend) Close(context.Context) error {
+	b.life.Lock()
+	defer b.life.Unlock()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed {
+		return nil
+	}
+	b.closed = true
+	for id, p := range b.pipelines {
+		p.destroy()
+		delete(b.pipelines, id)
+	}
+	for _, a := range b.adapters {
+		a.close()
+	}
+	b.adapters = nil
+	if b.instance != nil {
+		b.closeMsgs, b.closeText = b.instance.Messages()
+		b.instance.Destroy()
+		b.instance = nil
+	}
+	b.loader.Close()
+	b.loader = nil
+	return nil
+}
+
+// ValidationMessages returns how many validation-layer messages arrived since the
+// last call, and their text, and clears them; after Close it returns those reported
+// while Close destroyed the devices. It is (0, "") without validation.
+func (b *Backend) ValidationMessages() (uint64, string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	n, text := b.closeMsgs, b.closeText
+	b.closeMsgs, b.closeText = 0, ""
+	if b.instance != nil {
+		m, t := b.instance.Messages()
+		n, text = n+m, text+t
+	}
+	return n, text
+}

@@ -1,0 +1,202 @@
+package backend
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/kiln-dev/kiln/ir"
+	"github.com/kiln-dev/kiln/pluginapi"
+	"github.com/kiln-dev/kiln/plugins/vulkan/spirv"
+	"github.com/kiln-dev/kiln/plugins/vulkan/vk"
+)
+
+// pipeline is a compiled program on one device.
+type pipeline struct {
+	d    *device
+	prog *ir.Program
+	wg   [3]uint32
+	push uint32
+	// use is held for reading by dispatches and for writing by destroy.
+	use       sync.RWMutex
+	setLayout vk.DescriptorSetLayout
+	layout    vk.PipelineLayout
+	pipe      vk.Pipeline
+}
+
+// destroy waits for the pipeline's dispatches and destroys its objects.
+func (p *pipeline) destroy() {
+	p.use.Lock()
+	defer p.use.Unlock()
+	p.d.vk.DestroyPipeline(p.pipe)
+	p.d.vk.DestroyPipelineLayout(p.layout)
+	p.d.vk.DestroySetLayout(p.setLayout)
+}
+
+// Compile emits the program as SPIR-V and builds its compute pipeline on the
+// adapter's device, through a pipeline cache seeded with req.CachedBlob when the
+// blob was made by this device.
+func (b *Backend) Compile(ctx context.Context, req *pluginapi.CompileRequest) (*pluginapi.CompileResult, error) {
+	b.life.RLock()
+	defer b.life.RUnlock()
+	if req == nil || req.Program == nil {
+		return nil, pluginapi.Rejected("vulkan: compile request without a program. Fix: set CompileRequest.Program")
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("vulkan: compile %q: %w", req.Program.Name, err)
+	}
+	start := time.Now()
+	a, err := b.adapterAt(req.Adapter)
+	if err != nil {
+		return nil, err
+	}
+	d, err := a.open()
+	if err != nil {
+		return nil, err
+	}
+	if err := d.checkLost(); err != nil {
+		return nil, err
+	}
+	p := req.Program
+	wg, err := checkProgram(p, req.Spec, req.WorkgroupSize, a.props.Limits)
+	if err != nil {
+		return nil, err
+	}
+	m, err := spirv.Emit(p)
+	if err != nil {
+		return nil, pluginapi.Rejected("vulkan: %w", err)
+	}
+	if lim := a.props.Limits.MaxPushConstantsSize; m.PushConstantBytes > lim {
+		return nil, pluginapi.Rejected("vulkan: program %q needs %d bytes of push constants (one u32 per buffer) but adapter %d (%s) allows %d. Fix: use at most %d buffers on this device",
+			p.Name, m.PushConstantBytes, a.index, a.info.Name, lim, lim/4)
+	}
+	entries, data := spirv.SpecData(p, m, req.Spec, wg)
+	spec := make([]vk.SpecializationEntry, len(entries))
+	for i, e := range entries {
+		spec[i] = vk.SpecializationEntry{ID: e.ID, Offset: e.Offset, Size: e.Size}
+	}
+	pl := &pipeline{d: d, prog: p, wg: wg, push: m.PushConstantBytes}
+	blob, err := pl.build(m, spec, data, usableBlob(req.CachedBlob, a.props))
+	if err != nil {
+		return nil, err
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed {
+		pl.destroy()
+		return nil, errClosed
+	}
+	b.nextID++
+	b.pipelines[b.nextID] = pl
+	return &pluginapi.CompileResult{Pipeline: b.nextID, Blob: blob, CompileNanos: time.Since(start).Nanoseconds()}, nil
+}
+
+// build creates the pipeline's Vulkan objects through a pipeline cache seeded with
+// seed and returns the cache's data.
+func (p *pipeline) build(m *spirv.Module, spec []vk.SpecializationEntry, data, seed []byte) ([]byte, error) {
+	d := p.d
+	cache, err := d.vk.CreatePipelineCache(seed)
+	if err != nil && seed != nil {
+		// The driver refused a blob whose header named this device; start empty.
+		cache, err = d.vk.CreatePipelineCache(nil)
+	}
+	if err != nil {
+		return nil, d.fail("pipeline cache creation", err)
+	}
+	defer d.vk.DestroyPipelineCache(cache)
+	module, err := d.vk.CreateShaderModule(m.Words)
+	if err != nil {
+		return nil, d.fail("shader module creation", err)
+	}
+	defer d.vk.DestroyShaderModule(module)
+	fail := func(op string, err error) ([]byte, error) {
+		p.destroy()
+		return nil, d.fail(op, err)
+	}
+	if p.setLayout, err = d.vk.CreateStorageSetLayout(uint32(len(p.prog.Buffers))); err != nil {
+		return fail("descriptor set layout creation", err)
+	}
+	if p.layout, err = d.vk.CreatePipelineLayout(p.setLayout, p.push); err != nil {
+		return fail("pipeline layout creation", err)
+	}
+	if p.pipe, err = d.vk.CreateComputePipeline(cache, p.layout, module, m.EntryPoint, spec, data); err != nil {
+		return fail(fmt.Sprintf("compiling program %q", p.prog.Name), err)
+	}
+	blob, err := d.vk.PipelineCacheData(cache)
+	if err != nil {
+		return fail("reading the pipeline cache", err)
+	}
+	return blob, nil
+}
+
+// cacheHeaderBytes is the size of VkPipelineCacheHeaderVersionOne.
+const cacheHeaderBytes = 32
+
+// usableBlob returns blob when its VkPipelineCacheHeaderVersionOne names this
+// device (header size, version one, vendor id, device id, pipelineCacheUUID), nil
+// otherwise: a blob from another device or driver is ignored.
+func usableBlob(blob []byte, p vk.Properties) []byte {
+	if len(blob) < cacheHeaderBytes {
+		return nil
+	}
+	size := binary.LittleEndian.Uint32(blob[0:])
+	version := binary.LittleEndian.Uint32(blob[4:])
+	if size < cacheHeaderBytes || uint64(size) > uint64(len(blob)) || version != 1 {
+		return nil
+	}
+	if binary.LittleEndian.Uint32(blob[8:]) != p.VendorID || binary.LittleEndian.Uint32(blob[12:]) != p.DeviceID {
+		return nil
+	}
+	if !bytes.Equal(blob[16:32], p.PipelineCacheUUID[:]) {
+		return nil
+	}
+	return blob
+}
+
+// checkProgram validates the program, the specialization map and the workgroup
+// override, and checks them against the device's limits. It returns the workgroup
+// size the pipeline runs with.
+func checkProgram(p *ir.Program, spec ir.SpecMap, override [3]uint32, lim vk.Limits) ([3]uint32, error) {
+	if err := ir.Validate(p); err != nil {
+		return [3]uint32{}, pluginapi.Rejected("vulkan: program %q is invalid: %w", p.Name, err)
+	}
+	wg := p.WorkgroupSize
+	if override != ([3]uint32{}) {
+		if err := ir.CheckWorkgroupSize(override); err != nil {
+			return [3]uint32{}, pluginapi.Rejected("vulkan: program %q: bad workgroup size override: %w", p.Name, err)
+		}
+		wg = override
+	}
+	for _, name := range spec.Names() {
+		d, ok := p.Param(name)
+		if !ok {
+			return [3]uint32{}, pluginapi.Rejected("vulkan: program %q has no parameter %q to specialize. Fix: specialize only declared parameters", p.Name, name)
+		}
+		v, _ := spec.Get(name)
+		if l, ok := v.Literal(); !ok || l.Type != d.Type {
+			return [3]uint32{}, pluginapi.Rejected("vulkan: program %q: parameter %q is %s but the specialization value is %s. Fix: pass a %s value", p.Name, name, d.Type, v, d.Type)
+		}
+	}
+	for axis, n := range wg {
+		if n > lim.MaxComputeWorkGroupSize[axis] {
+			return [3]uint32{}, pluginapi.Rejected("vulkan: program %q: workgroup size %v exceeds the device's maxComputeWorkGroupSize %v on axis %d. Fix: use a workgroup of at most %d on that axis",
+				p.Name, wg, lim.MaxComputeWorkGroupSize, axis, lim.MaxComputeWorkGroupSize[axis])
+		}
+	}
+	if n := uint64(wg[0]) * uint64(wg[1]) * uint64(wg[2]); n > uint64(lim.MaxComputeWorkGroupInvocations) {
+		return [3]uint32{}, pluginapi.Rejected("vulkan: program %q: workgroup size %v has %d invocations, more than the device's maxComputeWorkGroupInvocations %d. Fix: use a smaller workgroup",
+			p.Name, wg, n, lim.MaxComputeWorkGroupInvocations)
+	}
+	var shared uint64
+	for _, s := range p.Shared {
+		shared += 4 * uint64(s.Count)
+	}
+	if shared > uint64(lim.MaxComputeSharedMemorySize) {
+		return [3]uint32{}, pluginapi.Rejected("vulkan: program %q uses %d bytes of shared memory, more than the device's maxComputeSharedMemorySize %d. Fix: use smaller shared arrays",
+			p.Name, shared, lim.MaxComputeSharedMemorySize)
+	}
+	return wg, nil
+}

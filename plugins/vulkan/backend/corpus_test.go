@@ -1,0 +1,40 @@
+package backend
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/kiln-dev/kiln/ir/kernels"
+	"github.com/kiln-dev/kiln/plugins/cpuref/interp"
+)
+
+// TestCorpusMatchesReference runs every corpus kernel at every corpus size on the
+// Vulkan backend and on the CPU reference interpreter and compares the outputs with
+// the kernel's Check (DESIGN.md's comparison rules), under the validation layer.
+func TestCorpusMatchesReference(t *testing.T) {
+	b := newTestBackend(t)
+	ctx := context.Background()
+	for _, k := range kernels.All() {
+		for _, size := range k.Sizes {
+			t.Run(fmt.Sprintf("%s/%d", k.Name, size), func(t *testing.T) {
+				rng := rand.New(rand.NewPCG(uint64(size), 0x6b696c6e))
+				c := k.NewCase(rng, size)
+				p := k.Program()
+				want, err := interp.Run(ctx, p, interp.Options{WorkgroupSize: c.WorkgroupSize, Spec: c.Spec},
+					interp.Launch{Grid: c.Grid, Inputs: c.Inputs, OutputCounts: c.OutputCounts})
+				if err != nil {
+					t.Fatalf("interp: %v", err)
+				}
+				got, err := run(t, b, p, c.Spec, c.WorkgroupSize, c.Grid, c.Inputs, c.OutputCounts)
+				if err != nil {
+					t.Fatalf("vulkan: %v", err)
+				}
+				if err := k.Check(got.Outputs, want); err != nil {
+					t.Errorf("vulkan differs from cpu-ref: %v", err)
+				}
+			})
+		}
+	}
+}

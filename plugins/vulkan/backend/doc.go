@@ -1,0 +1,40 @@
+// Package backend is kiln's Vulkan backend: a pluginapi.Backend (id "vulkan") that
+// runs IR v1 programs as Vulkan compute pipelines through the vk binding and the
+// spirv emitter. The kiln-backend-vulkan executable serves it; tests use it in
+// process.
+//
+// Adapters: every Vulkan physical device is one adapter, CPU implementations such as
+// lavapipe included. When the loader or a driver is missing the backend still
+// describes itself, with one unavailable adapter whose Reason says what to install.
+//
+// Profile: the DeviceProfile flags report what the device offers as Vulkan describes
+// it (limits, subgroup properties, features, extensions). mem_bw_gbps is measured,
+// not looked up: the first Describe copies a 64 MiB device-local buffer into another
+// with vkCmdCopyBuffer three times, timed by timestamp queries, and reports the best
+// run as bytes read plus bytes written per second (2 × 64 MiB / time), in GB/s
+// (10^9 bytes). It is 0 when the device has no timestamps or the measurement failed
+// (0 means unknown). Timing quality is DeviceTimestamps when the device supports
+// timestamps on its compute queue (timestampComputeAndGraphics, timestampPeriod > 0,
+// timestampValidBits > 0), HostEnqueueWait otherwise.
+//
+// Compile emits SPIR-V, checks the device limits, and builds the compute pipeline
+// through a VkPipelineCache seeded with the host's cached blob when that blob's
+// header names this device (vendor id, device id, pipelineCacheUUID); any other
+// blob is ignored and the pipeline is compiled fresh. The blob returned is the
+// cache's data (vkGetPipelineCacheData). Parameters and the workgroup size are
+// specialization constants.
+//
+// Dispatch: on discrete and virtual GPUs buffers live in device-local memory and
+// inputs and outputs move through host-visible staging buffers; on integrated GPUs
+// and CPU devices, where device-local memory is host-visible, the buffers are mapped
+// directly. Every buffer is bound with exactly count*4 bytes (4 bytes for an empty
+// one, whose count is 0); element counts travel in the push-constant block. Write
+// buffers are cleared with vkCmdFillBuffer. A grid with a zero axis runs nothing and
+// returns zeroed write buffers and unchanged read_write buffers. Device time comes
+// from two timestamp queries around the dispatch.
+//
+// Errors: programs, launches and limits the device cannot take are
+// pluginapi.RejectedError, unusable adapters pluginapi.UnavailableError, and Vulkan
+// failures while working (out of device memory, a lost device) pluginapi.DeviceError;
+// once a device is lost every later call on it says so.
+package backend

@@ -1,0 +1,65 @@
+package backend
+
+import (
+	"context"
+	"os"
+	"testing"
+
+	"github.com/kiln-dev/kiln/ir"
+	"github.com/kiln-dev/kiln/pluginapi"
+)
+
+// requireEnv set to 1 turns "no usable Vulkan" from a skip into a failure.
+const requireEnv = "KILN_REQUIRE_VULKAN"
+
+// newTestBackend starts a validating backend and opens adapter 0, or skips the test
+// when no Vulkan device is usable (fails under KILN_REQUIRE_VULKAN=1). At cleanup it
+// closes the backend and fails the test on any validation message.
+func newTestBackend(t testing.TB) *Backend {
+	t.Helper()
+	b := New(Config{Validation: true})
+	ctx := context.Background()
+	d, err := b.Describe(ctx)
+	if err != nil {
+		t.Fatalf("Describe: %v", err)
+	}
+	if len(d.Adapters) == 0 || !d.Adapters[0].Available {
+		reason := "no adapters"
+		if len(d.Adapters) > 0 {
+			reason = d.Adapters[0].Reason
+		}
+		b.Close(ctx)
+		if os.Getenv(requireEnv) == "1" {
+			t.Fatalf("%s=1 but Vulkan is unusable: %s", requireEnv, reason)
+		}
+		t.Skipf("no usable Vulkan device (%s); set %s=1 to fail instead", reason, requireEnv)
+	}
+	if err := b.Open(ctx, 0); err != nil {
+		t.Fatalf("Open(0): %v", err)
+	}
+	t.Cleanup(func() {
+		if err := b.Close(ctx); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+		if n, text := b.ValidationMessages(); n != 0 {
+			t.Errorf("%d validation messages:\n%s", n, text)
+		}
+	})
+	return b
+}
+
+// run compiles p on adapter 0, dispatches it once and releases it.
+func run(t testing.TB, b *Backend, p *ir.Program, spec ir.SpecMap, wg [3]uint32, grid [3]uint32, inputs [][]byte, counts []uint32) (*pluginapi.DispatchResult, error) {
+	t.Helper()
+	ctx := context.Background()
+	c, err := b.Compile(ctx, &pluginapi.CompileRequest{Program: p, Spec: spec, WorkgroupSize: wg})
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err := b.Release(ctx, c.Pipeline); err != nil {
+			t.Errorf("Release: %v", err)
+		}
+	}()
+	return b.Dispatch(ctx, &pluginapi.DispatchRequest{Pipeline: c.Pipeline, Grid: grid, Inputs: inputs, OutputCounts: counts})
+}

@@ -1,0 +1,10 @@
+package main
+
+import (
+	"github.com/kiln-dev/kiln/pluginapi"
+	"github.com/kiln-dev/kiln/plugins/vulkan/backend"
+)
+
+func main() {
+	pluginapi.Serve(backend.New(backend.ConfigFromEnv()))
+}
