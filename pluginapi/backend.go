@@ -1,0 +1,207 @@
+package pluginapi
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"strconv"
+
+	"github.com/kiln-dev/kiln/ir"
+)
+
+// Backend is what a plugin author implements and hands to Serve. The host-side
+// client returned by Dispense implements it too, so the host talks to every plugin
+// through the same interface.
+//
+// Methods may be called concurrently. Errors should be one of the typed errors
+// (RejectedError, UnavailableError, DeviceError) where one applies; they reach the
+// host as the same kind with the same message. A panic in a method crashes the
+// plugin process, which the host reports as a crashed plugin.
+type Backend interface {
+	// Describe reports the backend's identity, selection attributes and adapters.
+	Describe(ctx context.Context) (*Description, error)
+	// Open prepares an adapter (device) for use; opening it again is harmless.
+	Open(ctx context.Context, adapter int) error
+	// Compile turns a program into a pipeline handle on an adapter.
+	Compile(ctx context.Context, req *CompileRequest) (*CompileResult, error)
+	// Dispatch runs a compiled pipeline.
+	Dispatch(ctx context.Context, req *DispatchRequest) (*DispatchResult, error)
+	// Release frees a pipeline handle.
+	Release(ctx context.Context, pipeline uint64) error
+	// Close releases everything; the process may exit after it returns.
+	Close(ctx context.Context) error
+}
+
+// Description is what a backend reports about itself. See DESIGN.md, "Backend
+// selection".
+type Description struct {
+	// ID names the backend ("cpu-ref", "vulkan"); the host's registry key.
+	ID string
+	// Version is the plugin's version.
+	Version string
+	// ReferenceOracle marks a backend that defines correct results; the host never
+	// picks one implicitly.
+	ReferenceOracle bool
+	// Dispatches reports whether the backend can run programs at all.
+	Dispatches bool
+	// Precedence ranks backends that tie on everything else: lower wins, nil sorts
+	// after every rank.
+	Precedence *uint32
+	// Features lists the supported IR features, e.g. "ir.v1", "shared", "atomics",
+	// "barrier".
+	Features []string
+	// Adapters are the devices the backend can run on, indexed from 0.
+	Adapters []Adapter
+}
+
+// Adapter is one device of a backend.
+type Adapter struct {
+	Index     int
+	Name      string
+	Available bool
+	// Reason says why the adapter is unavailable and ends with "Fix: …".
+	Reason   string
+	Profile  DeviceProfile
+	Identity DeviceIdentity
+}
+
+// DeviceIdentity names a device; its Fingerprint keys the host's pipeline cache and
+// PGO routes.
+type DeviceIdentity struct {
+	Vendor, Device, DriverVersion, DeviceType string
+}
+
+// Fingerprint is a stable hex digest of the four identity fields: the first 16
+// bytes of a SHA-256 over each field, length-prefixed, so ("ab", "c") and ("a",
+// "bc") differ.
+func (d DeviceIdentity) Fingerprint() string {
+	h := sha256.New()
+	h.Write([]byte("kiln-device-identity-v1"))
+	var n [8]byte
+	for _, f := range []string{d.Vendor, d.Device, d.DriverVersion, d.DeviceType} {
+		binary.LittleEndian.PutUint64(n[:], uint64(len(f)))
+		h.Write(n[:])
+		h.Write([]byte(f))
+	}
+	return hex.EncodeToString(h.Sum(nil)[:16])
+}
+
+// TimingQuality orders how precisely a backend can time a dispatch; higher is
+// better.
+type TimingQuality int
+
+// The timing qualities, lowest first.
+const (
+	HostOnly TimingQuality = iota
+	HostEnqueueWait
+	DeviceTimestamps
+	HardwareCounters
+)
+
+var timingQualityNames = [...]string{
+	HostOnly:         "HostOnly",
+	HostEnqueueWait:  "HostEnqueueWait",
+	DeviceTimestamps: "DeviceTimestamps",
+	HardwareCounters: "HardwareCounters",
+}
+
+// String returns the quality's name ("HostOnly"), or "TimingQuality(N)" for a value
+// outside the defined ones.
+func (q TimingQuality) String() string {
+	if q >= 0 && int(q) < len(timingQualityNames) {
+		return timingQualityNames[q]
+	}
+	return "TimingQuality(" + strconv.Itoa(int(q)) + ")"
+}
+
+// DeviceProfile describes an adapter's capabilities for selection and tuning.
+type DeviceProfile struct {
+	MaxStorageBufferBindingSize uint64
+	MaxInvocationsPerWorkgroup  uint32
+	SubgroupSize                uint32
+	SupportsSubgroupOps, HasSubgroupShuffle, HasSharedMemory, SupportsF16, SupportsBF16,
+	SupportsTensorCores, SupportsIndirectDispatch, SupportsDeviceTimestamps,
+	SupportsHardwareCounters bool
+	MemBWGBps     float64
+	TimingQuality TimingQuality
+}
+
+// CapabilityScore is DESIGN.md's capability score: storage binding size > 0: 16;
+// max invocations ≥ 64: 8, ≥ 256: 4 more; subgroup size > 0: 8; subgroup ops: 8;
+// shuffle: 4; shared memory: 4; f16: 2; bf16: 2; tensor cores: 4; indirect
+// dispatch: 2; device timestamps: 2; hardware counters: 2.
+func (p DeviceProfile) CapabilityScore() int {
+	score := 0
+	add := func(cond bool, points int) {
+		if cond {
+			score += points
+		}
+	}
+	add(p.MaxStorageBufferBindingSize > 0, 16)
+	add(p.MaxInvocationsPerWorkgroup >= 64, 8)
+	add(p.MaxInvocationsPerWorkgroup >= 256, 4)
+	add(p.SubgroupSize > 0, 8)
+	add(p.SupportsSubgroupOps, 8)
+	add(p.HasSubgroupShuffle, 4)
+	add(p.HasSharedMemory, 4)
+	add(p.SupportsF16, 2)
+	add(p.SupportsBF16, 2)
+	add(p.SupportsTensorCores, 4)
+	add(p.SupportsIndirectDispatch, 2)
+	add(p.SupportsDeviceTimestamps, 2)
+	add(p.SupportsHardwareCounters, 2)
+	return score
+}
+
+// CompileRequest asks a backend to compile a program on an adapter.
+type CompileRequest struct {
+	Adapter int
+	// Program was decoded from its canonical bytes and accepted by ir.Validate
+	// before the backend sees it.
+	Program *ir.Program
+	// Spec sets parameters; the SDK has checked that each names a declared
+	// parameter of the same type.
+	Spec ir.SpecMap
+	// WorkgroupSize overrides the program's when non-zero (the SDK accepts only an
+	// all-zero or an all-non-zero override).
+	WorkgroupSize [3]uint32
+	// CachedBlob is what an earlier CompileResult.Blob for the same key held, from
+	// the host's pipeline cache; nil on a miss. A backend must treat it as
+	// untrusted: a blob it cannot use is ignored, never fatal.
+	CachedBlob []byte
+}
+
+// CompileResult is a compiled pipeline.
+type CompileResult struct {
+	// Pipeline is the handle Dispatch and Release take.
+	Pipeline uint64
+	// Blob, when non-nil, is stored by the host and handed back as CachedBlob.
+	Blob []byte
+	// CompileNanos is the compile time; zero lets the SDK fill in the time the
+	// Compile call took.
+	CompileNanos int64
+}
+
+// DispatchRequest runs a pipeline.
+type DispatchRequest struct {
+	Pipeline uint64
+	// Grid is the number of workgroups on each axis; 0 on an axis runs nothing.
+	Grid [3]uint32
+	// Inputs are by binding: the bytes of read and read_write buffers, nil for
+	// write buffers.
+	Inputs [][]byte
+	// OutputCounts are by binding: element counts of write buffers without a
+	// fixed count.
+	OutputCounts []uint32
+}
+
+// DispatchResult holds every write and read_write buffer, in binding order.
+type DispatchResult struct {
+	Outputs [][]byte
+	// HostNanos is the wall time of the dispatch as the plugin saw it; zero lets
+	// the SDK fill in the time the Dispatch call took.
+	HostNanos int64
+	// DeviceNanos is the device-measured time, zero when the backend cannot tell.
+	DeviceNanos int64
+}

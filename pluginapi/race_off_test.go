@@ -1,0 +1,6 @@
+//go:build !race
+
+package pluginapi
+
+// raceEnabled reports whether the race detector is on; memory-heavy tests shrink.
+const raceEnabled = false
