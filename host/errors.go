@@ -74,7 +74,7 @@ func (e *NoBackendError) Error() string {
 	}
 	oracle := ""
 	if len(e.SkippedOracles) > 0 {
-		oracle = fmt.Sprintf(", or name the reference oracle explicitly (Acquire(ctx, %q), kiln run --backend %s)", e.SkippedOracles[0], e.SkippedOracles[0])
+		oracle = fmt.Sprintf(", or name the reference oracle explicitly: backend %q (kiln run --backend %s)", e.SkippedOracles[0], e.SkippedOracles[0])
 	}
 	return fmt.Sprintf("no usable dispatch backend (%s). Fix: install a GPU backend plugin (kiln-backend-vulkan, kiln-backend-cuda)%s and repair the failures above (`kiln doctor` explains them)%s", strings.Join(parts, "; "), where, oracle)
 }
