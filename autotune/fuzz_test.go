@@ -1,0 +1,53 @@
+package autotune
+
+import (
+	"maps"
+	"testing"
+)
+
+// FuzzParse feeds arbitrary bytes to the store file parser: it must never panic,
+// and whatever it accepts must encode and parse back to the same records.
+func FuzzParse(f *testing.F) {
+	for _, m := range malformed {
+		f.Add([]byte(m))
+	}
+	good, _ := encode(map[Key]Record{NewKey(sampleSpec(1), "vulkan:0"): sampleRecord(4)})
+	f.Add(good)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		records, err := parse(data)
+		if err != nil {
+			return
+		}
+		checkRoundTrip(t, records)
+	})
+}
+
+// FuzzEncode puts records with arbitrary strings and numbers: whatever Put
+// accepts must survive a save and load.
+func FuzzEncode(f *testing.F) {
+	f.Add("vulkan:0", "2026-05-02", uint32(64), uint32(4), uint32(16))
+	f.Add("a\"b\\c\n'''", "\x00\t", uint32(0), uint32(1<<31), uint32(1))
+	f.Fuzz(func(t *testing.T, adapter, date string, wg, unroll, tile uint32) {
+		s := &Store{records: map[Key]Record{}, puts: map[Key]Record{}, forgets: map[Key]bool{}}
+		r := Record{WorkgroupSize: [3]uint32{wg, 1, wg}, Unroll: unroll, Tile: [3]uint32{tile, tile, 0}, RecordedAt: date}
+		if err := s.Put(NewKey(sampleSpec(uint64(wg)), adapter), r); err != nil {
+			return
+		}
+		checkRoundTrip(t, s.records)
+	})
+}
+
+func checkRoundTrip(t *testing.T, records map[Key]Record) {
+	t.Helper()
+	data, err := encode(records)
+	if err != nil {
+		t.Fatalf("encode: %v", err)
+	}
+	again, err := parse(data)
+	if err != nil {
+		t.Fatalf("the encoding does not parse: %v\n%s", err, data)
+	}
+	if !maps.Equal(records, again) {
+		t.Fatalf("round trip changed the records: %v → %v", records, again)
+	}
+}

@@ -1,0 +1,57 @@
+package autotune
+
+import (
+	"encoding/binary"
+	"encoding/hex"
+
+	"github.com/kiln-dev/kiln/ir"
+)
+
+// Key identifies a record: a SpecCacheKey folded into 16 bytes (32 hex digits)
+// and an adapter id. Keys are made by NewKey or read from a store file; the zero
+// Key is not a valid key.
+type Key struct {
+	hex, adapter string
+}
+
+// NewKey folds spec into 16 bytes exactly as vyre's autotune store does: bytes
+// 0..7 are SpecHash and bytes 8..15 ShaderHash, little-endian; then byte i
+// (i < 8) is XORed with byte i of the workgroup fold (x ^ y<<16 ^ z<<32) and byte
+// 8+i with byte i of BindingSig. The key is those bytes in lowercase hex, with
+// adapter beside it.
+func NewKey(spec ir.SpecCacheKey, adapter string) Key {
+	var b [16]byte
+	binary.LittleEndian.PutUint64(b[0:], spec.SpecHash)
+	binary.LittleEndian.PutUint64(b[8:], spec.ShaderHash)
+	var wg uint64
+	for i, dim := range spec.WorkgroupSize {
+		wg ^= uint64(dim) << (16 * i)
+	}
+	for i := 0; i < 8; i++ {
+		b[i] ^= byte(wg >> (8 * i))
+		b[8+i] ^= byte(spec.BindingSig >> (8 * i))
+	}
+	return Key{hex: hex.EncodeToString(b[:]), adapter: adapter}
+}
+
+// Hex returns the folded digest as 32 lowercase hex digits.
+func (k Key) Hex() string { return k.hex }
+
+// Adapter returns the adapter id.
+func (k Key) Adapter() string { return k.adapter }
+
+// String is "hex@adapter".
+func (k Key) String() string { return k.hex + "@" + k.adapter }
+
+// validHex reports whether s is 32 lowercase hex digits.
+func validHex(s string) bool {
+	if len(s) != 32 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}
