@@ -1,0 +1,55 @@
+// Package spirv compiles an IR v1 program to a SPIR-V 1.3 compute shader for the
+// Vulkan backend (Vulkan 1.1 and later; every module passes
+// `spirv-val --target-env vulkan1.1`).
+//
+// The module's interface, which the backend follows:
+//
+//   - Entry point "main", execution model GLCompute.
+//   - Buffers: set 0, binding = the ir binding, StorageBuffer variables of a Block
+//     struct holding a runtime array of 4-byte elements.
+//   - Element counts: a push-constant block of one u32 per buffer at offset
+//     4*binding (Module.PushConstantBytes bytes). len reads it and every bounds
+//     check uses it; the backend binds at least 4 bytes to every buffer, also to an
+//     empty one, whose count is 0.
+//   - Specialization constants: the workgroup size on ids 0, 1, 2 (composed into
+//     the WorkgroupSize builtin, so a tuned size needs no re-emit), then parameter
+//     i on id 3+i (Module.ParamIDs). SpecData builds the VkSpecializationInfo.
+//
+// How IR v1's exact semantics are kept, without relying on robustBufferAccess or
+// on driver float behaviour beyond Vulkan's guarantees:
+//
+//   - Loads read from the index, or from index 0 when it is out of bounds, and then
+//     select 0; stores and atomics run inside a selection construct that skips them
+//     out of bounds (an atomic's result is then 0, through an OpPhi).
+//   - Integer division and remainder replace a zero divisor by 1 and select 0. i32
+//     division and remainder work on magnitudes with OpUDiv/OpUMod, because Vulkan
+//     leaves OpSRem (and OpSMod) undefined for negative operands; MIN / -1 = MIN and
+//     MIN % -1 = 0 follow. Shift amounts are and-ed with 31; shr is
+//     OpShiftRightArithmetic on i32 and OpShiftRightLogical on u32.
+//   - f32 add, sub, mul and div are decorated NoContraction. div scales a divisor
+//     above 2^126 (and the dividend) by 1/4 so that it stays in the range where
+//     Vulkan bounds OpFDiv's error (2.5 ULP). fma is GLSL.std.450 Fma, which Vulkan
+//     may evaluate unfused (DESIGN.md accepts either). sqrt, exp, log, sin, cos,
+//     floor and ceil are the GLSL.std.450 instructions, with Vulkan's precision.
+//   - neg and abs on f32 flip or clear the sign bit. min and max work on the bit
+//     patterns: a NaN operand yields the other one, and equal operands order the
+//     zeros (min(-0, +0) = -0, max(-0, +0) = +0), so no NaN or signed-zero
+//     assumption a driver may make (Vulkan allows both by default) changes them.
+//     NaN tests are integer tests on the bits for the same reason.
+//   - Comparisons are ordered (OpFOrdLessThan, ...) except ne (OpFUnordNotEqual).
+//   - f32 to i32/u32 converts only in-range values and selects the saturated bound
+//     or 0 for NaN. i32/u32 to f32 is OpConvertSToF/OpConvertUToF: exact below
+//     2^24 and, above, correctly rounded in the implementation's rounding mode;
+//     Vulkan 1.1 offers no portable way to demand round-to-nearest-even, which is
+//     what every known driver (llvmpipe, NVIDIA, AMD, Intel) uses.
+//   - The barrier is OpControlBarrier with Workgroup execution and memory scope and
+//     AcquireRelease | WorkgroupMemory | UniformMemory semantics, so both shared
+//     arrays and storage buffers written before it are visible to the workgroup
+//     after it; read_write buffers of a program with a barrier are Coherent.
+//   - Atomics use Device scope on buffers and Workgroup scope on shared arrays,
+//     relaxed semantics; min and max follow the element's signedness.
+//   - let is an SSA value, var a Function variable declared in the entry block, a
+//     for loop's variable an OpPhi in the loop header.
+//
+// Emit is deterministic: the same program gives the same words.
+package spirv

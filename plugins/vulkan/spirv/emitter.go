@@ -1,0 +1,451 @@
+package spirv
+
+import (
+	"fmt"
+
+	"github.com/kiln-dev/kiln/ir"
+)
+
+// emitter builds one module. Ids are handed out in a fixed order and every table is
+// written in creation order, so the same program always gives the same words.
+type emitter struct {
+	prog *ir.Program
+	next uint32 // the next free id
+
+	// Module sections, in their logical order.
+	entryIface  []uint32 // the Input variables listed by OpEntryPoint
+	debug       []uint32 // OpName
+	annotations []uint32 // OpDecorate, OpMemberDecorate
+	globals     []uint32 // types, constants, spec constants, global variables
+
+	// The function: OpVariables of the entry block, the loop-invariant values hoisted
+	// into the entry block, and the blocks that follow it.
+	vars, preamble, body []uint32
+
+	glsl    uint32 // the GLSL.std.450 import, 0 until used
+	mainID  uint32
+	startID uint32 // the first block after the entry block
+
+	types   map[typeKey]uint32
+	consts  map[ir.Literal]uint32
+	hoisted map[hoistKey]uint32
+	inputs  map[ir.BuiltinKind]uint32
+
+	arrays  map[string]array
+	params  map[string]value
+	pushVar uint32 // the push-constant block variable, 0 without buffers
+	wgSize  uint32 // the WorkgroupSize spec constant composite
+
+	// Control-flow state of the function being emitted.
+	cur    uint32   // label of the current block
+	open   bool     // the current block has no terminator yet
+	loops  []uint32 // merge blocks of the enclosing loops, innermost last
+	scopes []map[string]local
+}
+
+// typeKey identifies a type that is declared once: an opcode and up to two operands
+// (component or element type, storage class, length constant).
+type typeKey struct{ op, a, b uint32 }
+
+// hoistKey identifies a value computed once in the entry block: a builtin axis or
+// a buffer's element count.
+type hoistKey struct {
+	kind    ir.BuiltinKind // 0 for an element count
+	axis    uint8
+	binding uint32
+}
+
+// value is an SSA value and its IR type.
+type value struct {
+	id uint32
+	t  ir.Type
+}
+
+// local is a name in scope: an SSA value (let, for, atomic result) or a Function
+// variable (var).
+type local struct {
+	value
+	variable bool
+}
+
+// array is a buffer or a shared array.
+type array struct {
+	varID   uint32
+	elem    ir.Type
+	shared  bool
+	binding uint32 // buffers: the binding and push-constant slot
+	count   uint32 // shared arrays: the fixed element count
+}
+
+func newEmitter(p *ir.Program) *emitter {
+	return &emitter{
+		prog:    p,
+		next:    1,
+		types:   map[typeKey]uint32{},
+		consts:  map[ir.Literal]uint32{},
+		hoisted: map[hoistKey]uint32{},
+		inputs:  map[ir.BuiltinKind]uint32{},
+		arrays:  map[string]array{},
+		params:  map[string]value{},
+	}
+}
+
+func (e *emitter) id() uint32 {
+	n := e.next
+	e.next++
+	return n
+}
+
+func (e *emitter) name(id uint32, s string) {
+	e.debug = appendInst(e.debug, opName, append([]uint32{id}, stringWords(s)...)...)
+}
+
+func (e *emitter) decorate(id uint32, operands ...uint32) {
+	e.annotations = appendInst(e.annotations, opDecorate, append([]uint32{id}, operands...)...)
+}
+
+func (e *emitter) memberDecorate(id, member uint32, operands ...uint32) {
+	e.annotations = appendInst(e.annotations, opMemberDecorate, append([]uint32{id, member}, operands...)...)
+}
+
+// global declares a type, constant or variable with a fresh result id. typed says
+// whether the instruction has a result type (operands[0]) before its result id.
+func (e *emitter) global(op uint32, typed bool, operands ...uint32) uint32 {
+	id := e.id()
+	if typed {
+		e.globals = appendInst(e.globals, op, append([]uint32{operands[0], id}, operands[1:]...)...)
+	} else {
+		e.globals = appendInst(e.globals, op, append([]uint32{id}, operands...)...)
+	}
+	return id
+}
+
+// typ returns the id of a deduplicated type, declaring it on first use.
+func (e *emitter) typ(k typeKey, operands ...uint32) uint32 {
+	if id, ok := e.types[k]; ok {
+		return id
+	}
+	id := e.global(k.op, false, operands...)
+	e.types[k] = id
+	return id
+}
+
+func (e *emitter) voidType() uint32 { return e.typ(typeKey{op: opTypeVoid}) }
+
+// scalar returns the SPIR-V type of an IR type: bool, a 32-bit signed (i32) or
+// unsigned (u32) integer, or a 32-bit float.
+func (e *emitter) scalar(t ir.Type) (uint32, error) {
+	switch t {
+	case ir.Bool:
+		return e.typ(typeKey{op: opTypeBool}), nil
+	case ir.I32:
+		return e.typ(typeKey{op: opTypeInt, a: 32, b: 1}, 32, 1), nil
+	case ir.U32:
+		return e.typ(typeKey{op: opTypeInt, a: 32}, 32, 0), nil
+	case ir.F32:
+		return e.typ(typeKey{op: opTypeFloat, a: 32}, 32), nil
+	}
+	return 0, fmt.Errorf("type %d has no SPIR-V form. Fix: use bool, i32, u32 or f32", t)
+}
+
+// The scalar types the emitter itself introduces; they always exist.
+func (e *emitter) u32() uint32  { t, _ := e.scalar(ir.U32); return t }
+func (e *emitter) i32() uint32  { t, _ := e.scalar(ir.I32); return t }
+func (e *emitter) f32() uint32  { t, _ := e.scalar(ir.F32); return t }
+func (e *emitter) bool() uint32 { t, _ := e.scalar(ir.Bool); return t }
+
+func (e *emitter) uvec3() uint32 {
+	u := e.u32()
+	return e.typ(typeKey{op: opTypeVector, a: u, b: 3}, u, 3)
+}
+
+func (e *emitter) pointer(storage, pointee uint32) uint32 {
+	return e.typ(typeKey{op: opTypePointer, a: storage, b: pointee}, storage, pointee)
+}
+
+// constant returns the id of a deduplicated constant of l's type and bits.
+func (e *emitter) constant(l ir.Literal) (uint32, error) {
+	if id, ok := e.consts[l]; ok {
+		return id, nil
+	}
+	t, err := e.scalar(l.Type)
+	if err != nil {
+		return 0, err
+	}
+	var id uint32
+	switch {
+	case l.Type == ir.Bool && l.Bits != 0:
+		id = e.global(opConstantTrue, true, t)
+	case l.Type == ir.Bool:
+		id = e.global(opConstantFalse, true, t)
+	default:
+		id = e.global(opConstant, true, t, l.Bits)
+	}
+	e.consts[l] = id
+	return id, nil
+}
+
+// The constants the emitter itself introduces; their types are always valid.
+func (e *emitter) cu32(v uint32) uint32  { id, _ := e.constant(ir.LitU32(v)); return id }
+func (e *emitter) ci32(v int32) uint32   { id, _ := e.constant(ir.LitI32(v)); return id }
+func (e *emitter) cf32(v float32) uint32 { id, _ := e.constant(ir.LitF32(v)); return id }
+
+// zero is the constant 0 (false for bool) of type t.
+func (e *emitter) zero(t ir.Type) (uint32, error) { return e.constant(ir.Literal{Type: t}) }
+
+func (e *emitter) glslSet() uint32 {
+	if e.glsl == 0 {
+		e.glsl = e.id()
+	}
+	return e.glsl
+}
+
+// emitModule declares everything global, then emits main's body.
+func (e *emitter) emitModule() error {
+	e.declareWorkgroupSize()
+	if err := e.declareParams(); err != nil {
+		return err
+	}
+	if err := e.declareBuffers(); err != nil {
+		return err
+	}
+	if err := e.declareShared(); err != nil {
+		return err
+	}
+	e.mainID = e.id()
+	e.name(e.mainID, EntryPoint)
+	e.startID = e.id()
+	e.label(e.startID)
+	if err := e.block(e.prog.Body); err != nil {
+		return err
+	}
+	if e.open {
+		e.terminate(opReturn)
+	}
+	return nil
+}
+
+// declareWorkgroupSize declares the workgroup size as three u32 specialization
+// constants (ids 0, 1, 2, defaulting to the program's size) composed into the
+// constant decorated BuiltIn WorkgroupSize, so a tuned size needs no re-emit.
+func (e *emitter) declareWorkgroupSize() {
+	u := e.u32()
+	var parts [3]uint32
+	for axis, n := range e.prog.WorkgroupSize {
+		parts[axis] = e.global(opSpecConstant, true, u, n)
+		e.decorate(parts[axis], decorationSpecID, uint32(axis))
+	}
+	e.wgSize = e.global(opSpecConstantComposite, true, e.uvec3(), parts[0], parts[1], parts[2])
+	e.decorate(e.wgSize, decorationBuiltIn, builtInWorkgroupSize)
+}
+
+// declareParams declares each parameter as a specialization constant with its
+// default, spec id firstParamSpecID+i.
+func (e *emitter) declareParams() error {
+	for i, d := range e.prog.Params {
+		t, err := e.scalar(d.Type)
+		if err != nil {
+			return fmt.Errorf("parameter %q: %w", d.Name, err)
+		}
+		var id uint32
+		switch {
+		case d.Type == ir.Bool && d.Default.Bits != 0:
+			id = e.global(opSpecConstantTrue, true, t)
+		case d.Type == ir.Bool:
+			id = e.global(opSpecConstantFalse, true, t)
+		default:
+			id = e.global(opSpecConstant, true, t, d.Default.Bits)
+		}
+		e.decorate(id, decorationSpecID, firstParamSpecID+uint32(i))
+		e.name(id, d.Name)
+		e.params[d.Name] = value{id: id, t: d.Type}
+	}
+	return nil
+}
+
+// declareBuffers declares each buffer as a StorageBuffer variable at set 0 and its
+// binding: a Block struct holding a runtime array of 4-byte elements. Read buffers
+// are NonWritable. When the program has a barrier, read_write buffers are Coherent,
+// so that a plain store before the barrier is visible to the other invocations of
+// the workgroup after it (write buffers are never loaded, and atomics are coherent
+// by themselves). The element counts live in one push-constant block, one u32 per
+// buffer at offset 4*binding.
+func (e *emitter) declareBuffers() error {
+	if len(e.prog.Buffers) == 0 {
+		return nil
+	}
+	coherent := hasBarrier(e.prog.Body)
+	for _, b := range e.prog.Buffers {
+		elem, err := e.scalar(b.Type)
+		if err != nil {
+			return fmt.Errorf("buffer %q: %w", b.Name, err)
+		}
+		rt, known := e.types[typeKey{op: opTypeRuntimeArray, a: elem}]
+		if !known {
+			rt = e.typ(typeKey{op: opTypeRuntimeArray, a: elem}, elem)
+			e.decorate(rt, decorationArrayStride, 4)
+		}
+		st := e.global(opTypeStruct, false, rt)
+		e.decorate(st, decorationBlock)
+		e.memberDecorate(st, 0, decorationOffset, 0)
+		if b.Access == ir.Read {
+			e.memberDecorate(st, 0, decorationNonWritable)
+		}
+		v := e.global(opVariable, true, e.pointer(storageStorageBuffer, st), storageStorageBuffer)
+		e.decorate(v, decorationDescriptorSet, 0)
+		e.decorate(v, decorationBinding, b.Binding)
+		if coherent && b.Access == ir.ReadWrite {
+			e.decorate(v, decorationCoherent)
+		}
+		e.name(v, b.Name)
+		e.arrays[b.Name] = array{varID: v, elem: b.Type, binding: b.Binding}
+	}
+	u := e.u32()
+	counts := e.global(opTypeArray, false, u, e.cu32(uint32(len(e.prog.Buffers))))
+	e.decorate(counts, decorationArrayStride, 4)
+	block := e.global(opTypeStruct, false, counts)
+	e.decorate(block, decorationBlock)
+	e.memberDecorate(block, 0, decorationOffset, 0)
+	e.pushVar = e.global(opVariable, true, e.pointer(storagePushConstant, block), storagePushConstant)
+	e.name(e.pushVar, "kiln_element_counts")
+	return nil
+}
+
+// declareShared declares each shared array as a Workgroup variable of its fixed
+// length.
+func (e *emitter) declareShared() error {
+	for _, s := range e.prog.Shared {
+		elem, err := e.scalar(s.Type)
+		if err != nil {
+			return fmt.Errorf("shared array %q: %w", s.Name, err)
+		}
+		n := e.cu32(s.Count)
+		at := e.typ(typeKey{op: opTypeArray, a: elem, b: n}, elem, n)
+		v := e.global(opVariable, true, e.pointer(storageWorkgroup, at), storageWorkgroup)
+		e.name(v, s.Name)
+		e.arrays[s.Name] = array{varID: v, elem: s.Type, shared: true, count: s.Count}
+	}
+	return nil
+}
+
+func hasBarrier(stmts []ir.Stmt) bool {
+	for _, s := range stmts {
+		switch s := s.(type) {
+		case ir.BarrierStmt:
+			return true
+		case ir.IfStmt:
+			if hasBarrier(s.Then) || hasBarrier(s.Else) {
+				return true
+			}
+		case ir.ForStmt:
+			if hasBarrier(s.Body) {
+				return true
+			}
+		case ir.WhileStmt:
+			if hasBarrier(s.Body) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// builtin returns builtin kind on axis, loaded once in the entry block.
+func (e *emitter) builtin(kind ir.BuiltinKind, axis uint8) (uint32, error) {
+	if axis > 2 {
+		return 0, fmt.Errorf("builtin %s has axis %d. Fix: use axis 0, 1 or 2", kind, axis)
+	}
+	k := hoistKey{kind: kind, axis: axis}
+	if id, ok := e.hoisted[k]; ok {
+		return id, nil
+	}
+	var vec uint32
+	if kind == ir.WorkgroupSizeBuiltin {
+		vec = e.wgSize
+	} else {
+		v, err := e.input(kind)
+		if err != nil {
+			return 0, err
+		}
+		vec = e.id()
+		e.preamble = appendInst(e.preamble, opLoad, e.uvec3(), vec, v)
+	}
+	id := e.id()
+	e.preamble = appendInst(e.preamble, opCompositeExtract, e.u32(), id, vec, uint32(axis))
+	e.hoisted[k] = id
+	return id, nil
+}
+
+// input returns the Input variable of a builtin, declaring it on first use.
+func (e *emitter) input(kind ir.BuiltinKind) (uint32, error) {
+	if v, ok := e.inputs[kind]; ok {
+		return v, nil
+	}
+	var b uint32
+	switch kind {
+	case ir.GlobalIDBuiltin:
+		b = builtInGlobalInvocation
+	case ir.LocalIDBuiltin:
+		b = builtInLocalInvocationID
+	case ir.WorkgroupIDBuiltin:
+		b = builtInWorkgroupID
+	case ir.NumWorkgroupsBuiltin:
+		b = builtInNumWorkgroups
+	default:
+		return 0, fmt.Errorf("builtin %d is not defined. Fix: use global_id, local_id, workgroup_id, num_workgroups or workgroup_size", kind)
+	}
+	v := e.global(opVariable, true, e.pointer(storageInput, e.uvec3()), storageInput)
+	e.decorate(v, decorationBuiltIn, b)
+	e.name(v, kind.String())
+	e.inputs[kind] = v
+	e.entryIface = append(e.entryIface, v)
+	return v, nil
+}
+
+// count returns a buffer's element count from the push-constant block, loaded once
+// in the entry block.
+func (e *emitter) count(a array) uint32 {
+	k := hoistKey{binding: a.binding}
+	if id, ok := e.hoisted[k]; ok {
+		return id
+	}
+	ptr := e.id()
+	e.preamble = appendInst(e.preamble, opAccessChain, e.pointer(storagePushConstant, e.u32()), ptr,
+		e.pushVar, e.cu32(0), e.cu32(a.binding))
+	id := e.id()
+	e.preamble = appendInst(e.preamble, opLoad, e.u32(), id, ptr)
+	e.hoisted[k] = id
+	return id
+}
+
+// assemble lays the sections out in the order the SPIR-V specification requires.
+func (e *emitter) assemble() []uint32 {
+	fnType := e.typ(typeKey{op: opTypeFunction, a: e.voidType()}, e.voidType())
+	var fn []uint32
+	fn = appendInst(fn, opFunction, e.voidType(), e.mainID, functionControlNone, fnType)
+	fn = appendInst(fn, opLabel, e.id())
+	fn = append(fn, e.vars...)
+	fn = append(fn, e.preamble...)
+	fn = appendInst(fn, opBranch, e.startID)
+	fn = append(fn, e.body...)
+	fn = appendInst(fn, opFunctionEnd)
+
+	var head []uint32
+	head = appendInst(head, opCapability, capabilityShader)
+	if e.glsl != 0 {
+		head = appendInst(head, opExtInstImport, append([]uint32{e.glsl}, stringWords("GLSL.std.450")...)...)
+	}
+	head = appendInst(head, opMemoryModel, addressingLogical, memoryModelGLSL450)
+	entry := append([]uint32{executionModelGLCompute, e.mainID}, stringWords(EntryPoint)...)
+	head = appendInst(head, opEntryPoint, append(entry, e.entryIface...)...)
+	wg := e.prog.WorkgroupSize
+	head = appendInst(head, opExecutionMode, e.mainID, executionModeLocalSize, wg[0], wg[1], wg[2])
+
+	words := make([]uint32, 0, headerSize+len(head)+len(e.debug)+len(e.annotations)+len(e.globals)+len(fn))
+	words = append(words, magic, version13, generator, e.next, 0)
+	words = append(words, head...)
+	words = append(words, e.debug...)
+	words = append(words, e.annotations...)
+	words = append(words, e.globals...)
+	return append(words, fn...)
+}

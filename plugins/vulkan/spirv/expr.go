@@ -1,0 +1,429 @@
+package spirv
+
+import (
+	"fmt"
+
+	"github.com/kiln-dev/kiln/ir"
+)
+
+// Expressions never branch: every IR v1 rule is done with selects, so an expression
+// is straight-line code in the current block.
+
+// f32 bit patterns the emitter tests against.
+const (
+	f32SignBit  = 0x80000000
+	f32AbsMask  = 0x7fffffff
+	f32Infinity = 0x7f800000
+	f32Two126   = 0x7e800000 // 2^126, the top of Vulkan's OpFDiv precision range
+)
+
+func (e *emitter) expr(x ir.Expr) (value, error) {
+	switch x := x.(type) {
+	case ir.Literal:
+		id, err := e.constant(x)
+		return value{id: id, t: x.Type}, err
+	case ir.LocalRef:
+		l, ok := e.lookup(x.Name)
+		if !ok {
+			return value{}, fmt.Errorf("local %q is not in scope. Fix: declare it with let or var before this use", x.Name)
+		}
+		if l.variable {
+			t, _ := e.scalar(l.t)
+			return value{id: e.op(opLoad, t, l.id), t: l.t}, nil
+		}
+		return l.value, nil
+	case ir.ParamRef:
+		p, ok := e.params[x.Name]
+		if !ok {
+			return value{}, fmt.Errorf("parameter %q is not declared. Fix: declare it in params", x.Name)
+		}
+		return p, nil
+	case ir.BuiltinRef:
+		id, err := e.builtin(x.Kind, x.Axis)
+		return value{id: id, t: ir.U32}, err
+	case ir.LoadExpr:
+		return e.load(x)
+	case ir.LenExpr:
+		a, ok := e.arrays[x.Buffer]
+		if !ok || a.shared {
+			return value{}, fmt.Errorf("len: %q is not a buffer. Fix: use len on a buffer", x.Buffer)
+		}
+		return value{id: e.count(a), t: ir.U32}, nil
+	case ir.UnaryExpr:
+		return e.unary(x)
+	case ir.BinaryExpr:
+		return e.binary(x)
+	case ir.FmaExpr:
+		var args [3]uint32
+		for i, a := range []ir.Expr{x.A, x.B, x.C} {
+			id, err := e.typed(a, ir.F32, "an fma operand")
+			if err != nil {
+				return value{}, err
+			}
+			args[i] = id
+		}
+		return value{id: e.ext(e.f32(), glslFma, args[:]...), t: ir.F32}, nil
+	case ir.SelectExpr:
+		return e.selectExpr(x)
+	case ir.CastExpr:
+		return e.cast(x)
+	}
+	return value{}, fmt.Errorf("expression %T has no SPIR-V form. Fix: build expressions with the ir package's types", x)
+}
+
+// ext calls a GLSL.std.450 instruction.
+func (e *emitter) ext(resultType, inst uint32, args ...uint32) uint32 {
+	return e.op(opExtInst, resultType, append([]uint32{e.glslSet(), inst}, args...)...)
+}
+
+// fop is an f32 arithmetic instruction decorated NoContraction, so no driver fuses
+// it with a neighbour into an FMA.
+func (e *emitter) fop(opcode, a, b uint32) uint32 {
+	id := e.op(opcode, e.f32(), a, b)
+	e.decorate(id, decorationNoContraction)
+	return id
+}
+
+func (e *emitter) sel(t, cond, a, b uint32) uint32 { return e.op(opSelect, t, cond, a, b) }
+
+func (e *emitter) bitsOf(f uint32) uint32  { return e.op(opBitcast, e.u32(), f) }
+func (e *emitter) floatOf(u uint32) uint32 { return e.op(opBitcast, e.f32(), u) }
+
+// isNaN tests an f32's bits in the integer domain: Vulkan lets a driver assume that
+// float operands are never NaN unless asked otherwise, but integer comparisons it
+// must keep.
+func (e *emitter) isNaN(bits uint32) uint32 {
+	mag := e.op(opBitwiseAnd, e.u32(), bits, e.cu32(f32AbsMask))
+	return e.op(opUGreaterThan, e.bool(), mag, e.cu32(f32Infinity))
+}
+
+// load reads target[index] from a clamped index (0 when out of bounds, an element
+// that always exists: shared arrays have at least one element and the backend binds
+// at least 4 bytes to every buffer) and selects 0 when index is out of bounds.
+func (e *emitter) load(x ir.LoadExpr) (value, error) {
+	a, err := e.target(x.Target, "load")
+	if err != nil {
+		return value{}, err
+	}
+	index, err := e.typed(x.Index, ir.U32, "the load index")
+	if err != nil {
+		return value{}, err
+	}
+	t, _ := e.scalar(a.elem)
+	zero, _ := e.zero(a.elem)
+	ok := e.inBounds(a, index)
+	safe := e.sel(e.u32(), ok, index, e.cu32(0))
+	v := e.op(opLoad, t, e.elemPtr(a, safe))
+	return value{id: e.sel(t, ok, v, zero), t: a.elem}, nil
+}
+
+func (e *emitter) selectExpr(x ir.SelectExpr) (value, error) {
+	cond, err := e.typed(x.Cond, ir.Bool, "the select condition")
+	if err != nil {
+		return value{}, err
+	}
+	a, err := e.expr(x.A)
+	if err != nil {
+		return value{}, err
+	}
+	b, err := e.typed(x.B, a.t, "the select's second operand")
+	if err != nil {
+		return value{}, err
+	}
+	t, err := e.scalar(a.t)
+	if err != nil {
+		return value{}, err
+	}
+	return value{id: e.sel(t, cond, a.id, b), t: a.t}, nil
+}
+
+func unsupported(what string, t ir.Type) error {
+	return fmt.Errorf("%s on %s has no SPIR-V form. Fix: use an operand type the operator accepts (see the ir package's operator docs)", what, t)
+}
+
+func (e *emitter) unary(x ir.UnaryExpr) (value, error) {
+	v, err := e.expr(x.X)
+	if err != nil {
+		return value{}, err
+	}
+	t, err := e.scalar(v.t)
+	if err != nil {
+		return value{}, err
+	}
+	out := func(id uint32) (value, error) { return value{id: id, t: v.t}, nil }
+	switch {
+	case x.Op == ir.OpNeg && v.t.IsInteger():
+		return out(e.op(opSNegate, t, v.id))
+	case x.Op == ir.OpNeg && v.t == ir.F32:
+		return out(e.floatOf(e.op(opBitwiseXor, e.u32(), e.bitsOf(v.id), e.cu32(f32SignBit))))
+	case x.Op == ir.OpNot && v.t == ir.Bool:
+		return out(e.op(opLogicalNot, t, v.id))
+	case x.Op == ir.OpNot && v.t.IsInteger():
+		return out(e.op(opNot, t, v.id))
+	case x.Op == ir.OpAbs && v.t == ir.I32:
+		neg := e.op(opSLessThan, e.bool(), v.id, e.ci32(0))
+		return out(e.sel(t, neg, e.op(opSNegate, t, v.id), v.id))
+	case x.Op == ir.OpAbs && v.t == ir.F32:
+		return out(e.floatOf(e.op(opBitwiseAnd, e.u32(), e.bitsOf(v.id), e.cu32(f32AbsMask))))
+	case v.t == ir.F32:
+		inst, ok := map[ir.UnaryOp]uint32{
+			ir.OpSqrt: glslSqrt, ir.OpExp: glslExp, ir.OpLog: glslLog, ir.OpSin: glslSin,
+			ir.OpCos: glslCos, ir.OpFloor: glslFloor, ir.OpCeil: glslCeil,
+		}[x.Op]
+		if ok {
+			return out(e.ext(t, inst, v.id))
+		}
+	}
+	return value{}, unsupported("unary operator "+x.Op.String(), v.t)
+}
+
+func (e *emitter) binary(x ir.BinaryExpr) (value, error) {
+	a, err := e.expr(x.X)
+	if err != nil {
+		return value{}, err
+	}
+	b, err := e.typed(x.Y, a.t, "the second operand of "+x.Op.String())
+	if err != nil {
+		return value{}, err
+	}
+	t, err := e.scalar(a.t)
+	if err != nil {
+		return value{}, err
+	}
+	var id uint32
+	switch a.t {
+	case ir.Bool:
+		id, err = e.binaryBool(x.Op, a.id, b)
+	case ir.I32, ir.U32:
+		id, err = e.binaryInt(x.Op, a.t, t, a.id, b)
+	case ir.F32:
+		id, err = e.binaryF32(x.Op, a.id, b)
+	}
+	if err != nil {
+		return value{}, err
+	}
+	rt := a.t
+	if x.Op.IsComparison() {
+		rt = ir.Bool
+	}
+	return value{id: id, t: rt}, nil
+}
+
+func (e *emitter) binaryBool(op ir.BinaryOp, a, b uint32) (uint32, error) {
+	opcode, ok := map[ir.BinaryOp]uint32{
+		ir.OpEq: opLogicalEqual, ir.OpNe: opLogicalNotEqual, ir.OpLAnd: opLogicalAnd, ir.OpLOr: opLogicalOr,
+	}[op]
+	if !ok {
+		return 0, unsupported("binary operator "+op.String(), ir.Bool)
+	}
+	return e.op(opcode, e.bool(), a, b), nil
+}
+
+// binaryInt lowers integer operators. Division and remainder never trap (a zero
+// divisor gives 0) and avoid OpSDiv/OpSRem, whose results Vulkan leaves undefined
+// for negative operands; shift amounts are masked to 0..31.
+func (e *emitter) binaryInt(op ir.BinaryOp, it ir.Type, t, a, b uint32) (uint32, error) {
+	signed := it == ir.I32
+	pick := func(s, u uint32) uint32 {
+		if signed {
+			return s
+		}
+		return u
+	}
+	simple := map[ir.BinaryOp]uint32{
+		ir.OpAdd: opIAdd, ir.OpSub: opISub, ir.OpMul: opIMul,
+		ir.OpAnd: opBitwiseAnd, ir.OpOr: opBitwiseOr, ir.OpXor: opBitwiseXor,
+	}
+	compare := map[ir.BinaryOp]uint32{
+		ir.OpEq: opIEqual, ir.OpNe: opINotEqual,
+		ir.OpLt: pick(opSLessThan, opULessThan), ir.OpLe: pick(opSLessThanEqual, opULessThanEqual),
+		ir.OpGt: pick(opSGreaterThan, opUGreaterThan), ir.OpGe: pick(opSGreaterThanEqual, opUGreaterThanEqual),
+	}
+	if opcode, ok := simple[op]; ok {
+		return e.op(opcode, t, a, b), nil
+	}
+	if opcode, ok := compare[op]; ok {
+		return e.op(opcode, e.bool(), a, b), nil
+	}
+	switch op {
+	case ir.OpDiv, ir.OpRem:
+		if signed {
+			return e.signedDivRem(op == ir.OpDiv, a, b), nil
+		}
+		return e.unsignedDivRem(op == ir.OpDiv, a, b), nil
+	case ir.OpMin:
+		return e.ext(t, pick(glslSMin, glslUMin), a, b), nil
+	case ir.OpMax:
+		return e.ext(t, pick(glslSMax, glslUMax), a, b), nil
+	case ir.OpShl, ir.OpShr:
+		mask, _ := e.constant(ir.Literal{Type: it, Bits: 31})
+		amount := e.op(opBitwiseAnd, t, b, mask)
+		opcode := uint32(opShiftLeftLogical)
+		if op == ir.OpShr {
+			opcode = pick(opShiftRightArithmetic, opShiftRightLogical)
+		}
+		return e.op(opcode, t, a, amount), nil
+	}
+	return 0, unsupported("binary operator "+op.String(), it)
+}
+
+// unsignedDivRem divides by the divisor, or by 1 when it is 0; the quotient is then
+// replaced by 0 (x % 1 is already 0).
+func (e *emitter) unsignedDivRem(div bool, x, y uint32) uint32 {
+	u := e.u32()
+	isZero := e.op(opIEqual, e.bool(), y, e.cu32(0))
+	d := e.sel(u, isZero, e.cu32(1), y)
+	if !div {
+		return e.op(opUMod, u, x, d)
+	}
+	return e.sel(u, isZero, e.cu32(0), e.op(opUDiv, u, x, d))
+}
+
+// signedDivRem works on magnitudes as u32 (|MIN| is 2^31, exact in u32) and puts the
+// sign back: the quotient is negative when the signs differ, the remainder has the
+// dividend's sign. MIN / -1 = 2^31 reinterpreted = MIN and MIN % -1 = 0 fall out of
+// that; a zero divisor gives 0.
+func (e *emitter) signedDivRem(div bool, x, y uint32) uint32 {
+	u, i := e.u32(), e.i32()
+	magnitude := func(v uint32) (neg, mag uint32) {
+		neg = e.op(opSLessThan, e.bool(), v, e.ci32(0))
+		return neg, e.op(opBitcast, u, e.sel(i, neg, e.op(opSNegate, i, v), v))
+	}
+	xNeg, ux := magnitude(x)
+	yNeg, uy := magnitude(y)
+	isZero := e.op(opIEqual, e.bool(), uy, e.cu32(0))
+	d := e.sel(u, isZero, e.cu32(1), uy)
+	if !div {
+		r := e.op(opBitcast, i, e.op(opUMod, u, ux, d))
+		return e.sel(i, xNeg, e.op(opSNegate, i, r), r)
+	}
+	q := e.op(opBitcast, i, e.op(opUDiv, u, ux, d))
+	signed := e.sel(i, e.op(opLogicalNotEqual, e.bool(), xNeg, yNeg), e.op(opSNegate, i, q), q)
+	return e.sel(i, isZero, e.ci32(0), signed)
+}
+
+// binaryF32 lowers f32 operators: arithmetic is NoContraction; comparisons are
+// ordered except ne, which is unordered (true with a NaN operand).
+func (e *emitter) binaryF32(op ir.BinaryOp, a, b uint32) (uint32, error) {
+	arith := map[ir.BinaryOp]uint32{ir.OpAdd: opFAdd, ir.OpSub: opFSub, ir.OpMul: opFMul}
+	compare := map[ir.BinaryOp]uint32{
+		ir.OpEq: opFOrdEqual, ir.OpNe: opFUnordNotEqual, ir.OpLt: opFOrdLessThan,
+		ir.OpLe: opFOrdLessThanEqual, ir.OpGt: opFOrdGreaterThan, ir.OpGe: opFOrdGreaterThanEqual,
+	}
+	if opcode, ok := arith[op]; ok {
+		return e.fop(opcode, a, b), nil
+	}
+	if opcode, ok := compare[op]; ok {
+		return e.op(opcode, e.bool(), a, b), nil
+	}
+	switch op {
+	case ir.OpDiv:
+		return e.fdiv(a, b), nil
+	case ir.OpMin:
+		return e.fminmax(true, a, b), nil
+	case ir.OpMax:
+		return e.fminmax(false, a, b), nil
+	}
+	return 0, unsupported("binary operator "+op.String(), ir.F32)
+}
+
+// fdiv keeps the divisor inside the range where Vulkan bounds OpFDiv's error
+// (|y| <= 2^126): a larger divisor and the dividend are both scaled by 1/4 first,
+// which is exact (up to denormals, which may flush anyway) and leaves the quotient
+// unchanged. Without it a reciprocal-based divide returns 0 for x/y with both near
+// the top of the f32 range.
+func (e *emitter) fdiv(x, y uint32) uint32 {
+	mag := e.op(opBitwiseAnd, e.u32(), e.bitsOf(y), e.cu32(f32AbsMask))
+	big := e.op(opUGreaterThan, e.bool(), mag, e.cu32(f32Two126))
+	scale := e.sel(e.f32(), big, e.cf32(0.25), e.cf32(1))
+	return e.fop(opFDiv, e.fop(opFMul, x, scale), e.fop(opFMul, y, scale))
+}
+
+// fminmax gives min or max with IR v1's rules, on bit patterns so that no driver
+// assumption about NaN or signed zeros can change it: a NaN operand yields the
+// other operand (NaN when both are), and of two equal operands min takes the
+// negative sign (min(-0, +0) = -0) and max the positive one.
+func (e *emitter) fminmax(isMin bool, x, y uint32) uint32 {
+	u := e.u32()
+	xb, yb := e.bitsOf(x), e.bitsOf(y)
+	var takeY, tie uint32
+	if isMin {
+		// x when x < y: then x is negative whenever y is, so or-ing y's sign in
+		// changes nothing; when x == y it picks -0 over +0.
+		takeY = e.op(opFOrdLessThan, e.bool(), y, x)
+		tie = e.op(opBitwiseOr, u, xb, e.op(opBitwiseAnd, u, yb, e.cu32(f32SignBit)))
+	} else {
+		takeY = e.op(opFOrdLessThan, e.bool(), x, y)
+		tie = e.op(opBitwiseAnd, u, xb, e.op(opBitwiseOr, u, yb, e.cu32(f32AbsMask)))
+	}
+	r := e.sel(u, takeY, yb, tie)
+	r = e.sel(u, e.isNaN(yb), xb, r)
+	r = e.sel(u, e.isNaN(xb), yb, r)
+	return e.floatOf(r)
+}
+
+// cast converts with IR v1's rules: u32<->i32 keep the bits, bool<->int select 0/1
+// and compare with 0, int->f32 converts (correctly rounded, see the package doc),
+// f32->int truncates and saturates with NaN -> 0.
+func (e *emitter) cast(x ir.CastExpr) (value, error) {
+	v, err := e.expr(x.X)
+	if err != nil {
+		return value{}, err
+	}
+	to, err := e.scalar(x.To)
+	if err != nil {
+		return value{}, err
+	}
+	from := v.t
+	out := func(id uint32) (value, error) { return value{id: id, t: x.To}, nil }
+	switch {
+	case from == x.To:
+		return v, nil
+	case from.IsInteger() && x.To.IsInteger():
+		return out(e.op(opBitcast, to, v.id))
+	case from == ir.Bool && x.To.IsInteger():
+		one, _ := e.constant(ir.Literal{Type: x.To, Bits: 1})
+		zero, _ := e.zero(x.To)
+		return out(e.sel(to, v.id, one, zero))
+	case from.IsInteger() && x.To == ir.Bool:
+		zero, _ := e.zero(from)
+		return out(e.op(opINotEqual, to, v.id, zero))
+	case from == ir.I32 && x.To == ir.F32:
+		return out(e.op(opConvertSToF, to, v.id))
+	case from == ir.U32 && x.To == ir.F32:
+		return out(e.op(opConvertUToF, to, v.id))
+	case from == ir.F32 && x.To == ir.I32:
+		return out(e.f32ToI32(v.id))
+	case from == ir.F32 && x.To == ir.U32:
+		return out(e.f32ToU32(v.id))
+	}
+	return value{}, fmt.Errorf("cast from %s to %s has no SPIR-V form. Fix: cast bool and f32 through u32", from, x.To)
+}
+
+// f32ToI32 converts only values inside (-2^31, 2^31), where truncation fits, and
+// selects MAX at or above 2^31, MIN at or below -2^31 and 0 for NaN (tested on the
+// bits, last, so it wins whatever the float comparisons make of a NaN).
+func (e *emitter) f32ToI32(v uint32) uint32 {
+	b, i := e.bool(), e.i32()
+	nan := e.isNaN(e.bitsOf(v))
+	hi := e.op(opFOrdGreaterThanEqual, b, v, e.cf32(1<<31))
+	lo := e.op(opFOrdLessThanEqual, b, v, e.cf32(-(1 << 31)))
+	outside := e.op(opLogicalOr, b, e.op(opLogicalOr, b, hi, lo), nan)
+	c := e.op(opConvertFToS, i, e.sel(e.f32(), outside, e.cf32(0), v))
+	r := e.sel(i, hi, e.ci32(1<<31-1), c)
+	r = e.sel(i, lo, e.ci32(-1<<31), r)
+	return e.sel(i, nan, e.ci32(0), r)
+}
+
+// f32ToU32 converts only values inside [0, 2^32), selects 0xFFFFFFFF at or above
+// 2^32 and 0 below zero and for NaN (values in (-1, 0) truncate to 0 anyway).
+func (e *emitter) f32ToU32(v uint32) uint32 {
+	b, u := e.bool(), e.u32()
+	nan := e.isNaN(e.bitsOf(v))
+	hi := e.op(opFOrdGreaterThanEqual, b, v, e.cf32(1<<32))
+	neg := e.op(opFOrdLessThan, b, v, e.cf32(0))
+	outside := e.op(opLogicalOr, b, e.op(opLogicalOr, b, hi, neg), nan)
+	c := e.op(opConvertFToU, u, e.sel(e.f32(), outside, e.cf32(0), v))
+	r := e.sel(u, hi, e.cu32(0xFFFFFFFF), c)
+	return e.sel(u, nan, e.cu32(0), r)
+}

@@ -1,0 +1,399 @@
+package spirv
+
+import (
+	"fmt"
+
+	"github.com/kiln-dev/kiln/ir"
+)
+
+// Control flow is structured as SPIR-V requires: an if is a selection construct
+// (OpSelectionMerge) whose merge block follows both arms; a loop is a loop construct
+// (OpLoopMerge) whose header evaluates the condition and branches to the body or
+// the merge block, whose body falls through to the continue block, and whose
+// continue block branches back to the header. break branches to the innermost
+// loop's merge block; return is OpReturn. Statements after a break or return in the
+// same block can never run and are not emitted; a merge block that no arm reaches
+// holds OpUnreachable.
+
+// op emits an instruction with result type resultType and a fresh result id into
+// the current block and returns the id.
+func (e *emitter) op(opcode, resultType uint32, operands ...uint32) uint32 {
+	id := e.id()
+	e.body = appendInst(e.body, opcode, append([]uint32{resultType, id}, operands...)...)
+	return id
+}
+
+// inst emits an instruction without a result into the current block.
+func (e *emitter) inst(opcode uint32, operands ...uint32) {
+	e.body = appendInst(e.body, opcode, operands...)
+}
+
+// label starts block id.
+func (e *emitter) label(id uint32) {
+	e.inst(opLabel, id)
+	e.cur = id
+	e.open = true
+}
+
+// terminate ends the current block with a branch, return or unreachable.
+func (e *emitter) terminate(opcode uint32, operands ...uint32) {
+	e.inst(opcode, operands...)
+	e.open = false
+}
+
+func (e *emitter) bind(name string, l local) {
+	e.scopes[len(e.scopes)-1][name] = l
+}
+
+func (e *emitter) lookup(name string) (local, bool) {
+	for i := len(e.scopes) - 1; i >= 0; i-- {
+		if l, ok := e.scopes[i][name]; ok {
+			return l, true
+		}
+	}
+	return local{}, false
+}
+
+// block emits stmts in a new scope, stopping at the first statement that cannot be
+// reached.
+func (e *emitter) block(stmts []ir.Stmt) error {
+	e.scopes = append(e.scopes, map[string]local{})
+	defer func() { e.scopes = e.scopes[:len(e.scopes)-1] }()
+	for _, s := range stmts {
+		if !e.open {
+			return nil
+		}
+		if err := e.stmt(s); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// typed evaluates x and checks that it has type t.
+func (e *emitter) typed(x ir.Expr, t ir.Type, what string) (uint32, error) {
+	v, err := e.expr(x)
+	if err != nil {
+		return 0, err
+	}
+	if v.t != t {
+		return 0, fmt.Errorf("%s has type %s, want %s. Fix: run ir.Validate and correct the program", what, v.t, t)
+	}
+	return v.id, nil
+}
+
+func (e *emitter) stmt(s ir.Stmt) error {
+	switch s := s.(type) {
+	case ir.LetStmt:
+		v, err := e.expr(s.Value)
+		if err != nil {
+			return err
+		}
+		e.bind(s.Name, local{value: v})
+		return nil
+	case ir.VarStmt:
+		return e.varStmt(s)
+	case ir.AssignStmt:
+		l, ok := e.lookup(s.Name)
+		if !ok || !l.variable {
+			return fmt.Errorf("assign: %q is not a var in scope. Fix: declare it with var before assigning", s.Name)
+		}
+		v, err := e.typed(s.Value, l.t, fmt.Sprintf("the value assigned to %q", s.Name))
+		if err != nil {
+			return err
+		}
+		e.inst(opStore, l.id, v)
+		return nil
+	case ir.StoreStmt:
+		return e.store(s)
+	case ir.IfStmt:
+		return e.ifStmt(s)
+	case ir.ForStmt:
+		return e.forStmt(s)
+	case ir.WhileStmt:
+		return e.whileStmt(s)
+	case ir.BreakStmt:
+		if len(e.loops) == 0 {
+			return fmt.Errorf("break outside a loop. Fix: use break only inside for or while")
+		}
+		e.terminate(opBranch, e.loops[len(e.loops)-1])
+		return nil
+	case ir.BarrierStmt:
+		e.barrier()
+		return nil
+	case ir.AtomicStmt:
+		return e.atomic(s)
+	case ir.ReturnStmt:
+		e.terminate(opReturn)
+		return nil
+	}
+	return fmt.Errorf("statement %T has no SPIR-V form. Fix: build statements with the ir package's types", s)
+}
+
+// varStmt declares a Function variable in the entry block and stores the initial
+// value where the var statement runs.
+func (e *emitter) varStmt(s ir.VarStmt) error {
+	t, err := e.scalar(s.Type)
+	if err != nil {
+		return fmt.Errorf("var %q: %w", s.Name, err)
+	}
+	v, err := e.typed(s.Value, s.Type, fmt.Sprintf("the initial value of var %q", s.Name))
+	if err != nil {
+		return err
+	}
+	id := e.id()
+	e.vars = appendInst(e.vars, opVariable, e.pointer(storageFunction, t), id, storageFunction)
+	e.name(id, s.Name)
+	e.inst(opStore, id, v)
+	e.bind(s.Name, local{value: value{id: id, t: s.Type}, variable: true})
+	return nil
+}
+
+// target resolves a buffer or shared array.
+func (e *emitter) target(name, what string) (array, error) {
+	a, ok := e.arrays[name]
+	if !ok {
+		return a, fmt.Errorf("%s: %q is not a buffer or shared array. Fix: declare it in buffers or shared", what, name)
+	}
+	return a, nil
+}
+
+// inBounds is index < count, with a buffer's count from the push constants and a
+// shared array's fixed count.
+func (e *emitter) inBounds(a array, index uint32) uint32 {
+	n := e.cu32(a.count)
+	if !a.shared {
+		n = e.count(a)
+	}
+	return e.op(opULessThan, e.bool(), index, n)
+}
+
+// elemPtr is a pointer to element index of a.
+func (e *emitter) elemPtr(a array, index uint32) uint32 {
+	t, _ := e.scalar(a.elem)
+	if a.shared {
+		return e.op(opAccessChain, e.pointer(storageWorkgroup, t), a.varID, index)
+	}
+	return e.op(opAccessChain, e.pointer(storageStorageBuffer, t), a.varID, e.cu32(0), index)
+}
+
+// guarded runs do in a selection construct entered only when cond holds. It
+// returns the block that branched around do (the header) and the last block of do.
+func (e *emitter) guarded(cond uint32, do func()) (header, last uint32) {
+	header = e.cur
+	body, merge := e.id(), e.id()
+	e.inst(opSelectionMerge, merge, selectionControlNone)
+	e.terminate(opBranchConditional, cond, body, merge)
+	e.label(body)
+	do()
+	last = e.cur
+	e.terminate(opBranch, merge)
+	e.label(merge)
+	return header, last
+}
+
+// store writes target[index] only when index is in bounds.
+func (e *emitter) store(s ir.StoreStmt) error {
+	a, err := e.target(s.Target, "store")
+	if err != nil {
+		return err
+	}
+	index, err := e.typed(s.Index, ir.U32, "the store index")
+	if err != nil {
+		return err
+	}
+	v, err := e.typed(s.Value, a.elem, fmt.Sprintf("the value stored to %q", s.Target))
+	if err != nil {
+		return err
+	}
+	e.guarded(e.inBounds(a, index), func() { e.inst(opStore, e.elemPtr(a, index), v) })
+	return nil
+}
+
+// atomic applies the operation only when index is in bounds; its result, when
+// bound, is the old value or 0 out of bounds. Buffers use Device scope, shared
+// arrays Workgroup scope; the semantics are relaxed (ordering comes from barriers).
+func (e *emitter) atomic(s ir.AtomicStmt) error {
+	a, err := e.target(s.Target, "atomic "+s.Op.String())
+	if err != nil {
+		return err
+	}
+	opcode, err := atomicOpcode(s.Op, a.elem)
+	if err != nil {
+		return fmt.Errorf("atomic on %q: %w", s.Target, err)
+	}
+	index, err := e.typed(s.Index, ir.U32, "the atomic index")
+	if err != nil {
+		return err
+	}
+	v, err := e.typed(s.Value, a.elem, "the atomic value")
+	if err != nil {
+		return err
+	}
+	t, _ := e.scalar(a.elem)
+	scope := uint32(scopeDevice)
+	if a.shared {
+		scope = scopeWorkgroup
+	}
+	var old uint32
+	header, last := e.guarded(e.inBounds(a, index), func() {
+		old = e.op(opcode, t, e.elemPtr(a, index), e.cu32(scope), e.cu32(semanticsNone), v)
+	})
+	if s.Result != "" {
+		zero, _ := e.zero(a.elem)
+		res := e.op(opPhi, t, old, last, zero, header)
+		e.bind(s.Result, local{value: value{id: res, t: a.elem}})
+	}
+	return nil
+}
+
+func atomicOpcode(op ir.AtomicOp, elem ir.Type) (uint32, error) {
+	signed := elem == ir.I32
+	if !elem.IsInteger() {
+		return 0, fmt.Errorf("element type %s has no atomics. Fix: use u32 or i32 elements", elem)
+	}
+	switch op {
+	case ir.AtomicAdd:
+		return opAtomicIAdd, nil
+	case ir.AtomicMin:
+		if signed {
+			return opAtomicSMin, nil
+		}
+		return opAtomicUMin, nil
+	case ir.AtomicMax:
+		if signed {
+			return opAtomicSMax, nil
+		}
+		return opAtomicUMax, nil
+	case ir.AtomicAnd:
+		return opAtomicAnd, nil
+	case ir.AtomicOr:
+		return opAtomicOr, nil
+	case ir.AtomicXor:
+		return opAtomicXor, nil
+	case ir.AtomicExchange:
+		return opAtomicExchange, nil
+	}
+	return 0, fmt.Errorf("atomic operation %d has no SPIR-V form. Fix: use add, min, max, and, or, xor or exchange", op)
+}
+
+// barrier is OpControlBarrier with Workgroup execution and memory scope and
+// AcquireRelease semantics over WorkgroupMemory (shared arrays) and UniformMemory
+// (storage buffers): every write to a shared array or buffer made by the workgroup
+// before the barrier is visible to the whole workgroup after it.
+func (e *emitter) barrier() {
+	wg := e.cu32(scopeWorkgroup)
+	e.inst(opControlBarrier, wg, wg, e.cu32(semanticsAcquireRelease|semanticsWorkgroupMemory|semanticsUniformMemory))
+}
+
+func (e *emitter) ifStmt(s ir.IfStmt) error {
+	cond, err := e.typed(s.Cond, ir.Bool, "the if condition")
+	if err != nil {
+		return err
+	}
+	then, merge := e.id(), e.id()
+	els := merge
+	if len(s.Else) > 0 {
+		els = e.id()
+	}
+	e.inst(opSelectionMerge, merge, selectionControlNone)
+	e.terminate(opBranchConditional, cond, then, els)
+	reached := len(s.Else) == 0 // the header branches to the merge block itself
+	for _, arm := range []struct {
+		label uint32
+		stmts []ir.Stmt
+	}{{then, s.Then}, {els, s.Else}} {
+		if arm.label == merge {
+			continue
+		}
+		e.label(arm.label)
+		if err := e.block(arm.stmts); err != nil {
+			return err
+		}
+		if e.open {
+			e.terminate(opBranch, merge)
+			reached = true
+		}
+	}
+	e.label(merge)
+	if !reached {
+		e.terminate(opUnreachable)
+	}
+	return nil
+}
+
+// loop emits the body and continue blocks of a loop whose header has been emitted
+// and branches to body or merge; cont emits the continue block's work.
+func (e *emitter) loop(bodyLabel, contLabel, merge, header uint32, stmts []ir.Stmt, cont func()) error {
+	e.label(bodyLabel)
+	e.loops = append(e.loops, merge)
+	err := e.block(stmts)
+	e.loops = e.loops[:len(e.loops)-1]
+	if err != nil {
+		return err
+	}
+	if e.open {
+		e.terminate(opBranch, contLabel)
+	}
+	e.label(contLabel)
+	cont()
+	e.terminate(opBranch, header)
+	e.label(merge)
+	return nil
+}
+
+// whileStmt re-evaluates the condition in the loop header before each iteration.
+func (e *emitter) whileStmt(s ir.WhileStmt) error {
+	header, body, cont, merge := e.id(), e.id(), e.id(), e.id()
+	e.terminate(opBranch, header)
+	e.label(header)
+	cond, err := e.typed(s.Cond, ir.Bool, "the while condition")
+	if err != nil {
+		return err
+	}
+	e.inst(opLoopMerge, merge, cont, loopControlNone)
+	e.terminate(opBranchConditional, cond, body, merge)
+	return e.loop(body, cont, merge, header, s.Body, func() {})
+}
+
+// forStmt evaluates from, to and step once before the loop; the loop variable is an
+// OpPhi in the header (from on entry, var+step from the continue block), compared
+// with to (signed for i32, unsigned for u32) before each iteration.
+func (e *emitter) forStmt(s ir.ForStmt) error {
+	var less uint32
+	switch s.Type {
+	case ir.I32:
+		less = opSLessThan
+	case ir.U32:
+		less = opULessThan
+	default:
+		return fmt.Errorf("for: loop variable %q has type %s. Fix: count with i32 or u32", s.Var, s.Type)
+	}
+	t, _ := e.scalar(s.Type)
+	var bounds [3]uint32
+	for i, part := range []struct {
+		x    ir.Expr
+		what string
+	}{{s.From, "from"}, {s.To, "to"}, {s.Step, "step"}} {
+		id, err := e.typed(part.x, s.Type, "the for loop's "+part.what)
+		if err != nil {
+			return err
+		}
+		bounds[i] = id
+	}
+	from, to, step := bounds[0], bounds[1], bounds[2]
+	pre := e.cur
+	header, body, cont, merge := e.id(), e.id(), e.id(), e.id()
+	v, next := e.id(), e.id()
+	e.terminate(opBranch, header)
+	e.label(header)
+	e.inst(opPhi, t, v, from, pre, next, cont)
+	cond := e.op(less, e.bool(), v, to)
+	e.inst(opLoopMerge, merge, cont, loopControlNone)
+	e.terminate(opBranchConditional, cond, body, merge)
+	e.scopes = append(e.scopes, map[string]local{s.Var: {value: value{id: v, t: s.Type}}})
+	defer func() { e.scopes = e.scopes[:len(e.scopes)-1] }()
+	return e.loop(body, cont, merge, header, s.Body, func() {
+		e.inst(opIAdd, t, next, v, step)
+	})
+}
