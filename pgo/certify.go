@@ -1,0 +1,112 @@
+package pgo
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/kiln-dev/kiln/ir"
+)
+
+// DefaultTimed is the number of timed dispatches per backend when Config.Timed
+// is zero.
+const DefaultTimed = 3
+
+// Launch is what a dispatch needs besides the program and its inputs.
+type Launch struct {
+	// Grid is the number of workgroups on each axis.
+	Grid [3]uint32
+	// OutputCounts are by binding: element counts of write buffers without a
+	// fixed count.
+	OutputCounts []uint32
+	// Spec sets parameters; unset ones take their defaults.
+	Spec ir.SpecMap
+	// WorkgroupSize overrides the program's when non-zero.
+	WorkgroupSize [3]uint32
+}
+
+// Config is how Certify measures.
+type Config struct {
+	Launch Launch
+	// Timed is the number of timed dispatches per backend after the warm-up; 0
+	// means DefaultTimed.
+	Timed int
+}
+
+// Backend is what Certify measures. The host satisfies it with a thin adapter
+// over its backend handle; tests with fakes.
+type Backend interface {
+	// Identity returns the routing id, adapter fingerprint and plugin version.
+	Identity() Live
+	// Dispatch runs p once on inputs (by binding: read and read_write buffers,
+	// nil for write buffers) and returns its latency: the host's wall time from
+	// sending the request to holding the outputs, so every backend is measured
+	// the same way.
+	Dispatch(ctx context.Context, p *ir.Program, inputs [][]byte, l Launch) (time.Duration, error)
+}
+
+// Certify measures op's program on every backend — one warm-up dispatch, then
+// cfg.Timed timed ones, keeping the median (the upper one for an even count) —
+// records the fastest as op's route (ties broken by id) and returns it. Any
+// failed dispatch fails the whole certification and leaves the table as it was.
+func (t *Table) Certify(ctx context.Context, op string, p *ir.Program, inputs [][]byte, cfg Config, backends []Backend) (Route, error) {
+	if len(backends) == 0 {
+		return Route{}, fmt.Errorf("PGO certification of %s got no backends. Fix: pass every ready backend to Certify", op)
+	}
+	timed := cfg.Timed
+	if timed == 0 {
+		timed = DefaultTimed
+	}
+	if timed < 0 {
+		return Route{}, fmt.Errorf("PGO certification of %s: %d timed dispatches. Fix: pass a positive Config.Timed, or 0 for %d", op, timed, DefaultTimed)
+	}
+	ids := map[string]Live{}
+	obs := make([]Observation, 0, len(backends))
+	for _, b := range backends {
+		id := b.Identity()
+		if _, dup := ids[id.ID]; dup {
+			return Route{}, fmt.Errorf("PGO certification of %s got backend %s twice. Fix: pass each backend once", op, id.ID)
+		}
+		ids[id.ID] = id
+		median, err := measure(ctx, b, p, inputs, cfg.Launch, timed)
+		if err != nil {
+			return Route{}, fmt.Errorf("PGO certification of %s on %s: %w", op, id.ID, err)
+		}
+		obs = append(obs, Observation{Backend: id.ID, MedianNs: median.Nanoseconds()})
+	}
+	slices.SortFunc(obs, func(a, b Observation) int {
+		return cmp.Or(cmp.Compare(a.MedianNs, b.MedianNs), strings.Compare(a.Backend, b.Backend))
+	})
+	best := ids[obs[0].Backend]
+	r := Route{
+		Backend:            best.ID,
+		AdapterFingerprint: best.AdapterFingerprint,
+		PluginVersion:      best.PluginVersion,
+		Observations:       obs,
+		MeasuredAt:         time.Now().UTC().Truncate(time.Second),
+	}
+	if err := t.Set(op, r); err != nil {
+		return Route{}, err
+	}
+	return r, nil
+}
+
+// measure runs one warm-up and timed timed dispatches and returns the median.
+func measure(ctx context.Context, b Backend, p *ir.Program, inputs [][]byte, l Launch, timed int) (time.Duration, error) {
+	if _, err := b.Dispatch(ctx, p, inputs, l); err != nil {
+		return 0, fmt.Errorf("warm-up dispatch: %w", err)
+	}
+	samples := make([]time.Duration, timed)
+	for i := range samples {
+		d, err := b.Dispatch(ctx, p, inputs, l)
+		if err != nil {
+			return 0, fmt.Errorf("timed dispatch %d of %d: %w", i+1, timed, err)
+		}
+		samples[i] = max(d, 0)
+	}
+	slices.Sort(samples)
+	return samples[timed/2], nil
+}
