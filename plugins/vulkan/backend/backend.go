@@ -7,6 +7,8 @@ import (
 	"os"
 	"sync"
 
+	"github.com/hashicorp/go-hclog"
+
 	"github.com/kiln-dev/kiln/pluginapi"
 	"github.com/kiln-dev/kiln/plugins/vulkan/vk"
 )
@@ -31,9 +33,11 @@ type Config struct {
 	// Loader is the Vulkan loader library to dlopen; empty means libvulkan.so.1.
 	Loader string
 	// Validation enables VK_LAYER_KHRONOS_validation; its messages are counted and
-	// kept (see Backend.ValidationMessages). An adapter is unavailable when the
-	// layer is requested but not installed.
+	// kept (see Backend.ValidationMessages) and logged as warnings to Logger. Vulkan
+	// is unavailable when the layer is requested but not installed.
 	Validation bool
+	// Logger, when set, receives the validation messages.
+	Logger hclog.Logger
 }
 
 // ConfigFromEnv reads the configuration from KILN_VK_VALIDATION and
@@ -59,11 +63,14 @@ type Backend struct {
 	adapters  []*adapter
 	pipelines map[uint64]*pipeline
 	nextID    uint64
-	// closeMsgs and closeText hold the validation messages reported while Close
-	// tore the devices down, for ValidationMessages after Close.
-	closeMsgs uint64
-	closeText string
+	// msgCount and msgText tally the validation messages not yet returned by
+	// ValidationMessages.
+	msgCount uint64
+	msgText  string
 }
+
+// maxMessageText bounds the validation text a Backend keeps.
+const maxMessageText = 1 << 20
 
 var _ pluginapi.Backend = (*Backend)(nil)
 
@@ -140,6 +147,7 @@ func (b *Backend) startVulkan() string {
 func (b *Backend) Describe(ctx context.Context) (*pluginapi.Description, error) {
 	b.life.RLock()
 	defer b.life.RUnlock()
+	defer b.noteValidation()
 	b.mu.Lock()
 	err := b.start()
 	adapters := b.adapters
@@ -185,6 +193,7 @@ func (b *Backend) adapterAt(index int) (*adapter, error) {
 func (b *Backend) Open(ctx context.Context, adapter int) error {
 	b.life.RLock()
 	defer b.life.RUnlock()
+	defer b.noteValidation()
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("open vulkan adapter %d: %w", adapter, err)
 	}
@@ -200,6 +209,7 @@ func (b *Backend) Open(ctx context.Context, adapter int) error {
 func (b *Backend) Release(_ context.Context, handle uint64) error {
 	b.life.RLock()
 	defer b.life.RUnlock()
+	defer b.noteValidation()
 	b.mu.Lock()
 	p, ok := b.pipelines[handle]
 	delete(b.pipelines, handle)
@@ -231,7 +241,7 @@ func (b *Backend) Close(context.Context) error {
 	}
 	b.adapters = nil
 	if b.instance != nil {
-		b.closeMsgs, b.closeText = b.instance.Messages()
+		b.noteValidationLocked()
 		b.instance.Destroy()
 		b.instance = nil
 	}
@@ -240,17 +250,40 @@ func (b *Backend) Close(context.Context) error {
 	return nil
 }
 
+// noteValidation moves the validation messages that arrived since the last call
+// into the backend's tally and logs them.
+func (b *Backend) noteValidation() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.noteValidationLocked()
+}
+
+func (b *Backend) noteValidationLocked() {
+	if b.instance == nil {
+		return
+	}
+	n, text := b.instance.Messages()
+	if n == 0 {
+		return
+	}
+	b.msgCount += n
+	if len(b.msgText) < maxMessageText {
+		b.msgText += text
+	}
+	if b.cfg.Logger != nil {
+		b.cfg.Logger.Warn("Vulkan validation layer reported problems", "count", n, "messages", text)
+	}
+}
+
 // ValidationMessages returns how many validation-layer messages arrived since the
-// last call, and their text, and clears them; after Close it returns those reported
-// while Close destroyed the devices. It is (0, "") without validation.
+// last call, and their text (the first MiB), and clears them; after Close it
+// returns those reported until the instance was destroyed. It is (0, "") without
+// validation.
 func (b *Backend) ValidationMessages() (uint64, string) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	n, text := b.closeMsgs, b.closeText
-	b.closeMsgs, b.closeText = 0, ""
-	if b.instance != nil {
-		m, t := b.instance.Messages()
-		n, text = n+m, text+t
-	}
+	b.noteValidationLocked()
+	n, text := b.msgCount, b.msgText
+	b.msgCount, b.msgText = 0, ""
 	return n, text
 }

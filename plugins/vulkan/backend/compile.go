@@ -42,6 +42,7 @@ func (p *pipeline) destroy() {
 func (b *Backend) Compile(ctx context.Context, req *pluginapi.CompileRequest) (*pluginapi.CompileResult, error) {
 	b.life.RLock()
 	defer b.life.RUnlock()
+	defer b.noteValidation()
 	if req == nil || req.Program == nil {
 		return nil, pluginapi.Rejected("vulkan: compile request without a program. Fix: set CompileRequest.Program")
 	}

@@ -93,6 +93,7 @@ func (b *Backend) Dispatch(ctx context.Context, req *pluginapi.DispatchRequest) 
 	}
 	j.free()
 	d.mu.Unlock()
+	b.noteValidation()
 	if err != nil {
 		return nil, err
 	}

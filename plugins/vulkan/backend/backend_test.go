@@ -1,0 +1,505 @@
+package backend
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"math"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/kiln-dev/kiln/ir"
+	"github.com/kiln-dev/kiln/ir/kernels"
+	"github.com/kiln-dev/kiln/pluginapi"
+	"github.com/kiln-dev/kiln/plugins/cpuref/interp"
+	"github.com/kiln-dev/kiln/plugins/vulkan/vk"
+)
+
+func TestLoaderMissingIsReportedNotFatal(t *testing.T) {
+	ctx := context.Background()
+	b := New(Config{Loader: "libkiln-no-such-vulkan.so.1"})
+	d, err := b.Describe(ctx)
+	if err != nil {
+		t.Fatalf("Describe without a loader: %v", err)
+	}
+	if d.ID != "vulkan" || len(d.Adapters) != 1 || d.Adapters[0].Available {
+		t.Fatalf("description %+v: want id vulkan and one unavailable adapter", d)
+	}
+	want := "Vulkan loader libkiln-no-such-vulkan.so.1 not found. Fix: install libvulkan1 and a Vulkan driver (mesa-vulkan-drivers provides a CPU one)"
+	if got := d.Adapters[0].Reason; got != want {
+		t.Errorf("reason = %q, want %q", got, want)
+	}
+	var unavailable *pluginapi.UnavailableError
+	if err := b.Open(ctx, 0); !errors.As(err, &unavailable) || !strings.Contains(err.Error(), want) {
+		t.Errorf("Open = %v, want an UnavailableError carrying the reason", err)
+	}
+	_, err = b.Compile(ctx, &pluginapi.CompileRequest{Program: kernels.All()[0].Program()})
+	if !errors.As(err, &unavailable) {
+		t.Errorf("Compile = %v, want an UnavailableError", err)
+	}
+	var rejected *pluginapi.RejectedError
+	if err := b.Open(ctx, 1); !errors.As(err, &rejected) {
+		t.Errorf("Open(1) = %v, want a RejectedError for a missing adapter", err)
+	}
+	if err := b.Close(ctx); err != nil {
+		t.Errorf("Close: %v", err)
+	}
+}
+
+func TestDescribeReportsTheDevice(t *testing.T) {
+	b := newTestBackend(t)
+	ctx := context.Background()
+	d, err := b.Describe(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.ID != ID || d.Version == "" || !d.Dispatches || d.ReferenceOracle {
+		t.Errorf("description %+v", d)
+	}
+	a := d.Adapters[0]
+	p := b.adapters[0].props
+	if a.Name != p.Name || a.Identity.DeviceType != p.Type.String() || a.Identity.Vendor == "" || a.Identity.DriverVersion == "" || !strings.Contains(a.Identity.Device, p.Name) {
+		t.Errorf("adapter %+v does not describe %q", a, p.Name)
+	}
+	prof := a.Profile
+	if prof.MaxStorageBufferBindingSize != uint64(p.Limits.MaxStorageBufferRange) || prof.MaxInvocationsPerWorkgroup != p.Limits.MaxComputeWorkGroupInvocations || prof.SubgroupSize != p.Subgroup.Size {
+		t.Errorf("profile %+v does not follow the limits %+v", prof, p.Limits)
+	}
+	if !prof.HasSharedMemory || !prof.SupportsIndirectDispatch {
+		t.Errorf("profile %+v: every Vulkan device has shared memory and indirect dispatch", prof)
+	}
+	if prof.SupportsDeviceTimestamps != (prof.TimingQuality == pluginapi.DeviceTimestamps) {
+		t.Errorf("timestamps %v but timing quality %v", prof.SupportsDeviceTimestamps, prof.TimingQuality)
+	}
+	if prof.SupportsDeviceTimestamps && prof.MemBWGBps <= 0 {
+		t.Errorf("a device with timestamps measured no bandwidth: %v", prof.MemBWGBps)
+	}
+	again, err := b.Describe(ctx)
+	if err != nil || again.Adapters[0].Profile != prof {
+		t.Errorf("a second Describe changed the profile: %+v, %v", again.Adapters[0].Profile, err)
+	}
+	t.Logf("%s (%s): %d score, %.1f GB/s copy, %v", a.Name, a.Identity.DeviceType, prof.CapabilityScore(), prof.MemBWGBps, prof.TimingQuality)
+}
+
+func TestProfileFromProperties(t *testing.T) {
+	p := vk.Properties{Limits: vk.Limits{MaxStorageBufferRange: 1 << 27, MaxComputeWorkGroupInvocations: 1024, MaxComputeSharedMemorySize: 32768},
+		Subgroup: vk.Subgroup{Size: 32, Stages: vk.StageCompute, Operations: vk.SubgroupBasic | vk.SubgroupArithmetic | vk.SubgroupShuffle}}
+	got := profile(p, vk.Features{ShaderFloat16: true}, []string{"VK_KHR_cooperative_matrix", "VK_KHR_performance_query"}, true)
+	want := pluginapi.DeviceProfile{MaxStorageBufferBindingSize: 1 << 27, MaxInvocationsPerWorkgroup: 1024, SubgroupSize: 32,
+		SupportsSubgroupOps: true, HasSubgroupShuffle: true, HasSharedMemory: true, SupportsF16: true, SupportsTensorCores: true,
+		SupportsIndirectDispatch: true, SupportsDeviceTimestamps: true, SupportsHardwareCounters: true, TimingQuality: pluginapi.DeviceTimestamps}
+	if got != want {
+		t.Errorf("profile =\n%+v, want\n%+v", got, want)
+	}
+	p.Subgroup.Stages = 0
+	got = profile(p, vk.Features{}, nil, false)
+	if got.SupportsSubgroupOps || got.HasSubgroupShuffle || got.SupportsF16 || got.SupportsTensorCores || got.TimingQuality != pluginapi.HostEnqueueWait {
+		t.Errorf("profile without compute subgroups, features or timestamps = %+v", got)
+	}
+}
+
+func TestIdentity(t *testing.T) {
+	id := identity(vk.Properties{VendorID: 0x10de, DeviceID: 0x2330, Name: "NVIDIA H100 80GB HBM3", Type: vk.DeviceTypeDiscreteGPU,
+		DriverVersion: 550<<22 | 54<<14 | 15<<6, Driver: &vk.Driver{Name: "NVIDIA", Info: "550.54.15"}})
+	want := pluginapi.DeviceIdentity{Vendor: "NVIDIA (0x10de)", Device: "NVIDIA H100 80GB HBM3 (0x2330)",
+		DriverVersion: "550.54.15.0 (NVIDIA: 550.54.15)", DeviceType: "discrete-gpu"}
+	if id != want {
+		t.Errorf("identity = %+v, want %+v", id, want)
+	}
+	other := identity(vk.Properties{VendorID: 0x1234, Name: "x", DriverVersion: uint32(vk.MakeVersion(1, 2, 3))})
+	if other.Vendor != "0x1234" || other.DriverVersion != "1.2.3" || other.DeviceType != "other" {
+		t.Errorf("unknown vendor identity = %+v", other)
+	}
+}
+
+func TestDirectMemory(t *testing.T) {
+	local := vk.MemoryProperties{Types: []vk.MemoryType{{Flags: vk.MemoryDeviceLocal}, {Flags: vk.MemoryHostVisible | vk.MemoryHostCoherent}}}
+	shared := vk.MemoryProperties{Types: []vk.MemoryType{{Flags: vk.MemoryDeviceLocal | vk.MemoryHostVisible | vk.MemoryHostCoherent}}}
+	bar := vk.MemoryProperties{Types: []vk.MemoryType{{Flags: vk.MemoryDeviceLocal}, {Flags: vk.MemoryDeviceLocal | vk.MemoryHostVisible}, {Flags: vk.MemoryHostVisible}}}
+	hostOnly := vk.MemoryProperties{Types: []vk.MemoryType{{Flags: vk.MemoryHostVisible | vk.MemoryHostCoherent}}}
+	for _, c := range []struct {
+		name string
+		t    vk.DeviceType
+		mem  vk.MemoryProperties
+		want bool
+	}{
+		{"discrete", vk.DeviceTypeDiscreteGPU, local, false},
+		{"discrete with a BAR", vk.DeviceTypeDiscreteGPU, bar, false},
+		{"integrated", vk.DeviceTypeIntegratedGPU, shared, true},
+		{"cpu", vk.DeviceTypeCPU, shared, true},
+		{"integrated without visible local memory", vk.DeviceTypeIntegratedGPU, local, false},
+		{"no device-local memory", vk.DeviceTypeOther, hostOnly, true},
+	} {
+		if got := directMemory(c.t, c.mem); got != c.want {
+			t.Errorf("%s: directMemory = %v, want %v", c.name, got, c.want)
+		}
+	}
+}
+
+// cacheHeader builds a VkPipelineCacheHeaderVersionOne for p followed by body.
+func cacheHeader(p vk.Properties, body string) []byte {
+	h := make([]byte, 32)
+	binary.LittleEndian.PutUint32(h[0:], 32)
+	binary.LittleEndian.PutUint32(h[4:], 1)
+	binary.LittleEndian.PutUint32(h[8:], p.VendorID)
+	binary.LittleEndian.PutUint32(h[12:], p.DeviceID)
+	copy(h[16:], p.PipelineCacheUUID[:])
+	return append(h, body...)
+}
+
+func TestUsableBlobChecksTheHeader(t *testing.T) {
+	p := vk.Properties{VendorID: 0x10005, DeviceID: 7, PipelineCacheUUID: [16]byte{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16}}
+	good := cacheHeader(p, "pipelines")
+	if got := usableBlob(good, p); !bytes.Equal(got, good) {
+		t.Fatalf("a blob of this device was not used")
+	}
+	corrupt := func(f func(b []byte) []byte) []byte { return f(append([]byte(nil), good...)) }
+	for name, blob := range map[string][]byte{
+		"nil":             nil,
+		"short":           good[:31],
+		"header size 16":  corrupt(func(b []byte) []byte { b[0] = 16; return b }),
+		"header too long": corrupt(func(b []byte) []byte { b[0] = 200; return b }),
+		"version 2":       corrupt(func(b []byte) []byte { b[4] = 2; return b }),
+		"other vendor":    corrupt(func(b []byte) []byte { b[8]++; return b }),
+		"other device":    corrupt(func(b []byte) []byte { b[12]++; return b }),
+		"other uuid":      corrupt(func(b []byte) []byte { b[31]++; return b }),
+	} {
+		if usableBlob(blob, p) != nil {
+			t.Errorf("%s: blob accepted", name)
+		}
+	}
+}
+
+func TestCompileReturnsAndReusesPipelineCacheData(t *testing.T) {
+	b := newTestBackend(t)
+	ctx := context.Background()
+	k, _ := kernels.Lookup("vector_add")
+	p := b.adapters[0].props
+	first, err := b.Compile(ctx, &pluginapi.CompileRequest{Program: k.Program()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if usableBlob(first.Blob, p) == nil {
+		t.Fatalf("blob % x does not carry this device's pipeline-cache header", first.Blob[:min(len(first.Blob), 32)])
+	}
+	if first.CompileNanos <= 0 {
+		t.Errorf("CompileNanos = %d", first.CompileNanos)
+	}
+	foreign := p
+	foreign.PipelineCacheUUID[0]++
+	for name, blob := range map[string][]byte{
+		"own":     first.Blob,
+		"foreign": cacheHeader(foreign, "not for this device"),
+		"garbage": []byte("definitely not a pipeline cache, but long enough to have a header"),
+		"forged":  cacheHeader(p, "a correct header over a body no driver wrote"),
+	} {
+		c, err := b.Compile(ctx, &pluginapi.CompileRequest{Program: k.Program(), CachedBlob: blob})
+		if err != nil {
+			t.Errorf("compile with the %s blob: %v", name, err)
+			continue
+		}
+		case1 := k.NewCase(nil, 0)
+		if _, err := b.Dispatch(ctx, &pluginapi.DispatchRequest{Pipeline: c.Pipeline, Grid: case1.Grid, Inputs: case1.Inputs, OutputCounts: case1.OutputCounts}); err != nil {
+			t.Errorf("dispatch after compiling with the %s blob: %v", name, err)
+		}
+		if usableBlob(c.Blob, p) == nil {
+			t.Errorf("compile with the %s blob returned an unusable blob", name)
+		}
+		if err := b.Release(ctx, c.Pipeline); err != nil {
+			t.Error(err)
+		}
+	}
+	if err := b.Release(ctx, first.Pipeline); err != nil {
+		t.Error(err)
+	}
+}
+
+func TestCheckProgramRejectsWhatTheDeviceCannotRun(t *testing.T) {
+	lim := vk.Limits{MaxComputeWorkGroupSize: [3]uint32{256, 256, 64}, MaxComputeWorkGroupInvocations: 256, MaxComputeSharedMemorySize: 1024}
+	build := func(wg [3]uint32, shared uint32) *ir.Program {
+		b := ir.NewBuilder("limits", wg[0], wg[1], wg[2])
+		out := b.Buffer("out", ir.U32, ir.Write)
+		b.Param("n", ir.U32, ir.LitU32(1))
+		if shared > 0 {
+			b.Shared("sh", ir.U32, shared)
+		}
+		b.Store(out, ir.GlobalID(0), ir.Param("n"))
+		return b.Program()
+	}
+	var wrongType, unknown ir.SpecMap
+	wrongType.Set("n", ir.SpecF32(1))
+	unknown.Set("m", ir.SpecU32(1))
+	for _, c := range []struct {
+		name     string
+		p        *ir.Program
+		spec     ir.SpecMap
+		override [3]uint32
+		want     string
+	}{
+		{"axis over the limit", build([3]uint32{1, 1, 128}, 0), ir.SpecMap{}, [3]uint32{}, "maxComputeWorkGroupSize"},
+		{"too many invocations", build([3]uint32{16, 16, 2}, 0), ir.SpecMap{}, [3]uint32{}, "maxComputeWorkGroupInvocations"},
+		{"override over the limit", build([3]uint32{64, 1, 1}, 0), ir.SpecMap{}, [3]uint32{16, 32, 1}, "maxComputeWorkGroupInvocations"},
+		{"bad override", build([3]uint32{64, 1, 1}, 0), ir.SpecMap{}, [3]uint32{0, 4, 1}, "override"},
+		{"too much shared memory", build([3]uint32{64, 1, 1}, 257), ir.SpecMap{}, [3]uint32{}, "maxComputeSharedMemorySize"},
+		{"spec of the wrong type", build([3]uint32{64, 1, 1}, 0), wrongType, [3]uint32{}, "specialization value"},
+		{"spec of an unknown parameter", build([3]uint32{64, 1, 1}, 0), unknown, [3]uint32{}, "no parameter"},
+		{"invalid program", &ir.Program{Name: "empty"}, ir.SpecMap{}, [3]uint32{}, "invalid"},
+	} {
+		_, err := checkProgram(c.p, c.spec, c.override, lim)
+		var rejected *pluginapi.RejectedError
+		if !errors.As(err, &rejected) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: checkProgram = %v, want a RejectedError mentioning %q", c.name, err, c.want)
+		}
+	}
+	wg, err := checkProgram(build([3]uint32{64, 1, 1}, 256), ir.SpecMap{}, [3]uint32{8, 8, 4}, lim)
+	if err != nil || wg != [3]uint32{8, 8, 4} {
+		t.Errorf("a program within the limits: %v, %v", wg, err)
+	}
+}
+
+// addOne is out[i] = in[i] + 1 over u32, 64 invocations per workgroup.
+func addOne() *ir.Program {
+	b := ir.NewBuilder("test.add_one", 64, 1, 1)
+	in := b.Buffer("in", ir.U32, ir.Read)
+	out := b.Buffer("out", ir.U32, ir.Write)
+	i := b.Let("i", ir.GlobalID(0))
+	b.If(ir.Lt(i, ir.Len(in)), func(then *ir.Block) {
+		then.Store(out, i, ir.Add(ir.Load(in, i), ir.LitU32(1)))
+	})
+	return b.MustBuild()
+}
+
+func TestDispatchRejectsBadLaunches(t *testing.T) {
+	b := newTestBackend(t)
+	ctx := context.Background()
+	c, err := b.Compile(ctx, &pluginapi.CompileRequest{Program: addOne()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lim := b.adapters[0].props.Limits
+	four := make([]byte, 16)
+	for _, tc := range []struct {
+		name string
+		req  pluginapi.DispatchRequest
+		want string
+	}{
+		{"unknown pipeline", pluginapi.DispatchRequest{Pipeline: c.Pipeline + 100, Grid: [3]uint32{1, 1, 1}}, "no pipeline"},
+		{"too many inputs", pluginapi.DispatchRequest{Pipeline: c.Pipeline, Grid: [3]uint32{1, 1, 1}, Inputs: [][]byte{four, nil, nil}}, "inputs"},
+		{"input for a write buffer", pluginapi.DispatchRequest{Pipeline: c.Pipeline, Grid: [3]uint32{1, 1, 1}, Inputs: [][]byte{four, four}}, "write-only"},
+		{"partial element", pluginapi.DispatchRequest{Pipeline: c.Pipeline, Grid: [3]uint32{1, 1, 1}, Inputs: [][]byte{four[:5]}}, "multiple of 4"},
+		{"grid beyond maxComputeWorkGroupCount", pluginapi.DispatchRequest{Pipeline: c.Pipeline, Grid: [3]uint32{1, lim.MaxComputeWorkGroupCount[1] + 1, 1}, Inputs: [][]byte{four}}, "maxComputeWorkGroupCount"},
+		{"more than 2^32 invocations", pluginapi.DispatchRequest{Pipeline: c.Pipeline, Grid: [3]uint32{1 << 27, 1, 1}, Inputs: [][]byte{four}}, "2^32"},
+		{"buffer beyond maxStorageBufferRange", pluginapi.DispatchRequest{Pipeline: c.Pipeline, Grid: [3]uint32{1, 1, 1}, OutputCounts: []uint32{0, lim.MaxStorageBufferRange/4 + 1}}, "maxStorageBufferRange"},
+	} {
+		_, err := b.Dispatch(ctx, &tc.req)
+		var rejected *pluginapi.RejectedError
+		if !errors.As(err, &rejected) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: Dispatch = %v, want a RejectedError mentioning %q", tc.name, err, tc.want)
+		}
+	}
+	fixed := ir.NewBuilder("test.fixed", 1, 1, 1)
+	fixed.FixedBuffer("a", ir.U32, ir.Read, 2)
+	fc, err := b.Compile(ctx, &pluginapi.CompileRequest{Program: fixed.MustBuild()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = b.Dispatch(ctx, &pluginapi.DispatchRequest{Pipeline: fc.Pipeline, Grid: [3]uint32{1, 1, 1}, Inputs: [][]byte{four}})
+	var rejected *pluginapi.RejectedError
+	if !errors.As(err, &rejected) || !strings.Contains(err.Error(), "exactly 2 elements") {
+		t.Errorf("fixed-count mismatch: %v", err)
+	}
+}
+
+func TestGridWithAZeroAxisRunsNothing(t *testing.T) {
+	b := newTestBackend(t)
+	in := words([]uint32{1, 2, 3})
+	for _, grid := range [][3]uint32{{0, 1, 1}, {1, 0, 1}, {1, 1, 0}, {0, math.MaxUint32, 0}} {
+		res, err := run(t, b, addOne(), ir.SpecMap{}, [3]uint32{}, grid, [][]byte{in}, []uint32{0, 3})
+		if err != nil {
+			t.Fatalf("grid %v: %v", grid, err)
+		}
+		if len(res.Outputs) != 1 || !bytes.Equal(res.Outputs[0], make([]byte, 12)) || res.DeviceNanos != 0 {
+			t.Errorf("grid %v: outputs %v, device time %d; want one zeroed output and no device time", grid, res.Outputs, res.DeviceNanos)
+		}
+	}
+}
+
+func TestDispatchTimesTheDevice(t *testing.T) {
+	b := newTestBackend(t)
+	if !b.adapters[0].timestamps {
+		t.Skip("the device has no timestamps")
+	}
+	n := 1 << 16
+	in := words(u32s(n, func(i int) uint32 { return uint32(i) }))
+	res, err := run(t, b, addOne(), ir.SpecMap{}, [3]uint32{}, [3]uint32{uint32(n / 64), 1, 1}, [][]byte{in}, []uint32{0, uint32(n)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.DeviceNanos <= 0 || res.HostNanos <= 0 {
+		t.Errorf("device %d ns, host %d ns: want both measured", res.DeviceNanos, res.HostNanos)
+	}
+}
+
+func TestReleaseAndClose(t *testing.T) {
+	b := newTestBackend(t)
+	ctx := context.Background()
+	c, err := b.Compile(ctx, &pluginapi.CompileRequest{Program: addOne()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Release(ctx, c.Pipeline); err != nil {
+		t.Fatal(err)
+	}
+	var rejected *pluginapi.RejectedError
+	if err := b.Release(ctx, c.Pipeline); !errors.As(err, &rejected) {
+		t.Errorf("second Release = %v, want a RejectedError", err)
+	}
+	if _, err := b.Dispatch(ctx, &pluginapi.DispatchRequest{Pipeline: c.Pipeline, Grid: [3]uint32{1, 1, 1}}); !errors.As(err, &rejected) {
+		t.Errorf("Dispatch of a released pipeline = %v, want a RejectedError", err)
+	}
+	if _, err := b.Compile(ctx, &pluginapi.CompileRequest{Program: addOne()}); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Close(ctx); err != nil {
+		t.Errorf("second Close: %v", err)
+	}
+	if _, err := b.Describe(ctx); err == nil {
+		t.Error("Describe after Close succeeded")
+	}
+	if _, err := b.Compile(ctx, &pluginapi.CompileRequest{Program: addOne()}); err == nil {
+		t.Error("Compile after Close succeeded")
+	}
+}
+
+func TestVulkanFailuresBecomeDeviceErrors(t *testing.T) {
+	a := &adapter{index: 2, info: pluginapi.Adapter{Name: "gpu"}}
+	d := &device{a: a}
+	var devErr *pluginapi.DeviceError
+	err := vkFailure(a, d, "running program \"p\"", &vk.Error{Call: "vkQueueSubmit", Result: vk.ErrDeviceLost})
+	if !errors.As(err, &devErr) || !strings.Contains(err.Error(), "device was lost") || !strings.Contains(err.Error(), "vkQueueSubmit: VK_ERROR_DEVICE_LOST") {
+		t.Errorf("device lost = %v", err)
+	}
+	if err := d.checkLost(); !errors.As(err, &devErr) || !strings.Contains(err.Error(), "lost earlier") {
+		t.Errorf("after a loss checkLost = %v", err)
+	}
+	err = vkFailure(a, nil, "allocating", &vk.Error{Call: "vkAllocateMemory", Result: vk.ErrOutOfDeviceMemory})
+	if !errors.As(err, &devErr) || !strings.Contains(err.Error(), "ran out of memory") || !strings.Contains(err.Error(), "Fix:") {
+		t.Errorf("out of memory = %v", err)
+	}
+	err = vkFailure(a, nil, "compiling", &vk.Error{Call: "vkCreateComputePipelines", Result: vk.ErrInitFailed})
+	if !errors.As(err, &devErr) || !strings.Contains(err.Error(), "vkCreateComputePipelines: VK_ERROR_INITIALIZATION_FAILED") {
+		t.Errorf("driver failure = %v", err)
+	}
+}
+
+// spin is a kernel whose running time grows with its parameter n, the number of
+// loop iterations of each invocation.
+func spin() *ir.Program {
+	b := ir.NewBuilder("test.spin", 64, 1, 1)
+	out := b.Buffer("out", ir.U32, ir.Write)
+	n := b.Param("n", ir.U32, ir.LitU32(1))
+	x := b.Var("x", ir.U32, ir.GlobalID(0))
+	b.For("k", ir.U32, ir.LitU32(0), n, ir.LitU32(1), func(body *ir.Block, k ir.Expr) {
+		body.Assign("x", ir.Xor(x, ir.Shl(x, ir.LitU32(13))))
+		body.Assign("x", ir.Xor(x, ir.Shr(x, ir.LitU32(17))))
+		body.Assign("x", ir.Add(ir.Xor(x, ir.Shl(x, ir.LitU32(5))), k))
+	})
+	b.Store(out, ir.GlobalID(0), x)
+	return b.MustBuild()
+}
+
+func TestDispatchStopsWaitingWhenTheContextEnds(t *testing.T) {
+	b := newTestBackend(t)
+	ctx := context.Background()
+	var spec ir.SpecMap
+	spec.Set("n", ir.SpecU32(60000))
+	c, err := b.Compile(ctx, &pluginapi.CompileRequest{Program: spin(), Spec: spec})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cancelled, cancel := context.WithCancel(ctx)
+	cancel()
+	req := &pluginapi.DispatchRequest{Pipeline: c.Pipeline, Grid: [3]uint32{256, 1, 1}, OutputCounts: []uint32{256 * 64}}
+	if _, err := b.Dispatch(cancelled, req); !errors.Is(err, context.Canceled) {
+		t.Errorf("Dispatch with a cancelled context = %v, want context.Canceled", err)
+	}
+	short, cancel := context.WithTimeout(ctx, 20*time.Millisecond)
+	defer cancel()
+	if _, err := b.Dispatch(short, req); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("Dispatch past its deadline = %v, want context.DeadlineExceeded", err)
+	}
+	// The abandoned work finishes in the background; the device is usable after it.
+	res, err := run(t, b, addOne(), ir.SpecMap{}, [3]uint32{}, [3]uint32{1, 1, 1}, [][]byte{words([]uint32{41})}, []uint32{0, 1})
+	if err != nil || !bytes.Equal(res.Outputs[0], words([]uint32{42})) {
+		t.Errorf("dispatch after an abandoned one: %v, %v", res, err)
+	}
+}
+
+// TestLongLoops runs loops of more than 65535 iterations. Mesa's llvmpipe (lavapipe)
+// ends a shader's loops after 65535 iterations in all (its loop limiter), so there
+// the test is skipped; every other driver must match the reference.
+func TestLongLoops(t *testing.T) {
+	b := newTestBackend(t)
+	if d := b.adapters[0].props.Driver; d != nil && d.Name == "llvmpipe" {
+		t.Skip("llvmpipe stops every shader after 65535 loop iterations (Mesa's LP_MAX_TGSI_LOOP_ITERATIONS); longer loops give wrong results there")
+	}
+	var spec ir.SpecMap
+	spec.Set("n", ir.SpecU32(200000))
+	grid := [3]uint32{2, 1, 1}
+	want, err := interp.Run(context.Background(), spin(), interp.Options{Spec: spec}, interp.Launch{Grid: grid, OutputCounts: []uint32{128}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := run(t, b, spin(), spec, [3]uint32{}, grid, nil, []uint32{128})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got.Outputs[0], want[0]) {
+		t.Errorf("a loop of 200000 iterations differs from the reference")
+	}
+}
+
+func TestConcurrentDispatches(t *testing.T) {
+	b := newTestBackend(t)
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	errs := make(chan error, 64)
+	for g := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c, err := b.Compile(ctx, &pluginapi.CompileRequest{Program: addOne()})
+			if err != nil {
+				errs <- err
+				return
+			}
+			defer b.Release(ctx, c.Pipeline)
+			for r := range 5 {
+				n := 100*g + r + 1
+				in := u32s(n, func(i int) uint32 { return uint32(i * g) })
+				res, err := b.Dispatch(ctx, &pluginapi.DispatchRequest{Pipeline: c.Pipeline, Grid: [3]uint32{uint32(n+63) / 64, 1, 1}, Inputs: [][]byte{words(in)}, OutputCounts: []uint32{0, uint32(n)}})
+				if err != nil {
+					errs <- err
+					return
+				}
+				for i, v := range wordsOf(res.Outputs[0]) {
+					if v != in[i]+1 {
+						errs <- errors.New("wrong result under concurrency")
+						return
+					}
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+}
