@@ -1,0 +1,212 @@
+package conformance
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+
+	"github.com/kiln-dev/kiln/ir"
+)
+
+// Bound is how far an f32 output element of a program may be from the CPU
+// reference, derived from the f32 operations the program uses (DESIGN.md, "The
+// program (IR v1)"). Integer outputs, and f32 outputs of programs that use only
+// exact operations (add, sub, mul, min, max, neg, abs, floor, ceil, select, cast,
+// loads and stores), must match bit for bit; any NaN equals any NaN, and values that
+// are zero or subnormal on both sides are equal, since denormals may be flushed.
+type Bound struct {
+	// ULP is the largest accepted distance in units in the last place; 0 is
+	// bit-exact.
+	ULP uint64
+	// Abs, when positive, also accepts finite elements within this absolute
+	// difference: 2^-11 for sin and cos, 2^-21 for log (Vulkan's bounds).
+	Abs float64
+	// Exp adds exp's 2·|x| ULP to ULP, with |x| estimated from the reference
+	// element as |ln|want||.
+	Exp bool
+	// Ops are the inexact f32 operations the program uses, sorted.
+	Ops []string
+}
+
+// Exact reports whether the bound demands bit-exact results.
+func (b Bound) Exact() bool { return b.ULP == 0 && b.Abs == 0 && !b.Exp }
+
+// String describes the bound ("bit-exact", "3 ULP (div, sqrt)",
+// "3 ULP or 0.00048828125 absolute (sin)").
+func (b Bound) String() string {
+	if b.Exact() {
+		return "bit-exact"
+	}
+	s := fmt.Sprintf("%d ULP", b.ULP)
+	if b.Exp {
+		s += " + 2·|x| ULP"
+	}
+	if b.Abs > 0 {
+		s += fmt.Sprintf(" or %g absolute", b.Abs)
+	}
+	return s + " (" + strings.Join(b.Ops, ", ") + ")"
+}
+
+// The per-operation bounds. div and sqrt: 3 ULP (DESIGN.md). exp: 3 + 2·|x| ULP,
+// log: 3 ULP or 2^-21 absolute, sin and cos: 2^-11 absolute (Vulkan's precision
+// rules for GLSL.std.450). fma: either the fused or the separately rounded result
+// is accepted; without the intermediate product that is approximated as 2 ULP,
+// exact in the absence of cancellation.
+var opBounds = map[string]Bound{
+	"div":  {ULP: 3},
+	"sqrt": {ULP: 3},
+	"exp":  {ULP: 3, Exp: true},
+	"log":  {ULP: 3, Abs: 0x1p-21},
+	"sin":  {ULP: 3, Abs: 0x1p-11},
+	"cos":  {ULP: 3, Abs: 0x1p-11},
+	"fma":  {ULP: 2},
+}
+
+// maxExpArg caps exp's |x| estimate: beyond it an f32 exp is 0 or infinite.
+const maxExpArg = 104
+
+// BoundFor walks p and returns the bound for its f32 outputs: the loosest bound of
+// the inexact f32 operations it uses anywhere. The bound is per operation, not a
+// propagated error analysis: a program whose outputs amplify an inexact result
+// (cancellation after a div, an integer derived from a sqrt) can differ by more
+// and should round robustly. p must be valid (ir.Validate).
+func BoundFor(p *ir.Program) Bound {
+	w := &walker{prog: p, ops: map[string]bool{}}
+	w.block(p.Body)
+	var b Bound
+	for op := range w.ops {
+		ob := opBounds[op]
+		b.ULP = max(b.ULP, ob.ULP)
+		b.Abs = math.Max(b.Abs, ob.Abs)
+		b.Exp = b.Exp || ob.Exp
+		b.Ops = append(b.Ops, op)
+	}
+	sort.Strings(b.Ops)
+	return b
+}
+
+// walker finds the inexact f32 operations of a program, tracking the types of
+// locals through block scopes so that an f32 div is told apart from an integer one.
+type walker struct {
+	prog   *ir.Program
+	scopes []map[string]ir.Type
+	ops    map[string]bool
+}
+
+func (w *walker) block(stmts []ir.Stmt) {
+	w.scopes = append(w.scopes, map[string]ir.Type{})
+	defer func() { w.scopes = w.scopes[:len(w.scopes)-1] }()
+	for _, s := range stmts {
+		w.stmt(s)
+	}
+}
+
+func (w *walker) declare(name string, t ir.Type) { w.scopes[len(w.scopes)-1][name] = t }
+
+func (w *walker) local(name string) ir.Type {
+	for i := len(w.scopes) - 1; i >= 0; i-- {
+		if t, ok := w.scopes[i][name]; ok {
+			return t
+		}
+	}
+	return 0
+}
+
+func (w *walker) stmt(s ir.Stmt) {
+	switch s := s.(type) {
+	case ir.LetStmt:
+		w.declare(s.Name, w.expr(s.Value))
+	case ir.VarStmt:
+		w.expr(s.Value)
+		w.declare(s.Name, s.Type)
+	case ir.AssignStmt:
+		w.expr(s.Value)
+	case ir.StoreStmt:
+		w.expr(s.Index)
+		w.expr(s.Value)
+	case ir.IfStmt:
+		w.expr(s.Cond)
+		w.block(s.Then)
+		w.block(s.Else)
+	case ir.ForStmt:
+		w.expr(s.From)
+		w.expr(s.To)
+		w.expr(s.Step)
+		w.scopes = append(w.scopes, map[string]ir.Type{s.Var: s.Type})
+		w.block(s.Body)
+		w.scopes = w.scopes[:len(w.scopes)-1]
+	case ir.WhileStmt:
+		w.expr(s.Cond)
+		w.block(s.Body)
+	case ir.AtomicStmt:
+		w.expr(s.Index)
+		w.expr(s.Value)
+		if s.Result != "" {
+			w.declare(s.Result, w.elemType(s.Target))
+		}
+	}
+}
+
+// elemType is the element type of a buffer or shared array.
+func (w *walker) elemType(name string) ir.Type {
+	if b, ok := w.prog.Buffer(name); ok {
+		return b.Type
+	}
+	for _, s := range w.prog.Shared {
+		if s.Name == name {
+			return s.Type
+		}
+	}
+	return 0
+}
+
+// expr records the inexact f32 operations of e and returns its type.
+func (w *walker) expr(e ir.Expr) ir.Type {
+	switch e := e.(type) {
+	case ir.Literal:
+		return e.Type
+	case ir.LocalRef:
+		return w.local(e.Name)
+	case ir.ParamRef:
+		d, _ := w.prog.Param(e.Name)
+		return d.Type
+	case ir.BuiltinRef, ir.LenExpr:
+		return ir.U32
+	case ir.LoadExpr:
+		w.expr(e.Index)
+		return w.elemType(e.Target)
+	case ir.UnaryExpr:
+		t := w.expr(e.X)
+		switch e.Op {
+		case ir.OpSqrt, ir.OpExp, ir.OpLog, ir.OpSin, ir.OpCos:
+			w.ops[e.Op.String()] = true
+		}
+		return t
+	case ir.BinaryExpr:
+		t := w.expr(e.X)
+		w.expr(e.Y)
+		if e.Op == ir.OpDiv && t == ir.F32 {
+			w.ops["div"] = true
+		}
+		if e.Op.IsComparison() || e.Op == ir.OpLAnd || e.Op == ir.OpLOr {
+			return ir.Bool
+		}
+		return t
+	case ir.FmaExpr:
+		w.expr(e.A)
+		w.expr(e.B)
+		w.expr(e.C)
+		w.ops["fma"] = true
+		return ir.F32
+	case ir.SelectExpr:
+		w.expr(e.Cond)
+		t := w.expr(e.A)
+		w.expr(e.B)
+		return t
+	case ir.CastExpr:
+		w.expr(e.X)
+		return e.To
+	}
+	return 0
+}

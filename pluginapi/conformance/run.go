@@ -1,0 +1,284 @@
+package conformance
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"math/rand/v2"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kiln-dev/kiln/ir"
+	"github.com/kiln-dev/kiln/ir/kernels"
+	"github.com/kiln-dev/kiln/pluginapi"
+	"github.com/kiln-dev/kiln/plugins/cpuref/interp"
+)
+
+// Options tune Run. The zero value runs every corpus kernel at its own sizes on
+// adapter 0.
+type Options struct {
+	// Adapter is the adapter to run on.
+	Adapter int
+	// Kernels names the corpus kernels to run (Name or OpID); empty runs all.
+	Kernels []string
+	// Sizes replaces every kernel's own problem sizes when set.
+	Sizes []int
+	// Seed seeds the random inputs; the same seed gives the same inputs.
+	Seed uint64
+	// Timeout bounds each compile and each dispatch; zero means two minutes.
+	Timeout time.Duration
+}
+
+// shortMaxSize is the largest corpus size run under go test -short.
+const shortMaxSize = 4096
+
+const defaultTimeout = 2 * time.Minute
+
+// Run checks b against the CPU reference interpreter, in-process, from a plugin
+// author's test:
+//
+//   - "describe": the description is usable (an id, adapters indexed 0..n-1,
+//     unavailable adapters explain themselves with a "Fix:", the "ir.v1" feature);
+//   - "contract": dispatching a pipeline that was never compiled, or one that was
+//     released, fails with an error instead of running or crashing, and a cached
+//     blob the backend cannot use is ignored;
+//   - one subtest per corpus kernel and size ("vector_add/size=257"): compile,
+//     dispatch on random inputs, and Compare with the reference; when Compile
+//     returns a blob, compiling again from that blob must give the same results.
+//
+// A backend that does not dispatch is checked by "describe" only. Under -short,
+// sizes above 4096 are skipped.
+func Run(t *testing.T, b pluginapi.Backend, opts Options) {
+	t.Helper()
+	ctx := context.Background()
+	desc, err := b.Describe(ctx)
+	if err != nil {
+		t.Fatalf("conformance: Describe: %v", err)
+	}
+	if desc == nil {
+		t.Fatal("conformance: Describe returned no description and no error")
+	}
+	t.Run("describe", func(t *testing.T) { checkDescription(t, desc) })
+	if !desc.Dispatches {
+		t.Logf("conformance: backend %q does not dispatch; only its description was checked", desc.ID)
+		return
+	}
+	if opts.Adapter < 0 || opts.Adapter >= len(desc.Adapters) {
+		t.Fatalf("conformance: backend %q has %d adapters, Options.Adapter is %d", desc.ID, len(desc.Adapters), opts.Adapter)
+	}
+	if a := desc.Adapters[opts.Adapter]; !a.Available {
+		t.Skipf("conformance: adapter %d (%s) of backend %q is unavailable: %s", a.Index, a.Name, desc.ID, a.Reason)
+	}
+	if err := b.Open(ctx, opts.Adapter); err != nil {
+		t.Fatalf("conformance: Open(%d): %v", opts.Adapter, err)
+	}
+	ks, err := selectKernels(opts.Kernels)
+	if err != nil || len(ks) == 0 {
+		t.Fatalf("conformance: no kernels to run: %v", err)
+	}
+	r := &runner{b: b, opts: opts}
+	if r.opts.Timeout <= 0 {
+		r.opts.Timeout = defaultTimeout
+	}
+	t.Run("contract", func(t *testing.T) { r.contract(t, ks[0]) })
+	for _, k := range ks {
+		t.Run(k.Name, func(t *testing.T) {
+			for _, size := range r.sizes(k) {
+				t.Run(fmt.Sprintf("size=%d", size), func(t *testing.T) { r.kernelCase(t, k, size) })
+			}
+		})
+	}
+}
+
+func checkDescription(t *testing.T, d *pluginapi.Description) {
+	if d.ID == "" {
+		t.Error("the description has no ID")
+	}
+	hasIR := false
+	for _, f := range d.Features {
+		hasIR = hasIR || f == "ir.v1"
+	}
+	if !hasIR {
+		t.Errorf("features %q lack \"ir.v1\"", d.Features)
+	}
+	if d.Dispatches && len(d.Adapters) == 0 {
+		t.Error("the backend dispatches but has no adapters")
+	}
+	for i, a := range d.Adapters {
+		if a.Index != i {
+			t.Errorf("adapter %d (%s) has index %d; adapters are indexed 0..n-1 in order", i, a.Name, a.Index)
+		}
+		if !a.Available && !strings.Contains(a.Reason, "Fix:") {
+			t.Errorf("adapter %d (%s) is unavailable with reason %q, which does not end with a \"Fix: …\" sentence", i, a.Name, a.Reason)
+		}
+	}
+}
+
+// selectKernels returns the named corpus kernels, or all of them.
+func selectKernels(names []string) ([]kernels.Kernel, error) {
+	if len(names) == 0 {
+		return kernels.All(), nil
+	}
+	var out []kernels.Kernel
+	for _, n := range names {
+		k, ok := kernels.Lookup(n)
+		if !ok {
+			var known []string
+			for _, k := range kernels.All() {
+				known = append(known, k.Name)
+			}
+			return nil, fmt.Errorf("conformance: no corpus kernel %q. Fix: use one of %v", n, known)
+		}
+		out = append(out, k)
+	}
+	return out, nil
+}
+
+type runner struct {
+	b    pluginapi.Backend
+	opts Options
+}
+
+func (r *runner) sizes(k kernels.Kernel) []int {
+	sizes := k.Sizes
+	if len(r.opts.Sizes) > 0 {
+		sizes = r.opts.Sizes
+	}
+	if !testing.Short() {
+		return sizes
+	}
+	var out []int
+	for _, s := range sizes {
+		if s <= shortMaxSize {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// newCase draws the inputs of kernel k at size, reproducibly from the seed.
+func (r *runner) newCase(k kernels.Kernel, size int) kernels.Case {
+	h := fnv.New64a()
+	fmt.Fprintf(h, "%s/%d", k.Name, size)
+	return k.NewCase(rand.New(rand.NewPCG(r.opts.Seed, h.Sum64())), size)
+}
+
+// reference runs the case on the CPU reference interpreter.
+func (r *runner) reference(ctx context.Context, p *ir.Program, c kernels.Case) ([][]byte, error) {
+	return interp.Run(ctx, p, interp.Options{WorkgroupSize: c.WorkgroupSize, Spec: c.Spec},
+		interp.Launch{Grid: c.Grid, Inputs: clone(c.Inputs), OutputCounts: c.OutputCounts})
+}
+
+// compile compiles p for the case on the backend and releases the pipeline when
+// the test ends.
+func (r *runner) compile(t *testing.T, p *ir.Program, c kernels.Case, blob []byte) *pluginapi.CompileResult {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), r.opts.Timeout)
+	defer cancel()
+	res, err := r.b.Compile(ctx, &pluginapi.CompileRequest{
+		Adapter: r.opts.Adapter, Program: p, Spec: c.Spec, WorkgroupSize: c.WorkgroupSize, CachedBlob: blob,
+	})
+	if err != nil {
+		t.Fatalf("Compile %s: %v", p.Name, err)
+	}
+	if res == nil {
+		t.Fatalf("Compile %s returned no result and no error", p.Name)
+	}
+	t.Cleanup(func() {
+		if err := r.b.Release(context.Background(), res.Pipeline); err != nil {
+			t.Errorf("Release(%d): %v", res.Pipeline, err)
+		}
+	})
+	return res
+}
+
+// dispatch runs the case on a compiled pipeline.
+func (r *runner) dispatch(pipeline uint64, c kernels.Case) (*pluginapi.DispatchResult, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), r.opts.Timeout)
+	defer cancel()
+	res, err := r.b.Dispatch(ctx, &pluginapi.DispatchRequest{
+		Pipeline: pipeline, Grid: c.Grid, Inputs: clone(c.Inputs), OutputCounts: c.OutputCounts,
+	})
+	if err == nil && res == nil {
+		err = errors.New("Dispatch returned no result and no error")
+	}
+	return res, err
+}
+
+func (r *runner) kernelCase(t *testing.T, k kernels.Kernel, size int) {
+	p := k.Program()
+	c := r.newCase(k, size)
+	want, err := r.reference(context.Background(), p, c)
+	if err != nil {
+		t.Fatalf("CPU reference failed on %s at size %d (a corpus or interpreter bug): %v", k.Name, size, err)
+	}
+	comp := r.compile(t, p, c, nil)
+	r.check(t, p, c, comp.Pipeline, want)
+	if comp.Blob != nil {
+		cached := r.compile(t, p, c, comp.Blob)
+		r.check(t, p, c, cached.Pipeline, want)
+	}
+}
+
+// check dispatches the case and compares the outputs with want.
+func (r *runner) check(t *testing.T, p *ir.Program, c kernels.Case, pipeline uint64, want [][]byte) {
+	t.Helper()
+	res, err := r.dispatch(pipeline, c)
+	if err != nil {
+		t.Fatalf("Dispatch %s: %v", p.Name, err)
+	}
+	if res.HostNanos < 0 || res.DeviceNanos < 0 {
+		t.Errorf("negative times: host %dns, device %dns", res.HostNanos, res.DeviceNanos)
+	}
+	if _, err := Compare(p, res.Outputs, want); err != nil {
+		t.Error(err)
+	}
+}
+
+// contract checks how the backend treats handles it does not know and a cached
+// blob it cannot use, on kernel k at a small size.
+func (r *runner) contract(t *testing.T, k kernels.Kernel) {
+	p := k.Program()
+	c := r.newCase(k, 7)
+	want, err := r.reference(context.Background(), p, c)
+	if err != nil {
+		t.Fatalf("CPU reference failed on %s: %v", k.Name, err)
+	}
+	t.Run("unknown pipeline", func(t *testing.T) {
+		// Compile first, so a backend that ignores the handle is caught too.
+		comp := r.compile(t, p, c, nil)
+		if _, err := r.dispatch(comp.Pipeline^0xDEAD_BEEF_0000_0000, c); err == nil {
+			t.Error("Dispatch on a pipeline that was never compiled succeeded")
+		}
+	})
+	t.Run("released pipeline", func(t *testing.T) {
+		ctx, cancel := context.WithTimeout(context.Background(), r.opts.Timeout)
+		defer cancel()
+		res, err := r.b.Compile(ctx, &pluginapi.CompileRequest{Adapter: r.opts.Adapter, Program: p, Spec: c.Spec, WorkgroupSize: c.WorkgroupSize})
+		if err != nil {
+			t.Fatalf("Compile %s: %v", p.Name, err)
+		}
+		if err := r.b.Release(ctx, res.Pipeline); err != nil {
+			t.Fatalf("Release(%d): %v", res.Pipeline, err)
+		}
+		if _, err := r.dispatch(res.Pipeline, c); err == nil {
+			t.Error("Dispatch on a released pipeline succeeded")
+		}
+	})
+	t.Run("unusable cached blob", func(t *testing.T) {
+		comp := r.compile(t, p, c, []byte("kiln conformance: not a blob any backend produced"))
+		r.check(t, p, c, comp.Pipeline, want)
+	})
+}
+
+func clone(bufs [][]byte) [][]byte {
+	out := make([][]byte, len(bufs))
+	for i, b := range bufs {
+		if b != nil {
+			out[i] = append([]byte{}, b...)
+		}
+	}
+	return out
+}
