@@ -12,9 +12,14 @@ import (
 
 // TestCorpusMatchesReference runs every corpus kernel at every corpus size on the
 // Vulkan backend and on the CPU reference interpreter and compares the outputs with
-// the kernel's Check (DESIGN.md's comparison rules), under the validation layer.
+// the kernel's Check (DESIGN.md's comparison rules), under the validation layer, with
+// buffers mapped directly and staged.
 func TestCorpusMatchesReference(t *testing.T) {
 	b := newTestBackend(t)
+	bothMemoryPaths(t, b, func(t *testing.T) { corpus(t, b) })
+}
+
+func corpus(t *testing.T, b *Backend) {
 	ctx := context.Background()
 	for _, k := range kernels.All() {
 		for _, size := range k.Sizes {

@@ -411,10 +411,15 @@ func compareEdge(e edge, got [][]byte, refs [][][]byte) []string {
 }
 
 // TestEdgeTableMatchesReference runs the semantic edge table on the Vulkan backend
-// under the validation layer.
+// under the validation layer, with buffers mapped directly and staged.
 func TestEdgeTableMatchesReference(t *testing.T) {
 	b := newTestBackend(t)
-	for _, e := range edgeTable() {
+	table := edgeTable()
+	bothMemoryPaths(t, b, func(t *testing.T) { edges(t, b, table) })
+}
+
+func edges(t *testing.T, b *Backend, table []edge) {
+	for _, e := range table {
 		t.Run(e.name, func(t *testing.T) {
 			if err := ir.Validate(e.prog); err != nil {
 				t.Fatalf("edge program is invalid: %v", err)

@@ -63,3 +63,24 @@ func run(t testing.TB, b *Backend, p *ir.Program, spec ir.SpecMap, wg [3]uint32,
 	}()
 	return b.Dispatch(ctx, &pluginapi.DispatchRequest{Pipeline: c.Pipeline, Grid: grid, Inputs: inputs, OutputCounts: counts})
 }
+
+// bothMemoryPaths runs f as a subtest twice: with buffers mapped directly and with
+// buffers staged through host-visible copies, whichever the device would pick, so
+// both dispatch paths run on every device.
+func bothMemoryPaths(t *testing.T, b *Backend, f func(t *testing.T)) {
+	d := b.adapters[0].dev
+	for _, direct := range []bool{true, false} {
+		name := "staged"
+		if direct {
+			name = "direct"
+		}
+		d.mu.Lock()
+		own := d.direct
+		d.direct = direct
+		d.mu.Unlock()
+		t.Run(name, f)
+		d.mu.Lock()
+		d.direct = own
+		d.mu.Unlock()
+	}
+}
