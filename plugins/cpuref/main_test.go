@@ -1,0 +1,146 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/go-plugin"
+
+	"github.com/kiln-dev/kiln/ir/kernels"
+	"github.com/kiln-dev/kiln/pluginapi"
+	"github.com/kiln-dev/kiln/pluginapi/conformance"
+	"github.com/kiln-dev/kiln/plugins/cpuref/backend"
+	"github.com/kiln-dev/kiln/plugins/cpuref/interp"
+)
+
+// buildPlugin builds this command into a temporary directory, as an operator would
+// install it, and returns the executable's path.
+func buildPlugin(t *testing.T) string {
+	t.Helper()
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		goTool = filepath.Join(runtime.GOROOT(), "bin", "go")
+	}
+	bin := filepath.Join(t.TempDir(), "kiln-backend-cpuref")
+	cmd := exec.Command(goTool, "build", "-o", bin, ".")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build the plugin: %v\n%s\nFix: make sure the go command is on PATH", err, out)
+	}
+	return bin
+}
+
+// start launches the plugin with the host-side helpers and returns its client and
+// Backend; the plugin is killed when the test ends.
+func start(t *testing.T, bin string, logs *bytes.Buffer) (*plugin.Client, pluginapi.Backend) {
+	t.Helper()
+	logger := hclog.New(&hclog.LoggerOptions{Name: "host", Output: logs, Level: hclog.Debug})
+	c := plugin.NewClient(pluginapi.ClientConfig(exec.Command(bin), logger))
+	t.Cleanup(c.Kill)
+	b, err := pluginapi.Dispense(c)
+	if err != nil {
+		t.Fatalf("start %s: %v\nlog:\n%s", bin, err, logs)
+	}
+	return c, b
+}
+
+// TestServeThroughAProcess builds kiln-backend-cpuref, starts it as the host does,
+// and runs a corpus kernel through it: Describe, Open, Compile, Dispatch (checked
+// against the interpreter in this process), Release and Close.
+func TestServeThroughAProcess(t *testing.T) {
+	bin := buildPlugin(t)
+	var logs bytes.Buffer
+	c, b := start(t, bin, &logs)
+	ctx := context.Background()
+
+	d, err := b.Describe(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.ID != backend.ID || d.Version != backend.Version || !d.ReferenceOracle || d.Precedence != nil ||
+		len(d.Adapters) != 1 || d.Adapters[0].Profile.TimingQuality != pluginapi.HostOnly {
+		t.Errorf("description over the wire: %+v", d)
+	}
+	if err := b.Open(ctx, 0); err != nil {
+		t.Fatal(err)
+	}
+
+	k, ok := kernels.Lookup("reduce_sum")
+	if !ok {
+		t.Fatal("corpus has no reduce_sum")
+	}
+	p := k.Program()
+	kc := k.NewCase(rand.New(rand.NewPCG(3, 4)), 100_000)
+	comp, err := b.Compile(ctx, &pluginapi.CompileRequest{Program: p, Spec: kc.Spec, WorkgroupSize: kc.WorkgroupSize})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if comp.CompileNanos <= 0 {
+		t.Errorf("compile time %d", comp.CompileNanos)
+	}
+	res, err := b.Dispatch(ctx, &pluginapi.DispatchRequest{Pipeline: comp.Pipeline, Grid: kc.Grid, Inputs: kc.Inputs, OutputCounts: kc.OutputCounts})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := interp.Run(ctx, p, interp.Options{Spec: kc.Spec, WorkgroupSize: kc.WorkgroupSize},
+		interp.Launch{Grid: kc.Grid, Inputs: kc.Inputs, OutputCounts: kc.OutputCounts})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := conformance.Compare(p, res.Outputs, want)
+	if err != nil {
+		t.Error(err)
+	}
+	if rep.MaxULP != 0 || rep.Elements == 0 {
+		t.Errorf("report %+v: the plugin must match the in-process interpreter bit for bit", rep)
+	}
+	if res.HostNanos <= 0 {
+		t.Errorf("host time %d", res.HostNanos)
+	}
+
+	if err := b.Release(ctx, comp.Pipeline); err != nil {
+		t.Fatal(err)
+	}
+	_, err = b.Dispatch(ctx, &pluginapi.DispatchRequest{Pipeline: comp.Pipeline})
+	var rej *pluginapi.RejectedError
+	if !errors.As(err, &rej) || !strings.Contains(err.Error(), fmt.Sprintf("no pipeline %d", comp.Pipeline)) {
+		t.Errorf("dispatch after release: got %v, want a RejectedError naming the pipeline", err)
+	}
+	if err := b.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	c.Kill()
+	if !c.Exited() {
+		t.Error("plugin still running after Kill")
+	}
+}
+
+// TestRunByHand pins what an operator sees when starting the plugin directly: a
+// notice on stderr, nothing on stdout, a failing exit status.
+func TestRunByHand(t *testing.T) {
+	bin := buildPlugin(t)
+	cmd := exec.Command(bin)
+	cmd.Env = append(os.Environ(), pluginapi.Handshake().MagicCookieKey+"=")
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() == 0 {
+		t.Errorf("run by hand: %v, want a non-zero exit", err)
+	}
+	if stdout.Len() != 0 {
+		t.Errorf("stdout %q, want nothing", stdout.String())
+	}
+	if !strings.Contains(stderr.String(), "plugin") {
+		t.Errorf("stderr %q does not say that this is a plugin", stderr.String())
+	}
+}
