@@ -95,6 +95,16 @@ func (b *Backend) start() error {
 	if reason := b.startVulkan(); reason != "" {
 		b.adapters = []*adapter{{index: 0, info: pluginapi.Adapter{Index: 0, Name: "Vulkan", Reason: reason}}}
 	}
+	if log := b.cfg.Logger; log != nil {
+		log.Info("Vulkan started", "validation", b.cfg.Validation, "adapters", len(b.adapters))
+		for _, a := range b.adapters {
+			if a.info.Available {
+				log.Info("Vulkan adapter", "index", a.index, "name", a.info.Name, "type", a.info.Identity.DeviceType, "direct_memory", directMemory(a.props.Type, a.mem))
+			} else {
+				log.Warn("Vulkan adapter unavailable", "index", a.index, "name", a.info.Name, "reason", a.info.Reason)
+			}
+		}
+	}
 	return nil
 }
 

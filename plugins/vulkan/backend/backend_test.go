@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hashicorp/go-hclog"
+
 	"github.com/kiln-dev/kiln/ir"
 	"github.com/kiln-dev/kiln/ir/kernels"
 	"github.com/kiln-dev/kiln/pluginapi"
@@ -501,5 +503,38 @@ func TestConcurrentDispatches(t *testing.T) {
 	close(errs)
 	for err := range errs {
 		t.Error(err)
+	}
+}
+
+func TestValidationMessagesAreCountedAndLogged(t *testing.T) {
+	var logs bytes.Buffer
+	b := New(Config{Validation: true, Logger: hclog.New(&hclog.LoggerOptions{Output: &logs, Level: hclog.Info})})
+	ctx := context.Background()
+	defer b.Close(ctx)
+	d, err := b.Describe(ctx)
+	if err != nil || !d.Adapters[0].Available {
+		t.Skipf("no usable Vulkan device: %v %+v", err, d)
+	}
+	if !strings.Contains(logs.String(), "validation=true") {
+		t.Errorf("the start is not logged with validation on:\n%s", logs.String())
+	}
+	dev, err := b.adapters[0].open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A zero-size buffer is invalid usage the layer reports.
+	if buf, err := dev.vk.CreateBuffer(0, vk.UsageStorage); err == nil {
+		dev.vk.DestroyBuffer(buf)
+	}
+	b.noteValidation()
+	if !strings.Contains(logs.String(), "VUID-VkBufferCreateInfo-size-00912") {
+		t.Errorf("the validation message was not logged:\n%s", logs.String())
+	}
+	n, text := b.ValidationMessages()
+	if n == 0 || !strings.Contains(text, "VUID-VkBufferCreateInfo-size-00912") {
+		t.Errorf("ValidationMessages = %d, %q", n, text)
+	}
+	if n, _ := b.ValidationMessages(); n != 0 {
+		t.Errorf("ValidationMessages did not clear: %d", n)
 	}
 }
