@@ -181,7 +181,7 @@ func TestConcurrentDispatches(t *testing.T) {
 
 func TestOpenRecordsBrokenPluginsAndStartsTheRest(t *testing.T) {
 	broken := map[string]string{
-		"fx-badcookie":  "exited before we could connect",
+		"fx-badcookie":  "not meant to be executed directly",
 		"fx-badversion": "version",
 		"fx-stdout":     "hello from a plugin",
 		"fx-exit-early": "giving up before the handshake",
