@@ -33,6 +33,11 @@
 // returns zeroed write buffers and unchanged read_write buffers. Device time comes
 // from two timestamp queries around the dispatch.
 //
+// Known driver limit: Mesa's llvmpipe (lavapipe) ends a shader's loops after 65535
+// iterations in all (its loop limiter, LP_MAX_TGSI_LOOP_ITERATIONS), so a program
+// whose invocations loop longer gets wrong results there without any error; GPU
+// drivers have no such limit.
+//
 // Errors: programs, launches and limits the device cannot take are
 // pluginapi.RejectedError, unusable adapters pluginapi.UnavailableError, and Vulkan
 // failures while working (out of device memory, a lost device) pluginapi.DeviceError;

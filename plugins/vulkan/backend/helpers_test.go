@@ -14,10 +14,11 @@ const requireEnv = "KILN_REQUIRE_VULKAN"
 
 // newTestBackend starts a validating backend and opens adapter 0, or skips the test
 // when no Vulkan device is usable (fails under KILN_REQUIRE_VULKAN=1). At cleanup it
-// closes the backend and fails the test on any validation message.
+// closes the backend and fails the test on any validation message. KILN_VK_VALIDATION=0
+// runs without the layer, for machines that do not have it.
 func newTestBackend(t testing.TB) *Backend {
 	t.Helper()
-	b := New(Config{Validation: true})
+	b := New(Config{Validation: os.Getenv(ValidationEnv) != "0"})
 	ctx := context.Background()
 	d, err := b.Describe(ctx)
 	if err != nil {
