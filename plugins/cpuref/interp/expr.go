@@ -315,8 +315,10 @@ func loadLanesAtomic(d, idx, words []uint32) {
 func storeLanes(m *mask, idx, vals, words []uint32) {
 	n := uint32(len(words))
 	if m.dense {
+		ix := idx[m.lo:m.hi]
 		vals = vals[m.lo:m.hi]
-		for i, k := range idx[m.lo:m.hi] {
+		vals = vals[:len(ix)]
+		for i, k := range ix {
 			if k < n {
 				words[k] = vals[i]
 			}
