@@ -11,7 +11,7 @@ import (
 )
 
 // allPrograms is the semantic table plus the corpus.
-func allPrograms(t *testing.T) []namedProgram {
+func allPrograms(t testing.TB) []namedProgram {
 	progs := semanticPrograms(t, map[string]int{})
 	for _, k := range kernels.All() {
 		progs = append(progs, namedProgram{k.Name, k.Program()})

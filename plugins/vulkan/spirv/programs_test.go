@@ -92,7 +92,7 @@ func (h *harness) sink(blk *ir.Block, t ir.Type, x ir.Expr) {
 // accepted returns the program when ir.Validate accepts it. A program rejected
 // for anything but its body (a type the operator does not take) is a broken
 // harness and fails the test, so no case is skipped by accident.
-func accepted(tb *testing.T, b *ir.Builder) (*ir.Program, bool) {
+func accepted(tb testing.TB, b *ir.Builder) (*ir.Program, bool) {
 	tb.Helper()
 	p, err := b.Build()
 	var verr *ir.ValidationError
@@ -108,7 +108,7 @@ func accepted(tb *testing.T, b *ir.Builder) (*ir.Program, bool) {
 
 // unaryPrograms applies every unary operator to every type Validate accepts for it,
 // with each kind of operand. seen counts the accepted types per operator.
-func unaryPrograms(tb *testing.T, seen map[string]int) []namedProgram {
+func unaryPrograms(tb testing.TB, seen map[string]int) []namedProgram {
 	var out []namedProgram
 	for _, op := range ir.UnaryOps() {
 		for _, t := range ir.Types() {
@@ -128,7 +128,7 @@ func unaryPrograms(tb *testing.T, seen map[string]int) []namedProgram {
 
 // binaryPrograms applies every binary operator to every type Validate accepts for
 // it, with every pairing of operand kinds.
-func binaryPrograms(tb *testing.T, seen map[string]int) []namedProgram {
+func binaryPrograms(tb testing.TB, seen map[string]int) []namedProgram {
 	var out []namedProgram
 	for _, op := range ir.BinaryOps() {
 		for _, t := range ir.Types() {
@@ -151,7 +151,7 @@ func binaryPrograms(tb *testing.T, seen map[string]int) []namedProgram {
 }
 
 // castPrograms casts every type to every type Validate accepts for the pair.
-func castPrograms(tb *testing.T, seen map[string]int) []namedProgram {
+func castPrograms(tb testing.TB, seen map[string]int) []namedProgram {
 	var out []namedProgram
 	for _, from := range ir.Types() {
 		for _, to := range ir.Types() {
@@ -171,7 +171,7 @@ func castPrograms(tb *testing.T, seen map[string]int) []namedProgram {
 
 // atomicPrograms applies every atomic operation to u32 and i32 buffers (write and
 // read_write) and shared arrays, with and without a result.
-func atomicPrograms(tb *testing.T, seen map[string]int) []namedProgram {
+func atomicPrograms(tb testing.TB, seen map[string]int) []namedProgram {
 	var out []namedProgram
 	for _, op := range ir.AtomicOps() {
 		for _, t := range []ir.Type{ir.U32, ir.I32} {
@@ -385,7 +385,7 @@ func bare(name string, n int) *ir.Program {
 }
 
 // semanticPrograms is the whole table; seen counts accepted types per operator.
-func semanticPrograms(tb *testing.T, seen map[string]int) []namedProgram {
+func semanticPrograms(tb testing.TB, seen map[string]int) []namedProgram {
 	var out []namedProgram
 	out = append(out, unaryPrograms(tb, seen)...)
 	out = append(out, binaryPrograms(tb, seen)...)

@@ -1,0 +1,48 @@
+package spirv
+
+import (
+	"os/exec"
+	"slices"
+	"testing"
+
+	"github.com/kiln-dev/kiln/ir"
+)
+
+// FuzzEmit feeds Emit every program the canonical decoder accepts: Emit must never
+// panic, must reject exactly what ir.Validate rejects, and must turn a valid
+// program into a well-framed, deterministic module that spirv-val accepts (when it
+// is installed).
+func FuzzEmit(f *testing.F) {
+	for _, np := range allPrograms(f) {
+		data, err := ir.Encode(np.prog)
+		if err != nil {
+			f.Fatalf("%s: %v", np.name, err)
+		}
+		f.Add(data)
+	}
+	val, _ := exec.LookPath("spirv-val")
+	f.Fuzz(func(t *testing.T, data []byte) {
+		p, err := ir.Decode(data)
+		if err != nil {
+			return
+		}
+		m, err := Emit(p)
+		if verr := ir.Validate(p); verr != nil {
+			if err == nil {
+				t.Fatalf("Emit accepted a program Validate rejects: %v", verr)
+			}
+			return
+		}
+		if err != nil {
+			t.Fatalf("Emit rejected a valid program: %v", err)
+		}
+		decode(t, m.Words)
+		again, err := Emit(p)
+		if err != nil || !slices.Equal(again.Words, m.Words) {
+			t.Fatalf("a second Emit differs (%v)", err)
+		}
+		if val != "" {
+			validate(t, val, "fuzz", m)
+		}
+	})
+}
