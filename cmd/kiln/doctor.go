@@ -1,0 +1,192 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/kiln-dev/kiln/host"
+)
+
+// doctorJSON is `kiln doctor --json`.
+type doctorJSON struct {
+	PluginsDir string        `json:"plugins_dir"`
+	Source     string        `json:"plugins_dir_source"`
+	DirError   string        `json:"plugins_dir_error,omitempty"`
+	Files      []fileJSON    `json:"files"`
+	Plugins    []pluginJSON  `json:"plugins"`
+	Stores     *storesJSON   `json:"stores"`
+	StoreError string        `json:"stores_error,omitempty"`
+	Usable     []string      `json:"usable"`
+	Backends   []backendJSON `json:"backends"`
+	OK         bool          `json:"ok"`
+	Problems   []string      `json:"problems"`
+}
+
+type fileJSON struct {
+	Path     string `json:"path"`
+	Accepted bool   `json:"accepted"`
+	Reason   string `json:"reason"`
+}
+
+type pluginJSON struct {
+	Path      string `json:"path"`
+	Handshake string `json:"handshake"`
+	Error     string `json:"error,omitempty"`
+	ID        string `json:"id,omitempty"`
+	Version   string `json:"version,omitempty"`
+	Pid       int    `json:"pid,omitempty"`
+	StartNs   int64  `json:"start_ns,omitempty"`
+}
+
+type storesJSON struct {
+	PipelineCache string `json:"pipeline_cache"`
+	Autotune      string `json:"autotune"`
+	PGO           string `json:"pgo"`
+}
+
+func (a *app) doctorCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "doctor",
+		Short: "Explain what kiln finds: plugins directory, files, handshakes, stores",
+		Long: `Diagnose the installation: which plugins directory is used and why, every
+file in it and why it was accepted or rejected (only executables named
+kiln-backend-<name> are plugins), each plugin's handshake result and version,
+each adapter's status, and where the persistent stores live.
+
+The exit status is 0 when at least one backend adapter is ready (the CPU
+reference counts), 1 otherwise.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			h, err := a.open(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer h.Close()
+			rows, err := h.Survey(cmd.Context())
+			if err != nil {
+				return err
+			}
+			d := diagnose(h.Report(), rows)
+			if a.json {
+				if err := a.printJSON(d); err != nil {
+					return err
+				}
+			} else if err := a.printDoctor(d, rows); err != nil {
+				return err
+			}
+			if !d.OK {
+				return &exitError{code: 1, err: errors.New("nothing usable: no backend adapter is ready. Fix: " + doctorFix(d))}
+			}
+			return nil
+		},
+	}
+}
+
+// diagnose gathers the report, the survey and the store paths.
+func diagnose(r host.Report, rows []host.BackendStatus) doctorJSON {
+	d := doctorJSON{PluginsDir: r.Dir, Source: string(r.Source), Files: []fileJSON{}, Plugins: []pluginJSON{}, Usable: []string{}, Problems: []string{}}
+	if r.DirErr != nil {
+		d.DirError = r.DirErr.Error()
+		d.Problems = append(d.Problems, d.DirError)
+	}
+	for _, f := range r.Files {
+		d.Files = append(d.Files, fileJSON{Path: f.Path, Accepted: f.Accepted, Reason: f.Reason})
+	}
+	for _, p := range r.Plugins {
+		pj := pluginJSON{Path: p.Path, Handshake: "ok", Pid: p.Pid, StartNs: p.StartTime.Nanoseconds()}
+		if p.Err != nil {
+			pj.Handshake, pj.Error = "failed", p.Err.Error()
+			d.Problems = append(d.Problems, pj.Error)
+		} else {
+			pj.ID, pj.Version = p.Description.ID, p.Description.Version
+		}
+		d.Plugins = append(d.Plugins, pj)
+	}
+	for _, row := range rows {
+		d.Backends = append(d.Backends, toBackendJSON(row))
+		if row.Status == host.StatusReady {
+			d.Usable = append(d.Usable, row.Name())
+		}
+	}
+	if stores, err := host.DefaultStorePaths(); err != nil {
+		d.StoreError = err.Error()
+		d.Problems = append(d.Problems, d.StoreError)
+	} else {
+		d.Stores = &storesJSON{PipelineCache: stores.PipelineCache, Autotune: stores.Autotune, PGO: stores.PGO}
+	}
+	d.OK = len(d.Usable) > 0
+	return d
+}
+
+// doctorFix is the advice when nothing is usable.
+func doctorFix(d doctorJSON) string {
+	switch {
+	case d.DirError != "":
+		return "create the plugins directory and install plugins (make build puts them in bin/plugins), or set --plugins / $KILN_PLUGIN_DIR"
+	case len(d.Plugins) == 0:
+		return fmt.Sprintf("copy kiln-backend-* executables into %s (make build puts them in bin/plugins)", d.PluginsDir)
+	}
+	return "repair the failures listed above"
+}
+
+func (a *app) printDoctor(d doctorJSON, rows []host.BackendStatus) error {
+	fmt.Fprintf(a.out, "plugins directory: %s (from %s)\n", d.PluginsDir, d.Source)
+	if d.DirError != "" {
+		fmt.Fprintf(a.out, "  problem: %s\n", d.DirError)
+	}
+	tw := tabwriter.NewWriter(a.out, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "\nfiles (%d):\n", len(d.Files))
+	for _, f := range d.Files {
+		verdict := "rejected"
+		if f.Accepted {
+			verdict = "accepted"
+		}
+		fmt.Fprintf(tw, "  %s\t%s\t%s\n", filepath.Base(f.Path), verdict, f.Reason)
+	}
+	fmt.Fprintf(tw, "\nplugins (%d):\n", len(d.Plugins))
+	for _, p := range d.Plugins {
+		if p.Error != "" {
+			fmt.Fprintf(tw, "  %s\thandshake failed\t%s\n", filepath.Base(p.Path), p.Error)
+			continue
+		}
+		fmt.Fprintf(tw, "  %s\thandshake ok\t%s %s, pid %d, started in %v\n", filepath.Base(p.Path), p.ID, p.Version, p.Pid, time.Duration(p.StartNs).Round(time.Microsecond))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintln(a.out, "\nadapters:")
+	listed := false
+	for _, r := range rows {
+		if !r.Started {
+			continue // listed above with its handshake failure
+		}
+		listed = true
+		line := fmt.Sprintf("  %s %q: %s", r.Name(), r.AdapterName, r.Status)
+		if r.Reason != "" {
+			line += ": " + r.Reason
+		}
+		if r.ReferenceOracle {
+			line += " (reference oracle: used only by explicit --backend)"
+		}
+		fmt.Fprintln(a.out, line)
+	}
+	if !listed {
+		fmt.Fprintln(a.out, "  none")
+	}
+	fmt.Fprintln(a.out, "\nstores:")
+	if d.Stores != nil {
+		fmt.Fprintf(a.out, "  pipeline cache  %s\n  autotune        %s\n  pgo             %s\n", d.Stores.PipelineCache, d.Stores.Autotune, d.Stores.PGO)
+	} else {
+		fmt.Fprintf(a.out, "  problem: %s\n", d.StoreError)
+	}
+	if d.OK {
+		fmt.Fprintf(a.out, "\nok: %d usable adapter(s): %s\n", len(d.Usable), strings.Join(d.Usable, ", "))
+	}
+	return nil
+}

@@ -1,0 +1,224 @@
+package runs
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/kiln-dev/kiln/host"
+	"github.com/kiln-dev/kiln/ir"
+)
+
+// FileArgs are kiln run's arguments for a program file.
+type FileArgs struct {
+	// Path is the program's JSON file.
+	Path string
+	// Inputs are NAME=@FILE: buffer NAME's bytes come from FILE (raw little-endian).
+	Inputs []string
+	// Sizes are NAME=COUNT: the element count of write buffer NAME.
+	Sizes []string
+	// Spec are NAME=VALUE: parameter NAME's value, parsed by its declared type.
+	Spec []string
+	// Grid, Invocations and WorkgroupSize are "X[,Y[,Z]]" (missing axes are 1);
+	// empty means unset. One of Grid and Invocations is needed.
+	Grid, Invocations, WorkgroupSize string
+	// Backend names the backend; empty means the preferred one.
+	Backend string
+}
+
+// FileJob reads the program file and builds its launch from the arguments.
+func FileJob(a FileArgs) (Job, error) {
+	data, err := os.ReadFile(a.Path)
+	if err != nil {
+		return Job{}, fmt.Errorf("reading program %s: %w. Fix: pass the path of a kiln JSON program", a.Path, err)
+	}
+	prog, err := ir.ParseJSON(data)
+	if err != nil {
+		return Job{}, fmt.Errorf("program %s: %w", a.Path, err)
+	}
+	l := host.Launch{Backend: a.Backend}
+	n := len(prog.Buffers)
+	l.Inputs = make([][]byte, n)
+	l.OutputCounts = make([]uint32, n)
+	for _, kv := range a.Inputs {
+		name, file, err := pair("--input", kv)
+		if err != nil {
+			return Job{}, err
+		}
+		d, ok := prog.Buffer(name)
+		if !ok || !d.Access.Readable() {
+			return Job{}, fmt.Errorf("--input %s: the program has no read or read_write buffer %q. Fix: name one of: %s", kv, name, bufferNames(prog, true))
+		}
+		path, ok := strings.CutPrefix(file, "@")
+		if !ok {
+			return Job{}, fmt.Errorf("--input %s: the value must be @FILE. Fix: write %s=@%s", kv, name, file)
+		}
+		if l.Inputs[d.Binding], err = os.ReadFile(path); err != nil {
+			return Job{}, fmt.Errorf("--input %s: %w. Fix: pass an existing file of raw little-endian elements", kv, err)
+		}
+	}
+	for _, kv := range a.Sizes {
+		name, value, err := pair("--size", kv)
+		if err != nil {
+			return Job{}, err
+		}
+		d, ok := prog.Buffer(name)
+		if !ok || d.Access != ir.Write {
+			return Job{}, fmt.Errorf("--size %s: the program has no write buffer %q. Fix: name one of: %s", kv, name, bufferNames(prog, false))
+		}
+		count, err := strconv.ParseUint(value, 10, 32)
+		if err != nil {
+			return Job{}, fmt.Errorf("--size %s: %q is not an element count. Fix: write %s=<count>", kv, value, name)
+		}
+		l.OutputCounts[d.Binding] = uint32(count)
+	}
+	for _, d := range prog.Buffers {
+		if d.Access == ir.Write && d.Count == 0 && !hasName(a.Sizes, d.Name) {
+			return Job{}, fmt.Errorf("write buffer %q has no fixed count. Fix: pass --size %s=<elements>", d.Name, d.Name)
+		}
+	}
+	for _, kv := range a.Spec {
+		name, value, err := pair("--spec", kv)
+		if err != nil {
+			return Job{}, err
+		}
+		v, err := specValue(prog, name, value)
+		if err != nil {
+			return Job{}, fmt.Errorf("--spec %s: %w", kv, err)
+		}
+		l.Spec.Set(name, v)
+	}
+	if l.Grid, err = triple("--grid", a.Grid); err != nil {
+		return Job{}, err
+	}
+	if l.Invocations, err = triple("--invocations", a.Invocations); err != nil {
+		return Job{}, err
+	}
+	if l.WorkgroupSize, err = triple("--wg", a.WorkgroupSize); err != nil {
+		return Job{}, err
+	}
+	if a.Grid == "" && a.Invocations == "" {
+		return Job{}, fmt.Errorf("no grid. Fix: pass --grid X,Y,Z (workgroups) or --invocations X,Y,Z")
+	}
+	return Job{Program: prog, Launch: l}, nil
+}
+
+func pair(flag, kv string) (name, value string, err error) {
+	name, value, ok := strings.Cut(kv, "=")
+	if !ok || name == "" {
+		return "", "", fmt.Errorf("%s %q: expected NAME=VALUE. Fix: write for example %s x=...", flag, kv, flag)
+	}
+	return name, value, nil
+}
+
+func hasName(kvs []string, name string) bool {
+	for _, kv := range kvs {
+		if n, _, _ := strings.Cut(kv, "="); n == name {
+			return true
+		}
+	}
+	return false
+}
+
+func bufferNames(p *ir.Program, readable bool) string {
+	var names []string
+	for _, d := range p.Buffers {
+		if d.Access.Readable() == readable {
+			names = append(names, d.Name)
+		}
+	}
+	if len(names) == 0 {
+		return "(none)"
+	}
+	return strings.Join(names, ", ")
+}
+
+// triple parses "X[,Y[,Z]]"; missing axes are 1, an empty string is all zero.
+func triple(flag, s string) ([3]uint32, error) {
+	var out [3]uint32
+	if s == "" {
+		return out, nil
+	}
+	parts := strings.Split(s, ",")
+	if len(parts) > 3 {
+		return out, fmt.Errorf("%s %q has more than 3 axes. Fix: write X,Y,Z", flag, s)
+	}
+	out = [3]uint32{1, 1, 1}
+	for i, p := range parts {
+		v, err := strconv.ParseUint(strings.TrimSpace(p), 10, 32)
+		if err != nil {
+			return out, fmt.Errorf("%s %q: axis %d is not a count. Fix: write X,Y,Z with non-negative integers", flag, s, i)
+		}
+		out[i] = uint32(v)
+	}
+	return out, nil
+}
+
+// specValue parses value by the declared type of parameter name.
+func specValue(p *ir.Program, name, value string) (ir.SpecValue, error) {
+	d, ok := p.Param(name)
+	if !ok {
+		var names []string
+		for _, q := range p.Params {
+			names = append(names, q.Name)
+		}
+		return ir.SpecValue{}, fmt.Errorf("the program has no parameter %q. Fix: name one of: %s", name, strings.Join(names, ", "))
+	}
+	bad := func(err error) (ir.SpecValue, error) {
+		return ir.SpecValue{}, fmt.Errorf("%q is not a %s: %v. Fix: give a %s value", value, d.Type, err, d.Type)
+	}
+	switch d.Type {
+	case ir.F32:
+		f, err := strconv.ParseFloat(value, 32)
+		if err != nil {
+			return bad(err)
+		}
+		return ir.SpecF32(float32(f)), nil
+	case ir.I32:
+		i, err := strconv.ParseInt(value, 0, 32)
+		if err != nil {
+			return bad(err)
+		}
+		return ir.SpecI32(int32(i)), nil
+	case ir.U32:
+		u, err := strconv.ParseUint(value, 0, 32)
+		if err != nil {
+			return bad(err)
+		}
+		return ir.SpecU32(uint32(u)), nil
+	case ir.Bool:
+		b, err := strconv.ParseBool(value)
+		if err != nil {
+			return bad(err)
+		}
+		return ir.SpecBool(b), nil
+	}
+	return bad(fmt.Errorf("type %s has no command-line form", d.Type))
+}
+
+// WriteOutputs writes every output buffer to dir/<buffer>.bin and returns the paths.
+func WriteOutputs(dir string, p *ir.Program, outputs [][]byte) ([]string, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("creating output directory: %w. Fix: choose a writable --out directory", err)
+	}
+	var paths []string
+	for i, b := range p.Outputs() {
+		if i >= len(outputs) {
+			break
+		}
+		name := fmt.Sprintf("binding%d", b)
+		for _, d := range p.Buffers {
+			if d.Binding == b {
+				name = d.Name
+			}
+		}
+		path := filepath.Join(dir, name+".bin")
+		if err := os.WriteFile(path, outputs[i], 0o644); err != nil {
+			return paths, fmt.Errorf("writing %s: %w. Fix: choose a writable --out directory", path, err)
+		}
+		paths = append(paths, path)
+	}
+	return paths, nil
+}

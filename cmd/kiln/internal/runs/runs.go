@@ -1,0 +1,170 @@
+package runs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/kiln-dev/kiln/host"
+	"github.com/kiln-dev/kiln/ir"
+	"github.com/kiln-dev/kiln/ir/kernels"
+	"github.com/kiln-dev/kiln/pluginapi/conformance"
+)
+
+// Reference is the backend every run is verified against.
+const Reference = "cpu-ref"
+
+// Job is one dispatch to run.
+type Job struct {
+	// Program is what runs.
+	Program *ir.Program
+	// Launch says where and on what; an empty Launch.Backend means the preferred one.
+	Launch host.Launch
+	// Kernel and Case are set for corpus kernels: the kernel's Go reference is
+	// then checked too.
+	Kernel *kernels.Kernel
+	Case   kernels.Case
+}
+
+// KernelJob draws a random case of size for the corpus kernel k.
+func KernelJob(k kernels.Kernel, size int, seed uint64, backend string) Job {
+	c := k.NewCase(rand.New(rand.NewPCG(seed, uint64(size))), size)
+	return Job{
+		Program: k.Program(),
+		Kernel:  &k,
+		Case:    c,
+		Launch: host.Launch{
+			Backend:        backend,
+			CompileOptions: host.CompileOptions{Spec: c.Spec, WorkgroupSize: c.WorkgroupSize},
+			Work:           host.Work{Grid: c.Grid, Inputs: c.Inputs, OutputCounts: c.OutputCounts},
+		},
+	}
+}
+
+// Outcome is what a run did.
+type Outcome struct {
+	// Backend is where it ran ("cpu-ref:0"); Program the program's name.
+	Backend string
+	Program string
+	// Kernel and Size are set for corpus kernels.
+	Kernel string
+	Size   int
+	// Outputs are the program's outputs in binding order.
+	Outputs [][]byte
+	// Compile and Dispatch are the host-measured times.
+	Compile, Dispatch time.Duration
+	// Verified is set when verification ran and passed; MaxULP is the largest
+	// float difference met, in units in the last place.
+	Verified bool
+	MaxULP   uint64
+}
+
+// VerifyError says the outputs differ from the reference.
+type VerifyError struct {
+	Backend, Program string
+	Err              error
+}
+
+func (e *VerifyError) Error() string {
+	return fmt.Sprintf("%s on %s does not match the reference: %v", e.Program, e.Backend, e.Err)
+}
+
+func (e *VerifyError) Unwrap() error { return e.Err }
+
+// Run dispatches j and, with verify, checks the outputs. A verification failure
+// returns the outcome together with a *VerifyError.
+func Run(ctx context.Context, h *host.Host, j Job, verify bool) (*Outcome, error) {
+	res, err := h.Dispatch(ctx, j.Program, j.Launch)
+	if err != nil {
+		return nil, err
+	}
+	o := &Outcome{
+		Backend: res.Backend, Program: j.Program.Name, Outputs: res.Outputs,
+		Compile: res.Compile, Dispatch: res.Dispatch,
+	}
+	if j.Kernel != nil {
+		o.Kernel, o.Size = j.Kernel.Name, j.Case.Size
+	}
+	if !verify {
+		return o, nil
+	}
+	fail := func(err error) (*Outcome, error) {
+		return o, &VerifyError{Backend: o.Backend, Program: o.Program, Err: err}
+	}
+	ref := j.Launch
+	ref.Backend = Reference
+	want, err := h.Dispatch(ctx, j.Program, ref)
+	if err != nil {
+		return o, fmt.Errorf("verifying %s: running it on the reference %s: %w", o.Program, Reference, err)
+	}
+	report, err := conformance.Compare(j.Program, res.Outputs, want.Outputs)
+	if err != nil {
+		return fail(err)
+	}
+	o.MaxULP = report.MaxULP
+	if j.Kernel != nil {
+		if err := j.Kernel.Check(res.Outputs, j.Kernel.Reference(j.Case)); err != nil {
+			return fail(fmt.Errorf("against the kernel's Go reference: %w", err))
+		}
+	}
+	o.Verified = true
+	return o, nil
+}
+
+// Row is one line of All's table: an outcome or the error of one run.
+type Row struct {
+	Kernel  string
+	Backend string
+	Size    int
+	Outcome *Outcome
+	Err     error
+	// Unsupported is set when a backend other than the reference rejected the
+	// kernel (a feature it lacks); that is reported but is not a failure.
+	Unsupported bool
+}
+
+// All runs every corpus kernel on every ready, dispatching backend (reference
+// oracles included, named explicitly), verified. size 0 means each kernel's
+// largest standard size. It fails only when no backend is ready.
+func All(ctx context.Context, h *host.Host, size int, seed uint64) ([]Row, error) {
+	backends, err := h.Survey(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	for _, b := range backends {
+		if b.Status == host.StatusReady && b.Dispatches {
+			names = append(names, b.Name())
+		}
+	}
+	if len(names) == 0 {
+		dir, _ := h.PluginDir()
+		return nil, fmt.Errorf("no ready backend in %s. Fix: run make build (it installs bin/plugins), and `kiln doctor` to see what is wrong", dir)
+	}
+	var rows []Row
+	for _, k := range kernels.All() {
+		n := size
+		if n == 0 && len(k.Sizes) > 0 {
+			n = slices.Max(k.Sizes)
+		}
+		for _, b := range names {
+			o, err := Run(ctx, h, KernelJob(k, n, seed, b), true)
+			var rejected *host.RejectedError
+			unsupported := o == nil && errors.As(err, &rejected) && !strings.HasPrefix(b, Reference+":")
+			rows = append(rows, Row{Kernel: k.Name, Backend: b, Size: n, Outcome: o, Err: err, Unsupported: unsupported})
+			if ctx.Err() != nil {
+				return rows, ctx.Err()
+			}
+		}
+	}
+	return rows, nil
+}
+
+// Failed reports whether any row failed (an unsupported kernel is no failure).
+func Failed(rows []Row) bool {
+	return slices.ContainsFunc(rows, func(r Row) bool { return r.Err != nil && !r.Unsupported })
+}

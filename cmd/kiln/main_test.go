@@ -1,0 +1,263 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// built holds the plugin executables, built once per test binary.
+var built struct {
+	once sync.Once
+	dir  string
+	err  error
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if built.dir != "" {
+		os.RemoveAll(built.dir)
+	}
+	os.Exit(code)
+}
+
+// plugins returns a fresh plugins directory with the named plugins: "cpuref" or a
+// fixture mode of host/testdata/fixture ("fx-zeros").
+func plugins(t *testing.T, names ...string) string {
+	t.Helper()
+	built.once.Do(func() {
+		if built.dir, built.err = os.MkdirTemp("", "kiln-cli-test-"); built.err != nil {
+			return
+		}
+		var wg sync.WaitGroup
+		errs := make([]error, 2)
+		for i, pkg := range []string{"plugins/cpuref", "host/testdata/fixture"} {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				out, err := exec.Command("go", "build", "-o", filepath.Join(built.dir, filepath.Base(pkg)), "github.com/kiln-dev/kiln/"+pkg).CombinedOutput()
+				if err != nil {
+					errs[i] = fmt.Errorf("go build %s: %v\n%s", pkg, err, out)
+				}
+			}()
+		}
+		wg.Wait()
+		built.err = errors.Join(errs...)
+	})
+	if built.err != nil {
+		t.Fatal(built.err)
+	}
+	dir := t.TempDir()
+	for _, n := range names {
+		target := filepath.Join(built.dir, "fixture")
+		if n == "cpuref" {
+			target = filepath.Join(built.dir, "cpuref")
+		}
+		if err := os.Symlink(target, filepath.Join(dir, "kiln-backend-"+n)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+// kiln runs the CLI in-process and returns its exit status, stdout and stderr.
+func kiln(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	code := execute(context.Background(), args, &out, &errOut)
+	return code, out.String(), errOut.String()
+}
+
+func TestBackendsJSONHasTheDocumentedKeys(t *testing.T) {
+	dir := plugins(t, "cpuref", "fx-zeros")
+	code, out, errOut := kiln(t, "--plugins", dir, "backends", "--json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	var rows []map[string]any
+	if err := json.Unmarshal([]byte(out), &rows); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if len(rows) != 2 {
+		t.Fatalf("%d rows, want 2", len(rows))
+	}
+	keys := []string{"id", "adapter", "status", "reason", "reference_oracle", "dispatches", "precedence",
+		"capability_score", "timing_quality", "mem_bw_gbps", "acquisition_ns", "preferred"}
+	for _, r := range rows {
+		for _, k := range keys {
+			if _, ok := r[k]; !ok {
+				t.Errorf("row %v lacks key %q", r["id"], k)
+			}
+		}
+		if r["id"] == "cpu-ref" && (r["reference_oracle"] != true || r["preferred"] != false || r["status"] != "ready") {
+			t.Errorf("cpu-ref row %v", r)
+		}
+		if r["id"] == "fx-zeros" && r["preferred"] != true {
+			t.Errorf("fx-zeros must be preferred: %v", r)
+		}
+	}
+	code, out, _ = kiln(t, "--plugins", dir, "backends")
+	if code != 0 || !strings.Contains(out, "PREFERRED") || !strings.Contains(out, "cpu-ref") {
+		t.Fatalf("table: exit %d\n%s", code, out)
+	}
+}
+
+func TestDoctor(t *testing.T) {
+	dir := plugins(t, "cpuref", "fx-badcookie")
+	if err := os.WriteFile(filepath.Join(dir, "notes.txt"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := kiln(t, "--plugins", dir, "doctor")
+	if code != 0 {
+		t.Fatalf("exit %d with cpu-ref installed: %s\n%s", code, errOut, out)
+	}
+	for _, want := range []string{dir, "notes.txt", "rejected", "kiln-backend-cpuref", "handshake ok", "handshake failed", "cpu-ref:0", "pipeline cache", "autotune", "pgo"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("doctor output lacks %q:\n%s", want, out)
+		}
+	}
+	code, out, _ = kiln(t, "--plugins", dir, "doctor", "--json")
+	var d map[string]any
+	if err := json.Unmarshal([]byte(out), &d); err != nil || code != 0 || d["ok"] != true {
+		t.Fatalf("doctor --json: exit %d, %v\n%s", code, err, out)
+	}
+	code, _, errOut = kiln(t, "--plugins", filepath.Join(dir, "missing"), "doctor")
+	if code == 0 || !strings.Contains(errOut, "nothing usable") || !strings.Contains(errOut, "Fix:") {
+		t.Fatalf("empty installation: exit %d, %s", code, errOut)
+	}
+	code, _, _ = kiln(t, "--plugins", plugins(t, "fx-badcookie"), "doctor")
+	if code == 0 {
+		t.Fatal("only a broken plugin: doctor must exit non-zero")
+	}
+}
+
+func TestRunKernelVerified(t *testing.T) {
+	dir := plugins(t, "cpuref")
+	code, out, errOut := kiln(t, "--plugins", dir, "run", "--kernel", "saxpy", "--size", "300", "--backend", "cpu-ref", "--verify", "--json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s\n%s", code, errOut, out)
+	}
+	var r map[string]any
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"backend", "program", "verified", "max_ulp", "compile_ns", "dispatch_ns"} {
+		if _, ok := r[k]; !ok {
+			t.Errorf("run --json lacks %q: %s", k, out)
+		}
+	}
+	if r["backend"] != "cpu-ref:0" || r["verified"] != true {
+		t.Fatalf("run result %v", r)
+	}
+	code, out, _ = kiln(t, "--plugins", dir, "run", "--kernel", "histogram", "--size", "1000", "--backend", "cpu-ref", "--verify")
+	if code != 0 || !strings.Contains(out, "verified") || !strings.Contains(out, "dispatch") {
+		t.Fatalf("exit %d\n%s", code, out)
+	}
+}
+
+func TestRunWithoutBackendExplainsTheOracleRule(t *testing.T) {
+	code, _, errOut := kiln(t, "--plugins", plugins(t, "cpuref"), "run", "--kernel", "saxpy", "--size", "10")
+	if code == 0 || !strings.Contains(errOut, "--backend cpu-ref") || !strings.Contains(errOut, "Fix:") {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+}
+
+func TestRunBadArguments(t *testing.T) {
+	dir := plugins(t, "cpuref")
+	for _, args := range [][]string{
+		{"run"},
+		{"run", "--kernel", "nope", "--size", "1"},
+		{"run", "--kernel", "saxpy"},
+		{"run", "--kernel", "saxpy", "--size", "x"},
+		{"run", "--all", "--kernel", "saxpy"},
+		{"--log-level", "loud", "backends"},
+	} {
+		code, _, errOut := kiln(t, append([]string{"--plugins", dir}, args...)...)
+		if code == 0 || !strings.Contains(errOut, "Fix:") {
+			t.Errorf("%v: exit %d, %q; want a failure with a Fix", args, code, errOut)
+		}
+	}
+}
+
+func TestRunProgramFileWritesOutputs(t *testing.T) {
+	dir := plugins(t, "cpuref")
+	work := t.TempDir()
+	prog := filepath.Join(work, "saxpy.json")
+	src := `{"kiln": 1, "name": "example.saxpy.f32", "workgroup_size": [64, 1, 1],
+  "params": [{"name": "a", "type": "f32", "default": 2.0}],
+  "buffers": [{"name": "x", "binding": 0, "type": "f32", "access": "read"},
+              {"name": "y", "binding": 1, "type": "f32", "access": "read_write"}],
+  "shared": [],
+  "body": [{"let": "i", "value": {"builtin": "global_id", "axis": 0}},
+    {"if": {"lt": [{"local": "i"}, {"len": "y"}]}, "then": [
+      {"store": "y", "index": {"local": "i"},
+       "value": {"add": [{"mul": [{"param": "a"}, {"load": "x", "index": {"local": "i"}}]},
+                         {"load": "y", "index": {"local": "i"}}]}}]}]}`
+	x := []byte{0, 0, 0x80, 0x3f, 0, 0, 0, 0x40} // 1.0, 2.0
+	y := []byte{0, 0, 0x80, 0x3f, 0, 0, 0x80, 0x3f}
+	for name, data := range map[string][]byte{"saxpy.json": []byte(src), "x.bin": x, "y.bin": y} {
+		if err := os.WriteFile(filepath.Join(work, name), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	outDir := filepath.Join(work, "out")
+	code, out, errOut := kiln(t, "--plugins", dir, "run", prog, "--input", "x=@"+filepath.Join(work, "x.bin"),
+		"--input", "y=@"+filepath.Join(work, "y.bin"), "--grid", "1,1,1", "--spec", "a=3", "--backend", "cpu-ref", "--verify", "--out", outDir)
+	if code != 0 {
+		t.Fatalf("exit %d: %s\n%s", code, errOut, out)
+	}
+	got, err := os.ReadFile(filepath.Join(outDir, "y.bin"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 3*1+1 = 4.0 (0x40800000), 3*2+1 = 7.0 (0x40e00000)
+	if want := []byte{0, 0, 0x80, 0x40, 0, 0, 0xe0, 0x40}; !bytes.Equal(got, want) {
+		t.Fatalf("y.bin = % x, want % x", got, want)
+	}
+	if !strings.Contains(out, "verified") || !strings.Contains(out, "y.bin") {
+		t.Fatalf("output:\n%s", out)
+	}
+}
+
+func TestRunAllTable(t *testing.T) {
+	code, out, errOut := kiln(t, "--plugins", plugins(t, "cpuref", "fx-reject"), "run", "--all", "--size", "64")
+	if code != 0 {
+		t.Fatalf("exit %d: %s\n%s", code, errOut, out)
+	}
+	for _, want := range []string{"KERNEL", "VERIFIED", "saxpy", "matmul", "cpu-ref:0", "unsupported"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("table lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "FAILED") {
+		t.Errorf("a run failed:\n%s", out)
+	}
+	code, _, _ = kiln(t, "--plugins", plugins(t, "cpuref", "fx-zeros"), "run", "--all", "--size", "64")
+	if code == 0 {
+		t.Fatal("a backend returning zeros must fail verification and make run --all exit non-zero")
+	}
+}
+
+func TestBenchJSON(t *testing.T) {
+	code, out, errOut := kiln(t, "--plugins", plugins(t, "cpuref"), "bench", "--json", "--mib", "1", "--round-trips", "5", "--starts", "1", "--repeats", "1")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	var r map[string]any
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"start_median_ns", "round_trip_median_ns", "plugin_gbps", "in_process_gbps"} {
+		if v, ok := r[k].(float64); !ok || v <= 0 {
+			t.Errorf("%s = %v, want a positive figure", k, r[k])
+		}
+	}
+}

@@ -1,0 +1,268 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/kiln-dev/kiln/cmd/kiln/internal/runs"
+	"github.com/kiln-dev/kiln/ir/kernels"
+)
+
+// runJSON is `kiln run --json` (an array of them with --all).
+type runJSON struct {
+	Backend    string   `json:"backend"`
+	Program    string   `json:"program"`
+	Kernel     string   `json:"kernel,omitempty"`
+	Size       int      `json:"size,omitempty"`
+	Verified   bool     `json:"verified"`
+	MaxULP     uint64   `json:"max_ulp"`
+	CompileNs  int64    `json:"compile_ns"`
+	DispatchNs int64    `json:"dispatch_ns"`
+	Outputs    []string `json:"outputs,omitempty"`
+	Error      string   `json:"error,omitempty"`
+}
+
+func toRunJSON(o *runs.Outcome, err error) runJSON {
+	j := runJSON{}
+	if o != nil {
+		j = runJSON{
+			Backend: o.Backend, Program: o.Program, Kernel: o.Kernel, Size: o.Size, Verified: o.Verified,
+			MaxULP: o.MaxULP, CompileNs: o.Compile.Nanoseconds(), DispatchNs: o.Dispatch.Nanoseconds(),
+		}
+	}
+	if err != nil {
+		j.Error = err.Error()
+	}
+	return j
+}
+
+func (a *app) runCommand() *cobra.Command {
+	var (
+		file              runs.FileArgs
+		kernel, out       string
+		sizes             []string
+		seed              uint64
+		verify, all, list bool
+	)
+	cmd := &cobra.Command{
+		Use:   "run [PROGRAM.json]",
+		Short: "Run a corpus kernel or a program file on a backend",
+		Long: `Run a program and print its compile and dispatch times.
+
+A corpus kernel, with random inputs:
+  kiln run --kernel saxpy --size 4096 --backend cpu-ref --verify
+
+A program file (DESIGN.md's JSON form), inputs as raw little-endian files:
+  kiln run prog.json --input x=@x.bin --input y=@y.bin --size out=4096 \
+      --grid 16,1,1 --spec a=2.5 --out results/
+writes results/<buffer>.bin for every output buffer.
+
+Every corpus kernel on every ready backend (cpu-ref included), verified, as
+one table; exits 1 if any run fails:
+  kiln run --all
+
+Without --backend the preferred backend runs the program; the CPU reference
+(cpu-ref) is an oracle and only runs when named (--backend cpu-ref).
+--verify runs the program on cpu-ref too and compares the outputs with the
+conformance rules (integers bit-exact, floats within DESIGN.md's bounds); for
+corpus kernels the kernel's plain-Go reference is checked as well.
+--json prints an object with backend, program, verified, max_ulp, compile_ns
+and dispatch_ns (an array of them with --all).`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			if list {
+				return a.listKernels()
+			}
+			modes := 0
+			for _, set := range []bool{all, kernel != "", len(args) == 1} {
+				if set {
+					modes++
+				}
+			}
+			if modes != 1 {
+				return errors.New("say what to run. Fix: pass a PROGRAM.json, --kernel NAME or --all (--list shows the kernels)")
+			}
+			if all {
+				size := 0
+				if len(sizes) > 0 {
+					n, err := strconv.Atoi(sizes[0])
+					if err != nil || len(sizes) > 1 {
+						return fmt.Errorf("--all takes one --size N, got %v. Fix: pass one integer, or none for each kernel's largest standard size", sizes)
+					}
+					size = n
+				}
+				return a.runAll(cmd, size, seed)
+			}
+			var job runs.Job
+			if kernel != "" {
+				k, ok := kernels.Lookup(kernel)
+				if !ok {
+					return fmt.Errorf("no corpus kernel %q. Fix: pick one of the names `kiln run --list` prints", kernel)
+				}
+				if len(sizes) != 1 {
+					return fmt.Errorf("--kernel needs one --size N, got %v. Fix: pass --size 4096 (what size means is in `kiln run --list`)", sizes)
+				}
+				n, err := strconv.Atoi(sizes[0])
+				if err != nil || n < 0 {
+					return fmt.Errorf("--size %q is not a non-negative integer. Fix: pass --size 4096", sizes[0])
+				}
+				job = runs.KernelJob(k, n, seed, file.Backend)
+			} else {
+				file.Path, file.Sizes = args[0], sizes
+				var err error
+				if job, err = runs.FileJob(file); err != nil {
+					return err
+				}
+			}
+			h, err := a.open(ctx)
+			if err != nil {
+				return err
+			}
+			defer h.Close()
+			o, runErr := runs.Run(ctx, h, job, verify)
+			var verifyErr *runs.VerifyError
+			if runErr != nil && !errors.As(runErr, &verifyErr) {
+				return runErr
+			}
+			j := toRunJSON(o, runErr)
+			if out != "" {
+				if j.Outputs, err = runs.WriteOutputs(out, job.Program, o.Outputs); err != nil {
+					return err
+				}
+			}
+			if a.json {
+				if err := a.printJSON(j); err != nil {
+					return err
+				}
+			} else {
+				a.printRun(j, verify)
+			}
+			return runErr
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&kernel, "kernel", "", "corpus kernel to run (see --list)")
+	f.BoolVar(&list, "list", false, "list the corpus kernels and what --size means for each")
+	f.BoolVar(&all, "all", false, "run every corpus kernel on every ready backend, verified, as one table")
+	f.StringArrayVar(&sizes, "size", nil, "problem size N for --kernel/--all; NAME=COUNT elements of a write buffer for a program file")
+	f.Uint64Var(&seed, "seed", 1, "random seed for corpus inputs")
+	f.StringVar(&file.Backend, "backend", "", "backend id or id:adapter (default: the preferred backend; cpu-ref only when named)")
+	f.BoolVar(&verify, "verify", false, "compare the outputs with the cpu-ref backend's")
+	f.StringArrayVar(&file.Inputs, "input", nil, "NAME=@FILE: raw little-endian bytes of buffer NAME (program files)")
+	f.StringArrayVar(&file.Spec, "spec", nil, "NAME=VALUE: set parameter NAME (program files)")
+	f.StringVar(&file.Grid, "grid", "", "X,Y,Z workgroups (program files)")
+	f.StringVar(&file.Invocations, "invocations", "", "X,Y,Z invocations; the grid is their ceiling division by the workgroup size (program files)")
+	f.StringVar(&file.WorkgroupSize, "wg", "", "X,Y,Z workgroup size override (program files)")
+	f.StringVar(&out, "out", "", "directory to write every output buffer to, as <buffer>.bin")
+	return cmd
+}
+
+func (a *app) printRun(j runJSON, verify bool) {
+	what := j.Program
+	if j.Kernel != "" {
+		what = fmt.Sprintf("%s (%s), size %d", j.Kernel, j.Program, j.Size)
+	}
+	fmt.Fprintf(a.out, "%s on %s\n", what, j.Backend)
+	fmt.Fprintf(a.out, "  compile   %v\n  dispatch  %v\n", time.Duration(j.CompileNs), time.Duration(j.DispatchNs))
+	switch {
+	case !verify:
+	case j.Verified:
+		fmt.Fprintf(a.out, "  verified  against %s (max %d ULP)\n", runs.Reference, j.MaxULP)
+	default:
+		fmt.Fprintf(a.out, "  verify    FAILED: %s\n", j.Error)
+	}
+	for _, p := range j.Outputs {
+		fmt.Fprintf(a.out, "  wrote     %s\n", p)
+	}
+}
+
+func (a *app) listKernels() error {
+	if a.json {
+		type kernelJSON struct {
+			Name  string `json:"name"`
+			OpID  string `json:"op_id"`
+			Doc   string `json:"doc"`
+			Sizes []int  `json:"sizes"`
+		}
+		var out []kernelJSON
+		for _, k := range kernels.All() {
+			out = append(out, kernelJSON{k.Name, k.OpID, k.Doc, k.Sizes})
+		}
+		return a.printJSON(out)
+	}
+	tw := tabwriter.NewWriter(a.out, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "KERNEL\tOP ID\tWHAT (and what --size means)")
+	for _, k := range kernels.All() {
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", k.Name, k.OpID, k.Doc)
+	}
+	return tw.Flush()
+}
+
+func (a *app) runAll(cmd *cobra.Command, size int, seed uint64) error {
+	h, err := a.open(cmd.Context())
+	if err != nil {
+		return err
+	}
+	defer h.Close()
+	rows, err := runs.All(cmd.Context(), h, size, seed)
+	if err != nil {
+		return err
+	}
+	if a.json {
+		out := make([]runJSON, len(rows))
+		for i, r := range rows {
+			out[i] = toRunJSON(r.Outcome, r.Err)
+			out[i].Kernel, out[i].Size, out[i].Backend = r.Kernel, r.Size, r.Backend
+			if r.Outcome != nil {
+				out[i].Backend = r.Outcome.Backend
+			}
+		}
+		if err := a.printJSON(out); err != nil {
+			return err
+		}
+	} else if err := a.printTable(rows); err != nil {
+		return err
+	}
+	if runs.Failed(rows) {
+		return &exitError{code: 1, err: errors.New("some runs failed (see the table). Fix: the failing backend's output differs from the reference; report it with the kernel, size and seed")}
+	}
+	return nil
+}
+
+func (a *app) printTable(rows []runs.Row) error {
+	tw := tabwriter.NewWriter(a.out, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "KERNEL\tSIZE\tBACKEND\tCOMPILE\tDISPATCH\tVERIFIED\tMAX ULP")
+	var failures []string
+	for _, r := range rows {
+		if r.Outcome == nil {
+			verdict := "FAILED"
+			if r.Unsupported {
+				verdict = "unsupported"
+			}
+			fmt.Fprintf(tw, "%s\t%d\t%s\t-\t-\t%s\t-\n", r.Kernel, r.Size, r.Backend, verdict)
+		} else {
+			verified := "yes"
+			if !r.Outcome.Verified {
+				verified = "FAILED"
+			}
+			fmt.Fprintf(tw, "%s\t%d\t%s\t%v\t%v\t%s\t%d\n", r.Kernel, r.Size, r.Outcome.Backend,
+				r.Outcome.Compile.Round(time.Microsecond), r.Outcome.Dispatch.Round(time.Microsecond), verified, r.Outcome.MaxULP)
+		}
+		if r.Err != nil {
+			failures = append(failures, fmt.Sprintf("%s on %s: %v", r.Kernel, r.Backend, r.Err))
+		}
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, f := range failures {
+		fmt.Fprintln(a.out, "\n"+f)
+	}
+	return nil
+}
