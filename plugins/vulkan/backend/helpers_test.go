@@ -15,10 +15,13 @@ const requireEnv = "KILN_REQUIRE_VULKAN"
 // newTestBackend starts a validating backend and opens adapter 0, or skips the test
 // when no Vulkan device is usable (fails under KILN_REQUIRE_VULKAN=1). At cleanup it
 // closes the backend and fails the test on any validation message. KILN_VK_VALIDATION=0
-// runs without the layer, for machines that do not have it.
+// runs without the layer, for machines that do not have it; KILN_VULKAN_LOADER is
+// honoured.
 func newTestBackend(t testing.TB) *Backend {
 	t.Helper()
-	b := New(Config{Validation: os.Getenv(ValidationEnv) != "0"})
+	cfg := ConfigFromEnv()
+	cfg.Validation = os.Getenv(ValidationEnv) != "0"
+	b := New(cfg)
 	ctx := context.Background()
 	d, err := b.Describe(ctx)
 	if err != nil {

@@ -9,7 +9,8 @@ import (
 	"time"
 )
 
-// openDevice loads the loader, creates a validating instance and a device on the
+// openDevice loads the loader (KILN_VULKAN_LOADER overrides libvulkan.so.1), creates
+// a validating instance (KILN_VK_VALIDATION=0: without the layer) and a device on the
 // first physical device, or skips the test (fails under KILN_REQUIRE_VULKAN=1).
 func openDevice(t *testing.T) (*Instance, PhysicalDevice, *Device, uint32) {
 	t.Helper()
@@ -20,12 +21,12 @@ func openDevice(t *testing.T) (*Instance, PhysicalDevice, *Device, uint32) {
 		}
 		t.Skipf("no usable Vulkan (set KILN_REQUIRE_VULKAN=1 to fail instead): "+format, args...)
 	}
-	l, err := Load("")
+	l, err := Load(os.Getenv("KILN_VULKAN_LOADER"))
 	if err != nil {
 		unusable("%v", err)
 	}
 	t.Cleanup(l.Close)
-	inst, err := l.CreateInstance(InstanceOptions{APIVersion: Version12, Validation: true})
+	inst, err := l.CreateInstance(InstanceOptions{APIVersion: Version12, Validation: os.Getenv("KILN_VK_VALIDATION") != "0"})
 	if err != nil {
 		unusable("%v", err)
 	}
@@ -267,6 +268,9 @@ func TestPipelineCacheData(t *testing.T) {
 }
 
 func TestValidationMessagesAreRecorded(t *testing.T) {
+	if os.Getenv("KILN_VK_VALIDATION") == "0" {
+		t.Skip("KILN_VK_VALIDATION=0: no validation layer")
+	}
 	inst, _, dev, _ := openDevice(t)
 	// A zero-size buffer violates VUID-VkBufferCreateInfo-size-00912.
 	b, err := dev.CreateBuffer(0, UsageStorage)
