@@ -121,9 +121,14 @@ func (p *plugin) start(ctx context.Context) error {
 func (p *plugin) launch(ctx context.Context) (*process, *pluginapi.Description, error) {
 	cmd := exec.Command(p.path)
 	tail := &stderrTail{}
+	// go-plugin logs the plugin's stderr under the executable's name; what the
+	// plugin's code writes to os.Stdout and os.Stderr after the handshake is put
+	// under that name too.
 	cfg := pluginapi.ClientConfig(cmd, p.set.log)
 	cfg.StartTimeout = p.set.startTimeout
 	cfg.Stderr = tail
+	cfg.SyncStdout = p.log.Named("stdout").StandardWriter(&hclog.StandardLoggerOptions{ForceLevel: hclog.Info})
+	cfg.SyncStderr = p.log.Named("stderr").StandardWriter(&hclog.StandardLoggerOptions{ForceLevel: hclog.Info})
 	client := goplugin.NewClient(cfg)
 	proc := &process{client: client, cmd: cmd, stderr: tail, opened: map[int]bool{}}
 	fail := func(what string, err error) (*process, *pluginapi.Description, error) {

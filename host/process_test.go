@@ -16,6 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hashicorp/go-hclog"
+
 	"github.com/kiln-dev/kiln/ir"
 )
 
@@ -490,5 +492,55 @@ func TestBackoffDoublesUpToTheLimit(t *testing.T) {
 		if got := p.backoff(); got != want {
 			t.Errorf("backoff after %d crashes = %v, want %v", crashes, got, want)
 		}
+	}
+}
+
+// lockedBuffer is a bytes.Buffer safe for the logger's and the test's goroutines.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf strings.Builder
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+func TestPluginOutputIsLoggedUnderItsName(t *testing.T) {
+	var logs lockedBuffer
+	logger := hclog.New(&hclog.LoggerOptions{Name: "app", Level: hclog.Debug, Output: &logs})
+	h, err := Open(context.Background(), Options{PluginDir: pluginDir(t, "fx-zeros"), Logger: logger})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	if _, err := h.Dispatch(context.Background(), fourBuffers(t), Launch{Backend: "fx-zeros", Work: fixtureWork()}); err != nil {
+		t.Fatal(err)
+	}
+	// Before the handshake the plugin's stderr is read directly; after it, the
+	// plugin's os.Stderr arrives over go-plugin's stdio stream, asynchronously.
+	want := []string{"app.kiln-backend-fx-zeros: fixture: starting as fx-zeros", "app.kiln-backend-fx-zeros.stderr: fixture: dispatching pipeline"}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		missing := ""
+		for _, w := range want {
+			if !strings.Contains(logs.String(), w) {
+				missing = w
+			}
+		}
+		if missing == "" {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the log lacks %q:\n%s", missing, logs.String())
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }

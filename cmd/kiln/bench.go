@@ -42,11 +42,15 @@ Figures depend on the machine; nothing is asserted.`,
 			}
 			d := func(ns int64) time.Duration { return time.Duration(ns).Round(time.Microsecond) }
 			fmt.Fprintf(a.out, "kiln bench on %s (%s)\n", r.Backend, r.Machine)
-			fmt.Fprintf(a.out, "plugin start + handshake + describe   median %v, min %v (%d starts)\n", d(r.StartMedianNs), d(r.StartMinNs), r.Starts)
-			fmt.Fprintf(a.out, "1-element dispatch round trip         median %v, mean %v (%d dispatches)\n", d(r.RoundTripMedianNs), d(r.RoundTripMeanNs), r.RoundTrips)
-			fmt.Fprintf(a.out, "%d MiB in + out, through the plugin     %v = %.2f GB/s\n", r.Bytes>>20, d(r.PluginNs), r.PluginGBps)
-			fmt.Fprintf(a.out, "%d MiB in + out, in-process interpreter %v = %.2f GB/s\n", r.Bytes>>20, d(r.InProcNs), r.InProcGBps)
-			fmt.Fprintf(a.out, "process boundary cost                 %v (%.1fx the in-process time)\n", d(r.BoundaryNs), r.SlowerRatio)
+			mib := r.Bytes >> 20
+			line := func(label, format string, args ...any) {
+				fmt.Fprintf(a.out, "%-42s %s\n", label, fmt.Sprintf(format, args...))
+			}
+			line("plugin start + handshake + describe", "median %v, min %v (%d starts)", d(r.StartMedianNs), d(r.StartMinNs), r.Starts)
+			line("1-element dispatch round trip", "median %v, mean %v (%d dispatches)", d(r.RoundTripMedianNs), d(r.RoundTripMeanNs), r.RoundTrips)
+			line(fmt.Sprintf("%d MiB in + out through the plugin", mib), "%v = %.2f GB/s", d(r.PluginNs), r.PluginGBps)
+			line(fmt.Sprintf("%d MiB in + out in-process (interpreter)", mib), "%v = %.2f GB/s", d(r.InProcNs), r.InProcGBps)
+			line("process boundary cost", "%v (%.2f GB/s moved; %.1fx the in-process time)", d(r.BoundaryNs), r.BoundaryGBps, r.SlowerRatio)
 			return nil
 		},
 	}

@@ -65,13 +65,16 @@ type Report struct {
 	RoundTripMeanNs   int64 `json:"round_trip_mean_ns"`
 	RoundTrips        int   `json:"round_trips"`
 	// Bytes went in and the same amount came out.
-	Bytes       int     `json:"bytes"`
-	PluginNs    int64   `json:"plugin_ns"`
-	PluginGBps  float64 `json:"plugin_gbps"`
-	InProcNs    int64   `json:"in_process_ns"`
-	InProcGBps  float64 `json:"in_process_gbps"`
-	BoundaryNs  int64   `json:"boundary_ns"`
-	SlowerRatio float64 `json:"slower_ratio"`
+	Bytes      int     `json:"bytes"`
+	PluginNs   int64   `json:"plugin_ns"`
+	PluginGBps float64 `json:"plugin_gbps"`
+	InProcNs   int64   `json:"in_process_ns"`
+	InProcGBps float64 `json:"in_process_gbps"`
+	// BoundaryNs is the plugin time minus the in-process time: the cost of moving
+	// the bytes across; BoundaryGBps is the bytes moved over that time.
+	BoundaryNs   int64   `json:"boundary_ns"`
+	BoundaryGBps float64 `json:"boundary_gbps"`
+	SlowerRatio  float64 `json:"slower_ratio"`
 }
 
 // Run measures the plugin of opts.Backend found by h. It starts private copies
@@ -217,6 +220,9 @@ func measureBulk(ctx context.Context, b *host.Backend, opts Options, r *Report) 
 	r.PluginNs, r.PluginGBps = plugin.Nanoseconds(), moved/plugin.Seconds()/1e9
 	r.InProcNs, r.InProcGBps = inproc.Nanoseconds(), moved/inproc.Seconds()/1e9
 	r.BoundaryNs = (plugin - inproc).Nanoseconds()
+	if plugin > inproc {
+		r.BoundaryGBps = moved / (plugin - inproc).Seconds() / 1e9
+	}
 	r.SlowerRatio = plugin.Seconds() / inproc.Seconds()
 	return nil
 }
