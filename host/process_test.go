@@ -218,6 +218,24 @@ func TestOpenRecordsBrokenPluginsAndStartsTheRest(t *testing.T) {
 	healthyDispatch(t, h)
 }
 
+func TestStartTimeoutDoesNotHoldUpTheOthers(t *testing.T) {
+	h, err := Open(context.Background(), Options{PluginDir: pluginDir(t, "cpuref", "fx-slow-start"), StartTimeout: 500 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	for _, p := range h.Report().Plugins {
+		if strings.HasSuffix(p.Path, "fx-slow-start") {
+			if p.Err == nil || !strings.Contains(p.Err.Error(), "timeout while waiting for plugin to start") {
+				t.Fatalf("slow plugin: %v, want a start timeout", p.Err)
+			}
+		} else if p.Err != nil {
+			t.Fatalf("%s: %v", p.Path, p.Err)
+		}
+	}
+	healthyDispatch(t, h)
+}
+
 func TestCrashMidDispatch(t *testing.T) {
 	for mode, exit := range map[string]string{
 		"fx-exit":    "exit status 3",
