@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"math"
 	"testing"
+	"time"
 
 	"github.com/kiln-dev/kiln/ir"
 )
@@ -41,10 +42,13 @@ func bytesU32(b []byte) []uint32 {
 	return u
 }
 
-// mustRun compiles and runs p, failing the test on any error.
+// mustRun compiles and runs p, failing the test on any error. The generous deadline
+// turns a run that never ends into a failure instead of a hung test.
 func mustRun(t testing.TB, p *ir.Program, opts Options, l Launch) [][]byte {
 	t.Helper()
-	outs, err := Run(context.Background(), p, opts, l)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	outs, err := Run(ctx, p, opts, l)
 	if err != nil {
 		t.Fatalf("run %s: %v", p.Name, err)
 	}
