@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -303,5 +304,31 @@ func TestVectorAddMatchesGo(t *testing.T) {
 		if !bytes.Equal(outs[0], f32Bytes(want...)) {
 			t.Errorf("n=%d: vector add differs from Go", n)
 		}
+	}
+}
+
+// Buffers may be declared in any order; inputs and outputs follow the bindings.
+func TestBuffersDeclaredOutOfBindingOrder(t *testing.T) {
+	p := &ir.Program{
+		Name:          "test.order",
+		WorkgroupSize: [3]uint32{2, 1, 1},
+		Buffers: []ir.BufferDecl{
+			{Name: "out", Binding: 2, Type: ir.U32, Access: ir.Write},
+			{Name: "b", Binding: 0, Type: ir.U32, Access: ir.Read},
+			{Name: "a", Binding: 1, Type: ir.U32, Access: ir.ReadWrite},
+		},
+		Body: []ir.Stmt{
+			ir.StoreStmt{Target: "out", Index: lid, Value: ir.Sub(ir.Load("a", lid), ir.Load("b", lid))},
+			ir.StoreStmt{Target: "a", Index: lid, Value: ir.Len("out")},
+		},
+	}
+	outs := mustRun(t, p, Options{}, Launch{
+		Grid: [3]uint32{1, 1, 1}, Inputs: [][]byte{u32Bytes(1, 2), u32Bytes(10, 20), nil}, OutputCounts: []uint32{0, 0, 3},
+	})
+	if got := bytesU32(outs[0]); !slices.Equal(got, []uint32{3, 3}) {
+		t.Errorf("a (binding 1) = %v, want [3 3]", got)
+	}
+	if got := bytesU32(outs[1]); !slices.Equal(got, []uint32{9, 18, 0}) {
+		t.Errorf("out (binding 2) = %v, want [9 18 0]", got)
 	}
 }

@@ -47,9 +47,7 @@ func compileProgram(k *Kernel) error {
 		shared:  make(map[string]int, len(p.Shared)),
 		consts:  make(map[uint32][]uint32),
 	}
-	if err := c.declare(); err != nil {
-		return fmt.Errorf("interp: program %q: %w", p.Name, err)
-	}
+	c.declare()
 	k.atomicBuf = make([]bool, len(p.Buffers))
 	markAtomicTargets(p.Body, c.buffers, k.atomicBuf)
 	k.returns = endsLanes(p.Body, false)
@@ -63,20 +61,15 @@ func compileProgram(k *Kernel) error {
 	return nil
 }
 
-// declare records the buffers and shared arrays (Validate has checked them).
-func (c *compiler) declare() error {
-	p := c.k.prog
-	for i, b := range p.Buffers {
-		if int(b.Binding) != i {
-			return fmt.Errorf("buffer %q is at index %d but has binding %d. Fix: give buffers dense bindings 0..n-1 in order",
-				b.Name, i, b.Binding)
-		}
+// declare records the buffers and shared arrays (Validate has checked their names
+// and dense, unique bindings).
+func (c *compiler) declare() {
+	for _, b := range c.k.prog.Buffers {
 		c.buffers[b.Name] = b
 	}
-	for i, s := range p.Shared {
+	for i, s := range c.k.prog.Shared {
 		c.shared[s.Name] = i
 	}
-	return nil
 }
 
 // markAtomicTargets flags the buffers some atomic statement targets.

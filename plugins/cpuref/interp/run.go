@@ -252,18 +252,18 @@ func (k *Kernel) newRun(l Launch) (*runState, error) {
 		groups = lo
 	}
 	r.groups = groups
-	for i, d := range p.Buffers {
+	for _, d := range p.Buffers {
 		var in []byte
-		if i < len(l.Inputs) {
-			in = l.Inputs[i]
+		if int(d.Binding) < len(l.Inputs) {
+			in = l.Inputs[d.Binding]
 		}
 		words, err := k.bufferWords(d, in, l.OutputCounts)
 		if err != nil {
 			return nil, err
 		}
-		r.bufs[i] = words
-		r.lens[i] = make([]uint32, k.lanes)
-		fillWords(r.lens[i], uint32(len(words)))
+		r.bufs[d.Binding] = words
+		r.lens[d.Binding] = make([]uint32, k.lanes)
+		fillWords(r.lens[d.Binding], uint32(len(words)))
 	}
 	for a := range 3 {
 		r.numGroups[a] = make([]uint32, k.lanes)
