@@ -401,19 +401,38 @@ func TestVulkanFailuresBecomeDeviceErrors(t *testing.T) {
 }
 
 // spin is a kernel whose running time grows with its parameter n, the number of
-// loop iterations of each invocation.
+// loop iterations of each invocation; every invocation xors its result into out[0].
 func spin() *ir.Program {
 	b := ir.NewBuilder("test.spin", 64, 1, 1)
 	out := b.Buffer("out", ir.U32, ir.Write)
 	n := b.Param("n", ir.U32, ir.LitU32(1))
-	x := b.Var("x", ir.U32, ir.GlobalID(0))
+	x := b.Var("x", ir.U32, ir.Add(ir.GlobalID(0), ir.Mul(ir.GlobalID(1), ir.LitU32(1<<20))))
 	b.For("k", ir.U32, ir.LitU32(0), n, ir.LitU32(1), func(body *ir.Block, k ir.Expr) {
 		body.Assign("x", ir.Xor(x, ir.Shl(x, ir.LitU32(13))))
 		body.Assign("x", ir.Xor(x, ir.Shr(x, ir.LitU32(17))))
 		body.Assign("x", ir.Add(ir.Xor(x, ir.Shl(x, ir.LitU32(5))), k))
 	})
-	b.Store(out, ir.GlobalID(0), x)
+	b.Atomic(ir.AtomicXor, out, ir.LitU32(0), x)
 	return b.MustBuild()
+}
+
+// spinGrid returns a grid of spin workgroups that keeps the device busy for about
+// target, from a timed calibration dispatch (capped by the device's grid limits).
+func spinGrid(t *testing.T, b *Backend, pipeline uint64, target time.Duration) [3]uint32 {
+	t.Helper()
+	const calib = 64
+	res, err := b.Dispatch(context.Background(), &pluginapi.DispatchRequest{Pipeline: pipeline, Grid: [3]uint32{calib, 1, 1}, OutputCounts: []uint32{1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	took := res.DeviceNanos
+	if took <= 0 {
+		took = res.HostNanos
+	}
+	lim := b.adapters[0].props.Limits.MaxComputeWorkGroupCount
+	groups := min(max(uint64(calib*float64(target)/float64(max(took, 1))), calib), uint64(lim[0])*uint64(lim[1]))
+	x := min(groups, uint64(lim[0]))
+	return [3]uint32{uint32(x), uint32((groups + x - 1) / x), 1}
 }
 
 func TestDispatchStopsWaitingWhenTheContextEnds(t *testing.T) {
@@ -425,16 +444,16 @@ func TestDispatchStopsWaitingWhenTheContextEnds(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	req := &pluginapi.DispatchRequest{Pipeline: c.Pipeline, Grid: spinGrid(t, b, c.Pipeline, 500*time.Millisecond), OutputCounts: []uint32{1}}
 	cancelled, cancel := context.WithCancel(ctx)
 	cancel()
-	req := &pluginapi.DispatchRequest{Pipeline: c.Pipeline, Grid: [3]uint32{256, 1, 1}, OutputCounts: []uint32{256 * 64}}
 	if _, err := b.Dispatch(cancelled, req); !errors.Is(err, context.Canceled) {
 		t.Errorf("Dispatch with a cancelled context = %v, want context.Canceled", err)
 	}
-	short, cancel := context.WithTimeout(ctx, 20*time.Millisecond)
+	short, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
 	defer cancel()
 	if _, err := b.Dispatch(short, req); !errors.Is(err, context.DeadlineExceeded) {
-		t.Errorf("Dispatch past its deadline = %v, want context.DeadlineExceeded", err)
+		t.Errorf("Dispatch of about 500ms past a 50ms deadline = %v, want context.DeadlineExceeded", err)
 	}
 	// The abandoned work finishes in the background; the device is usable after it.
 	res, err := run(t, b, addOne(), ir.SpecMap{}, [3]uint32{}, [3]uint32{1, 1, 1}, [][]byte{words([]uint32{41})}, []uint32{0, 1})
@@ -454,11 +473,11 @@ func TestLongLoops(t *testing.T) {
 	var spec ir.SpecMap
 	spec.Set("n", ir.SpecU32(200000))
 	grid := [3]uint32{2, 1, 1}
-	want, err := interp.Run(context.Background(), spin(), interp.Options{Spec: spec}, interp.Launch{Grid: grid, OutputCounts: []uint32{128}})
+	want, err := interp.Run(context.Background(), spin(), interp.Options{Spec: spec}, interp.Launch{Grid: grid, OutputCounts: []uint32{1}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := run(t, b, spin(), spec, [3]uint32{}, grid, nil, []uint32{128})
+	got, err := run(t, b, spin(), spec, [3]uint32{}, grid, nil, []uint32{1})
 	if err != nil {
 		t.Fatal(err)
 	}
