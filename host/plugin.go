@@ -342,12 +342,35 @@ func (p *plugin) close(ctx context.Context) {
 	if proc == nil {
 		return
 	}
-	cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	cctx, cancel := context.WithTimeout(ctx, closeTimeout)
 	defer cancel()
 	if err := proc.backend.Close(cctx); err != nil {
 		p.log.Debug("plugin close failed; stopping it", "error", err)
 	}
-	proc.client.Kill()
+	proc.shutdown(closeTimeout)
+}
+
+// closeTimeout bounds each step of stopping a plugin politely.
+const closeTimeout = 2 * time.Second
+
+// shutdown lets go-plugin stop the process gracefully, and kills it if that
+// takes longer than limit (a wedged plugin never answers the shutdown call).
+func (pr *process) shutdown(limit time.Duration) {
+	done := make(chan struct{})
+	go func() {
+		pr.client.Kill()
+		close(done)
+	}()
+	timer := time.NewTimer(limit)
+	defer timer.Stop()
+	select {
+	case <-done:
+	case <-timer.C:
+		if pr.cmd.Process != nil {
+			_ = pr.cmd.Process.Kill() // it may have exited meanwhile
+		}
+		<-done
+	}
 }
 
 // status reports the plugin's current process and restart count.

@@ -467,6 +467,21 @@ func TestCloseStopsEveryPlugin(t *testing.T) {
 	}
 }
 
+func TestCloseKillsAWedgedPlugin(t *testing.T) {
+	h, err := Open(context.Background(), Options{PluginDir: pluginDir(t, "fx-zeros")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid := pidOf(t, h, "fx-zeros")
+	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Close(); err != nil {
+		t.Fatal(err)
+	}
+	waitGone(t, pid)
+}
+
 func TestKilledHostLeavesNoOrphans(t *testing.T) {
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), helperDirEnv+"="+pluginDir(t, "cpuref", "fx-zeros"))

@@ -72,7 +72,8 @@ func plugins(t *testing.T, names ...string) string {
 func kiln(t *testing.T, args ...string) (int, string, string) {
 	t.Helper()
 	var out, errOut bytes.Buffer
-	code := execute(context.Background(), args, &out, &errOut)
+	// A hung plugin must fail the test with a timeout, not hang it.
+	code := execute(context.Background(), append([]string{"--timeout", "2m"}, args...), &out, &errOut)
 	return code, out.String(), errOut.String()
 }
 

@@ -20,7 +20,9 @@ type app struct {
 	pluginDir    string
 	logLevel     string
 	startTimeout time.Duration
+	timeout      time.Duration
 	json         bool
+	cancel       context.CancelFunc // ends the --timeout context
 }
 
 // exitError carries a specific exit status out of a command.
@@ -40,6 +42,9 @@ func execute(ctx context.Context, args []string, out, errOut io.Writer) int {
 	root.SetOut(out)
 	root.SetErr(errOut)
 	err := root.ExecuteContext(ctx)
+	if a.cancel != nil {
+		a.cancel()
+	}
 	if err == nil {
 		return 0
 	}
@@ -74,7 +79,15 @@ The CPU reference (cpu-ref) is an oracle and is only used when named:
 	f.StringVar(&a.pluginDir, "plugins", "", "plugins directory (default: $KILN_PLUGIN_DIR, ./plugins beside kiln, $XDG_DATA_HOME/kiln/plugins)")
 	f.StringVar(&a.logLevel, "log-level", "off", "host and plugin log level on stderr: trace, debug, info, warn, error, off")
 	f.DurationVar(&a.startTimeout, "start-timeout", 10*time.Second, "how long one plugin may take to start and describe itself")
+	f.DurationVar(&a.timeout, "timeout", 0, "give up (and stop a hung plugin) after this long; 0 waits as long as it takes")
 	f.BoolVar(&a.json, "json", false, "print machine-readable JSON instead of tables")
+	root.PersistentPreRun = func(cmd *cobra.Command, _ []string) {
+		if a.timeout > 0 {
+			ctx, cancel := context.WithTimeout(cmd.Context(), a.timeout)
+			cmd.SetContext(ctx)
+			a.cancel = cancel
+		}
+	}
 	root.AddCommand(a.backendsCommand(), a.runCommand(), a.doctorCommand(), a.benchCommand())
 	return root
 }
