@@ -86,11 +86,11 @@ type Pipeline struct {
 	proc     *process
 	handle   uint64
 	released bool
-	// CompileTime is the host-measured duration of the last compile.
+	// compileTime is the host-measured duration of the last compile.
 	compileTime time.Duration
 }
 
-// Program returns the compiled program.
+// Program returns the pipeline's copy of the compiled program.
 func (pl *Pipeline) Program() *ir.Program { return pl.prog }
 
 // CompileTime returns how long the last compile took, as the host measured it.
@@ -108,7 +108,23 @@ func (b *Backend) Compile(ctx context.Context, prog *ir.Program, opts CompileOpt
 	if err := ir.Validate(prog); err != nil {
 		return nil, fmt.Errorf("program %q is invalid: %w", prog.Name, err)
 	}
-	pl := &Pipeline{backend: b, prog: prog, opts: opts}
+	// The pipeline keeps its own copy: a relaunch recompiles it, and the caller
+	// may change prog meanwhile.
+	encoded, err := ir.Encode(prog)
+	if err != nil {
+		return nil, fmt.Errorf("program %q cannot be encoded: %w", prog.Name, err)
+	}
+	own, err := ir.Decode(encoded)
+	if err != nil {
+		return nil, fmt.Errorf("program %q does not survive its encoding: %w", prog.Name, err)
+	}
+	var spec ir.SpecMap
+	for _, name := range opts.Spec.Names() {
+		v, _ := opts.Spec.Get(name)
+		spec.Set(name, v)
+	}
+	opts.Spec = spec
+	pl := &Pipeline{backend: b, prog: own, opts: opts}
 	pl.mu.Lock()
 	defer pl.mu.Unlock()
 	if _, _, _, err := pl.compileLocked(ctx); err != nil {

@@ -412,10 +412,12 @@ func TestPipelineSurvivesAnOutsideKill(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pl, err := b.Compile(context.Background(), fourBuffers(t), CompileOptions{})
+	prog := fourBuffers(t)
+	pl, err := b.Compile(context.Background(), prog, CompileOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
+	prog.Buffers = nil // the pipeline keeps its own copy for the recompile
 	pid := pidOf(t, h, "fx-zeros")
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
