@@ -417,22 +417,32 @@ func spin() *ir.Program {
 }
 
 // spinGrid returns a grid of spin workgroups that keeps the device busy for about
-// target, from a timed calibration dispatch (capped by the device's grid limits).
+// target: it grows a timed dispatch eightfold until it takes a quarter of target
+// (so the device is full and time grows with the grid), then scales it, within the
+// device's grid limits.
 func spinGrid(t *testing.T, b *Backend, pipeline uint64, target time.Duration) [3]uint32 {
 	t.Helper()
-	const calib = 64
-	res, err := b.Dispatch(context.Background(), &pluginapi.DispatchRequest{Pipeline: pipeline, Grid: [3]uint32{calib, 1, 1}, OutputCounts: []uint32{1}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	took := res.DeviceNanos
-	if took <= 0 {
-		took = res.HostNanos
-	}
 	lim := b.adapters[0].props.Limits.MaxComputeWorkGroupCount
-	groups := min(max(uint64(calib*float64(target)/float64(max(took, 1))), calib), uint64(lim[0])*uint64(lim[1]))
-	x := min(groups, uint64(lim[0]))
-	return [3]uint32{uint32(x), uint32((groups + x - 1) / x), 1}
+	most := uint64(lim[0]) * uint64(lim[1])
+	grid := func(groups uint64) [3]uint32 {
+		x := min(groups, uint64(lim[0]))
+		return [3]uint32{uint32(x), uint32((groups + x - 1) / x), 1}
+	}
+	groups := uint64(64)
+	for {
+		res, err := b.Dispatch(context.Background(), &pluginapi.DispatchRequest{Pipeline: pipeline, Grid: grid(groups), OutputCounts: []uint32{1}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		took := res.DeviceNanos
+		if took <= 0 {
+			took = res.HostNanos
+		}
+		if time.Duration(took) >= target/4 || groups >= most {
+			return grid(min(most, uint64(float64(groups)*float64(target)/float64(max(took, 1)))))
+		}
+		groups = min(groups*8, most)
+	}
 }
 
 func TestDispatchStopsWaitingWhenTheContextEnds(t *testing.T) {
