@@ -183,6 +183,8 @@ type PluginStatus struct {
 	Err error
 	// Description is what the plugin reported; nil when it did not start.
 	Description *pluginapi.Description
+	// Protocol is the wire protocol version negotiated in the handshake.
+	Protocol int
 	// StartTime is how long the first start, handshake and description took.
 	StartTime time.Duration
 	// Pid is the running process, 0 when none runs now.
@@ -211,7 +213,7 @@ func (h *Host) Report() Report {
 	for _, p := range h.plugins {
 		pid, restarts := p.status()
 		r.Plugins = append(r.Plugins, PluginStatus{
-			Path: p.path, Description: cloneDescription(p.desc), StartTime: p.startTime, Pid: pid, Restarts: restarts,
+			Path: p.path, Description: cloneDescription(p.desc), Protocol: p.protocol, StartTime: p.startTime, Pid: pid, Restarts: restarts,
 		})
 	}
 	sort.Slice(r.Plugins, func(i, j int) bool { return r.Plugins[i].Path < r.Plugins[j].Path })

@@ -74,8 +74,9 @@ type plugin struct {
 	set  settings
 	log  hclog.Logger
 
-	// desc and startTime are set by the first launch and never change after.
+	// desc, protocol and startTime are set by the first launch and never change after.
 	desc      *pluginapi.Description
+	protocol  int
 	startTime time.Duration
 
 	mu          sync.Mutex
@@ -109,6 +110,7 @@ func (p *plugin) start(ctx context.Context) error {
 		return err
 	}
 	p.desc = desc
+	p.protocol = proc.client.NegotiatedVersion()
 	p.startTime = time.Since(began)
 	p.mu.Lock()
 	p.proc = proc

@@ -19,6 +19,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/kiln-dev/kiln/ir"
+	"github.com/kiln-dev/kiln/pluginapi"
 )
 
 // saxpy is y = a*x + y.
@@ -202,7 +203,7 @@ func TestOpenRecordsBrokenPluginsAndStartsTheRest(t *testing.T) {
 		name := strings.TrimPrefix(p.Path[strings.LastIndexByte(p.Path, '/')+1:], PluginPrefix)
 		want, isBroken := broken[name]
 		if !isBroken {
-			if p.Err != nil || p.Pid == 0 || p.Description == nil {
+			if p.Err != nil || p.Pid == 0 || p.Description == nil || p.Protocol != pluginapi.ProtocolVersion {
 				t.Errorf("%s should run: %+v", name, p)
 			}
 			continue

@@ -40,6 +40,7 @@ type pluginJSON struct {
 	Error     string `json:"error,omitempty"`
 	ID        string `json:"id,omitempty"`
 	Version   string `json:"version,omitempty"`
+	Protocol  int    `json:"protocol,omitempty"`
 	Pid       int    `json:"pid,omitempty"`
 	StartNs   int64  `json:"start_ns,omitempty"`
 }
@@ -104,7 +105,7 @@ func diagnose(r host.Report, rows []host.BackendStatus) doctorJSON {
 			pj.Handshake, pj.Error = "failed", p.Err.Error()
 			d.Problems = append(d.Problems, pj.Error)
 		} else {
-			pj.ID, pj.Version = p.Description.ID, p.Description.Version
+			pj.ID, pj.Version, pj.Protocol = p.Description.ID, p.Description.Version, p.Protocol
 		}
 		d.Plugins = append(d.Plugins, pj)
 	}
@@ -155,7 +156,7 @@ func (a *app) printDoctor(d doctorJSON, rows []host.BackendStatus) error {
 			fmt.Fprintf(tw, "  %s\thandshake failed\t%s\n", filepath.Base(p.Path), p.Error)
 			continue
 		}
-		fmt.Fprintf(tw, "  %s\thandshake ok\t%s %s, pid %d, started in %v\n", filepath.Base(p.Path), p.ID, p.Version, p.Pid, time.Duration(p.StartNs).Round(time.Microsecond))
+		fmt.Fprintf(tw, "  %s\thandshake ok (protocol %d)\t%s %s, pid %d, started in %v\n", filepath.Base(p.Path), p.Protocol, p.ID, p.Version, p.Pid, time.Duration(p.StartNs).Round(time.Microsecond))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
