@@ -172,3 +172,21 @@ func TestCompareReportsAtMostThreeExamples(t *testing.T) {
 		t.Errorf("error does not count the mismatches: %v", err)
 	}
 }
+
+// FuzzCompare feeds arbitrary backend outputs to Compare, as a misbehaving plugin
+// could: it must never panic, and it accepts only outputs shaped like the
+// reference.
+func FuzzCompare(f *testing.F) {
+	p := divProgram()
+	f.Add(f32s(bits(1)), f32s(5), f32s(bits(1)), f32s(5))
+	f.Add([]byte{1, 2, 3}, []byte{}, f32s(0x7FC00000), f32s(1))
+	f.Fuzz(func(t *testing.T, g0, g1, w0, w1 []byte) {
+		rep, err := Compare(p, [][]byte{g0, g1}, [][]byte{w0, w1})
+		if err == nil && (len(g0) != len(w0) || len(g1) != len(w1) || len(w0)%4 != 0 || len(w1)%4 != 0) {
+			t.Fatalf("accepted outputs of %d and %d bytes for a reference of %d and %d", len(g0), len(g1), len(w0), len(w1))
+		}
+		if err == nil && rep.Mismatches != 0 {
+			t.Fatalf("no error with %d mismatches", rep.Mismatches)
+		}
+	})
+}
