@@ -134,7 +134,9 @@ func (b *Backend) startVulkan() string {
 		if b.cfg.Validation {
 			return fmt.Sprintf("creating a Vulkan instance with validation failed: %v (unset %s to run without the layer)", err, ValidationEnv)
 		}
-		return fmt.Sprintf("creating a Vulkan instance failed: %v. Fix: install a Vulkan driver for this machine (mesa-vulkan-drivers provides a CPU one)", err)
+		return fmt.Sprintf("creating a Vulkan instance failed: %v. Fix: install a Vulkan driver for this machine (mesa-vulkan-drivers provides a CPU one); "+
+			"on a headless NVIDIA machine whose nvidia_icd.json names libGLX_nvidia.so.0, point VK_ICD_FILENAMES at an ICD file naming libEGL_nvidia.so.0; "+
+			"VK_LOADER_DEBUG=driver shows why the loader rejected a driver", err)
 	}
 	pds, err := inst.PhysicalDevices()
 	if err == nil && len(pds) == 0 {

@@ -9,11 +9,13 @@
 //
 // Profile: the DeviceProfile flags report what the device offers as Vulkan describes
 // it (limits, subgroup properties, features, extensions). mem_bw_gbps is measured,
-// not looked up: the first Describe copies a 64 MiB device-local buffer into another
-// with vkCmdCopyBuffer three times, timed by timestamp queries, and reports the best
-// run as bytes read plus bytes written per second (2 × 64 MiB / time), in GB/s
-// (10^9 bytes). It is 0 when the device has no timestamps or the measurement failed
-// (0 means unknown). Timing quality is DeviceTimestamps when the device supports
+// not looked up: the first Describe runs a kiln copy kernel (dst[i] = src[i] over
+// 64 MiB of u32 in device-local memory, 8 MiB on CPU devices) once to warm up and
+// three more times, timed by timestamp queries, and reports the fastest run as bytes
+// read plus bytes written per second (2 × size / time), in GB/s (10^9 bytes): the
+// bandwidth a kiln kernel gets, which can be below the memory's peak. It is 0 (unknown)
+// when the device has no timestamps or the measurement failed. Timing quality is
+// DeviceTimestamps when the device supports
 // timestamps on its compute queue (timestampComputeAndGraphics, timestampPeriod > 0,
 // timestampValidBits > 0), HostEnqueueWait otherwise.
 //
