@@ -25,7 +25,7 @@ import (
 
 // buildPlugin builds this command into a temporary directory, as an operator would
 // install it, and returns the executable's path.
-func buildPlugin(t *testing.T) string {
+func buildPlugin(t testing.TB) string {
 	t.Helper()
 	goTool, err := exec.LookPath("go")
 	if err != nil {
@@ -41,7 +41,7 @@ func buildPlugin(t *testing.T) string {
 
 // start launches the plugin with the host-side helpers and returns its client and
 // Backend; the plugin is killed when the test ends.
-func start(t *testing.T, bin string, logs *bytes.Buffer) (*plugin.Client, pluginapi.Backend) {
+func start(t testing.TB, bin string, logs *bytes.Buffer) (*plugin.Client, pluginapi.Backend) {
 	t.Helper()
 	logger := hclog.New(&hclog.LoggerOptions{Name: "host", Output: logs, Level: hclog.Debug})
 	c := plugin.NewClient(pluginapi.ClientConfig(exec.Command(bin), logger))
@@ -142,5 +142,90 @@ func TestRunByHand(t *testing.T) {
 	}
 	if !strings.Contains(stderr.String(), "plugin") {
 		t.Errorf("stderr %q does not say that this is a plugin", stderr.String())
+	}
+}
+
+// BenchmarkStartAndHandshake measures launching the plugin process through the
+// handshake and a first Describe.
+func BenchmarkStartAndHandshake(b *testing.B) {
+	bin := buildPlugin(b)
+	b.ResetTimer()
+	for range b.N {
+		var logs bytes.Buffer
+		c, be := start(b, bin, &logs)
+		if _, err := be.Describe(context.Background()); err != nil {
+			b.Fatal(err)
+		}
+		c.Kill()
+	}
+}
+
+// BenchmarkDispatchRoundTrip measures one dispatch of a one-element vector_add
+// through the plugin process: the fixed cost of the boundary.
+func BenchmarkDispatchRoundTrip(b *testing.B) {
+	var logs bytes.Buffer
+	_, be := start(b, buildPlugin(b), &logs)
+	k, _ := kernels.Lookup("vector_add")
+	kc := k.NewCase(rand.New(rand.NewPCG(1, 1)), 1)
+	ctx := context.Background()
+	comp, err := be.Compile(ctx, &pluginapi.CompileRequest{Program: k.Program(), Spec: kc.Spec, WorkgroupSize: kc.WorkgroupSize})
+	if err != nil {
+		b.Fatal(err)
+	}
+	req := &pluginapi.DispatchRequest{Pipeline: comp.Pipeline, Grid: kc.Grid, Inputs: kc.Inputs, OutputCounts: kc.OutputCounts}
+	b.ResetTimer()
+	for range b.N {
+		if _, err := be.Dispatch(ctx, req); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// largeSaxpy is a saxpy over 16 Mi elements: 64 MiB of x and 64 MiB of y in, 64
+// MiB of y out.
+func largeSaxpy(b *testing.B) (kernels.Kernel, kernels.Case) {
+	k, _ := kernels.Lookup("saxpy")
+	kc := k.NewCase(rand.New(rand.NewPCG(1, 1)), 16<<20)
+	var moved int64
+	for _, in := range kc.Inputs {
+		moved += int64(len(in))
+	}
+	b.SetBytes(moved + int64(len(kc.Inputs[1])))
+	return k, kc
+}
+
+// BenchmarkDispatchLarge moves a 16 Mi-element saxpy through the plugin process;
+// the throughput counts the bytes in and out.
+func BenchmarkDispatchLarge(b *testing.B) {
+	var logs bytes.Buffer
+	_, be := start(b, buildPlugin(b), &logs)
+	k, kc := largeSaxpy(b)
+	ctx := context.Background()
+	comp, err := be.Compile(ctx, &pluginapi.CompileRequest{Program: k.Program(), Spec: kc.Spec, WorkgroupSize: kc.WorkgroupSize})
+	if err != nil {
+		b.Fatal(err)
+	}
+	req := &pluginapi.DispatchRequest{Pipeline: comp.Pipeline, Grid: kc.Grid, Inputs: kc.Inputs, OutputCounts: kc.OutputCounts}
+	b.ResetTimer()
+	for range b.N {
+		if _, err := be.Dispatch(ctx, req); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkInProcessLarge is BenchmarkDispatchLarge on the interpreter in this
+// process, the baseline the plugin boundary adds to.
+func BenchmarkInProcessLarge(b *testing.B) {
+	k, kc := largeSaxpy(b)
+	kern, err := interp.Compile(k.Program(), interp.Options{Spec: kc.Spec, WorkgroupSize: kc.WorkgroupSize})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	for range b.N {
+		if _, err := kern.Run(context.Background(), interp.Launch{Grid: kc.Grid, Inputs: kc.Inputs, OutputCounts: kc.OutputCounts}); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
