@@ -261,8 +261,14 @@ func (s *submission) run(ctx context.Context) error {
 	}
 	for {
 		done, err := s.d.vk.WaitFence(s.fence, fenceSlice)
-		if err != nil || done {
+		if err != nil {
+			// The work may still run (or the device is lost); nothing it uses may
+			// be freed before the device is idle.
+			_ = s.d.vk.WaitIdle()
 			return err
+		}
+		if done {
+			return nil
 		}
 		if ctxErr := ctx.Err(); ctxErr != nil {
 			return fmt.Errorf("%w: %w", errAbandoned, ctxErr)

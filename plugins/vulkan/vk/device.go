@@ -59,12 +59,12 @@ const (
 	AccessTransferRead  Access = C.VK_ACCESS_TRANSFER_READ_BIT
 	AccessTransferWrite Access = C.VK_ACCESS_TRANSFER_WRITE_BIT
 	AccessHostRead      Access = C.VK_ACCESS_HOST_READ_BIT
-	AccessHostWrite     Access = C.VK_ACCESS_HOST_WRITE_BIT
 )
 
-// MemoryRequirements is VkMemoryRequirements.
+// MemoryRequirements is VkMemoryRequirements, less the alignment (every buffer has
+// its own allocation at offset 0).
 type MemoryRequirements struct {
-	Size, Alignment uint64
+	Size uint64
 	// TypeBits has bit i set when memory type i can back the object.
 	TypeBits uint32
 }
@@ -113,10 +113,10 @@ func (d *Device) DestroyBuffer(b Buffer) {
 
 // BufferRequirements reads a buffer's memory requirements.
 func (d *Device) BufferRequirements(b Buffer) MemoryRequirements {
-	var size, align C.uint64_t
+	var size C.uint64_t
 	var bits C.uint32_t
-	C.kiln_buffer_requirements(d.d, C.uint64_t(b), &size, &align, &bits)
-	return MemoryRequirements{Size: uint64(size), Alignment: uint64(align), TypeBits: uint32(bits)}
+	C.kiln_buffer_requirements(d.d, C.uint64_t(b), &size, &bits)
+	return MemoryRequirements{Size: uint64(size), TypeBits: uint32(bits)}
 }
 
 // AllocateMemory allocates size bytes of memory type typeIndex.

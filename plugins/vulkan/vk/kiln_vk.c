@@ -230,7 +230,7 @@ void kiln_get_properties(kiln_instance *in, VkPhysicalDevice pd, uint32_t instan
 	}
 }
 
-void kiln_get_features(kiln_instance *in, VkPhysicalDevice pd, uint32_t instance_api, VkPhysicalDeviceFeatures *out, uint32_t *float16) {
+void kiln_get_features(kiln_instance *in, VkPhysicalDevice pd, uint32_t instance_api, uint32_t *float16) {
 	int with_float16 = kiln_min_version(in, pd, instance_api) >= VK_API_VERSION_1_2;
 	VkPhysicalDeviceShaderFloat16Int8Features f16 = {VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES};
 	VkPhysicalDeviceFeatures2 f = {VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
@@ -238,7 +238,6 @@ void kiln_get_features(kiln_instance *in, VkPhysicalDevice pd, uint32_t instance
 		f.pNext = &f16;
 	}
 	in->vkGetPhysicalDeviceFeatures2(pd, &f);
-	*out = f.features;
 	*float16 = with_float16 ? f16.shaderFloat16 : 0;
 }
 
@@ -320,11 +319,10 @@ void kiln_destroy_buffer(kiln_device *d, uint64_t b) {
 	d->vkDestroyBuffer(d->device, KILN_HANDLE(VkBuffer, b), NULL);
 }
 
-void kiln_buffer_requirements(kiln_device *d, uint64_t b, uint64_t *size, uint64_t *alignment, uint32_t *type_bits) {
+void kiln_buffer_requirements(kiln_device *d, uint64_t b, uint64_t *size, uint32_t *type_bits) {
 	VkMemoryRequirements req;
 	d->vkGetBufferMemoryRequirements(d->device, KILN_HANDLE(VkBuffer, b), &req);
 	*size = req.size;
-	*alignment = req.alignment;
 	*type_bits = req.memoryTypeBits;
 }
 

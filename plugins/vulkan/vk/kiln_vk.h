@@ -141,7 +141,7 @@ char *kiln_take_messages(kiln_instance *in, uint64_t *count);
 
 VkResult kiln_enumerate_physical_devices(kiln_instance *in, uint32_t *count, VkPhysicalDevice *out);
 void kiln_get_properties(kiln_instance *in, VkPhysicalDevice pd, uint32_t instance_api, kiln_props *out);
-void kiln_get_features(kiln_instance *in, VkPhysicalDevice pd, uint32_t instance_api, VkPhysicalDeviceFeatures *out, uint32_t *float16);
+void kiln_get_features(kiln_instance *in, VkPhysicalDevice pd, uint32_t instance_api, uint32_t *float16);
 void kiln_get_memory_properties(kiln_instance *in, VkPhysicalDevice pd, VkPhysicalDeviceMemoryProperties *out);
 void kiln_get_queue_families(kiln_instance *in, VkPhysicalDevice pd, uint32_t *count, VkQueueFamilyProperties *out);
 VkResult kiln_enumerate_device_extensions(kiln_instance *in, VkPhysicalDevice pd, uint32_t *count, VkExtensionProperties *out);
@@ -151,7 +151,7 @@ VkResult kiln_device_wait_idle(kiln_device *d);
 
 VkResult kiln_create_buffer(kiln_device *d, uint64_t size, uint32_t usage, uint64_t *out);
 void kiln_destroy_buffer(kiln_device *d, uint64_t b);
-void kiln_buffer_requirements(kiln_device *d, uint64_t b, uint64_t *size, uint64_t *alignment, uint32_t *type_bits);
+void kiln_buffer_requirements(kiln_device *d, uint64_t b, uint64_t *size, uint32_t *type_bits);
 VkResult kiln_allocate_memory(kiln_device *d, uint64_t size, uint32_t type_index, uint64_t *out);
 void kiln_free_memory(kiln_device *d, uint64_t m);
 VkResult kiln_bind_buffer_memory(kiln_device *d, uint64_t b, uint64_t m);

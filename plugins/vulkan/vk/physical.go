@@ -46,9 +46,7 @@ type SubgroupFeatureFlags uint32
 // The subgroup operation classes.
 const (
 	SubgroupBasic      SubgroupFeatureFlags = C.VK_SUBGROUP_FEATURE_BASIC_BIT
-	SubgroupVote       SubgroupFeatureFlags = C.VK_SUBGROUP_FEATURE_VOTE_BIT
 	SubgroupArithmetic SubgroupFeatureFlags = C.VK_SUBGROUP_FEATURE_ARITHMETIC_BIT
-	SubgroupBallot     SubgroupFeatureFlags = C.VK_SUBGROUP_FEATURE_BALLOT_BIT
 	SubgroupShuffle    SubgroupFeatureFlags = C.VK_SUBGROUP_FEATURE_SHUFFLE_BIT
 )
 
@@ -60,8 +58,6 @@ type Limits struct {
 	MaxComputeSharedMemorySize     uint32
 	MaxStorageBufferRange          uint32
 	MaxPushConstantsSize           uint32
-	MaxMemoryAllocationCount       uint32
-	NonCoherentAtomSize            uint64
 	TimestampComputeAndGraphics    bool
 	// TimestampPeriod is the number of nanoseconds per timestamp tick.
 	TimestampPeriod float32
@@ -76,8 +72,6 @@ type Subgroup struct {
 
 // Driver is VkPhysicalDeviceDriverProperties (Vulkan 1.2).
 type Driver struct {
-	// ID is the VkDriverId.
-	ID uint32
 	// Name and Info are the driver's name ("llvmpipe") and version text ("Mesa
 	// 22.3.6 (LLVM 15.0.6)").
 	Name, Info string
@@ -98,11 +92,10 @@ type Properties struct {
 	Driver *Driver
 }
 
-// Features are the VkPhysicalDeviceFeatures (and Vulkan 1.2 feature structs) kiln
-// reports.
+// Features are the device features kiln reports.
 type Features struct {
-	ShaderInt16, ShaderInt64, ShaderFloat64 bool
-	// ShaderFloat16 is false when the device or the instance is older than 1.2.
+	// ShaderFloat16 is VkPhysicalDeviceShaderFloat16Int8Features.shaderFloat16;
+	// false when the device or the instance is older than Vulkan 1.2.
 	ShaderFloat16 bool
 }
 
@@ -117,12 +110,6 @@ const (
 	MemoryHostCached   MemoryPropertyFlags = C.VK_MEMORY_PROPERTY_HOST_CACHED_BIT
 )
 
-// MemoryHeapFlags is a VkMemoryHeapFlags mask.
-type MemoryHeapFlags uint32
-
-// HeapDeviceLocal is VK_MEMORY_HEAP_DEVICE_LOCAL_BIT.
-const HeapDeviceLocal MemoryHeapFlags = C.VK_MEMORY_HEAP_DEVICE_LOCAL_BIT
-
 // MemoryType is one VkMemoryType.
 type MemoryType struct {
 	Flags MemoryPropertyFlags
@@ -131,8 +118,7 @@ type MemoryType struct {
 
 // MemoryHeap is one VkMemoryHeap.
 type MemoryHeap struct {
-	Size  uint64
-	Flags MemoryHeapFlags
+	Size uint64
 }
 
 // MemoryProperties lists a device's memory types and heaps.
@@ -144,12 +130,8 @@ type MemoryProperties struct {
 // QueueFlags is a VkQueueFlags mask.
 type QueueFlags uint32
 
-// The queue capability bits.
-const (
-	QueueGraphics QueueFlags = C.VK_QUEUE_GRAPHICS_BIT
-	QueueCompute  QueueFlags = C.VK_QUEUE_COMPUTE_BIT
-	QueueTransfer QueueFlags = C.VK_QUEUE_TRANSFER_BIT
-)
+// QueueCompute is VK_QUEUE_COMPUTE_BIT.
+const QueueCompute QueueFlags = C.VK_QUEUE_COMPUTE_BIT
 
 // QueueFamily is one VkQueueFamilyProperties.
 type QueueFamily struct {
@@ -182,8 +164,6 @@ func (p PhysicalDevice) Properties() Properties {
 			MaxComputeSharedMemorySize:     uint32(lim.maxComputeSharedMemorySize),
 			MaxStorageBufferRange:          uint32(lim.maxStorageBufferRange),
 			MaxPushConstantsSize:           uint32(lim.maxPushConstantsSize),
-			MaxMemoryAllocationCount:       uint32(lim.maxMemoryAllocationCount),
-			NonCoherentAtomSize:            uint64(lim.nonCoherentAtomSize),
 			TimestampComputeAndGraphics:    lim.timestampComputeAndGraphics != 0,
 			TimestampPeriod:                float32(lim.timestampPeriod),
 		},
@@ -202,7 +182,6 @@ func (p PhysicalDevice) Properties() Properties {
 	}
 	if kp.has_driver != 0 {
 		out.Driver = &Driver{
-			ID:   uint32(kp.driver.driverID),
 			Name: C.GoString(&kp.driver.driverName[0]),
 			Info: C.GoString(&kp.driver.driverInfo[0]),
 		}
@@ -212,15 +191,9 @@ func (p PhysicalDevice) Properties() Properties {
 
 // Features reads the device's features.
 func (p PhysicalDevice) Features() Features {
-	var f C.VkPhysicalDeviceFeatures
 	var f16 C.uint32_t
-	C.kiln_get_features(p.inst.in, p.pd, C.uint32_t(p.inst.apiVersion), &f, &f16)
-	return Features{
-		ShaderInt16:   f.shaderInt16 != 0,
-		ShaderInt64:   f.shaderInt64 != 0,
-		ShaderFloat64: f.shaderFloat64 != 0,
-		ShaderFloat16: f16 != 0,
-	}
+	C.kiln_get_features(p.inst.in, p.pd, C.uint32_t(p.inst.apiVersion), &f16)
+	return Features{ShaderFloat16: f16 != 0}
 }
 
 // MemoryProperties reads the device's memory types and heaps.
@@ -232,7 +205,7 @@ func (p PhysicalDevice) MemoryProperties() MemoryProperties {
 		out.Types = append(out.Types, MemoryType{Flags: MemoryPropertyFlags(t.propertyFlags), Heap: uint32(t.heapIndex)})
 	}
 	for _, h := range m.memoryHeaps[:m.memoryHeapCount] {
-		out.Heaps = append(out.Heaps, MemoryHeap{Size: uint64(h.size), Flags: MemoryHeapFlags(h.flags)})
+		out.Heaps = append(out.Heaps, MemoryHeap{Size: uint64(h.size)})
 	}
 	return out
 }

@@ -15,15 +15,10 @@ type Result int32
 
 // The results kiln's callers test for.
 const (
-	Success              Result = C.VK_SUCCESS
-	NotReady             Result = C.VK_NOT_READY
-	Timeout              Result = C.VK_TIMEOUT
-	Incomplete           Result = C.VK_INCOMPLETE
 	ErrOutOfHostMemory   Result = C.VK_ERROR_OUT_OF_HOST_MEMORY
 	ErrOutOfDeviceMemory Result = C.VK_ERROR_OUT_OF_DEVICE_MEMORY
 	ErrInitFailed        Result = C.VK_ERROR_INITIALIZATION_FAILED
 	ErrDeviceLost        Result = C.VK_ERROR_DEVICE_LOST
-	ErrIncompatible      Result = C.VK_ERROR_INCOMPATIBLE_DRIVER
 )
 
 var resultNames = map[Result]string{

@@ -65,7 +65,6 @@ func (v Version) String() string { return fmt.Sprintf("%d.%d.%d", v.Major(), v.M
 
 // The API versions kiln asks for.
 var (
-	Version10 = MakeVersion(1, 0, 0)
 	Version11 = MakeVersion(1, 1, 0)
 	Version12 = MakeVersion(1, 2, 0)
 	Version13 = MakeVersion(1, 3, 0)
@@ -195,9 +194,6 @@ func (i *Instance) Destroy() {
 	C.kiln_destroy_instance(i.in)
 	i.in = nil
 }
-
-// APIVersion is the version the instance was created for.
-func (i *Instance) APIVersion() Version { return i.apiVersion }
 
 // Messages returns the number of validation messages recorded since the last call
 // and their text, one per line ("error VUID-…: …"), and clears them. The text keeps
