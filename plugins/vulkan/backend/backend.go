@@ -129,11 +129,13 @@ func (b *Backend) startVulkan() string {
 		return fmt.Sprintf("the Vulkan loader %s supports Vulkan %s; kiln needs 1.1 or later. Fix: update libvulkan1", library, version)
 	}
 	inst, err := l.CreateInstance(vk.InstanceOptions{APIVersion: min(version, vk.Version13), Validation: b.cfg.Validation})
+	var noLayer *vk.LayerMissingError
+	if errors.As(err, &noLayer) {
+		l.Close()
+		return err.Error()
+	}
 	if err != nil {
 		l.Close()
-		if b.cfg.Validation {
-			return fmt.Sprintf("creating a Vulkan instance with validation failed: %v (unset %s to run without the layer)", err, ValidationEnv)
-		}
 		return fmt.Sprintf("creating a Vulkan instance failed: %v. Fix: install a Vulkan driver for this machine (mesa-vulkan-drivers provides a CPU one); "+
 			"on a headless NVIDIA machine whose nvidia_icd.json names libGLX_nvidia.so.0, point VK_ICD_FILENAMES at an ICD file naming libEGL_nvidia.so.0; "+
 			"VK_LOADER_DEBUG=driver shows why the loader rejected a driver", err)

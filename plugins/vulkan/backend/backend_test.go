@@ -567,3 +567,23 @@ func TestValidationMessagesAreCountedAndLogged(t *testing.T) {
 		t.Errorf("ValidationMessages did not clear: %d", n)
 	}
 }
+
+func TestMissingValidationLayerMakesVulkanUnavailable(t *testing.T) {
+	t.Setenv("VK_LAYER_PATH", t.TempDir())
+	cfg := ConfigFromEnv()
+	cfg.Validation = true
+	b := New(cfg)
+	ctx := context.Background()
+	defer b.Close(ctx)
+	d, err := b.Describe(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := d.Adapters[0]
+	if strings.Contains(a.Reason, "loader") && strings.Contains(a.Reason, "not found") {
+		t.Skipf("no Vulkan loader: %s", a.Reason)
+	}
+	if a.Available || !strings.Contains(a.Reason, vk.ValidationLayer) || !strings.Contains(a.Reason, "Fix: install vulkan-validationlayers") {
+		t.Errorf("adapter %+v: want unavailable, naming the missing validation layer", a)
+	}
+}

@@ -43,6 +43,18 @@ func (e *MissingFunctionError) Error() string {
 	return fmt.Sprintf("the Vulkan loader returned no address for %s. Fix: update the Vulkan loader (libvulkan1) and the driver to Vulkan 1.1 or later", e.Name)
 }
 
+// LayerMissingError reports that an instance layer kiln was asked to enable is not
+// installed.
+type LayerMissingError struct {
+	Layer     string
+	Installed []string
+}
+
+// Error names the layer and how to install it.
+func (e *LayerMissingError) Error() string {
+	return fmt.Sprintf("the Vulkan layer %s is not installed (installed layers: %q). Fix: install vulkan-validationlayers, or run without validation", e.Layer, e.Installed)
+}
+
 // Version is a packed Vulkan version number (VK_MAKE_API_VERSION).
 type Version uint32
 
@@ -166,7 +178,7 @@ func (l *Loader) CreateInstance(opts InstanceOptions) (*Instance, error) {
 			found = found || name == ValidationLayer
 		}
 		if !found {
-			return nil, fmt.Errorf("the Vulkan validation layer %s is not installed (installed layers: %q). Fix: install vulkan-validationlayers, or run without validation", ValidationLayer, layers)
+			return nil, &LayerMissingError{Layer: ValidationLayer, Installed: layers}
 		}
 	}
 	validation := C.int(0)

@@ -285,3 +285,18 @@ func TestValidationMessagesAreRecorded(t *testing.T) {
 		t.Errorf("Messages did not clear: %d left", n)
 	}
 }
+
+func TestMissingValidationLayer(t *testing.T) {
+	// VK_LAYER_PATH replaces the loader's search paths for explicit layers.
+	t.Setenv("VK_LAYER_PATH", t.TempDir())
+	l, err := Load(os.Getenv("KILN_VULKAN_LOADER"))
+	if err != nil {
+		t.Skipf("no Vulkan loader: %v", err)
+	}
+	defer l.Close()
+	_, err = l.CreateInstance(InstanceOptions{APIVersion: Version11, Validation: true})
+	var missing *LayerMissingError
+	if !errors.As(err, &missing) || missing.Layer != ValidationLayer || !strings.Contains(err.Error(), "Fix: install vulkan-validationlayers") {
+		t.Errorf("CreateInstance with validation and no layers = %v, want a LayerMissingError", err)
+	}
+}
