@@ -37,6 +37,9 @@
 //     assumption a driver may make (Vulkan allows both by default) changes them.
 //     NaN tests are integer tests on the bits for the same reason.
 //   - Comparisons are ordered (OpFOrdLessThan, ...) except ne (OpFUnordNotEqual).
+//   - No f32 OpSelect is emitted: f32 selects blend the bit patterns with a mask,
+//     because NVIDIA's compiler turns select(x < y, x, y) into fmin, which is wrong
+//     for NaN and signed zeros (seen on an H200 with driver 580).
 //   - f32 to i32/u32 converts only in-range values and selects the saturated bound
 //     or 0 for NaN. i32/u32 to f32 is OpConvertSToF/OpConvertUToF: exact below
 //     2^24 and, above, correctly rounded in the implementation's rounding mode;

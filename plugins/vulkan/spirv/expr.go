@@ -84,7 +84,14 @@ func (e *emitter) fop(opcode, a, b uint32) uint32 {
 	return id
 }
 
-func (e *emitter) sel(t, cond, a, b uint32) uint32 { return e.op(opSelect, t, cond, a, b) }
+// sel is cond ? a : b. On f32 it blends the bits instead of using OpSelect (see
+// blendF32).
+func (e *emitter) sel(t, cond, a, b uint32) uint32 {
+	if t == e.f32() {
+		return e.blendF32(cond, a, b)
+	}
+	return e.op(opSelect, t, cond, a, b)
+}
 
 func (e *emitter) bitsOf(f uint32) uint32  { return e.op(opBitcast, e.u32(), f) }
 func (e *emitter) floatOf(u uint32) uint32 { return e.op(opBitcast, e.f32(), u) }
@@ -135,6 +142,17 @@ func (e *emitter) selectExpr(x ir.SelectExpr) (value, error) {
 		return value{}, err
 	}
 	return value{id: e.sel(t, cond, a.id, b), t: a.t}, nil
+}
+
+// blendF32 is cond ? a : b on f32, computed on the bits with a mask. NVIDIA's
+// compiler turns an OpSelect of floats over their own comparison into fmin/fmax,
+// which is wrong for NaN and signed zeros; the bit blend is exact on every driver.
+func (e *emitter) blendF32(cond, a, b uint32) uint32 {
+	u := e.u32()
+	mask := e.sel(u, cond, e.cu32(0xFFFFFFFF), e.cu32(0))
+	keepA := e.op(opBitwiseAnd, u, e.bitsOf(a), mask)
+	keepB := e.op(opBitwiseAnd, u, e.bitsOf(b), e.op(opNot, u, mask))
+	return e.floatOf(e.op(opBitwiseOr, u, keepA, keepB))
 }
 
 func unsupported(what string, t ir.Type) error {

@@ -317,3 +317,23 @@ func TestAtomicOpcodesFollowSignedness(t *testing.T) {
 		t.Error("atomic add on f32 has an opcode")
 	}
 }
+
+// TestNoFloatSelect pins the bit blend for f32 select: NVIDIA's compiler turns an
+// OpSelect of floats over their own comparison into fmin/fmax, which is wrong for NaN
+// and signed zeros, so no f32-typed OpSelect may appear.
+func TestNoFloatSelect(t *testing.T) {
+	for _, np := range allPrograms(t) {
+		_, insts := decode(t, mustEmit(t, np.name, np.prog).Words)
+		floats := map[uint32]bool{}
+		for _, in := range insts {
+			if in.op == opTypeFloat {
+				floats[in.args[0]] = true
+			}
+		}
+		for _, in := range insts {
+			if in.op == opSelect && floats[in.args[0]] {
+				t.Errorf("%s: OpSelect %d has a float result type", np.name, in.args[1])
+			}
+		}
+	}
+}
