@@ -552,3 +552,39 @@ func TestConcurrentWritersAndReadersNeverSeeCorruption(t *testing.T) {
 		t.Fatalf("Stats = %+v", s)
 	}
 }
+
+func TestCheckHeadersReportsBadHeadersAndChangesNothing(t *testing.T) {
+	c := openTest(t, Options{})
+	for i := 0; i < 4; i++ {
+		mustWrite(t, c, keyN(i), []byte(fmt.Sprint("blob ", i)))
+	}
+	// Entry 1: bad magic. Entry 2: a valid entry under another key's name.
+	// Entry 3: a flipped payload byte, which only Verify's full read sees.
+	data, _ := os.ReadFile(c.PathFor(keyN(1)))
+	data[0] ^= 1
+	os.WriteFile(c.PathFor(keyN(1)), data, 0o644)
+	moved := c.PathFor(keyN(50))
+	os.MkdirAll(filepath.Dir(moved), 0o755)
+	if err := os.Rename(c.PathFor(keyN(2)), moved); err != nil {
+		t.Fatal(err)
+	}
+	data, _ = os.ReadFile(c.PathFor(keyN(3)))
+	data[len(data)-1] ^= 1
+	os.WriteFile(c.PathFor(keyN(3)), data, 0o644)
+
+	r, err := c.CheckHeaders(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Entries != 4 || r.Bytes == 0 || len(r.Bad) != 2 {
+		t.Fatalf("CheckHeaders = %+v, want 4 entries with 2 bad", r)
+	}
+	for _, p := range r.Bad {
+		if p.Reason == "" || (p.Path != c.PathFor(keyN(1)) && p.Path != moved) {
+			t.Errorf("unexpected problem %+v", p)
+		}
+	}
+	if s := stats(t, c); s.Entries != 4 || s.Corrupt != 0 {
+		t.Fatalf("CheckHeaders changed the cache: %+v", s)
+	}
+}

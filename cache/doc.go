@@ -17,11 +17,15 @@
 // Integration, as the host does it:
 //
 //	c, err := cache.Open(root)                      // at host start
-//	key := cache.Key{ProgramDigest: digest, BindingLayoutHash: cache.BindingLayoutHash(prog),
-//		WorkgroupSize: wg, SpecHash: spec.CacheHash(), BackendID: id, DeviceFingerprint: fp}
+//	digest, err := cache.ProgramDigest(prog)
+//	key := cache.Key{ProgramDigest: digest, BindingSignature: ir.BindingSignature(prog),
+//		PushConstantSize: 4 * uint32(len(prog.Buffers)), WorkgroupSize: wg,
+//		Features: cache.FeaturePushConstants, SpecHash: spec.CacheHash(), BackendID: id,
+//		DeviceFingerprint: adapter.Identity.Fingerprint()}
 //	blob, hit, err := c.Read(key)                   // send blob with the compile request
 //	err = c.Write(key, res.Blob)                    // store what the plugin returned
 //	err = c.Flush(ctx)                              // at host close: durable, then trim
 //
-// Stats, Verify, Trim and Clear back `kiln cache stats|verify|trim|clear`.
+// Stats, Verify, Trim and Clear back `kiln cache stats|verify|trim|clear`;
+// CheckHeaders is the read-only health check `kiln doctor` runs.
 package cache

@@ -6,15 +6,15 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"sort"
 
 	"github.com/kiln-dev/kiln/ir"
 )
 
 // KeyVersion is the version of the key encoding. Raising it changes every key, so
 // every entry written under an older version is never read again and ages out
-// through trimming.
-const KeyVersion uint32 = 1
+// through trimming. Version 2 replaced version 1's SHA-256 binding-layout hash by
+// ir.BindingSignature.
+const KeyVersion uint32 = 2
 
 // maxKeyBytes bounds an encoded key, which bounds the backend id and device
 // fingerprint; an entry header claiming a longer key is corrupt.
@@ -26,8 +26,9 @@ const maxKeyBytes = 4096
 type Key struct {
 	// ProgramDigest is the digest of the program's canonical encoding.
 	ProgramDigest [32]byte
-	// BindingLayoutHash describes the buffer bindings; see BindingLayoutHash.
-	BindingLayoutHash [32]byte
+	// BindingSignature is ir.BindingSignature of the program: its buffers'
+	// bindings, element types, accesses and fixed counts.
+	BindingSignature uint64
 	// PushConstantSize is the push-constant range in bytes (0 when none).
 	PushConstantSize uint32
 	// WorkgroupSize is the size the pipeline was compiled for, after any override.
@@ -57,7 +58,7 @@ func (k Key) encode(version uint32) []byte {
 		out = append(out, b...)
 	}
 	field(k.ProgramDigest[:])
-	field(k.BindingLayoutHash[:])
+	field(binary.LittleEndian.AppendUint64(nil, k.BindingSignature))
 	field(binary.LittleEndian.AppendUint32(nil, k.PushConstantSize))
 	var wg []byte
 	for _, n := range k.WorkgroupSize {
@@ -106,7 +107,7 @@ func decodeKey(b []byte) (Key, error) {
 		b = b[4+n:]
 		return v, nil
 	}
-	fields := []int{32, 32, 4, 12, 4, 8, -1, -1}
+	fields := []int{32, 8, 4, 12, 4, 8, -1, -1}
 	vals := make([][]byte, len(fields))
 	for i, fixed := range fields {
 		v, err := next(fixed)
@@ -119,7 +120,7 @@ func decodeKey(b []byte) (Key, error) {
 		return Key{}, fmt.Errorf("%d bytes after the key's last field", len(b))
 	}
 	copy(k.ProgramDigest[:], vals[0])
-	copy(k.BindingLayoutHash[:], vals[1])
+	k.BindingSignature = binary.LittleEndian.Uint64(vals[1])
 	k.PushConstantSize = binary.LittleEndian.Uint32(vals[2])
 	for i := range k.WorkgroupSize {
 		k.WorkgroupSize[i] = binary.LittleEndian.Uint32(vals[3][4*i:])
@@ -131,26 +132,13 @@ func decodeKey(b []byte) (Key, error) {
 	return k, nil
 }
 
-// layoutDomain separates binding-layout hashes from every other SHA-256 use.
-const layoutDomain = "kiln-binding-layout-v1"
-
-// BindingLayoutHash hashes what a pipeline's bind layout depends on: for every
-// buffer of p, in binding order, its binding, element type, access and fixed
-// count. Buffer names do not take part.
-func BindingLayoutHash(p *ir.Program) [32]byte {
-	bufs := append([]ir.BufferDecl(nil), p.Buffers...)
-	sort.SliceStable(bufs, func(i, j int) bool { return bufs[i].Binding < bufs[j].Binding })
-	h := sha256.New()
-	h.Write([]byte(layoutDomain))
-	var rec [10]byte
-	for _, b := range bufs {
-		binary.LittleEndian.PutUint32(rec[0:], b.Binding)
-		rec[4] = byte(b.Type)
-		rec[5] = byte(b.Access)
-		binary.LittleEndian.PutUint32(rec[6:], b.Count)
-		h.Write(rec[:])
+// ProgramDigest is the SHA-256 of p's canonical encoding (ir.Encode): the
+// Key's ProgramDigest, and what InvalidateImpacted's digests name. It fails
+// only for a program ir.Encode refuses.
+func ProgramDigest(p *ir.Program) ([32]byte, error) {
+	enc, err := ir.Encode(p)
+	if err != nil {
+		return [32]byte{}, fmt.Errorf("pipeline cache: digest of program: %w", err)
 	}
-	var sum [32]byte
-	h.Sum(sum[:0])
-	return sum
+	return sha256.Sum256(enc), nil
 }

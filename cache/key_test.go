@@ -2,6 +2,7 @@ package cache
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"testing"
 
 	"github.com/kiln-dev/kiln/ir"
@@ -39,7 +40,7 @@ func TestFeatureFlagContainsAndUnion(t *testing.T) {
 func sampleKey() Key {
 	return Key{
 		ProgramDigest:     [32]byte{1, 2, 3},
-		BindingLayoutHash: [32]byte{4, 5, 6},
+		BindingSignature:  0x0405060708090a0b,
 		PushConstantSize:  16,
 		WorkgroupSize:     [3]uint32{64, 1, 1},
 		Features:          FeatureSubgroupOps,
@@ -54,7 +55,7 @@ func sampleKey() Key {
 func TestEveryKeyFieldChangesTheKey(t *testing.T) {
 	cases := map[string]func(*Key){
 		"ProgramDigest":     func(k *Key) { k.ProgramDigest[31] ^= 1 },
-		"BindingLayoutHash": func(k *Key) { k.BindingLayoutHash[0] ^= 1 },
+		"BindingSignature":  func(k *Key) { k.BindingSignature ^= 1 },
 		"PushConstantSize":  func(k *Key) { k.PushConstantSize = 32 },
 		"WorkgroupSize.x":   func(k *Key) { k.WorkgroupSize[0] = 128 },
 		"WorkgroupSize.y":   func(k *Key) { k.WorkgroupSize[1] = 2 },
@@ -114,32 +115,28 @@ func TestKeyEncodingRoundTrips(t *testing.T) {
 	}
 }
 
-func TestBindingLayoutHash(t *testing.T) {
-	prog := func(bufs ...ir.BufferDecl) *ir.Program { return &ir.Program{Name: "p", Buffers: bufs} }
-	x := ir.BufferDecl{Name: "x", Binding: 0, Type: ir.F32, Access: ir.Read}
-	y := ir.BufferDecl{Name: "y", Binding: 1, Type: ir.F32, Access: ir.ReadWrite}
-	base := BindingLayoutHash(prog(x, y))
-	if BindingLayoutHash(prog(y, x)) != base {
-		t.Error("declaration order changes the layout hash")
+func TestProgramDigest(t *testing.T) {
+	build := func(name string) *ir.Program {
+		b := ir.NewBuilder(name, 64, 1, 1)
+		out := b.Buffer("out", ir.U32, ir.Write)
+		b.Store(out, ir.GlobalID(0), ir.LitU32(1))
+		return b.MustBuild()
 	}
-	renamed := x
-	renamed.Name = "input"
-	if BindingLayoutHash(prog(renamed, y)) != base {
-		t.Error("a buffer name changes the layout hash")
+	a, err := ProgramDigest(build("p"))
+	if err != nil {
+		t.Fatal(err)
 	}
-	for name, change := range map[string]func(*ir.BufferDecl){
-		"type":    func(b *ir.BufferDecl) { b.Type = ir.U32 },
-		"access":  func(b *ir.BufferDecl) { b.Access = ir.Write },
-		"count":   func(b *ir.BufferDecl) { b.Count = 4 },
-		"binding": func(b *ir.BufferDecl) { b.Binding = 2 },
-	} {
-		changed := y
-		change(&changed)
-		if BindingLayoutHash(prog(x, changed)) == base {
-			t.Errorf("changing a buffer's %s leaves the layout hash unchanged", name)
-		}
+	enc, err := ir.Encode(build("p"))
+	if err != nil {
+		t.Fatal(err)
 	}
-	if BindingLayoutHash(prog(x)) == base {
-		t.Error("dropping a buffer leaves the layout hash unchanged")
+	if a != sha256.Sum256(enc) {
+		t.Fatal("ProgramDigest is not the SHA-256 of the canonical encoding")
+	}
+	if b, _ := ProgramDigest(build("q")); b == a {
+		t.Fatal("a renamed program has the same digest")
+	}
+	if _, err := ProgramDigest(&ir.Program{Name: "bad", WorkgroupSize: [3]uint32{1, 1, 1}, Body: []ir.Stmt{ir.LetStmt{Name: "x", Value: ir.Expr(nil)}}}); err == nil {
+		t.Fatal("an unencodable program has a digest")
 	}
 }

@@ -329,8 +329,8 @@ func (c *DiskCache) InvalidateImpacted(ctx context.Context, mask FeatureFlags, d
 		if err := ctx.Err(); err != nil {
 			return removed, err
 		}
-		k, ok := readEntryKey(e.path)
-		if !ok ||
+		k, err := readEntryKey(e.path)
+		if err != nil ||
 			(fingerprint != "" && k.DeviceFingerprint != fingerprint) ||
 			(len(want) > 0 && !want[k.ProgramDigest]) ||
 			(mask != 0 && k.Features&mask == 0) {
@@ -345,28 +345,72 @@ func (c *DiskCache) InvalidateImpacted(ctx context.Context, mask FeatureFlags, d
 }
 
 // readEntryKey reads just the header and key of an entry file.
-func readEntryKey(path string) (Key, bool) {
+func readEntryKey(path string) (Key, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return Key{}, false
+		return Key{}, err
 	}
 	defer f.Close()
 	st, err := f.Stat()
 	if err != nil {
-		return Key{}, false
+		return Key{}, err
 	}
 	var head [headerSize]byte
 	if _, err := io.ReadFull(f, head[:]); err != nil {
-		return Key{}, false
+		return Key{}, corrupt("header truncated")
 	}
 	keyLen, _, err := parseHeader(head[:], st.Size())
 	if err != nil {
-		return Key{}, false
+		return Key{}, err
 	}
 	buf := make([]byte, keyLen)
 	if _, err := io.ReadFull(f, buf); err != nil {
-		return Key{}, false
+		return Key{}, corrupt("key truncated")
 	}
 	k, err := decodeKey(buf)
-	return k, err == nil
+	if err != nil {
+		return Key{}, corrupt("%v", err)
+	}
+	return k, nil
+}
+
+// HeaderReport is what CheckHeaders found.
+type HeaderReport struct {
+	// Entries and Bytes count the entry files.
+	Entries int
+	Bytes   int64
+	// Bad lists the entries whose header or key is unreadable or belongs to
+	// another file name; Verify (or a Read of them) removes them.
+	Bad []Problem
+}
+
+// CheckHeaders reads the header and key of every entry, not the payloads, and
+// changes nothing: the quick health check kiln doctor runs. Verify reads the
+// payloads as well and removes what fails.
+func (c *DiskCache) CheckHeaders(ctx context.Context) (HeaderReport, error) {
+	entries, _, err := c.scan(ctx)
+	if err != nil {
+		return HeaderReport{}, err
+	}
+	var r HeaderReport
+	for _, e := range entries {
+		if err := ctx.Err(); err != nil {
+			return r, err
+		}
+		k, err := readEntryKey(e.path)
+		var bad *corruptError
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			continue
+		case errors.As(err, &bad):
+			r.Bad = append(r.Bad, Problem{e.path, bad.reason})
+		case err != nil:
+			return r, fmt.Errorf("read pipeline cache entry %s: %w. Fix: make the cache directory readable", e.path, err)
+		case k.Hex()+entryExt != e.name:
+			r.Bad = append(r.Bad, Problem{e.path, "file name does not match the entry's key"})
+		}
+		r.Entries++
+		r.Bytes += e.size
+	}
+	return r, nil
 }
