@@ -21,7 +21,7 @@
 // The host, at compile:
 //
 //	st, err := autotune.Load(path)
-//	if rec, ok := st.Get(autotune.NewKey(specKey, adapterID)); ok { wg = rec.WorkgroupSize }
+//	if rec, ok := st.Get(autotune.KeyFor(prog, spec, "vulkan:0")); ok { wg = rec.WorkgroupSize }
 //
 // and, after tuning, st.Put(key, rec) then st.SaveIfDirty(ctx).
 package autotune

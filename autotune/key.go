@@ -34,6 +34,14 @@ func NewKey(spec ir.SpecCacheKey, adapter string) Key {
 	return Key{hex: hex.EncodeToString(b[:]), adapter: adapter}
 }
 
+// KeyFor is the key of the record for program p specialized by spec on adapter
+// (the host uses the backend's routing name, "vulkan:0"): NewKey of p's digest,
+// its binding signature, its declared workgroup size and spec's hash. A record
+// tunes a program variant, so the declared size, not a tuned one, is in the key.
+func KeyFor(p *ir.Program, spec ir.SpecMap, adapter string) Key {
+	return NewKey(ir.NewSpecCacheKey(p.Digest(), ir.BindingSignature(p), p.WorkgroupSize, spec), adapter)
+}
+
 // Hex returns the folded digest as 32 lowercase hex digits.
 func (k Key) Hex() string { return k.hex }
 

@@ -374,3 +374,35 @@ func TestDefaultPath(t *testing.T) {
 		t.Fatal("defaultPath with nothing set succeeded")
 	}
 }
+
+func TestKeyForFollowsProgramSpecAndAdapter(t *testing.T) {
+	build := func(name string, wg uint32) *ir.Program {
+		b := ir.NewBuilder(name, wg, 1, 1)
+		b.Param("a", ir.U32, ir.LitU32(1))
+		out := b.Buffer("out", ir.U32, ir.Write)
+		b.Store(out, ir.GlobalID(0), ir.LitU32(1))
+		return b.MustBuild()
+	}
+	p := build("p", 64)
+	var spec ir.SpecMap
+	base := KeyFor(p, spec, "vulkan:0")
+	want := NewKey(ir.SpecCacheKey{ShaderHash: p.Digest(), BindingSig: ir.BindingSignature(p), WorkgroupSize: [3]uint32{64, 1, 1}, SpecHash: spec.CacheHash()}, "vulkan:0")
+	if base != want {
+		t.Fatalf("KeyFor = %v, want %v", base, want)
+	}
+	if KeyFor(build("p", 64), spec, "vulkan:0") != base {
+		t.Fatal("an equal program gives another key")
+	}
+	var set ir.SpecMap
+	set.Set("a", ir.SpecU32(2))
+	for name, k := range map[string]Key{
+		"program":        KeyFor(build("q", 64), spec, "vulkan:0"),
+		"workgroup size": KeyFor(build("p", 128), spec, "vulkan:0"),
+		"spec":           KeyFor(p, set, "vulkan:0"),
+		"adapter":        KeyFor(p, spec, "vulkan:1"),
+	} {
+		if k == base {
+			t.Errorf("changing the %s leaves the key unchanged", name)
+		}
+	}
+}
