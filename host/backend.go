@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/kiln-dev/kiln/cache"
 	"github.com/kiln-dev/kiln/ir"
 	"github.com/kiln-dev/kiln/pluginapi"
 )
@@ -71,7 +72,9 @@ func (b *Backend) callOn(ctx context.Context, proc *process, op string, fn func(
 type CompileOptions struct {
 	// Spec sets parameters by name; the others keep their defaults.
 	Spec ir.SpecMap
-	// WorkgroupSize replaces the program's workgroup size when non-zero.
+	// WorkgroupSize replaces the program's workgroup size when non-zero. When it
+	// is zero, an autotune record for (program, spec, backend) supplies the size
+	// if there is one; launch with Work.Invocations so that the grid follows it.
 	WorkgroupSize [3]uint32
 }
 
@@ -80,27 +83,58 @@ type CompileOptions struct {
 type Pipeline struct {
 	backend *Backend
 	prog    *ir.Program
-	opts    CompileOptions
+	// opts hold the effective workgroup size: the caller's, a tuned one, or zero
+	// for the program's.
+	opts  CompileOptions
+	tuned bool
+	key   cache.Key
 
 	mu       sync.Mutex
 	proc     *process
 	handle   uint64
 	released bool
-	// compileTime is the host-measured duration of the last compile.
+	// compileTime is the host-measured duration of the last compile, including
+	// the pipeline cache's read and write; cacheStatus is its CacheHit,
+	// CacheMiss or CacheOff.
 	compileTime time.Duration
+	cacheStatus string
 }
 
 // Program returns the pipeline's copy of the compiled program.
 func (pl *Pipeline) Program() *ir.Program { return pl.prog }
 
-// CompileTime returns how long the last compile took, as the host measured it.
+// CompileTime returns how long the last compile took, as the host measured it
+// (the pipeline cache's read and write included).
 func (pl *Pipeline) CompileTime() time.Duration {
 	pl.mu.Lock()
 	defer pl.mu.Unlock()
 	return pl.compileTime
 }
 
-// Compile validates prog and compiles it on the backend.
+// CacheStatus returns the pipeline cache's part in the last compile: CacheHit,
+// CacheMiss or CacheOff.
+func (pl *Pipeline) CacheStatus() string {
+	pl.mu.Lock()
+	defer pl.mu.Unlock()
+	return pl.cacheStatus
+}
+
+// WorkgroupSize returns the workgroup size the pipeline was compiled for.
+func (pl *Pipeline) WorkgroupSize() [3]uint32 {
+	if pl.opts.WorkgroupSize != ([3]uint32{}) {
+		return pl.opts.WorkgroupSize
+	}
+	return pl.prog.WorkgroupSize
+}
+
+// Tuned reports whether an autotune record chose the workgroup size.
+func (pl *Pipeline) Tuned() bool { return pl.tuned }
+
+// Compile validates prog and compiles it on the backend, through the host's
+// pipeline cache: the blob cached under the pipeline's key (see cache.Key) goes
+// with the compile request, and the blob the plugin returns is stored. Without
+// a workgroup-size override, an autotune record for the program on this backend
+// sets the size.
 func (b *Backend) Compile(ctx context.Context, prog *ir.Program, opts CompileOptions) (*Pipeline, error) {
 	if prog == nil {
 		return nil, &LaunchError{Program: "<nil>", Detail: "no program. Fix: pass the *ir.Program to compile"}
@@ -125,6 +159,12 @@ func (b *Backend) Compile(ctx context.Context, prog *ir.Program, opts CompileOpt
 	}
 	opts.Spec = spec
 	pl := &Pipeline{backend: b, prog: own, opts: opts}
+	if opts.WorkgroupSize == ([3]uint32{}) {
+		pl.opts.WorkgroupSize, pl.tuned = b.p.set.stores.tunedSize(b.p.log, b, own, spec)
+	}
+	if pl.key, err = pipelineKey(b, own, spec, pl.WorkgroupSize()); err != nil {
+		return nil, fmt.Errorf("program %q: %w", prog.Name, err)
+	}
 	pl.mu.Lock()
 	defer pl.mu.Unlock()
 	if _, _, _, err := pl.compileLocked(ctx); err != nil {
@@ -146,24 +186,30 @@ func (pl *Pipeline) compileLocked(ctx context.Context) (*process, uint64, time.D
 		return proc, pl.handle, 0, nil
 	}
 	var handle uint64
+	st := b.p.set.stores
 	began := time.Now()
+	cached, status := st.readBlob(b.p.log, pl.key)
+	var blob []byte
 	err = b.callOn(ctx, proc, "compile", func(ctx context.Context, proc *process) error {
 		if _, err := b.p.open(ctx, proc, b.adapter.Index); err != nil {
 			return err
 		}
 		res, err := proc.backend.Compile(ctx, &pluginapi.CompileRequest{
 			Adapter: b.adapter.Index, Program: pl.prog, Spec: pl.opts.Spec, WorkgroupSize: pl.opts.WorkgroupSize,
+			CachedBlob: cached,
 		})
 		if err != nil {
 			return err
 		}
-		handle = res.Pipeline
+		handle, blob = res.Pipeline, res.Blob
 		return nil
 	})
 	if err != nil {
 		return nil, 0, 0, err
 	}
-	pl.proc, pl.handle, pl.compileTime = proc, handle, time.Since(began)
+	st.storeBlob(b.p.log, pl.key, cached, blob)
+	pl.proc, pl.handle, pl.compileTime, pl.cacheStatus = proc, handle, time.Since(began), status
+	b.p.log.Debug("compiled", "program", pl.prog.Name, "backend", b.Name(), "cache", status, "took", pl.compileTime)
 	return proc, handle, pl.compileTime, nil
 }
 
@@ -197,6 +243,17 @@ type Result struct {
 	// when the backend cannot time the device).
 	PluginTime time.Duration
 	DeviceTime time.Duration
+	// Selection says why Backend ran it (Host.Dispatch only): SelectedExplicitly
+	// ("explicit"), "pgo route: fastest of N, median X µs", or "preferred: " and
+	// why no PGO route was followed.
+	Selection string
+	// Cache is the pipeline cache's part in the pipeline's last compile:
+	// CacheHit, CacheMiss or CacheOff.
+	Cache string
+	// WorkgroupSize is the size the pipeline ran with; Tuned reports whether an
+	// autotune record chose it.
+	WorkgroupSize [3]uint32
+	Tuned         bool
 }
 
 // Dispatch runs pl with w. The plugin's outputs are checked against the program
@@ -215,6 +272,7 @@ func (b *Backend) Dispatch(ctx context.Context, pl *Pipeline, w Work) (*Result, 
 		return nil, &LaunchError{Program: pl.prog.Name, Detail: "pipeline was released. Fix: compile the program again"}
 	}
 	proc, handle, compileTime, err := pl.compileLocked(ctx)
+	cacheStatus := pl.cacheStatus
 	pl.mu.Unlock()
 	if err != nil {
 		return nil, err
@@ -238,6 +296,7 @@ func (b *Backend) Dispatch(ctx context.Context, pl *Pipeline, w Work) (*Result, 
 	return &Result{
 		Outputs: res.Outputs, Backend: b.Name(), Compile: compileTime, Dispatch: took,
 		PluginTime: time.Duration(res.HostNanos), DeviceTime: time.Duration(res.DeviceNanos),
+		Cache: cacheStatus, WorkgroupSize: pl.WorkgroupSize(), Tuned: pl.tuned,
 	}, nil
 }
 

@@ -6,7 +6,10 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/kiln-dev/kiln/autotune"
+	"github.com/kiln-dev/kiln/cache"
 	"github.com/kiln-dev/kiln/internal/xdg"
+	"github.com/kiln-dev/kiln/pgo"
 )
 
 // PluginDirEnv is the environment variable that names the plugins directory when
@@ -71,20 +74,15 @@ type StorePaths struct {
 	PGO           string
 }
 
-// DefaultStorePaths returns the store paths for this process's environment.
+// DefaultStorePaths returns the store paths for this process's environment:
+// cache.DefaultRoot, autotune.DefaultPath and pgo.DefaultPath, which Open uses
+// for the stores its Options leave nil.
 func DefaultStorePaths() (StorePaths, error) {
-	return storePaths(processEnvironment())
-}
-
-func storePaths(env environment) (StorePaths, error) {
-	cache, errCache := xdg.CacheHome(env.xdg)
-	config, errConfig := xdg.ConfigHome(env.xdg)
-	if err := errors.Join(errCache, errConfig); err != nil {
+	root, errCache := cache.DefaultRoot()
+	tune, errTune := autotune.DefaultPath()
+	routes, errPGO := pgo.DefaultPath()
+	if err := errors.Join(errCache, errTune, errPGO); err != nil {
 		return StorePaths{}, err
 	}
-	return StorePaths{
-		PipelineCache: filepath.Join(cache, "kiln", "pipelines"),
-		Autotune:      filepath.Join(config, "kiln", "autotune.toml"),
-		PGO:           filepath.Join(config, "kiln", "pgo.toml"),
-	}, nil
+	return StorePaths{PipelineCache: root, Autotune: tune, PGO: routes}, nil
 }

@@ -52,20 +52,6 @@ func TestPluginDirOrder(t *testing.T) {
 	}
 }
 
-func TestStorePaths(t *testing.T) {
-	got, err := storePaths(fakeEnv(map[string]string{"XDG_CACHE_HOME": "/c", "HOME": "/h"}, ""))
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := StorePaths{PipelineCache: "/c/kiln/pipelines", Autotune: "/h/.config/kiln/autotune.toml", PGO: "/h/.config/kiln/pgo.toml"}
-	if got != want {
-		t.Fatalf("got %+v, want %+v", got, want)
-	}
-	if _, err := storePaths(fakeEnv(nil, "")); err == nil {
-		t.Fatal("no HOME: want an error")
-	}
-}
-
 func TestDiscoverAcceptsOnlyPluginExecutables(t *testing.T) {
 	dir := t.TempDir()
 	write := func(name string, mode os.FileMode) {

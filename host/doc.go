@@ -11,6 +11,16 @@
 // from the plugin), the host stays up, and the plugin is relaunched on its next use
 // with an exponential backoff. Close stops every plugin.
 //
+// The host alone keeps the persistent stores (Options.Cache, Autotune, PGO;
+// by default at their XDG paths). Every compile goes through the pipeline
+// cache: the host computes the cache.Key, sends the cached blob with the
+// request and stores the blob the plugin returns (bounded; plugins never write
+// files), and Close flushes the cache. A compile without a workgroup-size
+// override takes the size of an autotune record for (program, backend).
+// Dispatch without a named backend follows the program's fresh PGO route when
+// its backend is healthy, else the preferred backend; Result.Selection, Cache,
+// WorkgroupSize and Tuned say what happened.
+//
 //	h, err := host.Open(ctx, host.Options{})
 //	if err != nil { ... }
 //	defer h.Close()

@@ -11,6 +11,9 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/kiln-dev/kiln/autotune"
+	"github.com/kiln-dev/kiln/cache"
+	"github.com/kiln-dev/kiln/pgo"
 	"github.com/kiln-dev/kiln/pluginapi"
 )
 
@@ -29,6 +32,24 @@ type Options struct {
 	// with each consecutive crash up to MaxRestartBackoff (defaults 100ms and 10s).
 	RestartBackoff    time.Duration
 	MaxRestartBackoff time.Duration
+
+	// Cache is the pipeline cache every compile goes through: the host reads the
+	// entry for the pipeline's key, sends it with the compile request and stores
+	// the blob the plugin returns. Nil opens the cache at cache.DefaultRoot()
+	// ($XDG_CACHE_HOME/kiln/pipelines) unless $KILN_CACHE is "off"; NoCache turns
+	// it off. A cache that cannot be opened is logged and left off.
+	Cache   *cache.DiskCache
+	NoCache bool
+	// Autotune holds tuned workgroup sizes that compiles use when the caller
+	// gives none. Nil loads autotune.DefaultPath(); NoAutotune turns it off. A
+	// store that cannot be loaded is logged and left off (kiln doctor says why).
+	Autotune   *autotune.Store
+	NoAutotune bool
+	// PGO is the routing table Dispatch follows when the launch names no backend.
+	// Nil loads pgo.DefaultPath(); NoPGO turns routing off. A table that cannot
+	// be loaded is logged and left off (kiln doctor says why).
+	PGO   *pgo.Table
+	NoPGO bool
 }
 
 // Host runs the backend plugins of one plugins directory. It is safe for
@@ -39,6 +60,7 @@ type Host struct {
 	dirErr    error
 	files     []File
 	log       hclog.Logger
+	stores    *stores
 
 	plugins []*plugin // started, sorted by id
 	byID    map[string]*plugin
@@ -62,11 +84,13 @@ func Open(ctx context.Context, opts Options) (*Host, error) {
 	if set.log == nil {
 		set.log = hclog.NewNullLogger()
 	}
-	dir, source, err := resolvePluginDir(opts.PluginDir, processEnvironment())
+	env := processEnvironment()
+	dir, source, err := resolvePluginDir(opts.PluginDir, env)
 	if err != nil {
 		return nil, err
 	}
-	h := &Host{dir: dir, dirSource: source, log: set.log, byID: map[string]*plugin{}}
+	set.stores = openStores(opts, env.xdg.Getenv, set.log)
+	h := &Host{dir: dir, dirSource: source, log: set.log, stores: set.stores, byID: map[string]*plugin{}}
 	h.files, h.dirErr = discover(dir)
 	if h.dirErr != nil {
 		h.log.Warn("no plugins", "error", h.dirErr)
@@ -116,8 +140,9 @@ func orDefault(d, def time.Duration) time.Duration {
 	return def
 }
 
-// Close stops every plugin (in parallel) and makes further calls fail with a
-// ClosedError. It is safe to call more than once.
+// Close stops every plugin (in parallel), makes further calls fail with a
+// ClosedError and flushes the pipeline cache, returning the flush's error. It is
+// safe to call more than once.
 func (h *Host) Close() error {
 	h.mu.Lock()
 	h.closed = true
@@ -131,7 +156,7 @@ func (h *Host) Close() error {
 		}()
 	}
 	wg.Wait()
-	return nil
+	return h.stores.flush(context.Background())
 }
 
 func (h *Host) checkOpen() error {

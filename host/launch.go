@@ -103,24 +103,29 @@ func checkOutputs(backend string, prog *ir.Program, sizes []int, outputs [][]byt
 
 // Launch is everything Host.Dispatch needs besides the program.
 type Launch struct {
-	// Backend names the backend ("cpu-ref", "vulkan:1"); empty picks
+	// Backend names the backend ("cpu-ref", "vulkan:1"). Empty follows the
+	// program's PGO route when it is fresh and its backend healthy, else picks
 	// AcquirePreferred's choice.
 	Backend string
 	CompileOptions
 	Work
 }
 
-// Dispatch is the one-call path: acquire the backend, compile prog, dispatch it
-// and release the pipeline. For repeated dispatches of one program, use
-// Backend.Compile once and Backend.Dispatch many times.
+// Dispatch is the one-call path: choose the backend, compile prog, dispatch it
+// and release the pipeline. The backend is the one l names; else, when the PGO
+// table has a fresh route for prog's name (its op id) whose backend is healthy
+// (running, dispatching, no reference oracle, adapter opens), that one; else the
+// preferred one. Result.Selection says which rule chose it. For repeated
+// dispatches of one program, use Backend.Compile once and Backend.Dispatch many
+// times.
 func (h *Host) Dispatch(ctx context.Context, prog *ir.Program, l Launch) (*Result, error) {
-	var b *Backend
-	var err error
-	if l.Backend == "" {
-		b, err = h.AcquirePreferred(ctx)
-	} else {
-		b, err = h.Acquire(ctx, l.Backend)
+	if err := h.checkOpen(); err != nil {
+		return nil, err
 	}
+	if prog == nil {
+		return nil, &LaunchError{Program: "<nil>", Detail: "no program. Fix: pass the *ir.Program to dispatch"}
+	}
+	b, why, err := h.choose(ctx, prog, l.Backend)
 	if err != nil {
 		return nil, err
 	}
@@ -137,5 +142,6 @@ func (h *Host) Dispatch(ctx context.Context, prog *ir.Program, l Launch) (*Resul
 		return nil, err
 	}
 	res.Compile += compileTime
+	res.Selection = why
 	return res, nil
 }

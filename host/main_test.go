@@ -20,8 +20,18 @@ func TestMain(m *testing.M) {
 	if dir := os.Getenv(helperDirEnv); dir != "" {
 		os.Exit(helperHost(dir))
 	}
+	// Hosts opened with default stores must not touch the user's cache and
+	// config: point the XDG homes at a directory of this test binary's own.
+	homes, err := os.MkdirTemp("", "kiln-host-test-xdg-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	os.Setenv("XDG_CACHE_HOME", filepath.Join(homes, "cache"))
+	os.Setenv("XDG_CONFIG_HOME", filepath.Join(homes, "config"))
 	code := m.Run()
 	binaries.cleanup()
+	os.RemoveAll(homes)
 	os.Exit(code)
 }
 

@@ -58,12 +58,15 @@ func (pr *process) waitExited(limit time.Duration) bool {
 	return true
 }
 
-// settings are the supervision parameters shared by every plugin of a host.
+// settings are the supervision parameters and the stores shared by every plugin
+// of a host.
 type settings struct {
 	startTimeout time.Duration
 	backoff      time.Duration
 	maxBackoff   time.Duration
 	log          hclog.Logger
+	// stores are the host's persistent stores, which compiles go through.
+	stores *stores
 }
 
 // plugin supervises one plugin executable: it launches the process, relaunches it
@@ -390,4 +393,10 @@ func (p *plugin) running() *process {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.proc
+}
+
+// alive reports whether the plugin has a process that has not exited.
+func (p *plugin) alive() bool {
+	proc := p.running()
+	return proc != nil && !proc.client.Exited()
 }

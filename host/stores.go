@@ -1,0 +1,316 @@
+package host
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/kiln-dev/kiln/autotune"
+	"github.com/kiln-dev/kiln/cache"
+	"github.com/kiln-dev/kiln/ir"
+	"github.com/kiln-dev/kiln/pgo"
+)
+
+// CacheEnv is the environment variable that turns the default pipeline cache
+// off when it is "off" (as Options.NoCache does).
+const CacheEnv = "KILN_CACHE"
+
+// The part the pipeline cache played in a compile, as Result.Cache and
+// Pipeline.CacheStatus report it.
+const (
+	// CacheHit: an entry for the pipeline's key was found and sent to the plugin.
+	CacheHit = "hit"
+	// CacheMiss: no usable entry; whatever blob the plugin returned was stored.
+	CacheMiss = "miss"
+	// CacheOff: the host runs without a pipeline cache.
+	CacheOff = "off"
+)
+
+// stores are the persistent stores of one host; a nil one is off, and so are all
+// of them when the *stores itself is nil. Only the host
+// reads and writes them: plugins get a cached blob with a compile request and
+// return a new one, and never touch a file.
+type stores struct {
+	cache *cache.DiskCache
+	tune  *autotune.Store
+	pgo   *pgo.Table
+}
+
+// openStores takes the stores given in opts and opens or loads the others at
+// their default paths. A store that cannot be opened is logged and left off: it
+// never stops the host (kiln doctor explains the problem).
+func openStores(opts Options, getenv func(string) string, log hclog.Logger) *stores {
+	s := &stores{cache: opts.Cache, tune: opts.Autotune, pgo: opts.PGO}
+	switch {
+	case opts.NoCache:
+		s.cache = nil
+	case s.cache == nil && getenv(CacheEnv) == "off":
+		log.Debug("pipeline cache is off", "env", CacheEnv)
+	case s.cache == nil:
+		root, err := cache.DefaultRoot()
+		if err == nil {
+			s.cache, err = cache.Open(root)
+		}
+		if err != nil {
+			log.Warn("running without the pipeline cache", "error", err)
+		}
+	}
+	switch {
+	case opts.NoAutotune:
+		s.tune = nil
+	case s.tune == nil:
+		path, err := autotune.DefaultPath()
+		if err == nil {
+			s.tune, err = autotune.Load(path)
+		}
+		if err != nil {
+			log.Warn("running without autotune records", "error", err)
+		}
+	}
+	switch {
+	case opts.NoPGO:
+		s.pgo = nil
+	case s.pgo == nil:
+		path, err := pgo.DefaultPath()
+		if err == nil {
+			s.pgo, err = pgo.Load(path)
+		}
+		if err != nil {
+			log.Warn("running without PGO routes", "error", err)
+		}
+	}
+	return s
+}
+
+// routes returns the PGO table, nil when routing is off.
+func (s *stores) routes() *pgo.Table {
+	if s == nil {
+		return nil
+	}
+	return s.pgo
+}
+
+// flush makes the pipeline cache's new entries durable.
+func (s *stores) flush(ctx context.Context) error {
+	if s == nil || s.cache == nil {
+		return nil
+	}
+	return s.cache.Flush(ctx)
+}
+
+// pipelineKey is the cache key of prog compiled on b with spec and the
+// effective workgroup size wg. The push-constant range is the GPU backends'
+// contract (one u32 element count per buffer), so FeaturePushConstants is set
+// whenever it is non-empty.
+func pipelineKey(b *Backend, prog *ir.Program, spec ir.SpecMap, wg [3]uint32) (cache.Key, error) {
+	digest, err := cache.ProgramDigest(prog)
+	if err != nil {
+		return cache.Key{}, err
+	}
+	k := cache.Key{
+		ProgramDigest:     digest,
+		BindingSignature:  ir.BindingSignature(prog),
+		PushConstantSize:  elementBytes * uint32(len(prog.Buffers)),
+		WorkgroupSize:     wg,
+		SpecHash:          spec.CacheHash(),
+		BackendID:         b.p.desc.ID,
+		DeviceFingerprint: b.adapter.Identity.Fingerprint(),
+	}
+	if k.PushConstantSize > 0 {
+		k.Features = cache.FeaturePushConstants
+	}
+	return k, nil
+}
+
+// readBlob returns the cached blob for key (nil on a miss) and the cache status.
+// A cache that cannot be read is logged and counts as a miss.
+func (s *stores) readBlob(log hclog.Logger, key cache.Key) ([]byte, string) {
+	if s == nil || s.cache == nil {
+		return nil, CacheOff
+	}
+	blob, hit, err := s.cache.Read(key)
+	switch {
+	case err != nil:
+		log.Warn("pipeline cache read failed; compiling without it", "backend", key.BackendID, "error", err)
+		return nil, CacheMiss
+	case hit:
+		return blob, CacheHit
+	}
+	return nil, CacheMiss
+}
+
+// storeBlob stores the blob a plugin returned for key, unless it is empty, the
+// one the plugin was sent, or over the cache's entry bound (a plugin never
+// decides what the host writes). Failures are logged: a compile never fails
+// because its blob could not be kept.
+func (s *stores) storeBlob(log hclog.Logger, key cache.Key, sent, got []byte) {
+	switch {
+	case s == nil || s.cache == nil || len(got) == 0 || bytes.Equal(sent, got):
+		return
+	case len(got) > cache.MaxEntryBytes:
+		log.Warn("plugin returned a pipeline blob over the cache's entry bound; not stored", "backend", key.BackendID, "bytes", len(got), "limit", cache.MaxEntryBytes)
+		return
+	}
+	if err := s.cache.Write(key, got); err != nil {
+		log.Warn("pipeline cache write failed", "backend", key.BackendID, "error", err)
+	}
+}
+
+// tunedSize returns the workgroup size an autotune record holds for prog with
+// spec on b, when there is one the adapter can run.
+func (s *stores) tunedSize(log hclog.Logger, b *Backend, prog *ir.Program, spec ir.SpecMap) ([3]uint32, bool) {
+	if s == nil || s.tune == nil {
+		return [3]uint32{}, false
+	}
+	rec, ok := s.tune.Get(autotune.KeyFor(prog, spec, b.Name()))
+	if !ok {
+		return [3]uint32{}, false
+	}
+	wg := rec.WorkgroupSize
+	total := uint64(wg[0]) * uint64(wg[1]) * uint64(wg[2])
+	limit := uint64(b.adapter.Profile.MaxInvocationsPerWorkgroup)
+	if total == 0 || (limit > 0 && total > limit) {
+		log.Warn("ignoring an autotune record the adapter cannot run", "program", prog.Name, "backend", b.Name(), "workgroup_size", wg, "max_invocations", limit)
+		return [3]uint32{}, false
+	}
+	return wg, true
+}
+
+// Live returns the routing identity of every available adapter of every running
+// backend, as pgo.Table.Fresh and Stale take them.
+func (h *Host) Live() []pgo.Live {
+	var out []pgo.Live
+	for _, p := range h.plugins {
+		for _, a := range p.desc.Adapters {
+			if a.Available {
+				out = append(out, (&Backend{p: p, adapter: a}).Live())
+			}
+		}
+	}
+	return out
+}
+
+// Live returns the backend's routing identity: its name ("vulkan:0"), its
+// adapter's fingerprint and its plugin's version.
+func (b *Backend) Live() pgo.Live {
+	return pgo.Live{ID: b.Name(), AdapterFingerprint: b.adapter.Identity.Fingerprint(), PluginVersion: b.p.desc.Version}
+}
+
+// Selection reasons that do not depend on a route.
+const (
+	// SelectedExplicitly: the launch named the backend.
+	SelectedExplicitly = "explicit"
+	// selectedPreferred prefixes why the preferred backend ran instead of a route.
+	selectedPreferred = "preferred: "
+)
+
+// choose picks the backend for a launch of prog: the named one; else the
+// backend of prog's fresh PGO route when it is healthy (its process runs, it
+// dispatches, it is no reference oracle and its adapter opens); else the
+// preferred one. It returns why, for Result.Selection.
+func (h *Host) choose(ctx context.Context, prog *ir.Program, name string) (*Backend, string, error) {
+	if name != "" {
+		b, err := h.Acquire(ctx, name)
+		return b, SelectedExplicitly, err
+	}
+	why := "PGO routing is off"
+	if t := h.stores.routes(); t != nil {
+		route, stale := t.Fresh(prog.Name, h.Live())
+		if stale != "" {
+			why = stale
+		} else if b, err := h.routed(ctx, route); err != nil {
+			why = fmt.Sprintf("the PGO route for %s names %s, which is not usable: %v", prog.Name, route.Backend, err)
+		} else {
+			return b, routeReason(route), nil
+		}
+	}
+	b, err := h.AcquirePreferred(ctx)
+	return b, selectedPreferred + why, err
+}
+
+// routed acquires the backend of a fresh route if it is healthy.
+func (h *Host) routed(ctx context.Context, r pgo.Route) (*Backend, error) {
+	id, _, err := parseName(r.Backend)
+	if err != nil {
+		return nil, err
+	}
+	p, ok := h.byID[id]
+	switch {
+	case !ok:
+		return nil, &NotFoundError{Name: r.Backend, Known: h.IDs()}
+	case IsReferenceOracle(p.desc):
+		return nil, fmt.Errorf("%s is a reference oracle, used only when named", id)
+	case !p.desc.Dispatches:
+		return nil, fmt.Errorf("%s does not dispatch", id)
+	case !p.alive():
+		return nil, fmt.Errorf("%s is down after a crash", id)
+	}
+	return h.Acquire(ctx, r.Backend)
+}
+
+// routeReason is Result.Selection for a routed launch.
+func routeReason(r pgo.Route) string {
+	for _, o := range r.Observations {
+		if o.Backend == r.Backend {
+			return fmt.Sprintf("pgo route: fastest of %d, median %.1f µs", len(r.Observations), float64(o.MedianNs)/float64(time.Microsecond))
+		}
+	}
+	return fmt.Sprintf("pgo route: fastest of %d", len(r.Observations))
+}
+
+// PGOBackend adapts a Backend to pgo.Backend for pgo.Certify. It compiles the
+// program once (again when the program, its specialization or its workgroup
+// size changes) and reports each dispatch's host-measured round trip, so every
+// backend is timed the same way. Close releases its pipeline. It is not safe
+// for concurrent use; Certify measures one dispatch at a time.
+type PGOBackend struct {
+	b *Backend
+
+	// prog, spec and wg identify what pl was compiled for.
+	prog *ir.Program
+	spec uint64
+	wg   [3]uint32
+	pl   *Pipeline
+}
+
+// NewPGOBackend returns b as a pgo.Backend.
+func NewPGOBackend(b *Backend) *PGOBackend { return &PGOBackend{b: b} }
+
+// Identity is b's routing identity (see Backend.Live).
+func (t *PGOBackend) Identity() pgo.Live { return t.b.Live() }
+
+// Dispatch runs p once on inputs with l and returns the host-measured round trip
+// of the dispatch (compiling first, untimed, when needed).
+func (t *PGOBackend) Dispatch(ctx context.Context, p *ir.Program, inputs [][]byte, l pgo.Launch) (time.Duration, error) {
+	if t.pl == nil || t.prog != p || t.spec != l.Spec.CacheHash() || t.wg != l.WorkgroupSize {
+		if err := t.Close(ctx); err != nil {
+			return 0, err
+		}
+		pl, err := t.b.Compile(ctx, p, CompileOptions{Spec: l.Spec, WorkgroupSize: l.WorkgroupSize})
+		if err != nil {
+			return 0, err
+		}
+		t.prog, t.spec, t.wg, t.pl = p, l.Spec.CacheHash(), l.WorkgroupSize, pl
+	}
+	res, err := t.b.Dispatch(ctx, t.pl, Work{Grid: l.Grid, Inputs: inputs, OutputCounts: l.OutputCounts})
+	if err != nil {
+		return 0, err
+	}
+	return res.Dispatch, nil
+}
+
+// Close releases the compiled pipeline, if any.
+func (t *PGOBackend) Close(ctx context.Context) error {
+	if t.pl == nil {
+		return nil
+	}
+	pl := t.pl
+	t.pl, t.prog = nil, nil
+	return t.b.Release(ctx, pl)
+}
+
+// PGOBackend is what pgo.Certify measures.
+var _ pgo.Backend = (*PGOBackend)(nil)
