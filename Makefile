@@ -46,6 +46,8 @@ build: deps
 ## run for real on lavapipe and fail (instead of skipping) when Vulkan is unusable
 test: deps vet fmt-check
 	KILN_REQUIRE_VULKAN=1 $(GO) test $(GOFLAGS) -race -timeout 15m ./...
+	@echo "512 MiB buffer round trip through the raised gRPC limits (too big for -race):"
+	$(GO) test $(GOFLAGS) -count=1 -timeout 5m -run '^TestWireLargeBuffer$$' ./pluginapi
 
 vet: deps
 	$(GO) vet ./...
