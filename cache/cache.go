@@ -87,7 +87,7 @@ func OpenOptions(root string, opts Options) (*DiskCache, error) {
 	case maxBytes < 0:
 		return nil, fmt.Errorf("pipeline cache size cap %d is negative. Fix: pass a positive Options.MaxBytes, or 0 for the default", maxBytes)
 	case maxBytes == 0 && opts.Getenv != nil && opts.Getenv(MaxBytesEnv) != "":
-		n, err := parseBytes(opts.Getenv(MaxBytesEnv))
+		n, err := ParseBytes(opts.Getenv(MaxBytesEnv))
 		if err != nil {
 			return nil, fmt.Errorf("%s=%q: %w. Fix: set it to a byte count such as 1073741824 or 512MiB, or unset it for the 1 GiB default", MaxBytesEnv, opts.Getenv(MaxBytesEnv), err)
 		}
@@ -101,8 +101,9 @@ func OpenOptions(root string, opts Options) (*DiskCache, error) {
 	return &DiskCache{root: root, maxBytes: maxBytes}, nil
 }
 
-// parseBytes reads a positive byte count with an optional KiB, MiB or GiB suffix.
-func parseBytes(s string) (int64, error) {
+// ParseBytes reads a positive byte count with an optional KiB, MiB or GiB suffix
+// ("1073741824", "512MiB"), as MaxBytesEnv and kiln cache trim --max take it.
+func ParseBytes(s string) (int64, error) {
 	unit := int64(1)
 	for _, u := range []struct {
 		suffix string

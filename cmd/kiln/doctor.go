@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kiln-dev/kiln/host"
+	"github.com/kiln-dev/kiln/pgo"
 )
 
 // doctorJSON is `kiln doctor --json`.
@@ -45,12 +47,6 @@ type pluginJSON struct {
 	StartNs   int64  `json:"start_ns,omitempty"`
 }
 
-type storesJSON struct {
-	PipelineCache string `json:"pipeline_cache"`
-	Autotune      string `json:"autotune"`
-	PGO           string `json:"pgo"`
-}
-
 func (a *app) doctorCommand() *cobra.Command {
 	return &cobra.Command{
 		Use:   "doctor",
@@ -58,10 +54,13 @@ func (a *app) doctorCommand() *cobra.Command {
 		Long: `Diagnose the installation: which plugins directory is used and why, every
 file in it and why it was accepted or rejected (only executables named
 kiln-backend-<name> are plugins), each plugin's handshake result and version,
-each adapter's status, and where the persistent stores live.
+each adapter's status, and each persistent store: its path, size and health
+(pipeline cache: entries, bytes and corrupt headers, read-only — kiln cache
+verify repairs; autotune store and PGO table: whether they load; PGO routes
+that are stale against the live backends, which routing ignores).
 
 The exit status is 0 when at least one backend adapter is ready (the CPU
-reference counts), 1 otherwise.`,
+reference counts), 1 otherwise; store problems are reported, not fatal.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			h, err := a.open(cmd.Context())
@@ -73,7 +72,7 @@ reference counts), 1 otherwise.`,
 			if err != nil {
 				return err
 			}
-			d := diagnose(h.Report(), rows)
+			d := diagnose(cmd.Context(), h.Report(), rows, h.Live())
 			if a.json {
 				if err := a.printJSON(d); err != nil {
 					return err
@@ -89,8 +88,9 @@ reference counts), 1 otherwise.`,
 	}
 }
 
-// diagnose gathers the report, the survey and the store paths.
-func diagnose(r host.Report, rows []host.BackendStatus) doctorJSON {
+// diagnose gathers the report, the survey and the stores' health (stale PGO
+// routes are judged against live).
+func diagnose(ctx context.Context, r host.Report, rows []host.BackendStatus, live []pgo.Live) doctorJSON {
 	d := doctorJSON{PluginsDir: r.Dir, Source: string(r.Source), Files: []fileJSON{}, Plugins: []pluginJSON{}, Usable: []string{}, Problems: []string{}}
 	if r.DirErr != nil {
 		d.DirError = r.DirErr.Error()
@@ -119,7 +119,9 @@ func diagnose(r host.Report, rows []host.BackendStatus) doctorJSON {
 		d.StoreError = err.Error()
 		d.Problems = append(d.Problems, d.StoreError)
 	} else {
-		d.Stores = &storesJSON{PipelineCache: stores.PipelineCache, Autotune: stores.Autotune, PGO: stores.PGO}
+		s, problems := checkStores(ctx, stores, live)
+		d.Stores = &s
+		d.Problems = append(d.Problems, problems...)
 	}
 	d.OK = len(d.Usable) > 0
 	return d
@@ -182,7 +184,7 @@ func (a *app) printDoctor(d doctorJSON, rows []host.BackendStatus) error {
 	}
 	fmt.Fprintln(a.out, "\nstores:")
 	if d.Stores != nil {
-		fmt.Fprintf(a.out, "  pipeline cache  %s\n  autotune        %s\n  pgo             %s\n", d.Stores.PipelineCache, d.Stores.Autotune, d.Stores.PGO)
+		a.printStores(*d.Stores)
 	} else {
 		fmt.Fprintf(a.out, "  problem: %s\n", d.StoreError)
 	}

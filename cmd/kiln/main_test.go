@@ -22,10 +22,20 @@ var built struct {
 }
 
 func TestMain(m *testing.M) {
+	// Commands use the default stores: keep them out of the user's cache and
+	// config. Tests that look at a store point these at their own directory.
+	homes, err := os.MkdirTemp("", "kiln-cli-test-xdg-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	os.Setenv("XDG_CACHE_HOME", filepath.Join(homes, "cache"))
+	os.Setenv("XDG_CONFIG_HOME", filepath.Join(homes, "config"))
 	code := m.Run()
 	if built.dir != "" {
 		os.RemoveAll(built.dir)
 	}
+	os.RemoveAll(homes)
 	os.Exit(code)
 }
 

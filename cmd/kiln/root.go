@@ -70,7 +70,13 @@ $XDG_DATA_HOME/kiln/plugins. Start with "kiln doctor" to see what was found.
 Without --backend, commands use the preferred backend: the highest capability
 score, then timing quality, memory bandwidth, precedence and acquisition time.
 The CPU reference (cpu-ref) is an oracle and is only used when named:
---backend cpu-ref.`,
+--backend cpu-ref. Without --backend, a program whose op has a fresh route
+from "kiln certify" runs on the route's backend when that backend is healthy.
+
+The host keeps the persistent stores: the pipeline cache
+($XDG_CACHE_HOME/kiln/pipelines, see "kiln cache"; KILN_CACHE=off disables it),
+autotune records ($XDG_CONFIG_HOME/kiln/autotune.toml) and PGO routes
+($XDG_CONFIG_HOME/kiln/pgo.toml). "kiln doctor" reports their health.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
@@ -88,7 +94,8 @@ The CPU reference (cpu-ref) is an oracle and is only used when named:
 			a.cancel = cancel
 		}
 	}
-	root.AddCommand(a.backendsCommand(), a.runCommand(), a.doctorCommand(), a.benchCommand())
+	root.AddCommand(a.backendsCommand(), a.runCommand(), a.doctorCommand(), a.benchCommand(),
+		a.cacheCommand(), a.certifyCommand(), a.compileCommand())
 	return root
 }
 

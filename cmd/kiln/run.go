@@ -15,16 +15,21 @@ import (
 
 // runJSON is `kiln run --json` (an array of them with --all).
 type runJSON struct {
-	Backend    string   `json:"backend"`
-	Program    string   `json:"program"`
-	Kernel     string   `json:"kernel,omitempty"`
-	Size       int      `json:"size,omitempty"`
-	Verified   bool     `json:"verified"`
-	MaxULP     uint64   `json:"max_ulp"`
-	CompileNs  int64    `json:"compile_ns"`
-	DispatchNs int64    `json:"dispatch_ns"`
-	Outputs    []string `json:"outputs,omitempty"`
-	Error      string   `json:"error,omitempty"`
+	Backend    string `json:"backend"`
+	Program    string `json:"program"`
+	Kernel     string `json:"kernel,omitempty"`
+	Size       int    `json:"size,omitempty"`
+	Verified   bool   `json:"verified"`
+	MaxULP     uint64 `json:"max_ulp"`
+	CompileNs  int64  `json:"compile_ns"`
+	DispatchNs int64  `json:"dispatch_ns"`
+	// Cache is "hit", "miss" or "off"; Selection why the backend ran it.
+	Cache         string    `json:"cache,omitempty"`
+	Selection     string    `json:"selection,omitempty"`
+	WorkgroupSize [3]uint32 `json:"workgroup_size"`
+	Tuned         bool      `json:"tuned"`
+	Outputs       []string  `json:"outputs,omitempty"`
+	Error         string    `json:"error,omitempty"`
 }
 
 func toRunJSON(o *runs.Outcome, err error) runJSON {
@@ -33,6 +38,7 @@ func toRunJSON(o *runs.Outcome, err error) runJSON {
 		j = runJSON{
 			Backend: o.Backend, Program: o.Program, Kernel: o.Kernel, Size: o.Size, Verified: o.Verified,
 			MaxULP: o.MaxULP, CompileNs: o.Compile.Nanoseconds(), DispatchNs: o.Dispatch.Nanoseconds(),
+			Cache: o.Cache, Selection: o.Selection, WorkgroupSize: o.WorkgroupSize, Tuned: o.Tuned,
 		}
 	}
 	if err != nil {
@@ -71,8 +77,15 @@ Without --backend the preferred backend runs the program; the CPU reference
 --verify runs the program on cpu-ref too and compares the outputs with the
 conformance rules (integers bit-exact, floats within DESIGN.md's bounds); for
 corpus kernels the kernel's plain-Go reference is checked as well.
---json prints an object with backend, program, verified, max_ulp, compile_ns
-and dispatch_ns (an array of them with --all).`,
+Compiles go through the pipeline cache (kiln cache --help); without --wg an
+autotune record for the program on the backend sets the workgroup size; without
+--backend the program's fresh PGO route (kiln certify) picks the backend when
+that backend is healthy.
+
+--json prints an object with backend, program, verified, max_ulp, compile_ns,
+dispatch_ns, cache ("hit", "miss" or "off"), selection (why the backend ran
+it: "explicit", "pgo route: ...", "preferred: ..."), workgroup_size and tuned
+(an array of them with --all).`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
@@ -168,8 +181,13 @@ func (a *app) printRun(j runJSON, verify bool) {
 	if j.Kernel != "" {
 		what = fmt.Sprintf("%s (%s), size %d", j.Kernel, j.Program, j.Size)
 	}
-	fmt.Fprintf(a.out, "%s on %s\n", what, j.Backend)
-	fmt.Fprintf(a.out, "  compile   %v\n  dispatch  %v\n", time.Duration(j.CompileNs), time.Duration(j.DispatchNs))
+	fmt.Fprintf(a.out, "%s on %s (%s)\n", what, j.Backend, j.Selection)
+	fmt.Fprintf(a.out, "  compile   %v (pipeline cache %s)\n  dispatch  %v\n", time.Duration(j.CompileNs), j.Cache, time.Duration(j.DispatchNs))
+	tuned := ""
+	if j.Tuned {
+		tuned = " (autotune record)"
+	}
+	fmt.Fprintf(a.out, "  workgroup %d,%d,%d%s\n", j.WorkgroupSize[0], j.WorkgroupSize[1], j.WorkgroupSize[2], tuned)
 	switch {
 	case !verify:
 	case j.Verified:

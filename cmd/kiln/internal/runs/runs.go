@@ -57,6 +57,12 @@ type Outcome struct {
 	Outputs [][]byte
 	// Compile and Dispatch are the host-measured times.
 	Compile, Dispatch time.Duration
+	// Cache is the pipeline cache's part in the compile (host.CacheHit,
+	// CacheMiss or CacheOff); Selection why the backend was chosen.
+	Cache, Selection string
+	// WorkgroupSize is the size it ran with; Tuned: an autotune record chose it.
+	WorkgroupSize [3]uint32
+	Tuned         bool
 	// Verified is set when verification ran and passed; MaxULP is the largest
 	// float difference met, in units in the last place.
 	Verified bool
@@ -85,6 +91,7 @@ func Run(ctx context.Context, h *host.Host, j Job, verify bool) (*Outcome, error
 	o := &Outcome{
 		Backend: res.Backend, Program: j.Program.Name, Outputs: res.Outputs,
 		Compile: res.Compile, Dispatch: res.Dispatch,
+		Cache: res.Cache, Selection: res.Selection, WorkgroupSize: res.WorkgroupSize, Tuned: res.Tuned,
 	}
 	if j.Kernel != nil {
 		o.Kernel, o.Size = j.Kernel.Name, j.Case.Size

@@ -1,0 +1,223 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/kiln-dev/kiln/cmd/kiln/internal/certify"
+	"github.com/kiln-dev/kiln/pgo"
+)
+
+// certifyJSON is `kiln certify --json`.
+type certifyJSON struct {
+	Table       string            `json:"table"`
+	Regenerated bool              `json:"regenerated"`
+	Backends    []string          `json:"backends"`
+	Ops         []certifyOpJSON   `json:"ops"`
+	Saved       bool              `json:"saved"`
+	Failures    []string          `json:"failures"`
+	Excluded    []certifyExclJSON `json:"excluded"`
+}
+
+type certifyOpJSON struct {
+	Kernel       string            `json:"kernel"`
+	Op           string            `json:"op"`
+	Size         int               `json:"size"`
+	Backend      string            `json:"backend,omitempty"`
+	MedianNs     int64             `json:"median_ns,omitempty"`
+	Observations []observationJSON `json:"observations"`
+	Error        string            `json:"error,omitempty"`
+}
+
+type observationJSON struct {
+	Backend  string `json:"backend"`
+	MedianNs int64  `json:"median_ns"`
+}
+
+type certifyExclJSON struct {
+	Op      string `json:"op"`
+	Backend string `json:"backend"`
+	Reason  string `json:"reason"`
+}
+
+func (a *app) certifyCommand() *cobra.Command {
+	var opts certify.Options
+	cmd := &cobra.Command{
+		Use:   "certify",
+		Short: "Measure every corpus kernel on every ready backend and record the fastest (PGO routes)",
+		Long: `Profile-guided routing: for each corpus kernel (or each --kernel), run it once on
+every ready backend and check the outputs against the kernel's Go reference,
+then time the backends that passed (one warm-up and --timed dispatches each,
+median) and record the fastest as the route for the kernel's op id in
+$XDG_CONFIG_HOME/kiln/pgo.toml. From then on, kiln run and host.Dispatch without
+a named backend run that op on its route's backend while the route is fresh
+(same adapter fingerprint and plugin version) and the backend is healthy.
+
+Reference oracles (cpu-ref) are not measured: routing never picks an oracle
+implicitly, so certification needs at least one other ready backend.
+
+The table is saved under its lock, merged with what other processes wrote
+meanwhile. A malformed table is regenerated: replaced by the routes measured
+now. A progress bar goes to stderr when it is a terminal. The exit status is 1
+when any kernel got no route.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := cmd.Context()
+			switch {
+			case !cmd.Flags().Changed("size"):
+				opts.Size = certify.LargestSize
+			case opts.Size < 0:
+				return fmt.Errorf("--size %d is negative. Fix: pass a problem size of 0 or more, or leave it out for each kernel's largest standard size", opts.Size)
+			}
+			ks, err := certify.Select(opts.Kernels)
+			if err != nil {
+				return err
+			}
+			path, err := pgo.DefaultPath()
+			if err != nil {
+				return err
+			}
+			table, malformed, err := certify.LoadTable(path)
+			if err != nil {
+				return err
+			}
+			if malformed != nil {
+				fmt.Fprintf(a.errOut, "kiln: %v\nkiln: regenerating %s from this certification\n", malformed, path)
+			}
+			h, err := a.open(ctx)
+			if err != nil {
+				return err
+			}
+			defer h.Close()
+			backends, err := certify.Candidates(ctx, h)
+			if err != nil {
+				return err
+			}
+			bar := newProgressBar(a.errOut)
+			results, runErr := certify.Run(ctx, h, table, backends, ks, opts, bar.update)
+			bar.finish()
+			j := certifyJSON{Table: path, Regenerated: malformed != nil, Backends: backends, Ops: []certifyOpJSON{}, Failures: []string{}, Excluded: []certifyExclJSON{}}
+			for _, r := range results {
+				op := certifyOpJSON{Kernel: r.Kernel, Op: r.Op, Size: r.Size, Backend: r.Route.Backend, Observations: []observationJSON{}}
+				for _, o := range r.Route.Observations {
+					op.Observations = append(op.Observations, observationJSON{o.Backend, o.MedianNs})
+					if o.Backend == r.Route.Backend {
+						op.MedianNs = o.MedianNs
+					}
+				}
+				if r.Err != nil {
+					op.Error = r.Err.Error()
+					j.Failures = append(j.Failures, fmt.Sprintf("%s: %v", r.Kernel, r.Err))
+				}
+				for _, e := range r.Excluded {
+					j.Excluded = append(j.Excluded, certifyExclJSON{Op: r.Op, Backend: e.Backend, Reason: e.Reason})
+				}
+				j.Ops = append(j.Ops, op)
+			}
+			if malformed != nil {
+				err = table.Overwrite(ctx)
+				j.Saved = err == nil
+			} else {
+				j.Saved, err = table.Save(ctx)
+			}
+			if err != nil {
+				return err
+			}
+			if a.json {
+				if err := a.printJSON(j); err != nil {
+					return err
+				}
+			} else if err := a.printCertify(j); err != nil {
+				return err
+			}
+			if runErr != nil {
+				return runErr
+			}
+			if len(j.Failures) > 0 {
+				return &exitError{code: 1, err: fmt.Errorf("%d kernel(s) got no route: %s", len(j.Failures), strings.Join(j.Failures, "; "))}
+			}
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringArrayVar(&opts.Kernels, "kernel", nil, "corpus kernel to certify (repeatable; default: every kernel; see kiln run --list)")
+	f.IntVar(&opts.Size, "size", 0, "problem size (default: each kernel's largest standard size)")
+	f.Uint64Var(&opts.Seed, "seed", 1, "random seed for the inputs")
+	f.IntVar(&opts.Timed, "timed", pgo.DefaultTimed, "timed dispatches per backend, after one warm-up")
+	return cmd
+}
+
+func (a *app) printCertify(j certifyJSON) error {
+	fmt.Fprintf(a.out, "PGO table %s", j.Table)
+	if j.Regenerated {
+		fmt.Fprint(a.out, " (regenerated)")
+	}
+	fmt.Fprintf(a.out, ", backends: %s\n\n", strings.Join(j.Backends, ", "))
+	tw := tabwriter.NewWriter(a.out, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "KERNEL\tOP ID\tSIZE\tROUTE\tMEDIAN\tMEASURED")
+	for _, op := range j.Ops {
+		if op.Error != "" {
+			fmt.Fprintf(tw, "%s\t%s\t%d\t-\t-\tno route\n", op.Kernel, op.Op, op.Size)
+			continue
+		}
+		var seen []string
+		for _, o := range op.Observations {
+			seen = append(seen, fmt.Sprintf("%s %v", o.Backend, time.Duration(o.MedianNs).Round(time.Microsecond)))
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%v\t%s\n", op.Kernel, op.Op, op.Size, op.Backend, time.Duration(op.MedianNs).Round(time.Microsecond), strings.Join(seen, ", "))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, e := range j.Excluded {
+		fmt.Fprintf(a.out, "\nexcluded %s from %s: %s\n", e.Backend, e.Op, e.Reason)
+	}
+	return nil
+}
+
+// progressBar draws "[#####-----] 3/18 saxpy on vulkan:0" on a terminal, in
+// place; on anything else it draws nothing.
+type progressBar struct {
+	w     io.Writer
+	drawn bool
+}
+
+func newProgressBar(w io.Writer) *progressBar {
+	if !isTerminal(w) {
+		return &progressBar{}
+	}
+	return &progressBar{w: w}
+}
+
+// isTerminal reports whether w is a character device, such as a terminal.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+const progressWidth = 30
+
+func (p *progressBar) update(done, total int, what string) {
+	if p.w == nil || total <= 0 {
+		return
+	}
+	fill := progressWidth * done / total
+	fmt.Fprintf(p.w, "\r\x1b[K[%s%s] %d/%d %s", strings.Repeat("#", fill), strings.Repeat("-", progressWidth-fill), done, total, what)
+	p.drawn = true
+}
+
+func (p *progressBar) finish() {
+	if p.drawn {
+		fmt.Fprintln(p.w)
+	}
+}

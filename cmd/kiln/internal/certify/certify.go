@@ -1,0 +1,181 @@
+package certify
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"slices"
+
+	"github.com/kiln-dev/kiln/cmd/kiln/internal/runs"
+	"github.com/kiln-dev/kiln/host"
+	"github.com/kiln-dev/kiln/ir/kernels"
+	"github.com/kiln-dev/kiln/pgo"
+)
+
+// Options say what to certify and how.
+type Options struct {
+	// Kernels are corpus kernel names or op ids; empty means every kernel.
+	Kernels []string
+	// Size is the problem size, or LargestSize.
+	Size int
+	// Seed draws the inputs.
+	Seed uint64
+	// Timed is the number of timed dispatches per backend (0: pgo.DefaultTimed).
+	Timed int
+}
+
+// LargestSize as Options.Size certifies each kernel at its largest standard
+// size.
+const LargestSize = -1
+
+// Exclusion is a backend left out of one op's certification, and why.
+type Exclusion struct {
+	Backend string
+	Reason  string
+}
+
+// Result is one kernel's certification.
+type Result struct {
+	// Kernel is the corpus name, Op the program name the route is stored under.
+	Kernel string
+	Op     string
+	Size   int
+	// Route is the recorded route; zero when Err is set.
+	Route pgo.Route
+	// Excluded are the backends whose outputs were wrong or that failed to run.
+	Excluded []Exclusion
+	// Err says why no route was recorded.
+	Err error
+}
+
+// Progress is told after each step: done of total steps, and what ran.
+type Progress func(done, total int, what string)
+
+// Candidates returns the backends certification measures: every ready,
+// dispatching adapter that is no reference oracle (routing never picks an
+// oracle, so measuring one would only waste a route).
+func Candidates(ctx context.Context, h *host.Host) ([]string, error) {
+	rows, err := h.Survey(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	for _, r := range rows {
+		if r.Status == host.StatusReady && r.Dispatches && !r.ReferenceOracle {
+			names = append(names, r.Name())
+		}
+	}
+	if len(names) == 0 {
+		dir, _ := h.PluginDir()
+		return nil, fmt.Errorf("no backend to certify in %s: routes only ever name ready, dispatching backends that are not reference oracles (cpu-ref). Fix: install a GPU backend plugin (make build puts kiln-backend-vulkan in bin/plugins); `kiln doctor` shows why a backend is not ready", dir)
+	}
+	return names, nil
+}
+
+// Select returns the corpus kernels named (all of them when names is empty).
+func Select(names []string) ([]kernels.Kernel, error) {
+	if len(names) == 0 {
+		return kernels.All(), nil
+	}
+	var out []kernels.Kernel
+	for _, n := range names {
+		k, ok := kernels.Lookup(n)
+		if !ok {
+			return nil, fmt.Errorf("no corpus kernel %q. Fix: pick one of the names `kiln run --list` prints", n)
+		}
+		if !slices.ContainsFunc(out, func(o kernels.Kernel) bool { return o.Name == k.Name }) {
+			out = append(out, k)
+		}
+	}
+	return out, nil
+}
+
+// Run certifies each kernel on the backends named: every backend first runs the
+// kernel once and is checked against the kernel's Go reference (a backend with
+// wrong outputs must never win a route), then pgo.Certify times the ones that
+// passed and records the fastest in table. Run does not save the table.
+func Run(ctx context.Context, h *host.Host, table *pgo.Table, backends []string, ks []kernels.Kernel, opts Options, progress Progress) ([]Result, error) {
+	timers := map[string]*host.PGOBackend{}
+	defer func() {
+		for _, t := range timers {
+			t.Close(context.WithoutCancel(ctx))
+		}
+	}()
+	for _, name := range backends {
+		b, err := h.Acquire(ctx, name)
+		if err != nil {
+			return nil, err
+		}
+		timers[name] = host.NewPGOBackend(b)
+	}
+	total, done := len(ks)*(len(backends)+1), 0
+	step := func(what string) {
+		done++
+		if progress != nil {
+			progress(done, total, what)
+		}
+	}
+	var results []Result
+	for _, k := range ks {
+		n := max(opts.Size, 0)
+		if opts.Size == LargestSize && len(k.Sizes) > 0 {
+			n = slices.Max(k.Sizes)
+		}
+		job := runs.KernelJob(k, n, opts.Seed, "")
+		want := k.Reference(job.Case)
+		r := Result{Kernel: k.Name, Op: job.Program.Name, Size: n}
+		var passed []pgo.Backend
+		for _, name := range backends {
+			l := job.Launch
+			l.Backend = name
+			res, err := h.Dispatch(ctx, job.Program, l)
+			if err == nil {
+				err = k.Check(res.Outputs, want)
+			}
+			if err != nil {
+				r.Excluded = append(r.Excluded, Exclusion{Backend: name, Reason: err.Error()})
+			} else {
+				passed = append(passed, timers[name])
+			}
+			step(fmt.Sprintf("%s on %s", k.Name, name))
+			if ctx.Err() != nil {
+				return results, ctx.Err()
+			}
+		}
+		if len(passed) == 0 {
+			r.Err = fmt.Errorf("no backend produced the right outputs for %s at size %d, so no route was recorded. Fix: see why each backend was excluded, and report wrong outputs to the backend's author", k.Name, n)
+		} else {
+			cfg := pgo.Config{Timed: opts.Timed, Launch: pgo.Launch{
+				Grid: job.Case.Grid, OutputCounts: job.Case.OutputCounts, Spec: job.Case.Spec, WorkgroupSize: job.Case.WorkgroupSize,
+			}}
+			r.Route, r.Err = table.Certify(ctx, r.Op, job.Program, job.Case.Inputs, cfg, passed)
+		}
+		step(fmt.Sprintf("%s timed", k.Name))
+		results = append(results, r)
+		if ctx.Err() != nil {
+			return results, ctx.Err()
+		}
+	}
+	return results, nil
+}
+
+// Failed reports whether any kernel got no route.
+func Failed(results []Result) bool {
+	return slices.ContainsFunc(results, func(r Result) bool { return r.Err != nil })
+}
+
+// LoadTable loads the table at path for certification. A table that exists
+// and can be read but does not load (malformed, or of a newer schema) is never
+// merged into: LoadTable returns a fresh table and, as malformed, the load
+// error; the caller then replaces the file with Table.Overwrite, as that
+// error's Fix says. A file that cannot be read at all is an error.
+func LoadTable(path string) (table *pgo.Table, malformed, err error) {
+	t, err := pgo.Load(path)
+	if err == nil {
+		return t, nil, nil
+	}
+	if _, readErr := os.ReadFile(path); readErr != nil {
+		return nil, nil, err
+	}
+	return pgo.New(path), err, nil
+}
