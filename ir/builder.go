@@ -73,9 +73,6 @@ type Block struct {
 	stmts []Stmt
 }
 
-// Stmts returns the statements added so far.
-func (k *Block) Stmts() []Stmt { return k.stmts }
-
 // Append adds prebuilt statements.
 func (k *Block) Append(s ...Stmt) { k.stmts = append(k.stmts, s...) }
 

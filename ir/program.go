@@ -171,11 +171,6 @@ func (p *Program) Outputs() []uint32 {
 	return out
 }
 
-// Invocations returns the number of invocations of one workgroup.
-func (p *Program) Invocations() uint64 {
-	return uint64(p.WorkgroupSize[0]) * uint64(p.WorkgroupSize[1]) * uint64(p.WorkgroupSize[2])
-}
-
 // GridFor returns the number of workgroups on each axis needed to cover invocations
 // with workgroups of size wg (ceil on each axis). An axis with a zero workgroup size
 // gets zero workgroups.

@@ -49,20 +49,6 @@ func SpecBool(v bool) SpecValue {
 // SpecDType is an element-type specialization value.
 func SpecDType(t Type) SpecValue { return SpecValue{SpecKindDType, uint32(t)} }
 
-// SpecFromLiteral turns a literal into the SpecValue of the same type and bits.
-func SpecFromLiteral(l Literal) SpecValue {
-	switch l.Type {
-	case I32:
-		return SpecValue{SpecKindI32, l.Bits}
-	case F32:
-		return SpecValue{SpecKindF32, l.Bits}
-	case Bool:
-		return SpecValue{SpecKindBool, l.Bits}
-	default:
-		return SpecValue{SpecKindU32, l.Bits}
-	}
-}
-
 // Kind returns the value's variant.
 func (v SpecValue) Kind() SpecKind { return v.kind }
 

@@ -128,15 +128,6 @@ func TestDTypeTagCoversEveryType(t *testing.T) {
 	}
 }
 
-func TestSpecValueLiteralRoundTrip(t *testing.T) {
-	for _, l := range []Literal{LitU32(7), LitI32(-7), LitF32(1.5), LitBool(true)} {
-		got, ok := SpecFromLiteral(l).Literal()
-		if !ok || got != l {
-			t.Fatalf("%v round-tripped to %v", l, got)
-		}
-	}
-}
-
 func TestArtifactKeySeparatesVariableLengthFields(t *testing.T) {
 	if ArtifactKey(1, "ab", "cd") == ArtifactKey(1, "abc", "d") {
 		t.Fatal("artifact key does not length-prefix its fields")
