@@ -278,13 +278,8 @@ func (b *Backend) Dispatch(ctx context.Context, pl *Pipeline, w Work) (*Result, 
 		return nil, err
 	}
 	req.Pipeline = handle
-	var res *pluginapi.DispatchResult
 	began := time.Now()
-	err = b.callOn(ctx, proc, "dispatch", func(ctx context.Context, p *process) error {
-		var err error
-		res, err = p.backend.Dispatch(ctx, req)
-		return err
-	})
+	res, err := b.dispatchOn(ctx, proc, pl, req, sizes)
 	if err != nil {
 		return nil, err
 	}

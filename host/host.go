@@ -50,6 +50,11 @@ type Options struct {
 	// be loaded is logged and left off (kiln doctor says why).
 	PGO   *pgo.Table
 	NoPGO bool
+
+	// MaxProtocol caps the wire protocol the host offers its plugins:
+	// pluginapi.ProtocolV1 runs every plugin as a protocol-1 plugin (no
+	// buffers kept in the plugin, bytes inline over gRPC). 0 offers the newest.
+	MaxProtocol int
 }
 
 // Host runs the backend plugins of one plugins directory. It is safe for
@@ -80,6 +85,7 @@ func Open(ctx context.Context, opts Options) (*Host, error) {
 		backoff:      orDefault(opts.RestartBackoff, 100*time.Millisecond),
 		maxBackoff:   orDefault(opts.MaxRestartBackoff, 10*time.Second),
 		log:          opts.Logger,
+		maxProtocol:  opts.MaxProtocol,
 	}
 	if set.log == nil {
 		set.log = hclog.NewNullLogger()
@@ -210,6 +216,9 @@ type PluginStatus struct {
 	Description *pluginapi.Description
 	// Protocol is the wire protocol version negotiated in the handshake.
 	Protocol int
+	// Capabilities are the optional interfaces the plugin implements and its
+	// data plane; Capabilities.Missing says what the host does instead.
+	Capabilities pluginapi.Capabilities
 	// StartTime is how long the first start, handshake and description took.
 	StartTime time.Duration
 	// Pid is the running process, 0 when none runs now.
@@ -239,6 +248,7 @@ func (h *Host) Report() Report {
 		pid, restarts := p.status()
 		r.Plugins = append(r.Plugins, PluginStatus{
 			Path: p.path, Description: cloneDescription(p.desc), Protocol: p.protocol, StartTime: p.startTime, Pid: pid, Restarts: restarts,
+			Capabilities: p.capabilities(),
 		})
 	}
 	sort.Slice(r.Plugins, func(i, j int) bool { return r.Plugins[i].Path < r.Plugins[j].Path })

@@ -67,6 +67,8 @@ type settings struct {
 	log          hclog.Logger
 	// stores are the host's persistent stores, which compiles go through.
 	stores *stores
+	// maxProtocol caps the wire protocol offered to plugins (0: the newest).
+	maxProtocol int
 }
 
 // plugin supervises one plugin executable: it launches the process, relaunches it
@@ -81,6 +83,9 @@ type plugin struct {
 	desc      *pluginapi.Description
 	protocol  int
 	startTime time.Duration
+	// v2 holds protocol 2's host-side state: scratch buffers, pending submits,
+	// traffic counters (v2.go).
+	v2 v2state
 
 	mu          sync.Mutex
 	proc        *process
@@ -131,6 +136,7 @@ func (p *plugin) launch(ctx context.Context) (*process, *pluginapi.Description, 
 	// under that name too.
 	cfg := pluginapi.ClientConfig(cmd, p.set.log)
 	cfg.StartTimeout = p.set.startTimeout
+	limitProtocols(cfg, p.set.maxProtocol)
 	cfg.Stderr = tail
 	cfg.SyncStdout = p.log.Named("stdout").StandardWriter(&hclog.StandardLoggerOptions{ForceLevel: hclog.Info})
 	cfg.SyncStderr = p.log.Named("stderr").StandardWriter(&hclog.StandardLoggerOptions{ForceLevel: hclog.Info})

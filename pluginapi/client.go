@@ -11,11 +11,16 @@ import (
 // plugin process. Errors come back as the plugin's error kinds (see fromStatus).
 type client struct {
 	rpc kilnpb.BackendClient
+	// v2 is the protocol-2 side (client_v2.go); nil on protocol 1.
+	v2 *v2client
 }
 
 var _ Backend = (*client)(nil)
 
 func (c *client) Describe(ctx context.Context) (*Description, error) {
+	if c.v2 != nil {
+		return c.v2.describe(ctx)
+	}
 	r, err := c.rpc.Describe(ctx, &kilnpb.DescribeRequest{})
 	if err != nil {
 		return nil, fromStatus(ctx, "Describe", err)
@@ -80,6 +85,9 @@ func (c *client) Release(ctx context.Context, pipeline uint64) error {
 }
 
 func (c *client) Close(ctx context.Context) error {
+	if c.v2 != nil {
+		defer c.v2.closePlane()
+	}
 	_, err := c.rpc.Close(ctx, &kilnpb.CloseRequest{})
 	return fromStatus(ctx, "Close", err)
 }

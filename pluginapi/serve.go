@@ -39,7 +39,10 @@ const LogLevelEnv = "KILN_LOG_LEVEL"
 //
 // Panics: a panic in a Backend method is not recovered; it crashes the plugin
 // process, which the host reports as a crashed plugin and relaunches.
-func Serve(b Backend) {
+//
+// Options: Protocols limits the protocol versions offered (all by default; the
+// host's KILN_PLUGIN_PROTOCOLS environment variable limits them too).
+func Serve(b Backend, opts ...ServeOption) {
 	logger := hclog.New(&hclog.LoggerOptions{
 		Level:      logLevel(os.Getenv(LogLevelEnv)),
 		Output:     os.Stderr,
@@ -60,14 +63,15 @@ func Serve(b Backend) {
 		logger.Warn("host process exited; stopping the plugin")
 		os.Exit(1)
 	})
-	plugin.Serve(serveConfig(b, logger))
+	plugin.Serve(serveConfig(b, logger, servedProtocols(opts)...))
 }
 
-// serveConfig is the go-plugin configuration Serve uses.
-func serveConfig(b Backend, logger hclog.Logger) *plugin.ServeConfig {
+// serveConfig is the go-plugin configuration Serve uses, offering the given
+// protocol versions (all when none are given).
+func serveConfig(b Backend, logger hclog.Logger, versions ...int) *plugin.ServeConfig {
 	return &plugin.ServeConfig{
 		HandshakeConfig:  Handshake(),
-		VersionedPlugins: pluginSets(b),
+		VersionedPlugins: pluginSets(b, versions),
 		GRPCServer:       newGRPCServer,
 		Logger:           logger,
 	}

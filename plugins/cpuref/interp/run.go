@@ -183,24 +183,33 @@ func (k *Kernel) Run(ctx context.Context, l Launch) ([][]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	if r.groups > 0 {
-		stop := context.AfterFunc(ctx, func() { r.stop.Store(true) })
-		r.execute(k.workerCount(r.groups))
-		stop()
-	}
-	if r.err != nil {
-		return nil, r.err
-	}
-	if r.stop.Load() {
-		if err := ctx.Err(); err != nil {
-			return nil, fmt.Errorf("interp: program %q stopped before finishing its %d workgroups: %w", k.prog.Name, r.groups, err)
-		}
+	if err := r.run(ctx); err != nil {
+		return nil, err
 	}
 	var outs [][]byte
 	for _, b := range k.prog.Outputs() {
 		outs = append(outs, wordsBytes(r.bufs[b]))
 	}
 	return outs, nil
+}
+
+// run executes every workgroup, stopping early when ctx ends.
+func (r *runState) run(ctx context.Context) error {
+	k := r.k
+	if r.groups > 0 {
+		stop := context.AfterFunc(ctx, func() { r.stop.Store(true) })
+		r.execute(k.workerCount(r.groups))
+		stop()
+	}
+	if r.err != nil {
+		return r.err
+	}
+	if r.stop.Load() {
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("interp: program %q stopped before finishing its %d workgroups: %w", k.prog.Name, r.groups, err)
+		}
+	}
+	return nil
 }
 
 func (k *Kernel) workerCount(groups uint64) int {
@@ -238,20 +247,10 @@ func (k *Kernel) newRun(l Launch) (*runState, error) {
 		return nil, fmt.Errorf("interp: program %q has %d buffers but the launch gives %d inputs. Fix: pass one input per binding (nil for write buffers)",
 			p.Name, len(p.Buffers), len(l.Inputs))
 	}
-	r := &runState{k: k, grid: l.Grid, bufs: make([][]uint32, len(p.Buffers)), lens: make([][]uint32, len(p.Buffers))}
-	groups := uint64(1)
-	for a, g := range l.Grid {
-		if uint64(g)*uint64(k.wg[a]) > math.MaxUint32+1 {
-			return nil, fmt.Errorf("interp: program %q: grid %v with workgroup size %v gives more than 2^32 invocations on axis %d, beyond a u32 global_id. Fix: use a smaller grid",
-				p.Name, l.Grid, k.wg, a)
-		}
-		hi, lo := bits.Mul64(groups, uint64(g))
-		if hi != 0 || lo > math.MaxInt64 {
-			return nil, fmt.Errorf("interp: program %q: grid %v has more than 2^63 workgroups. Fix: use a smaller grid", p.Name, l.Grid)
-		}
-		groups = lo
+	r, err := k.newRunState(l.Grid)
+	if err != nil {
+		return nil, err
 	}
-	r.groups = groups
 	for _, d := range p.Buffers {
 		var in []byte
 		if int(d.Binding) < len(l.Inputs) {
@@ -261,15 +260,41 @@ func (k *Kernel) newRun(l Launch) (*runState, error) {
 		if err != nil {
 			return nil, err
 		}
-		r.bufs[d.Binding] = words
-		r.lens[d.Binding] = make([]uint32, k.lanes)
-		fillWords(r.lens[d.Binding], uint32(len(words)))
-	}
-	for a := range 3 {
-		r.numGroups[a] = make([]uint32, k.lanes)
-		fillWords(r.numGroups[a], l.Grid[a])
+		r.bind(d.Binding, words)
 	}
 	return r, nil
+}
+
+// newRunState checks the grid and sets up the uniform registers; the caller binds
+// every buffer.
+func (k *Kernel) newRunState(grid [3]uint32) (*runState, error) {
+	p := k.prog
+	r := &runState{k: k, grid: grid, bufs: make([][]uint32, len(p.Buffers)), lens: make([][]uint32, len(p.Buffers))}
+	groups := uint64(1)
+	for a, g := range grid {
+		if uint64(g)*uint64(k.wg[a]) > math.MaxUint32+1 {
+			return nil, fmt.Errorf("interp: program %q: grid %v with workgroup size %v gives more than 2^32 invocations on axis %d, beyond a u32 global_id. Fix: use a smaller grid",
+				p.Name, grid, k.wg, a)
+		}
+		hi, lo := bits.Mul64(groups, uint64(g))
+		if hi != 0 || lo > math.MaxInt64 {
+			return nil, fmt.Errorf("interp: program %q: grid %v has more than 2^63 workgroups. Fix: use a smaller grid", p.Name, grid)
+		}
+		groups = lo
+	}
+	r.groups = groups
+	for a := range 3 {
+		r.numGroups[a] = make([]uint32, k.lanes)
+		fillWords(r.numGroups[a], grid[a])
+	}
+	return r, nil
+}
+
+// bind makes words the storage of binding b.
+func (r *runState) bind(b uint32, words []uint32) {
+	r.bufs[b] = words
+	r.lens[b] = make([]uint32, r.k.lanes)
+	fillWords(r.lens[b], uint32(len(words)))
 }
 
 // bufferWords returns the storage of buffer d for one run: a read input as is (it is
