@@ -44,8 +44,13 @@ const defaultTimeout = 2 * time.Minute
 //   - "contract": dispatching a pipeline that was never compiled, or one that was
 //     released, fails with an error instead of running or crashing, and a cached
 //     blob the backend cannot use is ignored;
+//   - "semantics": the semantics tables, one subtest per table and case
+//     ("semantics/cast/f32.i32"): small programs that exercise every rule of
+//     docs/design.md, "The program (IR)", on its edge values (operators and casts,
+//     also on literal operands; memory and bounds; control flow; atomics),
+//     compared with the reference by Verify;
 //   - one subtest per corpus kernel and size ("vector_add/size=257"): compile,
-//     dispatch on random inputs, and Compare with the reference; when Compile
+//     dispatch on random inputs, and Verify against the reference; when Compile
 //     returns a blob, compiling again from that blob must give the same results.
 //
 // A backend that does not dispatch is checked by "describe" only. Under -short,
@@ -83,6 +88,7 @@ func Run(t *testing.T, b pluginapi.Backend, opts Options) {
 		r.opts.Timeout = defaultTimeout
 	}
 	t.Run("contract", func(t *testing.T) { r.contract(t, ks[0]) })
+	t.Run("semantics", r.semantics)
 	for _, k := range ks {
 		t.Run(k.Name, func(t *testing.T) {
 			for _, size := range r.sizes(k) {
@@ -222,7 +228,8 @@ func (r *runner) kernelCase(t *testing.T, k kernels.Kernel, size int) {
 	}
 }
 
-// check dispatches the case and compares the outputs with want.
+// check dispatches the case and verifies the outputs: against want, and against
+// the outputs of the program's variants when they differ from want.
 func (r *runner) check(t *testing.T, p *ir.Program, c kernels.Case, pipeline uint64, want [][]byte) {
 	t.Helper()
 	res, err := r.dispatch(pipeline, c)
@@ -232,7 +239,13 @@ func (r *runner) check(t *testing.T, p *ir.Program, c kernels.Case, pipeline uin
 	if res.HostNanos < 0 || res.DeviceNanos < 0 {
 		t.Errorf("negative times: host %dns, device %dns", res.HostNanos, res.DeviceNanos)
 	}
-	if _, err := Compare(p, res.Outputs, want); err != nil {
+	ref := func(q *ir.Program) ([][]byte, error) {
+		if q == p {
+			return want, nil
+		}
+		return r.reference(context.Background(), q, c)
+	}
+	if _, err := Verify(p, res.Outputs, ref); err != nil {
 		t.Error(err)
 	}
 }

@@ -2,21 +2,28 @@ package conformance
 
 import (
 	"context"
+	"math"
 	"os"
 	"os/exec"
 	"strings"
 	"sync"
 	"testing"
 
+	"github.com/kiln-dev/kiln/ir"
 	"github.com/kiln-dev/kiln/pluginapi"
 	"github.com/kiln-dev/kiln/plugins/cpuref/interp"
 )
 
 // interpBackend runs programs on the interpreter: the smallest correct backend.
 // When broken, it flips the lowest bit of every output's first element and runs
-// any unknown pipeline handle as the last compiled one.
+// any unknown pipeline handle as the last compiled one. rewrite, when set,
+// changes each program before it is compiled, and flush makes the backend flush
+// denormals in its f32 inputs and outputs: ways to be wrong, or differently
+// right.
 type interpBackend struct {
-	broken bool
+	broken  bool
+	rewrite func(*ir.Program) *ir.Program
+	flush   bool
 
 	mu      sync.Mutex
 	next    uint64
@@ -33,7 +40,11 @@ func (b *interpBackend) Describe(context.Context) (*pluginapi.Description, error
 func (b *interpBackend) Open(context.Context, int) error { return nil }
 
 func (b *interpBackend) Compile(_ context.Context, req *pluginapi.CompileRequest) (*pluginapi.CompileResult, error) {
-	k, err := interp.Compile(req.Program, interp.Options{WorkgroupSize: req.WorkgroupSize, Spec: req.Spec})
+	p := req.Program
+	if b.rewrite != nil {
+		p = b.rewrite(p)
+	}
+	k, err := interp.Compile(p, interp.Options{WorkgroupSize: req.WorkgroupSize, Spec: req.Spec})
 	if err != nil {
 		return nil, pluginapi.Rejected("%w", err)
 	}
@@ -57,9 +68,16 @@ func (b *interpBackend) Dispatch(ctx context.Context, req *pluginapi.DispatchReq
 	if !ok {
 		return nil, pluginapi.Rejected("pipeline %d is unknown", req.Pipeline)
 	}
-	outs, err := k.Run(ctx, interp.Launch{Grid: req.Grid, Inputs: req.Inputs, OutputCounts: req.OutputCounts})
+	inputs := req.Inputs
+	if b.flush {
+		inputs = flushF32(k.Program(), inputs, false)
+	}
+	outs, err := k.Run(ctx, interp.Launch{Grid: req.Grid, Inputs: inputs, OutputCounts: req.OutputCounts})
 	if err != nil {
 		return nil, pluginapi.Rejected("%w", err)
+	}
+	if b.flush {
+		outs = flushF32(k.Program(), outs, true)
 	}
 	if b.broken {
 		for _, o := range outs {
@@ -113,5 +131,164 @@ func TestRunCatchesABrokenBackend(t *testing.T) {
 		if !strings.Contains(string(out), want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
+	}
+}
+
+// flushF32 returns bufs (the inputs by binding, or the outputs in binding order)
+// with every denormal of an f32 buffer replaced by the zero of its sign.
+func flushF32(p *ir.Program, bufs [][]byte, outputs bool) [][]byte {
+	bindings := make([]uint32, len(bufs))
+	for k := range bindings {
+		bindings[k] = uint32(k)
+	}
+	if outputs {
+		bindings = p.Outputs()
+	}
+	out := make([][]byte, len(bufs))
+	for k, buf := range bufs {
+		if buf == nil || int(bindings[k]) >= len(p.Buffers) || p.Buffers[bindings[k]].Type != ir.F32 {
+			out[k] = buf
+			continue
+		}
+		ws := wordsOf(buf)
+		for i, w := range ws {
+			if w&0x7F800000 == 0 {
+				ws[i] = w & 0x80000000
+			}
+		}
+		out[k] = words(ws)
+	}
+	return out
+}
+
+// unfuse rewrites every fma of p as a multiply then an add: a backend whose fma
+// is not fused.
+func unfuse(p *ir.Program) *ir.Program {
+	q := *p
+	q.Body = mapExprs(p.Body, func(e ir.Expr) ir.Expr {
+		if f, ok := e.(ir.FmaExpr); ok {
+			return ir.Add(ir.Mul(f.A, f.B), f.C)
+		}
+		return e
+	})
+	return &q
+}
+
+// wrappingCasts rewrites the f32 to i32 casts of the kit's cast table (of an f32
+// literal or of a load from an f32 buffer) the way x86's cvttss2si converts: out
+// of range and NaN give MIN instead of saturating. A backend that breaks
+// docs/design.md's saturating-cast rule.
+func wrappingCasts(p *ir.Program) *ir.Program {
+	isF32 := func(x ir.Expr) bool {
+		switch x := x.(type) {
+		case ir.Literal:
+			return x.Type == ir.F32
+		case ir.LoadExpr:
+			d, ok := p.Buffer(x.Target)
+			return ok && d.Type == ir.F32
+		}
+		return false
+	}
+	q := *p
+	q.Body = mapExprs(p.Body, func(e ir.Expr) ir.Expr {
+		if c, ok := e.(ir.CastExpr); ok && c.To == ir.I32 && isF32(c.X) {
+			return ir.Select(ir.Lt(ir.Abs(c.X), ir.LitF32(0x1p31)), c, ir.LitI32(math.MinInt32))
+		}
+		return e
+	})
+	return &q
+}
+
+// mapExprs applies f bottom-up to every expression of the kinds the kit's tables
+// nest (operators, selects, casts, fma, loads) in stmts.
+func mapExprs(stmts []ir.Stmt, f func(ir.Expr) ir.Expr) []ir.Stmt {
+	var m func(ir.Expr) ir.Expr
+	m = func(e ir.Expr) ir.Expr {
+		switch x := e.(type) {
+		case ir.UnaryExpr:
+			e = ir.UnaryExpr{Op: x.Op, X: m(x.X)}
+		case ir.BinaryExpr:
+			e = ir.BinaryExpr{Op: x.Op, X: m(x.X), Y: m(x.Y)}
+		case ir.FmaExpr:
+			e = ir.FmaExpr{A: m(x.A), B: m(x.B), C: m(x.C)}
+		case ir.SelectExpr:
+			e = ir.SelectExpr{Cond: m(x.Cond), A: m(x.A), B: m(x.B)}
+		case ir.CastExpr:
+			e = ir.CastExpr{To: x.To, X: m(x.X)}
+		case ir.LoadExpr:
+			e = ir.LoadExpr{Target: x.Target, Index: m(x.Index)}
+		}
+		return f(e)
+	}
+	out := make([]ir.Stmt, len(stmts))
+	for k, s := range stmts {
+		switch x := s.(type) {
+		case ir.LetStmt:
+			s = ir.LetStmt{Name: x.Name, Value: m(x.Value)}
+		case ir.VarStmt:
+			s = ir.VarStmt{Name: x.Name, Type: x.Type, Value: m(x.Value)}
+		case ir.AssignStmt:
+			s = ir.AssignStmt{Name: x.Name, Value: m(x.Value)}
+		case ir.StoreStmt:
+			s = ir.StoreStmt{Target: x.Target, Index: m(x.Index), Value: m(x.Value)}
+		case ir.IfStmt:
+			s = ir.IfStmt{Cond: m(x.Cond), Then: mapExprs(x.Then, f), Else: mapExprs(x.Else, f)}
+		case ir.ForStmt:
+			s = ir.ForStmt{Var: x.Var, Type: x.Type, From: m(x.From), To: m(x.To), Step: m(x.Step), Body: mapExprs(x.Body, f)}
+		case ir.WhileStmt:
+			s = ir.WhileStmt{Cond: m(x.Cond), Body: mapExprs(x.Body, f)}
+		case ir.AtomicStmt:
+			s = ir.AtomicStmt{Op: x.Op, Target: x.Target, Index: m(x.Index), Value: m(x.Value), Result: x.Result}
+		}
+		out[k] = s
+	}
+	return out
+}
+
+// TestRunAcceptsUnfusedFma pins that a backend whose fma is a rounded multiply
+// then add passes the whole kit: docs/design.md allows it.
+func TestRunAcceptsUnfusedFma(t *testing.T) {
+	Run(t, &interpBackend{rewrite: unfuse}, Options{Seed: 2})
+}
+
+// TestRunAcceptsFlushedDenormals pins that a backend that flushes denormal f32
+// inputs and results to zero passes the whole kit: docs/design.md allows it.
+func TestRunAcceptsFlushedDenormals(t *testing.T) {
+	Run(t, &interpBackend{flush: true}, Options{Seed: 3})
+}
+
+const brokenCastEnv = "KILN_CONFORMANCE_BROKEN_CAST"
+
+// TestBrokenCastHelper is run by TestRunCatchesWrappingCasts in a child process;
+// it skips otherwise.
+func TestBrokenCastHelper(t *testing.T) {
+	if os.Getenv(brokenCastEnv) == "" {
+		t.Skip("helper for TestRunCatchesWrappingCasts")
+	}
+	Run(t, &interpBackend{rewrite: wrappingCasts}, Options{Kernels: []string{"vector_add"}, Sizes: []int{1}})
+}
+
+// TestRunCatchesWrappingCasts pins that a backend breaking the saturating-cast
+// rule (f32 to i32 out of range or NaN gives MIN) fails the kit's cast table,
+// on loaded and on literal operands, and nothing else.
+func TestRunCatchesWrappingCasts(t *testing.T) {
+	cmd := exec.Command(os.Args[0], "-test.run=^TestBrokenCastHelper$", "-test.v")
+	cmd.Env = append(os.Environ(), brokenCastEnv+"=1")
+	out, err := cmd.CombinedOutput()
+	if err == nil {
+		t.Fatalf("conformance passed a backend whose f32 to i32 casts wrap:\n%s", out)
+	}
+	for _, want := range []string{
+		"--- FAIL: TestBrokenCastHelper/semantics/cast/f32.i32 ",
+		"--- FAIL: TestBrokenCastHelper/semantics/cast/f32.i32.const ",
+		"differ from the CPU reference",
+		"got -2147483648",
+	} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if n := strings.Count(string(out), "--- FAIL"); n != 5 {
+		t.Errorf("%d failures, want 5 (the two cast cases, their table, semantics, the test):\n%s", n, out)
 	}
 }
