@@ -149,7 +149,7 @@ func readWriteInPlace() semantic {
 		then.Store(x, i, ir.Sub(ir.Load(x, i), ir.Cast(ir.I32, i)))
 	})
 	return semantic{name: "read_write.in_place", prog: b.Program(),
-		c: launch1(3, [][]byte{words(i32Bits(1, -2, 3, math.MaxInt32, math.MinInt32, 0, 9))}, []uint32{0}),
+		c:      launch1(3, [][]byte{words(i32Bits(1, -2, 3, math.MaxInt32, math.MinInt32, 0, 9))}, []uint32{0}),
 		pinned: [][]uint32{i32Bits(1, -3, 1, math.MaxInt32-3, math.MaxInt32-3, -5, 3)}}
 }
 
