@@ -22,6 +22,19 @@ var opBounds = map[string]Bound{
 	"cos":  {ULP: 3, Abs: 0x1p-11},
 }
 
+// subgroupAddBound is the bound of an f32 subgroup_add, which a backend may sum in
+// any order: docs/design.md allows (S-1)·2^-23·Σ|x| for subgroups of S lanes,
+// which the bound takes as (S-1)·2^-23·|sum| (exact when the lanes do not cancel),
+// with S the program's subgroup size or, for a program that runs with any,
+// ir.MaxSubgroupSize.
+func subgroupAddBound(p *ir.Program) Bound {
+	s := p.SubgroupSize
+	if s == 0 {
+		s = ir.MaxSubgroupSize
+	}
+	return Bound{Rel: float64(s-1) * 0x1p-23}
+}
+
 // logAbsBelow is ln 2 rounded up to f32: |log x| of an x in [0.5, 2] is at most
 // that, and larger only outside it.
 const logAbsBelow = 0.6931472
@@ -39,8 +52,12 @@ func BoundFor(p *ir.Program) Bound {
 	everywhere := false
 	for op := range w.ops {
 		ob := opBounds[op]
+		if op == "subgroup_add" {
+			ob = subgroupAddBound(p)
+		}
 		b.ULP = max(b.ULP, ob.ULP)
 		b.Exp = b.Exp || ob.Exp
+		b.Rel = math.Max(b.Rel, ob.Rel)
 		if ob.Abs > 0 {
 			b.Abs = math.Max(b.Abs, ob.Abs)
 			everywhere = everywhere || ob.AbsBelow == 0
@@ -111,6 +128,9 @@ func (w *walker) stmt(s ir.Stmt) {
 	case ir.AtomicStmt:
 		w.expr(s.Index)
 		w.expr(s.Value)
+		if s.Compare != nil {
+			w.expr(s.Compare)
+		}
 		if s.Result != "" {
 			w.declare(s.Result, w.elemType(s.Target))
 		}
@@ -139,6 +159,9 @@ func (w *walker) expr(e ir.Expr) ir.Type {
 		return w.local(e.Name)
 	case ir.ParamRef:
 		d, _ := w.prog.Param(e.Name)
+		return d.Type
+	case ir.UniformRef:
+		d, _ := w.prog.Uniform(e.Name)
 		return d.Type
 	case ir.BuiltinRef, ir.LenExpr:
 		return ir.U32
@@ -175,6 +198,18 @@ func (w *walker) expr(e ir.Expr) ir.Type {
 	case ir.CastExpr:
 		w.expr(e.X)
 		return e.To
+	case ir.BitcastExpr:
+		w.expr(e.X)
+		return e.To
+	case ir.SubgroupExpr:
+		t := w.expr(e.X)
+		if e.Lane != nil {
+			w.expr(e.Lane)
+		}
+		if e.Op == ir.SubgroupOpAdd && t == ir.F32 {
+			w.ops["subgroup_add"] = true
+		}
+		return t
 	}
 	return 0
 }

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/kiln-dev/kiln/ir"
-	"github.com/kiln-dev/kiln/plugins/cpuref/interp"
+	"github.com/kiln-dev/kiln/ir/interp"
 )
 
 func f32s(vals ...uint32) []byte {

@@ -23,8 +23,9 @@ type Variant struct {
 //
 //   - "unfused fma": every fma(a, b, c) becomes add(mul(a, b), c);
 //   - "flushed denormals": every operand and every f32 result of an f32 operation
-//     (arithmetic, math functions, neg, abs, min, max, comparisons) is flushed: a
-//     denormal becomes the zero of its sign. Loads, stores, selects and casts move
+//     (arithmetic, math functions, rounding, neg, abs, min, max, comparisons,
+//     subgroup add, min and max) is flushed: a denormal becomes the zero of its
+//     sign. Loads, stores, selects, casts, bitcasts, shuffles and broadcasts move
 //     values unchanged, as they do on hardware that flushes;
 //   - both rewritings together.
 //
@@ -207,10 +208,14 @@ func (r *rewriter) stmt(s ir.Stmt) []ir.Stmt {
 	case ir.AtomicStmt:
 		i, _ := r.expr(s.Index, &pre)
 		v, _ := r.expr(s.Value, &pre)
+		var c ir.Expr
+		if s.Compare != nil {
+			c, _ = r.expr(s.Compare, &pre)
+		}
 		if s.Result != "" {
 			r.declare(s.Result, r.elemType(s.Target))
 		}
-		return append(pre, ir.AtomicStmt{Op: s.Op, Target: s.Target, Index: i, Value: v, Result: s.Result})
+		return append(pre, ir.AtomicStmt{Op: s.Op, Target: s.Target, Index: i, Value: v, Result: s.Result, Compare: c})
 	}
 	return []ir.Stmt{s}
 }
@@ -224,6 +229,9 @@ func (r *rewriter) expr(e ir.Expr, pre *[]ir.Stmt) (ir.Expr, ir.Type) {
 		return e, r.local(e.Name)
 	case ir.ParamRef:
 		d, _ := r.prog.Param(e.Name)
+		return e, d.Type
+	case ir.UniformRef:
+		d, _ := r.prog.Uniform(e.Name)
 		return e, d.Type
 	case ir.BuiltinRef, ir.LenExpr:
 		return e, ir.U32
@@ -271,6 +279,21 @@ func (r *rewriter) expr(e ir.Expr, pre *[]ir.Stmt) (ir.Expr, ir.Type) {
 	case ir.CastExpr:
 		x, _ := r.expr(e.X, pre)
 		return ir.CastExpr{To: e.To, X: x}, e.To
+	case ir.BitcastExpr:
+		x, _ := r.expr(e.X, pre)
+		return ir.BitcastExpr{To: e.To, X: x}, e.To
+	case ir.SubgroupExpr:
+		x, t := r.expr(e.X, pre)
+		var lane ir.Expr
+		if e.Lane != nil {
+			lane, _ = r.expr(e.Lane, pre)
+		}
+		if t != ir.F32 || e.Op.HasLane() {
+			// Shuffles and broadcasts move values; integer reductions are exact.
+			return ir.SubgroupExpr{Op: e.Op, X: x, Lane: lane}, t
+		}
+		r.sawF32Op = true
+		return r.flushed(ir.SubgroupExpr{Op: e.Op, X: r.flushed(x, pre), Lane: lane}, pre), t
 	}
 	return e, 0
 }

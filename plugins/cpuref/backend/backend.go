@@ -6,8 +6,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/kiln-dev/kiln/ir/interp"
 	"github.com/kiln-dev/kiln/pluginapi"
-	"github.com/kiln-dev/kiln/plugins/cpuref/interp"
 )
 
 // ID is the backend's registry id.
