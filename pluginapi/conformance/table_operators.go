@@ -420,11 +420,14 @@ func fmaCase() opCase {
 func selectCases() []opCase {
 	var out []opCase
 	for _, t := range []ir.Type{ir.I32, ir.U32, ir.F32} {
-		var pinned [][]uint32
-		if t == ir.F32 {
-			// select is a move: it never turns -0 into +0 or a NaN payload into another.
-			pinned = [][]uint32{{negZero, 0, 0}, {0, negZero, negZero}, {f(-1), nanBits, nanBits}}
-		}
+		// select is a move: it never turns -0 into +0 or a NaN payload into another,
+		// and integer bits that happen to spell ±0.0 and ±1.0 stay integers (a
+		// compiler that folds such selects by float patterns breaks them).
+		pinned := map[ir.Type][][]uint32{
+			ir.F32: {{negZero, 0, 0}, {0, negZero, negZero}, {f(-1), nanBits, nanBits}},
+			ir.U32: {{0x3F800000, 0x80000000, 0x3F800000}, {0, 0xBF800000, 0}, {0x80000000, 0xBF800000, 0x80000000}},
+			ir.I32: {{minI32Bits, 0x3F800000, minI32Bits}, {0xBF800000, 0, 0xBF800000}, {minI32Bits, 0xBF800000, minI32Bits}},
+		}[t]
 		out = append(out, opCase{
 			name: "select." + t.String(), in: t, out: t, pinned: pinned,
 			fn:   func(x []ir.Expr) ir.Expr { return ir.Select(ir.Lt(x[0], x[1]), x[0], x[1]) },
