@@ -2,6 +2,7 @@ package interp
 
 import (
 	"fmt"
+	"reflect"
 
 	"github.com/kiln-dev/kiln/ir"
 )
@@ -374,15 +375,24 @@ func (c *compiler) store(s ir.StoreStmt) (stmtFn, error) {
 		// A store at global_id(0) + off writes a run of words: one bounds check
 		// for the run instead of one per lane.
 		off := ix.off
+		into := v.into
+		if into != nil && !readsOnlyAt(s.Value, s.Target, s.Index) {
+			into = nil
+		}
 		return func(w *worker, m *mask) {
 			w.active = m
-			vals := v.fn(w, m.lo, m.hi)
 			words := t.words(w)
 			if start := uint64(w.linBase + off); m.dense && start+uint64(m.hi) <= uint64(len(words)) {
+				if into != nil {
+					// The value's last operation writes straight into the buffer.
+					into(w, m.lo, m.hi, words[start:start+uint64(m.hi)])
+					return
+				}
+				vals := v.fn(w, m.lo, m.hi)
 				copy(words[start+uint64(m.lo):start+uint64(m.hi)], vals[m.lo:m.hi])
 				return
 			}
-			store(m, idx(w, m.lo, m.hi), vals, words)
+			store(m, idx(w, m.lo, m.hi), v.fn(w, m.lo, m.hi), words)
 		}, nil
 	}
 	return func(w *worker, m *mask) {
@@ -390,6 +400,34 @@ func (c *compiler) store(s ir.StoreStmt) (stmtFn, error) {
 		ixs := idx(w, m.lo, m.hi)
 		store(m, ixs, v.fn(w, m.lo, m.hi), t.words(w))
 	}, nil
+}
+
+// readsOnlyAt reports whether every load of target in e uses exactly the index
+// index. A store computing e straight into target[index] element by element then
+// reads each element before it overwrites it, as if the value were computed first.
+func readsOnlyAt(e ir.Expr, target string, index ir.Expr) bool {
+	switch e := e.(type) {
+	case ir.LoadExpr:
+		if e.Target == target && !reflect.DeepEqual(e.Index, index) {
+			return false
+		}
+		return readsOnlyAt(e.Index, target, index)
+	case ir.UnaryExpr:
+		return readsOnlyAt(e.X, target, index)
+	case ir.BinaryExpr:
+		return readsOnlyAt(e.X, target, index) && readsOnlyAt(e.Y, target, index)
+	case ir.FmaExpr:
+		return readsOnlyAt(e.A, target, index) && readsOnlyAt(e.B, target, index) && readsOnlyAt(e.C, target, index)
+	case ir.SelectExpr:
+		return readsOnlyAt(e.Cond, target, index) && readsOnlyAt(e.A, target, index) && readsOnlyAt(e.B, target, index)
+	case ir.CastExpr:
+		return readsOnlyAt(e.X, target, index)
+	case ir.BitcastExpr:
+		return readsOnlyAt(e.X, target, index)
+	case ir.SubgroupExpr:
+		return false
+	}
+	return true
 }
 
 // index compiles an index expression, which must be u32.

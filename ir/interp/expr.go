@@ -28,6 +28,9 @@ type value struct {
 	bits   uint32
 	linear bool   // lane i holds w.linBase + off + i (global_id(0) plus constants)
 	off    uint32 // see linear
+	// into, when set, computes the value for lanes [lo, hi) into d[lo:hi] instead
+	// of its temporary (d's lane i is element i), reading its operands first.
+	into func(w *worker, lo, hi int, d []uint32)
 }
 
 func (c *compiler) useTemp(t int) {
@@ -307,12 +310,15 @@ func (c *compiler) binary(e ir.BinaryExpr, t int) (value, error) {
 	if e.Op.IsComparison() {
 		typ = ir.Bool
 	}
-	v := value{fn: func(w *worker, lo, hi int) []uint32 {
+	into := func(w *worker, lo, hi int, d []uint32) {
 		xs, ys := x.fn(w, lo, hi), y.fn(w, lo, hi)
-		d := w.temps[t]
 		loop(d[lo:hi], xs[lo:hi], ys[lo:hi])
+	}
+	v := value{fn: func(w *worker, lo, hi int) []uint32 {
+		d := w.temps[t]
+		into(w, lo, hi, d)
 		return d
-	}, typ: typ}
+	}, typ: typ, into: into}
 	if e.Op == ir.OpAdd && typ == ir.U32 {
 		// global_id(0) + k and k + global_id(0) stay linear.
 		switch {

@@ -483,3 +483,47 @@ func TestStrictErrorIsTyped(t *testing.T) {
 		t.Fatalf("want an UninitializedRead StrictError, got %v", err)
 	}
 }
+
+// TestFusedStoreReadsBeforeWriting: a store whose value's last operation writes
+// straight into the buffer must still see every element as it was before the
+// statement, as lockstep semantics say.
+func TestFusedStoreReadsBeforeWriting(t *testing.T) {
+	const n = 256
+	words := make([]uint32, n)
+	for i := range words {
+		words[i] = uint32(i)
+	}
+	for _, c := range []struct {
+		name  string
+		index func(gid ir.Expr) (store, load ir.Expr)
+		want  func(old []uint32, i int) (int, uint32, bool)
+	}{
+		{"same element", func(gid ir.Expr) (ir.Expr, ir.Expr) { return gid, gid },
+			func(old []uint32, i int) (int, uint32, bool) { return i, old[i] + 1, true }},
+		{"next element", func(gid ir.Expr) (ir.Expr, ir.Expr) { return ir.Add(gid, u32(1)), gid },
+			func(old []uint32, i int) (int, uint32, bool) { return i + 1, old[i] + 1, i+1 < n }},
+		{"previous element", func(gid ir.Expr) (ir.Expr, ir.Expr) { return gid, ir.Add(gid, u32(1)) },
+			func(old []uint32, i int) (int, uint32, bool) {
+				if i+1 < n {
+					return i, old[i+1] + 1, true
+				}
+				return i, 1, true // out of bounds loads give 0
+			}},
+	} {
+		b := ir.NewBuilder("test.fused", 256, 1, 1)
+		y := b.Buffer("y", ir.U32, ir.ReadWrite)
+		gid := b.Let("gid", ir.GlobalID(0))
+		st, ld := c.index(gid)
+		b.If(ir.Lt(gid, ir.Len(y)), func(then *ir.Block) { then.Store(y, st, ir.Add(ir.Load(y, ld), u32(1))) })
+		got := bytesU32(mustRun(t, b.MustBuild(), Options{}, Launch{Grid: [3]uint32{1, 1, 1}, Inputs: [][]byte{u32Bytes(words...)}})[0])
+		want := slices.Clone(words)
+		for i := range n {
+			if j, v, ok := c.want(words, i); ok {
+				want[j] = v
+			}
+		}
+		if !slices.Equal(got, want) {
+			t.Fatalf("%s: got %v, want %v", c.name, got[:8], want[:8])
+		}
+	}
+}
