@@ -83,7 +83,7 @@ func Run(t *testing.T, b pluginapi.Backend, opts Options) {
 	if err != nil || len(ks) == 0 {
 		t.Fatalf("conformance: no kernels to run: %v", err)
 	}
-	r := &runner{b: b, opts: opts}
+	r := &runner{b: b, opts: opts, profile: desc.Adapters[opts.Adapter].Profile}
 	if r.opts.Timeout <= 0 {
 		r.opts.Timeout = defaultTimeout
 	}
@@ -143,8 +143,9 @@ func selectKernels(names []string) ([]kernels.Kernel, error) {
 }
 
 type runner struct {
-	b    pluginapi.Backend
-	opts Options
+	b       pluginapi.Backend
+	opts    Options
+	profile pluginapi.DeviceProfile // of the adapter under test
 }
 
 func (r *runner) sizes(k kernels.Kernel) []int {
@@ -171,41 +172,70 @@ func (r *runner) newCase(k kernels.Kernel, size int) kernels.Case {
 	return k.NewCase(rand.New(rand.NewPCG(r.opts.Seed, h.Sum64())), size)
 }
 
-// reference runs the case on the CPU reference interpreter.
-func (r *runner) reference(ctx context.Context, p *ir.Program, c kernels.Case) ([][]byte, error) {
-	return interp.Run(ctx, p, interp.Options{WorkgroupSize: c.WorkgroupSize, Spec: c.Spec},
-		interp.Launch{Grid: c.Grid, Inputs: clone(c.Inputs), OutputCounts: c.OutputCounts})
+// launch is one dispatch the kit makes: a corpus case or a table's launch, with
+// the uniform block (IR v1.1) and the subgroup size the reference emulates (0:
+// the program's, else interp.DefaultSubgroupSize or the largest that fits).
+type launch struct {
+	kernels.Case
+	uniforms []byte
+	subgroup uint32
+	// outOfBounds marks a launch that indexes shared arrays out of bounds on
+	// purpose (docs/design.md defines it: 0, nothing stored), which strict mode
+	// would report.
+	outOfBounds bool
+}
+
+// reference runs the launch on the CPU reference interpreter, in strict mode
+// unless it indexes shared memory out of bounds on purpose: a program that races
+// on shared memory is a kit or corpus bug, not a result.
+func (r *runner) reference(ctx context.Context, p *ir.Program, c launch) ([][]byte, error) {
+	return interp.Run(ctx, p, interp.Options{WorkgroupSize: c.WorkgroupSize, Spec: c.Spec, SubgroupSize: c.subgroup, Strict: !c.outOfBounds},
+		interp.Launch{Grid: c.Grid, Inputs: clone(c.Inputs), OutputCounts: c.OutputCounts, Uniforms: c.uniforms})
 }
 
 // compile compiles p for the case on the backend and releases the pipeline when
 // the test ends.
-func (r *runner) compile(t *testing.T, p *ir.Program, c kernels.Case, blob []byte) *pluginapi.CompileResult {
+func (r *runner) compile(t *testing.T, p *ir.Program, c launch, blob []byte) *pluginapi.CompileResult {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), r.opts.Timeout)
-	defer cancel()
-	res, err := r.b.Compile(ctx, &pluginapi.CompileRequest{
-		Adapter: r.opts.Adapter, Program: p, Spec: c.Spec, WorkgroupSize: c.WorkgroupSize, CachedBlob: blob,
-	})
+	res, err := r.tryCompile(p, c, blob)
 	if err != nil {
 		t.Fatalf("Compile %s: %v", p.Name, err)
 	}
 	if res == nil {
 		t.Fatalf("Compile %s returned no result and no error", p.Name)
 	}
-	t.Cleanup(func() {
-		if err := r.b.Release(context.Background(), res.Pipeline); err != nil {
-			t.Errorf("Release(%d): %v", res.Pipeline, err)
-		}
-	})
+	r.releaseAtEnd(t, res.Pipeline)
 	return res
 }
 
-// dispatch runs the case on a compiled pipeline.
-func (r *runner) dispatch(pipeline uint64, c kernels.Case) (*pluginapi.DispatchResult, error) {
+// tryCompile compiles p for the launch on the backend.
+func (r *runner) tryCompile(p *ir.Program, c launch, blob []byte) (*pluginapi.CompileResult, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), r.opts.Timeout)
+	defer cancel()
+	res, err := r.b.Compile(ctx, &pluginapi.CompileRequest{
+		Adapter: r.opts.Adapter, Program: p, Spec: c.Spec, WorkgroupSize: c.WorkgroupSize, CachedBlob: blob,
+	})
+	if err == nil && res == nil {
+		err = errors.New("Compile returned no result and no error")
+	}
+	return res, err
+}
+
+// releaseAtEnd releases a pipeline when the test ends.
+func (r *runner) releaseAtEnd(t *testing.T, pipeline uint64) {
+	t.Cleanup(func() {
+		if err := r.b.Release(context.Background(), pipeline); err != nil {
+			t.Errorf("Release(%d): %v", pipeline, err)
+		}
+	})
+}
+
+// dispatch runs the launch on a compiled pipeline.
+func (r *runner) dispatch(pipeline uint64, c launch) (*pluginapi.DispatchResult, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), r.opts.Timeout)
 	defer cancel()
 	res, err := r.b.Dispatch(ctx, &pluginapi.DispatchRequest{
-		Pipeline: pipeline, Grid: c.Grid, Inputs: clone(c.Inputs), OutputCounts: c.OutputCounts,
+		Pipeline: pipeline, Grid: c.Grid, Inputs: clone(c.Inputs), OutputCounts: c.OutputCounts, Uniforms: c.uniforms,
 	})
 	if err == nil && res == nil {
 		err = errors.New("Dispatch returned no result and no error")
@@ -215,7 +245,7 @@ func (r *runner) dispatch(pipeline uint64, c kernels.Case) (*pluginapi.DispatchR
 
 func (r *runner) kernelCase(t *testing.T, k kernels.Kernel, size int) {
 	p := k.Program()
-	c := r.newCase(k, size)
+	c := launch{Case: r.newCase(k, size)}
 	want, err := r.reference(context.Background(), p, c)
 	if err != nil {
 		t.Fatalf("CPU reference failed on %s at size %d (a corpus or interpreter bug): %v", k.Name, size, err)
@@ -230,7 +260,7 @@ func (r *runner) kernelCase(t *testing.T, k kernels.Kernel, size int) {
 
 // check dispatches the case and verifies the outputs: against want, and against
 // the outputs of the program's variants when they differ from want.
-func (r *runner) check(t *testing.T, p *ir.Program, c kernels.Case, pipeline uint64, want [][]byte) {
+func (r *runner) check(t *testing.T, p *ir.Program, c launch, pipeline uint64, want [][]byte) {
 	t.Helper()
 	res, err := r.dispatch(pipeline, c)
 	if err != nil {
@@ -254,7 +284,7 @@ func (r *runner) check(t *testing.T, p *ir.Program, c kernels.Case, pipeline uin
 // blob it cannot use, on kernel k at a small size.
 func (r *runner) contract(t *testing.T, k kernels.Kernel) {
 	p := k.Program()
-	c := r.newCase(k, 7)
+	c := launch{Case: r.newCase(k, 7)}
 	want, err := r.reference(context.Background(), p, c)
 	if err != nil {
 		t.Fatalf("CPU reference failed on %s: %v", k.Name, err)

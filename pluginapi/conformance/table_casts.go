@@ -28,6 +28,37 @@ func castCases() []semantic {
 			out = append(out, c.semantics()...)
 		}
 	}
+	// bitcast (IR v1.1) keeps all 32 bits between i32, u32 and f32: NaN payloads,
+	// -0 and denormals included.
+	for _, from := range []ir.Type{ir.I32, ir.U32, ir.F32} {
+		for _, to := range []ir.Type{ir.I32, ir.U32, ir.F32} {
+			if from == to {
+				continue
+			}
+			name := fmt.Sprintf("bitcast.%s.%s", from, to)
+			c := opCase{
+				name: name, in: from, out: to, pinned: bitcastPins(from, to),
+				fn:   func(x []ir.Expr) ir.Expr { return ir.Bitcast(to, x[0]) },
+				cols: [][]uint32{edgesOf(from)}, consts: [][]uint32{constsOf(from)},
+			}
+			out = append(out, c.semantics()...)
+		}
+	}
+	return out
+}
+
+// bitcastPins are rows whose bits must come through: every row maps x to x.
+func bitcastPins(from, to ir.Type) [][]uint32 {
+	bits := []uint32{0, negZero, 0x7FC00001, 0xFFC00000, 0x00000001, 0x3F800000, 0xFFFFFFFF}
+	if to == ir.F32 {
+		// An f32 output compares NaN with any NaN; these NaNs still must not move.
+		bits = []uint32{0, negZero, 0x3F800000, 0x807FFFFF, infBits}
+	}
+	var out [][]uint32
+	for _, b := range bits {
+		out = append(out, []uint32{b, b})
+	}
+	_ = from
 	return out
 }
 

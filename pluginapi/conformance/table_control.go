@@ -10,12 +10,12 @@ import (
 // controlCases is the control-flow table: counted loops (signed and unsigned,
 // bounds read once, wrapping steps, empty ranges), while with break and return,
 // nested loops, if/else chains, barriers inside uniform loops, every builtin on a
-// 3-D launch with and without a workgroup-size override, and parameters of every
-// type at their defaults and specialized.
+// 3-D launch with and without a workgroup-size override, parameters of every
+// type at their defaults and specialized, and continue (IR v1.1).
 func controlCases() []semantic {
 	return []semantic{
 		forLoops(), whileBreakReturn(), nestedLoops(), ifChains(), barrierLoop(),
-		builtins(), builtinsOverride(), params(), paramsDefault(), paramsAndOverride(),
+		builtins(), builtinsOverride(), params(), paramsDefault(), paramsAndOverride(), continueLoops(),
 	}
 }
 
@@ -221,7 +221,7 @@ func builtins() semantic {
 	grid := [3]uint32{3, 2, 2}
 	n := 15 * 3 * 2 * 2 * 2 * 3 * 2
 	return semantic{name: "builtins", prog: builtinProgram(),
-		c: kernels.Case{Grid: grid, Inputs: [][]byte{nil}, OutputCounts: []uint32{uint32(n)}}}
+		c: launch{Case: kernels.Case{Grid: grid, Inputs: [][]byte{nil}, OutputCounts: []uint32{uint32(n)}}}}
 }
 
 // builtinsOverride runs the same program with a workgroup-size override.
@@ -230,7 +230,7 @@ func builtinsOverride() semantic {
 	wg := [3]uint32{4, 2, 1}
 	n := 15 * 2 * 1 * 3 * 4 * 2 * 1
 	return semantic{name: "builtins.override", prog: builtinProgram(),
-		c: kernels.Case{Grid: grid, WorkgroupSize: wg, Inputs: [][]byte{nil}, OutputCounts: []uint32{uint32(n)}}}
+		c: launch{Case: kernels.Case{Grid: grid, WorkgroupSize: wg, Inputs: [][]byte{nil}, OutputCounts: []uint32{uint32(n)}}}}
 }
 
 // paramProgram stores values computed from parameters of every type.
@@ -279,9 +279,68 @@ func paramsAndOverride() semantic {
 	b.Store(out, lin, ir.Select(flip, ir.Not(v), v))
 	b.Store(out, ir.Add(lin, ir.LitU32(100)), ir.Mul(ir.WorkgroupSize(0), ir.WorkgroupSize(1)))
 	s := semantic{name: "params.override", prog: b.Program(),
-		c:      kernels.Case{Grid: [3]uint32{1, 1, 1}, WorkgroupSize: [3]uint32{3, 1, 1}, Inputs: [][]byte{nil}, OutputCounts: []uint32{110}},
+		c:      launch{Case: kernels.Case{Grid: [3]uint32{1, 1, 1}, WorkgroupSize: [3]uint32{3, 1, 1}, Inputs: [][]byte{nil}, OutputCounts: []uint32{110}}},
 		pinned: [][]uint32{{4, 14, 24}}}
 	s.c.Spec.Set("scale", ir.SpecU32(10))
 	s.c.Spec.Set("half", ir.SpecF32(1))
 	return s
+}
+
+// continueLoops (IR v1.1): continue in a for loop (the step is still added),
+// in a while loop (the condition is tested again), in nested loops and next to
+// break.
+func continueLoops() semantic {
+	b := ir.NewBuilder("kiln.semantics.continue", 8, 1, 1)
+	out := b.Buffer("out", ir.U32, ir.Write)
+	g := b.Let("g", ir.GlobalID(0))
+	acc := b.Var("acc", ir.U32, ir.LitU32(0))
+	iters := b.Var("iters", ir.U32, ir.LitU32(0))
+	b.For("i", ir.U32, ir.LitU32(0), ir.Add(g, ir.LitU32(10)), ir.LitU32(1), func(outer *ir.Block, i ir.Expr) {
+		outer.Assign("iters", ir.Add(iters, ir.LitU32(1)))
+		outer.If(ir.Eq(ir.Rem(i, ir.LitU32(3)), ir.LitU32(0)), func(then *ir.Block) { then.Continue() })
+		n := outer.Var("n", ir.U32, i)
+		outer.While(ir.Gt(n, ir.LitU32(0)), func(inner *ir.Block) {
+			inner.Assign("n", ir.Sub(n, ir.LitU32(1)))
+			inner.If(ir.Eq(ir.And(n, ir.LitU32(1)), ir.LitU32(1)), func(then *ir.Block) { then.Continue() })
+			inner.Assign("acc", ir.Add(acc, n))
+			inner.If(ir.Gt(acc, ir.Add(ir.LitU32(40), g)), func(then *ir.Block) { then.Break() })
+		})
+		outer.IfElse(ir.Gt(acc, ir.LitU32(20)), func(then *ir.Block) { then.Continue() },
+			func(els *ir.Block) { els.Assign("acc", ir.Add(acc, ir.LitU32(100))) })
+	})
+	signed := b.Var("signed", ir.I32, ir.LitI32(0))
+	b.For("j", ir.I32, ir.LitI32(-4), ir.LitI32(4), ir.LitI32(1), func(body *ir.Block, j ir.Expr) {
+		body.If(ir.Lt(j, ir.LitI32(0)), func(then *ir.Block) { then.Continue() })
+		body.Assign("signed", ir.Add(signed, j))
+	})
+	base := b.Let("base", ir.Mul(g, ir.LitU32(3)))
+	b.Store(out, base, acc)
+	b.Store(out, ir.Add(base, ir.LitU32(1)), iters)
+	b.Store(out, ir.Add(base, ir.LitU32(2)), ir.Cast(ir.U32, signed))
+	var want []uint32
+	for g := uint32(0); g < 8; g++ {
+		acc, iters := uint32(0), uint32(0)
+		for i := uint32(0); i < g+10; i++ {
+			iters++
+			if i%3 == 0 {
+				continue
+			}
+			for n := i; n > 0; {
+				n--
+				if n&1 == 1 {
+					continue
+				}
+				acc += n
+				if acc > 40+g {
+					break
+				}
+			}
+			if acc > 20 {
+				continue
+			}
+			acc += 100
+		}
+		want = append(want, acc, iters, 0+1+2+3)
+	}
+	return semantic{name: "continue", prog: b.Program(), c: launch1(1, [][]byte{nil}, []uint32{24}), pinned: [][]uint32{want}}
 }

@@ -29,8 +29,14 @@ func u32s(n int, f func(i int) uint32) []uint32 {
 
 // launch1 is a launch of grid workgroups with inputs (by binding, nil for write
 // buffers) and output counts.
-func launch1(grid uint32, inputs [][]byte, counts []uint32) kernels.Case {
-	return kernels.Case{Grid: [3]uint32{grid, 1, 1}, Inputs: inputs, OutputCounts: counts}
+// sharedOOB marks l as indexing shared arrays out of bounds on purpose.
+func sharedOOB(l launch) launch {
+	l.outOfBounds = true
+	return l
+}
+
+func launch1(grid uint32, inputs [][]byte, counts []uint32) launch {
+	return launch{Case: kernels.Case{Grid: [3]uint32{grid, 1, 1}, Inputs: inputs, OutputCounts: counts}}
 }
 
 // outOfBounds loads past the end (0) and stores and adds past the end (nothing),
@@ -65,7 +71,7 @@ func sharedOutOfBounds() semantic {
 	b.Atomic(ir.AtomicAdd, sh, ir.Add(l, ir.LitU32(1000)), ir.LitU32(1))
 	b.Barrier()
 	b.Store(out, ir.GlobalID(0), ir.Add(ir.Load(sh, ir.Sub(ir.LitU32(7), l)), ir.Load(sh, ir.Add(l, ir.LitU32(8)))))
-	return semantic{name: "shared.oob", prog: b.Program(), c: launch1(3, [][]byte{nil}, []uint32{24})}
+	return semantic{name: "shared.oob", prog: b.Program(), c: sharedOOB(launch1(3, [][]byte{nil}, []uint32{24}))}
 }
 
 // boundsChecks pins each rule on one invocation: loads past the end and at
@@ -103,7 +109,7 @@ func boundsChecks() semantic {
 	put(13, ir.Select(ir.Load(sb, ir.LitU32(1)), ir.LitU32(1), ir.LitU32(2)))
 	put(14, ir.Select(ir.Load(sb, ir.LitU32(9)), ir.LitU32(1), ir.LitU32(2)))
 	return semantic{name: "bounds", prog: b.Program(),
-		c:      launch1(1, [][]byte{words([]uint32{10, 20, 30}), nil, nil, nil, nil}, []uint32{0, 0, 2, 0, 15}),
+		c:      sharedOOB(launch1(1, [][]byte{words([]uint32{10, 20, 30}), nil, nil, nil, nil}, []uint32{0, 0, 2, 0, 15})),
 		pinned: [][]uint32{{0, 9 + 5}, {}, {0, 0, 30, 0, 0, 0, 9, 0, 11, 0, 0, 11, 13, 1, 2}}}
 }
 
@@ -192,7 +198,7 @@ func zeroGrid() semantic {
 	b.Store(rw, i, ir.LitU32(1))
 	b.Store(out, i, ir.LitU32(1))
 	return semantic{name: "zero_grid", prog: b.Program(),
-		c:      kernels.Case{Grid: [3]uint32{4, 0, 1}, Inputs: [][]byte{words([]uint32{5, 6, 7}), nil}, OutputCounts: []uint32{0, 16}},
+		c:      launch{Case: kernels.Case{Grid: [3]uint32{4, 0, 1}, Inputs: [][]byte{words([]uint32{5, 6, 7}), nil}, OutputCounts: []uint32{0, 16}}},
 		pinned: [][]uint32{{5, 6, 7}, make([]uint32, 16)}}
 }
 

@@ -193,7 +193,7 @@ func (c opCase) loaded() semantic {
 	counts[len(cols)] = n
 	return semantic{
 		name: c.name, prog: b.Program(), pinned: c.pins(),
-		c: kernels.Case{Grid: [3]uint32{(n + 63) / 64, 1, 1}, Inputs: append(inputs, nil), OutputCounts: counts},
+		c: launch{Case: kernels.Case{Grid: [3]uint32{(n + 63) / 64, 1, 1}, Inputs: append(inputs, nil), OutputCounts: counts}},
 	}
 }
 
@@ -212,7 +212,7 @@ func (c opCase) literal() semantic {
 	}
 	return semantic{
 		name: c.name + ".const", prog: b.Program(), pinned: c.pins(),
-		c: kernels.Case{Grid: [3]uint32{1, 1, 1}, Inputs: [][]byte{nil}, OutputCounts: []uint32{uint32(n)}},
+		c: launch{Case: kernels.Case{Grid: [3]uint32{1, 1, 1}, Inputs: [][]byte{nil}, OutputCounts: []uint32{uint32(n)}}},
 	}
 }
 
@@ -307,6 +307,18 @@ func unaryCases() []opCase {
 		unaryCase(ir.OpFloor, ir.F32, nil, []uint32{f(-1.5), f(-2)}, []uint32{f(1.5), f(1)}, []uint32{negZero, negZero},
 			[]uint32{f(-0.5), f(-1)}, []uint32{infBits, infBits}),
 		unaryCase(ir.OpCeil, ir.F32, nil, []uint32{f(-1.5), f(-1)}, []uint32{f(1.5), f(2)}, []uint32{f(-0.5), negZero}),
+		unaryCase(ir.OpTrunc, ir.F32, nil, []uint32{f(-1.5), f(-1)}, []uint32{f(1.9), f(1)}, []uint32{f(-0.5), negZero},
+			[]uint32{f(0.5), 0}, []uint32{infBits, infBits}, []uint32{negZero, negZero}, []uint32{nanBits, nanBits},
+			[]uint32{f(4194304.5), f(4194304)}),
+		unaryCase(ir.OpRound, ir.F32, append(f32Edges, f32Bits(3.5, -3.5, 4.5, 0.49999997, 8388609, 4194304.5)...),
+			[]uint32{f(0.5), 0}, []uint32{f(1.5), f(2)}, []uint32{f(2.5), f(2)}, []uint32{f(-0.5), negZero},
+			[]uint32{f(-1.5), f(-2)}, []uint32{f(-2.5), f(-2)}, []uint32{f(0.49999997), 0}, []uint32{f(8388609), f(8388609)},
+			[]uint32{f(3.5), f(4)}, []uint32{f(4194304.5), f(4194304)}, []uint32{f(4194305.5), f(4194306)},
+			[]uint32{negInfBits, negInfBits}),
+		unaryCase(ir.OpClz, ir.U32, nil, []uint32{0, 32}, []uint32{1, 31}, []uint32{0x80000000, 0}, []uint32{0xFFFF, 16}),
+		unaryCase(ir.OpClz, ir.I32, nil, []uint32{0, 32}, []uint32{i(-1), 0}, []uint32{1, 31}, []uint32{maxI32Bits, 1}),
+		unaryCase(ir.OpPopcount, ir.U32, nil, []uint32{0, 0}, []uint32{0xFFFFFFFF, 32}, []uint32{0xF0F0, 8}),
+		unaryCase(ir.OpPopcount, ir.I32, nil, []uint32{i(-1), 32}, []uint32{minI32Bits, 1}, []uint32{7, 3}),
 	}
 }
 
