@@ -172,12 +172,11 @@ func (r *runner) newCase(k kernels.Kernel, size int) kernels.Case {
 	return k.NewCase(rand.New(rand.NewPCG(r.opts.Seed, h.Sum64())), size)
 }
 
-// launch is one dispatch the kit makes: a corpus case or a table's launch, with
-// the uniform block (IR v1.1) and the subgroup size the reference emulates (0:
-// the program's, else interp.DefaultSubgroupSize or the largest that fits).
+// launch is one dispatch the kit makes: a corpus case or a table's launch (its
+// uniform block in Case.Uniforms), with the subgroup size the reference emulates
+// (0: the program's, else interp.DefaultSubgroupSize or the largest that fits).
 type launch struct {
 	kernels.Case
-	uniforms []byte
 	subgroup uint32
 	// outOfBounds marks a launch that indexes shared arrays out of bounds on
 	// purpose (docs/design.md defines it: 0, nothing stored), which strict mode
@@ -190,7 +189,7 @@ type launch struct {
 // on shared memory is a kit or corpus bug, not a result.
 func (r *runner) reference(ctx context.Context, p *ir.Program, c launch) ([][]byte, error) {
 	return interp.Run(ctx, p, interp.Options{WorkgroupSize: c.WorkgroupSize, Spec: c.Spec, SubgroupSize: c.subgroup, Strict: !c.outOfBounds},
-		interp.Launch{Grid: c.Grid, Inputs: clone(c.Inputs), OutputCounts: c.OutputCounts, Uniforms: c.uniforms})
+		interp.Launch{Grid: c.Grid, Inputs: clone(c.Inputs), OutputCounts: c.OutputCounts, Uniforms: c.Uniforms})
 }
 
 // compile compiles p for the case on the backend and releases the pipeline when
@@ -235,7 +234,7 @@ func (r *runner) dispatch(pipeline uint64, c launch) (*pluginapi.DispatchResult,
 	ctx, cancel := context.WithTimeout(context.Background(), r.opts.Timeout)
 	defer cancel()
 	res, err := r.b.Dispatch(ctx, &pluginapi.DispatchRequest{
-		Pipeline: pipeline, Grid: c.Grid, Inputs: clone(c.Inputs), OutputCounts: c.OutputCounts, Uniforms: c.uniforms,
+		Pipeline: pipeline, Grid: c.Grid, Inputs: clone(c.Inputs), OutputCounts: c.OutputCounts, Uniforms: c.Uniforms,
 	})
 	if err == nil && res == nil {
 		err = errors.New("Dispatch returned no result and no error")

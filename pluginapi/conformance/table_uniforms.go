@@ -29,7 +29,7 @@ func uniformCases() []semantic {
 
 // withUniforms sets the launch's uniform block from values by name.
 func withUniforms(s semantic, values map[string]ir.Literal) semantic {
-	s.c.uniforms, s.err = ir.EncodeUniforms(s.prog, values)
+	s.c.Uniforms, s.err = ir.EncodeUniforms(s.prog, values)
 	return s
 }
 
