@@ -1,16 +1,13 @@
 package conformance
 
 import (
-	"context"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"slices"
 	"testing"
 
 	"github.com/kiln-dev/kiln/ir"
 	"github.com/kiln-dev/kiln/ir/kernels"
-	"github.com/kiln-dev/kiln/pluginapi"
 )
 
 // semantic is one case of the semantics tables: a small program that exercises
@@ -29,10 +26,6 @@ type semantic struct {
 	unordered bool
 	// err is a mistake in building the case (a kiln bug), reported when it runs.
 	err error
-	// subgroup marks a case that uses subgroups (IR v1.1): the backend may reject
-	// it at compile time, unless its profile claims what it needs, and a program
-	// that runs with any subgroup size matches the reference at some size.
-	subgroup bool
 }
 
 // table is one group of the semantics subtest.
@@ -81,16 +74,9 @@ func (r *runner) semanticCase(t *testing.T, s semantic) {
 	if err := ir.Validate(s.prog); err != nil {
 		t.Fatalf("the kit's program %q is invalid (a kiln bug): %v", s.prog.Name, err)
 	}
-	sizes := r.subgroupSizes(s)
-	refs := make([]Reference, len(sizes))
-	for k, size := range sizes {
-		c := s.c
-		c.subgroup = size
-		refs[k] = r.referenceFor(c)
-		if s.unordered {
-			refs[k] = sortedReference(refs[k])
-		}
-		want, err := refs[k](s.prog)
+	exp := r.expect(s.prog, s.c, s.unordered)
+	for _, ref := range exp.refs {
+		want, err := ref(s.prog)
 		if err != nil {
 			t.Fatalf("CPU reference failed on %q (a kiln bug): %v", s.prog.Name, err)
 		}
@@ -98,16 +84,7 @@ func (r *runner) semanticCase(t *testing.T, s semantic) {
 			t.Fatalf("the CPU reference disagrees with the kit's table (a kiln bug): %v", err)
 		}
 	}
-	comp, err := r.tryCompile(s.prog, s.c, nil)
-	if err != nil {
-		var rejected *pluginapi.RejectedError
-		if s.subgroup && errors.As(err, &rejected) && !r.claims(s.prog) {
-			t.Skipf("the backend rejects this subgroup program, and its profile (subgroup size %d, subgroup operations %v, shuffles %v) does not claim it: %v",
-				r.profile.SubgroupSize, r.profile.SupportsSubgroupOps, r.profile.HasSubgroupShuffle, err)
-		}
-		t.Fatalf("Compile %s: %v", s.prog.Name, err)
-	}
-	r.releaseAtEnd(t, comp.Pipeline)
+	comp := r.compileOrSkip(t, s.prog, s.c, nil)
 	res, err := r.dispatch(comp.Pipeline, s.c)
 	if err != nil {
 		t.Fatalf("Dispatch %s: %v", s.prog.Name, err)
@@ -116,136 +93,8 @@ func (r *runner) semanticCase(t *testing.T, s semantic) {
 	if s.unordered {
 		got = sortWords(got)
 	}
-	// A program that runs with any subgroup size passes when the outputs match the
-	// reference at one of the sizes it allows; the error reported is the one at
-	// the first size tried, the adapter's own.
-	var first error
-	for _, ref := range refs {
-		_, err := Verify(s.prog, got, ref)
-		if err == nil {
-			return
-		}
-		if first == nil {
-			first = err
-		}
-	}
-	if len(refs) > 1 {
-		first = fmt.Errorf("%w (the outputs match the reference at none of the subgroup sizes %v)", first, sizes)
-	}
-	t.Error(first)
-}
-
-// subgroupSizes returns the subgroup sizes the reference runs s with: the
-// program's own for a program that requires one or uses no subgroups (0), and
-// for one that runs with any, every size its workgroup allows, the adapter's
-// first.
-func (r *runner) subgroupSizes(s semantic) []uint32 {
-	if !s.subgroup || s.prog.SubgroupSize != 0 {
-		return []uint32{0}
-	}
-	wg := s.prog.WorkgroupSize
-	if s.c.WorkgroupSize != ([3]uint32{}) {
-		wg = s.c.WorkgroupSize
-	}
-	var sizes []uint32
-	if ir.CheckSubgroupSize(wg, r.profile.SubgroupSize) == nil {
-		sizes = append(sizes, r.profile.SubgroupSize)
-	}
-	for size := uint32(1); size <= ir.MaxSubgroupSize; size *= 2 {
-		if size != r.profile.SubgroupSize && ir.CheckSubgroupSize(wg, size) == nil {
-			sizes = append(sizes, size)
-		}
-	}
-	return sizes
-}
-
-// claims reports whether the adapter's profile claims what subgroup program p
-// needs: subgroup operations, shuffles when p reads other lanes, and p's
-// required size as the adapter's subgroup size.
-func (r *runner) claims(p *ir.Program) bool {
-	pr := r.profile
-	if !pr.SupportsSubgroupOps || p.SubgroupSize != 0 && p.SubgroupSize != pr.SubgroupSize {
-		return false
-	}
-	return pr.HasSubgroupShuffle || !readsLanes(p.Body)
-}
-
-// readsLanes reports whether stmts use subgroup_shuffle or subgroup_broadcast.
-func readsLanes(stmts []ir.Stmt) bool {
-	found := false
-	var expr func(e ir.Expr)
-	expr = func(e ir.Expr) {
-		switch e := e.(type) {
-		case ir.SubgroupExpr:
-			found = found || e.Op.HasLane()
-			expr(e.X)
-			if e.Lane != nil {
-				expr(e.Lane)
-			}
-		case ir.UnaryExpr:
-			expr(e.X)
-		case ir.BinaryExpr:
-			expr(e.X)
-			expr(e.Y)
-		case ir.FmaExpr:
-			expr(e.A)
-			expr(e.B)
-			expr(e.C)
-		case ir.SelectExpr:
-			expr(e.Cond)
-			expr(e.A)
-			expr(e.B)
-		case ir.CastExpr:
-			expr(e.X)
-		case ir.BitcastExpr:
-			expr(e.X)
-		case ir.LoadExpr:
-			expr(e.Index)
-		}
-	}
-	for _, s := range stmts {
-		switch s := s.(type) {
-		case ir.LetStmt:
-			expr(s.Value)
-		case ir.VarStmt:
-			expr(s.Value)
-		case ir.AssignStmt:
-			expr(s.Value)
-		case ir.StoreStmt:
-			expr(s.Index)
-			expr(s.Value)
-		case ir.IfStmt:
-			expr(s.Cond)
-			found = found || readsLanes(s.Then) || readsLanes(s.Else)
-		case ir.ForStmt:
-			expr(s.From)
-			expr(s.To)
-			expr(s.Step)
-			found = found || readsLanes(s.Body)
-		case ir.WhileStmt:
-			expr(s.Cond)
-			found = found || readsLanes(s.Body)
-		case ir.AtomicStmt:
-			expr(s.Index)
-			expr(s.Value)
-			if s.Compare != nil {
-				expr(s.Compare)
-			}
-		}
-	}
-	return found
-}
-
-// referenceFor runs programs on the CPU reference with the launch of c.
-func (r *runner) referenceFor(c launch) Reference {
-	return func(p *ir.Program) ([][]byte, error) { return r.reference(context.Background(), p, c) }
-}
-
-// sortedReference returns ref with every output sorted as words.
-func sortedReference(ref Reference) Reference {
-	return func(p *ir.Program) ([][]byte, error) {
-		outs, err := ref(p)
-		return sortWords(outs), err
+	if err := exp.verify(got); err != nil {
+		t.Error(err)
 	}
 }
 

@@ -103,7 +103,7 @@ func subgroupValues(t ir.Type, op ir.SubgroupOp) []uint32 {
 }
 
 func subgroupCase(name string, p *ir.Program, xs []uint32, uniforms map[string]ir.Literal) semantic {
-	s := semantic{name: name, prog: p, c: subgroupLaunch(xs), subgroup: true}
+	s := semantic{name: name, prog: p, c: subgroupLaunch(xs)}
 	if uniforms != nil {
 		s = withUniforms(s, uniforms)
 	}
