@@ -2,6 +2,7 @@ package kernels
 
 import (
 	"bytes"
+	"fmt"
 	"math"
 	"slices"
 	"strings"
@@ -209,4 +210,17 @@ func TestBoundElement(t *testing.T) {
 			t.Errorf("%s: Element(%#x, %#x) under %s = %+v, want ok %v, %d ULP, measured %v", c.name, c.got, c.want, c.b, v, c.ok, c.ulp, c.measured)
 		}
 	}
+}
+
+// A reference of exactly 1.5 accepts an element 3 ULP away under the bound of a
+// program that divides, but not under the exact bound; a flushed denormal
+// matches either way.
+func ExampleBound_Element() {
+	want := math.Float32bits(1.5)
+	div := Bound{ULP: 3, Ops: []string{"div"}}
+	fmt.Println(div.Element(want+3, want).OK, Bound{}.Element(want+3, want).OK)
+	fmt.Println(Bound{}.Element(0x80000000, 0x00000001).OK, div)
+	// Output:
+	// true false
+	// true 3 ULP (div)
 }

@@ -24,6 +24,10 @@ type interpBackend struct {
 	broken  bool
 	rewrite func(*ir.Program) *ir.Program
 	flush   bool
+	// noSubgroups rejects every program that uses subgroups, as a device without
+	// them does; profile is the adapter's profile.
+	noSubgroups bool
+	profile     pluginapi.DeviceProfile
 
 	mu      sync.Mutex
 	next    uint64
@@ -33,7 +37,7 @@ type interpBackend struct {
 func (b *interpBackend) Describe(context.Context) (*pluginapi.Description, error) {
 	return &pluginapi.Description{
 		ID: "test-interp", Version: "0", Dispatches: true, Features: []string{"ir.v1"},
-		Adapters: []pluginapi.Adapter{{Index: 0, Name: "interp", Available: true}},
+		Adapters: []pluginapi.Adapter{{Index: 0, Name: "interp", Available: true, Profile: b.profile}},
 	}, nil
 }
 
@@ -41,6 +45,9 @@ func (b *interpBackend) Open(context.Context, int) error { return nil }
 
 func (b *interpBackend) Compile(_ context.Context, req *pluginapi.CompileRequest) (*pluginapi.CompileResult, error) {
 	p := req.Program
+	if uses, _ := subgroupUse(p.Body); uses && b.noSubgroups {
+		return nil, pluginapi.Rejected("test-interp: %q uses subgroups, which this backend does not run. Fix: run it elsewhere", p.Name)
+	}
 	if b.rewrite != nil {
 		p = b.rewrite(p)
 	}
@@ -299,5 +306,51 @@ func TestRunCatchesWrappingCasts(t *testing.T) {
 	}
 	if n := strings.Count(string(out), "--- FAIL"); n != 5 {
 		t.Errorf("%d failures, want 5 (the two cast cases, their table, semantics, the test):\n%s", n, out)
+	}
+}
+
+// TestRunSkipsSubgroupsTheProfileDoesNotClaim pins that a backend without
+// subgroups, whose profile says so, passes the kit: its rejections are skips.
+func TestRunSkipsSubgroupsTheProfileDoesNotClaim(t *testing.T) {
+	Run(t, &interpBackend{noSubgroups: true}, Options{Kernels: []string{"subgroup_sum"}, Sizes: []int{64}})
+}
+
+const claimsEnv = "KILN_CONFORMANCE_CLAIMS_SUBGROUPS"
+
+// TestFalseClaimHelper is run by TestRunCatchesAFalseSubgroupClaim in a child
+// process; it skips otherwise.
+func TestFalseClaimHelper(t *testing.T) {
+	if os.Getenv(claimsEnv) == "" {
+		t.Skip("helper for TestRunCatchesAFalseSubgroupClaim")
+	}
+	b := &interpBackend{noSubgroups: true, profile: pluginapi.DeviceProfile{SubgroupSize: 32, SupportsSubgroupOps: true, HasSubgroupShuffle: true}}
+	Run(t, b, Options{Kernels: []string{"subgroup_sum"}, Sizes: []int{64}})
+}
+
+// TestRunCatchesAFalseSubgroupClaim pins that a backend whose profile claims
+// subgroups but whose compiler rejects them fails the kit, in the subgroup table
+// and on the subgroup corpus kernel, and only there.
+func TestRunCatchesAFalseSubgroupClaim(t *testing.T) {
+	cmd := exec.Command(os.Args[0], "-test.run=^TestFalseClaimHelper$", "-test.v")
+	cmd.Env = append(os.Environ(), claimsEnv+"=1")
+	out, err := cmd.CombinedOutput()
+	if err == nil {
+		t.Fatalf("conformance passed a backend that claims subgroups and rejects them:\n%s", out)
+	}
+	for _, want := range []string{
+		"--- FAIL: TestFalseClaimHelper/semantics/subgroup/subgroup_add.u32.any ",
+		"--- FAIL: TestFalseClaimHelper/semantics/subgroup/shuffle.f32.size32 ",
+		"--- FAIL: TestFalseClaimHelper/subgroup_sum/size=64 ",
+		"--- SKIP: TestFalseClaimHelper/semantics/subgroup/builtins.size8 ",
+		"uses subgroups, which this backend does not run",
+	} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	for _, line := range strings.Split(string(out), "\n") {
+		if strings.Contains(line, "--- FAIL") && !strings.Contains(line, "subgroup") && !strings.Contains(line, "TestFalseClaimHelper (") && !strings.Contains(line, "/semantics (") {
+			t.Errorf("a failure outside the subgroup cases: %s", line)
+		}
 	}
 }
