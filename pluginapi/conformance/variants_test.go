@@ -137,3 +137,26 @@ func TestFlushedVariantFlushes(t *testing.T) {
 		}
 	}
 }
+
+// FuzzVariants feeds Variants every program the canonical decoder accepts: it
+// must never panic, and every variant of a valid program must be valid.
+func FuzzVariants(f *testing.F) {
+	for _, tab := range semanticTables() {
+		for _, s := range tab.cases {
+			if data, err := ir.Encode(s.prog); err == nil {
+				f.Add(data)
+			}
+		}
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		p, err := ir.Decode(data)
+		if err != nil || ir.Validate(p) != nil {
+			return
+		}
+		for _, v := range Variants(p) {
+			if err := ir.Validate(v.Program); err != nil {
+				t.Fatalf("%s variant of a valid program is invalid: %v", v.Name, err)
+			}
+		}
+	})
+}

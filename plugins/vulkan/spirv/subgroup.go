@@ -17,11 +17,11 @@ import (
 //     OpGroupNonUniformFMin/FMax undefined.
 //   - subgroup_add is OpGroupNonUniformIAdd (wrapping) or FAdd (in the device's
 //     order, which docs/design.md bounds).
-//   - shuffle and broadcast read lane min(lane, 0) when the lane is at or above
-//     the subgroup size and then select 0 (false), since SPIR-V leaves such a read
-//     undefined. A broadcast whose lane is a literal is OpGroupNonUniformBroadcast;
-//     any other is OpGroupNonUniformShuffle, because SPIR-V 1.3 broadcasts only
-//     constant lanes.
+//   - shuffle and broadcast read lane 0 when the lane is at or above the
+//     subgroup size and then select 0 (false), since SPIR-V leaves such a read
+//     undefined. A broadcast whose lane is a literal is OpGroupNonUniformBroadcast
+//     where the device has ballot operations; any other is
+//     OpGroupNonUniformShuffle, because SPIR-V 1.3 broadcasts only constant lanes.
 func (e *emitter) subgroup(x ir.SubgroupExpr) (value, error) {
 	v, err := e.expr(x.X)
 	if err != nil {
@@ -64,7 +64,7 @@ func (e *emitter) subgroup(x ir.SubgroupExpr) (value, error) {
 	}
 	lit, constant := x.Lane.(ir.Literal)
 	class := SubgroupShuffle
-	if x.Op == ir.SubgroupOpBroadcast && constant {
+	if x.Op == ir.SubgroupOpBroadcast && constant && e.target.Subgroups&SubgroupBallot != 0 {
 		class = SubgroupBallot
 	}
 	if err := e.needSubgroups(class, x.Op.String()); err != nil {

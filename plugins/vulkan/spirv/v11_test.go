@@ -135,7 +135,7 @@ func TestSubgroupsNeedTheDevice(t *testing.T) {
 		{ir.SubgroupSize(), 0, "basic"},
 		{ir.SubgroupAdd(ir.LitU32(1)), SubgroupBasic | SubgroupShuffle | SubgroupBallot, "arithmetic"},
 		{ir.SubgroupShuffle(ir.LitU32(1), ir.SubgroupInvocationID()), SubgroupBasic | SubgroupArithmetic | SubgroupBallot, "shuffle"},
-		{ir.SubgroupBroadcast(ir.LitU32(1), ir.LitU32(3)), SubgroupBasic | SubgroupShuffle, "ballot"},
+		{ir.SubgroupBroadcast(ir.LitU32(1), ir.LitU32(3)), SubgroupBasic | SubgroupArithmetic, "shuffle"},
 		{ir.SubgroupBroadcast(ir.LitU32(1), ir.Uniform("lane")), SubgroupBasic | SubgroupBallot, "shuffle"},
 	} {
 		b := ir.NewBuilder("t.subgroups", 32, 1, 1)
@@ -150,6 +150,27 @@ func TestSubgroupsNeedTheDevice(t *testing.T) {
 		m, err := EmitFor(p, fullTarget)
 		if err != nil || !m.Subgroups {
 			t.Errorf("%v on a full target: %v, Subgroups %v", c.expr, err, m != nil && m.Subgroups)
+		}
+	}
+	// A literal broadcast uses a shuffle where the device has no ballot.
+	b := ir.NewBuilder("t.broadcast", 32, 1, 1)
+	out := b.Buffer("out", ir.U32, ir.Write)
+	b.Store(out, ir.LocalID(0), ir.SubgroupBroadcast(ir.LocalID(0), ir.LitU32(3)))
+	for _, c := range []struct {
+		have SubgroupFeatures
+		op   uint32
+	}{{SubgroupBasic | SubgroupBallot | SubgroupShuffle, opGroupNonUniformBroadcast}, {SubgroupBasic | SubgroupShuffle, opGroupNonUniformShuffle}} {
+		m, err := EmitFor(b.MustBuild(), Target{Subgroups: c.have})
+		if err != nil {
+			t.Fatalf("broadcast with %b: %v", c.have, err)
+		}
+		_, insts := decode(t, m.Words)
+		found := false
+		for _, in := range insts {
+			found = found || in.op == c.op
+		}
+		if !found {
+			t.Errorf("broadcast with classes %b does not use opcode %d", c.have, c.op)
 		}
 	}
 	m, err := Emit(bare("plain", 2))
@@ -212,6 +233,36 @@ func TestPushConstantLayout(t *testing.T) {
 		}
 		if fmt.Sprint(offsets) != want {
 			t.Errorf("%d buffers: member offsets %v, want %s", buffers, offsets, want)
+		}
+	}
+}
+
+// TestNoIntegerSelectOfConstants pins the llvmpipe workaround: no i32 or u32
+// OpSelect chooses between two constants (llvmpipe 22.3 folds such selects by
+// float patterns, and select(c, 0x80000000, 0x3f800000) gave 0); those are
+// blended on the bits. The mask select (all ones or zero) is the one exception.
+func TestNoIntegerSelectOfConstants(t *testing.T) {
+	for _, np := range allPrograms(t) {
+		_, insts := decode(t, mustEmit(t, np.name, np.prog).Words)
+		ints := map[uint32]bool{}
+		constants := map[uint32]uint32{}
+		for _, in := range insts {
+			switch in.op {
+			case opTypeInt:
+				ints[in.args[0]] = true
+			case opConstant, opSpecConstant:
+				constants[in.args[1]] = in.args[2]
+			}
+		}
+		for _, in := range insts {
+			if in.op != opSelect || !ints[in.args[0]] {
+				continue
+			}
+			a, aConst := constants[in.args[3]]
+			b, bConst := constants[in.args[4]]
+			if aConst && bConst && !(a == 0xFFFFFFFF && b == 0) {
+				t.Errorf("%s: OpSelect %d chooses between the constants %#x and %#x", np.name, in.args[1], a, b)
+			}
 		}
 	}
 }
