@@ -218,7 +218,7 @@ func (r *runner) tryCompile(p *ir.Program, c launch, blob []byte) (*pluginapi.Co
 		Adapter: r.opts.Adapter, Program: p, Spec: c.Spec, WorkgroupSize: c.WorkgroupSize, CachedBlob: blob,
 	})
 	if err == nil && res == nil {
-		err = errors.New("Compile returned no result and no error")
+		err = errors.New("the backend's Compile returned no result and no error")
 	}
 	return res, err
 }
@@ -240,7 +240,7 @@ func (r *runner) dispatch(pipeline uint64, c launch) (*pluginapi.DispatchResult,
 		Pipeline: pipeline, Grid: c.Grid, Inputs: clone(c.Inputs), OutputCounts: c.OutputCounts, Uniforms: c.Uniforms,
 	})
 	if err == nil && res == nil {
-		err = errors.New("Dispatch returned no result and no error")
+		err = errors.New("the backend's Dispatch returned no result and no error")
 	}
 	return res, err
 }

@@ -125,7 +125,7 @@ func zeroFilled() semantic {
 	b.If(ir.Eq(ir.Rem(i, ir.LitU32(3)), ir.LitU32(1)), func(then *ir.Block) {
 		then.Store(outs[0], i, ir.Add(i, ir.LitU32(1)))
 		then.Store(outs[1], i, ir.Neg(ir.Cast(ir.I32, i)))
-		then.Store(outs[2], i, ir.LitF32(-0.0))
+		then.Store(outs[2], i, ir.Literal{Type: ir.F32, Bits: negZero})
 	})
 	return semantic{name: "write.zero_filled", prog: b.Program(),
 		c: launch1(5, [][]byte{nil, nil, nil}, []uint32{300, 257, 1000})}

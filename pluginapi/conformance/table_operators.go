@@ -50,7 +50,7 @@ var (
 	inf = float32(math.Inf(1))
 
 	// f32Edges are the f32 values every f32 operation runs on.
-	f32Edges = append(f32Bits(0, -0.0, 1, -1, 0.5, -0.5, 1.5, -1.5, 2.5, -2.5, 3, 0.1, -7.9, 100.5,
+	f32Edges = append(f32Bits(0, 1, -1, 0.5, -0.5, 1.5, -1.5, 2.5, -2.5, 3, 0.1, -7.9, 100.5,
 		123456.79, 16777216, 16777217, 2147483520, 2147483648, 4294967040, 4294967296, -2147483648, -2147483904,
 		math.MaxFloat32, -math.MaxFloat32, 0x1p-126, math.SmallestNonzeroFloat32, 0x1.fffffcp-127, -0x1p-140,
 		1e-10, 3.1415927, -3.1415927, 10, 88.7, -104, inf, -inf), negZero, nanBits, 0x7FC00001, negNaNBits)

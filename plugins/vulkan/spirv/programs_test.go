@@ -365,13 +365,9 @@ func constructPrograms() []namedProgram {
 		}
 		nest(&h.Block, 40)
 	})
-	for _, p := range []namedProgram{
-		{"no_buffers", bare("no_buffers", 0)},
-		{"max_buffers", bare("max_buffers", ir.MaxBuffers)},
-	} {
-		out = append(out, p)
-	}
-	return out
+	return append(out,
+		namedProgram{"no_buffers", bare("no_buffers", 0)},
+		namedProgram{"max_buffers", bare("max_buffers", ir.MaxBuffers)})
 }
 
 // bare is a program of n u32 write buffers (none when n is 0) and no parameters.
