@@ -3,6 +3,7 @@ package autotune
 import (
 	"encoding/binary"
 	"encoding/hex"
+	"strings"
 
 	"github.com/kiln-dev/kiln/ir"
 )
@@ -62,4 +63,20 @@ func validHex(s string) bool {
 		}
 	}
 	return true
+}
+
+// DeviceAdapter is the adapter id the host keys records by: the backend's id
+// and the adapter's device fingerprint, "vulkan/5f0c…". Unlike the routing name
+// "vulkan:0", it follows the device, not its index, so a record survives GPU
+// reordering, a config directory synced between machines, and the fleet tier.
+func DeviceAdapter(backendID, fingerprint string) string { return backendID + "/" + fingerprint }
+
+// SplitDeviceAdapter undoes DeviceAdapter; ok is false for an adapter id of
+// another form.
+func SplitDeviceAdapter(adapter string) (backendID, fingerprint string, ok bool) {
+	i := strings.LastIndexByte(adapter, '/')
+	if i <= 0 || i == len(adapter)-1 {
+		return "", "", false
+	}
+	return adapter[:i], adapter[i+1:], true
 }

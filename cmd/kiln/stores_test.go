@@ -162,7 +162,7 @@ func TestCertifyWritesRoutesThatRunFollows(t *testing.T) {
 		t.Fatal(err)
 	}
 	code, _, errOut = kiln(t, "--plugins", dir, "certify", "--kernel", "vector_add", "--size", "0", "--timed", "1")
-	if code != 0 || !strings.Contains(errOut, "regenerating") || !strings.Contains(errOut, "malformed") {
+	if code != 0 || !strings.Contains(errOut, "regenerated") || !strings.Contains(errOut, "malformed") {
 		t.Fatalf("certify over a malformed table: exit %d: %s", code, errOut)
 	}
 	table, err = pgo.Load(paths.PGO)
@@ -171,6 +171,19 @@ func TestCertifyWritesRoutesThatRunFollows(t *testing.T) {
 	}
 	if ops := table.Ops(); len(ops) != 1 || ops[0] != "kiln.vector.add.f32" {
 		t.Fatalf("regenerated table holds %v", ops)
+	}
+
+	// A table written by a newer kiln is refused before anything runs, and kept.
+	newer := "schema = 2\n[routes.x]\nwhatever = 1\n"
+	if err := os.WriteFile(paths.PGO, []byte(newer), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut = kiln(t, "--plugins", dir, "certify", "--kernel", "vector_add", "--size", "0", "--timed", "1")
+	if code == 0 || !strings.Contains(errOut, "schema 2") || !strings.Contains(errOut, "Fix:") || out != "" {
+		t.Fatalf("certify over a newer-schema table: exit %d: %s\n%s", code, errOut, out)
+	}
+	if got, _ := os.ReadFile(paths.PGO); string(got) != newer {
+		t.Fatalf("certify changed a newer-schema table to %q", got)
 	}
 
 	for _, args := range [][]string{
