@@ -3,6 +3,7 @@ package autotune
 import (
 	"encoding/binary"
 	"encoding/hex"
+	"fmt"
 	"strings"
 
 	"github.com/kiln-dev/kiln/ir"
@@ -79,4 +80,13 @@ func SplitDeviceAdapter(adapter string) (backendID, fingerprint string, ok bool)
 		return "", "", false
 	}
 	return adapter[:i], adapter[i+1:], true
+}
+
+// ParseKey rebuilds a Key from its Hex and Adapter, as the fleet tier stores
+// them; the hex must be 32 lowercase hex digits.
+func ParseKey(hex, adapter string) (Key, error) {
+	if !validHex(hex) {
+		return Key{}, fmt.Errorf("autotune key %q is not 32 lowercase hex digits", hex)
+	}
+	return Key{hex: hex, adapter: adapter}, nil
 }
