@@ -74,7 +74,7 @@ type DiskCache struct {
 	reported TierUsage
 
 	hits, writes, failures, trims, verified atomic.Uint64
-	misses                                [len(missReasonIndex)]atomic.Uint64
+	misses                                  [len(missReasonIndex)]atomic.Uint64
 }
 
 // missReasonIndex numbers the miss reasons for DiskCache's counters.
@@ -350,6 +350,7 @@ func (c *DiskCache) flush(ctx context.Context) error {
 	}
 	return c.reportUsage(ctx)
 }
+
 // syncPaths fsyncs every path, a bounded number at a time; a path that no longer
 // exists is skipped.
 func syncPaths(ctx context.Context, paths []string) error {

@@ -188,4 +188,3 @@ func (c *Cache) reportUsage(ctx context.Context) error {
 	c.reported = now
 	return nil
 }
-

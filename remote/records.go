@@ -150,7 +150,9 @@ func isHex(s string, n int) bool {
 }
 
 // validSegment reports whether s can be one segment of an object name.
-func validSegment(s string) bool { return s != "" && s != "." && s != ".." && !strings.ContainsAny(s, "/\x00") }
+func validSegment(s string) bool {
+	return s != "" && s != "." && s != ".." && !strings.ContainsAny(s, "/\x00")
+}
 
 // stamp names one publication made at t: sortable by time, unique by chance.
 func stamp(t time.Time) string {
