@@ -21,6 +21,7 @@ type certifyJSON struct {
 	Backends    []string          `json:"backends"`
 	Ops         []certifyOpJSON   `json:"ops"`
 	Saved       bool              `json:"saved"`
+	Published   int               `json:"published"`
 	Failures    []string          `json:"failures"`
 	Excluded    []certifyExclJSON `json:"excluded"`
 }
@@ -61,6 +62,9 @@ a named backend run that op on its route's backend while the route is fresh
 
 Reference oracles (cpu-ref) are not measured: routing never picks an oracle
 implicitly, so certification needs at least one other ready backend.
+
+With a fleet tier ($KILN_REMOTE), the routes measured are also published to
+it, for the machines that share it (see kiln cache --help).
 
 The table is saved under its lock, merged with what other processes wrote
 meanwhile. A malformed table is regenerated: replaced by the routes measured
@@ -126,6 +130,16 @@ when any kernel got no route.`,
 			if err != nil {
 				return err
 			}
+			if h.Remote() != nil {
+				measured := map[string]pgo.Route{}
+				for _, r := range results {
+					if r.Err == nil {
+						measured[r.Op] = r.Route
+					}
+				}
+				h.PublishRoutes(measured)
+				j.Published = len(measured)
+			}
 			if a.json {
 				if err := a.printJSON(j); err != nil {
 					return err
@@ -171,6 +185,9 @@ func (a *app) printCertify(j certifyJSON) error {
 	}
 	if err := tw.Flush(); err != nil {
 		return err
+	}
+	if j.Published > 0 {
+		fmt.Fprintf(a.out, "\npublished %d route(s) to the fleet tier\n", j.Published)
 	}
 	for _, e := range j.Excluded {
 		fmt.Fprintf(a.out, "\nexcluded %s from %s: %s\n", e.Backend, e.Op, e.Reason)
