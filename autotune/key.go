@@ -37,7 +37,7 @@ func NewKey(spec ir.SpecCacheKey, adapter string) Key {
 }
 
 // KeyFor is the key of the record for program p specialized by spec on adapter
-// (the host uses the backend's routing name, "vulkan:0"): NewKey of p's digest,
+// (the host uses DeviceAdapter, "vulkan/5f0c…"): NewKey of p's digest,
 // its binding signature, its declared workgroup size and spec's hash. A record
 // tunes a program variant, so the declared size, not a tuned one, is in the key.
 func KeyFor(p *ir.Program, spec ir.SpecMap, adapter string) Key {
