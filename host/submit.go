@@ -318,6 +318,9 @@ func (b *Backend) planDispatch(i int, pc *plannedCmd, plan *batchPlan, seen map[
 	if len(w.Bindings) != len(prog.Buffers) {
 		return bad("%d bindings for %d buffers. Fix: bind one range per program buffer, by binding", len(w.Bindings), len(prog.Buffers))
 	}
+	if err := ir.CheckUniforms(prog, w.Uniforms); err != nil {
+		return bad("%v", err)
+	}
 	pc.grid = w.Grid
 	if w.Invocations != [3]uint32{} {
 		if w.Grid != [3]uint32{} {
@@ -475,10 +478,7 @@ func (b *Backend) submitHosted(ctx context.Context, proc *process, plan *batchPl
 func (b *Backend) dispatchHosted(ctx context.Context, c plannedCmd) (*pluginapi.DispatchResult, error) {
 	pl := c.pipeline
 	prog := pl.prog
-	if len(c.work.Uniforms) > 0 {
-		return nil, &LaunchError{Program: prog.Name, Detail: fmt.Sprintf("%d uniform bytes, but the backend's plugin keeps no buffers and its inline dispatch carries no uniforms. Fix: send none", len(c.work.Uniforms))}
-	}
-	req := &pluginapi.DispatchRequest{Grid: c.grid, Inputs: make([][]byte, len(c.bindings)), OutputCounts: make([]uint32, len(c.bindings))}
+	req := &pluginapi.DispatchRequest{Grid: c.grid, Inputs: make([][]byte, len(c.bindings)), OutputCounts: make([]uint32, len(c.bindings)), Uniforms: c.work.Uniforms}
 	var sizes []int
 	for _, d := range prog.Buffers {
 		s := c.bindings[d.Binding]

@@ -268,7 +268,7 @@ func (b *Backend) dispatchResident(ctx context.Context, proc *process, pl *Pipel
 	err := b.callConn(ctx, proc, "dispatch", prog.Name, func(ctx context.Context, conn pluginapi.Conn) error {
 		bufs := make([]*scratchBuffer, 0, n)
 		defer func() { b.putScratch(context.WithoutCancel(ctx), conn, proc, bufs) }()
-		cmd := pluginapi.DispatchCommand{Pipeline: req.Pipeline, Grid: req.Grid, Bindings: make([]pluginapi.BufferRange, n)}
+		cmd := pluginapi.DispatchCommand{Pipeline: req.Pipeline, Grid: req.Grid, Bindings: make([]pluginapi.BufferRange, n), Uniforms: req.Uniforms}
 		var cmds []pluginapi.Command
 		for i := range n {
 			s, err := b.takeScratch(ctx, conn, proc, bind[i])

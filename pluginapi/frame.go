@@ -282,10 +282,11 @@ func encodeRequest(r *request) ([]byte, error) {
 			e.seg(in)
 		}
 		e.u32(uint32(len(r.outputs)))
-		e.u32(0)
+		e.u32(uint32(len(d.Uniforms)))
 		for _, out := range r.outputs {
 			e.seg(out)
 		}
+		e.bytes(d.Uniforms)
 	default:
 		return nil, fmt.Errorf("no request frame of kind %d", r.kind)
 	}
@@ -424,14 +425,19 @@ func decodeRequest(b []byte) (*request, error) {
 				return nil, fmt.Errorf("binding %d has no input but a staged range", i)
 			}
 		}
-		m := d.u32()
-		d.pad()
+		m, nu := d.u32(), d.u32()
 		if m > maxBindings {
 			return nil, fmt.Errorf("dispatch with %d outputs, more than %d", m, maxBindings)
 		}
 		r.outputs = make([]segRange, m)
 		for i := range m {
 			r.outputs[i] = d.seg()
+		}
+		if uint64(nu) > uint64(len(d.b)) {
+			return nil, fmt.Errorf("dispatch with %d uniform bytes in %d", nu, len(d.b))
+		}
+		if nu > 0 {
+			dr.Uniforms = d.bytes(nu)
 		}
 		for i, ok := range has {
 			if ok {

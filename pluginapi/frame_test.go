@@ -26,7 +26,7 @@ func sampleRequests() []*request {
 			DispatchCommand{Pipeline: 6},
 		}},
 		{kind: frameDispatch, seq: 10,
-			dispatch: &DispatchRequest{Pipeline: 3, Grid: [3]uint32{1, 1, 1}, Inputs: [][]byte{{}, nil}, OutputCounts: []uint32{0, 4}},
+			dispatch: &DispatchRequest{Pipeline: 3, Grid: [3]uint32{1, 1, 1}, Inputs: [][]byte{{}, nil}, OutputCounts: []uint32{0, 4}, Uniforms: []byte{1, 0, 0, 0, 2}},
 			inputs:   []segRange{{segment: 1, size: 16}, {}},
 			outputs:  []segRange{{segment: 1, offset: 64, size: 16}},
 		},

@@ -13,8 +13,8 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/kiln-dev/kiln/ir/interp"
 	kilnpb "github.com/kiln-dev/kiln/pluginapi/proto"
-	"github.com/kiln-dev/kiln/plugins/cpuref/interp"
 )
 
 // memBackend is a protocol-2 backend for the SDK's tests: fakeBackend's core plus
@@ -92,7 +92,7 @@ func (m *memBackend) Submit(ctx context.Context, req *SubmitRequest) (*SubmitRes
 			for i, r := range c.Bindings {
 				bufs[i] = m.view(r)
 			}
-			if err := k.RunBound(ctx, c.Grid, bufs); err != nil {
+			if err := k.RunBound(ctx, c.Grid, c.Uniforms, bufs); err != nil {
 				return nil, Rejected("%w", err)
 			}
 		case CopyCommand:

@@ -114,16 +114,13 @@ func (b *Backend) run(ctx context.Context, c pluginapi.Command) error {
 		if err != nil {
 			return err
 		}
-		if len(c.Uniforms) != 0 {
-			return pluginapi.Rejected("dispatch carries %d uniform bytes, but the program declares no uniforms. Fix: send none", len(c.Uniforms))
-		}
 		bufs := make([][]byte, len(c.Bindings))
 		for i, r := range c.Bindings {
 			if bufs[i], err = b.memory(r); err != nil {
 				return err
 			}
 		}
-		return k.RunBound(ctx, c.Grid, bufs)
+		return k.RunBound(ctx, c.Grid, c.Uniforms, bufs)
 	case pluginapi.CopyCommand:
 		src, err := b.memory(c.Src)
 		if err != nil {

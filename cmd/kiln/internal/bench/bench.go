@@ -15,8 +15,8 @@ import (
 
 	"github.com/kiln-dev/kiln/host"
 	"github.com/kiln-dev/kiln/ir"
+	"github.com/kiln-dev/kiln/ir/interp"
 	"github.com/kiln-dev/kiln/pluginapi"
-	"github.com/kiln-dev/kiln/plugins/cpuref/interp"
 )
 
 // Options say what to measure.
