@@ -145,7 +145,7 @@ func (bf *Buffer) live() (*process, error) {
 	if bf.proc == nil {
 		return nil, nil
 	}
-	if bf.backend.p.running() != bf.proc || bf.proc.client.Exited() {
+	if !bf.backend.p.holds(bf.proc) {
 		return nil, bf.lost(nil)
 	}
 	return bf.proc, nil
@@ -267,7 +267,7 @@ func (bf *Buffer) Free(ctx context.Context) error {
 		return nil
 	}
 	conn := proc.conn()
-	if bf.backend.p.running() != proc || proc.client.Exited() {
+	if !bf.backend.p.holds(proc) {
 		// The plugin is gone; this releases the host's mapping of the buffer.
 		_ = conn.FreeBuffer(ctx, bf.handle)
 		return nil

@@ -327,7 +327,8 @@ func pickAdapter(d *pluginapi.Description, name string, index int) (pluginapi.Ad
 	return pluginapi.Adapter{}, fmt.Errorf("backend %s has no available adapter: %s", name, strings.Join(reasons, "; "))
 }
 
-// AcquirePreferred returns the best backend by DESIGN.md's order: capability
+// AcquirePreferred returns the best backend by the order of docs/design.md,
+// "Backend selection": capability
 // score, timing quality and memory bandwidth (high first), precedence and
 // measured acquisition time (low first), then id. Backends that do not dispatch
 // and reference oracles are never chosen here. When nothing qualifies the error

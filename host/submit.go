@@ -353,7 +353,6 @@ func (b *Backend) batchProcess(ctx context.Context, plan *batchPlan) (*process, 
 	var lost []string
 	var proc *process
 	hosted := 0
-	running := b.p.running()
 	for _, bf := range plan.bufs {
 		bf.mu.Lock()
 		p := bf.proc
@@ -361,7 +360,7 @@ func (b *Backend) batchProcess(ctx context.Context, plan *batchPlan) (*process, 
 		switch {
 		case p == nil:
 			hosted++
-		case p != running || p.client.Exited():
+		case !b.p.holds(p):
 			lost = append(lost, bf.Name())
 		default:
 			proc = p

@@ -56,11 +56,22 @@ func (proc *process) conn() pluginapi.Conn {
 // the plugin relaunched, instead of failing the call as a crash.
 func (p *plugin) liveProcess(ctx context.Context) (*process, error) {
 	proc, err := p.current(ctx)
-	if err != nil || !proc.client.Exited() {
+	if err != nil || p.holds(proc) {
 		return proc, err
 	}
 	p.drop(proc)
 	return p.current(ctx)
+}
+
+// holds reports whether proc is the plugin's running process and alive: not
+// exited, and its data plane (if it has one) not lost. Buffers live only in a
+// process that holds.
+func (p *plugin) holds(proc *process) bool {
+	if proc == nil || p.running() != proc || proc.client.Exited() {
+		return false
+	}
+	conn := proc.conn()
+	return conn == nil || conn.Lost() == nil
 }
 
 // capsOf returns proc's capabilities and remembers them for Report.

@@ -41,6 +41,11 @@ type Conn interface {
 	// in the order they are sent. ctx ending before the batch completes cancels
 	// it.
 	SubmitAsync(ctx context.Context, req *SubmitRequest) (*Pending, error)
+	// Lost returns the error that ended the connection's data plane — the
+	// plugin died (its socket closed) or broke the protocol — and nil while the
+	// plane is up or when the connection has none. Buffers of a lost connection
+	// are gone.
+	Lost() error
 	// DispatchSized is Backend.Dispatch for a host that knows how many bytes
 	// each output has (outputs, in output order). With the data plane, inputs and
 	// outputs travel through shared memory, and an output of another size is
@@ -253,6 +258,17 @@ func (c *client) AllocBuffer(ctx context.Context, req *AllocRequest) (*AllocResu
 		v.mapped[res.Buffer] = seg
 	}
 	return res, nil
+}
+
+// Lost implements Conn.
+func (c *client) Lost() error {
+	if c.v2 == nil {
+		return nil
+	}
+	if _, pl := c.v2.snapshot(); pl != nil {
+		return pl.closed()
+	}
+	return nil
 }
 
 // Mapping implements Conn.

@@ -455,7 +455,7 @@ func dispatchOnPlane(ctx context.Context, pl *plane, req *DispatchRequest, outpu
 	r := &request{kind: frameDispatch, dispatch: req, inputs: make([]segRange, n), outputs: make([]segRange, len(outputs))}
 	var at uint64
 	for i, in := range req.Inputs {
-		if in == nil || len(in) == 0 {
+		if len(in) == 0 {
 			continue
 		}
 		copy(s.mem[at:], in)
