@@ -32,7 +32,7 @@ const (
 // against the request it answers; a frame that does not fit closes the plane with
 // a ProtocolError.
 type plane struct {
-	conn   *net.UnixConn
+	conn   *rawConn
 	cancel func(seq uint64) // asks the plugin over gRPC to cancel a request
 
 	wmu sync.Mutex // one frame at a time on the socket
@@ -70,9 +70,12 @@ func dialPlane(ctx context.Context, path string, token []byte, cancel func(uint6
 	if err != nil {
 		return nil, fmt.Errorf("connect to the data plane: %w", err)
 	}
-	conn := c.(*net.UnixConn)
-	if err := checkPeer(conn); err != nil {
-		conn.Close()
+	conn, err := rawFrom(c.(*net.UnixConn))
+	if err != nil {
+		return nil, err
+	}
+	if err := checkPeer(conn.fd); err != nil {
+		conn.close()
 		return nil, err
 	}
 	p := newPlane(conn, cancel)
@@ -84,7 +87,7 @@ func dialPlane(ctx context.Context, path string, token []byte, cancel func(uint6
 }
 
 // newPlane starts the host's side of a plane on a connected socket.
-func newPlane(conn *net.UnixConn, cancel func(uint64)) *plane {
+func newPlane(conn *rawConn, cancel func(uint64)) *plane {
 	p := &plane{conn: conn, cancel: cancel, pending: map[uint64]*call{}, segs: map[uint32]*segment{}, detach: make(chan *segment, 64)}
 	go p.read()
 	go p.janitor()
@@ -119,7 +122,7 @@ func (p *plane) fail(err error) {
 	p.idle = nil
 	close(p.detach)
 	p.mu.Unlock()
-	p.conn.Close()
+	p.conn.shutdown()
 	for _, c := range pending {
 		p.finish(c, nil)
 	}
@@ -153,6 +156,7 @@ func unavailableErr(err error) error {
 
 // read receives completions until the connection ends.
 func (p *plane) read() {
+	defer p.conn.close()
 	br := bufio.NewReaderSize(p.conn, 64<<10)
 	hdr := make([]byte, frameHeaderBytes)
 	for {
@@ -259,20 +263,9 @@ func (p *plane) write(b []byte, fd int) error {
 	p.wmu.Lock()
 	defer p.wmu.Unlock()
 	if fd >= 0 {
-		n, _, err := p.conn.WriteMsgUnix(b, unix.UnixRights(fd), nil)
-		if err != nil {
-			return err
-		}
-		b = b[n:]
+		return p.conn.write(b, unix.UnixRights(fd))
 	}
-	for len(b) > 0 {
-		n, err := p.conn.Write(b)
-		if err != nil {
-			return err
-		}
-		b = b[n:]
-	}
-	return nil
+	return p.conn.write(b, nil)
 }
 
 // newSegment creates a shared segment, registered so that it is orphaned when

@@ -32,7 +32,7 @@ type planeServer struct {
 	token []byte
 
 	mu      sync.Mutex
-	conn    *net.UnixConn
+	conn    *rawConn
 	closed  bool
 	running map[uint64]context.CancelFunc
 
@@ -83,29 +83,33 @@ func (p *planeServer) close() {
 	p.closed = true
 	p.ln.Close()
 	if p.conn != nil {
-		p.conn.Close()
+		p.conn.shutdown()
 	}
 }
 
 func (p *planeServer) serve() {
 	_ = p.ln.SetDeadline(time.Now().Add(acceptTimeout))
-	conn, err := p.ln.AcceptUnix()
+	uc, err := p.ln.AcceptUnix()
 	p.ln.Close()
 	os.RemoveAll(p.dir)
+	if err != nil {
+		return
+	}
+	conn, err := rawFrom(uc)
 	if err != nil {
 		return
 	}
 	p.mu.Lock()
 	if p.closed {
 		p.mu.Unlock()
-		conn.Close()
+		conn.close()
 		return
 	}
 	p.conn = conn
 	p.mu.Unlock()
 	r := &fdReader{conn: conn}
 	defer p.shutdown(conn, r)
-	if err := checkPeer(conn); err != nil {
+	if err := checkPeer(conn.fd); err != nil {
 		return
 	}
 	if !p.hello(r, conn) {
@@ -126,15 +130,14 @@ func (p *planeServer) serve() {
 				return
 			}
 		}
-		reply := encodeDone(req.kind, p.handle(req, fd))
-		if _, err := conn.Write(reply); err != nil {
+		if err := conn.write(encodeDone(req.kind, p.handle(req, fd)), nil); err != nil {
 			return
 		}
 	}
 }
 
 // hello reads the first frame, which must carry the token.
-func (p *planeServer) hello(r *fdReader, conn *net.UnixConn) bool {
+func (p *planeServer) hello(r *fdReader, conn *rawConn) bool {
 	b, err := r.frame(maxRequestFrameBytes)
 	if err != nil {
 		return false
@@ -143,15 +146,14 @@ func (p *planeServer) hello(r *fdReader, conn *net.UnixConn) bool {
 	if err != nil || req.kind != frameHello || subtle.ConstantTimeCompare(req.token, p.token) != 1 {
 		return false
 	}
-	_, err = conn.Write(encodeDone(frameHello, &done{seq: req.seq}))
-	return err == nil
+	return conn.write(encodeDone(frameHello, &done{seq: req.seq}), nil) == nil
 }
 
 // shutdown closes the connection, the descriptors never claimed by a frame and
 // the staging segments. Mapped buffers' segments stay: the backend may still hold
 // them until it is closed.
-func (p *planeServer) shutdown(conn *net.UnixConn, r *fdReader) {
-	conn.Close()
+func (p *planeServer) shutdown(conn *rawConn, r *fdReader) {
+	conn.close()
 	for fd := r.popFD(); fd >= 0; fd = r.popFD() {
 		unix.Close(fd)
 	}
@@ -170,28 +172,6 @@ func (p *planeServer) isBufferSegment(s *segment) bool {
 		}
 	}
 	return false
-}
-
-// checkPeer accepts only a peer running as this process's user.
-func checkPeer(conn *net.UnixConn) error {
-	raw, err := conn.SyscallConn()
-	if err != nil {
-		return err
-	}
-	var cred *unix.Ucred
-	var credErr error
-	if err := raw.Control(func(fd uintptr) {
-		cred, credErr = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED)
-	}); err != nil {
-		return err
-	}
-	if credErr != nil {
-		return credErr
-	}
-	if int(cred.Uid) != os.Getuid() {
-		return fmt.Errorf("data plane peer runs as uid %d, not %d", cred.Uid, os.Getuid())
-	}
-	return nil
 }
 
 // handle runs one request and returns its completion.
@@ -370,7 +350,7 @@ func (p *planeServer) dispatch(ctx context.Context, req *request, d *done) error
 // fdReader reads frames from a unix stream socket, collecting the descriptors
 // that arrive with them (SCM_RIGHTS) in order.
 type fdReader struct {
-	conn *net.UnixConn
+	conn *rawConn
 	buf  []byte
 	r, w int
 	fds  []int
@@ -382,7 +362,7 @@ func (fr *fdReader) fill() error {
 	if fr.oob == nil {
 		fr.oob = make([]byte, unix.CmsgSpace(16*4))
 	}
-	n, oobn, flags, _, err := fr.conn.ReadMsgUnix(fr.buf[fr.w:], fr.oob)
+	n, oobn, flags, err := fr.conn.recvmsg(fr.buf[fr.w:], fr.oob)
 	if oobn > 0 {
 		msgs, perr := unix.ParseSocketControlMessage(fr.oob[:oobn])
 		if perr != nil {

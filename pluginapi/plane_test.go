@@ -6,7 +6,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"net"
 	"os"
 	"testing"
 	"time"
@@ -22,18 +21,9 @@ func liar(t *testing.T, reply func(r *request) []byte) *plane {
 	if err != nil {
 		t.Fatal(err)
 	}
-	conn := func(fd int) *net.UnixConn {
-		f := os.NewFile(uintptr(fd), "plane")
-		defer f.Close()
-		c, err := net.FileConn(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return c.(*net.UnixConn)
-	}
-	host, peer := conn(fds[0]), conn(fds[1])
+	host, peer := &rawConn{fd: fds[0]}, &rawConn{fd: fds[1]}
 	go func() {
-		defer peer.Close()
+		defer peer.close()
 		r := &fdReader{conn: peer}
 		for {
 			b, err := r.frame(maxRequestFrameBytes)
@@ -47,7 +37,7 @@ func liar(t *testing.T, reply func(r *request) []byte) *plane {
 			if req.fd {
 				unix.Close(r.popFD())
 			}
-			if _, err := peer.Write(reply(req)); err != nil {
+			if err := peer.write(reply(req), nil); err != nil {
 				return
 			}
 		}

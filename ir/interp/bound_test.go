@@ -88,3 +88,25 @@ func TestRunBoundRefuses(t *testing.T) {
 		t.Error("ran under a cancelled context")
 	}
 }
+
+// BenchmarkRunBoundOneElement is the interpreter's share of a 1-element
+// dispatch over resident memory.
+func BenchmarkRunBoundOneElement(b *testing.B) {
+	bld := ir.NewBuilder("bench.increment.f32", 256, 1, 1)
+	buf := bld.Buffer("buf", ir.F32, ir.ReadWrite)
+	i := bld.Let("i", ir.GlobalID(0))
+	bld.If(ir.Lt(i, ir.Len(buf)), func(then *ir.Block) {
+		then.Store(buf, i, ir.Add(ir.Load(buf, i), ir.LitF32(1)))
+	})
+	k, err := Compile(bld.MustBuild(), Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	mem := [][]byte{make([]byte, 4)}
+	ctx := context.Background()
+	for range b.N {
+		if err := k.RunBound(ctx, [3]uint32{1, 1, 1}, nil, mem); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

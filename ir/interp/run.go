@@ -29,6 +29,7 @@ type runState struct {
 	lens      [][]uint32 // by binding: len(buffer) in every lane
 	uniforms  [][]uint32 // by uniform: its value in every lane
 	numGroups [3][]uint32
+	laneRegs  []*laneWords  // the pooled per-lane registers above, returned after the run
 	next      atomic.Uint64 // next workgroup to run
 	stop      atomic.Bool   // set on the first error or on cancellation
 	mu        sync.Mutex
@@ -268,6 +269,7 @@ func (k *Kernel) Run(ctx context.Context, l Launch) ([][]byte, error) {
 // run executes every workgroup, stopping early when ctx ends.
 func (r *runState) run(ctx context.Context) error {
 	k := r.k
+	defer r.releaseLanes()
 	if r.groups > 0 {
 		stop := context.AfterFunc(ctx, func() { r.stop.Store(true) })
 		r.execute(k.workerCount(r.units))
@@ -297,16 +299,21 @@ func (k *Kernel) workerCount(units uint64) int {
 
 // execute runs every workgroup on n workers, each with its own scratch state.
 func (r *runState) execute(n int) {
+	workers := make([]*worker, n)
+	for i := range workers {
+		workers[i] = r.k.worker(r)
+	}
+	defer r.release(workers)
 	if n == 1 {
-		newWorker(r).loop()
+		workers[0].loop()
 		return
 	}
 	var wg sync.WaitGroup
-	for range n {
+	for _, w := range workers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			newWorker(r).loop()
+			w.loop()
 		}()
 	}
 	wg.Wait()
@@ -365,21 +372,25 @@ func (k *Kernel) newRunState(grid [3]uint32, uniforms []byte) (*runState, error)
 	}
 	r.uniforms = make([][]uint32, len(vals))
 	for i, v := range vals {
-		r.uniforms[i] = make([]uint32, k.lanes)
-		fillWords(r.uniforms[i], v.Bits)
+		r.uniforms[i] = r.laneRegister(v.Bits)
 	}
 	for a := range 3 {
-		r.numGroups[a] = make([]uint32, k.lanes)
-		fillWords(r.numGroups[a], grid[a])
+		r.numGroups[a] = r.laneRegister(grid[a])
 	}
 	return r, nil
+}
+
+// laneRegister takes a pooled per-lane register holding v for this run.
+func (r *runState) laneRegister(v uint32) []uint32 {
+	l := r.k.laneRegister(v)
+	r.laneRegs = append(r.laneRegs, l)
+	return l.words
 }
 
 // bind makes words the storage of binding b.
 func (r *runState) bind(b uint32, words []uint32) {
 	r.bufs[b] = words
-	r.lens[b] = make([]uint32, r.k.lanes)
-	fillWords(r.lens[b], uint32(len(words)))
+	r.lens[b] = r.laneRegister(uint32(len(words)))
 }
 
 // bufferWords returns the storage of buffer d for one run: a read input as is (it is
