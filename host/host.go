@@ -287,6 +287,11 @@ func (h *Host) find(ctx context.Context, id string) (*plugin, error) {
 			}
 		}
 		if !pending {
+			for _, q := range h.plugins {
+				if err := q.startError(); err != nil && matchesName(q.path, id) {
+					return nil, fmt.Errorf("backend %q: its plugin did not start: %w", id, err)
+				}
+			}
 			return nil, &NotFoundError{Name: id, Known: h.IDs(), Failed: len(h.startFailures())}
 		}
 		select {
@@ -353,6 +358,10 @@ func (h *Host) checkOpen() error {
 
 // PluginDir returns the plugins directory and where its name came from.
 func (h *Host) PluginDir() (string, DirSource) { return h.dir, h.dirSource }
+
+// Files returns the plugins directory's entries with the reason each counts or
+// not (the discovery result). It starts nothing.
+func (h *Host) Files() []File { return append([]File(nil), h.files...) }
 
 // PinFile returns the pin file and whether pinning is on (the file exists).
 func (h *Host) PinFile() (path string, on bool) { return h.pinFile, h.pins != nil }
