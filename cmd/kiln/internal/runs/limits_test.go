@@ -52,4 +52,3 @@ func TestCheckKernelRefusesWhatCannotBeAllocated(t *testing.T) {
 		t.Errorf("no limits known: %v", err)
 	}
 }
-
