@@ -141,6 +141,7 @@ func (c *client) Dispatch(ctx context.Context, req *DispatchRequest) (*DispatchR
 		GridZ:        req.Grid[2],
 		Inputs:       inputsToProto(req.Inputs),
 		OutputCounts: req.OutputCounts,
+		Uniforms:     req.Uniforms,
 	}, callOptions(ctx)...)
 	if err != nil {
 		return nil, callError(ctx, "Dispatch", err)

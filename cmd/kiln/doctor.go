@@ -72,7 +72,8 @@ that crashes on every call shows as failing with its last exit and stderr
 line), and each persistent store: its path, size and health
 (pipeline cache: entries, bytes and corrupt headers, read-only — kiln cache
 verify repairs; autotune store and PGO table: whether they load; PGO routes
-that are stale against the live backends, which routing ignores).
+that are stale against the live backends, which routing ignores; the fleet
+tier named by $KILN_REMOTE: reachable, writable, and its latency).
 
 The exit status is 0 when at least one backend adapter is ready and passes its
 probe (the CPU reference counts), 1 otherwise; store problems are reported,

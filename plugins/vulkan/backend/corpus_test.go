@@ -6,8 +6,8 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/kiln-dev/kiln/ir/interp"
 	"github.com/kiln-dev/kiln/ir/kernels"
-	"github.com/kiln-dev/kiln/plugins/cpuref/interp"
 )
 
 // TestCorpusMatchesReference runs every corpus kernel at every corpus size on the
@@ -28,7 +28,7 @@ func corpus(t *testing.T, b *Backend) {
 				c := k.NewCase(rng, size)
 				p := k.Program()
 				want, err := interp.Run(ctx, p, interp.Options{WorkgroupSize: c.WorkgroupSize, Spec: c.Spec},
-					interp.Launch{Grid: c.Grid, Inputs: c.Inputs, OutputCounts: c.OutputCounts})
+					interp.Launch{Grid: c.Grid, Inputs: c.Inputs, OutputCounts: c.OutputCounts, Uniforms: c.Uniforms})
 				if err != nil {
 					t.Fatalf("interp: %v", err)
 				}

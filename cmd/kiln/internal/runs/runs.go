@@ -28,6 +28,9 @@ type Job struct {
 	// then checked too.
 	Kernel *kernels.Kernel
 	Case   kernels.Case
+	// Strict runs the program on the in-process oracle in strict mode first; a
+	// shared-memory hazard it reports fails the run before any backend runs it.
+	Strict bool
 }
 
 // KernelJob draws a random case of size for the corpus kernel k.
@@ -40,7 +43,7 @@ func KernelJob(k kernels.Kernel, size int, seed uint64, backend string) Job {
 		Launch: host.Launch{
 			Backend:        backend,
 			CompileOptions: host.CompileOptions{Spec: c.Spec, WorkgroupSize: c.WorkgroupSize},
-			Work:           host.Work{Grid: c.Grid, Inputs: c.Inputs, OutputCounts: c.OutputCounts},
+			Work:           host.Work{Grid: c.Grid, Inputs: c.Inputs, OutputCounts: c.OutputCounts, Uniforms: c.Uniforms},
 		},
 	}
 }
@@ -84,6 +87,11 @@ func (e *VerifyError) Unwrap() error { return e.Err }
 // Run dispatches j and, with verify, checks the outputs. A verification failure
 // returns the outcome together with a *VerifyError.
 func Run(ctx context.Context, h *host.Host, j Job, verify bool) (*Outcome, error) {
+	if j.Strict {
+		if err := CheckStrict(ctx, j); err != nil {
+			return nil, err
+		}
+	}
 	res, err := h.Dispatch(ctx, j.Program, j.Launch)
 	if err != nil {
 		return nil, err
@@ -102,13 +110,21 @@ func Run(ctx context.Context, h *host.Host, j Job, verify bool) (*Outcome, error
 	fail := func(err error) (*Outcome, error) {
 		return o, &VerifyError{Backend: o.Backend, Program: o.Program, Err: err}
 	}
-	ref := j.Launch
-	ref.Backend = Reference
-	want, err := h.Dispatch(ctx, j.Program, ref)
-	if err != nil {
-		return o, fmt.Errorf("verifying %s: running it on the reference %s: %w", o.Program, Reference, err)
+	launch := j.Launch
+	launch.Backend = Reference
+	var refErr error
+	reference := func(p *ir.Program) ([][]byte, error) {
+		r, err := h.Dispatch(ctx, p, launch)
+		if err != nil {
+			refErr = err
+			return nil, err
+		}
+		return r.Outputs, nil
 	}
-	report, err := conformance.Compare(j.Program, res.Outputs, want.Outputs)
+	report, err := conformance.Verify(j.Program, res.Outputs, reference)
+	if refErr != nil {
+		return o, fmt.Errorf("verifying %s: running it on the reference %s: %w", o.Program, Reference, refErr)
+	}
 	if err != nil {
 		return fail(err)
 	}

@@ -1,0 +1,391 @@
+package interp
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"math/bits"
+	"runtime"
+	"sync"
+	"sync/atomic"
+
+	"github.com/kiln-dev/kiln/ir"
+)
+
+// poison fills shared arrays at the start of every workgroup: a program that reads
+// shared memory before writing it sees this, never zeros (a bool reads as true).
+const poison = 0xDEADBEEF
+
+// runState is one dispatch: its storage and the uniform registers all workers read.
+type runState struct {
+	k      *Kernel
+	grid   [3]uint32
+	groups uint64
+	// Workgroups run in units: up to k.batch consecutive workgroups of one row of
+	// the grid (the same y and z). rowUnits is the number of units per row.
+	units     uint64
+	rowUnits  uint64
+	bufs      [][]uint32 // by binding
+	lens      [][]uint32 // by binding: len(buffer) in every lane
+	uniforms  [][]uint32 // by uniform: its value in every lane
+	numGroups [3][]uint32
+	next      atomic.Uint64 // next workgroup to run
+	stop      atomic.Bool   // set on the first error or on cancellation
+	mu        sync.Mutex
+	err       error
+}
+
+func (r *runState) fail(err error) {
+	r.mu.Lock()
+	if r.err == nil {
+		r.err = err
+	}
+	r.mu.Unlock()
+	r.stop.Store(true)
+}
+
+// worker runs units of workgroups one at a time; it owns all its scratch state.
+type worker struct {
+	run    *runState
+	locals [][]uint32
+	temps  [][]uint32
+	global [3][]uint32
+	group  [3][]uint32
+	shared [][]uint32
+	masks  []mask
+	live   []bool // lanes that have not returned
+	trues  []bool // all true, to set mask entries by copying
+	// filled says which of global and group hold the current unit's values; they
+	// are filled the first time a unit reads them.
+	filledGlobal [3]bool
+	filledGroup  [3]bool
+	// wgID is the id of the unit's first workgroup; the unit has count workgroups
+	// along x. linBase is global_id(0) of lane 0 (see Kernel.linear).
+	wgID    [3]uint32
+	count   int
+	linBase uint32
+	// active is the mask of the statement being evaluated: subgroup operations and
+	// strict shared-memory checks look only at its lanes.
+	active *mask
+	// strict is strict mode's record of shared-memory accesses (nil when off).
+	strict *shadowMemory
+	halted bool
+}
+
+func registers(n, lanes int) [][]uint32 {
+	regs := make([][]uint32, n)
+	store := make([]uint32, n*lanes)
+	for i := range regs {
+		regs[i] = store[i*lanes : (i+1)*lanes : (i+1)*lanes]
+	}
+	return regs
+}
+
+func newWorker(r *runState) *worker {
+	k := r.k
+	n := k.lanes
+	w := &worker{
+		run:    r,
+		locals: registers(k.nLocals, n),
+		temps:  registers(k.nTemps, n),
+		masks:  make([]mask, k.nMasks),
+		live:   make([]bool, n),
+		trues:  make([]bool, n),
+	}
+	for i := range w.trues {
+		w.trues[i] = true
+	}
+	for a := range 3 {
+		if k.usesGlobal[a] {
+			w.global[a] = make([]uint32, n)
+		}
+		if k.usesGroup[a] {
+			w.group[a] = make([]uint32, n)
+		}
+	}
+	on := make([]bool, k.nMasks*n)
+	for i := range w.masks {
+		w.masks[i].on = on[i*n : (i+1)*n : (i+1)*n]
+	}
+	w.shared = make([][]uint32, len(k.prog.Shared))
+	for i, s := range k.prog.Shared {
+		w.shared[i] = make([]uint32, s.Count)
+	}
+	if k.strict && len(w.shared) > 0 {
+		w.strict = newShadowMemory(w.shared)
+	}
+	return w
+}
+
+func (w *worker) fail(err error) {
+	w.halted = true
+	w.run.fail(err)
+}
+
+// stopped reports (and halts on) cancellation or another worker's error; loops call
+// it once per iteration so no program runs on unobserved.
+func (w *worker) stopped() bool {
+	if w.run.stop.Load() {
+		w.halted = true
+	}
+	return w.halted
+}
+
+// loop runs units until none are left or the run stops.
+func (w *worker) loop() {
+	r := w.run
+	for !r.stop.Load() {
+		u := r.next.Add(1) - 1
+		if u >= r.units {
+			return
+		}
+		w.unit(u)
+		if w.halted {
+			return
+		}
+	}
+}
+
+// unit runs the workgroups of unit u together.
+func (w *worker) unit(u uint64) {
+	r, k := w.run, w.run.k
+	gx, gy := uint64(r.grid[0]), uint64(r.grid[1])
+	row, col := u/r.rowUnits, u%r.rowUnits
+	x0 := col * uint64(k.batch)
+	w.wgID = [3]uint32{uint32(x0), uint32(row % gy), uint32(row / gy)}
+	w.count = int(min(uint64(k.batch), gx-x0))
+	w.linBase = w.wgID[0] * k.wg[0]
+	w.filledGlobal, w.filledGroup = [3]bool{}, [3]bool{}
+	for _, s := range w.shared {
+		fillWords(s, poison)
+	}
+	if w.strict != nil {
+		w.strict.startWorkgroup()
+	}
+	n := w.count * k.group
+	root := &w.masks[0]
+	if k.returns || root.hi != n || root.lo != 0 {
+		// Only a return changes the root mask or the live lanes.
+		copy(w.live, w.trues[:n])
+		root.fill(n)
+	}
+	k.body(w, root)
+}
+
+// groupIDs returns the workgroup_id register of axis a for the current unit.
+func (w *worker) groupIDs(a int) []uint32 {
+	if !w.filledGroup[a] {
+		w.filledGroup[a] = true
+		d := w.group[a]
+		if a == 0 && w.run.k.batch > 1 {
+			g := w.run.k.group
+			for j := range w.count {
+				fillWords(d[j*g:(j+1)*g], w.wgID[0]+uint32(j))
+			}
+		} else {
+			fillWords(d, w.wgID[a])
+		}
+	}
+	return w.group[a]
+}
+
+// globalIDs returns the global_id register of axis a for the current unit.
+func (w *worker) globalIDs(a int) []uint32 {
+	if !w.filledGlobal[a] {
+		w.filledGlobal[a] = true
+		k := w.run.k
+		lid := k.localID[a]
+		gid := w.global[a][:len(lid)]
+		size := k.wg[a]
+		if a == 0 && k.batch > 1 {
+			for j := range w.count {
+				base := (w.wgID[0] + uint32(j)) * size
+				for i := j * k.group; i < (j+1)*k.group; i++ {
+					gid[i] = base + lid[i]
+				}
+			}
+		} else {
+			base := w.wgID[a] * size
+			for i, l := range lid {
+				gid[i] = base + l
+			}
+		}
+	}
+	return w.global[a]
+}
+
+// laneWorkgroup returns the workgroup id and local id of lane i of the unit.
+func (w *worker) laneWorkgroup(i int) (wg, local [3]uint32) {
+	k := w.run.k
+	wg = w.wgID
+	wg[0] += uint32(i / k.group)
+	return wg, [3]uint32{k.localID[0][i], k.localID[1][i], k.localID[2][i]}
+}
+
+func fillWords(d []uint32, v uint32) {
+	for i := range d {
+		d[i] = v
+	}
+}
+
+// divergence describes a barrier that m does not cover entirely. Programs with
+// barriers run one workgroup per unit.
+func (w *worker) divergence(m *mask, path string) error {
+	k := w.run.k
+	missing := 0
+	for i := range k.group {
+		if i < m.lo || i >= m.hi || !m.on[i] {
+			missing = i
+			break
+		}
+	}
+	return fmt.Errorf("interp: program %q: barrier at %s reached by only %d of %d invocations of workgroup (%d,%d,%d); the invocation with local id (%d,%d,%d) did not reach it (it returned, left a loop or took another branch). Fix: keep barriers in uniform control flow, so every invocation of a workgroup reaches each one",
+		k.prog.Name, path, m.count(), k.group, w.wgID[0], w.wgID[1], w.wgID[2],
+		k.localID[0][missing], k.localID[1][missing], k.localID[2][missing])
+}
+
+// Run executes the kernel once; it returns one byte slice per output buffer (write
+// and read_write) in binding order. Inputs are never modified. Safe for concurrent
+// use.
+func (k *Kernel) Run(ctx context.Context, l Launch) ([][]byte, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("interp: program %q not run: %w", k.prog.Name, err)
+	}
+	r, err := k.newRun(l)
+	if err != nil {
+		return nil, err
+	}
+	if r.groups > 0 {
+		stop := context.AfterFunc(ctx, func() { r.stop.Store(true) })
+		r.execute(k.workerCount(r.units))
+		stop()
+	}
+	if r.err != nil {
+		return nil, r.err
+	}
+	if r.stop.Load() {
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("interp: program %q stopped before finishing its %d workgroups: %w", k.prog.Name, r.groups, err)
+		}
+	}
+	var outs [][]byte
+	for _, b := range k.prog.Outputs() {
+		outs = append(outs, wordsBytes(r.bufs[b]))
+	}
+	return outs, nil
+}
+
+func (k *Kernel) workerCount(units uint64) int {
+	n := runtime.GOMAXPROCS(0)
+	if k.workers > 0 {
+		n = k.workers
+	}
+	if uint64(n) > units {
+		n = int(units)
+	}
+	return n
+}
+
+// execute runs every workgroup on n workers, each with its own scratch state.
+func (r *runState) execute(n int) {
+	if n == 1 {
+		newWorker(r).loop()
+		return
+	}
+	var wg sync.WaitGroup
+	for range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			newWorker(r).loop()
+		}()
+	}
+	wg.Wait()
+}
+
+// newRun checks the launch and sets up the storage and uniform registers.
+func (k *Kernel) newRun(l Launch) (*runState, error) {
+	p := k.prog
+	if len(l.Inputs) > len(p.Buffers) {
+		return nil, fmt.Errorf("interp: program %q has %d buffers but the launch gives %d inputs. Fix: pass one input per binding (nil for write buffers)",
+			p.Name, len(p.Buffers), len(l.Inputs))
+	}
+	r := &runState{k: k, grid: l.Grid, bufs: make([][]uint32, len(p.Buffers)), lens: make([][]uint32, len(p.Buffers))}
+	groups := uint64(1)
+	for a, g := range l.Grid {
+		if uint64(g)*uint64(k.wg[a]) > math.MaxUint32+1 {
+			return nil, fmt.Errorf("interp: program %q: grid %v with workgroup size %v gives more than 2^32 invocations on axis %d, beyond a u32 global_id. Fix: use a smaller grid",
+				p.Name, l.Grid, k.wg, a)
+		}
+		hi, lo := bits.Mul64(groups, uint64(g))
+		if hi != 0 || lo > math.MaxInt64 {
+			return nil, fmt.Errorf("interp: program %q: grid %v has more than 2^63 workgroups. Fix: use a smaller grid", p.Name, l.Grid)
+		}
+		groups = lo
+	}
+	r.groups = groups
+	if groups > 0 {
+		r.rowUnits = (uint64(l.Grid[0]) + uint64(k.batch) - 1) / uint64(k.batch)
+		r.units = groups / uint64(l.Grid[0]) * r.rowUnits
+	}
+	vals, err := ir.DecodeUniforms(p, l.Uniforms)
+	if err != nil {
+		return nil, fmt.Errorf("interp: %w", err)
+	}
+	r.uniforms = make([][]uint32, len(vals))
+	for i, v := range vals {
+		r.uniforms[i] = make([]uint32, k.lanes)
+		fillWords(r.uniforms[i], v.Bits)
+	}
+	for _, d := range p.Buffers {
+		var in []byte
+		if int(d.Binding) < len(l.Inputs) {
+			in = l.Inputs[d.Binding]
+		}
+		words, err := k.bufferWords(d, in, l.OutputCounts)
+		if err != nil {
+			return nil, err
+		}
+		r.bufs[d.Binding] = words
+		r.lens[d.Binding] = make([]uint32, k.lanes)
+		fillWords(r.lens[d.Binding], uint32(len(words)))
+	}
+	for a := range 3 {
+		r.numGroups[a] = make([]uint32, k.lanes)
+		fillWords(r.numGroups[a], l.Grid[a])
+	}
+	return r, nil
+}
+
+// bufferWords returns the storage of buffer d for one run: a read input as is (it is
+// never written), a copy of a read_write input, or zeros for a write buffer.
+func (k *Kernel) bufferWords(d ir.BufferDecl, in []byte, counts []uint32) ([]uint32, error) {
+	name := k.prog.Name
+	if d.Access == ir.Write {
+		if len(in) != 0 {
+			return nil, fmt.Errorf("interp: program %q: buffer %q (binding %d) is write-only but got %d input bytes. Fix: pass nil for write buffers and size them with OutputCounts",
+				name, d.Name, d.Binding, len(in))
+		}
+		n := d.Count
+		if n == 0 && int(d.Binding) < len(counts) {
+			n = counts[d.Binding]
+		}
+		return make([]uint32, n), nil
+	}
+	if len(in)%4 != 0 {
+		return nil, fmt.Errorf("interp: program %q: input of buffer %q (binding %d) is %d bytes, not a multiple of 4. Fix: pass whole 4-byte %s elements",
+			name, d.Name, d.Binding, len(in), d.Type)
+	}
+	if d.Count != 0 && uint64(len(in)) != uint64(d.Count)*4 {
+		return nil, fmt.Errorf("interp: program %q: buffer %q (binding %d) holds exactly %d elements but its input is %d bytes. Fix: pass %d bytes",
+			name, d.Name, d.Binding, d.Count, len(in), uint64(d.Count)*4)
+	}
+	if uint64(len(in))/4 > math.MaxUint32 {
+		return nil, fmt.Errorf("interp: program %q: input of buffer %q (binding %d) has %d elements, more than a u32 len. Fix: split the work into smaller buffers",
+			name, d.Name, d.Binding, len(in)/4)
+	}
+	if d.Access == ir.Read {
+		return bytesWords(in), nil
+	}
+	return copyWords(in), nil
+}
