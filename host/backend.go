@@ -95,6 +95,17 @@ type CompileOptions struct {
 	// is zero, an autotune record for (program, spec, backend) supplies the size
 	// if there is one; launch with Work.Invocations so that the grid follows it.
 	WorkgroupSize [3]uint32
+	// noStores keeps the compile away from the persistent stores (the host's
+	// own probe dispatches: a health check leaves no cache entry behind).
+	noStores bool
+}
+
+// stores are the persistent stores pl's compiles go through; nil when none.
+func (pl *Pipeline) stores() *stores {
+	if pl.opts.noStores {
+		return nil
+	}
+	return pl.backend.p.set.stores
 }
 
 // Pipeline is a program compiled on one backend. If the plugin is relaunched,
@@ -179,7 +190,7 @@ func (b *Backend) Compile(ctx context.Context, prog *ir.Program, opts CompileOpt
 	opts.Spec = spec
 	pl := &Pipeline{backend: b, prog: own, opts: opts}
 	if opts.WorkgroupSize == ([3]uint32{}) {
-		pl.opts.WorkgroupSize, pl.tuned = b.p.set.stores.tunedSize(b.p.log, b, own, spec)
+		pl.opts.WorkgroupSize, pl.tuned = pl.stores().tunedSize(b.p.log, b, own, spec)
 	}
 	if pl.key, err = pipelineKey(b, own, spec, pl.WorkgroupSize()); err != nil {
 		return nil, fmt.Errorf("program %q: %w", prog.Name, err)
@@ -220,7 +231,7 @@ func (pl *Pipeline) compileOnce(ctx context.Context) (*process, uint64, time.Dur
 		return proc, pl.handle, 0, nil
 	}
 	var handle uint64
-	st := b.p.set.stores
+	st := pl.stores()
 	began := time.Now()
 	cached, status := st.readBlob(b.p.log, pl.key)
 	var blob []byte

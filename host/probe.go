@@ -21,6 +21,8 @@ func probeProgram() (*ir.Program, error) {
 // Probe compiles and dispatches the host's probe program (one invocation, one
 // four-byte output) on the backend name, as a health check: a crash, hang or bad
 // result comes back as the usual typed error. A success ends a failing state.
+// The probe leaves the persistent stores alone (no cache entry, no autotune
+// lookup).
 // kiln doctor probes every ready backend this way.
 func (h *Host) Probe(ctx context.Context, name string) error {
 	b, err := h.Acquire(ctx, name)
@@ -35,7 +37,7 @@ func probe(ctx context.Context, b *Backend) error {
 	if err != nil {
 		return fmt.Errorf("probe program: %w", err)
 	}
-	pl, err := b.Compile(ctx, prog, CompileOptions{})
+	pl, err := b.Compile(ctx, prog, CompileOptions{noStores: true})
 	if err != nil {
 		return err
 	}

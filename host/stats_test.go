@@ -5,6 +5,7 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/kiln-dev/kiln/cache"
 	"github.com/kiln-dev/kiln/ir"
 )
 
@@ -41,5 +42,25 @@ func TestStatsCountWhatHappened(t *testing.T) {
 	}
 	if s := statsOf(t, h, "fx-describe-hang"); s.State != StateNotStarted {
 		t.Errorf("a plugin never needed is %s, want %s", s.State, StateNotStarted)
+	}
+}
+
+// TestProbeLeavesTheStoresAlone: the host's probe dispatch is a health check;
+// it writes no pipeline cache entry.
+func TestProbeLeavesTheStoresAlone(t *testing.T) {
+	c := testCache(t, cache.Options{})
+	h := openWith(t, Options{Cache: c, NoAutotune: true, NoPGO: true}, "fx-blob")
+	if err := h.Probe(context.Background(), "fx-blob"); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Close(); err != nil {
+		t.Fatal(err)
+	}
+	st, err := c.Stats(context.Background())
+	if err != nil || st.Entries != 0 {
+		t.Fatalf("cache after a probe: %+v, %v", st, err)
+	}
+	if s := statsOf(t, h, "fx-blob"); s.Dispatches != 1 || s.CacheHits+s.CacheMisses != 0 {
+		t.Fatalf("stats %+v", s)
 	}
 }
