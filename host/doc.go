@@ -1,15 +1,25 @@
 // Package host is kiln's embedding API, in the spirit of database/sql: an
 // application calls Open, which discovers backend plugins (executables named
-// kiln-backend-* in a plugins directory), starts each in its own process over
-// hashicorp/go-plugin, and reads their descriptions. Acquire picks a backend by id
-// ("cpu-ref", "vulkan:1"), AcquirePreferred by DESIGN.md's scoring order (never a
-// reference oracle implicitly), and Dispatch compiles and runs an ir.Program on it.
+// kiln-backend-* in a plugins directory that only the user and root can
+// change); each starts lazily, on first need, in its own process over
+// hashicorp/go-plugin. Acquire picks a backend by id ("cpu-ref", "vulkan:1"),
+// waiting only for that plugin, AcquirePreferred by the design's scoring order
+// (never a reference oracle implicitly), and Dispatch compiles and runs an
+// ir.Program on it.
 //
-// The host supervises its plugins: a plugin that crashes, hangs past the caller's
-// deadline or returns malformed results yields a typed error naming the backend
-// (CrashedError, TimeoutError, BadResultError; RejectedError and DeviceError come
-// from the plugin), the host stays up, and the plugin is relaunched on its next use
-// with an exponential backoff. Close stops every plugin.
+// The host supervises its plugins (see docs/design.md, "Supervision and
+// reliability"): a plugin that crashes, hangs (stops answering health checks
+// for Options.HangTimeout) or returns malformed or oversize results yields a
+// typed error naming the backend (CrashedError, TimeoutError, BadResultError;
+// RejectedError, DeviceError, UnavailableError and PluginError come from the
+// plugin), the host stays up, and the plugin is relaunched on its next use
+// with an exponential backoff. A caller's deadline cancels only its own call. A
+// plugin that died while idle is relaunched transparently. A plugin that
+// crashes too often is failing and not chosen implicitly until it succeeds
+// again. StartError says why a plugin did not start; with a pin file (see
+// PinPlugins) only pinned plugins run. Stats reports what the host measured
+// per backend (package host/hostprom exports it to Prometheus). Close stops
+// every plugin.
 //
 // The host alone keeps the persistent stores (Options.Cache, Autotune, PGO;
 // by default at their XDG paths). Every compile goes through the pipeline
