@@ -49,6 +49,10 @@ type Options struct {
 	// only pinned plugins whose SHA-256 matches run. NoPinning ignores it.
 	PinFile   string
 	NoPinning bool
+	// NoMTLS turns off go-plugin's AutoMTLS on the plugin connections. The
+	// plugin's socket still lives in a directory only this user can enter; mTLS
+	// costs each start two certificate generations (tens of milliseconds).
+	NoMTLS bool
 
 	// Cache is the pipeline cache every compile goes through: the host reads the
 	// entry for the pipeline's key, sends it with the compile request and stores
@@ -128,6 +132,7 @@ func Open(ctx context.Context, opts Options) (*Host, error) {
 		failThreshold: opts.FailureThreshold,
 		failWindow:    orDefault(opts.FailureWindow, time.Minute),
 		logRate:       opts.LogLinesPerSecond,
+		mtls:          !opts.NoMTLS,
 		log:           log,
 		ctx:           hctx,
 	}

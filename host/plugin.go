@@ -100,6 +100,7 @@ type settings struct {
 	failThreshold int
 	failWindow    time.Duration
 	logRate       int
+	mtls          bool // go-plugin's AutoMTLS on the connection
 	log           hclog.Logger
 	// stores are the host's persistent stores, which compiles go through.
 	stores *stores
@@ -232,7 +233,7 @@ func (p *plugin) launch(ctx context.Context) (*process, *pluginapi.Description, 
 		}
 	})
 	cfg.StartTimeout = p.set.startTimeout
-	cfg.AutoMTLS = true
+	cfg.AutoMTLS = p.set.mtls
 	cfg.SyncStdout = &limitedWriter{w: p.log.Named("stdout").StandardWriter(&hclog.StandardLoggerOptions{ForceLevel: hclog.Info}), limit: p.logs}
 	// What the plugin's code writes to os.Stderr after the handshake crosses
 	// go-plugin's stdio stream; the crash report's tail keeps it too.

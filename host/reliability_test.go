@@ -372,6 +372,10 @@ func TestPluginsGetNoStdinAndMutualTLS(t *testing.T) {
 	if d.Version != "stdin=/dev/null mtls=yes" {
 		t.Fatalf("the plugin reports %q, want stdin=/dev/null mtls=yes", d.Version)
 	}
+	plain := openWithOptions(t, Options{NoMTLS: true}, "fx-env")
+	if d, err := plain.Description("fx-env"); err != nil || d.Version != "stdin=/dev/null mtls=no" {
+		t.Fatalf("with NoMTLS: %v, %v", d, err)
+	}
 }
 
 func TestErrorKind(t *testing.T) {
