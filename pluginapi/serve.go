@@ -31,6 +31,11 @@ var hostWatched bool
 
 func init() {
 	hostWatched = watchHostFromStart(os.Getenv, os.Getppid, func() { hostGone(nil) })
+	if hostWatched {
+		// A process this plugin starts is not a child of the host: it must not
+		// watch the host's pid.
+		_ = os.Unsetenv(HostPIDEnv)
+	}
 }
 
 // watchHostFromStart starts the host watch when this process is a plugin started
