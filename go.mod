@@ -15,6 +15,7 @@ require (
 )
 
 require (
+	github.com/ebitengine/purego v0.10.2 // indirect
 	github.com/fatih/color v1.13.0 // indirect
 	github.com/golang/protobuf v1.5.4 // indirect
 	github.com/hashicorp/yamux v0.1.1 // indirect
