@@ -76,18 +76,18 @@ const maxSteps = 400_000_000
 
 // thread is one running thread.
 type thread struct {
-	m       *machine
-	p       []bool
-	r       []uint32
-	d       []uint64
+	m *machine
+	p []bool
+	r []uint32
+	d []uint64
 	// pdef, rdef and ddef say which registers an instruction wrote.
 	pdef, rdef, ddef []bool
-	pc      int
-	done    bool
-	tid     [3]uint32
-	ctaid   [3]uint32
-	shared  []byte
-	barrier bool
+	pc               int
+	done             bool
+	tid              [3]uint32
+	ctaid            [3]uint32
+	shared           []byte
+	barrier          bool
 }
 
 // machine runs one dispatch.
