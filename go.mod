@@ -4,6 +4,7 @@ go 1.23
 
 require (
 	github.com/cespare/xxhash/v2 v2.3.0
+	github.com/ebitengine/purego v0.10.2
 	github.com/hashicorp/go-hclog v1.6.3
 	github.com/hashicorp/go-plugin v1.6.3
 	github.com/pelletier/go-toml/v2 v2.4.3
@@ -15,7 +16,6 @@ require (
 )
 
 require (
-	github.com/ebitengine/purego v0.10.2 // indirect
 	github.com/fatih/color v1.13.0 // indirect
 	github.com/golang/protobuf v1.5.4 // indirect
 	github.com/hashicorp/yamux v0.1.1 // indirect
