@@ -93,7 +93,7 @@ func TestIdentity(t *testing.T) {
 func TestModuleVersion(t *testing.T) {
 	for text, want := range map[string]string{
 		"NVRM version: NVIDIA UNIX x86_64 Kernel Module  580.159.03  Tue Oct 14 10:25:31 UTC 2025\nGCC version:  gcc\n": "580.159.03",
-		"NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  550.54.15  Release Build\n":                             "550.54.15",
+		"NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  550.54.15  Release Build\n":                           "550.54.15",
 		"garbage": "",
 		"NVRM version: NVIDIA UNIX x86_64 Kernel Module\n": "",
 	} {
