@@ -226,6 +226,10 @@ type Work struct {
 	// OutputCounts are by binding: element counts of write buffers without a
 	// fixed count.
 	OutputCounts []uint32
+	// Uniforms is the program's uniform block (IR v1.1): 4 little-endian bytes
+	// per uniform, in declaration order; ir.EncodeUniforms packs it from values
+	// by name. Empty for a program without uniforms.
+	Uniforms []byte
 }
 
 // Result is the outcome of a dispatch.

@@ -25,10 +25,14 @@ func plan(prog *ir.Program, wg [3]uint32, w Work) (*pluginapi.DispatchRequest, [
 	if len(w.OutputCounts) > n {
 		return bad("%d output counts for %d buffers. Fix: pass one entry per binding", len(w.OutputCounts), n)
 	}
+	if err := ir.CheckUniforms(prog, w.Uniforms); err != nil {
+		return bad("%v", err)
+	}
 	req := &pluginapi.DispatchRequest{
 		Grid:         w.Grid,
 		Inputs:       make([][]byte, n),
 		OutputCounts: make([]uint32, n),
+		Uniforms:     w.Uniforms,
 	}
 	copy(req.Inputs, w.Inputs)
 	copy(req.OutputCounts, w.OutputCounts)

@@ -19,6 +19,17 @@ func (b *Builder) Param(name string, t Type, def Literal) Expr {
 	return Param(name)
 }
 
+// Uniform declares a uniform of type t (i32, u32 or f32), whose value each dispatch
+// supplies, and returns an expression reading it (IR v1.1).
+func (b *Builder) Uniform(name string, t Type) Expr {
+	b.prog.Uniforms = append(b.prog.Uniforms, UniformDecl{Name: name, Type: t})
+	return Uniform(name)
+}
+
+// RequireSubgroupSize makes the program require subgroups of n lanes (IR v1.1); 0,
+// the default, lets it run with any subgroup size.
+func (b *Builder) RequireSubgroupSize(n uint32) { b.prog.SubgroupSize = n }
+
 // Buffer declares a storage buffer whose size the dispatch decides, at the next
 // binding, and returns its name for Load, Store, Len and Atomic.
 func (b *Builder) Buffer(name string, t Type, access Access) string {
@@ -43,6 +54,7 @@ func (b *Builder) Shared(name string, t Type, count uint32) string {
 func (b *Builder) Program() *Program {
 	p := b.prog
 	p.Params = append([]ParamDecl(nil), b.prog.Params...)
+	p.Uniforms = append([]UniformDecl(nil), b.prog.Uniforms...)
 	p.Buffers = append([]BufferDecl(nil), b.prog.Buffers...)
 	p.Shared = append([]SharedDecl(nil), b.prog.Shared...)
 	p.Body = append([]Stmt(nil), b.stmts...)
@@ -126,6 +138,9 @@ func (k *Block) While(cond Expr, body func(*Block)) {
 // Break leaves the innermost loop.
 func (k *Block) Break() { k.stmts = append(k.stmts, BreakStmt{}) }
 
+// Continue ends the current iteration of the innermost loop (IR v1.1).
+func (k *Block) Continue() { k.stmts = append(k.stmts, ContinueStmt{}) }
+
 // Barrier synchronizes the workgroup (execution and memory).
 func (k *Block) Barrier() { k.stmts = append(k.stmts, BarrierStmt{}) }
 
@@ -141,6 +156,16 @@ func (k *Block) Atomic(op AtomicOp, target string, index, value Expr) {
 // immutable local result, returning an expression reading it.
 func (k *Block) AtomicResult(op AtomicOp, target string, index, value Expr, result string) Expr {
 	k.stmts = append(k.stmts, AtomicStmt{Op: op, Target: target, Index: index, Value: value, Result: result})
+	return Local(result)
+}
+
+// AtomicCAS compares target[index] with compare and, when they are equal, stores
+// value, atomically; it binds the old value to the immutable local result and
+// returns an expression reading it (IR v1.1). The store happened when the old value
+// equals compare.
+func (k *Block) AtomicCAS(target string, index, compare, value Expr, result string) Expr {
+	k.stmts = append(k.stmts, AtomicStmt{Op: AtomicCompareExchange, Target: target, Index: index,
+		Value: value, Result: result, Compare: compare})
 	return Local(result)
 }
 

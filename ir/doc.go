@@ -1,8 +1,9 @@
-// Package ir is kiln's portable compute program (IR v1): one kernel run by a grid of
-// workgroups, with typed scalars (bool, i32, u32, f32), specialization parameters,
-// storage buffers, workgroup-shared arrays and structured statements. Every backend
-// compiles the same Program and must give the semantics below exactly; the CPU
-// reference interpreter (plugins/cpuref/interp) defines them.
+// Package ir is kiln's portable compute program (IR v1.1): one kernel run by a grid
+// of workgroups, with typed scalars (bool, i32, u32, f32), specialization
+// parameters, per-dispatch uniforms, storage buffers, workgroup-shared arrays,
+// subgroup operations and structured statements. Every backend compiles the same
+// Program and must give the semantics below exactly; the CPU reference interpreter
+// (ir/interp) defines them. See docs/design.md, "The program (IR)".
 //
 // A program is built with a Builder, checked by Validate, carried between processes
 // in its canonical binary encoding (Encode, Decode; Digest hashes those bytes), and
@@ -51,6 +52,29 @@
 //   - Locals are block-scoped and never shadow a visible name.
 //   - Every invocation of a workgroup must reach the same barriers; shared arrays
 //     start undefined.
+//
+// # IR v1.1
+//
+// IR v1.1 adds to IR v1, which stays valid and keeps its encoding and digests:
+//
+//   - Bitcast between i32, u32 and f32 keeps all 32 bits (NaN payloads too).
+//   - trunc and round (ties to even) on f32; clz and popcount on i32 and u32, with
+//     clz(0) = 32 (see UnaryOp).
+//   - continue, in for (adds the step, then tests the bound) and while loops.
+//   - Compare-exchange, AtomicCompareExchange ("cas"), on u32 and i32 buffers and
+//     shared arrays: stores Value when the element equals Compare; the result is
+//     the old value either way.
+//   - Uniforms: scalars (i32, u32, f32) declared by the program and supplied with
+//     each dispatch as a block of 4 bytes per uniform, little-endian, in declaration
+//     order (EncodeUniforms). Buffers and uniforms together are at most MaxBuffers.
+//   - Subgroups: a workgroup's invocations, numbered by local index
+//     x + X*(y + Y*z), form subgroups of S consecutive invocations, and lane
+//     (SubgroupInvocationID) = local index mod S. A program states S
+//     (Program.SubgroupSize) or leaves it 0 to run with any size; S is a power of
+//     two up to MaxSubgroupSize and divides the workgroup's invocation count, so
+//     every subgroup is full (CheckSubgroupSize). Subgroup operations (SubgroupOp)
+//     must be reached by every lane of the subgroup together — subgroup-uniform
+//     control flow, as for barriers; the reference reports any other use.
 //
 // Validate enforces the static rules with errors that name the place
 // (body[2].then[0].value) and end with a Fix.

@@ -1,8 +1,15 @@
-// The canonical binary encoding of a Program, format version 1. It is the only form
-// in which a program crosses the host/plugin boundary, and Digest hashes it, so any
-// change to it must bump FormatVersion. Each program has exactly one encoding:
-// Encode produces it, and Decode accepts nothing else, so Encode(Decode(b)) == b
-// for every b that Decode accepts.
+// The canonical binary encoding of a Program, format versions 1 and 2. It is the
+// only form in which a program crosses the host/plugin boundary, and Digest hashes
+// it, so any change to it must add a format version. Each program has exactly one
+// encoding: Encode produces it, and Decode accepts nothing else, so
+// Encode(Decode(b)) == b for every b that Decode accepts.
+//
+// Version 1 carries the programs of IR v1; version 2 adds IR v1.1 (uniforms, a
+// required subgroup size, and the codes and tags marked "v2" below). Encode writes
+// version 1 for every program that uses nothing of IR v1.1, so such a program has
+// the same bytes and the same Digest as before version 2 existed, and version 2 only
+// for programs that need it. Decode reads both and rejects a version 2 encoding of a
+// program that version 1 can carry, and any v2 code or tag in a version 1 encoding.
 //
 // Primitives
 //
@@ -19,10 +26,12 @@
 // Program
 //
 //	magic      6 bytes "KILNIR" (4B 49 4C 4E 49 52)
-//	version    uvarint, 1
+//	version    uvarint, 1 or 2
 //	name       string
 //	wg         u32 u32 u32                 workgroup size x, y, z
+//	subgroup   u32                         v2 only: required subgroup size (0: any)
 //	params     list(string type literal)   name, type, default
+//	uniforms   list(string type)           v2 only: name, type
 //	buffers    list(string u32 type access u32)
 //	                                       name, binding, element type, access,
 //	                                       count (0: the dispatch decides)
@@ -35,27 +44,31 @@
 //	literal    type bits32   (f32: IEEE-754 bits, NaN payloads kept; i32: two's
 //	                          complement; u32; bool: 0 false, 1 true)
 //
-// Enumerations, one byte each
+// Enumerations, one byte each (codes marked v2 only in version 2)
 //
 //	type       0x01 u32, 0x02 i32, 0x06 bool, 0x0B f32   (the DTypeTag values)
 //	access     0x01 read, 0x02 write, 0x03 read_write
 //	builtin    0x01 global_id, 0x02 local_id, 0x03 workgroup_id,
-//	           0x04 num_workgroups, 0x05 workgroup_size
+//	           0x04 num_workgroups, 0x05 workgroup_size,
+//	           0x06 subgroup_size (v2), 0x07 subgroup_invocation_id (v2)
 //	unary      0x01 neg, 0x02 not, 0x03 abs, 0x04 sqrt, 0x05 exp, 0x06 log,
-//	           0x07 sin, 0x08 cos, 0x09 floor, 0x0A ceil
+//	           0x07 sin, 0x08 cos, 0x09 floor, 0x0A ceil,
+//	           0x0B trunc (v2), 0x0C round (v2), 0x0D clz (v2), 0x0E popcount (v2)
 //	binary     0x01 add, 0x02 sub, 0x03 mul, 0x04 div, 0x05 rem, 0x06 min,
 //	           0x07 max, 0x08 and, 0x09 or, 0x0A xor, 0x0B shl, 0x0C shr,
 //	           0x0D eq, 0x0E ne, 0x0F lt, 0x10 le, 0x11 gt, 0x12 ge,
 //	           0x13 land, 0x14 lor
 //	atomic     0x01 add, 0x02 min, 0x03 max, 0x04 and, 0x05 or, 0x06 xor,
-//	           0x07 exchange
+//	           0x07 exchange, 0x08 cas (v2)
+//	subgroup   0x01 subgroup_add, 0x02 subgroup_min, 0x03 subgroup_max,
+//	           0x04 subgroup_shuffle, 0x05 subgroup_broadcast   (all v2)
 //
 // Expressions: a tag byte, then the fields
 //
 //	0x01 literal   type bits32
 //	0x02 local     string (name)
 //	0x03 param     string (name)
-//	0x04 builtin   builtin, byte (axis)
+//	0x04 builtin   builtin, byte (axis; 0 for the subgroup builtins)
 //	0x05 load      string (buffer or shared array), expr (index)
 //	0x06 len       string (buffer)
 //	0x07 unary     unary, expr
@@ -63,6 +76,9 @@
 //	0x09 fma       expr (a), expr (b), expr (c)          a*b+c
 //	0x0A select    expr (cond), expr (a), expr (b)       cond ? a : b
 //	0x0B cast      type (to), expr
+//	0x0C uniform   string (name)                         v2
+//	0x0D bitcast   type (to), expr                       v2
+//	0x0E subgroup  subgroup, expr, then expr (lane) for shuffle and broadcast   v2
 //
 // Statements: a tag byte, then the fields
 //
@@ -76,8 +92,10 @@
 //	0x08 break
 //	0x09 barrier
 //	0x0A atomic    atomic, string (target), expr (index), expr (value),
+//	               then expr (compare) for cas only,
 //	               string (result local; empty: none)
 //	0x0B return
+//	0x0C continue  v2
 //
 // Nesting is counted as Validate counts it: the statements of the body are at depth
 // 1, the statements of a block nested in a statement at depth d are at depth d+1,
@@ -105,9 +123,14 @@ import (
 	"github.com/cespare/xxhash/v2"
 )
 
-// FormatVersion is the version of the canonical binary encoding that Encode writes
-// and Decode reads.
-const FormatVersion = 1
+// FormatVersion is the newest version of the canonical binary encoding: Decode reads
+// versions 1 to FormatVersion, and Encode writes the lowest one that carries the
+// program (FormatVersionV1 for every program of IR v1).
+const FormatVersion = 2
+
+// FormatVersionV1 is the version of the encoding of IR v1 programs, which Encode
+// keeps writing for them so their bytes and digests never change.
+const FormatVersionV1 = 1
 
 const wireMagic = "KILNIR"
 
@@ -124,6 +147,9 @@ const (
 	tagFma
 	tagSelect
 	tagCast
+	tagUniform // v2
+	tagBitcast // v2
+	tagSubgroup
 	exprTagEnd
 )
 
@@ -140,6 +166,7 @@ const (
 	tagBarrier
 	tagAtomic
 	tagReturn
+	tagContinue // v2
 	stmtTagEnd
 )
 
@@ -179,10 +206,12 @@ var (
 	wireBuiltins = wireTable[BuiltinKind]{
 		{GlobalIDBuiltin, 0x01}, {LocalIDBuiltin, 0x02}, {WorkgroupIDBuiltin, 0x03},
 		{NumWorkgroupsBuiltin, 0x04}, {WorkgroupSizeBuiltin, 0x05},
+		{SubgroupSizeBuiltin, 0x06}, {SubgroupInvocationIDBuiltin, 0x07},
 	}
 	wireUnaryOps = wireTable[UnaryOp]{
 		{OpNeg, 0x01}, {OpNot, 0x02}, {OpAbs, 0x03}, {OpSqrt, 0x04}, {OpExp, 0x05},
 		{OpLog, 0x06}, {OpSin, 0x07}, {OpCos, 0x08}, {OpFloor, 0x09}, {OpCeil, 0x0A},
+		{OpTrunc, 0x0B}, {OpRound, 0x0C}, {OpClz, 0x0D}, {OpPopcount, 0x0E},
 	}
 	wireBinaryOps = wireTable[BinaryOp]{
 		{OpAdd, 0x01}, {OpSub, 0x02}, {OpMul, 0x03}, {OpDiv, 0x04}, {OpRem, 0x05},
@@ -192,8 +221,24 @@ var (
 	}
 	wireAtomicOps = wireTable[AtomicOp]{
 		{AtomicAdd, 0x01}, {AtomicMin, 0x02}, {AtomicMax, 0x03}, {AtomicAnd, 0x04},
-		{AtomicOr, 0x05}, {AtomicXor, 0x06}, {AtomicExchange, 0x07},
+		{AtomicOr, 0x05}, {AtomicXor, 0x06}, {AtomicExchange, 0x07}, {AtomicCompareExchange, 0x08},
 	}
+	wireSubgroupOps = wireTable[SubgroupOp]{
+		{SubgroupOpAdd, 0x01}, {SubgroupOpMin, 0x02}, {SubgroupOpMax, 0x03},
+		{SubgroupOpShuffle, 0x04}, {SubgroupOpBroadcast, 0x05},
+	}
+)
+
+// The first code of each table, tag list and enumeration that only version 2 has;
+// noV2 marks a table with no version 2 codes.
+const (
+	v2Builtin  byte = 0x06
+	v2Unary    byte = 0x0B
+	v2Atomic   byte = 0x08
+	v2Subgroup byte = 0x01
+	v2ExprTag       = tagUniform
+	v2StmtTag       = tagContinue
+	noV2       byte = 0xFF
 )
 
 // pathError is a failure at one node of a program. Path is completed while the
@@ -247,19 +292,41 @@ func Encode(p *Program) ([]byte, error) {
 	if p == nil {
 		return nil, &pathError{op: "encode", msg: "program is nil", fix: "pass a program built with ir.NewBuilder or ir.ParseJSON"}
 	}
-	e := &encoder{buf: make([]byte, 0, 256)}
+	// The body is encoded first: whether it uses IR v1.1 decides the version, and so
+	// the header, written in front of it.
+	body := &encoder{buf: make([]byte, 0, 256)}
+	if err := body.block(p.Body, 1); err != nil {
+		return nil, within("body", err)
+	}
+	v2 := body.v2 || p.SubgroupSize != 0 || len(p.Uniforms) > 0
+	e := &encoder{buf: make([]byte, 0, 64+len(body.buf))}
 	e.buf = append(e.buf, wireMagic...)
-	e.uvarint(FormatVersion)
+	if v2 {
+		e.uvarint(FormatVersion)
+	} else {
+		e.uvarint(FormatVersionV1)
+	}
 	if err := e.str(p.Name); err != nil {
 		return nil, within("name", err)
 	}
 	for _, n := range p.WorkgroupSize {
 		e.uvarint(uint64(n))
 	}
+	if v2 {
+		e.uvarint(uint64(p.SubgroupSize))
+	}
 	e.uvarint(uint64(len(p.Params)))
 	for i, d := range p.Params {
 		if err := e.param(d); err != nil {
 			return nil, within("params"+index(i), err)
+		}
+	}
+	if v2 {
+		e.uvarint(uint64(len(p.Uniforms)))
+		for i, u := range p.Uniforms {
+			if err := e.uniform(u); err != nil {
+				return nil, within("uniforms"+index(i), err)
+			}
 		}
 	}
 	e.uvarint(uint64(len(p.Buffers)))
@@ -274,10 +341,7 @@ func Encode(p *Program) ([]byte, error) {
 			return nil, within("shared"+index(i), err)
 		}
 	}
-	if err := e.block(p.Body, 1); err != nil {
-		return nil, within("body", err)
-	}
-	return e.buf, nil
+	return append(e.buf, body.buf...), nil
 }
 
 // MarshalBinary is Encode, for encoding.BinaryMarshaler.
@@ -335,6 +399,20 @@ func BindingSignature(p *Program) uint64 {
 
 type encoder struct {
 	buf []byte
+	v2  bool // something only version 2 carries was encoded
+}
+
+// encodeCode appends an enumeration's wire code, noting a version 2 code.
+func encodeCode[T comparable](e *encoder, t wireTable[T], v T, firstV2 byte) bool {
+	c, ok := t.code(v)
+	if !ok {
+		return false
+	}
+	if c >= firstV2 {
+		e.v2 = true
+	}
+	e.buf = append(e.buf, c)
+	return true
 }
 
 func encodeErr(fix, format string, args ...any) error {
@@ -396,6 +474,13 @@ func (e *encoder) buffer(b BufferDecl) error {
 	return nil
 }
 
+func (e *encoder) uniform(u UniformDecl) error {
+	if err := e.str(u.Name); err != nil {
+		return err
+	}
+	return e.typ(u.Type)
+}
+
 func (e *encoder) shared(s SharedDecl) error {
 	if err := e.str(s.Name); err != nil {
 		return err
@@ -442,12 +527,36 @@ func (e *encoder) expr(x Expr, depth int) error {
 		e.buf = append(e.buf, tagParam)
 		return e.str(x.Name)
 	case BuiltinRef:
-		c, ok := wireBuiltins.code(x.Kind)
-		if !ok {
-			return encodeErr("use one of the builtins of IR v1", "builtin %d has no wire code", x.Kind)
+		e.buf = append(e.buf, tagBuiltin)
+		if !encodeCode(e, wireBuiltins, x.Kind, v2Builtin) {
+			return encodeErr("use one of ir.Builtins()", "builtin %d has no wire code", x.Kind)
 		}
-		e.buf = append(e.buf, tagBuiltin, c, x.Axis)
+		e.buf = append(e.buf, x.Axis)
 		return nil
+	case UniformRef:
+		e.v2 = true
+		e.buf = append(e.buf, tagUniform)
+		return e.str(x.Name)
+	case BitcastExpr:
+		e.v2 = true
+		e.buf = append(e.buf, tagBitcast)
+		if err := e.typ(x.To); err != nil {
+			return err
+		}
+		return within(".value", e.expr(x.X, depth+1))
+	case SubgroupExpr:
+		e.v2 = true
+		e.buf = append(e.buf, tagSubgroup)
+		if !encodeCode(e, wireSubgroupOps, x.Op, v2Subgroup) {
+			return encodeErr("use one of ir.SubgroupOps()", "subgroup operation %d has no wire code", x.Op)
+		}
+		if !x.Op.HasLane() {
+			if x.Lane != nil {
+				return encodeErr("remove the lane", "%s takes no lane", x.Op)
+			}
+			return e.exprs(depth+1, ".args", x.X)
+		}
+		return e.exprs(depth+1, ".args", x.X, x.Lane)
 	case LoadExpr:
 		e.buf = append(e.buf, tagLoad)
 		if err := e.str(x.Target); err != nil {
@@ -458,11 +567,10 @@ func (e *encoder) expr(x Expr, depth int) error {
 		e.buf = append(e.buf, tagLen)
 		return e.str(x.Buffer)
 	case UnaryExpr:
-		c, ok := wireUnaryOps.code(x.Op)
-		if !ok {
+		e.buf = append(e.buf, tagUnary)
+		if !encodeCode(e, wireUnaryOps, x.Op, v2Unary) {
 			return encodeErr("use one of ir.UnaryOps()", "unary operator %d has no wire code", x.Op)
 		}
-		e.buf = append(e.buf, tagUnary, c)
 		return e.exprs(depth+1, ".args", x.X)
 	case BinaryExpr:
 		c, ok := wireBinaryOps.code(x.Op)
@@ -561,11 +669,10 @@ func (e *encoder) stmt(s Stmt, depth int) error {
 		e.buf = append(e.buf, tagBarrier)
 		return nil
 	case AtomicStmt:
-		c, ok := wireAtomicOps.code(s.Op)
-		if !ok {
+		e.buf = append(e.buf, tagAtomic)
+		if !encodeCode(e, wireAtomicOps, s.Op, v2Atomic) {
 			return encodeErr("use one of ir.AtomicOps()", "atomic operation %d has no wire code", s.Op)
 		}
-		e.buf = append(e.buf, tagAtomic, c)
 		if err := e.str(s.Target); err != nil {
 			return err
 		}
@@ -575,9 +682,20 @@ func (e *encoder) stmt(s Stmt, depth int) error {
 		if err := e.expr(s.Value, depth+1); err != nil {
 			return within(".value", err)
 		}
+		if s.Op == AtomicCompareExchange {
+			if err := e.expr(s.Compare, depth+1); err != nil {
+				return within(".compare", err)
+			}
+		} else if s.Compare != nil {
+			return within(".compare", encodeErr("remove compare, or use the operation cas", "atomic %s takes no compare value", s.Op))
+		}
 		return e.str(s.Result)
 	case ReturnStmt:
 		e.buf = append(e.buf, tagReturn)
+		return nil
+	case ContinueStmt:
+		e.v2 = true
+		e.buf = append(e.buf, tagContinue)
 		return nil
 	case nil:
 		return encodeErr("remove the empty statement", "statement is nil")
@@ -603,10 +721,11 @@ const decodeFix = "pass the bytes that ir.Encode produced, unchanged"
 // Minimum encoded sizes of list items, so a count is checked against the bytes left
 // before anything is read.
 const (
-	minParamBytes  = 1 + 1 + 5 // empty name, type, literal
-	minBufferBytes = 1 + 1 + 1 + 1 + 1
-	minSharedBytes = 1 + 1 + 1
-	minStmtBytes   = 1
+	minParamBytes   = 1 + 1 + 5 // empty name, type, literal
+	minBufferBytes  = 1 + 1 + 1 + 1 + 1
+	minSharedBytes  = 1 + 1 + 1
+	minUniformBytes = 1 + 1
+	minStmtBytes    = 1
 )
 
 // Decode reads a program from its canonical binary encoding. It accepts exactly the
@@ -628,11 +747,12 @@ func Decode(data []byte) (*Program, error) {
 	if err != nil {
 		return nil, err
 	}
-	if v != FormatVersion {
+	if v < FormatVersionV1 || v > FormatVersion {
 		return nil, &DecodeError{Offset: len(wireMagic),
-			Msg: fmt.Sprintf("format version %d, this build reads version %d", v, FormatVersion),
+			Msg: fmt.Sprintf("format version %d, this build reads versions %d to %d", v, FormatVersionV1, FormatVersion),
 			Fix: "build the host and the plugin with the same kiln IR format version (upgrade the older one)"}
 	}
+	d.version = int(v)
 	p := &Program{}
 	if p.Name, err = d.str("program name"); err != nil {
 		return nil, err
@@ -642,8 +762,18 @@ func Decode(data []byte) (*Program, error) {
 			return nil, err
 		}
 	}
+	if d.version >= 2 {
+		if p.SubgroupSize, err = d.u32("subgroup size"); err != nil {
+			return nil, err
+		}
+	}
 	if p.Params, err = decodeList(d, "params", minParamBytes, (*decoder).param); err != nil {
 		return nil, err
+	}
+	if d.version >= 2 {
+		if p.Uniforms, err = decodeList(d, "uniforms", minUniformBytes, (*decoder).uniform); err != nil {
+			return nil, err
+		}
 	}
 	if p.Buffers, err = decodeList(d, "buffers", minBufferBytes, (*decoder).buffer); err != nil {
 		return nil, err
@@ -657,12 +787,19 @@ func Decode(data []byte) (*Program, error) {
 	if d.off != len(d.data) {
 		return nil, d.failAt(d.off, "expected the end of the program, got %d more bytes", len(d.data)-d.off)
 	}
+	if d.version >= 2 && !d.v2 && p.SubgroupSize == 0 && len(p.Uniforms) == 0 {
+		return nil, &DecodeError{Offset: len(wireMagic),
+			Msg: "format version 2 for a program that uses nothing of IR v1.1; its canonical encoding is version 1",
+			Fix: decodeFix}
+	}
 	return p, nil
 }
 
 type decoder struct {
-	data []byte
-	off  int
+	data    []byte
+	off     int
+	version int
+	v2      bool // something only version 2 carries was decoded
 }
 
 func (d *decoder) failAt(off int, format string, args ...any) error {
@@ -761,7 +898,8 @@ func (d *decoder) count(what string, minBytes int) (int, error) {
 	return int(n), nil
 }
 
-func decodeEnum[T comparable](d *decoder, t wireTable[T], what string) (T, error) {
+// decodeEnum reads one code of table t; codes from firstV2 on exist only in version 2.
+func decodeEnum[T comparable](d *decoder, t wireTable[T], firstV2 byte, what string) (T, error) {
 	start := d.off
 	c, err := d.next(what)
 	if err != nil {
@@ -769,17 +907,36 @@ func decodeEnum[T comparable](d *decoder, t wireTable[T], what string) (T, error
 		return zero, err
 	}
 	v, ok := t.value(c)
-	if !ok {
-		codes := make([]string, len(t))
-		for i, w := range t {
-			codes[i] = fmt.Sprintf("%#02x", w.code)
+	if ok && c >= firstV2 {
+		if d.version < 2 {
+			ok = false
 		}
-		return v, d.failAt(start, "expected %s (one of %s), got %#02x", what, strings.Join(codes, " "), c)
+		d.v2 = true
+	}
+	if !ok {
+		var codes []string
+		for _, w := range t {
+			if w.code < firstV2 || d.version >= 2 {
+				codes = append(codes, fmt.Sprintf("%#02x", w.code))
+			}
+		}
+		var zero T
+		return zero, d.failAt(start, "expected %s (one of %s), got %#02x", what, strings.Join(codes, " "), c)
 	}
 	return v, nil
 }
 
-func (d *decoder) typ() (Type, error) { return decodeEnum(d, wireTypes, "a type") }
+func (d *decoder) typ() (Type, error) { return decodeEnum(d, wireTypes, noV2, "a type") }
+
+func (d *decoder) uniform() (UniformDecl, error) {
+	var u UniformDecl
+	var err error
+	if u.Name, err = d.str("uniform name"); err != nil {
+		return u, err
+	}
+	u.Type, err = d.typ()
+	return u, err
+}
 
 func (d *decoder) literal() (Literal, error) {
 	t, err := d.typ()
@@ -819,7 +976,7 @@ func (d *decoder) buffer() (BufferDecl, error) {
 	if b.Type, err = d.typ(); err != nil {
 		return b, err
 	}
-	if b.Access, err = decodeEnum(d, wireAccesses, "a buffer access"); err != nil {
+	if b.Access, err = decodeEnum(d, wireAccesses, noV2, "a buffer access"); err != nil {
 		return b, err
 	}
 	b.Count, err = d.u32("buffer count")
@@ -864,6 +1021,16 @@ func (d *decoder) expr(depth int) (Expr, error) {
 	if err != nil {
 		return nil, err
 	}
+	end := exprTagEnd
+	if d.version < 2 {
+		end = v2ExprTag
+	}
+	if tag < tagLiteral || tag >= end {
+		return nil, d.failAt(start, "expected an expression tag (%#02x..%#02x), got %#02x", tagLiteral, end-1, tag)
+	}
+	if tag >= v2ExprTag {
+		d.v2 = true
+	}
 	switch tag {
 	case tagLiteral:
 		l, err := d.literal()
@@ -884,7 +1051,7 @@ func (d *decoder) expr(depth int) (Expr, error) {
 		}
 		return ParamRef{Name: name}, nil
 	case tagBuiltin:
-		k, err := decodeEnum(d, wireBuiltins, "a builtin")
+		k, err := decodeEnum(d, wireBuiltins, v2Builtin, "a builtin")
 		if err != nil {
 			return nil, err
 		}
@@ -910,7 +1077,7 @@ func (d *decoder) expr(depth int) (Expr, error) {
 		return LenExpr{Buffer: name}, nil
 	case tagUnary:
 		var x UnaryExpr
-		if x.Op, err = decodeEnum(d, wireUnaryOps, "a unary operator"); err != nil {
+		if x.Op, err = decodeEnum(d, wireUnaryOps, v2Unary, "a unary operator"); err != nil {
 			return nil, err
 		}
 		if err := d.exprs(depth+1, &x.X); err != nil {
@@ -919,7 +1086,7 @@ func (d *decoder) expr(depth int) (Expr, error) {
 		return x, nil
 	case tagBinary:
 		var x BinaryExpr
-		if x.Op, err = decodeEnum(d, wireBinaryOps, "a binary operator"); err != nil {
+		if x.Op, err = decodeEnum(d, wireBinaryOps, noV2, "a binary operator"); err != nil {
 			return nil, err
 		}
 		if err := d.exprs(depth+1, &x.X, &x.Y); err != nil {
@@ -947,6 +1114,35 @@ func (d *decoder) expr(depth int) (Expr, error) {
 			return nil, err
 		}
 		return x, nil
+	case tagUniform:
+		name, err := d.str("uniform name")
+		if err != nil {
+			return nil, err
+		}
+		return UniformRef{Name: name}, nil
+	case tagBitcast:
+		var x BitcastExpr
+		if x.To, err = d.typ(); err != nil {
+			return nil, err
+		}
+		if err := d.exprs(depth+1, &x.X); err != nil {
+			return nil, err
+		}
+		return x, nil
+	case tagSubgroup:
+		var x SubgroupExpr
+		if x.Op, err = decodeEnum(d, wireSubgroupOps, v2Subgroup, "a subgroup operation"); err != nil {
+			return nil, err
+		}
+		if err := d.exprs(depth+1, &x.X); err != nil {
+			return nil, err
+		}
+		if x.Op.HasLane() {
+			if err := d.exprs(depth+1, &x.Lane); err != nil {
+				return nil, err
+			}
+		}
+		return x, nil
 	}
 	return nil, d.failAt(start, "expected an expression tag (%#02x..%#02x), got %#02x", tagLiteral, exprTagEnd-1, tag)
 }
@@ -956,6 +1152,16 @@ func (d *decoder) stmt(depth int) (Stmt, error) {
 	tag, err := d.next("a statement tag")
 	if err != nil {
 		return nil, err
+	}
+	end := stmtTagEnd
+	if d.version < 2 {
+		end = v2StmtTag
+	}
+	if tag < tagLet || tag >= end {
+		return nil, d.failAt(start, "expected a statement tag (%#02x..%#02x), got %#02x", tagLet, end-1, tag)
+	}
+	if tag >= v2StmtTag {
+		d.v2 = true
 	}
 	switch tag {
 	case tagLet:
@@ -1039,7 +1245,7 @@ func (d *decoder) stmt(depth int) (Stmt, error) {
 		return BarrierStmt{}, nil
 	case tagAtomic:
 		var s AtomicStmt
-		if s.Op, err = decodeEnum(d, wireAtomicOps, "an atomic operation"); err != nil {
+		if s.Op, err = decodeEnum(d, wireAtomicOps, v2Atomic, "an atomic operation"); err != nil {
 			return nil, err
 		}
 		if s.Target, err = d.str("atomic target"); err != nil {
@@ -1048,12 +1254,19 @@ func (d *decoder) stmt(depth int) (Stmt, error) {
 		if err := d.exprs(depth+1, &s.Index, &s.Value); err != nil {
 			return nil, err
 		}
+		if s.Op == AtomicCompareExchange {
+			if err := d.exprs(depth+1, &s.Compare); err != nil {
+				return nil, err
+			}
+		}
 		if s.Result, err = d.str("atomic result name"); err != nil {
 			return nil, err
 		}
 		return s, nil
 	case tagReturn:
 		return ReturnStmt{}, nil
+	case tagContinue:
+		return ContinueStmt{}, nil
 	}
 	return nil, d.failAt(start, "expected a statement tag (%#02x..%#02x), got %#02x", tagLet, stmtTagEnd-1, tag)
 }

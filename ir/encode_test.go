@@ -144,9 +144,22 @@ func codecAccesses() []Access {
 	return out
 }
 
-// codecEveryOp applies every operator to every type, reads every builtin on every
-// axis, casts between every pair of types and runs every atomic operation. It is
-// not well-typed (Validate rejects it) but the encodings must carry all of it.
+// codecV1 keeps the values of all whose wire code exists in format version 1.
+func codecV1[T comparable](tab wireTable[T], all []T, firstV2 byte) []T {
+	var out []T
+	for _, v := range all {
+		if c, ok := tab.code(v); ok && c < firstV2 {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// codecEveryOp applies every operator of IR v1 to every type, reads every builtin on
+// every axis, casts between every pair of types and runs every atomic operation. It
+// is not well-typed (Validate rejects it) but the encodings must carry all of it.
+// It stays within IR v1, so its digest pins format version 1; codecEveryOpV11 adds
+// IR v1.1.
 func codecEveryOp() *Program {
 	b := NewBuilder("kiln.test.every_op", 1, 1, 1)
 	for _, t := range Types() {
@@ -164,7 +177,7 @@ func codecEveryOp() *Program {
 	for _, t := range Types() {
 		lit := codecLiteral(t, 0x80000001)
 		let(lit)
-		for _, op := range UnaryOps() {
+		for _, op := range codecV1(wireUnaryOps, UnaryOps(), v2Unary) {
 			let(UnaryExpr{Op: op, X: lit})
 		}
 		for _, op := range BinaryOps() {
@@ -176,7 +189,7 @@ func codecEveryOp() *Program {
 		b.Var("var_"+t.String(), t, lit)
 		b.For("for_"+t.String(), t, lit, lit, lit, func(body *Block, _ Expr) { body.Break() })
 	}
-	for _, k := range codecBuiltins() {
+	for _, k := range codecV1(wireBuiltins, codecBuiltins(), v2Builtin) {
 		for axis := uint8(0); axis < 4; axis++ {
 			let(BuiltinRef{Kind: k, Axis: axis})
 		}
@@ -190,7 +203,7 @@ func codecEveryOp() *Program {
 	let(Load("b_u32_read", LitU32(0)))
 	let(Len("b_u32_read"))
 	let(Local("v0"))
-	for _, op := range AtomicOps() {
+	for _, op := range codecV1(wireAtomicOps, AtomicOps(), v2Atomic) {
 		b.Atomic(op, "s_u32", LitU32(0), LitU32(1))
 		b.AtomicResult(op, "s_i32", LitU32(0), LitI32(1), "r_"+op.String())
 	}
@@ -237,7 +250,7 @@ func (g codecGen) expr(depth int) Expr {
 		}
 	}
 	d := depth - 1
-	switch g.r.IntN(11) {
+	switch g.r.IntN(14) {
 	case 0:
 		return g.lit()
 	case 1:
@@ -246,7 +259,11 @@ func (g codecGen) expr(depth int) Expr {
 		return Param(g.name())
 	case 3:
 		ks := codecBuiltins()
-		return BuiltinRef{Kind: ks[g.r.IntN(len(ks))], Axis: uint8(g.r.IntN(256))}
+		k := ks[g.r.IntN(len(ks))]
+		if !k.HasAxis() {
+			return BuiltinRef{Kind: k}
+		}
+		return BuiltinRef{Kind: k, Axis: uint8(g.r.IntN(256))}
 	case 4:
 		return Load(g.name(), g.expr(d))
 	case 5:
@@ -261,6 +278,17 @@ func (g codecGen) expr(depth int) Expr {
 		return Fma(g.expr(d), g.expr(d), g.expr(d))
 	case 9:
 		return Select(g.expr(d), g.expr(d), g.expr(d))
+	case 10:
+		return Uniform(g.name())
+	case 11:
+		return Bitcast(g.typ(), g.expr(d))
+	case 12:
+		ops := SubgroupOps()
+		x := SubgroupExpr{Op: ops[g.r.IntN(len(ops))], X: g.expr(d)}
+		if x.Op.HasLane() {
+			x.Lane = g.expr(d)
+		}
+		return x
 	default:
 		return Cast(g.typ(), g.expr(d))
 	}
@@ -275,7 +303,7 @@ func (g codecGen) block(depth int) []Stmt {
 }
 
 func (g codecGen) stmt(depth int) Stmt {
-	kind := g.r.IntN(11)
+	kind := g.r.IntN(12)
 	if depth <= 0 && (kind == 4 || kind == 5 || kind == 6) {
 		kind = 0
 	}
@@ -305,7 +333,12 @@ func (g codecGen) stmt(depth int) Stmt {
 		if g.r.IntN(2) == 0 {
 			s.Result = g.name()
 		}
+		if s.Op == AtomicCompareExchange {
+			s.Compare = e()
+		}
 		return s
+	case 10:
+		return ContinueStmt{}
 	default:
 		return ReturnStmt{}
 	}
@@ -316,6 +349,12 @@ func (g codecGen) program() *Program {
 	for n := g.r.IntN(4); n > 0; n-- {
 		l := g.lit()
 		p.Params = append(p.Params, ParamDecl{Name: g.name(), Type: l.Type, Default: l})
+	}
+	if g.r.IntN(4) == 0 {
+		p.SubgroupSize = g.r.Uint32()
+	}
+	for n := g.r.IntN(3) - 1; n > 0; n-- {
+		p.Uniforms = append(p.Uniforms, UniformDecl{Name: g.name(), Type: g.typ()})
 	}
 	for n := g.r.IntN(4); n > 0; n-- {
 		acc := codecAccesses()
@@ -348,6 +387,8 @@ func codecCorpus() map[string]*Program {
 		"saxpy":        codecSaxpy(),
 		"kitchen_sink": codecKitchenSink(),
 		"every_op":     codecEveryOp(),
+		"kitchen_v11":  codecKitchenSinkV11(),
+		"every_op_v11": codecEveryOpV11(),
 		"empty":        {Name: "", WorkgroupSize: [3]uint32{1, 1, 1}},
 	}
 	for i, p := range codecRandomPrograms(300) {
@@ -436,7 +477,8 @@ func codecCoverage(p *Program) map[string]bool {
 	return seen
 }
 
-// codecEverything is what a program that "uses every node kind" must contain.
+// codecEverything is what a program that "uses every node kind" of IR v1 must
+// contain; codecEverythingV11 adds IR v1.1.
 func codecEverything() []string {
 	want := []string{"atomic-result"}
 	for _, x := range []Expr{Literal{}, LocalRef{}, ParamRef{}, BuiltinRef{}, LoadExpr{}, LenExpr{},
@@ -453,18 +495,18 @@ func codecEverything() []string {
 	for _, a := range codecAccesses() {
 		want = append(want, "access:"+a.String())
 	}
-	for _, k := range codecBuiltins() {
+	for _, k := range codecV1(wireBuiltins, codecBuiltins(), v2Builtin) {
 		for axis := 0; axis < 3; axis++ {
 			want = append(want, fmt.Sprintf("builtin:%s:%d", k, axis))
 		}
 	}
-	for _, o := range UnaryOps() {
+	for _, o := range codecV1(wireUnaryOps, UnaryOps(), v2Unary) {
 		want = append(want, "unary:"+o.String())
 	}
 	for _, o := range BinaryOps() {
 		want = append(want, "binary:"+o.String())
 	}
-	for _, o := range AtomicOps() {
+	for _, o := range codecV1(wireAtomicOps, AtomicOps(), v2Atomic) {
 		want = append(want, "atomic:"+o.String())
 	}
 	return append(want, "for:i32", "for:u32")
@@ -547,8 +589,26 @@ func TestEveryEnumEncodes(t *testing.T) {
 		add(LetStmt{Name: "x", Value: BinaryExpr{Op: op, X: LitU32(1), Y: LitU32(2)}})
 	}
 	for _, op := range AtomicOps() {
-		add(AtomicStmt{Op: op, Target: "h", Index: LitU32(0), Value: LitU32(1), Result: "old"})
+		s := AtomicStmt{Op: op, Target: "h", Index: LitU32(0), Value: LitU32(1), Result: "old"}
+		if op == AtomicCompareExchange {
+			s.Compare = LitU32(2)
+		}
+		add(s)
 	}
+	for _, op := range SubgroupOps() {
+		x := SubgroupExpr{Op: op, X: LitU32(1)}
+		if op.HasLane() {
+			x.Lane = LitU32(3)
+		}
+		add(LetStmt{Name: "x", Value: x})
+	}
+	add(ContinueStmt{})
+	add(LetStmt{Name: "x", Value: Uniform("u")})
+	for _, ty := range Types() {
+		add(LetStmt{Name: "x", Value: Bitcast(ty, LitU32(1))})
+		progs = append(progs, &Program{Name: "p", Uniforms: []UniformDecl{{Name: "u", Type: ty}}})
+	}
+	progs = append(progs, &Program{Name: "p", SubgroupSize: 1 << 31})
 	for _, p := range progs {
 		b, err := Encode(p)
 		if err != nil {
@@ -593,6 +653,7 @@ func TestWireTables(t *testing.T) {
 	codecTableChecks(t, "unary", wireUnaryOps, UnaryOps())
 	codecTableChecks(t, "binary", wireBinaryOps, BinaryOps())
 	codecTableChecks(t, "atomic", wireAtomicOps, AtomicOps())
+	codecTableChecks(t, "subgroup", wireSubgroupOps, SubgroupOps())
 	for _, ty := range Types() {
 		if c, _ := wireTypes.code(ty); uint32(c) != DTypeTag(ty) {
 			t.Errorf("type %s: wire code %#02x, DTypeTag %#x; the format documents them as equal", ty, c, DTypeTag(ty))
@@ -658,11 +719,13 @@ func TestFormatCommentMatchesTables(t *testing.T) {
 	codecDocTableChecks(t, doc, "unary", wireUnaryOps)
 	codecDocTableChecks(t, doc, "binary", wireBinaryOps)
 	codecDocTableChecks(t, doc, "atomic", wireAtomicOps)
+	codecDocTableChecks(t, doc, "subgroup", wireSubgroupOps)
 	exprTags := map[byte]string{tagLiteral: "literal", tagLocal: "local", tagParam: "param", tagBuiltin: "builtin",
 		tagLoad: "load", tagLen: "len", tagUnary: "unary", tagBinary: "binary", tagFma: "fma", tagSelect: "select",
-		tagCast: "cast"}
+		tagCast: "cast", tagUniform: "uniform", tagBitcast: "bitcast", tagSubgroup: "subgroup"}
 	stmtTags := map[byte]string{tagLet: "let", tagVar: "var", tagAssign: "assign", tagStore: "store", tagIf: "if",
-		tagFor: "for", tagWhile: "while", tagBreak: "break", tagBarrier: "barrier", tagAtomic: "atomic", tagReturn: "return"}
+		tagFor: "for", tagWhile: "while", tagBreak: "break", tagBarrier: "barrier", tagAtomic: "atomic", tagReturn: "return",
+		tagContinue: "continue"}
 	if len(exprTags) != int(exprTagEnd-tagLiteral) || len(stmtTags) != int(stmtTagEnd-tagLet) {
 		t.Fatal("a tag is missing from this test's tables")
 	}
@@ -762,10 +825,17 @@ func TestEncodeRefuses(t *testing.T) {
 		{"bad default type", &Program{Params: []ParamDecl{{Name: "a", Type: U32}}}, "params[0].default: type 0"},
 		{"bad access", &Program{Buffers: []BufferDecl{{Name: "b", Type: U32}}}, "buffers[0]: access 0 has no wire code"},
 		{"bad shared type", &Program{Shared: []SharedDecl{{Name: "s", Type: typeEnd}}}, "shared[0]: type 5 has no wire code"},
-		{"bad builtin", codecLetProgram(BuiltinRef{Kind: builtinEnd}), "builtin 6 has no wire code"},
-		{"bad unary", codecLetProgram(UnaryExpr{Op: unaryEnd, X: LitF32(1)}), "unary operator 11 has no wire code"},
+		{"bad builtin", codecLetProgram(BuiltinRef{Kind: builtinEnd}), "builtin 8 has no wire code"},
+		{"bad unary", codecLetProgram(UnaryExpr{Op: unaryEnd, X: LitF32(1)}), "unary operator 15 has no wire code"},
 		{"bad binary", codecLetProgram(BinaryExpr{Op: 0, X: LitF32(1), Y: LitF32(1)}), "binary operator 0 has no wire code"},
-		{"bad atomic", &Program{Body: []Stmt{AtomicStmt{Op: atomicEnd}}}, "body[0]: atomic operation 8 has no wire code"},
+		{"bad atomic", &Program{Body: []Stmt{AtomicStmt{Op: atomicEnd}}}, "body[0]: atomic operation 9 has no wire code"},
+		{"bad subgroup op", codecLetProgram(SubgroupExpr{Op: subgroupEnd, X: LitU32(1)}), "body[0].value: subgroup operation 6 has no wire code"},
+		{"lane on a reduction", codecLetProgram(SubgroupExpr{Op: SubgroupOpAdd, X: LitU32(1), Lane: LitU32(0)}), "subgroup_add takes no lane"},
+		{"missing lane", codecLetProgram(SubgroupShuffle(LitU32(1), nil)), "body[0].value.args[1]: expression is missing"},
+		{"compare on add", &Program{Body: []Stmt{AtomicStmt{Op: AtomicAdd, Target: "h", Index: LitU32(0), Value: LitU32(1), Compare: LitU32(0)}}}, "body[0].compare: atomic add takes no compare value"},
+		{"cas without compare", &Program{Body: []Stmt{AtomicStmt{Op: AtomicCompareExchange, Target: "h", Index: LitU32(0), Value: LitU32(1)}}}, "body[0].compare: expression is missing"},
+		{"bad uniform type", &Program{Uniforms: []UniformDecl{{Name: "u"}}}, "uniforms[0]: type 0 has no wire code"},
+		{"bad bitcast type", codecLetProgram(Bitcast(0, LitU32(1))), "body[0].value: type 0 has no wire code"},
 		{"bad cast", codecLetProgram(Cast(0, LitU32(1))), "body[0].value: type 0"},
 		{"bad var type", &Program{Body: []Stmt{VarStmt{Name: "v", Value: LitU32(1)}}}, "body[0]: type 0"},
 		{"bad UTF-8 name", &Program{Name: "a\xffb"}, "name: string \"a\\xffb\" is not valid UTF-8"},
@@ -869,7 +939,19 @@ func (w codecWire) raw(b ...byte) codecWire { return append(w, b...) }
 // codecHeader is a program with name "p", workgroup 1x1x1, no declarations, ready for
 // the body.
 func codecHeader() codecWire {
-	return codecWire(wireMagic).uv(FormatVersion).str("p").uv(1).uv(1).uv(1).uv(0).uv(0).uv(0)
+	return codecWire(wireMagic).uv(FormatVersionV1).str("p").uv(1).uv(1).uv(1).uv(0).uv(0).uv(0)
+}
+
+// codecHeaderV2 is codecHeader in format version 2, with subgroup size sg and one
+// u32 uniform "u" when uniform is set.
+func codecHeaderV2(sg uint64, uniform bool) codecWire {
+	w := codecWire(wireMagic).uv(FormatVersion).str("p").uv(1).uv(1).uv(1).uv(sg).uv(0)
+	if uniform {
+		w = w.uv(1).str("u").raw(0x01)
+	} else {
+		w = w.uv(0)
+	}
+	return w.uv(0).uv(0)
 }
 
 func TestDecodeRejects(t *testing.T) {
@@ -882,7 +964,15 @@ func TestDecodeRejects(t *testing.T) {
 	}{
 		{"empty", nil, 0, `expected the magic "KILNIR", got ""`},
 		{"wrong magic", []byte("KILNIX\x01"), 0, `got "KILNIX"`},
-		{"version 2", codecWire(wireMagic).uv(2), 6, "format version 2, this build reads version 1"},
+		{"version 3", codecWire(wireMagic).uv(3), 6, "format version 3, this build reads versions 1 to 2"},
+		{"v2 without v1.1", codecHeaderV2(0, false).uv(0), 6, "format version 2 for a program that uses nothing of IR v1.1"},
+		{"v2 continue in v1", codecHeader().uv(1).raw(tagContinue), 16, "expected a statement tag (0x01..0x0b), got 0x0c"},
+		{"v2 bad statement tag", codecHeaderV2(32, false).uv(1).raw(0x0d), 18, "expected a statement tag (0x01..0x0c), got 0x0d"},
+		{"v2 bad expression tag", codecHeaderV2(0, true).uv(1).raw(tagLet).str("x").raw(0x0f), 24, "expected an expression tag (0x01..0x0e), got 0x0f"},
+		{"v2 bad subgroup op", codecHeaderV2(0, true).uv(1).raw(tagLet).str("x").raw(tagSubgroup, 0x06), 25, "a subgroup operation (one of 0x01 0x02 0x03 0x04 0x05), got 0x06"},
+		{"v2 bad unary", codecHeaderV2(0, true).uv(1).raw(tagLet).str("x").raw(tagUnary, 0x0f), 25, "a unary operator"},
+		{"v2 bad uniform type", codecWire(wireMagic).uv(2).str("p").uv(1).uv(1).uv(1).uv(0).uv(0).uv(1).str("u").raw(0x07), 17, "expected a type"},
+		{"v2 subgroup size over u32", codecWire(wireMagic).uv(2).str("p").uv(1).uv(1).uv(1).uv(1 << 32), 12, "subgroup size (at most 4294967295)"},
 		{"version 0", codecWire(wireMagic).uv(0), 6, "format version 0"},
 		{"no version", codecWire(wireMagic), 6, "expected format version (a uvarint), got the end of the input"},
 		{"trailing byte", codecHeader().uv(0).raw(0), 16, "expected the end of the program, got 1 more bytes"},
@@ -1130,7 +1220,7 @@ func BenchmarkDigest(b *testing.B) {
 }
 
 func FuzzDecode(f *testing.F) {
-	for _, p := range []*Program{codecSaxpy(), codecKitchenSink(), codecEveryOp(), {Name: "e"}} {
+	for _, p := range []*Program{codecSaxpy(), codecKitchenSink(), codecEveryOp(), codecKitchenSinkV11(), codecEveryOpV11(), {Name: "e"}} {
 		b, err := Encode(p)
 		if err != nil {
 			f.Fatal(err)

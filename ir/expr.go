@@ -4,7 +4,8 @@ import "math"
 
 // Expr is an expression node. The concrete types are Literal, LocalRef, ParamRef,
 // BuiltinRef, LoadExpr, LenExpr, UnaryExpr, BinaryExpr, FmaExpr, SelectExpr and
-// CastExpr (values, not pointers); no other type implements Expr.
+// CastExpr, and since IR v1.1 UniformRef, BitcastExpr and SubgroupExpr (values, not
+// pointers); no other type implements Expr.
 type Expr interface{ isExpr() }
 
 // LocalRef reads a local declared by let, var, for or an atomic's result.
@@ -13,7 +14,12 @@ type LocalRef struct{ Name string }
 // ParamRef reads a specialization constant.
 type ParamRef struct{ Name string }
 
-// BuiltinRef reads a per-invocation builtin on one axis (0..2). Its type is u32.
+// UniformRef reads a uniform, a scalar supplied with each dispatch (IR v1.1).
+type UniformRef struct{ Name string }
+
+// BuiltinRef reads a per-invocation builtin. Its type is u32. The builtins of IR v1
+// have three axes and Axis selects one (0..2); the subgroup builtins of IR v1.1 are
+// scalars and Axis is 0 (see BuiltinKind.HasAxis).
 type BuiltinRef struct {
 	Kind BuiltinKind
 	Axis uint8
@@ -52,6 +58,24 @@ type CastExpr struct {
 	X  Expr
 }
 
+// BitcastExpr reinterprets the 32 bits of X (i32, u32 or f32) as type To (another of
+// i32, u32 and f32), keeping every bit, NaN payloads included (IR v1.1).
+type BitcastExpr struct {
+	To Type
+	X  Expr
+}
+
+// SubgroupExpr is a subgroup operation (IR v1.1): a reduction of X over the lanes
+// of the invocation's subgroup (add, min, max), or the value of X in lane Lane
+// (shuffle, broadcast). Lane is a u32 and is set exactly for the operations whose
+// HasLane is true. Every lane of a subgroup must reach the operation together; see
+// SubgroupOp for the semantics of each operation.
+type SubgroupExpr struct {
+	Op   SubgroupOp
+	X    Expr
+	Lane Expr
+}
+
 func (Literal) isExpr()    {}
 func (LocalRef) isExpr()   {}
 func (ParamRef) isExpr()   {}
@@ -64,25 +88,51 @@ func (FmaExpr) isExpr()    {}
 func (SelectExpr) isExpr() {}
 func (CastExpr) isExpr()   {}
 
+func (UniformRef) isExpr()   {}
+func (BitcastExpr) isExpr()  {}
+func (SubgroupExpr) isExpr() {}
+
 // BuiltinKind names a builtin value.
 type BuiltinKind uint8
 
-// The builtins. Each has three axes and type u32.
+// The builtins, all of type u32. The five of IR v1 have three axes. The two of IR
+// v1.1 are scalars: SubgroupSizeBuiltin is the number of lanes of a subgroup as the
+// program runs (the program's SubgroupSize when it sets one), and
+// SubgroupInvocationIDBuiltin is the invocation's lane in its subgroup, from 0 to
+// the subgroup size - 1. Lanes are assigned by local invocation index (see
+// docs/design.md, "IR v1.1").
 const (
 	GlobalIDBuiltin BuiltinKind = iota + 1
 	LocalIDBuiltin
 	WorkgroupIDBuiltin
 	NumWorkgroupsBuiltin
 	WorkgroupSizeBuiltin
+	SubgroupSizeBuiltin
+	SubgroupInvocationIDBuiltin
 	builtinEnd
 )
 
 var builtinNames = [...]string{
-	GlobalIDBuiltin:      "global_id",
-	LocalIDBuiltin:       "local_id",
-	WorkgroupIDBuiltin:   "workgroup_id",
-	NumWorkgroupsBuiltin: "num_workgroups",
-	WorkgroupSizeBuiltin: "workgroup_size",
+	GlobalIDBuiltin:             "global_id",
+	LocalIDBuiltin:              "local_id",
+	WorkgroupIDBuiltin:          "workgroup_id",
+	NumWorkgroupsBuiltin:        "num_workgroups",
+	WorkgroupSizeBuiltin:        "workgroup_size",
+	SubgroupSizeBuiltin:         "subgroup_size",
+	SubgroupInvocationIDBuiltin: "subgroup_invocation_id",
+}
+
+// HasAxis reports whether the builtin has three axes (the builtins of IR v1); the
+// subgroup builtins are scalars.
+func (k BuiltinKind) HasAxis() bool { return k >= GlobalIDBuiltin && k <= WorkgroupSizeBuiltin }
+
+// Builtins lists every builtin.
+func Builtins() []BuiltinKind {
+	out := make([]BuiltinKind, 0, builtinEnd-1)
+	for k := GlobalIDBuiltin; k < builtinEnd; k++ {
+		out = append(out, k)
+	}
+	return out
 }
 
 // String returns the builtin's JSON name.
@@ -109,8 +159,13 @@ func ParseBuiltin(name string) (BuiltinKind, bool) {
 // UnaryOp is a unary operator.
 type UnaryOp uint8
 
-// The unary operators. neg: i32, u32 (wrapping), f32. not: bool (logical), i32, u32
-// (bitwise). abs: i32 (abs(MIN) = MIN), f32. The rest: f32 only.
+// The unary operators; the result has the operand's type. neg: i32, u32 (wrapping),
+// f32. not: bool (logical), i32, u32 (bitwise). abs: i32 (abs(MIN) = MIN), f32. clz
+// and popcount (IR v1.1): i32, u32; clz counts the zero bits above the highest set
+// bit of the 32-bit pattern (clz(0) = 32, clz of a negative i32 = 0), popcount
+// counts the set bits (popcount(-1) = 32). The rest: f32 only; floor, ceil, trunc
+// (toward zero) and round (to nearest, ties to even; IR v1.1) are exact, keep the
+// sign of zero (trunc(-0.5) = -0) and return NaN and infinities unchanged.
 const (
 	OpNeg UnaryOp = iota + 1
 	OpNot
@@ -122,12 +177,17 @@ const (
 	OpCos
 	OpFloor
 	OpCeil
+	OpTrunc
+	OpRound
+	OpClz
+	OpPopcount
 	unaryEnd
 )
 
 var unaryNames = [...]string{
 	OpNeg: "neg", OpNot: "not", OpAbs: "abs", OpSqrt: "sqrt", OpExp: "exp", OpLog: "log",
 	OpSin: "sin", OpCos: "cos", OpFloor: "floor", OpCeil: "ceil",
+	OpTrunc: "trunc", OpRound: "round", OpClz: "clz", OpPopcount: "popcount",
 }
 
 // String returns the operator's JSON name.
@@ -269,6 +329,36 @@ func NumWorkgroups(axis uint8) Expr { return BuiltinRef{NumWorkgroupsBuiltin, ax
 // WorkgroupSize is the workgroup size on axis as dispatched (after any override).
 func WorkgroupSize(axis uint8) Expr { return BuiltinRef{WorkgroupSizeBuiltin, axis} }
 
+// SubgroupSize is the number of lanes of a subgroup as the program runs (IR v1.1).
+func SubgroupSize() Expr { return BuiltinRef{Kind: SubgroupSizeBuiltin} }
+
+// SubgroupInvocationID is the invocation's lane in its subgroup (IR v1.1).
+func SubgroupInvocationID() Expr { return BuiltinRef{Kind: SubgroupInvocationIDBuiltin} }
+
+// Uniform reads a uniform by name (IR v1.1).
+func Uniform(name string) Expr { return UniformRef{Name: name} }
+
+// Bitcast reinterprets the bits of x as type t (IR v1.1).
+func Bitcast(t Type, x Expr) Expr { return BitcastExpr{To: t, X: x} }
+
+// SubgroupAdd is the sum of x over the lanes of the subgroup (IR v1.1).
+func SubgroupAdd(x Expr) Expr { return SubgroupExpr{Op: SubgroupOpAdd, X: x} }
+
+// SubgroupMin is the minimum of x over the lanes of the subgroup (IR v1.1).
+func SubgroupMin(x Expr) Expr { return SubgroupExpr{Op: SubgroupOpMin, X: x} }
+
+// SubgroupMax is the maximum of x over the lanes of the subgroup (IR v1.1).
+func SubgroupMax(x Expr) Expr { return SubgroupExpr{Op: SubgroupOpMax, X: x} }
+
+// SubgroupShuffle is x as lane lane of the subgroup holds it (IR v1.1).
+func SubgroupShuffle(x, lane Expr) Expr { return SubgroupExpr{Op: SubgroupOpShuffle, X: x, Lane: lane} }
+
+// SubgroupBroadcast is x as lane lane of the subgroup holds it, where lane is the
+// same on every lane (IR v1.1).
+func SubgroupBroadcast(x, lane Expr) Expr {
+	return SubgroupExpr{Op: SubgroupOpBroadcast, X: x, Lane: lane}
+}
+
 // Load reads target[index] from a buffer or shared array; out of bounds gives 0.
 func Load(target string, index Expr) Expr { return LoadExpr{Target: target, Index: index} }
 
@@ -313,6 +403,18 @@ func Floor(x Expr) Expr { return UnaryExpr{OpFloor, x} }
 
 // Ceil rounds x toward positive infinity.
 func Ceil(x Expr) Expr { return UnaryExpr{OpCeil, x} }
+
+// Trunc rounds x toward zero (IR v1.1).
+func Trunc(x Expr) Expr { return UnaryExpr{OpTrunc, x} }
+
+// Round rounds x to the nearest integer, ties to even (IR v1.1).
+func Round(x Expr) Expr { return UnaryExpr{OpRound, x} }
+
+// Clz counts the leading zero bits of x (IR v1.1); Clz of 0 is 32.
+func Clz(x Expr) Expr { return UnaryExpr{OpClz, x} }
+
+// Popcount counts the set bits of x (IR v1.1).
+func Popcount(x Expr) Expr { return UnaryExpr{OpPopcount, x} }
 
 // Add is x + y (wrapping on integers).
 func Add(x, y Expr) Expr { return BinaryExpr{OpAdd, x, y} }
@@ -373,3 +475,70 @@ func LAnd(x, y Expr) Expr { return BinaryExpr{OpLAnd, x, y} }
 
 // LOr is logical or of two bools.
 func LOr(x, y Expr) Expr { return BinaryExpr{OpLOr, x, y} }
+
+// SubgroupOp is a subgroup operation (IR v1.1). See docs/design.md, "IR v1.1".
+type SubgroupOp uint8
+
+// The subgroup operations. Each is evaluated by all the lanes of a subgroup together
+// (a program must reach it in subgroup-uniform control flow, as it reaches barriers)
+// and its result has the type of X.
+//
+//   - SubgroupOpAdd: i32, u32, f32. The sum over all lanes; integers wrap and are
+//     exact. On f32 the reference adds in a pairwise tree (lanes 2i and 2i+1 first,
+//     then pairs of those sums, and so on), so every lane gets the same value; a
+//     backend may add in another order and conforms when its result lies within
+//     (S-1)·2^-23·Σ|x| of the reference's (S the subgroup size), with NaN for NaN.
+//   - SubgroupOpMin, SubgroupOpMax: i32, u32, f32, with the rules of the min and max
+//     operators (a NaN lane is ignored unless every lane is NaN; -0 < +0), so the
+//     result is exact and independent of order.
+//   - SubgroupOpShuffle: any type. The value of X in lane Lane of the same subgroup;
+//     a Lane at or above the subgroup size gives 0 (false for bool).
+//   - SubgroupOpBroadcast: as shuffle, but Lane must be the same on every lane of the
+//     subgroup (backends may then use a cheaper broadcast); the reference reports a
+//     Lane that differs between lanes as an error.
+const (
+	SubgroupOpAdd SubgroupOp = iota + 1
+	SubgroupOpMin
+	SubgroupOpMax
+	SubgroupOpShuffle
+	SubgroupOpBroadcast
+	subgroupEnd
+)
+
+var subgroupNames = [...]string{
+	SubgroupOpAdd: "subgroup_add", SubgroupOpMin: "subgroup_min", SubgroupOpMax: "subgroup_max",
+	SubgroupOpShuffle: "subgroup_shuffle", SubgroupOpBroadcast: "subgroup_broadcast",
+}
+
+// String returns the operation's JSON name ("subgroup_add").
+func (o SubgroupOp) String() string {
+	if o > 0 && o < subgroupEnd {
+		return subgroupNames[o]
+	}
+	return "invalid"
+}
+
+// Valid reports whether o is a defined subgroup operation.
+func (o SubgroupOp) Valid() bool { return o > 0 && o < subgroupEnd }
+
+// HasLane reports whether the operation takes a lane operand (shuffle, broadcast).
+func (o SubgroupOp) HasLane() bool { return o == SubgroupOpShuffle || o == SubgroupOpBroadcast }
+
+// SubgroupOps lists every subgroup operation.
+func SubgroupOps() []SubgroupOp {
+	out := make([]SubgroupOp, 0, subgroupEnd-1)
+	for o := SubgroupOpAdd; o < subgroupEnd; o++ {
+		out = append(out, o)
+	}
+	return out
+}
+
+// ParseSubgroupOp turns an operation's JSON name ("subgroup_add") into a SubgroupOp.
+func ParseSubgroupOp(name string) (SubgroupOp, bool) {
+	for o := SubgroupOpAdd; o < subgroupEnd; o++ {
+		if subgroupNames[o] == name {
+			return o, true
+		}
+	}
+	return 0, false
+}

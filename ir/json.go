@@ -34,14 +34,17 @@ const (
 // JSON node keys: literals take their type's name, operators their own name.
 func exprShape(key string) (extras []string, ok bool) {
 	switch key {
-	case "local", "param", "len", "fma", "select":
+	case "local", "param", "len", "fma", "select", "uniform":
 		return nil, true
 	case "builtin":
 		return []string{"axis"}, true
 	case "load":
 		return []string{"index"}, true
-	case "cast":
+	case "cast", "bitcast":
 		return []string{"value"}, true
+	}
+	if _, ok := ParseSubgroupOp(key); ok {
+		return nil, true
 	}
 	if _, ok := ParseType(key); ok {
 		return nil, true
@@ -72,8 +75,8 @@ func stmtShape(key string) (extras []string, ok bool) {
 	case "while":
 		return []string{"body"}, true
 	case "atomic":
-		return []string{"target", "index", "value", "result"}, true
-	case "break", "barrier", "return":
+		return []string{"target", "index", "compare", "value", "result"}, true
+	case "break", "barrier", "return", "continue":
 		return nil, true
 	}
 	return nil, false
@@ -87,12 +90,15 @@ func exprKeysHelp() string {
 	for _, o := range BinaryOps() {
 		ops = append(ops, o.String())
 	}
-	return "f32, u32, i32, bool, local, param, builtin, load, len, fma, select, cast or an operator (" +
+	for _, o := range SubgroupOps() {
+		ops = append(ops, o.String())
+	}
+	return "f32, u32, i32, bool, local, param, uniform, builtin, load, len, fma, select, cast, bitcast or an operator (" +
 		strings.Join(ops, ", ") + ")"
 }
 
 func stmtKeysHelp() string {
-	return "let, var, assign, store, if, for, while, break, barrier, atomic or return"
+	return "let, var, assign, store, if, for, while, break, continue, barrier, atomic or return"
 }
 
 // ParseJSON reads a program in the JSON file form and runs Validate on it. Unknown
@@ -495,7 +501,7 @@ func (w *jwalker) literal(t Type, v jvalue) (Literal, error) {
 
 func (w *jwalker) program(v jvalue) (*Program, error) {
 	const what = "the program"
-	m, err := w.fields(v, what, "kiln", "name", "workgroup_size", "params", "buffers", "shared", "body")
+	m, err := w.fields(v, what, "kiln", "name", "workgroup_size", "subgroup_size", "params", "uniforms", "buffers", "shared", "body")
 	if err != nil {
 		return nil, err
 	}
@@ -526,7 +532,15 @@ func (w *jwalker) program(v jvalue) (*Program, error) {
 	if err := w.workgroupSize(wv, &p.WorkgroupSize); err != nil {
 		return nil, within("workgroup_size", err)
 	}
+	if sv, ok := m["subgroup_size"]; ok {
+		if p.SubgroupSize, err = w.u32(sv, `"subgroup_size"`); err != nil {
+			return nil, within("subgroup_size", err)
+		}
+	}
 	if p.Params, err = jsonList(w, m, "params", (*jwalker).param); err != nil {
+		return nil, err
+	}
+	if p.Uniforms, err = jsonList(w, m, "uniforms", (*jwalker).uniform); err != nil {
 		return nil, err
 	}
 	if p.Buffers, err = jsonList(w, m, "buffers", (*jwalker).buffer); err != nil {
@@ -605,6 +619,24 @@ func (w *jwalker) param(v jvalue) (ParamDecl, error) {
 	}
 	d.Default, err = w.literal(d.Type, dv)
 	return d, within(".default", err)
+}
+
+func (w *jwalker) uniform(v jvalue) (UniformDecl, error) {
+	const what = "a uniform"
+	var u UniformDecl
+	m, err := w.fields(v, what, "name", "type")
+	if err != nil {
+		return u, err
+	}
+	if u.Name, err = w.needStr(m, v, "name", what); err != nil {
+		return u, err
+	}
+	tv, err := w.need(m, v, "type", what)
+	if err != nil {
+		return u, err
+	}
+	u.Type, err = w.typeName(tv, "uniform type")
+	return u, err
 }
 
 func (w *jwalker) buffer(v jvalue) (BufferDecl, error) {
@@ -743,6 +775,9 @@ func (w *jwalker) expr(v jvalue, depth int) (Expr, error) {
 	case "param":
 		name, err := w.str(val, `"param"`)
 		return ParamRef{Name: name}, err
+	case "uniform":
+		name, err := w.str(val, `"uniform"`)
+		return UniformRef{Name: name}, err
 	case "len":
 		name, err := w.str(val, `"len"`)
 		return LenExpr{Buffer: name}, err
@@ -753,8 +788,14 @@ func (w *jwalker) expr(v jvalue, depth int) (Expr, error) {
 		}
 		kind, ok := ParseBuiltin(name)
 		if !ok {
-			return nil, w.errAt(val, "use global_id, local_id, workgroup_id, num_workgroups or workgroup_size",
+			return nil, w.errAt(val, "use global_id, local_id, workgroup_id, num_workgroups, workgroup_size, subgroup_size or subgroup_invocation_id",
 				"builtin %q is not defined", name)
+		}
+		if !kind.HasAxis() {
+			if av, ok := m["axis"]; ok {
+				return nil, w.errAt(av, `remove "axis"`, "builtin %s is a scalar and has no axis", name)
+			}
+			return BuiltinRef{Kind: kind}, nil
 		}
 		av, err := w.need(m, v, "axis", what)
 		if err != nil {
@@ -776,6 +817,13 @@ func (w *jwalker) expr(v jvalue, depth int) (Expr, error) {
 		}
 		x, err := w.sub(m, v, "value", what, ".value", depth+1)
 		return CastExpr{To: t, X: x}, err
+	case "bitcast":
+		t, err := w.typeName(val, "bitcast type")
+		if err != nil {
+			return nil, err
+		}
+		x, err := w.sub(m, v, "value", what, ".value", depth+1)
+		return BitcastExpr{To: t, X: x}, err
 	case "fma":
 		xs, err := w.operands(val, key, 3, depth+1)
 		if err != nil {
@@ -791,6 +839,21 @@ func (w *jwalker) expr(v jvalue, depth int) (Expr, error) {
 	}
 	if t, ok := ParseType(key); ok {
 		return w.literal(t, val)
+	}
+	if op, ok := ParseSubgroupOp(key); ok {
+		if op.HasLane() {
+			xs, err := w.operands(val, key, 2, depth+1)
+			if err != nil {
+				return nil, err
+			}
+			return SubgroupExpr{Op: op, X: xs[0], Lane: xs[1]}, nil
+		}
+		if val.kind == jArray {
+			return nil, w.errAt(val, fmt.Sprintf(`write {"%s": E} with the operand itself, not in a list`, key),
+				"%s takes one operand, not an array", key)
+		}
+		x, err := w.expr(val, depth+1)
+		return SubgroupExpr{Op: op, X: x}, within(".args[0]", err)
 	}
 	if op, ok := ParseUnaryOp(key); ok {
 		if val.kind == jArray {
@@ -883,6 +946,8 @@ func (w *jwalker) stmt(v jvalue, depth int) (Stmt, error) {
 		return w.atomicStmt(v, m, depth)
 	case "break":
 		return BreakStmt{}, w.flag(val, key)
+	case "continue":
+		return ContinueStmt{}, w.flag(val, key)
 	case "barrier":
 		return BarrierStmt{}, w.flag(val, key)
 	}
@@ -953,13 +1018,22 @@ func (w *jwalker) atomicStmt(v jvalue, m map[string]jvalue, depth int) (Stmt, er
 	}
 	var ok bool
 	if s.Op, ok = ParseAtomicOp(name); !ok {
-		return nil, w.errAt(opv, "use add, min, max, and, or, xor or exchange", "atomic operation %q is not defined", name)
+		return nil, w.errAt(opv, "use add, min, max, and, or, xor, exchange or cas", "atomic operation %q is not defined", name)
 	}
 	if s.Target, err = w.needStr(m, v, "target", what); err != nil {
 		return nil, err
 	}
 	if s.Index, err = w.sub(m, v, "index", what, ".index", depth+1); err != nil {
 		return nil, err
+	}
+	cv, hasCompare := m["compare"]
+	switch {
+	case s.Op == AtomicCompareExchange:
+		if s.Compare, err = w.sub(m, v, "compare", what, ".compare", depth+1); err != nil {
+			return nil, err
+		}
+	case hasCompare:
+		return nil, w.errAt(cv, `remove "compare", or use the operation "cas"`, "atomic %s takes no \"compare\"", name)
 	}
 	if s.Value, err = w.sub(m, v, "value", what, ".value", depth+1); err != nil {
 		return nil, err
@@ -996,9 +1070,19 @@ func MarshalJSON(p *Program) ([]byte, error) {
 		return nil, within("name", err)
 	}
 	wg := p.WorkgroupSize
-	w.raw(fmt.Sprintf(",\n  \"workgroup_size\": [%d, %d, %d],\n  \"params\": ", wg[0], wg[1], wg[2]))
+	w.raw(fmt.Sprintf(",\n  \"workgroup_size\": [%d, %d, %d]", wg[0], wg[1], wg[2]))
+	if p.SubgroupSize != 0 {
+		w.raw(fmt.Sprintf(",\n  \"subgroup_size\": %d", p.SubgroupSize))
+	}
+	w.raw(",\n  \"params\": ")
 	if err := jsonDecls(w, "params", p.Params, (*jwriter).param); err != nil {
 		return nil, err
+	}
+	if len(p.Uniforms) > 0 {
+		w.raw(",\n  \"uniforms\": ")
+		if err := jsonDecls(w, "uniforms", p.Uniforms, (*jwriter).uniform); err != nil {
+			return nil, err
+		}
 	}
 	w.raw(",\n  \"buffers\": ")
 	if err := jsonDecls(w, "buffers", p.Buffers, (*jwriter).buffer); err != nil {
@@ -1134,6 +1218,19 @@ func (w *jwriter) param(d ParamDecl) error {
 	w.raw(`, "default": `)
 	if err := w.value(d.Default); err != nil {
 		return within(".default", err)
+	}
+	w.b = append(w.b, '}')
+	return nil
+}
+
+func (w *jwriter) uniform(u UniformDecl) error {
+	w.raw(`{"name": `)
+	if err := w.quote(u.Name); err != nil {
+		return err
+	}
+	w.raw(`, "type": `)
+	if err := w.typeName(u.Type); err != nil {
+		return err
 	}
 	w.b = append(w.b, '}')
 	return nil
@@ -1293,6 +1390,8 @@ func (w *jwriter) stmt(s Stmt, ind, depth int) error {
 		}
 	case BreakStmt:
 		w.raw(`{"break": true`)
+	case ContinueStmt:
+		w.raw(`{"continue": true`)
 	case BarrierStmt:
 		w.raw(`{"barrier": true`)
 	case ReturnStmt:
@@ -1311,6 +1410,13 @@ func (w *jwriter) stmt(s Stmt, ind, depth int) error {
 		}
 		if err := w.key("index", ".index", s.Index, depth+1); err != nil {
 			return err
+		}
+		if s.Op == AtomicCompareExchange {
+			if err := w.key("compare", ".compare", s.Compare, depth+1); err != nil {
+				return err
+			}
+		} else if s.Compare != nil {
+			return within(".compare", marshalErr(`remove compare, or use the operation cas`, "atomic %s takes no compare value", s.Op))
 		}
 		if err := w.key("value", ".value", s.Value, depth+1); err != nil {
 			return err
@@ -1370,9 +1476,45 @@ func (w *jwriter) expr(x Expr, depth int) error {
 		}
 	case BuiltinRef:
 		if !x.Kind.Valid() {
-			return marshalErr("use one of the builtins of IR v1", "builtin %d is not defined", x.Kind)
+			return marshalErr("use one of ir.Builtins()", "builtin %d is not defined", x.Kind)
 		}
-		w.raw(fmt.Sprintf(`{"builtin": "%s", "axis": %d`, x.Kind, x.Axis))
+		if x.Kind.HasAxis() {
+			w.raw(fmt.Sprintf(`{"builtin": "%s", "axis": %d`, x.Kind, x.Axis))
+		} else if x.Axis != 0 {
+			return marshalErr("set the axis of a scalar builtin to 0", "builtin %s has axis %d", x.Kind, x.Axis)
+		} else {
+			w.raw(fmt.Sprintf(`{"builtin": "%s"`, x.Kind))
+		}
+	case UniformRef:
+		w.raw(`{"uniform": `)
+		if err := w.quote(x.Name); err != nil {
+			return err
+		}
+	case BitcastExpr:
+		w.raw(`{"bitcast": `)
+		if err := w.typeName(x.To); err != nil {
+			return err
+		}
+		if err := w.key("value", ".value", x.X, depth+1); err != nil {
+			return err
+		}
+	case SubgroupExpr:
+		if !x.Op.Valid() {
+			return marshalErr("use one of ir.SubgroupOps()", "subgroup operation %d is not defined", x.Op)
+		}
+		w.raw(`{"` + x.Op.String() + `": `)
+		if x.Op.HasLane() {
+			if err := w.operands(depth+1, x.X, x.Lane); err != nil {
+				return err
+			}
+		} else {
+			if x.Lane != nil {
+				return marshalErr("remove the lane", "%s takes no lane", x.Op)
+			}
+			if err := w.expr(x.X, depth+1); err != nil {
+				return within(".args[0]", err)
+			}
+		}
 	case LoadExpr:
 		w.raw(`{"load": `)
 		if err := w.quote(x.Target); err != nil {

@@ -52,7 +52,7 @@ func TestParseJSONDesignExample(t *testing.T) {
 
 // TestJSONRoundTripValid: ParseJSON(MarshalJSON(p)) equals p for valid programs.
 func TestJSONRoundTripValid(t *testing.T) {
-	for name, p := range map[string]*Program{"saxpy": codecSaxpy(), "kitchen_sink": codecKitchenSink()} {
+	for name, p := range map[string]*Program{"saxpy": codecSaxpy(), "kitchen_sink": codecKitchenSink(), "kitchen_sink_v11": codecKitchenSinkV11()} {
 		text, err := MarshalJSON(p)
 		if err != nil {
 			t.Fatalf("%s: MarshalJSON: %v", name, err)
@@ -417,8 +417,11 @@ func TestJSONNodeKeysAreDistinct(t *testing.T) {
 	for _, o := range BinaryOps() {
 		exprKeys = append(exprKeys, o.String())
 	}
-	exprKeys = append(exprKeys, "local", "param", "builtin", "load", "len", "fma", "select", "cast")
-	stmtKeys := []string{"let", "var", "assign", "store", "if", "for", "while", "break", "barrier", "atomic", "return"}
+	for _, o := range SubgroupOps() {
+		exprKeys = append(exprKeys, o.String())
+	}
+	exprKeys = append(exprKeys, "local", "param", "builtin", "load", "len", "fma", "select", "cast", "uniform", "bitcast")
+	stmtKeys := []string{"let", "var", "assign", "store", "if", "for", "while", "break", "barrier", "atomic", "return", "continue"}
 	for _, c := range []struct {
 		keys  []string
 		shape func(string) ([]string, bool)
@@ -514,7 +517,8 @@ func BenchmarkParseJSON(b *testing.B) {
 // ParseJSON accepts exactly what parses and validates.
 func FuzzParseJSON(f *testing.F) {
 	f.Add([]byte(codecDesignSaxpy))
-	for _, p := range []*Program{codecSaxpy(), codecKitchenSink(), codecEveryOp()} {
+	f.Add([]byte(codecDesignV11))
+	for _, p := range []*Program{codecSaxpy(), codecKitchenSink(), codecEveryOp(), codecKitchenSinkV11(), codecEveryOpV11()} {
 		text, err := MarshalJSON(p)
 		if err != nil {
 			f.Fatal(err)

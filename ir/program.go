@@ -104,8 +104,15 @@ type Program struct {
 	Name string
 	// WorkgroupSize is the number of invocations per workgroup on each axis.
 	WorkgroupSize [3]uint32
+	// SubgroupSize is the subgroup size the program requires (IR v1.1): a power of
+	// two from 1 to MaxSubgroupSize, or 0 when the program runs with any size. See
+	// docs/design.md, "IR v1.1".
+	SubgroupSize uint32
 	// Params are the specialization constants.
 	Params []ParamDecl
+	// Uniforms are the scalar inputs supplied with each dispatch (IR v1.1), in the
+	// order of their values in a dispatch's uniform bytes (see EncodeUniforms).
+	Uniforms []UniformDecl
 	// Buffers are the storage buffers, with dense bindings 0..n-1.
 	Buffers []BufferDecl
 	// Shared are the workgroup-local arrays.
@@ -119,6 +126,14 @@ type ParamDecl struct {
 	Name    string
 	Type    Type
 	Default Literal
+}
+
+// UniformDecl declares a uniform: a scalar of type i32, u32 or f32 whose value every
+// dispatch supplies (push constants on Vulkan, kernel parameters on CUDA). Unlike a
+// parameter it has no default and does not change the compiled program.
+type UniformDecl struct {
+	Name string
+	Type Type
 }
 
 // BufferDecl declares a storage buffer.
@@ -156,6 +171,16 @@ func (p *Program) Param(name string) (ParamDecl, bool) {
 		}
 	}
 	return ParamDecl{}, false
+}
+
+// Uniform returns the uniform declaration named name.
+func (p *Program) Uniform(name string) (UniformDecl, bool) {
+	for _, u := range p.Uniforms {
+		if u.Name == name {
+			return u, true
+		}
+	}
+	return UniformDecl{}, false
 }
 
 // Outputs returns the bindings of the buffers a dispatch returns, in binding order.

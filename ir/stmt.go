@@ -2,7 +2,8 @@ package ir
 
 // Stmt is a statement node. The concrete types are LetStmt, VarStmt, AssignStmt,
 // StoreStmt, IfStmt, ForStmt, WhileStmt, BreakStmt, BarrierStmt, AtomicStmt and
-// ReturnStmt (values, not pointers); no other type implements Stmt.
+// ReturnStmt, and since IR v1.1 ContinueStmt (values, not pointers); no other type
+// implements Stmt.
 type Stmt interface{ isStmt() }
 
 // LetStmt binds an immutable local.
@@ -58,19 +59,27 @@ type WhileStmt struct {
 // BreakStmt leaves the innermost for or while loop.
 type BreakStmt struct{}
 
+// ContinueStmt ends the current iteration of the innermost for or while loop (IR
+// v1.1): a for loop adds its step and tests its bound, a while loop tests its
+// condition.
+type ContinueStmt struct{}
+
 // BarrierStmt is a workgroup execution and memory barrier. Every invocation of a
 // workgroup must reach the same barriers.
 type BarrierStmt struct{}
 
 // AtomicStmt applies Op atomically to Target[Index] (a u32 or i32 buffer or shared
 // array) with Value. When Result is set, it declares an immutable local holding the
-// old value. Out of bounds does nothing and the result is 0.
+// old value. Out of bounds does nothing and the result is 0. Compare is set exactly
+// when Op is AtomicCompareExchange: the element becomes Value only if it equals
+// Compare.
 type AtomicStmt struct {
-	Op     AtomicOp
-	Target string
-	Index  Expr
-	Value  Expr
-	Result string
+	Op      AtomicOp
+	Target  string
+	Index   Expr
+	Value   Expr
+	Result  string
+	Compare Expr
 }
 
 // ReturnStmt ends this invocation.
@@ -88,11 +97,15 @@ func (BarrierStmt) isStmt() {}
 func (AtomicStmt) isStmt()  {}
 func (ReturnStmt) isStmt()  {}
 
+func (ContinueStmt) isStmt() {}
+
 // AtomicOp is an atomic read-modify-write operation.
 type AtomicOp uint8
 
 // The atomic operations, on u32 and i32 (min and max compare with the element's
-// signedness).
+// signedness). AtomicCompareExchange (IR v1.1, JSON "cas") compares the element
+// with the statement's Compare and stores Value only when they are equal; its
+// result is the old value either way, so old == compare tells that it stored.
 const (
 	AtomicAdd AtomicOp = iota + 1
 	AtomicMin
@@ -101,12 +114,13 @@ const (
 	AtomicOr
 	AtomicXor
 	AtomicExchange
+	AtomicCompareExchange
 	atomicEnd
 )
 
 var atomicNames = [...]string{
 	AtomicAdd: "add", AtomicMin: "min", AtomicMax: "max", AtomicAnd: "and",
-	AtomicOr: "or", AtomicXor: "xor", AtomicExchange: "exchange",
+	AtomicOr: "or", AtomicXor: "xor", AtomicExchange: "exchange", AtomicCompareExchange: "cas",
 }
 
 // String returns the operation's JSON name.

@@ -18,8 +18,12 @@ const (
 	// MaxNameLen bounds identifiers and the program name.
 	MaxNameLen = 128
 	// MaxBuffers bounds the storage buffers of a program: GPU backends pass every
-	// buffer's element count in 128 bytes of push constants.
+	// buffer's element count in 128 bytes of push constants. Uniforms (IR v1.1) share
+	// those 128 bytes, one word each: buffers and uniforms together are at most
+	// MaxBuffers.
 	MaxBuffers = 32
+	// MaxSubgroupSize is the largest subgroup size a program may require (IR v1.1).
+	MaxSubgroupSize = 128
 )
 
 // ValidationError describes the first problem Validate found: where (Path, in the
@@ -51,7 +55,7 @@ func Validate(p *Program) error {
 	if p == nil {
 		return &ValidationError{Msg: "program is nil", Fix: "build a program with ir.NewBuilder or ir.ParseJSON"}
 	}
-	c := &checker{prog: p, arrays: map[string]arrayInfo{}, params: map[string]Type{}}
+	c := &checker{prog: p, arrays: map[string]arrayInfo{}, params: map[string]Type{}, uniforms: map[string]Type{}}
 	if err := c.header(); err != nil {
 		return err
 	}
@@ -76,8 +80,10 @@ type checker struct {
 	prog   *Program
 	arrays map[string]arrayInfo
 	params map[string]Type
-	scopes []map[string]local
-	loops  int
+	// uniforms holds the uniforms' types (IR v1.1).
+	uniforms map[string]Type
+	scopes   []map[string]local
+	loops    int
 }
 
 func verr(path, fix, format string, args ...any) *ValidationError {
@@ -124,6 +130,11 @@ func (c *checker) header() error {
 	if err := CheckWorkgroupSize(p.WorkgroupSize); err != nil {
 		return &ValidationError{Path: "workgroup_size", Msg: err.Msg, Fix: err.Fix}
 	}
+	if p.SubgroupSize != 0 {
+		if err := CheckSubgroupSize(p.WorkgroupSize, p.SubgroupSize); err != nil {
+			return &ValidationError{Path: "subgroup_size", Msg: err.Msg, Fix: err.Fix}
+		}
+	}
 	for i, d := range p.Params {
 		path := fmt.Sprintf("params[%d]", i)
 		if !validIdent(d.Name) {
@@ -143,6 +154,28 @@ func (c *checker) header() error {
 			return err
 		}
 		c.params[d.Name] = d.Type
+	}
+	uniforms := map[string]bool{}
+	for i, u := range p.Uniforms {
+		path := fmt.Sprintf("uniforms[%d]", i)
+		if !validIdent(u.Name) {
+			return verr(path, identFix, "uniform name %q is not a valid identifier", u.Name)
+		}
+		if _, dup := c.params[u.Name]; dup {
+			return verr(path, "give each parameter and uniform its own name", "%q is already declared as a parameter", u.Name)
+		}
+		if uniforms[u.Name] {
+			return verr(path, "give each uniform its own name", "uniform %q is declared twice", u.Name)
+		}
+		if u.Type != I32 && u.Type != U32 && u.Type != F32 {
+			return verr(path, "use i32, u32 or f32 (pass a flag as a u32 0 or 1)", "uniform %q has type %s", u.Name, u.Type)
+		}
+		uniforms[u.Name] = true
+		c.uniforms[u.Name] = u.Type
+	}
+	if len(p.Buffers)+len(p.Uniforms) > MaxBuffers {
+		return verr("uniforms", fmt.Sprintf("use at most %d buffers and uniforms together (one push-constant word each), e.g. by packing values into a buffer", MaxBuffers),
+			"program declares %d buffers and %d uniforms", len(p.Buffers), len(p.Uniforms))
 	}
 	if len(p.Buffers) > MaxBuffers {
 		return verr("buffers", fmt.Sprintf("use at most %d buffers, e.g. by packing inputs into one", MaxBuffers),
@@ -215,6 +248,23 @@ func CheckWorkgroupSize(wg [3]uint32) *ValidationError {
 	if n := uint64(wg[0]) * uint64(wg[1]) * uint64(wg[2]); n > MaxInvocations {
 		return &ValidationError{Msg: fmt.Sprintf("workgroup size %v has %d invocations, more than %d", wg, n, MaxInvocations),
 			Fix: fmt.Sprintf("keep x*y*z at or below %d", MaxInvocations)}
+	}
+	return nil
+}
+
+// CheckSubgroupSize reports whether a program with workgroup size wg can run with
+// subgroups of size lanes (IR v1.1): size must be a power of two from 1 to
+// MaxSubgroupSize that divides the workgroup's invocation count, so every subgroup
+// is full. See docs/design.md, "IR v1.1".
+func CheckSubgroupSize(wg [3]uint32, size uint32) *ValidationError {
+	if size == 0 || size > MaxSubgroupSize || size&(size-1) != 0 {
+		return &ValidationError{Msg: fmt.Sprintf("subgroup size %d is not a power of two from 1 to %d", size, MaxSubgroupSize),
+			Fix: "use 1, 2, 4, 8, 16, 32, 64 or 128, or 0 to run with any subgroup size"}
+	}
+	n := uint64(wg[0]) * uint64(wg[1]) * uint64(wg[2])
+	if n%uint64(size) != 0 {
+		return &ValidationError{Msg: fmt.Sprintf("workgroup size %v has %d invocations, not a multiple of the subgroup size %d", wg, n, size),
+			Fix: fmt.Sprintf("make x*y*z a multiple of %d so every subgroup is full", size)}
 	}
 	return nil
 }
@@ -377,11 +427,16 @@ func (c *checker) stmt(s Stmt, path string, depth int) error {
 				"break outside a loop")
 		}
 		return nil
+	case ContinueStmt:
+		if c.loops == 0 {
+			return verr(path, "use continue only inside for or while", "continue outside a loop")
+		}
+		return nil
 	case BarrierStmt, ReturnStmt:
 		return nil
 	case AtomicStmt:
 		if !s.Op.Valid() {
-			return verr(path, "use add, min, max, and, or, xor or exchange", "atomic: invalid operation %d", s.Op)
+			return verr(path, "use add, min, max, and, or, xor, exchange or cas", "atomic: invalid operation %d", s.Op)
 		}
 		op := "atomic " + s.Op.String()
 		a, err := c.array(s.Target, path, op)
@@ -398,6 +453,16 @@ func (c *checker) stmt(s Stmt, path string, depth int) error {
 		}
 		if err := c.want(s.Index, path+".index", depth+1, U32, op+" index"); err != nil {
 			return err
+		}
+		if s.Op == AtomicCompareExchange {
+			if s.Compare == nil {
+				return verr(path, "give cas the value to compare with", "atomic cas: compare is missing")
+			}
+			if err := c.want(s.Compare, path+".compare", depth+1, a.elem, op+" compare"); err != nil {
+				return err
+			}
+		} else if s.Compare != nil {
+			return verr(path+".compare", "remove compare, or use the operation cas", "%s takes no compare value", op)
 		}
 		if err := c.want(s.Value, path+".value", depth+1, a.elem, op+" value"); err != nil {
 			return err
@@ -433,15 +498,41 @@ func (c *checker) expr(e Expr, path string, depth int) (Type, error) {
 			return 0, verr(path, "declare it in params", "parameter %q is not declared", e.Name)
 		}
 		return t, nil
+	case UniformRef:
+		t, ok := c.uniforms[e.Name]
+		if !ok {
+			return 0, verr(path, "declare it in uniforms", "uniform %q is not declared", e.Name)
+		}
+		return t, nil
 	case BuiltinRef:
 		if !e.Kind.Valid() {
-			return 0, verr(path, "use global_id, local_id, workgroup_id, num_workgroups or workgroup_size",
+			return 0, verr(path, "use global_id, local_id, workgroup_id, num_workgroups, workgroup_size, subgroup_size or subgroup_invocation_id",
 				"invalid builtin %d", e.Kind)
 		}
-		if e.Axis > 2 {
+		if e.Kind.HasAxis() && e.Axis > 2 {
 			return 0, verr(path, "use axis 0, 1 or 2", "builtin %s has axis %d", e.Kind, e.Axis)
 		}
+		if !e.Kind.HasAxis() && e.Axis != 0 {
+			return 0, verr(path, "leave the axis out: the builtin is a scalar", "builtin %s has axis %d", e.Kind, e.Axis)
+		}
 		return U32, nil
+	case BitcastExpr:
+		from, err := c.expr(e.X, path+".value", depth+1)
+		if err != nil {
+			return 0, err
+		}
+		if !e.To.IsNumeric() {
+			return 0, verr(path, "bitcast to i32, u32 or f32", "bitcast: target type %s is not allowed", e.To)
+		}
+		if !from.IsNumeric() {
+			return 0, verr(path, "bitcast an i32, u32 or f32 value; use cast or select for bool", "bitcast: operand type %s is not allowed", from)
+		}
+		if from == e.To {
+			return 0, verr(path, "remove the bitcast", "bitcast: the operand is already %s", from)
+		}
+		return e.To, nil
+	case SubgroupExpr:
+		return c.subgroup(e, path, depth)
 	case LoadExpr:
 		a, err := c.array(e.Target, path, "load")
 		if err != nil {
@@ -525,6 +616,8 @@ func (c *checker) unary(e UnaryExpr, path string, depth int) (Type, error) {
 		ok = t == Bool || t.IsInteger()
 	case OpAbs:
 		ok = t == I32 || t == F32
+	case OpClz, OpPopcount:
+		ok = t.IsInteger()
 	default:
 		ok = t == F32
 	}
@@ -569,4 +662,31 @@ func (c *checker) binary(e BinaryExpr, path string, depth int) (Type, error) {
 		return Bool, nil
 	}
 	return x, nil
+}
+
+func (c *checker) subgroup(e SubgroupExpr, path string, depth int) (Type, error) {
+	if !e.Op.Valid() {
+		return 0, verr(path, "use subgroup_add, subgroup_min, subgroup_max, subgroup_shuffle or subgroup_broadcast",
+			"invalid subgroup operation %d", e.Op)
+	}
+	t, err := c.expr(e.X, path+".args[0]", depth+1)
+	if err != nil {
+		return 0, err
+	}
+	if e.Op.HasLane() {
+		if e.Lane == nil {
+			return 0, verr(path, "give the lane as the second operand", "%s: lane is missing", e.Op)
+		}
+		if err := c.want(e.Lane, path+".args[1]", depth+1, U32, e.Op.String()+" lane"); err != nil {
+			return 0, err
+		}
+		return t, nil
+	}
+	if e.Lane != nil {
+		return 0, verr(path, "remove the lane: the operation reduces over the whole subgroup", "%s takes one operand", e.Op)
+	}
+	if !t.IsNumeric() {
+		return 0, verr(path, "reduce i32, u32 or f32 values (cast bool to u32)", "%s: operand type %s is not supported", e.Op, t)
+	}
+	return t, nil
 }

@@ -245,6 +245,7 @@ func TestValidateNesting(t *testing.T) {
 func FuzzValidate(f *testing.F) {
 	f.Add([]byte{1, 2, 3, 4, 5, 6, 7, 8, 9})
 	f.Add([]byte("a program of some bytes to start the fuzzer with"))
+	f.Add([]byte{64, 1, 1, 32, 2, 1, 3, 2, 4, 1, 2, 3, 11, 1, 13, 2, 11, 12, 3, 9, 8, 1, 13, 3, 0, 1, 11, 4})
 	f.Fuzz(func(t *testing.T, data []byte) {
 		g := &progGen{data: data}
 		_ = Validate(g.program())
@@ -273,9 +274,15 @@ func (g *progGen) typ() Type    { return Type(g.next() % uint8(typeEnd+1)) }
 
 func (g *progGen) program() *Program {
 	p := &Program{Name: "kiln.fuzz", WorkgroupSize: [3]uint32{uint32(g.next()), 1, uint32(g.next() % 3)}}
+	if g.next()%2 == 1 {
+		p.SubgroupSize = uint32(g.next())
+	}
 	for n := g.next() % 3; n > 0; n-- {
 		t := g.typ()
 		p.Params = append(p.Params, ParamDecl{Name: g.name(), Type: t, Default: Literal{Type: g.typ(), Bits: uint32(g.next())}})
+	}
+	for n := g.next() % 3; n > 0; n-- {
+		p.Uniforms = append(p.Uniforms, UniformDecl{Name: g.name(), Type: g.typ()})
 	}
 	for n := g.next() % 4; n > 0; n-- {
 		p.Buffers = append(p.Buffers, BufferDecl{Name: g.name(), Binding: uint32(g.next() % 4), Type: g.typ(),
@@ -297,7 +304,7 @@ func (g *progGen) block(depth int) []Stmt {
 }
 
 func (g *progGen) stmt(depth int) Stmt {
-	switch g.next() % 12 {
+	switch g.next() % 14 {
 	case 0:
 		return LetStmt{g.name(), g.expr(0)}
 	case 1:
@@ -317,9 +324,15 @@ func (g *progGen) stmt(depth int) Stmt {
 	case 8:
 		return BarrierStmt{}
 	case 9:
-		return AtomicStmt{AtomicOp(g.next() % 9), g.name(), g.expr(0), g.expr(0), g.name()}
+		s := AtomicStmt{Op: AtomicOp(g.next() % 10), Target: g.name(), Index: g.expr(0), Value: g.expr(0), Result: g.name()}
+		if g.next()%2 == 1 {
+			s.Compare = g.expr(0)
+		}
+		return s
 	case 10:
 		return ReturnStmt{}
+	case 11:
+		return ContinueStmt{}
 	}
 	return nil
 }
@@ -328,7 +341,7 @@ func (g *progGen) expr(depth int) Expr {
 	if depth > 5 {
 		return Literal{Type: g.typ(), Bits: uint32(g.next())}
 	}
-	switch g.next() % 12 {
+	switch g.next() % 15 {
 	case 0:
 		return Literal{Type: g.typ(), Bits: uint32(g.next())}
 	case 1:
@@ -336,13 +349,13 @@ func (g *progGen) expr(depth int) Expr {
 	case 2:
 		return ParamRef{g.name()}
 	case 3:
-		return BuiltinRef{BuiltinKind(g.next() % 7), g.next() % 4}
+		return BuiltinRef{BuiltinKind(g.next() % 9), g.next() % 4}
 	case 4:
 		return LoadExpr{g.name(), g.expr(depth + 1)}
 	case 5:
 		return LenExpr{g.name()}
 	case 6:
-		return UnaryExpr{UnaryOp(g.next() % 12), g.expr(depth + 1)}
+		return UnaryExpr{UnaryOp(g.next() % 16), g.expr(depth + 1)}
 	case 7:
 		return BinaryExpr{BinaryOp(g.next() % 22), g.expr(depth + 1), g.expr(depth + 1)}
 	case 8:
@@ -351,6 +364,16 @@ func (g *progGen) expr(depth int) Expr {
 		return SelectExpr{g.expr(depth + 1), g.expr(depth + 1), g.expr(depth + 1)}
 	case 10:
 		return CastExpr{g.typ(), g.expr(depth + 1)}
+	case 11:
+		return UniformRef{g.name()}
+	case 12:
+		return BitcastExpr{g.typ(), g.expr(depth + 1)}
+	case 13:
+		x := SubgroupExpr{Op: SubgroupOp(g.next() % 7), X: g.expr(depth + 1)}
+		if g.next()%2 == 1 {
+			x.Lane = g.expr(depth + 1)
+		}
+		return x
 	}
 	return nil
 }

@@ -194,6 +194,10 @@ type DispatchRequest struct {
 	// OutputCounts are by binding: element counts of write buffers without a
 	// fixed count.
 	OutputCounts []uint32
+	// Uniforms is the program's uniform block (IR v1.1): each uniform's 4 bytes,
+	// little-endian, in declaration order (ir.EncodeUniforms); empty when the
+	// program has none. The host checks its length before sending it.
+	Uniforms []byte
 }
 
 // DispatchResult holds every write and read_write buffer, in binding order.

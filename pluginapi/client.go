@@ -67,6 +67,7 @@ func (c *client) Dispatch(ctx context.Context, req *DispatchRequest) (*DispatchR
 		GridZ:        req.Grid[2],
 		Inputs:       inputsToProto(req.Inputs),
 		OutputCounts: req.OutputCounts,
+		Uniforms:     req.Uniforms,
 	})
 	if err != nil {
 		return nil, fromStatus(ctx, "Dispatch", err)

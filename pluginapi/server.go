@@ -97,6 +97,7 @@ func (s *server) Dispatch(ctx context.Context, req *kilnpb.DispatchRequest) (*ki
 		Grid:         [3]uint32{req.GetGridX(), req.GetGridY(), req.GetGridZ()},
 		Inputs:       inputsFromProto(req.GetInputs()),
 		OutputCounts: req.GetOutputCounts(),
+		Uniforms:     req.GetUniforms(),
 	}
 	start := time.Now()
 	res, err := s.impl.Dispatch(ctx, dreq)

@@ -5,8 +5,8 @@ import (
 	"errors"
 	"sync"
 
+	"github.com/kiln-dev/kiln/ir/interp"
 	"github.com/kiln-dev/kiln/pluginapi"
-	"github.com/kiln-dev/kiln/plugins/cpuref/interp"
 )
 
 func main() { pluginapi.Serve(newBackend()) }

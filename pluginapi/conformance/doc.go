@@ -1,7 +1,7 @@
 // Package conformance is the test kit a backend author runs from their own test:
 // Run executes the standard kernel corpus (ir/kernels) on a pluginapi.Backend
 // in-process at several sizes and compares every output with the CPU reference
-// interpreter (plugins/cpuref/interp) under DESIGN.md's comparison rules, with one
+// interpreter (ir/interp) under DESIGN.md's comparison rules, with one
 // subtest per kernel and size.
 //
 // The rules (Compare, BoundFor): integer outputs are bit-exact; f32 outputs are

@@ -11,9 +11,9 @@ import (
 	"time"
 
 	"github.com/kiln-dev/kiln/ir"
+	"github.com/kiln-dev/kiln/ir/interp"
 	"github.com/kiln-dev/kiln/ir/kernels"
 	"github.com/kiln-dev/kiln/pluginapi"
-	"github.com/kiln-dev/kiln/plugins/cpuref/interp"
 )
 
 // Options tune Run. The zero value runs every corpus kernel at its own sizes on

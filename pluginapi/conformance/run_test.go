@@ -8,8 +8,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/kiln-dev/kiln/ir/interp"
 	"github.com/kiln-dev/kiln/pluginapi"
-	"github.com/kiln-dev/kiln/plugins/cpuref/interp"
 )
 
 // interpBackend runs programs on the interpreter: the smallest correct backend.

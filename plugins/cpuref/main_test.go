@@ -16,11 +16,11 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/go-plugin"
 
+	"github.com/kiln-dev/kiln/ir/interp"
 	"github.com/kiln-dev/kiln/ir/kernels"
 	"github.com/kiln-dev/kiln/pluginapi"
 	"github.com/kiln-dev/kiln/pluginapi/conformance"
 	"github.com/kiln-dev/kiln/plugins/cpuref/backend"
-	"github.com/kiln-dev/kiln/plugins/cpuref/interp"
 )
 
 // buildPlugin builds this command into a temporary directory, as an operator would

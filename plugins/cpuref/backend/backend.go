@@ -6,8 +6,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/kiln-dev/kiln/ir/interp"
 	"github.com/kiln-dev/kiln/pluginapi"
-	"github.com/kiln-dev/kiln/plugins/cpuref/interp"
 )
 
 // ID is the backend's registry id.
@@ -59,7 +59,7 @@ func (b *Backend) Describe(context.Context) (*pluginapi.Description, error) {
 		Version:         Version,
 		ReferenceOracle: true,
 		Dispatches:      true,
-		Features:        []string{"ir.v1", "shared", "atomics", "barrier"}, // all of IR v1
+		Features:        []string{"ir.v1", "ir.v1.1", "shared", "atomics", "barrier"}, // all of IR v1.1
 		Adapters: []pluginapi.Adapter{{
 			Index:     0,
 			Name:      AdapterName,
@@ -125,7 +125,7 @@ func (b *Backend) Dispatch(ctx context.Context, req *pluginapi.DispatchRequest) 
 		return nil, err
 	}
 	start := time.Now()
-	outs, err := k.Run(ctx, interp.Launch{Grid: req.Grid, Inputs: req.Inputs, OutputCounts: req.OutputCounts})
+	outs, err := k.Run(ctx, interp.Launch{Grid: req.Grid, Inputs: req.Inputs, OutputCounts: req.OutputCounts, Uniforms: req.Uniforms})
 	nanos := time.Since(start).Nanoseconds()
 	if err != nil {
 		if ctxErr := ctx.Err(); ctxErr != nil && errors.Is(err, ctxErr) {

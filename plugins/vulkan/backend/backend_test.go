@@ -14,9 +14,9 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/kiln-dev/kiln/ir"
+	"github.com/kiln-dev/kiln/ir/interp"
 	"github.com/kiln-dev/kiln/ir/kernels"
 	"github.com/kiln-dev/kiln/pluginapi"
-	"github.com/kiln-dev/kiln/plugins/cpuref/interp"
 	"github.com/kiln-dev/kiln/plugins/vulkan/vk"
 )
 

@@ -6,8 +6,8 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/kiln-dev/kiln/ir/interp"
 	"github.com/kiln-dev/kiln/ir/kernels"
-	"github.com/kiln-dev/kiln/plugins/cpuref/interp"
 )
 
 // TestCorpusMatchesReference runs every corpus kernel at every corpus size on the

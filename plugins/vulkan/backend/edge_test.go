@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/kiln-dev/kiln/ir"
-	"github.com/kiln-dev/kiln/plugins/cpuref/interp"
+	"github.com/kiln-dev/kiln/ir/interp"
 )
 
 // The semantic edge table: small programs that exercise every IR v1 operation on its

@@ -13,7 +13,7 @@ import (
 
 	"github.com/kiln-dev/kiln/host"
 	"github.com/kiln-dev/kiln/ir"
-	"github.com/kiln-dev/kiln/plugins/cpuref/interp"
+	"github.com/kiln-dev/kiln/ir/interp"
 )
 
 // Options say what to measure.

@@ -7,8 +7,8 @@ import (
 	"testing"
 
 	"github.com/kiln-dev/kiln/ir"
+	"github.com/kiln-dev/kiln/ir/interp"
 	"github.com/kiln-dev/kiln/ir/kernels"
-	"github.com/kiln-dev/kiln/plugins/cpuref/interp"
 )
 
 // corpusSeed fixes the random inputs, so a failure reproduces; each size draws its

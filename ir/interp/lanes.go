@@ -2,6 +2,7 @@ package interp
 
 import (
 	"math"
+	"math/bits"
 
 	"github.com/kiln-dev/kiln/ir"
 )
@@ -394,6 +395,16 @@ func unaryLoop(op ir.UnaryOp, t ir.Type) unLoop {
 		case ir.I32:
 			return scalarUn(absI32)
 		}
+	case ir.OpClz:
+		if t.IsInteger() {
+			return scalarUn(func(x uint32) uint32 { return uint32(bits.LeadingZeros32(x)) })
+		}
+		return nil
+	case ir.OpPopcount:
+		if t.IsInteger() {
+			return scalarUn(func(x uint32) uint32 { return uint32(bits.OnesCount32(x)) })
+		}
+		return nil
 	}
 	if t != ir.F32 {
 		return nil
@@ -414,6 +425,10 @@ func unaryLoop(op ir.UnaryOp, t ir.Type) unLoop {
 		f = math.Floor
 	case ir.OpCeil:
 		f = math.Ceil
+	case ir.OpTrunc:
+		f = math.Trunc
+	case ir.OpRound:
+		f = math.RoundToEven
 	default:
 		return nil
 	}

@@ -150,3 +150,60 @@ func maskedCopy(m *mask, dst, src []uint32) {
 		}
 	}
 }
+
+// absorb adds the active lanes of m to c, the mask a loop's continue statements
+// collect lanes in. c.on is false outside [c.lo, c.hi) (rejoin keeps it so).
+func (c *mask) absorb(m *mask) {
+	if m.empty() {
+		return
+	}
+	for i := m.lo; i < m.hi; i++ {
+		if m.on[i] {
+			c.on[i] = true
+		}
+	}
+	if c.empty() {
+		c.lo, c.hi = m.lo, m.hi
+	} else {
+		c.lo, c.hi = min(c.lo, m.lo), max(c.hi, m.hi)
+	}
+	c.dense = false
+}
+
+// rejoin adds the lanes of c (which continued) back to m, whose on entries are
+// exact over [lo, hi), the range m had when the iteration began, and empties c.
+func (m *mask) rejoin(c *mask, lo, hi int) {
+	if c.empty() {
+		return
+	}
+	for i := c.lo; i < c.hi; i++ {
+		if c.on[i] {
+			m.on[i] = true
+			c.on[i] = false
+		}
+	}
+	c.lo, c.hi = 0, 0
+	m.bound(lo, hi)
+}
+
+// prefix makes m the lanes of the dense mask p below at: [p.lo, at).
+func (m *mask) prefix(trues []bool, p *mask, at int) {
+	copy(m.on[p.lo:at], trues[p.lo:at])
+	clear(m.on[at:p.hi])
+	if at > p.lo {
+		m.lo, m.hi, m.dense = p.lo, at, true
+	} else {
+		m.lo, m.hi, m.dense = 0, 0, true
+	}
+}
+
+// suffix makes m the lanes of the dense mask p from at on: [at, p.hi).
+func (m *mask) suffix(trues []bool, p *mask, at int) {
+	clear(m.on[p.lo:at])
+	copy(m.on[at:p.hi], trues[at:p.hi])
+	if at < p.hi {
+		m.lo, m.hi, m.dense = at, p.hi, true
+	} else {
+		m.lo, m.hi, m.dense = 0, 0, true
+	}
+}

@@ -18,11 +18,16 @@ const poison = 0xDEADBEEF
 
 // runState is one dispatch: its storage and the uniform registers all workers read.
 type runState struct {
-	k         *Kernel
-	grid      [3]uint32
-	groups    uint64
+	k      *Kernel
+	grid   [3]uint32
+	groups uint64
+	// Workgroups run in units: up to k.batch consecutive workgroups of one row of
+	// the grid (the same y and z). rowUnits is the number of units per row.
+	units     uint64
+	rowUnits  uint64
 	bufs      [][]uint32 // by binding
 	lens      [][]uint32 // by binding: len(buffer) in every lane
+	uniforms  [][]uint32 // by uniform: its value in every lane
 	numGroups [3][]uint32
 	next      atomic.Uint64 // next workgroup to run
 	stop      atomic.Bool   // set on the first error or on cancellation
@@ -39,7 +44,7 @@ func (r *runState) fail(err error) {
 	r.stop.Store(true)
 }
 
-// worker runs workgroups one at a time; it owns all its scratch state.
+// worker runs units of workgroups one at a time; it owns all its scratch state.
 type worker struct {
 	run    *runState
 	locals [][]uint32
@@ -49,7 +54,21 @@ type worker struct {
 	shared [][]uint32
 	masks  []mask
 	live   []bool // lanes that have not returned
-	wgID   [3]uint32
+	trues  []bool // all true, to set mask entries by copying
+	// filled says which of global and group hold the current unit's values; they
+	// are filled the first time a unit reads them.
+	filledGlobal [3]bool
+	filledGroup  [3]bool
+	// wgID is the id of the unit's first workgroup; the unit has count workgroups
+	// along x. linBase is global_id(0) of lane 0 (see Kernel.linear).
+	wgID    [3]uint32
+	count   int
+	linBase uint32
+	// active is the mask of the statement being evaluated: subgroup operations and
+	// strict shared-memory checks look only at its lanes.
+	active *mask
+	// strict is strict mode's record of shared-memory accesses (nil when off).
+	strict *shadowMemory
 	halted bool
 }
 
@@ -71,6 +90,10 @@ func newWorker(r *runState) *worker {
 		temps:  registers(k.nTemps, n),
 		masks:  make([]mask, k.nMasks),
 		live:   make([]bool, n),
+		trues:  make([]bool, n),
+	}
+	for i := range w.trues {
+		w.trues[i] = true
 	}
 	for a := range 3 {
 		if k.usesGlobal[a] {
@@ -87,6 +110,9 @@ func newWorker(r *runState) *worker {
 	w.shared = make([][]uint32, len(k.prog.Shared))
 	for i, s := range k.prog.Shared {
 		w.shared[i] = make([]uint32, s.Count)
+	}
+	if k.strict && len(w.shared) > 0 {
+		w.strict = newShadowMemory(w.shared)
 	}
 	return w
 }
@@ -105,50 +131,95 @@ func (w *worker) stopped() bool {
 	return w.halted
 }
 
-// loop runs workgroups until none are left or the run stops.
+// loop runs units until none are left or the run stops.
 func (w *worker) loop() {
 	r := w.run
 	for !r.stop.Load() {
-		g := r.next.Add(1) - 1
-		if g >= r.groups {
+		u := r.next.Add(1) - 1
+		if u >= r.units {
 			return
 		}
-		w.workgroup(g)
+		w.unit(u)
 		if w.halted {
 			return
 		}
 	}
 }
 
-func (w *worker) workgroup(g uint64) {
+// unit runs the workgroups of unit u together.
+func (w *worker) unit(u uint64) {
 	r, k := w.run, w.run.k
 	gx, gy := uint64(r.grid[0]), uint64(r.grid[1])
-	w.wgID = [3]uint32{uint32(g % gx), uint32(g / gx % gy), uint32(g / (gx * gy))}
-	for a := range 3 {
-		if k.usesGroup[a] {
-			fillWords(w.group[a], w.wgID[a])
+	row, col := u/r.rowUnits, u%r.rowUnits
+	x0 := col * uint64(k.batch)
+	w.wgID = [3]uint32{uint32(x0), uint32(row % gy), uint32(row / gy)}
+	w.count = int(min(uint64(k.batch), gx-x0))
+	w.linBase = w.wgID[0] * k.wg[0]
+	w.filledGlobal, w.filledGroup = [3]bool{}, [3]bool{}
+	for _, s := range w.shared {
+		fillWords(s, poison)
+	}
+	if w.strict != nil {
+		w.strict.startWorkgroup()
+	}
+	n := w.count * k.group
+	root := &w.masks[0]
+	if k.returns || root.hi != n || root.lo != 0 {
+		// Only a return changes the root mask or the live lanes.
+		copy(w.live, w.trues[:n])
+		root.fill(n)
+	}
+	k.body(w, root)
+}
+
+// groupIDs returns the workgroup_id register of axis a for the current unit.
+func (w *worker) groupIDs(a int) []uint32 {
+	if !w.filledGroup[a] {
+		w.filledGroup[a] = true
+		d := w.group[a]
+		if a == 0 && w.run.k.batch > 1 {
+			g := w.run.k.group
+			for j := range w.count {
+				fillWords(d[j*g:(j+1)*g], w.wgID[0]+uint32(j))
+			}
+		} else {
+			fillWords(d, w.wgID[a])
 		}
-		if k.usesGlobal[a] {
-			base := w.wgID[a] * k.wg[a]
-			lid := k.localID[a]
-			gid := w.global[a][:len(lid)]
+	}
+	return w.group[a]
+}
+
+// globalIDs returns the global_id register of axis a for the current unit.
+func (w *worker) globalIDs(a int) []uint32 {
+	if !w.filledGlobal[a] {
+		w.filledGlobal[a] = true
+		k := w.run.k
+		lid := k.localID[a]
+		gid := w.global[a][:len(lid)]
+		size := k.wg[a]
+		if a == 0 && k.batch > 1 {
+			for j := range w.count {
+				base := (w.wgID[0] + uint32(j)) * size
+				for i := j * k.group; i < (j+1)*k.group; i++ {
+					gid[i] = base + lid[i]
+				}
+			}
+		} else {
+			base := w.wgID[a] * size
 			for i, l := range lid {
 				gid[i] = base + l
 			}
 		}
 	}
-	for _, s := range w.shared {
-		fillWords(s, poison)
-	}
-	root := &w.masks[0]
-	if k.returns || root.empty() {
-		// Only a return changes the root mask or the live lanes.
-		for i := range w.live {
-			w.live[i] = true
-		}
-		root.fill(k.lanes)
-	}
-	k.body(w, root)
+	return w.global[a]
+}
+
+// laneWorkgroup returns the workgroup id and local id of lane i of the unit.
+func (w *worker) laneWorkgroup(i int) (wg, local [3]uint32) {
+	k := w.run.k
+	wg = w.wgID
+	wg[0] += uint32(i / k.group)
+	return wg, [3]uint32{k.localID[0][i], k.localID[1][i], k.localID[2][i]}
 }
 
 func fillWords(d []uint32, v uint32) {
@@ -157,18 +228,19 @@ func fillWords(d []uint32, v uint32) {
 	}
 }
 
-// divergence describes a barrier that m does not cover entirely.
+// divergence describes a barrier that m does not cover entirely. Programs with
+// barriers run one workgroup per unit.
 func (w *worker) divergence(m *mask, path string) error {
 	k := w.run.k
 	missing := 0
-	for i := range w.live {
+	for i := range k.group {
 		if i < m.lo || i >= m.hi || !m.on[i] {
 			missing = i
 			break
 		}
 	}
 	return fmt.Errorf("interp: program %q: barrier at %s reached by only %d of %d invocations of workgroup (%d,%d,%d); the invocation with local id (%d,%d,%d) did not reach it (it returned, left a loop or took another branch). Fix: keep barriers in uniform control flow, so every invocation of a workgroup reaches each one",
-		k.prog.Name, path, m.count(), k.lanes, w.wgID[0], w.wgID[1], w.wgID[2],
+		k.prog.Name, path, m.count(), k.group, w.wgID[0], w.wgID[1], w.wgID[2],
 		k.localID[0][missing], k.localID[1][missing], k.localID[2][missing])
 }
 
@@ -185,7 +257,7 @@ func (k *Kernel) Run(ctx context.Context, l Launch) ([][]byte, error) {
 	}
 	if r.groups > 0 {
 		stop := context.AfterFunc(ctx, func() { r.stop.Store(true) })
-		r.execute(k.workerCount(r.groups))
+		r.execute(k.workerCount(r.units))
 		stop()
 	}
 	if r.err != nil {
@@ -203,13 +275,13 @@ func (k *Kernel) Run(ctx context.Context, l Launch) ([][]byte, error) {
 	return outs, nil
 }
 
-func (k *Kernel) workerCount(groups uint64) int {
+func (k *Kernel) workerCount(units uint64) int {
 	n := runtime.GOMAXPROCS(0)
 	if k.workers > 0 {
 		n = k.workers
 	}
-	if uint64(n) > groups {
-		n = int(groups)
+	if uint64(n) > units {
+		n = int(units)
 	}
 	return n
 }
@@ -252,6 +324,19 @@ func (k *Kernel) newRun(l Launch) (*runState, error) {
 		groups = lo
 	}
 	r.groups = groups
+	if groups > 0 {
+		r.rowUnits = (uint64(l.Grid[0]) + uint64(k.batch) - 1) / uint64(k.batch)
+		r.units = groups / uint64(l.Grid[0]) * r.rowUnits
+	}
+	vals, err := ir.DecodeUniforms(p, l.Uniforms)
+	if err != nil {
+		return nil, fmt.Errorf("interp: %w", err)
+	}
+	r.uniforms = make([][]uint32, len(vals))
+	for i, v := range vals {
+		r.uniforms[i] = make([]uint32, k.lanes)
+		fillWords(r.uniforms[i], v.Bits)
+	}
 	for _, d := range p.Buffers {
 		var in []byte
 		if int(d.Binding) < len(l.Inputs) {

@@ -61,6 +61,8 @@ func genProgram(data []byte) *ir.Program {
 	b := ir.NewBuilder("fuzz.gen", []uint32{1, 2, 3, 4, 8, 32, 64}[g.n(7)], uint32(1+g.n(2)), 1)
 	b.Param("pu", ir.U32, ir.LitU32(uint32(g.byte())))
 	b.Param("pf", ir.F32, ir.Literal{Type: ir.F32, Bits: g.word()})
+	b.Uniform("uu", ir.U32)
+	b.Uniform("uf", ir.F32)
 	b.Buffer("iu", ir.U32, ir.Read)
 	b.Buffer("if", ir.F32, ir.Read)
 	b.Buffer("ii", ir.I32, ir.Read)
@@ -97,7 +99,7 @@ func (g *gen) pick(t ir.Type, mutable bool) (string, bool) {
 }
 
 func (g *gen) stmt(k *ir.Block, depth int) {
-	choice := g.n(12)
+	choice := g.n(13)
 	if depth >= 4 && choice >= 4 && choice <= 7 {
 		choice = 0 // no deeper nesting
 	}
@@ -168,7 +170,11 @@ func (g *gen) stmt(k *ir.Block, depth int) {
 		targets := genAtoms[at]
 		op := ir.AtomicOps()[g.n(len(ir.AtomicOps()))]
 		target := targets[g.n(len(targets))]
-		if g.n(2) == 0 {
+		if op == ir.AtomicCompareExchange {
+			name := g.name()
+			k.AtomicCAS(target, g.index(), g.expr(at, 0), g.expr(at, 0), name)
+			g.locals = append(g.locals, genLocal{name, at, false})
+		} else if g.n(2) == 0 {
 			name := g.name()
 			k.AtomicResult(op, target, g.index(), g.expr(at, 0), name)
 			g.locals = append(g.locals, genLocal{name, at, false})
@@ -178,6 +184,10 @@ func (g *gen) stmt(k *ir.Block, depth int) {
 	case 10:
 		if g.n(4) == 0 {
 			k.Return()
+		}
+	case 11:
+		if g.loops > 0 {
+			k.Continue()
 		}
 	}
 }
@@ -224,11 +234,19 @@ func (g *gen) leaf(t ir.Type) ir.Expr {
 			return ir.Param("pf")
 		}
 	case 3:
-		if t == ir.U32 {
-			if g.n(2) == 0 {
+		switch t {
+		case ir.U32:
+			switch g.n(4) {
+			case 0:
 				return ir.Param("pu")
+			case 1:
+				return ir.Uniform("uu")
+			case 2:
+				return []ir.Expr{ir.SubgroupSize(), ir.SubgroupInvocationID()}[g.n(2)]
 			}
 			return ir.Len([]string{"iu", "if", "ii", "ou", "of", "oi"}[g.n(6)])
+		case ir.F32:
+			return ir.Uniform("uf")
 		}
 	}
 	return g.literal(t)
@@ -239,7 +257,7 @@ func (g *gen) expr(t ir.Type, depth int) ir.Expr {
 		return g.leaf(t)
 	}
 	d := depth + 1
-	switch g.n(8) {
+	switch g.n(10) {
 	case 1:
 		return g.unary(t, d)
 	case 2, 3:
@@ -264,6 +282,22 @@ func (g *gen) expr(t ir.Type, depth int) ir.Expr {
 		if t == ir.F32 {
 			return ir.Fma(g.expr(t, d), g.expr(t, d), g.expr(t, d))
 		}
+	case 8:
+		if t != ir.Bool {
+			from := []ir.Type{ir.U32, ir.I32, ir.F32}[g.n(3)]
+			if from != t {
+				return ir.Bitcast(t, g.expr(from, d))
+			}
+		}
+	case 9:
+		ops := ir.SubgroupOps()
+		op := ops[g.n(len(ops))]
+		if op.HasLane() {
+			return ir.SubgroupExpr{Op: op, X: g.expr(t, d), Lane: g.expr(ir.U32, d)}
+		}
+		if t != ir.Bool {
+			return ir.SubgroupExpr{Op: op, X: g.expr(t, d)}
+		}
 	}
 	return g.leaf(t)
 }
@@ -274,11 +308,12 @@ func (g *gen) unary(t ir.Type, d int) ir.Expr {
 	case ir.Bool:
 		ops = []ir.UnaryOp{ir.OpNot}
 	case ir.U32:
-		ops = []ir.UnaryOp{ir.OpNeg, ir.OpNot}
+		ops = []ir.UnaryOp{ir.OpNeg, ir.OpNot, ir.OpClz, ir.OpPopcount}
 	case ir.I32:
-		ops = []ir.UnaryOp{ir.OpNeg, ir.OpNot, ir.OpAbs}
+		ops = []ir.UnaryOp{ir.OpNeg, ir.OpNot, ir.OpAbs, ir.OpClz, ir.OpPopcount}
 	default:
-		ops = []ir.UnaryOp{ir.OpNeg, ir.OpAbs, ir.OpSqrt, ir.OpExp, ir.OpLog, ir.OpSin, ir.OpCos, ir.OpFloor, ir.OpCeil}
+		ops = []ir.UnaryOp{ir.OpNeg, ir.OpAbs, ir.OpSqrt, ir.OpExp, ir.OpLog, ir.OpSin, ir.OpCos, ir.OpFloor, ir.OpCeil,
+			ir.OpTrunc, ir.OpRound}
 	}
 	return ir.UnaryExpr{Op: ops[g.n(len(ops))], X: g.expr(t, d)}
 }
@@ -311,6 +346,10 @@ func fuzzLaunch(p *ir.Program, grid byte) (Launch, bool) {
 		Grid:         [3]uint32{1 + uint32(grid%3), 1 + uint32(grid/3%2), 1 + uint32(grid/6%2)},
 		Inputs:       make([][]byte, len(p.Buffers)),
 		OutputCounts: make([]uint32, len(p.Buffers)),
+		Uniforms:     make([]byte, p.UniformBytes()),
+	}
+	for i := range l.Uniforms {
+		l.Uniforms[i] = grid + byte(i)
 	}
 	for i, d := range p.Buffers {
 		n := d.Count
@@ -372,7 +411,7 @@ func FuzzGeneratedPrograms(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, data []byte, grid byte) {
 		p := genProgram(data)
-		k, err := Compile(p, Options{})
+		k, err := Compile(p, Options{Strict: grid%2 == 1})
 		if err != nil {
 			t.Fatalf("generated program rejected: %v", err)
 		}
@@ -382,7 +421,8 @@ func FuzzGeneratedPrograms(f *testing.F) {
 
 func FuzzDecodedPrograms(f *testing.F) {
 	seeds := []*ir.Program{vectorAddProgram(), matmulProgram(), infiniteLoop(), specProgram(), copyProgram(),
-		recordLoop(ir.I32, ir.LitI32(-5), ir.LitI32(5), ir.LitI32(3), 6)}
+		recordLoop(ir.I32, ir.LitI32(-5), ir.LitI32(5), ir.LitI32(3), 6),
+		casAddProgram(true), subgroupProgram(64, 0), uniformsProgram(), reduction(false), neighbour(true)}
 	for i := range 16 {
 		seed := make([]byte, 64)
 		for j := range seed {

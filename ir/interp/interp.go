@@ -7,6 +7,10 @@ import (
 	"github.com/kiln-dev/kiln/ir"
 )
 
+// DefaultSubgroupSize is the subgroup size the interpreter emulates for a program
+// that leaves it open, when Options do not name one and it divides the workgroup.
+const DefaultSubgroupSize = 32
+
 // Options fix what a GPU backend fixes at pipeline compile time.
 type Options struct {
 	// WorkgroupSize overrides the program's workgroup size when it is not the zero
@@ -15,6 +19,19 @@ type Options struct {
 	// Spec overrides parameter defaults by name; every name must be a parameter of
 	// the program and every value must have that parameter's type.
 	Spec ir.SpecMap
+	// SubgroupSize is the subgroup size to emulate (IR v1.1): a power of two up to
+	// ir.MaxSubgroupSize that divides the workgroup's invocation count. A program
+	// that fixes its subgroup size runs with that size, and naming another here is
+	// an error. 0 emulates the program's size, else DefaultSubgroupSize, else the
+	// largest power of two below it that divides the workgroup.
+	SubgroupSize uint32
+	// Strict turns on strict mode: a run that races on shared memory — a lane
+	// reading or writing a word another lane wrote, read or updated atomically since
+	// the last barrier, two lanes writing one word — or that reads shared memory no
+	// lane of the workgroup wrote, or indexes a shared array out of bounds, stops
+	// with a *StrictError instead of returning outputs. See docs/design.md, "The
+	// oracle and strict mode".
+	Strict bool
 }
 
 // Launch is one dispatch.
@@ -31,14 +48,27 @@ type Launch struct {
 	// of each write buffer without a fixed Count (missing means 0). Other entries are
 	// ignored.
 	OutputCounts []uint32
+	// Uniforms is the program's uniform block (IR v1.1): 4 little-endian bytes per
+	// uniform, in declaration order (ir.EncodeUniforms packs it); empty for a
+	// program without uniforms.
+	Uniforms []byte
 }
 
 // Kernel is a program compiled for execution. It is immutable and safe for
 // concurrent use.
 type Kernel struct {
-	prog    *ir.Program
-	wg      [3]uint32
+	prog *ir.Program
+	wg   [3]uint32
+	// group is the number of invocations of a workgroup; lanes the width of the
+	// registers: batch workgroups of group lanes each (batch > 1 only for programs
+	// without barriers and shared arrays, whose workgroups are independent).
+	group   int
+	batch   int
 	lanes   int
+	sgSize  int  // the emulated subgroup size
+	strict  bool // strict mode checks every shared-memory access
+	linear  bool // global_id(0) is base + lane: a workgroup is one row of x
+	sites   []site
 	body    stmtFn
 	params  map[string]ir.Literal
 	localID [3][]uint32
@@ -69,23 +99,84 @@ func Compile(p *ir.Program, opts Options) (*Kernel, error) {
 			return nil, fmt.Errorf("interp: program %q: bad workgroup size override: %w", p.Name, err)
 		}
 	}
-	n := wg[0] * wg[1] * wg[2] // at most ir.MaxInvocations, checked by Validate or above
+	n := int(wg[0] * wg[1] * wg[2]) // at most ir.MaxInvocations, checked by Validate or above
 	params, err := resolveParams(p, opts.Spec)
 	if err != nil {
 		return nil, err
 	}
-	k := &Kernel{prog: p, wg: wg, lanes: int(n), params: params}
+	sg, err := subgroupSize(p, wg, opts.SubgroupSize)
+	if err != nil {
+		return nil, err
+	}
+	k := &Kernel{prog: p, wg: wg, group: n, batch: 1, sgSize: int(sg), strict: opts.Strict, params: params,
+		linear: wg[1] == 1 && wg[2] == 1}
+	if len(p.Shared) == 0 && !hasBarrier(p.Body) {
+		// Independent workgroups run batch at a time, in registers of about
+		// batchLanes lanes, so per-workgroup overhead is paid once per batch.
+		k.batch = max(1, batchLanes/n)
+	}
+	k.lanes = k.batch * n
 	for a := range k.localID {
 		k.localID[a] = make([]uint32, k.lanes)
 	}
 	for l := range k.lanes {
-		x, y, z := l%int(wg[0]), l/int(wg[0])%int(wg[1]), l/int(wg[0]*wg[1])
+		i := l % n
+		x, y, z := i%int(wg[0]), i/int(wg[0])%int(wg[1]), i/int(wg[0]*wg[1])
 		k.localID[0][l], k.localID[1][l], k.localID[2][l] = uint32(x), uint32(y), uint32(z)
 	}
 	if err := compileProgram(k); err != nil {
 		return nil, err
 	}
 	return k, nil
+}
+
+// batchLanes is the register width the interpreter aims for when it runs several
+// independent workgroups together.
+const batchLanes = 2048
+
+// subgroupSize picks the subgroup size to emulate (see Options.SubgroupSize).
+func subgroupSize(p *ir.Program, wg [3]uint32, asked uint32) (uint32, error) {
+	size := p.SubgroupSize
+	switch {
+	case size != 0 && asked != 0 && asked != size:
+		return 0, fmt.Errorf("interp: program %q requires subgroups of %d lanes, but %d were asked for. Fix: leave Options.SubgroupSize 0 or set it to %d",
+			p.Name, size, asked, size)
+	case size == 0 && asked != 0:
+		size = asked
+	case size == 0:
+		n := wg[0] * wg[1] * wg[2]
+		size = DefaultSubgroupSize
+		for n%size != 0 {
+			size /= 2
+		}
+	}
+	if err := ir.CheckSubgroupSize(wg, size); err != nil {
+		return 0, fmt.Errorf("interp: program %q cannot run with subgroups of %d lanes: %w", p.Name, size, err)
+	}
+	return size, nil
+}
+
+// hasBarrier reports whether list holds a barrier statement.
+func hasBarrier(list []ir.Stmt) bool {
+	for _, s := range list {
+		switch s := s.(type) {
+		case ir.BarrierStmt:
+			return true
+		case ir.IfStmt:
+			if hasBarrier(s.Then) || hasBarrier(s.Else) {
+				return true
+			}
+		case ir.ForStmt:
+			if hasBarrier(s.Body) {
+				return true
+			}
+		case ir.WhileStmt:
+			if hasBarrier(s.Body) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // resolveParams gives every parameter its default or its specialization value.
@@ -124,6 +215,9 @@ func (k *Kernel) Program() *ir.Program { return k.prog }
 
 // WorkgroupSize returns the workgroup size the kernel runs with (after any override).
 func (k *Kernel) WorkgroupSize() [3]uint32 { return k.wg }
+
+// SubgroupSize returns the subgroup size the kernel emulates.
+func (k *Kernel) SubgroupSize() uint32 { return uint32(k.sgSize) }
 
 // Run is Compile followed by Kernel.Run.
 func Run(ctx context.Context, p *ir.Program, opts Options, l Launch) ([][]byte, error) {

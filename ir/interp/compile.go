@@ -2,6 +2,7 @@ package interp
 
 import (
 	"fmt"
+	"reflect"
 
 	"github.com/kiln-dev/kiln/ir"
 )
@@ -21,11 +22,13 @@ const (
 
 // local is a name in scope: its type and either its register or, for a let bound to
 // a value that cannot change while the let is visible, that value's expression.
+// val keeps what is known of a let's value (linear, uniform, constant).
 type local struct {
 	typ   ir.Type
 	kind  localKind
 	reg   int
 	alias exprFn
+	val   value
 }
 
 // compiler turns a program into closures. Names are resolved once here; the
@@ -37,6 +40,11 @@ type compiler struct {
 	scopes  []map[string]*local
 	consts  map[uint32][]uint32
 	loops   int
+	// conts holds, for each enclosing loop, the mask its continue statements add
+	// lanes to (-1: the loop has no continue).
+	conts []int
+	// path is the statement being compiled (body[2].then[0]), for run-time errors.
+	path string
 }
 
 func compileProgram(k *Kernel) error {
@@ -98,7 +106,7 @@ func endsLanes(list []ir.Stmt, breaks bool) bool {
 		switch s := s.(type) {
 		case ir.ReturnStmt:
 			return true
-		case ir.BreakStmt:
+		case ir.BreakStmt, ir.ContinueStmt:
 			if breaks {
 				return true
 			}
@@ -190,6 +198,7 @@ func sequence(fns []stmtFn) stmtFn {
 }
 
 func (c *compiler) stmt(s ir.Stmt, path string) (stmtFn, error) {
+	c.path = path
 	f, err := c.stmtInner(s, path)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
@@ -218,6 +227,15 @@ func (c *compiler) stmtInner(s ir.Stmt, path string) (stmtFn, error) {
 			return nil, fmt.Errorf("break outside a loop. Fix: use break only inside for or while")
 		}
 		return func(_ *worker, m *mask) { m.clear(nil) }, nil
+	case ir.ContinueStmt:
+		if c.loops == 0 {
+			return nil, fmt.Errorf("continue outside a loop. Fix: use continue only inside for or while")
+		}
+		ci := c.conts[len(c.conts)-1]
+		return func(w *worker, m *mask) {
+			w.masks[ci].absorb(m)
+			m.clear(nil)
+		}, nil
 	case ir.ReturnStmt:
 		return func(w *worker, m *mask) { m.clear(w.live) }, nil
 	case ir.BarrierStmt:
@@ -234,10 +252,10 @@ func (c *compiler) let(s ir.LetStmt) (stmtFn, error) {
 		return nil, err
 	}
 	if v.stable {
-		return nil, c.bind(s.Name, &local{typ: v.typ, kind: letLocal, alias: v.fn})
+		return nil, c.bind(s.Name, &local{typ: v.typ, kind: letLocal, alias: v.fn, val: v})
 	}
 	r := c.newLocal()
-	if err := c.bind(s.Name, &local{typ: v.typ, kind: letLocal, reg: r}); err != nil {
+	if err := c.bind(s.Name, &local{typ: v.typ, kind: letLocal, reg: r, val: v}); err != nil {
 		return nil, err
 	}
 	return declareFn(v.fn, r), nil
@@ -247,6 +265,7 @@ func (c *compiler) let(s ir.LetStmt) (stmtFn, error) {
 // range may be written: they never run the rest of the declaring block.
 func declareFn(f exprFn, r int) stmtFn {
 	return func(w *worker, m *mask) {
+		w.active = m
 		src := f(w, m.lo, m.hi)
 		copy(w.locals[r][m.lo:m.hi], src[m.lo:m.hi])
 	}
@@ -282,12 +301,14 @@ func (c *compiler) assign(s ir.AssignStmt) (stmtFn, error) {
 	r := l.reg
 	f := v.fn
 	return func(w *worker, m *mask) {
+		w.active = m
 		maskedCopy(m, w.locals[r], f(w, m.lo, m.hi))
 	}, nil
 }
 
 // target is a resolved buffer or shared array.
 type target struct {
+	name   string
 	typ    ir.Type
 	buffer bool
 	index  int // binding or shared index
@@ -296,13 +317,16 @@ type target struct {
 
 func (c *compiler) target(name string) (target, ir.BufferDecl, bool) {
 	if b, ok := c.buffers[name]; ok {
-		return target{typ: b.Type, buffer: true, index: int(b.Binding), atomic: c.k.atomicBuf[b.Binding]}, b, true
+		return target{name: name, typ: b.Type, buffer: true, index: int(b.Binding), atomic: c.k.atomicBuf[b.Binding]}, b, true
 	}
 	if i, ok := c.shared[name]; ok {
-		return target{typ: c.k.prog.Shared[i].Type, index: i}, ir.BufferDecl{}, true
+		return target{name: name, typ: c.k.prog.Shared[i].Type, index: i}, ir.BufferDecl{}, true
 	}
 	return target{}, ir.BufferDecl{}, false
 }
+
+// checked reports whether strict mode checks the accesses to t.
+func (c *compiler) checked(t target) bool { return c.k.strict && !t.buffer }
 
 // words returns the storage of t for the workgroup w is running.
 func (t target) words(w *worker) []uint32 {
@@ -320,10 +344,14 @@ func (c *compiler) store(s ir.StoreStmt) (stmtFn, error) {
 	if t.buffer && !decl.Access.Writable() {
 		return nil, fmt.Errorf("store to buffer %q, whose access is %s. Fix: declare it write or read_write", s.Target, decl.Access)
 	}
-	idx, err := c.index(s.Index, 0)
+	ix, err := c.expr(s.Index, 0)
 	if err != nil {
 		return nil, err
 	}
+	if ix.typ != ir.U32 {
+		return nil, fmt.Errorf("index is %s. Fix: index with a u32 value (cast it)", ix.typ)
+	}
+	idx := ix.fn
 	v, err := c.expr(s.Value, 1)
 	if err != nil {
 		return nil, err
@@ -331,14 +359,75 @@ func (c *compiler) store(s ir.StoreStmt) (stmtFn, error) {
 	if v.typ != t.typ {
 		return nil, fmt.Errorf("store of a %s value into %q of %s. Fix: cast the value to %s", v.typ, s.Target, t.typ, t.typ)
 	}
+	if c.checked(t) {
+		site := c.site(t)
+		return func(w *worker, m *mask) {
+			w.active = m
+			ixs := idx(w, m.lo, m.hi)
+			w.strictStore(site, m, ixs, v.fn(w, m.lo, m.hi), t.words(w))
+		}, nil
+	}
 	store := storeLanes
 	if t.atomic {
 		store = storeLanesAtomic
 	}
+	if ix.linear && t.buffer && !t.atomic {
+		// A store at global_id(0) + off writes a run of words: one bounds check
+		// for the run instead of one per lane.
+		off := ix.off
+		into := v.into
+		if into != nil && !readsOnlyAt(s.Value, s.Target, s.Index) {
+			into = nil
+		}
+		return func(w *worker, m *mask) {
+			w.active = m
+			words := t.words(w)
+			if start := uint64(w.linBase + off); m.dense && start+uint64(m.hi) <= uint64(len(words)) {
+				if into != nil {
+					// The value's last operation writes straight into the buffer.
+					into(w, m.lo, m.hi, words[start:start+uint64(m.hi)])
+					return
+				}
+				vals := v.fn(w, m.lo, m.hi)
+				copy(words[start+uint64(m.lo):start+uint64(m.hi)], vals[m.lo:m.hi])
+				return
+			}
+			store(m, idx(w, m.lo, m.hi), v.fn(w, m.lo, m.hi), words)
+		}, nil
+	}
 	return func(w *worker, m *mask) {
-		ix := idx(w, m.lo, m.hi)
-		store(m, ix, v.fn(w, m.lo, m.hi), t.words(w))
+		w.active = m
+		ixs := idx(w, m.lo, m.hi)
+		store(m, ixs, v.fn(w, m.lo, m.hi), t.words(w))
 	}, nil
+}
+
+// readsOnlyAt reports whether every load of target in e uses exactly the index
+// index. A store computing e straight into target[index] element by element then
+// reads each element before it overwrites it, as if the value were computed first.
+func readsOnlyAt(e ir.Expr, target string, index ir.Expr) bool {
+	switch e := e.(type) {
+	case ir.LoadExpr:
+		if e.Target == target && !reflect.DeepEqual(e.Index, index) {
+			return false
+		}
+		return readsOnlyAt(e.Index, target, index)
+	case ir.UnaryExpr:
+		return readsOnlyAt(e.X, target, index)
+	case ir.BinaryExpr:
+		return readsOnlyAt(e.X, target, index) && readsOnlyAt(e.Y, target, index)
+	case ir.FmaExpr:
+		return readsOnlyAt(e.A, target, index) && readsOnlyAt(e.B, target, index) && readsOnlyAt(e.C, target, index)
+	case ir.SelectExpr:
+		return readsOnlyAt(e.Cond, target, index) && readsOnlyAt(e.A, target, index) && readsOnlyAt(e.B, target, index)
+	case ir.CastExpr:
+		return readsOnlyAt(e.X, target, index)
+	case ir.BitcastExpr:
+		return readsOnlyAt(e.X, target, index)
+	case ir.SubgroupExpr:
+		return false
+	}
+	return true
 }
 
 // index compiles an index expression, which must be u32.
@@ -369,6 +458,7 @@ func (c *compiler) ifStmt(s ir.IfStmt, path string) (stmtFn, error) {
 	if err != nil {
 		return nil, err
 	}
+	cut := c.rangeCond(s.Cond)
 	ti, ei := c.newMask(), c.newMask()
 	then, err := c.block(s.Then, path+".then")
 	if err != nil {
@@ -381,11 +471,17 @@ func (c *compiler) ifStmt(s ir.IfStmt, path string) (stmtFn, error) {
 	hasElse := len(s.Else) > 0
 	ends := endsLanes(s.Then, true) || endsLanes(s.Else, true)
 	return func(w *worker, m *mask) {
-		cv := cond(w, m.lo, m.hi)
+		w.active = m
 		t, e := &w.masks[ti], &w.masks[ei]
-		t.narrow(m, cv, 1)
-		if hasElse || ends {
-			e.narrow(m, cv, 0) // now: the branches reuse the condition's register
+		if at, ok := cut(w, m); ok {
+			t.prefix(w.trues, m, at)
+			e.suffix(w.trues, m, at)
+		} else {
+			cv := cond(w, m.lo, m.hi)
+			t.narrow(m, cv, 1)
+			if hasElse || ends {
+				e.narrow(m, cv, 0) // now: the branches reuse the condition's register
+			}
 		}
 		if !t.empty() {
 			then(w, t)
@@ -405,18 +501,57 @@ func (c *compiler) ifStmt(s ir.IfStmt, path string) (stmtFn, error) {
 	}, nil
 }
 
-// loopBody compiles a loop body, with var (when not nil) in scope.
-func (c *compiler) loopBody(body []ir.Stmt, path string, loopVar string, v *local) (stmtFn, error) {
+// loopBody compiles a loop body, with var (when not nil) in scope. cont is the
+// mask its continue statements collect lanes in, -1 when it has none.
+func (c *compiler) loopBody(body []ir.Stmt, path string, loopVar string, v *local) (fn stmtFn, cont int, err error) {
 	c.pushScope()
 	defer c.popScope()
 	if v != nil {
 		if err := c.bind(loopVar, v); err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 	}
+	cont = -1
+	if hasContinue(body) {
+		cont = c.newMask()
+	}
 	c.loops++
-	defer func() { c.loops-- }()
-	return c.block(body, path+".body")
+	c.conts = append(c.conts, cont)
+	defer func() {
+		c.loops--
+		c.conts = c.conts[:len(c.conts)-1]
+	}()
+	fn, err = c.block(body, path+".body")
+	return fn, cont, err
+}
+
+// hasContinue reports whether list continues its own loop (not a nested one).
+func hasContinue(list []ir.Stmt) bool {
+	for _, s := range list {
+		switch s := s.(type) {
+		case ir.ContinueStmt:
+			return true
+		case ir.IfStmt:
+			if hasContinue(s.Then) || hasContinue(s.Else) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// iteration runs one iteration of a loop body on the lanes of b, then brings back
+// the lanes that continued, so they take the next step and test.
+func iteration(w *worker, body stmtFn, b *mask, cont int) {
+	if cont < 0 {
+		body(w, b)
+		return
+	}
+	lo, hi := b.lo, b.hi
+	cm := &w.masks[cont]
+	cm.lo, cm.hi = 0, 0
+	body(w, b)
+	b.rejoin(cm, lo, hi)
 }
 
 func (c *compiler) forStmt(s ir.ForStmt, path string) (stmtFn, error) {
@@ -436,7 +571,7 @@ func (c *compiler) forStmt(s ir.ForStmt, path string) (stmtFn, error) {
 		bounds[i] = v.fn
 	}
 	vr, tr, sr := c.newLocal(), c.newLocal(), c.newLocal()
-	body, err := c.loopBody(s.Body, path, s.Var, &local{typ: s.Type, kind: forLocal, reg: vr})
+	body, cont, err := c.loopBody(s.Body, path, s.Var, &local{typ: s.Type, kind: forLocal, reg: vr})
 	if err != nil {
 		return nil, err
 	}
@@ -447,6 +582,7 @@ func (c *compiler) forStmt(s ir.ForStmt, path string) (stmtFn, error) {
 	}
 	returns := endsLanes(s.Body, false)
 	return func(w *worker, m *mask) {
+		w.active = m
 		lo, hi := m.lo, m.hi
 		regs := [3][]uint32{w.locals[vr], w.locals[tr], w.locals[sr]}
 		for i, f := range bounds {
@@ -457,12 +593,13 @@ func (c *compiler) forStmt(s ir.ForStmt, path string) (stmtFn, error) {
 		b.copyFrom(m)
 		cond := w.temps[0]
 		for {
+			w.active = b
 			less(cond[b.lo:b.hi], v[b.lo:b.hi], to[b.lo:b.hi])
 			b.narrow(b, cond, 1)
 			if b.empty() {
 				break
 			}
-			body(w, b)
+			iteration(w, body, b, cont)
 			if w.halted || w.stopped() {
 				return
 			}
@@ -479,7 +616,7 @@ func (c *compiler) whileStmt(s ir.WhileStmt, path string) (stmtFn, error) {
 	if err != nil {
 		return nil, err
 	}
-	body, err := c.loopBody(s.Body, path, "", nil)
+	body, cont, err := c.loopBody(s.Body, path, "", nil)
 	if err != nil {
 		return nil, err
 	}
@@ -489,11 +626,12 @@ func (c *compiler) whileStmt(s ir.WhileStmt, path string) (stmtFn, error) {
 		b := &w.masks[bi]
 		b.copyFrom(m)
 		for {
+			w.active = b
 			b.narrow(b, cond(w, b.lo, b.hi), 1)
 			if b.empty() {
 				break
 			}
-			body(w, b)
+			iteration(w, body, b, cont)
 			if w.halted || w.stopped() {
 				return
 			}
@@ -506,7 +644,10 @@ func (c *compiler) whileStmt(s ir.WhileStmt, path string) (stmtFn, error) {
 
 func (c *compiler) barrier(path string) stmtFn {
 	return func(w *worker, m *mask) {
-		if m.lo == 0 && m.hi == len(w.live) && m.dense {
+		if m.lo == 0 && m.hi == w.run.k.group && m.dense {
+			if w.strict != nil {
+				w.strict.barrier()
+			}
 			return
 		}
 		w.fail(w.divergence(m, path))
@@ -524,7 +665,7 @@ func (c *compiler) atomic(s ir.AtomicStmt) (stmtFn, error) {
 	}
 	combine := atomicCombine(s.Op, t.typ == ir.I32)
 	if combine == nil {
-		return nil, fmt.Errorf("unknown atomic operation %d. Fix: use add, min, max, and, or, xor or exchange", s.Op)
+		return nil, fmt.Errorf("unknown atomic operation %d. Fix: use add, min, max, and, or, xor, exchange or cas", s.Op)
 	}
 	idx, err := c.index(s.Index, 0)
 	if err != nil {
@@ -537,6 +678,16 @@ func (c *compiler) atomic(s ir.AtomicStmt) (stmtFn, error) {
 	if v.typ != t.typ {
 		return nil, fmt.Errorf("atomic %s of a %s value on %q of %s. Fix: cast the value to %s", s.Op, v.typ, s.Target, t.typ, t.typ)
 	}
+	// cmp is the compare operand of cas; every other operation ignores it.
+	cmp := c.constant(t.typ, 0)
+	if s.Op == ir.AtomicCompareExchange {
+		if cmp, err = c.expr(s.Compare, 2); err != nil {
+			return nil, err
+		}
+		if cmp.typ != t.typ {
+			return nil, fmt.Errorf("atomic cas comparing a %s value on %q of %s. Fix: cast the value to %s", cmp.typ, s.Target, t.typ, t.typ)
+		}
+	}
 	res := -1
 	if s.Result != "" {
 		res = c.newLocal()
@@ -548,8 +699,14 @@ func (c *compiler) atomic(s ir.AtomicStmt) (stmtFn, error) {
 	if t.buffer {
 		apply = atomicApply(s.Op, combine)
 	}
+	var site int
+	checked := c.checked(t)
+	if checked {
+		site = c.site(t)
+	}
 	return func(w *worker, m *mask) {
-		ix, vals := idx(w, m.lo, m.hi), v.fn(w, m.lo, m.hi)
+		w.active = m
+		ix, vals, cmps := idx(w, m.lo, m.hi), v.fn(w, m.lo, m.hi), cmp.fn(w, m.lo, m.hi)
 		var out []uint32
 		if res >= 0 {
 			out = w.locals[res]
@@ -559,9 +716,12 @@ func (c *compiler) atomic(s ir.AtomicStmt) (stmtFn, error) {
 			if !m.on[i] {
 				continue
 			}
+			if checked && !w.strictAtomic(site, i, ix[i], len(words)) {
+				return
+			}
 			var old uint32
 			if k := ix[i]; k < uint32(len(words)) {
-				old = apply(&words[k], vals[i])
+				old = apply(&words[k], vals[i], cmps[i])
 			}
 			if out != nil {
 				out[i] = old

@@ -1,7 +1,9 @@
-// Package interp is kiln's CPU reference interpreter: it runs an IR v1 program with
-// exactly DESIGN.md's semantics and is the oracle every GPU backend is checked
-// against. Compile validates a program and turns it into closures once; Kernel.Run
-// executes one dispatch and is safe for concurrent use.
+// Package interp is kiln's CPU reference interpreter: it runs an IR v1.1 program
+// with exactly the semantics of docs/design.md, "The program (IR)", and is the
+// oracle every GPU backend is checked against. Compile validates a program and
+// turns it into closures once; Kernel.Run executes one dispatch and is safe for
+// concurrent use. Options.Strict turns on strict mode, a race checker for shared
+// memory (see docs/design.md, "The oracle and strict mode").
 //
 // # Execution model
 //
@@ -28,9 +30,32 @@
 // at the start of every workgroup (a poisoned bool reads as true). Stores and
 // atomics apply lane by lane in lane order.
 //
-// Workgroups run in parallel: GOMAXPROCS workers take workgroup indices from an
-// atomic counter, and each worker owns its registers, masks and shared arrays,
-// allocated once per run. Buffer atomics use sync/atomic, and a buffer that any
+// Workgroups run in parallel: GOMAXPROCS workers take units from an atomic counter,
+// and each worker owns its registers, masks and shared arrays, allocated once per
+// run. A unit is one workgroup, or, for a program without barriers and shared
+// arrays (whose workgroups cannot observe each other), up to 2048/size consecutive
+// workgroups of one row of the grid run together as one wide register set.
+//
+// When a workgroup is one row of x (workgroup size [X, 1, 1]), global_id(0) is the
+// unit's first id plus the lane; a load or store indexed by global_id(0) plus a
+// constant then touches one run of words, and when the run lies in the buffer the
+// load's register is a view of the buffer and the store one copy, with a single
+// bounds check for the unit. An if on global_id(0) + constant < a value that is
+// the same in every lane (len, a parameter, a uniform) splits the lanes with one
+// subtraction. Everything else is checked lane by lane.
+//
+// Subgroups (IR v1.1) are runs of consecutive lanes of a workgroup. A subgroup
+// operation reads the mask of its statement: a subgroup whose lanes are all
+// active computes the operation, one with no active lane is skipped, and one with
+// some lanes active stops the run with an error naming the workgroup, the lanes
+// and the statement, as a divergent barrier does. The interpreter emulates any
+// subgroup size the program allows (Options.SubgroupSize).
+//
+// Strict mode keeps a shadow of each shared word: the lanes that wrote, read and
+// atomically updated it since the last barrier, and whether the workgroup wrote it
+// at all. Only the active lanes of a statement count; lanes outside a branch that
+// compute its loads on the side are not checked. The first hazard stops the run
+// with a *StrictError. Buffer atomics use sync/atomic, and a buffer that any
 // atomic targets is loaded and stored atomically everywhere; shared-array atomics are
 // plain, since one worker runs a whole workgroup. Cancelling the context stops a run
 // between workgroups and inside loops (each iteration checks a stop flag), so even an
@@ -57,7 +82,17 @@
 //     except ne. neg and abs flip or clear the sign bit, keeping NaN payloads.
 //   - sqrt, exp, log, sin and cos are computed in float64 by Go's math package and
 //     rounded once to f32: sqrt is then correctly rounded, the others are well inside
-//     the Vulkan precision bounds. floor and ceil are exact. Denormals are kept.
+//     the Vulkan precision bounds. floor, ceil, trunc and round (ties to even) are
+//     exact. Denormals are kept.
+//   - clz and popcount count the bits of the 32-bit pattern (clz(0) = 32); bitcast
+//     keeps the bits, since every register holds bits.
+//   - subgroup_add on f32 adds in a pairwise tree (lanes 2i and 2i+1 first); on
+//     integers it wraps. subgroup_min and subgroup_max follow min and max.
+//     subgroup_shuffle and subgroup_broadcast read another lane of the subgroup, 0
+//     for a lane at or beyond the subgroup size; broadcast's lane must be the same
+//     on every lane.
+//   - cas stores its value when the element equals the compare operand and returns
+//     the old element either way; on buffers it is a sync/atomic compare-and-swap.
 //   - f32 to i32/u32 truncates toward zero and saturates (u32: negative gives 0,
 //     at least 2^32 gives MAX; i32 clamps to [MIN, MAX]); NaN gives 0. i32/u32 to f32
 //     is Go's conversion, rounding to nearest even. u32 and i32 reinterpret bits;

@@ -20,6 +20,17 @@ type value struct {
 	fn     exprFn
 	typ    ir.Type
 	stable bool
+	// uniform: every lane has the same value during a run (literals, parameters,
+	// uniforms, len, workgroup and subgroup sizes); lane 0 of fn's register holds it.
+	uniform bool
+	// konst: the value is the compile-time constant bits.
+	konst  bool
+	bits   uint32
+	linear bool   // lane i holds w.linBase + off + i (global_id(0) plus constants)
+	off    uint32 // see linear
+	// into, when set, computes the value for lanes [lo, hi) into d[lo:hi] instead
+	// of its temporary (d's lane i is element i), reading its operands first.
+	into func(w *worker, lo, hi int, d []uint32)
 }
 
 func (c *compiler) useTemp(t int) {
@@ -41,7 +52,13 @@ func (c *compiler) constant(t ir.Type, bits uint32) value {
 		}
 		c.consts[bits] = reg
 	}
-	return value{fn: func(*worker, int, int) []uint32 { return reg }, typ: t, stable: true}
+	return value{fn: func(*worker, int, int) []uint32 { return reg }, typ: t, stable: true, uniform: true, konst: true, bits: bits}
+}
+
+// perRun is a value that is the same in every lane and fixed for a run, held in
+// the register reg picks from the run.
+func perRun(t ir.Type, reg func(r *runState) []uint32) value {
+	return value{fn: func(w *worker, _, _ int) []uint32 { return reg(w.run) }, typ: t, stable: true, uniform: true}
 }
 
 // expr compiles e so that it computes into temporary t, using temporaries above t
@@ -72,7 +89,28 @@ func (c *compiler) expr(e ir.Expr, t int) (value, error) {
 			return value{}, fmt.Errorf("len of unknown buffer %q. Fix: len takes a buffer name", e.Buffer)
 		}
 		bind := b.Binding
-		return value{fn: func(w *worker, _, _ int) []uint32 { return w.run.lens[bind] }, typ: ir.U32, stable: true}, nil
+		return perRun(ir.U32, func(r *runState) []uint32 { return r.lens[bind] }), nil
+	case ir.UniformRef:
+		for i, u := range c.k.prog.Uniforms {
+			if u.Name == e.Name {
+				return perRun(u.Type, func(r *runState) []uint32 { return r.uniforms[i] }), nil
+			}
+		}
+		return value{}, fmt.Errorf("unknown uniform %q. Fix: declare it in the program's uniforms", e.Name)
+	case ir.BitcastExpr:
+		x, err := c.expr(e.X, t)
+		if err != nil {
+			return value{}, err
+		}
+		if !x.typ.IsNumeric() || !e.To.IsNumeric() {
+			return value{}, fmt.Errorf("bitcast from %s to %s. Fix: bitcast between i32, u32 and f32", x.typ, e.To)
+		}
+		// Registers hold bits, so a bitcast only changes the type.
+		x.typ = e.To
+		x.linear = false
+		return x, nil
+	case ir.SubgroupExpr:
+		return c.subgroup(e, t)
 	case ir.UnaryExpr:
 		return c.unary(e, t)
 	case ir.BinaryExpr:
@@ -93,38 +131,54 @@ func (c *compiler) localRef(name string) (value, error) {
 		return value{}, fmt.Errorf("unknown local %q. Fix: declare it before use, in an enclosing block", name)
 	}
 	if l.alias != nil {
-		return value{fn: l.alias, typ: l.typ, stable: true}, nil
+		return l.val, nil
 	}
 	r := l.reg
-	return value{
+	v := value{
 		fn:     func(w *worker, _, _ int) []uint32 { return w.locals[r] },
 		typ:    l.typ,
 		stable: l.kind != varLocal,
-	}, nil
+	}
+	if l.kind == letLocal {
+		// The let's register holds its value on the lanes that use it, so a
+		// linear value stays linear (uniform values are leaves, aliased above).
+		v.linear, v.off = l.val.linear, l.val.off
+	}
+	return v, nil
 }
 
 func (c *compiler) builtin(e ir.BuiltinRef) (value, error) {
-	if e.Axis > 2 {
-		return value{}, fmt.Errorf("builtin %s on axis %d. Fix: use axis 0, 1 or 2", e.Kind, e.Axis)
+	if e.Axis > 2 || (!e.Kind.HasAxis() && e.Axis != 0) {
+		return value{}, fmt.Errorf("builtin %s on axis %d. Fix: use axis 0, 1 or 2, and 0 for the subgroup builtins", e.Kind, e.Axis)
 	}
-	a := e.Axis
+	a := int(e.Axis)
 	var f exprFn
 	switch e.Kind {
 	case ir.GlobalIDBuiltin:
 		c.k.usesGlobal[a] = true
-		f = func(w *worker, _, _ int) []uint32 { return w.global[a] }
+		v := value{fn: func(w *worker, _, _ int) []uint32 { return w.globalIDs(a) }, typ: ir.U32, stable: true}
+		v.linear = a == 0 && c.k.linear
+		return v, nil
 	case ir.LocalIDBuiltin:
 		reg := c.k.localID[a]
 		f = func(*worker, int, int) []uint32 { return reg }
 	case ir.WorkgroupIDBuiltin:
 		c.k.usesGroup[a] = true
-		f = func(w *worker, _, _ int) []uint32 { return w.group[a] }
+		f = func(w *worker, _, _ int) []uint32 { return w.groupIDs(a) }
 	case ir.NumWorkgroupsBuiltin:
-		f = func(w *worker, _, _ int) []uint32 { return w.run.numGroups[a] }
+		return perRun(ir.U32, func(r *runState) []uint32 { return r.numGroups[a] }), nil
 	case ir.WorkgroupSizeBuiltin:
 		return c.constant(ir.U32, c.k.wg[a]), nil
+	case ir.SubgroupSizeBuiltin:
+		return c.constant(ir.U32, uint32(c.k.sgSize)), nil
+	case ir.SubgroupInvocationIDBuiltin:
+		reg := make([]uint32, c.k.lanes)
+		for i := range reg {
+			reg[i] = uint32(i % c.k.sgSize)
+		}
+		f = func(*worker, int, int) []uint32 { return reg }
 	default:
-		return value{}, fmt.Errorf("unknown builtin %d. Fix: use global_id, local_id, workgroup_id, num_workgroups or workgroup_size", e.Kind)
+		return value{}, fmt.Errorf("unknown builtin %d. Fix: use one of ir.Builtins()", e.Kind)
 	}
 	return value{fn: f, typ: ir.U32, stable: true}, nil
 }
@@ -137,9 +191,22 @@ func (c *compiler) load(e ir.LoadExpr, t int) (value, error) {
 	if tg.buffer && !decl.Access.Readable() {
 		return value{}, fmt.Errorf("load from buffer %q, whose access is %s. Fix: declare it read or read_write", e.Target, decl.Access)
 	}
-	idx, err := c.index(e.Index, t)
+	ix, err := c.expr(e.Index, t)
 	if err != nil {
 		return value{}, err
+	}
+	if ix.typ != ir.U32 {
+		return value{}, fmt.Errorf("index is %s. Fix: index with a u32 value (cast it)", ix.typ)
+	}
+	idx := ix.fn
+	if c.checked(tg) {
+		site := c.site(tg)
+		return value{fn: func(w *worker, lo, hi int) []uint32 {
+			ixs := idx(w, lo, hi)
+			d := w.temps[t]
+			w.strictLoad(site, d, ixs, tg.words(w), lo, hi, tg.typ == ir.Bool)
+			return d
+		}, typ: tg.typ}, nil
 	}
 	lanes := loadLanes
 	switch {
@@ -148,12 +215,62 @@ func (c *compiler) load(e ir.LoadExpr, t int) (value, error) {
 	case tg.typ == ir.Bool:
 		lanes = loadLanesBool
 	}
+	if ix.linear && tg.buffer && !tg.atomic {
+		// A load at global_id(0) + off reads a run of words: when the run lies in
+		// the buffer, the register is a view of it, with no copy and no per-lane
+		// bounds check.
+		off := ix.off
+		return value{fn: func(w *worker, lo, hi int) []uint32 {
+			words := tg.words(w)
+			if start := uint64(w.linBase + off); start+uint64(hi) <= uint64(len(words)) {
+				return words[start : start+uint64(hi)]
+			}
+			d := w.temps[t]
+			lanes(d[lo:hi], idx(w, lo, hi)[lo:hi], words)
+			return d
+		}, typ: tg.typ}, nil
+	}
 	return value{fn: func(w *worker, lo, hi int) []uint32 {
-		ix := idx(w, lo, hi)
+		ixs := idx(w, lo, hi)
 		d := w.temps[t]
-		lanes(d[lo:hi], ix[lo:hi], tg.words(w))
+		lanes(d[lo:hi], ixs[lo:hi], tg.words(w))
 		return d
 	}, typ: tg.typ}, nil
+}
+
+// rangeCond recognizes an if condition global_id(0) + off < u, with u the same in
+// every lane: on a dense mask its lanes are a prefix of the mask's, found with one
+// subtraction. The returned function gives where the prefix ends, or false when it
+// cannot tell (the ids wrap, or the mask is not dense).
+func (c *compiler) rangeCond(e ir.Expr) func(w *worker, m *mask) (int, bool) {
+	none := func(*worker, *mask) (int, bool) { return 0, false }
+	b, ok := e.(ir.BinaryExpr)
+	if !ok || b.Op != ir.OpLt {
+		return none
+	}
+	x, errX := c.expr(b.X, 0)
+	y, errY := c.expr(b.Y, 1)
+	if errX != nil || errY != nil || !x.linear || !y.uniform || x.typ != ir.U32 || y.typ != ir.U32 {
+		return none
+	}
+	off, bound := x.off, y.fn
+	return func(w *worker, m *mask) (int, bool) {
+		if !m.dense {
+			return 0, false
+		}
+		start := uint64(w.linBase + off)
+		if start+uint64(m.hi) > 1<<32 {
+			return 0, false
+		}
+		n := uint64(bound(w, 0, 1)[0])
+		switch {
+		case n <= start+uint64(m.lo):
+			return m.lo, true
+		case n >= start+uint64(m.hi):
+			return m.hi, true
+		}
+		return int(n - start), true
+	}
 }
 
 func (c *compiler) unary(e ir.UnaryExpr, t int) (value, error) {
@@ -193,12 +310,25 @@ func (c *compiler) binary(e ir.BinaryExpr, t int) (value, error) {
 	if e.Op.IsComparison() {
 		typ = ir.Bool
 	}
-	return value{fn: func(w *worker, lo, hi int) []uint32 {
+	into := func(w *worker, lo, hi int, d []uint32) {
 		xs, ys := x.fn(w, lo, hi), y.fn(w, lo, hi)
-		d := w.temps[t]
 		loop(d[lo:hi], xs[lo:hi], ys[lo:hi])
+	}
+	v := value{fn: func(w *worker, lo, hi int) []uint32 {
+		d := w.temps[t]
+		into(w, lo, hi, d)
 		return d
-	}, typ: typ}, nil
+	}, typ: typ, into: into}
+	if e.Op == ir.OpAdd && typ == ir.U32 {
+		// global_id(0) + k and k + global_id(0) stay linear.
+		switch {
+		case x.linear && y.konst:
+			v.linear, v.off = true, x.off+y.bits
+		case y.linear && x.konst:
+			v.linear, v.off = true, y.off+x.bits
+		}
+	}
+	return v, nil
 }
 
 // three compiles the operands of fma and select into t, t+1 and t+2.
@@ -341,61 +471,84 @@ func storeLanesAtomic(m *mask, idx, vals, words []uint32) {
 	}
 }
 
+// combineFn computes an atomic's new element value from the old one, the operand v
+// and, for cas, the compare operand.
+type combineFn func(old, v, cmp uint32) uint32
+
+// applyFn applies an atomic to *p and returns the old value.
+type applyFn func(p *uint32, v, cmp uint32) uint32
+
 // atomicCombine returns the new element value of op given the old one and the
-// operand, comparing as i32 when signed; nil for an unknown op.
-func atomicCombine(op ir.AtomicOp, signed bool) func(old, v uint32) uint32 {
+// operands, comparing as i32 when signed; nil for an unknown op.
+func atomicCombine(op ir.AtomicOp, signed bool) combineFn {
 	switch op {
 	case ir.AtomicAdd:
-		return func(old, v uint32) uint32 { return old + v }
+		return func(old, v, _ uint32) uint32 { return old + v }
 	case ir.AtomicAnd:
-		return func(old, v uint32) uint32 { return old & v }
+		return func(old, v, _ uint32) uint32 { return old & v }
 	case ir.AtomicOr:
-		return func(old, v uint32) uint32 { return old | v }
+		return func(old, v, _ uint32) uint32 { return old | v }
 	case ir.AtomicXor:
-		return func(old, v uint32) uint32 { return old ^ v }
+		return func(old, v, _ uint32) uint32 { return old ^ v }
 	case ir.AtomicExchange:
-		return func(_, v uint32) uint32 { return v }
+		return func(_, v, _ uint32) uint32 { return v }
+	case ir.AtomicCompareExchange:
+		return func(old, v, cmp uint32) uint32 {
+			if old == cmp {
+				return v
+			}
+			return old
+		}
 	case ir.AtomicMin:
 		if signed {
-			return minI32
+			return func(old, v, _ uint32) uint32 { return minI32(old, v) }
 		}
-		return func(old, v uint32) uint32 { return min(old, v) }
+		return func(old, v, _ uint32) uint32 { return min(old, v) }
 	case ir.AtomicMax:
 		if signed {
-			return maxI32
+			return func(old, v, _ uint32) uint32 { return maxI32(old, v) }
 		}
-		return func(old, v uint32) uint32 { return max(old, v) }
+		return func(old, v, _ uint32) uint32 { return max(old, v) }
 	}
 	return nil
 }
 
 // plainApply updates a shared array element: one workgroup runs on one goroutine, so
 // its atomics need no synchronization.
-func plainApply(combine func(old, v uint32) uint32) func(p *uint32, v uint32) uint32 {
-	return func(p *uint32, v uint32) uint32 {
+func plainApply(combine combineFn) applyFn {
+	return func(p *uint32, v, cmp uint32) uint32 {
 		old := *p
-		*p = combine(old, v)
+		*p = combine(old, v, cmp)
 		return old
 	}
 }
 
 // atomicApply updates a buffer element that other workgroups may update at the same
 // time, returning the old value.
-func atomicApply(op ir.AtomicOp, combine func(old, v uint32) uint32) func(p *uint32, v uint32) uint32 {
+func atomicApply(op ir.AtomicOp, combine combineFn) applyFn {
 	switch op {
 	case ir.AtomicAdd:
-		return func(p *uint32, v uint32) uint32 { return atomic.AddUint32(p, v) - v }
+		return func(p *uint32, v, _ uint32) uint32 { return atomic.AddUint32(p, v) - v }
 	case ir.AtomicAnd:
-		return atomic.AndUint32
+		return func(p *uint32, v, _ uint32) uint32 { return atomic.AndUint32(p, v) }
 	case ir.AtomicOr:
-		return atomic.OrUint32
+		return func(p *uint32, v, _ uint32) uint32 { return atomic.OrUint32(p, v) }
 	case ir.AtomicExchange:
-		return atomic.SwapUint32
+		return func(p *uint32, v, _ uint32) uint32 { return atomic.SwapUint32(p, v) }
+	case ir.AtomicCompareExchange:
+		return func(p *uint32, v, cmp uint32) uint32 {
+			for {
+				old := atomic.LoadUint32(p)
+				if old != cmp || atomic.CompareAndSwapUint32(p, old, v) {
+					return old
+				}
+			}
+		}
 	}
-	return func(p *uint32, v uint32) uint32 {
+	return func(p *uint32, v, cmp uint32) uint32 {
 		for {
 			old := atomic.LoadUint32(p)
-			if atomic.CompareAndSwapUint32(p, old, combine(old, v)) {
+			if atomic.CompareAndSwapUint32(p, old, combine(old, v, cmp)) {
 				return old
 			}
 		}
