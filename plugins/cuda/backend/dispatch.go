@@ -2,6 +2,7 @@ package backend
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
 	"math"
 	"time"
@@ -53,6 +54,9 @@ func (b *Backend) Dispatch(ctx context.Context, req *pluginapi.DispatchRequest) 
 	if err != nil {
 		return nil, err
 	}
+	if err := ir.CheckUniforms(p.prog, req.Uniforms); err != nil {
+		return nil, pluginapi.Rejected("cuda: %w", err)
+	}
 	if err := p.checkGrid(req.Grid); err != nil {
 		return nil, err
 	}
@@ -70,7 +74,7 @@ func (b *Backend) Dispatch(ctx context.Context, req *pluginapi.DispatchRequest) 
 		d.release()
 		return nil, err
 	}
-	res, err := p.run(ctx, req.Grid, binds)
+	res, err := p.run(ctx, req.Grid, binds, req.Uniforms)
 	if ab, ok := isAbandoned(err); ok {
 		// The device still runs the kernel: a goroutine waits for it, frees the
 		// buffers and then lets the device, the pipeline and Close go on.
@@ -185,23 +189,26 @@ func unchangedOutputs(binds []*binding) [][]byte {
 	return outs
 }
 
-// setArgs fills the kernel's parameters: each buffer's address and count.
-func (p *pipeline) setArgs(binds []*binding) {
+// setArgs fills the kernel's parameters: each buffer's address and count, and
+// each uniform's 32 bits from the uniform block.
+func (p *pipeline) setArgs(binds []*binding, uniforms []byte) {
 	for i, prm := range p.mod.Params {
-		bd := binds[prm.Binding]
 		switch prm.Kind {
 		case ptx.BufferPointer:
-			p.args.Set(i, uint64(bd.dev.ptr))
+			p.args.Set(i, uint64(binds[prm.Binding].dev.ptr))
 		case ptx.ElementCount:
-			p.args.Set(i, uint64(bd.count))
+			p.args.Set(i, uint64(binds[prm.Binding].count))
+		case ptx.UniformValue:
+			p.args.Set(i, uint64(binary.LittleEndian.Uint32(uniforms[4*prm.Binding:])))
 		}
 	}
 }
 
 // run allocates the buffers, uploads the inputs, zero-fills the write buffers,
-// launches the kernel between the two timing events, waits for it and reads the
+// launches the kernel (with the uniforms, checked by the caller, as parameters)
+// between the two timing events, waits for it and reads the
 // outputs back. The device's stream must be held; the caller frees the buffers.
-func (p *pipeline) run(ctx context.Context, grid [3]uint32, binds []*binding) (*pluginapi.DispatchResult, error) {
+func (p *pipeline) run(ctx context.Context, grid [3]uint32, binds []*binding, uniforms []byte) (*pluginapi.DispatchResult, error) {
 	d := p.d
 	c := d.ctx
 	err := c.Do(func() error {
@@ -223,7 +230,7 @@ func (p *pipeline) run(ctx context.Context, grid [3]uint32, binds []*binding) (*
 				return d.fail(fmt.Sprintf("uploading buffer %q", bd.decl.Name), err)
 			}
 		}
-		p.setArgs(binds)
+		p.setArgs(binds, uniforms)
 		if err := c.EventRecord(d.start, d.stream); err != nil {
 			return d.fail("recording the start event", err)
 		}

@@ -21,6 +21,12 @@
 // version (kernel module and CUDA) and discrete or integrated; the UUID is logged
 // but left out of the fingerprint, so identical GPUs share cache entries.
 //
+// Programs: all of IR v1.1. Uniforms are kernel parameters after the buffers'
+// addresses and counts, filled from each dispatch's uniform block. Subgroups are
+// warps of 32, or aligned segments of a warp when the program requires fewer
+// lanes or its workgroup is not a multiple of 32 (see ptx.SubgroupSizeFor); a
+// program requiring more than 32 lanes is rejected at compile.
+//
 // Compile emits PTX for the device's target with the specialization and
 // workgroup size folded in, then loads the cubin of the host's cached blob when
 // its header matches this driver version, compute capability and PTX text and its

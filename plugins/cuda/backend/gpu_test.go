@@ -13,10 +13,10 @@ import (
 	"time"
 
 	"github.com/kiln-dev/kiln/ir"
+	"github.com/kiln-dev/kiln/ir/interp"
 	"github.com/kiln-dev/kiln/ir/kernels"
 	"github.com/kiln-dev/kiln/pluginapi"
 	"github.com/kiln-dev/kiln/pluginapi/conformance"
-	"github.com/kiln-dev/kiln/plugins/cpuref/interp"
 	"github.com/kiln-dev/kiln/plugins/cuda/internal/edgetest"
 )
 
@@ -98,7 +98,7 @@ func TestEdgeTableOnDevice(t *testing.T) {
 			if err != nil {
 				t.Fatalf("oracle: %v", err)
 			}
-			got, err := run(t, b, c.Prog, c.Launch.Spec, c.Launch.WorkgroupSize, c.Launch.Grid, c.Launch.Inputs, c.Launch.OutputCounts)
+			got, err := runWith(t, b, c.Prog, c.Launch.Spec, c.Launch.WorkgroupSize, c.Launch.Grid, c.Launch.Inputs, c.Launch.OutputCounts, c.Uniforms)
 			if err != nil {
 				t.Fatalf("cuda: %v", err)
 			}
@@ -160,6 +160,21 @@ func TestCompileReturnsAndReusesTheCubin(t *testing.T) {
 	}
 }
 
+// TestSubgroupSizesBeyondAWarpAreRejected checks that a program requiring more
+// lanes than a warp is refused at compile, with a reason.
+func TestSubgroupSizesBeyondAWarpAreRejected(t *testing.T) {
+	b := newTestBackend(t)
+	p := ir.NewBuilder("test.sg64", 128, 1, 1)
+	p.RequireSubgroupSize(64)
+	out := p.Buffer("out", ir.U32, ir.Write)
+	p.Store(out, ir.GlobalID(0), ir.SubgroupAdd(ir.LitU32(1)))
+	_, err := b.Compile(context.Background(), &pluginapi.CompileRequest{Program: p.MustBuild()})
+	var rejected *pluginapi.RejectedError
+	if !errors.As(err, &rejected) || !strings.Contains(err.Error(), "at most 32") {
+		t.Errorf("Compile of a program requiring 64 lanes = %v, want a RejectedError", err)
+	}
+}
+
 func TestArtifacts(t *testing.T) {
 	b := newTestBackend(t)
 	k, _ := kernels.Lookup("saxpy")
@@ -192,6 +207,7 @@ func TestDispatchRejectsBadLaunches(t *testing.T) {
 		{"partial element", pluginapi.DispatchRequest{Pipeline: c.Pipeline, Grid: [3]uint32{1, 1, 1}, Inputs: [][]byte{four[:5]}}, "multiple of 4"},
 		{"grid beyond the device's", pluginapi.DispatchRequest{Pipeline: c.Pipeline, Grid: [3]uint32{1, lim.maxGrid[1] + 1, 1}, Inputs: [][]byte{four}}, "maximum grid"},
 		{"more than 2^32 invocations", pluginapi.DispatchRequest{Pipeline: c.Pipeline, Grid: [3]uint32{1 << 27, 1, 1}, Inputs: [][]byte{four}}, "2^32"},
+		{"uniforms the program lacks", pluginapi.DispatchRequest{Pipeline: c.Pipeline, Grid: [3]uint32{1, 1, 1}, Inputs: [][]byte{four}, Uniforms: four}, "uniforms"},
 	} {
 		_, err := b.Dispatch(ctx, &tc.req)
 		var rejected *pluginapi.RejectedError

@@ -49,6 +49,12 @@ func newTestBackend(t testing.TB) *Backend {
 // run compiles p on adapter 0, dispatches it once and releases it.
 func run(t testing.TB, b *Backend, p *ir.Program, spec ir.SpecMap, wg [3]uint32, grid [3]uint32, inputs [][]byte, counts []uint32) (*pluginapi.DispatchResult, error) {
 	t.Helper()
+	return runWith(t, b, p, spec, wg, grid, inputs, counts, nil)
+}
+
+// runWith is run with a uniform block.
+func runWith(t testing.TB, b *Backend, p *ir.Program, spec ir.SpecMap, wg [3]uint32, grid [3]uint32, inputs [][]byte, counts []uint32, uniforms []byte) (*pluginapi.DispatchResult, error) {
+	t.Helper()
 	ctx := context.Background()
 	c, err := b.Compile(ctx, &pluginapi.CompileRequest{Program: p, Spec: spec, WorkgroupSize: wg})
 	if err != nil {
@@ -59,7 +65,7 @@ func run(t testing.TB, b *Backend, p *ir.Program, spec ir.SpecMap, wg [3]uint32,
 			t.Errorf("Release: %v", err)
 		}
 	}()
-	return b.Dispatch(ctx, &pluginapi.DispatchRequest{Pipeline: c.Pipeline, Grid: grid, Inputs: inputs, OutputCounts: counts})
+	return b.Dispatch(ctx, &pluginapi.DispatchRequest{Pipeline: c.Pipeline, Grid: grid, Inputs: inputs, OutputCounts: counts, Uniforms: uniforms})
 }
 
 func words(ws []uint32) []byte {

@@ -6,9 +6,9 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/kiln-dev/kiln/ir/interp"
 	"github.com/kiln-dev/kiln/ir/kernels"
 	"github.com/kiln-dev/kiln/pluginapi/conformance"
-	"github.com/kiln-dev/kiln/plugins/cpuref/interp"
 )
 
 // maxCaseInvocations keeps the interpreted corpus runs short: every size of the
@@ -40,7 +40,7 @@ func TestCorpusRunsOnInterpreter(t *testing.T) {
 					continue
 				}
 				ran++
-				got, err := dispatchCase(p, c)
+				got, err := dispatchCase(p, c, nil)
 				if err != nil {
 					t.Fatalf("size %d: %v", size, err)
 				}

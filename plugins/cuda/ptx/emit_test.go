@@ -120,13 +120,16 @@ func TestModuleInterface(t *testing.T) {
 			if m.Entry != EntryPoint || m.Target != target || m.WorkgroupSize != wg {
 				t.Errorf("%s: module %s %v %v", np.name, m.Entry, m.Target, m.WorkgroupSize)
 			}
-			n := len(p.Buffers)
-			if len(m.Params) != 2*n {
-				t.Fatalf("%s: %d params for %d buffers", np.name, len(m.Params), n)
+			n, u := len(p.Buffers), len(p.Uniforms)
+			if len(m.Params) != 2*n+u {
+				t.Fatalf("%s: %d params for %d buffers and %d uniforms", np.name, len(m.Params), n, u)
 			}
 			for i, prm := range m.Params {
 				want := Param{Kind: BufferPointer, Binding: uint32(i), Name: bufParam(uint32(i))}
-				if i >= n {
+				switch {
+				case i >= 2*n:
+					want = Param{Kind: UniformValue, Binding: uint32(i - 2*n), Name: uniformParam(uint32(i - 2*n))}
+				case i >= n:
 					want = Param{Kind: ElementCount, Binding: uint32(i - n), Name: lenParam(uint32(i - n))}
 				}
 				if prm != want {
@@ -144,19 +147,53 @@ func TestModuleInterface(t *testing.T) {
 			if err != nil {
 				t.Fatalf("%s: %v", np.name, err)
 			}
-			if mod.reqntid != wg || mod.target != target.String() || mod.sharedSize != shared || len(mod.paramKinds) != 2*n {
+			if mod.reqntid != wg || mod.target != target.String() || mod.sharedSize != shared || len(mod.paramKinds) != 2*n+u {
 				t.Errorf("%s: text declares reqntid %v target %s shared %d, %d params", np.name, mod.reqntid, mod.target, mod.sharedSize, len(mod.paramKinds))
 			}
 			for i, prm := range m.Params {
-				kind := ".u32"
-				if prm.Kind == BufferPointer {
-					kind = ".u64"
-				}
-				if mod.params[prm.Name] != i || mod.paramKinds[i] != kind || prm.Bytes() != map[string]int{".u64": 8, ".u32": 4}[kind] {
+				kind := map[ParamKind]string{BufferPointer: ".u64", ElementCount: ".u32", UniformValue: ".b32"}[prm.Kind]
+				if mod.params[prm.Name] != i || mod.paramKinds[i] != kind || prm.Bytes() != map[string]int{".u64": 8, ".u32": 4, ".b32": 4}[kind] {
 					t.Errorf("%s: param %s is not %s at position %d", np.name, prm.Name, kind, i)
 				}
 			}
 		}
+	}
+}
+
+func TestSubgroupSizeFor(t *testing.T) {
+	prog := func(wg [3]uint32, size uint32) *ir.Program {
+		b := ir.NewBuilder("sg", wg[0], wg[1], wg[2])
+		b.RequireSubgroupSize(size)
+		out := b.Buffer("out", ir.U32, ir.Write)
+		b.Store(out, ir.GlobalID(0), ir.SubgroupAdd(ir.LitU32(1)))
+		return b.Program()
+	}
+	for _, c := range []struct {
+		wg         [3]uint32
+		size, want uint32
+	}{{[3]uint32{64, 1, 1}, 0, 32}, {[3]uint32{48, 1, 1}, 0, 16}, {[3]uint32{8, 3, 1}, 0, 8}, {[3]uint32{7, 1, 1}, 0, 1},
+		{[3]uint32{1024, 1, 1}, 0, 32}, {[3]uint32{64, 1, 1}, 8, 8}, {[3]uint32{32, 2, 1}, 32, 32}} {
+		got, err := SubgroupSizeFor(prog(c.wg, c.size), c.wg)
+		if err != nil || got != c.want {
+			t.Errorf("workgroup %v, required %d: %d, %v; want %d", c.wg, c.size, got, err, c.want)
+		}
+		m, err := Emit(prog(c.wg, c.size), Options{})
+		if err != nil || m.SubgroupSize != c.want {
+			t.Errorf("workgroup %v, required %d: module runs %v lanes (%v)", c.wg, c.size, m, err)
+		}
+	}
+	for _, size := range []uint32{64, 128} {
+		p := prog([3]uint32{256, 1, 1}, size)
+		if _, err := Emit(p, Options{}); err == nil || !strings.Contains(err.Error(), "at most 32") || !strings.Contains(err.Error(), "Fix:") {
+			t.Errorf("a program requiring %d lanes: %v, want a rejection with a Fix", size, err)
+		}
+	}
+	if _, err := Emit(prog([3]uint32{64, 1, 1}, 16), Options{WorkgroupSize: [3]uint32{8, 1, 1}}); err == nil {
+		t.Error("a workgroup override of 8 invocations for a program requiring 16 lanes was accepted")
+	}
+	k, _ := kernels.Lookup("saxpy")
+	if m := mustEmit(t, "saxpy", k.Program(), Options{}); m.SubgroupSize != 0 || strings.Contains(m.Text, "%laneid") {
+		t.Errorf("a program without subgroups runs %d lanes", m.SubgroupSize)
 	}
 }
 
@@ -229,6 +266,17 @@ func TestEdgeTableCoversEveryOperation(t *testing.T) {
 			expr(x.Index)
 		case ir.BuiltinRef:
 			seen["builtin "+x.Kind.String()] = true
+		case ir.BitcastExpr:
+			seen["bitcast "+x.To.String()] = true
+			expr(x.X)
+		case ir.UniformRef:
+			seen["uniform"] = true
+		case ir.SubgroupExpr:
+			seen[x.Op.String()] = true
+			expr(x.X)
+			if x.Lane != nil {
+				expr(x.Lane)
+			}
 		}
 	}
 	var stmts func(ss []ir.Stmt)
@@ -258,12 +306,17 @@ func TestEdgeTableCoversEveryOperation(t *testing.T) {
 				stmts(s.Body)
 			case ir.BreakStmt:
 				seen["break"] = true
+			case ir.ContinueStmt:
+				seen["continue"] = true
 			case ir.BarrierStmt:
 				seen["barrier"] = true
 			case ir.AtomicStmt:
 				seen["atomic "+s.Op.String()] = true
 				expr(s.Index)
 				expr(s.Value)
+				if s.Compare != nil {
+					expr(s.Compare)
+				}
 			case ir.ReturnStmt:
 				seen["return"] = true
 			}
@@ -285,10 +338,14 @@ func TestEdgeTableCoversEveryOperation(t *testing.T) {
 	for _, ty := range ir.Types() {
 		want = append(want, "cast "+ty.String())
 	}
-	for _, k := range []ir.BuiltinKind{ir.GlobalIDBuiltin, ir.LocalIDBuiltin, ir.WorkgroupIDBuiltin, ir.NumWorkgroupsBuiltin, ir.WorkgroupSizeBuiltin} {
+	for _, k := range ir.Builtins() {
 		want = append(want, "builtin "+k.String())
 	}
-	want = append(want, "fma", "select", "if", "for i32", "for u32", "while", "break", "barrier", "return")
+	for _, op := range ir.SubgroupOps() {
+		want = append(want, op.String())
+	}
+	want = append(want, "fma", "select", "if", "for i32", "for u32", "while", "break", "continue", "barrier", "return",
+		"bitcast i32", "bitcast u32", "bitcast f32", "uniform")
 	for _, w := range want {
 		if !seen[w] {
 			t.Errorf("%s: no program of the edge table uses it", w)

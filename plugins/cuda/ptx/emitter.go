@@ -49,6 +49,13 @@ type emitter struct {
 	prog   *ir.Program
 	wg     [3]uint32
 	params map[string]ir.Literal
+	arch   Target
+	// sg is the subgroup size (0 without subgroup operations); lane and segMask
+	// are the registers of the lane in its subgroup and of the subgroup's lanes
+	// in the warp, loaded once when first needed.
+	sg            uint32
+	lane, segMask string
+	uniforms      map[string]value
 
 	// pre holds the instructions that run once at the top of the kernel
 	// (parameter loads, builtins, constants); body the program's.
@@ -67,15 +74,18 @@ type emitter struct {
 	open bool
 }
 
-func newEmitter(p *ir.Program, wg [3]uint32, params map[string]ir.Literal) *emitter {
+func newEmitter(p *ir.Program, wg [3]uint32, params map[string]ir.Literal, target Target, sg uint32) *emitter {
 	return &emitter{
-		prog:    p,
-		wg:      wg,
-		params:  params,
-		consts:  map[ir.Literal]string{},
-		hoisted: map[hoistKey]string{},
-		arrays:  map[string]array{},
-		open:    true,
+		prog:     p,
+		wg:       wg,
+		params:   params,
+		arch:     target,
+		sg:       sg,
+		uniforms: map[string]value{},
+		consts:   map[ir.Literal]string{},
+		hoisted:  map[hoistKey]string{},
+		arrays:   map[string]array{},
+		open:     true,
 	}
 }
 
@@ -142,6 +152,14 @@ func (e *emitter) emitKernel() error {
 		e.preInst("ld.param.u32 %s, [%s]", count, lenParam(b.Binding))
 		e.arrays[b.Name] = array{elem: b.Type, base: base, count: count}
 	}
+	for i, u := range e.prog.Uniforms {
+		if !u.Type.IsNumeric() {
+			return fmt.Errorf("uniform %q has type %s. Fix: use i32, u32 or f32", u.Name, u.Type)
+		}
+		reg := e.r()
+		e.preInst("ld.param.b32 %s, [%s]", reg, uniformParam(uint32(i)))
+		e.uniforms[u.Name] = value{reg: reg, t: u.Type}
+	}
 	for i, s := range e.prog.Shared {
 		if !s.Type.Valid() {
 			return fmt.Errorf("shared array %q has an invalid element type. Fix: use bool, i32, u32 or f32", s.Name)
@@ -175,10 +193,7 @@ func (e *emitter) assemble(m *Module) string {
 		if i > 0 {
 			s.WriteString(",")
 		}
-		kind := ".u32"
-		if p.Kind == BufferPointer {
-			kind = ".u64"
-		}
+		kind := map[ParamKind]string{BufferPointer: ".u64", ElementCount: ".u32", UniformValue: ".b32"}[p.Kind]
 		fmt.Fprintf(&s, "\n\t.param %s %s", kind, p.Name)
 	}
 	fmt.Fprintf(&s, "\n)\n.reqntid %d, %d, %d\n{\n", e.wg[0], e.wg[1], e.wg[2])
@@ -198,6 +213,13 @@ func (e *emitter) assemble(m *Module) string {
 
 // builtin returns a builtin on axis, computed once in the preamble.
 func (e *emitter) builtin(kind ir.BuiltinKind, axis uint8) (string, error) {
+	switch kind {
+	case ir.SubgroupSizeBuiltin:
+		return e.constant(ir.LitU32(e.sg)).reg, nil
+	case ir.SubgroupInvocationIDBuiltin:
+		lane, _ := e.subgroupRegs()
+		return lane, nil
+	}
 	if axis > 2 {
 		return "", fmt.Errorf("builtin %s has axis %d. Fix: use axis 0, 1 or 2", kind, axis)
 	}

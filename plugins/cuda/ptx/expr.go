@@ -45,6 +45,24 @@ func (e *emitter) expr(x ir.Expr) (value, error) {
 			return value{reg: reg, t: l.t}, nil
 		}
 		return l.value, nil
+	case ir.UniformRef:
+		v, ok := e.uniforms[x.Name]
+		if !ok {
+			return value{}, fmt.Errorf("uniform %q is not declared. Fix: declare it in uniforms", x.Name)
+		}
+		return v, nil
+	case ir.BitcastExpr:
+		v, err := e.expr(x.X)
+		if err != nil {
+			return value{}, err
+		}
+		if !v.t.IsNumeric() || !x.To.IsNumeric() {
+			return value{}, fmt.Errorf("bitcast from %s to %s has no PTX form. Fix: bitcast between i32, u32 and f32", v.t, x.To)
+		}
+		// Every 32-bit value lives in a .b32 register: the bits are already there.
+		return value{reg: v.reg, t: x.To}, nil
+	case ir.SubgroupExpr:
+		return e.subgroup(x)
 	case ir.ParamRef:
 		l, ok := e.params[x.Name]
 		if !ok {
@@ -195,6 +213,10 @@ func (e *emitter) unary(x ir.UnaryExpr) (value, error) {
 		return out(e.sel(e.op1("neg.s32", v.reg), v.reg, neg))
 	case x.Op == ir.OpAbs && v.t == ir.F32:
 		return out(e.op2("and.b32", v.reg, hex(f32AbsMask)))
+	case x.Op == ir.OpClz && v.t.IsInteger():
+		return out(e.op1("clz.b32", v.reg))
+	case x.Op == ir.OpPopcount && v.t.IsInteger():
+		return out(e.op1("popc.b32", v.reg))
 	case v.t == ir.F32:
 		switch x.Op {
 		case ir.OpSqrt:
@@ -211,6 +233,10 @@ func (e *emitter) unary(x ir.UnaryExpr) (value, error) {
 			return out(e.op1("cvt.rmi.f32.f32", v.reg))
 		case ir.OpCeil:
 			return out(e.op1("cvt.rpi.f32.f32", v.reg))
+		case ir.OpTrunc:
+			return out(e.op1("cvt.rzi.f32.f32", v.reg))
+		case ir.OpRound:
+			return out(e.op1("cvt.rni.f32.f32", v.reg))
 		}
 	}
 	return value{}, unsupported("unary operator "+x.Op.String(), v.t)

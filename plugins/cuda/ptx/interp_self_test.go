@@ -46,7 +46,7 @@ func TestInterpreterRejectsUnspecifiedBehaviour(t *testing.T) {
 		{"store past a shared variable", "\tmov.u32 %r2, kiln_shared0;\n\tst.shared.b32 [%r2+8], %r1;", "bad"},
 		{"shared address past the variable", "\tmov.b32 %r2, 8;\n\tst.shared.b32 [%r2], %r1;", "outside every shared variable"},
 		{"misaligned", "\tmov.b32 %r2, 2;\n\tld.shared.b32 %r3, [%r2];", "misaligned"},
-		{"instruction Emit never writes", "\tpopc.b32 %r2, %r1;", "not interpreted"},
+		{"instruction Emit never writes", "\tbrev.b32 %r2, %r1;", "not interpreted"},
 		{"undeclared register", "\tmov.b32 %r9, 1;", "not declared"},
 		{"barrier other than 0", "\tbar.sync 1;", "barrier 0"},
 		{"branch to nowhere", "\tbra $L9;", "undefined label"},

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/big"
+	"math/bits"
 	"strconv"
 	"strings"
 
@@ -18,12 +19,16 @@ import (
 // suffix is IEEE single precision rounded to nearest even, fma is fused, integer
 // ops wrap, shift amounts above 32 clamp to 32, float-to-integer conversions
 // saturate, predicated instructions whose guard is false do nothing, and the
-// threads of a block run in turns between bar.sync. Behaviour PTX leaves
+// threads of a block run in turns between bar.sync, and a warp-synchronous
+// instruction (shfl.sync, redux.sync) runs once every thread of its membermask has
+// reached it, for all of them together. Behaviour PTX leaves
 // unspecified is an error here, so the tests fail if the emitted code relies on
 // it: integer division by zero or of MIN by -1, a NaN converted to an integer,
 // reading a register no instruction wrote, any access outside the memory actually
 // allocated (one 4-byte element for an empty buffer) or outside a shared
-// variable. The approximate MUFU instructions (ex2, lg2, sin, cos) are computed
+// variable, a membermask that leaves out the thread itself or names a thread that
+// exited or waits elsewhere, a shuffle from a lane outside the membermask. The
+// approximate MUFU instructions (ex2, lg2, sin, cos) are computed
 // exactly; the backend tests bound the hardware's error.
 
 // opnd is one decoded operand.
@@ -55,6 +60,11 @@ type pinst struct {
 	args    []opnd
 	// exec runs the instruction on a thread (its guard already checked).
 	exec func(t *thread) error
+	// collective runs a warp-synchronous instruction for the threads of a warp
+	// that reached it, indexed by lane (nil for the others); mask reads a
+	// thread's membermask operand.
+	collective func(ts []*thread) error
+	mask       func(t *thread) (uint32, error)
 	// target is a branch's destination index.
 	target int
 }
@@ -88,6 +98,12 @@ type thread struct {
 	ctaid            [3]uint32
 	shared           []byte
 	barrier          bool
+	// linear is the thread's index in its block (x fastest), from which CUDA
+	// builds warps: lane linear % 32 of warp linear / 32.
+	linear int
+	// warpOp is the instruction index of the warp-synchronous instruction the
+	// thread waits at, or -1.
+	warpOp int
 }
 
 // machine runs one dispatch.
@@ -144,7 +160,7 @@ func parseModule(text string) (*pmodule, error) {
 			inParams = false
 		case inParams:
 			f := strings.Fields(strings.TrimSuffix(line, ","))
-			if len(f) != 3 || f[0] != ".param" || (f[1] != ".u64" && f[1] != ".u32") {
+			if len(f) != 3 || f[0] != ".param" || (f[1] != ".u64" && f[1] != ".u32" && f[1] != ".b32") {
 				return nil, fmt.Errorf("line %d: bad parameter %q", lineNo, line)
 			}
 			m.params[f[2]] = len(m.paramKinds)
@@ -674,13 +690,13 @@ func (m *pmodule) decode(in *pinst) error {
 		}
 		in.exec = func(t *thread) error { t.barrier = true; return nil }
 		return nil
-	case in.op == "ld.param.u64" || in.op == "ld.param.u32":
+	case in.op == "ld.param.u64" || in.op == "ld.param.u32" || in.op == "ld.param.b32":
 		o := in.args[1]
 		pos, ok := m.params[o.name]
 		if !o.mem || o.kind != opndSym || !ok {
 			return fmt.Errorf("line %d: %s of unknown parameter %q", in.line, in.op, o.name)
 		}
-		if (parts[2] == "u64") != (m.paramKinds[pos] == ".u64") {
+		if "."+parts[2] != m.paramKinds[pos] {
 			return fmt.Errorf("line %d: %s of %s parameter %q", in.line, in.op, m.paramKinds[pos], o.name)
 		}
 		if parts[2] == "u64" {
@@ -711,6 +727,13 @@ func (m *pmodule) decode(in *pinst) error {
 			dst(t, v)
 			return err
 		}
+		return nil
+	case in.op == "mov.u32" && len(in.args) == 2 && in.args[1].kind == opndSreg && in.args[1].name == "%laneid":
+		dst, err := m.dst32(in)
+		if err != nil {
+			return err
+		}
+		in.exec = func(t *thread) error { dst(t, uint32(t.linear%32)); return nil }
 		return nil
 	case in.op == "mov.u32" && len(in.args) == 2 && in.args[1].kind == opndSreg:
 		dst, err := m.dst32(in)
@@ -976,7 +999,8 @@ func (m *pmodule) decode(in *pinst) error {
 		return nil
 	case parts[0] == "atom" && len(parts) == 4 && (parts[1] == "global" || parts[1] == "shared"):
 		op := parts[2] + "." + parts[3]
-		if _, err := atomicApply(op, 0, 0); err != nil {
+		cas := op == "cas.b32"
+		if _, err := atomicApply(op, 0, 0); err != nil && !cas {
 			return fmt.Errorf("line %d: %v", in.line, err)
 		}
 		dst, err := m.dst32(in)
@@ -991,6 +1015,14 @@ func (m *pmodule) decode(in *pinst) error {
 		if err != nil {
 			return err
 		}
+		cmp := val
+		if cas {
+			if val, err = m.src32(in, 3); err != nil {
+				return err
+			}
+		} else if len(in.args) != 3 {
+			return fmt.Errorf("line %d: %s takes 3 operands", in.line, in.op)
+		}
 		in.exec = func(t *thread) error {
 			a, err := addr(t)
 			if err != nil {
@@ -1000,15 +1032,29 @@ func (m *pmodule) decode(in *pinst) error {
 			if err != nil {
 				return err
 			}
+			c, err := cmp(t)
+			if err != nil {
+				return err
+			}
 			old, err := t.loadWord(in, parts[1], a)
 			if err != nil {
 				return err
 			}
-			nv, _ := atomicApply(op, old, v)
+			nv := old
+			switch {
+			case !cas:
+				nv, _ = atomicApply(op, old, v)
+			case old == c:
+				nv = v
+			}
 			dst(t, old)
 			return t.storeWord(in, parts[1], a, nv)
 		}
 		return nil
+	case in.op == "shfl.sync.idx.b32" || in.op == "shfl.sync.bfly.b32":
+		return m.decodeShfl(in, parts[2])
+	case parts[0] == "redux" && len(parts) == 4 && parts[1] == "sync":
+		return m.decodeRedux(in, parts[2]+"."+parts[3])
 	}
 	return m.decodeArith(in)
 }
@@ -1072,6 +1118,8 @@ func (m *pmodule) decodeArith(in *pinst) error {
 	}
 	unaries := map[string]func(*thread, uint32) (uint32, error){
 		"not.b32":         func(_ *thread, a uint32) (uint32, error) { return ^a, nil },
+		"clz.b32":         func(_ *thread, a uint32) (uint32, error) { return uint32(bits.LeadingZeros32(a)), nil },
+		"popc.b32":        func(_ *thread, a uint32) (uint32, error) { return uint32(bits.OnesCount32(a)), nil },
 		"neg.s32":         func(_ *thread, a uint32) (uint32, error) { return -a, nil },
 		"sqrt.rn.f32":     okF(func(a float32) float32 { return float32(math.Sqrt(float64(a))) }),
 		"ex2.approx.f32":  okF(func(a float32) float32 { return float32(math.Exp2(float64(a))) }),
@@ -1132,6 +1180,13 @@ func (mc *machine) run(t *thread) error {
 			return fmt.Errorf("ran past the end of the kernel")
 		}
 		in := &code[t.pc]
+		if in.collective != nil {
+			if in.guard != nil {
+				return t.fail(in, "a warp-synchronous instruction under a guard")
+			}
+			t.warpOp = t.pc
+			return nil
+		}
 		t.pc++
 		if in.guard != nil {
 			if !t.pdef[in.guard.idx] {
@@ -1167,7 +1222,7 @@ func (mc *machine) block(ctaid [3]uint32) error {
 		for y := uint32(0); y < wg[1]; y++ {
 			for x := uint32(0); x < wg[0]; x++ {
 				threads = append(threads, &thread{
-					m: mc, tid: [3]uint32{x, y, z}, ctaid: ctaid, shared: shared,
+					m: mc, tid: [3]uint32{x, y, z}, ctaid: ctaid, shared: shared, linear: len(threads), warpOp: -1,
 					p: make([]bool, mod.nregs['p']), r: make([]uint32, mod.nregs['r']), d: make([]uint64, mod.nregs['d']),
 					pdef: make([]bool, mod.nregs['p']), rdef: make([]bool, mod.nregs['r']), ddef: make([]bool, mod.nregs['d']),
 				})
@@ -1175,34 +1230,231 @@ func (mc *machine) block(ctaid [3]uint32) error {
 		}
 	}
 	for {
-		waiting, done := 0, 0
 		for _, t := range threads {
-			if t.done {
-				done++
+			if t.done || t.barrier || t.warpOp >= 0 {
 				continue
 			}
-			t.barrier = false
 			if err := mc.run(t); err != nil {
 				return fmt.Errorf("thread %v: %w", t.tid, err)
 			}
-			if t.barrier {
-				waiting++
-			} else {
+		}
+		progress, err := mc.warpOps(threads)
+		if err != nil {
+			return err
+		}
+		if progress {
+			continue
+		}
+		waiting, done, warp := 0, 0, 0
+		for _, t := range threads {
+			switch {
+			case t.done:
 				done++
+			case t.barrier:
+				waiting++
+			case t.warpOp >= 0:
+				warp++
 			}
 		}
 		switch {
+		case warp > 0:
+			return fmt.Errorf("%d threads wait at warp-synchronous instructions that the rest of their membermask never reaches", warp)
 		case waiting == 0:
 			return nil
 		case done > 0:
 			return fmt.Errorf("%d threads wait at a barrier that %d others never reach", waiting, done)
 		}
+		for _, t := range threads {
+			t.barrier = false
+		}
 	}
 }
 
+// warpOps runs every warp-synchronous instruction whose whole membermask has
+// reached it and reports whether any ran. A membermask must hold the thread
+// itself, and every thread it names must wait at the same instruction with the
+// same membermask; one that exited makes it an error.
+func (mc *machine) warpOps(threads []*thread) (bool, error) {
+	progress := false
+	for w := 0; w*32 < len(threads); w++ {
+		warp := threads[w*32 : min(len(threads), w*32+32)]
+		for _, t := range warp {
+			if t.warpOp < 0 {
+				continue
+			}
+			in := &mc.mod.code[t.warpOp]
+			mask, err := in.mask(t)
+			if err != nil {
+				return false, err
+			}
+			lane := t.linear % 32
+			if mask&(1<<lane) == 0 {
+				return false, t.fail(in, "membermask %#08x leaves out the thread's own lane %d", mask, lane)
+			}
+			members := make([]*thread, 32)
+			ready := true
+			for l := range 32 {
+				if mask&(1<<l) == 0 {
+					continue
+				}
+				if l >= len(warp) || warp[l].done {
+					return false, t.fail(in, "membermask %#08x names lane %d, which exited or does not exist", mask, l)
+				}
+				o := warp[l]
+				if o.warpOp != t.warpOp {
+					ready = false
+					break
+				}
+				if om, err := in.mask(o); err != nil || om != mask {
+					return false, t.fail(in, "lanes %d and %d give membermasks %#08x and %#08x", lane, l, mask, om)
+				}
+				members[l] = o
+			}
+			if !ready {
+				continue
+			}
+			if err := in.collective(members); err != nil {
+				return false, err
+			}
+			for _, o := range members {
+				if o != nil {
+					o.warpOp = -1
+					o.pc++
+				}
+			}
+			progress = true
+		}
+	}
+	return progress, nil
+}
+
+// decodeShfl decodes "shfl.sync.mode.b32 d, a, b, c, membermask" with PTX's
+// lane arithmetic: c holds the segment mask in bits 8..12 and the clamp in 0..4,
+// and a source lane past the segment's end reads the thread's own value.
+func (m *pmodule) decodeShfl(in *pinst, mode string) error {
+	if len(in.args) != 5 {
+		return fmt.Errorf("line %d: %s takes 5 operands", in.line, in.op)
+	}
+	dst, err := m.dst32(in)
+	if err != nil {
+		return err
+	}
+	var src [4]func(*thread) (uint32, error)
+	for k := range src {
+		if src[k], err = m.src32(in, k+1); err != nil {
+			return err
+		}
+	}
+	in.mask = src[3]
+	in.collective = func(ts []*thread) error {
+		vals := make([]uint32, 32)
+		for l, t := range ts {
+			if t != nil {
+				var err error
+				if vals[l], err = src[0](t); err != nil {
+					return err
+				}
+			}
+		}
+		out := make([]uint32, 32)
+		for l, t := range ts {
+			if t == nil {
+				continue
+			}
+			b, err := src[1](t)
+			if err != nil {
+				return err
+			}
+			c, err := src[2](t)
+			if err != nil {
+				return err
+			}
+			lane := uint32(l)
+			bval, cval, seg := b&31, c&31, c>>8&31
+			maxLane := lane&seg | cval&^seg
+			minLane := lane & seg
+			var j uint32
+			switch mode {
+			case "idx":
+				j = minLane | bval&^seg
+			default:
+				j = lane ^ bval
+			}
+			if j > maxLane {
+				j = lane
+			}
+			if ts[j] == nil {
+				return t.fail(in, "lane %d reads lane %d, which is not in the membermask", lane, j)
+			}
+			out[l] = vals[j]
+		}
+		for l, t := range ts {
+			if t != nil {
+				dst(t, out[l])
+			}
+		}
+		return nil
+	}
+	in.exec = func(t *thread) error { return t.fail(in, "ran a warp-synchronous instruction alone") }
+	return nil
+}
+
+// decodeRedux decodes "redux.sync.op.type d, a, membermask": every thread of the
+// membermask gets the reduction of all their values.
+func (m *pmodule) decodeRedux(in *pinst, op string) error {
+	if len(in.args) != 3 {
+		return fmt.Errorf("line %d: %s takes 3 operands", in.line, in.op)
+	}
+	if op != "add.u32" && op != "add.s32" {
+		if _, err := atomicApply(op, 0, 0); err != nil || op == "exch.b32" {
+			return fmt.Errorf("line %d: %s is not interpreted", in.line, in.op)
+		}
+	}
+	dst, err := m.dst32(in)
+	if err != nil {
+		return err
+	}
+	val, err := m.src32(in, 1)
+	if err != nil {
+		return err
+	}
+	if in.mask, err = m.src32(in, 2); err != nil {
+		return err
+	}
+	if op == "add.s32" {
+		op = "add.u32"
+	}
+	in.collective = func(ts []*thread) error {
+		var acc uint32
+		first := true
+		for _, t := range ts {
+			if t == nil {
+				continue
+			}
+			v, err := val(t)
+			if err != nil {
+				return err
+			}
+			if first {
+				acc, first = v, false
+				continue
+			}
+			acc, _ = atomicApply(op, acc, v)
+		}
+		for _, t := range ts {
+			if t != nil {
+				dst(t, acc)
+			}
+		}
+		return nil
+	}
+	in.exec = func(t *thread) error { return t.fail(in, "ran a warp-synchronous instruction alone") }
+	return nil
+}
+
 // launch runs the module over grid with the given buffers (by binding; an empty
-// buffer is allocated one dummy element) and element counts.
-func launch(mod *pmodule, grid [3]uint32, buffers [][]uint32, counts []uint32) error {
+// buffer is allocated one dummy element), element counts and uniform values.
+func launch(mod *pmodule, grid [3]uint32, buffers [][]uint32, counts []uint32, uniforms ...uint32) error {
 	mc := &machine{mod: mod, grid: grid}
 	for b, words := range buffers {
 		mc.buffers = append(mc.buffers, memory{base: bufferBase(b), words: words})
@@ -1215,6 +1467,13 @@ func launch(mod *pmodule, grid [3]uint32, buffers [][]uint32, counts []uint32) e
 			return fmt.Errorf("the kernel has no parameters for binding %d", b)
 		}
 		mc.params[pb], mc.params[pl] = bufferBase(b), uint64(counts[b])
+	}
+	for i, v := range uniforms {
+		pu, ok := mod.params[uniformParam(uint32(i))]
+		if !ok {
+			return fmt.Errorf("the kernel has no parameter for uniform %d", i)
+		}
+		mc.params[pu] = uint64(v)
 	}
 	for z := uint32(0); z < grid[2]; z++ {
 		for y := uint32(0); y < grid[1]; y++ {
@@ -1229,9 +1488,10 @@ func launch(mod *pmodule, grid [3]uint32, buffers [][]uint32, counts []uint32) e
 }
 
 // dispatchCase emits p for the case, runs it on the interpreter as the backend
-// would (write buffers zero-filled, read_write buffers from their inputs) and
-// returns the output buffers in binding order.
-func dispatchCase(p *ir.Program, c kernels.Case) ([][]byte, error) {
+// would (write buffers zero-filled, read_write buffers from their inputs, the
+// uniform block's values as parameters) and returns the output buffers in binding
+// order.
+func dispatchCase(p *ir.Program, c kernels.Case, uniformBlock []byte) ([][]byte, error) {
 	m, err := Emit(p, Options{Spec: c.Spec, WorkgroupSize: c.WorkgroupSize})
 	if err != nil {
 		return nil, err
@@ -1262,7 +1522,15 @@ func dispatchCase(p *ir.Program, c kernels.Case) ([][]byte, error) {
 		}
 		buffers[b.Binding] = mem
 	}
-	if err := launch(mod, c.Grid, buffers, counts); err != nil {
+	vals, err := ir.DecodeUniforms(p, uniformBlock)
+	if err != nil {
+		return nil, err
+	}
+	var uniforms []uint32
+	for _, v := range vals {
+		uniforms = append(uniforms, v.Bits)
+	}
+	if err := launch(mod, c.Grid, buffers, counts, uniforms...); err != nil {
 		return nil, err
 	}
 	var outs [][]byte

@@ -9,7 +9,8 @@ import (
 // EntryPoint is the name of the kernel of every emitted module.
 const EntryPoint = "kiln_main"
 
-// ISAVersion is the PTX ISA version every module declares.
+// ISAVersion is the PTX ISA version every module declares (7.0 has redux.sync,
+// which the integer subgroup reductions use on sm_80).
 const ISAVersion = "7.0"
 
 // MinDriverVersion is the oldest CUDA driver API version (as cuDriverGetVersion
@@ -57,12 +58,15 @@ const (
 	BufferPointer ParamKind = iota + 1
 	// ElementCount is the element count of a buffer (.u32).
 	ElementCount
+	// UniformValue is the 32-bit value of a uniform (.b32), IR v1.1.
+	UniformValue
 )
 
 // Param is one kernel parameter.
 type Param struct {
 	Kind ParamKind
-	// Binding is the buffer's binding.
+	// Binding is the buffer's binding, or the uniform's index in the program's
+	// uniform list.
 	Binding uint32
 	// Name is the parameter's name in the module.
 	Name string
@@ -90,6 +94,10 @@ type Module struct {
 	Params []Param
 	// SharedBytes is the static shared memory of the kernel.
 	SharedBytes uint32
+	// SubgroupSize is the number of lanes of a subgroup as the kernel runs them
+	// (see SubgroupSizeFor); 0 when the program uses no subgroup operation or
+	// builtin.
+	SubgroupSize uint32
 }
 
 // Emit compiles p to a PTX module with DESIGN.md's IR semantics done in code (see
@@ -117,16 +125,26 @@ func Emit(p *ir.Program, opts Options) (*Module, error) {
 	if err != nil {
 		return nil, fmt.Errorf("ptx: program %q: %w", p.Name, err)
 	}
-	e := newEmitter(p, wg, params)
+	sg, err := SubgroupSizeFor(p, wg)
+	if err != nil {
+		return nil, fmt.Errorf("ptx: program %q: %w", p.Name, err)
+	}
+	if !usesSubgroups(p) {
+		sg = 0
+	}
+	e := newEmitter(p, wg, params, opts.Target, sg)
 	if err := e.emitKernel(); err != nil {
 		return nil, fmt.Errorf("ptx: emitting program %q: %w", p.Name, err)
 	}
-	m := &Module{Entry: EntryPoint, Target: opts.Target, WorkgroupSize: wg, SharedBytes: e.sharedBytes}
+	m := &Module{Entry: EntryPoint, Target: opts.Target, WorkgroupSize: wg, SharedBytes: e.sharedBytes, SubgroupSize: sg}
 	for _, b := range p.Buffers {
 		m.Params = append(m.Params, Param{Kind: BufferPointer, Binding: b.Binding, Name: bufParam(b.Binding)})
 	}
 	for _, b := range p.Buffers {
 		m.Params = append(m.Params, Param{Kind: ElementCount, Binding: b.Binding, Name: lenParam(b.Binding)})
+	}
+	for i := range p.Uniforms {
+		m.Params = append(m.Params, Param{Kind: UniformValue, Binding: uint32(i), Name: uniformParam(uint32(i))})
 	}
 	m.Text = e.assemble(m)
 	return m, nil
@@ -154,5 +172,30 @@ func foldParams(p *ir.Program, spec ir.SpecMap) (map[string]ir.Literal, error) {
 	return vals, nil
 }
 
+// WarpSize is the largest subgroup a kernel runs: a warp.
+const WarpSize = 32
+
+// SubgroupSizeFor returns the subgroup size a program runs with at workgroup size
+// wg: the program's own when it fixes one, else the largest power of two up to a
+// warp (32) that divides the workgroup's invocation count, as the reference
+// interpreter picks by default. Subgroups of fewer than 32 lanes are aligned
+// segments of a warp; a program that requires more than 32 lanes cannot run.
+func SubgroupSizeFor(p *ir.Program, wg [3]uint32) (uint32, error) {
+	if p.SubgroupSize > WarpSize {
+		return 0, fmt.Errorf("it requires subgroups of %d lanes, but CUDA runs subgroups of at most %d (a warp). Fix: require a subgroup size of %d or less, or none", p.SubgroupSize, WarpSize, WarpSize)
+	}
+	size := p.SubgroupSize
+	if size == 0 {
+		n := wg[0] * wg[1] * wg[2]
+		for size = WarpSize; n%size != 0; size /= 2 {
+		}
+	}
+	if err := ir.CheckSubgroupSize(wg, size); err != nil {
+		return 0, fmt.Errorf("it cannot run with subgroups of %d lanes: %w", size, err)
+	}
+	return size, nil
+}
+
 func bufParam(binding uint32) string { return fmt.Sprintf("kiln_buf%d", binding) }
+func uniformParam(i uint32) string   { return fmt.Sprintf("kiln_uni%d", i) }
 func lenParam(binding uint32) string { return fmt.Sprintf("kiln_len%d", binding) }

@@ -111,6 +111,12 @@ func (e *emitter) stmt(s ir.Stmt) error {
 		}
 		e.jump(e.loops[len(e.loops)-1].end)
 		return nil
+	case ir.ContinueStmt:
+		if len(e.loops) == 0 {
+			return fmt.Errorf("continue outside a loop. Fix: use continue only inside for or while")
+		}
+		e.jump(e.loops[len(e.loops)-1].cont)
+		return nil
 	case ir.BarrierStmt:
 		e.inst("bar.sync 0")
 		return nil
@@ -208,8 +214,10 @@ func atomicOp(op ir.AtomicOp, elem ir.Type) (string, error) {
 		return "xor.b32", nil
 	case ir.AtomicExchange:
 		return "exch.b32", nil
+	case ir.AtomicCompareExchange:
+		return "cas.b32", nil
 	}
-	return "", fmt.Errorf("atomic operation %d has no PTX form. Fix: use add, min, max, and, or, xor or exchange", op)
+	return "", fmt.Errorf("atomic operation %d has no PTX form. Fix: use add, min, max, and, or, xor, exchange or cas", op)
 }
 
 // atomic applies the operation only when index is in bounds; its result, when
@@ -230,6 +238,14 @@ func (e *emitter) atomic(s ir.AtomicStmt) error {
 	v, err := e.typed(s.Value, a.elem, "the atomic value")
 	if err != nil {
 		return err
+	}
+	if s.Op == ir.AtomicCompareExchange {
+		// atom.cas takes the value to compare with before the new value.
+		cmp, err := e.typed(s.Compare, a.elem, "the value cas compares with")
+		if err != nil {
+			return err
+		}
+		v = cmp + ", " + v
 	}
 	old := e.r()
 	e.inst("mov.b32 %s, 0", old)

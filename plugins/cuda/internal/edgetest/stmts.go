@@ -96,8 +96,15 @@ func atomicsOnBuffers() Case {
 	slot := b.Let("slot", ir.Mul(i, ir.LitU32(2)))
 	var olds []ir.Expr
 	for k, op := range ir.AtomicOps() {
+		if op == ir.AtomicCompareExchange {
+			continue
+		}
 		olds = append(olds, b.AtomicResult(op, own, slot, ir.Add(i, ir.LitU32(uint32(k)*7)), "old_"+op.String()))
 	}
+	// After the exchange the slot holds i + 42: the first cas matches and stores,
+	// the second no longer matches.
+	olds = append(olds, b.AtomicCAS(own, slot, ir.Add(i, ir.LitU32(42)), ir.Add(i, ir.LitU32(49)), "cas_hit"))
+	olds = append(olds, b.AtomicCAS(own, slot, ir.Add(i, ir.LitU32(42)), ir.LitU32(0xBAD), "cas_miss"))
 	acc := olds[0]
 	for _, o := range olds[1:] {
 		acc = ir.Xor(ir.Mul(acc, ir.LitU32(31)), o)

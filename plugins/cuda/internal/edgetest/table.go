@@ -115,8 +115,10 @@ func pairs(xs []uint32) [][]uint32 {
 	return [][]uint32{a, b}
 }
 
-// Table returns the whole edge table: ValueCases then StatementCases.
-func Table() []Case { return append(ValueCases(), StatementCases()...) }
+// Table returns the whole edge table: ValueCases, StatementCases and V11Cases.
+func Table() []Case {
+	return append(append(ValueCases(), StatementCases()...), V11Cases()...)
+}
 
 // ValueCases applies every unary and binary operator to every type it accepts
 // (binary ones to every pair of edge values), select, fma over triples, and every
@@ -128,6 +130,7 @@ func ValueCases() []Case {
 	unary := map[ir.UnaryOp][]ir.Type{
 		ir.OpNeg: arith, ir.OpNot: ints, ir.OpAbs: {ir.I32, ir.F32}, ir.OpSqrt: {ir.F32}, ir.OpExp: {ir.F32},
 		ir.OpLog: {ir.F32}, ir.OpSin: {ir.F32}, ir.OpCos: {ir.F32}, ir.OpFloor: {ir.F32}, ir.OpCeil: {ir.F32},
+		ir.OpTrunc: {ir.F32}, ir.OpRound: {ir.F32}, ir.OpClz: ints, ir.OpPopcount: ints,
 	}
 	for _, op := range ir.UnaryOps() {
 		for _, t := range unary[op] {
@@ -184,6 +187,15 @@ func ValueCases() []Case {
 		out = append(out, elementwise(fmt.Sprintf("cast.bool.%s", to), ir.I32, to, [][]uint32{I32()}, func(x []ir.Expr) ir.Expr {
 			return ir.Cast(to, ir.Ge(x[0], ir.LitI32(0)))
 		}))
+	}
+	for _, from := range arith {
+		for _, to := range arith {
+			if from != to {
+				out = append(out, elementwise(fmt.Sprintf("bitcast.%s.%s", from, to), from, to, [][]uint32{edges(from)}, func(x []ir.Expr) ir.Expr {
+					return ir.Bitcast(to, x[0])
+				}))
+			}
+		}
 	}
 	return append(out, fma())
 }
