@@ -54,6 +54,7 @@ func (a *app) runCommand() *cobra.Command {
 		sizes             []string
 		seed              uint64
 		verify, all, list bool
+		strict            bool
 	)
 	cmd := &cobra.Command{
 		Use:   "run [PROGRAM.json]",
@@ -74,6 +75,11 @@ one table; exits 1 if any run fails:
 
 Without --backend the preferred backend runs the program; the CPU reference
 (cpu-ref) is an oracle and only runs when named (--backend cpu-ref).
+--uniform NAME=VALUE sets a uniform of the program (IR v1.1), parsed by its
+type; every uniform needs one. --strict first runs the program on the CPU
+reference interpreter in strict mode, which fails the run with the workgroup,
+invocations and statements of any shared-memory race (a missing barrier),
+read of never-written shared memory or out-of-bounds shared index.
 --verify runs the program on cpu-ref too and compares the outputs with the
 conformance rules (integers bit-exact, floats within DESIGN.md's bounds); for
 corpus kernels the kernel's plain-Go reference is checked as well.
@@ -126,6 +132,9 @@ it: "explicit", "pgo route: ...", "preferred: ..."), workgroup_size and tuned
 					return fmt.Errorf("--size %q is not a non-negative integer. Fix: pass --size 4096", sizes[0])
 				}
 				job = runs.KernelJob(k, n, seed, file.Backend)
+				if len(file.Uniforms) > 0 {
+					return errors.New("--uniform sets uniforms of a program file. Fix: corpus kernels choose their own; drop --uniform")
+				}
 			} else {
 				file.Path, file.Sizes = args[0], sizes
 				var err error
@@ -133,6 +142,7 @@ it: "explicit", "pgo route: ...", "preferred: ..."), workgroup_size and tuned
 					return err
 				}
 			}
+			job.Strict = strict
 			h, err := a.open(ctx)
 			if err != nil {
 				return err
@@ -169,6 +179,8 @@ it: "explicit", "pgo route: ...", "preferred: ..."), workgroup_size and tuned
 	f.BoolVar(&verify, "verify", false, "compare the outputs with the cpu-ref backend's")
 	f.StringArrayVar(&file.Inputs, "input", nil, "NAME=@FILE: raw little-endian bytes of buffer NAME (program files)")
 	f.StringArrayVar(&file.Spec, "spec", nil, "NAME=VALUE: set parameter NAME (program files)")
+	f.StringArrayVar(&file.Uniforms, "uniform", nil, "NAME=VALUE: set uniform NAME for this dispatch (program files)")
+	f.BoolVar(&strict, "strict", false, "check the program for shared-memory races on the reference interpreter's strict mode first")
 	f.StringVar(&file.Grid, "grid", "", "X,Y,Z workgroups (program files)")
 	f.StringVar(&file.Invocations, "invocations", "", "X,Y,Z invocations; the grid is their ceiling division by the workgroup size (program files)")
 	f.StringVar(&file.WorkgroupSize, "wg", "", "X,Y,Z workgroup size override (program files)")

@@ -21,6 +21,9 @@ type FileArgs struct {
 	Sizes []string
 	// Spec are NAME=VALUE: parameter NAME's value, parsed by its declared type.
 	Spec []string
+	// Uniforms are NAME=VALUE: uniform NAME's value (IR v1.1), parsed by its
+	// declared type; every uniform of the program needs one.
+	Uniforms []string
 	// Grid, Invocations and WorkgroupSize are "X[,Y[,Z]]" (missing axes are 1);
 	// empty means unset. One of Grid and Invocations is needed.
 	Grid, Invocations, WorkgroupSize string
@@ -89,6 +92,9 @@ func FileJob(a FileArgs) (Job, error) {
 			return Job{}, fmt.Errorf("--spec %s: %w", kv, err)
 		}
 		l.Spec.Set(name, v)
+	}
+	if l.Uniforms, err = uniformBlock(prog, a.Uniforms); err != nil {
+		return Job{}, err
 	}
 	if l.Grid, err = triple("--grid", a.Grid); err != nil {
 		return Job{}, err
@@ -196,6 +202,43 @@ func specValue(p *ir.Program, name, value string) (ir.SpecValue, error) {
 		return ir.SpecBool(b), nil
 	}
 	return bad(fmt.Errorf("type %s has no command-line form", d.Type))
+}
+
+// uniformBlock parses NAME=VALUE pairs by the types of p's uniforms and packs
+// them into the uniform block a dispatch carries.
+func uniformBlock(p *ir.Program, kvs []string) ([]byte, error) {
+	values := make(map[string]ir.Literal, len(kvs))
+	for _, kv := range kvs {
+		name, value, err := pair("--uniform", kv)
+		if err != nil {
+			return nil, err
+		}
+		u, ok := p.Uniform(name)
+		if !ok {
+			var names []string
+			for _, d := range p.Uniforms {
+				names = append(names, d.Name)
+			}
+			if len(names) == 0 {
+				names = []string{"(none)"}
+			}
+			return nil, fmt.Errorf("--uniform %s: the program has no uniform %q. Fix: name one of: %s", kv, name, strings.Join(names, ", "))
+		}
+		if _, dup := values[name]; dup {
+			return nil, fmt.Errorf("--uniform %s: uniform %q is set twice. Fix: pass --uniform %s once", kv, name, name)
+		}
+		lit, err := ir.ParseLiteral(u.Type, value)
+		if err != nil {
+			return nil, fmt.Errorf("--uniform %s: %w", kv, err)
+		}
+		values[name] = lit
+	}
+	for _, u := range p.Uniforms {
+		if _, ok := values[u.Name]; !ok {
+			return nil, fmt.Errorf("the program's uniform %q (%s) has no value. Fix: pass --uniform %s=<%s>", u.Name, u.Type, u.Name, u.Type)
+		}
+	}
+	return ir.EncodeUniforms(p, values)
 }
 
 // WriteOutputs writes every output buffer to dir/<buffer>.bin and returns the paths.

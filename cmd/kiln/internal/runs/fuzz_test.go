@@ -30,3 +30,25 @@ func FuzzTriple(f *testing.F) {
 		}
 	})
 }
+
+// FuzzUniformFlags: any --uniform values either pack into a block of the program's
+// size or fail with a Fix.
+func FuzzUniformFlags(f *testing.F) {
+	for _, s := range []string{"n=1;s=2.5;k=-1", "n=0x10;s=nan;k=0", "n=-1", "s=;n=;k=", "n=1;n=2", "x=1", "=", "k=2147483648"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		dir := t.TempDir()
+		path := writeFile(t, dir, "prog.json", []byte(uniformJSON))
+		j, err := FileJob(FileArgs{Path: path, Grid: "1", Uniforms: strings.Split(s, ";")})
+		if err != nil {
+			if !strings.Contains(err.Error(), "Fix:") {
+				t.Fatalf("error %q has no Fix", err)
+			}
+			return
+		}
+		if len(j.Launch.Uniforms) != j.Program.UniformBytes() {
+			t.Fatalf("uniform block of %d bytes for %d uniforms", len(j.Launch.Uniforms), len(j.Program.Uniforms))
+		}
+	})
+}

@@ -28,6 +28,9 @@ type Job struct {
 	// then checked too.
 	Kernel *kernels.Kernel
 	Case   kernels.Case
+	// Strict runs the program on the in-process oracle in strict mode first; a
+	// shared-memory hazard it reports fails the run before any backend runs it.
+	Strict bool
 }
 
 // KernelJob draws a random case of size for the corpus kernel k.
@@ -84,6 +87,11 @@ func (e *VerifyError) Unwrap() error { return e.Err }
 // Run dispatches j and, with verify, checks the outputs. A verification failure
 // returns the outcome together with a *VerifyError.
 func Run(ctx context.Context, h *host.Host, j Job, verify bool) (*Outcome, error) {
+	if j.Strict {
+		if err := CheckStrict(ctx, j); err != nil {
+			return nil, err
+		}
+	}
 	res, err := h.Dispatch(ctx, j.Program, j.Launch)
 	if err != nil {
 		return nil, err
