@@ -27,8 +27,16 @@ import (
 // device enumeration alone" means and exit: the baseline of BenchmarkStartDescribe.
 const initChildEnv = "KILN_CUDA_INIT_CHILD"
 
-// pluginBinary builds kiln-backend-cuda once per test binary.
+// pluginEnv names a prebuilt kiln-backend-cuda for the tests to start instead of
+// building one (for a test binary copied to a machine without Go).
+const pluginEnv = "KILN_CUDA_PLUGIN"
+
+// pluginBinary builds kiln-backend-cuda once per test binary, or returns the one
+// KILN_CUDA_PLUGIN names.
 var pluginBinary = sync.OnceValues(func() (string, error) {
+	if path := os.Getenv(pluginEnv); path != "" {
+		return path, nil
+	}
 	dir, err := os.MkdirTemp("", "kiln-cuda-plugin-")
 	if err != nil {
 		return "", err
@@ -46,7 +54,7 @@ func TestMain(m *testing.M) {
 		os.Exit(initAndEnumerate())
 	}
 	code := m.Run()
-	if path, err := pluginBinary(); err == nil {
+	if path, err := pluginBinary(); err == nil && os.Getenv(pluginEnv) == "" {
 		os.RemoveAll(filepath.Dir(path))
 	}
 	os.Exit(code)

@@ -47,12 +47,21 @@ func fileExists(path string) bool {
 	return err == nil && !st.IsDir()
 }
 
+// keepEnv names a folder where assemble keeps the modules and cubins it makes,
+// for a look at them (the GPU experiment runs the device's ptxas over them again).
+const keepEnv = "KILN_PTX_OUT"
+
 // assemble runs ptxas on m for arch and returns the cubin's path, failing the test
 // with ptxas's message and the module when it is rejected.
 func assemble(t testing.TB, ptxas, name string, m *Module, arch string) string {
 	t.Helper()
-	dir := t.TempDir()
-	base := filepath.Join(dir, strings.NewReplacer("/", "_", " ", "_").Replace(name))
+	dir := os.Getenv(keepEnv)
+	if dir == "" {
+		dir = t.TempDir()
+	} else if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	base := filepath.Join(dir, strings.NewReplacer("/", "_", " ", "_").Replace(name)+"."+m.Target.String()+"."+arch)
 	if err := os.WriteFile(base+".ptx", []byte(m.Text), 0o644); err != nil {
 		t.Fatal(err)
 	}
