@@ -114,7 +114,8 @@ func TestCompileReturnsAndReusesTheCubin(t *testing.T) {
 	ctx := context.Background()
 	k, _ := kernels.Lookup("matmul")
 	a := b.adapters[0]
-	first, err := b.Compile(ctx, &pluginapi.CompileRequest{Program: k.Program()})
+	kc := k.NewCase(rand.New(rand.NewPCG(1, 2)), 40)
+	first, err := b.Compile(ctx, &pluginapi.CompileRequest{Program: k.Program(), Spec: kc.Spec})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -136,7 +137,7 @@ func TestCompileReturnsAndReusesTheCubin(t *testing.T) {
 		"forged":       forged,
 		"vulkan blob":  append([]byte{32, 0, 0, 0, 1, 0, 0, 0, 0xde, 0x10}, make([]byte, 120)...),
 	} {
-		c, err := b.Compile(ctx, &pluginapi.CompileRequest{Program: k.Program(), CachedBlob: blob})
+		c, err := b.Compile(ctx, &pluginapi.CompileRequest{Program: k.Program(), Spec: kc.Spec, CachedBlob: blob})
 		if err != nil {
 			t.Errorf("compile with the %s blob: %v", name, err)
 			continue
@@ -144,7 +145,6 @@ func TestCompileReturnsAndReusesTheCubin(t *testing.T) {
 		if reused := bytes.Equal(c.Blob, blob); reused != (name == "own") {
 			t.Errorf("compile with the %s blob: reused it = %v", name, reused)
 		}
-		kc := k.NewCase(rand.New(rand.NewPCG(1, 2)), 40)
 		res, err := b.Dispatch(ctx, &pluginapi.DispatchRequest{Pipeline: c.Pipeline, Grid: kc.Grid, Inputs: kc.Inputs, OutputCounts: kc.OutputCounts})
 		if err != nil {
 			t.Errorf("dispatch after compiling with the %s blob: %v", name, err)

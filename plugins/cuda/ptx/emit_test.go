@@ -13,8 +13,9 @@ import (
 )
 
 // TestEveryModuleAssembles runs ptxas on every corpus kernel and edge-table
-// program: emitted for sm_80 and assembled for the H200's sm_90 and for sm_80, and
-// emitted for and assembled for sm_70.
+// program, emitted for sm_80 and for sm_70, and assembled for the H200's sm_90 and
+// for the oldest architecture each target runs on that CUDA 13's ptxas still
+// knows (sm_80; sm_75, since CUDA 13 dropped sm_70).
 func TestEveryModuleAssembles(t *testing.T) {
 	ptxas := tool(t, "ptxas")
 	for _, np := range allPrograms() {
@@ -23,7 +24,7 @@ func TestEveryModuleAssembles(t *testing.T) {
 			for _, c := range []struct {
 				target Target
 				arch   string
-			}{{Target{SM: 80}, ptxasArch}, {Target{SM: 80}, "sm_80"}, {Target{SM: 70}, "sm_70"}} {
+			}{{Target{SM: 80}, ptxasArch}, {Target{SM: 80}, "sm_80"}, {Target{SM: 70}, ptxasArch}, {Target{SM: 70}, "sm_75"}} {
 				opts := np.opts
 				opts.Target = c.target
 				assemble(t, ptxas, np.name, mustEmit(t, np.name, np.prog, opts), c.arch)
