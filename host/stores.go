@@ -295,7 +295,7 @@ func (t *PGOBackend) Dispatch(ctx context.Context, p *ir.Program, inputs [][]byt
 		}
 		t.prog, t.spec, t.wg, t.pl = p, l.Spec.CacheHash(), l.WorkgroupSize, pl
 	}
-	res, err := t.b.Dispatch(ctx, t.pl, Work{Grid: l.Grid, Inputs: inputs, OutputCounts: l.OutputCounts})
+	res, err := t.b.Dispatch(ctx, t.pl, Work{Grid: l.Grid, Inputs: inputs, OutputCounts: l.OutputCounts, Uniforms: l.Uniforms})
 	if err != nil {
 		return 0, err
 	}

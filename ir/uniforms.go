@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
-	"sort"
 	"strconv"
 	"strings"
 )
@@ -70,7 +69,6 @@ func uniformNames(p *Program) string {
 	for i, u := range p.Uniforms {
 		names[i] = u.Name + " " + u.Type.String()
 	}
-	sort.Strings(names)
 	return strings.Join(names, ", ")
 }
 

@@ -26,6 +26,8 @@ type Launch struct {
 	Spec ir.SpecMap
 	// WorkgroupSize overrides the program's when non-zero.
 	WorkgroupSize [3]uint32
+	// Uniforms is the program's uniform block (IR v1.1), empty when it has none.
+	Uniforms []byte
 }
 
 // Config is how Certify measures.

@@ -82,7 +82,7 @@ func (b *backend) Dispatch(ctx context.Context, req *pluginapi.DispatchRequest) 
 	if !ok {
 		return nil, pluginapi.Rejected("example-cpu has no pipeline %d. Fix: compile the program first", req.Pipeline)
 	}
-	outs, err := k.Run(ctx, interp.Launch{Grid: req.Grid, Inputs: req.Inputs, OutputCounts: req.OutputCounts})
+	outs, err := k.Run(ctx, interp.Launch{Grid: req.Grid, Inputs: req.Inputs, OutputCounts: req.OutputCounts, Uniforms: req.Uniforms})
 	if err != nil {
 		if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
 			return nil, err

@@ -15,24 +15,25 @@ import (
 // own stream from it.
 const corpusSeed = 0x6b696c6e
 
-// runCase dispatches c on the interpreter and checks the outputs against the
-// kernel's Go reference.
+// runCase dispatches c on the interpreter, in strict mode too, and checks the
+// outputs against the kernel's Go reference; strict mode must find no
+// shared-memory hazard in any corpus kernel.
 func runCase(t *testing.T, k kernels.Kernel, p *ir.Program, c kernels.Case) {
 	t.Helper()
 	want := k.Reference(c)
-	got, err := interp.Run(context.Background(), p,
-		interp.Options{WorkgroupSize: c.WorkgroupSize, Spec: c.Spec},
-		interp.Launch{Grid: c.Grid, Inputs: c.Inputs, OutputCounts: c.OutputCounts})
-	if err != nil {
-		t.Fatalf("interp.Run: %v", err)
-	}
-	if err := k.Check(got, want); err != nil {
-		t.Fatal(err)
+	for _, strict := range []bool{false, true} {
+		got, err := interp.Run(context.Background(), p,
+			interp.Options{WorkgroupSize: c.WorkgroupSize, Spec: c.Spec, Strict: strict},
+			interp.Launch{Grid: c.Grid, Inputs: c.Inputs, OutputCounts: c.OutputCounts, Uniforms: c.Uniforms})
+		if err != nil {
+			t.Fatalf("interp.Run (strict %v): %v", strict, err)
+		}
+		if err := k.Check(got, want); err != nil {
+			t.Fatalf("strict %v: %v", strict, err)
+		}
 	}
 }
 
-// TestCorpus runs every corpus kernel at each of its sizes (empty, one element,
-// primes, exact multiples of the workgroup, one large size) on random inputs.
 func TestCorpus(t *testing.T) {
 	for _, k := range kernels.All() {
 		p := k.Program()
@@ -68,6 +69,21 @@ func TestCorpusOverrides(t *testing.T) {
 		{"matmul", 37, [3]uint32{8, 8, 1}, func(c *kernels.Case) {
 			c.Spec.Set("tile", ir.SpecU32(8))
 			c.Grid = [3]uint32{(39 + 7) / 8, (37 + 7) / 8, 1}
+		}},
+		// A full tile on the largest square workgroup: before IR v1.1's matmul the
+		// shared tiles held 256 elements and this silently gave a wrong c.
+		{"matmul", 45, [3]uint32{32, 32, 1}, func(c *kernels.Case) {
+			c.Spec.Set("tile", ir.SpecU32(32))
+			c.Grid = [3]uint32{(47 + 31) / 32, (45 + 31) / 32, 1}
+		}},
+		// A tile shallower than the workgroup, and a non-square workgroup.
+		{"matmul", 40, [3]uint32{32, 32, 1}, func(c *kernels.Case) {
+			c.Spec.Set("tile", ir.SpecU32(5))
+			c.Grid = [3]uint32{(42 + 31) / 32, (40 + 31) / 32, 1}
+		}},
+		{"matmul", 23, [3]uint32{8, 4, 1}, func(c *kernels.Case) {
+			c.Spec.Set("tile", ir.SpecU32(3))
+			c.Grid = [3]uint32{(25 + 7) / 8, (23 + 3) / 4, 1}
 		}},
 		{"collatz", 300, [3]uint32{64, 1, 1}, func(c *kernels.Case) {
 			c.Grid[0] = (300 + 63) / 64

@@ -90,7 +90,7 @@ func (e *StrictError) Error() string {
 		return head + fmt.Sprintf("%s reads %s at %s, which no invocation of the workgroup has written; shared memory starts undefined. Fix: store to the word (and put a barrier after the store) before reading it",
 			inv(e.Invocation), word, e.Statement)
 	case OutOfBounds:
-		return head + fmt.Sprintf("%s indexes %s at %s, beyond its %d elements. Fix: keep shared indices below the array's count (a GPU gives no defined result here)",
+		return head + fmt.Sprintf("%s indexes %s at %s, beyond its %d elements (the IR makes such a load 0 and such a store nothing, but it is usually an indexing bug). Fix: keep shared indices below the array's count, also in both operands of a select",
 			inv(e.Invocation), word, e.Statement, e.Count)
 	}
 	return head + fmt.Sprintf("%s at %s", word, e.Statement)

@@ -45,6 +45,9 @@ type Case struct {
 	Spec ir.SpecMap
 	// WorkgroupSize overrides the program's workgroup size; zero keeps the program's.
 	WorkgroupSize [3]uint32
+	// Uniforms is the program's uniform block (IR v1.1; see ir.EncodeUniforms),
+	// empty for a program without uniforms.
+	Uniforms []byte
 }
 
 // All returns the corpus in a fixed order.
@@ -59,6 +62,9 @@ func All() []Kernel {
 		transpose(),
 		matmul(),
 		collatz(),
+		subgroupSum(),
+		scatterAdd(),
+		softmax(),
 	}
 }
 

@@ -110,7 +110,8 @@ func TestNamesUniqueAndDocumented(t *testing.T) {
 	for _, k := range All() {
 		names = append(names, k.Name)
 	}
-	wantOrder := []string{"vector_add", "saxpy", "reduce_sum", "dot", "histogram", "exclusive_scan", "transpose", "matmul", "collatz"}
+	wantOrder := []string{"vector_add", "saxpy", "reduce_sum", "dot", "histogram", "exclusive_scan", "transpose", "matmul", "collatz",
+		"subgroup_sum", "scatter_add", "softmax"}
 	if !slices.Equal(names, wantOrder) {
 		t.Errorf("All() order %v, want %v", names, wantOrder)
 	}
@@ -140,6 +141,8 @@ func invocations(k Kernel, c Case) [3]int {
 		return [3]int{c.Size + 3, c.Size, 1}
 	case "matmul":
 		return [3]int{c.Size + 2, c.Size, 1}
+	case "softmax":
+		return [3]int{c.Size * 64, 1, 1} // one workgroup per row
 	}
 	return [3]int{c.Size, 1, 1}
 }
@@ -153,6 +156,8 @@ func inputLen(k Kernel, n int, buffer string) int {
 		return n * (n + 1)
 	case k.Name == "matmul":
 		return (n + 1) * (n + 2)
+	case k.Name == "softmax":
+		return n * (2*n + 1)
 	}
 	return n
 }
@@ -164,6 +169,9 @@ func TestCasesAreConsistent(t *testing.T) {
 		var multiple, ragged bool
 		for _, size := range k.Sizes {
 			n := invocations(k, Case{Size: size})
+			if k.Name == "softmax" {
+				n = [3]int{2*size + 1, 1, 1} // its lanes stride over a row's columns
+			}
 			for axis := range 2 {
 				multiple = multiple || n[axis] > 0 && n[axis]%int(wg[axis]) == 0
 				ragged = ragged || n[axis]%int(wg[axis]) != 0

@@ -6,34 +6,38 @@ import (
 	"github.com/kiln-dev/kiln/ir"
 )
 
-// matmulTile is the default tile side. The workgroup is tile×tile and the shared
-// tiles hold matmulTile² elements, so a dispatch that sets the tile parameter to t
-// must also override the workgroup size to t×t×1, with t² ≤ matmulTile².
+// matmulTile is the default tile depth and workgroup side: 16×16 invocations, each
+// k-step of the loop covering 16 columns of a and rows of b.
 const matmulTile = 16
+
+// matmulShared is the element count of each shared tile: a workgroup of X×Y
+// invocations stages a Y×tile block of a and a tile×X block of b, so any tile
+// with tile·X ≤ matmulShared and tile·Y ≤ matmulShared fits. X·Y is at most
+// ir.MaxInvocations, so every tile up to min(X, Y) does.
+const matmulShared = ir.MaxInvocations
 
 func matmul() Kernel {
 	return Kernel{
 		Name: "matmul",
 		OpID: "kiln.matrix.matmul.f32",
-		Doc: "c (m×n) = a (m×k) · b (k×n), row-major f32, with shared tiles of tile×tile (parameter, default 16; " +
-			"another tile needs a matching workgroup override); size s is m = s, k = s+1, n = s+2",
+		Doc: "c (m×n) = a (m×k) · b (k×n), row-major f32; m, n, k are uniforms, so one compile serves every shape; " +
+			"shared tiles of depth tile (parameter, default 16) for any tile up to the workgroup's sides; " +
+			"size s is m = s, k = s+1, n = s+2",
 		Sizes:   []int{0, 1, 7, 16, 17, 32, 61, 100},
 		Program: matmulProgram,
 		NewCase: func(rng *rand.Rand, size int) Case {
 			m, k, n := size, size+1, size+2
-			c := Case{
+			return Case{
 				Size:         size,
 				Grid:         [3]uint32{cover(n, matmulTile), cover(m, matmulTile), 1},
 				Inputs:       [][]byte{F32Bytes(randomF32(rng, m*k)), F32Bytes(randomF32(rng, k*n)), nil},
 				OutputCounts: []uint32{0, 0, uint32(m * n)},
+				Uniforms:     U32Bytes([]uint32{uint32(m), uint32(n), uint32(k)}),
 			}
-			c.Spec.Set("m", ir.SpecU32(uint32(m)))
-			c.Spec.Set("k", ir.SpecU32(uint32(k)))
-			c.Spec.Set("n", ir.SpecU32(uint32(n)))
-			return c
 		},
 		Reference: func(c Case) [][]byte {
-			m, k, n := int(specU32(c, "m", 1)), int(specU32(c, "k", 1)), int(specU32(c, "n", 1))
+			u := BytesU32(c.Uniforms)
+			m, n, k := int(u[0]), int(u[1]), int(u[2])
 			a, b := BytesF32(c.Inputs[0]), BytesF32(c.Inputs[1])
 			out := make([]float32, c.OutputCounts[2])
 			for row := range m {
@@ -57,40 +61,54 @@ func matmul() Kernel {
 }
 
 // matmulProgram gives each invocation one element of c (axis 0 the column, axis 1
-// the row). The workgroup walks k one tile at a time: each lane loads one element
-// of a's and of b's tile into shared memory (0 outside the matrices), and after a
-// barrier every lane adds the tile's products in order.
+// the row) and walks k one tile at a time. For each tile the workgroup's X·Y
+// invocations stage, in strided loops, the Y×tile block of a its rows need and
+// the tile×X block of b its columns need (0 outside the matrices), then after a
+// barrier every invocation adds its tile of products in order, and a second
+// barrier frees the tiles for the next step. The shapes m, n and k are uniforms,
+// read per dispatch; the tile depth is a specialization parameter.
 func matmulProgram() *ir.Program {
 	b := ir.NewBuilder("kiln.matrix.matmul.f32", matmulTile, matmulTile, 1)
 	tile := b.Param("tile", ir.U32, ir.LitU32(matmulTile))
-	m := b.Param("m", ir.U32, ir.LitU32(1))
-	k := b.Param("k", ir.U32, ir.LitU32(1))
-	n := b.Param("n", ir.U32, ir.LitU32(1))
+	m := b.Uniform("m", ir.U32)
+	n := b.Uniform("n", ir.U32)
+	k := b.Uniform("k", ir.U32)
 	a := b.Buffer("a", ir.F32, ir.Read)
 	bm := b.Buffer("b", ir.F32, ir.Read)
 	c := b.Buffer("c", ir.F32, ir.Write)
-	aTile := b.Shared("a_tile", ir.F32, matmulTile*matmulTile)
-	bTile := b.Shared("b_tile", ir.F32, matmulTile*matmulTile)
+	aTile := b.Shared("a_tile", ir.F32, matmulShared)
+	bTile := b.Shared("b_tile", ir.F32, matmulShared)
 	zero, one := ir.LitU32(0), ir.LitU32(1)
 
+	wx := b.Let("wx", ir.WorkgroupSize(0))
+	wy := b.Let("wy", ir.WorkgroupSize(1))
 	col := b.Let("col", ir.GlobalID(0))
 	row := b.Let("row", ir.GlobalID(1))
 	tx := b.Let("tx", ir.LocalID(0))
 	ty := b.Let("ty", ir.LocalID(1))
-	slot := b.Let("slot", ir.Add(ir.Mul(ty, tile), tx))
+	lane := b.Let("lane", ir.Add(ir.Mul(ty, wx), tx))
+	threads := b.Let("threads", ir.Mul(wx, wy))
+	row0 := b.Let("row0", ir.Mul(ir.WorkgroupID(1), wy))
+	col0 := b.Let("col0", ir.Mul(ir.WorkgroupID(0), wx))
 	acc := b.Var("acc", ir.F32, ir.LitF32(0))
 	tiles := b.Let("tiles", ir.Div(ir.Add(k, ir.Sub(tile, one)), tile))
 	b.For("t", ir.U32, zero, tiles, one, func(loop *ir.Block, t ir.Expr) {
 		base := loop.Let("base", ir.Mul(t, tile))
-		aCol := loop.Let("a_col", ir.Add(base, tx))
-		loop.Store(aTile, slot, ir.Select(ir.LAnd(ir.Lt(row, m), ir.Lt(aCol, k)),
-			ir.Load(a, ir.Add(ir.Mul(row, k), aCol)), ir.LitF32(0)))
-		bRow := loop.Let("b_row", ir.Add(base, ty))
-		loop.Store(bTile, slot, ir.Select(ir.LAnd(ir.Lt(bRow, k), ir.Lt(col, n)),
-			ir.Load(bm, ir.Add(ir.Mul(bRow, n), col)), ir.LitF32(0)))
+		loop.For("sa", ir.U32, lane, ir.Mul(wy, tile), threads, func(fill *ir.Block, s ir.Expr) {
+			r := fill.Let("ar", ir.Add(row0, ir.Div(s, tile)))
+			e := fill.Let("ac", ir.Add(base, ir.Rem(s, tile)))
+			fill.Store(aTile, s, ir.Select(ir.LAnd(ir.Lt(r, m), ir.Lt(e, k)),
+				ir.Load(a, ir.Add(ir.Mul(r, k), e)), ir.LitF32(0)))
+		})
+		loop.For("sb", ir.U32, lane, ir.Mul(tile, wx), threads, func(fill *ir.Block, s ir.Expr) {
+			e := fill.Let("br", ir.Add(base, ir.Div(s, wx)))
+			cc := fill.Let("bc", ir.Add(col0, ir.Rem(s, wx)))
+			fill.Store(bTile, s, ir.Select(ir.LAnd(ir.Lt(e, k), ir.Lt(cc, n)),
+				ir.Load(bm, ir.Add(ir.Mul(e, n), cc)), ir.LitF32(0)))
+		})
 		loop.Barrier()
 		loop.For("e", ir.U32, zero, tile, one, func(inner *ir.Block, e ir.Expr) {
-			product := ir.Mul(ir.Load(aTile, ir.Add(ir.Mul(ty, tile), e)), ir.Load(bTile, ir.Add(ir.Mul(e, tile), tx)))
+			product := ir.Mul(ir.Load(aTile, ir.Add(ir.Mul(ty, tile), e)), ir.Load(bTile, ir.Add(ir.Mul(e, wx), tx)))
 			inner.Assign("acc", ir.Add(acc, product))
 		})
 		loop.Barrier()

@@ -57,8 +57,12 @@ func TestReferencesByHand(t *testing.T) {
 			Spec: spec("rows", ir.SpecU32(2), "cols", ir.SpecU32(3))},
 			f32Bits(1, 4, 2, 5, 3, 6)},
 		{"matmul", Case{Inputs: [][]byte{f([]float32{1, 2, 3, 4, 5, 6}), f([]float32{7, 8, 9, 10, 11, 12}), nil},
-			OutputCounts: []uint32{0, 0, 4}, Spec: spec("m", ir.SpecU32(2), "k", ir.SpecU32(3), "n", ir.SpecU32(2))},
+			OutputCounts: []uint32{0, 0, 4}, Uniforms: u([]uint32{2, 2, 3})},
 			f32Bits(58, 64, 139, 154)},
+		{"scatter_add", Case{Inputs: [][]byte{u([]uint32{0, 4, 1, 2, 7}), f([]float32{1, 2, -3, 8, 0.5}), nil}, OutputCounts: []uint32{0, 0, 3}},
+			f32Bits(1, -0.5, 8)},
+		{"softmax", Case{Inputs: [][]byte{f([]float32{0, 0, 5, 5, 5, 5}), nil}, OutputCounts: []uint32{0, 6}, Uniforms: u([]uint32{2})},
+			f32Bits(0.5, 0.5, 0.5, 0.5, 0.5, 0.5)},
 		{"collatz", Case{Inputs: [][]byte{u([]uint32{1, 6, 27, 0}), nil}, OutputCounts: []uint32{0, 4}},
 			[]uint32{0, 8, 111, 1000}},
 		{"collatz", Case{Inputs: [][]byte{u([]uint32{1, 6, 27, 0}), nil}, OutputCounts: []uint32{0, 4},
@@ -69,6 +73,12 @@ func TestReferencesByHand(t *testing.T) {
 	bins[0], bins[1], bins[255] = 2, 1, 1
 	cases = append(cases, handCase{"histogram",
 		Case{Inputs: [][]byte{u([]uint32{0, 256, 1, 511}), nil}, OutputCounts: []uint32{0, 0}}, bins})
+
+	sg, _ := Lookup("subgroup_sum")
+	out := sg.Reference(Case{Inputs: [][]byte{u([]uint32{0xffffffff, 2, 7}), nil, nil}})
+	if got := [2]uint32{BytesU32(out[0])[0], BytesU32(out[1])[0]}; got != [2]uint32{8, 0xffffffff} {
+		t.Errorf("subgroup_sum: reference gives %v, want the wrapped sum 8 and the max", got)
+	}
 
 	for i, hc := range cases {
 		k, ok := Lookup(hc.kernel)

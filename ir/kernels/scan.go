@@ -60,14 +60,17 @@ func exclusiveScanProgram() *ir.Program {
 	b.Barrier()
 	offset := b.Var("offset", ir.U32, one)
 	b.While(ir.Lt(offset, ir.WorkgroupSize(0)), func(loop *ir.Block) {
-		left := loop.Let("left", ir.Select(ir.Ge(lid, offset), ir.Load(scan, ir.Sub(lid, offset)), zero))
+		// Lanes below offset read their own slot and discard it, so no lane
+		// indexes scan out of bounds (strict mode reports that).
+		has := loop.Let("has", ir.Ge(lid, offset))
+		left := loop.Let("left", ir.Select(has, ir.Load(scan, ir.Select(has, ir.Sub(lid, offset), lid)), zero))
 		loop.Barrier()
 		loop.Store(scan, lid, ir.Add(ir.Load(scan, lid), left))
 		loop.Barrier()
 		loop.Assign("offset", ir.Shl(offset, one))
 	})
 	b.If(ir.Lt(gid, ir.Len(output)), func(then *ir.Block) {
-		then.Store(output, gid, ir.Select(ir.Gt(lid, zero), ir.Load(scan, ir.Sub(lid, one)), zero))
+		then.Store(output, gid, ir.Select(ir.Gt(lid, zero), ir.Load(scan, ir.Sub(ir.Max(lid, one), one)), zero))
 	})
 	return b.MustBuild()
 }

@@ -168,7 +168,7 @@ func (r *runner) newCase(k kernels.Kernel, size int) kernels.Case {
 // reference runs the case on the CPU reference interpreter.
 func (r *runner) reference(ctx context.Context, p *ir.Program, c kernels.Case) ([][]byte, error) {
 	return interp.Run(ctx, p, interp.Options{WorkgroupSize: c.WorkgroupSize, Spec: c.Spec},
-		interp.Launch{Grid: c.Grid, Inputs: clone(c.Inputs), OutputCounts: c.OutputCounts})
+		interp.Launch{Grid: c.Grid, Inputs: clone(c.Inputs), OutputCounts: c.OutputCounts, Uniforms: c.Uniforms})
 }
 
 // compile compiles p for the case on the backend and releases the pipeline when
@@ -199,7 +199,7 @@ func (r *runner) dispatch(pipeline uint64, c kernels.Case) (*pluginapi.DispatchR
 	ctx, cancel := context.WithTimeout(context.Background(), r.opts.Timeout)
 	defer cancel()
 	res, err := r.b.Dispatch(ctx, &pluginapi.DispatchRequest{
-		Pipeline: pipeline, Grid: c.Grid, Inputs: clone(c.Inputs), OutputCounts: c.OutputCounts,
+		Pipeline: pipeline, Grid: c.Grid, Inputs: clone(c.Inputs), OutputCounts: c.OutputCounts, Uniforms: c.Uniforms,
 	})
 	if err == nil && res == nil {
 		err = errors.New("Dispatch returned no result and no error")

@@ -57,7 +57,7 @@ func (b *interpBackend) Dispatch(ctx context.Context, req *pluginapi.DispatchReq
 	if !ok {
 		return nil, pluginapi.Rejected("pipeline %d is unknown", req.Pipeline)
 	}
-	outs, err := k.Run(ctx, interp.Launch{Grid: req.Grid, Inputs: req.Inputs, OutputCounts: req.OutputCounts})
+	outs, err := k.Run(ctx, interp.Launch{Grid: req.Grid, Inputs: req.Inputs, OutputCounts: req.OutputCounts, Uniforms: req.Uniforms})
 	if err != nil {
 		return nil, pluginapi.Rejected("%w", err)
 	}

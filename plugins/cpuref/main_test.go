@@ -87,12 +87,12 @@ func TestServeThroughAProcess(t *testing.T) {
 	if comp.CompileNanos <= 0 {
 		t.Errorf("compile time %d", comp.CompileNanos)
 	}
-	res, err := b.Dispatch(ctx, &pluginapi.DispatchRequest{Pipeline: comp.Pipeline, Grid: kc.Grid, Inputs: kc.Inputs, OutputCounts: kc.OutputCounts})
+	res, err := b.Dispatch(ctx, &pluginapi.DispatchRequest{Pipeline: comp.Pipeline, Grid: kc.Grid, Inputs: kc.Inputs, OutputCounts: kc.OutputCounts, Uniforms: kc.Uniforms})
 	if err != nil {
 		t.Fatal(err)
 	}
 	want, err := interp.Run(ctx, p, interp.Options{Spec: kc.Spec, WorkgroupSize: kc.WorkgroupSize},
-		interp.Launch{Grid: kc.Grid, Inputs: kc.Inputs, OutputCounts: kc.OutputCounts})
+		interp.Launch{Grid: kc.Grid, Inputs: kc.Inputs, OutputCounts: kc.OutputCounts, Uniforms: kc.Uniforms})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -172,7 +172,7 @@ func BenchmarkDispatchRoundTrip(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	req := &pluginapi.DispatchRequest{Pipeline: comp.Pipeline, Grid: kc.Grid, Inputs: kc.Inputs, OutputCounts: kc.OutputCounts}
+	req := &pluginapi.DispatchRequest{Pipeline: comp.Pipeline, Grid: kc.Grid, Inputs: kc.Inputs, OutputCounts: kc.OutputCounts, Uniforms: kc.Uniforms}
 	b.ResetTimer()
 	for range b.N {
 		if _, err := be.Dispatch(ctx, req); err != nil {
@@ -205,7 +205,7 @@ func BenchmarkDispatchLarge(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	req := &pluginapi.DispatchRequest{Pipeline: comp.Pipeline, Grid: kc.Grid, Inputs: kc.Inputs, OutputCounts: kc.OutputCounts}
+	req := &pluginapi.DispatchRequest{Pipeline: comp.Pipeline, Grid: kc.Grid, Inputs: kc.Inputs, OutputCounts: kc.OutputCounts, Uniforms: kc.Uniforms}
 	b.ResetTimer()
 	for range b.N {
 		if _, err := be.Dispatch(ctx, req); err != nil {
@@ -224,7 +224,7 @@ func BenchmarkInProcessLarge(b *testing.B) {
 	}
 	b.ResetTimer()
 	for range b.N {
-		if _, err := kern.Run(context.Background(), interp.Launch{Grid: kc.Grid, Inputs: kc.Inputs, OutputCounts: kc.OutputCounts}); err != nil {
+		if _, err := kern.Run(context.Background(), interp.Launch{Grid: kc.Grid, Inputs: kc.Inputs, OutputCounts: kc.OutputCounts, Uniforms: kc.Uniforms}); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -114,7 +114,7 @@ func TestPluginProcess(t *testing.T) {
 	if len(comp.Blob) < 32 {
 		t.Errorf("compile returned a %d-byte blob, want pipeline-cache data with its header", len(comp.Blob))
 	}
-	res, err := b.Dispatch(ctx, &pluginapi.DispatchRequest{Pipeline: comp.Pipeline, Grid: c.Grid, Inputs: c.Inputs, OutputCounts: c.OutputCounts})
+	res, err := b.Dispatch(ctx, &pluginapi.DispatchRequest{Pipeline: comp.Pipeline, Grid: c.Grid, Inputs: c.Inputs, OutputCounts: c.OutputCounts, Uniforms: c.Uniforms})
 	if err != nil {
 		t.Fatal(err)
 	}

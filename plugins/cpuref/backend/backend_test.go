@@ -147,7 +147,7 @@ func TestDispatchHonoursContext(t *testing.T) {
 	h := compile(t, b, k.Program())
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	_, err := b.Dispatch(ctx, &pluginapi.DispatchRequest{Pipeline: h, Grid: c.Grid, Inputs: c.Inputs, OutputCounts: c.OutputCounts})
+	_, err := b.Dispatch(ctx, &pluginapi.DispatchRequest{Pipeline: h, Grid: c.Grid, Inputs: c.Inputs, OutputCounts: c.OutputCounts, Uniforms: c.Uniforms})
 	if !errors.Is(err, context.Canceled) || isRejected(err) {
 		t.Errorf("canceled context: got %v, want an error wrapping context.Canceled that is not a rejection", err)
 	}
@@ -168,7 +168,7 @@ func TestConcurrentDispatch(t *testing.T) {
 				t.Error(err)
 				return
 			}
-			res, err := b.Dispatch(context.Background(), &pluginapi.DispatchRequest{Pipeline: comp.Pipeline, Grid: c.Grid, Inputs: c.Inputs, OutputCounts: c.OutputCounts})
+			res, err := b.Dispatch(context.Background(), &pluginapi.DispatchRequest{Pipeline: comp.Pipeline, Grid: c.Grid, Inputs: c.Inputs, OutputCounts: c.OutputCounts, Uniforms: c.Uniforms})
 			if err != nil {
 				t.Error(err)
 				return

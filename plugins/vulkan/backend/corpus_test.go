@@ -28,7 +28,7 @@ func corpus(t *testing.T, b *Backend) {
 				c := k.NewCase(rng, size)
 				p := k.Program()
 				want, err := interp.Run(ctx, p, interp.Options{WorkgroupSize: c.WorkgroupSize, Spec: c.Spec},
-					interp.Launch{Grid: c.Grid, Inputs: c.Inputs, OutputCounts: c.OutputCounts})
+					interp.Launch{Grid: c.Grid, Inputs: c.Inputs, OutputCounts: c.OutputCounts, Uniforms: c.Uniforms})
 				if err != nil {
 					t.Fatalf("interp: %v", err)
 				}

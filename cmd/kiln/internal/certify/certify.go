@@ -147,6 +147,7 @@ func Run(ctx context.Context, h *host.Host, table *pgo.Table, backends []string,
 		} else {
 			cfg := pgo.Config{Timed: opts.Timed, Launch: pgo.Launch{
 				Grid: job.Case.Grid, OutputCounts: job.Case.OutputCounts, Spec: job.Case.Spec, WorkgroupSize: job.Case.WorkgroupSize,
+				Uniforms: job.Case.Uniforms,
 			}}
 			r.Route, r.Err = table.Certify(ctx, r.Op, job.Program, job.Case.Inputs, cfg, passed)
 		}

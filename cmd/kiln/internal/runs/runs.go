@@ -43,7 +43,7 @@ func KernelJob(k kernels.Kernel, size int, seed uint64, backend string) Job {
 		Launch: host.Launch{
 			Backend:        backend,
 			CompileOptions: host.CompileOptions{Spec: c.Spec, WorkgroupSize: c.WorkgroupSize},
-			Work:           host.Work{Grid: c.Grid, Inputs: c.Inputs, OutputCounts: c.OutputCounts},
+			Work:           host.Work{Grid: c.Grid, Inputs: c.Inputs, OutputCounts: c.OutputCounts, Uniforms: c.Uniforms},
 		},
 	}
 }
