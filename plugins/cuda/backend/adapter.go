@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"sync"
+	"time"
 
 	"github.com/hashicorp/go-hclog"
 
@@ -43,9 +44,13 @@ type adapter struct {
 	// driverVersion is cuDriverGetVersion, part of every cached blob's header.
 	driverVersion int
 
-	mu       sync.Mutex // guards d and measured
+	mu       sync.Mutex // guards the fields below
 	d        *device
 	measured bool
+	// opening and measuring are how long the first Describe took to open the
+	// device (retain the context, create the stream) and to measure the
+	// bandwidth.
+	opening, measuring time.Duration
 }
 
 // readLimits reads the attributes of dev.
@@ -169,14 +174,23 @@ func (a *adapter) describe(ctx context.Context, log hclog.Logger) pluginapi.Adap
 	defer a.mu.Unlock()
 	if !a.measured {
 		a.measured = true
+		start := time.Now()
 		d, err := a.openLocked()
+		a.opening = time.Since(start)
+		var bw float64
 		if err == nil {
-			var bw float64
+			start = time.Now()
 			bw, err = d.measureBandwidth(ctx)
+			a.measuring = time.Since(start)
 			a.info.Profile.MemBWGBps = quantizeBandwidth(bw)
 		}
-		if err != nil && log != nil {
+		switch {
+		case log == nil:
+		case err != nil:
 			log.Warn("CUDA bandwidth measurement failed; mem_bw_gbps stays 0", "index", a.index, "error", err)
+		default:
+			log.Info("CUDA bandwidth measured", "index", a.index, "gbps", bw, "reported", a.info.Profile.MemBWGBps,
+				"open", a.opening, "measure", a.measuring)
 		}
 	}
 	return a.info

@@ -7,6 +7,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/hashicorp/go-hclog"
 
@@ -49,11 +50,13 @@ type Backend struct {
 	// writing by Close, so Close never destroys what a call is using.
 	life sync.RWMutex
 
-	mu        sync.Mutex // guards the fields below
-	started   bool
-	closed    bool
-	drv       *driver.Driver
-	version   int // cuDriverGetVersion
+	mu      sync.Mutex // guards the fields below
+	started bool
+	closed  bool
+	drv     *driver.Driver
+	version int // cuDriverGetVersion
+	// initTook is how long loading the driver and cuInit took.
+	initTook  time.Duration
 	adapters  []*adapter
 	pipelines map[uint64]*pipeline
 	nextID    uint64
@@ -83,7 +86,7 @@ func (b *Backend) start() error {
 		b.adapters = []*adapter{{index: 0, info: pluginapi.Adapter{Index: 0, Name: "CUDA", Reason: reason}}}
 	}
 	if log := b.cfg.Logger; log != nil {
-		log.Info("CUDA started", "driver", b.cfg.Library, "driver_api", b.version, "adapters", len(b.adapters))
+		log.Info("CUDA started", "driver", b.cfg.Library, "driver_api", b.version, "adapters", len(b.adapters), "init", b.initTook)
 		for _, a := range b.adapters {
 			if a.info.Available {
 				log.Info("CUDA adapter", "index", a.index, "name", a.info.Name, "uuid", a.uuid, "compute_capability",
@@ -103,6 +106,8 @@ func (b *Backend) startCUDA() string {
 	if library == "" {
 		library = driver.DefaultLibrary
 	}
+	start := time.Now()
+	defer func() { b.initTook = time.Since(start) }()
 	d, err := driver.Load(library)
 	var missing *driver.LibraryMissingError
 	if errors.As(err, &missing) {

@@ -229,3 +229,18 @@ func TestDriverFailuresBecomeDeviceErrors(t *testing.T) {
 		t.Errorf("a rejected module = %v, want a DeviceError with the log", err)
 	}
 }
+
+func TestSizeClasses(t *testing.T) {
+	for in, want := range map[uint64]uint64{0: 256, 4: 256, 256: 256, 257: 512, 1 << 20: 1 << 20, 1<<20 + 1: 2 << 20,
+		64 << 20: 64 << 20, 64<<20 + 1: 66 << 20, 1 << 30: 1 << 30, 1<<30 + 4: 1<<30 + 2<<20} {
+		if got := sizeClass(in); got != want {
+			t.Errorf("sizeClass(%d) = %d, want %d", in, got, want)
+		}
+	}
+	if got := poolLimit(141 << 30); got != 4<<30 {
+		t.Errorf("poolLimit(141 GiB) = %d", got)
+	}
+	if got := poolLimit(8 << 30); got != 1<<30 {
+		t.Errorf("poolLimit(8 GiB) = %d", got)
+	}
+}

@@ -37,7 +37,7 @@ func benchBackend(b *testing.B) (*Backend, int) {
 
 // benchDispatch compiles p and dispatches it b.N times, returning the mean device
 // time in nanoseconds.
-func benchDispatch(b *testing.B, be *Backend, adapter int, p *ir.Program, spec ir.SpecMap, grid [3]uint32, inputs [][]byte, counts []uint32) float64 {
+func benchDispatch(b *testing.B, be *Backend, adapter int, p *ir.Program, spec ir.SpecMap, grid [3]uint32, inputs [][]byte, counts []uint32, uniforms []byte) float64 {
 	b.Helper()
 	ctx := context.Background()
 	c, err := be.Compile(ctx, &pluginapi.CompileRequest{Adapter: adapter, Program: p, Spec: spec})
@@ -45,7 +45,7 @@ func benchDispatch(b *testing.B, be *Backend, adapter int, p *ir.Program, spec i
 		b.Fatal(err)
 	}
 	defer be.Release(ctx, c.Pipeline)
-	req := &pluginapi.DispatchRequest{Pipeline: c.Pipeline, Grid: grid, Inputs: inputs, OutputCounts: counts}
+	req := &pluginapi.DispatchRequest{Pipeline: c.Pipeline, Grid: grid, Inputs: inputs, OutputCounts: counts, Uniforms: uniforms}
 	var device float64
 	b.ResetTimer()
 	for range b.N {
@@ -80,7 +80,7 @@ func BenchmarkVectorAdd(b *testing.B) {
 			be, adapter := benchBackend(b)
 			k, _ := kernels.Lookup("vector_add")
 			inputs := [][]byte{patternF32(n, 1), patternF32(n, 2), nil}
-			ns := benchDispatch(b, be, adapter, k.Program(), ir.SpecMap{}, [3]uint32{uint32((n + 255) / 256), 1, 1}, inputs, []uint32{0, 0, uint32(n)})
+			ns := benchDispatch(b, be, adapter, k.Program(), ir.SpecMap{}, [3]uint32{uint32((n + 255) / 256), 1, 1}, inputs, []uint32{0, 0, uint32(n)}, nil)
 			b.ReportMetric(ns, "device-ns/op")
 			if ns > 0 {
 				b.ReportMetric(12*float64(n)/ns, "device-GB/s")
@@ -96,13 +96,10 @@ func BenchmarkMatmul(b *testing.B) {
 		b.Run(fmt.Sprintf("s=%d", s), func(b *testing.B) {
 			be, adapter := benchBackend(b)
 			k, _ := kernels.Lookup("matmul")
-			var spec ir.SpecMap
-			spec.Set("m", ir.SpecU32(uint32(s)))
-			spec.Set("k", ir.SpecU32(uint32(s)))
-			spec.Set("n", ir.SpecU32(uint32(s)))
 			grid := [3]uint32{uint32(s+15) / 16, uint32(s+15) / 16, 1}
 			inputs := [][]byte{patternF32(s*s, 3), patternF32(s*s, 4), nil}
-			ns := benchDispatch(b, be, adapter, k.Program(), spec, grid, inputs, []uint32{0, 0, uint32(s * s)})
+			uniforms := kernels.U32Bytes([]uint32{uint32(s), uint32(s), uint32(s)})
+			ns := benchDispatch(b, be, adapter, k.Program(), ir.SpecMap{}, grid, inputs, []uint32{0, 0, uint32(s * s)}, uniforms)
 			b.ReportMetric(ns, "device-ns/op")
 			if ns > 0 {
 				b.ReportMetric(2*math.Pow(float64(s), 3)/ns, "device-GFLOP/s")
@@ -117,7 +114,7 @@ func BenchmarkSmallDispatch(b *testing.B) {
 	be, adapter := benchBackend(b)
 	k, _ := kernels.Lookup("vector_add")
 	one := kernels.F32Bytes([]float32{1})
-	benchDispatch(b, be, adapter, k.Program(), ir.SpecMap{}, [3]uint32{1, 1, 1}, [][]byte{one, one, nil}, []uint32{0, 0, 1})
+	benchDispatch(b, be, adapter, k.Program(), ir.SpecMap{}, [3]uint32{1, 1, 1}, [][]byte{one, one, nil}, []uint32{0, 0, 1}, nil)
 }
 
 // BenchmarkCompileMatmul compiles the corpus matmul cold (PTX through the JIT

@@ -26,6 +26,8 @@ type device struct {
 	// is a channel so a caller can stop waiting when its context ends.
 	sem  chan struct{}
 	lost atomic.Bool
+	// pool is guarded by sem.
+	pool pool
 }
 
 // newDevice retains a's primary context and creates the stream and events.
@@ -34,7 +36,7 @@ func newDevice(a *adapter) (*device, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := &device{a: a, ctx: c, sem: make(chan struct{}, 1)}
+	d := &device{a: a, ctx: c, sem: make(chan struct{}, 1), pool: pool{limit: poolLimit(a.lim.totalMem)}}
 	err = c.Do(func() error {
 		var err error
 		if d.stream, err = c.StreamCreate(); err != nil {
@@ -60,6 +62,7 @@ func (d *device) destroyObjects() {
 		if d.stream != 0 {
 			_ = d.ctx.StreamSynchronize(d.stream)
 		}
+		d.drain()
 		for _, e := range []driver.Event{d.start, d.end} {
 			if e != 0 {
 				_ = d.ctx.EventDestroy(e)
@@ -162,30 +165,98 @@ func (d *device) wait(ctx context.Context, ev driver.Event) error {
 	}
 }
 
-// buffer is one device allocation.
+// buffer is one device allocation of a size class (see sizeClass).
 type buffer struct {
 	ptr   driver.DevicePtr
-	bytes uint64
+	class uint64
 }
 
-// alloc allocates at least 4 bytes (an empty buffer still gets a valid address).
-// It must run inside d.ctx.Do.
+// The size classes: powers of two from minClass (an empty buffer still gets a
+// valid address, and small buffers share one class) up to bigClass, then
+// multiples of bigStep, so a large buffer wastes at most 2 MiB.
+const (
+	minClass = 256
+	bigClass = 64 << 20
+	bigStep  = 2 << 20
+)
+
+// sizeClass rounds a buffer's byte size up to the allocation size it gets.
+func sizeClass(bytes uint64) uint64 {
+	if bytes > bigClass {
+		return (bytes + bigStep - 1) / bigStep * bigStep
+	}
+	c := uint64(minClass)
+	for c < bytes {
+		c <<= 1
+	}
+	return c
+}
+
+// pool keeps the allocations of finished dispatches for later ones, by size
+// class, so repeated dispatches of similar sizes allocate and free nothing
+// (cuMemAlloc and cuMemFree cost tens of microseconds, and cuMemFree waits for the
+// device). It holds at most limit bytes; the device's stream must be held to use
+// it.
+type pool struct {
+	free  map[uint64][]driver.DevicePtr
+	bytes uint64
+	limit uint64
+}
+
+// poolLimit is how much device memory a device's pool may hold: an eighth of the
+// memory, at most 4 GiB.
+func poolLimit(totalMem uint64) uint64 { return min(totalMem/8, 4<<30) }
+
+// alloc returns a buffer of at least bytes bytes, from the pool when it has one of
+// the size class. When the device is out of memory, the pool is emptied and the
+// allocation tried once more. It must run inside d.ctx.Do with the stream held.
 func (d *device) alloc(bytes uint64) (*buffer, error) {
-	bytes = max(bytes, 4)
-	p, err := d.ctx.MemAlloc(bytes)
+	class := sizeClass(bytes)
+	if list := d.pool.free[class]; len(list) > 0 {
+		ptr := list[len(list)-1]
+		d.pool.free[class] = list[:len(list)-1]
+		d.pool.bytes -= class
+		return &buffer{ptr: ptr, class: class}, nil
+	}
+	p, err := d.ctx.MemAlloc(class)
+	if driver.IsOutOfMemory(err) && d.pool.bytes > 0 {
+		d.drain()
+		p, err = d.ctx.MemAlloc(class)
+	}
 	if err != nil {
 		return nil, err
 	}
-	return &buffer{ptr: p, bytes: bytes}, nil
+	return &buffer{ptr: p, class: class}, nil
 }
 
-// free frees buffers; it must run inside d.ctx.Do.
+// free returns buffers to the pool, or frees them when the pool is full. It must
+// run inside d.ctx.Do with the stream held, after the work that used them.
 func (d *device) free(bufs ...*buffer) {
 	for _, b := range bufs {
-		if b != nil {
-			_ = d.ctx.MemFree(b.ptr)
+		if b == nil {
+			continue
 		}
+		if d.pool.bytes+b.class > d.pool.limit {
+			_ = d.ctx.MemFree(b.ptr)
+			continue
+		}
+		if d.pool.free == nil {
+			d.pool.free = map[uint64][]driver.DevicePtr{}
+		}
+		d.pool.free[b.class] = append(d.pool.free[b.class], b.ptr)
+		d.pool.bytes += b.class
 	}
+}
+
+// drain frees every pooled allocation; it must run inside d.ctx.Do.
+func (d *device) drain() {
+	for class, list := range d.pool.free {
+		for _, p := range list {
+			_ = d.ctx.MemFree(p)
+		}
+		delete(d.pool.free, class)
+	}
+	d.pool.bytes = 0
 }
 
 // isAbandoned returns the abandoned wait err is or wraps.

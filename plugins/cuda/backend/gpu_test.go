@@ -45,8 +45,9 @@ func TestDescribeReportsTheDevice(t *testing.T) {
 		if a.Profile.MemBWGBps <= 0 || quantizeBandwidth(a.Profile.MemBWGBps) != a.Profile.MemBWGBps {
 			t.Errorf("adapter %d: bandwidth %v is not a measured, quantized value", i, a.Profile.MemBWGBps)
 		}
-		t.Logf("cuda:%d %s %s sm_%d%d %d SMs, %s, %v GB/s copy, score %d", i, a.Name, ad.uuid, ad.lim.ccMajor, ad.lim.ccMinor, ad.lim.sms,
-			a.Identity.DriverVersion, a.Profile.MemBWGBps, a.Profile.CapabilityScore())
+		t.Logf("cuda:%d %s %s sm_%d%d %d SMs, %s, %v GB/s copy, score %d; driver load + cuInit %v, open %v, bandwidth %v",
+			i, a.Name, ad.uuid, ad.lim.ccMajor, ad.lim.ccMinor, ad.lim.sms, a.Identity.DriverVersion, a.Profile.MemBWGBps,
+			a.Profile.CapabilityScore(), b.initTook, ad.opening, ad.measuring)
 	}
 	again, err := b.Describe(ctx)
 	if err != nil || again.Adapters[0].Profile != d.Adapters[0].Profile {
@@ -71,11 +72,11 @@ func TestCorpusMatchesReference(t *testing.T) {
 				c := k.NewCase(rand.New(rand.NewPCG(uint64(size), 0x6b696c6e)), size)
 				p := k.Program()
 				want, err := interp.Run(ctx, p, interp.Options{WorkgroupSize: c.WorkgroupSize, Spec: c.Spec},
-					interp.Launch{Grid: c.Grid, Inputs: c.Inputs, OutputCounts: c.OutputCounts})
+					interp.Launch{Grid: c.Grid, Inputs: c.Inputs, OutputCounts: c.OutputCounts, Uniforms: c.Uniforms})
 				if err != nil {
 					t.Fatalf("interp: %v", err)
 				}
-				got, err := run(t, b, p, c.Spec, c.WorkgroupSize, c.Grid, c.Inputs, c.OutputCounts)
+				got, err := runWith(t, b, p, c.Spec, c.WorkgroupSize, c.Grid, c.Inputs, c.OutputCounts, c.Uniforms)
 				if err != nil {
 					t.Fatalf("cuda: %v", err)
 				}
@@ -145,7 +146,7 @@ func TestCompileReturnsAndReusesTheCubin(t *testing.T) {
 		if reused := bytes.Equal(c.Blob, blob); reused != (name == "own") {
 			t.Errorf("compile with the %s blob: reused it = %v", name, reused)
 		}
-		res, err := b.Dispatch(ctx, &pluginapi.DispatchRequest{Pipeline: c.Pipeline, Grid: kc.Grid, Inputs: kc.Inputs, OutputCounts: kc.OutputCounts})
+		res, err := b.Dispatch(ctx, &pluginapi.DispatchRequest{Pipeline: c.Pipeline, Grid: kc.Grid, Inputs: kc.Inputs, OutputCounts: kc.OutputCounts, Uniforms: kc.Uniforms})
 		if err != nil {
 			t.Errorf("dispatch after compiling with the %s blob: %v", name, err)
 		} else if err := k.Check(res.Outputs, k.Reference(kc)); err != nil {
@@ -227,6 +228,33 @@ func TestGridWithAZeroAxisRunsNothing(t *testing.T) {
 		}
 		if len(res.Outputs) != 1 || !bytes.Equal(res.Outputs[0], make([]byte, 12)) || res.DeviceNanos != 0 {
 			t.Errorf("grid %v: outputs %v, device time %d; want one zeroed output and no device time", grid, res.Outputs, res.DeviceNanos)
+		}
+	}
+}
+
+// TestPoolReusesAllocations checks that a dispatch after another of the same sizes
+// takes its buffers from the pool, and that the pool holds what it says.
+func TestPoolReusesAllocations(t *testing.T) {
+	b := newTestBackend(t)
+	d := b.adapters[0].d
+	in := words(u32s(1000, func(i int) uint32 { return uint32(i) }))
+	if _, err := run(t, b, addOne(), ir.SpecMap{}, [3]uint32{}, [3]uint32{16, 1, 1}, [][]byte{in}, []uint32{0, 1000}); err != nil {
+		t.Fatal(err)
+	}
+	held := d.pool.bytes
+	if held < 2*sizeClass(4000) {
+		t.Fatalf("after a dispatch the pool holds %d bytes, want at least its two 4000-byte buffers' classes", held)
+	}
+	res, err := run(t, b, addOne(), ir.SpecMap{}, [3]uint32{}, [3]uint32{16, 1, 1}, [][]byte{in}, []uint32{0, 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.pool.bytes != held {
+		t.Errorf("a second dispatch of the same sizes changed the pool from %d to %d bytes", held, d.pool.bytes)
+	}
+	for i, v := range wordsOf(res.Outputs[0]) {
+		if v != uint32(i)+1 {
+			t.Fatalf("out[%d] = %d from reused buffers", i, v)
 		}
 	}
 }

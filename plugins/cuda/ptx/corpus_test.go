@@ -40,12 +40,12 @@ func TestCorpusRunsOnInterpreter(t *testing.T) {
 					continue
 				}
 				ran++
-				got, err := dispatchCase(p, c, nil)
+				got, err := dispatchCase(p, c, c.Uniforms)
 				if err != nil {
 					t.Fatalf("size %d: %v", size, err)
 				}
 				want, err := interp.Run(context.Background(), p, interp.Options{Spec: c.Spec, WorkgroupSize: c.WorkgroupSize},
-					interp.Launch{Grid: c.Grid, Inputs: c.Inputs, OutputCounts: c.OutputCounts})
+					interp.Launch{Grid: c.Grid, Inputs: c.Inputs, OutputCounts: c.OutputCounts, Uniforms: c.Uniforms})
 				if err != nil {
 					t.Fatalf("size %d: oracle: %v", size, err)
 				}
