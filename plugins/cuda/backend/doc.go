@@ -12,7 +12,7 @@
 // (compute capability 5.3+), bf16 (8.0+), tensor cores (7.0+), device timestamps
 // (CUDA events, TimingQuality DeviceTimestamps), no indirect dispatch and no
 // hardware counters. mem_bw_gbps is measured, not looked up: a kiln copy kernel
-// (dst[i] = src[i] over 256 MiB of u32) runs once to warm up and three more times,
+// (dst[i] = src[i] over 1 GiB of u32) runs once to warm up and three more times,
 // timed by events, and the fastest run's bytes read plus written per second, in
 // GB/s, is rounded to two significant digits, so noise does not reorder backends
 // of equal bandwidth. It is 0 when the measurement failed.
