@@ -3,6 +3,8 @@ package autotune
 import (
 	"maps"
 	"testing"
+
+	"github.com/kiln-dev/kiln/internal/tomlstore"
 )
 
 // FuzzParse feeds arbitrary bytes to the store file parser: it must never panic,
@@ -28,12 +30,12 @@ func FuzzEncode(f *testing.F) {
 	f.Add("vulkan:0", "2026-05-02", uint32(64), uint32(4), uint32(16))
 	f.Add("a\"b\\c\n'''", "\x00\t", uint32(0), uint32(1<<31), uint32(1))
 	f.Fuzz(func(t *testing.T, adapter, date string, wg, unroll, tile uint32) {
-		s := &Store{records: map[Key]Record{}, puts: map[Key]Record{}, forgets: map[Key]bool{}}
+		s := &Store{m: tomlstore.NewMap("", codec)}
 		r := Record{WorkgroupSize: [3]uint32{wg, 1, wg}, Unroll: unroll, Tile: [3]uint32{tile, tile, 0}, RecordedAt: date}
 		if err := s.Put(NewKey(sampleSpec(uint64(wg)), adapter), r); err != nil {
 			return
 		}
-		checkRoundTrip(t, s.records)
+		checkRoundTrip(t, s.Records())
 	})
 }
 

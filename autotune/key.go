@@ -3,6 +3,8 @@ package autotune
 import (
 	"encoding/binary"
 	"encoding/hex"
+	"fmt"
+	"strings"
 
 	"github.com/kiln-dev/kiln/ir"
 )
@@ -35,7 +37,7 @@ func NewKey(spec ir.SpecCacheKey, adapter string) Key {
 }
 
 // KeyFor is the key of the record for program p specialized by spec on adapter
-// (the host uses the backend's routing name, "vulkan:0"): NewKey of p's digest,
+// (the host uses DeviceAdapter, "vulkan/5f0c…"): NewKey of p's digest,
 // its binding signature, its declared workgroup size and spec's hash. A record
 // tunes a program variant, so the declared size, not a tuned one, is in the key.
 func KeyFor(p *ir.Program, spec ir.SpecMap, adapter string) Key {
@@ -62,4 +64,29 @@ func validHex(s string) bool {
 		}
 	}
 	return true
+}
+
+// DeviceAdapter is the adapter id the host keys records by: the backend's id
+// and the adapter's device fingerprint, "vulkan/5f0c…". Unlike the routing name
+// "vulkan:0", it follows the device, not its index, so a record survives GPU
+// reordering, a config directory synced between machines, and the fleet tier.
+func DeviceAdapter(backendID, fingerprint string) string { return backendID + "/" + fingerprint }
+
+// SplitDeviceAdapter undoes DeviceAdapter; ok is false for an adapter id of
+// another form.
+func SplitDeviceAdapter(adapter string) (backendID, fingerprint string, ok bool) {
+	i := strings.LastIndexByte(adapter, '/')
+	if i <= 0 || i == len(adapter)-1 {
+		return "", "", false
+	}
+	return adapter[:i], adapter[i+1:], true
+}
+
+// ParseKey rebuilds a Key from its Hex and Adapter, as the fleet tier stores
+// them; the hex must be 32 lowercase hex digits.
+func ParseKey(hex, adapter string) (Key, error) {
+	if !validHex(hex) {
+		return Key{}, fmt.Errorf("autotune key %q is not 32 lowercase hex digits", hex)
+	}
+	return Key{hex: hex, adapter: adapter}, nil
 }

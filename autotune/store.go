@@ -4,9 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"path/filepath"
-	"sync"
 	"unicode/utf8"
 
 	"github.com/kiln-dev/kiln/internal/tomlstore"
@@ -27,17 +25,14 @@ type Record struct {
 }
 
 // Store is the (Key → Record) map of one store file. It is safe for concurrent
-// use; SaveIfDirty holds the Store while it waits for the file's lock.
+// use, and SaveIfDirty never holds the Store while it waits for the file's
+// lock: Get and Put go on meanwhile.
 type Store struct {
-	path string
-
-	mu      sync.Mutex
-	records map[Key]Record
-	// puts and forgets are the changes since the last load or save; a key is in
-	// at most one of them, the last change made to it.
-	puts    map[Key]Record
-	forgets map[Key]bool
+	m *tomlstore.Map[Key, Record]
 }
+
+// codec reads and writes autotune store files.
+var codec = tomlstore.Codec[Key, Record]{Parse: parse, Encode: encode, LoadError: loadError}
 
 // DefaultPath is $XDG_CONFIG_HOME/kiln/autotune.toml, with xdg's fallbacks
 // (~/.config, ~/Library/Application Support on macOS, %AppData% on Windows).
@@ -55,18 +50,11 @@ func defaultPath(env xdg.Env) (string, error) {
 // to path by SaveIfDirty). A malformed file, or one of a newer schema, is an
 // error ending in a Fix, and the file is left as it is.
 func Load(path string) (*Store, error) {
-	data, exists, err := tomlstore.Read(path)
+	m, err := tomlstore.LoadMap(path, codec)
 	if err != nil {
-		return nil, fmt.Errorf("read autotune store %s: %w. Fix: make it readable", path, err)
+		return nil, fmt.Errorf("autotune store: %w", err)
 	}
-	s := &Store{path: path, records: map[Key]Record{}, puts: map[Key]Record{}, forgets: map[Key]bool{}}
-	if !exists {
-		return s, nil
-	}
-	if s.records, err = parse(data); err != nil {
-		return nil, loadError(path, err)
-	}
-	return s, nil
+	return &Store{m: m}, nil
 }
 
 // loadError adds the path and a Fix to a parse error.
@@ -79,15 +67,10 @@ func loadError(path string, err error) error {
 }
 
 // Path returns the store file's path.
-func (s *Store) Path() string { return s.path }
+func (s *Store) Path() string { return s.m.Path() }
 
 // Get returns key's record.
-func (s *Store) Get(key Key) (Record, bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	r, ok := s.records[key]
-	return r, ok
-}
+func (s *Store) Get(key Key) (Record, bool) { return s.m.Get(key) }
 
 // Put inserts or replaces key's record and marks the store dirty. It refuses the
 // zero Key and strings that are not valid UTF-8, which the file cannot hold.
@@ -100,76 +83,38 @@ func (s *Store) Put(key Key, r Record) error {
 	case !utf8.ValidString(r.RecordedAt):
 		return fmt.Errorf("autotune recorded_at %q is not valid UTF-8. Fix: use a YYYY-MM-DD date", r.RecordedAt)
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.records[key] = r
-	s.puts[key] = r
-	delete(s.forgets, key)
+	s.m.Set(key, r)
 	return nil
 }
 
 // Forget removes key's record and reports whether there was one; only then is
 // the store marked dirty.
-func (s *Store) Forget(key Key) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if _, ok := s.records[key]; !ok {
-		return false
-	}
-	delete(s.records, key)
-	delete(s.puts, key)
-	s.forgets[key] = true
-	return true
-}
+func (s *Store) Forget(key Key) bool { return s.m.Delete(key) }
 
 // Len returns the number of records.
-func (s *Store) Len() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return len(s.records)
-}
+func (s *Store) Len() int { return s.m.Len() }
+
+// Records returns a copy of every record.
+func (s *Store) Records() map[Key]Record { return s.m.Items() }
 
 // IsDirty reports whether the store has changes SaveIfDirty has not written.
-func (s *Store) IsDirty() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return len(s.puts)+len(s.forgets) > 0
-}
+func (s *Store) IsDirty() bool { return s.m.IsDirty() }
+
+// OnSaved registers fn to be called after each SaveIfDirty that wrote, with the
+// records that save put (forgotten ones are not passed).
+func (s *Store) OnSaved(fn func(saved map[Key]Record)) { s.m.OnSaved(fn) }
 
 // SaveIfDirty writes the store's changes to its file and reports whether it
 // wrote. A clean store writes nothing and creates no file. Otherwise it takes the
 // file's lock (waiting until ctx is done), re-reads the file, applies this
 // store's puts and forgets since the last load or save on top of what it holds,
-// and replaces it atomically; the store then holds the merged records. If the
-// file on disk is malformed or of a newer schema, nothing is written and the
-// store stays dirty.
+// and replaces it atomically; the store then holds the merged records (and any
+// change made while it saved, still pending). If the file on disk is malformed
+// or of a newer schema, nothing is written and the store stays dirty.
 func (s *Store) SaveIfDirty(ctx context.Context) (bool, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if len(s.puts)+len(s.forgets) == 0 {
-		return false, nil
-	}
-	var merged map[Key]Record
-	err := tomlstore.Update(ctx, s.path, 0o644, func(current []byte, exists bool) ([]byte, error) {
-		merged = map[Key]Record{}
-		if exists {
-			disk, err := parse(current)
-			if err != nil {
-				return nil, loadError(s.path, err)
-			}
-			merged = disk
-		}
-		for k := range s.forgets {
-			delete(merged, k)
-		}
-		maps.Copy(merged, s.puts)
-		return encode(merged)
-	})
+	r, err := s.m.Save(ctx, tomlstore.SaveOptions{})
 	if err != nil {
 		return false, fmt.Errorf("save autotune store: %w", err)
 	}
-	s.records = merged
-	clear(s.puts)
-	clear(s.forgets)
-	return true, nil
+	return r.Wrote, nil
 }

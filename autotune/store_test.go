@@ -4,11 +4,13 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/kiln-dev/kiln/internal/filelock"
 	"github.com/kiln-dev/kiln/internal/xdg"
 	"github.com/kiln-dev/kiln/ir"
 )
@@ -346,15 +348,14 @@ func TestMalformedFileIsAnErrorWithFixAndUntouched(t *testing.T) {
 
 func TestNewerSchemaIsRefusedClearly(t *testing.T) {
 	path := storePath(t)
+	s := load(t, path)
+	put(t, s, NewKey(sampleSpec(1), "a"), sampleRecord(1))
 	content := "schema = 2\n[[tuning]]\nsomething = \"new\"\n"
 	os.WriteFile(path, []byte(content), 0o644)
 	_, err := Load(path)
 	if err == nil || !strings.Contains(err.Error(), "schema 2") || !strings.Contains(err.Error(), "Fix:") {
 		t.Fatalf("err = %v, want a schema-2 error with a Fix", err)
 	}
-	s := load(t, filepath.Join(t.TempDir(), "other.toml"))
-	put(t, s, NewKey(sampleSpec(1), "a"), sampleRecord(1))
-	s.path = path
 	if _, err := s.SaveIfDirty(context.Background()); err == nil {
 		t.Fatal("SaveIfDirty overwrote a newer-schema file")
 	}
@@ -404,5 +405,88 @@ func TestKeyForFollowsProgramSpecAndAdapter(t *testing.T) {
 		if k == base {
 			t.Errorf("changing the %s leaves the key unchanged", name)
 		}
+	}
+}
+
+// doneHook closes waiting the first time someone selects on Done, which
+// SaveIfDirty does while it waits for the store file's lock.
+type doneHook struct {
+	context.Context
+	once    sync.Once
+	waiting chan struct{}
+}
+
+func (c *doneHook) Done() <-chan struct{} {
+	c.once.Do(func() { close(c.waiting) })
+	return c.Context.Done()
+}
+
+func TestSaveWaitingForTheLockDoesNotBlockGet(t *testing.T) {
+	path := storePath(t)
+	s := load(t, path)
+	k := NewKey(sampleSpec(1), "vulkan:0")
+	put(t, s, k, sampleRecord(2))
+	lock, err := filelock.Acquire(context.Background(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := &doneHook{Context: context.Background(), waiting: make(chan struct{})}
+	saved := make(chan error, 1)
+	go func() {
+		_, err := s.SaveIfDirty(ctx)
+		saved <- err
+	}()
+	<-ctx.waiting
+	got := make(chan bool, 1)
+	go func() {
+		_, ok := s.Get(k)
+		got <- ok
+	}()
+	select {
+	case ok := <-got:
+		if !ok {
+			t.Fatal("Get lost the record while a save waited")
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("Get blocked while SaveIfDirty waited for the file lock")
+	}
+	lock.Unlock()
+	if err := <-saved; err != nil {
+		t.Fatal(err)
+	}
+	if load(t, path).Len() != 1 {
+		t.Fatal("the save did not land")
+	}
+}
+
+func TestSaveKeepsASymlinkedStoreALinkWithItsMode(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("symbolic links need privileges on Windows")
+	}
+	dir := t.TempDir()
+	target := filepath.Join(dir, "dotfiles", "autotune.toml")
+	os.MkdirAll(filepath.Dir(target), 0o700)
+	first := load(t, target)
+	put(t, first, NewKey(sampleSpec(1), "a"), sampleRecord(1))
+	save(t, first)
+	if err := os.Chmod(target, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(dir, "config", "autotune.toml")
+	os.MkdirAll(filepath.Dir(link), 0o755)
+	if err := os.Symlink(target, link); err != nil {
+		t.Fatal(err)
+	}
+	s := load(t, link)
+	put(t, s, NewKey(sampleSpec(2), "a"), sampleRecord(2))
+	save(t, s)
+	if st, err := os.Lstat(link); err != nil || st.Mode()&os.ModeSymlink == 0 {
+		t.Fatalf("the store is no longer a symbolic link: %v", err)
+	}
+	if st, err := os.Stat(target); err != nil || st.Mode().Perm() != 0o600 {
+		t.Fatalf("the store's mode became %v, want 0600", st.Mode().Perm())
+	}
+	if n := load(t, target).Len(); n != 2 {
+		t.Fatalf("the link's target holds %d records, want 2", n)
 	}
 }

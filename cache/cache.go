@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/kiln-dev/kiln/internal/atomicfile"
+	"github.com/kiln-dev/kiln/internal/filelock"
 	"github.com/kiln-dev/kiln/internal/xdg"
 )
 
@@ -52,17 +53,40 @@ const (
 // sharing the directory: entries are installed by atomic rename, every entry
 // carries its key and a checksum, and a bad entry is a miss, never an error.
 //
-// Hits, misses and corrupt entries are counted per DiskCache from Open; entry
-// counts and sizes come from the directory (see Stats).
+// Hits, misses (by reason) and writes are counted per DiskCache from Open and
+// added to the directory's usage file at each Flush; entry counts and sizes
+// come from the directory (see Stats and Usage).
 type DiskCache struct {
 	root     string
 	maxBytes int64
 
 	mu      sync.Mutex
 	pending []string // files written since the last Flush
-	written int64    // bytes written since the last trim check
+	written int64    // bytes written since the last trim
+	// background is closed when the running background flush ends; nil when
+	// none runs. bgErr is its error, returned by the next Flush.
+	background chan struct{}
+	bgErr      error
+	// reported is what the usage file has been told of this DiskCache's
+	// counts; reportMu guards it, apart from mu, since reporting waits for the
+	// usage file's lock.
+	reportMu sync.Mutex
+	reported TierUsage
 
-	hits, misses, corrupt atomic.Uint64
+	hits, writes, failures, trims, verified atomic.Uint64
+	misses                                  [len(missReasonIndex)]atomic.Uint64
+}
+
+// missReasonIndex numbers the miss reasons for DiskCache's counters.
+var missReasonIndex = [...]MissReason{MissAbsent, MissCorrupt, MissTruncated, MissForeignKey, MissOversize}
+
+func (c *DiskCache) countMiss(r MissReason) {
+	for i, m := range missReasonIndex {
+		if m == r {
+			c.misses[i].Add(1)
+			return
+		}
+	}
 }
 
 // Options configure OpenOptions.
@@ -144,99 +168,161 @@ func (c *DiskCache) MaxBytes() int64 { return c.maxBytes }
 
 // PathFor returns the file that holds key's entry: root/<hh>/<hex>.bin, where hex
 // is Key.Hex and hh its first two digits.
-func (c *DiskCache) PathFor(key Key) string {
-	h := key.Hex()
+func (c *DiskCache) PathFor(key Key) string { return c.pathForHex(key.Hex()) }
+
+func (c *DiskCache) pathForHex(h string) string {
 	return filepath.Join(c.root, h[:2], h+entryExt)
 }
 
-// Read returns key's payload. A missing entry is a miss (ok false, nil error); so
-// is an entry that is truncated, fails its checksum, or belongs to another key,
-// which is also removed and counted as corrupt. A file larger than an entry can
-// be is an error, as is a file that exists but cannot be read. A hit refreshes the
-// entry's mtime, its last-use time for trimming, when it is over an hour old.
-func (c *DiskCache) Read(key Key) (payload []byte, ok bool, err error) {
+// Lookup is the outcome of a read of the pipeline cache.
+type Lookup struct {
+	// Payload is the entry's payload on a hit, nil on a miss.
+	Payload []byte
+	// Miss is MissNone on a hit, else why there was no usable entry.
+	Miss MissReason
+	// Remote is set when the hit came from the fleet tier behind the local
+	// cache (package remote) rather than from the local directory.
+	Remote bool
+}
+
+// Hit reports whether the read found a usable entry.
+func (l Lookup) Hit() bool { return l.Miss == MissNone }
+
+// Get returns key's entry. A missing entry is a miss (MissAbsent); so is an
+// entry that is truncated, fails its checksum, belongs to another key or is
+// larger than an entry can be, which is also removed (unless another process
+// has meanwhile replaced it) and counted by its reason. A file that exists but
+// cannot be read is an error. A hit refreshes the entry's mtime, its last-use
+// time for trimming, when it is over an hour old.
+func (c *DiskCache) Get(key Key) (Lookup, error) {
 	path := c.PathFor(key)
 	f, err := os.Open(path)
 	if errors.Is(err, fs.ErrNotExist) {
-		c.misses.Add(1)
-		return nil, false, nil
+		c.countMiss(MissAbsent)
+		return Lookup{Miss: MissAbsent}, nil
 	}
 	if err != nil {
-		return nil, false, fmt.Errorf("read pipeline cache entry %s: %w. Fix: make the cache directory readable, or remove it", path, err)
+		c.failures.Add(1)
+		return Lookup{}, fmt.Errorf("read pipeline cache entry %s: %w. Fix: make the cache directory readable, or remove it", path, err)
 	}
 	defer f.Close()
 	st, err := f.Stat()
 	if err != nil {
-		return nil, false, fmt.Errorf("stat pipeline cache entry %s: %w", path, err)
+		c.failures.Add(1)
+		return Lookup{}, fmt.Errorf("stat pipeline cache entry %s: %w", path, err)
 	}
 	if st.Size() > maxFileBytes {
-		return nil, false, fmt.Errorf("pipeline cache entry %s is %d bytes, over the %d-byte bound for an entry. Fix: run 'kiln cache verify' to remove it", path, st.Size(), int64(maxFileBytes))
+		return c.drop(path, st, MissOversize), nil
 	}
 	data := make([]byte, st.Size())
 	if _, err := io.ReadFull(f, data); err != nil {
 		if !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, io.EOF) {
-			return nil, false, fmt.Errorf("read pipeline cache entry %s: %w", path, err)
+			c.failures.Add(1)
+			return Lookup{}, fmt.Errorf("read pipeline cache entry %s: %w", path, err)
 		}
-		c.dropCorrupt(path, st)
-		return nil, false, nil
+		return c.drop(path, st, MissTruncated), nil
 	}
-	if _, payload, err = decodeEntry(data, key.Encode()); err != nil {
-		c.dropCorrupt(path, st)
-		return nil, false, nil
+	payload, miss := DecodeEntry(data, key)
+	if miss != MissNone {
+		return c.drop(path, st, miss), nil
 	}
 	c.hits.Add(1)
 	if now := time.Now(); now.Sub(st.ModTime()) > mtimeInterval {
 		os.Chtimes(path, now, now)
 	}
-	return payload, true, nil
+	return Lookup{Payload: payload}, nil
 }
 
-// dropCorrupt counts a corrupt entry as a miss and removes it, unless another
-// process has meanwhile replaced the file (then the new file is left alone).
-func (c *DiskCache) dropCorrupt(path string, opened fs.FileInfo) {
-	c.misses.Add(1)
-	c.corrupt.Add(1)
-	if now, err := os.Lstat(path); err == nil && os.SameFile(opened, now) {
-		os.Remove(path)
-	}
+// drop counts an unusable entry as a miss for its reason and removes it, unless
+// another process has meanwhile replaced the file (then the new file is left
+// alone).
+func (c *DiskCache) drop(path string, opened fs.FileInfo, why MissReason) Lookup {
+	c.countMiss(why)
+	removeListed(path, opened)
+	return Lookup{Miss: why}
 }
 
 // Write installs payload as key's entry, replacing any earlier one atomically:
 // readers see the old entry or the new, never a mix. A payload over
 // MaxEntryBytes is refused before anything is written. The entry is not yet
-// durable; Flush makes it so.
+// durable; Flush makes it so. Once a quarter of the size cap has been written
+// since the last trim, Write starts a background flush, which trims: a
+// long-running process keeps its cache bounded without calling Flush.
 func (c *DiskCache) Write(key Key, payload []byte) error {
-	if len(payload) > MaxEntryBytes {
-		return fmt.Errorf("pipeline blob of %d bytes for backend %q exceeds the %d-byte cache entry limit. Fix: the backend must return a smaller blob, or none", len(payload), key.BackendID, MaxEntryBytes)
-	}
-	enc := key.Encode()
-	if len(enc) > maxKeyBytes {
-		return fmt.Errorf("pipeline cache key for backend %q encodes to %d bytes, over %d. Fix: shorten the backend id and device fingerprint", key.BackendID, len(enc), maxKeyBytes)
+	entry, err := EncodeEntry(key, payload)
+	if err != nil {
+		return err
 	}
 	path := c.PathFor(key)
-	if err := os.MkdirAll(filepath.Dir(path), dirPerm); err != nil {
-		return fmt.Errorf("create pipeline cache shard %s: %w. Fix: make %s writable", filepath.Dir(path), err, c.root)
+	if err := atomicfile.MkdirAll(filepath.Dir(path), dirPerm); err != nil {
+		c.failures.Add(1)
+		return fmt.Errorf("create pipeline cache shard: %w. Fix: make %s writable", err, c.root)
 	}
-	err := atomicfile.WriteNoSync(path, filePerm, func(w io.Writer) error { return writeEntry(w, enc, payload) })
+	err = atomicfile.WriteNoSync(path, filePerm, func(w io.Writer) error {
+		_, err := w.Write(entry)
+		return err
+	})
 	if err != nil {
+		c.failures.Add(1)
 		return fmt.Errorf("write pipeline cache entry: %w", err)
 	}
+	c.writes.Add(1)
 	c.mu.Lock()
+	defer c.mu.Unlock()
 	c.pending = append(c.pending, path)
-	c.written += int64(headerSize + len(enc) + len(payload))
-	c.mu.Unlock()
+	c.written += int64(len(entry))
+	if c.written > c.maxBytes/4 && c.background == nil {
+		done := make(chan struct{})
+		c.background = done
+		go c.flushInBackground(done)
+	}
 	return nil
+}
+
+// flushInBackground is Write's background flush; its error waits for the next
+// Flush.
+func (c *DiskCache) flushInBackground(done chan struct{}) {
+	err := c.flush(context.Background())
+	c.mu.Lock()
+	c.bgErr = errors.Join(c.bgErr, err)
+	c.background = nil
+	c.mu.Unlock()
+	close(done)
 }
 
 // Flush makes the entries written since the last Flush durable: it fsyncs the
 // files, then their directories, each step with up to 16 fsyncs in parallel.
 // Entries removed meanwhile are skipped. On failure the entries stay pending for
-// the next Flush.
+// the next Flush. It first waits for a background flush Write started, and
+// returns its error too.
 //
 // Flush then enforces the size cap when a trim is due: when the directory was
 // last trimmed over an hour ago (by any process), or this DiskCache has written
-// more than a quarter of the cap since its last trim.
+// more than a quarter of the cap since its last trim. The trim record is taken
+// under the directory's trim lock before the trim starts, so of many processes
+// flushing at once one trims and the others see the fresh record. Last, Flush
+// adds this DiskCache's counts to the directory's usage file.
 func (c *DiskCache) Flush(ctx context.Context) error {
+	c.mu.Lock()
+	bg := c.background
+	c.mu.Unlock()
+	if bg != nil {
+		select {
+		case <-bg:
+		case <-ctx.Done():
+			return fmt.Errorf("flush pipeline cache %s: wait for the background flush: %w", c.root, ctx.Err())
+		}
+	}
+	err := c.flush(ctx)
+	c.mu.Lock()
+	bgErr := c.bgErr
+	c.bgErr = nil
+	c.mu.Unlock()
+	return errors.Join(bgErr, err)
+}
+
+// flush is Flush without waiting for the background flush.
+func (c *DiskCache) flush(ctx context.Context) error {
 	c.mu.Lock()
 	paths := c.pending
 	c.pending = nil
@@ -259,12 +345,10 @@ func (c *DiskCache) Flush(ctx context.Context) error {
 		c.mu.Unlock()
 		return fmt.Errorf("flush pipeline cache %s: %w", c.root, err)
 	}
-	if c.trimDue() {
-		if _, err := c.Trim(ctx, c.maxBytes); err != nil {
-			return err
-		}
+	if err := c.trimIfDue(ctx); err != nil {
+		return err
 	}
-	return nil
+	return c.reportUsage(ctx)
 }
 
 // syncPaths fsyncs every path, a bounded number at a time; a path that no longer
@@ -306,4 +390,22 @@ func (c *DiskCache) trimDue() bool {
 	}
 	st, err := os.Stat(filepath.Join(c.root, trimStamp))
 	return err != nil || time.Since(st.ModTime()) > trimInterval
+}
+
+// trimIfDue trims to the cap when a trim is due, deciding again under the trim
+// lock, where another process may just have trimmed.
+func (c *DiskCache) trimIfDue(ctx context.Context) error {
+	if !c.trimDue() {
+		return nil
+	}
+	lock, err := filelock.Acquire(ctx, filepath.Join(c.root, trimStamp))
+	if err != nil {
+		return fmt.Errorf("trim pipeline cache: %w", err)
+	}
+	defer lock.Unlock()
+	if !c.trimDue() {
+		return nil
+	}
+	_, err = c.trimLocked(ctx, c.maxBytes)
+	return err
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -38,11 +39,11 @@ func mustWrite(t *testing.T, c *DiskCache, k Key, payload []byte) {
 
 func mustRead(t *testing.T, c *DiskCache, k Key) ([]byte, bool) {
 	t.Helper()
-	p, ok, err := c.Read(k)
+	l, err := c.Get(k)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return p, ok
+	return l.Payload, l.Hit()
 }
 
 func stats(t *testing.T, c *DiskCache) Stats {
@@ -161,47 +162,63 @@ func TestOverlongKeyRejected(t *testing.T) {
 	}
 }
 
-func TestReadOverTheBoundIsAnError(t *testing.T) {
+func TestOversizeFileIsAMissRemoved(t *testing.T) {
 	c := openTest(t, Options{})
 	k := sampleKey()
 	mustWrite(t, c, k, []byte("x"))
 	if err := os.Truncate(c.PathFor(k), maxFileBytes+1); err != nil {
 		t.Fatal(err)
 	}
-	_, ok, err := c.Read(k)
-	if ok || err == nil || !strings.Contains(err.Error(), "Fix:") {
-		t.Fatalf("Read = %v, %v; want an error with a Fix", ok, err)
+	l, err := c.Get(k)
+	if err != nil || l.Hit() || l.Miss != MissOversize {
+		t.Fatalf("Get = %+v, %v; want an oversize miss", l, err)
 	}
-	r, err := c.Verify(context.Background())
-	if err != nil || len(r.Removed) != 1 {
-		t.Fatalf("Verify = %+v, %v; want the oversize file removed", r, err)
+	if _, err := os.Stat(c.PathFor(k)); !os.IsNotExist(err) {
+		t.Fatal("the oversize file was kept")
+	}
+	if s := stats(t, c); s.MissesBy[MissOversize] != 1 || s.Corrupt != 1 {
+		t.Fatalf("Stats = %+v", s)
 	}
 }
 
+// corruption is a damaged entry file and the miss reason it must give.
+type corruption struct {
+	data []byte
+	why  MissReason
+}
+
 // corruptions damage an entry file in every region of its layout.
-func corruptions(t *testing.T, good []byte, foreign []byte) map[string][]byte {
+func corruptions(t *testing.T, good []byte, foreign []byte) map[string]corruption {
 	keyLen := int(good[12])
 	flip := func(off int) []byte {
 		b := append([]byte(nil), good...)
 		b[off] ^= 0x10
 		return b
 	}
-	return map[string][]byte{
-		"empty":               {},
-		"truncated header":    good[:20],
-		"header only":         good[:headerSize],
-		"truncated key":       good[:headerSize+keyLen/2],
-		"truncated payload":   good[:len(good)-1],
-		"extra byte":          append(append([]byte(nil), good...), 0),
-		"flipped magic":       flip(0),
-		"flipped version":     flip(8),
-		"flipped key length":  flip(12),
-		"flipped length":      flip(16),
-		"flipped checksum":    flip(24),
-		"flipped key":         flip(headerSize + 5),
-		"flipped payload":     flip(len(good) - 3),
-		"foreign text":        []byte("this is not a pipeline cache entry at all, just some text"),
-		"another key's entry": foreign,
+	// A length flipped longer makes the file shorter than its header says
+	// (truncated); flipped shorter, it leaves bytes over (corrupt).
+	length := func(off int) MissReason {
+		if good[off]^0x10 > good[off] {
+			return MissTruncated
+		}
+		return MissCorrupt
+	}
+	return map[string]corruption{
+		"empty":               {[]byte{}, MissTruncated},
+		"truncated header":    {good[:20], MissTruncated},
+		"header only":         {good[:headerSize], MissTruncated},
+		"truncated key":       {good[:headerSize+keyLen/2], MissTruncated},
+		"truncated payload":   {good[:len(good)-1], MissTruncated},
+		"extra byte":          {append(append([]byte(nil), good...), 0), MissCorrupt},
+		"flipped magic":       {flip(0), MissCorrupt},
+		"flipped version":     {flip(8), MissCorrupt},
+		"flipped key length":  {flip(12), length(12)},
+		"flipped length":      {flip(16), length(16)},
+		"flipped checksum":    {flip(24), MissCorrupt},
+		"flipped key":         {flip(headerSize + 5), MissCorrupt},
+		"flipped payload":     {flip(len(good) - 3), MissCorrupt},
+		"foreign text":        {[]byte("this is not a pipeline cache entry at all, just some text"), MissCorrupt},
+		"another key's entry": {foreign, MissForeignKey},
 	}
 }
 
@@ -219,20 +236,25 @@ func TestCorruptEntriesAreMissesRemovedAndCounted(t *testing.T) {
 		t.Fatal(err)
 	}
 	n := uint64(0)
+	byReason := map[MissReason]uint64{}
 	for name, bad := range corruptions(t, good, foreign) {
 		n++
-		if err := os.WriteFile(c.PathFor(k), bad, 0o644); err != nil {
+		byReason[bad.why]++
+		if err := os.WriteFile(c.PathFor(k), bad.data, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		p, ok, err := c.Read(k)
-		if ok || err != nil || p != nil {
-			t.Fatalf("%s: Read = %q, %v, %v; want a plain miss", name, p, ok, err)
+		l, err := c.Get(k)
+		if l.Hit() || err != nil || l.Payload != nil || l.Miss != bad.why {
+			t.Fatalf("%s: Get = %+v, %v; want a %s miss", name, l, err, bad.why)
+		}
+		if got, why := DecodeEntry(bad.data, k); got != nil || why != bad.why {
+			t.Fatalf("%s: DecodeEntry = %q, %s; want a %s miss", name, got, why, bad.why)
 		}
 		if _, err := os.Stat(c.PathFor(k)); !os.IsNotExist(err) {
 			t.Fatalf("%s: corrupt entry not removed", name)
 		}
-		if s := stats(t, c); s.Corrupt != n || s.Misses != n {
-			t.Fatalf("%s: Stats = %+v, want %d corrupt misses", name, s, n)
+		if s := stats(t, c); s.Corrupt != n || s.Misses != n || !maps.Equal(s.MissesBy, byReason) {
+			t.Fatalf("%s: Stats = %+v, want %d corrupt misses %v", name, s, n, byReason)
 		}
 	}
 	if p, ok := mustRead(t, c, other); !ok || string(p) != "other" {
@@ -287,24 +309,63 @@ func TestTrimRemovesLeastRecentlyUsedFirst(t *testing.T) {
 }
 
 func TestFlushSyncsAndEnforcesTheCap(t *testing.T) {
-	c := openTest(t, Options{MaxBytes: 10_000})
+	c := openTest(t, Options{MaxBytes: 100_000})
 	for i := 0; i < 20; i++ {
 		mustWrite(t, c, keyN(i), make([]byte, 1000))
 	}
 	if len(c.pending) != 20 {
 		t.Fatalf("%d pending writes, want 20", len(c.pending))
 	}
+	c.maxBytes = 10_000
 	if err := c.Flush(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	if len(c.pending) != 0 {
 		t.Fatalf("%d writes still pending after Flush", len(c.pending))
 	}
-	if s := stats(t, c); s.Bytes > 10_000 || s.Entries == 0 {
-		t.Fatalf("after Flush: %+v, want at most 10000 bytes", s)
+	if s := stats(t, c); s.Bytes > 10_000 || s.Entries == 0 || s.Trims != 1 {
+		t.Fatalf("after Flush: %+v, want at most 10000 bytes after one trim", s)
 	}
 	if _, err := os.Stat(filepath.Join(c.Root(), trimStamp)); err != nil {
 		t.Fatalf("trim time not recorded: %v", err)
+	}
+}
+
+// waitBackground waits until no background flush runs.
+func waitBackground(c *DiskCache) {
+	for {
+		c.mu.Lock()
+		bg := c.background
+		c.mu.Unlock()
+		if bg == nil {
+			return
+		}
+		<-bg
+	}
+}
+
+// A long-running host never calls Flush: once a quarter of the cap has been
+// written since the last trim, writing starts a background flush that trims.
+func TestWritingAQuarterOfTheCapTrimsInTheBackground(t *testing.T) {
+	const limit = 40_000
+	c := openTest(t, Options{MaxBytes: limit})
+	entry := int64(0)
+	for i := 0; i < 100; i++ {
+		mustWrite(t, c, keyN(i), make([]byte, 1000))
+		if entry == 0 {
+			entry = fileSize(t, c.PathFor(keyN(i)))
+		}
+	}
+	waitBackground(c)
+	s := stats(t, c)
+	if s.Trims == 0 || s.Bytes > limit+limit/4+entry {
+		t.Fatalf("after writing %d bytes without a Flush: %+v; want trims keeping it near the %d-byte cap", 100*entry, s, limit)
+	}
+	if _, err := os.Stat(filepath.Join(c.Root(), trimStamp)); err != nil {
+		t.Fatalf("trim time not recorded: %v", err)
+	}
+	if err := c.Flush(context.Background()); err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -450,9 +511,14 @@ func TestClearRemovesEverything(t *testing.T) {
 	if err != nil || n != 10 {
 		t.Fatalf("Clear = %d, %v", n, err)
 	}
+	// Only the usage counts and the lock files (never removed) stay.
 	left, _ := os.ReadDir(c.Root())
-	if len(left) != 0 {
-		t.Fatalf("root still holds %d files", len(left))
+	var names []string
+	for _, e := range left {
+		names = append(names, e.Name())
+	}
+	if got := strings.Join(names, " "); got != "trim.txt.lock usage.json usage.json.lock" {
+		t.Fatalf("root still holds %s", got)
 	}
 	mustWrite(t, c, keyN(1), []byte("y"))
 	if p, ok := mustRead(t, c, keyN(1)); !ok || string(p) != "y" {
@@ -536,7 +602,8 @@ func TestConcurrentWritersAndReadersNeverSeeCorruption(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for i := 0; i < 50; i++ {
-				p, ok, err := c.Read(keyN(i % 5))
+				l, err := c.Get(keyN(i % 5))
+				p, ok := l.Payload, l.Hit()
 				if err != nil {
 					t.Error(err)
 					return
@@ -586,5 +653,178 @@ func TestCheckHeadersReportsBadHeadersAndChangesNothing(t *testing.T) {
 	}
 	if s := stats(t, c); s.Entries != 4 || s.Corrupt != 0 {
 		t.Fatalf("CheckHeaders changed the cache: %+v", s)
+	}
+}
+
+// Writers racing a trim must never lose a fresh entry: the trim removes only
+// files that are still the ones it listed. Three rounds, since one race may
+// happen not to overlap.
+func TestTrimRacingWritersKeepsFreshEntries(t *testing.T) {
+	for round := 0; round < 3; round++ {
+		c := openTest(t, Options{})
+		const n = 200
+		payload := func(b byte) []byte { return bytes.Repeat([]byte{b}, 2000) }
+		for i := 0; i < n; i++ {
+			mustWrite(t, c, keyN(i), payload('o'))
+			setAge(t, c.PathFor(keyN(i)), 48*time.Hour)
+			mustWrite(t, c, keyN(n+i), payload('m'))
+			setAge(t, c.PathFor(keyN(n+i)), 24*time.Hour)
+		}
+		size := fileSize(t, c.PathFor(keyN(0)))
+		start := make(chan struct{})
+		var wg sync.WaitGroup
+		wg.Add(2)
+		go func() {
+			defer wg.Done()
+			<-start
+			for i := 0; i < n; i++ {
+				if err := c.Write(keyN(i), payload('f')); err != nil {
+					t.Error(err)
+				}
+			}
+		}()
+		go func() {
+			defer wg.Done()
+			<-start
+			if _, err := c.Trim(context.Background(), n*size); err != nil {
+				t.Error(err)
+			}
+		}()
+		close(start)
+		wg.Wait()
+		lost := 0
+		for i := 0; i < n; i++ {
+			if p, ok := mustRead(t, c, keyN(i)); !ok || p[0] != 'f' {
+				lost++
+			}
+		}
+		if lost > 0 {
+			t.Fatalf("round %d: a trim racing writers removed %d of %d fresh entries", round, lost, n)
+		}
+	}
+}
+
+// Of many processes flushing at once with a trim due, one trims: the trim
+// record is taken under the trim lock before trimming.
+func TestConcurrentFlushesTrimOnce(t *testing.T) {
+	root := filepath.Join(t.TempDir(), "pipelines")
+	caches := make([]*DiskCache, 8)
+	for i := range caches {
+		c, err := OpenOptions(root, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		caches[i] = c
+	}
+	for i := 0; i < 500; i++ {
+		mustWrite(t, caches[0], keyN(i), make([]byte, 100))
+	}
+	if err := caches[0].Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	setAge(t, filepath.Join(root, trimStamp), 2*time.Hour)
+	before := uint64(0)
+	for i, c := range caches {
+		mustWrite(t, c, keyN(1000+i), []byte("x"))
+		before += stats(t, c).Trims
+	}
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for _, c := range caches {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			if err := c.Flush(context.Background()); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	close(start)
+	wg.Wait()
+	after := uint64(0)
+	for _, c := range caches {
+		after += stats(t, c).Trims
+	}
+	if after-before != 1 {
+		t.Fatalf("%d of 8 concurrent flushes trimmed, want 1", after-before)
+	}
+}
+
+func TestFlushAddsItsCountsToTheUsageFile(t *testing.T) {
+	root := filepath.Join(t.TempDir(), "pipelines")
+	for round := 1; round <= 2; round++ {
+		c, err := OpenOptions(root, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		mustWrite(t, c, keyN(1), []byte("a"))
+		mustRead(t, c, keyN(1))
+		mustRead(t, c, keyN(2))
+		if err := c.Flush(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Flush(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.AddUsage(context.Background(), Usage{Remote: TierUsage{Hits: 1, Errors: 2, Misses: map[MissReason]uint64{MissCorrupt: 1}}}); err != nil {
+			t.Fatal(err)
+		}
+		u, err := c.Usage()
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := uint64(round)
+		if u.Local.Hits != r || u.Local.Writes != r || u.Local.Misses[MissAbsent] != r || u.Local.MissCount() != r ||
+			u.Remote.Hits != r || u.Remote.Errors != 2*r || u.Remote.Misses[MissCorrupt] != r || u.Since.IsZero() {
+			t.Fatalf("round %d: usage = %+v", round, u)
+		}
+	}
+	c, _ := OpenOptions(root, Options{})
+	if err := c.ZeroUsage(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if u, err := c.Usage(); err != nil || u.Local.Hits != 0 || u.Remote.MissCount() != 0 || u.Since.IsZero() {
+		t.Fatalf("after ZeroUsage: %+v, %v", u, err)
+	}
+	os.WriteFile(filepath.Join(root, usageFile), []byte("{broken"), 0o644)
+	if _, err := c.Usage(); err == nil || !strings.Contains(err.Error(), "Fix:") {
+		t.Fatalf("a broken usage file: %v", err)
+	}
+	if err := c.AddUsage(context.Background(), Usage{Local: TierUsage{Hits: 5}}); err != nil {
+		t.Fatal(err)
+	}
+	if u, err := c.Usage(); err != nil || u.Local.Hits != 5 {
+		t.Fatalf("a broken usage file is started again: %+v, %v", u, err)
+	}
+}
+
+func TestWalkAndNamesListTheEntries(t *testing.T) {
+	c := openTest(t, Options{})
+	for i := 0; i < 3; i++ {
+		mustWrite(t, c, keyN(i), []byte{byte(i)})
+	}
+	os.WriteFile(c.PathFor(keyN(2)), []byte("broken"), 0o644)
+	names, err := c.Names(context.Background())
+	if err != nil || len(names) != 3 || !names[keyN(0).Hex()] {
+		t.Fatalf("Names = %v, %v", names, err)
+	}
+	seen := map[Key][]byte{}
+	err = c.Walk(context.Background(), func(k Key, entry []byte) error {
+		seen[k] = entry
+		return nil
+	})
+	if err != nil || len(seen) != 2 {
+		t.Fatalf("Walk saw %d entries, %v; want the 2 valid ones", len(seen), err)
+	}
+	for k, entry := range seen {
+		got, payload, miss := ParseEntry(entry)
+		if miss != MissNone || got != k || len(payload) != 1 {
+			t.Fatalf("ParseEntry of a walked entry: %+v %q %s", got, payload, miss)
+		}
+		want, err := EncodeEntry(k, payload)
+		if err != nil || !bytes.Equal(want, entry) {
+			t.Fatal("EncodeEntry does not give the entry file's bytes")
+		}
 	}
 }

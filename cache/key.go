@@ -13,8 +13,8 @@ import (
 // KeyVersion is the version of the key encoding. Raising it changes every key, so
 // every entry written under an older version is never read again and ages out
 // through trimming. Version 2 replaced version 1's SHA-256 binding-layout hash by
-// ir.BindingSignature.
-const KeyVersion uint32 = 2
+// ir.BindingSignature; version 3 added PluginVersion.
+const KeyVersion uint32 = 3
 
 // maxKeyBytes bounds an encoded key, which bounds the backend id and device
 // fingerprint; an entry header claiming a longer key is corrupt.
@@ -40,6 +40,9 @@ type Key struct {
 	SpecHash uint64
 	// BackendID names the backend that compiled it ("vulkan").
 	BackendID string
+	// PluginVersion is the version the backend's plugin reported: a blob of
+	// compiled code is only ever handed back to the build that made it.
+	PluginVersion string
 	// DeviceFingerprint is the adapter's identity fingerprint.
 	DeviceFingerprint string
 }
@@ -68,6 +71,7 @@ func (k Key) encode(version uint32) []byte {
 	field(binary.LittleEndian.AppendUint32(nil, uint32(k.Features)))
 	field(binary.LittleEndian.AppendUint64(nil, k.SpecHash))
 	field([]byte(k.BackendID))
+	field([]byte(k.PluginVersion))
 	field([]byte(k.DeviceFingerprint))
 	return out
 }
@@ -75,7 +79,8 @@ func (k Key) encode(version uint32) []byte {
 // Digest is the SHA-256 of Encode.
 func (k Key) Digest() [32]byte { return sha256.Sum256(k.Encode()) }
 
-// Hex is Digest in lowercase hex: the entry's file name without its extension.
+// Hex is Digest in lowercase hex: the entry's file name without its extension,
+// and its object name in the fleet tier.
 func (k Key) Hex() string {
 	d := k.Digest()
 	return hex.EncodeToString(d[:])
@@ -107,7 +112,7 @@ func decodeKey(b []byte) (Key, error) {
 		b = b[4+n:]
 		return v, nil
 	}
-	fields := []int{32, 8, 4, 12, 4, 8, -1, -1}
+	fields := []int{32, 8, 4, 12, 4, 8, -1, -1, -1}
 	vals := make([][]byte, len(fields))
 	for i, fixed := range fields {
 		v, err := next(fixed)
@@ -128,7 +133,8 @@ func decodeKey(b []byte) (Key, error) {
 	k.Features = FeatureFlags(binary.LittleEndian.Uint32(vals[4]))
 	k.SpecHash = binary.LittleEndian.Uint64(vals[5])
 	k.BackendID = string(vals[6])
-	k.DeviceFingerprint = string(vals[7])
+	k.PluginVersion = string(vals[7])
+	k.DeviceFingerprint = string(vals[8])
 	return k, nil
 }
 

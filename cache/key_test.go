@@ -46,6 +46,7 @@ func sampleKey() Key {
 		Features:          FeatureSubgroupOps,
 		SpecHash:          0xfeedface,
 		BackendID:         "vulkan",
+		PluginVersion:     "1.2.0",
 		DeviceFingerprint: "0011223344556677",
 	}
 }
@@ -63,6 +64,7 @@ func TestEveryKeyFieldChangesTheKey(t *testing.T) {
 		"Features":          func(k *Key) { k.Features = k.Features.Union(FeatureF16) },
 		"SpecHash":          func(k *Key) { k.SpecHash++ },
 		"BackendID":         func(k *Key) { k.BackendID = "cuda" },
+		"PluginVersion":     func(k *Key) { k.PluginVersion = "1.2.1" },
 		"DeviceFingerprint": func(k *Key) { k.DeviceFingerprint = "8899aabbccddeeff" },
 	}
 	base := sampleKey()
@@ -93,6 +95,12 @@ func TestKeyEncodingIsUnambiguous(t *testing.T) {
 	b.BackendID, b.DeviceFingerprint = "a", "bc"
 	if a.Hex() == b.Hex() {
 		t.Fatal(`("ab", "c") and ("a", "bc") share a key`)
+	}
+	a, b = sampleKey(), sampleKey()
+	a.BackendID, a.PluginVersion = "vulkan1", ".0"
+	b.BackendID, b.PluginVersion = "vulkan", "1.0"
+	if a.Hex() == b.Hex() {
+		t.Fatal(`("vulkan1", ".0") and ("vulkan", "1.0") share a key`)
 	}
 }
 

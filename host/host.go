@@ -12,7 +12,6 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/kiln-dev/kiln/autotune"
-	"github.com/kiln-dev/kiln/cache"
 	"github.com/kiln-dev/kiln/pgo"
 	"github.com/kiln-dev/kiln/pluginapi"
 )
@@ -38,8 +37,14 @@ type Options struct {
 	// the blob the plugin returns. Nil opens the cache at cache.DefaultRoot()
 	// ($XDG_CACHE_HOME/kiln/pipelines) unless $KILN_CACHE is "off"; NoCache turns
 	// it off. A cache that cannot be opened is logged and left off.
-	Cache   *cache.DiskCache
+	Cache   PipelineCache
 	NoCache bool
+	// Remote is the fleet tier's URL (s3://bucket/prefix?region=…, gs://…,
+	// azblob://…, file:///shared/dir; see package remote): a *cache.DiskCache
+	// reads through it and uploads behind compiles, autotune records and
+	// routes are read through and published. Empty reads $KILN_REMOTE; "off"
+	// runs without one. A remote outage never fails a dispatch.
+	Remote string
 	// Autotune holds tuned workgroup sizes that compiles use when the caller
 	// gives none. Nil loads autotune.DefaultPath(); NoAutotune turns it off. A
 	// store that cannot be loaded is logged and left off (kiln doctor says why).

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -12,6 +13,7 @@ import (
 	"github.com/kiln-dev/kiln/cache"
 	"github.com/kiln-dev/kiln/ir"
 	"github.com/kiln-dev/kiln/pgo"
+	"github.com/kiln-dev/kiln/remote"
 )
 
 // CacheEnv is the environment variable that turns the default pipeline cache
@@ -29,21 +31,41 @@ const (
 	CacheOff = "off"
 )
 
+// PipelineCache is the pipeline cache a host compiles through:
+// *cache.DiskCache, or *remote.Cache (a DiskCache with the fleet tier behind
+// it) — or any store with the same three methods.
+type PipelineCache interface {
+	// Get returns key's entry, or a miss with its reason; an error is logged
+	// and counts as a miss.
+	Get(key cache.Key) (cache.Lookup, error)
+	// Write stores the blob a plugin returned under key.
+	Write(key cache.Key, payload []byte) error
+	// Flush makes the writes durable; the host calls it at Close.
+	Flush(ctx context.Context) error
+}
+
 // stores are the persistent stores of one host; a nil one is off, and so are all
 // of them when the *stores itself is nil. Only the host
 // reads and writes them: plugins get a cached blob with a compile request and
 // return a new one, and never touch a file.
 type stores struct {
-	cache *cache.DiskCache
-	tune  *autotune.Store
-	pgo   *pgo.Table
+	cache  PipelineCache
+	tune   *autotune.Store
+	pgo    *pgo.Table
+	remote *remote.Store // the fleet tier; nil when none
+	// closed stops the publication of saves once the host is closed.
+	closed atomic.Bool
 }
 
 // openStores takes the stores given in opts and opens or loads the others at
-// their default paths. A store that cannot be opened is logged and left off: it
-// never stops the host (kiln doctor explains the problem).
+// their default paths, then puts the fleet tier (opts.Remote, else $KILN_REMOTE)
+// behind them. A store that cannot be opened is logged and left off: it never
+// stops the host (kiln doctor explains the problem).
 func openStores(opts Options, getenv func(string) string, log hclog.Logger) *stores {
 	s := &stores{cache: opts.Cache, tune: opts.Autotune, pgo: opts.PGO}
+	if c, ok := s.cache.(*cache.DiskCache); ok && c == nil {
+		s.cache = nil
+	}
 	switch {
 	case opts.NoCache:
 		s.cache = nil
@@ -51,11 +73,14 @@ func openStores(opts Options, getenv func(string) string, log hclog.Logger) *sto
 		log.Debug("pipeline cache is off", "env", CacheEnv)
 	case s.cache == nil:
 		root, err := cache.DefaultRoot()
+		var c *cache.DiskCache
 		if err == nil {
-			s.cache, err = cache.Open(root)
+			c, err = cache.Open(root)
 		}
 		if err != nil {
 			log.Warn("running without the pipeline cache", "error", err)
+		} else {
+			s.cache = c
 		}
 	}
 	switch {
@@ -82,6 +107,7 @@ func openStores(opts Options, getenv func(string) string, log hclog.Logger) *sto
 			log.Warn("running without PGO routes", "error", err)
 		}
 	}
+	s.openRemote(opts.Remote, getenv, log)
 	return s
 }
 
@@ -93,9 +119,17 @@ func (s *stores) routes() *pgo.Table {
 	return s.pgo
 }
 
-// flush makes the pipeline cache's new entries durable.
+// flush makes the pipeline cache's new entries durable and waits, bounded, for
+// the fleet tier's queued uploads; publication of saves stops.
 func (s *stores) flush(ctx context.Context) error {
-	if s == nil || s.cache == nil {
+	if s == nil {
+		return nil
+	}
+	s.closed.Store(true)
+	if s.cache == nil {
+		if s.remote != nil {
+			s.remote.Flush(ctx)
+		}
 		return nil
 	}
 	return s.cache.Flush(ctx)
@@ -117,6 +151,7 @@ func pipelineKey(b *Backend, prog *ir.Program, spec ir.SpecMap, wg [3]uint32) (c
 		WorkgroupSize:     wg,
 		SpecHash:          spec.CacheHash(),
 		BackendID:         b.p.desc.ID,
+		PluginVersion:     b.p.desc.Version,
 		DeviceFingerprint: b.adapter.Identity.Fingerprint(),
 	}
 	if k.PushConstantSize > 0 {
@@ -125,19 +160,31 @@ func pipelineKey(b *Backend, prog *ir.Program, spec ir.SpecMap, wg [3]uint32) (c
 	return k, nil
 }
 
+// The part the fleet tier played in a compile, beside CacheHit and CacheMiss.
+const (
+	// CacheRemoteHit: the local cache missed and the fleet tier had a verified
+	// entry for the key, now kept locally too.
+	CacheRemoteHit = "remote-hit"
+)
+
 // readBlob returns the cached blob for key (nil on a miss) and the cache status.
-// A cache that cannot be read is logged and counts as a miss.
+// A miss that found an unusable entry is logged with its reason; a cache that
+// cannot be read is logged and counts as a miss.
 func (s *stores) readBlob(log hclog.Logger, key cache.Key) ([]byte, string) {
 	if s == nil || s.cache == nil {
 		return nil, CacheOff
 	}
-	blob, hit, err := s.cache.Read(key)
+	l, err := s.cache.Get(key)
 	switch {
 	case err != nil:
 		log.Warn("pipeline cache read failed; compiling without it", "backend", key.BackendID, "error", err)
 		return nil, CacheMiss
-	case hit:
-		return blob, CacheHit
+	case l.Hit() && l.Remote:
+		return l.Payload, CacheRemoteHit
+	case l.Hit():
+		return l.Payload, CacheHit
+	case l.Miss != cache.MissAbsent:
+		log.Warn("pipeline cache entry unusable; compiling again", "backend", key.BackendID, "reason", l.Miss)
 	}
 	return nil, CacheMiss
 }
@@ -160,12 +207,18 @@ func (s *stores) storeBlob(log hclog.Logger, key cache.Key, sent, got []byte) {
 }
 
 // tunedSize returns the workgroup size an autotune record holds for prog with
-// spec on b, when there is one the adapter can run.
+// spec on b's device, when there is one the adapter can run: the local record,
+// or the fleet tier's when it was measured later.
 func (s *stores) tunedSize(log hclog.Logger, b *Backend, prog *ir.Program, spec ir.SpecMap) ([3]uint32, bool) {
 	if s == nil || s.tune == nil {
 		return [3]uint32{}, false
 	}
-	rec, ok := s.tune.Get(autotune.KeyFor(prog, spec, b.Name()))
+	fingerprint := b.adapter.Identity.Fingerprint()
+	key := autotune.KeyFor(prog, spec, autotune.DeviceAdapter(b.ID(), fingerprint))
+	rec, ok := s.tune.Get(key)
+	if theirs, found := s.remoteTuning(b.ID(), fingerprint, key.Hex()); found && (!ok || theirs.MeasuredAt.After(remote.RecordTime(rec))) {
+		rec, ok = theirs.Record, true
+	}
 	if !ok {
 		return [3]uint32{}, false
 	}
@@ -218,7 +271,11 @@ func (h *Host) choose(ctx context.Context, prog *ir.Program, name string) (*Back
 	}
 	why := "PGO routing is off"
 	if t := h.stores.routes(); t != nil {
-		route, stale := t.Fresh(prog.Name, h.Live())
+		live := h.Live()
+		route, stale := t.Fresh(prog.Name, live)
+		if theirs, ok := h.stores.remoteRoute(prog.Name, live); ok && (stale != "" || theirs.MeasuredAt.After(route.MeasuredAt)) {
+			route, stale = theirs, ""
+		}
 		if stale != "" {
 			why = stale
 		} else if b, err := h.routed(ctx, route); err != nil {

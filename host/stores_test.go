@@ -108,11 +108,12 @@ func TestCompileGoesThroughThePipelineCache(t *testing.T) {
 	want := cache.Key{
 		ProgramDigest: sha256.Sum256(enc), BindingSignature: ir.BindingSignature(prog),
 		PushConstantSize: 16, WorkgroupSize: [3]uint32{64, 1, 1}, Features: cache.FeaturePushConstants,
-		SpecHash: ir.SpecMap{}.CacheHash(), BackendID: "fx-blob", DeviceFingerprint: pluginapi.DeviceIdentity{}.Fingerprint(),
+		SpecHash: ir.SpecMap{}.CacheHash(), BackendID: "fx-blob", PluginVersion: "0.0.1-fixture",
+		DeviceFingerprint: pluginapi.DeviceIdentity{}.Fingerprint(),
 	}
-	blob, hit, err := c.Read(want)
-	if err != nil || !hit || !strings.HasPrefix(string(blob), "fx-blob ") {
-		t.Fatalf("entry under the documented key: %q, %v, %v", blob, hit, err)
+	l, err := c.Get(want)
+	if err != nil || !l.Hit() || !strings.HasPrefix(string(l.Payload), "fx-blob ") {
+		t.Fatalf("entry under the documented key: %+v, %v", l, err)
 	}
 
 	res, err = h.Dispatch(ctx, prog, launch)
@@ -161,7 +162,8 @@ func TestDefaultStoresFollowXDGAndKILNCACHE(t *testing.T) {
 	env := func(v string) func(string) string { return func(string) string { return v } }
 
 	s := openStores(Options{}, env(""), log)
-	if s.cache == nil || s.cache.Root() != filepath.Join(homes, "cache", "kiln", "pipelines") {
+	dc, ok := s.cache.(*cache.DiskCache)
+	if !ok || dc.Root() != filepath.Join(homes, "cache", "kiln", "pipelines") {
 		t.Fatalf("default cache: %v", s.cache)
 	}
 	if s.tune == nil || s.tune.Path() != filepath.Join(homes, "config", "kiln", "autotune.toml") {
@@ -171,8 +173,8 @@ func TestDefaultStoresFollowXDGAndKILNCACHE(t *testing.T) {
 		t.Fatalf("default PGO table: %v", s.pgo)
 	}
 	paths, err := DefaultStorePaths()
-	if err != nil || paths.PipelineCache != s.cache.Root() || paths.Autotune != s.tune.Path() || paths.PGO != s.pgo.Path() {
-		t.Fatalf("DefaultStorePaths = %+v, %v; the host opened %s, %s, %s", paths, err, s.cache.Root(), s.tune.Path(), s.pgo.Path())
+	if err != nil || paths.PipelineCache != dc.Root() || paths.Autotune != s.tune.Path() || paths.PGO != s.pgo.Path() {
+		t.Fatalf("DefaultStorePaths = %+v, %v; the host opened %s, %s, %s", paths, err, dc.Root(), s.tune.Path(), s.pgo.Path())
 	}
 	if s := openStores(Options{}, env("off"), log); s.cache != nil {
 		t.Fatal("KILN_CACHE=off left the cache on")
@@ -381,6 +383,52 @@ func TestPGORoutingCanBeTurnedOff(t *testing.T) {
 	}
 }
 
+// fixtureAdapter is the autotune adapter id of the fixture's adapter: its
+// backend id and device fingerprint (the fixture reports an empty identity).
+var fixtureAdapter = autotune.DeviceAdapter("fx-blob", pluginapi.DeviceIdentity{}.Fingerprint())
+
+func TestPipelineKeyCarriesThePluginVersion(t *testing.T) {
+	prog := fourBuffers(t)
+	key := func(version string) cache.Key {
+		t.Helper()
+		b := &Backend{p: &plugin{desc: &pluginapi.Description{ID: "fx-blob", Version: version}}}
+		k, err := pipelineKey(b, prog, ir.SpecMap{}, prog.WorkgroupSize)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return k
+	}
+	if k := key("1.0"); k.PluginVersion != "1.0" || k.Hex() == key("1.1").Hex() {
+		t.Fatalf("builds 1.0 and 1.1 share a pipeline key: %+v", k)
+	}
+}
+
+// A blob an older build of the plugin compiled is never sent to this build.
+func TestAnOlderBuildsBlobIsNotSent(t *testing.T) {
+	c := testCache(t, cache.Options{})
+	h := openWith(t, Options{Cache: c, NoAutotune: true, NoPGO: true}, "fx-blob")
+	prog := fourBuffers(t)
+	b, err := h.Acquire(context.Background(), "fx-blob")
+	if err != nil {
+		t.Fatal(err)
+	}
+	older, err := pipelineKey(b, prog, ir.SpecMap{}, prog.WorkgroupSize)
+	if err != nil {
+		t.Fatal(err)
+	}
+	older.PluginVersion = "0.0.0-older"
+	if err := c.Write(older, []byte("fx-blob compiled by an older build")); err != nil {
+		t.Fatal(err)
+	}
+	res, err := h.Dispatch(context.Background(), prog, Launch{Backend: "fx-blob", Work: fixtureWork()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if verdict, _ := blobReport(t, res); res.Cache != CacheMiss || verdict != 0 {
+		t.Fatalf("cache %q, plugin got blob verdict %d; want a miss with no blob sent", res.Cache, verdict)
+	}
+}
+
 func TestAutotuneRecordSetsTheWorkgroupSize(t *testing.T) {
 	store, err := autotune.Load(filepath.Join(t.TempDir(), "autotune.toml"))
 	if err != nil {
@@ -405,7 +453,7 @@ func TestAutotuneRecordSetsTheWorkgroupSize(t *testing.T) {
 		t.Fatalf("no record: tuned %v, plugin got %v, ran with %v", res.Tuned, got, res.WorkgroupSize)
 	}
 	tuned := [3]uint32{32, 2, 1}
-	if err := store.Put(autotune.KeyFor(prog, ir.SpecMap{}, "fx-blob:0"), autotune.Record{WorkgroupSize: tuned}); err != nil {
+	if err := store.Put(autotune.KeyFor(prog, ir.SpecMap{}, fixtureAdapter), autotune.Record{WorkgroupSize: tuned}); err != nil {
 		t.Fatal(err)
 	}
 	if res, got := run(Launch{}); !res.Tuned || got != tuned || res.WorkgroupSize != tuned {
@@ -420,7 +468,7 @@ func TestAutotuneRecordSetsTheWorkgroupSize(t *testing.T) {
 		t.Fatalf("cache holds %d entries, want one per workgroup size", s.Entries)
 	}
 	// A record the adapter cannot run (the fixture allows 256 invocations) is ignored.
-	if err := store.Put(autotune.KeyFor(prog, ir.SpecMap{}, "fx-blob:0"), autotune.Record{WorkgroupSize: [3]uint32{512, 1, 1}}); err != nil {
+	if err := store.Put(autotune.KeyFor(prog, ir.SpecMap{}, fixtureAdapter), autotune.Record{WorkgroupSize: [3]uint32{512, 1, 1}}); err != nil {
 		t.Fatal(err)
 	}
 	if res, got := run(Launch{}); res.Tuned || got != ([3]uint32{}) {

@@ -22,8 +22,11 @@
 // Certify takes the backends through the small Backend interface, so this package
 // never imports the host; the host wraps its backend handle in a thin adapter.
 // A missing table is empty; a malformed one is an error ending in "Fix:
-// regenerate it with 'kiln certify'" and is never merged into. Save takes the
-// table's lock, re-reads it and applies this Table's changes on top before an
-// atomic replace; Overwrite replaces the file with exactly this Table, which is
-// how `kiln certify` regenerates a malformed table (start from New).
+// regenerate it with 'kiln certify'" and is never merged into; one of a newer
+// schema is refused and never written. Save takes the table's lock, re-reads it
+// and applies this Table's changes on top before an atomic replace;
+// SaveRegenerating does the same but replaces a table that is malformed when
+// the lock is held, which is how `kiln certify` regenerates one without ever
+// dropping routes another process saved meanwhile. See docs/design.md, "PGO
+// routes".
 package pgo

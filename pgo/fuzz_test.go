@@ -38,7 +38,7 @@ func FuzzSet(f *testing.F) {
 		if err := tbl.Set(op, r); err != nil {
 			return
 		}
-		checkRoundTrip(t, tbl.routes)
+		checkRoundTrip(t, tbl.Routes())
 	})
 }
 

@@ -7,7 +7,6 @@ import (
 	"maps"
 	"path/filepath"
 	"slices"
-	"sync"
 	"time"
 
 	"github.com/kiln-dev/kiln/internal/tomlstore"
@@ -37,17 +36,14 @@ type Route struct {
 }
 
 // Table maps op ids to routes for one table file. It is safe for concurrent
-// use; Save holds the Table while it waits for the file's lock.
+// use, and Save never holds the Table while it waits for the file's lock: Route
+// and Fresh go on meanwhile.
 type Table struct {
-	path string
-
-	mu     sync.Mutex
-	routes map[string]Route
-	// sets and removes are the changes since the last load or save; an op is in
-	// at most one of them, the last change made to it.
-	sets    map[string]Route
-	removes map[string]bool
+	m *tomlstore.Map[string, Route]
 }
+
+// codec reads and writes PGO table files.
+var codec = tomlstore.Codec[string, Route]{Parse: parse, Encode: encode, LoadError: loadError}
 
 // DefaultPath is $XDG_CONFIG_HOME/kiln/pgo.toml, with xdg's fallbacks
 // (~/.config, ~/Library/Application Support on macOS, %AppData% on Windows).
@@ -62,47 +58,40 @@ func defaultPath(env xdg.Env) (string, error) {
 }
 
 // New returns an empty table for path without reading the file.
-func New(path string) *Table {
-	return &Table{path: path, routes: map[string]Route{}, sets: map[string]Route{}, removes: map[string]bool{}}
-}
+func New(path string) *Table { return &Table{m: tomlstore.NewMap(path, codec)} }
 
 // Load reads the table at path. A missing file gives an empty table. A malformed
 // file, or one of a newer schema, is an error ending in a Fix, and the file is
-// left as it is.
+// left as it is; errors.As finds a *MalformedError or a *NewerSchemaError in it.
 func Load(path string) (*Table, error) {
-	data, exists, err := tomlstore.Read(path)
+	m, err := tomlstore.LoadMap(path, codec)
 	if err != nil {
-		return nil, fmt.Errorf("read PGO table %s: %w. Fix: make it readable", path, err)
+		return nil, err
 	}
-	t := New(path)
-	if !exists {
-		return t, nil
-	}
-	if t.routes, err = parse(data); err != nil {
-		return nil, loadError(path, err)
-	}
-	return t, nil
+	return &Table{m: m}, nil
 }
+
+// NewerSchemaError is a table file written by a newer kiln. It is never
+// overwritten.
+type NewerSchemaError = tomlstore.NewerSchemaError
+
+// MalformedError is a table file that does not parse.
+type MalformedError = tomlstore.FormatError
 
 // loadError adds the path and a Fix to a parse error.
 func loadError(path string, err error) error {
 	var newer *tomlstore.NewerSchemaError
 	if errors.As(err, &newer) {
-		return fmt.Errorf("PGO table %s: %w. Fix: use a kiln that reads schema %d, or regenerate it with 'kiln certify'", path, err, newer.Found)
+		return fmt.Errorf("PGO table %s: %w. Fix: use a kiln that reads schema %d, or move the file away and run 'kiln certify' again", path, err, newer.Found)
 	}
 	return fmt.Errorf("PGO table %s is malformed: %w. Fix: regenerate it with 'kiln certify'", path, err)
 }
 
 // Path returns the table file's path.
-func (t *Table) Path() string { return t.path }
+func (t *Table) Path() string { return t.m.Path() }
 
 // Route returns op's route, fresh or not.
-func (t *Table) Route(op string) (Route, bool) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	r, ok := t.routes[op]
-	return r, ok
-}
+func (t *Table) Route(op string) (Route, bool) { return t.m.Get(op) }
 
 // Fastest returns the backend op's route names, fresh or not; Fresh also checks
 // the route against the live backends.
@@ -112,18 +101,13 @@ func (t *Table) Fastest(op string) (string, bool) {
 }
 
 // Ops returns the op ids that have a route, sorted.
-func (t *Table) Ops() []string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return slices.Sorted(maps.Keys(t.routes))
-}
+func (t *Table) Ops() []string { return slices.Sorted(maps.Keys(t.m.Items())) }
+
+// Routes returns a copy of every route, by op.
+func (t *Table) Routes() map[string]Route { return t.m.Items() }
 
 // Len returns the number of routes.
-func (t *Table) Len() int {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return len(t.routes)
-}
+func (t *Table) Len() int { return t.m.Len() }
 
 // Set stores op's route, replacing any earlier one. It refuses an empty op or
 // backend, strings that are not valid UTF-8 and negative latencies.
@@ -133,33 +117,19 @@ func (t *Table) Set(op string, r Route) error {
 	}
 	r.Observations = slices.Clone(r.Observations)
 	r.MeasuredAt = r.MeasuredAt.UTC()
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.routes[op] = r
-	t.sets[op] = r
-	delete(t.removes, op)
+	t.m.Set(op, r)
 	return nil
 }
 
 // Remove drops op's route and reports whether there was one.
-func (t *Table) Remove(op string) bool {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if _, ok := t.routes[op]; !ok {
-		return false
-	}
-	delete(t.routes, op)
-	delete(t.sets, op)
-	t.removes[op] = true
-	return true
-}
+func (t *Table) Remove(op string) bool { return t.m.Delete(op) }
 
 // IsDirty reports whether the table has changes Save has not written.
-func (t *Table) IsDirty() bool {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return len(t.sets)+len(t.removes) > 0
-}
+func (t *Table) IsDirty() bool { return t.m.IsDirty() }
+
+// OnSaved registers fn to be called after each save that wrote, with the routes
+// that save set (removed ones are not passed).
+func (t *Table) OnSaved(fn func(saved map[string]Route)) { t.m.OnSaved(fn) }
 
 // Save writes the table's changes to its file and reports whether it wrote; a
 // clean table writes nothing. It takes the file's lock (waiting until ctx is
@@ -168,51 +138,25 @@ func (t *Table) IsDirty() bool {
 // merged routes. If the file on disk is malformed or of a newer schema, nothing
 // is written and the table stays dirty.
 func (t *Table) Save(ctx context.Context) (bool, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if len(t.sets)+len(t.removes) == 0 {
-		return false, nil
-	}
-	var merged map[string]Route
-	err := tomlstore.Update(ctx, t.path, 0o644, func(current []byte, exists bool) ([]byte, error) {
-		merged = map[string]Route{}
-		if exists {
-			disk, err := parse(current)
-			if err != nil {
-				return nil, loadError(t.path, err)
-			}
-			merged = disk
-		}
-		for op := range t.removes {
-			delete(merged, op)
-		}
-		maps.Copy(merged, t.sets)
-		return encode(merged)
-	})
+	r, err := t.m.Save(ctx, tomlstore.SaveOptions{})
 	if err != nil {
 		return false, fmt.Errorf("save PGO table: %w", err)
 	}
-	t.routes = merged
-	clear(t.sets)
-	clear(t.removes)
-	return true, nil
+	return r.Wrote, nil
 }
 
-// Overwrite replaces the table file with exactly this table's routes, under the
-// file's lock, whatever the file holds now, malformed or not. It is how `kiln
-// certify` regenerates a table; everything else should Save.
-func (t *Table) Overwrite(ctx context.Context) error {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	err := tomlstore.Update(ctx, t.path, 0o644, func([]byte, bool) ([]byte, error) {
-		return encode(t.routes)
-	})
+// SaveRegenerating is Save for `kiln certify`, which regenerates a malformed
+// table: whether the file is malformed is decided under its lock, when the save
+// happens, and only then is it replaced by this table's routes (replaced
+// reports it). A file that parses is merged into as Save does, so routes
+// another process saved meanwhile are kept, and a file of a newer schema is
+// refused, never overwritten.
+func (t *Table) SaveRegenerating(ctx context.Context) (wrote, replaced bool, err error) {
+	r, err := t.m.Save(ctx, tomlstore.SaveOptions{ReplaceMalformed: true})
 	if err != nil {
-		return fmt.Errorf("overwrite PGO table: %w", err)
+		return false, false, fmt.Errorf("save PGO table: %w", err)
 	}
-	clear(t.sets)
-	clear(t.removes)
-	return nil
+	return r.Wrote, r.Replaced, nil
 }
 
 // Live identifies a backend the host has running now: its routing id, its

@@ -2,6 +2,7 @@ package pgo
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -187,21 +188,74 @@ func TestNewerSchemaTableIsRefused(t *testing.T) {
 	}
 }
 
-func TestOverwriteRegeneratesAMalformedTable(t *testing.T) {
+func TestSaveRegeneratingReplacesAMalformedTable(t *testing.T) {
 	path := tablePath(t)
 	os.MkdirAll(filepath.Dir(path), 0o755)
 	os.WriteFile(path, []byte("garbage ]]]"), 0o644)
 	tbl := New(path)
 	set(t, tbl, "op", sampleRoute("vulkan:0"))
-	if err := tbl.Overwrite(context.Background()); err != nil {
-		t.Fatal(err)
+	wrote, replaced, err := tbl.SaveRegenerating(context.Background())
+	if err != nil || !wrote || !replaced {
+		t.Fatalf("SaveRegenerating = %v, %v, %v; want a replacement", wrote, replaced, err)
 	}
 	if tbl.IsDirty() {
-		t.Fatal("Overwrite left the table dirty")
+		t.Fatal("SaveRegenerating left the table dirty")
 	}
 	got := loadTable(t, path)
 	if r, ok := got.Route("op"); !ok || !reflect.DeepEqual(r, sampleRoute("vulkan:0")) || got.Len() != 1 {
-		t.Fatalf("after Overwrite: %+v, %v", r, ok)
+		t.Fatalf("after SaveRegenerating: %+v, %v", r, ok)
+	}
+}
+
+// A table found malformed when certification started may be repaired by
+// another process before certification saves: the decision is taken under the
+// lock, so the other process's routes are merged, never overwritten.
+func TestSaveRegeneratingKeepsRoutesSavedMeanwhile(t *testing.T) {
+	path := tablePath(t)
+	os.MkdirAll(filepath.Dir(path), 0o755)
+	os.WriteFile(path, []byte("garbage ]]]"), 0o644)
+	if _, err := Load(path); err == nil {
+		t.Fatal("the malformed table loaded")
+	}
+	certifying := New(path)
+	set(t, certifying, "op.mine", sampleRoute("vulkan:0"))
+
+	// Another process regenerates the table while this one measures.
+	os.Remove(path)
+	other := loadTable(t, path)
+	set(t, other, "op.theirs", sampleRoute("cuda:0"))
+	saveTable(t, other)
+
+	wrote, replaced, err := certifying.SaveRegenerating(context.Background())
+	if err != nil || !wrote || replaced {
+		t.Fatalf("SaveRegenerating = %v, %v, %v; want a merge into the repaired table", wrote, replaced, err)
+	}
+	got := loadTable(t, path)
+	if got.Len() != 2 {
+		t.Fatalf("table holds %v, want op.mine and op.theirs", got.Ops())
+	}
+	if b, _ := got.Fastest("op.theirs"); b != "cuda:0" {
+		t.Fatalf("op.theirs routes to %q, want the other process's cuda:0", b)
+	}
+}
+
+func TestSaveRegeneratingRefusesANewerSchema(t *testing.T) {
+	path := tablePath(t)
+	tbl := loadTable(t, path)
+	set(t, tbl, "op", sampleRoute("vulkan:0"))
+	content := "schema = 2\n[routing]\nmode = \"new\"\n"
+	os.MkdirAll(filepath.Dir(path), 0o755)
+	os.WriteFile(path, []byte(content), 0o644)
+	wrote, replaced, err := tbl.SaveRegenerating(context.Background())
+	var newer *NewerSchemaError
+	if wrote || replaced || !errors.As(err, &newer) || !strings.Contains(err.Error(), "Fix:") {
+		t.Fatalf("SaveRegenerating = %v, %v, %v; want a NewerSchemaError with a Fix", wrote, replaced, err)
+	}
+	if got, _ := os.ReadFile(path); string(got) != content {
+		t.Fatal("the newer-schema table was changed")
+	}
+	if !tbl.IsDirty() {
+		t.Fatal("the refused route was dropped from the table")
 	}
 }
 

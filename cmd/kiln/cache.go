@@ -1,11 +1,20 @@
 package main
 
 import (
+	"context"
 	"fmt"
+	"os"
+	"sort"
+	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/kiln-dev/kiln/autotune"
 	"github.com/kiln-dev/kiln/cache"
+	"github.com/kiln-dev/kiln/host"
+	"github.com/kiln-dev/kiln/pgo"
+	"github.com/kiln-dev/kiln/remote"
 )
 
 // cacheStatsJSON is `kiln cache stats --json`.
@@ -14,6 +23,54 @@ type cacheStatsJSON struct {
 	Entries  int    `json:"entries"`
 	Bytes    int64  `json:"bytes"`
 	MaxBytes int64  `json:"max_bytes"`
+	// Since is when the counts below started (RFC 3339; empty before any).
+	Since string `json:"since"`
+	// Local and Remote count every process's reads and writes of the local
+	// cache and of the fleet tier behind it.
+	Local  tierJSON `json:"local"`
+	Remote tierJSON `json:"remote"`
+	// RemoteURL is $KILN_REMOTE, empty when no fleet tier is configured.
+	RemoteURL   string `json:"remote_url"`
+	UsageError  string `json:"usage_error,omitempty"`
+	UsageZeroed bool   `json:"usage_zeroed,omitempty"`
+}
+
+// tierJSON is one tier's counts.
+type tierJSON struct {
+	Hits    uint64            `json:"hits"`
+	Misses  uint64            `json:"misses"`
+	ByCause map[string]uint64 `json:"misses_by_reason"`
+	Errors  uint64            `json:"errors"`
+	Writes  uint64            `json:"writes"`
+	Dropped uint64            `json:"dropped"`
+}
+
+func toTierJSON(u cache.TierUsage) tierJSON {
+	t := tierJSON{Hits: u.Hits, Misses: u.MissCount(), ByCause: map[string]uint64{}, Errors: u.Errors, Writes: u.Writes, Dropped: u.Dropped}
+	for r, n := range u.Misses {
+		t.ByCause[string(r)] = n
+	}
+	return t
+}
+
+// cachePushJSON is `kiln cache push --json`.
+type cachePushJSON struct {
+	Remote           string   `json:"remote"`
+	Pipelines        int      `json:"pipelines"`
+	PipelinesPresent int      `json:"pipelines_present"`
+	Records          int      `json:"records"`
+	Routes           int      `json:"routes"`
+	Skipped          []string `json:"skipped"`
+}
+
+// cachePullJSON is `kiln cache pull --json`.
+type cachePullJSON struct {
+	Remote           string `json:"remote"`
+	Pipelines        int    `json:"pipelines"`
+	PipelinesPresent int    `json:"pipelines_present"`
+	PipelinesBad     int    `json:"pipelines_bad"`
+	Records          int    `json:"records"`
+	Routes           int    `json:"routes"`
 }
 
 // cacheVerifyJSON is `kiln cache verify --json`.
@@ -58,14 +115,24 @@ entry. Only the host writes it; a truncated or corrupt entry is a miss, never
 an error. Its total size is capped (1 GiB, or $KILN_CACHE_MAX_BYTES such as
 512MiB) and trimmed least recently used first. KILN_CACHE=off runs without it.
 
-  kiln cache stats    entries, bytes and the cap
+With $KILN_REMOTE set (s3://bucket/prefix?region=..., gs://bucket/prefix,
+azblob://container/prefix or file:///shared/dir), a fleet tier shared by many
+machines sits behind the local stores: a local miss reads through it, new
+entries are uploaded behind the compile, and autotune records and PGO routes
+are published to it and read from it. A remote outage never fails a dispatch.
+
+  kiln cache stats    entries, bytes, the cap, and local and remote hits,
+                      misses (by reason) and errors (--zero starts them again)
   kiln cache verify   read every entry in full; remove the corrupt ones
   kiln cache trim     remove least recently used entries down to the cap (--max)
   kiln cache clear    remove every entry
+  kiln cache push     seed the fleet tier from this machine's stores
+  kiln cache pull     seed this machine's stores from the fleet tier
 
 Every subcommand takes --json.`,
 	}
-	cmd.AddCommand(a.cacheStatsCommand(), a.cacheVerifyCommand(), a.cacheTrimCommand(), a.cacheClearCommand())
+	cmd.AddCommand(a.cacheStatsCommand(), a.cacheVerifyCommand(), a.cacheTrimCommand(), a.cacheClearCommand(),
+		a.cachePushCommand(), a.cachePullCommand())
 	return cmd
 }
 
@@ -79,26 +146,91 @@ func openCache() (*cache.DiskCache, error) {
 }
 
 func (a *app) cacheStatsCommand() *cobra.Command {
-	return &cobra.Command{
+	var zero bool
+	cmd := &cobra.Command{
 		Use:   "stats",
-		Short: "Show the pipeline cache's entries, size and cap",
-		Args:  cobra.NoArgs,
+		Short: "Show the pipeline cache's entries, size, cap, and local and remote hits, misses and errors",
+		Long: `Show the pipeline cache's entries, size and cap, and what every kiln process
+has counted since the counts started: hits, misses (by reason: absent,
+corrupt, truncated, foreign-key, oversize; and for the fleet tier
+unavailable), errors and writes of the local cache, and of the fleet tier
+($KILN_REMOTE) behind it, with its uploads dropped. --zero starts the counts
+again.`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			c, err := openCache()
 			if err != nil {
 				return err
 			}
+			if zero {
+				if err := c.ZeroUsage(cmd.Context()); err != nil {
+					return err
+				}
+			}
 			s, err := c.Stats(cmd.Context())
 			if err != nil {
 				return err
 			}
-			if a.json {
-				return a.printJSON(cacheStatsJSON{Root: s.Root, Entries: s.Entries, Bytes: s.Bytes, MaxBytes: s.MaxBytes})
+			j := cacheStatsJSON{Root: s.Root, Entries: s.Entries, Bytes: s.Bytes, MaxBytes: s.MaxBytes, RemoteURL: os.Getenv(remote.Env), UsageZeroed: zero}
+			u, err := c.Usage()
+			if err != nil {
+				j.UsageError = err.Error()
 			}
-			fmt.Fprintf(a.out, "pipeline cache %s\n  entries  %d\n  size     %s of %s\n", s.Root, s.Entries, byteSize(s.Bytes), byteSize(s.MaxBytes))
+			if !u.Since.IsZero() {
+				j.Since = u.Since.Format(time.RFC3339)
+			}
+			j.Local, j.Remote = toTierJSON(u.Local), toTierJSON(u.Remote)
+			if a.json {
+				return a.printJSON(j)
+			}
+			a.printCacheStats(j)
 			return nil
 		},
 	}
+	cmd.Flags().BoolVar(&zero, "zero", false, "start the hit, miss and error counts again from zero")
+	return cmd
+}
+
+func (a *app) printCacheStats(j cacheStatsJSON) {
+	fmt.Fprintf(a.out, "pipeline cache %s\n  entries  %d\n  size     %s of %s\n", j.Root, j.Entries, byteSize(j.Bytes), byteSize(j.MaxBytes))
+	if j.UsageError != "" {
+		fmt.Fprintf(a.out, "  problem: %s\n", j.UsageError)
+	}
+	since := "no use counted yet"
+	if j.Since != "" {
+		since = "since " + j.Since
+	}
+	fmt.Fprintf(a.out, "counts (%s):\n", since)
+	tier := func(name string, t tierJSON, extra string) {
+		fmt.Fprintf(a.out, "  %-7s hits %d, misses %d%s, errors %d, writes %d%s\n", name, t.Hits, t.Misses, reasons(t.ByCause), t.Errors, t.Writes, extra)
+	}
+	tier("local", j.Local, "")
+	remoteName := "remote"
+	if j.RemoteURL == "" && j.Remote.Hits+j.Remote.Misses+j.Remote.Errors+j.Remote.Writes == 0 {
+		fmt.Fprintf(a.out, "  remote  none configured (%s)\n", remote.Env)
+		return
+	}
+	tier(remoteName, j.Remote, fmt.Sprintf(", uploads dropped %d", j.Remote.Dropped))
+	if j.RemoteURL != "" {
+		fmt.Fprintf(a.out, "  remote  %s\n", j.RemoteURL)
+	}
+}
+
+// reasons prints misses by reason, " (absent 3, corrupt 1)", or nothing.
+func reasons(by map[string]uint64) string {
+	names := make([]string, 0, len(by))
+	for r := range by {
+		names = append(names, r)
+	}
+	sort.Strings(names)
+	var parts []string
+	for _, r := range names {
+		parts = append(parts, fmt.Sprintf("%s %d", r, by[r]))
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return " (" + strings.Join(parts, ", ") + ")"
 }
 
 func (a *app) cacheVerifyCommand() *cobra.Command {
@@ -189,6 +321,126 @@ func (a *app) cacheClearCommand() *cobra.Command {
 			return nil
 		},
 	}
+}
+
+// openRemote opens the fleet tier named by --remote, else $KILN_REMOTE.
+func openRemote(ctx context.Context, url string) (*remote.Store, error) {
+	if url == "" {
+		url = os.Getenv(remote.Env)
+	}
+	if url == "" || url == host.RemoteOff {
+		return nil, fmt.Errorf("no fleet tier configured. Fix: set %s (or pass --remote) to s3://bucket/prefix?region=..., gs://bucket/prefix, azblob://container/prefix or file:///shared/dir", remote.Env)
+	}
+	return remote.Open(ctx, url, remote.Options{})
+}
+
+func (a *app) cachePushCommand() *cobra.Command {
+	var url string
+	cmd := &cobra.Command{
+		Use:   "push",
+		Short: "Seed the fleet tier from this machine: pipelines, autotune records and PGO routes",
+		Long: `Upload every valid local pipeline cache entry the fleet tier lacks, and
+publish every autotune record and PGO route of this machine, so other machines
+sharing the fleet tier start tuned. Records and routes are published, never
+overwritten: the newest measurement of each wins.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := cmd.Context()
+			r, err := openRemote(ctx, url)
+			if err != nil {
+				return err
+			}
+			defer r.Close(ctx)
+			paths, err := host.DefaultStorePaths()
+			if err != nil {
+				return err
+			}
+			c, err := cache.Open(paths.PipelineCache)
+			if err != nil {
+				return err
+			}
+			tune, err := autotune.Load(paths.Autotune)
+			if err != nil {
+				return err
+			}
+			routes, err := pgo.Load(paths.PGO)
+			if err != nil {
+				return err
+			}
+			rep, err := r.Push(ctx, c, tune, routes)
+			if err != nil {
+				return err
+			}
+			j := cachePushJSON{Remote: r.URL(), Pipelines: rep.Pipelines, PipelinesPresent: rep.PipelinesPresent, Records: rep.Records, Routes: rep.Routes, Skipped: append([]string{}, rep.Skipped...)}
+			if a.json {
+				return a.printJSON(j)
+			}
+			fmt.Fprintf(a.out, "fleet tier %s: uploaded %d pipelines (%d there already), published %d autotune records and %d PGO routes\n",
+				j.Remote, j.Pipelines, j.PipelinesPresent, j.Records, j.Routes)
+			for _, s := range j.Skipped {
+				fmt.Fprintf(a.out, "  skipped %s\n", s)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&url, "remote", "", "fleet tier URL (default $"+remote.Env+")")
+	return cmd
+}
+
+func (a *app) cachePullCommand() *cobra.Command {
+	var url string
+	cmd := &cobra.Command{
+		Use:   "pull",
+		Short: "Seed this machine from the fleet tier: pipelines, autotune records and PGO routes",
+		Long: `Download every pipeline cache entry the local cache lacks (each verified),
+the newest autotune records measured on this machine's devices, and the newest
+PGO routes whose backend is live here (same device and plugin version), when
+they are newer than the local ones; then save the local stores. The plugins
+are started to learn this machine's devices.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := cmd.Context()
+			r, err := openRemote(ctx, url)
+			if err != nil {
+				return err
+			}
+			defer r.Close(ctx)
+			h, err := a.open(ctx)
+			if err != nil {
+				return err
+			}
+			defer h.Close()
+			paths, err := host.DefaultStorePaths()
+			if err != nil {
+				return err
+			}
+			c, err := cache.Open(paths.PipelineCache)
+			if err != nil {
+				return err
+			}
+			tune, err := autotune.Load(paths.Autotune)
+			if err != nil {
+				return err
+			}
+			routes, err := pgo.Load(paths.PGO)
+			if err != nil {
+				return err
+			}
+			rep, err := r.Pull(ctx, c, tune, routes, h.Live())
+			if err != nil {
+				return err
+			}
+			j := cachePullJSON{Remote: r.URL(), Pipelines: rep.Pipelines, PipelinesPresent: rep.PipelinesPresent, PipelinesBad: rep.PipelinesBad, Records: rep.Records, Routes: rep.Routes}
+			if a.json {
+				return a.printJSON(j)
+			}
+			fmt.Fprintf(a.out, "fleet tier %s: downloaded %d pipelines (%d here already, %d not valid entries), took %d autotune records and %d PGO routes\n",
+				j.Remote, j.Pipelines, j.PipelinesPresent, j.PipelinesBad, j.Records, j.Routes)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&url, "remote", "", "fleet tier URL (default $"+remote.Env+")")
+	return cmd
 }
 
 // byteSize prints n bytes in the largest binary unit that keeps it at 1 or more.

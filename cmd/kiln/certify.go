@@ -21,6 +21,7 @@ type certifyJSON struct {
 	Backends    []string          `json:"backends"`
 	Ops         []certifyOpJSON   `json:"ops"`
 	Saved       bool              `json:"saved"`
+	Published   int               `json:"published"`
 	Failures    []string          `json:"failures"`
 	Excluded    []certifyExclJSON `json:"excluded"`
 }
@@ -62,9 +63,14 @@ a named backend run that op on its route's backend while the route is fresh
 Reference oracles (cpu-ref) are not measured: routing never picks an oracle
 implicitly, so certification needs at least one other ready backend.
 
+With a fleet tier ($KILN_REMOTE), the routes measured are also published to
+it, for the machines that share it (see kiln cache --help).
+
 The table is saved under its lock, merged with what other processes wrote
 meanwhile. A malformed table is regenerated: replaced by the routes measured
-now. A progress bar goes to stderr when it is a terminal. The exit status is 1
+now, if it is still malformed when the save holds the lock. A table written by
+a newer kiln (a newer schema) is refused before anything is measured, and
+never overwritten. A progress bar goes to stderr when it is a terminal. The exit status is 1
 when any kernel got no route.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -88,7 +94,7 @@ when any kernel got no route.`,
 				return err
 			}
 			if malformed != nil {
-				fmt.Fprintf(a.errOut, "kiln: %v\nkiln: regenerating %s from this certification\n", malformed, path)
+				fmt.Fprintf(a.errOut, "kiln: %v\nkiln: %s will be regenerated from this certification unless another process repairs it meanwhile\n", malformed, path)
 			}
 			h, err := a.open(ctx)
 			if err != nil {
@@ -102,7 +108,7 @@ when any kernel got no route.`,
 			bar := newProgressBar(a.errOut)
 			results, runErr := certify.Run(ctx, h, table, backends, ks, opts, bar.update)
 			bar.finish()
-			j := certifyJSON{Table: path, Regenerated: malformed != nil, Backends: backends, Ops: []certifyOpJSON{}, Failures: []string{}, Excluded: []certifyExclJSON{}}
+			j := certifyJSON{Table: path, Backends: backends, Ops: []certifyOpJSON{}, Failures: []string{}, Excluded: []certifyExclJSON{}}
 			for _, r := range results {
 				op := certifyOpJSON{Kernel: r.Kernel, Op: r.Op, Size: r.Size, Backend: r.Route.Backend, Observations: []observationJSON{}}
 				for _, o := range r.Route.Observations {
@@ -120,14 +126,19 @@ when any kernel got no route.`,
 				}
 				j.Ops = append(j.Ops, op)
 			}
-			if malformed != nil {
-				err = table.Overwrite(ctx)
-				j.Saved = err == nil
-			} else {
-				j.Saved, err = table.Save(ctx)
-			}
+			j.Saved, j.Regenerated, err = table.SaveRegenerating(ctx)
 			if err != nil {
 				return err
+			}
+			if h.Remote() != nil {
+				measured := map[string]pgo.Route{}
+				for _, r := range results {
+					if r.Err == nil {
+						measured[r.Op] = r.Route
+					}
+				}
+				h.PublishRoutes(measured)
+				j.Published = len(measured)
 			}
 			if a.json {
 				if err := a.printJSON(j); err != nil {
@@ -174,6 +185,9 @@ func (a *app) printCertify(j certifyJSON) error {
 	}
 	if err := tw.Flush(); err != nil {
 		return err
+	}
+	if j.Published > 0 {
+		fmt.Fprintf(a.out, "\npublished %d route(s) to the fleet tier\n", j.Published)
 	}
 	for _, e := range j.Excluded {
 		fmt.Fprintf(a.out, "\nexcluded %s from %s: %s\n", e.Backend, e.Op, e.Reason)

@@ -57,7 +57,8 @@ kiln-backend-<name> are plugins), each plugin's handshake result and version,
 each adapter's status, and each persistent store: its path, size and health
 (pipeline cache: entries, bytes and corrupt headers, read-only — kiln cache
 verify repairs; autotune store and PGO table: whether they load; PGO routes
-that are stale against the live backends, which routing ignores).
+that are stale against the live backends, which routing ignores; the fleet
+tier named by $KILN_REMOTE: reachable, writable, and its latency).
 
 The exit status is 0 when at least one backend adapter is ready (the CPU
 reference counts), 1 otherwise; store problems are reported, not fatal.`,

@@ -31,6 +31,7 @@ func TestMain(m *testing.M) {
 	}
 	os.Setenv("XDG_CACHE_HOME", filepath.Join(homes, "cache"))
 	os.Setenv("XDG_CONFIG_HOME", filepath.Join(homes, "config"))
+	os.Unsetenv("KILN_REMOTE") // never the user's fleet tier
 	code := m.Run()
 	if built.dir != "" {
 		os.RemoveAll(built.dir)

@@ -7,11 +7,13 @@ import (
 	"io/fs"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/kiln-dev/kiln/autotune"
 	"github.com/kiln-dev/kiln/cache"
 	"github.com/kiln-dev/kiln/host"
 	"github.com/kiln-dev/kiln/pgo"
+	"github.com/kiln-dev/kiln/remote"
 )
 
 // Store health, as kiln doctor reports it.
@@ -24,9 +26,23 @@ const (
 
 // storesJSON is the stores part of `kiln doctor --json`.
 type storesJSON struct {
-	PipelineCache cacheHealthJSON `json:"pipeline_cache"`
-	Autotune      fileHealthJSON  `json:"autotune"`
-	PGO           pgoHealthJSON   `json:"pgo"`
+	PipelineCache cacheHealthJSON  `json:"pipeline_cache"`
+	Autotune      fileHealthJSON   `json:"autotune"`
+	PGO           pgoHealthJSON    `json:"pgo"`
+	Remote        remoteHealthJSON `json:"remote"`
+}
+
+// remoteHealthJSON is the fleet tier's health: off when $KILN_REMOTE is unset,
+// else whether a probe object could be written and read back, and how long
+// that took.
+type remoteHealthJSON struct {
+	URL            string `json:"url"`
+	Health         string `json:"health"`
+	Error          string `json:"error,omitempty"`
+	Reachable      bool   `json:"reachable"`
+	Writable       bool   `json:"writable"`
+	WriteLatencyNs int64  `json:"write_latency_ns"`
+	ReadLatencyNs  int64  `json:"read_latency_ns"`
 }
 
 type cacheHealthJSON struct {
@@ -60,8 +76,10 @@ type staleJSON struct {
 
 // checkStores reports each store at its default path: the pipeline cache's
 // entries, size and unreadable headers (read-only; kiln cache verify repairs),
-// whether the autotune store and the PGO table load, and which PGO routes are
-// stale against the live backends. It writes nothing.
+// whether the autotune store and the PGO table load, which PGO routes are
+// stale against the live backends, and whether the fleet tier ($KILN_REMOTE)
+// is reachable and writable. It writes nothing but the fleet tier's probe
+// object, which it deletes.
 func checkStores(ctx context.Context, paths host.StorePaths, live []pgo.Live) (storesJSON, []string) {
 	var problems []string
 	problem := func(format string, args ...any) string {
@@ -113,6 +131,11 @@ func checkStores(ctx context.Context, paths host.StorePaths, live []pgo.Live) (s
 		}
 	}
 
+	s.Remote = checkRemote(ctx)
+	if s.Remote.Error != "" {
+		problems = append(problems, s.Remote.Error)
+	}
+
 	pt := &s.PGO
 	if pt.Bytes, pt.Health = fileSize(pt.Path); pt.Health == healthOK {
 		if t, err := pgo.Load(pt.Path); err != nil {
@@ -125,6 +148,30 @@ func checkStores(ctx context.Context, paths host.StorePaths, live []pgo.Live) (s
 		}
 	}
 	return s, problems
+}
+
+// checkRemote probes the fleet tier named by $KILN_REMOTE (see remote.Check):
+// each call within the tier's deadline; nothing is left behind.
+func checkRemote(ctx context.Context) remoteHealthJSON {
+	url := os.Getenv(remote.Env)
+	h := remoteHealthJSON{URL: url, Health: healthOff}
+	if url == "" || url == host.RemoteOff {
+		return h
+	}
+	r, err := remote.Open(ctx, url, remote.Options{})
+	if err != nil {
+		h.Health, h.Error = healthProblem, err.Error()
+		return h
+	}
+	defer r.Close(ctx)
+	c := r.Check(ctx)
+	h.Reachable, h.Writable = c.Reachable, c.Writable
+	h.WriteLatencyNs, h.ReadLatencyNs = c.WriteLatency.Nanoseconds(), c.ReadLatency.Nanoseconds()
+	h.Health = healthOK
+	if c.Error != "" {
+		h.Health, h.Error = healthProblem, c.Error
+	}
+	return h
 }
 
 // fileSize returns a store file's size and healthOK, or healthEmpty when it
@@ -181,5 +228,18 @@ func (a *app) printStores(s storesJSON) {
 		for _, r := range s.PGO.Stale {
 			fmt.Fprintf(a.out, "      %s -> %s: %s\n", r.Op, r.Backend, r.Reason)
 		}
+	}
+	rm := s.Remote
+	switch {
+	case rm.Health == healthOff:
+		fmt.Fprintf(a.out, "  %-15s off (set %s to share pipelines, records and routes across machines)\n", "fleet tier", remote.Env)
+	case rm.Reachable && rm.Writable:
+		fmt.Fprintf(a.out, "  %-15s %s: %s, reachable, writable, write %v, read %v\n", "fleet tier", rm.URL, rm.Health,
+			time.Duration(rm.WriteLatencyNs).Round(time.Microsecond), time.Duration(rm.ReadLatencyNs).Round(time.Microsecond))
+	default:
+		fmt.Fprintf(a.out, "  %-15s %s: %s (reachable %v, writable %v)\n", "fleet tier", rm.URL, rm.Health, rm.Reachable, rm.Writable)
+	}
+	if rm.Error != "" {
+		fmt.Fprintf(a.out, "    problem: %s\n", rm.Error)
 	}
 }

@@ -16,6 +16,8 @@ import (
 	"github.com/kiln-dev/kiln/host"
 	"github.com/kiln-dev/kiln/ir/kernels"
 	"github.com/kiln-dev/kiln/pgo"
+	"github.com/kiln-dev/kiln/remote"
+	"github.com/kiln-dev/kiln/remote/remotetest"
 )
 
 // freshHomes points the XDG cache and config homes at a directory of the test's
@@ -162,7 +164,7 @@ func TestCertifyWritesRoutesThatRunFollows(t *testing.T) {
 		t.Fatal(err)
 	}
 	code, _, errOut = kiln(t, "--plugins", dir, "certify", "--kernel", "vector_add", "--size", "0", "--timed", "1")
-	if code != 0 || !strings.Contains(errOut, "regenerating") || !strings.Contains(errOut, "malformed") {
+	if code != 0 || !strings.Contains(errOut, "regenerated") || !strings.Contains(errOut, "malformed") {
 		t.Fatalf("certify over a malformed table: exit %d: %s", code, errOut)
 	}
 	table, err = pgo.Load(paths.PGO)
@@ -171,6 +173,19 @@ func TestCertifyWritesRoutesThatRunFollows(t *testing.T) {
 	}
 	if ops := table.Ops(); len(ops) != 1 || ops[0] != "kiln.vector.add.f32" {
 		t.Fatalf("regenerated table holds %v", ops)
+	}
+
+	// A table written by a newer kiln is refused before anything runs, and kept.
+	newer := "schema = 2\n[routes.x]\nwhatever = 1\n"
+	if err := os.WriteFile(paths.PGO, []byte(newer), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut = kiln(t, "--plugins", dir, "certify", "--kernel", "vector_add", "--size", "0", "--timed", "1")
+	if code == 0 || !strings.Contains(errOut, "schema 2") || !strings.Contains(errOut, "Fix:") || out != "" {
+		t.Fatalf("certify over a newer-schema table: exit %d: %s\n%s", code, errOut, out)
+	}
+	if got, _ := os.ReadFile(paths.PGO); string(got) != newer {
+		t.Fatalf("certify changed a newer-schema table to %q", got)
 	}
 
 	for _, args := range [][]string{
@@ -331,5 +346,85 @@ func TestCompileEmitsSPIRV(t *testing.T) {
 		if status == 0 || !strings.Contains(errOut, "Fix:") {
 			t.Errorf("%v: exit %d, %q; want a failure with a Fix", args, status, errOut)
 		}
+	}
+}
+
+// The fleet tier from the command line: stats count both tiers, doctor probes
+// the remote, push and pull seed machines, and an unreachable remote is a
+// problem doctor reports, never a failure.
+func TestFleetTierCommands(t *testing.T) {
+	first := freshHomes(t)
+	url := remotetest.S3(t, "cli")
+	t.Setenv(remote.Env, url)
+	dir := plugins(t, "fx-blob")
+	run := []string{"--plugins", dir, "run", "--kernel", "saxpy", "--size", "64", "--backend", "fx-blob", "--json"}
+	var r map[string]any
+	kilnJSON(t, &r, run...)
+	if r["cache"] != "miss" {
+		t.Fatalf("first run: cache %v", r["cache"])
+	}
+	var stats cacheStatsJSON
+	kilnJSON(t, &stats, "cache", "stats", "--json")
+	if stats.RemoteURL != url || stats.Local.Writes != 1 || stats.Local.ByCause["absent"] != 1 || stats.Remote.ByCause["absent"] != 1 ||
+		stats.Remote.Writes != 1 || stats.Remote.Errors != 0 || stats.Since == "" {
+		t.Fatalf("stats after a compile = %+v", stats)
+	}
+	code, out, _ := kiln(t, "cache", "stats")
+	for _, want := range []string{"local   hits 0, misses 1 (absent 1)", "remote  hits 0, misses 1 (absent 1), errors 0, writes 1", url} {
+		if code != 0 || !strings.Contains(out, want) {
+			t.Errorf("cache stats (exit %d) lacks %q:\n%s", code, want, out)
+		}
+	}
+	kilnJSON(t, &stats, "cache", "stats", "--zero", "--json")
+	if !stats.UsageZeroed || stats.Local.Writes != 0 || stats.Remote.Misses != 0 {
+		t.Fatalf("stats --zero = %+v", stats)
+	}
+
+	var d struct {
+		Stores   storesJSON `json:"stores"`
+		Problems []string   `json:"problems"`
+	}
+	kilnJSON(t, &d, "--plugins", dir, "doctor", "--json")
+	if rm := d.Stores.Remote; rm.URL != url || rm.Health != healthOK || !rm.Reachable || !rm.Writable || rm.WriteLatencyNs <= 0 || len(d.Problems) != 0 {
+		t.Fatalf("doctor's fleet tier = %+v, problems %q", rm, d.Problems)
+	}
+	var push cachePushJSON
+	kilnJSON(t, &push, "cache", "push", "--json")
+	if push.Remote != url || push.Pipelines != 0 || push.PipelinesPresent != 1 {
+		t.Fatalf("push = %+v; the run's entry was uploaded behind its compile", push)
+	}
+
+	// Another machine: empty stores, the same fleet tier.
+	second := freshHomes(t)
+	if second.PipelineCache == first.PipelineCache {
+		t.Fatal("the second machine shares the first one's cache")
+	}
+	var pull cachePullJSON
+	kilnJSON(t, &pull, "--plugins", dir, "cache", "pull", "--json")
+	if pull.Pipelines != 1 || pull.PipelinesBad != 0 {
+		t.Fatalf("pull = %+v", pull)
+	}
+	t.Setenv(remote.Env, "")
+	kilnJSON(t, &r, run...)
+	if r["cache"] != "hit" {
+		t.Fatalf("run after the pull, without the fleet tier: cache %v, want a local hit", r["cache"])
+	}
+	code, _, errOut := kiln(t, "cache", "push")
+	if code == 0 || !strings.Contains(errOut, remote.Env) || !strings.Contains(errOut, "Fix:") {
+		t.Fatalf("push without a fleet tier: exit %d: %s", code, errOut)
+	}
+
+	t.Setenv(remote.Env, remotetest.S3URL(remotetest.Refusing(t), "", "kiln_timeout=2s"))
+	kilnJSON(t, &r, run...)
+	if r["cache"] != "hit" {
+		t.Fatalf("run with a refusing fleet tier: cache %v", r["cache"])
+	}
+	kilnJSON(t, &d, "--plugins", dir, "doctor", "--json")
+	if rm := d.Stores.Remote; rm.Health != healthProblem || rm.Reachable || len(d.Problems) != 1 || !strings.Contains(d.Problems[0], "Fix:") {
+		t.Fatalf("doctor with a refusing fleet tier: %+v, problems %q", rm, d.Problems)
+	}
+	code, out, _ = kiln(t, "--plugins", dir, "doctor")
+	if code != 0 || !strings.Contains(out, "fleet tier") || !strings.Contains(out, "not reachable") {
+		t.Fatalf("doctor (exit %d) with a refusing fleet tier:\n%s", code, out)
 	}
 }

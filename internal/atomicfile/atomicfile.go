@@ -2,6 +2,7 @@ package atomicfile
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -154,4 +155,81 @@ func RemoveTemps(path string) (int, error) {
 		removed++
 	}
 	return removed, nil
+}
+
+// MkdirAll creates dir and any missing parents with mode perm (before the umask)
+// and makes each new directory durable: after creating a directory it fsyncs
+// its parent, which holds the new entry. Directories that exist already, or
+// that another process creates meanwhile, are left as they are.
+func MkdirAll(dir string, perm fs.FileMode) error {
+	return mkdirAll(dir, perm, Sync)
+}
+
+func mkdirAll(dir string, perm fs.FileMode, sync func(string) error) error {
+	dir = filepath.Clean(dir)
+	var missing []string
+	for p := dir; ; {
+		st, err := os.Stat(p)
+		if err == nil {
+			if !st.IsDir() {
+				return fmt.Errorf("create directory %s: %s is not a directory. Fix: move it away", dir, p)
+			}
+			break
+		}
+		if !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("create directory %s: %w. Fix: make every parent of it a searchable directory", dir, err)
+		}
+		missing = append(missing, p)
+		parent := filepath.Dir(p)
+		if parent == p {
+			break
+		}
+		p = parent
+	}
+	for i := len(missing) - 1; i >= 0; i-- {
+		p := missing[i]
+		if err := os.Mkdir(p, perm); err != nil {
+			if errors.Is(err, fs.ErrExist) {
+				continue
+			}
+			return fmt.Errorf("create directory %s: %w. Fix: make its parent writable", p, err)
+		}
+		if err := sync(filepath.Dir(p)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// maxLinks bounds the symbolic links Resolve follows, as the kernel's ELOOP does.
+const maxLinks = 40
+
+// Resolve follows path's final component while it is a symbolic link and
+// returns the file a write should replace so that the link stays a link: the
+// link's target (relative targets are taken from the link's directory), or path
+// itself when it is not a link or does not exist. A dangling link resolves to
+// the missing target, which a write then creates.
+func Resolve(path string) (string, error) {
+	p := path
+	for i := 0; i < maxLinks; i++ {
+		st, err := os.Lstat(p)
+		if errors.Is(err, fs.ErrNotExist) {
+			return p, nil
+		}
+		if err != nil {
+			return "", fmt.Errorf("stat %s: %w", p, err)
+		}
+		if st.Mode()&fs.ModeSymlink == 0 {
+			return p, nil
+		}
+		target, err := os.Readlink(p)
+		if err != nil {
+			return "", fmt.Errorf("read symbolic link %s: %w", p, err)
+		}
+		if !filepath.IsAbs(target) {
+			target = filepath.Join(filepath.Dir(p), target)
+		}
+		p = target
+	}
+	return "", fmt.Errorf("resolve %s: more than %d symbolic links. Fix: remove the link loop", path, maxLinks)
 }

@@ -241,3 +241,63 @@ func TestKilledWriterNeverTearsTheFile(t *testing.T) {
 		t.Fatalf("after RemoveTemps the directory holds %v", names)
 	}
 }
+
+func TestMkdirAllSyncsTheParentOfEachNewDirectory(t *testing.T) {
+	root := t.TempDir()
+	if err := os.Mkdir(filepath.Join(root, "a"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	var synced []string
+	dir := filepath.Join(root, "a", "b", "c")
+	err := mkdirAll(dir, 0o755, func(p string) error {
+		synced = append(synced, p)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{filepath.Join(root, "a"), filepath.Join(root, "a", "b")}
+	if strings.Join(synced, "|") != strings.Join(want, "|") {
+		t.Fatalf("synced %v, want %v", synced, want)
+	}
+	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+		t.Fatalf("%s not created: %v", dir, err)
+	}
+	synced = nil
+	if err := mkdirAll(dir, 0o755, func(p string) error { synced = append(synced, p); return nil }); err != nil || len(synced) != 0 {
+		t.Fatalf("existing directory: synced %v, err %v", synced, err)
+	}
+	file := filepath.Join(root, "f")
+	os.WriteFile(file, nil, 0o644)
+	if err := MkdirAll(filepath.Join(file, "x"), 0o755); err == nil || !strings.Contains(err.Error(), "Fix:") {
+		t.Fatalf("MkdirAll under a file: %v", err)
+	}
+	if err := MkdirAll(filepath.Join(root, "real", "one"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestResolveFollowsLinks(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("symbolic links need privileges on Windows")
+	}
+	dir := t.TempDir()
+	target := filepath.Join(dir, "target")
+	os.WriteFile(target, []byte("x"), 0o644)
+	os.Symlink("target", filepath.Join(dir, "rel"))
+	os.Symlink(filepath.Join(dir, "rel"), filepath.Join(dir, "abs"))
+	os.Symlink("missing", filepath.Join(dir, "dangling"))
+	os.Symlink("loop", filepath.Join(dir, "loop"))
+	for name, want := range map[string]string{
+		"target": target, "rel": target, "abs": target,
+		"dangling": filepath.Join(dir, "missing"), "absent": filepath.Join(dir, "absent"),
+	} {
+		got, err := Resolve(filepath.Join(dir, name))
+		if err != nil || got != want {
+			t.Errorf("Resolve(%s) = %q, %v; want %q", name, got, err, want)
+		}
+	}
+	if _, err := Resolve(filepath.Join(dir, "loop")); err == nil {
+		t.Error("Resolve of a link loop succeeded")
+	}
+}

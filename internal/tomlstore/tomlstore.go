@@ -99,31 +99,47 @@ func Read(path string) (data []byte, exists bool, err error) {
 }
 
 // Update replaces path with merge's result on what the file holds now. It
-// creates path's directory, takes path's lock (waiting until ctx is done), removes
-// temporary files earlier writers left when they died, reads the file (nil and
-// exists false when missing), calls merge, and writes its result atomically and
-// durably with mode perm. When merge fails, nothing is written.
+// creates path's directory (each new directory made durable in its parent),
+// takes the file's lock (waiting until ctx is done), removes temporary files
+// earlier writers left when they died, reads the file (nil and exists false
+// when missing), calls merge, and writes its result atomically and durably.
+//
+// When path is a symbolic link, the link's target is replaced and the link
+// stays a link (the lock is taken on the target, so every name of one file
+// shares one lock). An existing file keeps its mode; a new one gets perm. When
+// merge fails, nothing is written.
 func Update(ctx context.Context, path string, perm fs.FileMode, merge func(current []byte, exists bool) ([]byte, error)) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return fmt.Errorf("create %s: %w. Fix: make it writable", filepath.Dir(path), err)
+	target, err := atomicfile.Resolve(path)
+	if err != nil {
+		return err
 	}
-	lock, err := filelock.Acquire(ctx, path)
+	if err := atomicfile.MkdirAll(filepath.Dir(target), 0o755); err != nil {
+		return err
+	}
+	lock, err := filelock.Acquire(ctx, target)
 	if err != nil {
 		return err
 	}
 	defer lock.Unlock()
-	if _, err := atomicfile.RemoveTemps(path); err != nil {
+	if _, err := atomicfile.RemoveTemps(target); err != nil {
 		return err
 	}
-	current, exists, err := Read(path)
+	current, exists, err := Read(target)
 	if err != nil {
-		return fmt.Errorf("read %s: %w. Fix: make it readable", path, err)
+		return fmt.Errorf("read %s: %w. Fix: make it readable", target, err)
+	}
+	if exists {
+		st, err := os.Stat(target)
+		if err != nil {
+			return fmt.Errorf("stat %s: %w", target, err)
+		}
+		perm = st.Mode().Perm()
 	}
 	next, err := merge(current, exists)
 	if err != nil {
 		return err
 	}
-	if err := atomicfile.WriteBytes(path, next, perm); err != nil {
+	if err := atomicfile.WriteBytes(target, next, perm); err != nil {
 		return err
 	}
 	return lock.Unlock()

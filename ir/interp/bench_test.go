@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/kiln-dev/kiln/ir"
+	"github.com/kiln-dev/kiln/ir/kernels"
 )
 
 // vectorAddProgram is the corpus's vector add: out[i] = a[i] + b[i].
@@ -51,9 +52,15 @@ func f32Input(n int) []byte {
 	return f32Bytes(v...)
 }
 
-func BenchmarkInterpVectorAdd(b *testing.B) {
+func BenchmarkInterpVectorAdd(b *testing.B) { benchVectorAdd(b, false) }
+
+// BenchmarkInterpVectorAddStrict is vector add in strict mode: it has no shared
+// memory, so strict mode checks nothing and costs nothing here.
+func BenchmarkInterpVectorAddStrict(b *testing.B) { benchVectorAdd(b, true) }
+
+func benchVectorAdd(b *testing.B, strict bool) {
 	const n = 16 << 20
-	k, err := Compile(vectorAddProgram(), Options{})
+	k, err := Compile(vectorAddProgram(), Options{Strict: strict})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -65,6 +72,32 @@ func BenchmarkInterpVectorAdd(b *testing.B) {
 	b.ResetTimer()
 	for range b.N {
 		if _, err := k.Run(context.Background(), l); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "elements/s")
+}
+
+func BenchmarkInterpReduction(b *testing.B) { benchReduction(b, false) }
+
+// BenchmarkInterpReductionStrict is a shared-memory tree reduction in strict mode,
+// where every shared access is checked against the shadow memory.
+func BenchmarkInterpReductionStrict(b *testing.B) { benchReduction(b, true) }
+
+func benchReduction(b *testing.B, strict bool) {
+	k, ok := kernels.Lookup("reduce_sum")
+	if !ok {
+		b.Fatal("no reduce_sum kernel")
+	}
+	const n = 4 << 20
+	kern, err := Compile(k.Program(), Options{Strict: strict})
+	if err != nil {
+		b.Fatal(err)
+	}
+	l := Launch{Grid: [3]uint32{n / 256, 1, 1}, Inputs: [][]byte{f32Input(n), nil}, OutputCounts: []uint32{0, n / 256}}
+	b.ResetTimer()
+	for range b.N {
+		if _, err := kern.Run(context.Background(), l); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -2,6 +2,7 @@ package kernels
 
 import (
 	"bytes"
+	"fmt"
 	"math"
 	"slices"
 	"strings"
@@ -135,4 +136,91 @@ func FuzzCompare(f *testing.F) {
 			t.Fatalf("CompareExact accepted a flipped bit")
 		}
 	})
+}
+
+func f32bits(v float32) uint32 { return math.Float32bits(v) }
+
+func TestULPDistance(t *testing.T) {
+	one := f32bits(1)
+	cases := []struct {
+		a, b uint32
+		want uint64
+	}{
+		{one, one, 0},
+		{one, one + 1, 1},
+		{0x00000000, 0x80000000, 0}, // +0 and -0
+		{0x00000001, 0x80000001, 2}, // smallest denormals across zero
+		{f32bits(math.MaxFloat32), 0x7F800000, 1},
+		{f32bits(-1), f32bits(1), 2 * uint64(one)},
+	}
+	for _, c := range cases {
+		if got := ULPDistance(c.a, c.b); got != c.want {
+			t.Errorf("ULPDistance(%#x, %#x) = %d, want %d", c.a, c.b, got, c.want)
+		}
+		if got := ULPDistance(c.b, c.a); got != c.want {
+			t.Errorf("ULPDistance(%#x, %#x) = %d, want %d (not symmetric)", c.b, c.a, got, c.want)
+		}
+	}
+}
+
+// TestBoundElement pins the element rules every comparison in kiln shares.
+func TestBoundElement(t *testing.T) {
+	one, w := f32bits(1), f32bits(1.5)
+	exact := Bound{}
+	three := Bound{ULP: 3}
+	sin := Bound{ULP: 3, Abs: 0x1p-11}
+	log := Bound{ULP: 3, Abs: 0x1p-21, AbsBelow: logAbsBelow}
+	exp := Bound{ULP: 3, Exp: true}
+	e20 := f32bits(float32(math.Exp(20))) // exp(20): 3 + 40 ULP
+	cases := []struct {
+		name      string
+		b         Bound
+		got, want uint32
+		ok        bool
+		ulp       uint64
+		measured  bool
+	}{
+		{"equal", exact, one, one, true, 0, true},
+		{"one ULP under bit-exact", exact, one + 1, one, false, 1, true},
+		{"-0 is not +0 under bit-exact", exact, 0x80000000, 0, false, 0, true},
+		{"any NaN for any NaN", exact, 0xFFC00001, 0x7FC00000, true, 0, true},
+		{"NaN for a number", Bound{ULP: 1 << 30}, 0x7FC00000, one, false, 0, false},
+		{"number for NaN", Bound{Abs: 1e30}, one, 0x7FC00000, false, 0, false},
+		{"+0 for a denormal (flushed result)", exact, 0, 0x00000001, true, 0, true},
+		{"-0 for a positive denormal", exact, 0x80000000, 0x007FFFFF, true, 0, true},
+		{"a denormal for -0 (flushed reference)", exact, 0x80000005, 0x80000000, true, 0, true},
+		{"0 for 2^-126 (tiny before rounding)", exact, 0, 0x80800000, true, 0, true},
+		{"0 for the normal above 2^-126", exact, 0, 0x00800001, false, 0x00800001, true},
+		{"one denormal for another", exact, 0x00000002, 0x00000001, false, 1, true},
+		{"3 ULP within 3", three, w + 3, w, true, 3, true},
+		{"-2 ULP within 3", three, w - 2, w, true, 2, true},
+		{"4 ULP beyond 3", three, w + 4, w, false, 4, true},
+		{"MaxFloat32 for +Inf is 1 ULP", three, f32bits(math.MaxFloat32), 0x7F800000, true, 1, true},
+		{"sin within 2^-11 near 0", sin, f32bits(1e-6 + 0x1p-12), f32bits(1e-6), true, ULPDistance(f32bits(1e-6+0x1p-12), f32bits(1e-6)), true},
+		{"sin 2^-10 off", sin, f32bits(1e-6 + 0x1p-10), f32bits(1e-6), false, ULPDistance(f32bits(1e-6+0x1p-10), f32bits(1e-6)), true},
+		{"log absolute inside [0.5, 2]", log, f32bits(1e-7 + 0x1p-22), f32bits(1e-7), true, ULPDistance(f32bits(1e-7+0x1p-22), f32bits(1e-7)), true},
+		{"log absolute not outside [0.5, 2]", log, f32bits(1.5) + 4, f32bits(1.5), false, 4, true},
+		{"exp(20) 43 ULP off", exp, e20 + 43, e20, true, 43, true},
+		{"exp(20) 44 ULP off", exp, e20 + 44, e20, false, 44, true},
+		{"absolute never accepts an infinity", Bound{Abs: 1e30, Rel: 1}, f32bits(math.MaxFloat32), 0x7F800000, false, 1, true},
+	}
+	for _, c := range cases {
+		v := c.b.Element(c.got, c.want)
+		if v.OK != c.ok || v.ULP != c.ulp || v.Measured != c.measured {
+			t.Errorf("%s: Element(%#x, %#x) under %s = %+v, want ok %v, %d ULP, measured %v", c.name, c.got, c.want, c.b, v, c.ok, c.ulp, c.measured)
+		}
+	}
+}
+
+// A reference of exactly 1.5 accepts an element 3 ULP away under the bound of a
+// program that divides, but not under the exact bound; a flushed denormal
+// matches either way.
+func ExampleBound_Element() {
+	want := math.Float32bits(1.5)
+	div := Bound{ULP: 3, Ops: []string{"div"}}
+	fmt.Println(div.Element(want+3, want).OK, Bound{}.Element(want+3, want).OK)
+	fmt.Println(Bound{}.Element(0x80000000, 0x00000001).OK, div)
+	// Output:
+	// true false
+	// true 3 ULP (div)
 }

@@ -2,176 +2,170 @@ package conformance
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
-	"math"
 	"strings"
 
 	"github.com/kiln-dev/kiln/ir"
+	"github.com/kiln-dev/kiln/ir/kernels"
 )
 
 // Report summarises one comparison of a backend's outputs with the reference.
 type Report struct {
-	// Bound is what f32 elements were held to (BoundFor the program).
-	Bound Bound
+	// Bound is what f32 elements were held to (kernels.BoundFor the program).
+	Bound kernels.Bound
+	// References is the number of accepted references compared with: 1, or more
+	// when the outputs differed from the plain reference and the program's
+	// Variants were run.
+	References int
 	// Outputs is the number of output buffers compared; Elements the number of
 	// elements in them.
 	Outputs, Elements int
-	// MaxULP is the largest distance, in units in the last place, seen between an
-	// f32 output element and its reference, within the bound or not. Element pairs
-	// that count as equal without being bit-identical (NaN and NaN, zero or
-	// subnormal on both sides) count as 0; a NaN opposite a number is a mismatch and
-	// does not count.
+	// MaxULP is the largest distance, in units in the last place, between an f32
+	// output element and the nearest of its references, within the bound or not.
+	// Pairs that match by rule (NaN and NaN, a flushed denormal) count as 0; a NaN
+	// opposite a number is a mismatch and does not count.
 	MaxULP uint64
-	// Mismatches is the number of elements outside the bound.
+	// Mismatches is the number of elements that match no reference.
 	Mismatches int
 }
 
 // maxExamples is how many mismatching elements an error describes.
 const maxExamples = 3
 
-// Compare checks a backend's outputs (got) against the CPU reference's (want) for
-// program p, with DESIGN.md's rules: one buffer per write or read_write buffer in
-// binding order, equal byte lengths, integer elements bit-exact, f32 elements
-// within BoundFor(p). The error names the program, the bound, how many elements
-// differ, and the first few with both values. The Report is filled in either way;
-// CLI verification reports its MaxULP.
-func Compare(p *ir.Program, got, want [][]byte) (Report, error) {
-	rep := Report{Bound: BoundFor(p)}
+// Compare checks a backend's outputs (got) against accepted references (refs: the
+// CPU reference's outputs for p and, optionally, those of p's Variants) with
+// docs/design.md's rules: one buffer per write or read_write buffer in binding
+// order, byte lengths equal to the references', integer elements equal to the
+// same element of some reference, f32 elements within kernels.BoundFor(p) of the
+// same element of some reference (kernels.Bound.Element). The error names the
+// program, the bound, how many elements differ, and the first few with both
+// values. The Report is filled in either way; CLI verification reports its
+// MaxULP. Verify is Compare with the variants run only when needed.
+func Compare(p *ir.Program, got [][]byte, refs ...[][]byte) (Report, error) {
+	rep := Report{Bound: kernels.BoundFor(p), References: len(refs)}
 	outs := p.Outputs()
-	if len(got) != len(outs) || len(want) != len(outs) {
-		return rep, fmt.Errorf("conformance: program %q has %d output buffers, the backend returned %d and the reference %d",
-			p.Name, len(outs), len(got), len(want))
+	if len(refs) == 0 {
+		return rep, fmt.Errorf("conformance: program %q: no reference outputs to compare with", p.Name)
+	}
+	if len(got) != len(outs) {
+		return rep, fmt.Errorf("conformance: program %q has %d output buffers, the backend returned %d",
+			p.Name, len(outs), len(got))
+	}
+	for _, ref := range refs {
+		if len(ref) != len(outs) {
+			return rep, fmt.Errorf("conformance: program %q has %d output buffers, the reference returned %d",
+				p.Name, len(outs), len(ref))
+		}
 	}
 	var examples []string
 	for i, binding := range outs {
-		decl := bufferAt(p, binding)
-		g, w := got[i], want[i]
-		if len(g) != len(w) {
-			return rep, fmt.Errorf("conformance: program %q: output %q is %d bytes, the reference %d bytes",
-				p.Name, decl.Name, len(g), len(w))
+		decl := p.Buffers[binding]
+		g := got[i]
+		for _, ref := range refs {
+			if len(ref[i]) != len(refs[0][i]) {
+				return rep, fmt.Errorf("conformance: program %q: output %q of the references differ in length (%d and %d bytes)",
+					p.Name, decl.Name, len(refs[0][i]), len(ref[i]))
+			}
 		}
-		if len(w)%4 != 0 {
+		w0 := refs[0][i]
+		if len(g) != len(w0) {
+			return rep, fmt.Errorf("conformance: program %q: output %q is %d bytes, the reference %d bytes",
+				p.Name, decl.Name, len(g), len(w0))
+		}
+		if len(w0)%4 != 0 {
 			return rep, fmt.Errorf("conformance: program %q: output %q is %d bytes, not whole 4-byte elements",
-				p.Name, decl.Name, len(w))
+				p.Name, decl.Name, len(w0))
 		}
 		rep.Outputs++
-		for off := 0; off < len(w); off += 4 {
+		for off := 0; off < len(w0); off += 4 {
 			rep.Elements++
-			gb, wb := binary.LittleEndian.Uint32(g[off:]), binary.LittleEndian.Uint32(w[off:])
-			var ulp uint64
-			var ok bool
-			if decl.Type == ir.F32 {
-				var comparable bool
-				ulp, comparable, ok = rep.Bound.accepts(gb, wb)
-				if comparable {
-					rep.MaxULP = max(rep.MaxULP, ulp)
+			gb := binary.LittleEndian.Uint32(g[off:])
+			var best kernels.Verdict
+			for k, ref := range refs {
+				v := element(decl.Type, rep.Bound, gb, binary.LittleEndian.Uint32(ref[i][off:]))
+				if k == 0 || better(v, best) {
+					best = v
 				}
-			} else {
-				ok = gb == wb
 			}
-			if ok {
+			if best.Measured && decl.Type == ir.F32 {
+				rep.MaxULP = max(rep.MaxULP, best.ULP)
+			}
+			if best.OK {
 				continue
 			}
 			rep.Mismatches++
 			if len(examples) < maxExamples {
-				examples = append(examples, describe(decl, off/4, gb, wb, ulp))
+				examples = append(examples, describe(decl, off/4, gb, binary.LittleEndian.Uint32(w0[off:]), best))
 			}
 		}
 	}
 	if rep.Mismatches > 0 {
-		return rep, fmt.Errorf("conformance: program %q: %d of %d output elements differ from the CPU reference beyond the bound (f32: %s; integers: bit-exact): %s",
-			p.Name, rep.Mismatches, rep.Elements, rep.Bound, strings.Join(examples, "; "))
+		refNote := ""
+		if len(refs) > 1 {
+			refNote = fmt.Sprintf(" and its %d accepted variants (unfused fma, flushed denormals)", len(refs)-1)
+		}
+		return rep, fmt.Errorf("conformance: program %q: %d of %d output elements differ from the CPU reference%s beyond the bound (f32: %s; integers: bit-exact): %s",
+			p.Name, rep.Mismatches, rep.Elements, refNote, rep.Bound, strings.Join(examples, "; "))
 	}
 	return rep, nil
 }
 
-// bufferAt returns the declaration of the buffer at binding.
-func bufferAt(p *ir.Program, binding uint32) ir.BufferDecl {
-	for _, d := range p.Buffers {
-		if d.Binding == binding {
-			return d
-		}
+// element compares one element of type t: integers and bools bit for bit, f32
+// under b.
+func element(t ir.Type, b kernels.Bound, got, want uint32) kernels.Verdict {
+	if t == ir.F32 {
+		return b.Element(got, want)
 	}
-	return ir.BufferDecl{}
+	return kernels.Verdict{OK: got == want, Measured: true}
 }
 
-func describe(d ir.BufferDecl, index int, got, want uint32, ulp uint64) string {
-	s := fmt.Sprintf("%s[%d]: got %s, want %s", d.Name, index, format(d.Type, got), format(d.Type, want))
-	if d.Type == ir.F32 && !isNaN(got) && !isNaN(want) {
-		s += fmt.Sprintf(" (%d ULP apart)", ulp)
+// better reports whether verdict a is a closer match than b: accepted over
+// rejected, measured over NaN against a number, then fewer ULP.
+func better(a, b kernels.Verdict) bool {
+	if a.OK != b.OK {
+		return a.OK
+	}
+	if a.Measured != b.Measured {
+		return a.Measured
+	}
+	return a.ULP < b.ULP
+}
+
+func describe(d ir.BufferDecl, index int, got, want uint32, v kernels.Verdict) string {
+	s := fmt.Sprintf("%s[%d]: got %s, want %s", d.Name, index, kernels.Format(d.Type, got), kernels.Format(d.Type, want))
+	if d.Type == ir.F32 && v.Measured {
+		s += fmt.Sprintf(" (%d ULP apart)", v.ULP)
 	}
 	return s
 }
 
-// format writes an element of type t with its bit pattern.
-func format(t ir.Type, bits uint32) string {
-	switch t {
-	case ir.F32:
-		return fmt.Sprintf("%g (0x%08x)", math.Float32frombits(bits), bits)
-	case ir.I32:
-		return fmt.Sprintf("%d (0x%08x)", int32(bits), bits)
-	}
-	return fmt.Sprintf("%d (0x%08x)", bits, bits)
-}
+// Reference runs a program on the CPU reference with the launch under test and
+// returns its outputs: the kit runs the interpreter, the CLI dispatches to cpu-ref.
+type Reference func(p *ir.Program) ([][]byte, error)
 
-// accepts compares one f32 element with its reference. ulp is their distance;
-// comparable is false when a NaN faces a number (no distance); ok reports whether
-// the element is within the bound.
-func (b Bound) accepts(got, want uint32) (ulp uint64, comparable, ok bool) {
-	switch gn, wn := isNaN(got), isNaN(want); {
-	case gn && wn:
-		return 0, true, true
-	case gn || wn:
-		return 0, false, false
+// Verify compares got with the reference's outputs for p and, when they differ,
+// with the outputs of each of p's Variants too (Compare with all of them), so
+// that a backend that evaluates fma unfused or flushes denormals passes while
+// the common case costs one reference run.
+func Verify(p *ir.Program, got [][]byte, ref Reference) (Report, error) {
+	want, err := ref(p)
+	if err != nil {
+		return Report{Bound: kernels.BoundFor(p)}, fmt.Errorf("conformance: program %q: the CPU reference failed: %w", p.Name, err)
 	}
-	if flushable(got) && flushable(want) {
-		return 0, true, true
+	rep, err := Compare(p, got, want)
+	variants := Variants(p)
+	if err == nil || len(variants) == 0 || rep.Mismatches == 0 {
+		// Passed, nothing else to accept, or a shape error no variant changes.
+		return rep, err
 	}
-	ulp = ulpDistance(got, want)
-	limit := b.ULP
-	if b.Exp {
-		limit += expExtraULP(want)
+	refs := [][][]byte{want}
+	for _, v := range variants {
+		out, verr := ref(v.Program)
+		if verr != nil {
+			return rep, errors.Join(err, fmt.Errorf("conformance: program %q: the CPU reference failed on the %s variant: %w", p.Name, v.Name, verr))
+		}
+		refs = append(refs, out)
 	}
-	if ulp <= limit {
-		return ulp, true, true
-	}
-	g, w := float64(math.Float32frombits(got)), float64(math.Float32frombits(want))
-	if b.Abs > 0 && !math.IsInf(g, 0) && !math.IsInf(w, 0) && math.Abs(g-w) <= b.Abs {
-		return ulp, true, true
-	}
-	return ulp, true, false
-}
-
-// expExtraULP is exp's 2·|x| ULP with x estimated as ln|want|, capped where exp
-// saturates.
-func expExtraULP(want uint32) uint64 {
-	x := math.Abs(math.Log(math.Abs(float64(math.Float32frombits(want)))))
-	if math.IsNaN(x) || x > maxExpArg {
-		x = maxExpArg
-	}
-	return uint64(math.Ceil(2 * x))
-}
-
-func isNaN(bits uint32) bool { return bits&0x7F800000 == 0x7F800000 && bits&0x007FFFFF != 0 }
-
-// flushable reports whether bits is a zero or a subnormal, which a backend that
-// flushes denormals may turn into a zero of either sign.
-func flushable(bits uint32) bool { return bits&0x7F800000 == 0 }
-
-// ulpDistance is the number of representable f32 values between a and b (neither
-// NaN); +0 and -0 are 0 apart.
-func ulpDistance(a, b uint32) uint64 {
-	d := ordered(a) - ordered(b)
-	if d < 0 {
-		d = -d
-	}
-	return uint64(d)
-}
-
-// ordered maps f32 bits onto integers in the order of the values they encode.
-func ordered(bits uint32) int64 {
-	if bits&0x80000000 != 0 {
-		return -int64(bits & 0x7FFFFFFF)
-	}
-	return int64(bits)
+	return Compare(p, got, refs...)
 }

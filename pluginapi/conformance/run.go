@@ -44,8 +44,13 @@ const defaultTimeout = 2 * time.Minute
 //   - "contract": dispatching a pipeline that was never compiled, or one that was
 //     released, fails with an error instead of running or crashing, and a cached
 //     blob the backend cannot use is ignored;
+//   - "semantics": the semantics tables, one subtest per table and case
+//     ("semantics/cast/f32.i32"): small programs that exercise every rule of
+//     docs/design.md, "The program (IR)", on its edge values (operators and casts,
+//     also on literal operands; memory and bounds; control flow; atomics),
+//     compared with the reference by Verify;
 //   - one subtest per corpus kernel and size ("vector_add/size=257"): compile,
-//     dispatch on random inputs, and Compare with the reference; when Compile
+//     dispatch on random inputs, and Verify against the reference; when Compile
 //     returns a blob, compiling again from that blob must give the same results.
 //
 // A backend that does not dispatch is checked by "describe" only. Under -short,
@@ -78,11 +83,15 @@ func Run(t *testing.T, b pluginapi.Backend, opts Options) {
 	if err != nil || len(ks) == 0 {
 		t.Fatalf("conformance: no kernels to run: %v", err)
 	}
-	r := &runner{b: b, opts: opts}
+	r := &runner{b: b, opts: opts, profile: desc.Adapters[opts.Adapter].Profile}
 	if r.opts.Timeout <= 0 {
 		r.opts.Timeout = defaultTimeout
 	}
-	t.Run("contract", func(t *testing.T) { r.contract(t, ks[0]) })
+	// The contract is about handles, so it uses one plain kernel whatever
+	// Options.Kernels selects.
+	plain, _ := kernels.Lookup("vector_add")
+	t.Run("contract", func(t *testing.T) { r.contract(t, plain) })
+	t.Run("semantics", r.semantics)
 	for _, k := range ks {
 		t.Run(k.Name, func(t *testing.T) {
 			for _, size := range r.sizes(k) {
@@ -137,8 +146,9 @@ func selectKernels(names []string) ([]kernels.Kernel, error) {
 }
 
 type runner struct {
-	b    pluginapi.Backend
-	opts Options
+	b       pluginapi.Backend
+	opts    Options
+	profile pluginapi.DeviceProfile // of the adapter under test
 }
 
 func (r *runner) sizes(k kernels.Kernel) []int {
@@ -165,65 +175,94 @@ func (r *runner) newCase(k kernels.Kernel, size int) kernels.Case {
 	return k.NewCase(rand.New(rand.NewPCG(r.opts.Seed, h.Sum64())), size)
 }
 
-// reference runs the case on the CPU reference interpreter.
-func (r *runner) reference(ctx context.Context, p *ir.Program, c kernels.Case) ([][]byte, error) {
-	return interp.Run(ctx, p, interp.Options{WorkgroupSize: c.WorkgroupSize, Spec: c.Spec},
+// launch is one dispatch the kit makes: a corpus case or a table's launch (its
+// uniform block in Case.Uniforms), with the subgroup size the reference emulates
+// (0: the program's, else interp.DefaultSubgroupSize or the largest that fits).
+type launch struct {
+	kernels.Case
+	subgroup uint32
+	// outOfBounds marks a launch that indexes shared arrays out of bounds on
+	// purpose (docs/design.md defines it: 0, nothing stored), which strict mode
+	// would report.
+	outOfBounds bool
+}
+
+// reference runs the launch on the CPU reference interpreter, in strict mode
+// unless it indexes shared memory out of bounds on purpose: a program that races
+// on shared memory is a kit or corpus bug, not a result.
+func (r *runner) reference(ctx context.Context, p *ir.Program, c launch) ([][]byte, error) {
+	return interp.Run(ctx, p, interp.Options{WorkgroupSize: c.WorkgroupSize, Spec: c.Spec, SubgroupSize: c.subgroup, Strict: !c.outOfBounds},
 		interp.Launch{Grid: c.Grid, Inputs: clone(c.Inputs), OutputCounts: c.OutputCounts, Uniforms: c.Uniforms})
 }
 
 // compile compiles p for the case on the backend and releases the pipeline when
 // the test ends.
-func (r *runner) compile(t *testing.T, p *ir.Program, c kernels.Case, blob []byte) *pluginapi.CompileResult {
+func (r *runner) compile(t *testing.T, p *ir.Program, c launch, blob []byte) *pluginapi.CompileResult {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), r.opts.Timeout)
-	defer cancel()
-	res, err := r.b.Compile(ctx, &pluginapi.CompileRequest{
-		Adapter: r.opts.Adapter, Program: p, Spec: c.Spec, WorkgroupSize: c.WorkgroupSize, CachedBlob: blob,
-	})
+	res, err := r.tryCompile(p, c, blob)
 	if err != nil {
 		t.Fatalf("Compile %s: %v", p.Name, err)
 	}
 	if res == nil {
 		t.Fatalf("Compile %s returned no result and no error", p.Name)
 	}
-	t.Cleanup(func() {
-		if err := r.b.Release(context.Background(), res.Pipeline); err != nil {
-			t.Errorf("Release(%d): %v", res.Pipeline, err)
-		}
-	})
+	r.releaseAtEnd(t, res.Pipeline)
 	return res
 }
 
-// dispatch runs the case on a compiled pipeline.
-func (r *runner) dispatch(pipeline uint64, c kernels.Case) (*pluginapi.DispatchResult, error) {
+// tryCompile compiles p for the launch on the backend.
+func (r *runner) tryCompile(p *ir.Program, c launch, blob []byte) (*pluginapi.CompileResult, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), r.opts.Timeout)
+	defer cancel()
+	res, err := r.b.Compile(ctx, &pluginapi.CompileRequest{
+		Adapter: r.opts.Adapter, Program: p, Spec: c.Spec, WorkgroupSize: c.WorkgroupSize, CachedBlob: blob,
+	})
+	if err == nil && res == nil {
+		err = errors.New("the backend's Compile returned no result and no error")
+	}
+	return res, err
+}
+
+// releaseAtEnd releases a pipeline when the test ends.
+func (r *runner) releaseAtEnd(t *testing.T, pipeline uint64) {
+	t.Cleanup(func() {
+		if err := r.b.Release(context.Background(), pipeline); err != nil {
+			t.Errorf("Release(%d): %v", pipeline, err)
+		}
+	})
+}
+
+// dispatch runs the launch on a compiled pipeline.
+func (r *runner) dispatch(pipeline uint64, c launch) (*pluginapi.DispatchResult, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), r.opts.Timeout)
 	defer cancel()
 	res, err := r.b.Dispatch(ctx, &pluginapi.DispatchRequest{
 		Pipeline: pipeline, Grid: c.Grid, Inputs: clone(c.Inputs), OutputCounts: c.OutputCounts, Uniforms: c.Uniforms,
 	})
 	if err == nil && res == nil {
-		err = errors.New("Dispatch returned no result and no error")
+		err = errors.New("the backend's Dispatch returned no result and no error")
 	}
 	return res, err
 }
 
 func (r *runner) kernelCase(t *testing.T, k kernels.Kernel, size int) {
 	p := k.Program()
-	c := r.newCase(k, size)
-	want, err := r.reference(context.Background(), p, c)
-	if err != nil {
+	c := launch{Case: r.newCase(k, size)}
+	exp := r.expect(p, c, false)
+	if _, err := exp.refs[0](p); err != nil {
 		t.Fatalf("CPU reference failed on %s at size %d (a corpus or interpreter bug): %v", k.Name, size, err)
 	}
-	comp := r.compile(t, p, c, nil)
-	r.check(t, p, c, comp.Pipeline, want)
+	comp := r.compileOrSkip(t, p, c, nil)
+	r.check(t, p, c, comp.Pipeline, exp)
 	if comp.Blob != nil {
 		cached := r.compile(t, p, c, comp.Blob)
-		r.check(t, p, c, cached.Pipeline, want)
+		r.check(t, p, c, cached.Pipeline, exp)
 	}
 }
 
-// check dispatches the case and compares the outputs with want.
-func (r *runner) check(t *testing.T, p *ir.Program, c kernels.Case, pipeline uint64, want [][]byte) {
+// check dispatches the launch and verifies the outputs against the expectation:
+// the reference's outputs, and those of the program's variants when they differ.
+func (r *runner) check(t *testing.T, p *ir.Program, c launch, pipeline uint64, exp expectation) {
 	t.Helper()
 	res, err := r.dispatch(pipeline, c)
 	if err != nil {
@@ -232,7 +271,7 @@ func (r *runner) check(t *testing.T, p *ir.Program, c kernels.Case, pipeline uin
 	if res.HostNanos < 0 || res.DeviceNanos < 0 {
 		t.Errorf("negative times: host %dns, device %dns", res.HostNanos, res.DeviceNanos)
 	}
-	if _, err := Compare(p, res.Outputs, want); err != nil {
+	if err := exp.verify(res.Outputs); err != nil {
 		t.Error(err)
 	}
 }
@@ -241,9 +280,9 @@ func (r *runner) check(t *testing.T, p *ir.Program, c kernels.Case, pipeline uin
 // blob it cannot use, on kernel k at a small size.
 func (r *runner) contract(t *testing.T, k kernels.Kernel) {
 	p := k.Program()
-	c := r.newCase(k, 7)
-	want, err := r.reference(context.Background(), p, c)
-	if err != nil {
+	c := launch{Case: r.newCase(k, 7)}
+	exp := r.expect(p, c, false)
+	if _, err := exp.refs[0](p); err != nil {
 		t.Fatalf("CPU reference failed on %s: %v", k.Name, err)
 	}
 	t.Run("unknown pipeline", func(t *testing.T) {
@@ -269,7 +308,7 @@ func (r *runner) contract(t *testing.T, k kernels.Kernel) {
 	})
 	t.Run("unusable cached blob", func(t *testing.T) {
 		comp := r.compile(t, p, c, []byte("kiln conformance: not a blob any backend produced"))
-		r.check(t, p, c, comp.Pipeline, want)
+		r.check(t, p, c, comp.Pipeline, exp)
 	})
 }
 

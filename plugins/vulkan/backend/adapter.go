@@ -6,7 +6,9 @@ import (
 	"slices"
 	"sync"
 
+	"github.com/kiln-dev/kiln/ir"
 	"github.com/kiln-dev/kiln/pluginapi"
+	"github.com/kiln-dev/kiln/plugins/vulkan/spirv"
 	"github.com/kiln-dev/kiln/plugins/vulkan/vk"
 )
 
@@ -22,6 +24,11 @@ type adapter struct {
 	timestamps bool
 	validBits  uint32
 	info       pluginapi.Adapter
+	// features and enable are the device's features and the extensions its
+	// logical device is created with; target is what the emitter may use.
+	features vk.Features
+	enable   []string
+	target   spirv.Target
 
 	mu       sync.Mutex // guards dev and measured
 	dev      *device
@@ -58,9 +65,75 @@ func newAdapter(index int, pd vk.PhysicalDevice) *adapter {
 		a.info.Reason = fmt.Sprintf("device %q: %v. Fix: update the device's Vulkan driver", props.Name, err)
 		return a
 	}
-	a.info.Profile = profile(props, pd.Features(), exts, a.timestamps)
+	_, _, a.enable = pd.Needs()
+	a.features = pd.Features()
+	a.target = target(props)
+	a.info.Profile = profile(props, a.features, exts, a.timestamps)
 	a.info.Available = true
 	return a
+}
+
+// target is what the emitter may use on a device: float controls when 32-bit
+// operations can keep signed zeros, infinities and NaN, and the subgroup
+// operation classes the device supports in compute shaders.
+func target(p vk.Properties) spirv.Target {
+	var t spirv.Target
+	t.SignedZeroInfNanPreserve = p.FloatControls != nil && p.FloatControls.SignedZeroInfNanPreserveFloat32
+	if p.Subgroup.Stages&vk.StageCompute != 0 {
+		t.Subgroups = spirv.SubgroupFeatures(p.Subgroup.Operations) &
+			(spirv.SubgroupBasic | spirv.SubgroupArithmetic | spirv.SubgroupBallot | spirv.SubgroupShuffle)
+	}
+	return t
+}
+
+// sizeControl reports whether pipelines can require a subgroup size (and full
+// subgroups) on this device.
+func (a *adapter) sizeControl() bool {
+	sc := a.props.SubgroupSizeControl
+	return sc != nil && a.features.SubgroupSizeControl && sc.RequiredStages&vk.StageCompute != 0
+}
+
+// subgroupRequirement decides the subgroups a pipeline of p with workgroup size
+// wg runs with (see docs/design.md, "Vulkan"): p's required size, or for a
+// program that runs with any size the device's own when it divides the
+// workgroup's invocation count, else the largest size the device can be asked for
+// that does. A size the device cannot run is a rejection that says why. The size
+// is required explicitly where the device has subgroup size control, with full
+// subgroups when the workgroup's x is a multiple of it.
+func (a *adapter) subgroupRequirement(p *ir.Program, wg [3]uint32) (vk.SubgroupRequirement, error) {
+	def := a.props.Subgroup.Size
+	control := a.sizeControl()
+	var lo, hi uint32 = def, def
+	if control {
+		lo, hi = a.props.SubgroupSizeControl.MinSubgroupSize, a.props.SubgroupSizeControl.MaxSubgroupSize
+	}
+	size := p.SubgroupSize
+	if size == 0 {
+		if ir.CheckSubgroupSize(wg, def) == nil {
+			size = def
+		}
+		for s := hi; size == 0 && s >= lo && s > 0; s /= 2 {
+			if ir.CheckSubgroupSize(wg, s) == nil {
+				size = s
+			}
+		}
+		if size == 0 {
+			return vk.SubgroupRequirement{}, pluginapi.Rejected("vulkan: program %q uses subgroups, but its workgroup %v has %d invocations, which no subgroup size adapter %d (%s) runs (%d to %d lanes) divides. Fix: use a workgroup whose invocation count is a multiple of %d",
+				p.Name, wg, uint64(wg[0])*uint64(wg[1])*uint64(wg[2]), a.index, a.info.Name, lo, hi, lo)
+		}
+	}
+	if size < lo || size > hi {
+		how := "its subgroup size is fixed (no subgroup size control)"
+		if control {
+			how = fmt.Sprintf("it can be asked for %d to %d", lo, hi)
+		}
+		return vk.SubgroupRequirement{}, pluginapi.Rejected("vulkan: program %q requires subgroups of %d lanes, but adapter %d (%s) runs subgroups of %d lanes and %s. Fix: require a size the adapter runs, or none (subgroup_size 0), or run on another adapter",
+			p.Name, size, a.index, a.info.Name, def, how)
+	}
+	if !control {
+		return vk.SubgroupRequirement{}, nil
+	}
+	return vk.SubgroupRequirement{Size: size, FullSubgroups: a.features.ComputeFullSubgroups && wg[0]%size == 0}, nil
 }
 
 // profile builds the DeviceProfile from what Vulkan reports; see the package

@@ -42,7 +42,7 @@ func copyProgram() *ir.Program {
 // gets from this device's memory.
 func (d *device) measureBandwidth(ctx context.Context) (float64, error) {
 	p := copyProgram()
-	m, err := spirv.Emit(p)
+	m, err := spirv.EmitFor(p, d.a.target)
 	if err != nil {
 		return 0, err
 	}

@@ -20,6 +20,10 @@ type pipeline struct {
 	prog *ir.Program
 	wg   [3]uint32
 	push uint32
+	// uniforms is the offset of the uniform block in the push constants; sg the
+	// subgroups the pipeline requires.
+	uniforms uint32
+	sg       vk.SubgroupRequirement
 	// use is held for reading by dispatches and for writing by destroy.
 	use       sync.RWMutex
 	setLayout vk.DescriptorSetLayout
@@ -66,20 +70,26 @@ func (b *Backend) Compile(ctx context.Context, req *pluginapi.CompileRequest) (*
 	if err != nil {
 		return nil, err
 	}
-	m, err := spirv.Emit(p)
+	m, err := spirv.EmitFor(p, a.target)
 	if err != nil {
-		return nil, pluginapi.Rejected("vulkan: %w", err)
+		return nil, pluginapi.Rejected("vulkan: adapter %d (%s): %w", a.index, a.info.Name, err)
 	}
 	if lim := a.props.Limits.MaxPushConstantsSize; m.PushConstantBytes > lim {
-		return nil, pluginapi.Rejected("vulkan: program %q needs %d bytes of push constants (one u32 per buffer) but adapter %d (%s) allows %d. Fix: use at most %d buffers on this device",
+		return nil, pluginapi.Rejected("vulkan: program %q needs %d bytes of push constants (one u32 per buffer and per uniform) but adapter %d (%s) allows %d. Fix: use at most %d buffers and uniforms together on this device",
 			p.Name, m.PushConstantBytes, a.index, a.info.Name, lim, lim/4)
+	}
+	var sg vk.SubgroupRequirement
+	if m.Subgroups {
+		if sg, err = a.subgroupRequirement(p, wg); err != nil {
+			return nil, err
+		}
 	}
 	entries, data := spirv.SpecData(p, m, req.Spec, wg)
 	spec := make([]vk.SpecializationEntry, len(entries))
 	for i, e := range entries {
 		spec[i] = vk.SpecializationEntry{ID: e.ID, Offset: e.Offset, Size: e.Size}
 	}
-	pl := &pipeline{d: d, prog: p, wg: wg, push: m.PushConstantBytes}
+	pl := &pipeline{d: d, prog: p, wg: wg, push: m.PushConstantBytes, uniforms: m.UniformOffset, sg: sg}
 	blob, err := pl.build(m, spec, data, usableBlob(req.CachedBlob, a.props))
 	if err != nil {
 		return nil, err
@@ -123,7 +133,7 @@ func (p *pipeline) build(m *spirv.Module, spec []vk.SpecializationEntry, data, s
 	if p.layout, err = d.vk.CreatePipelineLayout(p.setLayout, p.push); err != nil {
 		return fail("pipeline layout creation", err)
 	}
-	if p.pipe, err = d.vk.CreateComputePipeline(cache, p.layout, module, m.EntryPoint, spec, data); err != nil {
+	if p.pipe, err = d.vk.CreateComputePipeline(cache, p.layout, module, m.EntryPoint, spec, data, p.sg); err != nil {
 		return fail(fmt.Sprintf("compiling program %q", p.prog.Name), err)
 	}
 	blob, err := d.vk.PipelineCacheData(cache)

@@ -54,7 +54,9 @@ type device struct {
 
 // newDevice creates the logical device of a.
 func newDevice(a *adapter) (*device, error) {
-	dev, err := a.pd.CreateDevice(a.family)
+	control := a.sizeControl()
+	dev, err := a.pd.CreateDevice(a.family, vk.DeviceOptions{Extensions: a.enable,
+		SubgroupSizeControl: control, ComputeFullSubgroups: control && a.features.ComputeFullSubgroups})
 	if err != nil {
 		return nil, err
 	}

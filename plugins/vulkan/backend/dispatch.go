@@ -61,6 +61,9 @@ func (b *Backend) Dispatch(ctx context.Context, req *pluginapi.DispatchRequest) 
 	if err != nil {
 		return nil, err
 	}
+	if err := ir.CheckUniforms(p.prog, req.Uniforms); err != nil {
+		return nil, pluginapi.Rejected("vulkan: %w", err)
+	}
 	if err := p.checkGrid(req.Grid); err != nil {
 		return nil, err
 	}
@@ -76,7 +79,7 @@ func (b *Backend) Dispatch(ctx context.Context, req *pluginapi.DispatchRequest) 
 		d.mu.Unlock()
 		return nil, err
 	}
-	j := &job{p: p, d: d, binds: binds}
+	j := &job{p: p, d: d, binds: binds, uniforms: req.Uniforms}
 	res, err := j.run(ctx, req.Grid)
 	if errors.Is(err, errAbandoned) {
 		// The device is still running the work: a goroutine waits for it, frees it
@@ -186,11 +189,12 @@ func unchangedOutputs(binds []*binding) [][]byte {
 
 // job is one dispatch's Vulkan objects.
 type job struct {
-	p     *pipeline
-	d     *device
-	binds []*binding
-	pool  vk.DescriptorPool
-	sub   *submission
+	p        *pipeline
+	d        *device
+	binds    []*binding
+	uniforms []byte
+	pool     vk.DescriptorPool
+	sub      *submission
 }
 
 // free releases every object of the job; the device must be done with them.
@@ -336,11 +340,14 @@ func (j *job) record(set vk.DescriptorSet, grid [3]uint32) {
 	}
 	cb.BindCompute(p.pipe, p.layout, set)
 	if p.push > 0 {
-		counts := make([]byte, p.push)
+		// The element counts, one u32 per buffer, then the uniform block: see
+		// docs/design.md, "Vulkan".
+		push := make([]byte, p.push)
 		for i, bd := range j.binds {
-			binary.LittleEndian.PutUint32(counts[4*i:], bd.count)
+			binary.LittleEndian.PutUint32(push[4*i:], bd.count)
 		}
-		cb.PushConstants(p.layout, counts)
+		copy(push[p.uniforms:], j.uniforms)
+		cb.PushConstants(p.layout, push)
 	}
 	cb.Dispatch(grid[0], grid[1], grid[2])
 	if j.sub.nq > 0 {

@@ -1,6 +1,6 @@
 // Package backend is kiln's Vulkan backend: a pluginapi.Backend (id "vulkan") that
-// runs IR v1 programs as Vulkan compute pipelines through the vk binding and the
-// spirv emitter. The kiln-backend-vulkan executable serves it; tests use it in
+// runs IR v1 and v1.1 programs as Vulkan compute pipelines through the vk binding
+// and the spirv emitter (see docs/design.md, "Vulkan"). The kiln-backend-vulkan executable serves it; tests use it in
 // process.
 //
 // Adapters: every Vulkan physical device is one adapter, CPU implementations such as
@@ -19,18 +19,30 @@
 // timestamps on its compute queue (timestampComputeAndGraphics, timestampPeriod > 0,
 // timestampValidBits > 0), HostEnqueueWait otherwise.
 //
+// Devices: the logical device enables VK_KHR_shader_float_controls and
+// VK_EXT_subgroup_size_control where the device's Vulkan version lacks them, and
+// the subgroupSizeControl and computeFullSubgroups features where offered. The
+// emitter's target follows the device: SignedZeroInfNanPreserve for 32-bit floats
+// when shaderSignedZeroInfNanPreserveFloat32, and the subgroup classes compute
+// shaders support.
+//
 // Compile emits SPIR-V, checks the device limits, and builds the compute pipeline
 // through a VkPipelineCache seeded with the host's cached blob when that blob's
 // header names this device (vendor id, device id, pipelineCacheUUID); any other
 // blob is ignored and the pipeline is compiled fresh. The blob returned is the
 // cache's data (vkGetPipelineCacheData). Parameters and the workgroup size are
-// specialization constants.
+// specialization constants. A program using subgroups runs with its required
+// size, or (any size) the device's own when it divides the workgroup, else the
+// largest the device can be asked for that does; with subgroup size control the
+// size is required explicitly, with full subgroups when the workgroup's x is a
+// multiple of it. A size the device cannot run is a RejectedError naming both.
 //
 // Dispatch: on discrete and virtual GPUs buffers live in device-local memory and
 // inputs and outputs move through host-visible staging buffers; on integrated GPUs
 // and CPU devices, where device-local memory is host-visible, the buffers are mapped
 // directly. Every buffer is bound with exactly count*4 bytes (4 bytes for an empty
-// one, whose count is 0); element counts travel in the push-constant block. Write
+// one, whose count is 0); element counts travel in the push-constant block, and
+// the dispatch's uniform block right after them. Write
 // buffers are cleared with vkCmdFillBuffer. A grid with a zero axis runs nothing and
 // returns zeroed write buffers and unchanged read_write buffers. Device time comes
 // from two timestamp queries around the dispatch.

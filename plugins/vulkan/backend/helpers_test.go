@@ -2,6 +2,7 @@ package backend
 
 import (
 	"context"
+	"encoding/binary"
 	"os"
 	"testing"
 
@@ -87,4 +88,28 @@ func bothMemoryPaths(t *testing.T, b *Backend, f func(t *testing.T)) {
 		d.direct = own
 		d.mu.Unlock()
 	}
+}
+
+func words(ws []uint32) []byte {
+	out := make([]byte, 4*len(ws))
+	for i, w := range ws {
+		binary.LittleEndian.PutUint32(out[4*i:], w)
+	}
+	return out
+}
+
+func wordsOf(b []byte) []uint32 {
+	out := make([]uint32, len(b)/4)
+	for i := range out {
+		out[i] = binary.LittleEndian.Uint32(b[4*i:])
+	}
+	return out
+}
+
+func u32s(n int, f func(i int) uint32) []uint32 {
+	out := make([]uint32, n)
+	for i := range out {
+		out[i] = f(i)
+	}
+	return out
 }

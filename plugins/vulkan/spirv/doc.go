@@ -1,50 +1,69 @@
-// Package spirv compiles an IR v1 program to a SPIR-V 1.3 compute shader for the
-// Vulkan backend (Vulkan 1.1 and later; every module passes
-// `spirv-val --target-env vulkan1.1`).
+// Package spirv compiles an IR program (v1 and v1.1) to a SPIR-V 1.3 compute
+// shader for the Vulkan backend (Vulkan 1.1 and later; every module passes
+// `spirv-val --target-env vulkan1.1`). EmitFor takes a Target, what the device
+// offers: subgroup operation classes, and float controls. See docs/design.md,
+// "Vulkan", for the whole account.
 //
 // The module's interface, which the backend follows:
 //
 //   - Entry point "main", execution model GLCompute.
 //   - Buffers: set 0, binding = the ir binding, StorageBuffer variables of a Block
 //     struct holding a runtime array of 4-byte elements.
-//   - Element counts: a push-constant block of one u32 per buffer at offset
-//     4*binding (Module.PushConstantBytes bytes). len reads it and every bounds
-//     check uses it; the backend binds at least 4 bytes to every buffer, also to an
-//     empty one, whose count is 0.
+//   - Push constants: one u32 element count per buffer at offset 4*binding, then
+//     the program's uniforms (IR v1.1) at Module.UniformOffset = 4*len(buffers),
+//     4 bytes each in declaration order, as ir.EncodeUniforms packs them
+//     (Module.PushConstantBytes bytes in all). len reads the counts and every
+//     bounds check uses them; the backend binds at least 4 bytes to every buffer,
+//     also to an empty one, whose count is 0.
 //   - Specialization constants: the workgroup size on ids 0, 1, 2 (composed into
 //     the WorkgroupSize builtin, so a tuned size needs no re-emit), then parameter
 //     i on id 3+i (Module.ParamIDs). SpecData builds the VkSpecializationInfo.
+//   - Module.Subgroups reports a program that uses subgroups, whose pipeline the
+//     backend gives a subgroup size.
 //
-// How IR v1's exact semantics are kept, without relying on robustBufferAccess or
+// How the IR's exact semantics are kept, without relying on robustBufferAccess or
 // on driver float behaviour beyond Vulkan's guarantees:
 //
 //   - Loads read from the index, or from index 0 when it is out of bounds, and then
-//     select 0; stores and atomics run inside a selection construct that skips them
-//     out of bounds (an atomic's result is then 0, through an OpPhi).
+//     select 0; stores and atomics (cas included) run inside a selection construct
+//     that skips them out of bounds (an atomic's result is then 0, through an
+//     OpPhi).
 //   - Integer division and remainder replace a zero divisor by 1 and select 0. i32
 //     division and remainder work on magnitudes with OpUDiv/OpUMod, because Vulkan
 //     leaves OpSRem (and OpSMod) undefined for negative operands; MIN / -1 = MIN and
 //     MIN % -1 = 0 follow. Shift amounts are and-ed with 31; shr is
 //     OpShiftRightArithmetic on i32 and OpShiftRightLogical on u32.
+//   - With Target.SignedZeroInfNanPreserve the module declares that execution mode
+//     for 32-bit floats, so the driver keeps -0, infinities and NaN through f32
+//     arithmetic and its constant folding.
 //   - f32 add, sub, mul and div are decorated NoContraction. div scales a divisor
 //     above 2^126 (and the dividend) by 1/4 so that it stays in the range where
 //     Vulkan bounds OpFDiv's error (2.5 ULP). fma is GLSL.std.450 Fma, which Vulkan
-//     may evaluate unfused (DESIGN.md accepts either). sqrt, exp, log, sin, cos,
-//     floor and ceil are the GLSL.std.450 instructions, with Vulkan's precision.
-//   - neg and abs on f32 flip or clear the sign bit. min and max work on the bit
-//     patterns: a NaN operand yields the other one, and equal operands order the
-//     zeros (min(-0, +0) = -0, max(-0, +0) = +0), so no NaN or signed-zero
-//     assumption a driver may make (Vulkan allows both by default) changes them.
-//     NaN tests are integer tests on the bits for the same reason.
+//     may evaluate unfused (the conformance kit accepts either). sqrt, exp, log,
+//     sin, cos, floor, ceil, trunc and round (RoundEven) are the GLSL.std.450
+//     instructions, with Vulkan's precision.
+//   - neg and abs on f32 flip or clear the sign bit. min and max compare integer
+//     keys of the bit patterns (a negative value's magnitude bits flipped, so -0
+//     sorts below +0) and test NaN on the bits: a NaN operand yields the other one,
+//     min(-0, +0) = -0, max(-0, +0) = +0, whatever a driver assumes about NaN and
+//     signed zeros or recognizes as a float min.
 //   - Comparisons are ordered (OpFOrdLessThan, ...) except ne (OpFUnordNotEqual).
 //   - No f32 OpSelect is emitted: f32 selects blend the bit patterns with a mask,
 //     because NVIDIA's compiler turns select(x < y, x, y) into fmin, which is wrong
-//     for NaN and signed zeros (seen on an H200 with driver 580).
+//     for NaN and signed zeros (seen on an H200 with driver 580). i32 and u32
+//     selects between values that may be constants after specialization are
+//     blended too: llvmpipe folds an OpSelect of two constants with float patterns
+//     that take 0x80000000 for 0.0.
 //   - f32 to i32/u32 converts only in-range values and selects the saturated bound
 //     or 0 for NaN. i32/u32 to f32 is OpConvertSToF/OpConvertUToF: exact below
 //     2^24 and, above, correctly rounded in the implementation's rounding mode;
 //     Vulkan 1.1 offers no portable way to demand round-to-nearest-even, which is
 //     what every known driver (llvmpipe, NVIDIA, AMD, Intel) uses.
+//   - bitcast is OpBitcast; clz is 31 - FindUMsb (32 for 0); popcount is
+//     OpBitCount; cas is OpAtomicCompareExchange; continue branches to the loop's
+//     continue block.
+//   - Subgroup builtins and operations are the GroupNonUniform instructions; see
+//     subgroup.go for the rules SPIR-V leaves open.
 //   - The barrier is OpControlBarrier with Workgroup execution and memory scope and
 //     AcquireRelease | WorkgroupMemory | UniformMemory semantics, so both shared
 //     arrays and storage buffers written before it are visible to the workgroup
@@ -54,5 +73,5 @@
 //   - let is an SSA value, var a Function variable declared in the entry block, a
 //     for loop's variable an OpPhi in the loop header.
 //
-// Emit is deterministic: the same program gives the same words.
+// Emit is deterministic: the same program and target give the same words.
 package spirv

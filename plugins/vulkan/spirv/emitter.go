@@ -9,8 +9,14 @@ import (
 // emitter builds one module. Ids are handed out in a fixed order and every table is
 // written in creation order, so the same program always gives the same words.
 type emitter struct {
-	prog *ir.Program
-	next uint32 // the next free id
+	prog   *ir.Program
+	target Target
+	next   uint32 // the next free id
+
+	// caps are the capabilities the module declares beyond Shader, in the order
+	// first needed; subgroups is set when the program uses subgroups.
+	caps      []uint32
+	subgroups bool
 
 	// Module sections, in their logical order.
 	entryIface  []uint32 // the Input variables listed by OpEntryPoint
@@ -26,33 +32,49 @@ type emitter struct {
 	mainID  uint32
 	startID uint32 // the first block after the entry block
 
+	// dynamic holds the values known to vary at run time: loads, phis, atomic
+	// results and what is computed from them. Other values may be constants once
+	// the pipeline is specialized (see sel).
+	dynamic map[uint32]bool
+
 	types   map[typeKey]uint32
 	consts  map[ir.Literal]uint32
 	hoisted map[hoistKey]uint32
 	inputs  map[ir.BuiltinKind]uint32
 
-	arrays  map[string]array
-	params  map[string]value
-	pushVar uint32 // the push-constant block variable, 0 without buffers
-	wgSize  uint32 // the WorkgroupSize spec constant composite
+	arrays   map[string]array
+	params   map[string]value
+	uniforms map[string]uniform
+	pushVar  uint32 // the push-constant block variable, 0 without buffers and uniforms
+	wgSize   uint32 // the WorkgroupSize spec constant composite
 
 	// Control-flow state of the function being emitted.
-	cur    uint32   // label of the current block
-	open   bool     // the current block has no terminator yet
-	loops  []uint32 // merge blocks of the enclosing loops, innermost last
+	cur    uint32      // label of the current block
+	open   bool        // the current block has no terminator yet
+	loops  []loopExits // the enclosing loops, innermost last
 	scopes []map[string]local
+}
+
+// loopExits are where break (merge) and continue (cont) branch to.
+type loopExits struct{ merge, cont uint32 }
+
+// uniform is a uniform's member of the push-constant block and its type.
+type uniform struct {
+	member uint32
+	t      ir.Type
 }
 
 // typeKey identifies a type that is declared once: an opcode and up to two operands
 // (component or element type, storage class, length constant).
 type typeKey struct{ op, a, b uint32 }
 
-// hoistKey identifies a value computed once in the entry block: a builtin axis or
-// a buffer's element count.
+// hoistKey identifies a value computed once in the entry block: a builtin axis, a
+// buffer's element count or a uniform.
 type hoistKey struct {
-	kind    ir.BuiltinKind // 0 for an element count
+	kind    ir.BuiltinKind // 0 for an element count or a uniform
 	axis    uint8
 	binding uint32
+	uniform string
 }
 
 // value is an SSA value and its IR type.
@@ -77,17 +99,30 @@ type array struct {
 	count   uint32 // shared arrays: the fixed element count
 }
 
-func newEmitter(p *ir.Program) *emitter {
+func newEmitter(p *ir.Program, t Target) *emitter {
 	return &emitter{
-		prog:    p,
-		next:    1,
-		types:   map[typeKey]uint32{},
-		consts:  map[ir.Literal]uint32{},
-		hoisted: map[hoistKey]uint32{},
-		inputs:  map[ir.BuiltinKind]uint32{},
-		arrays:  map[string]array{},
-		params:  map[string]value{},
+		prog:     p,
+		target:   t,
+		uniforms: map[string]uniform{},
+		next:     1,
+		types:    map[typeKey]uint32{},
+		dynamic:  map[uint32]bool{},
+		consts:   map[ir.Literal]uint32{},
+		hoisted:  map[hoistKey]uint32{},
+		inputs:   map[ir.BuiltinKind]uint32{},
+		arrays:   map[string]array{},
+		params:   map[string]value{},
 	}
+}
+
+// capability records that the module needs capability c.
+func (e *emitter) capability(c uint32) {
+	for _, have := range e.caps {
+		if have == c {
+			return
+		}
+	}
+	e.caps = append(e.caps, c)
 }
 
 func (e *emitter) id() uint32 {
@@ -209,6 +244,9 @@ func (e *emitter) emitModule() error {
 	if err := e.declareBuffers(); err != nil {
 		return err
 	}
+	if err := e.declarePushConstants(); err != nil {
+		return err
+	}
 	if err := e.declareShared(); err != nil {
 		return err
 	}
@@ -300,14 +338,44 @@ func (e *emitter) declareBuffers() error {
 		e.name(v, b.Name)
 		e.arrays[b.Name] = array{varID: v, elem: b.Type, binding: b.Binding}
 	}
-	u := e.u32()
-	counts := e.global(opTypeArray, false, u, e.cu32(uint32(len(e.prog.Buffers))))
-	e.decorate(counts, decorationArrayStride, 4)
-	block := e.global(opTypeStruct, false, counts)
+	return nil
+}
+
+// declarePushConstants declares the push-constant block: the element counts, an
+// array of one u32 per buffer at offset 0 (member 0, when there are buffers), then
+// each uniform as a scalar member at offset 4*len(buffers) + 4*i, the layout of
+// ir.EncodeUniforms after the counts. See docs/design.md, "Vulkan".
+func (e *emitter) declarePushConstants() error {
+	if len(e.prog.Buffers) == 0 && len(e.prog.Uniforms) == 0 {
+		return nil
+	}
+	var members []uint32
+	if n := uint32(len(e.prog.Buffers)); n > 0 {
+		counts := e.global(opTypeArray, false, e.u32(), e.cu32(n))
+		e.decorate(counts, decorationArrayStride, 4)
+		members = append(members, counts)
+	}
+	for _, u := range e.prog.Uniforms {
+		t, err := e.scalar(u.Type)
+		if err != nil || u.Type == ir.Bool {
+			return fmt.Errorf("uniform %q has type %s. Fix: declare uniforms as i32, u32 or f32", u.Name, u.Type)
+		}
+		e.uniforms[u.Name] = uniform{member: uint32(len(members)), t: u.Type}
+		members = append(members, t)
+	}
+	block := e.global(opTypeStruct, false, members...)
 	e.decorate(block, decorationBlock)
-	e.memberDecorate(block, 0, decorationOffset, 0)
+	offset := uint32(0)
+	if len(e.prog.Buffers) > 0 {
+		e.memberDecorate(block, 0, decorationOffset, 0)
+		offset = 4 * uint32(len(e.prog.Buffers))
+	}
+	for _, u := range e.prog.Uniforms {
+		e.memberDecorate(block, e.uniforms[u.Name].member, decorationOffset, offset)
+		offset += 4
+	}
 	e.pushVar = e.global(opVariable, true, e.pointer(storagePushConstant, block), storagePushConstant)
-	e.name(e.pushVar, "kiln_element_counts")
+	e.name(e.pushVar, "kiln_push_constants")
 	return nil
 }
 
@@ -350,13 +418,28 @@ func hasBarrier(stmts []ir.Stmt) bool {
 	return false
 }
 
-// builtin returns builtin kind on axis, loaded once in the entry block.
+// builtin returns builtin kind on axis, loaded once in the entry block. The
+// subgroup builtins (IR v1.1) are scalars and need subgroup support.
 func (e *emitter) builtin(kind ir.BuiltinKind, axis uint8) (uint32, error) {
-	if axis > 2 {
-		return 0, fmt.Errorf("builtin %s has axis %d. Fix: use axis 0, 1 or 2", kind, axis)
+	if axis > 2 || !kind.HasAxis() && axis != 0 {
+		return 0, fmt.Errorf("builtin %s has axis %d. Fix: use axis 0, 1 or 2 (0 for the subgroup builtins)", kind, axis)
 	}
 	k := hoistKey{kind: kind, axis: axis}
 	if id, ok := e.hoisted[k]; ok {
+		return id, nil
+	}
+	if !kind.HasAxis() {
+		if err := e.needSubgroups(SubgroupBasic, kind.String()); err != nil {
+			return 0, err
+		}
+		v, err := e.input(kind)
+		if err != nil {
+			return 0, err
+		}
+		id := e.id()
+		e.preamble = appendInst(e.preamble, opLoad, e.u32(), id, v)
+		e.dynamic[id] = true
+		e.hoisted[k] = id
 		return id, nil
 	}
 	var vec uint32
@@ -372,11 +455,34 @@ func (e *emitter) builtin(kind ir.BuiltinKind, axis uint8) (uint32, error) {
 	}
 	id := e.id()
 	e.preamble = appendInst(e.preamble, opCompositeExtract, e.u32(), id, vec, uint32(axis))
+	e.dynamic[id] = kind != ir.WorkgroupSizeBuiltin
 	e.hoisted[k] = id
 	return id, nil
 }
 
-// input returns the Input variable of a builtin, declaring it on first use.
+// needSubgroups checks that the target supports the subgroup class f that what
+// needs, and records the capabilities it takes.
+func (e *emitter) needSubgroups(f SubgroupFeatures, what string) error {
+	names := map[SubgroupFeatures]string{SubgroupBasic: "basic", SubgroupArithmetic: "arithmetic",
+		SubgroupBallot: "ballot", SubgroupShuffle: "shuffle"}
+	caps := map[SubgroupFeatures]uint32{SubgroupArithmetic: capabilityGroupNonUniformArithmetic,
+		SubgroupBallot: capabilityGroupNonUniformBallot, SubgroupShuffle: capabilityGroupNonUniformShuffle}
+	for _, class := range []SubgroupFeatures{SubgroupBasic, f} {
+		if e.target.Subgroups&class == 0 {
+			return fmt.Errorf("%s needs subgroup %s operations in compute shaders, which the device does not support (VkPhysicalDeviceSubgroupProperties). Fix: run the program on a device with them, or without subgroup operations",
+				what, names[class])
+		}
+	}
+	e.subgroups = true
+	e.capability(capabilityGroupNonUniform)
+	if c, ok := caps[f]; ok {
+		e.capability(c)
+	}
+	return nil
+}
+
+// input returns the Input variable of a builtin, declaring it on first use: a
+// uvec3, or a u32 for the subgroup builtins.
 func (e *emitter) input(kind ir.BuiltinKind) (uint32, error) {
 	if v, ok := e.inputs[kind]; ok {
 		return v, nil
@@ -391,15 +497,44 @@ func (e *emitter) input(kind ir.BuiltinKind) (uint32, error) {
 		b = builtInWorkgroupID
 	case ir.NumWorkgroupsBuiltin:
 		b = builtInNumWorkgroups
+	case ir.SubgroupSizeBuiltin:
+		b = builtInSubgroupSize
+	case ir.SubgroupInvocationIDBuiltin:
+		b = builtInSubgroupLocalInvocationID
 	default:
-		return 0, fmt.Errorf("builtin %d is not defined. Fix: use global_id, local_id, workgroup_id, num_workgroups or workgroup_size", kind)
+		return 0, fmt.Errorf("builtin %d is not defined. Fix: use one of the ir package's builtins", kind)
 	}
-	v := e.global(opVariable, true, e.pointer(storageInput, e.uvec3()), storageInput)
+	t := e.uvec3()
+	if !kind.HasAxis() {
+		t = e.u32()
+	}
+	v := e.global(opVariable, true, e.pointer(storageInput, t), storageInput)
 	e.decorate(v, decorationBuiltIn, b)
 	e.name(v, kind.String())
 	e.inputs[kind] = v
 	e.entryIface = append(e.entryIface, v)
 	return v, nil
+}
+
+// uniformValue returns a uniform read from the push-constant block, loaded once in
+// the entry block.
+func (e *emitter) uniformValue(name string) (value, error) {
+	u, ok := e.uniforms[name]
+	if !ok {
+		return value{}, fmt.Errorf("uniform %q is not declared. Fix: declare it in uniforms", name)
+	}
+	k := hoistKey{uniform: name}
+	if id, ok := e.hoisted[k]; ok {
+		return value{id: id, t: u.t}, nil
+	}
+	t, _ := e.scalar(u.t)
+	ptr := e.id()
+	e.preamble = appendInst(e.preamble, opAccessChain, e.pointer(storagePushConstant, t), ptr, e.pushVar, e.cu32(u.member))
+	id := e.id()
+	e.preamble = appendInst(e.preamble, opLoad, t, id, ptr)
+	e.dynamic[id] = true
+	e.hoisted[k] = id
+	return value{id: id, t: u.t}, nil
 }
 
 // count returns a buffer's element count from the push-constant block, loaded once
@@ -414,6 +549,7 @@ func (e *emitter) count(a array) uint32 {
 		e.pushVar, e.cu32(0), e.cu32(a.binding))
 	id := e.id()
 	e.preamble = appendInst(e.preamble, opLoad, e.u32(), id, ptr)
+	e.dynamic[id] = true
 	e.hoisted[k] = id
 	return id
 }
@@ -432,6 +568,13 @@ func (e *emitter) assemble() []uint32 {
 
 	var head []uint32
 	head = appendInst(head, opCapability, capabilityShader)
+	for _, c := range e.caps {
+		head = appendInst(head, opCapability, c)
+	}
+	if e.target.SignedZeroInfNanPreserve {
+		head = appendInst(head, opCapability, capabilitySignedZeroInfNanPreserve)
+		head = appendInst(head, opExtension, stringWords("SPV_KHR_float_controls")...)
+	}
 	if e.glsl != 0 {
 		head = appendInst(head, opExtInstImport, append([]uint32{e.glsl}, stringWords("GLSL.std.450")...)...)
 	}
@@ -440,6 +583,9 @@ func (e *emitter) assemble() []uint32 {
 	head = appendInst(head, opEntryPoint, append(entry, e.entryIface...)...)
 	wg := e.prog.WorkgroupSize
 	head = appendInst(head, opExecutionMode, e.mainID, executionModeLocalSize, wg[0], wg[1], wg[2])
+	if e.target.SignedZeroInfNanPreserve {
+		head = appendInst(head, opExecutionMode, e.mainID, executionModeSignedZeroInfNanPreserve, 32)
+	}
 
 	words := make([]uint32, 0, headerSize+len(head)+len(e.debug)+len(e.annotations)+len(e.globals)+len(fn))
 	words = append(words, magic, version13, generator, e.next, 0)

@@ -67,6 +67,12 @@ func (e *emitter) expr(x ir.Expr) (value, error) {
 		return e.selectExpr(x)
 	case ir.CastExpr:
 		return e.cast(x)
+	case ir.BitcastExpr:
+		return e.bitcast(x)
+	case ir.UniformRef:
+		return e.uniformValue(x.Name)
+	case ir.SubgroupExpr:
+		return e.subgroup(x)
 	}
 	return value{}, fmt.Errorf("expression %T has no SPIR-V form. Fix: build expressions with the ir package's types", x)
 }
@@ -84,11 +90,19 @@ func (e *emitter) fop(opcode, a, b uint32) uint32 {
 	return id
 }
 
-// sel is cond ? a : b. On f32 it blends the bits instead of using OpSelect (see
-// blendF32).
+// sel is cond ? a : b. bools use OpSelect. f32 values are always blended on
+// their bits (see blend), and i32 and u32 values are blended when neither is known
+// to vary at run time (e.dynamic): Mesa's llvmpipe (22.3) rewrites an OpSelect of
+// two constants by float patterns that take 0x80000000 for 0.0, so select(c,
+// 0x80000000, 0x3f800000) gave 0 for a true c; an operand that only exists at run
+// time keeps the select away from those patterns, and costs no blend on the hot
+// paths (bounds checks select between a loaded value and 0).
 func (e *emitter) sel(t, cond, a, b uint32) uint32 {
-	if t == e.f32() {
-		return e.blendF32(cond, a, b)
+	switch {
+	case t == e.bool():
+		return e.op(opSelect, t, cond, a, b)
+	case t == e.f32() || !e.dynamic[a] && !e.dynamic[b]:
+		return e.blend(t, cond, a, b)
 	}
 	return e.op(opSelect, t, cond, a, b)
 }
@@ -108,7 +122,7 @@ func (e *emitter) isNaN(bits uint32) uint32 {
 // that always exists: shared arrays have at least one element and the backend binds
 // at least 4 bytes to every buffer) and selects 0 when index is out of bounds.
 func (e *emitter) load(x ir.LoadExpr) (value, error) {
-	a, err := e.target(x.Target, "load")
+	a, err := e.lookupArray(x.Target, "load")
 	if err != nil {
 		return value{}, err
 	}
@@ -144,15 +158,26 @@ func (e *emitter) selectExpr(x ir.SelectExpr) (value, error) {
 	return value{id: e.sel(t, cond, a.id, b), t: a.t}, nil
 }
 
-// blendF32 is cond ? a : b on f32, computed on the bits with a mask. NVIDIA's
-// compiler turns an OpSelect of floats over their own comparison into fmin/fmax,
-// which is wrong for NaN and signed zeros; the bit blend is exact on every driver.
-func (e *emitter) blendF32(cond, a, b uint32) uint32 {
+// blend is cond ? a : b on a 32-bit type t, computed on the bits with a mask.
+// NVIDIA's compiler turns an OpSelect of floats over their own comparison into
+// fmin/fmax, which is wrong for NaN and signed zeros, and llvmpipe miscompiles
+// some selects of constants (see sel); the bit blend is exact on every driver.
+func (e *emitter) blend(t, cond, a, b uint32) uint32 {
 	u := e.u32()
-	mask := e.sel(u, cond, e.cu32(0xFFFFFFFF), e.cu32(0))
-	keepA := e.op(opBitwiseAnd, u, e.bitsOf(a), mask)
-	keepB := e.op(opBitwiseAnd, u, e.bitsOf(b), e.op(opNot, u, mask))
-	return e.floatOf(e.op(opBitwiseOr, u, keepA, keepB))
+	bits := func(x uint32) uint32 {
+		if t == u {
+			return x
+		}
+		return e.op(opBitcast, u, x)
+	}
+	mask := e.op(opSelect, u, cond, e.cu32(0xFFFFFFFF), e.cu32(0))
+	keepA := e.op(opBitwiseAnd, u, bits(a), mask)
+	keepB := e.op(opBitwiseAnd, u, bits(b), e.op(opNot, u, mask))
+	r := e.op(opBitwiseOr, u, keepA, keepB)
+	if t == u {
+		return r
+	}
+	return e.op(opBitcast, t, r)
 }
 
 func unsupported(what string, t ir.Type) error {
@@ -183,10 +208,19 @@ func (e *emitter) unary(x ir.UnaryExpr) (value, error) {
 		return out(e.sel(t, neg, e.op(opSNegate, t, v.id), v.id))
 	case x.Op == ir.OpAbs && v.t == ir.F32:
 		return out(e.floatOf(e.op(opBitwiseAnd, e.u32(), e.bitsOf(v.id), e.cu32(f32AbsMask))))
+	case x.Op == ir.OpPopcount && v.t.IsInteger():
+		return out(e.op(opBitCount, t, v.id))
+	case x.Op == ir.OpClz && v.t.IsInteger():
+		// FindUMsb is the index of the highest set bit, -1 (all ones) for 0, so
+		// 31 - msb wraps to 32 for 0 and gives 0 for a negative i32.
+		u := e.u32()
+		msb := e.ext(u, glslFindUMsb, e.op(opBitcast, u, v.id))
+		return out(e.op(opBitcast, t, e.op(opISub, u, e.cu32(31), msb)))
 	case v.t == ir.F32:
 		inst, ok := map[ir.UnaryOp]uint32{
 			ir.OpSqrt: glslSqrt, ir.OpExp: glslExp, ir.OpLog: glslLog, ir.OpSin: glslSin,
 			ir.OpCos: glslCos, ir.OpFloor: glslFloor, ir.OpCeil: glslCeil,
+			ir.OpTrunc: glslTrunc, ir.OpRound: glslRoundEven,
 		}[x.Op]
 		if ok {
 			return out(e.ext(t, inst, v.id))
@@ -357,27 +391,38 @@ func (e *emitter) fdiv(x, y uint32) uint32 {
 	return e.fop(opFDiv, e.fop(opFMul, x, scale), e.fop(opFMul, y, scale))
 }
 
-// fminmax gives min or max with IR v1's rules, on bit patterns so that no driver
-// assumption about NaN or signed zeros can change it: a NaN operand yields the
-// other operand (NaN when both are), and of two equal operands min takes the
-// negative sign (min(-0, +0) = -0) and max the positive one.
+// fminmax gives min or max with IR v1's rules entirely on bit patterns, so that
+// no driver assumption about NaN or signed zeros, and no compiler that recognizes
+// a float min or max in the code (Mesa's llvmpipe turned the float-compare form
+// into a wrong -0 for min(1, -0) of constants), can change it: a NaN operand
+// yields the other operand (NaN when both are); otherwise the operands compare by
+// orderedBits, in which -0 is below +0, so min(-0, +0) = -0 and max(-0, +0) = +0.
 func (e *emitter) fminmax(isMin bool, x, y uint32) uint32 {
 	u := e.u32()
 	xb, yb := e.bitsOf(x), e.bitsOf(y)
-	var takeY, tie uint32
-	if isMin {
-		// x when x < y: then x is negative whenever y is, so or-ing y's sign in
-		// changes nothing; when x == y it picks -0 over +0.
-		takeY = e.op(opFOrdLessThan, e.bool(), y, x)
-		tie = e.op(opBitwiseOr, u, xb, e.op(opBitwiseAnd, u, yb, e.cu32(f32SignBit)))
-	} else {
-		takeY = e.op(opFOrdLessThan, e.bool(), x, y)
-		tie = e.op(opBitwiseAnd, u, xb, e.op(opBitwiseOr, u, yb, e.cu32(f32AbsMask)))
+	xo, yo := e.orderedBits(xb), e.orderedBits(yb)
+	takeY := e.op(opSLessThan, e.bool(), yo, xo)
+	if !isMin {
+		takeY = e.op(opSLessThan, e.bool(), xo, yo)
 	}
-	r := e.sel(u, takeY, yb, tie)
+	r := e.sel(u, takeY, yb, xb)
 	r = e.sel(u, e.isNaN(yb), xb, r)
 	r = e.sel(u, e.isNaN(xb), yb, r)
 	return e.floatOf(r)
+}
+
+// orderedBits maps the bits of a non-NaN f32 to an i32 that orders like the
+// value, with -0 just below +0: a negative value's magnitude bits are flipped
+// (bits ^ 0x7fffffff), a positive value's bits stay.
+func (e *emitter) orderedBits(bits uint32) uint32 {
+	return e.orderedI32(e.op(opBitcast, e.i32(), bits))
+}
+
+// orderedI32 is orderedBits on an i32 holding the bits; it is its own inverse.
+func (e *emitter) orderedI32(s uint32) uint32 {
+	i := e.i32()
+	neg := e.op(opShiftRightArithmetic, i, s, e.ci32(31))
+	return e.op(opBitwiseXor, i, s, e.op(opBitwiseAnd, i, neg, e.ci32(f32AbsMask)))
 }
 
 // cast converts with IR v1's rules: u32<->i32 keep the bits, bool<->int select 0/1
@@ -444,4 +489,20 @@ func (e *emitter) f32ToU32(v uint32) uint32 {
 	c := e.op(opConvertFToU, u, e.sel(e.f32(), outside, e.cf32(0), v))
 	r := e.sel(u, hi, e.cu32(0xFFFFFFFF), c)
 	return e.sel(u, nan, e.cu32(0), r)
+}
+
+// bitcast reinterprets the bits of an i32, u32 or f32 as another of them.
+func (e *emitter) bitcast(x ir.BitcastExpr) (value, error) {
+	v, err := e.expr(x.X)
+	if err != nil {
+		return value{}, err
+	}
+	if !v.t.IsNumeric() || !x.To.IsNumeric() {
+		return value{}, fmt.Errorf("bitcast from %s to %s has no SPIR-V form. Fix: bitcast between i32, u32 and f32", v.t, x.To)
+	}
+	if v.t == x.To {
+		return v, nil
+	}
+	t, _ := e.scalar(x.To)
+	return value{id: e.op(opBitcast, t, v.id), t: x.To}, nil
 }

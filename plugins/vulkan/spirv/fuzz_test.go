@@ -8,10 +8,10 @@ import (
 	"github.com/kiln-dev/kiln/ir"
 )
 
-// FuzzEmit feeds Emit every program the canonical decoder accepts: Emit must never
-// panic, must reject exactly what ir.Validate rejects, and must turn a valid
-// program into a well-framed, deterministic module that spirv-val accepts (when it
-// is installed).
+// FuzzEmit feeds EmitFor (a target with every subgroup class and float controls)
+// every program the canonical decoder accepts: it must never panic, must reject
+// exactly what ir.Validate rejects, and must turn a valid program into a
+// well-framed, deterministic module that spirv-val accepts (when it is installed).
 func FuzzEmit(f *testing.F) {
 	for _, np := range allPrograms(f) {
 		data, err := ir.Encode(np.prog)
@@ -26,7 +26,7 @@ func FuzzEmit(f *testing.F) {
 		if err != nil {
 			return
 		}
-		m, err := Emit(p)
+		m, err := EmitFor(p, fullTarget)
 		if verr := ir.Validate(p); verr != nil {
 			if err == nil {
 				t.Fatalf("Emit accepted a program Validate rejects: %v", verr)
@@ -37,7 +37,7 @@ func FuzzEmit(f *testing.F) {
 			t.Fatalf("Emit rejected a valid program: %v", err)
 		}
 		decode(t, m.Words)
-		again, err := Emit(p)
+		again, err := EmitFor(p, fullTarget)
 		if err != nil || !slices.Equal(again.Words, m.Words) {
 			t.Fatalf("a second Emit differs (%v)", err)
 		}

@@ -50,10 +50,15 @@ func validate(t *testing.T, val, name string, m *Module) {
 	}
 }
 
-// mustEmit emits p or fails the test.
-func mustEmit(t *testing.T, name string, p *ir.Program) *Module {
+// fullTarget is a device with every subgroup class and float controls, so every
+// valid program emits.
+var fullTarget = Target{SignedZeroInfNanPreserve: true,
+	Subgroups: SubgroupBasic | SubgroupArithmetic | SubgroupBallot | SubgroupShuffle}
+
+// mustEmit emits p for fullTarget or fails the test.
+func mustEmit(t testing.TB, name string, p *ir.Program) *Module {
 	t.Helper()
-	m, err := Emit(p)
+	m, err := EmitFor(p, fullTarget)
 	if err != nil {
 		t.Fatalf("%s: Emit: %v", name, err)
 	}

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"math/bits"
 
 	"github.com/kiln-dev/kiln/ir"
 	"github.com/kiln-dev/kiln/ir/kernels"
@@ -35,6 +36,8 @@ type machine struct {
 	shared  map[uint32]int // Workgroup variable -> element count
 	builtin map[uint32]uint32
 	steps   int
+	// pushOffsets is the word offset of each member of the push-constant block.
+	pushOffsets map[uint32]int
 }
 
 // maxSteps bounds one dispatch, so a miscompiled loop fails instead of hanging.
@@ -49,9 +52,10 @@ type invocation struct {
 	ids       map[uint32][3]uint32 // BuiltIn number -> value
 }
 
-// dispatchCase runs m (emitted from p) on the case's buffers and grid and returns
-// the output buffers in binding order, as the backend would.
-func dispatchCase(p *ir.Program, m *Module, c kernels.Case) ([][]byte, error) {
+// dispatchCase runs m (emitted from p) on the case's buffers and grid, with the
+// uniform block uniforms, and returns the output buffers in binding order, as the
+// backend would.
+func dispatchCase(p *ir.Program, m *Module, c kernels.Case, uniforms []byte) ([][]byte, error) {
 	wg := p.WorkgroupSize
 	if c.WorkgroupSize != ([3]uint32{}) {
 		wg = c.WorkgroupSize
@@ -83,7 +87,11 @@ func dispatchCase(p *ir.Program, m *Module, c kernels.Case) ([][]byte, error) {
 		}
 		buffers[b.Binding] = mem
 	}
-	mc, err := load(m.Words, spec, buffers, counts)
+	push := append([]uint32{}, counts...)
+	for i := 0; i+4 <= len(uniforms); i += 4 {
+		push = append(push, binary.LittleEndian.Uint32(uniforms[i:]))
+	}
+	mc, err := load(m.Words, spec, buffers, push)
 	if err != nil {
 		return nil, err
 	}
@@ -107,12 +115,14 @@ func dispatchCase(p *ir.Program, m *Module, c kernels.Case) ([][]byte, error) {
 	return outs, nil
 }
 
-// load prepares the module's global values.
-func load(words []uint32, spec map[uint32]uint32, buffers [][]uint32, counts []uint32) (*machine, error) {
+// load prepares the module's global values. push holds the push-constant block's
+// words (the element counts, then the uniforms).
+func load(words []uint32, spec map[uint32]uint32, buffers [][]uint32, push []uint32) (*machine, error) {
 	if len(words) < headerSize || words[0] != magic {
 		return nil, fmt.Errorf("not a SPIR-V module")
 	}
-	mc := &machine{labels: map[uint32]int{}, storage: map[uint32]uint32{}, shared: map[uint32]int{}, builtin: map[uint32]uint32{}}
+	mc := &machine{labels: map[uint32]int{}, storage: map[uint32]uint32{}, shared: map[uint32]int{}, builtin: map[uint32]uint32{},
+		pushOffsets: map[uint32]int{}}
 	for i := headerSize; i < len(words); {
 		n := int(words[i] >> 16)
 		if n == 0 || i+n > len(words) {
@@ -168,7 +178,13 @@ func load(words []uint32, spec map[uint32]uint32, buffers [][]uint32, counts []u
 				b := decos[a[1]][decorationBinding][0]
 				mc.init[a[1]].mem = buffers[b]
 			case storagePushConstant:
-				mc.init[a[1]].mem = counts
+				mc.init[a[1]].mem = push
+				block := byID[a[0]].args[2] // pointer -> struct type
+				for _, d := range mc.code {
+					if d.op == opMemberDecorate && d.args[0] == block && d.args[2] == decorationOffset {
+						mc.pushOffsets[d.args[1]] = int(d.args[3] / 4)
+					}
+				}
 			case storageWorkgroup:
 				arr := byID[byID[a[0]].args[2]] // pointer -> array type
 				mc.shared[a[1]] = int(mc.init[arr.args[2]].bits)
@@ -314,13 +330,21 @@ func (mc *machine) run(inv *invocation) (barrier bool, err error) {
 		case opAccessChain:
 			base := v[a[2]]
 			idx := a[3:]
-			if class := mc.storage[a[2]]; class == storageStorageBuffer || class == storagePushConstant {
+			i := 0
+			switch mc.storage[a[2]] {
+			case storageStorageBuffer:
 				if v[idx[0]].bits != 0 {
 					return false, fmt.Errorf("access chain into member %d", v[idx[0]].bits)
 				}
 				idx = idx[1:]
+			case storagePushConstant:
+				// A member (a uniform), or an element of member 0 (the counts).
+				i = mc.pushOffsets[v[idx[0]].bits]
+				idx = idx[1:]
 			}
-			i := int(v[idx[0]].bits)
+			if len(idx) > 0 {
+				i += int(v[idx[0]].bits)
+			}
 			if i >= len(base.mem) {
 				return false, fmt.Errorf("access chain %d: index %d outside the %d elements bound", a[1], i, len(base.mem))
 			}
@@ -445,6 +469,17 @@ func (mc *machine) run(inv *invocation) (barrier bool, err error) {
 			old := p.mem[p.idx]
 			p.mem[p.idx] = atomicApply(in.op, old, x)
 			v[a[1]].bits = old
+		case opAtomicCompareExchange:
+			// Result type, result, pointer, scope, equal and unequal semantics,
+			// value, comparator.
+			p, x, cmp := v[a[2]], v[a[6]].bits, v[a[7]].bits
+			old := p.mem[p.idx]
+			if old == cmp {
+				p.mem[p.idx] = x
+			}
+			v[a[1]].bits = old
+		case opBitCount:
+			v[a[1]].bits = uint32(bits.OnesCount32(v[a[2]].bits))
 		default:
 			return false, fmt.Errorf("opcode %d is not interpreted", in.op)
 		}
@@ -517,6 +552,12 @@ func extInst(v []cell, a []uint32) error {
 		r = uint32(min(int32(arg(0)), int32(arg(1))))
 	case glslSMax:
 		r = uint32(max(int32(arg(0)), int32(arg(1))))
+	case glslTrunc:
+		r = fbits(float32(math.Trunc(farg(0))))
+	case glslRoundEven:
+		r = fbits(float32(math.RoundToEven(farg(0))))
+	case glslFindUMsb:
+		r = uint32(31 - bits.LeadingZeros32(arg(0))) // -1 (all ones) for 0
 	default:
 		return fmt.Errorf("GLSL.std.450 instruction %d is not interpreted", a[3])
 	}

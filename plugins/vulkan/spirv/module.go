@@ -22,8 +22,47 @@ type Module struct {
 	// ParamIDs maps each ir parameter's name to its specialization constant id.
 	ParamIDs map[string]uint32
 	// PushConstantBytes is the size of the push-constant block: one u32 element count
-	// per buffer, at offset 4*binding. It is 0 for a program without buffers.
+	// per buffer, at offset 4*binding, then the program's uniform block (IR v1.1),
+	// at UniformOffset. It is 0 for a program without buffers and uniforms.
 	PushConstantBytes uint32
+	// UniformOffset is the offset of the uniform block in the push constants:
+	// 4*len(buffers). Uniform i is at UniformOffset + 4*i, as ir.EncodeUniforms
+	// packs it.
+	UniformOffset uint32
+	// Subgroups reports whether the program uses subgroup builtins or operations,
+	// so that its pipeline must run with full subgroups of a known size.
+	Subgroups bool
+}
+
+// SubgroupFeatures are the subgroup operation classes a device supports in
+// compute shaders, with the bit values of VkSubgroupFeatureFlagBits.
+type SubgroupFeatures uint32
+
+// The subgroup operation classes IR v1.1 needs.
+const (
+	// SubgroupBasic: subgroup_size and subgroup_invocation_id.
+	SubgroupBasic SubgroupFeatures = 1 << 0
+	// SubgroupArithmetic: subgroup_add, subgroup_min and subgroup_max.
+	SubgroupArithmetic SubgroupFeatures = 1 << 2
+	// SubgroupBallot: subgroup_broadcast of a constant lane.
+	SubgroupBallot SubgroupFeatures = 1 << 3
+	// SubgroupShuffle: subgroup_shuffle, and subgroup_broadcast of a lane
+	// computed at run time (SPIR-V 1.3 broadcasts only constant lanes).
+	SubgroupShuffle SubgroupFeatures = 1 << 4
+)
+
+// Target is what the device offers that the emitted code depends on. The zero
+// Target is any Vulkan 1.1 device.
+type Target struct {
+	// SignedZeroInfNanPreserve makes modules declare the SPV_KHR_float_controls
+	// execution mode SignedZeroInfNanPreserve for 32-bit floats, for a device
+	// whose shaderSignedZeroInfNanPreserveFloat32 is true. Without it Vulkan lets a
+	// compiler assume that -0, infinities and NaN do not occur, and llvmpipe then
+	// folds -0 * 5 to +0 and 1 / -0 to +inf.
+	SignedZeroInfNanPreserve bool
+	// Subgroups are the subgroup operation classes the device supports in
+	// compute shaders; a program that needs another is rejected.
+	Subgroups SubgroupFeatures
 }
 
 // SpecEntry is one VkSpecializationMapEntry: constant id, offset into the data blob
@@ -81,20 +120,25 @@ func SpecData(p *ir.Program, m *Module, spec ir.SpecMap, wg [3]uint32) (entries 
 	return entries, data
 }
 
-// Emit compiles p to a SPIR-V compute module with DESIGN.md's IR v1 semantics done
+// Emit is EmitFor with the zero Target (any Vulkan 1.1 device).
+func Emit(p *ir.Program) (*Module, error) { return EmitFor(p, Target{}) }
+
+// EmitFor compiles p to a SPIR-V compute module with DESIGN.md's IR semantics done
 // in code: every buffer and shared access is bounds-checked against the element
 // counts in the push-constant block (or the shared array's fixed count), integer
 // division and remainder never trap, shifts are masked, float-to-int casts
 // saturate, and f32 add/sub/mul/div are decorated NoContraction. Emit runs
-// ir.Validate first and returns its error, wrapped, for an ill-formed program.
-func Emit(p *ir.Program) (*Module, error) {
+// ir.Validate first and returns its error, wrapped, for an ill-formed program; a
+// program that needs what t lacks (a subgroup operation class) is an error that
+// names it.
+func EmitFor(p *ir.Program, t Target) (*Module, error) {
 	if p == nil {
 		return nil, fmt.Errorf("spirv: no program to emit. Fix: pass a program built with ir.NewBuilder or ir.ParseJSON")
 	}
 	if err := ir.Validate(p); err != nil {
 		return nil, fmt.Errorf("spirv: program %q is not valid IR v1, so no shader was emitted: %w", p.Name, err)
 	}
-	e := newEmitter(p)
+	e := newEmitter(p, t)
 	if err := e.emitModule(); err != nil {
 		return nil, fmt.Errorf("spirv: emitting program %q: %w", p.Name, err)
 	}
@@ -103,7 +147,9 @@ func Emit(p *ir.Program) (*Module, error) {
 		EntryPoint:        EntryPoint,
 		WorkgroupSizeIDs:  [3]uint32{0, 1, 2},
 		ParamIDs:          make(map[string]uint32, len(p.Params)),
-		PushConstantBytes: 4 * uint32(len(p.Buffers)),
+		PushConstantBytes: 4 * uint32(len(p.Buffers)+len(p.Uniforms)),
+		UniformOffset:     4 * uint32(len(p.Buffers)),
+		Subgroups:         e.subgroups,
 	}
 	for i, d := range p.Params {
 		m.ParamIDs[d.Name] = firstParamSpecID + uint32(i)

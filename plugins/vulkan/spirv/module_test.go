@@ -284,7 +284,7 @@ func TestBarrierAndAtomicScopes(t *testing.T) {
 				if exec != scopeWorkgroup || mem != scopeWorkgroup || sem != 0x148 {
 					t.Errorf("%s: barrier scopes %d/%d semantics %#x, want Workgroup/Workgroup 0x148", np.name, exec, mem, sem)
 				}
-			case in.op >= opAtomicExchange && in.op <= opAtomicXor:
+			case isAtomic(in.op):
 				scope, sem := constant(in.args[3]), constant(in.args[4])
 				want := uint32(scopeDevice)
 				if storage(in.args[2]) == storageWorkgroup {
@@ -303,7 +303,8 @@ func TestAtomicOpcodesFollowSignedness(t *testing.T) {
 		ir.AtomicAdd: {opAtomicIAdd, opAtomicIAdd}, ir.AtomicMin: {opAtomicUMin, opAtomicSMin},
 		ir.AtomicMax: {opAtomicUMax, opAtomicSMax}, ir.AtomicAnd: {opAtomicAnd, opAtomicAnd},
 		ir.AtomicOr: {opAtomicOr, opAtomicOr}, ir.AtomicXor: {opAtomicXor, opAtomicXor},
-		ir.AtomicExchange: {opAtomicExchange, opAtomicExchange},
+		ir.AtomicExchange:        {opAtomicExchange, opAtomicExchange},
+		ir.AtomicCompareExchange: {opAtomicCompareExchange, opAtomicCompareExchange},
 	}
 	for _, op := range ir.AtomicOps() {
 		for i, t32 := range []ir.Type{ir.U32, ir.I32} {

@@ -185,7 +185,11 @@ func atomicPrograms(tb testing.TB, seen map[string]int) []namedProgram {
 					if result != "" {
 						res = fmt.Sprintf("%s%d", result, i)
 					}
-					h.Append(ir.AtomicStmt{Op: op, Target: target, Index: h.source(ir.U32, i), Value: h.source(t, i+1), Result: res})
+					st := ir.AtomicStmt{Op: op, Target: target, Index: h.source(ir.U32, i), Value: h.source(t, i+1), Result: res}
+					if op == ir.AtomicCompareExchange {
+						st.Compare = h.source(t, i+2)
+					}
+					h.Append(st)
 					if res != "" {
 						h.sink(&h.Block, t, ir.Local(res))
 					}
@@ -361,13 +365,9 @@ func constructPrograms() []namedProgram {
 		}
 		nest(&h.Block, 40)
 	})
-	for _, p := range []namedProgram{
-		{"no_buffers", bare("no_buffers", 0)},
-		{"max_buffers", bare("max_buffers", ir.MaxBuffers)},
-	} {
-		out = append(out, p)
-	}
-	return out
+	return append(out,
+		namedProgram{"no_buffers", bare("no_buffers", 0)},
+		namedProgram{"max_buffers", bare("max_buffers", ir.MaxBuffers)})
 }
 
 // bare is a program of n u32 write buffers (none when n is 0) and no parameters.
@@ -391,5 +391,6 @@ func semanticPrograms(tb testing.TB, seen map[string]int) []namedProgram {
 	out = append(out, binaryPrograms(tb, seen)...)
 	out = append(out, castPrograms(tb, seen)...)
 	out = append(out, atomicPrograms(tb, seen)...)
+	out = append(out, v11Programs(tb, seen)...)
 	return append(out, constructPrograms()...)
 }

@@ -13,13 +13,29 @@ import (
 // continue block branches back to the header. break branches to the innermost
 // loop's merge block; return is OpReturn. Statements after a break or return in the
 // same block can never run and are not emitted; a merge block that no arm reaches
-// holds OpUnreachable.
+// holds OpUnreachable. continue branches to the innermost loop's continue block,
+// which adds a for loop's step before the header tests again.
 
 // op emits an instruction with result type resultType and a fresh result id into
 // the current block and returns the id.
 func (e *emitter) op(opcode, resultType uint32, operands ...uint32) uint32 {
 	id := e.id()
 	e.body = appendInst(e.body, opcode, append([]uint32{resultType, id}, operands...)...)
+	ids := operands
+	if opcode == opExtInst {
+		ids = ids[2:] // the instruction set and the instruction number
+	}
+	switch {
+	case opcode == opLoad, opcode == opPhi, isAtomic(opcode):
+		e.dynamic[id] = true
+	default:
+		for _, o := range ids {
+			if e.dynamic[o] {
+				e.dynamic[id] = true
+				break
+			}
+		}
+	}
 	return id
 }
 
@@ -116,7 +132,13 @@ func (e *emitter) stmt(s ir.Stmt) error {
 		if len(e.loops) == 0 {
 			return fmt.Errorf("break outside a loop. Fix: use break only inside for or while")
 		}
-		e.terminate(opBranch, e.loops[len(e.loops)-1])
+		e.terminate(opBranch, e.loops[len(e.loops)-1].merge)
+		return nil
+	case ir.ContinueStmt:
+		if len(e.loops) == 0 {
+			return fmt.Errorf("continue outside a loop. Fix: use continue only inside for or while")
+		}
+		e.terminate(opBranch, e.loops[len(e.loops)-1].cont)
 		return nil
 	case ir.BarrierStmt:
 		e.barrier()
@@ -149,8 +171,8 @@ func (e *emitter) varStmt(s ir.VarStmt) error {
 	return nil
 }
 
-// target resolves a buffer or shared array.
-func (e *emitter) target(name, what string) (array, error) {
+// lookupArray resolves a buffer or shared array.
+func (e *emitter) lookupArray(name, what string) (array, error) {
 	a, ok := e.arrays[name]
 	if !ok {
 		return a, fmt.Errorf("%s: %q is not a buffer or shared array. Fix: declare it in buffers or shared", what, name)
@@ -194,7 +216,7 @@ func (e *emitter) guarded(cond uint32, do func()) (header, last uint32) {
 
 // store writes target[index] only when index is in bounds.
 func (e *emitter) store(s ir.StoreStmt) error {
-	a, err := e.target(s.Target, "store")
+	a, err := e.lookupArray(s.Target, "store")
 	if err != nil {
 		return err
 	}
@@ -211,10 +233,11 @@ func (e *emitter) store(s ir.StoreStmt) error {
 }
 
 // atomic applies the operation only when index is in bounds; its result, when
-// bound, is the old value or 0 out of bounds. Buffers use Device scope, shared
+// bound, is the old value or 0 out of bounds. cas is OpAtomicCompareExchange,
+// which stores the value when the old value equals the compare value. Buffers use Device scope, shared
 // arrays Workgroup scope; the semantics are relaxed (ordering comes from barriers).
 func (e *emitter) atomic(s ir.AtomicStmt) error {
-	a, err := e.target(s.Target, "atomic "+s.Op.String())
+	a, err := e.lookupArray(s.Target, "atomic "+s.Op.String())
 	if err != nil {
 		return err
 	}
@@ -230,6 +253,15 @@ func (e *emitter) atomic(s ir.AtomicStmt) error {
 	if err != nil {
 		return err
 	}
+	var compare uint32
+	if opcode == opAtomicCompareExchange {
+		if s.Compare == nil {
+			return fmt.Errorf("cas on %q has no compare value. Fix: set the atomic's compare", s.Target)
+		}
+		if compare, err = e.typed(s.Compare, a.elem, "the cas compare value"); err != nil {
+			return err
+		}
+	}
 	t, _ := e.scalar(a.elem)
 	scope := uint32(scopeDevice)
 	if a.shared {
@@ -237,7 +269,13 @@ func (e *emitter) atomic(s ir.AtomicStmt) error {
 	}
 	var old uint32
 	header, last := e.guarded(e.inBounds(a, index), func() {
-		old = e.op(opcode, t, e.elemPtr(a, index), e.cu32(scope), e.cu32(semanticsNone), v)
+		ptr, sc, none := e.elemPtr(a, index), e.cu32(scope), e.cu32(semanticsNone)
+		if opcode == opAtomicCompareExchange {
+			// Equal and unequal semantics, then the value stored and the comparator.
+			old = e.op(opcode, t, ptr, sc, none, none, v, compare)
+			return
+		}
+		old = e.op(opcode, t, ptr, sc, none, v)
 	})
 	if s.Result != "" {
 		zero, _ := e.zero(a.elem)
@@ -273,6 +311,8 @@ func atomicOpcode(op ir.AtomicOp, elem ir.Type) (uint32, error) {
 		return opAtomicXor, nil
 	case ir.AtomicExchange:
 		return opAtomicExchange, nil
+	case ir.AtomicCompareExchange:
+		return opAtomicCompareExchange, nil
 	}
 	return 0, fmt.Errorf("atomic operation %d has no SPIR-V form. Fix: use add, min, max, and, or, xor or exchange", op)
 }
@@ -326,7 +366,7 @@ func (e *emitter) ifStmt(s ir.IfStmt) error {
 // and branches to body or merge; cont emits the continue block's work.
 func (e *emitter) loop(bodyLabel, contLabel, merge, header uint32, stmts []ir.Stmt, cont func()) error {
 	e.label(bodyLabel)
-	e.loops = append(e.loops, merge)
+	e.loops = append(e.loops, loopExits{merge: merge, cont: contLabel})
 	err := e.block(stmts)
 	e.loops = e.loops[:len(e.loops)-1]
 	if err != nil {
@@ -388,6 +428,7 @@ func (e *emitter) forStmt(s ir.ForStmt) error {
 	e.terminate(opBranch, header)
 	e.label(header)
 	e.inst(opPhi, t, v, from, pre, next, cont)
+	e.dynamic[v], e.dynamic[next] = true, true
 	cond := e.op(less, e.bool(), v, to)
 	e.inst(opLoopMerge, merge, cont, loopControlNone)
 	e.terminate(opBranchConditional, cond, body, merge)

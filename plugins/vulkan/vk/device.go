@@ -69,6 +69,16 @@ type MemoryRequirements struct {
 	TypeBits uint32
 }
 
+// SubgroupRequirement is how a compute pipeline's subgroups must be: Size, when
+// non-zero, is VkPipelineShaderStageRequiredSubgroupSizeCreateInfo's
+// requiredSubgroupSize (the device's subgroupSizeControl must be enabled), and
+// FullSubgroups sets VK_PIPELINE_SHADER_STAGE_CREATE_REQUIRE_FULL_SUBGROUPS_BIT
+// (computeFullSubgroups). The zero value asks for nothing.
+type SubgroupRequirement struct {
+	Size          uint32
+	FullSubgroups bool
+}
+
 // SpecializationEntry is a VkSpecializationMapEntry: specialization constant ID
 // takes Size bytes at Offset of the data blob.
 type SpecializationEntry struct {
@@ -261,7 +271,7 @@ func (d *Device) PipelineCacheData(c PipelineCache) ([]byte, error) {
 
 // CreateComputePipeline creates a compute pipeline from module's entry point with
 // the given specialization constants, through cache (zero: no cache).
-func (d *Device) CreateComputePipeline(cache PipelineCache, layout PipelineLayout, module ShaderModule, entry string, spec []SpecializationEntry, data []byte) (Pipeline, error) {
+func (d *Device) CreateComputePipeline(cache PipelineCache, layout PipelineLayout, module ShaderModule, entry string, spec []SpecializationEntry, data []byte, sg SubgroupRequirement) (Pipeline, error) {
 	name := C.CString(entry)
 	defer C.free(unsafe.Pointer(name))
 	var entries *C.VkSpecializationMapEntry
@@ -281,8 +291,12 @@ func (d *Device) CreateComputePipeline(cache PipelineCache, layout PipelineLayou
 		defer C.free(blob)
 	}
 	var h C.uint64_t
+	flags := C.uint32_t(0)
+	if sg.FullSubgroups {
+		flags |= C.VK_PIPELINE_SHADER_STAGE_CREATE_REQUIRE_FULL_SUBGROUPS_BIT
+	}
 	r := C.kiln_create_compute_pipeline(d.d, C.uint64_t(cache), C.uint64_t(layout), C.uint64_t(module), name,
-		entries, C.uint32_t(len(spec)), blob, C.size_t(len(data)), &h)
+		entries, C.uint32_t(len(spec)), blob, C.size_t(len(data)), C.uint32_t(sg.Size), flags, &h)
 	return Pipeline(h), check("vkCreateComputePipelines", r)
 }
 

@@ -209,14 +209,31 @@ static uint32_t kiln_min_version(kiln_instance *in, VkPhysicalDevice pd, uint32_
 	return p.apiVersion < instance_api ? p.apiVersion : instance_api;
 }
 
-void kiln_get_properties(kiln_instance *in, VkPhysicalDevice pd, uint32_t instance_api, kiln_props *out) {
+void kiln_get_basic_properties(kiln_instance *in, VkPhysicalDevice pd, VkPhysicalDeviceProperties *out) {
+	in->vkGetPhysicalDeviceProperties(pd, out);
+}
+
+void kiln_get_properties(kiln_instance *in, VkPhysicalDevice pd, uint32_t instance_api, kiln_chain chain, kiln_props *out) {
 	int with_driver = kiln_min_version(in, pd, instance_api) >= VK_API_VERSION_1_2;
 	VkPhysicalDeviceDriverProperties driver = {VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES};
+	VkPhysicalDeviceFloatControlsProperties fc = {VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FLOAT_CONTROLS_PROPERTIES};
+	VkPhysicalDeviceSubgroupSizeControlProperties sc = {VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_SIZE_CONTROL_PROPERTIES};
 	VkPhysicalDeviceSubgroupProperties subgroup = {VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES};
 	VkPhysicalDeviceProperties2 props = {VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
-	props.pNext = &subgroup;
+	void **next = &props.pNext;
+	*next = &subgroup;
+	next = &subgroup.pNext;
 	if (with_driver) {
-		subgroup.pNext = &driver;
+		*next = &driver;
+		next = &driver.pNext;
+	}
+	if (chain.float_controls) {
+		*next = &fc;
+		next = &fc.pNext;
+	}
+	if (chain.size_control) {
+		*next = &sc;
+		next = &sc.pNext;
 	}
 	in->vkGetPhysicalDeviceProperties2(pd, &props);
 	memset(out, 0, sizeof *out);
@@ -228,17 +245,37 @@ void kiln_get_properties(kiln_instance *in, VkPhysicalDevice pd, uint32_t instan
 		out->driver = driver;
 		out->driver.pNext = NULL;
 	}
+	if (chain.float_controls) {
+		out->has_float_controls = 1;
+		out->float_controls = fc;
+		out->float_controls.pNext = NULL;
+	}
+	if (chain.size_control) {
+		out->has_size_control = 1;
+		out->size_control = sc;
+		out->size_control.pNext = NULL;
+	}
 }
 
-void kiln_get_features(kiln_instance *in, VkPhysicalDevice pd, uint32_t instance_api, uint32_t *float16) {
+void kiln_get_features(kiln_instance *in, VkPhysicalDevice pd, uint32_t instance_api, kiln_chain chain,
+	uint32_t *float16, uint32_t *size_control, uint32_t *full_subgroups) {
 	int with_float16 = kiln_min_version(in, pd, instance_api) >= VK_API_VERSION_1_2;
 	VkPhysicalDeviceShaderFloat16Int8Features f16 = {VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES};
+	VkPhysicalDeviceSubgroupSizeControlFeatures sc = {VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_SIZE_CONTROL_FEATURES};
 	VkPhysicalDeviceFeatures2 f = {VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
+	void **next = &f.pNext;
 	if (with_float16) {
-		f.pNext = &f16;
+		*next = &f16;
+		next = &f16.pNext;
+	}
+	if (chain.size_control) {
+		*next = &sc;
+		next = &sc.pNext;
 	}
 	in->vkGetPhysicalDeviceFeatures2(pd, &f);
 	*float16 = with_float16 ? f16.shaderFloat16 : 0;
+	*size_control = chain.size_control ? sc.subgroupSizeControl : 0;
+	*full_subgroups = chain.size_control ? sc.computeFullSubgroups : 0;
 }
 
 void kiln_get_memory_properties(kiln_instance *in, VkPhysicalDevice pd, VkPhysicalDeviceMemoryProperties *out) {
@@ -253,7 +290,8 @@ VkResult kiln_enumerate_device_extensions(kiln_instance *in, VkPhysicalDevice pd
 	return in->vkEnumerateDeviceExtensionProperties(pd, NULL, count, out);
 }
 
-VkResult kiln_create_device(kiln_instance *in, VkPhysicalDevice pd, uint32_t queue_family, kiln_device **out, const char **missing) {
+VkResult kiln_create_device(kiln_instance *in, VkPhysicalDevice pd, uint32_t queue_family, kiln_device_options opts,
+	kiln_device **out, const char **missing) {
 	kiln_device *d = calloc(1, sizeof *d);
 	if (d == NULL) {
 		return VK_ERROR_OUT_OF_HOST_MEMORY;
@@ -263,9 +301,17 @@ VkResult kiln_create_device(kiln_instance *in, VkPhysicalDevice pd, uint32_t que
 	q.queueFamilyIndex = queue_family;
 	q.queueCount = 1;
 	q.pQueuePriorities = &priority;
+	VkPhysicalDeviceSubgroupSizeControlFeatures sc = {VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_SIZE_CONTROL_FEATURES};
+	sc.subgroupSizeControl = opts.size_control ? VK_TRUE : VK_FALSE;
+	sc.computeFullSubgroups = opts.full_subgroups ? VK_TRUE : VK_FALSE;
 	VkDeviceCreateInfo ci = {VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO};
 	ci.queueCreateInfoCount = 1;
 	ci.pQueueCreateInfos = &q;
+	ci.enabledExtensionCount = opts.n_extensions;
+	ci.ppEnabledExtensionNames = opts.extensions;
+	if (opts.size_control || opts.full_subgroups) {
+		ci.pNext = &sc;
+	}
 	VkResult r = in->vkCreateDevice(pd, &ci, NULL, &d->device);
 	if (r != VK_SUCCESS) {
 		free(d);
@@ -453,10 +499,16 @@ VkResult kiln_pipeline_cache_data(kiln_device *d, uint64_t c, size_t *size, void
 
 VkResult kiln_create_compute_pipeline(kiln_device *d, uint64_t cache, uint64_t layout, uint64_t module,
 	const char *entry, const VkSpecializationMapEntry *entries, uint32_t n_entries,
-	const void *spec_data, size_t spec_size, uint64_t *out) {
+	const void *spec_data, size_t spec_size, uint32_t subgroup_size, uint32_t stage_flags, uint64_t *out) {
 	VkSpecializationInfo spec = {n_entries, entries, spec_size, spec_data};
+	VkPipelineShaderStageRequiredSubgroupSizeCreateInfo size = {VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_REQUIRED_SUBGROUP_SIZE_CREATE_INFO};
+	size.requiredSubgroupSize = subgroup_size;
 	VkComputePipelineCreateInfo ci = {VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO};
 	ci.stage.sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO;
+	ci.stage.flags = stage_flags;
+	if (subgroup_size > 0) {
+		ci.stage.pNext = &size;
+	}
 	ci.stage.stage = VK_SHADER_STAGE_COMPUTE_BIT;
 	ci.stage.module = KILN_HANDLE(VkShaderModule, module);
 	ci.stage.pName = entry;

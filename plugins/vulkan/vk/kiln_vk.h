@@ -129,7 +129,26 @@ typedef struct kiln_props {
 	VkPhysicalDeviceSubgroupProperties subgroup;
 	int has_driver;
 	VkPhysicalDeviceDriverProperties driver;
+	int has_float_controls;
+	VkPhysicalDeviceFloatControlsProperties float_controls;
+	int has_size_control;
+	VkPhysicalDeviceSubgroupSizeControlProperties size_control;
 } kiln_props;
+
+/* Which optional property and feature structs to chain, and which device
+ * extensions and features to enable: the Go side decides from the API version
+ * and the device's extensions. */
+typedef struct kiln_chain {
+	int float_controls;
+	int size_control;
+} kiln_chain;
+
+typedef struct kiln_device_options {
+	const char *const *extensions;
+	uint32_t n_extensions;
+	int size_control;     /* enable subgroupSizeControl */
+	int full_subgroups;   /* enable computeFullSubgroups */
+} kiln_device_options;
 
 int kiln_load(const char *name, kiln_loader **out, char *err, size_t errlen);
 void kiln_unload(kiln_loader *l);
@@ -140,12 +159,15 @@ void kiln_destroy_instance(kiln_instance *in);
 char *kiln_take_messages(kiln_instance *in, uint64_t *count);
 
 VkResult kiln_enumerate_physical_devices(kiln_instance *in, uint32_t *count, VkPhysicalDevice *out);
-void kiln_get_properties(kiln_instance *in, VkPhysicalDevice pd, uint32_t instance_api, kiln_props *out);
-void kiln_get_features(kiln_instance *in, VkPhysicalDevice pd, uint32_t instance_api, uint32_t *float16);
+void kiln_get_basic_properties(kiln_instance *in, VkPhysicalDevice pd, VkPhysicalDeviceProperties *out);
+void kiln_get_properties(kiln_instance *in, VkPhysicalDevice pd, uint32_t instance_api, kiln_chain chain, kiln_props *out);
+void kiln_get_features(kiln_instance *in, VkPhysicalDevice pd, uint32_t instance_api, kiln_chain chain,
+	uint32_t *float16, uint32_t *size_control, uint32_t *full_subgroups);
 void kiln_get_memory_properties(kiln_instance *in, VkPhysicalDevice pd, VkPhysicalDeviceMemoryProperties *out);
 void kiln_get_queue_families(kiln_instance *in, VkPhysicalDevice pd, uint32_t *count, VkQueueFamilyProperties *out);
 VkResult kiln_enumerate_device_extensions(kiln_instance *in, VkPhysicalDevice pd, uint32_t *count, VkExtensionProperties *out);
-VkResult kiln_create_device(kiln_instance *in, VkPhysicalDevice pd, uint32_t queue_family, kiln_device **out, const char **missing);
+VkResult kiln_create_device(kiln_instance *in, VkPhysicalDevice pd, uint32_t queue_family, kiln_device_options opts,
+	kiln_device **out, const char **missing);
 void kiln_destroy_device(kiln_device *d);
 VkResult kiln_device_wait_idle(kiln_device *d);
 
@@ -171,7 +193,7 @@ void kiln_destroy_pipeline_cache(kiln_device *d, uint64_t c);
 VkResult kiln_pipeline_cache_data(kiln_device *d, uint64_t c, size_t *size, void *data);
 VkResult kiln_create_compute_pipeline(kiln_device *d, uint64_t cache, uint64_t layout, uint64_t module,
 	const char *entry, const VkSpecializationMapEntry *entries, uint32_t n_entries,
-	const void *spec_data, size_t spec_size, uint64_t *out);
+	const void *spec_data, size_t spec_size, uint32_t subgroup_size, uint32_t stage_flags, uint64_t *out);
 void kiln_destroy_pipeline(kiln_device *d, uint64_t p);
 
 VkResult kiln_create_storage_pool(kiln_device *d, uint32_t buffers, uint64_t *out);

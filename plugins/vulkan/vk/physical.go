@@ -1,6 +1,7 @@
 package vk
 
 /*
+#include <stdlib.h>
 #include "kiln_vk.h"
 */
 import "C"
@@ -90,13 +91,43 @@ type Properties struct {
 	Subgroup          Subgroup
 	// Driver is nil when the device or the instance is older than Vulkan 1.2.
 	Driver *Driver
+	// FloatControls is nil when the device has neither Vulkan 1.2 (with an
+	// instance of 1.2) nor VK_KHR_shader_float_controls.
+	FloatControls *FloatControls
+	// SubgroupSizeControl is nil when the device has neither Vulkan 1.3 (with an
+	// instance of 1.3) nor VK_EXT_subgroup_size_control.
+	SubgroupSizeControl *SubgroupSizeControl
 }
 
-// Features are the device features kiln reports.
+// FloatControls is the part of VkPhysicalDeviceFloatControlsProperties kiln uses.
+type FloatControls struct {
+	// SignedZeroInfNanPreserveFloat32: 32-bit float operations can be made to
+	// keep the sign of zero, infinities and NaN (SPIR-V SignedZeroInfNanPreserve).
+	SignedZeroInfNanPreserveFloat32 bool
+}
+
+// SubgroupSizeControl is VkPhysicalDeviceSubgroupSizeControlProperties.
+type SubgroupSizeControl struct {
+	MinSubgroupSize, MaxSubgroupSize uint32
+	// RequiredStages are the stages that can require a subgroup size.
+	RequiredStages ShaderStageFlags
+}
+
+// Extension names kiln enables when the device's Vulkan version lacks them.
+const (
+	ExtFloatControls       = "VK_KHR_shader_float_controls"
+	ExtSubgroupSizeControl = "VK_EXT_subgroup_size_control"
+)
+
+// Features are the device features kiln reports or uses.
 type Features struct {
 	// ShaderFloat16 is VkPhysicalDeviceShaderFloat16Int8Features.shaderFloat16;
 	// false when the device or the instance is older than Vulkan 1.2.
 	ShaderFloat16 bool
+	// SubgroupSizeControl and ComputeFullSubgroups are
+	// VkPhysicalDeviceSubgroupSizeControlFeatures; false without subgroup size
+	// control (see Properties.SubgroupSizeControl).
+	SubgroupSizeControl, ComputeFullSubgroups bool
 }
 
 // MemoryPropertyFlags is a VkMemoryPropertyFlags mask.
@@ -150,7 +181,7 @@ type PhysicalDevice struct {
 // Vulkan 1.2) driver properties.
 func (p PhysicalDevice) Properties() Properties {
 	var kp C.kiln_props
-	C.kiln_get_properties(p.inst.in, p.pd, C.uint32_t(p.inst.apiVersion), &kp)
+	C.kiln_get_properties(p.inst.in, p.pd, C.uint32_t(p.inst.apiVersion), p.chain(), &kp)
 	lim := kp.props.limits
 	out := Properties{
 		APIVersion:    Version(kp.props.apiVersion),
@@ -186,14 +217,67 @@ func (p PhysicalDevice) Properties() Properties {
 			Info: C.GoString(&kp.driver.driverInfo[0]),
 		}
 	}
+	if kp.has_float_controls != 0 {
+		out.FloatControls = &FloatControls{SignedZeroInfNanPreserveFloat32: kp.float_controls.shaderSignedZeroInfNanPreserveFloat32 != 0}
+	}
+	if kp.has_size_control != 0 {
+		sc := kp.size_control
+		out.SubgroupSizeControl = &SubgroupSizeControl{MinSubgroupSize: uint32(sc.minSubgroupSize),
+			MaxSubgroupSize: uint32(sc.maxSubgroupSize), RequiredStages: ShaderStageFlags(sc.requiredSubgroupSizeStages)}
+	}
 	return out
+}
+
+// version is the Vulkan version kiln can use on the device: the lower of the
+// device's and the instance's.
+func (p PhysicalDevice) version() Version {
+	var kp C.VkPhysicalDeviceProperties
+	C.kiln_get_basic_properties(p.inst.in, p.pd, &kp)
+	return min(Version(kp.apiVersion), p.inst.apiVersion)
+}
+
+// Needs reports which of the optional properties p has and which extensions
+// must be enabled for them: float controls are core in Vulkan 1.2, subgroup size
+// control in 1.3; below that the device extension provides them.
+func (p PhysicalDevice) Needs() (floatControls, sizeControl bool, extensions []string) {
+	v := p.version()
+	exts, _ := p.Extensions()
+	has := func(name string) bool {
+		for _, e := range exts {
+			if e == name {
+				return true
+			}
+		}
+		return false
+	}
+	floatControls = v >= Version12 || has(ExtFloatControls)
+	if v < Version12 && floatControls {
+		extensions = append(extensions, ExtFloatControls)
+	}
+	sizeControl = v >= Version13 || has(ExtSubgroupSizeControl)
+	if v < Version13 && sizeControl {
+		extensions = append(extensions, ExtSubgroupSizeControl)
+	}
+	return floatControls, sizeControl, extensions
+}
+
+func (p PhysicalDevice) chain() C.kiln_chain {
+	fc, sc, _ := p.Needs()
+	var c C.kiln_chain
+	if fc {
+		c.float_controls = 1
+	}
+	if sc {
+		c.size_control = 1
+	}
+	return c
 }
 
 // Features reads the device's features.
 func (p PhysicalDevice) Features() Features {
-	var f16 C.uint32_t
-	C.kiln_get_features(p.inst.in, p.pd, C.uint32_t(p.inst.apiVersion), &f16)
-	return Features{ShaderFloat16: f16 != 0}
+	var f16, sc, full C.uint32_t
+	C.kiln_get_features(p.inst.in, p.pd, C.uint32_t(p.inst.apiVersion), p.chain(), &f16, &sc, &full)
+	return Features{ShaderFloat16: f16 != 0, SubgroupSizeControl: sc != 0, ComputeFullSubgroups: full != 0}
 }
 
 // MemoryProperties reads the device's memory types and heaps.
@@ -256,11 +340,38 @@ func (p PhysicalDevice) Extensions() ([]string, error) {
 	}
 }
 
+// DeviceOptions are the extensions and features a device is created with.
+type DeviceOptions struct {
+	// Extensions are device extension names to enable (see Needs).
+	Extensions []string
+	// SubgroupSizeControl and ComputeFullSubgroups enable those features (the
+	// device must support them: Features).
+	SubgroupSizeControl, ComputeFullSubgroups bool
+}
+
 // CreateDevice creates a logical device with one queue of queueFamily.
-func (p PhysicalDevice) CreateDevice(queueFamily uint32) (*Device, error) {
+func (p PhysicalDevice) CreateDevice(queueFamily uint32, opts DeviceOptions) (*Device, error) {
 	var d *C.kiln_device
 	var missing *C.char
-	r := C.kiln_create_device(p.inst.in, p.pd, C.uint32_t(queueFamily), &d, &missing)
+	var co C.kiln_device_options
+	if len(opts.Extensions) > 0 {
+		names := (**C.char)(C.calloc(C.size_t(len(opts.Extensions)), C.size_t(unsafe.Sizeof((*C.char)(nil)))))
+		defer C.free(unsafe.Pointer(names))
+		list := unsafe.Slice(names, len(opts.Extensions))
+		for i, e := range opts.Extensions {
+			list[i] = C.CString(e)
+			defer C.free(unsafe.Pointer(list[i]))
+		}
+		co.extensions = names
+		co.n_extensions = C.uint32_t(len(opts.Extensions))
+	}
+	if opts.SubgroupSizeControl {
+		co.size_control = 1
+	}
+	if opts.ComputeFullSubgroups {
+		co.full_subgroups = 1
+	}
+	r := C.kiln_create_device(p.inst.in, p.pd, C.uint32_t(queueFamily), co, &d, &missing)
 	if missing != nil {
 		return nil, &MissingFunctionError{Name: C.GoString(missing)}
 	}

@@ -47,7 +47,10 @@ func openDevice(t *testing.T) (*Instance, PhysicalDevice, *Device, uint32) {
 	if family < 0 {
 		unusable("device %q has no compute queue", pd.Properties().Name)
 	}
-	dev, err := pd.CreateDevice(uint32(family))
+	_, sizeControl, exts := pd.Needs()
+	f := pd.Features()
+	dev, err := pd.CreateDevice(uint32(family), DeviceOptions{Extensions: exts,
+		SubgroupSizeControl: sizeControl && f.SubgroupSizeControl, ComputeFullSubgroups: sizeControl && f.ComputeFullSubgroups})
 	if err != nil {
 		t.Fatalf("CreateDevice: %v", err)
 	}
@@ -299,4 +302,21 @@ func TestMissingValidationLayer(t *testing.T) {
 	if !errors.As(err, &missing) || missing.Layer != ValidationLayer || !strings.Contains(err.Error(), "Fix: install vulkan-validationlayers") {
 		t.Errorf("CreateInstance with validation and no layers = %v, want a LayerMissingError", err)
 	}
+}
+
+// TestOptionalProperties pins that the float-controls and subgroup-size-control
+// properties are read exactly when the device has them (Needs), with sane values.
+func TestOptionalProperties(t *testing.T) {
+	_, pd, _, _ := openDevice(t)
+	fc, sc, exts := pd.Needs()
+	p := pd.Properties()
+	if (p.FloatControls != nil) != fc || (p.SubgroupSizeControl != nil) != sc {
+		t.Fatalf("Needs says float controls %v, size control %v (extensions %v); Properties has %+v and %+v", fc, sc, exts, p.FloatControls, p.SubgroupSizeControl)
+	}
+	if s := p.SubgroupSizeControl; s != nil {
+		if s.MinSubgroupSize == 0 || s.MinSubgroupSize > p.Subgroup.Size || s.MaxSubgroupSize < p.Subgroup.Size {
+			t.Errorf("subgroup size %d outside the size control's range [%d, %d]", p.Subgroup.Size, s.MinSubgroupSize, s.MaxSubgroupSize)
+		}
+	}
+	t.Logf("float controls %+v, subgroup size %d, size control %+v, features %+v", p.FloatControls, p.Subgroup.Size, p.SubgroupSizeControl, pd.Features())
 }

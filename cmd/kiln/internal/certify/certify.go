@@ -2,8 +2,8 @@ package certify
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"os"
 	"slices"
 
 	"github.com/kiln-dev/kiln/cmd/kiln/internal/runs"
@@ -165,18 +165,20 @@ func Failed(results []Result) bool {
 	return slices.ContainsFunc(results, func(r Result) bool { return r.Err != nil })
 }
 
-// LoadTable loads the table at path for certification. A table that exists
-// and can be read but does not load (malformed, or of a newer schema) is never
-// merged into: LoadTable returns a fresh table and, as malformed, the load
-// error; the caller then replaces the file with Table.Overwrite, as that
-// error's Fix says. A file that cannot be read at all is an error.
+// LoadTable loads the table at path for certification. A table of a newer
+// schema, or one that cannot be read, is an error: certification never
+// overwrites it. A malformed table gives a fresh table and, as malformed, the
+// load error; the caller fills the fresh table with Run and saves it with
+// pgo.Table.SaveRegenerating, which replaces the file only when it is still
+// malformed once the save holds its lock, and otherwise merges into it.
 func LoadTable(path string) (table *pgo.Table, malformed, err error) {
 	t, err := pgo.Load(path)
 	if err == nil {
 		return t, nil, nil
 	}
-	if _, readErr := os.ReadFile(path); readErr != nil {
-		return nil, nil, err
+	var bad *pgo.MalformedError
+	if errors.As(err, &bad) {
+		return pgo.New(path), err, nil
 	}
-	return pgo.New(path), err, nil
+	return nil, nil, err
 }

@@ -114,7 +114,7 @@ func FileJob(a FileArgs) (Job, error) {
 func pair(flag, kv string) (name, value string, err error) {
 	name, value, ok := strings.Cut(kv, "=")
 	if !ok || name == "" {
-		return "", "", fmt.Errorf("%s %q: expected NAME=VALUE. Fix: write for example %s x=...", flag, kv, flag)
+		return "", "", fmt.Errorf("%s %q: expected NAME=VALUE. Fix: write for example %s x=VALUE", flag, kv, flag)
 	}
 	return name, value, nil
 }

@@ -1,86 +1,72 @@
-package conformance
+package kernels
 
 import (
-	"fmt"
 	"math"
 	"sort"
-	"strings"
 
 	"github.com/kiln-dev/kiln/ir"
 )
 
-// Bound is how far an f32 output element of a program may be from the CPU
-// reference, derived from the f32 operations the program uses (DESIGN.md, "The
-// program (IR v1)"). Integer outputs, and f32 outputs of programs that use only
-// exact operations (add, sub, mul, min, max, neg, abs, floor, ceil, select, cast,
-// loads and stores), must match bit for bit; any NaN equals any NaN, and values that
-// are zero or subnormal on both sides are equal, since denormals may be flushed.
-type Bound struct {
-	// ULP is the largest accepted distance in units in the last place; 0 is
-	// bit-exact.
-	ULP uint64
-	// Abs, when positive, also accepts finite elements within this absolute
-	// difference: 2^-11 for sin and cos, 2^-21 for log (Vulkan's bounds).
-	Abs float64
-	// Exp adds exp's 2·|x| ULP to ULP, with |x| estimated from the reference
-	// element as |ln|want||.
-	Exp bool
-	// Ops are the inexact f32 operations the program uses, sorted.
-	Ops []string
-}
-
-// Exact reports whether the bound demands bit-exact results.
-func (b Bound) Exact() bool { return b.ULP == 0 && b.Abs == 0 && !b.Exp }
-
-// String describes the bound ("bit-exact", "3 ULP (div, sqrt)",
-// "3 ULP or 0.00048828125 absolute (sin)").
-func (b Bound) String() string {
-	if b.Exact() {
-		return "bit-exact"
-	}
-	s := fmt.Sprintf("%d ULP", b.ULP)
-	if b.Exp {
-		s += " + 2·|x| ULP"
-	}
-	if b.Abs > 0 {
-		s += fmt.Sprintf(" or %g absolute", b.Abs)
-	}
-	return s + " (" + strings.Join(b.Ops, ", ") + ")"
-}
-
-// The per-operation bounds. div and sqrt: 3 ULP (DESIGN.md). exp: 3 + 2·|x| ULP,
-// log: 3 ULP or 2^-21 absolute, sin and cos: 2^-11 absolute (Vulkan's precision
-// rules for GLSL.std.450). fma: either the fused or the separately rounded result
-// is accepted; without the intermediate product that is approximated as 2 ULP,
-// exact in the absence of cancellation.
+// The per-operation bounds (see docs/design.md, "Conformance kit"). div and sqrt:
+// 3 ULP. exp: 3 + 2·|x| ULP; log: 3 ULP, or 2^-21 absolute for arguments in
+// [0.5, 2] (where |log x| ≤ ln 2); sin and cos: 2^-11 absolute (Vulkan's precision
+// rules for GLSL.std.450, which bound sin and cos on [-π, π] only: kiln holds them
+// to the same bound everywhere). fma needs no bound: the fused and the separately
+// rounded results are both references (conformance.Variants).
 var opBounds = map[string]Bound{
 	"div":  {ULP: 3},
 	"sqrt": {ULP: 3},
 	"exp":  {ULP: 3, Exp: true},
-	"log":  {ULP: 3, Abs: 0x1p-21},
+	"log":  {ULP: 3, Abs: 0x1p-21, AbsBelow: logAbsBelow},
 	"sin":  {ULP: 3, Abs: 0x1p-11},
 	"cos":  {ULP: 3, Abs: 0x1p-11},
-	"fma":  {ULP: 2},
 }
 
-// maxExpArg caps exp's |x| estimate: beyond it an f32 exp is 0 or infinite.
-const maxExpArg = 104
+// subgroupAddBound is the bound of an f32 subgroup_add, which a backend may sum in
+// any order: docs/design.md allows (S-1)·2^-23·Σ|x| for subgroups of S lanes,
+// which the bound takes as (S-1)·2^-23·|sum| (exact when the lanes do not cancel),
+// with S the program's subgroup size or, for a program that runs with any,
+// ir.MaxSubgroupSize.
+func subgroupAddBound(p *ir.Program) Bound {
+	s := p.SubgroupSize
+	if s == 0 {
+		s = ir.MaxSubgroupSize
+	}
+	return Bound{Rel: float64(s-1) * 0x1p-23}
+}
+
+// logAbsBelow is ln 2 rounded up to f32: |log x| of an x in [0.5, 2] is at most
+// that, and larger only outside it.
+const logAbsBelow = 0.6931472
 
 // BoundFor walks p and returns the bound for its f32 outputs: the loosest bound of
-// the inexact f32 operations it uses anywhere. The bound is per operation, not a
-// propagated error analysis: a program whose outputs amplify an inexact result
-// (cancellation after a div, an integer derived from a sqrt) can differ by more
-// and should round robustly. p must be valid (ir.Validate).
+// the inexact f32 operations it uses anywhere (exact programs get the zero Bound).
+// The bound is per operation, not a propagated error analysis: a program whose
+// outputs amplify an inexact result (cancellation after a div, an integer derived
+// from a sqrt) can differ by more and should round robustly. p must be valid
+// (ir.Validate).
 func BoundFor(p *ir.Program) Bound {
 	w := &walker{prog: p, ops: map[string]bool{}}
 	w.block(p.Body)
 	var b Bound
+	everywhere := false
 	for op := range w.ops {
 		ob := opBounds[op]
+		if op == "subgroup_add" {
+			ob = subgroupAddBound(p)
+		}
 		b.ULP = max(b.ULP, ob.ULP)
-		b.Abs = math.Max(b.Abs, ob.Abs)
 		b.Exp = b.Exp || ob.Exp
+		b.Rel = math.Max(b.Rel, ob.Rel)
+		if ob.Abs > 0 {
+			b.Abs = math.Max(b.Abs, ob.Abs)
+			everywhere = everywhere || ob.AbsBelow == 0
+			b.AbsBelow = math.Max(b.AbsBelow, ob.AbsBelow)
+		}
 		b.Ops = append(b.Ops, op)
+	}
+	if everywhere {
+		b.AbsBelow = 0
 	}
 	sort.Strings(b.Ops)
 	return b
@@ -142,6 +128,9 @@ func (w *walker) stmt(s ir.Stmt) {
 	case ir.AtomicStmt:
 		w.expr(s.Index)
 		w.expr(s.Value)
+		if s.Compare != nil {
+			w.expr(s.Compare)
+		}
 		if s.Result != "" {
 			w.declare(s.Result, w.elemType(s.Target))
 		}
@@ -171,6 +160,9 @@ func (w *walker) expr(e ir.Expr) ir.Type {
 	case ir.ParamRef:
 		d, _ := w.prog.Param(e.Name)
 		return d.Type
+	case ir.UniformRef:
+		d, _ := w.prog.Uniform(e.Name)
+		return d.Type
 	case ir.BuiltinRef, ir.LenExpr:
 		return ir.U32
 	case ir.LoadExpr:
@@ -197,7 +189,6 @@ func (w *walker) expr(e ir.Expr) ir.Type {
 		w.expr(e.A)
 		w.expr(e.B)
 		w.expr(e.C)
-		w.ops["fma"] = true
 		return ir.F32
 	case ir.SelectExpr:
 		w.expr(e.Cond)
@@ -207,6 +198,18 @@ func (w *walker) expr(e ir.Expr) ir.Type {
 	case ir.CastExpr:
 		w.expr(e.X)
 		return e.To
+	case ir.BitcastExpr:
+		w.expr(e.X)
+		return e.To
+	case ir.SubgroupExpr:
+		t := w.expr(e.X)
+		if e.Lane != nil {
+			w.expr(e.Lane)
+		}
+		if e.Op == ir.SubgroupOpAdd && t == ir.F32 {
+			w.ops["subgroup_add"] = true
+		}
+		return t
 	}
 	return 0
 }

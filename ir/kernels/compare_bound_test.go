@@ -1,4 +1,4 @@
-package conformance
+package kernels
 
 import (
 	"reflect"
@@ -7,8 +7,8 @@ import (
 	"github.com/kiln-dev/kiln/ir"
 )
 
-// program builds a one-buffer program whose body is made by body.
-func program(body func(b *ir.Builder)) *ir.Program {
+// boundProgram builds a one-buffer program whose body is made by body.
+func boundProgram(body func(b *ir.Builder)) *ir.Program {
 	b := ir.NewBuilder("t.bound", 1, 1, 1)
 	b.Buffer("x", ir.F32, ir.Read)
 	b.Buffer("out", ir.F32, ir.Write)
@@ -17,12 +17,12 @@ func program(body func(b *ir.Builder)) *ir.Program {
 	return b.Program()
 }
 
-func x() ir.Expr { return ir.Load("x", ir.LitU32(0)) }
+func loadX() ir.Expr { return ir.Load("x", ir.LitU32(0)) }
 
 func TestBoundForExactOps(t *testing.T) {
-	p := program(func(b *ir.Builder) {
-		v := b.Let("v", ir.Add(ir.Mul(x(), x()), ir.Sub(x(), ir.Min(x(), ir.Max(x(), ir.Abs(ir.Neg(x())))))))
-		b.Store("out", ir.LitU32(0), ir.Select(ir.Lt(v, x()), ir.Floor(v), ir.Ceil(v)))
+	p := boundProgram(func(b *ir.Builder) {
+		v := b.Let("v", ir.Add(ir.Mul(loadX(), loadX()), ir.Sub(loadX(), ir.Min(loadX(), ir.Max(loadX(), ir.Abs(ir.Neg(loadX())))))))
+		b.Store("out", ir.LitU32(0), ir.Select(ir.Lt(v, loadX()), ir.Floor(v), ir.Ceil(v)))
 		b.Store("n", ir.LitU32(0), ir.Cast(ir.U32, v))
 	})
 	if got := BoundFor(p); !got.Exact() || got.String() != "bit-exact" {
@@ -31,7 +31,7 @@ func TestBoundForExactOps(t *testing.T) {
 }
 
 func TestBoundForIntegerDivIsExact(t *testing.T) {
-	p := program(func(b *ir.Builder) {
+	p := boundProgram(func(b *ir.Builder) {
 		q := b.Let("q", ir.Div(ir.Load("n", ir.LitU32(0)), ir.LitU32(3)))
 		b.If(ir.Gt(q, ir.LitU32(0)), func(then *ir.Block) {
 			r := then.Let("r", ir.Div(q, ir.LitU32(2))) // a u32 local read in a nested scope
@@ -46,12 +46,12 @@ func TestBoundForIntegerDivIsExact(t *testing.T) {
 func TestBoundForTracksLocalTypesThroughScopes(t *testing.T) {
 	// Sibling blocks reuse the name "v" with different types; only the f32 one
 	// divides as f32.
-	p := program(func(b *ir.Builder) {
+	p := boundProgram(func(b *ir.Builder) {
 		b.IfElse(ir.LitBool(true), func(then *ir.Block) {
 			v := then.Let("v", ir.LitU32(6))
 			then.Store("n", ir.LitU32(0), ir.Div(v, v))
 		}, func(els *ir.Block) {
-			v := els.Var("v", ir.F32, x())
+			v := els.Var("v", ir.F32, loadX())
 			els.Store("out", ir.LitU32(0), ir.Div(v, v))
 		})
 		b.For("k", ir.U32, ir.LitU32(0), ir.LitU32(4), ir.LitU32(1), func(loop *ir.Block, k ir.Expr) {
@@ -73,20 +73,21 @@ func TestBoundForInexactOps(t *testing.T) {
 		{"div", func(v ir.Expr) ir.Expr { return ir.Div(v, v) }, Bound{ULP: 3, Ops: []string{"div"}}},
 		{"sqrt", ir.Sqrt, Bound{ULP: 3, Ops: []string{"sqrt"}}},
 		{"exp", ir.Exp, Bound{ULP: 3, Exp: true, Ops: []string{"exp"}}},
-		{"log", ir.Log, Bound{ULP: 3, Abs: 0x1p-21, Ops: []string{"log"}}},
+		{"log", ir.Log, Bound{ULP: 3, Abs: 0x1p-21, AbsBelow: logAbsBelow, Ops: []string{"log"}}},
+		{"log and sin", func(v ir.Expr) ir.Expr { return ir.Add(ir.Log(v), ir.Sin(v)) }, Bound{ULP: 3, Abs: 0x1p-11, Ops: []string{"log", "sin"}}},
 		{"sin", ir.Sin, Bound{ULP: 3, Abs: 0x1p-11, Ops: []string{"sin"}}},
 		{"cos", ir.Cos, Bound{ULP: 3, Abs: 0x1p-11, Ops: []string{"cos"}}},
-		{"fma", func(v ir.Expr) ir.Expr { return ir.Fma(v, v, v) }, Bound{ULP: 2, Ops: []string{"fma"}}},
-		{"fma and sin", func(v ir.Expr) ir.Expr { return ir.Sin(ir.Fma(v, v, v)) }, Bound{ULP: 3, Abs: 0x1p-11, Ops: []string{"fma", "sin"}}},
+		{"fma is exact (its variants are references)", func(v ir.Expr) ir.Expr { return ir.Fma(v, v, v) }, Bound{}},
+		{"fma and sin", func(v ir.Expr) ir.Expr { return ir.Sin(ir.Fma(v, v, v)) }, Bound{ULP: 3, Abs: 0x1p-11, Ops: []string{"sin"}}},
 		{"in an atomic's index", nil, Bound{ULP: 3, Ops: []string{"sqrt"}}},
 	}
 	for _, c := range cases {
-		p := program(func(b *ir.Builder) {
+		p := boundProgram(func(b *ir.Builder) {
 			if c.expr == nil {
-				b.Atomic(ir.AtomicAdd, "n", ir.Cast(ir.U32, ir.Sqrt(x())), ir.LitU32(1))
+				b.Atomic(ir.AtomicAdd, "n", ir.Cast(ir.U32, ir.Sqrt(loadX())), ir.LitU32(1))
 				return
 			}
-			b.Store("out", ir.LitU32(0), c.expr(x()))
+			b.Store("out", ir.LitU32(0), c.expr(loadX()))
 		})
 		if got := BoundFor(p); !reflect.DeepEqual(got, c.want) {
 			t.Errorf("%s: BoundFor = %+v, want %+v", c.name, got, c.want)
@@ -95,8 +96,18 @@ func TestBoundForInexactOps(t *testing.T) {
 }
 
 func TestBoundString(t *testing.T) {
-	b := Bound{ULP: 3, Abs: 0x1p-11, Exp: true, Ops: []string{"exp", "sin"}}
-	if got, want := b.String(), "3 ULP + 2·|x| ULP or 0.00048828125 absolute (exp, sin)"; got != want {
-		t.Errorf("String() = %q, want %q", got, want)
+	for _, c := range []struct {
+		b    Bound
+		want string
+	}{
+		{Bound{}, "bit-exact"},
+		{Bound{ULP: 3, Abs: 0x1p-11, Exp: true, Ops: []string{"exp", "sin"}}, "3 ULP + 2·|x| ULP or 0.00048828125 absolute (exp, sin)"},
+		{Bound{ULP: 3, Abs: 0.5, AbsBelow: 2, Ops: []string{"log"}}, "3 ULP or 0.5 absolute where |want| ≤ 2 (log)"},
+		{Bound{Abs: 0.01, Rel: 0.1}, "0.01 + 0.1·|want|"},
+		{Bound{Rel: 0.1}, "0.1·|want|"},
+	} {
+		if got := c.b.String(); got != c.want {
+			t.Errorf("%+v.String() = %q, want %q", c.b, got, c.want)
+		}
 	}
 }

@@ -1,0 +1,199 @@
+package conformance
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/kiln-dev/kiln/ir"
+	"github.com/kiln-dev/kiln/pluginapi"
+)
+
+// expectation is what the outputs of one launch are verified against: the CPU
+// reference at every subgroup size the program allows (one for a program that
+// uses no subgroups or requires a size; for one that runs with any size, each
+// size its workgroup allows, the adapter's first). Each reference remembers the
+// outputs of the program itself.
+type expectation struct {
+	p     *ir.Program
+	sizes []uint32
+	refs  []Reference
+}
+
+// expect builds the expectation of p on launch c; unordered sorts every output's
+// words (see semantic.unordered).
+func (r *runner) expect(p *ir.Program, c launch, unordered bool) expectation {
+	e := expectation{p: p, sizes: r.subgroupSizes(p, c)}
+	for _, size := range e.sizes {
+		c := c
+		c.subgroup = size
+		var cached [][]byte
+		var cachedErr error
+		done := false
+		ref := func(q *ir.Program) ([][]byte, error) {
+			if q == p && done {
+				return cached, cachedErr
+			}
+			outs, err := r.reference(context.Background(), q, c)
+			if unordered {
+				outs = sortWords(outs)
+			}
+			if q == p {
+				cached, cachedErr, done = outs, err, true
+			}
+			return outs, err
+		}
+		e.refs = append(e.refs, ref)
+	}
+	return e
+}
+
+// verify checks got with Verify against the reference at each size: it passes
+// when the outputs match at one of them, and otherwise reports the error at the
+// first size tried.
+func (e expectation) verify(got [][]byte) error {
+	var first error
+	for _, ref := range e.refs {
+		_, err := Verify(e.p, got, ref)
+		if err == nil {
+			return nil
+		}
+		if first == nil {
+			first = err
+		}
+	}
+	if len(e.refs) > 1 {
+		return fmt.Errorf("%w (the outputs match the reference at none of the subgroup sizes %v)", first, e.sizes)
+	}
+	return first
+}
+
+// compileOrSkip compiles p for the launch and releases the pipeline when the test
+// ends. A program that uses subgroups may be rejected (pluginapi.RejectedError)
+// by a backend whose adapter profile does not claim what it needs; the test is
+// then skipped with the reason. Any other failure fails the test.
+func (r *runner) compileOrSkip(t *testing.T, p *ir.Program, c launch, blob []byte) *pluginapi.CompileResult {
+	t.Helper()
+	res, err := r.tryCompile(p, c, blob)
+	if err != nil {
+		var rejected *pluginapi.RejectedError
+		if uses, _ := subgroupUse(p.Body); uses && errors.As(err, &rejected) && !r.claims(p) {
+			t.Skipf("the backend rejects this subgroup program, and its profile (subgroup size %d, subgroup operations %v, shuffles %v) does not claim it: %v",
+				r.profile.SubgroupSize, r.profile.SupportsSubgroupOps, r.profile.HasSubgroupShuffle, err)
+		}
+		t.Fatalf("Compile %s: %v", p.Name, err)
+	}
+	r.releaseAtEnd(t, res.Pipeline)
+	return res
+}
+
+// subgroupSizes returns the subgroup sizes the reference runs p with: 0 (the
+// program's own) for a program that requires a size or uses no subgroups, and
+// for one that runs with any size, every size its workgroup allows, the
+// adapter's first.
+func (r *runner) subgroupSizes(p *ir.Program, c launch) []uint32 {
+	if uses, _ := subgroupUse(p.Body); !uses || p.SubgroupSize != 0 {
+		return []uint32{0}
+	}
+	wg := p.WorkgroupSize
+	if c.WorkgroupSize != ([3]uint32{}) {
+		wg = c.WorkgroupSize
+	}
+	var sizes []uint32
+	if ir.CheckSubgroupSize(wg, r.profile.SubgroupSize) == nil {
+		sizes = append(sizes, r.profile.SubgroupSize)
+	}
+	for size := uint32(1); size <= ir.MaxSubgroupSize; size *= 2 {
+		if size != r.profile.SubgroupSize && ir.CheckSubgroupSize(wg, size) == nil {
+			sizes = append(sizes, size)
+		}
+	}
+	return sizes
+}
+
+// claims reports whether the adapter's profile claims what subgroup program p
+// needs: subgroup operations, shuffles when p reads other lanes, and p's
+// required size as the adapter's subgroup size.
+func (r *runner) claims(p *ir.Program) bool {
+	pr := r.profile
+	if !pr.SupportsSubgroupOps || p.SubgroupSize != 0 && p.SubgroupSize != pr.SubgroupSize {
+		return false
+	}
+	_, lanes := subgroupUse(p.Body)
+	return pr.HasSubgroupShuffle || !lanes
+}
+
+// subgroupUse reports whether stmts use subgroup builtins or operations, and
+// whether they read other lanes (subgroup_shuffle, subgroup_broadcast).
+func subgroupUse(stmts []ir.Stmt) (uses, lanes bool) {
+	var expr func(e ir.Expr)
+	expr = func(e ir.Expr) {
+		switch e := e.(type) {
+		case ir.SubgroupExpr:
+			uses = true
+			lanes = lanes || e.Op.HasLane()
+			expr(e.X)
+			if e.Lane != nil {
+				expr(e.Lane)
+			}
+		case ir.BuiltinRef:
+			uses = uses || !e.Kind.HasAxis()
+		case ir.UnaryExpr:
+			expr(e.X)
+		case ir.BinaryExpr:
+			expr(e.X)
+			expr(e.Y)
+		case ir.FmaExpr:
+			expr(e.A)
+			expr(e.B)
+			expr(e.C)
+		case ir.SelectExpr:
+			expr(e.Cond)
+			expr(e.A)
+			expr(e.B)
+		case ir.CastExpr:
+			expr(e.X)
+		case ir.BitcastExpr:
+			expr(e.X)
+		case ir.LoadExpr:
+			expr(e.Index)
+		}
+	}
+	var block func(stmts []ir.Stmt)
+	block = func(stmts []ir.Stmt) {
+		for _, s := range stmts {
+			switch s := s.(type) {
+			case ir.LetStmt:
+				expr(s.Value)
+			case ir.VarStmt:
+				expr(s.Value)
+			case ir.AssignStmt:
+				expr(s.Value)
+			case ir.StoreStmt:
+				expr(s.Index)
+				expr(s.Value)
+			case ir.IfStmt:
+				expr(s.Cond)
+				block(s.Then)
+				block(s.Else)
+			case ir.ForStmt:
+				expr(s.From)
+				expr(s.To)
+				expr(s.Step)
+				block(s.Body)
+			case ir.WhileStmt:
+				expr(s.Cond)
+				block(s.Body)
+			case ir.AtomicStmt:
+				expr(s.Index)
+				expr(s.Value)
+				if s.Compare != nil {
+					expr(s.Compare)
+				}
+			}
+		}
+	}
+	block(stmts)
+	return uses, lanes
+}

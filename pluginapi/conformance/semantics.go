@@ -1,0 +1,149 @@
+package conformance
+
+import (
+	"encoding/binary"
+	"fmt"
+	"slices"
+	"testing"
+
+	"github.com/kiln-dev/kiln/ir"
+	"github.com/kiln-dev/kiln/ir/kernels"
+)
+
+// semantic is one case of the semantics tables: a small program that exercises
+// one rule of docs/design.md, "The program (IR)", on its edge values, with a
+// launch. The backend's outputs are compared with the CPU reference's (Verify).
+type semantic struct {
+	name string
+	prog *ir.Program
+	c    launch
+	// pinned, when set, holds for each output buffer the leading elements the
+	// table states (docs/design.md's values); the CPU reference must give them
+	// (any NaN for a NaN), or the case fails as a kiln bug before the backend runs.
+	pinned [][]uint32
+	// unordered compares every output as a multiset of words: the order in which
+	// contending atomics ran is free, the values they returned are not.
+	unordered bool
+	// err is a mistake in building the case (a kiln bug), reported when it runs.
+	err error
+}
+
+// table is one group of the semantics subtest.
+type table struct {
+	name  string
+	cases []semantic
+}
+
+// semanticTables lists every table in the order Run runs them.
+func semanticTables() []table {
+	return []table{
+		{"operator", operatorCases()},
+		{"cast", castCases()},
+		{"memory", memoryCases()},
+		{"control", controlCases()},
+		{"atomic", atomicCases()},
+		{"uniform", uniformCases()},
+		{"subgroup", subgroupCases()},
+	}
+}
+
+// SemanticCases is the number of cases of the semantics subtest.
+func SemanticCases() int {
+	n := 0
+	for _, t := range semanticTables() {
+		n += len(t.cases)
+	}
+	return n
+}
+
+// semantics runs every table, one subtest per table and case.
+func (r *runner) semantics(t *testing.T) {
+	for _, tab := range semanticTables() {
+		t.Run(tab.name, func(t *testing.T) {
+			for _, s := range tab.cases {
+				t.Run(s.name, func(t *testing.T) { r.semanticCase(t, s) })
+			}
+		})
+	}
+}
+
+func (r *runner) semanticCase(t *testing.T, s semantic) {
+	if s.err != nil {
+		t.Fatalf("the kit's case is broken (a kiln bug): %v", s.err)
+	}
+	if err := ir.Validate(s.prog); err != nil {
+		t.Fatalf("the kit's program %q is invalid (a kiln bug): %v", s.prog.Name, err)
+	}
+	exp := r.expect(s.prog, s.c, s.unordered)
+	for _, ref := range exp.refs {
+		want, err := ref(s.prog)
+		if err != nil {
+			t.Fatalf("CPU reference failed on %q (a kiln bug): %v", s.prog.Name, err)
+		}
+		if err := checkPinned(s, want); err != nil {
+			t.Fatalf("the CPU reference disagrees with the kit's table (a kiln bug): %v", err)
+		}
+	}
+	comp := r.compileOrSkip(t, s.prog, s.c, nil)
+	res, err := r.dispatch(comp.Pipeline, s.c)
+	if err != nil {
+		t.Fatalf("Dispatch %s: %v", s.prog.Name, err)
+	}
+	got := res.Outputs
+	if s.unordered {
+		got = sortWords(got)
+	}
+	if err := exp.verify(got); err != nil {
+		t.Error(err)
+	}
+}
+
+// sortWords returns copies of bufs with their 4-byte words in ascending order; a
+// trailing partial word stays last.
+func sortWords(bufs [][]byte) [][]byte {
+	out := make([][]byte, len(bufs))
+	for i, b := range bufs {
+		ws := wordsOf(b)
+		slices.Sort(ws)
+		out[i] = append(words(ws), b[4*len(ws):]...)
+	}
+	return out
+}
+
+// checkPinned checks the reference's outputs against the values s states.
+func checkPinned(s semantic, want [][]byte) error {
+	outs := s.prog.Outputs()
+	for k, pins := range s.pinned {
+		if k >= len(want) || 4*len(pins) > len(want[k]) {
+			return fmt.Errorf("program %q: output %d is shorter than the %d values the table states", s.prog.Name, k, len(pins))
+		}
+		decl := s.prog.Buffers[outs[k]]
+		for i, p := range pins {
+			w := binary.LittleEndian.Uint32(want[k][4*i:])
+			if w == p || decl.Type == ir.F32 && kernels.IsNaN(w) && kernels.IsNaN(p) {
+				continue
+			}
+			return fmt.Errorf("program %q: %s[%d] is %s, the table says %s", s.prog.Name, decl.Name, i,
+				kernels.Format(decl.Type, w), kernels.Format(decl.Type, p))
+		}
+	}
+	return nil
+}
+
+// words encodes ws as little-endian buffer data.
+func words(ws []uint32) []byte {
+	out := make([]byte, 4*len(ws))
+	for i, w := range ws {
+		binary.LittleEndian.PutUint32(out[4*i:], w)
+	}
+	return out
+}
+
+// wordsOf decodes little-endian buffer data; a trailing partial word is ignored.
+func wordsOf(b []byte) []uint32 {
+	out := make([]uint32, len(b)/4)
+	for i := range out {
+		out[i] = binary.LittleEndian.Uint32(b[4*i:])
+	}
+	return out
+}

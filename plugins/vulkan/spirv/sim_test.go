@@ -1,0 +1,100 @@
+package spirv
+
+import (
+	"context"
+	"os/exec"
+	"sync"
+	"testing"
+
+	"github.com/kiln-dev/kiln/ir"
+	"github.com/kiln-dev/kiln/ir/kernels"
+	"github.com/kiln-dev/kiln/pluginapi"
+	"github.com/kiln-dev/kiln/pluginapi/conformance"
+)
+
+// simBackend is a pluginapi.Backend that runs emitted modules on the SPIR-V
+// interpreter of interp_test.go, so the conformance kit checks the emitter's
+// words without a driver in between. Every module it compiles must pass
+// spirv-val. The interpreter has no subgroups, so the backend rejects subgroup
+// programs, as a device without them does.
+type simBackend struct {
+	t   *testing.T
+	val string
+
+	mu        sync.Mutex
+	next      uint64
+	pipelines map[uint64]simPipeline
+}
+
+type simPipeline struct {
+	p    *ir.Program
+	m    *Module
+	spec ir.SpecMap
+	wg   [3]uint32
+}
+
+// simTarget is the target the simulated device offers: float controls, no
+// subgroups.
+var simTarget = Target{SignedZeroInfNanPreserve: true}
+
+func (b *simBackend) Describe(context.Context) (*pluginapi.Description, error) {
+	return &pluginapi.Description{
+		ID: "spirv-sim", Version: "0", Dispatches: true, Features: []string{"ir.v1", "ir.v1.1"},
+		Adapters: []pluginapi.Adapter{{Index: 0, Name: "SPIR-V interpreter", Available: true,
+			Profile: pluginapi.DeviceProfile{MaxInvocationsPerWorkgroup: 1024, HasSharedMemory: true}}},
+	}, nil
+}
+
+func (b *simBackend) Open(context.Context, int) error { return nil }
+
+func (b *simBackend) Compile(_ context.Context, req *pluginapi.CompileRequest) (*pluginapi.CompileResult, error) {
+	m, err := EmitFor(req.Program, simTarget)
+	if err != nil {
+		return nil, pluginapi.Rejected("spirv-sim: %w", err)
+	}
+	if b.val != "" {
+		validate(b.t, b.val, req.Program.Name, m)
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.next++
+	b.pipelines[b.next] = simPipeline{p: req.Program, m: m, spec: req.Spec, wg: req.WorkgroupSize}
+	return &pluginapi.CompileResult{Pipeline: b.next}, nil
+}
+
+func (b *simBackend) Dispatch(_ context.Context, req *pluginapi.DispatchRequest) (*pluginapi.DispatchResult, error) {
+	b.mu.Lock()
+	pl, ok := b.pipelines[req.Pipeline]
+	b.mu.Unlock()
+	if !ok {
+		return nil, pluginapi.Rejected("spirv-sim has no pipeline %d", req.Pipeline)
+	}
+	c := kernels.Case{Grid: req.Grid, Inputs: req.Inputs, OutputCounts: req.OutputCounts, Spec: pl.spec, WorkgroupSize: pl.wg}
+	outs, err := dispatchCase(pl.p, pl.m, c, req.Uniforms)
+	if err != nil {
+		return nil, pluginapi.DeviceFailed("spirv-sim: %s: %w", pl.p.Name, err)
+	}
+	return &pluginapi.DispatchResult{Outputs: outs}, nil
+}
+
+func (b *simBackend) Release(_ context.Context, pipeline uint64) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	delete(b.pipelines, pipeline)
+	return nil
+}
+
+func (b *simBackend) Close(context.Context) error { return nil }
+
+// TestConformanceOnTheInterpreter runs the conformance kit on emitted SPIR-V,
+// interpreted: every semantics case but the subgroup ones (which the simulated
+// device rejects, as its profile says), and the corpus at small sizes; spirv-val
+// checks every module.
+func TestConformanceOnTheInterpreter(t *testing.T) {
+	val, err := exec.LookPath("spirv-val")
+	if err != nil {
+		val = spirvVal(t) // skips, or fails under KILN_REQUIRE_VULKAN=1
+	}
+	b := &simBackend{t: t, val: val, pipelines: map[uint64]simPipeline{}}
+	conformance.Run(t, b, conformance.Options{Sizes: []int{0, 1, 7, 33}})
+}
