@@ -12,10 +12,11 @@ import (
 )
 
 // maxCaseInvocations keeps the interpreted corpus runs short: every size of the
-// corpus but the largest ones, and with -short only the small sizes.
+// corpus but the largest ones, and with -short or under the race detector only
+// the small sizes.
 func maxCaseInvocations() uint64 {
-	if testing.Short() {
-		return 1 << 13
+	if testing.Short() || raceEnabled {
+		return 1 << 12
 	}
 	return 1 << 17
 }
