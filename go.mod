@@ -4,6 +4,7 @@ go 1.24.0
 
 require (
 	github.com/cespare/xxhash/v2 v2.3.0
+	github.com/ebitengine/purego v0.10.2
 	github.com/hashicorp/go-hclog v1.6.3
 	github.com/hashicorp/go-plugin v1.6.3
 	github.com/johannesboyne/gofakes3 v1.2.0
