@@ -621,7 +621,7 @@ func (h *Host) AcquirePreferred(ctx context.Context) (*Backend, error) {
 		return nil, err
 	}
 	if err := h.all(ctx); err != nil {
-		return nil, waitError(ctx, "preferred", "the plugins to start")
+		return nil, fmt.Errorf("waiting for the plugins to start: %w", err)
 	}
 	descs := h.descriptions()
 	skipped := false
