@@ -41,28 +41,47 @@ func (b *Backend) Acquisition() time.Duration {
 // open makes sure the adapter is open on the current process.
 func (b *Backend) open(ctx context.Context) (time.Duration, error) {
 	var took time.Duration
-	_, err := b.call(ctx, "open", func(ctx context.Context, proc *process) error {
+	err := b.call(ctx, "open", func(ctx context.Context, proc *process) error {
 		var err error
 		took, err = b.p.open(ctx, proc, b.adapter.Index)
 		return err
 	})
-	return took, err
+	return took, b.p.stats.failed(err)
 }
 
 // call runs fn on the plugin's current process (relaunching it if needed) and
-// classifies its error.
-func (b *Backend) call(ctx context.Context, op string, fn func(context.Context, *process) error) (*process, error) {
-	proc, err := b.p.current(ctx)
-	if err != nil {
-		return nil, err
+// classifies its error. When the process turns out to have died before the call
+// (nothing ran), it relaunches the plugin and runs fn once more.
+func (b *Backend) call(ctx context.Context, op string, fn func(context.Context, *process) error) error {
+	for attempt := 0; ; attempt++ {
+		proc, err := b.p.current(ctx)
+		if err != nil {
+			return err
+		}
+		err = b.callOn(ctx, proc, op, fn)
+		if err != errNothingRan {
+			return err
+		}
+		if attempt > 0 {
+			return b.nothingRanTwice(proc, op)
+		}
 	}
-	return proc, b.callOn(ctx, proc, op, fn)
 }
 
-// callOn runs fn on proc and classifies its error.
+// nothingRanTwice is the error when a relaunched process was dead before the
+// retried call too.
+func (b *Backend) nothingRanTwice(proc *process, op string) error {
+	return &CrashedError{Backend: b.Name(), Op: op, Exit: proc.exit() + "; it was already dead when the call was retried", Stderr: proc.stderr.summary()}
+}
+
+// callOn runs fn on proc and classifies its error; it returns errNothingRan
+// when proc was dead before the call began.
 func (b *Backend) callOn(ctx context.Context, proc *process, op string, fn func(context.Context, *process) error) error {
 	began := time.Now()
-	if err := fn(ctx, proc); err != nil {
+	proc.begin()
+	err := fn(ctx, proc)
+	proc.end()
+	if err != nil {
 		return b.p.classify(ctx, proc, b.Name(), op, began, err)
 	}
 	return nil
@@ -76,6 +95,17 @@ type CompileOptions struct {
 	// is zero, an autotune record for (program, spec, backend) supplies the size
 	// if there is one; launch with Work.Invocations so that the grid follows it.
 	WorkgroupSize [3]uint32
+	// noStores keeps the compile away from the persistent stores (the host's
+	// own probe dispatches: a health check leaves no cache entry behind).
+	noStores bool
+}
+
+// stores are the persistent stores pl's compiles go through; nil when none.
+func (pl *Pipeline) stores() *stores {
+	if pl.opts.noStores {
+		return nil
+	}
+	return pl.backend.p.set.stores
 }
 
 // Pipeline is a program compiled on one backend. If the plugin is relaunched,
@@ -160,7 +190,7 @@ func (b *Backend) Compile(ctx context.Context, prog *ir.Program, opts CompileOpt
 	opts.Spec = spec
 	pl := &Pipeline{backend: b, prog: own, opts: opts}
 	if opts.WorkgroupSize == ([3]uint32{}) {
-		pl.opts.WorkgroupSize, pl.tuned = b.p.set.stores.tunedSize(b.p.log, b, own, spec)
+		pl.opts.WorkgroupSize, pl.tuned = pl.stores().tunedSize(b.p.log, b, own, spec)
 	}
 	if pl.key, err = pipelineKey(b, own, spec, pl.WorkgroupSize()); err != nil {
 		return nil, fmt.Errorf("program %q: %w", prog.Name, err)
@@ -168,15 +198,30 @@ func (b *Backend) Compile(ctx context.Context, prog *ir.Program, opts CompileOpt
 	pl.mu.Lock()
 	defer pl.mu.Unlock()
 	if _, _, _, err := pl.compileLocked(ctx); err != nil {
-		return nil, err
+		return nil, b.p.stats.failed(err)
 	}
 	return pl, nil
 }
 
 // compileLocked compiles the pipeline on the plugin's current process unless it is
 // already compiled there. It returns that process, the handle, and the compile
-// time (zero when nothing was compiled).
+// time (zero when nothing was compiled). A process found dead before the
+// compile is replaced and the compile runs once more.
 func (pl *Pipeline) compileLocked(ctx context.Context) (*process, uint64, time.Duration, error) {
+	for attempt := 0; ; attempt++ {
+		proc, handle, took, err := pl.compileOnce(ctx)
+		if err != errNothingRan {
+			return proc, handle, took, err
+		}
+		if attempt > 0 {
+			return nil, 0, 0, pl.backend.nothingRanTwice(proc, "compile")
+		}
+	}
+}
+
+// compileOnce is one attempt of compileLocked; on errNothingRan it returns the
+// dead process.
+func (pl *Pipeline) compileOnce(ctx context.Context) (*process, uint64, time.Duration, error) {
 	b := pl.backend
 	proc, err := b.p.current(ctx)
 	if err != nil {
@@ -186,7 +231,7 @@ func (pl *Pipeline) compileLocked(ctx context.Context) (*process, uint64, time.D
 		return proc, pl.handle, 0, nil
 	}
 	var handle uint64
-	st := b.p.set.stores
+	st := pl.stores()
 	began := time.Now()
 	cached, status := st.readBlob(b.p.log, pl.key)
 	var blob []byte
@@ -194,7 +239,7 @@ func (pl *Pipeline) compileLocked(ctx context.Context) (*process, uint64, time.D
 		if _, err := b.p.open(ctx, proc, b.adapter.Index); err != nil {
 			return err
 		}
-		res, err := proc.backend.Compile(ctx, &pluginapi.CompileRequest{
+		res, err := proc.backend.Compile(pluginapi.WithReceiveLimit(ctx, compileLimit), &pluginapi.CompileRequest{
 			Adapter: b.adapter.Index, Program: pl.prog, Spec: pl.opts.Spec, WorkgroupSize: pl.opts.WorkgroupSize,
 			CachedBlob: cached,
 		})
@@ -204,14 +249,22 @@ func (pl *Pipeline) compileLocked(ctx context.Context) (*process, uint64, time.D
 		handle, blob = res.Pipeline, res.Blob
 		return nil
 	})
+	if err == errNothingRan {
+		return proc, 0, 0, err
+	}
 	if err != nil {
 		return nil, 0, 0, err
 	}
 	st.storeBlob(b.p.log, pl.key, cached, blob)
 	pl.proc, pl.handle, pl.compileTime, pl.cacheStatus = proc, handle, time.Since(began), status
+	b.p.stats.compiled(status)
 	b.p.log.Debug("compiled", "program", pl.prog.Name, "backend", b.Name(), "cache", status, "took", pl.compileTime)
 	return proc, handle, pl.compileTime, nil
 }
+
+// compileLimit bounds a compile response: the largest blob the pipeline cache
+// keeps (a larger one would not be stored anyway) and the message around it.
+const compileLimit = cache.MaxEntryBytes + pluginapi.ResponseOverhead
 
 // Work is what one dispatch runs on: the grid and the buffers.
 type Work struct {
@@ -261,8 +314,18 @@ type Result struct {
 }
 
 // Dispatch runs pl with w. The plugin's outputs are checked against the program
-// and the launch: a wrong number of outputs or a wrong size is a BadResultError.
+// and the launch: a wrong number of outputs or a wrong size is a BadResultError,
+// and a response larger than the outputs the launch makes is refused from its
+// announced length, before it is received. When the plugin turns out to have
+// died before the dispatch was sent (nothing ran), the host relaunches it,
+// recompiles the pipeline and dispatches once more; only work lost to a crash
+// is a CrashedError.
 func (b *Backend) Dispatch(ctx context.Context, pl *Pipeline, w Work) (*Result, error) {
+	res, err := b.dispatch(ctx, pl, w)
+	return res, b.p.stats.failed(err)
+}
+
+func (b *Backend) dispatch(ctx context.Context, pl *Pipeline, w Work) (*Result, error) {
 	if pl == nil || pl.backend.p != b.p || pl.backend.adapter.Index != b.adapter.Index {
 		return nil, &LaunchError{Program: "<pipeline>", Detail: fmt.Sprintf("pipeline was not compiled on %s. Fix: compile it with this backend's Compile", b.Name())}
 	}
@@ -270,33 +333,78 @@ func (b *Backend) Dispatch(ctx context.Context, pl *Pipeline, w Work) (*Result, 
 	if err != nil {
 		return nil, err
 	}
-	pl.mu.Lock()
-	if pl.released {
+	if err := checkBindingSizes(b, pl.prog, req, sizes); err != nil {
+		return nil, err
+	}
+	limit, in := pluginapi.ResponseOverhead, 0
+	for _, n := range sizes {
+		limit += n + pluginapi.PerBufferOverhead
+	}
+	for _, data := range req.Inputs {
+		in += len(data)
+	}
+	for attempt := 0; ; attempt++ {
+		pl.mu.Lock()
+		if pl.released {
+			pl.mu.Unlock()
+			return nil, &LaunchError{Program: pl.prog.Name, Detail: "pipeline was released. Fix: compile the program again"}
+		}
+		proc, handle, compileTime, err := pl.compileLocked(ctx)
+		cacheStatus := pl.cacheStatus
 		pl.mu.Unlock()
-		return nil, &LaunchError{Program: pl.prog.Name, Detail: "pipeline was released. Fix: compile the program again"}
+		if err != nil {
+			return nil, err
+		}
+		req.Pipeline = handle
+		began := time.Now()
+		res, err := b.dispatchOn(ctx, proc, pl, req, sizes, limit)
+		if err == errNothingRan {
+			if attempt > 0 {
+				return nil, b.nothingRanTwice(proc, "dispatch")
+			}
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		took := time.Since(began)
+		if err := checkOutputs(b.Name(), pl.prog, sizes, res.Outputs); err != nil {
+			return nil, err
+		}
+		out := 0
+		for _, o := range res.Outputs {
+			out += len(o)
+		}
+		b.p.stats.dispatched(took, in, out)
+		b.p.healthy()
+		return &Result{
+			Outputs: res.Outputs, Backend: b.Name(), Compile: compileTime, Dispatch: took,
+			PluginTime: time.Duration(res.HostNanos), DeviceTime: time.Duration(res.DeviceNanos),
+			Cache: cacheStatus, WorkgroupSize: pl.WorkgroupSize(), Tuned: pl.tuned,
+		}, nil
 	}
-	proc, handle, compileTime, err := pl.compileLocked(ctx)
-	cacheStatus := pl.cacheStatus
-	pl.mu.Unlock()
-	if err != nil {
-		return nil, err
+}
+
+// checkBindingSizes refuses a launch with a buffer larger than the adapter's
+// storage binding limit, before anything reaches the plugin.
+func checkBindingSizes(b *Backend, prog *ir.Program, req *pluginapi.DispatchRequest, outSizes []int) error {
+	max := b.adapter.Profile.MaxStorageBufferBindingSize
+	if max == 0 {
+		return nil
 	}
-	req.Pipeline = handle
-	began := time.Now()
-	res, err := b.dispatchOn(ctx, proc, pl, req, sizes)
-	if err != nil {
-		return nil, err
+	sizes := make([]uint64, len(prog.Buffers))
+	for i, in := range req.Inputs {
+		sizes[i] = uint64(len(in))
 	}
-	took := time.Since(began)
-	if err := checkOutputs(b.Name(), pl.prog, sizes, res.Outputs); err != nil {
-		return nil, err
+	for i, binding := range prog.Outputs() {
+		sizes[binding] = uint64(outSizes[i])
 	}
-	b.p.healthy()
-	return &Result{
-		Outputs: res.Outputs, Backend: b.Name(), Compile: compileTime, Dispatch: took,
-		PluginTime: time.Duration(res.HostNanos), DeviceTime: time.Duration(res.DeviceNanos),
-		Cache: cacheStatus, WorkgroupSize: pl.WorkgroupSize(), Tuned: pl.tuned,
-	}, nil
+	for _, d := range prog.Buffers {
+		if n := sizes[d.Binding]; n > max {
+			return &LaunchError{Program: prog.Name, Detail: fmt.Sprintf("buffer %s (binding %d) is %d bytes, over %s's storage binding limit of %d bytes. Fix: split the work into smaller dispatches", d.Name, d.Binding, n, b.Name(), max)}
+		}
+	}
+	return nil
 }
 
 // Release frees the pipeline on the plugin. Dispatching it afterwards fails.
@@ -312,7 +420,11 @@ func (b *Backend) Release(ctx context.Context, pl *Pipeline) error {
 	if proc == nil || b.p.running() != proc {
 		return nil // the process it was compiled on is gone, and the pipeline with it
 	}
-	return b.callOn(ctx, proc, "release", func(ctx context.Context, p *process) error {
-		return p.backend.Release(ctx, pl.handle)
+	err := b.callOn(ctx, proc, "release", func(ctx context.Context, p *process) error {
+		return p.backend.Release(pluginapi.WithReceiveLimit(ctx, smallLimit), pl.handle)
 	})
+	if err == errNothingRan {
+		return nil // the process it was compiled on was gone, and the pipeline with it
+	}
+	return err
 }

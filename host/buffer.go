@@ -111,15 +111,11 @@ func (b *Backend) Alloc(ctx context.Context, size int64, usage BufferUsage) (*Bu
 	if size < 0 || uint64(size) > pluginapi.MaxBufferBytes {
 		return nil, &BufferError{Buffer: bf.Name(), Detail: fmt.Sprintf("size must be within [0, %d]. Fix: allocate a size a binding can address", uint64(pluginapi.MaxBufferBytes))}
 	}
-	proc, err := b.p.liveProcess(ctx)
-	if err != nil {
-		return nil, err
-	}
-	if !b.p.capsOf(proc).Resident() {
-		bf.mem = make([]byte, size)
-		return bf, nil
-	}
-	err = b.callConn(ctx, proc, "alloc", bf.Name(), func(ctx context.Context, conn pluginapi.Conn) error {
+	err := b.callAny(ctx, "alloc", bf.Name(), func(ctx context.Context, proc *process, conn pluginapi.Conn) error {
+		if !b.p.capsOf(proc).Resident() {
+			bf.mem = make([]byte, size)
+			return nil
+		}
 		if _, err := b.p.open(ctx, proc, b.adapter.Index); err != nil {
 			return err
 		}
@@ -164,10 +160,12 @@ func (bf *Buffer) checkRange(offset, n int64) error {
 }
 
 // crashed turns the crash a call ran into into the loss of the buffers it used.
+// errNothingRan (the process had died before the call) is such a loss too.
 func crashed(err error, bufs ...*Buffer) error {
 	var c *CrashedError
 	var t *TimeoutError
-	if !errors.As(err, &c) && !errors.As(err, &t) {
+	nothingRan := err == errNothingRan
+	if !nothingRan && !errors.As(err, &c) && !errors.As(err, &t) {
 		return err
 	}
 	var names []string
@@ -179,7 +177,11 @@ func crashed(err error, bufs ...*Buffer) error {
 	if len(names) == 0 {
 		return err
 	}
-	return &LostBufferError{Backend: bufs[0].backend.Name(), Buffers: names, Cause: err}
+	cause := err
+	if nothingRan {
+		cause = nil
+	}
+	return &LostBufferError{Backend: bufs[0].backend.Name(), Buffers: names, Cause: cause}
 }
 
 // Write copies src into the buffer at offset. It waits for the backend's

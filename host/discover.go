@@ -21,9 +21,9 @@ type File struct {
 }
 
 // discover lists dir and decides for every entry whether it is a plugin: a regular
-// file (or a link to one) named kiln-backend-<name>, executable by someone. A
-// missing directory is reported as an error; the caller records it and goes on with
-// no plugins.
+// file (or a link to one) named kiln-backend-<name>, executable by someone, that
+// only this user or root can change (see trusted). A missing directory is
+// reported as an error; the caller records it and goes on with no plugins.
 func discover(dir string) ([]File, error) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
@@ -32,10 +32,14 @@ func discover(dir string) ([]File, error) {
 		}
 		return nil, fmt.Errorf("reading plugins directory %s: %w. Fix: make the directory readable by this user", dir, err)
 	}
+	dirProblem := untrustedDir(dir)
 	files := make([]File, 0, len(entries))
 	for _, e := range entries {
 		path := filepath.Join(dir, e.Name())
 		reason, ok := judge(path, e.Name())
+		if ok && dirProblem != "" {
+			reason, ok = dirProblem, false
+		}
 		files = append(files, File{Path: path, Accepted: ok, Reason: reason})
 	}
 	sort.Slice(files, func(i, j int) bool { return files[i].Path < files[j].Path })
@@ -62,6 +66,9 @@ func judge(path, name string) (reason string, ok bool) {
 	}
 	if st.Mode().Perm()&0o111 == 0 {
 		return fmt.Sprintf("is not executable (mode %v). Fix: chmod +x %s", st.Mode().Perm(), path), false
+	}
+	if problem := untrustedFile(path, st); problem != "" {
+		return problem, false
 	}
 	return "executable named " + PluginPrefix + "<name>", true
 }

@@ -1,6 +1,7 @@
 package host
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"time"
@@ -17,6 +18,8 @@ type (
 	DeviceError = pluginapi.DeviceError
 	// UnavailableError: the adapter cannot be used on this machine.
 	UnavailableError = pluginapi.UnavailableError
+	// PluginError: the plugin returned an error without a kind; it is alive.
+	PluginError = pluginapi.PluginError
 )
 
 // NotFoundError is returned by Acquire for an id (or adapter) no running plugin has.
@@ -100,19 +103,36 @@ func (e *CrashedError) Error() string {
 	return msg + ". Fix: retry (the host relaunches the plugin on next use) and report the crash to the plugin's author if it repeats"
 }
 
-// TimeoutError says an operation ran past its context's deadline. The host killed
-// the plugin process, which may have been hung; the next use relaunches it.
+// TimeoutError says an operation did not finish in time. Either the caller's
+// deadline passed: the call was cancelled and the plugin keeps running, because
+// other callers may share it (errors.Is(err, context.DeadlineExceeded) holds);
+// or the plugin was hung (Hung): it stopped answering the host's health checks
+// for Options.HangTimeout while the call ran, so the host killed it and the next
+// use relaunches it.
 type TimeoutError struct {
 	// Backend is the backend's name ("cpu-ref:0").
 	Backend string
 	// Op is the operation that timed out.
 	Op string
-	// After is how long the host waited.
+	// After is how long the call ran.
 	After time.Duration
+	// Hung is set when the plugin stopped answering and was killed.
+	Hung bool
 }
 
 func (e *TimeoutError) Error() string {
-	return fmt.Sprintf("backend %s timed out during %s after %v; the plugin was stopped and is relaunched on next use. Fix: give the context a longer deadline, or shrink the work", e.Backend, e.Op, e.After.Round(time.Millisecond))
+	if e.Hung {
+		return fmt.Sprintf("backend %s hung during %s (no answer to health checks; killed after %v); the plugin is relaunched on next use. Fix: report the hang to the plugin's author; retry, or use another backend", e.Backend, e.Op, e.After.Round(time.Millisecond))
+	}
+	return fmt.Sprintf("backend %s: %s did not finish before the caller's deadline (after %v); the call was cancelled, the plugin keeps running. Fix: give the context a longer deadline, or shrink the work", e.Backend, e.Op, e.After.Round(time.Millisecond))
+}
+
+// Unwrap makes a caller's deadline match context.DeadlineExceeded.
+func (e *TimeoutError) Unwrap() error {
+	if e.Hung {
+		return nil
+	}
+	return context.DeadlineExceeded
 }
 
 // BadResultError says a plugin answered with a result that does not match the

@@ -2,6 +2,7 @@ package host
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"strconv"
@@ -25,12 +26,33 @@ type Options struct {
 	// Logger receives the host's log lines and every plugin's stderr, under the
 	// plugin's file name. Nil discards them.
 	Logger hclog.Logger
-	// StartTimeout bounds one plugin's start, handshake and description (default 10s).
+	// StartTimeout bounds one plugin's start, handshake and description (default
+	// 10s). Relaunches run under it too, never under a caller's context.
 	StartTimeout time.Duration
 	// RestartBackoff is the wait before relaunching a crashed plugin; it doubles
 	// with each consecutive crash up to MaxRestartBackoff (defaults 100ms and 10s).
 	RestartBackoff    time.Duration
 	MaxRestartBackoff time.Duration
+	// HangTimeout is how long a plugin with calls in flight may leave the host's
+	// health checks unanswered before it counts as hung, is killed, and its calls
+	// fail with a TimeoutError (default 10s). A plugin that answers is busy, not
+	// hung: its calls run as long as their contexts allow.
+	HangTimeout time.Duration
+	// FailureThreshold crashes within FailureWindow make a plugin failing: it is
+	// not chosen implicitly until a dispatch on it succeeds (defaults 3 and 1m).
+	FailureThreshold int
+	FailureWindow    time.Duration
+	// LogLinesPerSecond rate-limits each plugin's log lines (default 100, with a
+	// burst of ten seconds' worth); dropped lines are counted in Stats.
+	LogLinesPerSecond int
+	// PinFile is the plugin pin file (default DefaultPinPath()). While it exists,
+	// only pinned plugins whose SHA-256 matches run. NoPinning ignores it.
+	PinFile   string
+	NoPinning bool
+	// NoMTLS turns off go-plugin's AutoMTLS on the plugin connections. The
+	// plugin's socket still lives in a directory only this user can enter; mTLS
+	// costs each start two certificate generations (tens of milliseconds).
+	NoMTLS bool
 
 	// Cache is the pipeline cache every compile goes through: the host reads the
 	// entry for the pipeline's key, sends it with the compile request and stores
@@ -71,76 +93,84 @@ type Host struct {
 	files     []File
 	log       hclog.Logger
 	stores    *stores
+	pinFile   string
+	pins      *pinSet
 
-	plugins []*plugin // started, sorted by id
-	byID    map[string]*plugin
-	failed  []PluginStatus // plugins that did not start
+	ctx    context.Context // ends at Close; plugin launches run under it
+	cancel context.CancelFunc
+	wg     sync.WaitGroup // first starts
 
-	mu     sync.Mutex
-	closed bool
+	plugins []*plugin // one per accepted file, in path order; fixed at Open
+
+	mu      sync.Mutex
+	closed  bool
+	byID    map[string]*plugin // the started plugin that provides each id
+	changed chan struct{}      // closed and replaced when a start finishes
 }
 
-// Open discovers the plugins, starts them in parallel and reads their
-// descriptions. A plugin that fails (bad handshake, junk on stdout, exit, start
-// timeout, duplicate id) is recorded with the reason and never stops the others;
-// Open itself fails only when the plugins directory cannot be determined.
+// Open discovers the plugins. It starts none of them: plugins start lazily, in
+// parallel, when first needed (see docs/design.md, "Supervision and
+// reliability"). Acquire of an id starts the plugin whose file name matches it
+// (kiln-backend-<id>, dashes ignored) and waits only for that one; anything
+// that needs every backend (AcquirePreferred, Survey, Report, IDs) starts and
+// waits for all. A plugin that fails (bad handshake, junk on stdout, exit,
+// hang, duplicate id, refused pin) is recorded with the reason and never stops
+// the others; Open itself fails only when the plugins directory cannot be
+// determined.
 func Open(ctx context.Context, opts Options) (*Host, error) {
-	set := settings{
-		startTimeout: orDefault(opts.StartTimeout, 10*time.Second),
-		backoff:      orDefault(opts.RestartBackoff, 100*time.Millisecond),
-		maxBackoff:   orDefault(opts.MaxRestartBackoff, 10*time.Second),
-		log:          opts.Logger,
-		maxProtocol:  opts.MaxProtocol,
-	}
-	if set.log == nil {
-		set.log = hclog.NewNullLogger()
-	}
 	env := processEnvironment()
 	dir, source, err := resolvePluginDir(opts.PluginDir, env)
 	if err != nil {
 		return nil, err
 	}
+	log := opts.Logger
+	if log == nil {
+		log = hclog.NewNullLogger()
+	}
+	hctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	h := &Host{dir: dir, dirSource: source, log: log, byID: map[string]*plugin{}, changed: make(chan struct{}), ctx: hctx, cancel: cancel}
+	set := settings{
+		startTimeout:  orDefault(opts.StartTimeout, 10*time.Second),
+		backoff:       orDefault(opts.RestartBackoff, 100*time.Millisecond),
+		maxBackoff:    orDefault(opts.MaxRestartBackoff, 10*time.Second),
+		hangTimeout:   orDefault(opts.HangTimeout, 10*time.Second),
+		failThreshold: opts.FailureThreshold,
+		failWindow:    orDefault(opts.FailureWindow, time.Minute),
+		logRate:       opts.LogLinesPerSecond,
+		mtls:          !opts.NoMTLS,
+		log:           log,
+		ctx:           hctx,
+		maxProtocol:   opts.MaxProtocol,
+	}
+	if set.failThreshold <= 0 {
+		set.failThreshold = 3
+	}
+	if set.logRate <= 0 {
+		set.logRate = defaultLogLinesPerSecond
+	}
+	if !opts.NoPinning {
+		h.pinFile = opts.PinFile
+		if h.pinFile == "" {
+			if h.pinFile, err = DefaultPinPath(); err != nil {
+				log.Warn("no pin file location; pinning is off", "error", err)
+			}
+		}
+		if h.pinFile != "" {
+			h.pins = loadPinSet(h.pinFile)
+		}
+	}
+	set.pins = h.pins
 	set.stores = openStores(opts, env.xdg.Getenv, set.log)
-	h := &Host{dir: dir, dirSource: source, log: set.log, stores: set.stores, byID: map[string]*plugin{}}
+	h.stores = set.stores
 	h.files, h.dirErr = discover(dir)
 	if h.dirErr != nil {
 		h.log.Warn("no plugins", "error", h.dirErr)
 	}
-
-	var candidates []*plugin
 	for _, f := range h.files {
 		if f.Accepted {
-			candidates = append(candidates, newPlugin(f.Path, set))
+			h.plugins = append(h.plugins, newPlugin(f.Path, set))
 		}
 	}
-	errs := make([]error, len(candidates))
-	var wg sync.WaitGroup
-	for i, p := range candidates {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			errs[i] = p.start(ctx)
-		}()
-	}
-	wg.Wait()
-
-	for i, p := range candidates {
-		err := errs[i]
-		if err == nil {
-			if other, dup := h.byID[p.desc.ID]; dup {
-				p.close(ctx)
-				err = fmt.Errorf("backend id %q is already provided by %s. Fix: remove one of the two plugins", p.desc.ID, other.path)
-			}
-		}
-		if err != nil {
-			h.log.Error("plugin failed to start", "path", p.path, "error", err)
-			h.failed = append(h.failed, PluginStatus{Path: p.path, Err: err})
-			continue
-		}
-		h.byID[p.desc.ID] = p
-		h.plugins = append(h.plugins, p)
-	}
-	sort.Slice(h.plugins, func(i, j int) bool { return h.plugins[i].desc.ID < h.plugins[j].desc.ID })
 	return h, nil
 }
 
@@ -151,13 +181,171 @@ func orDefault(d, def time.Duration) time.Duration {
 	return def
 }
 
-// Close stops every plugin (in parallel), makes further calls fail with a
-// ClosedError and flushes the pipeline cache, returning the flush's error. It is
-// safe to call more than once.
+// ensure starts p in the background unless it was started already.
+func (h *Host) ensure(p *plugin) {
+	p.startOnce.Do(func() {
+		p.ensured.Store(true)
+		h.mu.Lock()
+		closed := h.closed
+		if !closed {
+			h.wg.Add(1)
+		}
+		h.mu.Unlock()
+		if closed {
+			p.mu.Lock()
+			p.startErr = &ClosedError{}
+			p.mu.Unlock()
+			close(p.started)
+			return
+		}
+		go func() {
+			defer h.wg.Done()
+			p.start()
+			h.register(p)
+			close(p.started)
+			h.mu.Lock()
+			close(h.changed)
+			h.changed = make(chan struct{})
+			h.mu.Unlock()
+		}()
+	})
+}
+
+// register enters a started plugin in the registry. Of two plugins with one
+// id, the one earlier in path order wins, whichever started first; the other is
+// refused with a StartError.
+func (h *Host) register(p *plugin) {
+	if p.startError() != nil {
+		h.log.Error("plugin failed to start", "path", p.path, "error", p.startError())
+		return
+	}
+	id := p.desc.ID
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	other, dup := h.byID[id]
+	if !dup {
+		h.byID[id] = p
+		return
+	}
+	loser, winner := p, other
+	if p.path < other.path {
+		loser, winner = other, p
+		h.byID[id] = p
+	}
+	err := &StartError{Path: loser.path, Stage: StartDuplicate, Detail: fmt.Sprintf("backend id %q is already provided by %s", id, winner.path)}
+	h.log.Error("plugin refused", "path", loser.path, "error", err)
+	loser.refuse(err)
+}
+
+// all starts every plugin and waits until each has started or failed, or ctx
+// is done.
+func (h *Host) all(ctx context.Context) error {
+	for _, p := range h.plugins {
+		h.ensure(p)
+	}
+	for _, p := range h.plugins {
+		select {
+		case <-p.started:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return nil
+}
+
+// matchesName reports whether a plugin file is named after backend id: its
+// name is kiln-backend-<id>, ignoring dashes and underscores and case
+// (kiln-backend-cpuref provides cpu-ref).
+func matchesName(path, id string) bool {
+	norm := func(s string) string {
+		return strings.ToLower(strings.NewReplacer("-", "", "_", "").Replace(s))
+	}
+	return norm(fileID(path)) == norm(id)
+}
+
+// find returns the started plugin that provides id. It starts the plugins named
+// after id first and returns as soon as one provides it; only when none does
+// does it start (and wait for) the others.
+func (h *Host) find(ctx context.Context, id string) (*plugin, error) {
+	for _, p := range h.plugins {
+		if matchesName(p.path, id) {
+			h.ensure(p)
+		}
+	}
+	for _, p := range h.plugins {
+		if matchesName(p.path, id) {
+			select {
+			case <-p.started:
+			case <-ctx.Done():
+				return nil, waitError(ctx, id, "the plugin to start")
+			}
+		}
+	}
+	if p := h.lookup(id); p != nil {
+		return p, nil
+	}
+	for _, p := range h.plugins {
+		h.ensure(p)
+	}
+	for {
+		h.mu.Lock()
+		p, changed := h.byID[id], h.changed
+		h.mu.Unlock()
+		if p != nil {
+			return p, nil
+		}
+		pending := false
+		for _, q := range h.plugins {
+			select {
+			case <-q.started:
+			default:
+				pending = true
+			}
+		}
+		if !pending {
+			for _, q := range h.plugins {
+				if err := q.startError(); err != nil && matchesName(q.path, id) {
+					return nil, fmt.Errorf("backend %q: its plugin did not start: %w", id, err)
+				}
+			}
+			return nil, &NotFoundError{Name: id, Known: h.IDs(), Failed: len(h.startFailures())}
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return nil, waitError(ctx, id, "the plugins to start")
+		}
+	}
+}
+
+// lookup returns the registered plugin for id, nil if none (it starts nothing).
+func (h *Host) lookup(id string) *plugin {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.byID[id]
+}
+
+// running returns the registered plugins sorted by id, after starting all.
+func (h *Host) running() []*plugin {
+	_ = h.all(h.ctx) // ends early only when the host is closed
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	out := make([]*plugin, 0, len(h.byID))
+	for _, p := range h.byID {
+		out = append(out, p)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].desc.ID < out[j].desc.ID })
+	return out
+}
+
+// Close stops every plugin (in parallel, starts in progress included), makes
+// further calls fail with a ClosedError and flushes the pipeline cache,
+// returning the flush's error. It is safe to call more than once.
 func (h *Host) Close() error {
 	h.mu.Lock()
 	h.closed = true
 	h.mu.Unlock()
+	h.cancel()
 	var wg sync.WaitGroup
 	for _, p := range h.plugins {
 		wg.Add(1)
@@ -167,6 +355,11 @@ func (h *Host) Close() error {
 		}()
 	}
 	wg.Wait()
+	h.wg.Wait()
+	for _, p := range h.plugins {
+		p.close(context.Background()) // a start that ended during the first round
+		p.wait()
+	}
 	return h.stores.flush(context.Background())
 }
 
@@ -182,20 +375,28 @@ func (h *Host) checkOpen() error {
 // PluginDir returns the plugins directory and where its name came from.
 func (h *Host) PluginDir() (string, DirSource) { return h.dir, h.dirSource }
 
-// IDs returns the ids of the running backends, sorted.
+// Files returns the plugins directory's entries with the reason each counts or
+// not (the discovery result). It starts nothing.
+func (h *Host) Files() []File { return append([]File(nil), h.files...) }
+
+// PinFile returns the pin file and whether pinning is on (the file exists).
+func (h *Host) PinFile() (path string, on bool) { return h.pinFile, h.pins != nil }
+
+// IDs returns the ids of the running backends, sorted. It starts every plugin.
 func (h *Host) IDs() []string {
-	ids := make([]string, len(h.plugins))
-	for i, p := range h.plugins {
-		ids[i] = p.desc.ID
+	var ids []string
+	for _, p := range h.running() {
+		ids = append(ids, p.desc.ID)
 	}
 	return ids
 }
 
-// Description returns the description of the backend id.
+// Description returns the description of the backend id, starting its plugin
+// if needed.
 func (h *Host) Description(id string) (*pluginapi.Description, error) {
-	p, ok := h.byID[id]
-	if !ok {
-		return nil, &NotFoundError{Name: id, Known: h.IDs(), Failed: len(h.failed)}
+	p, err := h.find(h.ctx, id)
+	if err != nil {
+		return nil, err
 	}
 	return cloneDescription(p.desc), nil
 }
@@ -215,8 +416,11 @@ func cloneDescription(d *pluginapi.Description) *pluginapi.Description {
 type PluginStatus struct {
 	// Path is the executable.
 	Path string
-	// Err says why the plugin did not start; nil when it did.
+	// Err says why the plugin did not start (a *StartError, or a ClosedError);
+	// nil when it did.
 	Err error
+	// State is one of the State constants.
+	State string
 	// Description is what the plugin reported; nil when it did not start.
 	Description *pluginapi.Description
 	// Protocol is the wire protocol version negotiated in the handshake.
@@ -228,8 +432,17 @@ type PluginStatus struct {
 	StartTime time.Duration
 	// Pid is the running process, 0 when none runs now.
 	Pid int
-	// Restarts counts relaunches after crashes and timeouts.
+	// Restarts counts relaunches after crashes, hangs and deaths while idle.
 	Restarts int
+	// Failing says why a failing plugin is failing (StateFailing), with its
+	// last exit and stderr line.
+	Failing string
+	// LastExit and LastStderr describe the plugin's last crash, if any.
+	LastExit, LastStderr string
+	// Pin is the pinned SHA-256 when pinning is on ("" when not pinned).
+	Pin string
+	// LogLinesDropped counts log lines the rate limit dropped.
+	LogLinesDropped uint64
 }
 
 // Report is the host's view of its plugins directory, for diagnostics.
@@ -243,28 +456,100 @@ type Report struct {
 	Files []File
 	// Plugins are the accepted files, started or not, in path order.
 	Plugins []PluginStatus
+	// PinFile is the pin file; Pinning says whether pinning is on.
+	PinFile string
+	Pinning bool
 }
 
 // Report describes the plugins directory, every file in it and every plugin.
+// It starts every plugin.
 func (h *Host) Report() Report {
-	r := Report{Dir: h.dir, Source: h.dirSource, DirErr: h.dirErr, Files: append([]File(nil), h.files...)}
-	r.Plugins = append(r.Plugins, h.failed...)
+	_ = h.all(h.ctx)
+	r := Report{Dir: h.dir, Source: h.dirSource, DirErr: h.dirErr, Files: append([]File(nil), h.files...), PinFile: h.pinFile, Pinning: h.pins != nil}
 	for _, p := range h.plugins {
-		pid, restarts := p.status()
-		r.Plugins = append(r.Plugins, PluginStatus{
-			Path: p.path, Description: cloneDescription(p.desc), Protocol: p.protocol, StartTime: p.startTime, Pid: pid, Restarts: restarts,
-			Capabilities: p.capabilities(),
-		})
+		r.Plugins = append(r.Plugins, p.report())
 	}
-	sort.Slice(r.Plugins, func(i, j int) bool { return r.Plugins[i].Path < r.Plugins[j].Path })
 	return r
+}
+
+// report is p's PluginStatus.
+func (p *plugin) report() PluginStatus {
+	s := PluginStatus{Path: p.path, State: p.state(), LogLinesDropped: p.logs.dropped.Load()}
+	s.Pin, _ = p.set.pins.pinned(p.path)
+	select {
+	case <-p.started:
+	default:
+		return s
+	}
+	if err := p.startError(); err != nil {
+		s.Err = err
+		return s
+	}
+	s.Description, s.Protocol, s.StartTime = cloneDescription(p.desc), p.protocol, p.startTime
+	s.Pid, s.Restarts = p.status()
+	s.Capabilities = p.capabilities()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	s.LastExit, s.LastStderr = p.failures.lastExit, p.failures.lastStderr
+	if p.failures.failing {
+		s.Failing = p.failures.reason(time.Now(), p.set.failWindow)
+	}
+	return s
+}
+
+// fileID is what a plugin file's name says its id is: the name without the
+// kiln-backend- prefix.
+func fileID(path string) string {
+	name := path[strings.LastIndexByte(path, '/')+1:]
+	return strings.TrimPrefix(name, PluginPrefix)
+}
+
+// fileID is p's file-name id.
+func (p *plugin) fileID() string { return fileID(p.path) }
+
+// state is one of the State constants.
+func (p *plugin) state() string {
+	select {
+	case <-p.started:
+	default:
+		if p.ensured.Load() {
+			return StateStarting
+		}
+		return StateNotStarted
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	switch {
+	case p.startErr != nil:
+		return StateFailed
+	case p.closed:
+		return StateClosed
+	case p.failures.failing:
+		return StateFailing
+	case p.proc == nil:
+		return StateDown
+	}
+	if exited, _, _ := p.proc.runner.exitInfo(); exited {
+		return StateDown // it died while idle; the next use relaunches it
+	}
+	return StateReady
 }
 
 // startFailures lists the plugins that did not start, for error messages.
 func (h *Host) startFailures() []string {
-	out := make([]string, len(h.failed))
-	for i, f := range h.failed {
-		out[i] = f.Err.Error()
+	var out []string
+	for _, p := range h.plugins {
+		select {
+		case <-p.started:
+		default:
+			continue
+		}
+		if err := p.startError(); err != nil {
+			var closed *ClosedError
+			if !errors.As(err, &closed) {
+				out = append(out, err.Error())
+			}
+		}
 	}
 	return out
 }
@@ -284,7 +569,9 @@ func parseName(name string) (id string, adapter int, err error) {
 
 // Acquire returns the backend name ("id", or "id:adapter" for one adapter), with
 // its adapter opened. Reference oracles may be named here. Without an adapter
-// index the first available adapter is used.
+// index the first available adapter is used. Only the plugin that provides id
+// is waited for (see Open); a plugin that is down is relaunched, waiting out its
+// backoff within ctx.
 func (h *Host) Acquire(ctx context.Context, name string) (*Backend, error) {
 	if err := h.checkOpen(); err != nil {
 		return nil, err
@@ -293,9 +580,13 @@ func (h *Host) Acquire(ctx context.Context, name string) (*Backend, error) {
 	if err != nil {
 		return nil, err
 	}
-	p, ok := h.byID[id]
-	if !ok {
-		return nil, &NotFoundError{Name: name, Known: h.IDs(), Failed: len(h.failed)}
+	p, err := h.find(ctx, id)
+	if err != nil {
+		var nf *NotFoundError
+		if errors.As(err, &nf) {
+			nf.Name = name
+		}
+		return nil, err
 	}
 	adapter, err := pickAdapter(p.desc, name, index)
 	if err != nil {
@@ -327,38 +618,70 @@ func pickAdapter(d *pluginapi.Description, name string, index int) (pluginapi.Ad
 	return pluginapi.Adapter{}, fmt.Errorf("backend %s has no available adapter: %s", name, strings.Join(reasons, "; "))
 }
 
-// AcquirePreferred returns the best backend by the order of docs/design.md,
-// "Backend selection": capability
-// score, timing quality and memory bandwidth (high first), precedence and
-// measured acquisition time (low first), then id. Backends that do not dispatch
-// and reference oracles are never chosen here. When nothing qualifies the error
-// is a NoBackendError listing every failure.
+// AcquirePreferred returns the best backend by the design's order (see
+// docs/design.md, "Backend selection"): capability score, timing quality and
+// memory bandwidth (high first), precedence and measured acquisition time (low
+// first), then id. Backends that do not dispatch and reference oracles are
+// never chosen here, and neither are failing plugins. A plugin that is down
+// after a crash (in its backoff or relaunching) is skipped while any other
+// backend qualifies; only when none does is it waited for. When nothing
+// qualifies the error is a NoBackendError listing every failure.
 func (h *Host) AcquirePreferred(ctx context.Context) (*Backend, error) {
 	if err := h.checkOpen(); err != nil {
 		return nil, err
 	}
-	pick, err := choosePreferred(ctx, h.descriptions(), h.startFailures(), h.opener())
+	if err := h.all(ctx); err != nil {
+		return nil, fmt.Errorf("waiting for the plugins to start: %w", err)
+	}
+	descs := h.descriptions()
+	skipped := false
+	pick, err := choosePreferred(ctx, descs, h.startFailures(), h.opener(false, &skipped))
+	if err != nil && skipped {
+		pick, err = choosePreferred(ctx, descs, h.startFailures(), h.opener(true, nil))
+	}
 	if err != nil {
 		if nb, ok := err.(*NoBackendError); ok {
 			nb.Dir = h.dir
 		}
 		return nil, err
 	}
-	return &Backend{p: h.byID[pick.ID], adapter: adapterOf(h.byID[pick.ID].desc, pick.Adapter)}, nil
+	p := h.lookup(pick.ID)
+	return &Backend{p: p, adapter: adapterOf(p.desc, pick.Adapter)}, nil
 }
 
 func (h *Host) descriptions() []*pluginapi.Description {
-	out := make([]*pluginapi.Description, len(h.plugins))
-	for i, p := range h.plugins {
+	ps := h.running()
+	out := make([]*pluginapi.Description, len(ps))
+	for i, p := range ps {
 		out[i] = p.desc
 	}
 	return out
 }
 
-// opener opens adapters of the running plugins for choosePreferred.
-func (h *Host) opener() opener {
+// opener opens adapters of the running plugins for choosePreferred. Failing
+// plugins are skipped (and probed in the background when their backoff has
+// passed); plugins that are down are skipped and relaunched in the background
+// unless wait is set, and skipped records that one was.
+func (h *Host) opener(wait bool, skipped *bool) opener {
 	return func(ctx context.Context, id string, index int) (time.Duration, error) {
-		p := h.byID[id]
+		p := h.lookup(id)
+		if p == nil {
+			return 0, &NotFoundError{Name: id}
+		}
+		switch p.state() {
+		case StateFailing:
+			h.probeLater(p)
+			p.mu.Lock()
+			why := p.failures.reason(time.Now(), p.set.failWindow)
+			p.mu.Unlock()
+			return 0, errors.New("failing: " + why)
+		case StateDown:
+			if !wait {
+				p.kick()
+				*skipped = true
+				return 0, errors.New("down after a crash; relaunching in the background")
+			}
+		}
 		return (&Backend{p: p, adapter: adapterOf(p.desc, index)}).open(ctx)
 	}
 }

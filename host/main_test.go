@@ -11,17 +11,12 @@ import (
 	"testing"
 )
 
-// helperDirEnv makes the test binary act as a helper host process: it opens a
-// host on the named plugins directory, prints its plugins' pids and waits to be
-// killed (see TestKilledHostLeavesNoOrphans).
-const helperDirEnv = "KILN_HOST_TEST_HELPER_DIR"
-
 func TestMain(m *testing.M) {
-	if dir := os.Getenv(helperDirEnv); dir != "" {
-		os.Exit(helperHost(dir))
-	}
 	// Hosts opened with default stores must not touch the user's cache and
 	// config: point the XDG homes at a directory of this test binary's own.
+	// The go builds below keep using the user's build cache, not one under the
+	// XDG cache home pointed away next.
+	goCache = userGoCache()
 	homes, err := os.MkdirTemp("", "kiln-host-test-xdg-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -42,27 +37,14 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-func helperHost(dir string) int {
-	h, err := Open(context.Background(), Options{PluginDir: dir})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	var pids []string
-	for _, p := range h.Report().Plugins {
-		pids = append(pids, fmt.Sprint(p.Pid))
-	}
-	fmt.Println("PIDS " + strings.Join(pids, " "))
-	select {}
-}
-
 // pluginBuilds builds the real plugin executables once per test binary: the CPU
-// reference and the fixture (which plays every misbehaving plugin by file name).
+// reference and the fixture (which plays every misbehaving plugin by file name),
+// and the minimal host the orphan test kills.
 type pluginBuilds struct {
 	once sync.Once
 	dir  string
 	err  error            // creating dir failed
-	errs map[string]error // by binary: "cpuref", "fixture"
+	errs map[string]error // by binary: "cpuref", "fixture", "killhost"
 }
 
 var binaries pluginBuilds
@@ -79,8 +61,9 @@ func (b *pluginBuilds) build() {
 		return
 	}
 	pkgs := map[string]string{
-		"cpuref":  "github.com/kiln-dev/kiln/plugins/cpuref",
-		"fixture": "github.com/kiln-dev/kiln/host/testdata/fixture",
+		"cpuref":   "github.com/kiln-dev/kiln/plugins/cpuref",
+		"fixture":  "github.com/kiln-dev/kiln/host/testdata/fixture",
+		"killhost": "github.com/kiln-dev/kiln/host/testdata/killhost",
 	}
 	b.errs = map[string]error{}
 	var wg sync.WaitGroup
@@ -89,7 +72,9 @@ func (b *pluginBuilds) build() {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			out, err := exec.Command("go", "build", "-o", filepath.Join(b.dir, name), pkg).CombinedOutput()
+			build := exec.Command("go", "build", "-o", filepath.Join(b.dir, name), pkg)
+			build.Env = append(os.Environ(), "GOCACHE="+goCache)
+			out, err := build.CombinedOutput()
 			if err != nil {
 				mu.Lock()
 				b.errs[name] = fmt.Errorf("go build %s: %v\n%s", pkg, err, out)
@@ -135,4 +120,30 @@ func openHost(t *testing.T, names ...string) *Host {
 	}
 	t.Cleanup(func() { h.Close() })
 	return h
+}
+
+// killHostBinary returns the path of the minimal host built for the orphan test.
+func killHostBinary(t *testing.T) string {
+	t.Helper()
+	binaries.once.Do(binaries.build)
+	if binaries.err != nil {
+		t.Fatal(binaries.err)
+	}
+	if err := binaries.errs["killhost"]; err != nil {
+		t.Fatal(err)
+	}
+	return filepath.Join(binaries.dir, "killhost")
+}
+
+// goCache is the Go build cache the test binary found before TestMain moved
+// the XDG homes: without it, every plugin build would start from an empty cache.
+var goCache string
+
+// userGoCache returns `go env GOCACHE` ("" when go cannot say, leaving the default).
+func userGoCache() string {
+	out, err := exec.Command("go", "env", "GOCACHE").Output()
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(out))
 }

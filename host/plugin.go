@@ -4,15 +4,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os/exec"
+	"io"
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
 	goplugin "github.com/hashicorp/go-plugin"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/status"
 
 	"github.com/kiln-dev/kiln/pluginapi"
@@ -22,40 +24,69 @@ import (
 type process struct {
 	client  *goplugin.Client
 	backend pluginapi.Backend
-	cmd     *exec.Cmd
+	runner  *pluginRunner
+	health  grpc_health_v1.HealthClient
 	stderr  *stderrTail
 	pid     int
 	// opened records the adapters opened on this process; guarded by plugin.mu.
 	opened map[int]bool
+
+	mu         sync.Mutex
+	inflight   int       // calls in progress
+	lastAnswer time.Time // last health answer (or the start of a busy period)
+	hung       bool      // the hang monitor killed it
+	stopped    bool      // the host stopped it on purpose
+	done       chan struct{}
 }
 
 // stop ends the process at once; it is safe to call more than once.
 func (pr *process) stop() {
-	if pr.cmd.Process != nil {
-		_ = pr.cmd.Process.Kill() // the process may already be gone; Kill below reaps it
+	pr.mu.Lock()
+	first := !pr.stopped
+	pr.stopped = true
+	pr.mu.Unlock()
+	if first {
+		close(pr.done)
 	}
+	_ = pr.runner.Kill(context.Background()) // it may already be gone; Kill below reaps it
 	pr.client.Kill()
 }
 
-// exit describes how the process ended; call it after stop.
+// exit describes how the process ended.
 func (pr *process) exit() string {
-	if pr.cmd.ProcessState == nil {
-		return "process state unknown"
+	if exited, _, how := pr.runner.exitInfo(); exited {
+		return how
 	}
-	return pr.cmd.ProcessState.String()
+	return "process state unknown"
 }
 
-// waitExited reports whether the process has exited, waiting up to limit for
-// go-plugin to notice: a broken connection is seen slightly before the exit.
-func (pr *process) waitExited(limit time.Duration) bool {
-	deadline := time.Now().Add(limit)
-	for !pr.client.Exited() {
-		if time.Now().After(deadline) {
-			return false
-		}
-		time.Sleep(5 * time.Millisecond)
+// exitedBefore reports whether the process had exited before t.
+func (pr *process) exitedBefore(t time.Time) bool {
+	exited, at, _ := pr.runner.exitInfo()
+	return exited && at.Before(t)
+}
+
+// isHung reports whether the hang monitor killed the process.
+func (pr *process) isHung() bool {
+	pr.mu.Lock()
+	defer pr.mu.Unlock()
+	return pr.hung
+}
+
+// begin and end bracket a call, for the hang monitor.
+func (pr *process) begin() {
+	pr.mu.Lock()
+	if pr.inflight == 0 {
+		pr.lastAnswer = time.Now()
 	}
-	return true
+	pr.inflight++
+	pr.mu.Unlock()
+}
+
+func (pr *process) end() {
+	pr.mu.Lock()
+	pr.inflight--
+	pr.mu.Unlock()
 }
 
 // settings are the supervision parameters and the stores shared by every plugin
@@ -64,22 +95,41 @@ type settings struct {
 	startTimeout time.Duration
 	backoff      time.Duration
 	maxBackoff   time.Duration
-	log          hclog.Logger
+	hangTimeout  time.Duration
+	// failThreshold crashes within failWindow make a plugin failing.
+	failThreshold int
+	failWindow    time.Duration
+	logRate       int
+	mtls          bool // go-plugin's AutoMTLS on the connection
+	log           hclog.Logger
 	// stores are the host's persistent stores, which compiles go through.
 	stores *stores
+	// pins are the trusted checksums; nil when pinning is off.
+	pins *pinSet
+	// ctx lives as long as the host: launches and relaunches run under it (and
+	// the start timeout), never under a caller's context.
+	ctx context.Context
 	// maxProtocol caps the wire protocol offered to plugins (0: the newest).
 	maxProtocol int
 }
 
 // plugin supervises one plugin executable: it launches the process, relaunches it
-// after a crash (with exponential backoff between consecutive crashes) and turns
-// failures into typed errors.
+// after a crash (with exponential backoff between consecutive crashes), watches
+// it for hangs, counts its failures (a plugin that crashes too often is failing
+// until it succeeds again) and turns failures into typed errors. See
+// docs/design.md, "Supervision and reliability".
 type plugin struct {
-	path string
-	set  settings
-	log  hclog.Logger
+	path  string
+	set   settings
+	log   hclog.Logger
+	stats *pluginStats
+	logs  *lineLimiter // shared by every process of the plugin
 
-	// desc, protocol and startTime are set by the first launch and never change after.
+	startOnce sync.Once
+	ensured   atomic.Bool   // the first start was asked for
+	started   chan struct{} // closed when the first start has finished
+	// desc, protocol and startTime are set by the first launch, before started
+	// is closed, and never change after.
 	desc      *pluginapi.Description
 	protocol  int
 	startTime time.Duration
@@ -87,96 +137,193 @@ type plugin struct {
 	// traffic counters (v2.go).
 	v2 v2state
 
+	wg sync.WaitGroup // background launches and probes
+
 	mu          sync.Mutex
+	startErr    error // why the plugin did not start, or was refused after
 	proc        *process
+	runner      *pluginRunner // of the launch in progress, so Close can stop it
 	launching   chan struct{} // closed when the launch in progress ends
+	launchErr   error         // the last relaunch's error
 	crashes     int           // consecutive crashes, for the backoff
 	restarts    int
 	notBefore   time.Time
 	closed      bool
 	acquisition map[int]time.Duration // measured time of the last real Open per adapter
+	failures    failureLog
+	probing     bool
 }
 
 func newPlugin(path string, set settings) *plugin {
-	name := filepath.Base(path)
-	return &plugin{path: path, set: set, log: set.log.Named(name), acquisition: map[int]time.Duration{}}
+	log := set.log.Named(filepath.Base(path))
+	return &plugin{
+		path: path, set: set, log: log, stats: newPluginStats(),
+		logs: newLineLimiter(set.logRate, log), started: make(chan struct{}), acquisition: map[int]time.Duration{},
+	}
 }
 
 // name is the plugin's id once started, else its file name.
 func (p *plugin) name() string {
-	if p.desc != nil {
-		return p.desc.ID
+	select {
+	case <-p.started:
+		if p.desc != nil {
+			return p.desc.ID
+		}
+	default:
 	}
 	return filepath.Base(p.path)
 }
 
-// start launches the plugin for the first time and records its description.
-func (p *plugin) start(ctx context.Context) error {
+// start launches the plugin for the first time and records its description. It
+// runs once, under the host's context; the host closes started after it.
+func (p *plugin) start() {
 	began := time.Now()
-	proc, desc, err := p.launch(ctx)
+	proc, desc, err := p.launch(p.set.ctx)
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	if err != nil {
-		return err
+		p.startErr = err
+		return
+	}
+	if p.closed {
+		proc.stop()
+		p.startErr = &ClosedError{Backend: desc.ID}
+		return
 	}
 	p.desc = desc
 	p.protocol = proc.client.NegotiatedVersion()
 	p.startTime = time.Since(began)
-	p.mu.Lock()
 	p.proc = proc
-	p.mu.Unlock()
 	p.log.Debug("plugin started", "id", desc.ID, "version", desc.Version, "pid", proc.pid, "took", p.startTime)
-	return nil
 }
 
-// launch starts the executable, completes the handshake and reads the description.
+// startError returns why the plugin did not start (nil when it runs); call it
+// after started is closed.
+func (p *plugin) startError() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.startErr
+}
+
+// refuse retires a started plugin (another one provides its id): it records
+// why and stops the process in the background.
+func (p *plugin) refuse(err error) {
+	p.mu.Lock()
+	p.startErr = err
+	p.mu.Unlock()
+	p.wg.Add(1)
+	go func() {
+		defer p.wg.Done()
+		p.close(context.Background())
+	}()
+}
+
+// launch starts the executable, completes the handshake and reads the
+// description, all within the start timeout, under ctx (the host's, never a
+// caller's).
 func (p *plugin) launch(ctx context.Context) (*process, *pluginapi.Description, error) {
-	cmd := exec.Command(p.path)
 	tail := &stderrTail{}
-	// go-plugin logs the plugin's stderr under the executable's name; what the
-	// plugin's code writes to os.Stdout and os.Stderr after the handshake is put
-	// under that name too.
-	cfg := pluginapi.ClientConfig(cmd, p.set.log)
+	proc := &process{stderr: tail, opened: map[int]bool{}, done: make(chan struct{})}
+	check := func() error { return p.set.pins.check(p.path) }
+	cfg := pluginapi.ClientConfig(nil, p.set.log)
+	cfg.Cmd = nil
+	cfg.RunnerFunc = runnerFunc(p.path, check, tail, p.logs, func(r *pluginRunner) {
+		proc.runner = r
+		p.mu.Lock()
+		p.runner = r
+		closed := p.closed
+		p.mu.Unlock()
+		if closed {
+			_ = r.Kill(context.Background()) // Close came while the process started
+		}
+	})
 	cfg.StartTimeout = p.set.startTimeout
 	limitProtocols(cfg, p.set.maxProtocol)
-	cfg.Stderr = tail
-	cfg.SyncStdout = p.log.Named("stdout").StandardWriter(&hclog.StandardLoggerOptions{ForceLevel: hclog.Info})
-	cfg.SyncStderr = p.log.Named("stderr").StandardWriter(&hclog.StandardLoggerOptions{ForceLevel: hclog.Info})
-	client := goplugin.NewClient(cfg)
-	proc := &process{client: client, cmd: cmd, stderr: tail, opened: map[int]bool{}}
-	fail := func(what string, err error) (*process, *pluginapi.Description, error) {
-		proc.stop()
-		// go-plugin's start errors carry a multi-line diagnosis; its first line says it.
-		msg, _, _ := strings.Cut(err.Error(), "\n")
-		msg = fmt.Sprintf("%s %s: %s", what, p.path, strings.TrimSpace(msg))
-		if cmd.ProcessState != nil {
-			msg += " (" + cmd.ProcessState.String() + ")"
+	cfg.AutoMTLS = p.set.mtls
+	cfg.SyncStdout = &limitedWriter{w: p.log.Named("stdout").StandardWriter(&hclog.StandardLoggerOptions{ForceLevel: hclog.Info}), limit: p.logs}
+	// What the plugin's code writes to os.Stderr after the handshake crosses
+	// go-plugin's stdio stream; the crash report's tail keeps it too.
+	cfg.SyncStderr = io.MultiWriter(tail, &limitedWriter{w: p.log.Named("stderr").StandardWriter(&hclog.StandardLoggerOptions{ForceLevel: hclog.Info}), limit: p.logs})
+	proc.client = goplugin.NewClient(cfg)
+	began := time.Now()
+	defer func() {
+		p.mu.Lock()
+		p.runner = nil
+		p.mu.Unlock()
+	}()
+	fail := func(stage StartStage, detail string) (*process, *pluginapi.Description, error) {
+		e := &StartError{Path: p.path, Stage: stage, Detail: detail, Timeout: p.set.startTimeout}
+		if proc.runner != nil {
+			_ = proc.runner.Kill(context.Background()) // a wedged plugin never answers go-plugin's shutdown call
 		}
-		if s := tail.summary(); s != "" {
-			msg += "; stderr: " + s
+		proc.client.Kill()
+		if proc.runner != nil {
+			proc.runner.waitExit(closeTimeout)
+			if exited, _, how := proc.runner.exitInfo(); exited && stage != StartHung && stage != StartDescribeHung {
+				e.Exit = how
+			}
 		}
-		return nil, nil, fmt.Errorf("%s. Fix: make sure it is a kiln plugin built against this kiln's pluginapi that writes nothing to stdout before pluginapi.Serve, or remove it from the plugins directory", msg)
+		e.Stderr = tail.summary()
+		return nil, nil, e
 	}
-	be, err := pluginapi.Dispense(client)
+	rpc, err := proc.client.Client()
 	if err != nil {
-		return fail("handshake with", err)
+		var refused *refusedError
+		switch {
+		case errors.As(err, &refused):
+			return fail(StartRefused, refused.Error())
+		case proc.runner == nil:
+			return fail(StartRefused, err.Error())
+		}
+		line, got := proc.runner.handshakeLine()
+		// go-plugin gives up on a silent process when its stdout closes (it
+		// exited) or at the start timeout, when it kills it (it hung).
+		exited := time.Since(began) < p.set.startTimeout
+		stage, detail := handshakeStage(line, got, exited)
+		if detail == "" && stage == StartBadHandshake {
+			detail, _, _ = strings.Cut(err.Error(), "\n")
+		}
+		return fail(stage, detail)
+	}
+	proc.pid = proc.runner.processID()
+	if v := proc.client.NegotiatedVersion(); pluginapi.PluginSets()[v] == nil {
+		return fail(StartProtocol, fmt.Sprintf("it negotiated kiln protocol version %d", v))
+	}
+	be, err := pluginapi.Dispense(proc.client)
+	if err != nil {
+		return fail(StartBadHandshake, err.Error())
 	}
 	proc.backend = be
-	if cmd.Process != nil {
-		proc.pid = cmd.Process.Pid
+	if g, ok := rpc.(*goplugin.GRPCClient); ok {
+		proc.health = grpc_health_v1.NewHealthClient(g.Conn)
 	}
 	dctx, cancel := context.WithTimeout(ctx, p.set.startTimeout)
 	defer cancel()
-	desc, err := be.Describe(dctx)
+	desc, err := be.Describe(pluginapi.WithReceiveLimit(dctx, describeLimit))
 	if err != nil {
-		return fail("describe of", err)
+		switch {
+		case ctx.Err() != nil:
+			return fail(StartDescribeFailed, "the host was closed")
+		case dctx.Err() != nil:
+			return fail(StartDescribeHung, "")
+		case status.Code(err) == codes.Unavailable || proc.runner.waitExit(100*time.Millisecond):
+			proc.runner.waitExit(closeTimeout)
+			return fail(StartDescribeExited, "")
+		}
+		return fail(StartDescribeFailed, err.Error())
 	}
 	if err := checkDescription(desc); err != nil {
-		return fail("description from", err)
+		return fail(StartDescribeFailed, "invalid description: "+err.Error())
 	}
 	if p.desc != nil && desc.ID != p.desc.ID {
-		return fail("relaunch of", fmt.Errorf("the plugin now reports id %q instead of %q", desc.ID, p.desc.ID))
+		return fail(StartDescribeFailed, fmt.Sprintf("the plugin now reports id %q instead of %q", desc.ID, p.desc.ID))
 	}
+	go proc.monitor(p.set.hangTimeout, func() { p.hung(proc) })
 	return proc, desc, nil
 }
+
+// describeLimit bounds a Describe response.
+const describeLimit = 1 << 20
 
 // checkDescription rejects descriptions the host cannot work with.
 func checkDescription(d *pluginapi.Description) error {
@@ -197,14 +344,22 @@ func checkDescription(d *pluginapi.Description) error {
 }
 
 // current returns the running process, relaunching the plugin when it is down.
+// A process that died while idle is dropped first (nothing was lost with it).
 // Relaunches after consecutive crashes wait an exponentially growing backoff.
+// The relaunch runs in the background under the host's context and start
+// timeout; the caller's context only bounds how long it waits for it.
 func (p *plugin) current(ctx context.Context) (*process, error) {
 	p.mu.Lock()
 	for {
+		p.reapLocked()
 		switch {
 		case p.closed:
 			p.mu.Unlock()
 			return nil, &ClosedError{Backend: p.name()}
+		case p.startErr != nil:
+			err := p.startErr
+			p.mu.Unlock()
+			return nil, err
 		case p.proc != nil:
 			proc := p.proc
 			p.mu.Unlock()
@@ -212,12 +367,15 @@ func (p *plugin) current(ctx context.Context) (*process, error) {
 		case p.launching != nil:
 			wait := p.launching
 			p.mu.Unlock()
-			select {
-			case <-wait:
-			case <-ctx.Done():
-				return nil, fmt.Errorf("waiting for backend %s to relaunch: %w", p.name(), ctx.Err())
+			if err := waitFor(ctx, wait, p.name(), "relaunch"); err != nil {
+				return nil, err
 			}
 			p.mu.Lock()
+			if p.proc == nil && p.launchErr != nil && !p.closed {
+				err := p.launchErr
+				p.mu.Unlock()
+				return nil, err
+			}
 			continue
 		}
 		if delay := time.Until(p.notBefore); delay > 0 {
@@ -227,36 +385,97 @@ func (p *plugin) current(ctx context.Context) (*process, error) {
 			case <-timer.C:
 			case <-ctx.Done():
 				timer.Stop()
-				return nil, fmt.Errorf("backend %s is down and relaunches in %v: %w", p.name(), delay.Round(time.Millisecond), ctx.Err())
+				return nil, waitError(ctx, p.name(), fmt.Sprintf("relaunch backoff (%v left)", delay.Round(time.Millisecond)))
 			}
 			p.mu.Lock()
 			continue
 		}
-		break
+		p.relaunchLocked()
 	}
+}
+
+// reapLocked drops the current process if it has exited (it died while idle:
+// nothing was lost with it, but it counts as a crash); p.mu is held.
+func (p *plugin) reapLocked() {
+	if p.proc == nil {
+		return
+	}
+	exited, _, how := p.proc.runner.exitInfo()
+	if !exited {
+		return
+	}
+	proc := p.proc
+	p.log.Warn("plugin exited while idle; it is relaunched on next use", "pid", proc.pid, "exit", how)
+	p.dropLocked(proc, how)
+	go proc.stop() // reaps go-plugin's side; the process is gone already
+}
+
+// waitFor waits until ch is closed or ctx is done.
+func waitFor(ctx context.Context, ch <-chan struct{}, backend, what string) error {
+	select {
+	case <-ch:
+		return nil
+	case <-ctx.Done():
+		return waitError(ctx, backend, what)
+	}
+}
+
+// waitError is the error of a caller whose context ended while it waited for
+// backend: a TimeoutError for a deadline (the plugin is left alone).
+func waitError(ctx context.Context, backend, what string) error {
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return &TimeoutError{Backend: backend, Op: "waiting for " + what}
+	}
+	return fmt.Errorf("backend %s: waiting for %s: %w", backend, what, ctx.Err())
+}
+
+// relaunchLocked starts a relaunch in the background; p.mu is held.
+func (p *plugin) relaunchLocked() {
 	done := make(chan struct{})
 	p.launching = done
-	p.mu.Unlock()
+	p.wg.Add(1)
+	go func() {
+		defer p.wg.Done()
+		proc, _, err := p.launch(p.set.ctx)
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		p.launching = nil
+		close(done)
+		if err != nil {
+			p.crashes++
+			p.notBefore = time.Now().Add(p.backoff())
+			p.launchErr = fmt.Errorf("relaunching backend %s: %w", p.name(), err)
+			var se *StartError
+			exit, stderr := "", ""
+			if errors.As(err, &se) {
+				exit, stderr = se.Exit, se.Stderr
+			}
+			p.failures.add(time.Now(), exit, stderr)
+			p.log.Error("relaunch failed", "error", err)
+			return
+		}
+		if p.closed {
+			proc.stop()
+			return
+		}
+		p.launchErr = nil
+		p.restarts++
+		p.stats.restarts.Add(1)
+		p.proc = proc
+		p.log.Info("plugin relaunched", "pid", proc.pid, "restarts", p.restarts)
+	}()
+}
 
-	proc, _, err := p.launch(ctx)
-
+// kick relaunches a plugin that is down and past its backoff, in the
+// background, without waiting; selection uses it so that a healthy backend is
+// never made to wait for a sick one.
+func (p *plugin) kick() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.launching = nil
-	close(done)
-	if err != nil {
-		p.crashes++
-		p.notBefore = time.Now().Add(p.backoff())
-		return nil, fmt.Errorf("relaunching backend %s: %w", p.name(), err)
+	p.reapLocked()
+	if !p.closed && p.startErr == nil && p.proc == nil && p.launching == nil && !time.Now().Before(p.notBefore) {
+		p.relaunchLocked()
 	}
-	if p.closed {
-		proc.stop()
-		return nil, &ClosedError{Backend: p.name()}
-	}
-	p.restarts++
-	p.proc = proc
-	p.log.Info("plugin relaunched", "pid", proc.pid, "restarts", p.restarts)
-	return proc, nil
 }
 
 // backoff is the wait before the next launch after p.crashes consecutive crashes.
@@ -268,23 +487,45 @@ func (p *plugin) backoff() time.Duration {
 	return min(d, p.set.maxBackoff)
 }
 
-// drop forgets proc after a crash or timeout and stops it.
-func (p *plugin) drop(proc *process) {
+// drop forgets proc after a crash or hang, records the failure and stops it.
+func (p *plugin) drop(proc *process, exit string) {
 	p.mu.Lock()
-	if p.proc == proc {
-		p.proc = nil
-		p.crashes++
-		p.notBefore = time.Now().Add(p.backoff())
-	}
+	p.dropLocked(proc, exit)
 	p.mu.Unlock()
 	proc.stop()
 }
 
-// healthy records a successful dispatch, which resets the crash backoff.
+func (p *plugin) dropLocked(proc *process, exit string) {
+	if p.proc != proc {
+		return
+	}
+	p.proc = nil
+	p.crashes++
+	p.notBefore = time.Now().Add(p.backoff())
+	p.failures.add(time.Now(), exit, proc.stderr.summary())
+	if !p.failures.failing && p.failures.recent(time.Now(), p.set.failWindow) >= p.set.failThreshold {
+		p.failures.failing = true
+		p.log.Error("plugin is failing; it is not chosen implicitly until a dispatch on it succeeds", "crashes", p.failures.recent(time.Now(), p.set.failWindow), "window", p.set.failWindow)
+	}
+}
+
+// hung is the hang monitor's verdict on proc: it stopped answering health
+// checks for the hang timeout while calls were in flight.
+func (p *plugin) hung(proc *process) {
+	p.log.Error("plugin stopped answering health checks; killing it", "pid", proc.pid, "hang_timeout", p.set.hangTimeout)
+	p.drop(proc, fmt.Sprintf("killed by the host: no health answer for %v", p.set.hangTimeout))
+}
+
+// healthy records a successful dispatch: it resets the crash backoff and ends a
+// failing state.
 func (p *plugin) healthy() {
 	p.mu.Lock()
+	defer p.mu.Unlock()
 	p.crashes = 0
-	p.mu.Unlock()
+	if p.failures.failing {
+		p.log.Info("plugin succeeded again; it is no longer failing")
+	}
+	p.failures.reset()
 }
 
 // open prepares adapter on proc once and returns the acquisition time: the
@@ -298,7 +539,7 @@ func (p *plugin) open(ctx context.Context, proc *process, adapter int) (time.Dur
 	}
 	p.mu.Unlock()
 	began := time.Now()
-	if err := proc.backend.Open(ctx, adapter); err != nil {
+	if err := proc.backend.Open(pluginapi.WithReceiveLimit(ctx, smallLimit), adapter); err != nil {
 		return 0, err
 	}
 	took := time.Since(began)
@@ -309,57 +550,91 @@ func (p *plugin) open(ctx context.Context, proc *process, adapter int) (time.Dur
 	return took, nil
 }
 
+// smallLimit bounds the response of a call that returns no payload (Open,
+// Release, Close): an empty message; errors travel in the status, not the body.
+const smallLimit = 4 << 10
+
+// errNothingRan says a call met a process that had already exited before the
+// call began: no work was lost, so the caller relaunches and runs it again.
+var errNothingRan = errors.New("the plugin process had exited before the call")
+
 // classify turns the error of operation op on proc into the error the caller
-// sees. Errors the plugin reported (rejected, device, unavailable) pass through;
-// a passed deadline kills the process (it may be hung) and gives a TimeoutError;
-// a dead process or a broken connection gives a CrashedError. The process is
-// dropped in the last two cases, so the next use relaunches the plugin.
+// sees. Errors the plugin reported (rejected, device, unavailable, plain) pass
+// through at once; a response over the receive limit is a BadResultError; a
+// process the hang monitor killed gives a TimeoutError with Hung set; a passed
+// deadline gives a TimeoutError and leaves the process alone (it only cancels
+// this call); a process that was already dead before the call gives
+// errNothingRan; a dead process or a broken connection otherwise gives a
+// CrashedError. The process is dropped in the last cases, so the next use
+// relaunches the plugin.
 func (p *plugin) classify(ctx context.Context, proc *process, backend, op string, began time.Time, err error) error {
-	var rejected *pluginapi.RejectedError
-	var device *pluginapi.DeviceError
-	var unavailable *pluginapi.UnavailableError
-	if errors.As(err, &rejected) || errors.As(err, &device) || errors.As(err, &unavailable) {
+	var (
+		rejected    *pluginapi.RejectedError
+		device      *pluginapi.DeviceError
+		unavailable *pluginapi.UnavailableError
+		plain       *pluginapi.PluginError
+		tooLarge    *pluginapi.ResponseTooLargeError
+	)
+	switch {
+	case errors.As(err, &rejected) || errors.As(err, &device) || errors.As(err, &unavailable) || errors.As(err, &plain):
 		return fmt.Errorf("backend %s: %s: %w", backend, op, err)
-	}
-	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-		p.log.Warn("deadline passed; stopping the plugin", "op", op, "pid", proc.pid)
-		p.drop(proc)
+	case errors.As(err, &tooLarge):
+		return &BadResultError{Backend: backend, Detail: fmt.Sprintf("its %s response announced %d bytes where at most %d were expected; the host refused it unread", op, tooLarge.Size, tooLarge.Limit)}
+	case proc.isHung():
+		return &TimeoutError{Backend: backend, Op: op, After: time.Since(began), Hung: true}
+	case errors.Is(ctx.Err(), context.DeadlineExceeded):
+		p.log.Debug("caller's deadline passed; the call is cancelled, the plugin keeps running", "op", op, "pid", proc.pid)
 		return &TimeoutError{Backend: backend, Op: op, After: time.Since(began)}
-	}
-	if ctx.Err() != nil {
+	case ctx.Err() != nil:
 		return fmt.Errorf("backend %s: %s: %w", backend, op, ctx.Err())
 	}
-	exited := proc.waitExited(2 * time.Second)
-	if !exited && status.Code(err) != codes.Unavailable {
-		return fmt.Errorf("backend %s: %s failed: %w", backend, op, err)
+	if status.Code(err) != codes.Unavailable {
+		if exited, _, _ := proc.runner.exitInfo(); !exited {
+			return fmt.Errorf("backend %s: %s failed: %w", backend, op, err)
+		}
 	}
-	p.drop(proc)
+	exited := proc.runner.waitExit(closeTimeout)
+	if exited && proc.exitedBefore(began) {
+		p.drop(proc, proc.exit())
+		return errNothingRan
+	}
+	if proc.isHung() {
+		return &TimeoutError{Backend: backend, Op: op, After: time.Since(began), Hung: true}
+	}
 	how := proc.exit()
 	if !exited {
 		how = "connection lost; the host stopped the process"
 	}
+	p.drop(proc, how)
 	p.log.Error("plugin crashed", "op", op, "pid", proc.pid, "exit", how)
 	return &CrashedError{Backend: backend, Op: op, Exit: how, Stderr: proc.stderr.summary()}
 }
 
-// close stops the plugin for good: it asks the plugin to release everything, then
-// ends the process.
+// close stops the plugin for good: it stops a launch in progress, asks the
+// running process to release everything, then ends it, and waits for
+// background launches and probes.
 func (p *plugin) close(ctx context.Context) {
 	p.mu.Lock()
 	p.closed = true
 	proc := p.proc
 	p.proc = nil
+	starting := p.runner
 	p.mu.Unlock()
-	if proc == nil {
-		return
+	if starting != nil {
+		_ = starting.Kill(context.Background()) // go-plugin then gives up on it at once
 	}
-	cctx, cancel := context.WithTimeout(ctx, closeTimeout)
-	defer cancel()
-	if err := proc.backend.Close(cctx); err != nil {
-		p.log.Debug("plugin close failed; stopping it", "error", err)
+	if proc != nil {
+		cctx, cancel := context.WithTimeout(ctx, closeTimeout)
+		if err := proc.backend.Close(pluginapi.WithReceiveLimit(cctx, smallLimit)); err != nil {
+			p.log.Debug("plugin close failed; stopping it", "error", err)
+		}
+		cancel()
+		proc.shutdown(closeTimeout)
 	}
-	proc.shutdown(closeTimeout)
 }
+
+// wait waits for the plugin's background work (launches, probes, a refusal).
+func (p *plugin) wait() { p.wg.Wait() }
 
 // closeTimeout bounds each step of stopping a plugin politely.
 const closeTimeout = 2 * time.Second
@@ -367,6 +642,13 @@ const closeTimeout = 2 * time.Second
 // shutdown lets go-plugin stop the process gracefully, and kills it if that
 // takes longer than limit (a wedged plugin never answers the shutdown call).
 func (pr *process) shutdown(limit time.Duration) {
+	pr.mu.Lock()
+	first := !pr.stopped
+	pr.stopped = true
+	pr.mu.Unlock()
+	if first {
+		close(pr.done)
+	}
 	done := make(chan struct{})
 	go func() {
 		pr.client.Kill()
@@ -377,9 +659,7 @@ func (pr *process) shutdown(limit time.Duration) {
 	select {
 	case <-done:
 	case <-timer.C:
-		if pr.cmd.Process != nil {
-			_ = pr.cmd.Process.Kill() // it may have exited meanwhile
-		}
+		_ = pr.runner.Kill(context.Background()) // it may have exited meanwhile
 		<-done
 	}
 }
@@ -404,5 +684,9 @@ func (p *plugin) running() *process {
 // alive reports whether the plugin has a process that has not exited.
 func (p *plugin) alive() bool {
 	proc := p.running()
-	return proc != nil && !proc.client.Exited()
+	if proc == nil {
+		return false
+	}
+	exited, _, _ := proc.runner.exitInfo()
+	return !exited
 }

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hashicorp/go-hclog"
+
 	"github.com/kiln-dev/kiln/pluginapi"
 )
 
@@ -247,19 +249,30 @@ func TestParseName(t *testing.T) {
 // A host whose plugins are known only by description: Acquire's registry checks
 // happen before any process is touched.
 func describedHost(descs ...*pluginapi.Description) *Host {
-	h := &Host{byID: map[string]*plugin{}}
+	ctx, cancel := context.WithCancel(context.Background())
+	h := &Host{byID: map[string]*plugin{}, changed: make(chan struct{}), ctx: ctx, cancel: cancel}
 	for _, d := range descs {
-		p := &plugin{desc: d}
+		p := startedPlugin("/p/"+PluginPrefix+d.ID, nil)
+		p.desc = d
 		h.plugins = append(h.plugins, p)
 		h.byID[d.ID] = p
 	}
 	return h
 }
 
+// startedPlugin is a plugin whose start has finished, with startErr.
+func startedPlugin(path string, startErr error) *plugin {
+	p := newPlugin(path, settings{log: hclog.NewNullLogger(), logRate: 1})
+	p.startOnce.Do(func() {})
+	p.startErr = startErr
+	close(p.started)
+	return p
+}
+
 // Mirrors vyre's missing_backend_registry_queries_return_absent_without_panicking.
 func TestAcquireUnknownIDListsKnownIDs(t *testing.T) {
 	h := describedHost(gpu("cpu-ref", nil, pluginapi.DeviceProfile{}), gpu("vulkan", nil, pluginapi.DeviceProfile{}))
-	h.failed = []PluginStatus{{Path: "/p/kiln-backend-x", Err: errors.New("bad")}}
+	h.plugins = append(h.plugins, startedPlugin("/p/kiln-backend-x", errors.New("bad")))
 	for _, name := range []string{"__missing__", "cuda:0", "vulkan:3"} {
 		_, err := h.Acquire(context.Background(), name)
 		var nf *NotFoundError

@@ -236,7 +236,7 @@ func (s *stores) tunedSize(log hclog.Logger, b *Backend, prog *ir.Program, spec 
 // backend, as pgo.Table.Fresh and Stale take them.
 func (h *Host) Live() []pgo.Live {
 	var out []pgo.Live
-	for _, p := range h.plugins {
+	for _, p := range h.running() {
 		for _, a := range p.desc.Adapters {
 			if a.Available {
 				out = append(out, (&Backend{p: p, adapter: a}).Live())
@@ -294,9 +294,9 @@ func (h *Host) routed(ctx context.Context, r pgo.Route) (*Backend, error) {
 	if err != nil {
 		return nil, err
 	}
-	p, ok := h.byID[id]
+	p := h.lookup(id)
 	switch {
-	case !ok:
+	case p == nil:
 		return nil, &NotFoundError{Name: r.Backend, Known: h.IDs()}
 	case IsReferenceOracle(p.desc):
 		return nil, fmt.Errorf("%s is a reference oracle, used only when named", id)

@@ -359,12 +359,12 @@ func TestDispatchFollowsAFreshHealthyPGORoute(t *testing.T) {
 		t.Fatal(err)
 	}
 	id, _, _ := strings.Cut(other, ":")
-	proc := h.byID[id].running()
+	proc := h.lookup(id).running()
 	if err := syscall.Kill(proc.pid, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
 	waitGone(t, proc.pid)
-	if !proc.waitExited(10 * time.Second) {
+	if !proc.runner.waitExit(10 * time.Second) {
 		t.Fatal("the host never saw the plugin exit")
 	}
 	if res := dispatch(); res.Backend != preferred.Name() || !strings.Contains(res.Selection, "is not usable") {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/kiln-dev/kiln/ir"
@@ -116,7 +117,13 @@ type Pending struct {
 	// result and err are final when inner is nil.
 	result *SubmitResult
 	err    error
+	// ended brackets the batch for the hang monitor: the process counts it as
+	// a call in flight until it completes.
+	ended sync.Once
 }
+
+// end takes the batch off the process's calls in flight.
+func (pd *Pending) end() { pd.ended.Do(pd.proc.end) }
 
 // Wait returns the batch's result once it has run. If ctx ends first, the batch
 // is cancelled (the plugin stops it where it can) and Wait returns an error. Wait
@@ -126,6 +133,9 @@ func (pd *Pending) Wait(ctx context.Context) (*SubmitResult, error) {
 		return pd.result, pd.err
 	}
 	res, err := pd.inner.Wait(ctx)
+	if pd.inner.Ready() {
+		pd.end()
+	}
 	pd.b.p.v2.forget(pd)
 	if err != nil {
 		if he := pd.b.hostError(pd.proc, "submit", err); he != nil {
@@ -147,7 +157,10 @@ func (v *v2state) forget(pd *Pending) {
 	defer v.mu.Unlock()
 	kept := v.pending[:0]
 	for _, o := range v.pending {
-		if o != pd && !o.inner.Ready() {
+		switch {
+		case o.inner.Ready():
+			o.end()
+		case o != pd:
 			kept = append(kept, o)
 		}
 	}
@@ -376,7 +389,7 @@ func (b *Backend) batchProcess(ctx context.Context, plan *batchPlan) (*process, 
 		plan.resident, plan.proc = true, proc
 		return proc, nil
 	}
-	cur, err := b.p.liveProcess(ctx)
+	cur, err := b.p.current(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -411,7 +424,7 @@ func (b *Backend) pipelineOn(ctx context.Context, pl *Pipeline, proc *process, p
 // submitResident sends the batch as one submit to the plugin that keeps its
 // buffers.
 func (b *Backend) submitResident(ctx context.Context, proc *process, plan *batchPlan, began time.Time) (*Pending, error) {
-	cmds := make([]pluginapi.Command, len(plan.cmds))
+	cmds := make([]pluginapi.SubmitCommand, len(plan.cmds))
 	for i, c := range plan.cmds {
 		switch c.kind {
 		case cmdDispatch:
@@ -436,10 +449,14 @@ func (b *Backend) submitResident(ctx context.Context, proc *process, plan *batch
 		inner, err = conn.SubmitAsync(ctx, &pluginapi.SubmitRequest{Adapter: b.adapter.Index, Commands: cmds})
 		return err
 	})
+	if err == errNothingRan && len(plan.bufs) == 0 {
+		return nil, b.nothingRanTwice(proc, "submit")
+	}
 	if err != nil {
 		return nil, crashed(err, plan.bufs...)
 	}
 	pd := &Pending{b: b, proc: proc, inner: inner, bufs: plan.bufs, began: began, n: len(cmds)}
+	proc.begin()
 	v := &b.p.v2
 	v.mu.Lock()
 	v.pending = append(v.pending, pd)
@@ -490,20 +507,34 @@ func (b *Backend) dispatchHosted(ctx context.Context, c plannedCmd) (*pluginapi.
 	for _, bi := range prog.Outputs() {
 		sizes = append(sizes, int(c.bindings[bi].size))
 	}
-	pl.mu.Lock()
-	if pl.released {
+	limit := pluginapi.ResponseOverhead
+	for _, n := range sizes {
+		limit += n + pluginapi.PerBufferOverhead
+	}
+	var res *pluginapi.DispatchResult
+	for attempt := 0; ; attempt++ {
+		pl.mu.Lock()
+		if pl.released {
+			pl.mu.Unlock()
+			return nil, &LaunchError{Program: prog.Name, Detail: "pipeline was released. Fix: compile the program again"}
+		}
+		proc, handle, _, err := pl.compileLocked(ctx)
 		pl.mu.Unlock()
-		return nil, &LaunchError{Program: prog.Name, Detail: "pipeline was released. Fix: compile the program again"}
-	}
-	proc, handle, _, err := pl.compileLocked(ctx)
-	pl.mu.Unlock()
-	if err != nil {
-		return nil, err
-	}
-	req.Pipeline = handle
-	res, err := b.dispatchOn(ctx, proc, pl, req, sizes)
-	if err != nil {
-		return nil, err
+		if err != nil {
+			return nil, err
+		}
+		req.Pipeline = handle
+		res, err = b.dispatchOn(ctx, proc, pl, req, sizes, limit)
+		if err == errNothingRan {
+			if attempt > 0 {
+				return nil, b.nothingRanTwice(proc, "dispatch")
+			}
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		break
 	}
 	if err := checkOutputs(b.Name(), prog, sizes, res.Outputs); err != nil {
 		return nil, err

@@ -2,9 +2,8 @@ package host
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/kiln-dev/kiln/pluginapi"
@@ -15,6 +14,9 @@ const (
 	StatusReady       = "ready"
 	StatusUnavailable = "unavailable"
 	StatusFailed      = "failed"
+	// StatusFailing: the plugin crashed too often recently (see
+	// Options.FailureThreshold); it is not preferred until a dispatch succeeds.
+	StatusFailing = "failing"
 )
 
 // BackendStatus is one row of Survey: one adapter of one backend, or one plugin
@@ -30,8 +32,9 @@ type BackendStatus struct {
 	// Adapter is the adapter index and AdapterName its name.
 	Adapter     int
 	AdapterName string
-	// Status is StatusReady, StatusUnavailable or StatusFailed; Reason says why
-	// it is not ready.
+	// Status is StatusReady, StatusUnavailable, StatusFailing or StatusFailed;
+	// Reason says why it is not ready (for a failing plugin: its crash count,
+	// last exit and last stderr line).
 	Status string
 	Reason string
 	// ReferenceOracle: the backend is a reference oracle (used only by explicit id).
@@ -55,15 +58,23 @@ func (s BackendStatus) Name() string { return fmt.Sprintf("%s:%d", s.ID, s.Adapt
 
 // Survey opens every available adapter of every running backend (measuring its
 // acquisition time) and returns one row per adapter, plus one per plugin that did
-// not start, and marks the one AcquirePreferred picks.
+// not start, and marks the one AcquirePreferred picks. A failing plugin's
+// adapters are reported as failing without being opened. It starts every plugin.
 func (h *Host) Survey(ctx context.Context) ([]BackendStatus, error) {
 	if err := h.checkOpen(); err != nil {
 		return nil, err
 	}
 	var rows []BackendStatus
 	opened := map[string]error{}
-	for _, p := range h.plugins {
+	running := h.running()
+	for _, p := range running {
 		d := p.desc
+		failing := ""
+		if p.state() == StateFailing {
+			p.mu.Lock()
+			failing = p.failures.reason(time.Now(), p.set.failWindow)
+			p.mu.Unlock()
+		}
 		for _, a := range d.Adapters {
 			row := BackendStatus{
 				ID: d.ID, Version: d.Version, Started: true, Adapter: a.Index, AdapterName: a.Name,
@@ -71,21 +82,31 @@ func (h *Host) Survey(ctx context.Context) ([]BackendStatus, error) {
 				CapabilityScore: a.Profile.CapabilityScore(), TimingQuality: a.Profile.TimingQuality,
 				MemBWGBps: a.Profile.MemBWGBps, Status: StatusReady,
 			}
-			if !a.Available {
+			switch {
+			case !a.Available:
 				row.Status, row.Reason = StatusUnavailable, a.Reason
-			} else if took, err := (&Backend{p: p, adapter: a}).open(ctx); err != nil {
-				row.Status, row.Reason = StatusFailed, err.Error()
-				opened[row.Name()] = err
-			} else {
-				row.Acquisition = took
+			case failing != "":
+				row.Status, row.Reason = StatusFailing, failing
+				opened[row.Name()] = errors.New(failing)
+			default:
+				if took, err := (&Backend{p: p, adapter: a}).open(ctx); err != nil {
+					row.Status, row.Reason = StatusFailed, err.Error()
+					opened[row.Name()] = err
+				} else {
+					row.Acquisition = took
+				}
 			}
 			rows = append(rows, row)
 		}
 	}
-	for _, f := range h.failed {
-		rows = append(rows, BackendStatus{
-			ID: strings.TrimPrefix(filepath.Base(f.Path), PluginPrefix), Status: StatusFailed, Reason: f.Err.Error(),
-		})
+	for _, p := range h.plugins {
+		if err := p.startError(); err != nil {
+			var closed *ClosedError
+			if errors.As(err, &closed) {
+				continue
+			}
+			rows = append(rows, BackendStatus{ID: p.fileID(), Status: StatusFailed, Reason: err.Error()})
+		}
 	}
 	surveyed := func(_ context.Context, id string, adapter int) (time.Duration, error) {
 		for _, r := range rows {
@@ -95,7 +116,11 @@ func (h *Host) Survey(ctx context.Context) ([]BackendStatus, error) {
 		}
 		return 0, opened[fmt.Sprintf("%s:%d", id, adapter)]
 	}
-	if pick, err := choosePreferred(ctx, h.descriptions(), nil, surveyed); err == nil {
+	descs := make([]*pluginapi.Description, len(running))
+	for i, p := range running {
+		descs[i] = p.desc
+	}
+	if pick, err := choosePreferred(ctx, descs, nil, surveyed); err == nil {
 		for i := range rows {
 			rows[i].Preferred = rows[i].ID == pick.ID && rows[i].Adapter == pick.Adapter && rows[i].Status == StatusReady
 		}

@@ -2,6 +2,7 @@ package host
 
 import (
 	"bytes"
+	"encoding/json"
 	"strings"
 	"sync"
 )
@@ -28,7 +29,7 @@ func (t *stderrTail) Write(p []byte) (int, error) {
 			}
 			continue
 		}
-		line := strings.TrimSpace(string(t.line))
+		line := readable(strings.TrimSpace(string(t.line)))
 		t.line = t.line[:0]
 		if strings.HasPrefix(line, "panic: ") || strings.HasPrefix(line, "fatal error: ") {
 			t.panic = line
@@ -43,6 +44,21 @@ func (t *stderrTail) Write(p []byte) (int, error) {
 		}
 	}
 	return len(p), nil
+}
+
+// readable turns a plugin's hclog JSON line into its message; other lines
+// stay as they are.
+func readable(line string) string {
+	if !strings.HasPrefix(line, "{") {
+		return line
+	}
+	var entry struct {
+		Message string `json:"@message"`
+	}
+	if json.Unmarshal([]byte(line), &entry) != nil || entry.Message == "" {
+		return line
+	}
+	return entry.Message
 }
 
 // summaryLines and summaryWidth bound what summary returns.

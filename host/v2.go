@@ -51,23 +51,35 @@ func (proc *process) conn() pluginapi.Conn {
 	return c
 }
 
-// liveProcess is plugin.current, except that a process already known to have
-// exited (its buffers are lost, nothing of this call ran on it) is dropped and
-// the plugin relaunched, instead of failing the call as a crash.
-func (p *plugin) liveProcess(ctx context.Context) (*process, error) {
-	proc, err := p.current(ctx)
-	if err != nil || p.holds(proc) {
-		return proc, err
+// callAny runs fn on the plugin's current process with its connection, as
+// Backend.call does: when the process turns out to have died before the call
+// (nothing ran), the plugin is relaunched and fn runs once more.
+func (b *Backend) callAny(ctx context.Context, op, program string, fn func(context.Context, *process, pluginapi.Conn) error) error {
+	for attempt := 0; ; attempt++ {
+		proc, err := b.p.current(ctx)
+		if err != nil {
+			return err
+		}
+		err = b.callConn(ctx, proc, op, program, func(ctx context.Context, conn pluginapi.Conn) error {
+			return fn(ctx, proc, conn)
+		})
+		if err != errNothingRan {
+			return err
+		}
+		if attempt > 0 {
+			return b.nothingRanTwice(proc, op)
+		}
 	}
-	p.drop(proc)
-	return p.current(ctx)
 }
 
 // holds reports whether proc is the plugin's running process and alive: not
 // exited, and its data plane (if it has one) not lost. Buffers live only in a
 // process that holds.
 func (p *plugin) holds(proc *process) bool {
-	if proc == nil || p.running() != proc || proc.client.Exited() {
+	if proc == nil || p.running() != proc {
+		return false
+	}
+	if exited, _, _ := proc.runner.exitInfo(); exited {
 		return false
 	}
 	conn := proc.conn()
@@ -117,7 +129,7 @@ func (b *Backend) hostError(proc *process, program string, err error) error {
 		return &BadResultError{Backend: b.Name(), Detail: result.Detail}
 	case errors.As(err, &proto):
 		b.p.log.Error("plugin broke the data plane protocol; stopping it", "pid", proc.pid, "error", err)
-		b.p.drop(proc)
+		b.p.drop(proc, "stopped by the host: it broke the data plane protocol")
 		return &BadResultError{Backend: b.Name(), Detail: proto.Detail}
 	case errors.As(err, &unimp):
 		return &UnsupportedError{Backend: b.Name(), Interface: unimp.Interface}
@@ -129,6 +141,12 @@ func (b *Backend) hostError(proc *process, program string, err error) error {
 // turning the SDK's host-side errors into typed ones (which callOn would
 // otherwise take for plugin failures).
 func (b *Backend) callConn(ctx context.Context, proc *process, op, program string, fn func(context.Context, pluginapi.Conn) error) error {
+	if conn := proc.conn(); conn != nil && conn.Lost() != nil {
+		// The data plane saw the process die (or break the protocol) before
+		// this call: nothing of it ran.
+		b.p.drop(proc, "its data plane closed: "+conn.Lost().Error())
+		return errNothingRan
+	}
 	var hostErr error
 	err := b.callOn(ctx, proc, op, func(ctx context.Context, proc *process) error {
 		conn := proc.conn()
@@ -165,7 +183,8 @@ func (e *UnsupportedError) Error() string {
 // when the plugin keeps buffers (so the bytes cross through shared memory once
 // each way), else inline (pluginapi.Conn.DispatchSized: shared memory when the
 // plugin has the data plane, gRPC messages otherwise).
-func (b *Backend) dispatchOn(ctx context.Context, proc *process, pl *Pipeline, req *pluginapi.DispatchRequest, sizes []int) (*pluginapi.DispatchResult, error) {
+// limit is the receive limit of an inline response over gRPC.
+func (b *Backend) dispatchOn(ctx context.Context, proc *process, pl *Pipeline, req *pluginapi.DispatchRequest, sizes []int, limit int) (*pluginapi.DispatchResult, error) {
 	var in int64
 	for _, d := range req.Inputs {
 		in += int64(len(d))
@@ -176,7 +195,7 @@ func (b *Backend) dispatchOn(ctx context.Context, proc *process, pl *Pipeline, r
 	var res *pluginapi.DispatchResult
 	err := b.callConn(ctx, proc, "dispatch", pl.prog.Name, func(ctx context.Context, conn pluginapi.Conn) error {
 		var err error
-		res, err = conn.DispatchSized(ctx, req, sizes)
+		res, err = conn.DispatchSized(pluginapi.WithReceiveLimit(ctx, limit), req, sizes)
 		return err
 	})
 	if err != nil {
@@ -280,7 +299,7 @@ func (b *Backend) dispatchResident(ctx context.Context, proc *process, pl *Pipel
 		bufs := make([]*scratchBuffer, 0, n)
 		defer func() { b.putScratch(context.WithoutCancel(ctx), conn, proc, bufs) }()
 		cmd := pluginapi.DispatchCommand{Pipeline: req.Pipeline, Grid: req.Grid, Bindings: make([]pluginapi.BufferRange, n), Uniforms: req.Uniforms}
-		var cmds []pluginapi.Command
+		var cmds []pluginapi.SubmitCommand
 		for i := range n {
 			s, err := b.takeScratch(ctx, conn, proc, bind[i])
 			if err != nil {
@@ -340,12 +359,8 @@ func (b *Backend) Artifact(ctx context.Context, pl *Pipeline, kind string) (*Art
 	if pl == nil || pl.backend.p != b.p {
 		return nil, &LaunchError{Program: "<pipeline>", Detail: fmt.Sprintf("pipeline was not compiled on %s. Fix: compile it with this backend's Compile", b.Name())}
 	}
-	proc, err := b.p.current(ctx)
-	if err != nil {
-		return nil, err
-	}
 	var a *Artifact
-	err = b.callConn(ctx, proc, "artifact", pl.prog.Name, func(ctx context.Context, conn pluginapi.Conn) error {
+	err := b.callAny(ctx, "artifact", pl.prog.Name, func(ctx context.Context, proc *process, conn pluginapi.Conn) error {
 		if _, err := b.p.open(ctx, proc, b.adapter.Index); err != nil {
 			return err
 		}
@@ -362,11 +377,7 @@ func (b *Backend) Artifact(ctx context.Context, pl *Pipeline, kind string) (*Art
 // plugin's DeviceError or UnavailableError. A backend without
 // pluginapi.HealthChecker gives an *UnsupportedError.
 func (b *Backend) Health(ctx context.Context) error {
-	proc, err := b.p.current(ctx)
-	if err != nil {
-		return err
-	}
-	return b.callConn(ctx, proc, "health", b.Name(), func(ctx context.Context, conn pluginapi.Conn) error {
+	return b.callAny(ctx, "health", b.Name(), func(ctx context.Context, _ *process, conn pluginapi.Conn) error {
 		return conn.Health(ctx)
 	})
 }

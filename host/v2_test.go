@@ -9,7 +9,6 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/kiln-dev/kiln/ir"
 	"github.com/kiln-dev/kiln/pluginapi"
@@ -230,18 +229,6 @@ func openFDs(t *testing.T) int {
 		t.Fatal(err)
 	}
 	return len(entries)
-}
-
-// eventually waits (generously; no timing claim) for cond.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s did not happen", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 }
 
 func TestKilledPluginLosesItsBuffers(t *testing.T) {

@@ -19,7 +19,7 @@ func BenchmarkSubmitRoundTrip(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			req := &SubmitRequest{Commands: []Command{FillCommand{Dst: BufferRange{Buffer: buf.Buffer, Size: 4}, Value: 1}}}
+			req := &SubmitRequest{Commands: []SubmitCommand{FillCommand{Dst: BufferRange{Buffer: buf.Buffer, Size: 4}, Value: 1}}}
 			b.ResetTimer()
 			for range b.N {
 				if _, err := conn.Submit(ctx, req); err != nil {

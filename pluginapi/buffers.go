@@ -90,9 +90,9 @@ func (r BufferRange) end() (uint64, bool) {
 	return e, e < r.Offset
 }
 
-// Command is one step of a SubmitRequest: a DispatchCommand, CopyCommand or
+// SubmitCommand is one step of a SubmitRequest: a DispatchCommand, CopyCommand or
 // FillCommand.
-type Command interface{ command() }
+type SubmitCommand interface{ command() }
 
 // DispatchCommand runs a pipeline over buffer ranges.
 type DispatchCommand struct {
@@ -127,7 +127,7 @@ func (FillCommand) command()     {}
 // SubmitRequest is an ordered batch of commands on one adapter.
 type SubmitRequest struct {
 	Adapter  int
-	Commands []Command
+	Commands []SubmitCommand
 }
 
 // SubmitResult is the completion of a batch.
@@ -183,7 +183,7 @@ func (t bufferTable) checkRange(what string, r BufferRange, aligned bool) error 
 // checkCommands rejects a batch with a range outside its buffer, an unaligned
 // binding or fill, a copy whose sizes differ or whose ranges overlap, or an
 // unknown command.
-func (t bufferTable) checkCommands(cmds []Command) error {
+func (t bufferTable) checkCommands(cmds []SubmitCommand) error {
 	for i, c := range cmds {
 		switch c := c.(type) {
 		case DispatchCommand:

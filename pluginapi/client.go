@@ -2,6 +2,12 @@ package pluginapi
 
 import (
 	"context"
+	"fmt"
+	"strings"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/kiln-dev/kiln/ir"
 	kilnpb "github.com/kiln-dev/kiln/pluginapi/proto"
@@ -17,13 +23,81 @@ type client struct {
 
 var _ Backend = (*client)(nil)
 
+// receiveLimitKey is the context key of WithReceiveLimit.
+type receiveLimitKey struct{}
+
+// WithReceiveLimit returns a context under which a call of a host-side Backend
+// (one from [Dispense]) refuses a response larger than limit bytes from the
+// length the response announces, before receiving it, with a
+// [*ResponseTooLargeError]. A host sets it to what it expects: a dispatch's
+// outputs plus a small overhead, so a plugin cannot make the host receive (and
+// hold) a gigabyte where it asked for sixteen bytes. A limit of zero or less
+// leaves [MaxMessageBytes].
+func WithReceiveLimit(ctx context.Context, limit int) context.Context {
+	return context.WithValue(ctx, receiveLimitKey{}, limit)
+}
+
+// ResponseOverhead bounds the bytes a response message adds around its
+// payloads: field tags, lengths and the timing fields. Add it, plus
+// [PerBufferOverhead] per buffer, to the payload bytes a call should return to
+// get its receive limit.
+const (
+	ResponseOverhead  = 64
+	PerBufferOverhead = 16
+)
+
+// ResponseTooLargeError says a plugin's response announced more bytes than the
+// call's receive limit; the host refused it unread.
+type ResponseTooLargeError struct {
+	// Method is the call ("Dispatch").
+	Method string
+	// Size is the length the response announced, Limit the call's limit.
+	Size, Limit int64
+}
+
+func (e *ResponseTooLargeError) Error() string {
+	return fmt.Sprintf("kiln plugin %s: the response announced %d bytes, over this call's receive limit of %d; refused before receiving it", e.Method, e.Size, e.Limit)
+}
+
+// callOptions are the per-call gRPC options ctx asks for.
+func callOptions(ctx context.Context) []grpc.CallOption {
+	if limit, ok := ctx.Value(receiveLimitKey{}).(int); ok && limit > 0 {
+		return []grpc.CallOption{grpc.MaxCallRecvMsgSize(limit)}
+	}
+	return nil
+}
+
+// callError turns a gRPC call's error into the backend's error kind, and a
+// response refused by the receive limit into a ResponseTooLargeError.
+func callError(ctx context.Context, method string, err error) error {
+	if err == nil {
+		return nil
+	}
+	if limit, ok := ctx.Value(receiveLimitKey{}).(int); ok && limit > 0 && status.Code(err) == codes.ResourceExhausted {
+		// grpc-go's own words when a message header announces too many bytes:
+		// "grpc: received message larger than max (N vs. M)".
+		msg := status.Convert(err).Message()
+		if strings.Contains(msg, "received message larger than max") || strings.Contains(msg, "received message after decompression larger than max") {
+			e := &ResponseTooLargeError{Method: method, Limit: int64(limit)}
+			if i := strings.LastIndexByte(msg, '('); i >= 0 {
+				var n, m int64
+				if _, scanErr := fmt.Sscanf(msg[i:], "(%d vs. %d)", &n, &m); scanErr == nil {
+					e.Size = n
+				}
+			}
+			return e
+		}
+	}
+	return fromStatus(ctx, method, err)
+}
+
 func (c *client) Describe(ctx context.Context) (*Description, error) {
 	if c.v2 != nil {
 		return c.v2.describe(ctx)
 	}
-	r, err := c.rpc.Describe(ctx, &kilnpb.DescribeRequest{})
+	r, err := c.rpc.Describe(ctx, &kilnpb.DescribeRequest{}, callOptions(ctx)...)
 	if err != nil {
-		return nil, fromStatus(ctx, "Describe", err)
+		return nil, callError(ctx, "Describe", err)
 	}
 	return descriptionFromProto(r), nil
 }
@@ -33,8 +107,8 @@ func (c *client) Open(ctx context.Context, adapter int) error {
 	if err != nil {
 		return err
 	}
-	_, err = c.rpc.Open(ctx, &kilnpb.OpenRequest{Adapter: idx})
-	return fromStatus(ctx, "Open", err)
+	_, err = c.rpc.Open(ctx, &kilnpb.OpenRequest{Adapter: idx}, callOptions(ctx)...)
+	return callError(ctx, "Open", err)
 }
 
 func (c *client) Compile(ctx context.Context, req *CompileRequest) (*CompileResult, error) {
@@ -57,9 +131,9 @@ func (c *client) Compile(ctx context.Context, req *CompileRequest) (*CompileResu
 		WorkgroupY: req.WorkgroupSize[1],
 		WorkgroupZ: req.WorkgroupSize[2],
 		CachedBlob: req.CachedBlob,
-	})
+	}, callOptions(ctx)...)
 	if err != nil {
-		return nil, fromStatus(ctx, "Compile", err)
+		return nil, callError(ctx, "Compile", err)
 	}
 	return &CompileResult{Pipeline: r.GetPipeline(), Blob: r.Blob, CompileNanos: r.GetCompileNanos()}, nil
 }
@@ -73,22 +147,22 @@ func (c *client) Dispatch(ctx context.Context, req *DispatchRequest) (*DispatchR
 		Inputs:       inputsToProto(req.Inputs),
 		OutputCounts: req.OutputCounts,
 		Uniforms:     req.Uniforms,
-	})
+	}, callOptions(ctx)...)
 	if err != nil {
-		return nil, fromStatus(ctx, "Dispatch", err)
+		return nil, callError(ctx, "Dispatch", err)
 	}
 	return &DispatchResult{Outputs: r.GetOutputs(), HostNanos: r.GetHostNanos(), DeviceNanos: r.GetDeviceNanos()}, nil
 }
 
 func (c *client) Release(ctx context.Context, pipeline uint64) error {
-	_, err := c.rpc.Release(ctx, &kilnpb.ReleaseRequest{Pipeline: pipeline})
-	return fromStatus(ctx, "Release", err)
+	_, err := c.rpc.Release(ctx, &kilnpb.ReleaseRequest{Pipeline: pipeline}, callOptions(ctx)...)
+	return callError(ctx, "Release", err)
 }
 
 func (c *client) Close(ctx context.Context) error {
 	if c.v2 != nil {
 		defer c.v2.closePlane()
 	}
-	_, err := c.rpc.Close(ctx, &kilnpb.CloseRequest{})
-	return fromStatus(ctx, "Close", err)
+	_, err := c.rpc.Close(ctx, &kilnpb.CloseRequest{}, callOptions(ctx)...)
+	return callError(ctx, "Close", err)
 }

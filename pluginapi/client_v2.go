@@ -160,7 +160,7 @@ func (v *v2client) status(ctx context.Context, method, iface string, err error) 
 	if status.Code(err) == codes.Unimplemented {
 		return &UnimplementedError{Interface: iface, Backend: v.backendID()}
 	}
-	return fromStatus(ctx, method, err)
+	return callError(ctx, method, err)
 }
 
 func (v *v2client) backendID() string {
@@ -378,7 +378,8 @@ func (v *v2client) transferGRPC(ctx context.Context, kind frameKind, buffer, off
 		}
 		return nil
 	}
-	r, err := v.rpc.ReadBuffer(ctx, &kilnpb.ReadBufferRequest{Buffer: buffer, Offset: offset, Size: uint64(len(b))})
+	rctx := WithReceiveLimit(ctx, len(b)+ResponseOverhead)
+	r, err := v.rpc.ReadBuffer(rctx, &kilnpb.ReadBufferRequest{Buffer: buffer, Offset: offset, Size: uint64(len(b))}, callOptions(rctx)...)
 	if err != nil {
 		return v.status(ctx, "ReadBuffer", "pluginapi.Buffers", err)
 	}

@@ -56,6 +56,17 @@ func DeviceFailed(format string, args ...any) error {
 	return &DeviceError{Err: fmt.Errorf(format, args...)}
 }
 
+// PluginError is an error a backend returned without a kind (a plain error):
+// the plugin is alive and answered, but said nothing more about the failure.
+// It crosses the wire as gRPC Unknown and comes back with the same message.
+type PluginError struct{ Err error }
+
+// Error returns the plugin's message.
+func (e *PluginError) Error() string { return e.Err.Error() }
+
+// Unwrap returns the plugin's message as an error.
+func (e *PluginError) Unwrap() error { return e.Err }
+
 // errorDomain marks the gRPC status details that carry a kiln error kind, so a
 // transport failure with the same code is never mistaken for one.
 const errorDomain = "kiln.dev/pluginapi"
@@ -109,7 +120,7 @@ func toStatus(err error) error {
 // fromStatus turns an error from a gRPC call back into the backend's error kind.
 // Typed errors come back as the same type with the same message; a deadline or a
 // cancellation wraps the context error; an error the plugin returned without a
-// kind comes back with its message; anything else (the connection broke, the
+// kind comes back as a PluginError with its message; anything else (the connection broke, the
 // plugin died) is returned wrapped, so status.Code still reads it.
 func fromStatus(ctx context.Context, method string, err error) error {
 	if err == nil {
@@ -148,7 +159,7 @@ func fromStatus(ctx context.Context, method string, err error) error {
 		}
 		return fmt.Errorf("kiln plugin %s: %s: %w", method, st.Message(), context.DeadlineExceeded)
 	case codes.Unknown:
-		return msg
+		return &PluginError{Err: msg}
 	}
 	return fmt.Errorf("kiln plugin %s: %w", method, err)
 }

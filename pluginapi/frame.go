@@ -206,7 +206,7 @@ type request struct {
 	offset uint64   // write, read
 	data   segRange // write, read: the staged bytes
 
-	commands []Command // submit
+	commands []SubmitCommand // submit
 
 	dispatch *DispatchRequest // dispatch
 	inputs   []segRange       // dispatch: by binding; size 0 with segment 0 is no input
@@ -301,7 +301,7 @@ func encodeRequest(r *request) ([]byte, error) {
 	return e.b, nil
 }
 
-func encodeCommand(e *enc, c Command) error {
+func encodeCommand(e *enc, c SubmitCommand) error {
 	start := len(e.b)
 	switch c := c.(type) {
 	case DispatchCommand:
@@ -394,7 +394,7 @@ func decodeRequest(b []byte) (*request, error) {
 		if uint64(n)*24 > uint64(len(d.b)) {
 			return nil, fmt.Errorf("submit of %d commands in %d bytes", n, len(d.b))
 		}
-		r.commands = make([]Command, 0, n)
+		r.commands = make([]SubmitCommand, 0, n)
 		for i := range n {
 			c, err := decodeCommand(d)
 			if err != nil {
@@ -457,7 +457,7 @@ func decodeRequest(b []byte) (*request, error) {
 	return r, nil
 }
 
-func decodeCommand(d *dec) (Command, error) {
+func decodeCommand(d *dec) (SubmitCommand, error) {
 	op := d.u8()
 	d.zeros(3)
 	length := d.u32()
@@ -468,7 +468,7 @@ func decodeCommand(d *dec) (Command, error) {
 		return nil, fmt.Errorf("command length %d with %d bytes left", length, len(d.b))
 	}
 	body := &dec{b: d.take(int(length) - 8)}
-	var c Command
+	var c SubmitCommand
 	switch op {
 	case opDispatch:
 		dc := DispatchCommand{Pipeline: body.u64()}
@@ -646,7 +646,7 @@ func (d *done) err() error {
 	case statusBadResult:
 		return &ResultError{Detail: d.msg}
 	}
-	return msg
+	return &PluginError{Err: msg}
 }
 
 // statusOf classifies a backend's error for a completion.

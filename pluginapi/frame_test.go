@@ -19,7 +19,7 @@ func sampleRequests() []*request {
 		{kind: frameFree, seq: 6, buffer: 7},
 		{kind: frameWrite, seq: 7, buffer: 7, offset: 8, data: segRange{segment: 3, offset: 64, size: 16}},
 		{kind: frameRead, seq: 8, buffer: 7, data: segRange{segment: 3, size: 4}},
-		{kind: frameSubmit, seq: 9, adapter: 2, commands: []Command{
+		{kind: frameSubmit, seq: 9, adapter: 2, commands: []SubmitCommand{
 			DispatchCommand{Pipeline: 5, Grid: [3]uint32{4, 2, 1}, Bindings: []BufferRange{{Buffer: 1, Size: 16}, {Buffer: 2, Offset: 4, Size: 8}}, Uniforms: []byte{1, 2, 3}},
 			CopyCommand{Src: BufferRange{Buffer: 1, Size: 8}, Dst: BufferRange{Buffer: 2, Offset: 8, Size: 8}},
 			FillCommand{Dst: BufferRange{Buffer: 2, Size: 16}, Value: 0xdeadbeef},

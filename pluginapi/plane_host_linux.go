@@ -482,7 +482,7 @@ func dispatchOnPlane(ctx context.Context, pl *plane, req *DispatchRequest, outpu
 	res := &DispatchResult{HostNanos: d.hostNanos, DeviceNanos: d.deviceNanos, Outputs: make([][]byte, len(outputs))}
 	for i, size := range d.sizes {
 		if size > uint64(outputs[i]) {
-			return nil, &ResultError{Detail: fmt.Sprintf("output %d is %d bytes, the launch makes it %d", i, size, outputs[i])}
+			return nil, &ResultError{Detail: fmt.Sprintf("output %d is %d bytes, the launch makes it %d; the host refused it unread", i, size, outputs[i])}
 		}
 		out := make([]byte, size)
 		if size > 0 {

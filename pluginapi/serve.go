@@ -1,28 +1,88 @@
 package pluginapi
 
 import (
+	"bufio"
 	"os"
+	"strconv"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/go-plugin"
 )
 
-// parentPollInterval is how often a serving plugin checks that its host is alive.
-const parentPollInterval = 200 * time.Millisecond
+// parentPollInterval is how often a plugin checks that its host is alive.
+const parentPollInterval = 100 * time.Millisecond
 
 // LogLevelEnv names the environment variable that sets a plugin's log level
 // ("trace", "debug", "info", "warn", "error"); unset or unknown means info.
 const LogLevelEnv = "KILN_LOG_LEVEL"
+
+// HostPIDEnv names the environment variable in which a host passes its process
+// id to the plugins it starts (see [Command]). A plugin watches that process from
+// the moment the pluginapi package is initialised, before its main runs.
+const HostPIDEnv = "KILN_HOST_PID"
+
+// unixSocketDirEnv is where go-plugin tells a plugin the private directory its
+// host made for the plugin's socket.
+const unixSocketDirEnv = "PLUGIN_UNIX_SOCKET_DIR"
+
+// hostWatched is set by init when the host passed its pid and the watch runs.
+var hostWatched bool
+
+func init() {
+	hostWatched = watchHostFromStart(os.Getenv, os.Getppid, func() { hostGone(nil) })
+	if hostWatched {
+		// A process this plugin starts is not a child of the host: it must not
+		// watch the host's pid.
+		_ = os.Unsetenv(HostPIDEnv)
+	}
+}
+
+// watchHostFromStart starts the host watch when this process is a plugin started
+// by a kiln host (the magic cookie and HostPIDEnv are set): it calls gone at once
+// when the parent is already another process (the host died while this process
+// was starting), else as soon as the parent changes. It reports whether the
+// watch runs.
+func watchHostFromStart(getenv func(string) string, getppid func() int, gone func()) bool {
+	h := Handshake()
+	if getenv(h.MagicCookieKey) != h.MagicCookieValue {
+		return false
+	}
+	pid, err := strconv.Atoi(getenv(HostPIDEnv))
+	if err != nil || pid <= 0 {
+		return false
+	}
+	if getppid() != pid {
+		gone()
+		return true
+	}
+	go watchParent(pid, parentPollInterval, getppid, gone)
+	return true
+}
+
+// hostGone ends a plugin whose host died: it removes the private socket
+// directory the host made for it (nobody else will) and exits.
+func hostGone(logger hclog.Logger) {
+	if logger != nil {
+		logger.Warn("host process exited; stopping the plugin")
+	}
+	if dir := os.Getenv(unixSocketDirEnv); dir != "" {
+		_ = os.RemoveAll(dir) // best effort: the process exits either way
+	}
+	os.Exit(1)
+}
 
 // Serve runs b as a kiln plugin and returns when the host stops the plugin. A
 // plugin's main is usually just
 //
 //	func main() { pluginapi.Serve(mybackend.New()) }
 //
-// Serve speaks go-plugin's gRPC protocol only, with kiln's Handshake and versioned
-// plugin sets, and raises gRPC's message limits to MaxMessageBytes. Started by hand
-// (without the host's magic cookie) the binary prints a notice and exits.
+// Serve speaks go-plugin's gRPC protocol only, with kiln's [Handshake] and
+// versioned plugin sets, and raises gRPC's message limits to [MaxMessageBytes].
+// Started by hand (without the host's magic cookie) the binary prints a notice
+// and exits. go-plugin's gRPC health service runs beside the backend on the
+// server's own goroutines, so it answers while the backend works; the host
+// tells a busy plugin from a hung one by it.
 //
 // Output: the process's stdout carries nothing but go-plugin's handshake line. On
 // Unix, file descriptor 1 is pointed at stderr before serving, so bytes written to
@@ -30,12 +90,15 @@ const LogLevelEnv = "KILN_LOG_LEVEL"
 // after the handshake os.Stdout and os.Stderr write to go-plugin's stdio stream,
 // which the host logs. Logs go to stderr as hclog JSON lines at the level named by
 // KILN_LOG_LEVEL; the host shows them under the plugin's name. Anything printed to
-// stdout before Serve is called still breaks the handshake.
+// stdout before Serve is called still breaks the handshake. When the handshake
+// line cannot be written (the host is gone), the plugin exits.
 //
-// Host death: the plugin polls its parent process id every 200ms and exits when it
-// changes (the host died and the plugin was re-parented), so a SIGKILLed host
-// leaves no orphan for longer than that. This works on Unix; elsewhere the parent
-// id never changes and the plugin exits when the host closes the connection.
+// Host death (see docs/design.md, "Supervision and reliability"): a host started
+// the plugin with a parent-death signal (Linux) and passed its pid in
+// [HostPIDEnv]; from package initialisation on, the plugin exits when its parent
+// is no longer that pid, checking every 100ms, so a host SIGKILLed even while its
+// plugins start leaves no orphan. Without HostPIDEnv, Serve watches the parent it
+// has when called.
 //
 // Panics: a panic in a Backend method is not recovered; it crashes the plugin
 // process, which the host reports as a crashed plugin and relaunches.
@@ -59,11 +122,43 @@ func Serve(b Backend, opts ...ServeOption) {
 	case handshake != nil:
 		os.Stdout = handshake
 	}
-	go watchParent(os.Getppid(), parentPollInterval, os.Getppid, func() {
-		logger.Warn("host process exited; stopping the plugin")
-		os.Exit(1)
+	guarded, err := guardHandshake(os.Stdout, func(err error) {
+		logger.Error("cannot write the handshake line; the host is gone", "error", err)
+		hostGone(nil)
 	})
+	if err != nil {
+		logger.Warn("could not guard the handshake write", "error", err)
+	} else {
+		os.Stdout = guarded
+	}
+	if !hostWatched {
+		go watchParent(os.Getppid(), parentPollInterval, os.Getppid, func() { hostGone(logger) })
+	}
 	plugin.Serve(serveConfig(b, logger, servedProtocols(opts)...))
+}
+
+// guardHandshake returns a pipe to use as os.Stdout while go-plugin writes its
+// handshake line: the first line written to it is copied to out, and failed
+// calls failed when that write fails (go-plugin ignores the error of its own
+// write). Later writes are passed on to out too.
+func guardHandshake(out *os.File, failed func(error)) (*os.File, error) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	go func() {
+		br := bufio.NewReader(r)
+		line, err := br.ReadBytes('\n')
+		if err == nil {
+			_, err = out.Write(line)
+		}
+		if err != nil {
+			failed(err)
+			return
+		}
+		_, _ = br.WriteTo(out) // nothing but the handshake is expected here
+	}()
+	return w, nil
 }
 
 // serveConfig is the go-plugin configuration Serve uses, offering the given

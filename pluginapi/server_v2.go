@@ -173,7 +173,7 @@ func rangeFromProto(r *kilnpb.BufferRange) BufferRange {
 	return BufferRange{Buffer: r.GetBuffer(), Offset: r.GetOffset(), Size: r.GetSize()}
 }
 
-func commandsToProto(cmds []Command) ([]*kilnpb.Command, error) {
+func commandsToProto(cmds []SubmitCommand) ([]*kilnpb.Command, error) {
 	out := make([]*kilnpb.Command, len(cmds))
 	for i, c := range cmds {
 		switch c := c.(type) {
@@ -194,8 +194,8 @@ func commandsToProto(cmds []Command) ([]*kilnpb.Command, error) {
 	return out, nil
 }
 
-func commandsFromProto(cmds []*kilnpb.Command) ([]Command, error) {
-	out := make([]Command, len(cmds))
+func commandsFromProto(cmds []*kilnpb.Command) ([]SubmitCommand, error) {
+	out := make([]SubmitCommand, len(cmds))
 	for i, c := range cmds {
 		switch op := c.GetOp().(type) {
 		case *kilnpb.Command_Dispatch:

@@ -173,7 +173,7 @@ func TestV2BuffersSubmitRoundTrip(t *testing.T) {
 		if err := conn.WriteBuffer(ctx, x.Buffer, 0, f32s(1, 2, 3, 4)); err != nil {
 			t.Fatal(err)
 		}
-		_, err = conn.Submit(ctx, &SubmitRequest{Commands: []Command{
+		_, err = conn.Submit(ctx, &SubmitRequest{Commands: []SubmitCommand{
 			FillCommand{Dst: BufferRange{Buffer: y.Buffer, Size: 16}, Value: math.Float32bits(10)},
 			DispatchCommand{Pipeline: pl.Pipeline, Grid: [3]uint32{1, 1, 1}, Bindings: []BufferRange{{Buffer: x.Buffer, Size: 16}, {Buffer: y.Buffer, Size: 16}}},
 			CopyCommand{Src: BufferRange{Buffer: y.Buffer, Size: 8}, Dst: BufferRange{Buffer: x.Buffer, Offset: 8, Size: 8}},
@@ -214,11 +214,11 @@ func TestV2RangesCheckedOnTheHost(t *testing.T) {
 			t.Fatal(err)
 		}
 		bad := []*SubmitRequest{
-			{Commands: []Command{FillCommand{Dst: BufferRange{Buffer: b.Buffer, Offset: 8, Size: 16}}}},
-			{Commands: []Command{FillCommand{Dst: BufferRange{Buffer: b.Buffer, Offset: 2, Size: 4}}}},
-			{Commands: []Command{FillCommand{Dst: BufferRange{Buffer: 999, Size: 4}}}},
-			{Commands: []Command{CopyCommand{Src: BufferRange{Buffer: b.Buffer, Size: 8}, Dst: BufferRange{Buffer: b.Buffer, Offset: 4, Size: 8}}}},
-			{Commands: []Command{DispatchCommand{Bindings: []BufferRange{{Buffer: b.Buffer, Offset: math.MaxUint64 - 3, Size: 8}}}}},
+			{Commands: []SubmitCommand{FillCommand{Dst: BufferRange{Buffer: b.Buffer, Offset: 8, Size: 16}}}},
+			{Commands: []SubmitCommand{FillCommand{Dst: BufferRange{Buffer: b.Buffer, Offset: 2, Size: 4}}}},
+			{Commands: []SubmitCommand{FillCommand{Dst: BufferRange{Buffer: 999, Size: 4}}}},
+			{Commands: []SubmitCommand{CopyCommand{Src: BufferRange{Buffer: b.Buffer, Size: 8}, Dst: BufferRange{Buffer: b.Buffer, Offset: 4, Size: 8}}}},
+			{Commands: []SubmitCommand{DispatchCommand{Bindings: []BufferRange{{Buffer: b.Buffer, Offset: math.MaxUint64 - 3, Size: 8}}}}},
 		}
 		for i, req := range bad {
 			var rej *RejectedError
@@ -324,7 +324,7 @@ func TestV2AsyncSubmitsRunInOrder(t *testing.T) {
 		}
 		var pending []*Pending
 		for v := range uint32(50) {
-			p, err := conn.SubmitAsync(ctx, &SubmitRequest{Commands: []Command{FillCommand{Dst: BufferRange{Buffer: b.Buffer, Size: 4}, Value: v}}})
+			p, err := conn.SubmitAsync(ctx, &SubmitRequest{Commands: []SubmitCommand{FillCommand{Dst: BufferRange{Buffer: b.Buffer, Size: 4}, Value: v}}})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -26,6 +26,9 @@ type doctorJSON struct {
 	StoreError string        `json:"stores_error,omitempty"`
 	Usable     []string      `json:"usable"`
 	Backends   []backendJSON `json:"backends"`
+	PinFile    string        `json:"pin_file"`
+	Pinning    bool          `json:"pinning"`
+	Probes     []probeJSON   `json:"probes"`
 	OK         bool          `json:"ok"`
 	Problems   []string      `json:"problems"`
 }
@@ -45,6 +48,11 @@ type pluginJSON struct {
 	Protocol  int    `json:"protocol,omitempty"`
 	Pid       int    `json:"pid,omitempty"`
 	StartNs   int64  `json:"start_ns,omitempty"`
+	// Stage is where a failed start failed (host.StartStage); State the
+	// plugin's state; Pin its pinned SHA-256 when pinning is on.
+	Stage string `json:"stage,omitempty"`
+	State string `json:"state"`
+	Pin   string `json:"pin,omitempty"`
 	// Capabilities is the plugin's optional interfaces and data plane in one
 	// line; Missing says what the host does instead of each one it lacks.
 	Capabilities string   `json:"capabilities,omitempty"`
@@ -57,15 +65,23 @@ func (a *app) doctorCommand() *cobra.Command {
 		Short: "Explain what kiln finds: plugins directory, files, handshakes, stores",
 		Long: `Diagnose the installation: which plugins directory is used and why, every
 file in it and why it was accepted or rejected (only executables named
-kiln-backend-<name> are plugins), each plugin's handshake result and version,
-each adapter's status, and each persistent store: its path, size and health
+kiln-backend-<name> are plugins, and only those nobody but you or root can
+change: world-writable files or directories and files of other users are
+refused), each plugin's handshake result and version — a failed start says
+where it failed (exited or hung before the handshake, bad handshake, wrong
+protocol version, exited or hung in Describe, refused by pinning) with its own
+Fix —, whether pinning is on and each plugin's pin, each adapter's status, a
+probe dispatch on every ready backend (repeated while it crashes, so a plugin
+that crashes on every call shows as failing with its last exit and stderr
+line), and each persistent store: its path, size and health
 (pipeline cache: entries, bytes and corrupt headers, read-only — kiln cache
 verify repairs; autotune store and PGO table: whether they load; PGO routes
 that are stale against the live backends, which routing ignores; the fleet
 tier named by $KILN_REMOTE: reachable, writable, and its latency).
 
-The exit status is 0 when at least one backend adapter is ready (the CPU
-reference counts), 1 otherwise; store problems are reported, not fatal.`,
+The exit status is 0 when at least one backend adapter is ready and passes its
+probe (the CPU reference counts), 1 otherwise; store problems are reported,
+not fatal.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			h, err := a.open(cmd.Context())
@@ -78,6 +94,8 @@ reference counts), 1 otherwise; store problems are reported, not fatal.`,
 				return err
 			}
 			d := diagnose(cmd.Context(), h.Report(), rows, h.Live())
+			d.Probes = probeBackends(cmd.Context(), h, rows)
+			d.settleProbes()
 			if a.json {
 				if err := a.printJSON(d); err != nil {
 					return err
@@ -96,7 +114,8 @@ reference counts), 1 otherwise; store problems are reported, not fatal.`,
 // diagnose gathers the report, the survey and the stores' health (stale PGO
 // routes are judged against live).
 func diagnose(ctx context.Context, r host.Report, rows []host.BackendStatus, live []pgo.Live) doctorJSON {
-	d := doctorJSON{PluginsDir: r.Dir, Source: string(r.Source), Files: []fileJSON{}, Plugins: []pluginJSON{}, Usable: []string{}, Problems: []string{}}
+	d := doctorJSON{PluginsDir: r.Dir, Source: string(r.Source), Files: []fileJSON{}, Plugins: []pluginJSON{}, Usable: []string{}, Problems: []string{},
+		PinFile: r.PinFile, Pinning: r.Pinning, Probes: []probeJSON{}}
 	if r.DirErr != nil {
 		d.DirError = r.DirErr.Error()
 		d.Problems = append(d.Problems, d.DirError)
@@ -105,9 +124,9 @@ func diagnose(ctx context.Context, r host.Report, rows []host.BackendStatus, liv
 		d.Files = append(d.Files, fileJSON{Path: f.Path, Accepted: f.Accepted, Reason: f.Reason})
 	}
 	for _, p := range r.Plugins {
-		pj := pluginJSON{Path: p.Path, Handshake: "ok", Pid: p.Pid, StartNs: p.StartTime.Nanoseconds()}
+		pj := pluginJSON{Path: p.Path, Handshake: "ok", Pid: p.Pid, StartNs: p.StartTime.Nanoseconds(), State: p.State, Pin: p.Pin}
 		if p.Err != nil {
-			pj.Handshake, pj.Error = "failed", p.Err.Error()
+			pj.Handshake, pj.Error, pj.Stage = "failed", p.Err.Error(), pluginStage(p.Err)
 			d.Problems = append(d.Problems, pj.Error)
 		} else {
 			pj.ID, pj.Version, pj.Protocol = p.Description.ID, p.Description.Version, p.Protocol
@@ -131,6 +150,24 @@ func diagnose(ctx context.Context, r host.Report, rows []host.BackendStatus, liv
 	}
 	d.OK = len(d.Usable) > 0
 	return d
+}
+
+// settleProbes takes the backends whose probe failed out of the usable ones and
+// lists the failures as problems.
+func (d *doctorJSON) settleProbes() {
+	for _, p := range d.Probes {
+		if p.OK {
+			continue
+		}
+		d.Problems = append(d.Problems, fmt.Sprintf("probe dispatch on %s: %s", p.Backend, p.Error))
+		for i, u := range d.Usable {
+			if u == p.Backend {
+				d.Usable = append(d.Usable[:i], d.Usable[i+1:]...)
+				break
+			}
+		}
+	}
+	d.OK = len(d.Usable) > 0
 }
 
 // doctorFix is the advice when nothing is usable.
@@ -161,7 +198,7 @@ func (a *app) printDoctor(d doctorJSON, rows []host.BackendStatus) error {
 	fmt.Fprintf(tw, "\nplugins (%d):\n", len(d.Plugins))
 	for _, p := range d.Plugins {
 		if p.Error != "" {
-			fmt.Fprintf(tw, "  %s\thandshake failed\t%s\n", filepath.Base(p.Path), p.Error)
+			fmt.Fprintf(tw, "  %s\thandshake failed (%s)\t%s\n", filepath.Base(p.Path), p.Stage, p.Error)
 			continue
 		}
 		fmt.Fprintf(tw, "  %s\thandshake ok (protocol %d)\t%s %s, pid %d, started in %v\n", filepath.Base(p.Path), p.Protocol, p.ID, p.Version, p.Pid, time.Duration(p.StartNs).Round(time.Microsecond))
@@ -192,6 +229,8 @@ func (a *app) printDoctor(d doctorJSON, rows []host.BackendStatus) error {
 	if !listed {
 		fmt.Fprintln(a.out, "  none")
 	}
+	printPinning(a.out, d)
+	printProbes(a.out, d.Probes)
 	fmt.Fprintln(a.out, "\nstores:")
 	if d.Stores != nil {
 		a.printStores(*d.Stores)

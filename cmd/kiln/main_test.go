@@ -24,6 +24,9 @@ var built struct {
 func TestMain(m *testing.M) {
 	// Commands use the default stores: keep them out of the user's cache and
 	// config. Tests that look at a store point these at their own directory.
+	// The go builds below keep using the user's build cache, not one under the
+	// XDG cache home pointed away next.
+	goCache = userGoCache()
 	homes, err := os.MkdirTemp("", "kiln-cli-test-xdg-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -54,7 +57,9 @@ func plugins(t *testing.T, names ...string) string {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				out, err := exec.Command("go", "build", "-o", filepath.Join(built.dir, filepath.Base(pkg)), "github.com/kiln-dev/kiln/"+pkg).CombinedOutput()
+				build := exec.Command("go", "build", "-o", filepath.Join(built.dir, filepath.Base(pkg)), "github.com/kiln-dev/kiln/"+pkg)
+				build.Env = append(os.Environ(), "GOCACHE="+goCache)
+				out, err := build.CombinedOutput()
 				if err != nil {
 					errs[i] = fmt.Errorf("go build %s: %v\n%s", pkg, err, out)
 				}
@@ -272,4 +277,17 @@ func TestBenchJSON(t *testing.T) {
 			t.Errorf("%s = %v, want a positive figure", k, r[k])
 		}
 	}
+}
+
+// goCache is the Go build cache the test binary found before TestMain moved
+// the XDG homes: without it, every plugin build would start from an empty cache.
+var goCache string
+
+// userGoCache returns `go env GOCACHE` ("" when go cannot say, leaving the default).
+func userGoCache() string {
+	out, err := exec.Command("go", "env", "GOCACHE").Output()
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(out))
 }

@@ -70,8 +70,13 @@ A program file (the JSON form of docs/design.md, "The program (IR)"), inputs as 
 writes results/<buffer>.bin for every output buffer.
 
 Every corpus kernel on every ready backend (cpu-ref included), verified, as
-one table; exits 1 if any run fails:
+one table; exits 1 if any run fails (with --backend, on that backend only):
   kiln run --all
+
+Every read and read_write buffer of a program file needs an --input, or
+--zero NAME[=COUNT] to say it runs on COUNT zero elements. Sizes that cannot
+be allocated (over the backend's storage binding limit, or the memory
+available) are refused before anything is allocated.
 
 Without --backend the preferred backend runs the program; the CPU reference
 (cpu-ref) is an oracle and only runs when named (--backend cpu-ref).
@@ -116,38 +121,48 @@ it: "explicit", "pgo route: ...", "preferred: ..."), workgroup_size and tuned
 					}
 					size = n
 				}
-				return a.runAll(cmd, size, seed)
+				return a.runAll(cmd, size, seed, file.Backend)
 			}
-			var job runs.Job
+			var k kernels.Kernel
+			n := 0
 			if kernel != "" {
-				k, ok := kernels.Lookup(kernel)
-				if !ok {
+				var ok bool
+				if k, ok = kernels.Lookup(kernel); !ok {
 					return fmt.Errorf("no corpus kernel %q. Fix: pick one of the names `kiln run --list` prints", kernel)
 				}
 				if len(sizes) != 1 {
 					return fmt.Errorf("--kernel needs one --size N, got %v. Fix: pass --size 4096 (what size means is in `kiln run --list`)", sizes)
 				}
-				n, err := strconv.Atoi(sizes[0])
-				if err != nil || n < 0 {
+				var err error
+				if n, err = strconv.Atoi(sizes[0]); err != nil || n < 0 {
 					return fmt.Errorf("--size %q is not a non-negative integer. Fix: pass --size 4096", sizes[0])
 				}
-				job = runs.KernelJob(k, n, seed, file.Backend)
 				if len(file.Uniforms) > 0 {
 					return errors.New("--uniform sets uniforms of a program file. Fix: corpus kernels choose their own; drop --uniform")
 				}
-			} else {
-				file.Path, file.Sizes = args[0], sizes
-				var err error
-				if job, err = runs.FileJob(file); err != nil {
-					return err
-				}
 			}
-			job.Strict = strict
 			h, err := a.open(ctx)
 			if err != nil {
 				return err
 			}
 			defer h.Close()
+			lim, err := limits(ctx, h, file.Backend, verify)
+			if err != nil {
+				return err
+			}
+			var job runs.Job
+			if kernel != "" {
+				if err := lim.CheckKernel(k, n); err != nil {
+					return err
+				}
+				job = runs.KernelJob(k, n, seed, file.Backend)
+			} else {
+				file.Path, file.Sizes, file.Limits = args[0], sizes, lim
+				if job, err = runs.FileJob(file); err != nil {
+					return err
+				}
+			}
+			job.Strict = strict
 			o, runErr := runs.Run(ctx, h, job, verify)
 			var verifyErr *runs.VerifyError
 			if runErr != nil && !errors.As(runErr, &verifyErr) {
@@ -172,12 +187,13 @@ it: "explicit", "pgo route: ...", "preferred: ..."), workgroup_size and tuned
 	f := cmd.Flags()
 	f.StringVar(&kernel, "kernel", "", "corpus kernel to run (see --list)")
 	f.BoolVar(&list, "list", false, "list the corpus kernels and what --size means for each")
-	f.BoolVar(&all, "all", false, "run every corpus kernel on every ready backend, verified, as one table")
+	f.BoolVar(&all, "all", false, "run every corpus kernel on every ready backend (or only --backend), verified, as one table")
 	f.StringArrayVar(&sizes, "size", nil, "problem size N for --kernel/--all; NAME=COUNT elements of a write buffer for a program file")
 	f.Uint64Var(&seed, "seed", 1, "random seed for corpus inputs")
 	f.StringVar(&file.Backend, "backend", "", "backend id or id:adapter (default: the preferred backend; cpu-ref only when named)")
 	f.BoolVar(&verify, "verify", false, "compare the outputs with the cpu-ref backend's")
 	f.StringArrayVar(&file.Inputs, "input", nil, "NAME=@FILE: raw little-endian bytes of buffer NAME (program files)")
+	f.StringArrayVar(&file.Zero, "zero", nil, "NAME[=COUNT]: run read buffer NAME on COUNT zero elements (its fixed count, or none) instead of an --input (program files)")
 	f.StringArrayVar(&file.Spec, "spec", nil, "NAME=VALUE: set parameter NAME (program files)")
 	f.StringArrayVar(&file.Uniforms, "uniform", nil, "NAME=VALUE: set uniform NAME for this dispatch (program files)")
 	f.BoolVar(&strict, "strict", false, "check the program for shared-memory races on the reference interpreter's strict mode first")
@@ -234,13 +250,17 @@ func (a *app) listKernels() error {
 	return tw.Flush()
 }
 
-func (a *app) runAll(cmd *cobra.Command, size int, seed uint64) error {
+func (a *app) runAll(cmd *cobra.Command, size int, seed uint64, backend string) error {
 	h, err := a.open(cmd.Context())
 	if err != nil {
 		return err
 	}
 	defer h.Close()
-	rows, err := runs.All(cmd.Context(), h, size, seed)
+	lim, err := limits(cmd.Context(), h, backend, false)
+	if err != nil {
+		return err
+	}
+	rows, err := runs.All(cmd.Context(), h, size, seed, backend, lim)
 	if err != nil {
 		return err
 	}

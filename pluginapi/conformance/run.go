@@ -47,14 +47,20 @@ const defaultTimeout = 2 * time.Minute
 //   - "semantics": the semantics tables, one subtest per table and case
 //     ("semantics/cast/f32.i32"): small programs that exercise every rule of
 //     docs/design.md, "The program (IR)", on its edge values (operators and casts,
-//     also on literal operands; memory and bounds; control flow; atomics),
-//     compared with the reference by Verify;
+//     also on literal operands; memory and bounds; control flow; atomics;
+//     uniforms; subgroups), compared with the reference by Verify;
 //   - one subtest per corpus kernel and size ("vector_add/size=257"): compile,
 //     dispatch on random inputs, and Verify against the reference; when Compile
 //     returns a blob, compiling again from that blob must give the same results.
 //
-// A backend that does not dispatch is checked by "describe" only. Under -short,
-// sizes above 4096 are skipped.
+// The reference runs in strict mode. A program that runs with any subgroup size
+// passes when its outputs match the reference at one of the sizes its workgroup
+// allows. A program using subgroups that the backend rejects at compile
+// (pluginapi.RejectedError) is skipped with the reason, unless the adapter's
+// profile claims what it needs (supports_subgroup_ops, has_subgroup_shuffle for
+// shuffles and broadcasts, subgroup_size for a required size): then the rejection
+// fails. A backend that does not dispatch is checked by "describe" only. Under
+// -short, corpus sizes above 4096 are skipped.
 func Run(t *testing.T, b pluginapi.Backend, opts Options) {
 	t.Helper()
 	ctx := context.Background()

@@ -260,17 +260,19 @@ func mapExprs(stmts []ir.Stmt, f func(ir.Expr) ir.Expr) []ir.Stmt {
 }
 
 // TestRunAcceptsUnfusedFma pins that a backend whose fma is a rounded multiply
-// then add passes the whole kit: docs/design.md allows it.
+// then add passes the kit: docs/design.md allows it. The semantics tables are run
+// whole; two float kernels stand for the corpus.
 func TestRunAcceptsUnfusedFma(t *testing.T) {
-	Run(t, &interpBackend{rewrite: unfuse}, Options{Seed: 2})
+	Run(t, &interpBackend{rewrite: unfuse}, Options{Seed: 2, Kernels: []string{"dot", "softmax"}, Sizes: []int{257}})
 }
 
 // TestRunAcceptsFlushedDenormals pins that a backend that flushes denormal f32
 // operands and results of every f32 operation, and its f32 outputs, to zero
-// passes the whole kit: docs/design.md allows it. (TestVerifyAcceptsFlushedDenormals
+// passes the kit: docs/design.md allows it. The semantics tables are run whole;
+// two float kernels stand for the corpus. (TestVerifyAcceptsFlushedDenormals
 // pins the variant's values by hand.)
 func TestRunAcceptsFlushedDenormals(t *testing.T) {
-	Run(t, &interpBackend{flush: true}, Options{Seed: 3})
+	Run(t, &interpBackend{flush: true}, Options{Seed: 3, Kernels: []string{"dot", "softmax"}, Sizes: []int{257}})
 }
 
 const brokenCastEnv = "KILN_CONFORMANCE_BROKEN_CAST"

@@ -107,7 +107,7 @@ func (b *Backend) Submit(ctx context.Context, req *pluginapi.SubmitRequest) (*pl
 	return &pluginapi.SubmitResult{HostNanos: max(time.Since(start).Nanoseconds(), 1)}, nil
 }
 
-func (b *Backend) run(ctx context.Context, c pluginapi.Command) error {
+func (b *Backend) run(ctx context.Context, c pluginapi.SubmitCommand) error {
 	switch c := c.(type) {
 	case pluginapi.DispatchCommand:
 		k, err := b.kernel(c.Pipeline)

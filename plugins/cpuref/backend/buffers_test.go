@@ -52,7 +52,7 @@ func TestBuffersAndSubmitInProcess(t *testing.T) {
 	}
 	block, _ := ir.EncodeUniforms(prog, map[string]ir.Literal{"n": ir.LitU32(10)})
 	whole := func(h uint64) pluginapi.BufferRange { return pluginapi.BufferRange{Buffer: h, Size: 16} }
-	_, err = b.Submit(ctx, &pluginapi.SubmitRequest{Commands: []pluginapi.Command{
+	_, err = b.Submit(ctx, &pluginapi.SubmitRequest{Commands: []pluginapi.SubmitCommand{
 		pluginapi.FillCommand{Dst: whole(y.Buffer), Value: 5},
 		pluginapi.DispatchCommand{Pipeline: pl.Pipeline, Grid: [3]uint32{1, 1, 1}, Bindings: []pluginapi.BufferRange{whole(x.Buffer), whole(y.Buffer)}, Uniforms: block},
 		pluginapi.DispatchCommand{Pipeline: pl.Pipeline, Grid: [3]uint32{1, 1, 1}, Bindings: []pluginapi.BufferRange{whole(x.Buffer), whole(y.Buffer)}, Uniforms: block},
@@ -72,7 +72,7 @@ func TestBuffersAndSubmitInProcess(t *testing.T) {
 		t.Errorf("x's shared memory = %v, want %v (the copy lands in place)", shared, want)
 	}
 
-	_, err = b.Submit(ctx, &pluginapi.SubmitRequest{Commands: []pluginapi.Command{
+	_, err = b.Submit(ctx, &pluginapi.SubmitRequest{Commands: []pluginapi.SubmitCommand{
 		pluginapi.DispatchCommand{Pipeline: pl.Pipeline, Grid: [3]uint32{1, 1, 1}, Bindings: []pluginapi.BufferRange{whole(x.Buffer), whole(y.Buffer)}},
 	}})
 	var rej *pluginapi.RejectedError

@@ -8,6 +8,7 @@ import (
 
 	"github.com/kiln-dev/kiln/ir/interp"
 	"github.com/kiln-dev/kiln/ir/kernels"
+	"github.com/kiln-dev/kiln/pluginapi"
 )
 
 // TestCorpusMatchesReference runs every corpus kernel at every corpus size on the
@@ -32,7 +33,17 @@ func corpus(t *testing.T, b *Backend) {
 				if err != nil {
 					t.Fatalf("interp: %v", err)
 				}
-				got, err := run(t, b, p, c.Spec, c.WorkgroupSize, c.Grid, c.Inputs, c.OutputCounts)
+				comp, err := b.Compile(ctx, &pluginapi.CompileRequest{Program: p, Spec: c.Spec, WorkgroupSize: c.WorkgroupSize})
+				if err != nil {
+					t.Fatalf("vulkan: %v", err)
+				}
+				t.Cleanup(func() {
+					if err := b.Release(ctx, comp.Pipeline); err != nil {
+						t.Errorf("Release: %v", err)
+					}
+				})
+				got, err := b.Dispatch(ctx, &pluginapi.DispatchRequest{Pipeline: comp.Pipeline, Grid: c.Grid,
+					Inputs: c.Inputs, OutputCounts: c.OutputCounts, Uniforms: c.Uniforms})
 				if err != nil {
 					t.Fatalf("vulkan: %v", err)
 				}

@@ -21,6 +21,10 @@ type FileArgs struct {
 	Sizes []string
 	// Spec are NAME=VALUE: parameter NAME's value, parsed by its declared type.
 	Spec []string
+	// Zero are NAME or NAME=COUNT: read buffer NAME is meant to run on COUNT
+	// zero elements (its fixed count, or none, without COUNT) instead of an
+	// --input. A read buffer with neither is an error.
+	Zero []string
 	// Uniforms are NAME=VALUE: uniform NAME's value (IR v1.1), parsed by its
 	// declared type; every uniform of the program needs one.
 	Uniforms []string
@@ -29,6 +33,8 @@ type FileArgs struct {
 	Grid, Invocations, WorkgroupSize string
 	// Backend names the backend; empty means the preferred one.
 	Backend string
+	// Limits bound the buffers before anything is read or allocated.
+	Limits Limits
 }
 
 // FileJob reads the program file and builds its launch from the arguments.
@@ -58,9 +64,19 @@ func FileJob(a FileArgs) (Job, error) {
 		if !ok {
 			return Job{}, fmt.Errorf("--input %s: the value must be @FILE. Fix: write %s=@%s", kv, name, file)
 		}
+		st, err := os.Stat(path)
+		if err != nil {
+			return Job{}, fmt.Errorf("--input %s: %w. Fix: pass an existing file of raw little-endian elements", kv, err)
+		}
+		if err := a.Limits.Check("--input "+kv, uint64(st.Size())); err != nil {
+			return Job{}, err
+		}
 		if l.Inputs[d.Binding], err = os.ReadFile(path); err != nil {
 			return Job{}, fmt.Errorf("--input %s: %w. Fix: pass an existing file of raw little-endian elements", kv, err)
 		}
+	}
+	if err := zeroInputs(prog, a, l.Inputs); err != nil {
+		return Job{}, err
 	}
 	for _, kv := range a.Sizes {
 		name, value, err := pair("--size", kv)
@@ -74,6 +90,9 @@ func FileJob(a FileArgs) (Job, error) {
 		count, err := strconv.ParseUint(value, 10, 32)
 		if err != nil {
 			return Job{}, fmt.Errorf("--size %s: %q is not an element count. Fix: write %s=<count>", kv, value, name)
+		}
+		if err := a.Limits.Check("--size "+kv, count*4); err != nil {
+			return Job{}, err
 		}
 		l.OutputCounts[d.Binding] = uint32(count)
 	}
@@ -109,6 +128,46 @@ func FileJob(a FileArgs) (Job, error) {
 		return Job{}, fmt.Errorf("no grid. Fix: pass --grid X,Y,Z (workgroups) or --invocations X,Y,Z")
 	}
 	return Job{Program: prog, Launch: l}, nil
+}
+
+// zeroInputs applies --zero and checks that every read and read_write buffer
+// has its data from exactly one of --input and --zero.
+func zeroInputs(prog *ir.Program, a FileArgs, inputs [][]byte) error {
+	zeroed := map[string]bool{}
+	for _, z := range a.Zero {
+		name, count, hasCount := strings.Cut(z, "=")
+		d, ok := prog.Buffer(name)
+		if !ok || !d.Access.Readable() {
+			return fmt.Errorf("--zero %s: the program has no read or read_write buffer %q. Fix: name one of: %s", z, name, bufferNames(prog, true))
+		}
+		if hasName(a.Inputs, name) {
+			return fmt.Errorf("--zero %s: buffer %q also has an --input. Fix: pass one of them", z, name)
+		}
+		if zeroed[name] {
+			return fmt.Errorf("--zero %s: buffer %q is zeroed twice. Fix: pass --zero %s once", z, name, name)
+		}
+		n := uint64(d.Count)
+		if hasCount {
+			var err error
+			if n, err = strconv.ParseUint(count, 10, 32); err != nil {
+				return fmt.Errorf("--zero %s: %q is not an element count. Fix: write --zero %s or --zero %s=<count>", z, count, name, name)
+			}
+			if d.Count > 0 && n != uint64(d.Count) {
+				return fmt.Errorf("--zero %s: buffer %q has a fixed count of %d. Fix: write --zero %s", z, name, d.Count, name)
+			}
+		}
+		if err := a.Limits.Check("--zero "+z, n*4); err != nil {
+			return err
+		}
+		inputs[d.Binding] = make([]byte, n*4)
+		zeroed[name] = true
+	}
+	for _, d := range prog.Buffers {
+		if d.Access.Readable() && !zeroed[d.Name] && !hasName(a.Inputs, d.Name) {
+			return fmt.Errorf("%s buffer %q has no --input, so the program would read nothing. Fix: pass --input %s=@FILE, or --zero %s[=COUNT] to mean COUNT zero elements (none without COUNT)", d.Access, d.Name, d.Name, d.Name)
+		}
+	}
+	return nil
 }
 
 func pair(flag, kv string) (name, value string, err error) {

@@ -68,6 +68,10 @@ func TestFileJobBuildsTheLaunch(t *testing.T) {
 			t.Errorf("spec %s = %v, want %v", name, got, want)
 		}
 	}
+	args.Inputs, args.Zero = args.Inputs[:1], []string{"y=5"}
+	if j, err = FileJob(args); err != nil || len(j.Launch.Inputs[1]) != 20 {
+		t.Fatalf("--zero y=5: %d bytes, %v", len(j.Launch.Inputs[1]), err)
+	}
 	args.Grid, args.Invocations = "", "100,1,1"
 	if j, err = FileJob(args); err != nil || j.Launch.Invocations != [3]uint32{100, 1, 1} {
 		t.Fatalf("invocations: %+v, %v", j.Launch.Invocations, err)
@@ -79,7 +83,7 @@ func TestFileJobErrorsSayHowToFix(t *testing.T) {
 	prog := writeFile(t, dir, "prog.json", []byte(saxpyJSON))
 	x := writeFile(t, dir, "x.bin", make([]byte, 16))
 	base := func() FileArgs {
-		return FileArgs{Path: prog, Inputs: []string{"x=@" + x}, Sizes: []string{"out=4"}, Grid: "1"}
+		return FileArgs{Path: prog, Inputs: []string{"x=@" + x}, Zero: []string{"y"}, Sizes: []string{"out=4"}, Grid: "1"}
 	}
 	for name, tc := range map[string]struct {
 		mutate func(*FileArgs)
@@ -100,6 +104,14 @@ func TestFileJobErrorsSayHowToFix(t *testing.T) {
 		"grid bad":         {func(a *FileArgs) { a.Grid = "1,x" }, "axis 1"},
 		"grid too long":    {func(a *FileArgs) { a.Grid = "1,1,1,1" }, "more than 3"},
 		"no grid":          {func(a *FileArgs) { a.Grid = "" }, "--grid"},
+		"no input":         {func(a *FileArgs) { a.Zero = nil }, "read_write buffer \"y\" has no --input"},
+		"zero a write":     {func(a *FileArgs) { a.Zero = []string{"y", "out"} }, "no read or read_write buffer \"out\""},
+		"zero and input":   {func(a *FileArgs) { a.Zero = []string{"x", "y"} }, "also has an --input"},
+		"zero twice":       {func(a *FileArgs) { a.Zero = []string{"y", "y=2"} }, "zeroed twice"},
+		"zero count bad":   {func(a *FileArgs) { a.Zero = []string{"y=many"} }, "not an element count"},
+		"zero too big":     {func(a *FileArgs) { a.Zero = []string{"y=4000000000"}; a.Limits.MaxBinding = 1 << 30 }, "storage binding limit"},
+		"size too big":     {func(a *FileArgs) { a.Sizes = []string{"out=4000000000"}; a.Limits.MemAvailable = 1 << 30 }, "only 1.0 GiB is available"},
+		"input too big":    {func(a *FileArgs) { a.Limits.MaxBinding = 8; a.Limits.Backend = "cpu-ref:0" }, "cpu-ref:0's storage binding limit"},
 	} {
 		a := base()
 		tc.mutate(&a)

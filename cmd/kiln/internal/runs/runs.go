@@ -151,17 +151,38 @@ type Row struct {
 }
 
 // All runs every corpus kernel on every ready, dispatching backend (reference
-// oracles included, named explicitly), verified. size 0 means each kernel's
-// largest standard size. It fails only when no backend is ready.
-func All(ctx context.Context, h *host.Host, size int, seed uint64) ([]Row, error) {
-	backends, err := h.Survey(ctx)
-	if err != nil {
-		return nil, err
+// oracles included, named explicitly), verified; with backend set, on that
+// backend only ("vulkan" or "vulkan:1"). size 0 means each kernel's largest
+// standard size. Every kernel's size is checked against limits before anything
+// runs. It fails when no backend is ready or a size does not fit.
+func All(ctx context.Context, h *host.Host, size int, seed uint64, backend string, limits Limits) ([]Row, error) {
+	sizeOf := func(k kernels.Kernel) int {
+		if size == 0 && len(k.Sizes) > 0 {
+			return slices.Max(k.Sizes)
+		}
+		return size
+	}
+	for _, k := range kernels.All() {
+		if err := limits.CheckKernel(k, sizeOf(k)); err != nil {
+			return nil, err
+		}
 	}
 	var names []string
-	for _, b := range backends {
-		if b.Status == host.StatusReady && b.Dispatches {
-			names = append(names, b.Name())
+	if backend != "" {
+		b, err := h.Acquire(ctx, backend)
+		if err != nil {
+			return nil, err
+		}
+		names = append(names, b.Name())
+	} else {
+		backends, err := h.Survey(ctx)
+		if err != nil {
+			return nil, err
+		}
+		for _, b := range backends {
+			if b.Status == host.StatusReady && b.Dispatches {
+				names = append(names, b.Name())
+			}
 		}
 	}
 	if len(names) == 0 {
@@ -170,10 +191,7 @@ func All(ctx context.Context, h *host.Host, size int, seed uint64) ([]Row, error
 	}
 	var rows []Row
 	for _, k := range kernels.All() {
-		n := size
-		if n == 0 && len(k.Sizes) > 0 {
-			n = slices.Max(k.Sizes)
-		}
+		n := sizeOf(k)
 		for _, b := range names {
 			o, err := Run(ctx, h, KernelJob(k, n, seed, b), true)
 			var rejected *host.RejectedError

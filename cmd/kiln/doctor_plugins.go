@@ -1,0 +1,110 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"path/filepath"
+
+	"github.com/kiln-dev/kiln/host"
+)
+
+// probeJSON is one probe dispatch of `kiln doctor`.
+type probeJSON struct {
+	Backend string `json:"backend"`
+	OK      bool   `json:"ok"`
+	// Attempts counts the probes sent: a crashed probe is repeated, up to the
+	// host's failure threshold, to tell a one-off crash from a failing plugin.
+	Attempts int    `json:"attempts"`
+	Error    string `json:"error,omitempty"`
+	// Failing is why the plugin is failing (crash count, last exit, last
+	// stderr line) when the probes made it so.
+	Failing string `json:"failing,omitempty"`
+}
+
+// probeAttempts is how many times a crashing probe is sent: the host's default
+// failure threshold, after which the plugin is failing.
+const probeAttempts = 3
+
+// probeBackends sends the host's probe dispatch to every ready, dispatching
+// backend of rows, repeating it while it crashes.
+func probeBackends(ctx context.Context, h *host.Host, rows []host.BackendStatus) []probeJSON {
+	out := []probeJSON{}
+	for _, r := range rows {
+		if r.Status != host.StatusReady || !r.Dispatches {
+			continue
+		}
+		p := probeJSON{Backend: r.Name()}
+		var err error
+		for p.Attempts < probeAttempts {
+			p.Attempts++
+			var crashed *host.CrashedError
+			if err = h.Probe(ctx, r.Name()); !errors.As(err, &crashed) {
+				break
+			}
+		}
+		p.OK = err == nil
+		if err != nil {
+			p.Error = err.Error()
+		}
+		out = append(out, p)
+	}
+	failing := map[string]string{}
+	for _, s := range h.Report().Plugins {
+		if s.Description != nil && s.Failing != "" {
+			failing[s.Description.ID] = s.Failing
+		}
+	}
+	for i, p := range out {
+		for id, why := range failing {
+			if len(p.Backend) > len(id) && p.Backend[:len(id)+1] == id+":" {
+				out[i].Failing = why
+			}
+		}
+	}
+	return out
+}
+
+// pluginStage is the start stage of a plugin that did not start ("" when it did).
+func pluginStage(err error) string {
+	var se *host.StartError
+	if errors.As(err, &se) {
+		return string(se.Stage)
+	}
+	return ""
+}
+
+// printPinning writes the pinning state of the doctor report.
+func printPinning(w io.Writer, d doctorJSON) {
+	if !d.Pinning {
+		fmt.Fprintf(w, "\npinning: off (no %s); kiln plugins pin turns it on\n", d.PinFile)
+		return
+	}
+	fmt.Fprintf(w, "\npinning: on (%s): only pinned plugins that still match run\n", d.PinFile)
+	for _, p := range d.Plugins {
+		pin := "not pinned"
+		if p.Pin != "" {
+			pin = "pinned " + p.Pin
+		}
+		fmt.Fprintf(w, "  %s: %s\n", filepath.Base(p.Path), pin)
+	}
+}
+
+// printProbes writes the probe results of the doctor report.
+func printProbes(w io.Writer, probes []probeJSON) {
+	fmt.Fprintln(w, "\nprobe dispatches:")
+	if len(probes) == 0 {
+		fmt.Fprintln(w, "  none (no ready backend dispatches)")
+	}
+	for _, p := range probes {
+		switch {
+		case p.OK:
+			fmt.Fprintf(w, "  %s: ok\n", p.Backend)
+		case p.Failing != "":
+			fmt.Fprintf(w, "  %s: failing: %s\n", p.Backend, p.Failing)
+		default:
+			fmt.Fprintf(w, "  %s: failed after %d attempt(s): %s\n", p.Backend, p.Attempts, p.Error)
+		}
+	}
+}

@@ -1,0 +1,214 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/kiln-dev/kiln/host"
+)
+
+// pinJSON is one plugin of `kiln plugins --json` and `kiln plugins pin --json`.
+type pinJSON struct {
+	Path   string `json:"path"`
+	SHA256 string `json:"sha256"`
+	Pinned string `json:"pinned,omitempty"`
+	// Status is "pinned", "changed" (the executable no longer matches its
+	// pin), or "not pinned".
+	Status string `json:"status"`
+}
+
+// pinsJSON is `kiln plugins --json`.
+type pinsJSON struct {
+	PinFile string    `json:"pin_file"`
+	Pinning bool      `json:"pinning"`
+	Plugins []pinJSON `json:"plugins"`
+}
+
+func (a *app) pluginsCommand() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "plugins",
+		Short: "List the plugin executables and their pins; pin or unpin them",
+		Long: `List every accepted plugin executable of the plugins directory with its
+SHA-256, its pin and whether it still matches.
+
+Pinning (kiln plugins pin) records the SHA-256 of each plugin in the pin file
+($XDG_CONFIG_HOME/kiln/pins.toml), written atomically under a lock. While the
+pin file exists, the host runs only pinned plugins whose executable still has
+the pinned checksum: a changed or unknown plugin is refused (kiln doctor says
+why). Pin again after upgrading a plugin you trust.
+
+--json prints an object with pin_file, pinning and plugins (path, sha256,
+pinned, status: "pinned", "changed" or "not pinned").`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			st, err := a.pinStatus(cmd.Context())
+			if err != nil {
+				return err
+			}
+			if a.json {
+				return a.printJSON(st)
+			}
+			state := "off (no pin file): every accepted plugin runs"
+			if st.Pinning {
+				state = "on: only pinned plugins that still match run"
+			}
+			fmt.Fprintf(a.out, "pin file: %s\npinning:  %s\n\n", st.PinFile, state)
+			tw := tabwriter.NewWriter(a.out, 0, 0, 2, ' ', 0)
+			fmt.Fprintln(tw, "PLUGIN\tSTATUS\tSHA-256")
+			for _, p := range st.Plugins {
+				fmt.Fprintf(tw, "%s\t%s\t%s\n", filepath.Base(p.Path), p.Status, p.SHA256)
+			}
+			return tw.Flush()
+		},
+	}
+	cmd.AddCommand(a.pinCommand(), a.unpinCommand())
+	return cmd
+}
+
+// pinStatus reads the pins and hashes every accepted plugin.
+func (a *app) pinStatus(ctx context.Context) (pinsJSON, error) {
+	h, err := a.open(ctx)
+	if err != nil {
+		return pinsJSON{}, err
+	}
+	defer h.Close()
+	file, on := h.PinFile()
+	st := pinsJSON{PinFile: file, Pinning: on, Plugins: []pinJSON{}}
+	pins, _, err := host.LoadPins(file)
+	if err != nil {
+		return st, err
+	}
+	byPath := map[string]string{}
+	for _, p := range pins {
+		byPath[p.Path] = p.SHA256
+	}
+	for _, f := range h.Files() {
+		if !f.Accepted {
+			continue
+		}
+		abs, err := filepath.Abs(f.Path)
+		if err != nil {
+			return st, err
+		}
+		sum, err := host.FileSHA256(abs)
+		if err != nil {
+			return st, fmt.Errorf("hashing %s: %w. Fix: make it readable", abs, err)
+		}
+		pj := pinJSON{Path: abs, SHA256: sum, Pinned: byPath[abs], Status: "not pinned"}
+		switch {
+		case pj.Pinned == sum:
+			pj.Status = "pinned"
+		case pj.Pinned != "":
+			pj.Status = "changed"
+		}
+		st.Plugins = append(st.Plugins, pj)
+	}
+	return st, nil
+}
+
+// selectPlugins picks the accepted plugins named by args (file names, with or
+// without the kiln-backend- prefix); no args picks all of them.
+func selectPlugins(files []host.File, args []string) ([]string, error) {
+	var paths []string
+	found := map[string]bool{}
+	for _, f := range files {
+		if !f.Accepted {
+			continue
+		}
+		name := filepath.Base(f.Path)
+		for _, a := range args {
+			if a == name || host.PluginPrefix+a == name {
+				found[a] = true
+			}
+		}
+		if len(args) == 0 || found[name] || found[strings.TrimPrefix(name, host.PluginPrefix)] {
+			paths = append(paths, f.Path)
+		}
+	}
+	for _, a := range args {
+		if !found[a] {
+			return nil, fmt.Errorf("no accepted plugin %q in the plugins directory. Fix: name one that `kiln plugins` lists (kiln doctor says why a file is not accepted)", a)
+		}
+	}
+	if len(paths) == 0 {
+		return nil, errors.New("no accepted plugin to pin. Fix: install kiln-backend-* executables (kiln doctor shows the plugins directory)")
+	}
+	return paths, nil
+}
+
+func (a *app) pinCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "pin [PLUGIN...]",
+		Short: "Record the SHA-256 of the plugins (all accepted ones by default); turns pinning on",
+		RunE: func(cmd *cobra.Command, args []string) error {
+			h, err := a.open(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer h.Close()
+			paths, err := selectPlugins(h.Files(), args)
+			if err != nil {
+				return err
+			}
+			file, _ := h.PinFile()
+			if file == "" {
+				return errors.New("no pin file location. Fix: set $XDG_CONFIG_HOME or $HOME")
+			}
+			pins, err := host.PinPlugins(cmd.Context(), file, paths)
+			if err != nil {
+				return err
+			}
+			if a.json {
+				out := make([]pinJSON, len(pins))
+				for i, p := range pins {
+					out[i] = pinJSON{Path: p.Path, SHA256: p.SHA256, Pinned: p.SHA256, Status: "pinned"}
+				}
+				return a.printJSON(out)
+			}
+			for _, p := range pins {
+				fmt.Fprintf(a.out, "pinned %s %s\n", p.SHA256, p.Path)
+			}
+			fmt.Fprintf(a.out, "pinning is on (%s): only pinned plugins that still match run\n", file)
+			return nil
+		},
+	}
+}
+
+func (a *app) unpinCommand() *cobra.Command {
+	var all bool
+	cmd := &cobra.Command{
+		Use:   "unpin [PLUGIN...]",
+		Short: "Remove plugins' pins (--all: every pin); pinning stays on while the pin file exists",
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if all == (len(args) > 0) {
+				return errors.New("say what to unpin. Fix: name the plugins, or pass --all")
+			}
+			h, err := a.open(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer h.Close()
+			var paths []string
+			if !all {
+				if paths, err = selectPlugins(h.Files(), args); err != nil {
+					return err
+				}
+			}
+			file, _ := h.PinFile()
+			n, err := host.UnpinPlugins(cmd.Context(), file, paths)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(a.out, "removed %d pin(s) from %s; remove the file to turn pinning off\n", n, file)
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&all, "all", false, "remove every pin")
+	return cmd
+}

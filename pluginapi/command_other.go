@@ -1,0 +1,9 @@
+//go:build !linux
+
+package pluginapi
+
+import "os/exec"
+
+// setParentDeathSignal does nothing where the kernel has no parent-death signal;
+// the plugin's own watch of HostPIDEnv ends it instead.
+func setParentDeathSignal(*exec.Cmd) {}

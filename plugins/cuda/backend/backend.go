@@ -1,0 +1,283 @@
+package backend
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/kiln-dev/kiln/pluginapi"
+	"github.com/kiln-dev/kiln/plugins/cuda/driver"
+	"github.com/kiln-dev/kiln/plugins/cuda/ptx"
+)
+
+// ID is the backend's id in the host's registry.
+const ID = "cuda"
+
+// Version is the plugin's version.
+const Version = "0.1.0"
+
+// Precedence ranks CUDA ahead of backends without a rank (Vulkan) when everything
+// else ties, as on the same NVIDIA GPU with the same quantized bandwidth.
+const Precedence = 10
+
+// DriverEnv names the driver library ConfigFromEnv reads: another file than
+// libcuda.so.1 (tests point it at a missing library).
+const DriverEnv = "KILN_CUDA_DRIVER"
+
+// Config configures a Backend.
+type Config struct {
+	// Library is the driver library to open; empty means libcuda.so.1.
+	Library string
+	// Logger, when set, receives the start-up report and warnings.
+	Logger hclog.Logger
+}
+
+// ConfigFromEnv reads the configuration from KILN_CUDA_DRIVER.
+func ConfigFromEnv() Config { return Config{Library: os.Getenv(DriverEnv)} }
+
+// Backend is the CUDA pluginapi.Backend. It loads the driver on first use and is
+// safe for concurrent use.
+type Backend struct {
+	cfg Config
+
+	// life is held for reading by every call that uses driver objects and for
+	// writing by Close, so Close never destroys what a call is using.
+	life sync.RWMutex
+
+	mu      sync.Mutex // guards the fields below
+	started bool
+	closed  bool
+	drv     *driver.Driver
+	version int // cuDriverGetVersion
+	// initTook is how long loading the driver and cuInit took.
+	initTook  time.Duration
+	adapters  []*adapter
+	pipelines map[uint64]*pipeline
+	nextID    uint64
+}
+
+var _ pluginapi.Backend = (*Backend)(nil)
+
+// New returns a Backend; nothing is loaded until the first call.
+func New(cfg Config) *Backend {
+	return &Backend{cfg: cfg, pipelines: make(map[uint64]*pipeline)}
+}
+
+var errClosed = errors.New("the cuda backend is closed. Fix: start a new backend (the host relaunches the plugin)")
+
+// start loads the driver and lists the adapters once. A missing driver, an old
+// one or no device is not an error: it becomes one unavailable adapter carrying
+// the reason. b.mu must be held.
+func (b *Backend) start() error {
+	if b.closed {
+		return errClosed
+	}
+	if b.started {
+		return nil
+	}
+	b.started = true
+	if reason := b.startCUDA(); reason != "" {
+		b.adapters = []*adapter{{index: 0, info: pluginapi.Adapter{Index: 0, Name: "CUDA", Reason: reason}}}
+	}
+	if log := b.cfg.Logger; log != nil {
+		log.Info("CUDA started", "driver", b.cfg.Library, "driver_api", b.version, "adapters", len(b.adapters), "init", b.initTook)
+		for _, a := range b.adapters {
+			if a.info.Available {
+				log.Info("CUDA adapter", "index", a.index, "name", a.info.Name, "uuid", a.uuid, "compute_capability",
+					fmt.Sprintf("%d.%d", a.lim.ccMajor, a.lim.ccMinor), "sms", a.lim.sms, "target", a.target.String())
+			} else {
+				log.Warn("CUDA adapter unavailable", "index", a.index, "name", a.info.Name, "reason", a.info.Reason)
+			}
+		}
+	}
+	return nil
+}
+
+// startCUDA opens the driver and builds the adapters; it returns why CUDA is
+// unusable, or "".
+func (b *Backend) startCUDA() string {
+	library := b.cfg.Library
+	if library == "" {
+		library = driver.DefaultLibrary
+	}
+	start := time.Now()
+	defer func() { b.initTook = time.Since(start) }()
+	d, err := driver.Load(library)
+	var missing *driver.LibraryMissingError
+	if errors.As(err, &missing) {
+		return fmt.Sprintf("CUDA driver library %s not found. Fix: install the NVIDIA driver (it provides libcuda.so.1) on a machine with an NVIDIA GPU, or set %s to the library's path", library, DriverEnv)
+	}
+	if err != nil {
+		return err.Error()
+	}
+	if err := d.Init(); err != nil {
+		if driver.IsNoDevice(err) {
+			return fmt.Sprintf("the CUDA driver found no device (%v). Fix: check that the GPU is visible (nvidia-smi; in a container, pass it through) and that CUDA_VISIBLE_DEVICES does not hide it", err)
+		}
+		return fmt.Sprintf("cuInit failed: %v. Fix: check the NVIDIA driver with nvidia-smi (the kernel module and libcuda.so.1 must be the same version)", err)
+	}
+	version, err := d.Version()
+	if err != nil {
+		return fmt.Sprintf("reading the CUDA driver version failed: %v. Fix: reinstall the NVIDIA driver", err)
+	}
+	b.version = version
+	if version < ptx.MinDriverVersion {
+		return fmt.Sprintf("the NVIDIA driver supports CUDA %s, older than the CUDA %s whose PTX ISA %s kiln emits. Fix: update the NVIDIA driver to R450 or newer",
+			cudaVersion(version), cudaVersion(ptx.MinDriverVersion), ptx.ISAVersion)
+	}
+	n, err := d.DeviceCount()
+	if err == nil && n == 0 {
+		err = errors.New("cuDeviceGetCount reports 0 devices")
+	}
+	if err != nil {
+		return fmt.Sprintf("listing CUDA devices failed: %v. Fix: check that the GPU is visible (nvidia-smi) and that CUDA_VISIBLE_DEVICES does not hide it", err)
+	}
+	b.drv = d
+	driverText := driverVersionText(version)
+	for i := range n {
+		b.adapters = append(b.adapters, newAdapter(d, i, driverText))
+	}
+	return ""
+}
+
+// cudaVersion formats a cuDriverGetVersion value ("13.0").
+func cudaVersion(v int) string { return fmt.Sprintf("%d.%d", v/1000, v%1000/10) }
+
+// driverVersionText is the driver's version for the device identity: the kernel
+// module's version from /proc/driver/nvidia/version when it can be read, and the
+// CUDA version.
+func driverVersionText(version int) string {
+	cuda := "CUDA " + cudaVersion(version)
+	data, err := os.ReadFile("/proc/driver/nvidia/version")
+	if err != nil {
+		return cuda
+	}
+	if nvrm := moduleVersion(string(data)); nvrm != "" {
+		return nvrm + " (" + cuda + ")"
+	}
+	return cuda
+}
+
+// moduleVersion finds the version in the first line of /proc/driver/nvidia/version
+// ("NVRM version: NVIDIA UNIX x86_64 Kernel Module  580.159.03  Tue ..."): the
+// first field after "Module" made of digits and dots.
+func moduleVersion(text string) string {
+	line, _, _ := strings.Cut(text, "\n")
+	_, rest, ok := strings.Cut(line, "Module")
+	if !ok {
+		return ""
+	}
+	for _, f := range strings.Fields(rest) {
+		if strings.Trim(f, "0123456789.") == "" && strings.Contains(f, ".") {
+			return f
+		}
+	}
+	return ""
+}
+
+// Describe reports the backend and its adapters. The first call measures each
+// available adapter's copy bandwidth (see the package documentation).
+func (b *Backend) Describe(ctx context.Context) (*pluginapi.Description, error) {
+	b.life.RLock()
+	defer b.life.RUnlock()
+	b.mu.Lock()
+	err := b.start()
+	adapters := b.adapters
+	b.mu.Unlock()
+	if err != nil {
+		return nil, err
+	}
+	rank := uint32(Precedence)
+	d := &pluginapi.Description{
+		ID:         ID,
+		Version:    Version,
+		Dispatches: true,
+		Precedence: &rank,
+		Features:   []string{"ir.v1", "ir.v1.1", "shared", "atomics", "barrier"},
+	}
+	for _, a := range adapters {
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("describe cuda adapters: %w", err)
+		}
+		d.Adapters = append(d.Adapters, a.describe(ctx, b.cfg.Logger))
+	}
+	return d, nil
+}
+
+// adapterAt returns an available adapter, starting CUDA if needed.
+func (b *Backend) adapterAt(index int) (*adapter, error) {
+	b.mu.Lock()
+	err := b.start()
+	adapters := b.adapters
+	b.mu.Unlock()
+	if err != nil {
+		return nil, err
+	}
+	if index < 0 || index >= len(adapters) {
+		return nil, pluginapi.Rejected("cuda has no adapter %d (it has %d). Fix: use an adapter index from 0 to %d as `kiln backends` lists them", index, len(adapters), len(adapters)-1)
+	}
+	a := adapters[index]
+	if !a.info.Available {
+		return nil, pluginapi.Unavailable("cuda adapter %d (%s) is unavailable: %s", index, a.info.Name, a.info.Reason)
+	}
+	return a, nil
+}
+
+// Open retains the adapter's primary context and creates its stream; opening it
+// again does nothing.
+func (b *Backend) Open(ctx context.Context, adapter int) error {
+	b.life.RLock()
+	defer b.life.RUnlock()
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("open cuda adapter %d: %w", adapter, err)
+	}
+	a, err := b.adapterAt(adapter)
+	if err != nil {
+		return err
+	}
+	_, err = a.open()
+	return err
+}
+
+// Release unloads a pipeline. Releasing an unknown handle is a RejectedError.
+func (b *Backend) Release(_ context.Context, handle uint64) error {
+	b.life.RLock()
+	defer b.life.RUnlock()
+	b.mu.Lock()
+	p, ok := b.pipelines[handle]
+	delete(b.pipelines, handle)
+	b.mu.Unlock()
+	if !ok {
+		return pluginapi.Rejected("cuda has no pipeline %d (never compiled or already released). Fix: release only handles returned by Compile, once", handle)
+	}
+	p.destroy()
+	return nil
+}
+
+// Close waits for running work, then unloads every pipeline and releases every
+// device. Later calls fail.
+func (b *Backend) Close(context.Context) error {
+	b.life.Lock()
+	defer b.life.Unlock()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed {
+		return nil
+	}
+	b.closed = true
+	for id, p := range b.pipelines {
+		p.destroy()
+		delete(b.pipelines, id)
+	}
+	for _, a := range b.adapters {
+		a.close()
+	}
+	b.adapters = nil
+	return nil
+}

@@ -1,0 +1,246 @@
+package backend
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/kiln-dev/kiln/ir"
+	"github.com/kiln-dev/kiln/ir/kernels"
+	"github.com/kiln-dev/kiln/pluginapi"
+	"github.com/kiln-dev/kiln/plugins/cuda/driver"
+)
+
+const missingDriver = "libkiln-no-such-cuda.so.1"
+
+func TestDriverMissingIsReportedNotFatal(t *testing.T) {
+	ctx := context.Background()
+	b := New(Config{Library: missingDriver})
+	d, err := b.Describe(ctx)
+	if err != nil {
+		t.Fatalf("Describe without a driver: %v", err)
+	}
+	if d.ID != "cuda" || !d.Dispatches || d.ReferenceOracle || d.Precedence == nil || *d.Precedence != Precedence {
+		t.Errorf("description %+v", d)
+	}
+	if len(d.Adapters) != 1 || d.Adapters[0].Available {
+		t.Fatalf("adapters %+v: want one unavailable adapter", d.Adapters)
+	}
+	want := "CUDA driver library " + missingDriver + " not found. Fix: install the NVIDIA driver (it provides libcuda.so.1) on a machine with an NVIDIA GPU, or set KILN_CUDA_DRIVER to the library's path"
+	if got := d.Adapters[0].Reason; got != want {
+		t.Errorf("reason = %q, want %q", got, want)
+	}
+	var unavailable *pluginapi.UnavailableError
+	if err := b.Open(ctx, 0); !errors.As(err, &unavailable) || !strings.Contains(err.Error(), want) {
+		t.Errorf("Open = %v, want an UnavailableError carrying the reason", err)
+	}
+	if _, err := b.Compile(ctx, &pluginapi.CompileRequest{Program: addOne()}); !errors.As(err, &unavailable) {
+		t.Errorf("Compile = %v, want an UnavailableError", err)
+	}
+	var rejected *pluginapi.RejectedError
+	if err := b.Open(ctx, 1); !errors.As(err, &rejected) {
+		t.Errorf("Open(1) = %v, want a RejectedError for a missing adapter", err)
+	}
+	art, err := b.Artifacts(ctx, 0, addOne(), ir.SpecMap{}, [3]uint32{32, 2, 1}, false)
+	if err != nil || !strings.Contains(art.PTX, ".target sm_80") || !strings.Contains(art.PTX, ".reqntid 32, 2, 1") || art.Cubin != nil {
+		t.Errorf("PTX without a device: %v, %+v", err, art)
+	}
+	if _, err := b.Artifacts(ctx, 0, addOne(), ir.SpecMap{}, [3]uint32{}, true); !errors.As(err, &unavailable) {
+		t.Errorf("a cubin without a device = %v, want an UnavailableError", err)
+	}
+	if err := b.Close(ctx); err != nil {
+		t.Errorf("Close: %v", err)
+	}
+	if _, err := b.Describe(ctx); err == nil {
+		t.Error("Describe after Close succeeded")
+	}
+}
+
+func TestProfileFromLimits(t *testing.T) {
+	got := profile(h200())
+	want := pluginapi.DeviceProfile{MaxStorageBufferBindingSize: 4 * (1<<32 - 1), MaxInvocationsPerWorkgroup: 1024, SubgroupSize: 32,
+		SupportsSubgroupOps: true, HasSubgroupShuffle: true, HasSharedMemory: true, SupportsF16: true, SupportsBF16: true,
+		SupportsTensorCores: true, SupportsDeviceTimestamps: true, TimingQuality: pluginapi.DeviceTimestamps}
+	if got != want {
+		t.Errorf("profile =\n%+v, want\n%+v", got, want)
+	}
+	volta := h200()
+	volta.ccMajor, volta.ccMinor, volta.totalMem = 7, 0, 12<<30
+	got = profile(volta)
+	if got.SupportsBF16 || !got.SupportsF16 || !got.SupportsTensorCores || got.MaxStorageBufferBindingSize != 12<<30 {
+		t.Errorf("sm_70 profile = %+v", got)
+	}
+	if got.SupportsIndirectDispatch || got.SupportsHardwareCounters {
+		t.Errorf("profile claims indirect dispatch or hardware counters: %+v", got)
+	}
+}
+
+func TestIdentity(t *testing.T) {
+	id := identity("NVIDIA H200", h200(), "580.159.03 (CUDA 13.0)")
+	want := pluginapi.DeviceIdentity{Vendor: "NVIDIA", Device: "NVIDIA H200 (sm_90)", DriverVersion: "580.159.03 (CUDA 13.0)", DeviceType: "discrete-gpu"}
+	if id != want {
+		t.Errorf("identity = %+v, want %+v", id, want)
+	}
+	orin := h200()
+	orin.integrated, orin.ccMajor, orin.ccMinor = true, 8, 7
+	if id := identity("Orin", orin, "CUDA 12.2"); id.DeviceType != "integrated-gpu" || id.Device != "Orin (sm_87)" {
+		t.Errorf("integrated identity = %+v", id)
+	}
+}
+
+func TestModuleVersion(t *testing.T) {
+	for text, want := range map[string]string{
+		"NVRM version: NVIDIA UNIX x86_64 Kernel Module  580.159.03  Tue Oct 14 10:25:31 UTC 2025\nGCC version:  gcc\n": "580.159.03",
+		"NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  550.54.15  Release Build\n":                           "550.54.15",
+		"garbage": "",
+		"NVRM version: NVIDIA UNIX x86_64 Kernel Module\n": "",
+	} {
+		if got := moduleVersion(text); got != want {
+			t.Errorf("moduleVersion(%q) = %q, want %q", text, got, want)
+		}
+	}
+	if got := cudaVersion(13000); got != "13.0" {
+		t.Errorf("cudaVersion(13000) = %q", got)
+	}
+	if got := cudaVersion(12040); got != "12.4" {
+		t.Errorf("cudaVersion(12040) = %q", got)
+	}
+}
+
+func TestQuantizeBandwidth(t *testing.T) {
+	for in, want := range map[float64]float64{3874: 3900, 3849.9: 3800, 4228: 4200, 41.3: 41, 9.87: 9.9, 0.456: 0.46, 0: 0, -5: 0, 99.5: 100} {
+		if got := quantizeBandwidth(in); got != want {
+			t.Errorf("quantizeBandwidth(%v) = %v, want %v", in, got, want)
+		}
+	}
+}
+
+func TestBlobHeader(t *testing.T) {
+	lim := h200()
+	cubin := []byte("\x7fELF pretend cubin image")
+	const text = ".version 7.0\n.target sm_80\n"
+	blob := encodeBlob(13000, lim, text, cubin)
+	if len(blob) != blobHeader+len(cubin) || string(blob[:8]) != blobMagic {
+		t.Fatalf("blob of %d bytes, header %q", len(blob), blob[:8])
+	}
+	if got := usableBlob(blob, 13000, lim, text); !bytes.Equal(got, cubin) {
+		t.Fatalf("the blob's own driver, device and PTX do not get the cubin back: %q", got)
+	}
+	other := lim
+	other.ccMajor = 8
+	mutate := func(f func(b []byte) []byte) []byte { return f(append([]byte(nil), blob...)) }
+	for name, c := range map[string]struct {
+		blob    []byte
+		version int
+		lim     limits
+		text    string
+	}{
+		"nil":                  {nil, 13000, lim, text},
+		"short":                {blob[:blobHeader-1], 13000, lim, text},
+		"header only":          {blob[:blobHeader], 13000, lim, text},
+		"other driver":         {blob, 12040, lim, text},
+		"other device":         {blob, 13000, other, text},
+		"other PTX":            {blob, 13000, lim, text + "//"},
+		"bad magic":            {mutate(func(b []byte) []byte { b[0] ^= 1; return b }), 13000, lim, text},
+		"bad format":           {mutate(func(b []byte) []byte { b[8] = 9; return b }), 13000, lim, text},
+		"flipped cubin bit":    {mutate(func(b []byte) []byte { b[len(b)-1] ^= 0x10; return b }), 13000, lim, text},
+		"truncated cubin":      {blob[:len(blob)-1], 13000, lim, text},
+		"appended byte":        {append(append([]byte(nil), blob...), 0), 13000, lim, text},
+		"Vulkan pipeline data": {append([]byte{32, 0, 0, 0, 1, 0, 0, 0}, make([]byte, 200)...), 13000, lim, text},
+	} {
+		if usableBlob(c.blob, c.version, c.lim, c.text) != nil {
+			t.Errorf("%s: the blob was accepted", name)
+		}
+	}
+}
+
+func TestCheckProgramRejectsWhatTheDeviceCannotRun(t *testing.T) {
+	lim := h200()
+	lim.maxThreadsPerBlock, lim.maxBlock, lim.sharedPerBlock = 256, [3]uint32{256, 256, 64}, 1024
+	build := func(wg [3]uint32, shared uint32) *ir.Program {
+		b := ir.NewBuilder("limits", wg[0], wg[1], wg[2])
+		out := b.Buffer("out", ir.U32, ir.Write)
+		b.Param("n", ir.U32, ir.LitU32(1))
+		if shared > 0 {
+			b.Shared("sh", ir.U32, shared)
+		}
+		b.Store(out, ir.GlobalID(0), ir.Param("n"))
+		return b.Program()
+	}
+	var wrongType, unknown ir.SpecMap
+	wrongType.Set("n", ir.SpecF32(1))
+	unknown.Set("m", ir.SpecU32(1))
+	for _, c := range []struct {
+		name     string
+		p        *ir.Program
+		spec     ir.SpecMap
+		override [3]uint32
+		want     string
+	}{
+		{"axis over the limit", build([3]uint32{1, 1, 128}, 0), ir.SpecMap{}, [3]uint32{}, "block dimensions"},
+		{"too many invocations", build([3]uint32{16, 16, 2}, 0), ir.SpecMap{}, [3]uint32{}, "threads per block"},
+		{"override over the limit", build([3]uint32{64, 1, 1}, 0), ir.SpecMap{}, [3]uint32{16, 32, 1}, "threads per block"},
+		{"bad override", build([3]uint32{64, 1, 1}, 0), ir.SpecMap{}, [3]uint32{0, 4, 1}, "override"},
+		{"too much shared memory", build([3]uint32{64, 1, 1}, 257), ir.SpecMap{}, [3]uint32{}, "shared memory"},
+		{"spec of the wrong type", build([3]uint32{64, 1, 1}, 0), wrongType, [3]uint32{}, "specialization value"},
+		{"spec of an unknown parameter", build([3]uint32{64, 1, 1}, 0), unknown, [3]uint32{}, "no parameter"},
+		{"invalid program", &ir.Program{Name: "empty"}, ir.SpecMap{}, [3]uint32{}, "invalid"},
+	} {
+		_, err := checkProgram(c.p, c.spec, c.override, lim)
+		var rejected *pluginapi.RejectedError
+		if !errors.As(err, &rejected) || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), "Fix:") {
+			t.Errorf("%s: checkProgram = %v, want a RejectedError mentioning %q with a Fix", c.name, err, c.want)
+		}
+	}
+	wg, err := checkProgram(build([3]uint32{64, 1, 1}, 256), ir.SpecMap{}, [3]uint32{8, 8, 4}, lim)
+	if err != nil || wg != [3]uint32{8, 8, 4} {
+		t.Errorf("a program within the limits: %v, %v", wg, err)
+	}
+}
+
+func TestDriverFailuresBecomeDeviceErrors(t *testing.T) {
+	a := &adapter{index: 2, info: pluginapi.Adapter{Name: "gpu"}}
+	d := &device{a: a}
+	var devErr *pluginapi.DeviceError
+	err := cudaFailure(a, d, `running program "p"`, &driver.Error{Call: "cuEventSynchronize", Result: driver.ErrIllegalAddress, Name: "CUDA_ERROR_ILLEGAL_ADDRESS"})
+	if !errors.As(err, &devErr) || !strings.Contains(err.Error(), "context failed") || !strings.Contains(err.Error(), "cuEventSynchronize: CUDA_ERROR_ILLEGAL_ADDRESS") {
+		t.Errorf("sticky failure = %v", err)
+	}
+	if err := d.checkLost(); !errors.As(err, &devErr) || !strings.Contains(err.Error(), "failed earlier") || !strings.Contains(err.Error(), "Fix:") {
+		t.Errorf("after a sticky failure checkLost = %v", err)
+	}
+	err = cudaFailure(a, nil, "allocating", &driver.Error{Call: "cuMemAlloc_v2", Result: driver.ErrOutOfMemory, Name: "CUDA_ERROR_OUT_OF_MEMORY"})
+	if !errors.As(err, &devErr) || !strings.Contains(err.Error(), "ran out of device memory") || !strings.Contains(err.Error(), "Fix:") {
+		t.Errorf("out of memory = %v", err)
+	}
+	err = cudaFailure(a, nil, "compiling", &driver.Error{Call: "cuLinkAddData_v2", Result: driver.ErrInvalidPTX, Name: "CUDA_ERROR_INVALID_PTX"})
+	if !errors.As(err, &devErr) || !strings.Contains(err.Error(), "cuLinkAddData_v2: CUDA_ERROR_INVALID_PTX") {
+		t.Errorf("driver failure = %v", err)
+	}
+	var unavailable *pluginapi.UnavailableError
+	err = linkFailure(d, addOne(), &driver.LinkError{Err: &driver.Error{Call: "cuLinkAddData_v2", Result: driver.ErrUnsupportedPTXVersion, Name: "CUDA_ERROR_UNSUPPORTED_PTX_VERSION"}})
+	if !errors.As(err, &unavailable) || !strings.Contains(err.Error(), "Fix: update the NVIDIA driver") {
+		t.Errorf("a JIT too old for the PTX = %v, want an UnavailableError", err)
+	}
+	k, _ := kernels.Lookup("vector_add")
+	if err := linkFailure(d, k.Program(), &driver.LinkError{Err: &driver.Error{Call: "cuLinkAddData_v2", Result: driver.ErrInvalidPTX}, Log: "line 7: syntax error"}); !errors.As(err, &devErr) || !strings.Contains(err.Error(), "syntax error") {
+		t.Errorf("a rejected module = %v, want a DeviceError with the log", err)
+	}
+}
+
+func TestSizeClasses(t *testing.T) {
+	for in, want := range map[uint64]uint64{0: 256, 4: 256, 256: 256, 257: 512, 1 << 20: 1 << 20, 1<<20 + 1: 2 << 20,
+		64 << 20: 64 << 20, 64<<20 + 1: 66 << 20, 1 << 30: 1 << 30, 1<<30 + 4: 1<<30 + 2<<20} {
+		if got := sizeClass(in); got != want {
+			t.Errorf("sizeClass(%d) = %d, want %d", in, got, want)
+		}
+	}
+	if got := poolLimit(141 << 30); got != 4<<30 {
+		t.Errorf("poolLimit(141 GiB) = %d", got)
+	}
+	if got := poolLimit(8 << 30); got != 1<<30 {
+		t.Errorf("poolLimit(8 GiB) = %d", got)
+	}
+}

@@ -1,0 +1,246 @@
+package backend
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/kiln-dev/kiln/ir"
+	"github.com/kiln-dev/kiln/pluginapi"
+	"github.com/kiln-dev/kiln/plugins/cuda/driver"
+	"github.com/kiln-dev/kiln/plugins/cuda/ptx"
+)
+
+// pipeline is a loaded kernel on one device.
+type pipeline struct {
+	d      *device
+	prog   *ir.Program
+	mod    *ptx.Module
+	module driver.Module
+	fn     driver.Function
+	// args holds the kernel's parameter values; it is filled under d's stream.
+	args *driver.Params
+	// use is held for reading by dispatches and for writing by destroy.
+	use sync.RWMutex
+}
+
+// destroy waits for the pipeline's dispatches and unloads its module.
+func (p *pipeline) destroy() {
+	p.use.Lock()
+	defer p.use.Unlock()
+	_ = p.d.ctx.Do(func() error { return p.d.ctx.ModuleUnload(p.module) })
+	p.args.Free()
+}
+
+// Compile emits the program as PTX and loads its cubin on the adapter's device:
+// the cubin of req.CachedBlob when the blob was made for this PTX, driver and
+// device and is intact, otherwise one the driver's JIT linker compiles now. The
+// blob returned is the cubin behind a header (see blobHeader).
+func (b *Backend) Compile(ctx context.Context, req *pluginapi.CompileRequest) (*pluginapi.CompileResult, error) {
+	b.life.RLock()
+	defer b.life.RUnlock()
+	if req == nil || req.Program == nil {
+		return nil, pluginapi.Rejected("cuda: compile request without a program. Fix: set CompileRequest.Program")
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("cuda: compile %q: %w", req.Program.Name, err)
+	}
+	start := time.Now()
+	a, err := b.adapterAt(req.Adapter)
+	if err != nil {
+		return nil, err
+	}
+	d, err := a.open()
+	if err != nil {
+		return nil, err
+	}
+	if err := d.checkLost(); err != nil {
+		return nil, err
+	}
+	p := req.Program
+	wg, err := checkProgram(p, req.Spec, req.WorkgroupSize, a.lim)
+	if err != nil {
+		return nil, err
+	}
+	m, err := ptx.Emit(p, ptx.Options{Target: a.target, Spec: req.Spec, WorkgroupSize: wg})
+	if err != nil {
+		return nil, pluginapi.Rejected("cuda: %w", err)
+	}
+	pl, blob, err := d.load(p, m, req.CachedBlob)
+	if err != nil {
+		return nil, err
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed {
+		pl.destroy()
+		return nil, errClosed
+	}
+	b.nextID++
+	b.pipelines[b.nextID] = pl
+	return &pluginapi.CompileResult{Pipeline: b.nextID, Blob: blob, CompileNanos: time.Since(start).Nanoseconds()}, nil
+}
+
+// load makes a pipeline of module m on d, from the cubin in cached when it is
+// usable and from a fresh JIT link otherwise, and returns it with its blob.
+func (d *device) load(p *ir.Program, m *ptx.Module, cached []byte) (*pipeline, []byte, error) {
+	a := d.a
+	pl := &pipeline{d: d, prog: p, mod: m}
+	var blob []byte
+	err := d.ctx.Do(func() error {
+		if cubin := usableBlob(cached, a.driverVersion, a.lim, m.Text); cubin != nil {
+			if module, err := d.ctx.ModuleLoadData(cubin); err == nil {
+				pl.module, blob = module, cached
+			}
+		}
+		if pl.module == 0 {
+			cubin, err := d.ctx.Link(m.Text)
+			if err != nil {
+				return linkFailure(d, p, err)
+			}
+			if pl.module, err = d.ctx.ModuleLoadData(cubin); err != nil {
+				return d.fail(fmt.Sprintf("loading the cubin of program %q", p.Name), err)
+			}
+			blob = encodeBlob(a.driverVersion, a.lim, m.Text, cubin)
+		}
+		var err error
+		if pl.fn, err = d.ctx.ModuleFunction(pl.module, m.Entry); err != nil {
+			_ = d.ctx.ModuleUnload(pl.module)
+			return d.fail(fmt.Sprintf("finding the kernel of program %q", p.Name), err)
+		}
+		maxThreads, err := d.ctx.FunctionAttribute(pl.fn, driver.FuncMaxThreadsPerBlock)
+		wg := m.WorkgroupSize
+		if n := uint64(wg[0]) * uint64(wg[1]) * uint64(wg[2]); err == nil && uint64(maxThreads) < n {
+			_ = d.ctx.ModuleUnload(pl.module)
+			return pluginapi.Rejected("cuda: program %q needs too many registers for a workgroup of %d invocations on adapter %d (%s), which runs at most %d. Fix: use a workgroup of at most %d invocations",
+				p.Name, n, a.index, a.info.Name, maxThreads, maxThreads)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	pl.args = driver.NewParams(len(m.Params))
+	return pl, blob, nil
+}
+
+// linkFailure explains a JIT link that failed: a driver too old for the PTX is
+// an unusable adapter, anything else a device error carrying the linker's log.
+func linkFailure(d *device, p *ir.Program, err error) error {
+	var e *driver.Error
+	if errors.As(err, &e) && e.Result == driver.ErrUnsupportedPTXVersion {
+		return pluginapi.Unavailable("cuda adapter %d (%s): the driver's JIT does not accept PTX ISA %s: %v. Fix: update the NVIDIA driver to R450 (CUDA 11.0) or newer",
+			d.a.index, d.a.info.Name, ptx.ISAVersion, err)
+	}
+	return d.fail(fmt.Sprintf("compiling program %q (PTX to cubin)", p.Name), err)
+}
+
+// A cached blob is a header followed by the cubin:
+//
+//	magic "KILNCUBN", u32 format version, u32 driver version (cuDriverGetVersion),
+//	u32 compute capability major, u32 minor, 32-byte SHA-256 of the PTX text,
+//	u64 cubin length, 32-byte SHA-256 of the cubin
+//
+// all little-endian. A blob is used only when every field matches this driver,
+// device and PTX and the cubin's digest is right, so a blob from another driver
+// or device, a stale one or a corrupted one is ignored and the PTX compiled
+// again.
+const (
+	blobMagic   = "KILNCUBN"
+	blobFormat  = 1
+	blobHeader  = 8 + 4 + 4 + 4 + 4 + 32 + 8 + 32
+	blobDigests = 8 + 4 + 4 + 4 + 4 // offset of the PTX digest
+)
+
+// encodeBlob puts the header before cubin.
+func encodeBlob(driverVersion int, l limits, ptxText string, cubin []byte) []byte {
+	out := make([]byte, 0, blobHeader+len(cubin))
+	out = append(out, blobMagic...)
+	out = binary.LittleEndian.AppendUint32(out, blobFormat)
+	out = binary.LittleEndian.AppendUint32(out, uint32(driverVersion))
+	out = binary.LittleEndian.AppendUint32(out, uint32(l.ccMajor))
+	out = binary.LittleEndian.AppendUint32(out, uint32(l.ccMinor))
+	ptxSum := sha256.Sum256([]byte(ptxText))
+	out = append(out, ptxSum[:]...)
+	out = binary.LittleEndian.AppendUint64(out, uint64(len(cubin)))
+	cubinSum := sha256.Sum256(cubin)
+	out = append(out, cubinSum[:]...)
+	return append(out, cubin...)
+}
+
+// usableBlob returns the cubin of blob when its header names this driver version,
+// compute capability and PTX text and the cubin is intact; nil otherwise.
+func usableBlob(blob []byte, driverVersion int, l limits, ptxText string) []byte {
+	if len(blob) < blobHeader || string(blob[:8]) != blobMagic {
+		return nil
+	}
+	le := binary.LittleEndian
+	if le.Uint32(blob[8:]) != blobFormat || le.Uint32(blob[12:]) != uint32(driverVersion) ||
+		le.Uint32(blob[16:]) != uint32(l.ccMajor) || le.Uint32(blob[20:]) != uint32(l.ccMinor) {
+		return nil
+	}
+	ptxSum := sha256.Sum256([]byte(ptxText))
+	if !bytes.Equal(blob[blobDigests:blobDigests+32], ptxSum[:]) {
+		return nil
+	}
+	n := le.Uint64(blob[blobDigests+32:])
+	cubin := blob[blobHeader:]
+	if n == 0 || n != uint64(len(cubin)) {
+		return nil
+	}
+	cubinSum := sha256.Sum256(cubin)
+	if !bytes.Equal(blob[blobDigests+40:blobHeader], cubinSum[:]) {
+		return nil
+	}
+	return cubin
+}
+
+// checkProgram validates the program, the specialization map and the workgroup
+// override, and checks them against the device's limits. It returns the workgroup
+// size the pipeline runs with.
+func checkProgram(p *ir.Program, spec ir.SpecMap, override [3]uint32, lim limits) ([3]uint32, error) {
+	if err := ir.Validate(p); err != nil {
+		return [3]uint32{}, pluginapi.Rejected("cuda: program %q is invalid: %w", p.Name, err)
+	}
+	wg := p.WorkgroupSize
+	if override != ([3]uint32{}) {
+		if err := ir.CheckWorkgroupSize(override); err != nil {
+			return [3]uint32{}, pluginapi.Rejected("cuda: program %q: bad workgroup size override: %w", p.Name, err)
+		}
+		wg = override
+	}
+	for _, name := range spec.Names() {
+		d, ok := p.Param(name)
+		if !ok {
+			return [3]uint32{}, pluginapi.Rejected("cuda: program %q has no parameter %q to specialize. Fix: specialize only declared parameters", p.Name, name)
+		}
+		v, _ := spec.Get(name)
+		if l, ok := v.Literal(); !ok || l.Type != d.Type {
+			return [3]uint32{}, pluginapi.Rejected("cuda: program %q: parameter %q is %s but the specialization value is %s. Fix: pass a %s value", p.Name, name, d.Type, v, d.Type)
+		}
+	}
+	for axis, n := range wg {
+		if n > lim.maxBlock[axis] {
+			return [3]uint32{}, pluginapi.Rejected("cuda: program %q: workgroup size %v exceeds the device's maximum block dimensions %v on axis %d. Fix: use a workgroup of at most %d on that axis",
+				p.Name, wg, lim.maxBlock, axis, lim.maxBlock[axis])
+		}
+	}
+	if n := uint64(wg[0]) * uint64(wg[1]) * uint64(wg[2]); n > uint64(lim.maxThreadsPerBlock) {
+		return [3]uint32{}, pluginapi.Rejected("cuda: program %q: workgroup size %v has %d invocations, more than the device's %d threads per block. Fix: use a smaller workgroup",
+			p.Name, wg, n, lim.maxThreadsPerBlock)
+	}
+	var shared uint64
+	for _, s := range p.Shared {
+		shared += 4 * uint64(s.Count)
+	}
+	if shared > uint64(lim.sharedPerBlock) {
+		return [3]uint32{}, pluginapi.Rejected("cuda: program %q uses %d bytes of shared memory, more than the device's %d per block. Fix: use smaller shared arrays",
+			p.Name, shared, lim.sharedPerBlock)
+	}
+	return wg, nil
+}

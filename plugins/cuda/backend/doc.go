@@ -1,0 +1,55 @@
+// Package backend is kiln's CUDA backend: a pluginapi.Backend (id "cuda") that runs
+// IR programs as CUDA kernels through the driver binding and the ptx emitter. The
+// kiln-backend-cuda executable serves it; tests use it in process.
+//
+// Adapters: every CUDA device is one adapter (cuda:0, cuda:1, ... in the driver's
+// order). When the driver library is missing, too old for the PTX kiln emits, or
+// finds no device, the backend still describes itself, with one unavailable
+// adapter whose Reason says what to fix. Describing reads device attributes only;
+// the first Describe then opens each available device to measure its bandwidth.
+//
+// Profile: limits, warps of 32 as subgroups with shuffles, shared memory, f16
+// (compute capability 5.3+), bf16 (8.0+), tensor cores (7.0+), device timestamps
+// (CUDA events, TimingQuality DeviceTimestamps), no indirect dispatch and no
+// hardware counters. mem_bw_gbps is measured, not looked up: a kiln copy kernel
+// (dst[i] = src[i] over 1 GiB of u32) runs once to warm up and three more times,
+// timed by events, and the fastest run's bytes read plus written per second, in
+// GB/s, is rounded to two significant digits, so noise does not reorder backends
+// of equal bandwidth. It is 0 when the measurement failed.
+//
+// Identity: vendor NVIDIA, the device's name and compute capability, the driver's
+// version (kernel module and CUDA) and discrete or integrated; the UUID is logged
+// but left out of the fingerprint, so identical GPUs share cache entries.
+//
+// Programs: all of IR v1.1. Uniforms are kernel parameters after the buffers'
+// addresses and counts, filled from each dispatch's uniform block. Subgroups are
+// warps of 32, or aligned segments of a warp when the program requires fewer
+// lanes or its workgroup is not a multiple of 32 (see ptx.SubgroupSizeFor); a
+// program requiring more than 32 lanes is rejected at compile.
+//
+// Compile emits PTX for the device's target with the specialization and
+// workgroup size folded in, then loads the cubin of the host's cached blob when
+// its header matches this driver version, compute capability and PTX text and its
+// digest is intact, and otherwise compiles the PTX with the driver's JIT linker
+// (cuLinkCreate, cuLinkAddData, cuLinkComplete). The blob returned is the cubin
+// behind that header. A driver whose JIT rejects the PTX version makes the
+// adapter unavailable with a Fix.
+//
+// Dispatch: each adapter has one stream and two events; dispatches take turns on
+// it. Buffers are device allocations of count*4 bytes (4 for an empty one); read
+// and read_write inputs are copied in, write buffers are zeroed with
+// cuMemsetD32Async, the kernel gets every buffer's address and element count as
+// parameters, and the outputs are copied back after the end event completes.
+// Device time is the time between the two events. Waiting polls the end event for
+// 200µs, then blocks in the driver on another goroutine; when the caller's
+// context ends first the dispatch returns its error and the kernel is left to
+// finish in the background before its buffers are freed (a later dispatch waits
+// for it, or for its own deadline). A grid with a zero axis runs nothing and
+// returns zeroed write buffers and unchanged read_write buffers.
+//
+// Errors: programs, launches and limits the device cannot take are
+// pluginapi.RejectedError, unusable adapters pluginapi.UnavailableError, and
+// driver failures while working pluginapi.DeviceError. After a sticky failure (an
+// illegal address, a failed launch) the context is unusable and every later call
+// on the adapter says so.
+package backend

@@ -1,0 +1,16 @@
+// Package edgetest is the semantic edge table that pins the CUDA backend: small
+// programs that run every IR operation on its edge values (NaN, ±0, ±inf,
+// denormals, MIN / -1, shifts of 32 and more, saturating casts) and every
+// statement kind (bounds, atomics, barriers, loops, early returns, builtins,
+// specialization, empty buffers and grids), each with its launch, and the rule by
+// which a result is compared with the CPU reference interpreter (the oracle).
+//
+// The rules are CUDA's, tighter than DESIGN.md's cross-backend bounds, because the
+// PTX the backend emits is IEEE-exact where the ISA allows it: every result must
+// match the oracle bit for bit (any NaN equals any NaN; denormals are kept, never
+// flushed), div, sqrt and fma included. Only exp, log, sin and cos, which run on
+// the MUFU approximations, are compared within bounds (see Case.Match).
+//
+// The ptx package's tests run the table on their PTX interpreter; the backend's
+// GPU tests run it on a device. Nothing outside those tests imports it.
+package edgetest

@@ -1,0 +1,296 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/go-plugin"
+
+	"github.com/kiln-dev/kiln/ir/kernels"
+	"github.com/kiln-dev/kiln/pluginapi"
+	"github.com/kiln-dev/kiln/plugins/cuda/backend"
+	"github.com/kiln-dev/kiln/plugins/cuda/driver"
+)
+
+// initChildEnv makes the test binary, started as a child, do what "cuInit and
+// device enumeration alone" means and exit: the baseline of BenchmarkStartDescribe.
+const initChildEnv = "KILN_CUDA_INIT_CHILD"
+
+// pluginEnv names a prebuilt kiln-backend-cuda for the tests to start instead of
+// building one (for a test binary copied to a machine without Go).
+const pluginEnv = "KILN_CUDA_PLUGIN"
+
+// pluginBinary builds kiln-backend-cuda once per test binary, or returns the one
+// KILN_CUDA_PLUGIN names.
+var pluginBinary = sync.OnceValues(func() (string, error) {
+	if path := os.Getenv(pluginEnv); path != "" {
+		return path, nil
+	}
+	dir, err := os.MkdirTemp("", "kiln-cuda-plugin-")
+	if err != nil {
+		return "", err
+	}
+	path := filepath.Join(dir, "kiln-backend-cuda")
+	out, err := exec.Command("go", "build", "-o", path, ".").CombinedOutput()
+	if err != nil {
+		return "", errors.New("go build: " + err.Error() + "\n" + string(out))
+	}
+	return path, nil
+})
+
+func TestMain(m *testing.M) {
+	if os.Getenv(initChildEnv) == "1" {
+		os.Exit(initAndEnumerate())
+	}
+	code := m.Run()
+	if path, err := pluginBinary(); err == nil && os.Getenv(pluginEnv) == "" {
+		os.RemoveAll(filepath.Dir(path))
+	}
+	os.Exit(code)
+}
+
+// initAndEnumerate loads the driver, calls cuInit and reads every device's name,
+// UUID and the attributes a description needs, without a context.
+func initAndEnumerate() int {
+	d, err := driver.Load("")
+	if err != nil {
+		return 2
+	}
+	if err := d.Init(); err != nil {
+		return 3
+	}
+	n, err := d.DeviceCount()
+	if err != nil {
+		return 4
+	}
+	for i := range n {
+		dev, err := d.Device(i)
+		if err != nil {
+			return 5
+		}
+		dev.Name()
+		dev.UUID()
+		dev.TotalMem()
+		for _, a := range []driver.Attribute{driver.AttrComputeCapabilityMajor, driver.AttrComputeCapabilityMinor, driver.AttrMaxThreadsPerBlock,
+			driver.AttrMaxBlockDimX, driver.AttrMaxBlockDimY, driver.AttrMaxBlockDimZ, driver.AttrMaxGridDimX, driver.AttrMaxGridDimY,
+			driver.AttrMaxGridDimZ, driver.AttrMaxSharedMemoryPerBlock, driver.AttrWarpSize, driver.AttrMultiprocessorCount,
+			driver.AttrIntegrated, driver.AttrComputeMode} {
+			dev.Attribute(a)
+		}
+	}
+	return 0
+}
+
+// syncBuffer is a bytes.Buffer safe for the plugin client's concurrent log writes.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.buf.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.buf.String()
+}
+
+// startPlugin starts the plugin binary with extra environment variables and returns
+// its Backend, its log and a function that stops it.
+func startPlugin(tb testing.TB, env ...string) (pluginapi.Backend, *syncBuffer, func()) {
+	tb.Helper()
+	path, err := pluginBinary()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	cmd := exec.Command(path)
+	cmd.Env = append(os.Environ(), env...)
+	logs := &syncBuffer{}
+	logger := hclog.New(&hclog.LoggerOptions{Name: "host", Output: logs, Level: hclog.Debug})
+	client := plugin.NewClient(pluginapi.ClientConfig(cmd, logger))
+	b, err := pluginapi.Dispense(client)
+	if err != nil {
+		client.Kill()
+		tb.Fatalf("start %s: %v\nlog:\n%s", path, err, logs)
+	}
+	return b, logs, client.Kill
+}
+
+// TestPluginProcessWithoutDriver starts the plugin pointed at a driver library
+// that does not exist: it must start and report why CUDA is unavailable, with a
+// Fix, through the wire.
+func TestPluginProcessWithoutDriver(t *testing.T) {
+	b, _, stop := startPlugin(t, backend.DriverEnv+"=libkiln-no-such-cuda.so.1")
+	defer stop()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	d, err := b.Describe(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "CUDA driver library libkiln-no-such-cuda.so.1 not found. Fix: install the NVIDIA driver (it provides libcuda.so.1) on a machine with an NVIDIA GPU, or set KILN_CUDA_DRIVER to the library's path"
+	if d.ID != "cuda" || len(d.Adapters) != 1 || d.Adapters[0].Available || d.Adapters[0].Reason != want {
+		t.Fatalf("description %+v, want id cuda and one unavailable adapter with reason %q", d, want)
+	}
+	var unavailable *pluginapi.UnavailableError
+	if err := b.Open(ctx, 0); !errors.As(err, &unavailable) {
+		t.Errorf("Open through the wire = %v, want an UnavailableError", err)
+	}
+}
+
+// TestPluginProcess starts the plugin as the host does. Without a usable device it
+// checks the unavailable reason (and fails under KILN_REQUIRE_CUDA=1); with one it
+// runs vector_add through the wire: Describe, Open, Compile, Dispatch, Release,
+// Close.
+func TestPluginProcess(t *testing.T) {
+	b, logs, stop := startPlugin(t)
+	defer stop()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	d, err := b.Describe(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.ID != "cuda" || len(d.Adapters) == 0 {
+		t.Fatalf("description %+v", d)
+	}
+	if a := d.Adapters[0]; !a.Available {
+		if !strings.Contains(a.Reason, "Fix: ") {
+			t.Errorf("unavailable without a Fix: %q", a.Reason)
+		}
+		if os.Getenv("KILN_REQUIRE_CUDA") == "1" {
+			t.Fatalf("KILN_REQUIRE_CUDA=1 but adapter 0 is unavailable: %s", a.Reason)
+		}
+		t.Skipf("no usable CUDA device (%s); set KILN_REQUIRE_CUDA=1 to fail instead", a.Reason)
+	}
+	if err := b.Open(ctx, 0); err != nil {
+		t.Fatal(err)
+	}
+	k, _ := kernels.Lookup("vector_add")
+	c := k.NewCase(rand.New(rand.NewPCG(1, 2)), 100_000)
+	comp, err := b.Compile(ctx, &pluginapi.CompileRequest{Program: k.Program()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(comp.Blob) < 100 || string(comp.Blob[:8]) != "KILNCUBN" {
+		t.Errorf("compile returned a %d-byte blob, want a cubin behind kiln's header", len(comp.Blob))
+	}
+	res, err := b.Dispatch(ctx, &pluginapi.DispatchRequest{Pipeline: comp.Pipeline, Grid: c.Grid, Inputs: c.Inputs, OutputCounts: c.OutputCounts})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := k.Check(res.Outputs, k.Reference(c)); err != nil {
+		t.Error(err)
+	}
+	if res.HostNanos <= 0 || res.DeviceNanos <= 0 {
+		t.Errorf("host time %d, device time %d", res.HostNanos, res.DeviceNanos)
+	}
+	if err := b.Release(ctx, comp.Pipeline); err != nil {
+		t.Error(err)
+	}
+	_, err = b.Dispatch(ctx, &pluginapi.DispatchRequest{Pipeline: comp.Pipeline, Grid: c.Grid})
+	var rejected *pluginapi.RejectedError
+	if !errors.As(err, &rejected) {
+		t.Errorf("dispatch of a released pipeline through the wire = %v, want a RejectedError", err)
+	}
+	if err := b.Close(ctx); err != nil {
+		t.Error(err)
+	}
+	if log := logs.String(); !strings.Contains(log, "CUDA adapter") || !strings.Contains(log, "uuid=GPU-") {
+		t.Errorf("the plugin did not log its adapter and UUID:\n%s", log)
+	}
+}
+
+// requireDevice skips a benchmark without a usable CUDA device.
+func requireDevice(b *testing.B) {
+	d, err := driver.Load("")
+	if err == nil {
+		err = d.Init()
+	}
+	if err != nil {
+		b.Skipf("no usable CUDA driver: %v", err)
+	}
+}
+
+// BenchmarkStartDescribe starts the plugin process and describes it (the first
+// Describe measures the bandwidth), per iteration, next to
+// BenchmarkInitAlone's baseline.
+func BenchmarkStartDescribe(b *testing.B) {
+	requireDevice(b)
+	if _, err := pluginBinary(); err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	b.ResetTimer()
+	for range b.N {
+		be, _, stop := startPlugin(b)
+		if _, err := be.Describe(ctx); err != nil {
+			b.Fatal(err)
+		}
+		b.StopTimer()
+		stop()
+		b.StartTimer()
+	}
+}
+
+// BenchmarkInitAlone starts a process that loads the driver, calls cuInit and
+// enumerates the devices, per iteration: the baseline of BenchmarkStartDescribe.
+func BenchmarkInitAlone(b *testing.B) {
+	requireDevice(b)
+	self, err := os.Executable()
+	if err != nil {
+		b.Fatal(err)
+	}
+	for range b.N {
+		cmd := exec.Command(self, "-test.run", "^$")
+		cmd.Env = append(os.Environ(), initChildEnv+"=1")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			b.Fatalf("%v: %s", err, out)
+		}
+	}
+}
+
+// BenchmarkWireSmallDispatch is one 1-element vector add from a host process
+// through the plugin to the GPU and back (protocol v1: the buffers travel in the
+// request).
+func BenchmarkWireSmallDispatch(b *testing.B) {
+	requireDevice(b)
+	be, _, stop := startPlugin(b)
+	defer stop()
+	ctx := context.Background()
+	if _, err := be.Describe(ctx); err != nil {
+		b.Fatal(err)
+	}
+	k, _ := kernels.Lookup("vector_add")
+	c, err := be.Compile(ctx, &pluginapi.CompileRequest{Program: k.Program()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	one := kernels.F32Bytes([]float32{1})
+	req := &pluginapi.DispatchRequest{Pipeline: c.Pipeline, Grid: [3]uint32{1, 1, 1}, Inputs: [][]byte{one, one, nil}, OutputCounts: []uint32{0, 0, 1}}
+	b.ResetTimer()
+	for range b.N {
+		res, err := be.Dispatch(ctx, req)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if got := kernels.BytesF32(res.Outputs[0]); got[0] != 2 {
+			b.Fatal(fmt.Sprint("1 + 1 = ", got[0]))
+		}
+	}
+}

@@ -1,0 +1,29 @@
+package ptx
+
+import (
+	"context"
+	"testing"
+
+	"github.com/kiln-dev/kiln/plugins/cuda/internal/edgetest"
+)
+
+// TestEdgeTableOnInterpreter runs the semantic edge table on the PTX interpreter
+// and compares every output with the CPU reference interpreter under the table's
+// rules (bit for bit but for exp, log, sin and cos).
+func TestEdgeTableOnInterpreter(t *testing.T) {
+	for _, c := range edgetest.Table() {
+		t.Run(c.Name, func(t *testing.T) {
+			want, err := c.Reference(context.Background())
+			if err != nil {
+				t.Fatalf("oracle: %v", err)
+			}
+			got, err := dispatchCase(c.Prog, c.Launch, c.Uniforms)
+			if err != nil {
+				t.Fatalf("interpreter: %v", err)
+			}
+			for _, msg := range c.Compare(got, want) {
+				t.Error(msg)
+			}
+		})
+	}
+}

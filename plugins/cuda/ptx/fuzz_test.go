@@ -1,0 +1,48 @@
+package ptx
+
+import (
+	"testing"
+
+	"github.com/kiln-dev/kiln/ir"
+)
+
+// FuzzEmit feeds Emit every program the canonical decoder accepts: Emit must never
+// panic, must reject exactly what ir.Validate rejects, and must turn a valid
+// program into deterministic text that declares what it uses and holds only
+// instructions of the interpreted subset.
+func FuzzEmit(f *testing.F) {
+	for _, np := range allPrograms() {
+		data, err := ir.Encode(np.prog)
+		if err != nil {
+			f.Fatalf("%s: %v", np.name, err)
+		}
+		f.Add(data, uint8(80))
+	}
+	f.Fuzz(func(t *testing.T, data []byte, sm uint8) {
+		p, err := ir.Decode(data)
+		if err != nil {
+			return
+		}
+		opts := Options{Target: Target{SM: 70}}
+		if sm >= 80 {
+			opts.Target.SM = 80
+		}
+		m, err := Emit(p, opts)
+		if verr := ir.Validate(p); verr != nil {
+			if err == nil {
+				t.Fatalf("Emit accepted a program Validate rejects: %v", verr)
+			}
+			return
+		}
+		if err != nil {
+			t.Fatalf("Emit rejected a valid program: %v", err)
+		}
+		if _, err := parseModule(m.Text); err != nil {
+			t.Fatalf("the module does not parse: %v\n%s", err, numbered(m.Text))
+		}
+		again, err := Emit(p, opts)
+		if err != nil || again.Text != m.Text {
+			t.Fatalf("a second Emit differs (%v)", err)
+		}
+	})
+}

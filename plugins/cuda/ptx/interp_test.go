@@ -1,0 +1,1545 @@
+package ptx
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+	"math/big"
+	"math/bits"
+	"strconv"
+	"strings"
+
+	"github.com/kiln-dev/kiln/ir"
+	"github.com/kiln-dev/kiln/ir/kernels"
+)
+
+// A PTX interpreter for exactly the subset Emit writes, so the tests can run an
+// emitted module and pin DESIGN.md's semantics on the text itself, without a GPU.
+// It follows the PTX ISA where a driver relies on it: f32 arithmetic with an .rn
+// suffix is IEEE single precision rounded to nearest even, fma is fused, integer
+// ops wrap, shift amounts above 32 clamp to 32, float-to-integer conversions
+// saturate, predicated instructions whose guard is false do nothing, and the
+// threads of a block run in turns between bar.sync, and a warp-synchronous
+// instruction (shfl.sync, redux.sync) runs once every thread of its membermask has
+// reached it, for all of them together. Behaviour PTX leaves
+// unspecified is an error here, so the tests fail if the emitted code relies on
+// it: integer division by zero or of MIN by -1, a NaN converted to an integer,
+// reading a register no instruction wrote, any access outside the memory actually
+// allocated (one 4-byte element for an empty buffer) or outside a shared
+// variable, a membermask that leaves out the thread itself or names a thread that
+// exited or waits elsewhere, a shuffle from a lane outside the membermask. The
+// approximate MUFU instructions (ex2, lg2, sin, cos) are computed
+// exactly; the backend tests bound the hardware's error.
+
+// opnd is one decoded operand.
+type opnd struct {
+	kind opndKind
+	cls  byte   // register class: 'p', 'r' or 'd'
+	idx  int    // register number
+	imm  uint64 // immediate bits (an f32 immediate holds its bits)
+	name string // special register, parameter or shared symbol
+	mem  bool   // written as [x]
+}
+
+type opndKind uint8
+
+const (
+	opndReg opndKind = iota + 1
+	opndImm
+	opndSreg
+	opndSym
+)
+
+// pinst is one decoded instruction.
+type pinst struct {
+	line    int
+	text    string
+	guard   *opnd
+	negated bool
+	op      string
+	args    []opnd
+	// exec runs the instruction on a thread (its guard already checked).
+	exec func(t *thread) error
+	// collective runs a warp-synchronous instruction for the threads of a warp
+	// that reached it, indexed by lane (nil for the others); mask reads a
+	// thread's membermask operand.
+	collective func(ts []*thread) error
+	mask       func(t *thread) (uint32, error)
+	// target is a branch's destination index.
+	target int
+}
+
+// pmodule is a parsed module.
+type pmodule struct {
+	target     string
+	params     map[string]int // name -> position
+	paramKinds []string       // ".u64" or ".u32" by position
+	reqntid    [3]uint32
+	nregs      map[byte]int // declared registers by class
+	shared     map[string][2]uint32
+	sharedSize uint32
+	code       []pinst
+}
+
+// maxSteps bounds one dispatch, so a miscompiled loop fails instead of hanging.
+const maxSteps = 400_000_000
+
+// thread is one running thread.
+type thread struct {
+	m *machine
+	p []bool
+	r []uint32
+	d []uint64
+	// pdef, rdef and ddef say which registers an instruction wrote.
+	pdef, rdef, ddef []bool
+	pc               int
+	done             bool
+	tid              [3]uint32
+	ctaid            [3]uint32
+	shared           []byte
+	barrier          bool
+	// linear is the thread's index in its block (x fastest), from which CUDA
+	// builds warps: lane linear % 32 of warp linear / 32.
+	linear int
+	// warpOp is the instruction index of the warp-synchronous instruction the
+	// thread waits at, or -1.
+	warpOp int
+}
+
+// machine runs one dispatch.
+type machine struct {
+	mod     *pmodule
+	grid    [3]uint32
+	params  []uint64
+	buffers []memory // by binding
+	steps   int
+}
+
+// memory is one buffer's device allocation.
+type memory struct {
+	base  uint64
+	words []uint32
+}
+
+// bufferBase is where buffer b's allocation starts; allocations are far apart, so
+// any address between them is outside every allocation.
+func bufferBase(b int) uint64 { return uint64(b+1) << 36 }
+
+func (t *thread) fail(in *pinst, format string, args ...any) error {
+	return fmt.Errorf("line %d %q: %s", in.line, in.text, fmt.Sprintf(format, args...))
+}
+
+// parseModule decodes the text Emit writes.
+func parseModule(text string) (*pmodule, error) {
+	m := &pmodule{params: map[string]int{}, nregs: map[byte]int{}, shared: map[string][2]uint32{}}
+	labels := map[string]int{}
+	var pending []int // instructions whose branch target is resolved at the end
+	lines := strings.Split(text, "\n")
+	inParams, inBody := false, false
+	for n, raw := range lines {
+		line := raw
+		if i := strings.Index(line, "//"); i >= 0 {
+			line = line[:i]
+		}
+		line = strings.TrimSpace(line)
+		if line == "" {
+			continue
+		}
+		lineNo := n + 1
+		switch {
+		case strings.HasPrefix(line, ".version "):
+			if line != ".version "+ISAVersion {
+				return nil, fmt.Errorf("line %d: %q, want .version %s", lineNo, line, ISAVersion)
+			}
+		case strings.HasPrefix(line, ".target "):
+			m.target = strings.TrimPrefix(line, ".target ")
+		case line == ".address_size 64":
+		case line == ".visible .entry "+EntryPoint+"(":
+			inParams = true
+		case inParams && line == ")":
+			inParams = false
+		case inParams:
+			f := strings.Fields(strings.TrimSuffix(line, ","))
+			if len(f) != 3 || f[0] != ".param" || (f[1] != ".u64" && f[1] != ".u32" && f[1] != ".b32") {
+				return nil, fmt.Errorf("line %d: bad parameter %q", lineNo, line)
+			}
+			m.params[f[2]] = len(m.paramKinds)
+			m.paramKinds = append(m.paramKinds, f[1])
+		case strings.HasPrefix(line, ".reqntid "):
+			f := strings.Split(strings.TrimPrefix(line, ".reqntid "), ",")
+			if len(f) != 3 {
+				return nil, fmt.Errorf("line %d: bad .reqntid", lineNo)
+			}
+			for i, s := range f {
+				v, err := strconv.ParseUint(strings.TrimSpace(s), 10, 32)
+				if err != nil || v == 0 {
+					return nil, fmt.Errorf("line %d: bad .reqntid %q", lineNo, s)
+				}
+				m.reqntid[i] = uint32(v)
+			}
+		case line == "{":
+			inBody = true
+		case line == "}":
+			inBody = false
+		case !inBody:
+			return nil, fmt.Errorf("line %d: unexpected %q outside the kernel", lineNo, line)
+		case strings.HasPrefix(line, ".reg "):
+			var cls, ty string
+			var count int
+			f := strings.Fields(strings.TrimSuffix(line, ";"))
+			if len(f) != 3 {
+				return nil, fmt.Errorf("line %d: bad .reg", lineNo)
+			}
+			ty = f[1]
+			name, num, ok := strings.Cut(f[2], "<")
+			if !ok {
+				return nil, fmt.Errorf("line %d: bad .reg", lineNo)
+			}
+			count, _ = strconv.Atoi(strings.TrimSuffix(num, ">"))
+			cls = map[string]string{".pred %p": "p", ".b32 %r": "r", ".b64 %rd": "d"}[ty+" "+name]
+			if cls == "" {
+				return nil, fmt.Errorf("line %d: unexpected register declaration %q", lineNo, line)
+			}
+			m.nregs[cls[0]] = count
+		case strings.HasPrefix(line, ".shared "):
+			f := strings.Fields(strings.TrimSuffix(line, ";"))
+			if len(f) != 5 || f[1] != ".align" || f[2] != "4" || f[3] != ".b8" {
+				return nil, fmt.Errorf("line %d: bad .shared %q", lineNo, line)
+			}
+			name, size, _ := strings.Cut(f[4], "[")
+			bytes, err := strconv.ParseUint(strings.TrimSuffix(size, "]"), 10, 32)
+			if err != nil || bytes == 0 || bytes%4 != 0 {
+				return nil, fmt.Errorf("line %d: bad .shared size %q", lineNo, size)
+			}
+			m.shared[name] = [2]uint32{m.sharedSize, m.sharedSize + uint32(bytes)}
+			m.sharedSize += uint32(bytes)
+		case strings.HasSuffix(line, ":"):
+			labels[strings.TrimSuffix(line, ":")] = len(m.code)
+		default:
+			if !strings.HasSuffix(line, ";") {
+				return nil, fmt.Errorf("line %d: %q does not end with ;", lineNo, line)
+			}
+			in, err := parseInst(lineNo, strings.TrimSuffix(line, ";"))
+			if err != nil {
+				return nil, err
+			}
+			if in.op == "bra" {
+				pending = append(pending, len(m.code))
+			}
+			m.code = append(m.code, in)
+		}
+	}
+	if m.target == "" || m.reqntid[0] == 0 {
+		return nil, fmt.Errorf("module lacks .target or .reqntid")
+	}
+	for _, i := range pending {
+		in := &m.code[i]
+		target, ok := labels[in.args[0].name]
+		if !ok {
+			return nil, fmt.Errorf("line %d: branch to undefined label %q", in.line, in.args[0].name)
+		}
+		in.target = target
+	}
+	for i := range m.code {
+		if err := m.decode(&m.code[i]); err != nil {
+			return nil, err
+		}
+	}
+	return m, nil
+}
+
+// parseInst splits "[@[!]%p] op a, b, ..." into its parts.
+func parseInst(lineNo int, text string) (pinst, error) {
+	in := pinst{line: lineNo, text: text}
+	rest := text
+	if strings.HasPrefix(rest, "@") {
+		g, tail, _ := strings.Cut(rest[1:], " ")
+		if strings.HasPrefix(g, "!") {
+			in.negated, g = true, g[1:]
+		}
+		o, err := parseOperand(g)
+		if err != nil || o.kind != opndReg || o.cls != 'p' {
+			return in, fmt.Errorf("line %d: bad guard %q", lineNo, g)
+		}
+		in.guard = &o
+		rest = tail
+	}
+	op, args, _ := strings.Cut(strings.TrimSpace(rest), " ")
+	in.op = op
+	if args = strings.TrimSpace(args); args != "" {
+		for _, a := range strings.Split(args, ",") {
+			o, err := parseOperand(strings.TrimSpace(a))
+			if err != nil {
+				return in, fmt.Errorf("line %d %q: %v", lineNo, text, err)
+			}
+			in.args = append(in.args, o)
+		}
+	}
+	return in, nil
+}
+
+func parseOperand(s string) (opnd, error) {
+	if strings.HasPrefix(s, "[") && strings.HasSuffix(s, "]") {
+		o, err := parseOperand(s[1 : len(s)-1])
+		o.mem = true
+		return o, err
+	}
+	switch {
+	case strings.HasPrefix(s, "%rd"), strings.HasPrefix(s, "%r"), strings.HasPrefix(s, "%p"):
+		cls, num := byte('r'), s[2:]
+		switch {
+		case strings.HasPrefix(s, "%rd"):
+			cls, num = 'd', s[3:]
+		case strings.HasPrefix(s, "%p"):
+			cls = 'p'
+		}
+		n, err := strconv.Atoi(num)
+		if err != nil {
+			return opnd{}, fmt.Errorf("bad register %q", s)
+		}
+		return opnd{kind: opndReg, cls: cls, idx: n}, nil
+	case strings.HasPrefix(s, "%"):
+		return opnd{kind: opndSreg, name: s}, nil
+	case strings.HasPrefix(s, "0f"):
+		v, err := strconv.ParseUint(s[2:], 16, 32)
+		if err != nil || len(s) != 10 {
+			return opnd{}, fmt.Errorf("bad f32 immediate %q", s)
+		}
+		return opnd{kind: opndImm, imm: v}, nil
+	case strings.HasPrefix(s, "0x"):
+		v, err := strconv.ParseUint(s[2:], 16, 32)
+		if err != nil {
+			return opnd{}, fmt.Errorf("bad hex immediate %q", s)
+		}
+		return opnd{kind: opndImm, imm: v}, nil
+	case s != "" && (s[0] == '-' || s[0] >= '0' && s[0] <= '9'):
+		v, err := strconv.ParseInt(s, 10, 64)
+		if err != nil || v < math.MinInt32 || v > math.MaxUint32 {
+			return opnd{}, fmt.Errorf("bad immediate %q", s)
+		}
+		return opnd{kind: opndImm, imm: uint64(uint32(v))}, nil
+	case s != "":
+		return opnd{kind: opndSym, name: s}, nil
+	}
+	return opnd{}, fmt.Errorf("empty operand")
+}
+
+// Readers and writers of decoded operands, checking classes.
+
+func (m *pmodule) checkReg(in *pinst, o opnd, cls byte) error {
+	if o.kind != opndReg || o.cls != cls || o.mem {
+		return fmt.Errorf("line %d %q: operand is not a %%%c register", in.line, in.text, cls)
+	}
+	if o.idx <= 0 || o.idx >= m.nregs[cls] {
+		return fmt.Errorf("line %d %q: register %d of class %c is not declared (%d are)", in.line, in.text, o.idx, cls, m.nregs[cls])
+	}
+	return nil
+}
+
+// src32 returns a reader of a .b32 register or immediate.
+func (m *pmodule) src32(in *pinst, k int) (func(t *thread) (uint32, error), error) {
+	if k >= len(in.args) {
+		return nil, fmt.Errorf("line %d %q: missing operand %d", in.line, in.text, k)
+	}
+	o := in.args[k]
+	if o.kind == opndImm && !o.mem {
+		v := uint32(o.imm)
+		return func(*thread) (uint32, error) { return v, nil }, nil
+	}
+	if err := m.checkReg(in, o, 'r'); err != nil {
+		return nil, err
+	}
+	return func(t *thread) (uint32, error) {
+		if !t.rdef[o.idx] {
+			return 0, t.fail(in, "reads %%r%d before any instruction wrote it", o.idx)
+		}
+		return t.r[o.idx], nil
+	}, nil
+}
+
+func (m *pmodule) srcPred(in *pinst, k int) (func(t *thread) (bool, error), error) {
+	if k >= len(in.args) {
+		return nil, fmt.Errorf("line %d %q: missing operand %d", in.line, in.text, k)
+	}
+	o := in.args[k]
+	if o.kind == opndImm && (o.imm == 0 || o.imm == 1) {
+		v := o.imm == 1
+		return func(*thread) (bool, error) { return v, nil }, nil
+	}
+	if err := m.checkReg(in, o, 'p'); err != nil {
+		return nil, err
+	}
+	return func(t *thread) (bool, error) {
+		if !t.pdef[o.idx] {
+			return false, t.fail(in, "reads %%p%d before any instruction wrote it", o.idx)
+		}
+		return t.p[o.idx], nil
+	}, nil
+}
+
+func (m *pmodule) src64(in *pinst, k int) (func(t *thread) (uint64, error), error) {
+	o := in.args[k]
+	if err := m.checkReg(in, o, 'd'); err != nil {
+		return nil, err
+	}
+	return func(t *thread) (uint64, error) {
+		if !t.ddef[o.idx] {
+			return 0, t.fail(in, "reads %%rd%d before any instruction wrote it", o.idx)
+		}
+		return t.d[o.idx], nil
+	}, nil
+}
+
+func (m *pmodule) dst32(in *pinst) (func(t *thread, v uint32), error) {
+	if len(in.args) == 0 {
+		return nil, fmt.Errorf("line %d %q: no destination", in.line, in.text)
+	}
+	o := in.args[0]
+	if err := m.checkReg(in, o, 'r'); err != nil {
+		return nil, err
+	}
+	return func(t *thread, v uint32) { t.r[o.idx], t.rdef[o.idx] = v, true }, nil
+}
+
+func (m *pmodule) dstPred(in *pinst) (func(t *thread, v bool), error) {
+	o := in.args[0]
+	if err := m.checkReg(in, o, 'p'); err != nil {
+		return nil, err
+	}
+	return func(t *thread, v bool) { t.p[o.idx], t.pdef[o.idx] = v, true }, nil
+}
+
+func (m *pmodule) dst64(in *pinst) (func(t *thread, v uint64), error) {
+	o := in.args[0]
+	if err := m.checkReg(in, o, 'd'); err != nil {
+		return nil, err
+	}
+	return func(t *thread, v uint64) { t.d[o.idx], t.ddef[o.idx] = v, true }, nil
+}
+
+func f32(bits uint32) float32 { return math.Float32frombits(bits) }
+func fb(v float32) uint32     { return math.Float32bits(v) }
+
+func isNaN(bits uint32) bool { return bits&0x7FFFFFFF > 0x7F800000 }
+
+// fma32 is a·b + c rounded once to f32.
+func fma32(a, b, c uint32) uint32 {
+	x, y, z := float64(f32(a)), float64(f32(b)), float64(f32(c))
+	if isNaN(a) || isNaN(b) || isNaN(c) || math.IsInf(x, 0) || math.IsInf(y, 0) || math.IsInf(z, 0) {
+		return fb(float32(x*y + z))
+	}
+	prod := new(big.Float).SetPrec(300).Mul(big.NewFloat(x).SetPrec(300), big.NewFloat(y).SetPrec(300))
+	sum := new(big.Float).SetPrec(300).Add(prod, big.NewFloat(z).SetPrec(300))
+	r, _ := sum.Float32()
+	if r == 0 {
+		// The exact sum is zero: IEEE gives +0, or -0 when both addends are -0.
+		if math.Signbit(x*y) && math.Signbit(z) {
+			return 0x80000000
+		}
+		return 0
+	}
+	return fb(r)
+}
+
+// binary32 decodes "op d, a, b" over .b32 registers with f.
+func (m *pmodule) binary32(in *pinst, f func(t *thread, a, b uint32) (uint32, error)) error {
+	dst, err := m.dst32(in)
+	if err != nil {
+		return err
+	}
+	a, err := m.src32(in, 1)
+	if err != nil {
+		return err
+	}
+	b, err := m.src32(in, 2)
+	if err != nil {
+		return err
+	}
+	in.exec = func(t *thread) error {
+		x, err := a(t)
+		if err != nil {
+			return err
+		}
+		y, err := b(t)
+		if err != nil {
+			return err
+		}
+		v, err := f(t, x, y)
+		if err != nil {
+			return err
+		}
+		dst(t, v)
+		return nil
+	}
+	return nil
+}
+
+// unary32 decodes "op d, a" over .b32 registers with f.
+func (m *pmodule) unary32(in *pinst, f func(t *thread, a uint32) (uint32, error)) error {
+	dst, err := m.dst32(in)
+	if err != nil {
+		return err
+	}
+	a, err := m.src32(in, 1)
+	if err != nil {
+		return err
+	}
+	in.exec = func(t *thread) error {
+		x, err := a(t)
+		if err != nil {
+			return err
+		}
+		v, err := f(t, x)
+		if err != nil {
+			return err
+		}
+		dst(t, v)
+		return nil
+	}
+	return nil
+}
+
+func ok32(f func(a, b uint32) uint32) func(*thread, uint32, uint32) (uint32, error) {
+	return func(_ *thread, a, b uint32) (uint32, error) { return f(a, b), nil }
+}
+
+func okF(f func(a float32) float32) func(*thread, uint32) (uint32, error) {
+	return func(_ *thread, a uint32) (uint32, error) { return fb(f(f32(a))), nil }
+}
+
+// shift applies a PTX shift: amounts above 32 clamp to 32.
+func shift(op string, a, n uint32) uint32 {
+	n = min(n, 32)
+	switch op {
+	case "shl.b32":
+		if n == 32 {
+			return 0
+		}
+		return a << n
+	case "shr.u32":
+		if n == 32 {
+			return 0
+		}
+		return a >> n
+	}
+	if n == 32 {
+		n = 31
+	}
+	return uint32(int32(a) >> n)
+}
+
+// compare evaluates setp's comparison cmp on type ty.
+func compare(cmp, ty string, a, b uint32) (bool, error) {
+	switch ty {
+	case "u32":
+		return intCompare(cmp, int64(a), int64(b))
+	case "s32":
+		return intCompare(cmp, int64(int32(a)), int64(int32(b)))
+	case "f32":
+		x, y := f32(a), f32(b)
+		nan := isNaN(a) || isNaN(b)
+		switch cmp {
+		case "eq":
+			return x == y, nil
+		case "lt":
+			return x < y, nil
+		case "le":
+			return x <= y, nil
+		case "gt":
+			return x > y, nil
+		case "ge":
+			return x >= y, nil
+		case "neu":
+			return nan || x != y, nil
+		case "nan":
+			return nan, nil
+		}
+	}
+	return false, fmt.Errorf("setp.%s.%s is not interpreted", cmp, ty)
+}
+
+// intCompare evaluates an integer comparison.
+func intCompare(cmp string, x, y int64) (bool, error) {
+	switch cmp {
+	case "eq":
+		return x == y, nil
+	case "ne":
+		return x != y, nil
+	case "lt":
+		return x < y, nil
+	case "le":
+		return x <= y, nil
+	case "gt":
+		return x > y, nil
+	case "ge":
+		return x >= y, nil
+	}
+	return false, fmt.Errorf("setp.%s is not interpreted", cmp)
+}
+
+// atomicApply computes an atomic's new value from the old one.
+func atomicApply(op string, old, v uint32) (uint32, error) {
+	switch op {
+	case "add.u32":
+		return old + v, nil
+	case "min.u32":
+		return min(old, v), nil
+	case "max.u32":
+		return max(old, v), nil
+	case "min.s32":
+		return uint32(min(int32(old), int32(v))), nil
+	case "max.s32":
+		return uint32(max(int32(old), int32(v))), nil
+	case "and.b32":
+		return old & v, nil
+	case "or.b32":
+		return old | v, nil
+	case "xor.b32":
+		return old ^ v, nil
+	case "exch.b32":
+		return v, nil
+	}
+	return 0, fmt.Errorf("atom.%s is not interpreted", op)
+}
+
+// word returns the memory word an address names: in a global allocation or in a
+// shared variable. Anything else is an error.
+func (t *thread) word(in *pinst, space string, addr uint64) (*uint32, []byte, int, error) {
+	if addr%4 != 0 {
+		return nil, nil, 0, t.fail(in, "misaligned %s address %#x", space, addr)
+	}
+	if space == "shared" {
+		for _, r := range t.m.mod.shared {
+			if addr >= uint64(r[0]) && addr+4 <= uint64(r[1]) {
+				return nil, t.shared, int(addr), nil
+			}
+		}
+		return nil, nil, 0, t.fail(in, "shared address %#x is outside every shared variable", addr)
+	}
+	for b := range t.m.buffers {
+		mem := &t.m.buffers[b]
+		if addr >= mem.base && addr+4 <= mem.base+4*uint64(len(mem.words)) {
+			return &mem.words[(addr-mem.base)/4], nil, 0, nil
+		}
+	}
+	return nil, nil, 0, t.fail(in, "global address %#x is outside every allocation", addr)
+}
+
+func (t *thread) loadWord(in *pinst, space string, addr uint64) (uint32, error) {
+	w, sh, off, err := t.word(in, space, addr)
+	if err != nil {
+		return 0, err
+	}
+	if w != nil {
+		return *w, nil
+	}
+	return binary.LittleEndian.Uint32(sh[off:]), nil
+}
+
+func (t *thread) storeWord(in *pinst, space string, addr uint64, v uint32) error {
+	w, sh, off, err := t.word(in, space, addr)
+	if err != nil {
+		return err
+	}
+	if w != nil {
+		*w = v
+		return nil
+	}
+	binary.LittleEndian.PutUint32(sh[off:], v)
+	return nil
+}
+
+// address reads a memory operand: a .b64 register for global, .b32 for shared.
+func (m *pmodule) address(in *pinst, k int, space string) (func(t *thread) (uint64, error), error) {
+	o := in.args[k]
+	if !o.mem {
+		return nil, fmt.Errorf("line %d %q: operand %d is not a memory operand", in.line, in.text, k)
+	}
+	o.mem = false
+	tmp := *in
+	tmp.args = append([]opnd(nil), in.args...)
+	tmp.args[k] = o
+	if space == "global" {
+		r, err := m.src64(&tmp, k)
+		return r, err
+	}
+	r, err := m.src32(&tmp, k)
+	if err != nil {
+		return nil, err
+	}
+	return func(t *thread) (uint64, error) {
+		v, err := r(t)
+		return uint64(v), err
+	}, nil
+}
+
+// decode turns an instruction into its exec function, or fails for anything Emit
+// is not supposed to write.
+func (m *pmodule) decode(in *pinst) error {
+	parts := strings.Split(in.op, ".")
+	switch {
+	case in.op == "bra":
+		in.exec = func(t *thread) error { t.pc = in.target; return nil }
+		return nil
+	case in.op == "ret":
+		in.exec = func(t *thread) error { t.done = true; return nil }
+		return nil
+	case in.op == "bar.sync":
+		if len(in.args) != 1 || in.args[0].kind != opndImm || in.args[0].imm != 0 {
+			return fmt.Errorf("line %d: bar.sync must name barrier 0", in.line)
+		}
+		in.exec = func(t *thread) error { t.barrier = true; return nil }
+		return nil
+	case in.op == "ld.param.u64" || in.op == "ld.param.u32" || in.op == "ld.param.b32":
+		o := in.args[1]
+		pos, ok := m.params[o.name]
+		if !o.mem || o.kind != opndSym || !ok {
+			return fmt.Errorf("line %d: %s of unknown parameter %q", in.line, in.op, o.name)
+		}
+		if "."+parts[2] != m.paramKinds[pos] {
+			return fmt.Errorf("line %d: %s of %s parameter %q", in.line, in.op, m.paramKinds[pos], o.name)
+		}
+		if parts[2] == "u64" {
+			dst, err := m.dst64(in)
+			if err != nil {
+				return err
+			}
+			in.exec = func(t *thread) error { dst(t, t.m.params[pos]); return nil }
+			return nil
+		}
+		dst, err := m.dst32(in)
+		if err != nil {
+			return err
+		}
+		in.exec = func(t *thread) error { dst(t, uint32(t.m.params[pos])); return nil }
+		return nil
+	case in.op == "cvta.to.global.u64":
+		dst, err := m.dst64(in)
+		if err != nil {
+			return err
+		}
+		src, err := m.src64(in, 1)
+		if err != nil {
+			return err
+		}
+		in.exec = func(t *thread) error {
+			v, err := src(t)
+			dst(t, v)
+			return err
+		}
+		return nil
+	case in.op == "mov.u32" && len(in.args) == 2 && in.args[1].kind == opndSreg && in.args[1].name == "%laneid":
+		dst, err := m.dst32(in)
+		if err != nil {
+			return err
+		}
+		in.exec = func(t *thread) error { dst(t, uint32(t.linear%32)); return nil }
+		return nil
+	case in.op == "mov.u32" && len(in.args) == 2 && in.args[1].kind == opndSreg:
+		dst, err := m.dst32(in)
+		if err != nil {
+			return err
+		}
+		name := in.args[1].name
+		sreg, dim, _ := strings.Cut(name, ".")
+		axis := strings.Index("xyz", dim)
+		if axis < 0 || len(dim) != 1 {
+			return fmt.Errorf("line %d: unknown special register %q", in.line, name)
+		}
+		switch sreg {
+		case "%tid":
+			in.exec = func(t *thread) error { dst(t, t.tid[axis]); return nil }
+		case "%ctaid":
+			in.exec = func(t *thread) error { dst(t, t.ctaid[axis]); return nil }
+		case "%nctaid":
+			in.exec = func(t *thread) error { dst(t, t.m.grid[axis]); return nil }
+		default:
+			return fmt.Errorf("line %d: unknown special register %q", in.line, name)
+		}
+		return nil
+	case in.op == "mov.u32" && len(in.args) == 2 && in.args[1].kind == opndSym:
+		dst, err := m.dst32(in)
+		if err != nil {
+			return err
+		}
+		r, ok := m.shared[in.args[1].name]
+		if !ok {
+			return fmt.Errorf("line %d: %q is not a shared variable", in.line, in.args[1].name)
+		}
+		in.exec = func(t *thread) error { dst(t, r[0]); return nil }
+		return nil
+	case in.op == "mov.b32":
+		return m.unary32(in, func(_ *thread, a uint32) (uint32, error) { return a, nil })
+	case in.op == "mov.pred":
+		dst, err := m.dstPred(in)
+		if err != nil {
+			return err
+		}
+		src, err := m.srcPred(in, 1)
+		if err != nil {
+			return err
+		}
+		in.exec = func(t *thread) error {
+			v, err := src(t)
+			dst(t, v)
+			return err
+		}
+		return nil
+	case in.op == "mad.lo.u32":
+		dst, err := m.dst32(in)
+		if err != nil {
+			return err
+		}
+		var src [3]func(*thread) (uint32, error)
+		for k := range src {
+			if src[k], err = m.src32(in, k+1); err != nil {
+				return err
+			}
+		}
+		in.exec = func(t *thread) error {
+			var v [3]uint32
+			for k, s := range src {
+				var err error
+				if v[k], err = s(t); err != nil {
+					return err
+				}
+			}
+			dst(t, v[0]*v[1]+v[2])
+			return nil
+		}
+		return nil
+	case in.op == "mul.wide.u32":
+		dst, err := m.dst64(in)
+		if err != nil {
+			return err
+		}
+		a, err := m.src32(in, 1)
+		if err != nil {
+			return err
+		}
+		b, err := m.src32(in, 2)
+		if err != nil {
+			return err
+		}
+		in.exec = func(t *thread) error {
+			x, err := a(t)
+			if err != nil {
+				return err
+			}
+			y, err := b(t)
+			dst(t, uint64(x)*uint64(y))
+			return err
+		}
+		return nil
+	case in.op == "add.s64":
+		dst, err := m.dst64(in)
+		if err != nil {
+			return err
+		}
+		a, err := m.src64(in, 1)
+		if err != nil {
+			return err
+		}
+		b, err := m.src64(in, 2)
+		if err != nil {
+			return err
+		}
+		in.exec = func(t *thread) error {
+			x, err := a(t)
+			if err != nil {
+				return err
+			}
+			y, err := b(t)
+			dst(t, x+y)
+			return err
+		}
+		return nil
+	case parts[0] == "setp":
+		if len(parts) != 3 {
+			return fmt.Errorf("line %d: bad setp %q", in.line, in.op)
+		}
+		if _, err := compare(parts[1], parts[2], 0, 0); err != nil {
+			return fmt.Errorf("line %d: %v", in.line, err)
+		}
+		dst, err := m.dstPred(in)
+		if err != nil {
+			return err
+		}
+		a, err := m.src32(in, 1)
+		if err != nil {
+			return err
+		}
+		b, err := m.src32(in, 2)
+		if err != nil {
+			return err
+		}
+		in.exec = func(t *thread) error {
+			x, err := a(t)
+			if err != nil {
+				return err
+			}
+			y, err := b(t)
+			if err != nil {
+				return err
+			}
+			v, _ := compare(parts[1], parts[2], x, y)
+			dst(t, v)
+			return nil
+		}
+		return nil
+	case in.op == "selp.b32":
+		dst, err := m.dst32(in)
+		if err != nil {
+			return err
+		}
+		a, err := m.src32(in, 1)
+		if err != nil {
+			return err
+		}
+		b, err := m.src32(in, 2)
+		if err != nil {
+			return err
+		}
+		c, err := m.srcPred(in, 3)
+		if err != nil {
+			return err
+		}
+		in.exec = func(t *thread) error {
+			p, err := c(t)
+			if err != nil {
+				return err
+			}
+			v, err := b(t)
+			if p {
+				v, err = a(t)
+			}
+			dst(t, v)
+			return err
+		}
+		return nil
+	case in.op == "and.pred", in.op == "or.pred", in.op == "xor.pred", in.op == "not.pred":
+		dst, err := m.dstPred(in)
+		if err != nil {
+			return err
+		}
+		a, err := m.srcPred(in, 1)
+		if err != nil {
+			return err
+		}
+		b := a
+		if in.op != "not.pred" {
+			if b, err = m.srcPred(in, 2); err != nil {
+				return err
+			}
+		}
+		in.exec = func(t *thread) error {
+			x, err := a(t)
+			if err != nil {
+				return err
+			}
+			y, err := b(t)
+			if err != nil {
+				return err
+			}
+			switch in.op {
+			case "and.pred":
+				dst(t, x && y)
+			case "or.pred":
+				dst(t, x || y)
+			case "xor.pred":
+				dst(t, x != y)
+			default:
+				dst(t, !x)
+			}
+			return nil
+		}
+		return nil
+	case parts[0] == "ld" && len(parts) == 3 && parts[2] == "b32" && (parts[1] == "global" || parts[1] == "shared"):
+		dst, err := m.dst32(in)
+		if err != nil {
+			return err
+		}
+		addr, err := m.address(in, 1, parts[1])
+		if err != nil {
+			return err
+		}
+		in.exec = func(t *thread) error {
+			a, err := addr(t)
+			if err != nil {
+				return err
+			}
+			v, err := t.loadWord(in, parts[1], a)
+			if err != nil {
+				return err
+			}
+			dst(t, v)
+			return nil
+		}
+		return nil
+	case parts[0] == "st" && len(parts) == 3 && parts[2] == "b32" && (parts[1] == "global" || parts[1] == "shared"):
+		addr, err := m.address(in, 0, parts[1])
+		if err != nil {
+			return err
+		}
+		val, err := m.src32(in, 1)
+		if err != nil {
+			return err
+		}
+		in.exec = func(t *thread) error {
+			a, err := addr(t)
+			if err != nil {
+				return err
+			}
+			v, err := val(t)
+			if err != nil {
+				return err
+			}
+			return t.storeWord(in, parts[1], a, v)
+		}
+		return nil
+	case parts[0] == "atom" && len(parts) == 4 && (parts[1] == "global" || parts[1] == "shared"):
+		op := parts[2] + "." + parts[3]
+		cas := op == "cas.b32"
+		if _, err := atomicApply(op, 0, 0); err != nil && !cas {
+			return fmt.Errorf("line %d: %v", in.line, err)
+		}
+		dst, err := m.dst32(in)
+		if err != nil {
+			return err
+		}
+		addr, err := m.address(in, 1, parts[1])
+		if err != nil {
+			return err
+		}
+		val, err := m.src32(in, 2)
+		if err != nil {
+			return err
+		}
+		cmp := val
+		if cas {
+			if val, err = m.src32(in, 3); err != nil {
+				return err
+			}
+		} else if len(in.args) != 3 {
+			return fmt.Errorf("line %d: %s takes 3 operands", in.line, in.op)
+		}
+		in.exec = func(t *thread) error {
+			a, err := addr(t)
+			if err != nil {
+				return err
+			}
+			v, err := val(t)
+			if err != nil {
+				return err
+			}
+			c, err := cmp(t)
+			if err != nil {
+				return err
+			}
+			old, err := t.loadWord(in, parts[1], a)
+			if err != nil {
+				return err
+			}
+			nv := old
+			switch {
+			case !cas:
+				nv, _ = atomicApply(op, old, v)
+			case old == c:
+				nv = v
+			}
+			dst(t, old)
+			return t.storeWord(in, parts[1], a, nv)
+		}
+		return nil
+	case in.op == "shfl.sync.idx.b32" || in.op == "shfl.sync.bfly.b32":
+		return m.decodeShfl(in, parts[2])
+	case parts[0] == "redux" && len(parts) == 4 && parts[1] == "sync":
+		return m.decodeRedux(in, parts[2]+"."+parts[3])
+	}
+	return m.decodeArith(in)
+}
+
+// decodeArith decodes the arithmetic instructions on .b32 registers.
+func (m *pmodule) decodeArith(in *pinst) error {
+	divide := func(signed, rem bool) func(t *thread, a, b uint32) (uint32, error) {
+		return func(t *thread, a, b uint32) (uint32, error) {
+			if b == 0 {
+				return 0, t.fail(in, "divides %#x by zero: unspecified in PTX", a)
+			}
+			if !signed {
+				if rem {
+					return a % b, nil
+				}
+				return a / b, nil
+			}
+			if a == 0x80000000 && b == 0xFFFFFFFF {
+				return 0, t.fail(in, "divides MIN by -1: unspecified in PTX")
+			}
+			if rem {
+				return uint32(int32(a) % int32(b)), nil
+			}
+			return uint32(int32(a) / int32(b)), nil
+		}
+	}
+	toInt := func(signed bool) func(t *thread, a uint32) (uint32, error) {
+		return func(t *thread, a uint32) (uint32, error) {
+			if isNaN(a) {
+				return 0, t.fail(in, "converts a NaN to an integer: the emitter must replace it first")
+			}
+			x := math.Trunc(float64(f32(a)))
+			if signed {
+				return uint32(int32(max(math.MinInt32, min(math.MaxInt32, x)))), nil
+			}
+			return uint32(max(0, min(math.MaxUint32, x))), nil
+		}
+	}
+	binaries := map[string]func(*thread, uint32, uint32) (uint32, error){
+		"add.u32":    ok32(func(a, b uint32) uint32 { return a + b }),
+		"sub.u32":    ok32(func(a, b uint32) uint32 { return a - b }),
+		"mul.lo.u32": ok32(func(a, b uint32) uint32 { return a * b }),
+		"and.b32":    ok32(func(a, b uint32) uint32 { return a & b }),
+		"or.b32":     ok32(func(a, b uint32) uint32 { return a | b }),
+		"xor.b32":    ok32(func(a, b uint32) uint32 { return a ^ b }),
+		"min.u32":    ok32(func(a, b uint32) uint32 { return min(a, b) }),
+		"max.u32":    ok32(func(a, b uint32) uint32 { return max(a, b) }),
+		"min.s32":    ok32(func(a, b uint32) uint32 { return uint32(min(int32(a), int32(b))) }),
+		"max.s32":    ok32(func(a, b uint32) uint32 { return uint32(max(int32(a), int32(b))) }),
+		"shl.b32":    ok32(func(a, b uint32) uint32 { return shift("shl.b32", a, b) }),
+		"shr.u32":    ok32(func(a, b uint32) uint32 { return shift("shr.u32", a, b) }),
+		"shr.s32":    ok32(func(a, b uint32) uint32 { return shift("shr.s32", a, b) }),
+		"div.u32":    divide(false, false),
+		"rem.u32":    divide(false, true),
+		"div.s32":    divide(true, false),
+		"rem.s32":    divide(true, true),
+		"add.rn.f32": ok32(func(a, b uint32) uint32 { return fb(float32(f32(a) + f32(b))) }),
+		"sub.rn.f32": ok32(func(a, b uint32) uint32 { return fb(float32(f32(a) - f32(b))) }),
+		"mul.rn.f32": ok32(func(a, b uint32) uint32 { return fb(float32(f32(a) * f32(b))) }),
+		"div.rn.f32": ok32(func(a, b uint32) uint32 { return fb(float32(f32(a) / f32(b))) }),
+	}
+	unaries := map[string]func(*thread, uint32) (uint32, error){
+		"not.b32":         func(_ *thread, a uint32) (uint32, error) { return ^a, nil },
+		"clz.b32":         func(_ *thread, a uint32) (uint32, error) { return uint32(bits.LeadingZeros32(a)), nil },
+		"popc.b32":        func(_ *thread, a uint32) (uint32, error) { return uint32(bits.OnesCount32(a)), nil },
+		"neg.s32":         func(_ *thread, a uint32) (uint32, error) { return -a, nil },
+		"sqrt.rn.f32":     okF(func(a float32) float32 { return float32(math.Sqrt(float64(a))) }),
+		"ex2.approx.f32":  okF(func(a float32) float32 { return float32(math.Exp2(float64(a))) }),
+		"lg2.approx.f32":  okF(func(a float32) float32 { return float32(math.Log2(float64(a))) }),
+		"sin.approx.f32":  okF(func(a float32) float32 { return float32(math.Sin(float64(a))) }),
+		"cos.approx.f32":  okF(func(a float32) float32 { return float32(math.Cos(float64(a))) }),
+		"cvt.rmi.f32.f32": okF(func(a float32) float32 { return float32(math.Floor(float64(a))) }),
+		"cvt.rpi.f32.f32": okF(func(a float32) float32 { return float32(math.Ceil(float64(a))) }),
+		"cvt.rni.f32.f32": okF(func(a float32) float32 { return float32(math.RoundToEven(float64(a))) }),
+		"cvt.rzi.f32.f32": okF(func(a float32) float32 { return float32(math.Trunc(float64(a))) }),
+		"cvt.rn.f32.s32":  func(_ *thread, a uint32) (uint32, error) { return fb(float32(int32(a))), nil },
+		"cvt.rn.f32.u32":  func(_ *thread, a uint32) (uint32, error) { return fb(float32(a)), nil },
+		"cvt.rzi.s32.f32": toInt(true),
+		"cvt.rzi.u32.f32": toInt(false),
+	}
+	if f, ok := binaries[in.op]; ok && len(in.args) == 3 {
+		return m.binary32(in, f)
+	}
+	if f, ok := unaries[in.op]; ok && len(in.args) == 2 {
+		return m.unary32(in, f)
+	}
+	if in.op == "fma.rn.f32" && len(in.args) == 4 {
+		dst, err := m.dst32(in)
+		if err != nil {
+			return err
+		}
+		var src [3]func(*thread) (uint32, error)
+		for k := range src {
+			if src[k], err = m.src32(in, k+1); err != nil {
+				return err
+			}
+		}
+		in.exec = func(t *thread) error {
+			var v [3]uint32
+			for k, s := range src {
+				var err error
+				if v[k], err = s(t); err != nil {
+					return err
+				}
+			}
+			dst(t, fma32(v[0], v[1], v[2]))
+			return nil
+		}
+		return nil
+	}
+	return fmt.Errorf("line %d: %q is not interpreted (not an instruction Emit writes)", in.line, in.text)
+}
+
+// run executes t until it returns or reaches a barrier.
+func (mc *machine) run(t *thread) error {
+	code := mc.mod.code
+	for {
+		mc.steps++
+		if mc.steps > maxSteps {
+			return fmt.Errorf("more than %d steps: a loop does not end", maxSteps)
+		}
+		if t.pc >= len(code) {
+			return fmt.Errorf("ran past the end of the kernel")
+		}
+		in := &code[t.pc]
+		if in.collective != nil {
+			if in.guard != nil {
+				return t.fail(in, "a warp-synchronous instruction under a guard")
+			}
+			t.warpOp = t.pc
+			return nil
+		}
+		t.pc++
+		if in.guard != nil {
+			if !t.pdef[in.guard.idx] {
+				return t.fail(in, "guard %%p%d read before any instruction wrote it", in.guard.idx)
+			}
+			if t.p[in.guard.idx] == in.negated {
+				continue
+			}
+		}
+		if err := in.exec(t); err != nil {
+			return err
+		}
+		if t.done {
+			return nil
+		}
+		if t.barrier {
+			return nil
+		}
+	}
+}
+
+// block runs one block: every thread until it returns or reaches a barrier, in
+// turns, until all have returned.
+func (mc *machine) block(ctaid [3]uint32) error {
+	mod := mc.mod
+	shared := make([]byte, mod.sharedSize)
+	for i := 0; i+4 <= len(shared); i += 4 {
+		binary.LittleEndian.PutUint32(shared[i:], 0xDEADBEEF) // shared memory starts undefined
+	}
+	var threads []*thread
+	wg := mod.reqntid
+	for z := uint32(0); z < wg[2]; z++ {
+		for y := uint32(0); y < wg[1]; y++ {
+			for x := uint32(0); x < wg[0]; x++ {
+				threads = append(threads, &thread{
+					m: mc, tid: [3]uint32{x, y, z}, ctaid: ctaid, shared: shared, linear: len(threads), warpOp: -1,
+					p: make([]bool, mod.nregs['p']), r: make([]uint32, mod.nregs['r']), d: make([]uint64, mod.nregs['d']),
+					pdef: make([]bool, mod.nregs['p']), rdef: make([]bool, mod.nregs['r']), ddef: make([]bool, mod.nregs['d']),
+				})
+			}
+		}
+	}
+	for {
+		for _, t := range threads {
+			if t.done || t.barrier || t.warpOp >= 0 {
+				continue
+			}
+			if err := mc.run(t); err != nil {
+				return fmt.Errorf("thread %v: %w", t.tid, err)
+			}
+		}
+		progress, err := mc.warpOps(threads)
+		if err != nil {
+			return err
+		}
+		if progress {
+			continue
+		}
+		waiting, done, warp := 0, 0, 0
+		for _, t := range threads {
+			switch {
+			case t.done:
+				done++
+			case t.barrier:
+				waiting++
+			case t.warpOp >= 0:
+				warp++
+			}
+		}
+		switch {
+		case warp > 0:
+			return fmt.Errorf("%d threads wait at warp-synchronous instructions that the rest of their membermask never reaches", warp)
+		case waiting == 0:
+			return nil
+		case done > 0:
+			return fmt.Errorf("%d threads wait at a barrier that %d others never reach", waiting, done)
+		}
+		for _, t := range threads {
+			t.barrier = false
+		}
+	}
+}
+
+// warpOps runs every warp-synchronous instruction whose whole membermask has
+// reached it and reports whether any ran. A membermask must hold the thread
+// itself, and every thread it names must wait at the same instruction with the
+// same membermask; one that exited makes it an error.
+func (mc *machine) warpOps(threads []*thread) (bool, error) {
+	progress := false
+	for w := 0; w*32 < len(threads); w++ {
+		warp := threads[w*32 : min(len(threads), w*32+32)]
+		for _, t := range warp {
+			if t.warpOp < 0 {
+				continue
+			}
+			in := &mc.mod.code[t.warpOp]
+			mask, err := in.mask(t)
+			if err != nil {
+				return false, err
+			}
+			lane := t.linear % 32
+			if mask&(1<<lane) == 0 {
+				return false, t.fail(in, "membermask %#08x leaves out the thread's own lane %d", mask, lane)
+			}
+			members := make([]*thread, 32)
+			ready := true
+			for l := range 32 {
+				if mask&(1<<l) == 0 {
+					continue
+				}
+				if l >= len(warp) || warp[l].done {
+					return false, t.fail(in, "membermask %#08x names lane %d, which exited or does not exist", mask, l)
+				}
+				o := warp[l]
+				if o.warpOp != t.warpOp {
+					ready = false
+					break
+				}
+				if om, err := in.mask(o); err != nil || om != mask {
+					return false, t.fail(in, "lanes %d and %d give membermasks %#08x and %#08x", lane, l, mask, om)
+				}
+				members[l] = o
+			}
+			if !ready {
+				continue
+			}
+			if err := in.collective(members); err != nil {
+				return false, err
+			}
+			for _, o := range members {
+				if o != nil {
+					o.warpOp = -1
+					o.pc++
+				}
+			}
+			progress = true
+		}
+	}
+	return progress, nil
+}
+
+// decodeShfl decodes "shfl.sync.mode.b32 d, a, b, c, membermask" with PTX's
+// lane arithmetic: c holds the segment mask in bits 8..12 and the clamp in 0..4,
+// and a source lane past the segment's end reads the thread's own value.
+func (m *pmodule) decodeShfl(in *pinst, mode string) error {
+	if len(in.args) != 5 {
+		return fmt.Errorf("line %d: %s takes 5 operands", in.line, in.op)
+	}
+	dst, err := m.dst32(in)
+	if err != nil {
+		return err
+	}
+	var src [4]func(*thread) (uint32, error)
+	for k := range src {
+		if src[k], err = m.src32(in, k+1); err != nil {
+			return err
+		}
+	}
+	in.mask = src[3]
+	in.collective = func(ts []*thread) error {
+		vals := make([]uint32, 32)
+		for l, t := range ts {
+			if t != nil {
+				var err error
+				if vals[l], err = src[0](t); err != nil {
+					return err
+				}
+			}
+		}
+		out := make([]uint32, 32)
+		for l, t := range ts {
+			if t == nil {
+				continue
+			}
+			b, err := src[1](t)
+			if err != nil {
+				return err
+			}
+			c, err := src[2](t)
+			if err != nil {
+				return err
+			}
+			lane := uint32(l)
+			bval, cval, seg := b&31, c&31, c>>8&31
+			maxLane := lane&seg | cval&^seg
+			minLane := lane & seg
+			var j uint32
+			switch mode {
+			case "idx":
+				j = minLane | bval&^seg
+			default:
+				j = lane ^ bval
+			}
+			if j > maxLane {
+				j = lane
+			}
+			if ts[j] == nil {
+				return t.fail(in, "lane %d reads lane %d, which is not in the membermask", lane, j)
+			}
+			out[l] = vals[j]
+		}
+		for l, t := range ts {
+			if t != nil {
+				dst(t, out[l])
+			}
+		}
+		return nil
+	}
+	in.exec = func(t *thread) error { return t.fail(in, "ran a warp-synchronous instruction alone") }
+	return nil
+}
+
+// decodeRedux decodes "redux.sync.op.type d, a, membermask": every thread of the
+// membermask gets the reduction of all their values.
+func (m *pmodule) decodeRedux(in *pinst, op string) error {
+	if len(in.args) != 3 {
+		return fmt.Errorf("line %d: %s takes 3 operands", in.line, in.op)
+	}
+	if op != "add.u32" && op != "add.s32" {
+		if _, err := atomicApply(op, 0, 0); err != nil || op == "exch.b32" {
+			return fmt.Errorf("line %d: %s is not interpreted", in.line, in.op)
+		}
+	}
+	dst, err := m.dst32(in)
+	if err != nil {
+		return err
+	}
+	val, err := m.src32(in, 1)
+	if err != nil {
+		return err
+	}
+	if in.mask, err = m.src32(in, 2); err != nil {
+		return err
+	}
+	if op == "add.s32" {
+		op = "add.u32"
+	}
+	in.collective = func(ts []*thread) error {
+		var acc uint32
+		first := true
+		for _, t := range ts {
+			if t == nil {
+				continue
+			}
+			v, err := val(t)
+			if err != nil {
+				return err
+			}
+			if first {
+				acc, first = v, false
+				continue
+			}
+			acc, _ = atomicApply(op, acc, v)
+		}
+		for _, t := range ts {
+			if t != nil {
+				dst(t, acc)
+			}
+		}
+		return nil
+	}
+	in.exec = func(t *thread) error { return t.fail(in, "ran a warp-synchronous instruction alone") }
+	return nil
+}
+
+// launch runs the module over grid with the given buffers (by binding; an empty
+// buffer is allocated one dummy element), element counts and uniform values.
+func launch(mod *pmodule, grid [3]uint32, buffers [][]uint32, counts []uint32, uniforms ...uint32) error {
+	mc := &machine{mod: mod, grid: grid}
+	for b, words := range buffers {
+		mc.buffers = append(mc.buffers, memory{base: bufferBase(b), words: words})
+	}
+	mc.params = make([]uint64, len(mod.paramKinds))
+	for b := range buffers {
+		pb, okb := mod.params[bufParam(uint32(b))]
+		pl, okl := mod.params[lenParam(uint32(b))]
+		if !okb || !okl {
+			return fmt.Errorf("the kernel has no parameters for binding %d", b)
+		}
+		mc.params[pb], mc.params[pl] = bufferBase(b), uint64(counts[b])
+	}
+	for i, v := range uniforms {
+		pu, ok := mod.params[uniformParam(uint32(i))]
+		if !ok {
+			return fmt.Errorf("the kernel has no parameter for uniform %d", i)
+		}
+		mc.params[pu] = uint64(v)
+	}
+	for z := uint32(0); z < grid[2]; z++ {
+		for y := uint32(0); y < grid[1]; y++ {
+			for x := uint32(0); x < grid[0]; x++ {
+				if err := mc.block([3]uint32{x, y, z}); err != nil {
+					return fmt.Errorf("block %v: %w", [3]uint32{x, y, z}, err)
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// dispatchCase emits p for the case, runs it on the interpreter as the backend
+// would (write buffers zero-filled, read_write buffers from their inputs, the
+// uniform block's values as parameters) and returns the output buffers in binding
+// order.
+func dispatchCase(p *ir.Program, c kernels.Case, uniformBlock []byte) ([][]byte, error) {
+	m, err := Emit(p, Options{Spec: c.Spec, WorkgroupSize: c.WorkgroupSize})
+	if err != nil {
+		return nil, err
+	}
+	mod, err := parseModule(m.Text)
+	if err != nil {
+		return nil, err
+	}
+	buffers := make([][]uint32, len(p.Buffers))
+	counts := make([]uint32, len(p.Buffers))
+	for _, b := range p.Buffers {
+		var mem []uint32
+		switch {
+		case b.Access.Readable() && int(b.Binding) < len(c.Inputs) && c.Inputs[b.Binding] != nil:
+			in := c.Inputs[b.Binding]
+			mem = make([]uint32, len(in)/4)
+			for i := range mem {
+				mem[i] = binary.LittleEndian.Uint32(in[4*i:])
+			}
+		case b.Count > 0:
+			mem = make([]uint32, b.Count)
+		case int(b.Binding) < len(c.OutputCounts):
+			mem = make([]uint32, c.OutputCounts[b.Binding])
+		}
+		counts[b.Binding] = uint32(len(mem))
+		if len(mem) == 0 {
+			mem = []uint32{0xDEADBEEF} // the 4 bytes the backend allocates for an empty buffer
+		}
+		buffers[b.Binding] = mem
+	}
+	vals, err := ir.DecodeUniforms(p, uniformBlock)
+	if err != nil {
+		return nil, err
+	}
+	var uniforms []uint32
+	for _, v := range vals {
+		uniforms = append(uniforms, v.Bits)
+	}
+	if err := launch(mod, c.Grid, buffers, counts, uniforms...); err != nil {
+		return nil, err
+	}
+	var outs [][]byte
+	for _, binding := range p.Outputs() {
+		out := make([]byte, 4*counts[binding])
+		for i := range counts[binding] {
+			binary.LittleEndian.PutUint32(out[4*i:], buffers[binding][i])
+		}
+		outs = append(outs, out)
+	}
+	return outs, nil
+}

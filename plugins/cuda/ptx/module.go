@@ -1,0 +1,201 @@
+package ptx
+
+import (
+	"fmt"
+
+	"github.com/kiln-dev/kiln/ir"
+)
+
+// EntryPoint is the name of the kernel of every emitted module.
+const EntryPoint = "kiln_main"
+
+// ISAVersion is the PTX ISA version every module declares (7.0 has redux.sync,
+// which the integer subgroup reductions use on sm_80).
+const ISAVersion = "7.0"
+
+// MinDriverVersion is the oldest CUDA driver API version (as cuDriverGetVersion
+// reports it: 1000·major + 10·minor) whose JIT accepts ISAVersion: CUDA 11.0.
+const MinDriverVersion = 11000
+
+// Target is the virtual architecture a module is written for, as an sm number
+// (70 for sm_70).
+type Target struct{ SM int }
+
+// TargetFor returns the target for a device of compute capability major.minor:
+// sm_80 from 8.0 on, sm_70 on 7.x. Older devices are refused: kiln's warp
+// operations assume the independent thread scheduling of Volta and later.
+func TargetFor(major, minor int) (Target, error) {
+	switch {
+	case major >= 8:
+		return Target{SM: 80}, nil
+	case major == 7:
+		return Target{SM: 70}, nil
+	}
+	return Target{}, fmt.Errorf("compute capability %d.%d is older than the 7.0 (Volta) that kiln's PTX needs. Fix: use a GPU of compute capability 7.0 or newer", major, minor)
+}
+
+// String is the target's PTX name ("sm_80").
+func (t Target) String() string { return fmt.Sprintf("sm_%d", t.SM) }
+
+// Options say what to fold into a module.
+type Options struct {
+	// Target is the architecture of the .target directive; the zero Target is
+	// sm_70.
+	Target Target
+	// Spec sets parameters; the others keep their defaults. A value whose type is
+	// not the parameter's is an error.
+	Spec ir.SpecMap
+	// WorkgroupSize overrides the program's when non-zero.
+	WorkgroupSize [3]uint32
+}
+
+// ParamKind says what a kernel parameter carries.
+type ParamKind uint8
+
+// The kernel parameter kinds.
+const (
+	// BufferPointer is the device address of a buffer (.u64).
+	BufferPointer ParamKind = iota + 1
+	// ElementCount is the element count of a buffer (.u32).
+	ElementCount
+	// UniformValue is the 32-bit value of a uniform (.b32), IR v1.1.
+	UniformValue
+)
+
+// Param is one kernel parameter.
+type Param struct {
+	Kind ParamKind
+	// Binding is the buffer's binding, or the uniform's index in the program's
+	// uniform list.
+	Binding uint32
+	// Name is the parameter's name in the module.
+	Name string
+}
+
+// Bytes is the parameter's size: 8 for a pointer, 4 otherwise.
+func (p Param) Bytes() int {
+	if p.Kind == BufferPointer {
+		return 8
+	}
+	return 4
+}
+
+// Module is an emitted kernel.
+type Module struct {
+	// Text is the PTX source.
+	Text string
+	// Entry is the kernel's name, always EntryPoint.
+	Entry string
+	// Target is the architecture of the .target directive.
+	Target Target
+	// WorkgroupSize is the block shape the kernel requires (.reqntid).
+	WorkgroupSize [3]uint32
+	// Params are the kernel parameters in order.
+	Params []Param
+	// SharedBytes is the static shared memory of the kernel.
+	SharedBytes uint32
+	// SubgroupSize is the number of lanes of a subgroup as the kernel runs them
+	// (see SubgroupSizeFor); 0 when the program uses no subgroup operation or
+	// builtin.
+	SubgroupSize uint32
+}
+
+// Emit compiles p to a PTX module with DESIGN.md's IR semantics done in code (see
+// the package documentation), folding the specialization values and the workgroup
+// size of opts. Emit runs ir.Validate first and returns its error, wrapped, for an
+// ill-formed program.
+func Emit(p *ir.Program, opts Options) (*Module, error) {
+	if p == nil {
+		return nil, fmt.Errorf("ptx: no program to emit. Fix: pass a program built with ir.NewBuilder or ir.ParseJSON")
+	}
+	if err := ir.Validate(p); err != nil {
+		return nil, fmt.Errorf("ptx: program %q is not valid IR, so no kernel was emitted: %w", p.Name, err)
+	}
+	if opts.Target.SM == 0 {
+		opts.Target.SM = 70
+	}
+	wg := p.WorkgroupSize
+	if opts.WorkgroupSize != ([3]uint32{}) {
+		if err := ir.CheckWorkgroupSize(opts.WorkgroupSize); err != nil {
+			return nil, fmt.Errorf("ptx: program %q: bad workgroup size override: %w", p.Name, err)
+		}
+		wg = opts.WorkgroupSize
+	}
+	params, err := foldParams(p, opts.Spec)
+	if err != nil {
+		return nil, fmt.Errorf("ptx: program %q: %w", p.Name, err)
+	}
+	sg, err := SubgroupSizeFor(p, wg)
+	if err != nil {
+		return nil, fmt.Errorf("ptx: program %q: %w", p.Name, err)
+	}
+	if !usesSubgroups(p) {
+		sg = 0
+	}
+	e := newEmitter(p, wg, params, opts.Target, sg)
+	if err := e.emitKernel(); err != nil {
+		return nil, fmt.Errorf("ptx: emitting program %q: %w", p.Name, err)
+	}
+	m := &Module{Entry: EntryPoint, Target: opts.Target, WorkgroupSize: wg, SharedBytes: e.sharedBytes, SubgroupSize: sg}
+	for _, b := range p.Buffers {
+		m.Params = append(m.Params, Param{Kind: BufferPointer, Binding: b.Binding, Name: bufParam(b.Binding)})
+	}
+	for _, b := range p.Buffers {
+		m.Params = append(m.Params, Param{Kind: ElementCount, Binding: b.Binding, Name: lenParam(b.Binding)})
+	}
+	for i := range p.Uniforms {
+		m.Params = append(m.Params, Param{Kind: UniformValue, Binding: uint32(i), Name: uniformParam(uint32(i))})
+	}
+	m.Text = e.assemble(m)
+	return m, nil
+}
+
+// foldParams returns every parameter's value: the specialization value when spec
+// sets it, the default otherwise.
+func foldParams(p *ir.Program, spec ir.SpecMap) (map[string]ir.Literal, error) {
+	vals := make(map[string]ir.Literal, len(p.Params))
+	for _, d := range p.Params {
+		vals[d.Name] = d.Default
+	}
+	for _, name := range spec.Names() {
+		d, ok := p.Param(name)
+		if !ok {
+			return nil, fmt.Errorf("no parameter %q to specialize. Fix: specialize only declared parameters", name)
+		}
+		v, _ := spec.Get(name)
+		l, ok := v.Literal()
+		if !ok || l.Type != d.Type {
+			return nil, fmt.Errorf("parameter %q is %s but the specialization value is %s. Fix: pass a %s value", name, d.Type, v, d.Type)
+		}
+		vals[name] = l
+	}
+	return vals, nil
+}
+
+// WarpSize is the largest subgroup a kernel runs: a warp.
+const WarpSize = 32
+
+// SubgroupSizeFor returns the subgroup size a program runs with at workgroup size
+// wg: the program's own when it fixes one, else the largest power of two up to a
+// warp (32) that divides the workgroup's invocation count, as the reference
+// interpreter picks by default. Subgroups of fewer than 32 lanes are aligned
+// segments of a warp; a program that requires more than 32 lanes cannot run.
+func SubgroupSizeFor(p *ir.Program, wg [3]uint32) (uint32, error) {
+	if p.SubgroupSize > WarpSize {
+		return 0, fmt.Errorf("it requires subgroups of %d lanes, but CUDA runs subgroups of at most %d (a warp). Fix: require a subgroup size of %d or less, or none", p.SubgroupSize, WarpSize, WarpSize)
+	}
+	size := p.SubgroupSize
+	if size == 0 {
+		n := wg[0] * wg[1] * wg[2]
+		for size = WarpSize; n%size != 0; size /= 2 {
+		}
+	}
+	if err := ir.CheckSubgroupSize(wg, size); err != nil {
+		return 0, fmt.Errorf("it cannot run with subgroups of %d lanes: %w", size, err)
+	}
+	return size, nil
+}
+
+func bufParam(binding uint32) string { return fmt.Sprintf("kiln_buf%d", binding) }
+func uniformParam(i uint32) string   { return fmt.Sprintf("kiln_uni%d", i) }
+func lenParam(binding uint32) string { return fmt.Sprintf("kiln_len%d", binding) }

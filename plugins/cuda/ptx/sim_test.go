@@ -1,0 +1,89 @@
+package ptx
+
+import (
+	"context"
+	"sync"
+	"testing"
+
+	"github.com/kiln-dev/kiln/ir"
+	"github.com/kiln-dev/kiln/ir/kernels"
+	"github.com/kiln-dev/kiln/pluginapi"
+	"github.com/kiln-dev/kiln/pluginapi/conformance"
+)
+
+// simBackend is a pluginapi.Backend that runs emitted modules on the PTX
+// interpreter of interp_test.go, so the conformance kit checks the emitter's text
+// without a driver in between. Like a CUDA device it runs subgroups of up to 32
+// lanes and says so in its profile.
+type simBackend struct {
+	mu        sync.Mutex
+	next      uint64
+	pipelines map[uint64]simPipeline
+}
+
+type simPipeline struct {
+	p    *ir.Program
+	spec ir.SpecMap
+	wg   [3]uint32
+}
+
+func (b *simBackend) Describe(context.Context) (*pluginapi.Description, error) {
+	return &pluginapi.Description{
+		ID: "ptx-sim", Version: "0", Dispatches: true, Features: []string{"ir.v1", "ir.v1.1"},
+		Adapters: []pluginapi.Adapter{{Index: 0, Name: "PTX interpreter", Available: true,
+			Profile: pluginapi.DeviceProfile{MaxInvocationsPerWorkgroup: 1024, HasSharedMemory: true, SubgroupSize: WarpSize,
+				SupportsSubgroupOps: true, HasSubgroupShuffle: true}}},
+	}, nil
+}
+
+func (b *simBackend) Open(context.Context, int) error { return nil }
+
+// Compile emits the module once to reject what the emitter rejects; Dispatch
+// emits it again for the launch, as dispatchCase does.
+func (b *simBackend) Compile(_ context.Context, req *pluginapi.CompileRequest) (*pluginapi.CompileResult, error) {
+	if _, err := Emit(req.Program, Options{Spec: req.Spec, WorkgroupSize: req.WorkgroupSize}); err != nil {
+		return nil, pluginapi.Rejected("ptx-sim: %w", err)
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.next++
+	b.pipelines[b.next] = simPipeline{p: req.Program, spec: req.Spec, wg: req.WorkgroupSize}
+	return &pluginapi.CompileResult{Pipeline: b.next}, nil
+}
+
+func (b *simBackend) Dispatch(_ context.Context, req *pluginapi.DispatchRequest) (*pluginapi.DispatchResult, error) {
+	b.mu.Lock()
+	pl, ok := b.pipelines[req.Pipeline]
+	b.mu.Unlock()
+	if !ok {
+		return nil, pluginapi.Rejected("ptx-sim has no pipeline %d", req.Pipeline)
+	}
+	if err := ir.CheckUniforms(pl.p, req.Uniforms); err != nil {
+		return nil, pluginapi.Rejected("ptx-sim: %w", err)
+	}
+	c := kernels.Case{Grid: req.Grid, Inputs: req.Inputs, OutputCounts: req.OutputCounts, Spec: pl.spec, WorkgroupSize: pl.wg}
+	outs, err := dispatchCase(pl.p, c, req.Uniforms)
+	if err != nil {
+		return nil, pluginapi.DeviceFailed("ptx-sim: %s: %w", pl.p.Name, err)
+	}
+	return &pluginapi.DispatchResult{Outputs: outs}, nil
+}
+
+func (b *simBackend) Release(_ context.Context, pipeline uint64) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if _, ok := b.pipelines[pipeline]; !ok {
+		return pluginapi.Rejected("ptx-sim has no pipeline %d", pipeline)
+	}
+	delete(b.pipelines, pipeline)
+	return nil
+}
+
+func (b *simBackend) Close(context.Context) error { return nil }
+
+// TestConformanceOnTheInterpreter runs the conformance kit on emitted PTX,
+// interpreted: the description and handle contract, the kit's semantics tables
+// where it has them, and the corpus at small sizes.
+func TestConformanceOnTheInterpreter(t *testing.T) {
+	conformance.Run(t, &simBackend{pipelines: map[uint64]simPipeline{}}, conformance.Options{Sizes: []int{0, 1, 7, 33}})
+}

@@ -1,0 +1,115 @@
+#!/bin/bash
+# The GPU experiment behind the CUDA figures: kiln's CUDA backend on an NVIDIA GPU
+# (ptxas over every emitted module, the driver/emitter/backend/plugin tests with
+# KILN_REQUIRE_CUDA=1, kiln backends, kiln run --all on cpu-ref, vulkan and cuda),
+# then benchmarks next to PyTorch: vector add 256M f32 vs torch.add, a 1-element
+# dispatch in process and through the plugin, cold (driver JIT, its compute cache
+# off) vs warm (cubin from kiln's blob) compile of the corpus matmul, plugin start +
+# describe vs cuInit and device enumeration alone, the corpus matmul at 4096^3 vs
+# torch.matmul with TF32 off, and the load/store forms a streaming kernel could use.
+#
+# Prepare on the build machine, from the repository root (the carried tree must
+# stay under 64 MiB, hence the tarball):
+#   D=.devbin/cuda; rm -rf $D; mkdir -p $D/bin/plugins; L='-ldflags=-s -w'
+#   go build "$L" -o $D/bin/kiln ./cmd/kiln
+#   for p in cuda cpuref vulkan; do go build "$L" -o $D/bin/plugins/kiln-backend-$p ./plugins/$p; done
+#   go test -c "$L" -o $D/bin/driver.test ./plugins/cuda/driver
+#   go test -c "$L" -o $D/bin/ptx.test ./plugins/cuda/ptx
+#   go test -c "$L" -o $D/bin/backend.test ./plugins/cuda/backend
+#   go test -c "$L" -o $D/bin/plugin.test ./plugins/cuda
+#   tar czf $D/bin.tgz -C $D bin && rm -r $D/bin && cp scripts/gpu-cuda-run.sh $D/
+# plus the Vulkan loader .debs in .gl/ for the vulkan row of kiln run --all (see
+# the device tool's README). On the GPU machine, with OUT set to a folder for the
+# logs:  bash .devbin/cuda/gpu-cuda-run.sh [all|tests|bench]  (default all).
+# Benchmarks a build lacks (the protocol 2 ones before v2) are simply not run.
+set -u
+MODE=${1:-all}
+D=.devbin/cuda
+W=/tmp/kiln-cuda
+rm -rf $W && mkdir -p $W && tar xzf $D/bin.tgz -C $W
+B=$W/bin
+export PATH=$PATH:/usr/local/cuda/bin
+export XDG_CACHE_HOME=$W/xc XDG_CONFIG_HOME=$W/xcfg XDG_DATA_HOME=$W/xd
+export KILN_CUDA_PLUGIN=$B/plugins/kiln-backend-cuda
+S=$OUT/summary.txt
+say() { echo "$@" | tee -a $S; }
+if ls .gl/*.deb >/dev/null 2>&1; then
+  for f in .gl/*.deb; do dpkg -x $f / ; done; ldconfig
+  echo '{"file_format_version":"1.0.1","ICD":{"library_path":"libEGL_nvidia.so.0","api_version":"1.3.0"}}' > $W/icd.json
+  export VK_ICD_FILENAMES=$W/icd.json VK_DRIVER_FILES=$W/icd.json KILN_VK_VALIDATION=0
+fi
+say "== machine"
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,clocks.mem --format=csv 2>&1 | tee -a $S
+ptxas --version 2>&1 | tail -1 | tee -a $S
+
+if [ "$MODE" != bench ]; then
+  say "== ptx tests (KILN_REQUIRE_CUDA=1: every module through ptxas for sm_90, sm_80, sm_70; SASS has no FFMA without fma)"
+  KILN_REQUIRE_CUDA=1 KILN_PTX_OUT=$W/ptx timeout 200 $B/ptx.test -test.count=1 -test.v > $OUT/ptx-tests.txt 2>&1; say "ptx.test rc=$?"
+  grep -E '^(--- FAIL|FAIL|ok|PASS)' $OUT/ptx-tests.txt | head -20 | tee -a $S
+  n=0; bad=0
+  for f in $W/ptx/*.ptx; do n=$((n+1)); ptxas -arch=sm_90 "$f" -o $W/x.cubin 2>>$S || { bad=$((bad+1)); say "ptxas rejects $f"; }; done
+  say "ptxas -arch=sm_90 over $n emitted modules: $bad rejected"
+  say "== driver tests"
+  KILN_REQUIRE_CUDA=1 timeout 60 $B/driver.test -test.count=1 -test.v > $OUT/driver-tests.txt 2>&1; say "driver.test rc=$?"
+  grep -E '^(--- FAIL|FAIL|ok|PASS)|driver API' $OUT/driver-tests.txt | head -20 | tee -a $S
+  say "== backend tests (conformance, corpus, edge table on cuda:0)"
+  KILN_REQUIRE_CUDA=1 timeout 300 $B/backend.test -test.count=1 -test.v > $OUT/backend-tests.txt 2>&1; say "backend.test rc=$?"
+  grep -E -- '^(--- FAIL|FAIL|ok|PASS)|^    --- FAIL|cuda:0|abandoned' $OUT/backend-tests.txt | head -40 | tee -a $S
+  say "passed: $(grep -c -- '--- PASS' $OUT/backend-tests.txt), failed: $(grep -c -- '--- FAIL' $OUT/backend-tests.txt), skipped: $(grep -c -- '--- SKIP' $OUT/backend-tests.txt)"
+  say "== plugin process tests"
+  KILN_REQUIRE_CUDA=1 timeout 120 $B/plugin.test -test.count=1 -test.v > $OUT/plugin-tests.txt 2>&1; say "plugin.test rc=$?"
+  grep -E '^(--- |FAIL|ok|PASS)' $OUT/plugin-tests.txt | head | tee -a $S
+  say "== kiln backends"
+  timeout 120 $B/kiln --plugins $B/plugins backends 2>&1 | tee -a $S
+  say "== kiln run --all"
+  timeout 300 $B/kiln --plugins $B/plugins run --all 2>&1 | tee -a $S
+fi
+
+if [ "$MODE" != tests ]; then
+  say "== benchmarks (clocks sampled every 0.5 s into clocks.txt)"
+  nvidia-smi --query-gpu=clocks.sm,clocks.mem --format=csv,noheader -lms 500 > $OUT/clocks.txt 2>&1 &
+  SMI=$!
+  timeout 300 $B/backend.test -test.run '^$' -test.bench 'VectorAdd|Matmul|SmallDispatch' -test.benchtime 5x 2>&1 | tee $OUT/bench.txt | grep -E '^Benchmark' | tee -a $S
+  timeout 100 $B/backend.test -test.run '^$' -test.bench 'SubmitSmall' -test.benchtime 5000x 2>&1 | tee -a $OUT/bench.txt | grep -E '^Benchmark' | tee -a $S
+  # Cold compiles go through the driver's JIT, not its on-disk compute cache.
+  CUDA_CACHE_DISABLE=1 timeout 100 $B/backend.test -test.run '^$' -test.bench 'CompileMatmul' -test.benchtime 10x 2>&1 | tee -a $OUT/bench.txt | grep -E '^Benchmark' | tee -a $S
+  timeout 100 $B/driver.test -test.run '^$' -test.bench 'StreamingLoads' -test.benchtime 10x 2>&1 | tee -a $OUT/bench.txt | grep -E '^Benchmark' | tee -a $S
+  timeout 200 $B/plugin.test -test.run '^$' -test.bench 'StartDescribe|InitAlone' -test.benchtime 10x 2>&1 | tee -a $OUT/bench.txt | grep Benchmark | tee -a $S
+  timeout 100 $B/plugin.test -test.run '^$' -test.bench 'WireSmallDispatch|WireSubmitSmall' -test.benchtime 2000x 2>&1 | tee -a $OUT/bench.txt | grep -E 'Benchmark|capabilities' | tee -a $S
+  kill $SMI
+  say "== torch reference"
+  PYTHONUNBUFFERED=1 timeout 200 python3 - <<'PY' 2>&1 | tee $OUT/torch.txt | tee -a $S
+import ctypes, time, subprocess, sys, torch
+torch.backends.cuda.matmul.allow_tf32 = False
+torch.backends.cudnn.allow_tf32 = False
+def timeit(f, reps=20):
+    f(); torch.cuda.synchronize()
+    s, e = torch.cuda.Event(True), torch.cuda.Event(True)
+    best = 1e9
+    for _ in range(reps):
+        s.record(); f(); e.record(); torch.cuda.synchronize()
+        best = min(best, s.elapsed_time(e))
+    return best / 1e3
+n = 256 * 1024 * 1024
+a = torch.empty(n, dtype=torch.float32, device='cuda').uniform_()
+b = torch.empty_like(a); c = torch.empty_like(a)
+t = timeit(lambda: b.copy_(a))
+print(f"torch d2d copy 256M f32: {t*1e3:.3f} ms, {2*4*n/t/1e9:.0f} GB/s (read+write)")
+t = timeit(lambda: torch.add(a, b, out=c))
+print(f"torch vector add 256M f32: {t*1e3:.3f} ms, {12*n/t/1e9:.0f} GB/s (12 B/elem)")
+one = torch.ones(1, device='cuda'); out = torch.empty_like(one)
+for _ in range(100): torch.add(one, one, out=out); torch.cuda.synchronize()
+ts = []
+for _ in range(2000):
+    s = time.perf_counter(); torch.add(one, one, out=out); torch.cuda.synchronize(); ts.append(time.perf_counter() - s)
+ts.sort(); print(f"torch 1-element add + synchronize: median {ts[len(ts)//2]*1e6:.1f} us")
+m = 4096
+x = torch.randn(m, m, device='cuda'); y = torch.randn(m, m, device='cuda')
+t = timeit(lambda: torch.matmul(x, y))
+print(f"torch.matmul 4096^3 fp32 (TF32 off): {t*1e3:.3f} ms, {2*m**3/t/1e9:.0f} GFLOP/s")
+code = "import ctypes,time;s=time.perf_counter();l=ctypes.CDLL('libcuda.so.1');l.cuInit(0);n=ctypes.c_int();l.cuDeviceGetCount(ctypes.byref(n));print((time.perf_counter()-s)*1e3)"
+ms = sorted(float(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stdout) for _ in range(5))
+print(f"python ctypes cuInit + cuDeviceGetCount in a fresh process: median {ms[2]:.1f} ms")
+PY
+  say "== clocks during the kiln benchmarks (SM MHz, mem MHz)"; sort $OUT/clocks.txt | uniq -c | sort -rn | head -6 | tee -a $S
+fi
