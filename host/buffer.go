@@ -106,12 +106,13 @@ func (e *LostBufferError) Unwrap() error { return e.Cause }
 // buffers it is allocated there, host-visible (Map) when usage has UsageMap and
 // the plugin shares memory with the host; elsewhere the host keeps it (and Map
 // always works).
-func (b *Backend) Alloc(ctx context.Context, size int64, usage BufferUsage) (*Buffer, error) {
+func (b *Backend) Alloc(ctx context.Context, size int64, usage BufferUsage) (_ *Buffer, err error) {
+	defer func() { err = b.p.stats.failed(err) }()
 	bf := &Buffer{backend: b, id: b.p.nextBufferID(), size: size, usage: usage}
 	if size < 0 || uint64(size) > pluginapi.MaxBufferBytes {
 		return nil, &BufferError{Buffer: bf.Name(), Detail: fmt.Sprintf("size must be within [0, %d]. Fix: allocate a size a binding can address", uint64(pluginapi.MaxBufferBytes))}
 	}
-	err := b.callAny(ctx, "alloc", bf.Name(), func(ctx context.Context, proc *process, conn pluginapi.Conn) error {
+	err = b.callAny(ctx, "alloc", bf.Name(), func(ctx context.Context, proc *process, conn pluginapi.Conn) error {
 		if !b.p.capsOf(proc).Resident() {
 			bf.mem = make([]byte, size)
 			return nil
@@ -196,7 +197,8 @@ func (bf *Buffer) Read(ctx context.Context, offset int64, dst []byte) error {
 	return bf.transfer(ctx, "read", offset, dst)
 }
 
-func (bf *Buffer) transfer(ctx context.Context, op string, offset int64, b []byte) error {
+func (bf *Buffer) transfer(ctx context.Context, op string, offset int64, b []byte) (err error) {
+	defer func() { err = bf.backend.p.stats.failed(err) }()
 	bf.mu.Lock()
 	defer bf.mu.Unlock()
 	proc, err := bf.live()

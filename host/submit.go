@@ -132,6 +132,11 @@ func (pd *Pending) Wait(ctx context.Context) (*SubmitResult, error) {
 	if pd.inner == nil {
 		return pd.result, pd.err
 	}
+	res, err := pd.wait(ctx)
+	return res, pd.b.p.stats.failed(err)
+}
+
+func (pd *Pending) wait(ctx context.Context) (*SubmitResult, error) {
 	res, err := pd.inner.Wait(ctx)
 	if pd.inner.Ready() {
 		pd.end()
@@ -201,6 +206,11 @@ func (b *Backend) Submit(ctx context.Context, bt *Batch) (*SubmitResult, error) 
 // A problem with the batch is a *LaunchError or *BufferError before anything is
 // sent; a buffer of a plugin process that died is a *LostBufferError.
 func (b *Backend) SubmitAsync(ctx context.Context, bt *Batch) (*Pending, error) {
+	pd, err := b.submitAsync(ctx, bt)
+	return pd, b.p.stats.failed(err)
+}
+
+func (b *Backend) submitAsync(ctx context.Context, bt *Batch) (*Pending, error) {
 	began := time.Now()
 	if bt == nil || len(bt.cmds) == 0 {
 		return &Pending{b: b, result: &SubmitResult{Backend: b.Name()}}, nil

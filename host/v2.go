@@ -370,16 +370,16 @@ func (b *Backend) Artifact(ctx context.Context, pl *Pipeline, kind string) (*Art
 		})
 		return err
 	})
-	return a, err
+	return a, b.p.stats.failed(err)
 }
 
 // Health asks the backend whether its devices still work: nil, or the
 // plugin's DeviceError or UnavailableError. A backend without
 // pluginapi.HealthChecker gives an *UnsupportedError.
 func (b *Backend) Health(ctx context.Context) error {
-	return b.callAny(ctx, "health", b.Name(), func(ctx context.Context, _ *process, conn pluginapi.Conn) error {
+	return b.p.stats.failed(b.callAny(ctx, "health", b.Name(), func(ctx context.Context, _ *process, conn pluginapi.Conn) error {
 		return conn.Health(ctx)
-	})
+	}))
 }
 
 // limitProtocols drops the plugin sets of protocols above max (0: keep all).
