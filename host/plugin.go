@@ -575,7 +575,7 @@ func (p *plugin) classify(ctx context.Context, proc *process, backend, op string
 		return &BadResultError{Backend: backend, Detail: fmt.Sprintf("its %s response announced %d bytes where at most %d were expected; the host refused it unread", op, tooLarge.Size, tooLarge.Limit)}
 	case proc.isHung():
 		return &TimeoutError{Backend: backend, Op: op, After: time.Since(began), Hung: true}
-	case errors.Is(ctx.Err(), context.DeadlineExceeded):
+	case deadlinePassed(ctx):
 		p.log.Debug("caller's deadline passed; the call is cancelled, the plugin keeps running", "op", op, "pid", proc.pid)
 		return &TimeoutError{Backend: backend, Op: op, After: time.Since(began)}
 	case ctx.Err() != nil:
@@ -601,6 +601,17 @@ func (p *plugin) classify(ctx context.Context, proc *process, backend, op string
 	p.drop(proc, how)
 	p.log.Error("plugin crashed", "op", op, "pid", proc.pid, "exit", how)
 	return &CrashedError{Backend: backend, Op: op, Exit: how, Stderr: proc.stderr.summary()}
+}
+
+// deadlinePassed reports whether the caller's deadline has passed. gRPC's
+// server side enforces the same deadline and may reset the stream a moment
+// before the caller's own timer fires, so the clock decides, not ctx.Err alone.
+func deadlinePassed(ctx context.Context) bool {
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return true
+	}
+	dl, ok := ctx.Deadline()
+	return ok && !time.Now().Before(dl)
 }
 
 // close stops the plugin for good: it stops a launch in progress, asks the
