@@ -21,6 +21,7 @@
 # plus the Vulkan loader .debs in .gl/ for the vulkan row of kiln run --all (see
 # the device tool's README). On the GPU machine, with OUT set to a folder for the
 # logs:  bash .devbin/cuda/gpu-cuda-run.sh [all|tests|bench]  (default all).
+# Benchmarks a build lacks (the protocol 2 ones before v2) are simply not run.
 set -u
 MODE=${1:-all}
 D=.devbin/cuda
@@ -69,11 +70,12 @@ if [ "$MODE" != tests ]; then
   nvidia-smi --query-gpu=clocks.sm,clocks.mem --format=csv,noheader -lms 500 > $OUT/clocks.txt 2>&1 &
   SMI=$!
   timeout 300 $B/backend.test -test.run '^$' -test.bench 'VectorAdd|Matmul|SmallDispatch' -test.benchtime 5x 2>&1 | tee $OUT/bench.txt | grep -E '^Benchmark' | tee -a $S
+  timeout 100 $B/backend.test -test.run '^$' -test.bench 'SubmitSmall' -test.benchtime 5000x 2>&1 | tee -a $OUT/bench.txt | grep -E '^Benchmark' | tee -a $S
   # Cold compiles go through the driver's JIT, not its on-disk compute cache.
   CUDA_CACHE_DISABLE=1 timeout 100 $B/backend.test -test.run '^$' -test.bench 'CompileMatmul' -test.benchtime 10x 2>&1 | tee -a $OUT/bench.txt | grep -E '^Benchmark' | tee -a $S
   timeout 100 $B/driver.test -test.run '^$' -test.bench 'StreamingLoads' -test.benchtime 10x 2>&1 | tee -a $OUT/bench.txt | grep -E '^Benchmark' | tee -a $S
   timeout 200 $B/plugin.test -test.run '^$' -test.bench 'StartDescribe|InitAlone' -test.benchtime 10x 2>&1 | tee -a $OUT/bench.txt | grep Benchmark | tee -a $S
-  timeout 100 $B/plugin.test -test.run '^$' -test.bench 'WireSmallDispatch' -test.benchtime 2000x 2>&1 | tee -a $OUT/bench.txt | grep Benchmark | tee -a $S
+  timeout 100 $B/plugin.test -test.run '^$' -test.bench 'WireSmallDispatch|WireSubmitSmall' -test.benchtime 2000x 2>&1 | tee -a $OUT/bench.txt | grep -E 'Benchmark|capabilities' | tee -a $S
   kill $SMI
   say "== torch reference"
   PYTHONUNBUFFERED=1 timeout 200 python3 - <<'PY' 2>&1 | tee $OUT/torch.txt | tee -a $S
