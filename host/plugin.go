@@ -297,7 +297,7 @@ func (p *plugin) launch(ctx context.Context) (*process, *pluginapi.Description, 
 		switch {
 		case ctx.Err() != nil:
 			return fail(StartDescribeFailed, "the host was closed")
-		case dctx.Err() != nil:
+		case deadlinePassed(dctx, err):
 			return fail(StartDescribeHung, "")
 		case status.Code(err) == codes.Unavailable || proc.runner.waitExit(100*time.Millisecond):
 			proc.runner.waitExit(closeTimeout)
@@ -547,6 +547,27 @@ func (p *plugin) open(ctx context.Context, proc *process, adapter int) (time.Dur
 // Release, Close): an empty message; errors travel in the status, not the body.
 const smallLimit = 4 << 10
 
+// deadlinePassed reports whether a call failed because ctx's deadline passed.
+// The plugin's side learns the deadline too (gRPC sends it along) and may
+// cancel the stream a moment before the host's timer fires, so a cancelled
+// call under a deadline waits briefly for ctx to say so.
+func deadlinePassed(ctx context.Context, err error) bool {
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return true
+	}
+	deadline, ok := ctx.Deadline()
+	if !ok || !(errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) {
+		return false
+	}
+	timer := time.NewTimer(time.Until(deadline) + 100*time.Millisecond)
+	defer timer.Stop()
+	select {
+	case <-ctx.Done():
+	case <-timer.C:
+	}
+	return errors.Is(ctx.Err(), context.DeadlineExceeded)
+}
+
 // errNothingRan says a call met a process that had already exited before the
 // call began: no work was lost, so the caller relaunches and runs it again.
 var errNothingRan = errors.New("the plugin process had exited before the call")
@@ -575,7 +596,7 @@ func (p *plugin) classify(ctx context.Context, proc *process, backend, op string
 		return &BadResultError{Backend: backend, Detail: fmt.Sprintf("its %s response announced %d bytes where at most %d were expected; the host refused it unread", op, tooLarge.Size, tooLarge.Limit)}
 	case proc.isHung():
 		return &TimeoutError{Backend: backend, Op: op, After: time.Since(began), Hung: true}
-	case deadlinePassed(ctx):
+	case deadlinePassed(ctx, err):
 		p.log.Debug("caller's deadline passed; the call is cancelled, the plugin keeps running", "op", op, "pid", proc.pid)
 		return &TimeoutError{Backend: backend, Op: op, After: time.Since(began)}
 	case ctx.Err() != nil:
@@ -601,17 +622,6 @@ func (p *plugin) classify(ctx context.Context, proc *process, backend, op string
 	p.drop(proc, how)
 	p.log.Error("plugin crashed", "op", op, "pid", proc.pid, "exit", how)
 	return &CrashedError{Backend: backend, Op: op, Exit: how, Stderr: proc.stderr.summary()}
-}
-
-// deadlinePassed reports whether the caller's deadline has passed. gRPC's
-// server side enforces the same deadline and may reset the stream a moment
-// before the caller's own timer fires, so the clock decides, not ctx.Err alone.
-func deadlinePassed(ctx context.Context) bool {
-	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-		return true
-	}
-	dl, ok := ctx.Deadline()
-	return ok && !time.Now().Before(dl)
 }
 
 // close stops the plugin for good: it stops a launch in progress, asks the
