@@ -239,7 +239,6 @@ func (p *plugin) launch(ctx context.Context) (*process, *pluginapi.Description, 
 	// go-plugin's stdio stream; the crash report's tail keeps it too.
 	cfg.SyncStderr = io.MultiWriter(tail, &limitedWriter{w: p.log.Named("stderr").StandardWriter(&hclog.StandardLoggerOptions{ForceLevel: hclog.Info}), limit: p.logs})
 	proc.client = goplugin.NewClient(cfg)
-	began := time.Now()
 	defer func() {
 		p.mu.Lock()
 		p.runner = nil
@@ -271,9 +270,9 @@ func (p *plugin) launch(ctx context.Context) (*process, *pluginapi.Description, 
 		}
 		line, got := proc.runner.handshakeLine()
 		// go-plugin gives up on a silent process when its stdout closes (it
-		// exited) or at the start timeout, when it kills it (it hung).
-		exited := time.Since(began) < p.set.startTimeout
-		stage, detail := handshakeStage(line, got, exited)
+		// exited on its own) or at the start timeout, when it kills it (it hung).
+		proc.runner.waitExit(closeTimeout)
+		stage, detail := handshakeStage(line, got, !proc.runner.outlived(p.set.startTimeout))
 		if detail == "" && stage == StartBadHandshake {
 			detail, _, _ = strings.Cut(err.Error(), "\n")
 		}
