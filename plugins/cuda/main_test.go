@@ -298,7 +298,7 @@ func BenchmarkWireSubmitSmall(b *testing.B) {
 		}
 		bufs = append(bufs, pluginapi.BufferRange{Buffer: r.Buffer, Size: 4})
 	}
-	req := &pluginapi.SubmitRequest{Commands: []pluginapi.Command{
+	req := &pluginapi.SubmitRequest{Commands: []pluginapi.SubmitCommand{
 		pluginapi.DispatchCommand{Pipeline: c.Pipeline, Grid: [3]uint32{1, 1, 1}, Bindings: bufs}}}
 	b.ResetTimer()
 	for range b.N {

@@ -284,7 +284,7 @@ type launch struct {
 
 // prepare checks every command against the pipelines and buffers of the adapter
 // and resolves it; s collects the pipelines, read-locked until the submit ends.
-func (b *Backend) prepare(d *device, cmds []pluginapi.Command, s *submitted) ([]launch, error) {
+func (b *Backend) prepare(d *device, cmds []pluginapi.SubmitCommand, s *submitted) ([]launch, error) {
 	out := make([]launch, 0, len(cmds))
 	for i, c := range cmds {
 		fail := func(err error) ([]launch, error) { return nil, pluginapi.Rejected("cuda: command %d: %w", i, err) }

@@ -84,7 +84,7 @@ func TestResidentBuffersAndSubmit(t *testing.T) {
 	}
 	defer b.Release(ctx, c.Pipeline)
 	grid := [3]uint32{(n + 63) / 64, 1, 1}
-	res, err := b.Submit(ctx, &pluginapi.SubmitRequest{Commands: []pluginapi.Command{
+	res, err := b.Submit(ctx, &pluginapi.SubmitRequest{Commands: []pluginapi.SubmitCommand{
 		pluginapi.FillCommand{Dst: pluginapi.BufferRange{Buffer: scratch, Size: 64}, Value: 0xABCD},
 		pluginapi.DispatchCommand{Pipeline: c.Pipeline, Grid: grid, Bindings: []pluginapi.BufferRange{{Buffer: in, Size: 4 * n}, {Buffer: mid, Size: 4 * n}}},
 		pluginapi.CopyCommand{Src: pluginapi.BufferRange{Buffer: mid, Size: 4 * n}, Dst: pluginapi.BufferRange{Buffer: in, Size: 4 * n}},
@@ -143,7 +143,7 @@ func TestSubmitRejectsBadCommands(t *testing.T) {
 	r := pluginapi.BufferRange{Buffer: buf.Buffer, Size: 64}
 	for _, tc := range []struct {
 		name string
-		cmd  pluginapi.Command
+		cmd  pluginapi.SubmitCommand
 		want string
 	}{
 		{"unknown pipeline", pluginapi.DispatchCommand{Pipeline: 999, Grid: [3]uint32{1, 1, 1}, Bindings: []pluginapi.BufferRange{r, r}}, "no pipeline"},
@@ -153,7 +153,7 @@ func TestSubmitRejectsBadCommands(t *testing.T) {
 		{"fixed count", pluginapi.DispatchCommand{Pipeline: fc.Pipeline, Grid: [3]uint32{1, 1, 1}, Bindings: []pluginapi.BufferRange{r}}, "exactly 2"},
 		{"grid too large", pluginapi.DispatchCommand{Pipeline: c.Pipeline, Grid: [3]uint32{1 << 27, 1, 1}, Bindings: []pluginapi.BufferRange{r, r}}, "2^32"},
 	} {
-		_, err := b.Submit(ctx, &pluginapi.SubmitRequest{Commands: []pluginapi.Command{tc.cmd}})
+		_, err := b.Submit(ctx, &pluginapi.SubmitRequest{Commands: []pluginapi.SubmitCommand{tc.cmd}})
 		var rejected *pluginapi.RejectedError
 		if !errors.As(err, &rejected) || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: Submit = %v, want a RejectedError mentioning %q", tc.name, err, tc.want)
@@ -182,7 +182,7 @@ func BenchmarkSubmitSmall(b *testing.B) {
 		}
 		bufs = append(bufs, pluginapi.BufferRange{Buffer: r.Buffer, Size: 4})
 	}
-	req := &pluginapi.SubmitRequest{Adapter: adapter, Commands: []pluginapi.Command{
+	req := &pluginapi.SubmitRequest{Adapter: adapter, Commands: []pluginapi.SubmitCommand{
 		pluginapi.DispatchCommand{Pipeline: c.Pipeline, Grid: [3]uint32{1, 1, 1}, Bindings: bufs}}}
 	b.ResetTimer()
 	for range b.N {
@@ -217,7 +217,7 @@ func BenchmarkVectorAddResident(b *testing.B) {
 		}
 		bufs = append(bufs, pluginapi.BufferRange{Buffer: r.Buffer, Size: 4 * n})
 	}
-	req := &pluginapi.SubmitRequest{Adapter: adapter, Commands: []pluginapi.Command{
+	req := &pluginapi.SubmitRequest{Adapter: adapter, Commands: []pluginapi.SubmitCommand{
 		pluginapi.DispatchCommand{Pipeline: c.Pipeline, Grid: [3]uint32{n / 256, 1, 1}, Bindings: bufs}}}
 	var best int64
 	b.ResetTimer()
