@@ -356,13 +356,8 @@ func (b *Backend) dispatch(ctx context.Context, pl *Pipeline, w Work) (*Result, 
 			return nil, err
 		}
 		req.Pipeline = handle
-		var res *pluginapi.DispatchResult
 		began := time.Now()
-		err = b.callOn(ctx, proc, "dispatch", func(ctx context.Context, p *process) error {
-			var err error
-			res, err = p.backend.Dispatch(pluginapi.WithReceiveLimit(ctx, limit), req)
-			return err
-		})
+		res, err := b.dispatchOn(ctx, proc, pl, req, sizes, limit)
 		if err == errNothingRan {
 			if attempt > 0 {
 				return nil, b.nothingRanTwice(proc, "dispatch")

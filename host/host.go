@@ -77,6 +77,11 @@ type Options struct {
 	// be loaded is logged and left off (kiln doctor says why).
 	PGO   *pgo.Table
 	NoPGO bool
+
+	// MaxProtocol caps the wire protocol the host offers its plugins:
+	// pluginapi.ProtocolV1 runs every plugin as a protocol-1 plugin (no
+	// buffers kept in the plugin, bytes inline over gRPC). 0 offers the newest.
+	MaxProtocol int
 }
 
 // Host runs the backend plugins of one plugins directory. It is safe for
@@ -135,6 +140,7 @@ func Open(ctx context.Context, opts Options) (*Host, error) {
 		mtls:          !opts.NoMTLS,
 		log:           log,
 		ctx:           hctx,
+		maxProtocol:   opts.MaxProtocol,
 	}
 	if set.failThreshold <= 0 {
 		set.failThreshold = 3
@@ -419,6 +425,9 @@ type PluginStatus struct {
 	Description *pluginapi.Description
 	// Protocol is the wire protocol version negotiated in the handshake.
 	Protocol int
+	// Capabilities are the optional interfaces the plugin implements and its
+	// data plane; Capabilities.Missing says what the host does instead.
+	Capabilities pluginapi.Capabilities
 	// StartTime is how long the first start, handshake and description took.
 	StartTime time.Duration
 	// Pid is the running process, 0 when none runs now.
@@ -478,6 +487,7 @@ func (p *plugin) report() PluginStatus {
 	}
 	s.Description, s.Protocol, s.StartTime = cloneDescription(p.desc), p.protocol, p.startTime
 	s.Pid, s.Restarts = p.status()
+	s.Capabilities = p.capabilities()
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	s.LastExit, s.LastStderr = p.failures.lastExit, p.failures.lastStderr

@@ -25,6 +25,12 @@ func TestMain(m *testing.M) {
 	os.Setenv("XDG_CACHE_HOME", filepath.Join(homes, "cache"))
 	os.Setenv("XDG_CONFIG_HOME", filepath.Join(homes, "config"))
 	os.Unsetenv("KILN_REMOTE") // never the user's fleet tier
+	dir, err := examplePluginDir()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	os.Setenv(PluginDirEnv, dir) // the runnable examples open their host on it
 	code := m.Run()
 	binaries.cleanup()
 	os.RemoveAll(homes)

@@ -109,6 +109,8 @@ type settings struct {
 	// ctx lives as long as the host: launches and relaunches run under it (and
 	// the start timeout), never under a caller's context.
 	ctx context.Context
+	// maxProtocol caps the wire protocol offered to plugins (0: the newest).
+	maxProtocol int
 }
 
 // plugin supervises one plugin executable: it launches the process, relaunches it
@@ -131,6 +133,9 @@ type plugin struct {
 	desc      *pluginapi.Description
 	protocol  int
 	startTime time.Duration
+	// v2 holds protocol 2's host-side state: scratch buffers, pending submits,
+	// traffic counters (v2.go).
+	v2 v2state
 
 	wg sync.WaitGroup // background launches and probes
 
@@ -233,6 +238,7 @@ func (p *plugin) launch(ctx context.Context) (*process, *pluginapi.Description, 
 		}
 	})
 	cfg.StartTimeout = p.set.startTimeout
+	limitProtocols(cfg, p.set.maxProtocol)
 	cfg.AutoMTLS = p.set.mtls
 	cfg.SyncStdout = &limitedWriter{w: p.log.Named("stdout").StandardWriter(&hclog.StandardLoggerOptions{ForceLevel: hclog.Info}), limit: p.logs}
 	// What the plugin's code writes to os.Stderr after the handshake crosses

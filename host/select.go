@@ -13,7 +13,7 @@ import (
 )
 
 // candidate is one (backend, adapter) that AcquirePreferred may pick, with the
-// facts DESIGN.md's preferred order sorts by.
+// facts the preferred order sorts by (docs/design.md, "Backend selection").
 type candidate struct {
 	ID          string
 	Adapter     int
@@ -48,7 +48,7 @@ func precedence(d *pluginapi.Description) uint32 {
 	return *d.Precedence
 }
 
-// compareCandidates orders candidates best first, exactly as DESIGN.md's
+// compareCandidates orders candidates best first, exactly as docs/design.md,
 // "Backend selection": capability score (high first), timing quality (high
 // first), memory bandwidth (high first), precedence (low first), measured
 // acquisition time (low first), then id and adapter index.

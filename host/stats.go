@@ -38,6 +38,8 @@ const (
 	KindUnavailable = "unavailable"
 	KindPlugin      = "plugin"
 	KindLaunch      = "launch"
+	KindLostBuffer  = "lost_buffer"
+	KindUnsupported = "unsupported"
 	KindStart       = "start"
 	KindClosed      = "closed"
 	KindOther       = "other"
@@ -56,12 +58,17 @@ func ErrorKind(err error) string {
 		unavailable *UnavailableError
 		plain       *PluginError
 		launch      *LaunchError
+		buffer      *BufferError
+		lost        *LostBufferError
+		unsupported *UnsupportedError
 		start       *StartError
 		closed      *ClosedError
 	)
 	switch {
 	case err == nil:
 		return ""
+	case errors.As(err, &lost): // before crashed: a loss may wrap the crash
+		return KindLostBuffer
 	case errors.As(err, &crashed):
 		return KindCrashed
 	case errors.As(err, &timeout) && timeout.Hung:
@@ -78,8 +85,10 @@ func ErrorKind(err error) string {
 		return KindUnavailable
 	case errors.As(err, &plain):
 		return KindPlugin
-	case errors.As(err, &launch):
+	case errors.As(err, &launch), errors.As(err, &buffer):
 		return KindLaunch
+	case errors.As(err, &unsupported):
+		return KindUnsupported
 	case errors.As(err, &start):
 		return KindStart
 	case errors.As(err, &closed):

@@ -38,7 +38,7 @@ func codecGolden(t *testing.T, name string, got []byte) {
 	}
 }
 
-// codecSaxpy is DESIGN.md's example, y = a*x + y.
+// codecSaxpy is the example of docs/design.md, y = a*x + y.
 func codecSaxpy() *Program {
 	b := NewBuilder("example.saxpy.f32", 256, 1, 1)
 	a := b.Param("a", F32, LitF32(2))

@@ -52,7 +52,7 @@ type FmaExpr struct{ A, B, C Expr }
 // SelectExpr is Cond ? A : B; Cond is bool, A and B have the same type.
 type SelectExpr struct{ Cond, A, B Expr }
 
-// CastExpr converts X to type To with DESIGN.md's cast rules.
+// CastExpr converts X to type To with the cast rules of docs/design.md, "IR v1".
 type CastExpr struct {
 	To Type
 	X  Expr
@@ -371,7 +371,7 @@ func Fma(a, b, c Expr) Expr { return FmaExpr{A: a, B: b, C: c} }
 // Select is cond ? a : b.
 func Select(cond, a, b Expr) Expr { return SelectExpr{Cond: cond, A: a, B: b} }
 
-// Cast converts x to t (see DESIGN.md for the rules).
+// Cast converts x to t (see docs/design.md, "IR v1", for the rules).
 func Cast(t Type, x Expr) Expr { return CastExpr{To: t, X: x} }
 
 // Neg is -x.

@@ -13,7 +13,7 @@ import (
 	"unicode/utf8"
 )
 
-// The JSON file form is DESIGN.md's "JSON file form": one object whose "kiln" key
+// The JSON file form (see docs/design.md, "The program (IR)"): one object whose "kiln" key
 // is jsonVersion, then name, workgroup_size, params, buffers, shared and body, with
 // one object per expression and statement, named by its single node key.
 

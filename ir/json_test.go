@@ -10,7 +10,8 @@ import (
 	"testing"
 )
 
-// codecDesignSaxpy is DESIGN.md's "JSON file form" example, exactly as written there.
+// codecDesignSaxpy is the JSON file form example of docs/design.md, "The program
+// (IR)", exactly as written there.
 const codecDesignSaxpy = `{
   "kiln": 1,
   "name": "example.saxpy.f32",
@@ -46,7 +47,7 @@ func TestParseJSONDesignExample(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !reflect.DeepEqual(p, want) {
-		t.Fatalf("DESIGN.md's saxpy parsed as\n%#v\nwant\n%#v", p, want)
+		t.Fatalf("the design's saxpy parsed as\n%#v\nwant\n%#v", p, want)
 	}
 }
 

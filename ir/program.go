@@ -98,7 +98,7 @@ func (a Access) Writable() bool { return a == Write || a == ReadWrite }
 func (a Access) IsOutput() bool { return a.Writable() }
 
 // Program is one compute kernel: a grid of workgroups of WorkgroupSize invocations,
-// each running Body. See DESIGN.md, "The program (IR v1)".
+// each running Body. See docs/design.md, "The program (IR)".
 type Program struct {
 	// Name is the stable op id, e.g. "kiln.vector.add.f32".
 	Name string

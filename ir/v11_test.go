@@ -325,7 +325,7 @@ func TestDecodeRejectsEveryTruncationV11(t *testing.T) {
 	}
 }
 
-// codecDesignV11 uses every JSON spelling of DESIGN.md's "IR v1.1" section exactly
+// codecDesignV11 uses every JSON spelling of docs/design.md's "IR v1.1" exactly
 // as written there.
 const codecDesignV11 = `{
   "kiln": 1,
@@ -383,7 +383,7 @@ func TestParseJSONDesignV11Spellings(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !reflect.DeepEqual(p, want) {
-		t.Fatalf("DESIGN.md's v1.1 spellings parsed as\n%#v\nwant\n%#v", p, want)
+		t.Fatalf("the design's v1.1 spellings parsed as\n%#v\nwant\n%#v", p, want)
 	}
 	text, err := MarshalJSON(p)
 	if err != nil {

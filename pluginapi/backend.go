@@ -33,8 +33,8 @@ type Backend interface {
 	Close(ctx context.Context) error
 }
 
-// Description is what a backend reports about itself. See DESIGN.md, "Backend
-// selection".
+// Description is what a backend reports about itself. See docs/design.md,
+// "Backend selection".
 type Description struct {
 	// ID names the backend ("cpu-ref", "vulkan"); the host's registry key.
 	ID string
@@ -127,7 +127,7 @@ type DeviceProfile struct {
 	TimingQuality TimingQuality
 }
 
-// CapabilityScore is DESIGN.md's capability score: storage binding size > 0: 16;
+// CapabilityScore is the capability score of docs/design.md, "Backend selection": storage binding size > 0: 16;
 // max invocations ≥ 64: 8, ≥ 256: 4 more; subgroup size > 0: 8; subgroup ops: 8;
 // shuffle: 4; shared memory: 4; f16: 2; bf16: 2; tensor cores: 4; indirect
 // dispatch: 2; device timestamps: 2; hardware counters: 2.

@@ -17,6 +17,8 @@ import (
 // plugin process. Errors come back as the plugin's error kinds (see fromStatus).
 type client struct {
 	rpc kilnpb.BackendClient
+	// v2 is the protocol-2 side (client_v2.go); nil on protocol 1.
+	v2 *v2client
 }
 
 var _ Backend = (*client)(nil)
@@ -90,6 +92,9 @@ func callError(ctx context.Context, method string, err error) error {
 }
 
 func (c *client) Describe(ctx context.Context) (*Description, error) {
+	if c.v2 != nil {
+		return c.v2.describe(ctx)
+	}
 	r, err := c.rpc.Describe(ctx, &kilnpb.DescribeRequest{}, callOptions(ctx)...)
 	if err != nil {
 		return nil, callError(ctx, "Describe", err)
@@ -155,6 +160,9 @@ func (c *client) Release(ctx context.Context, pipeline uint64) error {
 }
 
 func (c *client) Close(ctx context.Context) error {
+	if c.v2 != nil {
+		defer c.v2.closePlane()
+	}
 	_, err := c.rpc.Close(ctx, &kilnpb.CloseRequest{}, callOptions(ctx)...)
 	return callError(ctx, "Close", err)
 }

@@ -13,9 +13,20 @@ import (
 	kilnpb "github.com/kiln-dev/kiln/pluginapi/proto"
 )
 
-// ProtocolVersion is the wire protocol this SDK speaks (kiln.plugin.v1). A future
-// protocol gets its own entry in PluginSets, so hosts can keep serving v1 plugins.
-const ProtocolVersion = 1
+// ProtocolVersion is the newest wire protocol this SDK speaks: 2 (kiln.plugin.v1's
+// Backend service plus kiln.plugin.v2's Device service). Each protocol is its own
+// entry in PluginSets, so a host keeps serving plugins built for protocol 1, and
+// a plugin serves a host that only knows protocol 1.
+const ProtocolVersion = 2
+
+// Protocol versions by name.
+const (
+	// ProtocolV1 is the Backend service alone: every dispatch carries its bytes.
+	ProtocolV1 = 1
+	// ProtocolV2 adds the Device service: the optional interfaces and the
+	// shared-memory data plane.
+	ProtocolV2 = 2
+)
 
 // PluginName is the name the backend is dispensed under in every plugin set.
 const PluginName = "backend"
@@ -37,10 +48,11 @@ const ioBufferBytes = 1 << 20
 
 // Handshake is the go-plugin handshake every kiln plugin and host share: the
 // protocol version and a magic cookie that tells a plugin binary it was started by
-// a kiln host (run by hand, it prints a notice and exits).
+// a kiln host (run by hand, it prints a notice and exits). The versions actually
+// offered are the keys of PluginSets; go-plugin picks the newest both sides have.
 func Handshake() plugin.HandshakeConfig {
 	return plugin.HandshakeConfig{
-		ProtocolVersion:  ProtocolVersion,
+		ProtocolVersion:  ProtocolV1,
 		MagicCookieKey:   "KILN_PLUGIN_MAGIC_COOKIE",
 		MagicCookieValue: "kiln-backend-5b0f3c1e9a7d4e62",
 	}
@@ -49,34 +61,51 @@ func Handshake() plugin.HandshakeConfig {
 // PluginSets returns the host's versioned plugin sets for go-plugin's
 // ClientConfig.VersionedPlugins: protocol version → plugin set.
 func PluginSets() map[int]plugin.PluginSet {
-	return pluginSets(nil)
+	return pluginSets(nil, nil)
 }
 
-func pluginSets(impl Backend) map[int]plugin.PluginSet {
-	return map[int]plugin.PluginSet{
-		ProtocolVersion: {PluginName: &grpcPlugin{impl: impl}},
+// pluginSets returns the sets of the given versions (all when none are given).
+func pluginSets(impl Backend, versions []int) map[int]plugin.PluginSet {
+	if len(versions) == 0 {
+		versions = []int{ProtocolV1, ProtocolV2}
 	}
+	sets := map[int]plugin.PluginSet{}
+	for _, v := range versions {
+		sets[v] = plugin.PluginSet{PluginName: &grpcPlugin{impl: impl, version: v}}
+	}
+	return sets
 }
 
-// grpcPlugin is the go-plugin glue: the plugin side registers the server shim over
-// impl, the host side builds the client shim.
+// grpcPlugin is the go-plugin glue of one protocol version: the plugin side
+// registers the server shims over impl, the host side builds the client shim.
 type grpcPlugin struct {
 	plugin.NetRPCUnsupportedPlugin
-	impl Backend
+	impl    Backend
+	version int
 }
 
-// GRPCServer registers the Backend service on the plugin's gRPC server.
+// GRPCServer registers the Backend service (and on protocol 2 the Device
+// service) on the plugin's gRPC server.
 func (p *grpcPlugin) GRPCServer(_ *plugin.GRPCBroker, s *grpc.Server) error {
 	if p.impl == nil {
 		return fmt.Errorf("kiln plugin server has no backend. Fix: call pluginapi.Serve with a non-nil Backend")
 	}
-	kilnpb.RegisterBackendServer(s, &server{impl: p.impl})
+	srv := &server{impl: p.impl}
+	if p.version >= ProtocolV2 {
+		srv.device = &deviceServer{v1: srv, dev: newDevice(p.impl)}
+		kilnpb.RegisterDeviceServer(s, srv.device)
+	}
+	kilnpb.RegisterBackendServer(s, srv)
 	return nil
 }
 
-// GRPCClient returns the Backend that calls into the plugin over conn.
+// GRPCClient returns the Conn that calls into the plugin over conn.
 func (p *grpcPlugin) GRPCClient(_ context.Context, _ *plugin.GRPCBroker, conn *grpc.ClientConn) (interface{}, error) {
-	return &client{rpc: kilnpb.NewBackendClient(conn)}, nil
+	c := &client{rpc: kilnpb.NewBackendClient(conn)}
+	if p.version >= ProtocolV2 {
+		c.v2 = newV2Client(kilnpb.NewDeviceClient(conn))
+	}
+	return c, nil
 }
 
 // newGRPCServer is the plugin side's gRPC server factory: go-plugin's default keeps
@@ -135,15 +164,15 @@ func clientConfig(logger hclog.Logger) *plugin.ClientConfig {
 }
 
 // Dispense connects to a started or startable plugin client and returns its
-// Backend. It fails when the plugin speaks a protocol version this SDK does not
-// know or does not serve a kiln backend.
+// Backend, a Conn. It fails when the plugin speaks a protocol version this SDK
+// does not know or does not serve a kiln backend.
 func Dispense(c *plugin.Client) (Backend, error) {
 	rpc, err := c.Client()
 	if err != nil {
 		return nil, fmt.Errorf("start kiln plugin: %w", err)
 	}
-	if v := c.NegotiatedVersion(); v != ProtocolVersion {
-		return nil, fmt.Errorf("kiln plugin negotiated protocol version %d, this host speaks %d. Fix: rebuild the plugin against the host's pluginapi", v, ProtocolVersion)
+	if v := c.NegotiatedVersion(); v != ProtocolV1 && v != ProtocolV2 {
+		return nil, fmt.Errorf("kiln plugin negotiated protocol version %d, this host speaks %d and %d. Fix: rebuild the plugin against the host's pluginapi", v, ProtocolV1, ProtocolV2)
 	}
 	raw, err := rpc.Dispense(PluginName)
 	if err != nil {

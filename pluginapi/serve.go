@@ -102,7 +102,10 @@ func hostGone(logger hclog.Logger) {
 //
 // Panics: a panic in a Backend method is not recovered; it crashes the plugin
 // process, which the host reports as a crashed plugin and relaunches.
-func Serve(b Backend) {
+//
+// Options: Protocols limits the protocol versions offered (all by default; the
+// host's KILN_PLUGIN_PROTOCOLS environment variable limits them too).
+func Serve(b Backend, opts ...ServeOption) {
 	logger := hclog.New(&hclog.LoggerOptions{
 		Level:      logLevel(os.Getenv(LogLevelEnv)),
 		Output:     os.Stderr,
@@ -131,7 +134,7 @@ func Serve(b Backend) {
 	if !hostWatched {
 		go watchParent(os.Getppid(), parentPollInterval, os.Getppid, func() { hostGone(logger) })
 	}
-	plugin.Serve(serveConfig(b, logger))
+	plugin.Serve(serveConfig(b, logger, servedProtocols(opts)...))
 }
 
 // guardHandshake returns a pipe to use as os.Stdout while go-plugin writes its
@@ -158,11 +161,12 @@ func guardHandshake(out *os.File, failed func(error)) (*os.File, error) {
 	return w, nil
 }
 
-// serveConfig is the go-plugin configuration Serve uses.
-func serveConfig(b Backend, logger hclog.Logger) *plugin.ServeConfig {
+// serveConfig is the go-plugin configuration Serve uses, offering the given
+// protocol versions (all when none are given).
+func serveConfig(b Backend, logger hclog.Logger, versions ...int) *plugin.ServeConfig {
 	return &plugin.ServeConfig{
 		HandshakeConfig:  Handshake(),
-		VersionedPlugins: pluginSets(b),
+		VersionedPlugins: pluginSets(b, versions),
 		GRPCServer:       newGRPCServer,
 		Logger:           logger,
 	}

@@ -38,12 +38,17 @@ func TestLogLevel(t *testing.T) {
 
 func TestHandshakeAndPluginSets(t *testing.T) {
 	h := Handshake()
-	if h.ProtocolVersion != ProtocolVersion || h.MagicCookieKey == "" || h.MagicCookieValue == "" {
+	if h.ProtocolVersion != ProtocolV1 || h.MagicCookieKey == "" || h.MagicCookieValue == "" {
 		t.Fatalf("handshake %+v", h)
 	}
 	sets := PluginSets()
-	if _, ok := sets[ProtocolVersion][PluginName]; !ok || len(sets) != 1 {
-		t.Fatalf("plugin sets %v, want one set for protocol %d with %q", sets, ProtocolVersion, PluginName)
+	for _, v := range []int{ProtocolV1, ProtocolV2} {
+		if _, ok := sets[v][PluginName]; !ok {
+			t.Fatalf("plugin sets %v: no set for protocol %d with %q", sets, v, PluginName)
+		}
+	}
+	if len(sets) != 2 || ProtocolVersion != ProtocolV2 {
+		t.Fatalf("plugin sets %v, want protocols 1 and 2 (newest %d)", sets, ProtocolVersion)
 	}
 	cfg := ClientConfig(nil, nil)
 	if len(cfg.AllowedProtocols) != 1 || cfg.AllowedProtocols[0] != "grpc" {

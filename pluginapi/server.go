@@ -16,6 +16,8 @@ import (
 type server struct {
 	kilnpb.UnimplementedBackendServer
 	impl Backend
+	// device is protocol 2's Device service (server_v2.go); nil on protocol 1.
+	device *deviceServer
 }
 
 func (s *server) Describe(ctx context.Context, _ *kilnpb.DescribeRequest) (*kilnpb.DescribeResponse, error) {
@@ -123,6 +125,9 @@ func (s *server) Release(ctx context.Context, req *kilnpb.ReleaseRequest) (*kiln
 }
 
 func (s *server) Close(ctx context.Context, _ *kilnpb.CloseRequest) (*kilnpb.CloseResponse, error) {
+	if s.device != nil {
+		defer s.device.closePlane()
+	}
 	if err := s.impl.Close(ctx); err != nil {
 		return nil, toStatus(err)
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -14,15 +15,24 @@ func (a *app) benchCommand() *cobra.Command {
 	var mib int
 	cmd := &cobra.Command{
 		Use:   "bench",
-		Short: "Measure the plugin boundary: start, round trip, bulk transfer",
+		Short: "Measure the plugin boundary: start, round trips, bulk transfer, resident buffers",
 		Long: `Measure what crossing the process boundary costs, on one backend (cpu-ref
-unless --backend says otherwise):
+unless --backend says otherwise), on protocol 2 (buffers kept in the plugin,
+shared memory and the fast path where the plugin has them) next to protocol 1
+(the same plugin through a host that offers only protocol 1: every byte inline
+over gRPC):
 
   - plugin start + handshake + description, median of --starts starts
-  - round trip of a 1-element dispatch, median and mean of --round-trips
+  - round trip of a 1-element dispatch through the v1 API (inputs in, outputs
+    out), median and mean of --round-trips, on both protocols; and of a submit
+    of one 1-element dispatch over a resident buffer
   - a dispatch whose read_write buffer of --mib MiB goes in and comes back
-    out, through the plugin, against the same CPU interpreter run in-process
-    (fastest of --repeats each); GB/s counts the bytes in plus the bytes out.
+    out, through the plugin on both protocols and as Write + submit + Read of
+    a resident buffer, against the same CPU interpreter run in-process
+    (fastest of --repeats each); GB/s counts the bytes in plus the bytes out
+  - --chain dependent 1-element dispatches in one submit
+  - a saxpy over two resident --mib MiB buffers, with the bytes the host's
+    traffic counter saw cross for it (0: the data stays in the plugin)
 
 Figures depend on the machine; nothing is asserted.`,
 		Args: cobra.NoArgs,
@@ -40,17 +50,7 @@ Figures depend on the machine; nothing is asserted.`,
 			if a.json {
 				return a.printJSON(r)
 			}
-			d := func(ns int64) time.Duration { return time.Duration(ns).Round(time.Microsecond) }
-			fmt.Fprintf(a.out, "kiln bench on %s (%s)\n", r.Backend, r.Machine)
-			mib := r.Bytes >> 20
-			line := func(label, format string, args ...any) {
-				fmt.Fprintf(a.out, "%-42s %s\n", label, fmt.Sprintf(format, args...))
-			}
-			line("plugin start + handshake + describe", "median %v, min %v (%d starts)", d(r.StartMedianNs), d(r.StartMinNs), r.Starts)
-			line("1-element dispatch round trip", "median %v, mean %v (%d dispatches)", d(r.RoundTripMedianNs), d(r.RoundTripMeanNs), r.RoundTrips)
-			line(fmt.Sprintf("%d MiB in + out through the plugin", mib), "%v = %.2f GB/s", d(r.PluginNs), r.PluginGBps)
-			line(fmt.Sprintf("%d MiB in + out in-process (interpreter)", mib), "%v = %.2f GB/s", d(r.InProcNs), r.InProcGBps)
-			line("process boundary cost", "%v (%.2f GB/s moved; %.1fx the in-process time)", d(r.BoundaryNs), r.BoundaryGBps, r.SlowerRatio)
+			a.printBench(r)
 			return nil
 		},
 	}
@@ -60,5 +60,27 @@ Figures depend on the machine; nothing is asserted.`,
 	f.IntVar(&opts.RoundTrips, "round-trips", 1000, "1-element dispatches to time")
 	f.IntVar(&mib, "mib", 256, "size of the bulk buffer in MiB")
 	f.IntVar(&opts.Repeats, "repeats", 3, "bulk dispatches per side; the fastest counts")
+	f.IntVar(&opts.Chain, "chain", 100, "dependent 1-element dispatches in one submit")
 	return cmd
+}
+
+func (a *app) printBench(r *bench.Report) {
+	d := func(ns int64) time.Duration { return time.Duration(ns).Round(time.Microsecond) }
+	lat := func(l bench.Latency) string { return fmt.Sprintf("median %v, mean %v", d(l.MedianNs), d(l.MeanNs)) }
+	bulk := func(b bench.Bulk) string {
+		return fmt.Sprintf("%v = %.2f GB/s (%.2fx in-process)", d(b.Ns), b.GBps, b.Ratio)
+	}
+	fmt.Fprintf(a.out, "kiln bench on %s (%s)\n%s\n\n", r.Backend, r.Machine, r.Capabilities)
+	tw := tabwriter.NewWriter(a.out, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "\tprotocol 2\tprotocol 1\n")
+	fmt.Fprintf(tw, "plugin start + handshake + describe\tmedian %v, min %v\t\n", d(r.StartMedianNs), d(r.StartMinNs))
+	fmt.Fprintf(tw, "1-element dispatch round trip (v1 API, %d)\t%s\t%s\n", r.RoundTrip.N, lat(r.RoundTrip), lat(r.RoundTripV1))
+	fmt.Fprintf(tw, "1-element submit over a resident buffer\t%s\t-\n", lat(r.RoundTripSubmit))
+	mib := r.Bytes >> 20
+	fmt.Fprintf(tw, "%d MiB in + out (v1 API)\t%s\t%s\n", mib, bulk(r.Bulk), bulk(r.BulkV1))
+	fmt.Fprintf(tw, "%d MiB Write + submit + Read (resident)\t%s\t-\n", mib, bulk(r.BulkResident))
+	fmt.Fprintf(tw, "%d MiB in + out in-process (interpreter)\t%v = %.2f GB/s\t\n", mib, d(r.InProcNs), r.InProcGB)
+	fmt.Fprintf(tw, "%d dependent 1-element dispatches, one submit\t%v\t-\n", r.Chain, d(r.ChainNs))
+	fmt.Fprintf(tw, "saxpy over 2 x %d MiB resident buffers\t%v, %d bytes moved\t-\n", mib, d(r.RedispatchNs), r.RedispatchMoved)
+	tw.Flush()
 }

@@ -53,6 +53,10 @@ type pluginJSON struct {
 	Stage string `json:"stage,omitempty"`
 	State string `json:"state"`
 	Pin   string `json:"pin,omitempty"`
+	// Capabilities is the plugin's optional interfaces and data plane in one
+	// line; Missing says what the host does instead of each one it lacks.
+	Capabilities string   `json:"capabilities,omitempty"`
+	Missing      []string `json:"missing,omitempty"`
 }
 
 func (a *app) doctorCommand() *cobra.Command {
@@ -126,6 +130,7 @@ func diagnose(ctx context.Context, r host.Report, rows []host.BackendStatus, liv
 			d.Problems = append(d.Problems, pj.Error)
 		} else {
 			pj.ID, pj.Version, pj.Protocol = p.Description.ID, p.Description.Version, p.Protocol
+			pj.Capabilities, pj.Missing = p.Capabilities.String(), p.Capabilities.Missing()
 		}
 		d.Plugins = append(d.Plugins, pj)
 	}
@@ -197,6 +202,10 @@ func (a *app) printDoctor(d doctorJSON, rows []host.BackendStatus) error {
 			continue
 		}
 		fmt.Fprintf(tw, "  %s\thandshake ok (protocol %d)\t%s %s, pid %d, started in %v\n", filepath.Base(p.Path), p.Protocol, p.ID, p.Version, p.Pid, time.Duration(p.StartNs).Round(time.Microsecond))
+		fmt.Fprintf(tw, "  \t\t%s\n", p.Capabilities)
+		for _, m := range p.Missing {
+			fmt.Fprintf(tw, "  \t\t  - %s\n", m)
+		}
 	}
 	if err := tw.Flush(); err != nil {
 		return err

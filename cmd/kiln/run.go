@@ -64,7 +64,7 @@ func (a *app) runCommand() *cobra.Command {
 A corpus kernel, with random inputs:
   kiln run --kernel saxpy --size 4096 --backend cpu-ref --verify
 
-A program file (DESIGN.md's JSON form), inputs as raw little-endian files:
+A program file (the JSON form of docs/design.md, "The program (IR)"), inputs as raw little-endian files:
   kiln run prog.json --input x=@x.bin --input y=@y.bin --size out=4096 \
       --grid 16,1,1 --spec a=2.5 --out results/
 writes results/<buffer>.bin for every output buffer.
@@ -86,7 +86,7 @@ reference interpreter in strict mode, which fails the run with the workgroup,
 invocations and statements of any shared-memory race (a missing barrier),
 read of never-written shared memory or out-of-bounds shared index.
 --verify runs the program on cpu-ref too and compares the outputs with the
-conformance rules (integers bit-exact, floats within DESIGN.md's bounds); for
+conformance rules (integers bit-exact, floats within the bounds of docs/design.md, "Conformance kit"); for
 corpus kernels the kernel's plain-Go reference is checked as well.
 Compiles go through the pipeline cache (kiln cache --help); without --wg an
 autotune record for the program on the backend sets the workgroup size; without

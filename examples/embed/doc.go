@@ -1,6 +1,8 @@
 // Command embed is a minimal application that embeds kiln's host package: it
 // opens the host on a plugins directory, lists the backends it found, runs a
-// saxpy (y = a*x + y) on the CPU reference backend and prints the result.
+// saxpy (y = a*x + y) on the CPU reference backend and prints the result, then
+// runs ten dependent saxpy dispatches in one batch over buffers that stay in the
+// plugin (host.Backend.Alloc, host.Batch, host.Backend.Submit).
 //
 //	go run ./examples/embed -plugins bin/plugins
 package main

@@ -65,6 +65,52 @@ func run(ctx context.Context, plugins, backend string, n int, out io.Writer) err
 	for i, v := range decode(res.Outputs[0]) {
 		fmt.Fprintf(out, "y[%d] = %g\n", i, v)
 	}
+	return resident(ctx, h, prog, res.Backend, x, out)
+}
+
+// resident repeats saxpy (a=2) ten times over buffers that stay in the plugin:
+// one upload, one batch of ten dependent dispatches, one download.
+func resident(ctx context.Context, h *host.Host, prog *ir.Program, backend string, x []float32, out io.Writer) error {
+	b, err := h.Acquire(ctx, backend)
+	if err != nil {
+		return err
+	}
+	pl, err := b.Compile(ctx, prog, host.CompileOptions{})
+	if err != nil {
+		return err
+	}
+	defer b.Release(ctx, pl)
+	size := int64(4 * len(x))
+	xb, err := b.Alloc(ctx, size, host.UsageMap)
+	if err != nil {
+		return err
+	}
+	defer xb.Free(ctx)
+	yb, err := b.Alloc(ctx, size, 0)
+	if err != nil {
+		return err
+	}
+	defer yb.Free(ctx)
+	if err := xb.Write(ctx, 0, encode(x)); err != nil {
+		return err
+	}
+	var batch host.Batch
+	batch.Fill(host.Bind(yb), math.Float32bits(1))
+	for range 10 {
+		batch.Dispatch(pl, host.BoundWork{Invocations: [3]uint32{uint32(len(x)), 1, 1}, Bindings: []host.Binding{host.Bind(xb), host.Bind(yb)}})
+	}
+	res, err := b.Submit(ctx, &batch)
+	if err != nil {
+		return err
+	}
+	y := make([]byte, size)
+	if err := yb.Read(ctx, 0, y); err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "%d commands in one submit on resident buffers (%v):\n", res.Commands, res.Submit)
+	for i, v := range decode(y) {
+		fmt.Fprintf(out, "y[%d] = %g\n", i, v)
+	}
 	return nil
 }
 

@@ -21,7 +21,8 @@ func TestEmbedRunsSaxpyOnCPURef(t *testing.T) {
 	if err := run(context.Background(), dir, "cpu-ref", 4, &out); err != nil {
 		t.Fatalf("%v\n%s", err, out.String())
 	}
-	for _, want := range []string{"backend cpu-ref:0: ready", "on cpu-ref:0", "y[0] = 1\n", "y[1] = 4\n", "y[3] = 10\n"} {
+	for _, want := range []string{"backend cpu-ref:0: ready", "on cpu-ref:0", "y[0] = 1\n", "y[1] = 4\n", "y[3] = 10\n",
+		"11 commands in one submit", "y[1] = 21\n", "y[3] = 61\n"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("output lacks %q:\n%s", want, out.String())
 		}

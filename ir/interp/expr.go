@@ -280,7 +280,7 @@ func (c *compiler) unary(e ir.UnaryExpr, t int) (value, error) {
 	}
 	loop := unaryLoop(e.Op, x.typ)
 	if loop == nil {
-		return value{}, fmt.Errorf("%s is not defined on %s. Fix: see the operator's types in DESIGN.md", e.Op, x.typ)
+		return value{}, fmt.Errorf("%s is not defined on %s. Fix: see the operator's types in docs/design.md, \"IR v1\"", e.Op, x.typ)
 	}
 	return value{fn: func(w *worker, lo, hi int) []uint32 {
 		xs := x.fn(w, lo, hi)
@@ -304,7 +304,7 @@ func (c *compiler) binary(e ir.BinaryExpr, t int) (value, error) {
 	}
 	loop := binaryLoop(e.Op, x.typ)
 	if loop == nil {
-		return value{}, fmt.Errorf("%s is not defined on %s. Fix: see the operator's types in DESIGN.md", e.Op, x.typ)
+		return value{}, fmt.Errorf("%s is not defined on %s. Fix: see the operator's types in docs/design.md, \"IR v1\"", e.Op, x.typ)
 	}
 	typ := x.typ
 	if e.Op.IsComparison() {

@@ -82,6 +82,8 @@ type Kernel struct {
 	nMasks     int
 	// workers overrides the number of worker goroutines when > 0 (tests use it).
 	workers int
+	// pool keeps per-run scratch memory between runs (pool.go).
+	pool *scratchPool
 }
 
 // Compile validates p (ir.Validate) and compiles it once into an executable form.
@@ -108,7 +110,7 @@ func Compile(p *ir.Program, opts Options) (*Kernel, error) {
 	if err != nil {
 		return nil, err
 	}
-	k := &Kernel{prog: p, wg: wg, group: n, batch: 1, sgSize: int(sg), strict: opts.Strict, params: params,
+	k := &Kernel{prog: p, wg: wg, group: n, batch: 1, sgSize: int(sg), strict: opts.Strict, params: params, pool: &scratchPool{},
 		linear: wg[1] == 1 && wg[2] == 1}
 	if len(p.Shared) == 0 && !hasBarrier(p.Body) {
 		// Independent workgroups run batch at a time, in registers of about

@@ -29,6 +29,7 @@ type runState struct {
 	lens      [][]uint32 // by binding: len(buffer) in every lane
 	uniforms  [][]uint32 // by uniform: its value in every lane
 	numGroups [3][]uint32
+	laneRegs  []*laneWords  // the pooled per-lane registers above, returned after the run
 	next      atomic.Uint64 // next workgroup to run
 	stop      atomic.Bool   // set on the first error or on cancellation
 	mu        sync.Mutex
@@ -255,24 +256,34 @@ func (k *Kernel) Run(ctx context.Context, l Launch) ([][]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	if r.groups > 0 {
-		stop := context.AfterFunc(ctx, func() { r.stop.Store(true) })
-		r.execute(k.workerCount(r.units))
-		stop()
-	}
-	if r.err != nil {
-		return nil, r.err
-	}
-	if r.stop.Load() {
-		if err := ctx.Err(); err != nil {
-			return nil, fmt.Errorf("interp: program %q stopped before finishing its %d workgroups: %w", k.prog.Name, r.groups, err)
-		}
+	if err := r.run(ctx); err != nil {
+		return nil, err
 	}
 	var outs [][]byte
 	for _, b := range k.prog.Outputs() {
 		outs = append(outs, wordsBytes(r.bufs[b]))
 	}
 	return outs, nil
+}
+
+// run executes every workgroup, stopping early when ctx ends.
+func (r *runState) run(ctx context.Context) error {
+	k := r.k
+	defer r.releaseLanes()
+	if r.groups > 0 {
+		stop := context.AfterFunc(ctx, func() { r.stop.Store(true) })
+		r.execute(k.workerCount(r.units))
+		stop()
+	}
+	if r.err != nil {
+		return r.err
+	}
+	if r.stop.Load() {
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("interp: program %q stopped before finishing its %d workgroups: %w", k.prog.Name, r.groups, err)
+		}
+	}
+	return nil
 }
 
 func (k *Kernel) workerCount(units uint64) int {
@@ -288,16 +299,21 @@ func (k *Kernel) workerCount(units uint64) int {
 
 // execute runs every workgroup on n workers, each with its own scratch state.
 func (r *runState) execute(n int) {
+	workers := make([]*worker, n)
+	for i := range workers {
+		workers[i] = r.k.worker(r)
+	}
+	defer r.release(workers)
 	if n == 1 {
-		newWorker(r).loop()
+		workers[0].loop()
 		return
 	}
 	var wg sync.WaitGroup
-	for range n {
+	for _, w := range workers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			newWorker(r).loop()
+			w.loop()
 		}()
 	}
 	wg.Wait()
@@ -310,32 +326,9 @@ func (k *Kernel) newRun(l Launch) (*runState, error) {
 		return nil, fmt.Errorf("interp: program %q has %d buffers but the launch gives %d inputs. Fix: pass one input per binding (nil for write buffers)",
 			p.Name, len(p.Buffers), len(l.Inputs))
 	}
-	r := &runState{k: k, grid: l.Grid, bufs: make([][]uint32, len(p.Buffers)), lens: make([][]uint32, len(p.Buffers))}
-	groups := uint64(1)
-	for a, g := range l.Grid {
-		if uint64(g)*uint64(k.wg[a]) > math.MaxUint32+1 {
-			return nil, fmt.Errorf("interp: program %q: grid %v with workgroup size %v gives more than 2^32 invocations on axis %d, beyond a u32 global_id. Fix: use a smaller grid",
-				p.Name, l.Grid, k.wg, a)
-		}
-		hi, lo := bits.Mul64(groups, uint64(g))
-		if hi != 0 || lo > math.MaxInt64 {
-			return nil, fmt.Errorf("interp: program %q: grid %v has more than 2^63 workgroups. Fix: use a smaller grid", p.Name, l.Grid)
-		}
-		groups = lo
-	}
-	r.groups = groups
-	if groups > 0 {
-		r.rowUnits = (uint64(l.Grid[0]) + uint64(k.batch) - 1) / uint64(k.batch)
-		r.units = groups / uint64(l.Grid[0]) * r.rowUnits
-	}
-	vals, err := ir.DecodeUniforms(p, l.Uniforms)
+	r, err := k.newRunState(l.Grid, l.Uniforms)
 	if err != nil {
-		return nil, fmt.Errorf("interp: %w", err)
-	}
-	r.uniforms = make([][]uint32, len(vals))
-	for i, v := range vals {
-		r.uniforms[i] = make([]uint32, k.lanes)
-		fillWords(r.uniforms[i], v.Bits)
+		return nil, err
 	}
 	for _, d := range p.Buffers {
 		var in []byte
@@ -346,15 +339,58 @@ func (k *Kernel) newRun(l Launch) (*runState, error) {
 		if err != nil {
 			return nil, err
 		}
-		r.bufs[d.Binding] = words
-		r.lens[d.Binding] = make([]uint32, k.lanes)
-		fillWords(r.lens[d.Binding], uint32(len(words)))
-	}
-	for a := range 3 {
-		r.numGroups[a] = make([]uint32, k.lanes)
-		fillWords(r.numGroups[a], l.Grid[a])
+		r.bind(d.Binding, words)
 	}
 	return r, nil
+}
+
+// newRunState checks the grid and sets up the uniform registers (from the
+// program's uniform block); the caller binds every buffer.
+func (k *Kernel) newRunState(grid [3]uint32, uniforms []byte) (*runState, error) {
+	p := k.prog
+	r := &runState{k: k, grid: grid, bufs: make([][]uint32, len(p.Buffers)), lens: make([][]uint32, len(p.Buffers))}
+	groups := uint64(1)
+	for a, g := range grid {
+		if uint64(g)*uint64(k.wg[a]) > math.MaxUint32+1 {
+			return nil, fmt.Errorf("interp: program %q: grid %v with workgroup size %v gives more than 2^32 invocations on axis %d, beyond a u32 global_id. Fix: use a smaller grid",
+				p.Name, grid, k.wg, a)
+		}
+		hi, lo := bits.Mul64(groups, uint64(g))
+		if hi != 0 || lo > math.MaxInt64 {
+			return nil, fmt.Errorf("interp: program %q: grid %v has more than 2^63 workgroups. Fix: use a smaller grid", p.Name, grid)
+		}
+		groups = lo
+	}
+	r.groups = groups
+	if groups > 0 {
+		r.rowUnits = (uint64(grid[0]) + uint64(k.batch) - 1) / uint64(k.batch)
+		r.units = groups / uint64(grid[0]) * r.rowUnits
+	}
+	vals, err := ir.DecodeUniforms(p, uniforms)
+	if err != nil {
+		return nil, fmt.Errorf("interp: %w", err)
+	}
+	r.uniforms = make([][]uint32, len(vals))
+	for i, v := range vals {
+		r.uniforms[i] = r.laneRegister(v.Bits)
+	}
+	for a := range 3 {
+		r.numGroups[a] = r.laneRegister(grid[a])
+	}
+	return r, nil
+}
+
+// laneRegister takes a pooled per-lane register holding v for this run.
+func (r *runState) laneRegister(v uint32) []uint32 {
+	l := r.k.laneRegister(v)
+	r.laneRegs = append(r.laneRegs, l)
+	return l.words
+}
+
+// bind makes words the storage of binding b.
+func (r *runState) bind(b uint32, words []uint32) {
+	r.bufs[b] = words
+	r.lens[b] = r.laneRegister(uint32(len(words)))
 }
 
 // bufferWords returns the storage of buffer d for one run: a read input as is (it is

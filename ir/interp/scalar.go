@@ -2,8 +2,8 @@ package interp
 
 import "math"
 
-// This file holds the per-value semantics of IR v1 (DESIGN.md, "Semantics every
-// backend must give exactly"). Every value travels as its 32-bit pattern: f32 as its
+// This file holds the per-value semantics of IR v1 (see docs/design.md, "IR
+// v1"). Every value travels as its 32-bit pattern: f32 as its
 // IEEE-754 bits, i32 as two's complement, bool as 0 or 1.
 
 // signBit is the sign bit of an f32 and the bits of i32 MIN.

@@ -17,13 +17,8 @@ func littleEndianHost() bool {
 // bytesWords returns b as words, sharing its memory when the host is little-endian
 // and b is 4-byte aligned, else as a converted copy. The result must not be written.
 func bytesWords(b []byte) []uint32 {
-	if len(b) == 0 {
-		return nil
-	}
-	if littleEndianHost() && uintptr(unsafe.Pointer(unsafe.SliceData(b)))%4 == 0 {
-		return unsafe.Slice((*uint32)(unsafe.Pointer(unsafe.SliceData(b))), len(b)/4)
-	}
-	return copyWords(b)
+	w, _ := wordsInPlace(b)
+	return w
 }
 
 // copyWords decodes b into new words.

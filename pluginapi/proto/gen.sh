@@ -1,5 +1,5 @@
 #!/bin/sh
-# Regenerates kiln.pb.go and kiln_grpc.pb.go from kiln.proto. Installs protoc
+# Regenerates the Go code (kiln*.pb.go) from kiln.proto and kiln_v2.proto. Installs protoc
 # (Debian package protobuf-compiler) and the Go code generators when they are missing.
 set -eu
 cd "$(dirname "$0")"
@@ -31,4 +31,4 @@ fi
 protoc --proto_path=. \
 	--go_out=. --go_opt=paths=source_relative \
 	--go-grpc_out=. --go-grpc_opt=paths=source_relative \
-	kiln.proto
+	kiln.proto kiln_v2.proto

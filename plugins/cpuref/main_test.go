@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 
@@ -27,12 +26,8 @@ import (
 // install it, and returns the executable's path.
 func buildPlugin(t testing.TB) string {
 	t.Helper()
-	goTool, err := exec.LookPath("go")
-	if err != nil {
-		goTool = filepath.Join(runtime.GOROOT(), "bin", "go")
-	}
 	bin := filepath.Join(t.TempDir(), "kiln-backend-cpuref")
-	cmd := exec.Command(goTool, "build", "-o", bin, ".")
+	cmd := exec.Command("go", "build", "-o", bin, ".")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("go build the plugin: %v\n%s\nFix: make sure the go command is on PATH", err, out)
 	}

@@ -26,16 +26,19 @@ const AdapterName = "CPU reference interpreter"
 const maxBindingBytes = 1 << 30
 
 // Backend runs programs on the interpreter. Pipelines are compiled kernels kept
-// by handle. It is safe for concurrent use; dispatches run in parallel.
+// by handle, buffers byte slices kept by handle (buffers.go). It is safe for
+// concurrent use; dispatches run in parallel.
 type Backend struct {
-	mu      sync.Mutex
-	next    uint64
-	kernels map[uint64]*interp.Kernel
+	mu         sync.Mutex
+	next       uint64
+	kernels    map[uint64]*interp.Kernel
+	nextBuffer uint64
+	buffers    map[uint64][]byte
 }
 
-// New returns a Backend with no pipelines.
+// New returns a Backend with no pipelines and no buffers.
 func New() *Backend {
-	return &Backend{kernels: make(map[uint64]*interp.Kernel)}
+	return &Backend{kernels: make(map[uint64]*interp.Kernel), buffers: make(map[uint64][]byte)}
 }
 
 // Profile describes the CPU as the interpreter uses it: large storage bindings,
@@ -144,10 +147,11 @@ func (b *Backend) Release(_ context.Context, pipeline uint64) error {
 	return nil
 }
 
-// Close forgets every pipeline.
+// Close forgets every pipeline and buffer.
 func (b *Backend) Close(context.Context) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	clear(b.kernels)
+	clear(b.buffers)
 	return nil
 }

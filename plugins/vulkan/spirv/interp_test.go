@@ -11,7 +11,7 @@ import (
 )
 
 // A SPIR-V interpreter for exactly the subset Emit writes, so the tests can run an
-// emitted module and pin DESIGN.md's semantics on the words themselves, without a
+// emitted module and pin the semantics of docs/design.md on the words themselves, without a
 // GPU. It follows the SPIR-V rules a driver relies on: f32 arithmetic is IEEE
 // single precision with round-to-nearest-even, integer ops wrap, OpPhi picks the
 // value of the block it was entered from, and the invocations of a workgroup run

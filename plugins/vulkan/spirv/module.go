@@ -123,7 +123,7 @@ func SpecData(p *ir.Program, m *Module, spec ir.SpecMap, wg [3]uint32) (entries 
 // Emit is EmitFor with the zero Target (any Vulkan 1.1 device).
 func Emit(p *ir.Program) (*Module, error) { return EmitFor(p, Target{}) }
 
-// EmitFor compiles p to a SPIR-V compute module with DESIGN.md's IR semantics done
+// EmitFor compiles p to a SPIR-V compute module with the IR semantics of docs/design.md done
 // in code: every buffer and shared access is bounds-checked against the element
 // counts in the push-constant block (or the shared array's fixed count), integer
 // division and remainder never trap, shifts are masked, float-to-int casts

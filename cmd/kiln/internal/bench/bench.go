@@ -2,7 +2,9 @@ package bench
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -14,6 +16,7 @@ import (
 	"github.com/kiln-dev/kiln/host"
 	"github.com/kiln-dev/kiln/ir"
 	"github.com/kiln-dev/kiln/ir/interp"
+	"github.com/kiln-dev/kiln/pluginapi"
 )
 
 // Options say what to measure.
@@ -23,13 +26,17 @@ type Options struct {
 	Backend string
 	// Starts is how many times the plugin is started (default 5).
 	Starts int
-	// RoundTrips is how many 1-element dispatches are timed (default 1000).
+	// RoundTrips is how many 1-element dispatches are timed per path (default
+	// 1000).
 	RoundTrips int
 	// Bytes is the size of the large buffer, sent in and returned (default 256 MiB).
 	Bytes int
-	// Repeats is how many times the large dispatch runs on each side; the fastest
-	// counts (default 3).
+	// Repeats is how many times each large transfer runs; the fastest counts
+	// (default 3).
 	Repeats int
+	// Chain is the number of dependent 1-element dispatches in one submit
+	// (default 100).
+	Chain int
 	// Logger receives the hosts' logs; nil discards them.
 	Logger hclog.Logger
 }
@@ -50,90 +57,174 @@ func (o *Options) defaults() {
 	if o.Repeats <= 0 {
 		o.Repeats = 3
 	}
+	if o.Chain <= 0 {
+		o.Chain = 100
+	}
 }
 
-// Report holds the figures.
+// Latency is a distribution of round trips.
+type Latency struct {
+	MedianNs int64 `json:"median_ns"`
+	MeanNs   int64 `json:"mean_ns"`
+	N        int   `json:"n"`
+}
+
+// Bulk is one large in + out transfer: the fastest time, the bytes moved (in
+// plus out) per second, and the time as a multiple of the in-process run.
+type Bulk struct {
+	Ns    int64   `json:"ns"`
+	GBps  float64 `json:"gbps"`
+	Ratio float64 `json:"in_process_ratio"`
+}
+
+// Report holds the figures. "Protocol 2" figures run on the plugin as it
+// negotiates with the host (buffers in the plugin, shared memory and the fast
+// path where it has them); "protocol 1" figures run the same plugin through a
+// host that offers only protocol 1 (every byte inline over gRPC).
 type Report struct {
 	Backend string `json:"backend"`
 	Machine string `json:"machine"`
-	// StartMedian and StartMin: plugin start + handshake + description.
+	// Capabilities is what the plugin negotiated on protocol 2.
+	Capabilities string `json:"capabilities"`
+	// StartMedianNs and StartMinNs: plugin start + handshake + description.
 	StartMedianNs int64 `json:"start_median_ns"`
 	StartMinNs    int64 `json:"start_min_ns"`
 	Starts        int   `json:"starts"`
-	// RoundTripMedian and RoundTripMean: one 1-element dispatch, host side.
-	RoundTripMedianNs int64 `json:"round_trip_median_ns"`
-	RoundTripMeanNs   int64 `json:"round_trip_mean_ns"`
-	RoundTrips        int   `json:"round_trips"`
+	// RoundTrip is a 1-element dispatch through the v1 API (inputs in, outputs
+	// out) on protocol 2; RoundTripSubmit a submit of one 1-element dispatch
+	// over a resident buffer; RoundTripV1 the v1 API on protocol 1.
+	RoundTrip       Latency `json:"round_trip"`
+	RoundTripSubmit Latency `json:"round_trip_submit"`
+	RoundTripV1     Latency `json:"round_trip_protocol1"`
 	// Bytes went in and the same amount came out.
-	Bytes      int     `json:"bytes"`
-	PluginNs   int64   `json:"plugin_ns"`
-	PluginGBps float64 `json:"plugin_gbps"`
-	InProcNs   int64   `json:"in_process_ns"`
-	InProcGBps float64 `json:"in_process_gbps"`
-	// BoundaryNs is the plugin time minus the in-process time: the cost of moving
-	// the bytes across; BoundaryGBps is the bytes moved over that time.
-	BoundaryNs   int64   `json:"boundary_ns"`
-	BoundaryGBps float64 `json:"boundary_gbps"`
-	SlowerRatio  float64 `json:"slower_ratio"`
+	Bytes    int     `json:"bytes"`
+	InProcNs int64   `json:"in_process_ns"`
+	InProcGB float64 `json:"in_process_gbps"`
+	// Bulk is the v1 API on protocol 2, BulkResident a Write, a submit and a
+	// Read of a resident buffer, BulkV1 the v1 API on protocol 1.
+	Bulk         Bulk `json:"bulk"`
+	BulkResident Bulk `json:"bulk_resident"`
+	BulkV1       Bulk `json:"bulk_protocol1"`
+	// ChainNs is Chain dependent 1-element dispatches in one submit.
+	Chain   int   `json:"chain"`
+	ChainNs int64 `json:"chain_ns"`
+	// RedispatchNs is a saxpy over two resident buffers of Bytes each, and
+	// RedispatchMoved the bytes the host's traffic counter saw cross for it.
+	RedispatchNs    int64 `json:"redispatch_ns"`
+	RedispatchMoved int64 `json:"redispatch_moved_bytes"`
 }
 
-// Run measures the plugin of opts.Backend found by h. It starts private copies
-// of that plugin for the start figures and uses h for the dispatches.
+// Run measures the plugin of opts.Backend found by h. It starts private hosts on
+// a directory holding only that plugin: one for the start figures and the
+// protocol-2 figures, one capped at protocol 1.
 func Run(ctx context.Context, h *host.Host, opts Options) (*Report, error) {
 	opts.defaults()
 	r := &Report{Backend: opts.Backend, Machine: fmt.Sprintf("%s/%s, %d CPUs", runtime.GOOS, runtime.GOARCH, runtime.NumCPU())}
-	if err := measureStarts(ctx, h, opts, r); err != nil {
-		return nil, err
-	}
-	b, err := h.Acquire(ctx, opts.Backend)
+	dir, err := privateDir(h, opts.Backend)
 	if err != nil {
 		return nil, err
 	}
-	r.Backend = b.Name()
-	if err := measureRoundTrips(ctx, b, opts, r); err != nil {
+	defer os.RemoveAll(dir)
+	if err := measureStarts(ctx, dir, opts, r); err != nil {
 		return nil, err
 	}
-	if err := measureBulk(ctx, b, opts, r); err != nil {
+	k, err := newKernels(ctx, opts)
+	if err != nil {
+		return nil, err
+	}
+	r.Bytes, r.InProcNs, r.InProcGB = k.bytes, k.inProc.Nanoseconds(), gbps(2*k.bytes, k.inProc)
+
+	v2, b, err := acquire(ctx, dir, opts, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer v2.Close()
+	for _, p := range v2.Report().Plugins {
+		r.Capabilities = p.Capabilities.String()
+	}
+	r.Backend = b.Name()
+	steps := []func() error{
+		func() (err error) { r.RoundTrip, err = k.roundTrips(ctx, b, opts.RoundTrips); return err },
+		func() (err error) { r.RoundTripSubmit, err = k.submitRoundTrips(ctx, b, opts.RoundTrips); return err },
+		func() (err error) { r.Bulk, err = k.bulk(ctx, b, opts.Repeats); return err },
+		func() (err error) { r.BulkResident, err = k.bulkResident(ctx, b, opts.Repeats); return err },
+		func() (err error) { r.Chain, r.ChainNs, err = k.chain(ctx, b, opts.Chain); return err },
+		func() (err error) { r.RedispatchNs, r.RedispatchMoved, err = k.redispatch(ctx, b); return err },
+	}
+	for _, step := range steps {
+		if err := step(); err != nil {
+			return nil, err
+		}
+	}
+
+	v1, b1, err := acquire(ctx, dir, opts, pluginapi.ProtocolV1)
+	if err != nil {
+		return nil, err
+	}
+	defer v1.Close()
+	if r.RoundTripV1, err = k.roundTrips(ctx, b1, opts.RoundTrips); err != nil {
+		return nil, err
+	}
+	if r.BulkV1, err = k.bulk(ctx, b1, opts.Repeats); err != nil {
 		return nil, err
 	}
 	return r, nil
 }
 
-// measureStarts opens a host on a directory holding only the backend's plugin,
-// opts.Starts times, and records the plugin's start time.
-func measureStarts(ctx context.Context, h *host.Host, opts Options, r *Report) error {
+// privateDir links the backend's plugin alone into a temporary directory.
+func privateDir(h *host.Host, backend string) (string, error) {
 	var path string
 	for _, p := range h.Report().Plugins {
-		if p.Description != nil && p.Description.ID == opts.Backend {
+		if p.Description != nil && p.Description.ID == backend {
 			path = p.Path
 		}
 	}
 	if path == "" {
-		_, err := h.Description(opts.Backend)
-		return err
+		_, err := h.Description(backend)
+		return "", err
 	}
 	dir, err := os.MkdirTemp("", "kiln-bench-")
 	if err != nil {
-		return fmt.Errorf("bench: temporary plugins directory: %w", err)
+		return "", fmt.Errorf("bench: temporary plugins directory: %w", err)
 	}
-	defer os.RemoveAll(dir)
 	abs, err := filepath.Abs(path)
+	if err == nil {
+		err = os.Symlink(abs, filepath.Join(dir, filepath.Base(path)))
+	}
 	if err != nil {
-		return err
+		os.RemoveAll(dir)
+		return "", fmt.Errorf("bench: linking the plugin: %w", err)
 	}
-	if err := os.Symlink(abs, filepath.Join(dir, filepath.Base(path))); err != nil {
-		return fmt.Errorf("bench: linking the plugin: %w", err)
+	return dir, nil
+}
+
+// acquire opens a host on dir (capped at maxProtocol) and acquires the backend.
+func acquire(ctx context.Context, dir string, opts Options, maxProtocol int) (*host.Host, *host.Backend, error) {
+	h, err := host.Open(ctx, host.Options{PluginDir: dir, Logger: opts.Logger, MaxProtocol: maxProtocol, NoCache: true, NoAutotune: true, NoPGO: true})
+	if err != nil {
+		return nil, nil, err
 	}
+	b, err := h.Acquire(ctx, opts.Backend)
+	if err != nil {
+		h.Close()
+		return nil, nil, err
+	}
+	return h, b, nil
+}
+
+// measureStarts opens a host on dir opts.Starts times and records the plugin's
+// start time.
+func measureStarts(ctx context.Context, dir string, opts Options, r *Report) error {
 	var starts []time.Duration
 	for range opts.Starts {
-		one, err := host.Open(ctx, host.Options{PluginDir: dir, Logger: opts.Logger})
+		one, err := host.Open(ctx, host.Options{PluginDir: dir, Logger: opts.Logger, NoCache: true, NoAutotune: true, NoPGO: true})
 		if err != nil {
 			return err
 		}
 		plugins := one.Report().Plugins
 		one.Close()
 		if len(plugins) != 1 || plugins[0].Err != nil {
-			return fmt.Errorf("bench: the plugin %s did not start on its own: %+v", path, plugins)
+			return fmt.Errorf("bench: the plugin in %s did not start on its own: %+v", dir, plugins)
 		}
 		starts = append(starts, plugins[0].StartTime)
 	}
@@ -142,89 +233,222 @@ func measureStarts(ctx context.Context, h *host.Host, opts Options, r *Report) e
 	return nil
 }
 
-// copyProgram is buf[i] = buf[i] + 1 on f32: a read_write buffer, so the same
-// bytes go in and come out.
-func copyProgram() (*ir.Program, error) {
+// kernels are the measured programs and the bulk input.
+type kernels struct {
+	increment *ir.Program // buf[i] += 1 on f32, read_write
+	saxpy     *ir.Program // y = a*x + y
+	bytes     int
+	in        []byte
+	grid      [3]uint32
+	inProc    time.Duration
+}
+
+func newKernels(ctx context.Context, opts Options) (*kernels, error) {
+	k := &kernels{bytes: opts.Bytes / 4 * 4}
 	b := ir.NewBuilder("kiln.bench.increment.f32", 256, 1, 1)
 	buf := b.Buffer("buf", ir.F32, ir.ReadWrite)
 	i := b.Let("i", ir.GlobalID(0))
 	b.If(ir.Lt(i, ir.Len(buf)), func(then *ir.Block) {
 		then.Store(buf, i, ir.Add(ir.Load(buf, i), ir.LitF32(1)))
 	})
-	return b.Build()
+	var err error
+	if k.increment, err = b.Build(); err != nil {
+		return nil, err
+	}
+	s := ir.NewBuilder("kiln.bench.saxpy.f32", 256, 1, 1)
+	a := s.Param("a", ir.F32, ir.LitF32(2))
+	x := s.Buffer("x", ir.F32, ir.Read)
+	y := s.Buffer("y", ir.F32, ir.ReadWrite)
+	j := s.Let("i", ir.GlobalID(0))
+	s.If(ir.Lt(j, ir.Len(y)), func(then *ir.Block) {
+		then.Store(y, j, ir.Add(ir.Mul(a, ir.Load(x, j)), ir.Load(y, j)))
+	})
+	if k.saxpy, err = s.Build(); err != nil {
+		return nil, err
+	}
+	k.in = make([]byte, k.bytes)
+	k.grid = ir.GridFor([3]uint32{uint32(k.bytes / 4), 1, 1}, k.increment.WorkgroupSize)
+	kernel, err := interp.Compile(k.increment, interp.Options{})
+	if err != nil {
+		return nil, err
+	}
+	k.inProc, err = fastest(opts.Repeats, func() error {
+		_, err := kernel.Run(ctx, interp.Launch{Grid: k.grid, Inputs: [][]byte{k.in}})
+		return err
+	})
+	return k, err
 }
 
-func measureRoundTrips(ctx context.Context, b *host.Backend, opts Options, r *Report) error {
-	prog, err := copyProgram()
+func (k *kernels) compile(ctx context.Context, b *host.Backend, p *ir.Program) (*host.Pipeline, func(), error) {
+	pl, err := b.Compile(ctx, p, host.CompileOptions{})
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
-	pl, err := b.Compile(ctx, prog, host.CompileOptions{})
+	return pl, func() { b.Release(ctx, pl) }, nil
+}
+
+// roundTrips times 1-element dispatches through the v1 API.
+func (k *kernels) roundTrips(ctx context.Context, b *host.Backend, n int) (Latency, error) {
+	pl, release, err := k.compile(ctx, b, k.increment)
 	if err != nil {
-		return err
+		return Latency{}, err
 	}
-	defer b.Release(ctx, pl)
+	defer release()
 	work := host.Work{Grid: [3]uint32{1, 1, 1}, Inputs: [][]byte{make([]byte, 4)}}
-	times := make([]time.Duration, 0, opts.RoundTrips)
-	var total time.Duration
-	for range opts.RoundTrips {
-		began := time.Now()
-		if _, err := b.Dispatch(ctx, pl, work); err != nil {
+	return timeEach(n, func() error {
+		_, err := b.Dispatch(ctx, pl, work)
+		return err
+	})
+}
+
+// submitRoundTrips times submits of one 1-element dispatch over a resident
+// buffer.
+func (k *kernels) submitRoundTrips(ctx context.Context, b *host.Backend, n int) (Latency, error) {
+	pl, release, err := k.compile(ctx, b, k.increment)
+	if err != nil {
+		return Latency{}, err
+	}
+	defer release()
+	buf, err := b.Alloc(ctx, 4, host.UsageMap)
+	if err != nil {
+		return Latency{}, err
+	}
+	defer buf.Free(ctx)
+	var batch host.Batch
+	batch.Dispatch(pl, host.BoundWork{Grid: [3]uint32{1, 1, 1}, Bindings: []host.Binding{host.Bind(buf)}})
+	return timeEach(n, func() error {
+		_, err := b.Submit(ctx, &batch)
+		return err
+	})
+}
+
+// bulk times the large in + out dispatch through the v1 API.
+func (k *kernels) bulk(ctx context.Context, b *host.Backend, repeats int) (Bulk, error) {
+	pl, release, err := k.compile(ctx, b, k.increment)
+	if err != nil {
+		return Bulk{}, err
+	}
+	defer release()
+	took, err := fastest(repeats, func() error {
+		_, err := b.Dispatch(ctx, pl, host.Work{Grid: k.grid, Inputs: [][]byte{k.in}})
+		return err
+	})
+	return k.figure(took), err
+}
+
+// bulkResident times writing the large input into a resident buffer, one
+// submit, and reading it back.
+func (k *kernels) bulkResident(ctx context.Context, b *host.Backend, repeats int) (Bulk, error) {
+	pl, release, err := k.compile(ctx, b, k.increment)
+	if err != nil {
+		return Bulk{}, err
+	}
+	defer release()
+	buf, err := b.Alloc(ctx, int64(k.bytes), host.UsageMap)
+	if err != nil {
+		return Bulk{}, err
+	}
+	defer buf.Free(ctx)
+	out := make([]byte, k.bytes)
+	var batch host.Batch
+	batch.Dispatch(pl, host.BoundWork{Grid: k.grid, Bindings: []host.Binding{host.Bind(buf)}})
+	took, err := fastest(repeats, func() error {
+		if err := buf.Write(ctx, 0, k.in); err != nil {
 			return err
+		}
+		if _, err := b.Submit(ctx, &batch); err != nil {
+			return err
+		}
+		return buf.Read(ctx, 0, out)
+	})
+	return k.figure(took), err
+}
+
+func (k *kernels) figure(took time.Duration) Bulk {
+	return Bulk{Ns: took.Nanoseconds(), GBps: gbps(2*k.bytes, took), Ratio: took.Seconds() / k.inProc.Seconds()}
+}
+
+// chain times n dependent 1-element dispatches in one submit and checks that
+// each saw the one before.
+func (k *kernels) chain(ctx context.Context, b *host.Backend, n int) (int, int64, error) {
+	pl, release, err := k.compile(ctx, b, k.increment)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer release()
+	buf, err := b.Alloc(ctx, 4, 0)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer buf.Free(ctx)
+	var batch host.Batch
+	for range n {
+		batch.Dispatch(pl, host.BoundWork{Grid: [3]uint32{1, 1, 1}, Bindings: []host.Binding{host.Bind(buf)}})
+	}
+	began := time.Now()
+	if _, err := b.Submit(ctx, &batch); err != nil {
+		return 0, 0, err
+	}
+	took := time.Since(began)
+	got := make([]byte, 4)
+	if err := buf.Read(ctx, 0, got); err != nil {
+		return 0, 0, err
+	}
+	if v := math.Float32frombits(binary.LittleEndian.Uint32(got)); v != float32(n) {
+		return 0, 0, fmt.Errorf("bench: %d dependent increments gave %v", n, v)
+	}
+	return n, took.Nanoseconds(), nil
+}
+
+// redispatch fills two resident buffers of the bulk size in the plugin, then
+// times a saxpy over them and counts the bytes that crossed for it.
+func (k *kernels) redispatch(ctx context.Context, b *host.Backend) (int64, int64, error) {
+	pl, release, err := k.compile(ctx, b, k.saxpy)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer release()
+	x, err := b.Alloc(ctx, int64(k.bytes), 0)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer x.Free(ctx)
+	y, err := b.Alloc(ctx, int64(k.bytes), 0)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer y.Free(ctx)
+	var fill host.Batch
+	fill.Fill(host.Bind(x), math.Float32bits(1)).Fill(host.Bind(y), math.Float32bits(1))
+	if _, err := b.Submit(ctx, &fill); err != nil {
+		return 0, 0, err
+	}
+	var batch host.Batch
+	batch.Dispatch(pl, host.BoundWork{Grid: k.grid, Bindings: []host.Binding{host.Bind(x), host.Bind(y)}})
+	before := b.Traffic()
+	began := time.Now()
+	if _, err := b.Submit(ctx, &batch); err != nil {
+		return 0, 0, err
+	}
+	took := time.Since(began)
+	after := b.Traffic()
+	return took.Nanoseconds(), after.ToPlugin - before.ToPlugin + after.FromPlugin - before.FromPlugin, nil
+}
+
+// timeEach runs f n times and returns the median and mean.
+func timeEach(n int, f func() error) (Latency, error) {
+	times := make([]time.Duration, 0, n)
+	var total time.Duration
+	for range n {
+		began := time.Now()
+		if err := f(); err != nil {
+			return Latency{}, err
 		}
 		took := time.Since(began)
 		times = append(times, took)
 		total += took
 	}
-	r.RoundTrips = len(times)
-	r.RoundTripMedianNs = median(times).Nanoseconds()
-	r.RoundTripMeanNs = (total / time.Duration(len(times))).Nanoseconds()
-	return nil
-}
-
-func measureBulk(ctx context.Context, b *host.Backend, opts Options, r *Report) error {
-	prog, err := copyProgram()
-	if err != nil {
-		return err
-	}
-	n := opts.Bytes / 4
-	in := make([]byte, 4*n)
-	grid := ir.GridFor([3]uint32{uint32(n), 1, 1}, prog.WorkgroupSize)
-	r.Bytes = len(in)
-
-	pl, err := b.Compile(ctx, prog, host.CompileOptions{})
-	if err != nil {
-		return err
-	}
-	defer b.Release(ctx, pl)
-	plugin, err := fastest(opts.Repeats, func() error {
-		_, err := b.Dispatch(ctx, pl, host.Work{Grid: grid, Inputs: [][]byte{in}})
-		return err
-	})
-	if err != nil {
-		return err
-	}
-
-	k, err := interp.Compile(prog, interp.Options{})
-	if err != nil {
-		return err
-	}
-	inproc, err := fastest(opts.Repeats, func() error {
-		_, err := k.Run(ctx, interp.Launch{Grid: grid, Inputs: [][]byte{in}})
-		return err
-	})
-	if err != nil {
-		return err
-	}
-	moved := float64(2 * len(in))
-	r.PluginNs, r.PluginGBps = plugin.Nanoseconds(), moved/plugin.Seconds()/1e9
-	r.InProcNs, r.InProcGBps = inproc.Nanoseconds(), moved/inproc.Seconds()/1e9
-	r.BoundaryNs = (plugin - inproc).Nanoseconds()
-	if plugin > inproc {
-		r.BoundaryGBps = moved / (plugin - inproc).Seconds() / 1e9
-	}
-	r.SlowerRatio = plugin.Seconds() / inproc.Seconds()
-	return nil
+	return Latency{MedianNs: median(times).Nanoseconds(), MeanNs: (total / time.Duration(n)).Nanoseconds(), N: n}, nil
 }
 
 // fastest runs f n times and returns the shortest duration.
@@ -246,4 +470,11 @@ func median(d []time.Duration) time.Duration {
 	s := slices.Clone(d)
 	slices.Sort(s)
 	return s[len(s)/2]
+}
+
+func gbps(bytes int, d time.Duration) float64 {
+	if d <= 0 {
+		return 0
+	}
+	return float64(bytes) / d.Seconds() / 1e9
 }

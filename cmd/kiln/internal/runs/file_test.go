@@ -9,7 +9,7 @@ import (
 	"github.com/kiln-dev/kiln/ir"
 )
 
-// saxpyJSON is DESIGN.md's example program plus a write buffer without a count.
+// saxpyJSON is the example program of docs/design.md plus a write buffer without a count.
 const saxpyJSON = `{
   "kiln": 1,
   "name": "example.saxpy.f32",

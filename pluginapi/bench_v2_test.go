@@ -1,0 +1,31 @@
+package pluginapi
+
+import (
+	"context"
+	"testing"
+)
+
+// BenchmarkSubmitRoundTrip is one submit of one 4-byte fill over a resident
+// buffer, through the in-process wire: the transport's own round trip, without
+// a kernel. Run with KILN_DATA_PLANE=grpc for the gRPC fallback.
+func BenchmarkSubmitRoundTrip(b *testing.B) {
+	planes := map[string]string{"shm": "", "grpc": "grpc"}
+	for name, env := range planes {
+		b.Run(name, func(b *testing.B) {
+			b.Setenv(DataPlaneEnv, env)
+			ctx := context.Background()
+			conn := serveV2(b, newMemBackend())
+			buf, err := conn.AllocBuffer(ctx, &AllocRequest{Size: 4})
+			if err != nil {
+				b.Fatal(err)
+			}
+			req := &SubmitRequest{Commands: []SubmitCommand{FillCommand{Dst: BufferRange{Buffer: buf.Buffer, Size: 4}, Value: 1}}}
+			b.ResetTimer()
+			for range b.N {
+				if _, err := conn.Submit(ctx, req); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,218 @@
+package pluginapi
+
+import (
+	"fmt"
+	"math"
+	"strings"
+
+	"github.com/kiln-dev/kiln/ir"
+)
+
+// BufferUsage says how a buffer will be used; a backend may place it by usage.
+type BufferUsage uint32
+
+// The usage bits. Zero means UsageStorage | UsageCopySrc | UsageCopyDst.
+const (
+	// UsageStorage: bound to dispatches.
+	UsageStorage BufferUsage = 1 << iota
+	// UsageCopySrc and UsageCopyDst: the source or destination of copies,
+	// fills, writes and reads.
+	UsageCopySrc
+	UsageCopyDst
+	// UsageMap: the host maps the buffer and fills or reads it in place. With
+	// the shared-memory data plane the SDK offers the backend host memory for
+	// it (AllocRequest.Shared).
+	UsageMap
+)
+
+// usageMask holds every defined usage bit.
+const usageMask = UsageStorage | UsageCopySrc | UsageCopyDst | UsageMap
+
+// String lists the bits: "storage|copy-src|map".
+func (u BufferUsage) String() string {
+	var parts []string
+	for _, b := range []struct {
+		bit  BufferUsage
+		name string
+	}{{UsageStorage, "storage"}, {UsageCopySrc, "copy-src"}, {UsageCopyDst, "copy-dst"}, {UsageMap, "map"}} {
+		if u&b.bit != 0 {
+			parts = append(parts, b.name)
+		}
+	}
+	if rest := u &^ usageMask; rest != 0 {
+		parts = append(parts, fmt.Sprintf("%#x", uint32(rest)))
+	}
+	if len(parts) == 0 {
+		return "default"
+	}
+	return strings.Join(parts, "|")
+}
+
+// ElementBytes is the size of every buffer element in IR v1: offsets and sizes of
+// dispatch bindings and fills are multiples of it.
+const ElementBytes = 4
+
+// MaxBufferBytes is the largest buffer the wire can describe: a binding's length
+// is a u32 element count in the IR.
+const MaxBufferBytes = math.MaxUint32 * ElementBytes
+
+// AllocRequest asks for a buffer.
+type AllocRequest struct {
+	Adapter int
+	// Size is the buffer's length in bytes (at most MaxBufferBytes).
+	Size  uint64
+	Usage BufferUsage
+	// Shared, when non-nil, is Size bytes of memory the host maps too (a segment
+	// of the shared-memory data plane, offered for UsageMap buffers). A backend
+	// that can run on host memory keeps the buffer's contents there and sets
+	// AllocResult.Mapped: the host then reads and writes them in place, with no
+	// call at all. Shared is valid until FreeBuffer returns.
+	Shared []byte
+}
+
+// AllocResult is a new buffer.
+type AllocResult struct {
+	// Buffer is the handle the other calls take; 0 is not a valid handle.
+	Buffer uint64
+	// Mapped reports that the buffer's contents live in AllocRequest.Shared.
+	Mapped bool
+}
+
+// BufferRange is Size bytes of a buffer from Offset.
+type BufferRange struct {
+	Buffer       uint64
+	Offset, Size uint64
+}
+
+// end returns Offset+Size and whether it overflowed.
+func (r BufferRange) end() (uint64, bool) {
+	e := r.Offset + r.Size
+	return e, e < r.Offset
+}
+
+// SubmitCommand is one step of a SubmitRequest: a DispatchCommand, CopyCommand or
+// FillCommand.
+type SubmitCommand interface{ command() }
+
+// DispatchCommand runs a pipeline over buffer ranges.
+type DispatchCommand struct {
+	Pipeline uint64
+	// Grid is the number of workgroups on each axis; 0 on an axis runs nothing.
+	Grid [3]uint32
+	// Bindings are by binding: the range each program buffer is bound to. A
+	// binding's element count (the program's len) is Size/4. Write buffers are
+	// not cleared: elements a dispatch does not store keep their contents.
+	Bindings []BufferRange
+	// Uniforms are the dispatch's uniform values, laid out as the program
+	// declares them (empty for programs without uniforms).
+	Uniforms []byte
+}
+
+// CopyCommand copies Size bytes between buffers (the ranges may be of one buffer
+// but must not overlap).
+type CopyCommand struct {
+	Src, Dst BufferRange
+}
+
+// FillCommand repeats the 32-bit little-endian Value over Dst.
+type FillCommand struct {
+	Dst   BufferRange
+	Value uint32
+}
+
+func (DispatchCommand) command() {}
+func (CopyCommand) command()     {}
+func (FillCommand) command()     {}
+
+// SubmitRequest is an ordered batch of commands on one adapter.
+type SubmitRequest struct {
+	Adapter  int
+	Commands []SubmitCommand
+}
+
+// SubmitResult is the completion of a batch.
+type SubmitResult struct {
+	// HostNanos is the wall time of the batch as the plugin saw it; zero lets the
+	// SDK fill in the time the Submit call took.
+	HostNanos int64
+	// DeviceNanos is the device-measured time, zero when the backend cannot tell.
+	DeviceNanos int64
+}
+
+// ArtifactRequest asks for the device code of a program.
+type ArtifactRequest struct {
+	Adapter int
+	// Program, Spec and WorkgroupSize are as in CompileRequest (validated by the
+	// SDK).
+	Program       *ir.Program
+	Spec          ir.SpecMap
+	WorkgroupSize [3]uint32
+	// Kind is what to emit: "spirv", "ptx", ...
+	Kind string
+}
+
+// Artifact is device code.
+type Artifact struct {
+	Data []byte
+	// Info holds facts about it ("entry_point": "main", ...).
+	Info map[string]string
+}
+
+// bufferTable is the SDK's record of each live buffer's size, by handle. Both
+// sides keep one: the plugin's SDK checks requests against it before a backend
+// sees them, the host's checks what it sends.
+type bufferTable map[uint64]uint64
+
+// checkRange rejects a range outside its buffer, of an unknown buffer, or (when
+// aligned) whose offset or size is not a whole number of elements.
+func (t bufferTable) checkRange(what string, r BufferRange, aligned bool) error {
+	size, ok := t[r.Buffer]
+	if !ok {
+		return Rejected("%s: buffer %d does not exist (never allocated, or freed). Fix: allocate it first", what, r.Buffer)
+	}
+	end, overflow := r.end()
+	if overflow || end > size {
+		return Rejected("%s: range [%d, %d+%d) lies outside buffer %d of %d bytes. Fix: keep offsets and sizes within the buffer", what, r.Offset, r.Offset, r.Size, r.Buffer, size)
+	}
+	if aligned && (r.Offset%ElementBytes != 0 || r.Size%ElementBytes != 0) {
+		return Rejected("%s: range [%d, %d+%d) of buffer %d is not aligned to %d-byte elements. Fix: use offsets and sizes that are multiples of %d", what, r.Offset, r.Offset, r.Size, r.Buffer, ElementBytes, ElementBytes)
+	}
+	return nil
+}
+
+// checkCommands rejects a batch with a range outside its buffer, an unaligned
+// binding or fill, a copy whose sizes differ or whose ranges overlap, or an
+// unknown command.
+func (t bufferTable) checkCommands(cmds []SubmitCommand) error {
+	for i, c := range cmds {
+		switch c := c.(type) {
+		case DispatchCommand:
+			for b, r := range c.Bindings {
+				if err := t.checkRange(fmt.Sprintf("command %d (dispatch), binding %d", i, b), r, true); err != nil {
+					return err
+				}
+			}
+		case CopyCommand:
+			what := fmt.Sprintf("command %d (copy)", i)
+			if err := t.checkRange(what+" source", c.Src, false); err != nil {
+				return err
+			}
+			if err := t.checkRange(what+" destination", c.Dst, false); err != nil {
+				return err
+			}
+			if c.Src.Size != c.Dst.Size {
+				return Rejected("%s copies %d bytes into a range of %d. Fix: give both ranges the same size", what, c.Src.Size, c.Dst.Size)
+			}
+			if c.Src.Buffer == c.Dst.Buffer && c.Src.Offset < c.Dst.Offset+c.Dst.Size && c.Dst.Offset < c.Src.Offset+c.Src.Size {
+				return Rejected("%s: source and destination overlap in buffer %d. Fix: copy through a second buffer", what, c.Src.Buffer)
+			}
+		case FillCommand:
+			if err := t.checkRange(fmt.Sprintf("command %d (fill)", i), c.Dst, true); err != nil {
+				return err
+			}
+		default:
+			return Rejected("command %d is a %T, which the SDK does not know. Fix: use DispatchCommand, CopyCommand or FillCommand", i, c)
+		}
+	}
+	return nil
+}

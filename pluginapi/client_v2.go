@@ -1,0 +1,596 @@
+package pluginapi
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"sync"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/kiln-dev/kiln/ir"
+	kilnpb "github.com/kiln-dev/kiln/pluginapi/proto"
+)
+
+// Conn is the host's side of a connection to one plugin process: what Dispense
+// returns is a Conn. Besides the core Backend it has every optional interface;
+// for one the plugin lacks, the call fails with an *UnimplementedError, and
+// Capabilities says beforehand which ones the plugin has. On protocol 2 with the
+// shared-memory data plane, buffer bytes, submits and the inline dispatch of
+// DispatchSized travel through shared memory and fixed frames instead of gRPC.
+//
+// The host side checks what it sends against its own table of the plugin's
+// buffers and never trusts a size the plugin reports beyond what it asked for.
+type Conn interface {
+	Backend
+	Buffers
+	Submitter
+	Artifacts
+	HealthChecker
+	// Capabilities is what the plugin reported, with the connection's protocol
+	// and data plane.
+	Capabilities() Capabilities
+	// Mapping returns the host's view of a buffer whose AllocResult was Mapped,
+	// nil for any other. It is valid until FreeBuffer; if the plugin dies, it
+	// keeps its address and reads zeros.
+	Mapping(buffer uint64) []byte
+	// SubmitAsync sends a batch and returns without waiting for it; batches run
+	// in the order they are sent. ctx ending before the batch completes cancels
+	// it.
+	SubmitAsync(ctx context.Context, req *SubmitRequest) (*Pending, error)
+	// Lost returns the error that ended the connection's data plane — the
+	// plugin died (its socket closed) or broke the protocol — and nil while the
+	// plane is up or when the connection has none. Buffers of a lost connection
+	// are gone.
+	Lost() error
+	// DispatchSized is Backend.Dispatch for a host that knows how many bytes
+	// each output has (outputs, in output order). With the data plane, inputs and
+	// outputs travel through shared memory, and an output of another size is
+	// refused unread (a *ResultError).
+	DispatchSized(ctx context.Context, req *DispatchRequest, outputs []int) (*DispatchResult, error)
+}
+
+var _ Conn = (*client)(nil)
+
+// DataPlaneEnv names the environment variable that, set to "grpc" in the host's
+// environment, keeps every connection on gRPC (no shared-memory data plane).
+const DataPlaneEnv = "KILN_DATA_PLANE"
+
+// LimitError says a request exceeds a limit of the transport it would travel on;
+// nothing was sent.
+type LimitError struct {
+	// What is the request ("submit of 5000 commands").
+	What string
+	// Size and Limit are in bytes.
+	Size, Limit uint64
+}
+
+func (e *LimitError) Error() string {
+	return fmt.Sprintf("%s needs %d bytes on the wire, more than the transport's limit of %d. Fix: split it into smaller requests", e.What, e.Size, e.Limit)
+}
+
+// ResultError says a plugin answered with a result the host did not ask for (an
+// output of the wrong size, the wrong number of outputs); the host read none of
+// it.
+type ResultError struct{ Detail string }
+
+func (e *ResultError) Error() string { return e.Detail }
+
+// ProtocolError says a plugin broke the data plane's protocol (a malformed or
+// unexpected frame). The data plane is closed; the host must stop the plugin.
+type ProtocolError struct{ Detail string }
+
+func (e *ProtocolError) Error() string {
+	return "kiln plugin broke the data plane protocol: " + e.Detail + ". Fix: report this to the plugin's author"
+}
+
+// cancelTimeout bounds the gRPC call that cancels a data-plane request.
+const cancelTimeout = 5 * time.Second
+
+// v2client is the protocol-2 half of the host-side client.
+type v2client struct {
+	rpc kilnpb.DeviceClient
+
+	mu     sync.Mutex
+	caps   Capabilities
+	id     string
+	plane  *plane
+	table  bufferTable
+	mapped map[uint64]*segment
+	// tail is closed when the last gRPC submit sent is done, so that gRPC
+	// submits run in order.
+	tail chan struct{}
+}
+
+func newV2Client(rpc kilnpb.DeviceClient) *v2client {
+	return &v2client{rpc: rpc, caps: Capabilities{Protocol: 2}, table: bufferTable{}, mapped: map[uint64]*segment{}}
+}
+
+// describe is Describe on protocol 2: the description, the capabilities, and
+// (the first time) the data plane.
+func (v *v2client) describe(ctx context.Context) (*Description, error) {
+	r, err := v.rpc.Describe(ctx, &kilnpb.DescribeRequest{})
+	if err != nil {
+		return nil, fromStatus(ctx, "Describe", err)
+	}
+	d := descriptionFromProto(r.GetDescription())
+	c := r.GetCapabilities()
+	v.mu.Lock()
+	v.id = d.ID
+	v.caps.Buffers, v.caps.Submit = c.GetBuffers(), c.GetBuffers() && c.GetSubmit()
+	v.caps.Artifacts, v.caps.Health = c.GetArtifacts(), c.GetHealth()
+	open := v.plane != nil || v.caps.DataPlane != ""
+	v.mu.Unlock()
+	if !open {
+		v.openPlane(ctx)
+	}
+	return d, nil
+}
+
+// openPlane tries to start the shared-memory data plane and records why not.
+func (v *v2client) openPlane(ctx context.Context) {
+	why := ""
+	var pl *plane
+	if os.Getenv(DataPlaneEnv) == "grpc" {
+		why = DataPlaneEnv + "=grpc"
+	} else if r, err := v.rpc.OpenDataPlane(ctx, &kilnpb.OpenDataPlaneRequest{}); err != nil {
+		why = "the plugin could not open it: " + status.Convert(err).Message()
+	} else if pl, err = dialPlane(ctx, r.GetSocket(), r.GetToken(), v.cancel); err != nil {
+		why = err.Error()
+	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	v.plane = pl
+	v.caps.SharedMemory = pl != nil
+	v.caps.DataPlane = why
+}
+
+// cancel asks the plugin to cancel a data-plane request.
+func (v *v2client) cancel(seq uint64) {
+	ctx, stop := context.WithTimeout(context.Background(), cancelTimeout)
+	defer stop()
+	_, _ = v.rpc.Cancel(ctx, &kilnpb.CancelRequest{Seq: seq}) // best effort: the request may be done
+}
+
+// status converts a Device call's error; UNIMPLEMENTED names the interface.
+func (v *v2client) status(ctx context.Context, method, iface string, err error) error {
+	if status.Code(err) == codes.Unimplemented {
+		return &UnimplementedError{Interface: iface, Backend: v.backendID()}
+	}
+	return callError(ctx, method, err)
+}
+
+func (v *v2client) backendID() string {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.id
+}
+
+func (v *v2client) snapshot() (Capabilities, *plane) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.caps, v.plane
+}
+
+// closePlane ends the data plane from the host's side.
+func (v *v2client) closePlane() {
+	v.mu.Lock()
+	pl := v.plane
+	v.mu.Unlock()
+	if pl != nil {
+		pl.close()
+	}
+}
+
+// Capabilities implements Conn.
+func (c *client) Capabilities() Capabilities {
+	if c.v2 == nil {
+		return Capabilities{Protocol: 1}
+	}
+	caps, _ := c.v2.snapshot()
+	return caps
+}
+
+func (c *client) capabilities() Capabilities { return c.Capabilities() }
+
+// need returns the v2 client when the plugin implements the interface.
+func (c *client) need(iface string, has func(Capabilities) bool) (*v2client, error) {
+	if c.v2 == nil {
+		return nil, &UnimplementedError{Interface: iface}
+	}
+	caps, _ := c.v2.snapshot()
+	if !has(caps) {
+		return nil, &UnimplementedError{Interface: iface, Backend: c.v2.backendID()}
+	}
+	return c.v2, nil
+}
+
+func hasBuffers(c Capabilities) bool { return c.Buffers }
+func hasSubmit(c Capabilities) bool  { return c.Submit }
+
+// AllocBuffer implements Buffers. With the data plane, a UsageMap buffer gets a
+// shared segment the plugin may keep its contents in.
+func (c *client) AllocBuffer(ctx context.Context, req *AllocRequest) (*AllocResult, error) {
+	v, err := c.need("pluginapi.Buffers", hasBuffers)
+	if err != nil {
+		return nil, err
+	}
+	adapter, err := adapterIndex(req.Adapter)
+	if err != nil {
+		return nil, err
+	}
+	if req.Size > MaxBufferBytes {
+		return nil, &LimitError{What: fmt.Sprintf("buffer of %d bytes", req.Size), Size: req.Size, Limit: MaxBufferBytes}
+	}
+	if req.Usage&^usageMask != 0 {
+		return nil, Rejected("buffer usage %s has unknown bits. Fix: use the pluginapi.Usage constants", req.Usage)
+	}
+	_, pl := v.snapshot()
+	var res *AllocResult
+	var seg *segment
+	if pl != nil {
+		res, seg, err = allocOnPlane(ctx, pl, adapter, req)
+	} else {
+		var r *kilnpb.AllocBufferResponse
+		r, err = v.rpc.AllocBuffer(ctx, &kilnpb.AllocBufferRequest{Adapter: adapter, Size: req.Size, Usage: uint32(req.Usage)})
+		if err != nil {
+			err = v.status(ctx, "AllocBuffer", "pluginapi.Buffers", err)
+		} else {
+			res = &AllocResult{Buffer: r.GetBuffer()}
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if _, live := v.table[res.Buffer]; live || res.Buffer == 0 {
+		if seg != nil {
+			pl.dropSegment(seg)
+		}
+		return nil, &ResultError{Detail: fmt.Sprintf("the plugin returned buffer handle %d, which is zero or already live", res.Buffer)}
+	}
+	v.table[res.Buffer] = req.Size
+	if seg != nil {
+		v.mapped[res.Buffer] = seg
+	}
+	return res, nil
+}
+
+// Lost implements Conn.
+func (c *client) Lost() error {
+	if c.v2 == nil {
+		return nil
+	}
+	if _, pl := c.v2.snapshot(); pl != nil {
+		return pl.closed()
+	}
+	return nil
+}
+
+// Mapping implements Conn.
+func (c *client) Mapping(buffer uint64) []byte {
+	if c.v2 == nil {
+		return nil
+	}
+	c.v2.mu.Lock()
+	defer c.v2.mu.Unlock()
+	if s := c.v2.mapped[buffer]; s != nil {
+		return s.mem
+	}
+	return nil
+}
+
+// FreeBuffer implements Buffers. When the plugin is gone, the host's side of the
+// buffer is released all the same and the connection's error returned.
+func (c *client) FreeBuffer(ctx context.Context, buffer uint64) error {
+	v, err := c.need("pluginapi.Buffers", hasBuffers)
+	if err != nil {
+		return err
+	}
+	v.mu.Lock()
+	_, ok := v.table[buffer]
+	seg := v.mapped[buffer]
+	v.mu.Unlock()
+	if !ok {
+		return Rejected("free of buffer %d, which does not exist (never allocated, or freed). Fix: free each buffer once", buffer)
+	}
+	_, pl := v.snapshot()
+	if pl != nil {
+		_, err = pl.roundTrip(ctx, &request{kind: frameFree, buffer: buffer}, -1, 0)
+	} else if _, err = v.rpc.FreeBuffer(ctx, &kilnpb.FreeBufferRequest{Buffer: buffer}); err != nil {
+		err = v.status(ctx, "FreeBuffer", "pluginapi.Buffers", err)
+	}
+	gone := err == nil || status.Code(err) == codes.Unavailable || (pl != nil && pl.closed() != nil)
+	if gone {
+		v.mu.Lock()
+		delete(v.table, buffer)
+		delete(v.mapped, buffer)
+		v.mu.Unlock()
+		if seg != nil {
+			pl.dropSegment(seg)
+		}
+	}
+	return err
+}
+
+// checkRange checks a range against the host's table.
+func (v *v2client) checkRange(what string, r BufferRange) error {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.table.checkRange(what, r, false)
+}
+
+// WriteBuffer implements Buffers: a mapped buffer is written in place, otherwise
+// the bytes go through staging segments (data plane) or gRPC messages, in chunks.
+func (c *client) WriteBuffer(ctx context.Context, buffer, offset uint64, src []byte) error {
+	return c.transfer(ctx, frameWrite, buffer, offset, src)
+}
+
+// ReadBuffer implements Buffers, as WriteBuffer.
+func (c *client) ReadBuffer(ctx context.Context, buffer, offset uint64, dst []byte) error {
+	return c.transfer(ctx, frameRead, buffer, offset, dst)
+}
+
+func (c *client) transfer(ctx context.Context, kind frameKind, buffer, offset uint64, b []byte) error {
+	v, err := c.need("pluginapi.Buffers", hasBuffers)
+	if err != nil {
+		return err
+	}
+	what := "write"
+	if kind == frameRead {
+		what = "read"
+	}
+	if err := v.checkRange(what, BufferRange{Buffer: buffer, Offset: offset, Size: uint64(len(b))}); err != nil {
+		return err
+	}
+	if mem := c.Mapping(buffer); mem != nil {
+		if kind == frameWrite {
+			copy(mem[offset:], b)
+		} else {
+			copy(b, mem[offset:])
+		}
+		return nil
+	}
+	_, pl := v.snapshot()
+	for len(b) > 0 {
+		n := min(len(b), maxChunkBytes)
+		if pl != nil {
+			err = transferOnPlane(ctx, pl, kind, buffer, offset, b[:n])
+		} else {
+			err = v.transferGRPC(ctx, kind, buffer, offset, b[:n])
+		}
+		if err != nil {
+			return err
+		}
+		b, offset = b[n:], offset+uint64(n)
+	}
+	return nil
+}
+
+func (v *v2client) transferGRPC(ctx context.Context, kind frameKind, buffer, offset uint64, b []byte) error {
+	if kind == frameWrite {
+		if _, err := v.rpc.WriteBuffer(ctx, &kilnpb.WriteBufferRequest{Buffer: buffer, Offset: offset, Data: b}); err != nil {
+			return v.status(ctx, "WriteBuffer", "pluginapi.Buffers", err)
+		}
+		return nil
+	}
+	rctx := WithReceiveLimit(ctx, len(b)+ResponseOverhead)
+	r, err := v.rpc.ReadBuffer(rctx, &kilnpb.ReadBufferRequest{Buffer: buffer, Offset: offset, Size: uint64(len(b))}, callOptions(rctx)...)
+	if err != nil {
+		return v.status(ctx, "ReadBuffer", "pluginapi.Buffers", err)
+	}
+	if len(r.GetData()) != len(b) {
+		return &ResultError{Detail: fmt.Sprintf("read of %d bytes returned %d", len(b), len(r.GetData()))}
+	}
+	copy(b, r.GetData())
+	return nil
+}
+
+// Submit implements Submitter: SubmitAsync, then Wait.
+func (c *client) Submit(ctx context.Context, req *SubmitRequest) (*SubmitResult, error) {
+	p, err := c.SubmitAsync(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	return p.Wait(ctx)
+}
+
+// SubmitAsync implements Conn. The batch is checked against the host's table of
+// buffers before anything is sent.
+func (c *client) SubmitAsync(ctx context.Context, req *SubmitRequest) (*Pending, error) {
+	v, err := c.need("pluginapi.Submitter", hasSubmit)
+	if err != nil {
+		return nil, err
+	}
+	adapter, err := adapterIndex(req.Adapter)
+	if err != nil {
+		return nil, err
+	}
+	v.mu.Lock()
+	err = v.table.checkCommands(req.Commands)
+	v.mu.Unlock()
+	if err != nil {
+		return nil, err
+	}
+	if _, pl := v.snapshot(); pl != nil {
+		r := &request{kind: frameSubmit, adapter: adapter, commands: req.Commands}
+		if _, err := encodeRequest(r); err != nil {
+			return nil, &LimitError{What: fmt.Sprintf("submit of %d commands", len(req.Commands)), Size: submitSize(req), Limit: maxRequestFrameBytes}
+		}
+		call, err := pl.send(r, -1, 0, nil)
+		if err != nil {
+			return nil, err
+		}
+		return &Pending{plane: pl, call: call}, nil
+	}
+	cmds, err := commandsToProto(req.Commands)
+	if err != nil {
+		return nil, err
+	}
+	msg := &kilnpb.SubmitRequest{Adapter: adapter, Commands: cmds}
+	if size := uint64(proto.Size(msg)); size > MaxMessageBytes {
+		return nil, &LimitError{What: fmt.Sprintf("submit of %d commands", len(req.Commands)), Size: size, Limit: MaxMessageBytes}
+	}
+	rctx, stop := context.WithCancel(context.WithoutCancel(ctx))
+	p := &Pending{done: make(chan struct{}), stop: stop}
+	v.mu.Lock()
+	prev := v.tail
+	v.tail = p.done
+	v.mu.Unlock()
+	unlink := context.AfterFunc(ctx, stop)
+	go func() {
+		defer close(p.done)
+		defer unlink()
+		if prev != nil {
+			<-prev
+		}
+		r, err := v.rpc.Submit(rctx, msg)
+		if err != nil {
+			p.err = v.status(rctx, "Submit", "pluginapi.Submitter", err)
+			return
+		}
+		p.res = &SubmitResult{HostNanos: r.GetHostNanos(), DeviceNanos: r.GetDeviceNanos()}
+	}()
+	return p, nil
+}
+
+// submitSize is a batch's frame size, for a LimitError.
+func submitSize(req *SubmitRequest) uint64 {
+	e := &enc{}
+	for _, c := range req.Commands {
+		_ = encodeCommand(e, c) // unknown commands were refused by the table check
+	}
+	return uint64(frameHeaderBytes + 8 + len(e.b))
+}
+
+// Pending is a submitted batch that may still be running (Conn.SubmitAsync).
+type Pending struct {
+	// data plane
+	plane *plane
+	call  *call
+	// gRPC
+	done chan struct{}
+	stop context.CancelFunc
+
+	mu       sync.Mutex
+	finished bool
+	res      *SubmitResult
+	err      error
+}
+
+// Ready reports whether the batch has completed (or failed), so that Wait would
+// not block.
+func (p *Pending) Ready() bool {
+	if !p.mu.TryLock() {
+		return false // a Wait is running
+	}
+	defer p.mu.Unlock()
+	if p.finished {
+		return true
+	}
+	if p.plane != nil {
+		return p.call.ready()
+	}
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// Wait returns the batch's result once it has run. If ctx ends first, the batch
+// is cancelled and Wait returns ctx's error. Wait may be called more than once.
+func (p *Pending) Wait(ctx context.Context) (*SubmitResult, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.finished {
+		return p.res, p.err
+	}
+	if p.plane != nil {
+		d, _, err := p.plane.wait(ctx, p.call)
+		if err == nil {
+			p.res = &SubmitResult{HostNanos: d.hostNanos, DeviceNanos: d.deviceNanos}
+		}
+		p.finished, p.err = true, err
+		return p.res, p.err
+	}
+	select {
+	case <-p.done:
+	case <-ctx.Done():
+		p.stop()
+		<-p.done
+		if p.err == nil {
+			p.res, p.err = nil, ctx.Err()
+		}
+	}
+	p.finished = true
+	return p.res, p.err
+}
+
+// DispatchSized implements Conn.
+func (c *client) DispatchSized(ctx context.Context, req *DispatchRequest, outputs []int) (*DispatchResult, error) {
+	var pl *plane
+	if c.v2 != nil {
+		_, pl = c.v2.snapshot()
+	}
+	if pl == nil {
+		in, out := uint64(0), uint64(0)
+		for _, b := range req.Inputs {
+			in += uint64(len(b))
+		}
+		for _, n := range outputs {
+			out += uint64(n)
+		}
+		const overhead = 1 << 10
+		if in+overhead > MaxMessageBytes || out+overhead > MaxMessageBytes {
+			return nil, &LimitError{What: fmt.Sprintf("dispatch with %d input and %d output bytes", in, out), Size: max(in, out) + overhead, Limit: MaxMessageBytes}
+		}
+		return c.Dispatch(ctx, req)
+	}
+	return dispatchOnPlane(ctx, pl, req, outputs)
+}
+
+// Artifact implements Artifacts.
+func (c *client) Artifact(ctx context.Context, req *ArtifactRequest) (*Artifact, error) {
+	v, err := c.need("pluginapi.Artifacts", func(c Capabilities) bool { return c.Artifacts })
+	if err != nil {
+		return nil, err
+	}
+	idx, err := adapterIndex(req.Adapter)
+	if err != nil {
+		return nil, err
+	}
+	if req.Program == nil {
+		return nil, Rejected("artifact request has no program. Fix: set ArtifactRequest.Program")
+	}
+	prog, err := ir.Encode(req.Program)
+	if err != nil {
+		return nil, Rejected("encode program %q: %w", req.Program.Name, err)
+	}
+	r, err := v.rpc.Artifact(ctx, &kilnpb.ArtifactRequest{
+		Adapter: idx, Program: prog, Spec: specToProto(req.Spec),
+		WorkgroupX: req.WorkgroupSize[0], WorkgroupY: req.WorkgroupSize[1], WorkgroupZ: req.WorkgroupSize[2],
+		Kind: req.Kind,
+	})
+	if err != nil {
+		return nil, v.status(ctx, "Artifact", "pluginapi.Artifacts", err)
+	}
+	return &Artifact{Data: r.GetData(), Info: r.GetInfo()}, nil
+}
+
+// Health implements HealthChecker.
+func (c *client) Health(ctx context.Context) error {
+	v, err := c.need("pluginapi.HealthChecker", func(c Capabilities) bool { return c.Health })
+	if err != nil {
+		return err
+	}
+	if _, err := v.rpc.Health(ctx, &kilnpb.HealthRequest{}); err != nil {
+		return v.status(ctx, "Health", "pluginapi.HealthChecker", err)
+	}
+	return nil
+}

@@ -1,0 +1,158 @@
+package pluginapi
+
+import (
+	"context"
+	"fmt"
+	"strings"
+)
+
+// The SDK grows by optional interfaces, as database/sql/driver does: Backend is
+// the core every plugin implements, and each capability added later is an
+// interface of its own that a backend may also implement. Serve finds them with
+// type assertions; for a missing one the plugin answers "unimplemented" and the
+// host adapts (see docs/design.md, "Protocol v2: buffers, submits, shared
+// memory, fast path"). A plugin built against an older SDK keeps working.
+
+// Buffers is implemented by a backend that keeps buffers on its device (protocol
+// 2). Without it the host keeps buffers in its own memory and runs every dispatch
+// through Backend.Dispatch with the bytes inline.
+//
+// Buffer handles are the backend's; the SDK keeps a table of each handle's size
+// and checks every offset and size against it before a backend sees a request, so
+// WriteBuffer, ReadBuffer and Submitter.Submit only ever get ranges that lie inside
+// their buffers. A buffer starts zero-filled.
+type Buffers interface {
+	// AllocBuffer creates a buffer of req.Size bytes on an adapter.
+	AllocBuffer(ctx context.Context, req *AllocRequest) (*AllocResult, error)
+	// FreeBuffer frees a buffer. The backend must not touch its memory (nor
+	// AllocRequest.Shared) afterwards.
+	FreeBuffer(ctx context.Context, buffer uint64) error
+	// WriteBuffer copies src into the buffer at offset. src is only valid during
+	// the call.
+	WriteBuffer(ctx context.Context, buffer, offset uint64, src []byte) error
+	// ReadBuffer fills dst from the buffer at offset. dst is only valid during the
+	// call.
+	ReadBuffer(ctx context.Context, buffer, offset uint64, dst []byte) error
+}
+
+// Submitter is implemented by a backend that runs batches of commands over its
+// buffers (protocol 2); it comes with Buffers. Without both, the host runs each
+// command of a batch itself, dispatches through Backend.Dispatch.
+type Submitter interface {
+	// Submit runs req.Commands in order, with the barriers their dependencies
+	// need (a command sees every write of the commands before it), and returns
+	// when all are done. The first failing command ends the batch.
+	Submit(ctx context.Context, req *SubmitRequest) (*SubmitResult, error)
+}
+
+// Artifacts is implemented by a backend that can show the device code a program
+// compiles to, for `kiln compile`. Without it, the host reports the backend as
+// having no artifacts.
+type Artifacts interface {
+	// Artifact compiles req.Program and returns its device code of req.Kind
+	// ("spirv", "ptx"). An unknown kind is a RejectedError.
+	Artifact(ctx context.Context, req *ArtifactRequest) (*Artifact, error)
+}
+
+// HealthChecker is implemented by a backend that can tell whether its devices
+// still work (device lost, driver reset). Without it the host knows only whether
+// the process answers.
+type HealthChecker interface {
+	// Health returns nil when every opened adapter works, else a DeviceError or
+	// UnavailableError saying what broke.
+	Health(ctx context.Context) error
+}
+
+// Capabilities says which optional interfaces a backend implements, and, for a
+// plugin process seen from the host, which protocol and data plane it speaks.
+type Capabilities struct {
+	// Protocol is the negotiated wire protocol: 1 or 2; 0 for a backend used in
+	// process.
+	Protocol int
+	// Buffers, Submit, Artifacts and Health report the optional interfaces.
+	Buffers, Submit, Artifacts, Health bool
+	// SharedMemory reports whether buffer bytes and submits travel through the
+	// shared-memory data plane (fixed frames on a unix socket, memfd segments
+	// mapped by both processes) instead of gRPC messages.
+	SharedMemory bool
+	// DataPlane says why SharedMemory is off, when it is.
+	DataPlane string
+}
+
+// CapabilitiesOf reports what b implements. For the host's side of a plugin
+// connection (what Dispense returns) it is what the plugin reported in its
+// handshake; for any other Backend it is found with type assertions.
+func CapabilitiesOf(b Backend) Capabilities {
+	if r, ok := b.(interface{ capabilities() Capabilities }); ok {
+		return r.capabilities()
+	}
+	_, buffers := b.(Buffers)
+	_, submit := b.(Submitter)
+	_, artifacts := b.(Artifacts)
+	_, health := b.(HealthChecker)
+	return Capabilities{Buffers: buffers, Submit: submit && buffers, Artifacts: artifacts, Health: health}
+}
+
+// Resident reports whether buffers live in the plugin: the backend implements
+// both Buffers and Submitter over protocol 2 (or in process).
+func (c Capabilities) Resident() bool { return c.Buffers && c.Submit && c.Protocol != 1 }
+
+// Missing lists, for each optional interface the backend lacks, what the host
+// does instead, in words for `kiln doctor`.
+func (c Capabilities) Missing() []string {
+	var out []string
+	if c.Protocol == 1 {
+		return []string{"protocol 1 plugin: no optional interfaces; buffers are kept by the host and every dispatch sends its bytes inline over gRPC. Fix: rebuild the plugin against the current pluginapi"}
+	}
+	switch {
+	case !c.Buffers:
+		out = append(out, "no pluginapi.Buffers: buffers are kept by the host and every dispatch sends its bytes inline")
+	case !c.Submit:
+		out = append(out, "no pluginapi.Submitter: buffers are kept by the host and every dispatch sends its bytes inline")
+	}
+	if !c.Artifacts {
+		out = append(out, "no pluginapi.Artifacts: kiln compile cannot show its device code")
+	}
+	if !c.Health {
+		out = append(out, "no pluginapi.HealthChecker: only process liveness is known")
+	}
+	if c.Protocol == 2 && !c.SharedMemory {
+		out = append(out, "no shared-memory data plane ("+c.DataPlane+"): buffer bytes and submits travel as gRPC messages")
+	}
+	return out
+}
+
+// String is a one-line summary: "protocol 2: buffers, submit, shared memory".
+func (c Capabilities) String() string {
+	var have []string
+	for _, f := range []struct {
+		on   bool
+		name string
+	}{{c.Buffers, "buffers"}, {c.Submit, "submit"}, {c.Artifacts, "artifacts"}, {c.Health, "health"}, {c.SharedMemory, "shared memory"}} {
+		if f.on {
+			have = append(have, f.name)
+		}
+	}
+	if len(have) == 0 {
+		have = append(have, "core only")
+	}
+	return fmt.Sprintf("protocol %d: %s", c.Protocol, strings.Join(have, ", "))
+}
+
+// UnimplementedError says a plugin does not implement an optional interface.
+// The host adapts where it can (see Capabilities.Missing) and returns this error
+// where it cannot (artifacts, health).
+type UnimplementedError struct {
+	// Interface names the missing interface ("pluginapi.Artifacts").
+	Interface string
+	// Backend is the backend's id, when known.
+	Backend string
+}
+
+func (e *UnimplementedError) Error() string {
+	who := "the plugin"
+	if e.Backend != "" {
+		who = "backend " + e.Backend
+	}
+	return fmt.Sprintf("%s does not implement %s. Fix: use a backend that implements it, or ask the plugin's author to implement it", who, e.Interface)
+}

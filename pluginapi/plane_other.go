@@ -1,0 +1,59 @@
+//go:build !linux
+
+package pluginapi
+
+import (
+	"context"
+	"errors"
+	"runtime"
+)
+
+// Without Linux's memfd there is no shared-memory data plane: every connection
+// stays on gRPC, and these stand-ins are never reached with a plane.
+
+var errNoPlane = errors.New("the shared-memory data plane needs Linux (memfd); this is " + runtime.GOOS)
+
+type segment struct {
+	id  uint32
+	mem []byte
+}
+
+type plane struct{}
+
+type call struct{ seq uint64 }
+
+func (*call) ready() bool { return true }
+
+func dialPlane(context.Context, string, []byte, func(uint64)) (*plane, error) { return nil, errNoPlane }
+
+func (*plane) closed() error        { return errNoPlane }
+func (*plane) close()               {}
+func (*plane) cancel(uint64)        {}
+func (*plane) dropSegment(*segment) {}
+func (*plane) roundTrip(context.Context, *request, int, int) (*done, error) {
+	return nil, errNoPlane
+}
+func (*plane) send(*request, int, int, func()) (*call, error) { return nil, errNoPlane }
+func (*plane) wait(context.Context, *call) (*done, bool, error) {
+	return nil, true, errNoPlane
+}
+
+func allocOnPlane(context.Context, *plane, uint32, *AllocRequest) (*AllocResult, *segment, error) {
+	return nil, nil, errNoPlane
+}
+
+func transferOnPlane(context.Context, *plane, frameKind, uint64, uint64, []byte) error {
+	return errNoPlane
+}
+
+func dispatchOnPlane(context.Context, *plane, *DispatchRequest, []int) (*DispatchResult, error) {
+	return nil, errNoPlane
+}
+
+type planeServer struct{ token []byte }
+
+func listenPlane(*device) (*planeServer, error) { return nil, errNoPlane }
+
+func (*planeServer) socketPath() string { return "" }
+func (*planeServer) cancel(uint64)      {}
+func (*planeServer) close()             {}

@@ -1,0 +1,434 @@
+//go:build linux
+
+package pluginapi
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/subtle"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// acceptTimeout bounds how long an opened data plane waits for its host.
+const acceptTimeout = 30 * time.Second
+
+// planeServer is the plugin's side of the data plane: it accepts the host's one
+// connection on a private unix socket and runs each request frame in order, on
+// one goroutine, answering each with a completion frame. Requests go through the
+// SDK's device, so a backend sees only checked requests and []byte views of the
+// shared segments.
+type planeServer struct {
+	dev   *device
+	dir   string
+	ln    *net.UnixListener
+	token []byte
+
+	mu      sync.Mutex
+	conn    *rawConn
+	closed  bool
+	running map[uint64]context.CancelFunc
+
+	// Owned by the serving goroutine.
+	segs   map[uint32]*segment // staging segments and mapped buffers' segments
+	bufSeg map[uint64]*segment // mapped buffer → its segment
+}
+
+// listenPlane opens a unix socket in a new private directory and serves the
+// first connection that presents the token.
+func listenPlane(dev *device) (*planeServer, error) {
+	dir, err := os.MkdirTemp("", "kiln-plane-")
+	if err != nil {
+		return nil, fmt.Errorf("data plane directory: %w", err)
+	}
+	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: filepath.Join(dir, "s"), Net: "unix"})
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, fmt.Errorf("data plane socket: %w", err)
+	}
+	token := make([]byte, 32)
+	if _, err := rand.Read(token); err != nil {
+		ln.Close()
+		os.RemoveAll(dir)
+		return nil, fmt.Errorf("data plane token: %w", err)
+	}
+	p := &planeServer{dev: dev, dir: dir, ln: ln, token: token, running: map[uint64]context.CancelFunc{},
+		segs: map[uint32]*segment{}, bufSeg: map[uint64]*segment{}}
+	go p.serve()
+	return p, nil
+}
+
+func (p *planeServer) socketPath() string { return filepath.Join(p.dir, "s") }
+
+// cancel cancels the running request seq.
+func (p *planeServer) cancel(seq uint64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if c := p.running[seq]; c != nil {
+		c()
+	}
+}
+
+// close ends the data plane; the serving goroutine unmaps the staging segments.
+func (p *planeServer) close() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.closed = true
+	p.ln.Close()
+	if p.conn != nil {
+		p.conn.shutdown()
+	}
+}
+
+func (p *planeServer) serve() {
+	_ = p.ln.SetDeadline(time.Now().Add(acceptTimeout))
+	uc, err := p.ln.AcceptUnix()
+	p.ln.Close()
+	os.RemoveAll(p.dir)
+	if err != nil {
+		return
+	}
+	conn, err := rawFrom(uc)
+	if err != nil {
+		return
+	}
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		conn.close()
+		return
+	}
+	p.conn = conn
+	p.mu.Unlock()
+	r := &fdReader{conn: conn}
+	defer p.shutdown(conn, r)
+	if err := checkPeer(conn.fd); err != nil {
+		return
+	}
+	if !p.hello(r, conn) {
+		return
+	}
+	for {
+		b, err := r.frame(maxRequestFrameBytes)
+		if err != nil {
+			return
+		}
+		req, err := decodeRequest(b)
+		if err != nil {
+			return
+		}
+		fd := -1
+		if req.fd {
+			if fd = r.popFD(); fd < 0 {
+				return
+			}
+		}
+		if err := conn.write(encodeDone(req.kind, p.handle(req, fd)), nil); err != nil {
+			return
+		}
+	}
+}
+
+// hello reads the first frame, which must carry the token.
+func (p *planeServer) hello(r *fdReader, conn *rawConn) bool {
+	b, err := r.frame(maxRequestFrameBytes)
+	if err != nil {
+		return false
+	}
+	req, err := decodeRequest(b)
+	if err != nil || req.kind != frameHello || subtle.ConstantTimeCompare(req.token, p.token) != 1 {
+		return false
+	}
+	return conn.write(encodeDone(frameHello, &done{seq: req.seq}), nil) == nil
+}
+
+// shutdown closes the connection, the descriptors never claimed by a frame and
+// the staging segments. Mapped buffers' segments stay: the backend may still hold
+// them until it is closed.
+func (p *planeServer) shutdown(conn *rawConn, r *fdReader) {
+	conn.close()
+	for fd := r.popFD(); fd >= 0; fd = r.popFD() {
+		unix.Close(fd)
+	}
+	for id, s := range p.segs {
+		if !p.isBufferSegment(s) {
+			s.unmap()
+		}
+		delete(p.segs, id)
+	}
+}
+
+func (p *planeServer) isBufferSegment(s *segment) bool {
+	for _, b := range p.bufSeg {
+		if b == s {
+			return true
+		}
+	}
+	return false
+}
+
+// handle runs one request and returns its completion.
+func (p *planeServer) handle(req *request, fd int) *done {
+	ctx, cancel := context.WithCancel(context.Background())
+	p.mu.Lock()
+	p.running[req.seq] = cancel
+	p.mu.Unlock()
+	defer func() {
+		p.mu.Lock()
+		delete(p.running, req.seq)
+		p.mu.Unlock()
+		cancel()
+	}()
+	d := &done{seq: req.seq}
+	err := p.run(ctx, req, fd, d)
+	if err != nil {
+		d.status, d.msg = statusOf(err), err.Error()
+	}
+	return d
+}
+
+// run executes req, filling d's result fields.
+func (p *planeServer) run(ctx context.Context, req *request, fd int, d *done) error {
+	switch req.kind {
+	case frameAttach:
+		if _, dup := p.segs[req.segment]; dup {
+			unix.Close(fd)
+			return Rejected("segment %d is already attached", req.segment)
+		}
+		s, err := mapSegment(req.segment, fd, req.size)
+		if err != nil {
+			return err
+		}
+		p.segs[req.segment] = s
+		return nil
+	case frameDetach:
+		s, ok := p.segs[req.segment]
+		if !ok || p.isBufferSegment(s) {
+			return Rejected("detach of segment %d, which is not a staging segment", req.segment)
+		}
+		s.unmap()
+		delete(p.segs, req.segment)
+		return nil
+	case frameAlloc:
+		return p.alloc(ctx, req, fd, d)
+	case frameFree:
+		if err := p.dev.free(ctx, req.buffer); err != nil {
+			return err
+		}
+		if s := p.bufSeg[req.buffer]; s != nil {
+			delete(p.bufSeg, req.buffer)
+			delete(p.segs, s.id)
+			s.unmap()
+		}
+		return nil
+	case frameWrite, frameRead:
+		view, err := p.view(req.data)
+		if err != nil {
+			return err
+		}
+		if req.kind == frameWrite {
+			return p.dev.write(ctx, req.buffer, req.offset, view)
+		}
+		return p.dev.read(ctx, req.buffer, req.offset, view)
+	case frameSubmit:
+		res, err := p.dev.submit(ctx, &SubmitRequest{Adapter: int(req.adapter), Commands: req.commands})
+		if err != nil {
+			return err
+		}
+		d.hostNanos, d.deviceNanos = res.HostNanos, res.DeviceNanos
+		return nil
+	case frameDispatch:
+		return p.dispatch(ctx, req, d)
+	}
+	return Rejected("request kind %d is not served on the data plane", req.kind)
+}
+
+func (p *planeServer) alloc(ctx context.Context, req *request, fd int, d *done) error {
+	var s *segment
+	if req.segment != 0 {
+		if _, dup := p.segs[req.segment]; dup {
+			unix.Close(fd)
+			return Rejected("segment %d is already attached", req.segment)
+		}
+		if req.size == 0 {
+			unix.Close(fd)
+			return Rejected("a shared segment for an empty buffer")
+		}
+		var err error
+		if s, err = mapSegment(req.segment, fd, req.size); err != nil {
+			return err
+		}
+	}
+	ar := &AllocRequest{Adapter: int(req.adapter), Size: req.size, Usage: req.usage}
+	if s != nil {
+		ar.Shared = s.mem
+	}
+	res, err := p.dev.alloc(ctx, ar)
+	if err != nil {
+		if s != nil {
+			s.unmap()
+		}
+		return err
+	}
+	d.buffer, d.mapped = res.Buffer, res.Mapped
+	if s != nil {
+		if res.Mapped {
+			p.segs[s.id] = s
+			p.bufSeg[res.Buffer] = s
+		} else {
+			s.unmap()
+		}
+	}
+	return nil
+}
+
+// view returns a staged range, or a RejectedError when it lies outside its
+// segment or names none.
+func (p *planeServer) view(r segRange) ([]byte, error) {
+	if r.size == 0 {
+		return []byte{}, nil
+	}
+	s, ok := p.segs[r.segment]
+	if !ok || p.isBufferSegment(s) {
+		return nil, Rejected("staged range names segment %d, which is not a staging segment", r.segment)
+	}
+	v, ok := s.view(r.offset, r.size)
+	if !ok {
+		return nil, Rejected("staged range [%d, %d+%d) lies outside segment %d of %d bytes", r.offset, r.offset, r.size, r.segment, len(s.mem))
+	}
+	return v, nil
+}
+
+// dispatch runs Backend.Dispatch on staged inputs and copies each output into its
+// staged range, reporting every output's true size; an output longer than its
+// range is not copied, and the host refuses it.
+func (p *planeServer) dispatch(ctx context.Context, req *request, d *done) error {
+	dr := req.dispatch
+	for i, in := range req.inputs {
+		if dr.Inputs[i] == nil {
+			continue
+		}
+		v, err := p.view(in)
+		if err != nil {
+			return err
+		}
+		dr.Inputs[i] = v
+	}
+	outs := make([][]byte, len(req.outputs))
+	for i, o := range req.outputs {
+		v, err := p.view(o)
+		if err != nil {
+			return err
+		}
+		outs[i] = v
+	}
+	res, err := p.dev.dispatch(ctx, dr)
+	if err != nil {
+		return err
+	}
+	if len(res.Outputs) != len(outs) {
+		return &badResult{fmt.Sprintf("%d outputs, the host expects %d", len(res.Outputs), len(outs))}
+	}
+	d.sizes = make([]uint64, len(outs))
+	for i, o := range res.Outputs {
+		d.sizes[i] = uint64(len(o))
+		if len(o) <= len(outs[i]) {
+			copy(outs[i], o)
+		}
+	}
+	d.hostNanos, d.deviceNanos = res.HostNanos, res.DeviceNanos
+	return nil
+}
+
+// fdReader reads frames from a unix stream socket, collecting the descriptors
+// that arrive with them (SCM_RIGHTS) in order.
+type fdReader struct {
+	conn *rawConn
+	buf  []byte
+	r, w int
+	fds  []int
+	oob  []byte
+}
+
+// fill reads more bytes; the buffer has room.
+func (fr *fdReader) fill() error {
+	if fr.oob == nil {
+		fr.oob = make([]byte, unix.CmsgSpace(16*4))
+	}
+	n, oobn, flags, err := fr.conn.recvmsg(fr.buf[fr.w:], fr.oob)
+	if oobn > 0 {
+		msgs, perr := unix.ParseSocketControlMessage(fr.oob[:oobn])
+		if perr != nil {
+			return perr
+		}
+		for i := range msgs {
+			fds, perr := unix.ParseUnixRights(&msgs[i])
+			if perr != nil {
+				return perr
+			}
+			fr.fds = append(fr.fds, fds...)
+		}
+	}
+	if flags&unix.MSG_CTRUNC != 0 {
+		return errors.New("data plane: descriptors were truncated")
+	}
+	fr.w += n
+	if err != nil {
+		return err
+	}
+	if n == 0 {
+		return errors.New("data plane: connection closed")
+	}
+	return nil
+}
+
+// frame returns the next whole frame, valid until the next call.
+func (fr *fdReader) frame(limit int) ([]byte, error) {
+	if fr.buf == nil {
+		fr.buf = make([]byte, 64<<10)
+	}
+	if fr.r > 0 {
+		copy(fr.buf, fr.buf[fr.r:fr.w])
+		fr.w -= fr.r
+		fr.r = 0
+	}
+	for fr.w < frameHeaderBytes {
+		if err := fr.fill(); err != nil {
+			return nil, err
+		}
+	}
+	h, err := parseHeader(fr.buf[:frameHeaderBytes], limit)
+	if err != nil {
+		return nil, err
+	}
+	size := int(h.size)
+	if size > len(fr.buf) {
+		grown := make([]byte, size)
+		copy(grown, fr.buf[:fr.w])
+		fr.buf = grown
+	}
+	for fr.w < size {
+		if err := fr.fill(); err != nil {
+			return nil, err
+		}
+	}
+	fr.r = size
+	return fr.buf[:size], nil
+}
+
+// popFD returns the oldest received descriptor, or -1 when none is left.
+func (fr *fdReader) popFD() int {
+	if len(fr.fds) == 0 {
+		return -1
+	}
+	fd := fr.fds[0]
+	fr.fds = fr.fds[1:]
+	return fd
+}

@@ -1,0 +1,220 @@
+package pluginapi
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/kiln-dev/kiln/ir"
+	kilnpb "github.com/kiln-dev/kiln/pluginapi/proto"
+)
+
+// deviceServer is the plugin side of protocol 2's Device service: the gRPC form
+// of every optional interface (the fallback when there is no data plane) and the
+// call that opens the data plane.
+type deviceServer struct {
+	kilnpb.UnimplementedDeviceServer
+	v1  *server
+	dev *device
+
+	mu    sync.Mutex
+	plane *planeServer
+}
+
+// deviceStatus is toStatus plus UNIMPLEMENTED for a missing optional interface.
+func deviceStatus(err error) error {
+	var unimp *UnimplementedError
+	if errors.As(err, &unimp) {
+		return status.Error(codes.Unimplemented, err.Error())
+	}
+	return toStatus(err)
+}
+
+func (s *deviceServer) Describe(ctx context.Context, req *kilnpb.DescribeRequest) (*kilnpb.DeviceDescription, error) {
+	d, err := s.v1.Describe(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	c := s.dev.caps()
+	return &kilnpb.DeviceDescription{Description: d, Capabilities: &kilnpb.Capabilities{
+		Buffers: c.Buffers, Submit: c.Submit, Artifacts: c.Artifacts, Health: c.Health,
+	}}, nil
+}
+
+func (s *deviceServer) OpenDataPlane(context.Context, *kilnpb.OpenDataPlaneRequest) (*kilnpb.OpenDataPlaneResponse, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.plane != nil {
+		return nil, status.Error(codes.FailedPrecondition, "the data plane is already open. Fix: open it once per plugin process")
+	}
+	p, err := listenPlane(s.dev)
+	if err != nil {
+		return nil, status.Error(codes.FailedPrecondition, err.Error())
+	}
+	s.plane = p
+	return &kilnpb.OpenDataPlaneResponse{Socket: p.socketPath(), Token: p.token}, nil
+}
+
+func (s *deviceServer) Cancel(_ context.Context, req *kilnpb.CancelRequest) (*kilnpb.CancelResponse, error) {
+	s.mu.Lock()
+	p := s.plane
+	s.mu.Unlock()
+	if p != nil {
+		p.cancel(req.GetSeq())
+	}
+	return &kilnpb.CancelResponse{}, nil
+}
+
+// closePlane stops the data plane, if one is open.
+func (s *deviceServer) closePlane() {
+	s.mu.Lock()
+	p := s.plane
+	s.mu.Unlock()
+	if p != nil {
+		p.close()
+	}
+}
+
+func (s *deviceServer) AllocBuffer(ctx context.Context, req *kilnpb.AllocBufferRequest) (*kilnpb.AllocBufferResponse, error) {
+	res, err := s.dev.alloc(ctx, &AllocRequest{Adapter: int(req.GetAdapter()), Size: req.GetSize(), Usage: BufferUsage(req.GetUsage())})
+	if err != nil {
+		return nil, deviceStatus(err)
+	}
+	return &kilnpb.AllocBufferResponse{Buffer: res.Buffer}, nil
+}
+
+func (s *deviceServer) FreeBuffer(ctx context.Context, req *kilnpb.FreeBufferRequest) (*kilnpb.FreeBufferResponse, error) {
+	if err := s.dev.free(ctx, req.GetBuffer()); err != nil {
+		return nil, deviceStatus(err)
+	}
+	return &kilnpb.FreeBufferResponse{}, nil
+}
+
+func (s *deviceServer) WriteBuffer(ctx context.Context, req *kilnpb.WriteBufferRequest) (*kilnpb.WriteBufferResponse, error) {
+	if err := s.dev.write(ctx, req.GetBuffer(), req.GetOffset(), req.GetData()); err != nil {
+		return nil, deviceStatus(err)
+	}
+	return &kilnpb.WriteBufferResponse{}, nil
+}
+
+func (s *deviceServer) ReadBuffer(ctx context.Context, req *kilnpb.ReadBufferRequest) (*kilnpb.ReadBufferResponse, error) {
+	size := req.GetSize()
+	if size > maxChunkBytes {
+		return nil, deviceStatus(Rejected("read of %d bytes in one message, more than %d. Fix: read in chunks", size, maxChunkBytes))
+	}
+	if err := s.dev.checkRange("read", BufferRange{Buffer: req.GetBuffer(), Offset: req.GetOffset(), Size: size}, false); err != nil {
+		return nil, deviceStatus(err)
+	}
+	dst := make([]byte, size)
+	if err := s.dev.read(ctx, req.GetBuffer(), req.GetOffset(), dst); err != nil {
+		return nil, deviceStatus(err)
+	}
+	return &kilnpb.ReadBufferResponse{Data: dst}, nil
+}
+
+func (s *deviceServer) Submit(ctx context.Context, req *kilnpb.SubmitRequest) (*kilnpb.SubmitResponse, error) {
+	cmds, err := commandsFromProto(req.GetCommands())
+	if err != nil {
+		return nil, deviceStatus(err)
+	}
+	res, err := s.dev.submit(ctx, &SubmitRequest{Adapter: int(req.GetAdapter()), Commands: cmds})
+	if err != nil {
+		return nil, deviceStatus(err)
+	}
+	return &kilnpb.SubmitResponse{HostNanos: res.HostNanos, DeviceNanos: res.DeviceNanos}, nil
+}
+
+func (s *deviceServer) Artifact(ctx context.Context, req *kilnpb.ArtifactRequest) (*kilnpb.ArtifactResponse, error) {
+	p, err := ir.Decode(req.GetProgram())
+	if err != nil {
+		return nil, deviceStatus(Rejected("decode program (%d bytes): %w", len(req.GetProgram()), err))
+	}
+	if err := ir.Validate(p); err != nil {
+		return nil, deviceStatus(Rejected("program %q is invalid: %w", p.Name, err))
+	}
+	spec, err := specFromProto(req.GetSpec())
+	if err != nil {
+		return nil, deviceStatus(err)
+	}
+	if err := checkSpec(p, spec); err != nil {
+		return nil, deviceStatus(err)
+	}
+	wg := [3]uint32{req.GetWorkgroupX(), req.GetWorkgroupY(), req.GetWorkgroupZ()}
+	if err := checkWorkgroupOverride(wg); err != nil {
+		return nil, deviceStatus(err)
+	}
+	a, err := s.dev.artifact(ctx, &ArtifactRequest{Adapter: int(req.GetAdapter()), Program: p, Spec: spec, WorkgroupSize: wg, Kind: req.GetKind()})
+	if err != nil {
+		return nil, deviceStatus(err)
+	}
+	return &kilnpb.ArtifactResponse{Data: a.Data, Info: a.Info}, nil
+}
+
+func (s *deviceServer) Health(ctx context.Context, _ *kilnpb.HealthRequest) (*kilnpb.HealthResponse, error) {
+	if err := s.dev.checkHealth(ctx); err != nil {
+		return nil, deviceStatus(err)
+	}
+	return &kilnpb.HealthResponse{}, nil
+}
+
+// maxChunkBytes is the most buffer bytes one gRPC write or read carries; larger
+// transfers are split.
+const maxChunkBytes = 64 << 20
+
+func rangeToProto(r BufferRange) *kilnpb.BufferRange {
+	return &kilnpb.BufferRange{Buffer: r.Buffer, Offset: r.Offset, Size: r.Size}
+}
+
+func rangeFromProto(r *kilnpb.BufferRange) BufferRange {
+	return BufferRange{Buffer: r.GetBuffer(), Offset: r.GetOffset(), Size: r.GetSize()}
+}
+
+func commandsToProto(cmds []SubmitCommand) ([]*kilnpb.Command, error) {
+	out := make([]*kilnpb.Command, len(cmds))
+	for i, c := range cmds {
+		switch c := c.(type) {
+		case DispatchCommand:
+			d := &kilnpb.DispatchCommand{Pipeline: c.Pipeline, GridX: c.Grid[0], GridY: c.Grid[1], GridZ: c.Grid[2], Uniforms: c.Uniforms}
+			for _, b := range c.Bindings {
+				d.Bindings = append(d.Bindings, rangeToProto(b))
+			}
+			out[i] = &kilnpb.Command{Op: &kilnpb.Command_Dispatch{Dispatch: d}}
+		case CopyCommand:
+			out[i] = &kilnpb.Command{Op: &kilnpb.Command_Copy{Copy: &kilnpb.CopyCommand{Src: rangeToProto(c.Src), Dst: rangeToProto(c.Dst)}}}
+		case FillCommand:
+			out[i] = &kilnpb.Command{Op: &kilnpb.Command_Fill{Fill: &kilnpb.FillCommand{Dst: rangeToProto(c.Dst), Value: c.Value}}}
+		default:
+			return nil, Rejected("command %d is a %T, which the SDK does not know. Fix: use DispatchCommand, CopyCommand or FillCommand", i, c)
+		}
+	}
+	return out, nil
+}
+
+func commandsFromProto(cmds []*kilnpb.Command) ([]SubmitCommand, error) {
+	out := make([]SubmitCommand, len(cmds))
+	for i, c := range cmds {
+		switch op := c.GetOp().(type) {
+		case *kilnpb.Command_Dispatch:
+			d := op.Dispatch
+			dc := DispatchCommand{Pipeline: d.GetPipeline(), Grid: [3]uint32{d.GetGridX(), d.GetGridY(), d.GetGridZ()}, Uniforms: d.GetUniforms()}
+			for _, b := range d.GetBindings() {
+				dc.Bindings = append(dc.Bindings, rangeFromProto(b))
+			}
+			out[i] = dc
+		case *kilnpb.Command_Copy:
+			out[i] = CopyCommand{Src: rangeFromProto(op.Copy.GetSrc()), Dst: rangeFromProto(op.Copy.GetDst())}
+		case *kilnpb.Command_Fill:
+			out[i] = FillCommand{Dst: rangeFromProto(op.Fill.GetDst()), Value: op.Fill.GetValue()}
+		default:
+			return nil, Rejected("command %d has no operation. Fix: update the host or the plugin so both speak the same protocol", i)
+		}
+	}
+	return out, nil
+}
+
+// errPlaneClosed reports a data plane that was closed on purpose.
+var errPlaneClosed = fmt.Errorf("kiln data plane is closed")

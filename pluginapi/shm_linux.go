@@ -1,0 +1,95 @@
+//go:build linux
+
+package pluginapi
+
+import (
+	"fmt"
+	"math"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// segment is one memfd mapping of the data plane.
+type segment struct {
+	id  uint32
+	mem []byte
+	// orphaned: the peer is gone and mem now maps private anonymous memory, so
+	// that views still held by callers stay valid until they are released.
+	orphaned bool
+}
+
+// createSegment makes a memfd of size bytes and maps it; the caller sends fd to
+// the plugin and closes it.
+func createSegment(id uint32, size uint64) (*segment, int, error) {
+	if size == 0 || size > math.MaxInt {
+		return nil, -1, fmt.Errorf("shared segment of %d bytes", size)
+	}
+	fd, err := unix.MemfdCreate(SegmentName, unix.MFD_CLOEXEC)
+	if err != nil {
+		return nil, -1, fmt.Errorf("memfd_create: %w", err)
+	}
+	if err := unix.Ftruncate(fd, int64(size)); err != nil {
+		unix.Close(fd)
+		return nil, -1, fmt.Errorf("size a %d-byte shared segment: %w", size, err)
+	}
+	mem, err := unix.Mmap(fd, 0, int(size), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+	if err != nil {
+		unix.Close(fd)
+		return nil, -1, fmt.Errorf("map a %d-byte shared segment: %w", size, err)
+	}
+	return &segment{id: id, mem: mem}, fd, nil
+}
+
+// mapSegment maps size bytes of a received memfd and closes it; the memfd must be
+// at least that large, so no access through the mapping can fault.
+func mapSegment(id uint32, fd int, size uint64) (*segment, error) {
+	defer unix.Close(fd)
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return nil, fmt.Errorf("stat shared segment %d: %w", id, err)
+	}
+	if size == 0 || size > math.MaxInt || st.Size < 0 || uint64(st.Size) < size {
+		return nil, fmt.Errorf("shared segment %d has %d bytes, %d announced", id, st.Size, size)
+	}
+	mem, err := unix.Mmap(fd, 0, int(size), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+	if err != nil {
+		return nil, fmt.Errorf("map shared segment %d (%d bytes): %w", id, size, err)
+	}
+	return &segment{id: id, mem: mem}, nil
+}
+
+// orphan replaces the shared mapping with private zero pages at the same address:
+// the memfd's memory is released, and a view a caller still holds reads zeros
+// instead of faulting.
+func (s *segment) orphan() {
+	if s.orphaned || s.mem == nil {
+		return
+	}
+	_, err := unix.MmapPtr(-1, 0, unsafe.Pointer(unsafe.SliceData(s.mem)), uintptr(len(s.mem)),
+		unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS|unix.MAP_FIXED)
+	if err != nil {
+		// Keeping the shared mapping is safe, only wasteful: the memory is
+		// released when the segment is unmapped.
+		return
+	}
+	s.orphaned = true
+}
+
+// unmap releases the mapping; the segment must not be used afterwards.
+func (s *segment) unmap() {
+	if s.mem == nil {
+		return
+	}
+	_ = unix.Munmap(s.mem) // fails only for a mapping unix.Mmap did not make
+	s.mem = nil
+}
+
+// view returns r's bytes in the segment, or false when r lies outside it.
+func (s *segment) view(offset, size uint64) ([]byte, bool) {
+	end := offset + size
+	if end < offset || end > uint64(len(s.mem)) {
+		return nil, false
+	}
+	return s.mem[offset:end:end], true
+}
