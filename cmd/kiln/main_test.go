@@ -272,9 +272,20 @@ func TestBenchJSON(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &r); err != nil {
 		t.Fatal(err)
 	}
-	for _, k := range []string{"start_median_ns", "round_trip_median_ns", "plugin_gbps", "in_process_gbps"} {
-		if v, ok := r[k].(float64); !ok || v <= 0 {
-			t.Errorf("%s = %v, want a positive figure", k, r[k])
+	figure := func(path ...string) any {
+		var v any = r
+		for _, k := range path {
+			m, ok := v.(map[string]any)
+			if !ok {
+				return nil
+			}
+			v = m[k]
+		}
+		return v
+	}
+	for _, path := range [][]string{{"start_median_ns"}, {"round_trip", "median_ns"}, {"bulk", "gbps"}, {"in_process_gbps"}} {
+		if v, ok := figure(path...).(float64); !ok || v <= 0 {
+			t.Errorf("%v = %v, want a positive figure", path, figure(path...))
 		}
 	}
 }
