@@ -47,11 +47,15 @@ func BenchmarkSubmitRoundTrip(b *testing.B) {
 	var batch Batch
 	batch.Dispatch(pl, BoundWork{Grid: [3]uint32{1, 1, 1}, Bindings: []Binding{Bind(x), Bind(y)}})
 	b.Run("submit", func(b *testing.B) {
+		var plugin int64
 		for range b.N {
-			if _, err := be.Submit(ctx, &batch); err != nil {
+			res, err := be.Submit(ctx, &batch)
+			if err != nil {
 				b.Fatal(err)
 			}
+			plugin += res.PluginTime.Nanoseconds()
 		}
+		b.ReportMetric(float64(plugin)/float64(b.N), "plugin-ns/op")
 	})
 	work := Work{Grid: [3]uint32{1, 1, 1}, Inputs: [][]byte{make([]byte, 4), make([]byte, 4)}}
 	b.Run("dispatch", func(b *testing.B) {

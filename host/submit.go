@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -264,7 +265,7 @@ func (s span) rng() pluginapi.BufferRange {
 
 // resolve checks a binding: the buffer belongs to this backend, is not freed and
 // holds the range (aligned to 4 bytes when aligned).
-func (b *Backend) resolve(what string, bd Binding, aligned bool, plan *batchPlan, seen map[*Buffer]bool) (span, error) {
+func (b *Backend) resolve(what string, bd Binding, aligned bool, plan *batchPlan) (span, error) {
 	bf := bd.Buffer
 	if bf == nil {
 		return span{}, &BufferError{Buffer: "<nil>", Detail: what + " has no buffer. Fix: bind a buffer from Alloc"}
@@ -287,8 +288,7 @@ func (b *Backend) resolve(what string, bd Binding, aligned bool, plan *batchPlan
 	if aligned && (bd.Offset%pluginapi.ElementBytes != 0 || size%pluginapi.ElementBytes != 0) {
 		return span{}, &BufferError{Buffer: bf.Name(), Detail: fmt.Sprintf("%s: range [%d, %d+%d) is not aligned to 4-byte elements. Fix: use offsets and sizes that are multiples of 4", what, bd.Offset, bd.Offset, size)}
 	}
-	if !seen[bf] {
-		seen[bf] = true
+	if !slices.Contains(plan.bufs, bf) {
 		plan.bufs = append(plan.bufs, bf)
 	}
 	return span{buf: bf, offset: bd.Offset, size: size, handle: bf.handle, mem: bf.mem}, nil
@@ -296,20 +296,19 @@ func (b *Backend) resolve(what string, bd Binding, aligned bool, plan *batchPlan
 
 // planBatch checks every command before anything is sent.
 func (b *Backend) planBatch(bt *Batch) (*batchPlan, error) {
-	plan := &batchPlan{}
-	seen := map[*Buffer]bool{}
+	plan := &batchPlan{cmds: make([]plannedCmd, 0, len(bt.cmds))}
 	for i, c := range bt.cmds {
 		pc := plannedCmd{batchCmd: c}
 		var err error
 		switch c.kind {
 		case cmdDispatch:
-			err = b.planDispatch(i, &pc, plan, seen)
+			err = b.planDispatch(i, &pc, plan)
 		case cmdCopy:
 			what := fmt.Sprintf("command %d (copy)", i)
-			if pc.src, err = b.resolve(what+" source", c.src, false, plan, seen); err != nil {
+			if pc.src, err = b.resolve(what+" source", c.src, false, plan); err != nil {
 				break
 			}
-			if pc.dst, err = b.resolve(what+" destination", c.dst, false, plan, seen); err != nil {
+			if pc.dst, err = b.resolve(what+" destination", c.dst, false, plan); err != nil {
 				break
 			}
 			switch {
@@ -319,7 +318,7 @@ func (b *Backend) planBatch(bt *Batch) (*batchPlan, error) {
 				err = &BufferError{Buffer: pc.dst.buf.Name(), Detail: what + ": source and destination overlap. Fix: copy through a second buffer"}
 			}
 		case cmdFill:
-			pc.dst, err = b.resolve(fmt.Sprintf("command %d (fill)", i), c.dst, true, plan, seen)
+			pc.dst, err = b.resolve(fmt.Sprintf("command %d (fill)", i), c.dst, true, plan)
 		}
 		if err != nil {
 			return nil, err
@@ -329,7 +328,7 @@ func (b *Backend) planBatch(bt *Batch) (*batchPlan, error) {
 	return plan, nil
 }
 
-func (b *Backend) planDispatch(i int, pc *plannedCmd, plan *batchPlan, seen map[*Buffer]bool) error {
+func (b *Backend) planDispatch(i int, pc *plannedCmd, plan *batchPlan) error {
 	pl, w := pc.pipeline, pc.work
 	if pl == nil || pl.backend.p != b.p || pl.backend.adapter.Index != b.adapter.Index {
 		return &LaunchError{Program: "<pipeline>", Detail: fmt.Sprintf("command %d: the pipeline was not compiled on %s. Fix: compile it with this backend's Compile", i, b.Name())}
@@ -354,7 +353,7 @@ func (b *Backend) planDispatch(i int, pc *plannedCmd, plan *batchPlan, seen map[
 	pc.bindings = make([]span, len(w.Bindings))
 	pc.sizes = make([]int64, len(w.Bindings))
 	for _, d := range prog.Buffers {
-		s, err := b.resolve(fmt.Sprintf("command %d (dispatch of %s), binding %d (%s)", i, prog.Name, d.Binding, d.Name), w.Bindings[d.Binding], true, plan, seen)
+		s, err := b.resolve(fmt.Sprintf("command %d (dispatch of %s), binding %d (%s)", i, prog.Name, d.Binding, d.Name), w.Bindings[d.Binding], true, plan)
 		if err != nil {
 			return err
 		}

@@ -418,9 +418,6 @@ func (c *client) SubmitAsync(ctx context.Context, req *SubmitRequest) (*Pending,
 	}
 	if _, pl := v.snapshot(); pl != nil {
 		r := &request{kind: frameSubmit, adapter: adapter, commands: req.Commands}
-		if _, err := encodeRequest(r); err != nil {
-			return nil, &LimitError{What: fmt.Sprintf("submit of %d commands", len(req.Commands)), Size: submitSize(req), Limit: maxRequestFrameBytes}
-		}
 		call, err := pl.send(r, -1, 0, nil)
 		if err != nil {
 			return nil, err
@@ -459,9 +456,9 @@ func (c *client) SubmitAsync(ctx context.Context, req *SubmitRequest) (*Pending,
 }
 
 // submitSize is a batch's frame size, for a LimitError.
-func submitSize(req *SubmitRequest) uint64 {
+func submitSize(cmds []SubmitCommand) uint64 {
 	e := &enc{}
-	for _, c := range req.Commands {
+	for _, c := range cmds {
 		_ = encodeCommand(e, c) // unknown commands were refused by the table check
 	}
 	return uint64(frameHeaderBytes + 8 + len(e.b))

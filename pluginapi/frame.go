@@ -225,7 +225,7 @@ const maxBindings = 64
 
 // encodeRequest encodes r as one frame.
 func encodeRequest(r *request) ([]byte, error) {
-	e := &enc{b: make([]byte, frameHeaderBytes, 64)}
+	e := &enc{b: make([]byte, frameHeaderBytes, 256)}
 	switch r.kind {
 	case frameHello:
 		e.u32(uint32(len(r.token)))

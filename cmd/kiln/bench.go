@@ -28,7 +28,8 @@ over gRPC):
     of one 1-element dispatch over a resident buffer
   - a dispatch whose read_write buffer of --mib MiB goes in and comes back
     out, through the plugin on both protocols and as Write + submit + Read of
-    a resident buffer, against the same CPU interpreter run in-process
+    a resident buffer, and copied into a mapped buffer and read in place,
+    against the same CPU interpreter run in-process
     (fastest of --repeats each); GB/s counts the bytes in plus the bytes out
   - --chain dependent 1-element dispatches in one submit
   - a saxpy over two resident --mib MiB buffers, with the bytes the host's
@@ -78,6 +79,7 @@ func (a *app) printBench(r *bench.Report) {
 	fmt.Fprintf(tw, "1-element submit over a resident buffer\t%s\t-\n", lat(r.RoundTripSubmit))
 	mib := r.Bytes >> 20
 	fmt.Fprintf(tw, "%d MiB in + out (v1 API)\t%s\t%s\n", mib, bulk(r.Bulk), bulk(r.BulkV1))
+	fmt.Fprintf(tw, "%d MiB copied into a mapped buffer, submit, read in place\t%s\t-\n", mib, bulk(r.BulkMapped))
 	fmt.Fprintf(tw, "%d MiB Write + submit + Read (resident)\t%s\t-\n", mib, bulk(r.BulkResident))
 	fmt.Fprintf(tw, "%d MiB in + out in-process (interpreter)\t%v = %.2f GB/s\t\n", mib, d(r.InProcNs), r.InProcGB)
 	fmt.Fprintf(tw, "%d dependent 1-element dispatches, one submit\t%v\t-\n", r.Chain, d(r.ChainNs))
