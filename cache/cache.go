@@ -280,12 +280,18 @@ func (c *DiskCache) Write(key Key, payload []byte) error {
 }
 
 // flushInBackground is Write's background flush; its error waits for the next
-// Flush.
+// Flush. Writes that pass a quarter of the cap again while it runs start the
+// next one as it ends, so a writer that outpaces one trim is still bounded.
 func (c *DiskCache) flushInBackground(done chan struct{}) {
 	err := c.flush(context.Background())
 	c.mu.Lock()
 	c.bgErr = errors.Join(c.bgErr, err)
 	c.background = nil
+	if err == nil && c.written > c.maxBytes/4 {
+		next := make(chan struct{})
+		c.background = next
+		go c.flushInBackground(next)
+	}
 	c.mu.Unlock()
 	close(done)
 }

@@ -828,3 +828,94 @@ func TestWalkAndNamesListTheEntries(t *testing.T) {
 		}
 	}
 }
+
+// removeListed removes the file that was listed, and never one a writer
+// installed after the listing.
+func TestRemoveListedKeepsAReplacedFile(t *testing.T) {
+	c := openTest(t, Options{})
+	k := keyN(1)
+	mustWrite(t, c, k, []byte("old"))
+	path := c.PathFor(k)
+	listed, err := os.Lstat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustWrite(t, c, k, []byte("fresh"))
+	if removed, err := removeListed(path, listed); removed || err != nil {
+		t.Fatalf("removeListed of a replaced file = %v, %v", removed, err)
+	}
+	if p, ok := mustRead(t, c, k); !ok || string(p) != "fresh" {
+		t.Fatalf("the fresh entry is gone: %q, %v", p, ok)
+	}
+	if stray := listAll(t, c.Root()); len(stray) != 1 {
+		t.Fatalf("the shard holds %v, want only the entry", stray)
+	}
+	listed, _ = os.Lstat(path)
+	if removed, err := removeListed(path, listed); !removed || err != nil {
+		t.Fatalf("removeListed of the listed file = %v, %v", removed, err)
+	}
+	if removed, err := removeListed(path, listed); removed || err != nil {
+		t.Fatalf("removeListed of a file already gone = %v, %v", removed, err)
+	}
+}
+
+// listAll lists the files in root's shard directories.
+func listAll(t *testing.T, root string) []string {
+	t.Helper()
+	var names []string
+	shards, _ := os.ReadDir(root)
+	for _, s := range shards {
+		if !s.IsDir() {
+			continue
+		}
+		files, _ := os.ReadDir(filepath.Join(root, s.Name()))
+		for _, f := range files {
+			names = append(names, f.Name())
+		}
+	}
+	return names
+}
+
+// Writers repairing entries while Verify runs must never lose a repaired
+// entry: Verify removes only the corrupt file it read. Twenty rounds, since
+// the window of each race is short.
+func TestVerifyRacingWritersKeepsRepairedEntries(t *testing.T) {
+	for round := 0; round < 20; round++ {
+		c := openTest(t, Options{})
+		const n = 300
+		for i := 0; i < n; i++ {
+			mustWrite(t, c, keyN(i), []byte("x"))
+			os.WriteFile(c.PathFor(keyN(i)), bytes.Repeat([]byte("corrupt!"), 500), 0o644)
+		}
+		start := make(chan struct{})
+		var wg sync.WaitGroup
+		wg.Add(2)
+		go func() {
+			defer wg.Done()
+			<-start
+			for i := n - 1; i >= 0; i-- {
+				if err := c.Write(keyN(i), bytes.Repeat([]byte("good"), 1000)); err != nil {
+					t.Error(err)
+				}
+			}
+		}()
+		go func() {
+			defer wg.Done()
+			<-start
+			if _, err := c.Verify(context.Background()); err != nil {
+				t.Error(err)
+			}
+		}()
+		close(start)
+		wg.Wait()
+		lost := 0
+		for i := 0; i < n; i++ {
+			if _, ok := mustRead(t, c, keyN(i)); !ok {
+				lost++
+			}
+		}
+		if lost > 0 {
+			t.Fatalf("round %d: Verify racing writers removed %d of %d repaired entries", round, lost, n)
+		}
+	}
+}

@@ -245,7 +245,6 @@ func (p *plugin) launch(ctx context.Context) (*process, *pluginapi.Description, 
 	// go-plugin's stdio stream; the crash report's tail keeps it too.
 	cfg.SyncStderr = io.MultiWriter(tail, &limitedWriter{w: p.log.Named("stderr").StandardWriter(&hclog.StandardLoggerOptions{ForceLevel: hclog.Info}), limit: p.logs})
 	proc.client = goplugin.NewClient(cfg)
-	began := time.Now()
 	defer func() {
 		p.mu.Lock()
 		p.runner = nil
@@ -277,9 +276,9 @@ func (p *plugin) launch(ctx context.Context) (*process, *pluginapi.Description, 
 		}
 		line, got := proc.runner.handshakeLine()
 		// go-plugin gives up on a silent process when its stdout closes (it
-		// exited) or at the start timeout, when it kills it (it hung).
-		exited := time.Since(began) < p.set.startTimeout
-		stage, detail := handshakeStage(line, got, exited)
+		// exited on its own) or at the start timeout, when it kills it (it hung).
+		proc.runner.waitExit(closeTimeout)
+		stage, detail := handshakeStage(line, got, !proc.runner.outlived(p.set.startTimeout))
 		if detail == "" && stage == StartBadHandshake {
 			detail, _, _ = strings.Cut(err.Error(), "\n")
 		}
@@ -304,7 +303,7 @@ func (p *plugin) launch(ctx context.Context) (*process, *pluginapi.Description, 
 		switch {
 		case ctx.Err() != nil:
 			return fail(StartDescribeFailed, "the host was closed")
-		case dctx.Err() != nil:
+		case deadlinePassed(dctx, err):
 			return fail(StartDescribeHung, "")
 		case status.Code(err) == codes.Unavailable || proc.runner.waitExit(100*time.Millisecond):
 			proc.runner.waitExit(closeTimeout)
@@ -554,6 +553,27 @@ func (p *plugin) open(ctx context.Context, proc *process, adapter int) (time.Dur
 // Release, Close): an empty message; errors travel in the status, not the body.
 const smallLimit = 4 << 10
 
+// deadlinePassed reports whether a call failed because ctx's deadline passed.
+// The plugin's side learns the deadline too (gRPC sends it along) and may
+// cancel the stream a moment before the host's timer fires, so a cancelled
+// call under a deadline waits briefly for ctx to say so.
+func deadlinePassed(ctx context.Context, err error) bool {
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return true
+	}
+	deadline, ok := ctx.Deadline()
+	if !ok || !(errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) {
+		return false
+	}
+	timer := time.NewTimer(time.Until(deadline) + 100*time.Millisecond)
+	defer timer.Stop()
+	select {
+	case <-ctx.Done():
+	case <-timer.C:
+	}
+	return errors.Is(ctx.Err(), context.DeadlineExceeded)
+}
+
 // errNothingRan says a call met a process that had already exited before the
 // call began: no work was lost, so the caller relaunches and runs it again.
 var errNothingRan = errors.New("the plugin process had exited before the call")
@@ -582,7 +602,7 @@ func (p *plugin) classify(ctx context.Context, proc *process, backend, op string
 		return &BadResultError{Backend: backend, Detail: fmt.Sprintf("its %s response announced %d bytes where at most %d were expected; the host refused it unread", op, tooLarge.Size, tooLarge.Limit)}
 	case proc.isHung():
 		return &TimeoutError{Backend: backend, Op: op, After: time.Since(began), Hung: true}
-	case errors.Is(ctx.Err(), context.DeadlineExceeded):
+	case deadlinePassed(ctx, err):
 		p.log.Debug("caller's deadline passed; the call is cancelled, the plugin keeps running", "op", op, "pid", proc.pid)
 		return &TimeoutError{Backend: backend, Op: op, After: time.Since(began)}
 	case ctx.Err() != nil:

@@ -220,7 +220,7 @@ func TestOpenRecordsBrokenPluginsAndStartsTheRest(t *testing.T) {
 }
 
 func TestStartTimeoutDoesNotHoldUpTheOthers(t *testing.T) {
-	h, err := Open(context.Background(), Options{PluginDir: pluginDir(t, "cpuref", "fx-slow-start"), StartTimeout: 500 * time.Millisecond})
+	h, err := Open(context.Background(), Options{PluginDir: pluginDir(t, "cpuref", "fx-slow-start"), StartTimeout: 2 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -275,17 +275,17 @@ func TestStartFailuresAreDiagnosed(t *testing.T) {
 	}{
 		"fx-exit-early":    {StartExited, []string{"exited before its handshake", "exit status 4", "giving up before the handshake"}},
 		"fx-badcookie":     {StartExited, []string{"magic cookie", "not meant to be executed directly"}},
-		"fx-slow-start":    {StartHung, []string{"no handshake within the start timeout of 1s"}},
+		"fx-slow-start":    {StartHung, []string{"no handshake within the start timeout of 3s"}},
 		"fx-stdout":        {StartBadHandshake, []string{"hello from a plugin", "not a go-plugin handshake"}},
 		"fx-badversion":    {StartProtocol, []string{"kiln protocol version 99", "this host speaks"}},
 		"fx-describe-exit": {StartDescribeExited, []string{"exited while describing itself", "exit status 5", "dying in Describe"}},
-		"fx-describe-hang": {StartDescribeHung, []string{"did not answer Describe within the start timeout of 1s"}},
+		"fx-describe-hang": {StartDescribeHung, []string{"did not answer Describe within the start timeout of 3s"}},
 	}
 	var names []string
 	for n := range want {
 		names = append(names, n)
 	}
-	h := openWithOptions(t, Options{StartTimeout: time.Second}, names...)
+	h := openWithOptions(t, Options{StartTimeout: 3 * time.Second}, names...)
 	seen := map[string]bool{}
 	for _, p := range h.Report().Plugins {
 		name := fileID(p.Path)

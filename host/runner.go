@@ -39,6 +39,7 @@ type pluginRunner struct {
 	mu        sync.Mutex
 	killed    bool // Kill was called: a later Start refuses
 	pid       int
+	startedAt time.Time
 	firstLine string
 	gotLine   bool
 	exited    bool
@@ -136,8 +137,18 @@ func (r *pluginRunner) Start(context.Context) error {
 	if err := r.cmd.Start(); err != nil {
 		return err
 	}
-	r.pid = r.cmd.Process.Pid
+	r.pid, r.startedAt = r.cmd.Process.Pid, time.Now()
 	return nil
+}
+
+// outlived reports whether the process was SIGKILLed after running at least
+// limit: go-plugin's start timeout killed it, rather than it exiting on its own.
+func (r *pluginRunner) outlived(limit time.Duration) bool {
+	exited, _, how := r.exitInfo()
+	r.mu.Lock()
+	ran := time.Since(r.startedAt)
+	r.mu.Unlock()
+	return !exited || (strings.Contains(how, "signal: killed") && ran >= limit)
 }
 
 // Wait waits for the process to exit and records when it did.

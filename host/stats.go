@@ -189,7 +189,7 @@ func (s *pluginStats) dispatched(took time.Duration, in, out int) {
 func (s *pluginStats) compiled(cacheStatus string) {
 	s.compiles.Add(1)
 	switch cacheStatus {
-	case CacheHit:
+	case CacheHit, CacheRemoteHit:
 		s.cacheHits.Add(1)
 	case CacheMiss:
 		s.cacheMisses.Add(1)

@@ -65,13 +65,15 @@ func (s *Store) GetEntry(ctx context.Context, key cache.Key) ([]byte, cache.Miss
 }
 
 // PutEntry uploads entry (cache.EncodeEntry's bytes) as key's object, unless an
-// object for key is there already: entries are immutable. It is a synchronous
-// upload with the call deadline; Cache queues it behind a compile instead.
+// object for key is there already (a conditional write): entries are
+// immutable. It is a synchronous upload with the call deadline; Cache queues
+// it behind a compile instead.
 func (s *Store) PutEntry(ctx context.Context, key cache.Key, entry []byte) error {
+	name := entryName(key.Hex())
 	err := s.do(ctx, "put pipeline", func(ctx context.Context) error {
-		err := s.bucket.WriteAll(ctx, entryName(key.Hex()), entry, &blob.WriterOptions{IfNotExist: true, ContentType: "application/octet-stream"})
+		err := s.bucket.WriteAll(ctx, name, entry, &blob.WriterOptions{IfNotExist: true, ContentType: "application/octet-stream"})
 		if gcerrors.Code(err) == gcerrors.FailedPrecondition {
-			return nil
+			return nil // there already
 		}
 		return err
 	})

@@ -9,8 +9,6 @@ import (
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/kiln-dev/kiln/remote/remotetest"
 )
 
 // The re-executed test binary publishes records to the fleet tier at urlEnv:
@@ -97,5 +95,3 @@ func TestEightPublishingProcessesLoseNothing(t *testing.T) {
 		})
 	}
 }
-
-var _ = remotetest.Bucket

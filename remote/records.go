@@ -249,8 +249,8 @@ func (s *Store) QueueRoute(op string, r pgo.Route) {
 	}})
 }
 
-// publish writes doc as a new object under dir and deletes the objects there
-// older than the newest.
+// publish writes doc as a new object under dir (its name is unique: a time and
+// 64 random bits) and deletes the objects there older than the newest.
 func (s *Store) publish(ctx context.Context, op, dir string, at time.Time, doc any) error {
 	data, err := json.Marshal(doc)
 	if err != nil {
@@ -258,7 +258,7 @@ func (s *Store) publish(ctx context.Context, op, dir string, at time.Time, doc a
 	}
 	name := dir + stamp(at)
 	err = s.do(ctx, op, func(ctx context.Context) error {
-		return s.bucket.WriteAll(ctx, name, data, &blob.WriterOptions{IfNotExist: true, ContentType: "application/json"})
+		return s.bucket.WriteAll(ctx, name, data, &blob.WriterOptions{ContentType: "application/json"})
 	})
 	if err != nil {
 		return fmt.Errorf("%s to the fleet tier: %w", op, err)

@@ -37,7 +37,7 @@ func open(t testing.TB, url string) *Store {
 	return s
 }
 
-// bucket opens the remote's bucket directly, to plant objects.
+// bucket is the remote's bucket, for planting objects.
 func bucket(t testing.TB, s *Store) *blob.Bucket { return s.bucket }
 
 func localCache(t testing.TB) *cache.DiskCache {

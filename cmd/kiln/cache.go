@@ -205,12 +205,11 @@ func (a *app) printCacheStats(j cacheStatsJSON) {
 		fmt.Fprintf(a.out, "  %-7s hits %d, misses %d%s, errors %d, writes %d%s\n", name, t.Hits, t.Misses, reasons(t.ByCause), t.Errors, t.Writes, extra)
 	}
 	tier("local", j.Local, "")
-	remoteName := "remote"
 	if j.RemoteURL == "" && j.Remote.Hits+j.Remote.Misses+j.Remote.Errors+j.Remote.Writes == 0 {
 		fmt.Fprintf(a.out, "  remote  none configured (%s)\n", remote.Env)
 		return
 	}
-	tier(remoteName, j.Remote, fmt.Sprintf(", uploads dropped %d", j.Remote.Dropped))
+	tier("remote", j.Remote, fmt.Sprintf(", uploads dropped %d", j.Remote.Dropped))
 	if j.RemoteURL != "" {
 		fmt.Fprintf(a.out, "  remote  %s\n", j.RemoteURL)
 	}

@@ -10,22 +10,20 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/kiln-dev/kiln/host"
 	"github.com/kiln-dev/kiln/ir"
 	"github.com/kiln-dev/kiln/ir/kernels"
-	"github.com/kiln-dev/kiln/plugins/vulkan/spirv"
 )
 
 // compileJSON is `kiln compile --json`.
 type compileJSON struct {
-	Program           string            `json:"program"`
-	Backend           string            `json:"backend"`
-	Emit              string            `json:"emit"`
-	Output            string            `json:"output,omitempty"`
-	Bytes             int               `json:"bytes"`
-	EntryPoint        string            `json:"entry_point"`
-	PushConstantBytes uint32            `json:"push_constant_bytes"`
-	WorkgroupSizeIDs  [3]uint32         `json:"workgroup_size_spec_ids"`
-	ParamIDs          map[string]uint32 `json:"param_spec_ids"`
+	Program    string            `json:"program"`
+	Backend    string            `json:"backend"`
+	Emit       string            `json:"emit"`
+	Output     string            `json:"output,omitempty"`
+	Bytes      int               `json:"bytes"`
+	EntryPoint string            `json:"entry_point,omitempty"`
+	Info       map[string]string `json:"info,omitempty"`
 }
 
 func (a *app) compileCommand() *cobra.Command {
@@ -33,40 +31,56 @@ func (a *app) compileCommand() *cobra.Command {
 	var dis bool
 	cmd := &cobra.Command{
 		Use:   "compile [PROGRAM.json]",
-		Short: "Emit the shader a backend would build for a program (SPIR-V for vulkan)",
+		Short: "Emit the device code a backend compiles a program to (SPIR-V, PTX)",
 		Long: `Emit the device code a backend compiles a program to, without running it:
 
   kiln compile prog.json --backend vulkan --emit spirv -o prog.spv
   kiln compile --kernel matmul -o matmul.spv --dis
+  kiln compile --kernel saxpy --backend cuda --emit ptx -o saxpy.ptx
 
-The SPIR-V is what the Vulkan backend builds its pipeline from (SPIR-V 1.3,
-entry point main; the workgroup size and the parameters are specialization
-constants, so one module serves every --spec and --wg). -o - writes the module
-to stdout. --dis prints spirv-dis's disassembly (SPIRV-Tools must be
-installed); with --dis, -o is optional. No plugin is started.`,
+The backend's plugin compiles the program on its adapter and returns the code
+of the kind --emit names (vulkan: spirv; cuda: ptx, cubin); a plugin that
+cannot emit code, or not that kind, is an error. --backend defaults to vulkan
+and --emit to spirv. -o - writes the code to stdout. --dis prints spirv-dis's
+disassembly of SPIR-V (SPIRV-Tools must be installed); with --dis, -o is
+optional. The other facts the plugin reports (entry point, specialization
+constant ids, ...) are printed, or with --json are its "info".`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if (kernel != "") == (len(args) == 1) {
 				return errors.New("say what to compile. Fix: pass a PROGRAM.json or --kernel NAME (kiln run --list shows the kernels)")
 			}
-			if backend != "vulkan" || emit != "spirv" {
-				return fmt.Errorf("--backend %s --emit %s is not available: kiln compile emits SPIR-V for the vulkan backend only. Fix: pass --backend vulkan --emit spirv", backend, emit)
-			}
 			switch {
 			case output == "" && !dis:
 				return errors.New("no output. Fix: pass -o FILE (or -o - for stdout), or --dis to print the disassembly")
 			case output == "-" && dis:
-				return errors.New("-o - and --dis both write to stdout. Fix: write the module to a file with -o FILE, or drop one of them")
+				return errors.New("-o - and --dis both write to stdout. Fix: write the code to a file with -o FILE, or drop one of them")
+			case dis && emit != "spirv":
+				return fmt.Errorf("--dis disassembles SPIR-V, not %s. Fix: drop --dis, or pass --emit spirv", emit)
 			}
 			prog, err := loadProgram(kernel, args)
 			if err != nil {
 				return err
 			}
-			m, err := spirv.Emit(prog)
+			ctx := cmd.Context()
+			h, err := a.open(ctx)
 			if err != nil {
 				return err
 			}
-			code := m.Bytes()
+			defer h.Close()
+			b, err := h.Acquire(ctx, backend)
+			if err != nil {
+				return err
+			}
+			pl, err := b.Compile(ctx, prog, host.CompileOptions{})
+			if err != nil {
+				return err
+			}
+			art, err := b.Artifact(ctx, pl, emit)
+			if err != nil {
+				return fmt.Errorf("%s cannot emit %s: %w", b.Name(), emit, err)
+			}
+			code := art.Data
 			switch output {
 			case "":
 			case "-":
@@ -84,33 +98,37 @@ installed); with --dis, -o is optional. No plugin is started.`,
 			if output == "-" {
 				return nil
 			}
-			j := compileJSON{
-				Program: prog.Name, Backend: backend, Emit: emit, Output: output, Bytes: len(code), EntryPoint: m.EntryPoint,
-				PushConstantBytes: m.PushConstantBytes, WorkgroupSizeIDs: m.WorkgroupSizeIDs, ParamIDs: m.ParamIDs,
-			}
+			j := compileJSON{Program: prog.Name, Backend: b.Name(), Emit: emit, Output: output, Bytes: len(code),
+				EntryPoint: art.Info["entry_point"], Info: art.Info}
 			if a.json {
 				return a.printJSON(j)
 			}
-			fmt.Fprintf(a.out, "wrote %s: %d bytes of SPIR-V for %s (entry point %s, %d bytes of push constants, workgroup size on spec ids %d %d %d",
-				output, j.Bytes, j.Program, j.EntryPoint, j.PushConstantBytes, j.WorkgroupSizeIDs[0], j.WorkgroupSizeIDs[1], j.WorkgroupSizeIDs[2])
-			names := make([]string, 0, len(m.ParamIDs))
-			for name := range m.ParamIDs {
-				names = append(names, name)
+			fmt.Fprintf(a.out, "wrote %s: %d bytes of %s for %s from %s", output, j.Bytes, emit, j.Program, j.Backend)
+			keys := make([]string, 0, len(art.Info))
+			for k := range art.Info {
+				keys = append(keys, k)
 			}
-			sort.Slice(names, func(i, k int) bool { return m.ParamIDs[names[i]] < m.ParamIDs[names[k]] })
-			for _, name := range names {
-				fmt.Fprintf(a.out, ", %s on %d", name, m.ParamIDs[name])
+			sort.Strings(keys)
+			for i, k := range keys {
+				sep := ", "
+				if i == 0 {
+					sep = " ("
+				}
+				fmt.Fprintf(a.out, "%s%s %s", sep, k, art.Info[k])
 			}
-			fmt.Fprintln(a.out, ")")
+			if len(keys) > 0 {
+				fmt.Fprint(a.out, ")")
+			}
+			fmt.Fprintln(a.out)
 			return nil
 		},
 	}
 	f := cmd.Flags()
 	f.StringVar(&kernel, "kernel", "", "corpus kernel to compile (see kiln run --list)")
-	f.StringVar(&backend, "backend", "vulkan", "backend whose code to emit (vulkan)")
-	f.StringVar(&emit, "emit", "spirv", "what to emit (spirv)")
-	f.StringVarP(&output, "output", "o", "", "file to write the module to; - for stdout")
-	f.BoolVar(&dis, "dis", false, "print the disassembly (spirv-dis)")
+	f.StringVar(&backend, "backend", "vulkan", "backend id or id:adapter whose code to emit")
+	f.StringVar(&emit, "emit", "spirv", "kind of code to emit (vulkan: spirv; cuda: ptx, cubin)")
+	f.StringVarP(&output, "output", "o", "", "file to write the code to; - for stdout")
+	f.BoolVar(&dis, "dis", false, "print the disassembly of SPIR-V (spirv-dis)")
 	return cmd
 }
 

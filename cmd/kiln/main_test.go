@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -12,6 +13,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/kiln-dev/kiln/ir/kernels"
 )
 
 // built holds the plugin executables, built once per test binary.
@@ -38,6 +41,9 @@ func TestMain(m *testing.M) {
 	code := m.Run()
 	if built.dir != "" {
 		os.RemoveAll(built.dir)
+	}
+	if emitters.dir != "" {
+		os.RemoveAll(emitters.dir)
 	}
 	os.RemoveAll(homes)
 	os.Exit(code)
@@ -272,9 +278,20 @@ func TestBenchJSON(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &r); err != nil {
 		t.Fatal(err)
 	}
-	for _, k := range []string{"start_median_ns", "round_trip_median_ns", "plugin_gbps", "in_process_gbps"} {
-		if v, ok := r[k].(float64); !ok || v <= 0 {
-			t.Errorf("%s = %v, want a positive figure", k, r[k])
+	figure := func(path ...string) any {
+		var v any = r
+		for _, k := range path {
+			m, ok := v.(map[string]any)
+			if !ok {
+				return nil
+			}
+			v = m[k]
+		}
+		return v
+	}
+	for _, path := range [][]string{{"start_median_ns"}, {"round_trip", "median_ns"}, {"bulk", "gbps"}, {"in_process_gbps"}} {
+		if v, ok := figure(path...).(float64); !ok || v <= 0 {
+			t.Errorf("%v = %v, want a positive figure", path, figure(path...))
 		}
 	}
 }
@@ -290,4 +307,157 @@ func userGoCache() string {
 		return ""
 	}
 	return strings.TrimSpace(string(out))
+}
+
+// emitters holds the vulkan and cuda plugin executables, built once per test
+// binary for the compile tests.
+var emitters struct {
+	once sync.Once
+	dir  string
+	err  error
+}
+
+// emitterPlugins returns a fresh plugins directory with the real vulkan and cuda
+// plugins and the fx-zeros fixture (a plugin without pluginapi.Artifacts).
+func emitterPlugins(t *testing.T) string {
+	t.Helper()
+	dir := plugins(t, "fx-zeros")
+	emitters.once.Do(func() {
+		if emitters.dir, emitters.err = os.MkdirTemp("", "kiln-cli-test-emitters-"); emitters.err != nil {
+			return
+		}
+		for _, id := range []string{"vulkan", "cuda"} {
+			build := exec.Command("go", "build", "-o", filepath.Join(emitters.dir, id), "github.com/kiln-dev/kiln/plugins/"+id)
+			build.Env = append(os.Environ(), "GOCACHE="+goCache)
+			if out, err := build.CombinedOutput(); err != nil {
+				emitters.err = errors.Join(emitters.err, fmt.Errorf("go build plugins/%s: %v\n%s", id, err, out))
+			}
+		}
+	})
+	if emitters.err != nil {
+		t.Fatal(emitters.err)
+	}
+	for _, id := range []string{"vulkan", "cuda"} {
+		if err := os.Symlink(filepath.Join(emitters.dir, id), filepath.Join(dir, "kiln-backend-"+id)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+func TestCompileEmitsSPIRV(t *testing.T) {
+	dir := emitterPlugins(t)
+	work := t.TempDir()
+	spv := filepath.Join(work, "saxpy.spv")
+	var j compileJSON
+	kilnJSON(t, &j, "--plugins", dir, "compile", "--kernel", "saxpy", "--backend", "vulkan", "--emit", "spirv", "-o", spv, "--json")
+	code, err := os.ReadFile(spv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(code) < 20 || binary.LittleEndian.Uint32(code) != 0x07230203 || j.Bytes != len(code) || j.Program != "kiln.vector.saxpy.f32" ||
+		j.Backend != "vulkan:0" || j.Emit != "spirv" || j.EntryPoint != "main" || j.Info["push_constant_bytes"] != "8" {
+		t.Fatalf("compile wrote %d bytes (magic %#x), reported %+v", len(code), binary.LittleEndian.Uint32(code), j)
+	}
+	if val, err := exec.LookPath("spirv-val"); err == nil {
+		if out, err := exec.Command(val, "--target-env", "vulkan1.1", spv).CombinedOutput(); err != nil {
+			t.Fatalf("spirv-val rejects the module: %v\n%s", err, out)
+		}
+	} else {
+		t.Log("spirv-val is not installed; the module was not validated")
+	}
+
+	// The defaults are --backend vulkan --emit spirv, and a program file gives
+	// the same module as the corpus kernel it holds.
+	src, ok := kernels.JSON("saxpy")
+	if !ok {
+		t.Fatal("no JSON for saxpy")
+	}
+	file := filepath.Join(work, "saxpy.json")
+	if err := os.WriteFile(file, src, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	status, out, errOut := kiln(t, "--plugins", dir, "compile", file, "-o", "-")
+	if status != 0 || out != string(code) {
+		t.Fatalf("compile FILE -o -: exit %d, %d bytes: %s", status, len(out), errOut)
+	}
+	status, out, errOut = kiln(t, "--plugins", dir, "compile", "--kernel", "saxpy", "-o", spv)
+	if status != 0 || !strings.Contains(out, "bytes of spirv for kiln.vector.saxpy.f32 from vulkan:0") || !strings.Contains(out, "entry_point main") {
+		t.Fatalf("compile -o FILE: exit %d: %s\n%s", status, errOut, out)
+	}
+
+	status, out, errOut = kiln(t, "--plugins", dir, "compile", "--kernel", "saxpy", "--dis")
+	if _, err := exec.LookPath("spirv-dis"); err == nil {
+		if status != 0 || !strings.Contains(out, "OpEntryPoint GLCompute") {
+			t.Fatalf("--dis: exit %d: %s\n%s", status, errOut, out)
+		}
+	} else if status == 0 || !strings.Contains(errOut, "spirv-dis is not installed") {
+		t.Fatalf("--dis without spirv-dis: exit %d: %s", status, errOut)
+	}
+	t.Setenv("PATH", t.TempDir())
+	status, _, errOut = kiln(t, "--plugins", dir, "compile", "--kernel", "saxpy", "--dis")
+	if status == 0 || !strings.Contains(errOut, "spirv-dis is not installed") || !strings.Contains(errOut, "Fix:") {
+		t.Fatalf("--dis with no spirv-dis on PATH: exit %d: %s", status, errOut)
+	}
+}
+
+// A kind the plugin does not emit, and a plugin that emits nothing, are errors
+// that end in a Fix.
+func TestCompileRejectsWhatThePluginCannotEmit(t *testing.T) {
+	dir := emitterPlugins(t)
+	spv := filepath.Join(t.TempDir(), "out")
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--emit", "ptx"}, `vulkan emits spirv, not "ptx"`},
+		{[]string{"--emit", "nope"}, `vulkan emits spirv, not "nope"`},
+		{[]string{"--backend", "fx-zeros"}, "does not implement pluginapi.Artifacts"},
+		{[]string{"--emit", "ptx", "--dis"}, "--dis disassembles SPIR-V"},
+	} {
+		args := append([]string{"--plugins", dir, "compile", "--kernel", "saxpy", "-o", spv}, c.args...)
+		status, _, errOut := kiln(t, args...)
+		if status == 0 || !strings.Contains(errOut, c.want) || !strings.Contains(errOut, "Fix:") {
+			t.Errorf("%v: exit %d, %q; want a failure saying %q with a Fix", c.args, status, errOut, c.want)
+		}
+	}
+	for _, args := range [][]string{
+		{"compile", "--kernel", "saxpy"},
+		{"compile", "--kernel", "saxpy", "-o", "-", "--dis"},
+		{"compile", "-o", spv},
+		{"compile", "--kernel", "nope", "-o", spv},
+		{"compile", filepath.Join(t.TempDir(), "missing.json"), "-o", spv},
+		{"compile", "--kernel", "saxpy", "--backend", "absent", "-o", spv},
+	} {
+		status, _, errOut := kiln(t, append([]string{"--plugins", dir}, args...)...)
+		if status == 0 || !strings.Contains(errOut, "Fix:") {
+			t.Errorf("%v: exit %d, %q; want a failure with a Fix", args, status, errOut)
+		}
+	}
+}
+
+// The cuda plugin emits PTX through the same command where it has a device;
+// without one (no NVIDIA driver) the command fails with a Fix instead.
+func TestCompileEmitsPTX(t *testing.T) {
+	dir := emitterPlugins(t)
+	out := filepath.Join(t.TempDir(), "saxpy.ptx")
+	status, stdout, errOut := kiln(t, "--plugins", dir, "--json", "compile", "--kernel", "saxpy", "--backend", "cuda", "--emit", "ptx", "-o", out)
+	if status != 0 {
+		if !strings.Contains(errOut, "cuda") || !strings.Contains(errOut, "Fix:") {
+			t.Fatalf("compile --backend cuda without a device: exit %d, %q; want a failure naming cuda with a Fix", status, errOut)
+		}
+		t.Logf("no usable CUDA device, so the clear error was checked: %s", strings.TrimSpace(errOut))
+		return
+	}
+	var j compileJSON
+	if err := json.Unmarshal([]byte(stdout), &j); err != nil {
+		t.Fatalf("%v: %s", err, stdout)
+	}
+	text, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(text), ".version") || !strings.Contains(string(text), ".entry") || j.Bytes != len(text) || j.Emit != "ptx" || j.EntryPoint == "" || j.Info["target"] == "" {
+		t.Fatalf("ptx of %d bytes, reported %+v:\n%s", len(text), j, text)
+	}
 }

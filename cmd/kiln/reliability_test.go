@@ -217,7 +217,7 @@ func TestDoctorDiagnosesEachFailure(t *testing.T) {
 	if err := os.Chmod(shared, 0o777); err != nil {
 		t.Fatal(err)
 	}
-	code, out, errOut := kiln(t, "--plugins", dir, "--start-timeout", "1s", "doctor")
+	code, out, errOut := kiln(t, "--plugins", dir, "--start-timeout", "3s", "doctor")
 	if code != 0 {
 		t.Fatalf("exit %d with cpu-ref installed: %s\n%s", code, errOut, out)
 	}
@@ -234,7 +234,7 @@ func TestDoctorDiagnosesEachFailure(t *testing.T) {
 		}
 	}
 	var d doctorJSON
-	kilnJSON(t, &d, "--plugins", dir, "--start-timeout", "1s", "doctor", "--json")
+	kilnJSON(t, &d, "--plugins", dir, "--start-timeout", "3s", "doctor", "--json")
 	stages := map[string]string{}
 	for _, p := range d.Plugins {
 		stages[filepath.Base(p.Path)] = p.Stage

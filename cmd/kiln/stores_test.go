@@ -3,10 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/binary"
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -14,7 +12,6 @@ import (
 
 	"github.com/kiln-dev/kiln/cache"
 	"github.com/kiln-dev/kiln/host"
-	"github.com/kiln-dev/kiln/ir/kernels"
 	"github.com/kiln-dev/kiln/pgo"
 	"github.com/kiln-dev/kiln/remote"
 	"github.com/kiln-dev/kiln/remote/remotetest"
@@ -282,70 +279,6 @@ func TestDoctorReportsStoreHealth(t *testing.T) {
 	// The host doctor opens creates the cache directory.
 	if s := fresh.Stores; s.PipelineCache.Health != healthOK || s.PipelineCache.Entries != 0 || s.Autotune.Health != healthEmpty || s.PGO.Health != healthEmpty || len(fresh.Problems) != 0 {
 		t.Fatalf("fresh homes: %+v, problems %q", fresh.Stores, fresh.Problems)
-	}
-}
-
-func TestCompileEmitsSPIRV(t *testing.T) {
-	work := t.TempDir()
-	spv := filepath.Join(work, "saxpy.spv")
-	var j compileJSON
-	kilnJSON(t, &j, "compile", "--kernel", "saxpy", "--backend", "vulkan", "--emit", "spirv", "-o", spv, "--json")
-	code, err := os.ReadFile(spv)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(code) < 20 || binary.LittleEndian.Uint32(code) != 0x07230203 || j.Bytes != len(code) || j.Program != "kiln.vector.saxpy.f32" || j.PushConstantBytes != 8 {
-		t.Fatalf("compile wrote %d bytes (magic %#x), reported %+v", len(code), binary.LittleEndian.Uint32(code), j)
-	}
-	if val, err := exec.LookPath("spirv-val"); err == nil {
-		if out, err := exec.Command(val, "--target-env", "vulkan1.1", spv).CombinedOutput(); err != nil {
-			t.Fatalf("spirv-val rejects the module: %v\n%s", err, out)
-		}
-	} else {
-		t.Log("spirv-val is not installed; the module was not validated")
-	}
-
-	// A program file gives the same module as the corpus kernel it holds.
-	src, ok := kernels.JSON("saxpy")
-	if !ok {
-		t.Fatal("no JSON for saxpy")
-	}
-	file := filepath.Join(work, "saxpy.json")
-	if err := os.WriteFile(file, src, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	status, out, errOut := kiln(t, "compile", file, "-o", "-")
-	if status != 0 || out != string(code) {
-		t.Fatalf("compile FILE -o -: exit %d, %d bytes: %s", status, len(out), errOut)
-	}
-
-	status, out, errOut = kiln(t, "compile", "--kernel", "saxpy", "--dis")
-	if _, err := exec.LookPath("spirv-dis"); err == nil {
-		if status != 0 || !strings.Contains(out, "OpEntryPoint GLCompute") {
-			t.Fatalf("--dis: exit %d: %s\n%s", status, errOut, out)
-		}
-	} else if status == 0 || !strings.Contains(errOut, "spirv-dis is not installed") {
-		t.Fatalf("--dis without spirv-dis: exit %d: %s", status, errOut)
-	}
-	t.Setenv("PATH", t.TempDir())
-	status, _, errOut = kiln(t, "compile", "--kernel", "saxpy", "--dis")
-	if status == 0 || !strings.Contains(errOut, "spirv-dis is not installed") || !strings.Contains(errOut, "Fix:") {
-		t.Fatalf("--dis with no spirv-dis on PATH: exit %d: %s", status, errOut)
-	}
-
-	for _, args := range [][]string{
-		{"compile", "--kernel", "saxpy"},
-		{"compile", "--kernel", "saxpy", "--backend", "cuda", "-o", spv},
-		{"compile", "--kernel", "saxpy", "--emit", "ptx", "-o", spv},
-		{"compile", "--kernel", "saxpy", "-o", "-", "--dis"},
-		{"compile", "-o", spv},
-		{"compile", "--kernel", "nope", "-o", spv},
-		{"compile", filepath.Join(work, "missing.json"), "-o", spv},
-	} {
-		status, _, errOut := kiln(t, args...)
-		if status == 0 || !strings.Contains(errOut, "Fix:") {
-			t.Errorf("%v: exit %d, %q; want a failure with a Fix", args, status, errOut)
-		}
 	}
 }
 

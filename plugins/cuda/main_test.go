@@ -211,6 +211,13 @@ func TestPluginProcess(t *testing.T) {
 	if err := b.Close(ctx); err != nil {
 		t.Error(err)
 	}
+	conn, ok := b.(pluginapi.Conn)
+	if !ok {
+		t.Fatalf("Dispense returned %T, not a pluginapi.Conn", b)
+	}
+	if caps := conn.Capabilities(); caps.Protocol != 2 || !caps.Resident() || !caps.Artifacts || !caps.Health {
+		t.Errorf("capabilities through the wire: %s", caps)
+	}
 	if log := logs.String(); !strings.Contains(log, "CUDA adapter") || !strings.Contains(log, "uuid=GPU-") {
 		t.Errorf("the plugin did not log its adapter and UUID:\n%s", log)
 	}
@@ -261,6 +268,42 @@ func BenchmarkInitAlone(b *testing.B) {
 		cmd.Env = append(os.Environ(), initChildEnv+"=1")
 		if out, err := cmd.CombinedOutput(); err != nil {
 			b.Fatalf("%v: %s", err, out)
+		}
+	}
+}
+
+// BenchmarkWireSubmitSmall is one submit of a 1-element vector add over resident
+// buffers from a host process through the plugin to the GPU and back (protocol 2,
+// over the shared-memory data plane where it opens), waiting for its completion.
+func BenchmarkWireSubmitSmall(b *testing.B) {
+	requireDevice(b)
+	be, _, stop := startPlugin(b)
+	defer stop()
+	ctx := context.Background()
+	if _, err := be.Describe(ctx); err != nil {
+		b.Fatal(err)
+	}
+	conn := be.(pluginapi.Conn)
+	b.Logf("capabilities: %s", conn.Capabilities())
+	k, _ := kernels.Lookup("vector_add")
+	c, err := be.Compile(ctx, &pluginapi.CompileRequest{Program: k.Program()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	var bufs []pluginapi.BufferRange
+	for range 3 {
+		r, err := conn.AllocBuffer(ctx, &pluginapi.AllocRequest{Size: 4})
+		if err != nil {
+			b.Fatal(err)
+		}
+		bufs = append(bufs, pluginapi.BufferRange{Buffer: r.Buffer, Size: 4})
+	}
+	req := &pluginapi.SubmitRequest{Commands: []pluginapi.SubmitCommand{
+		pluginapi.DispatchCommand{Pipeline: c.Pipeline, Grid: [3]uint32{1, 1, 1}, Bindings: bufs}}}
+	b.ResetTimer()
+	for range b.N {
+		if _, err := conn.Submit(ctx, req); err != nil {
+			b.Fatal(err)
 		}
 	}
 }

@@ -17,11 +17,25 @@ import (
 // Bucket is the bucket the S3 server holds.
 const Bucket = "kiln-fleet"
 
+// Credentials gives the test (and the processes it starts) static AWS
+// credentials, which the S3 server accepts, so the AWS SDK never looks further
+// (no shared config files, no instance metadata service).
+func Credentials(t testing.TB) {
+	t.Helper()
+	t.Setenv("AWS_ACCESS_KEY_ID", "kiln-test")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "kiln-test-secret")
+	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
+	t.Setenv("AWS_CONFIG_FILE", os.DevNull)
+	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", os.DevNull)
+}
+
 // S3 starts an S3 server on loopback for the test's lifetime, with one empty
 // bucket, and returns the fleet tier URL of prefix in it (no prefix when
-// empty) with extra query parameters appended ("kiln_timeout=1s").
+// empty) with extra query parameters appended ("kiln_timeout=1s"). It sets
+// the test's Credentials.
 func S3(t testing.TB, prefix string, extra ...string) string {
 	t.Helper()
+	Credentials(t)
 	backend := s3mem.New()
 	if err := backend.CreateBucket(Bucket); err != nil {
 		t.Fatal(err)
@@ -32,9 +46,10 @@ func S3(t testing.TB, prefix string, extra ...string) string {
 }
 
 // S3URL is the fleet tier URL of prefix in Bucket on the S3 endpoint, for
-// anonymous path-style access, with extra query parameters appended.
+// path-style access, with extra query parameters appended. The test must have
+// called Credentials (S3, NewHanging and Refusing do).
 func S3URL(endpoint, prefix string, extra ...string) string {
-	q := url.Values{"region": {"us-east-1"}, "endpoint": {endpoint}, "use_path_style": {"true"}, "anonymous": {"true"}}
+	q := url.Values{"region": {"us-east-1"}, "endpoint": {endpoint}, "use_path_style": {"true"}}
 	raw := "s3://" + Bucket
 	if prefix != "" {
 		raw += "/" + prefix
@@ -75,9 +90,11 @@ type Hanging struct {
 // Connections returns how many connections it has accepted.
 func (h *Hanging) Connections() int64 { return h.accepted.Load() }
 
-// NewHanging starts a hanging endpoint for the test's lifetime.
+// NewHanging starts a hanging endpoint for the test's lifetime and sets the
+// test's Credentials.
 func NewHanging(t testing.TB) *Hanging {
 	t.Helper()
+	Credentials(t)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -114,9 +131,10 @@ func NewHanging(t testing.TB) *Hanging {
 }
 
 // Refusing returns an http:// endpoint on loopback where nothing listens, so
-// every connection is refused.
+// every connection is refused, and sets the test's Credentials.
 func Refusing(t testing.TB) string {
 	t.Helper()
+	Credentials(t)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

@@ -60,6 +60,9 @@ type Backend struct {
 	adapters  []*adapter
 	pipelines map[uint64]*pipeline
 	nextID    uint64
+	// buffers are the resident buffers of protocol 2, by handle.
+	buffers    map[uint64]*resident
+	nextBuffer uint64
 }
 
 var _ pluginapi.Backend = (*Backend)(nil)
@@ -274,6 +277,10 @@ func (b *Backend) Close(context.Context) error {
 	for id, p := range b.pipelines {
 		p.destroy()
 		delete(b.pipelines, id)
+	}
+	for handle, r := range b.buffers {
+		_ = r.d.ctx.Do(func() error { return r.d.ctx.MemFree(r.ptr) })
+		delete(b.buffers, handle)
 	}
 	for _, a := range b.adapters {
 		a.close()

@@ -56,7 +56,7 @@ func TestDescribeReportsTheDevice(t *testing.T) {
 }
 
 // TestConformance runs the SDK's conformance kit (the whole corpus against the CPU
-// reference under DESIGN.md's rules, the contract checks, cached blobs) on cuda:0.
+// reference under the semantics in docs/design.md, "The program (IR)", the contract checks, cached blobs) on cuda:0.
 func TestConformance(t *testing.T) {
 	conformance.Run(t, newTestBackend(t), conformance.Options{})
 }

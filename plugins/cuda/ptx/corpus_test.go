@@ -23,7 +23,7 @@ func maxCaseInvocations() uint64 {
 
 // TestCorpusRunsOnInterpreter runs every corpus kernel at each of its sizes that
 // fits maxCaseInvocations on the PTX interpreter and compares the outputs with the
-// CPU reference interpreter (the oracle) under DESIGN.md's rules, and with the
+// CPU reference interpreter (the oracle) under the semantics in docs/design.md, "The program (IR)", and with the
 // kernel's plain-Go reference.
 func TestCorpusRunsOnInterpreter(t *testing.T) {
 	for _, k := range kernels.All() {

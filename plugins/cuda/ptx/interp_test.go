@@ -14,7 +14,7 @@ import (
 )
 
 // A PTX interpreter for exactly the subset Emit writes, so the tests can run an
-// emitted module and pin DESIGN.md's semantics on the text itself, without a GPU.
+// emitted module and pin the semantics of docs/design.md, "The program (IR)", on the text itself, without a GPU.
 // It follows the PTX ISA where a driver relies on it: f32 arithmetic with an .rn
 // suffix is IEEE single precision rounded to nearest even, fma is fused, integer
 // ops wrap, shift amounts above 32 clamp to 32, float-to-integer conversions

@@ -100,8 +100,8 @@ type Module struct {
 	SubgroupSize uint32
 }
 
-// Emit compiles p to a PTX module with DESIGN.md's IR semantics done in code (see
-// the package documentation), folding the specialization values and the workgroup
+// Emit compiles p to a PTX module with the IR semantics of docs/design.md, "The
+// program (IR)", done in code (see the package documentation), folding the specialization values and the workgroup
 // size of opts. Emit runs ir.Validate first and returns its error, wrapped, for an
 // ill-formed program.
 func Emit(p *ir.Program, opts Options) (*Module, error) {

@@ -5,7 +5,7 @@
 // specialization, empty buffers and grids), each with its launch, and the rule by
 // which a result is compared with the CPU reference interpreter (the oracle).
 //
-// The rules are CUDA's, tighter than DESIGN.md's cross-backend bounds, because the
+// The rules are CUDA's, tighter than the cross-backend bounds of docs/design.md, "Conformance kit", because the
 // PTX the backend emits is IEEE-exact where the ISA allows it: every result must
 // match the oracle bit for bit (any NaN equals any NaN; denormals are kept, never
 // flushed), div, sqrt and fma included. Only exp, log, sin and cos, which run on

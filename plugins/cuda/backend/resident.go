@@ -1,0 +1,468 @@
+package backend
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/kiln-dev/kiln/ir"
+	"github.com/kiln-dev/kiln/pluginapi"
+	"github.com/kiln-dev/kiln/plugins/cuda/driver"
+	"github.com/kiln-dev/kiln/plugins/cuda/ptx"
+)
+
+// Protocol 2 (docs/design.md, "Backends/CUDA"): buffers live in device memory
+// until freed, and a submit enqueues all its commands on the adapter's stream back
+// to back, between the two timing events, with one wait at the end; the stream
+// orders them, so each command sees the writes of those before it.
+var (
+	_ pluginapi.Buffers       = (*Backend)(nil)
+	_ pluginapi.Submitter     = (*Backend)(nil)
+	_ pluginapi.Artifacts     = (*Backend)(nil)
+	_ pluginapi.HealthChecker = (*Backend)(nil)
+)
+
+// resident is a buffer of protocol 2: device memory of one adapter.
+type resident struct {
+	d    *device
+	ptr  driver.DevicePtr
+	size uint64
+}
+
+// residentBytes is the allocation of a buffer of size bytes: whole 4-byte words,
+// at least one, so a fill of whole words reaches every byte.
+func residentBytes(size uint64) uint64 { return max((size+3)&^3, 4) }
+
+// AllocBuffer allocates req.Size bytes of device memory on the adapter and zeroes
+// them. The shared memory the SDK offers for a mapped buffer is not used: a
+// kernel reading host memory over the bus would be slower than the copies, so
+// the buffer is never Mapped and the host writes and reads it through calls.
+func (b *Backend) AllocBuffer(ctx context.Context, req *pluginapi.AllocRequest) (*pluginapi.AllocResult, error) {
+	b.life.RLock()
+	defer b.life.RUnlock()
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("cuda: alloc: %w", err)
+	}
+	a, err := b.adapterAt(req.Adapter)
+	if err != nil {
+		return nil, err
+	}
+	if req.Size > a.lim.maxBufferBytes() {
+		return nil, pluginapi.Rejected("cuda: a buffer of %d bytes is larger than adapter %d's %d. Fix: split the data into smaller buffers", req.Size, a.index, a.lim.maxBufferBytes())
+	}
+	d, err := a.open()
+	if err != nil {
+		return nil, err
+	}
+	if err := d.acquire(ctx); err != nil {
+		return nil, err
+	}
+	defer d.release()
+	if err := d.checkLost(); err != nil {
+		return nil, err
+	}
+	r := &resident{d: d, size: req.Size}
+	err = d.ctx.Do(func() error {
+		n := residentBytes(req.Size)
+		var err error
+		if r.ptr, err = d.ctx.MemAlloc(n); err != nil {
+			return d.fail(fmt.Sprintf("allocating a buffer of %d bytes", req.Size), err)
+		}
+		if err := d.ctx.MemsetD32Async(r.ptr, 0, n/4, d.stream); err != nil {
+			_ = d.ctx.MemFree(r.ptr)
+			return d.fail("zeroing a new buffer", err)
+		}
+		if err := d.ctx.StreamSynchronize(d.stream); err != nil {
+			_ = d.ctx.MemFree(r.ptr)
+			return d.fail("zeroing a new buffer", err)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed {
+		_ = d.ctx.Do(func() error { return d.ctx.MemFree(r.ptr) })
+		return nil, errClosed
+	}
+	if b.buffers == nil {
+		b.buffers = map[uint64]*resident{}
+	}
+	b.nextBuffer++
+	b.buffers[b.nextBuffer] = r
+	return &pluginapi.AllocResult{Buffer: b.nextBuffer}, nil
+}
+
+// buffer returns a live buffer; the SDK has checked that the handle is one.
+func (b *Backend) buffer(handle uint64) (*resident, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	r, ok := b.buffers[handle]
+	if !ok {
+		return nil, pluginapi.Rejected("cuda has no buffer %d (never allocated or already freed). Fix: use handles AllocBuffer returned, and free each once", handle)
+	}
+	return r, nil
+}
+
+// FreeBuffer frees a buffer once the adapter's stream is idle (no submit runs
+// then: the device is held by the one that does).
+func (b *Backend) FreeBuffer(ctx context.Context, handle uint64) error {
+	b.life.RLock()
+	defer b.life.RUnlock()
+	b.mu.Lock()
+	r, ok := b.buffers[handle]
+	delete(b.buffers, handle)
+	b.mu.Unlock()
+	if !ok {
+		return pluginapi.Rejected("cuda has no buffer %d (never allocated or already freed). Fix: free each buffer once", handle)
+	}
+	if err := r.d.acquire(ctx); err != nil {
+		// Keep the memory rather than free it under a running kernel.
+		return err
+	}
+	defer r.d.release()
+	return r.d.ctx.Do(func() error { return r.d.ctx.MemFree(r.ptr) })
+}
+
+// WriteBuffer copies src into the buffer at offset, in stream order after every
+// earlier submit.
+func (b *Backend) WriteBuffer(ctx context.Context, handle, offset uint64, src []byte) error {
+	return b.transfer(ctx, handle, offset, src, true)
+}
+
+// ReadBuffer copies the buffer at offset into dst, in stream order after every
+// earlier submit.
+func (b *Backend) ReadBuffer(ctx context.Context, handle, offset uint64, dst []byte) error {
+	return b.transfer(ctx, handle, offset, dst, false)
+}
+
+func (b *Backend) transfer(ctx context.Context, handle, offset uint64, host []byte, write bool) error {
+	b.life.RLock()
+	defer b.life.RUnlock()
+	r, err := b.buffer(handle)
+	if err != nil {
+		return err
+	}
+	if offset+uint64(len(host)) > r.size || offset+uint64(len(host)) < offset {
+		return pluginapi.Rejected("cuda: bytes [%d, %d+%d) lie outside buffer %d of %d bytes. Fix: keep ranges within the buffer", offset, offset, len(host), handle, r.size)
+	}
+	d := r.d
+	if err := d.acquire(ctx); err != nil {
+		return err
+	}
+	defer d.release()
+	if err := d.checkLost(); err != nil {
+		return err
+	}
+	return d.ctx.Do(func() error {
+		dev := r.ptr + driver.DevicePtr(offset)
+		var err error
+		if write {
+			err = d.ctx.MemcpyHtoDAsync(dev, host, d.stream)
+		} else {
+			err = d.ctx.MemcpyDtoHAsync(host, dev, d.stream)
+		}
+		if err == nil {
+			err = d.ctx.StreamSynchronize(d.stream)
+		}
+		if err != nil {
+			return d.fail(fmt.Sprintf("copying %d bytes of buffer %d", len(host), handle), err)
+		}
+		return nil
+	})
+}
+
+// submitted is what a submit holds until its commands are done.
+type submitted struct {
+	pipelines []*pipeline
+}
+
+// unlock lets go of the pipelines a submit used.
+func (s *submitted) unlock() {
+	for _, p := range s.pipelines {
+		p.use.RUnlock()
+	}
+}
+
+// Submit enqueues the commands on the adapter's stream in order — dispatches with
+// their bound ranges' addresses and element counts as parameters, copies with
+// cuMemcpyDtoDAsync, fills with cuMemsetD32Async — between the timing events, and
+// waits once. When the caller's context ends first, the commands finish in the
+// background and the device stays busy until they do.
+func (b *Backend) Submit(ctx context.Context, req *pluginapi.SubmitRequest) (*pluginapi.SubmitResult, error) {
+	start := time.Now()
+	b.life.RLock()
+	handedOff := false
+	defer func() {
+		if !handedOff {
+			b.life.RUnlock()
+		}
+	}()
+	a, err := b.adapterAt(req.Adapter)
+	if err != nil {
+		return nil, err
+	}
+	d, err := a.open()
+	if err != nil {
+		return nil, err
+	}
+	s := &submitted{}
+	defer func() {
+		if !handedOff {
+			s.unlock()
+		}
+	}()
+	launches, err := b.prepare(d, req.Commands, s)
+	if err != nil {
+		return nil, err
+	}
+	if err := d.acquire(ctx); err != nil {
+		return nil, err
+	}
+	if err := d.checkLost(); err != nil {
+		d.release()
+		return nil, err
+	}
+	err = d.ctx.Do(func() error { return d.enqueue(launches) })
+	if err != nil {
+		_ = d.ctx.Do(func() error { return d.ctx.StreamSynchronize(d.stream) })
+		d.release()
+		return nil, err
+	}
+	if err := d.wait(ctx, d.end); err != nil {
+		if ab, ok := isAbandoned(err); ok {
+			handedOff = true
+			go func() {
+				<-ab.done
+				d.release()
+				s.unlock()
+				b.life.RUnlock()
+			}()
+			return nil, fmt.Errorf("cuda: submit of %d commands: %w", len(req.Commands), err)
+		}
+		d.release()
+		return nil, d.fail(fmt.Sprintf("running a submit of %d commands", len(req.Commands)), err)
+	}
+	var ms float32
+	err = d.ctx.Do(func() error {
+		var err error
+		if ms, err = d.ctx.EventElapsed(d.start, d.end); err != nil {
+			return d.fail("reading the timing events", err)
+		}
+		return nil
+	})
+	d.release()
+	if err != nil {
+		return nil, err
+	}
+	return &pluginapi.SubmitResult{HostNanos: max(time.Since(start).Nanoseconds(), 1), DeviceNanos: int64(float64(ms) * 1e6)}, nil
+}
+
+// The kinds of launch.
+const (
+	launchDispatch = iota + 1
+	launchCopy
+	launchFill
+)
+
+// launch is one command of a submit, resolved to device addresses.
+type launch struct {
+	kind int
+	// A dispatch: its pipeline, grid and kernel parameters.
+	p    *pipeline
+	grid [3]uint32
+	args []uint64
+	// A copy of n bytes from src to dst, or a fill of n words at dst with value.
+	src, dst driver.DevicePtr
+	n        uint64
+	value    uint32
+}
+
+// prepare checks every command against the pipelines and buffers of the adapter
+// and resolves it; s collects the pipelines, read-locked until the submit ends.
+func (b *Backend) prepare(d *device, cmds []pluginapi.SubmitCommand, s *submitted) ([]launch, error) {
+	out := make([]launch, 0, len(cmds))
+	for i, c := range cmds {
+		fail := func(err error) ([]launch, error) { return nil, pluginapi.Rejected("cuda: command %d: %w", i, err) }
+		switch c := c.(type) {
+		case pluginapi.DispatchCommand:
+			b.mu.Lock()
+			p, ok := b.pipelines[c.Pipeline]
+			if ok {
+				p.use.RLock()
+				s.pipelines = append(s.pipelines, p)
+			}
+			b.mu.Unlock()
+			if !ok {
+				return fail(fmt.Errorf("no pipeline %d (never compiled or already released). Fix: dispatch a handle returned by Compile", c.Pipeline))
+			}
+			if p.d != d {
+				return fail(fmt.Errorf("pipeline %d was compiled for adapter %d, not %d. Fix: compile it on the adapter the batch runs on", c.Pipeline, p.d.a.index, d.a.index))
+			}
+			l, err := b.resolveDispatch(d, p, c)
+			if err != nil {
+				return fail(err)
+			}
+			out = append(out, l)
+		case pluginapi.CopyCommand:
+			src, err := b.deviceRange(d, c.Src)
+			if err != nil {
+				return fail(err)
+			}
+			dst, err := b.deviceRange(d, c.Dst)
+			if err != nil {
+				return fail(err)
+			}
+			out = append(out, launch{kind: launchCopy, src: src, dst: dst, n: c.Dst.Size})
+		case pluginapi.FillCommand:
+			dst, err := b.deviceRange(d, c.Dst)
+			if err != nil {
+				return fail(err)
+			}
+			out = append(out, launch{kind: launchFill, dst: dst, n: c.Dst.Size / 4, value: c.Value})
+		default:
+			return fail(fmt.Errorf("unknown command %T. Fix: send dispatch, copy or fill commands", c))
+		}
+	}
+	return out, nil
+}
+
+// deviceRange returns the device address of a range of a buffer of adapter d.
+func (b *Backend) deviceRange(d *device, r pluginapi.BufferRange) (driver.DevicePtr, error) {
+	res, err := b.buffer(r.Buffer)
+	if err != nil {
+		return 0, err
+	}
+	if res.d != d {
+		return 0, fmt.Errorf("buffer %d lives on adapter %d, not %d. Fix: allocate it on the adapter the batch runs on", r.Buffer, res.d.a.index, d.a.index)
+	}
+	if r.Offset+r.Size > res.size || r.Offset+r.Size < r.Offset {
+		return 0, fmt.Errorf("bytes [%d, %d+%d) lie outside buffer %d of %d bytes. Fix: keep ranges within the buffer", r.Offset, r.Offset, r.Size, r.Buffer, res.size)
+	}
+	return res.ptr + driver.DevicePtr(r.Offset), nil
+}
+
+// resolveDispatch checks a dispatch against its program (one range per buffer, a
+// fixed count's size, the uniform block, the grid) and computes its parameters.
+func (b *Backend) resolveDispatch(d *device, p *pipeline, c pluginapi.DispatchCommand) (launch, error) {
+	prog := p.prog
+	if len(c.Bindings) != len(prog.Buffers) {
+		return launch{}, fmt.Errorf("program %q has %d buffers but the dispatch binds %d. Fix: bind one range per buffer", prog.Name, len(prog.Buffers), len(c.Bindings))
+	}
+	if err := ir.CheckUniforms(prog, c.Uniforms); err != nil {
+		return launch{}, err
+	}
+	if err := p.checkGrid(c.Grid); err != nil {
+		return launch{}, err
+	}
+	addrs := make([]driver.DevicePtr, len(c.Bindings))
+	for i, r := range c.Bindings {
+		decl := prog.Buffers[i]
+		if r.Size%4 != 0 || r.Size/4 > 0xFFFFFFFF {
+			return launch{}, fmt.Errorf("buffer %q is bound to %d bytes, not a whole number of at most 2^32-1 elements. Fix: bind whole 4-byte elements", decl.Name, r.Size)
+		}
+		if decl.Count != 0 && r.Size != 4*uint64(decl.Count) {
+			return launch{}, fmt.Errorf("buffer %q holds exactly %d elements but is bound to %d bytes. Fix: bind %d bytes", decl.Name, decl.Count, r.Size, 4*uint64(decl.Count))
+		}
+		var err error
+		if addrs[i], err = b.deviceRange(d, r); err != nil {
+			return launch{}, err
+		}
+	}
+	l := launch{kind: launchDispatch, p: p, grid: c.Grid, args: make([]uint64, len(p.mod.Params))}
+	for i, prm := range p.mod.Params {
+		switch prm.Kind {
+		case ptx.BufferPointer:
+			l.args[i] = uint64(addrs[prm.Binding])
+		case ptx.ElementCount:
+			l.args[i] = c.Bindings[prm.Binding].Size / 4
+		case ptx.UniformValue:
+			l.args[i] = uint64(binary.LittleEndian.Uint32(c.Uniforms[4*prm.Binding:]))
+		}
+	}
+	return l, nil
+}
+
+// enqueue puts the launches on the stream between the timing events. It must run
+// inside d.ctx.Do with the stream held.
+func (d *device) enqueue(launches []launch) error {
+	c := d.ctx
+	if err := c.EventRecord(d.start, d.stream); err != nil {
+		return d.fail("recording the start event", err)
+	}
+	for i, l := range launches {
+		var err error
+		switch l.kind {
+		case launchDispatch:
+			if l.grid[0] == 0 || l.grid[1] == 0 || l.grid[2] == 0 {
+				continue
+			}
+			for k, v := range l.args {
+				l.p.args.Set(k, v)
+			}
+			err = c.Launch(l.p.fn, l.grid, l.p.mod.WorkgroupSize, d.stream, l.p.args)
+		case launchCopy:
+			err = c.MemcpyDtoDAsync(l.dst, l.src, l.n, d.stream)
+		case launchFill:
+			err = c.MemsetD32Async(l.dst, l.value, l.n, d.stream)
+		}
+		if err != nil {
+			return d.fail("enqueuing command "+strconv.Itoa(i), err)
+		}
+	}
+	if err := c.EventRecord(d.end, d.stream); err != nil {
+		return d.fail("recording the end event", err)
+	}
+	return nil
+}
+
+// Artifact returns a program's device code as the adapter compiles it: "ptx" (the
+// module's text) or "cubin" (the driver's JIT image; needs a usable adapter).
+func (b *Backend) Artifact(ctx context.Context, req *pluginapi.ArtifactRequest) (*pluginapi.Artifact, error) {
+	var cubin bool
+	switch req.Kind {
+	case "ptx":
+	case "cubin":
+		cubin = true
+	default:
+		return nil, pluginapi.Rejected("cuda emits ptx or cubin, not %q. Fix: ask for ptx or cubin", req.Kind)
+	}
+	art, err := b.Artifacts(ctx, req.Adapter, req.Program, req.Spec, req.WorkgroupSize, cubin)
+	if err != nil {
+		return nil, err
+	}
+	wg := art.WorkgroupSize
+	info := map[string]string{"entry_point": ptx.EntryPoint, "target": art.Target.String(), "isa": ptx.ISAVersion,
+		"workgroup_size": fmt.Sprintf("%d,%d,%d", wg[0], wg[1], wg[2])}
+	if cubin {
+		return &pluginapi.Artifact{Data: art.Cubin, Info: info}, nil
+	}
+	return &pluginapi.Artifact{Data: []byte(art.PTX), Info: info}, nil
+}
+
+// Health reports the first opened adapter whose context failed, or nil.
+func (b *Backend) Health(ctx context.Context) error {
+	b.mu.Lock()
+	adapters := b.adapters
+	closed := b.closed
+	b.mu.Unlock()
+	if closed {
+		return errClosed
+	}
+	for _, a := range adapters {
+		a.mu.Lock()
+		d := a.d
+		a.mu.Unlock()
+		if d == nil {
+			continue
+		}
+		if err := d.checkLost(); err != nil {
+			return err
+		}
+	}
+	return ctx.Err()
+}

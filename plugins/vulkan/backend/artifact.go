@@ -1,0 +1,72 @@
+package backend
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/kiln-dev/kiln/pluginapi"
+	"github.com/kiln-dev/kiln/plugins/vulkan/spirv"
+)
+
+var _ pluginapi.Artifacts = (*Backend)(nil)
+
+// ArtifactSPIRV is the one artifact kind the Vulkan backend emits.
+const ArtifactSPIRV = "spirv"
+
+// Artifact returns the SPIR-V module (kind "spirv") that Compile builds the
+// program's pipeline from on the adapter. Its Info holds "entry_point",
+// "push_constant_bytes", "workgroup_size" (the effective size),
+// "workgroup_size_spec_ids" ("X,Y,Z") and "param_spec_ids" ("NAME=ID,..." in
+// id order). The module is the same for every Spec and WorkgroupSize: both are
+// specialization constants set when the pipeline is built.
+func (b *Backend) Artifact(ctx context.Context, req *pluginapi.ArtifactRequest) (*pluginapi.Artifact, error) {
+	b.life.RLock()
+	defer b.life.RUnlock()
+	if req == nil || req.Program == nil {
+		return nil, pluginapi.Rejected("vulkan: artifact request without a program. Fix: set ArtifactRequest.Program")
+	}
+	if req.Kind != ArtifactSPIRV {
+		return nil, pluginapi.Rejected("vulkan emits %s, not %q. Fix: ask for %s", ArtifactSPIRV, req.Kind, ArtifactSPIRV)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("vulkan: artifact of %q: %w", req.Program.Name, err)
+	}
+	a, err := b.adapterAt(req.Adapter)
+	if err != nil {
+		return nil, err
+	}
+	p := req.Program
+	wg, err := checkProgram(p, req.Spec, req.WorkgroupSize, a.props.Limits)
+	if err != nil {
+		return nil, err
+	}
+	m, err := spirv.EmitFor(p, a.target)
+	if err != nil {
+		return nil, pluginapi.Rejected("vulkan: adapter %d (%s): %w", a.index, a.info.Name, err)
+	}
+	return &pluginapi.Artifact{Data: m.Bytes(), Info: moduleInfo(m, wg)}, nil
+}
+
+// moduleInfo describes m, built for workgroup size wg, as Artifact's Info.
+func moduleInfo(m *spirv.Module, wg [3]uint32) map[string]string {
+	names := make([]string, 0, len(m.ParamIDs))
+	for name := range m.ParamIDs {
+		names = append(names, name)
+	}
+	sort.Slice(names, func(i, k int) bool { return m.ParamIDs[names[i]] < m.ParamIDs[names[k]] })
+	params := make([]string, len(names))
+	for i, name := range names {
+		params[i] = name + "=" + strconv.FormatUint(uint64(m.ParamIDs[name]), 10)
+	}
+	ids := m.WorkgroupSizeIDs
+	return map[string]string{
+		"entry_point":             m.EntryPoint,
+		"push_constant_bytes":     strconv.FormatUint(uint64(m.PushConstantBytes), 10),
+		"workgroup_size":          fmt.Sprintf("%d,%d,%d", wg[0], wg[1], wg[2]),
+		"workgroup_size_spec_ids": fmt.Sprintf("%d,%d,%d", ids[0], ids[1], ids[2]),
+		"param_spec_ids":          strings.Join(params, ","),
+	}
+}
