@@ -298,36 +298,6 @@ func (p *plane) readFor(ctx context.Context, c *call) {
 	}
 }
 
-// poll delivers the completions already received, without waiting, if no caller
-// is reading now.
-func (p *plane) poll() {
-	select {
-	case <-p.lead:
-	default:
-		return
-	}
-	defer func() { p.lead <- struct{}{} }()
-	for p.closed() == nil {
-		fds := []unix.PollFd{{Fd: int32(p.conn.fd), Events: unix.POLLIN}}
-		if b, ok, err := p.in.next(); err != nil || ok {
-			if err == nil {
-				err = p.deliver(b)
-			}
-			if err != nil {
-				p.fail(err)
-			}
-			continue
-		}
-		if n, _ := unix.Poll(fds, 0); n <= 0 {
-			return
-		}
-		if err := p.in.fill(p.conn); err != nil {
-			p.fail(err)
-			return
-		}
-	}
-}
-
 // frameBuffer collects completion frames from the socket; only the reader-token
 // holder uses it.
 type frameBuffer struct {

@@ -29,7 +29,6 @@ func dialPlane(context.Context, string, []byte, func(uint64)) (*plane, error) { 
 func (*plane) closed() error        { return errNoPlane }
 func (*plane) close()               {}
 func (*plane) cancel(uint64)        {}
-func (*plane) poll()                {}
 func (*plane) dropSegment(*segment) {}
 func (*plane) roundTrip(context.Context, *request, int, int) (*done, error) {
 	return nil, errNoPlane
