@@ -24,14 +24,15 @@ const (
 )
 
 // Buffer is memory of one backend, in the spirit of a wgpu or CUDA buffer: on a
-// plugin that keeps buffers (protocol 2 with pluginapi.Buffers and
-// pluginapi.Submitter) it lives in the plugin process — device memory on a GPU —
-// until freed, so that dispatches bound to it (Batch.Dispatch) move no bytes
+// plugin that keeps buffers (protocol 2 with [pluginapi.Buffers] and
+// [pluginapi.Submitter]) it lives in the plugin process — device memory on a GPU —
+// until freed, so that dispatches bound to it ([Batch.Dispatch]) move no bytes
 // across the process boundary. On any other plugin the host keeps it and sends
-// its bytes with each dispatch. A buffer starts zero-filled.
+// its bytes with each dispatch. A buffer starts zero-filled. [Backend.Alloc]
+// makes one.
 //
 // If the plugin process dies, a buffer it kept is lost with it: every later use
-// returns a *LostBufferError naming it. A Buffer is safe for concurrent use.
+// returns a [*LostBufferError] naming it. A Buffer is safe for concurrent use.
 type Buffer struct {
 	backend *Backend
 	id      int64
@@ -103,9 +104,9 @@ func (e *LostBufferError) Error() string {
 func (e *LostBufferError) Unwrap() error { return e.Cause }
 
 // Alloc creates a buffer of size bytes on the backend. On a plugin that keeps
-// buffers it is allocated there, host-visible (Map) when usage has UsageMap and
-// the plugin shares memory with the host; elsewhere the host keeps it (and Map
-// always works).
+// buffers it is allocated there, host-visible ([Buffer.Map]) when usage has
+// [UsageMap] and the plugin shares memory with the host; elsewhere the host keeps
+// it (and Map always works).
 func (b *Backend) Alloc(ctx context.Context, size int64, usage BufferUsage) (_ *Buffer, err error) {
 	defer func() { err = b.p.stats.failed(err) }()
 	bf := &Buffer{backend: b, id: b.p.nextBufferID(), size: size, usage: usage}

@@ -41,7 +41,7 @@ type BoundWork struct {
 	Uniforms []byte
 }
 
-// Batch is an ordered list of dispatches, copies and fills that Backend.Submit
+// Batch is an ordered list of dispatches, copies and fills that [Backend.Submit]
 // sends to the plugin at once and that run in order: each command sees the
 // writes of the commands before it (the plugin inserts the barriers). A Batch
 // only records; nothing is checked or sent until Submit. The zero value is an
@@ -107,7 +107,7 @@ type SubmitResult struct {
 	PluginTime, DeviceTime time.Duration
 }
 
-// Pending is a batch that SubmitAsync sent and that may still run.
+// Pending is a batch that [Backend.SubmitAsync] sent and that may still run.
 type Pending struct {
 	b     *Backend
 	proc  *process
@@ -188,7 +188,8 @@ func (b *Backend) drain(ctx context.Context) error {
 	return nil
 }
 
-// Submit sends the batch and waits for it: SubmitAsync, then Pending.Wait.
+// Submit sends the batch and waits for it: [Backend.SubmitAsync], then
+// [Pending.Wait].
 func (b *Backend) Submit(ctx context.Context, bt *Batch) (*SubmitResult, error) {
 	pd, err := b.SubmitAsync(ctx, bt)
 	if err != nil {
@@ -204,8 +205,8 @@ func (b *Backend) Submit(ctx context.Context, bt *Batch) (*SubmitResult, error) 
 // host runs it here, one inline dispatch per dispatch command, before
 // SubmitAsync returns.
 //
-// A problem with the batch is a *LaunchError or *BufferError before anything is
-// sent; a buffer of a plugin process that died is a *LostBufferError.
+// A problem with the batch is a [*LaunchError] or [*BufferError] before anything
+// is sent; a buffer of a plugin process that died is a [*LostBufferError].
 func (b *Backend) SubmitAsync(ctx context.Context, bt *Batch) (*Pending, error) {
 	pd, err := b.submitAsync(ctx, bt)
 	return pd, b.p.stats.failed(err)

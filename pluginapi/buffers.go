@@ -90,8 +90,8 @@ func (r BufferRange) end() (uint64, bool) {
 	return e, e < r.Offset
 }
 
-// SubmitCommand is one step of a SubmitRequest: a DispatchCommand, CopyCommand or
-// FillCommand.
+// SubmitCommand is one step of a [SubmitRequest]: a [DispatchCommand],
+// [CopyCommand] or [FillCommand].
 type SubmitCommand interface{ command() }
 
 // DispatchCommand runs a pipeline over buffer ranges.

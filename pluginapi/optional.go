@@ -14,8 +14,8 @@ import (
 // memory, fast path"). A plugin built against an older SDK keeps working.
 
 // Buffers is implemented by a backend that keeps buffers on its device (protocol
-// 2). Without it the host keeps buffers in its own memory and runs every dispatch
-// through Backend.Dispatch with the bytes inline.
+// 2), with [Submitter]. Without them the host keeps buffers in its own memory and
+// runs every dispatch through [Backend.Dispatch] with the bytes inline.
 //
 // Buffer handles are the backend's; the SDK keeps a table of each handle's size
 // and checks every offset and size against it before a backend sees a request, so
@@ -80,8 +80,8 @@ type Capabilities struct {
 }
 
 // CapabilitiesOf reports what b implements. For the host's side of a plugin
-// connection (what Dispense returns) it is what the plugin reported in its
-// handshake; for any other Backend it is found with type assertions.
+// connection (the [Conn] that [Dispense] returns) it is what the plugin reported
+// in its handshake; for any other [Backend] it is found with type assertions.
 func CapabilitiesOf(b Backend) Capabilities {
 	if r, ok := b.(interface{ capabilities() Capabilities }); ok {
 		return r.capabilities()
