@@ -16,5 +16,8 @@ func main() {
 		level = hclog.Info
 	}
 	cfg.Logger = hclog.New(&hclog.LoggerOptions{Name: backend.ID, Level: level, Output: os.Stderr, JSONFormat: true})
-	pluginapi.Serve(backend.New(cfg))
+	b := backend.New(cfg)
+	// cuInit and the device attributes, while the host connects.
+	b.Start()
+	pluginapi.Serve(b)
 }

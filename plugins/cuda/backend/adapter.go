@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -27,6 +28,9 @@ type limits struct {
 	ccMajor, ccMinor   int
 	integrated         bool
 	prohibited         bool
+	// memClockKHz and busBits are the memory's clock (kHz) and bus width (bits),
+	// for the bandwidth estimate of a device not measured yet.
+	memClockKHz, busBits uint64
 }
 
 // maxBufferBytes is the largest buffer a dispatch may bind: an element count must
@@ -43,14 +47,22 @@ type adapter struct {
 	info   pluginapi.Adapter
 	// driverVersion is cuDriverGetVersion, part of every cached blob's header.
 	driverVersion int
+	// log, when set, receives the measurement's report.
+	log hclog.Logger
 
-	mu       sync.Mutex // guards the fields below
-	d        *device
-	measured bool
-	// opening and measuring are how long the first Describe took to open the
-	// device (retain the context, create the stream) and to measure the
-	// bandwidth.
-	opening, measuring time.Duration
+	// measuredBW is the quantized copy bandwidth in GB/s (float64 bits) once the
+	// background measurement has succeeded; 0 before.
+	measuredBW atomic.Uint64
+	// measuring counts the running background measurement (at most one).
+	measuring sync.WaitGroup
+
+	mu sync.Mutex // guards the fields below
+	d  *device
+	// stopMeasure cancels the background measurement; nil before the first open.
+	stopMeasure context.CancelFunc
+	// opening and measureTook are how long opening the device (retaining the
+	// context, creating the stream) and measuring the bandwidth took.
+	opening, measureTook time.Duration
 }
 
 // readLimits reads the attributes of dev.
@@ -81,13 +93,15 @@ func readLimits(dev driver.Device) (limits, error) {
 	l.sms = u(driver.AttrMultiprocessorCount)
 	l.integrated = attr(driver.AttrIntegrated) != 0
 	l.prohibited = attr(driver.AttrComputeMode) == driver.ComputeModeProhibited
+	l.memClockKHz = uint64(max(attr(driver.AttrMemoryClockRate), 0))
+	l.busBits = uint64(max(attr(driver.AttrGlobalMemoryBusWidth), 0))
 	return l, nil
 }
 
 // newAdapter reads device ordinal's identity and limits and decides whether kiln
 // can use it. It creates no context.
-func newAdapter(d *driver.Driver, ordinal int, driverText string) *adapter {
-	a := &adapter{index: ordinal, info: pluginapi.Adapter{Index: ordinal, Name: fmt.Sprintf("CUDA device %d", ordinal)}}
+func newAdapter(d *driver.Driver, ordinal int, driverText string, log hclog.Logger) *adapter {
+	a := &adapter{index: ordinal, log: log, info: pluginapi.Adapter{Index: ordinal, Name: fmt.Sprintf("CUDA device %d", ordinal)}}
 	dev, err := d.Device(ordinal)
 	if err != nil {
 		a.info.Reason = fmt.Sprintf("opening CUDA device %d failed: %v. Fix: check the GPU with nvidia-smi", ordinal, err)
@@ -122,12 +136,13 @@ func newAdapter(d *driver.Driver, ordinal int, driverText string) *adapter {
 		return a
 	}
 	a.info.Profile = profile(a.lim)
+	a.info.Profile.MemBWGBps = estimateBandwidth(a.lim)
 	a.info.Available = true
 	return a
 }
 
-// profile builds the DeviceProfile from the device's attributes; MemBWGBps is
-// filled in by describe. Subgroups are warps of 32 with shuffles on every device
+// profile builds the DeviceProfile from the device's attributes but for
+// MemBWGBps (see adapter.describe). Subgroups are warps of 32 with shuffles on every device
 // kiln accepts; f16 from compute capability 5.3, bf16 from 8.0, tensor cores from
 // 7.0. The driver API has no indirect dispatch; CUDA events time on the device.
 func profile(l limits) pluginapi.DeviceProfile {
@@ -164,36 +179,29 @@ func identity(name string, l limits, driverText string) pluginapi.DeviceIdentity
 	}
 }
 
-// describe returns the adapter's description, measuring the bandwidth on the first
-// call.
-func (a *adapter) describe(ctx context.Context, log hclog.Logger) pluginapi.Adapter {
-	if !a.info.Available {
-		return a.info
+// describe returns the adapter's description: everything comes from the
+// attributes read at start, but mem_bw_gbps, which is the measured copy bandwidth
+// once the background measurement after the first open has finished, and the
+// estimate from the memory's clock and bus width before (see
+// estimateBandwidth). Describing opens nothing.
+func (a *adapter) describe() pluginapi.Adapter {
+	info := a.info
+	if !info.Available {
+		return info
 	}
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if !a.measured {
-		a.measured = true
-		start := time.Now()
-		d, err := a.openLocked()
-		a.opening = time.Since(start)
-		var bw float64
-		if err == nil {
-			start = time.Now()
-			bw, err = d.measureBandwidth(ctx)
-			a.measuring = time.Since(start)
-			a.info.Profile.MemBWGBps = quantizeBandwidth(bw)
-		}
-		switch {
-		case log == nil:
-		case err != nil:
-			log.Warn("CUDA bandwidth measurement failed; mem_bw_gbps stays 0", "index", a.index, "error", err)
-		default:
-			log.Info("CUDA bandwidth measured", "index", a.index, "gbps", bw, "reported", a.info.Profile.MemBWGBps,
-				"open", a.opening, "measure", a.measuring)
-		}
+	if bw := math.Float64frombits(a.measuredBW.Load()); bw > 0 {
+		info.Profile.MemBWGBps = bw
 	}
-	return a.info
+	return info
+}
+
+// estimateBandwidth is the memory's peak bandwidth from its attributes, GB/s:
+// two transfers per clock (DDR and HBM alike) over the bus width, quantized like
+// a measurement (see quantizeBandwidth). Devices of one model get the same
+// figure, so they tie and order by index. 0 when the driver reports no clock or
+// bus width.
+func estimateBandwidth(l limits) float64 {
+	return quantizeBandwidth(2 * float64(l.memClockKHz) * 1e3 * float64(l.busBits) / 8 / 1e9)
 }
 
 // open returns the adapter's device, creating it on first use.
@@ -207,16 +215,63 @@ func (a *adapter) openLocked() (*device, error) {
 	if a.d != nil {
 		return a.d, nil
 	}
+	start := time.Now()
 	d, err := newDevice(a)
 	if err != nil {
 		return nil, cudaFailure(a, nil, "opening the device", err)
 	}
+	a.opening = time.Since(start)
 	a.d = d
+	if a.stopMeasure == nil {
+		ctx, cancel := context.WithCancel(context.Background())
+		a.stopMeasure = cancel
+		a.measuring.Add(1)
+		go a.measure(ctx, d)
+	}
 	return d, nil
 }
 
-// close waits for the device's work and releases it.
+// measure runs the copy-bandwidth measurement on d in the background, after the
+// first open, and publishes the quantized result for later Describes. It takes
+// the device's stream like a submit, so work queued meanwhile waits for it (once,
+// a few milliseconds on a large GPU). A failure leaves the estimate and is
+// logged.
+func (a *adapter) measure(ctx context.Context, d *device) {
+	defer a.measuring.Done()
+	start := time.Now()
+	bw, err := d.measureBandwidth(ctx)
+	took := time.Since(start)
+	a.mu.Lock()
+	a.measureTook = took
+	a.mu.Unlock()
+	log := a.log
+	if err == nil {
+		a.measuredBW.Store(math.Float64bits(quantizeBandwidth(bw)))
+	}
+	switch {
+	case log == nil:
+	case err != nil:
+		log.Warn("CUDA bandwidth measurement failed; mem_bw_gbps stays the estimate from the memory's clock and bus width",
+			"index", a.index, "estimate", a.info.Profile.MemBWGBps, "error", err)
+	default:
+		log.Info("CUDA bandwidth measured", "index", a.index, "gbps", bw, "reported", quantizeBandwidth(bw),
+			"estimate", a.info.Profile.MemBWGBps, "open", a.opening, "measure", took)
+	}
+}
+
+// waitMeasured waits for the background measurement, if one runs.
+func (a *adapter) waitMeasured() { a.measuring.Wait() }
+
+// close stops the background measurement, waits for the device's work and
+// releases it.
 func (a *adapter) close() {
+	a.mu.Lock()
+	stop := a.stopMeasure
+	a.mu.Unlock()
+	if stop != nil {
+		stop()
+	}
+	a.measuring.Wait()
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.d != nil {

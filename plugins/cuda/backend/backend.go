@@ -50,7 +50,9 @@ type Backend struct {
 	// writing by Close, so Close never destroys what a call is using.
 	life sync.RWMutex
 
-	mu      sync.Mutex // guards the fields below
+	// mu guards the fields below; lookups (adapters, pipelines, buffers) take it
+	// for reading, so submits on different adapters do not wait for each other.
+	mu      sync.RWMutex
 	started bool
 	closed  bool
 	drv     *driver.Driver
@@ -144,7 +146,7 @@ func (b *Backend) startCUDA() string {
 	b.drv = d
 	driverText := driverVersionText(version)
 	for i := range n {
-		b.adapters = append(b.adapters, newAdapter(d, i, driverText))
+		b.adapters = append(b.adapters, newAdapter(d, i, driverText, b.cfg.Logger))
 	}
 	return ""
 }
@@ -184,8 +186,9 @@ func moduleVersion(text string) string {
 	return ""
 }
 
-// Describe reports the backend and its adapters. The first call measures each
-// available adapter's copy bandwidth (see the package documentation).
+// Describe reports the backend and its adapters from the driver's attributes: it
+// creates no context and runs nothing on a device (see the package
+// documentation for the bandwidth it reports).
 func (b *Backend) Describe(ctx context.Context) (*pluginapi.Description, error) {
 	b.life.RLock()
 	defer b.life.RUnlock()
@@ -208,19 +211,38 @@ func (b *Backend) Describe(ctx context.Context) (*pluginapi.Description, error) 
 		if err := ctx.Err(); err != nil {
 			return nil, fmt.Errorf("describe cuda adapters: %w", err)
 		}
-		d.Adapters = append(d.Adapters, a.describe(ctx, b.cfg.Logger))
+		d.Adapters = append(d.Adapters, a.describe())
 	}
 	return d, nil
 }
 
+// Start loads the driver and lists the adapters now rather than on the first
+// call, so that the plugin can do it while the host is still connecting. It
+// returns at once; a call that needs the adapters waits for it.
+func (b *Backend) Start() {
+	b.mu.Lock()
+	go func() {
+		defer b.mu.Unlock()
+		_ = b.start()
+	}()
+}
+
 // adapterAt returns an available adapter, starting CUDA if needed.
 func (b *Backend) adapterAt(index int) (*adapter, error) {
-	b.mu.Lock()
-	err := b.start()
-	adapters := b.adapters
-	b.mu.Unlock()
-	if err != nil {
-		return nil, err
+	b.mu.RLock()
+	started, closed, adapters := b.started, b.closed, b.adapters
+	b.mu.RUnlock()
+	if closed {
+		return nil, errClosed
+	}
+	if !started {
+		b.mu.Lock()
+		err := b.start()
+		adapters = b.adapters
+		b.mu.Unlock()
+		if err != nil {
+			return nil, err
+		}
 	}
 	if index < 0 || index >= len(adapters) {
 		return nil, pluginapi.Rejected("cuda has no adapter %d (it has %d). Fix: use an adapter index from 0 to %d as `kiln backends` lists them", index, len(adapters), len(adapters)-1)

@@ -117,6 +117,19 @@ func TestQuantizeBandwidth(t *testing.T) {
 	}
 }
 
+// TestEstimateBandwidth pins the placeholder Describe reports before a
+// measurement: two transfers per memory clock over the bus, quantized.
+func TestEstimateBandwidth(t *testing.T) {
+	lim := h200()
+	if got := estimateBandwidth(lim); got != 4900 {
+		t.Errorf("H200 (3201 MHz, 6144 bits): %v GB/s, want 4900", got)
+	}
+	lim.memClockKHz = 0
+	if got := estimateBandwidth(lim); got != 0 {
+		t.Errorf("without a memory clock: %v GB/s, want 0 (unknown)", got)
+	}
+}
+
 func TestBlobHeader(t *testing.T) {
 	lim := h200()
 	cubin := []byte("\x7fELF pretend cubin image")

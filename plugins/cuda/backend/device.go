@@ -26,8 +26,9 @@ type device struct {
 	// is a channel so a caller can stop waiting when its context ends.
 	sem  chan struct{}
 	lost atomic.Bool
-	// pool is guarded by sem.
-	pool pool
+	// pool and scratch are guarded by sem.
+	pool    pool
+	scratch submitScratch
 }
 
 // newDevice retains a's primary context and creates the stream and events.
@@ -133,24 +134,35 @@ type abandonedError struct {
 func (e *abandonedError) Error() string { return "stopped waiting for the device: " + e.err.Error() }
 func (e *abandonedError) Unwrap() error { return e.err }
 
+// poll polls ev for spinFor (or until ctx ends) and reports whether the work
+// recorded before it is done. It must run inside d.ctx.Do.
+func (d *device) poll(ctx context.Context, ev driver.Event) (bool, error) {
+	var until time.Time
+	for {
+		ok, err := d.ctx.EventQuery(ev)
+		if err != nil || ok {
+			return ok, err
+		}
+		now := time.Now()
+		if until.IsZero() {
+			until = now.Add(spinFor)
+		}
+		if ctx.Err() != nil || now.After(until) {
+			return false, nil
+		}
+	}
+}
+
 // wait returns when the work recorded before ev is done. It polls the event for
 // spinFor, then blocks in cuEventSynchronize on another goroutine; when ctx ends
 // first it returns an *abandonedError, and nothing the work uses may be freed
 // before its done channel delivers.
 func (d *device) wait(ctx context.Context, ev driver.Event) error {
-	finished := false
+	var finished bool
 	err := d.ctx.Do(func() error {
-		until := time.Now().Add(spinFor)
-		for {
-			ok, err := d.ctx.EventQuery(ev)
-			if err != nil || ok {
-				finished = ok
-				return err
-			}
-			if ctx.Err() != nil || time.Now().After(until) {
-				return nil
-			}
-		}
+		var err error
+		finished, err = d.poll(ctx, ev)
+		return err
 	})
 	if err != nil || finished {
 		return err

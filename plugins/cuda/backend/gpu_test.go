@@ -24,8 +24,19 @@ import (
 // KILN_REQUIRE_CUDA=1.
 
 func TestDescribeReportsTheDevice(t *testing.T) {
-	b := newTestBackend(t)
 	ctx := context.Background()
+	fresh := New(ConfigFromEnv())
+	defer fresh.Close(ctx)
+	if _, err := fresh.Describe(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for i, a := range fresh.adapters {
+		if a.d != nil || a.stopMeasure != nil {
+			t.Errorf("adapter %d: Describe opened the device", i)
+		}
+	}
+	b := newTestBackend(t)
+	b.adapters[0].waitMeasured()
 	d, err := b.Describe(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -43,11 +54,17 @@ func TestDescribeReportsTheDevice(t *testing.T) {
 			t.Errorf("adapter %d: profile %+v does not follow the attributes %+v", i, a.Profile, ad.lim)
 		}
 		if a.Profile.MemBWGBps <= 0 || quantizeBandwidth(a.Profile.MemBWGBps) != a.Profile.MemBWGBps {
-			t.Errorf("adapter %d: bandwidth %v is not a measured, quantized value", i, a.Profile.MemBWGBps)
+			t.Errorf("adapter %d: bandwidth %v is not a quantized value", i, a.Profile.MemBWGBps)
 		}
-		t.Logf("cuda:%d %s %s sm_%d%d %d SMs, %s, %v GB/s copy, score %d; driver load + cuInit %v, open %v, bandwidth %v",
+		if est := estimateBandwidth(ad.lim); est <= 0 {
+			t.Errorf("adapter %d: no bandwidth estimate from the attributes %+v", i, ad.lim)
+		}
+		t.Logf("cuda:%d %s %s sm_%d%d %d SMs, %s, %v GB/s (estimate %v GB/s), score %d; driver load + cuInit %v, open %v, bandwidth %v",
 			i, a.Name, ad.uuid, ad.lim.ccMajor, ad.lim.ccMinor, ad.lim.sms, a.Identity.DriverVersion, a.Profile.MemBWGBps,
-			a.Profile.CapabilityScore(), b.initTook, ad.opening, ad.measuring)
+			estimateBandwidth(ad.lim), a.Profile.CapabilityScore(), b.initTook, ad.opening, ad.measureTook)
+	}
+	if bw := math.Float64frombits(b.adapters[0].measuredBW.Load()); bw <= 0 || d.Adapters[0].Profile.MemBWGBps != bw {
+		t.Errorf("after the measurement Describe reports %v GB/s, the measurement %v", d.Adapters[0].Profile.MemBWGBps, bw)
 	}
 	again, err := b.Describe(ctx)
 	if err != nil || again.Adapters[0].Profile != d.Adapters[0].Profile {

@@ -108,5 +108,6 @@ func addOne() *ir.Program {
 // device's limits without a device.
 func h200() limits {
 	return limits{maxThreadsPerBlock: 1024, maxBlock: [3]uint32{1024, 1024, 64}, maxGrid: [3]uint32{1<<31 - 1, 65535, 65535},
-		sharedPerBlock: 48 << 10, warp: 32, sms: 132, totalMem: 150_000 << 20, ccMajor: 9, ccMinor: 0}
+		sharedPerBlock: 48 << 10, warp: 32, sms: 132, totalMem: 150_000 << 20, ccMajor: 9, ccMinor: 0,
+		memClockKHz: 3_201_000, busBits: 6144}
 }

@@ -99,8 +99,8 @@ func (b *Backend) AllocBuffer(ctx context.Context, req *pluginapi.AllocRequest) 
 
 // buffer returns a live buffer; the SDK has checked that the handle is one.
 func (b *Backend) buffer(handle uint64) (*resident, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
+	b.mu.RLock()
+	defer b.mu.RUnlock()
 	r, ok := b.buffers[handle]
 	if !ok {
 		return nil, pluginapi.Rejected("cuda has no buffer %d (never allocated or already freed). Fix: use handles AllocBuffer returned, and free each once", handle)
@@ -176,23 +176,40 @@ func (b *Backend) transfer(ctx context.Context, handle, offset uint64, host []by
 	})
 }
 
-// submitted is what a submit holds until its commands are done.
-type submitted struct {
+// submitScratch is what a submit of the device works with, kept between submits
+// so a submit allocates nothing but its result: the resolved launches, their
+// kernel parameters, and the pipelines read-locked until the commands are done.
+// It is guarded by the device's stream (device.sem).
+type submitScratch struct {
+	launches  []launch
+	args      []uint64
 	pipelines []*pipeline
 }
 
+// reset empties the scratch for the next submit, keeping its memory.
+func (s *submitScratch) reset() {
+	s.launches, s.args = s.launches[:0], s.args[:0]
+	clear(s.pipelines)
+	s.pipelines = s.pipelines[:0]
+}
+
 // unlock lets go of the pipelines a submit used.
-func (s *submitted) unlock() {
+func (s *submitScratch) unlock() {
 	for _, p := range s.pipelines {
 		p.use.RUnlock()
 	}
+	clear(s.pipelines)
+	s.pipelines = s.pipelines[:0]
 }
 
 // Submit enqueues the commands on the adapter's stream in order — dispatches with
 // their bound ranges' addresses and element counts as parameters, copies with
 // cuMemcpyDtoDAsync, fills with cuMemsetD32Async — between the timing events, and
-// waits once. When the caller's context ends first, the commands finish in the
-// background and the device stays busy until they do.
+// waits once. It all runs on the calling goroutine, with the context current on
+// its thread (see docs/design.md, "CUDA"): the wait polls the end event for
+// spinFor and only then blocks on another goroutine. When the caller's context
+// ends first, the commands finish in the background and the device stays busy
+// until they do.
 func (b *Backend) Submit(ctx context.Context, req *pluginapi.SubmitRequest) (*pluginapi.SubmitResult, error) {
 	start := time.Now()
 	b.life.RLock()
@@ -210,56 +227,84 @@ func (b *Backend) Submit(ctx context.Context, req *pluginapi.SubmitRequest) (*pl
 	if err != nil {
 		return nil, err
 	}
-	s := &submitted{}
-	defer func() {
-		if !handedOff {
-			s.unlock()
-		}
-	}()
-	launches, err := b.prepare(d, req.Commands, s)
-	if err != nil {
-		return nil, err
-	}
 	if err := d.acquire(ctx); err != nil {
 		return nil, err
 	}
-	if err := d.checkLost(); err != nil {
-		d.release()
-		return nil, err
-	}
-	err = d.ctx.Do(func() error { return d.enqueue(launches) })
-	if err != nil {
-		_ = d.ctx.Do(func() error { return d.ctx.StreamSynchronize(d.stream) })
-		d.release()
-		return nil, err
-	}
-	if err := d.wait(ctx, d.end); err != nil {
-		if ab, ok := isAbandoned(err); ok {
-			handedOff = true
-			go func() {
-				<-ab.done
-				d.release()
-				s.unlock()
-				b.life.RUnlock()
-			}()
-			return nil, fmt.Errorf("cuda: submit of %d commands: %w", len(req.Commands), err)
+	s := &d.scratch
+	s.reset()
+	defer func() {
+		if !handedOff {
+			s.unlock()
+			d.release()
 		}
-		d.release()
-		return nil, d.fail(fmt.Sprintf("running a submit of %d commands", len(req.Commands)), err)
+	}()
+	if err := b.prepare(d, req.Commands, s); err != nil {
+		return nil, err
 	}
-	var ms float32
+	if err := d.checkLost(); err != nil {
+		return nil, err
+	}
+	finished, ms, err := d.run(ctx, s)
+	if err != nil {
+		return nil, err
+	}
+	if !finished {
+		if err := d.wait(ctx, d.end); err != nil {
+			if ab, ok := isAbandoned(err); ok {
+				handedOff = true
+				go func() {
+					<-ab.done
+					s.unlock()
+					d.release()
+					b.life.RUnlock()
+				}()
+				return nil, fmt.Errorf("cuda: submit of %d commands: %w", len(req.Commands), err)
+			}
+			return nil, d.fail(fmt.Sprintf("running a submit of %d commands", len(req.Commands)), err)
+		}
+		if ms, err = d.elapsed(); err != nil {
+			return nil, err
+		}
+	}
+	return &pluginapi.SubmitResult{HostNanos: max(time.Since(start).Nanoseconds(), 1), DeviceNanos: int64(float64(ms) * 1e6)}, nil
+}
+
+// run enqueues the scratch's launches and polls the end event for spinFor, all
+// with the context current on this goroutine's thread; when the work is done by
+// then it also reads the device time. A failure to enqueue waits for whatever was
+// enqueued before returning.
+func (d *device) run(ctx context.Context, s *submitScratch) (finished bool, ms float32, err error) {
 	err = d.ctx.Do(func() error {
+		if err := d.enqueue(s); err != nil {
+			_ = d.ctx.StreamSynchronize(d.stream)
+			return err
+		}
+		var err error
+		if finished, err = d.poll(ctx, d.end); err != nil || !finished {
+			if err != nil {
+				return d.fail("waiting for a submit", err)
+			}
+			return nil
+		}
+		if ms, err = d.ctx.EventElapsed(d.start, d.end); err != nil {
+			return d.fail("reading the timing events", err)
+		}
+		return nil
+	})
+	return finished, ms, err
+}
+
+// elapsed reads the device time between the timing events, both complete.
+func (d *device) elapsed() (float32, error) {
+	var ms float32
+	err := d.ctx.Do(func() error {
 		var err error
 		if ms, err = d.ctx.EventElapsed(d.start, d.end); err != nil {
 			return d.fail("reading the timing events", err)
 		}
 		return nil
 	})
-	d.release()
-	if err != nil {
-		return nil, err
-	}
-	return &pluginapi.SubmitResult{HostNanos: max(time.Since(start).Nanoseconds(), 1), DeviceNanos: int64(float64(ms) * 1e6)}, nil
+	return ms, err
 }
 
 // The kinds of launch.
@@ -272,10 +317,11 @@ const (
 // launch is one command of a submit, resolved to device addresses.
 type launch struct {
 	kind int
-	// A dispatch: its pipeline, grid and kernel parameters.
-	p    *pipeline
-	grid [3]uint32
-	args []uint64
+	// A dispatch: its pipeline, grid and kernel parameters (args[argOff:] of the
+	// scratch, as many as the pipeline's module has).
+	p      *pipeline
+	grid   [3]uint32
+	argOff int
 	// A copy of n bytes from src to dst, or a fill of n words at dst with value.
 	src, dst driver.DevicePtr
 	n        uint64
@@ -283,52 +329,53 @@ type launch struct {
 }
 
 // prepare checks every command against the pipelines and buffers of the adapter
-// and resolves it; s collects the pipelines, read-locked until the submit ends.
-func (b *Backend) prepare(d *device, cmds []pluginapi.SubmitCommand, s *submitted) ([]launch, error) {
-	out := make([]launch, 0, len(cmds))
+// and resolves it into s; s collects the pipelines, read-locked until the submit
+// ends.
+func (b *Backend) prepare(d *device, cmds []pluginapi.SubmitCommand, s *submitScratch) error {
 	for i, c := range cmds {
-		fail := func(err error) ([]launch, error) { return nil, pluginapi.Rejected("cuda: command %d: %w", i, err) }
+		var err error
 		switch c := c.(type) {
 		case pluginapi.DispatchCommand:
-			b.mu.Lock()
-			p, ok := b.pipelines[c.Pipeline]
-			if ok {
-				p.use.RLock()
-				s.pipelines = append(s.pipelines, p)
-			}
-			b.mu.Unlock()
-			if !ok {
-				return fail(fmt.Errorf("no pipeline %d (never compiled or already released). Fix: dispatch a handle returned by Compile", c.Pipeline))
-			}
-			if p.d != d {
-				return fail(fmt.Errorf("pipeline %d was compiled for adapter %d, not %d. Fix: compile it on the adapter the batch runs on", c.Pipeline, p.d.a.index, d.a.index))
-			}
-			l, err := b.resolveDispatch(d, p, c)
-			if err != nil {
-				return fail(err)
-			}
-			out = append(out, l)
+			err = b.prepareDispatch(d, c, s)
 		case pluginapi.CopyCommand:
-			src, err := b.deviceRange(d, c.Src)
-			if err != nil {
-				return fail(err)
+			var src, dst driver.DevicePtr
+			if src, err = b.deviceRange(d, c.Src); err == nil {
+				if dst, err = b.deviceRange(d, c.Dst); err == nil {
+					s.launches = append(s.launches, launch{kind: launchCopy, src: src, dst: dst, n: c.Dst.Size})
+				}
 			}
-			dst, err := b.deviceRange(d, c.Dst)
-			if err != nil {
-				return fail(err)
-			}
-			out = append(out, launch{kind: launchCopy, src: src, dst: dst, n: c.Dst.Size})
 		case pluginapi.FillCommand:
-			dst, err := b.deviceRange(d, c.Dst)
-			if err != nil {
-				return fail(err)
+			var dst driver.DevicePtr
+			if dst, err = b.deviceRange(d, c.Dst); err == nil {
+				s.launches = append(s.launches, launch{kind: launchFill, dst: dst, n: c.Dst.Size / 4, value: c.Value})
 			}
-			out = append(out, launch{kind: launchFill, dst: dst, n: c.Dst.Size / 4, value: c.Value})
 		default:
-			return fail(fmt.Errorf("unknown command %T. Fix: send dispatch, copy or fill commands", c))
+			err = fmt.Errorf("unknown command %T. Fix: send dispatch, copy or fill commands", c)
+		}
+		if err != nil {
+			return pluginapi.Rejected("cuda: command %d: %w", i, err)
 		}
 	}
-	return out, nil
+	return nil
+}
+
+// prepareDispatch finds a dispatch's pipeline, read-locks it into s and resolves
+// the dispatch.
+func (b *Backend) prepareDispatch(d *device, c pluginapi.DispatchCommand, s *submitScratch) error {
+	b.mu.RLock()
+	p, ok := b.pipelines[c.Pipeline]
+	if ok {
+		p.use.RLock()
+		s.pipelines = append(s.pipelines, p)
+	}
+	b.mu.RUnlock()
+	if !ok {
+		return fmt.Errorf("no pipeline %d (never compiled or already released). Fix: dispatch a handle returned by Compile", c.Pipeline)
+	}
+	if p.d != d {
+		return fmt.Errorf("pipeline %d was compiled for adapter %d, not %d. Fix: compile it on the adapter the batch runs on", c.Pipeline, p.d.a.index, d.a.index)
+	}
+	return b.resolveDispatch(d, p, c, s)
 }
 
 // deviceRange returns the device address of a range of a buffer of adapter d.
@@ -347,61 +394,64 @@ func (b *Backend) deviceRange(d *device, r pluginapi.BufferRange) (driver.Device
 }
 
 // resolveDispatch checks a dispatch against its program (one range per buffer, a
-// fixed count's size, the uniform block, the grid) and computes its parameters.
-func (b *Backend) resolveDispatch(d *device, p *pipeline, c pluginapi.DispatchCommand) (launch, error) {
+// fixed count's size, the uniform block, the grid) and appends its launch and
+// parameters to s.
+func (b *Backend) resolveDispatch(d *device, p *pipeline, c pluginapi.DispatchCommand, s *submitScratch) error {
 	prog := p.prog
 	if len(c.Bindings) != len(prog.Buffers) {
-		return launch{}, fmt.Errorf("program %q has %d buffers but the dispatch binds %d. Fix: bind one range per buffer", prog.Name, len(prog.Buffers), len(c.Bindings))
+		return fmt.Errorf("program %q has %d buffers but the dispatch binds %d. Fix: bind one range per buffer", prog.Name, len(prog.Buffers), len(c.Bindings))
 	}
 	if err := ir.CheckUniforms(prog, c.Uniforms); err != nil {
-		return launch{}, err
+		return err
 	}
 	if err := p.checkGrid(c.Grid); err != nil {
-		return launch{}, err
+		return err
 	}
-	addrs := make([]driver.DevicePtr, len(c.Bindings))
 	for i, r := range c.Bindings {
 		decl := prog.Buffers[i]
 		if r.Size%4 != 0 || r.Size/4 > 0xFFFFFFFF {
-			return launch{}, fmt.Errorf("buffer %q is bound to %d bytes, not a whole number of at most 2^32-1 elements. Fix: bind whole 4-byte elements", decl.Name, r.Size)
+			return fmt.Errorf("buffer %q is bound to %d bytes, not a whole number of at most 2^32-1 elements. Fix: bind whole 4-byte elements", decl.Name, r.Size)
 		}
 		if decl.Count != 0 && r.Size != 4*uint64(decl.Count) {
-			return launch{}, fmt.Errorf("buffer %q holds exactly %d elements but is bound to %d bytes. Fix: bind %d bytes", decl.Name, decl.Count, r.Size, 4*uint64(decl.Count))
-		}
-		var err error
-		if addrs[i], err = b.deviceRange(d, r); err != nil {
-			return launch{}, err
+			return fmt.Errorf("buffer %q holds exactly %d elements but is bound to %d bytes. Fix: bind %d bytes", decl.Name, decl.Count, r.Size, 4*uint64(decl.Count))
 		}
 	}
-	l := launch{kind: launchDispatch, p: p, grid: c.Grid, args: make([]uint64, len(p.mod.Params))}
-	for i, prm := range p.mod.Params {
+	off := len(s.args)
+	for _, prm := range p.mod.Params {
+		var v uint64
 		switch prm.Kind {
 		case ptx.BufferPointer:
-			l.args[i] = uint64(addrs[prm.Binding])
+			addr, err := b.deviceRange(d, c.Bindings[prm.Binding])
+			if err != nil {
+				return err
+			}
+			v = uint64(addr)
 		case ptx.ElementCount:
-			l.args[i] = c.Bindings[prm.Binding].Size / 4
+			v = c.Bindings[prm.Binding].Size / 4
 		case ptx.UniformValue:
-			l.args[i] = uint64(binary.LittleEndian.Uint32(c.Uniforms[4*prm.Binding:]))
+			v = uint64(binary.LittleEndian.Uint32(c.Uniforms[4*prm.Binding:]))
 		}
+		s.args = append(s.args, v)
 	}
-	return l, nil
+	s.launches = append(s.launches, launch{kind: launchDispatch, p: p, grid: c.Grid, argOff: off})
+	return nil
 }
 
-// enqueue puts the launches on the stream between the timing events. It must run
-// inside d.ctx.Do with the stream held.
-func (d *device) enqueue(launches []launch) error {
+// enqueue puts the scratch's launches on the stream between the timing events. It
+// must run inside d.ctx.Do with the stream held.
+func (d *device) enqueue(s *submitScratch) error {
 	c := d.ctx
 	if err := c.EventRecord(d.start, d.stream); err != nil {
 		return d.fail("recording the start event", err)
 	}
-	for i, l := range launches {
+	for i, l := range s.launches {
 		var err error
 		switch l.kind {
 		case launchDispatch:
 			if l.grid[0] == 0 || l.grid[1] == 0 || l.grid[2] == 0 {
 				continue
 			}
-			for k, v := range l.args {
+			for k, v := range s.args[l.argOff : l.argOff+l.p.args.Len()] {
 				l.p.args.Set(k, v)
 			}
 			err = c.Launch(l.p.fn, l.grid, l.p.mod.WorkgroupSize, d.stream, l.p.args)

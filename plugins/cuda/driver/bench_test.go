@@ -1,8 +1,10 @@
 package driver
 
 import (
+	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 // vectorAddPTX is c[i] = a[i] + b[i] over n f32 (n a multiple of 4·256), 256
@@ -172,5 +174,108 @@ func TestVectorAddPTXAssembles(t *testing.T) {
 		if !strings.Contains(v, ".entry vadd") || strings.Contains(v, "LOAD") || strings.Contains(v, "STORE") {
 			t.Errorf("template not filled:\n%s", v)
 		}
+	}
+}
+
+// BenchmarkLaunchSync is one 256-element vector add launched and waited for, per
+// iteration, with each way of waiting the backend could use: cuStreamSynchronize,
+// an event and cuEventSynchronize, polling that event (or the stream) with
+// cuEventQuery (cuStreamQuery), and what a submit does — timing events around
+// the launch, polling the end one, then reading the elapsed time. The median
+// host time per iteration is reported next to the mean.
+func BenchmarkLaunchSync(b *testing.B) {
+	c := gpuContextB(b)
+	const n = 256
+	for _, mode := range []string{"stream_sync", "event_sync", "event_poll", "stream_poll", "timed_poll"} {
+		b.Run(mode, func(b *testing.B) {
+			times := make([]time.Duration, 0, b.N)
+			err := c.Do(func() error {
+				cubin, err := c.Link(vectorAddPTX("ld.global.b32", "st.global.b32", false))
+				if err != nil {
+					return err
+				}
+				m, err := c.ModuleLoadData(cubin)
+				if err != nil {
+					return err
+				}
+				defer c.ModuleUnload(m)
+				f, err := c.ModuleFunction(m, "vadd")
+				if err != nil {
+					return err
+				}
+				s, err := c.StreamCreate()
+				if err != nil {
+					return err
+				}
+				defer c.StreamDestroy(s)
+				p := NewParams(3)
+				defer p.Free()
+				for i := range 3 {
+					buf, err := c.MemAlloc(4 * n)
+					if err != nil {
+						return err
+					}
+					defer c.MemFree(buf)
+					p.Set(i, uint64(buf))
+				}
+				start, _ := c.EventCreate()
+				end, _ := c.EventCreate()
+				defer c.EventDestroy(start)
+				defer c.EventDestroy(end)
+				one := func() error {
+					if mode == "timed_poll" {
+						if err := c.EventRecord(start, s); err != nil {
+							return err
+						}
+					}
+					if err := c.Launch(f, [3]uint32{1, 1, 1}, [3]uint32{256, 1, 1}, s, p); err != nil {
+						return err
+					}
+					switch mode {
+					case "stream_sync":
+						return c.StreamSynchronize(s)
+					case "stream_poll":
+						for {
+							if ok, err := c.StreamQuery(s); ok || err != nil {
+								return err
+							}
+						}
+					}
+					if err := c.EventRecord(end, s); err != nil {
+						return err
+					}
+					if mode == "event_sync" {
+						return c.EventSynchronize(end)
+					}
+					for {
+						if ok, err := c.EventQuery(end); ok || err != nil {
+							if err == nil && mode == "timed_poll" {
+								_, err = c.EventElapsed(start, end)
+							}
+							return err
+						}
+					}
+				}
+				for range 100 {
+					if err := one(); err != nil {
+						return err
+					}
+				}
+				b.ResetTimer()
+				for range b.N {
+					t0 := time.Now()
+					if err := one(); err != nil {
+						return err
+					}
+					times = append(times, time.Since(t0))
+				}
+				return nil
+			})
+			if err != nil {
+				b.Fatal(err)
+			}
+			slices.Sort(times)
+			b.ReportMetric(float64(times[len(times)/2].Nanoseconds()), "median-ns")
+		})
 	}
 }
