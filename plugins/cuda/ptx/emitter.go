@@ -8,9 +8,12 @@ import (
 )
 
 // value is a computed IR value: a predicate (bool) or a .b32 register holding it.
+// A constant also carries its literal, for folding (see fold.go).
 type value struct {
-	reg string
-	t   ir.Type
+	reg   string
+	t     ir.Type
+	konst bool
+	lit   ir.Literal
 }
 
 // local is a name in scope: an immutable value (let, atomic result) or a mutable
@@ -69,6 +72,8 @@ type emitter struct {
 	arrays         map[string]array
 	scopes         []map[string]local
 	loops          []loop
+	// facts are the bounds the enclosing ifs' conditions established.
+	facts []boundFact
 	// open is false after a branch, break, continue or return, until the next
 	// label: the statements that follow can never run and are not emitted.
 	open bool
@@ -126,7 +131,7 @@ func fimm(bits uint32) string { return fmt.Sprintf("0f%08X", bits) }
 // constant returns the register holding literal l, loaded once in the preamble.
 func (e *emitter) constant(l ir.Literal) value {
 	if reg, ok := e.consts[l]; ok {
-		return value{reg: reg, t: l.Type}
+		return value{reg: reg, t: l.Type, konst: true, lit: l}
 	}
 	var reg string
 	if l.Type == ir.Bool {
@@ -137,7 +142,7 @@ func (e *emitter) constant(l ir.Literal) value {
 		e.preInst("mov.b32 %s, %s", reg, hex(l.Bits))
 	}
 	e.consts[l] = reg
-	return value{reg: reg, t: l.Type}
+	return value{reg: reg, t: l.Type, konst: true, lit: l}
 }
 
 // emitKernel declares the buffers and shared arrays, then emits the body.

@@ -116,10 +116,14 @@ func (e *emitter) load(x ir.LoadExpr) (value, error) {
 		return value{}, err
 	}
 	word := e.r()
-	e.inst("mov.b32 %s, 0", word)
 	ok := e.inBounds(a, index)
 	addr, space := e.address(a, index)
-	e.inst("@%s ld.%s.b32 %s, [%s]", ok, space, word, addr)
+	if ok == "" {
+		e.inst("ld.%s.b32 %s, [%s]", space, word, addr)
+	} else {
+		e.inst("mov.b32 %s, 0", word)
+		e.inst("@%s ld.%s.b32 %s, [%s]", ok, space, word, addr)
+	}
 	if a.elem == ir.Bool {
 		p := e.p()
 		e.inst("setp.ne.u32 %s, %s, 0", p, word)
@@ -262,18 +266,26 @@ func (e *emitter) binary(x ir.BinaryExpr) (value, error) {
 	if err != nil {
 		return value{}, err
 	}
-	b, err := e.typed(x.Y, a.t, "the second operand of "+x.Op.String())
+	b, err := e.expr(x.Y)
 	if err != nil {
 		return value{}, err
+	}
+	if b.t != a.t {
+		return value{}, fmt.Errorf("the second operand of %s has type %s, want %s. Fix: run ir.Validate and correct the program", x.Op, b.t, a.t)
+	}
+	if a.t == ir.I32 || a.t == ir.U32 {
+		if v, ok := e.simplifyInt(x.Op, a, b); ok {
+			return v, nil
+		}
 	}
 	var reg string
 	switch a.t {
 	case ir.Bool:
-		reg, err = e.binaryBool(x.Op, a.reg, b)
+		reg, err = e.binaryBool(x.Op, a.reg, b.reg)
 	case ir.I32, ir.U32:
-		reg, err = e.binaryInt(x.Op, a.t, a.reg, b)
+		reg, err = e.binaryInt(x.Op, a.t, a.reg, b.reg)
 	case ir.F32:
-		reg, err = e.binaryF32(x.Op, a.reg, b)
+		reg, err = e.binaryF32(x.Op, a.reg, b.reg)
 	default:
 		err = unsupported("binary operator "+x.Op.String(), a.t)
 	}

@@ -139,8 +139,12 @@ func (e *emitter) target(name, what string) (array, error) {
 	return a, nil
 }
 
-// inBounds returns a predicate that is index < count.
+// inBounds returns a predicate that is index < count, or "" when an enclosing
+// if has established it (see fold.go).
 func (e *emitter) inBounds(a array, index string) string {
+	if !a.shared && e.known(index, a.count) {
+		return ""
+	}
 	p := e.p()
 	if a.shared {
 		e.inst("setp.lt.u32 %s, %s, %d", p, index, a.fixed)
@@ -186,7 +190,7 @@ func (e *emitter) store(s ir.StoreStmt) error {
 	}
 	ok := e.inBounds(a, index)
 	addr, space := e.address(a, index)
-	e.inst("@%s st.%s.b32 [%s], %s", ok, space, addr, v)
+	e.inst("%sst.%s.b32 [%s], %s", guard(ok), space, addr, v)
 	return nil
 }
 
@@ -251,15 +255,24 @@ func (e *emitter) atomic(s ir.AtomicStmt) error {
 	e.inst("mov.b32 %s, 0", old)
 	ok := e.inBounds(a, index)
 	addr, space := e.address(a, index)
-	e.inst("@%s atom.%s.%s %s, [%s], %s", ok, space, op, old, addr, v)
+	e.inst("%satom.%s.%s %s, [%s], %s", guard(ok), space, op, old, addr, v)
 	if s.Result != "" {
 		e.bind(s.Result, local{value: value{reg: old, t: a.elem}})
 	}
 	return nil
 }
 
+// guard is the predicate prefix of an instruction run only when p holds, or ""
+// for none.
+func guard(p string) string {
+	if p == "" {
+		return ""
+	}
+	return "@" + p + " "
+}
+
 func (e *emitter) ifStmt(s ir.IfStmt) error {
-	cond, err := e.typed(s.Cond, ir.Bool, "the if condition")
+	cond, facts, err := e.condition(s.Cond)
 	if err != nil {
 		return err
 	}
@@ -269,7 +282,11 @@ func (e *emitter) ifStmt(s ir.IfStmt) error {
 		els = e.label()
 	}
 	e.inst("@!%s bra %s", cond, els)
-	if err := e.block(s.Then); err != nil {
+	outer := len(e.facts)
+	e.facts = append(e.facts, facts...)
+	err = e.block(s.Then)
+	e.facts = e.facts[:outer]
+	if err != nil {
 		return err
 	}
 	reached := e.open || len(s.Else) == 0
@@ -329,19 +346,32 @@ func (e *emitter) forStmt(s ir.ForStmt) error {
 	default:
 		return fmt.Errorf("for: loop variable %q has type %s. Fix: count with i32 or u32", s.Var, s.Type)
 	}
-	var bounds [3]string
+	var vals [3]value
 	for i, part := range []struct {
 		x    ir.Expr
 		what string
 	}{{s.From, "from"}, {s.To, "to"}, {s.Step, "step"}} {
-		reg, err := e.typed(part.x, s.Type, "the for loop's "+part.what)
+		v, err := e.expr(part.x)
 		if err != nil {
 			return err
 		}
+		if v.t != s.Type {
+			return fmt.Errorf("the for loop's %s has type %s, want %s. Fix: run ir.Validate and correct the program", part.what, v.t, s.Type)
+		}
+		vals[i] = v
+	}
+	if vals[0].konst && vals[1].konst && vals[2].konst {
+		n, ok := tripCount(s.Type, vals[0].lit.Bits, vals[1].lit.Bits, vals[2].lit.Bits, maxUnroll)
+		if ok && n*countStmts(s.Body) <= maxUnrolledStmts {
+			return e.unroll(s, vals[0].lit.Bits, vals[2].lit.Bits, n)
+		}
+	}
+	var bounds [3]string
+	for i, v := range vals {
 		// Copy, so the loop keeps the values even if the body assigns the vars
 		// they were read from.
 		cp := e.r()
-		e.inst("mov.b32 %s, %s", cp, reg)
+		e.inst("mov.b32 %s, %s", cp, v.reg)
 		bounds[i] = cp
 	}
 	from, to, step := bounds[0], bounds[1], bounds[2]

@@ -1,0 +1,212 @@
+package ptx
+
+import (
+	"fmt"
+
+	"github.com/kiln-dev/kiln/ir"
+)
+
+// Emit-time simplifications (see docs/design.md, "CUDA"). They change how a
+// program is written in PTX, never what it computes:
+//
+//   - Integer constants fold: an add, sub, mul, and, or, xor, min or max of two
+//     constants (literals, specialization parameters, the workgroup size, lets
+//     bound to constants, an unrolled loop's counter) is a constant, with u32
+//     wrapping arithmetic as at run time; x+0, x-0, x*1 are x and x*0 is 0.
+//   - A for loop whose from, to and step are constants and which runs at most
+//     maxUnroll times (and fits maxUnrolledStmts statements unrolled) is
+//     unrolled: its body is emitted once per iteration with the counter a
+//     constant (ir.Validate makes sure no statement assigns it); continue jumps
+//     to the next copy, break past the last.
+//   - Inside an if whose condition is (or is a land of) i < len(buf) (or
+//     len(buf) > i) with i a u32 value, loads and stores of buf at exactly that
+//     value skip their bounds check: the condition already made it.
+
+// maxUnroll is the most iterations a for loop is unrolled for.
+const maxUnroll = 16
+
+// maxUnrolledStmts bounds the statements (counted through nested blocks) an
+// unrolled loop emits, so unrolling never blows a kernel up.
+const maxUnrolledStmts = 512
+
+// boundFact says that register index holds a value below the element count in
+// register count.
+type boundFact struct{ index, count string }
+
+// known reports whether index < count holds where the emitter is.
+func (e *emitter) known(index, count string) bool {
+	for _, f := range e.facts {
+		if f.index == index && f.count == count {
+			return true
+		}
+	}
+	return false
+}
+
+// foldInt computes op on two integer constants of type t as the device would,
+// when op is one the emitter folds.
+func foldInt(op ir.BinaryOp, t ir.Type, a, b uint32) (uint32, bool) {
+	switch op {
+	case ir.OpAdd:
+		return a + b, true
+	case ir.OpSub:
+		return a - b, true
+	case ir.OpMul:
+		return a * b, true
+	case ir.OpAnd:
+		return a & b, true
+	case ir.OpOr:
+		return a | b, true
+	case ir.OpXor:
+		return a ^ b, true
+	case ir.OpMin, ir.OpMax:
+		less := a < b
+		if t == ir.I32 {
+			less = int32(a) < int32(b)
+		}
+		if less == (op == ir.OpMin) {
+			return a, true
+		}
+		return b, true
+	}
+	return 0, false
+}
+
+// simplifyInt folds an integer operator over a and b when it can: both constant,
+// or an identity (x+0, 0+x, x-0, x*1, 1*x, x*0, 0*x).
+func (e *emitter) simplifyInt(op ir.BinaryOp, a, b value) (value, bool) {
+	if a.konst && b.konst {
+		if v, ok := foldInt(op, a.t, a.lit.Bits, b.lit.Bits); ok {
+			return e.constant(ir.Literal{Type: a.t, Bits: v}), true
+		}
+	}
+	is := func(v value, bits uint32) bool { return v.konst && v.lit.Bits == bits }
+	switch op {
+	case ir.OpAdd:
+		if is(b, 0) {
+			return a, true
+		}
+		if is(a, 0) {
+			return b, true
+		}
+	case ir.OpSub:
+		if is(b, 0) {
+			return a, true
+		}
+	case ir.OpMul:
+		if is(b, 1) {
+			return a, true
+		}
+		if is(a, 1) {
+			return b, true
+		}
+		if is(a, 0) || is(b, 0) {
+			return e.constant(ir.Literal{Type: a.t, Bits: 0}), true
+		}
+	}
+	return value{}, false
+}
+
+// tripCount runs a for loop's counter over constant bounds as the loop would
+// (compare, then a wrapping add) and returns how many iterations it makes, or
+// false when that is more than limit.
+func tripCount(t ir.Type, from, to, step uint32, limit int) (int, bool) {
+	less := func(v uint32) bool {
+		if t == ir.I32 {
+			return int32(v) < int32(to)
+		}
+		return v < to
+	}
+	n := 0
+	for v := from; less(v); v += step {
+		if n++; n > limit {
+			return 0, false
+		}
+	}
+	return n, true
+}
+
+// countStmts counts stmts and the statements of their nested blocks.
+func countStmts(stmts []ir.Stmt) int {
+	n := 0
+	for _, s := range stmts {
+		n++
+		switch s := s.(type) {
+		case ir.IfStmt:
+			n += countStmts(s.Then) + countStmts(s.Else)
+		case ir.ForStmt:
+			n += countStmts(s.Body)
+		case ir.WhileStmt:
+			n += countStmts(s.Body)
+		}
+	}
+	return n
+}
+
+// unroll emits a for loop of n iterations, counter values from, from+step, ...,
+// as n copies of its body.
+func (e *emitter) unroll(s ir.ForStmt, from, step uint32, n int) error {
+	end := e.label()
+	v := from
+	for range n {
+		next := e.label()
+		counter := e.constant(ir.Literal{Type: s.Type, Bits: v})
+		e.scopes = append(e.scopes, map[string]local{s.Var: {value: counter}})
+		e.loops = append(e.loops, loop{cont: next, end: end})
+		err := e.block(s.Body)
+		e.loops = e.loops[:len(e.loops)-1]
+		e.scopes = e.scopes[:len(e.scopes)-1]
+		if err != nil {
+			return err
+		}
+		e.place(next)
+		v += step
+	}
+	e.place(end)
+	return nil
+}
+
+// condition evaluates an if's condition and returns the bound facts it makes
+// true (see the top of this file).
+func (e *emitter) condition(x ir.Expr) (string, []boundFact, error) {
+	if b, ok := x.(ir.BinaryExpr); ok {
+		switch b.Op {
+		case ir.OpLAnd:
+			p1, f1, err := e.condition(b.X)
+			if err != nil {
+				return "", nil, err
+			}
+			p2, f2, err := e.condition(b.Y)
+			if err != nil {
+				return "", nil, err
+			}
+			d := e.p()
+			e.inst("and.pred %s, %s, %s", d, p1, p2)
+			return d, append(f1, f2...), nil
+		case ir.OpLt, ir.OpGt:
+			index, length := b.X, b.Y
+			if b.Op == ir.OpGt {
+				index, length = b.Y, b.X
+			}
+			l, ok := length.(ir.LenExpr)
+			if !ok {
+				break
+			}
+			a, ok := e.arrays[l.Buffer]
+			if !ok || a.shared {
+				break
+			}
+			i, err := e.expr(index)
+			if err != nil {
+				return "", nil, err
+			}
+			if i.t != ir.U32 {
+				return "", nil, fmt.Errorf("the if condition compares a %s with a buffer's length. Fix: run ir.Validate and correct the program", i.t)
+			}
+			p := e.pred2("lt.u32", i.reg, a.count)
+			return p, []boundFact{{index: i.reg, count: a.count}}, nil
+		}
+	}
+	p, err := e.typed(x, ir.Bool, "the if condition")
+	return p, nil, err
+}

@@ -1,0 +1,271 @@
+package ptx
+
+import (
+	"context"
+	"math/rand/v2"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/kiln-dev/kiln/ir"
+	"github.com/kiln-dev/kiln/ir/interp"
+	"github.com/kiln-dev/kiln/ir/kernels"
+	"github.com/kiln-dev/kiln/pluginapi/conformance"
+)
+
+// The tests of fold.go's simplifications: each program runs on the PTX
+// interpreter and on the oracle, at sizes and grids that reach past the ends of
+// its buffers (the interpreter fails on any unguarded access outside an
+// allocation), and the text shows that the simplification happened.
+
+// gridStrideAdd is out[i] = a[i] + b[i] with every invocation adding epi
+// elements, gid + k·total for k < epi (a specialization parameter), total the
+// grid's invocations: the shape of an elements-per-invocation vector add.
+func gridStrideAdd(wg uint32) *ir.Program {
+	b := ir.NewBuilder("test.grid_stride_add", wg, 1, 1)
+	x := b.Buffer("a", ir.F32, ir.Read)
+	y := b.Buffer("b", ir.F32, ir.Read)
+	out := b.Buffer("out", ir.F32, ir.Write)
+	epi := b.Param("epi", ir.U32, ir.LitU32(4))
+	gid := b.Let("gid", ir.GlobalID(0))
+	total := b.Let("total", ir.Mul(ir.NumWorkgroups(0), ir.WorkgroupSize(0)))
+	b.For("k", ir.U32, ir.LitU32(0), epi, ir.LitU32(1), func(body *ir.Block, k ir.Expr) {
+		i := body.Let("i", ir.Add(gid, ir.Mul(k, total)))
+		body.If(ir.Lt(i, ir.Len(out)), func(then *ir.Block) {
+			then.Store(out, i, ir.Add(ir.Load(x, i), ir.Load(y, i)))
+		})
+	})
+	return b.MustBuild()
+}
+
+// runBoth runs p on the interpreter and the oracle and fails the test when the
+// outputs differ.
+func runBoth(t *testing.T, name string, p *ir.Program, c kernels.Case) {
+	t.Helper()
+	got, err := dispatchCase(p, c, c.Uniforms)
+	if err != nil {
+		t.Fatalf("%s: interpreter: %v", name, err)
+	}
+	want, err := interp.Run(context.Background(), p, interp.Options{Spec: c.Spec, WorkgroupSize: c.WorkgroupSize},
+		interp.Launch{Grid: c.Grid, Inputs: c.Inputs, OutputCounts: c.OutputCounts, Uniforms: c.Uniforms})
+	if err != nil {
+		t.Fatalf("%s: oracle: %v", name, err)
+	}
+	if _, err := conformance.Compare(p, got, want); err != nil {
+		t.Errorf("%s: differs from the oracle: %v", name, err)
+	}
+}
+
+// count is how many lines of m's text match the pattern.
+func count(m *Module, pattern string) int {
+	return len(regexp.MustCompile(`(?m)`+pattern).FindAllStringIndex(m.Text, -1))
+}
+
+func f32Input(rng *rand.Rand, n int) []byte {
+	v := make([]float32, n)
+	for i := range v {
+		v[i] = rng.Float32()*8 - 4
+	}
+	return kernels.F32Bytes(v)
+}
+
+func TestUnrollGridStride(t *testing.T) {
+	p := gridStrideAdd(64)
+	rng := rand.New(rand.NewPCG(3, 4))
+	for _, epi := range []uint32{1, 2, 4, 8, 16} {
+		var spec ir.SpecMap
+		spec.Set("epi", ir.SpecU32(epi))
+		m := mustEmit(t, "grid_stride_add", p, Options{Spec: spec})
+		if n := count(m, `^\tst\.global`); n != int(epi) {
+			t.Errorf("epi %d: %d stores, want %d (one per unrolled iteration)", epi, n, epi)
+		}
+		if n := count(m, `^\t@%p\d+ st\.global`); n != 0 {
+			t.Errorf("epi %d: %d stores still check their bounds inside if i < len(out)", epi, n)
+		}
+		// Sizes around the grid's coverage: none, one, a ragged tail, exact, and
+		// a grid larger than needed.
+		for _, size := range []int{0, 1, 63, 64*int(epi) - 1, 64 * int(epi), 64*int(epi) + 5, 1000} {
+			grid := uint32(max((size+64*int(epi)-1)/(64*int(epi)), 1))
+			for _, g := range []uint32{grid, grid + 2} {
+				c := kernels.Case{Grid: [3]uint32{g, 1, 1}, Spec: spec,
+					Inputs: [][]byte{f32Input(rng, size), f32Input(rng, size), nil}, OutputCounts: []uint32{0, 0, uint32(size)}}
+				runBoth(t, "grid_stride_add", p, c)
+			}
+			// Inputs shorter than the output: the loads keep their checks.
+			c := kernels.Case{Grid: [3]uint32{grid, 1, 1}, Spec: spec,
+				Inputs: [][]byte{f32Input(rng, size/2), f32Input(rng, size/3), nil}, OutputCounts: []uint32{0, 0, uint32(size)}}
+			runBoth(t, "grid_stride_add short inputs", p, c)
+		}
+	}
+	var spec ir.SpecMap
+	spec.Set("epi", ir.SpecU32(maxUnroll+1))
+	if n := count(mustEmit(t, "grid_stride_add", p, Options{Spec: spec}), `^\tst\.global`); n != 1 {
+		t.Errorf("a loop of %d iterations: %d stores, want 1 (not unrolled)", maxUnroll+1, n)
+	}
+	c := kernels.Case{Grid: [3]uint32{2, 1, 1}, Spec: spec,
+		Inputs: [][]byte{f32Input(rng, 3000), f32Input(rng, 3000), nil}, OutputCounts: []uint32{0, 0, 3000}}
+	runBoth(t, "grid_stride_add rolled", p, c)
+}
+
+// loopProgram writes, for each invocation g and each iteration of body's loop
+// over k, out[g·slots + slot] for a slot the body picks.
+func loopProgram(name string, slots uint32, loop func(b *ir.Builder, out string, base ir.Expr)) *ir.Program {
+	b := ir.NewBuilder(name, 32, 1, 1)
+	out := b.Buffer("out", ir.I32, ir.ReadWrite)
+	base := b.Let("base", ir.Mul(ir.GlobalID(0), ir.LitU32(slots)))
+	loop(b, out, base)
+	return b.MustBuild()
+}
+
+func TestUnrollControlFlowAndBounds(t *testing.T) {
+	progs := []struct {
+		p      *ir.Program
+		stores int // stores in the text: unrolled copies, or 1 when rolled
+	}{
+		// continue skips k = 2, break ends at k = 5.
+		{loopProgram("test.unroll_break_continue", 8, func(b *ir.Builder, out string, base ir.Expr) {
+			b.For("k", ir.U32, ir.LitU32(0), ir.LitU32(8), ir.LitU32(1), func(body *ir.Block, k ir.Expr) {
+				body.If(ir.Eq(k, ir.LitU32(2)), func(then *ir.Block) { then.Continue() })
+				body.If(ir.Eq(k, ir.LitU32(5)), func(then *ir.Block) { then.Break() })
+				body.Store(out, ir.Add(base, k), ir.Add(ir.Bitcast(ir.I32, k), ir.LitI32(100)))
+			})
+		}), 8},
+		// Signed bounds: -5, -2, 1.
+		{loopProgram("test.unroll_i32_step", 4, func(b *ir.Builder, out string, base ir.Expr) {
+			b.Var("slot", ir.U32, ir.LitU32(0))
+			b.For("k", ir.I32, ir.LitI32(-5), ir.LitI32(4), ir.LitI32(3), func(body *ir.Block, k ir.Expr) {
+				body.Store(out, ir.Add(base, ir.Local("slot")), k)
+				body.Assign("slot", ir.Add(ir.Local("slot"), ir.LitU32(1)))
+			})
+		}), 3},
+		// The same bits, unsigned: 0xFFFFFFFE < 2 is false, no iteration.
+		{loopProgram("test.unroll_u32_empty", 1, func(b *ir.Builder, out string, base ir.Expr) {
+			b.For("k", ir.U32, ir.LitU32(0xFFFFFFFE), ir.LitU32(2), ir.LitU32(1), func(body *ir.Block, k ir.Expr) {
+				body.Store(out, base, ir.LitI32(7))
+			})
+		}), 0},
+		// i32 from -2 to 2: four iterations across zero.
+		{loopProgram("test.unroll_i32_cross_zero", 4, func(b *ir.Builder, out string, base ir.Expr) {
+			b.For("k", ir.I32, ir.LitI32(-2), ir.LitI32(2), ir.LitI32(1), func(body *ir.Block, k ir.Expr) {
+				body.Store(out, ir.Add(base, ir.Bitcast(ir.U32, ir.Add(k, ir.LitI32(2)))), ir.Mul(k, k))
+			})
+		}), 4},
+		// Nested constant loops, the inner one's bound from the outer counter.
+		{loopProgram("test.unroll_nested", 16, func(b *ir.Builder, out string, base ir.Expr) {
+			b.For("i", ir.U32, ir.LitU32(0), ir.LitU32(4), ir.LitU32(1), func(outer *ir.Block, i ir.Expr) {
+				outer.For("j", ir.U32, ir.LitU32(0), ir.Add(i, ir.LitU32(1)), ir.LitU32(1), func(inner *ir.Block, j ir.Expr) {
+					slot := ir.Add(ir.Mul(i, ir.LitU32(4)), j)
+					inner.Store(out, ir.Add(base, slot), ir.Bitcast(ir.I32, ir.Add(ir.Mul(i, ir.LitU32(10)), j)))
+				})
+			})
+		}), 10},
+		// A loop with a run-time bound stays a loop.
+		{loopProgram("test.loop_runtime_bound", 8, func(b *ir.Builder, out string, base ir.Expr) {
+			b.For("k", ir.U32, ir.LitU32(0), ir.Min(ir.Len(out), ir.LitU32(8)), ir.LitU32(1), func(body *ir.Block, k ir.Expr) {
+				body.Store(out, ir.Add(base, k), ir.LitI32(3))
+			})
+		}), 1},
+	}
+	for _, tc := range progs {
+		m := mustEmit(t, tc.p.Name, tc.p, Options{})
+		if n := count(m, `^\t(@%p\d+ )?st\.global`); n != tc.stores {
+			t.Errorf("%s: %d stores in the text, want %d\n%s", tc.p.Name, n, tc.stores, numbered(m.Text))
+		}
+		// The output is shorter than the grid's slots, so the last stores fall
+		// outside it and must be dropped.
+		for _, size := range []int{0, 5, 37, 100} {
+			in := make([]uint32, size)
+			for i := range in {
+				in[i] = 0xFFFFFFFF
+			}
+			c := kernels.Case{Grid: [3]uint32{2, 1, 1}, Inputs: [][]byte{kernels.U32Bytes(in)}, OutputCounts: []uint32{0}}
+			runBoth(t, tc.p.Name, tc.p, c)
+		}
+	}
+}
+
+func TestBoundsFromConditions(t *testing.T) {
+	build := func(name string, cond func(i ir.Expr, a, out string) ir.Expr) *ir.Program {
+		b := ir.NewBuilder(name, 32, 1, 1)
+		a := b.Buffer("a", ir.U32, ir.Read)
+		out := b.Buffer("out", ir.U32, ir.Write)
+		i := b.Let("i", ir.GlobalID(0))
+		b.If(cond(i, a, out), func(then *ir.Block) {
+			then.Store(out, i, ir.Add(ir.Load(a, i), ir.LitU32(1)))
+		})
+		return b.MustBuild()
+	}
+	for _, tc := range []struct {
+		p               *ir.Program
+		guardedLoads    int
+		guardedStores   int
+		unguardedStores int
+	}{
+		{build("test.bound_lt_out", func(i ir.Expr, a, out string) ir.Expr { return ir.Lt(i, ir.Len(out)) }), 1, 0, 1},
+		{build("test.bound_gt_out", func(i ir.Expr, a, out string) ir.Expr { return ir.Gt(ir.Len(out), i) }), 1, 0, 1},
+		{build("test.bound_lt_a", func(i ir.Expr, a, out string) ir.Expr { return ir.Lt(i, ir.Len(a)) }), 0, 1, 0},
+		{build("test.bound_land", func(i ir.Expr, a, out string) ir.Expr {
+			return ir.LAnd(ir.Lt(i, ir.Len(a)), ir.Lt(i, ir.Len(out)))
+		}), 0, 0, 1},
+		{build("test.bound_le_out", func(i ir.Expr, a, out string) ir.Expr { return ir.Le(i, ir.Len(out)) }), 1, 1, 0},
+		{build("test.bound_lor", func(i ir.Expr, a, out string) ir.Expr {
+			return ir.LOr(ir.Lt(i, ir.Len(a)), ir.Lt(i, ir.Len(out)))
+		}), 1, 1, 0},
+	} {
+		m := mustEmit(t, tc.p.Name, tc.p, Options{})
+		if n := count(m, `^\t@%p\d+ ld\.global`); n != tc.guardedLoads {
+			t.Errorf("%s: %d guarded loads, want %d\n%s", tc.p.Name, n, tc.guardedLoads, numbered(m.Text))
+		}
+		if n := count(m, `^\t@%p\d+ st\.global`); n != tc.guardedStores {
+			t.Errorf("%s: %d guarded stores, want %d", tc.p.Name, n, tc.guardedStores)
+		}
+		if n := count(m, `^\tst\.global`); n != tc.unguardedStores {
+			t.Errorf("%s: %d unguarded stores, want %d", tc.p.Name, n, tc.unguardedStores)
+		}
+		for _, sizes := range [][2]int{{0, 0}, {10, 50}, {50, 10}, {64, 64}, {33, 31}} {
+			in := make([]uint32, sizes[0])
+			for i := range in {
+				in[i] = uint32(i * 3)
+			}
+			c := kernels.Case{Grid: [3]uint32{2, 1, 1}, Inputs: [][]byte{kernels.U32Bytes(in), nil}, OutputCounts: []uint32{0, uint32(sizes[1])}}
+			runBoth(t, tc.p.Name, tc.p, c)
+		}
+	}
+}
+
+func TestFoldInt(t *testing.T) {
+	for _, tc := range []struct {
+		op   ir.BinaryOp
+		t    ir.Type
+		a, b uint32
+		want uint32
+		ok   bool
+	}{
+		{ir.OpAdd, ir.U32, 0xFFFFFFFF, 2, 1, true},
+		{ir.OpSub, ir.U32, 1, 2, 0xFFFFFFFF, true},
+		{ir.OpMul, ir.I32, 0x10000, 0x10000, 0, true},
+		{ir.OpMin, ir.I32, 0xFFFFFFFF, 1, 0xFFFFFFFF, true},
+		{ir.OpMin, ir.U32, 0xFFFFFFFF, 1, 1, true},
+		{ir.OpMax, ir.I32, 0xFFFFFFFF, 1, 1, true},
+		{ir.OpXor, ir.U32, 6, 3, 5, true},
+		{ir.OpDiv, ir.U32, 6, 0, 0, false},
+		{ir.OpShl, ir.U32, 1, 40, 0, false},
+	} {
+		got, ok := foldInt(tc.op, tc.t, tc.a, tc.b)
+		if got != tc.want || ok != tc.ok {
+			t.Errorf("%s.%s(%#x, %#x) = %#x, %v; want %#x, %v", tc.op, tc.t, tc.a, tc.b, got, ok, tc.want, tc.ok)
+		}
+	}
+	// Folded constants in a program: 3·4 − 12 = 0, so out[gid + 0·x] = out[gid].
+	b := ir.NewBuilder("test.fold", 32, 1, 1)
+	out := b.Buffer("out", ir.U32, ir.Write)
+	z := b.Let("z", ir.Sub(ir.Mul(ir.LitU32(3), ir.LitU32(4)), ir.LitU32(12)))
+	i := b.Let("i", ir.Add(ir.GlobalID(0), ir.Mul(z, ir.NumWorkgroups(0))))
+	b.If(ir.Lt(i, ir.Len(out)), func(then *ir.Block) { then.Store(out, i, ir.Add(i, ir.LitU32(0))) })
+	p := b.MustBuild()
+	m := mustEmit(t, "fold", p, Options{})
+	if strings.Contains(m.Text, "mul.lo.u32") || strings.Contains(m.Text, "sub.u32") || strings.Contains(m.Text, "add.u32") {
+		t.Errorf("constant arithmetic left in the text:\n%s", numbered(m.Text))
+	}
+	runBoth(t, "fold", p, kernels.Case{Grid: [3]uint32{3, 1, 1}, OutputCounts: []uint32{70}})
+}
