@@ -74,6 +74,8 @@ type emitter struct {
 	loops          []loop
 	// facts are the bounds the enclosing ifs' conditions established.
 	facts []boundFact
+	// cond is the predicate of the predicated if being emitted, or "".
+	cond string
 	// open is false after a branch, break, continue or return, until the next
 	// label: the statements that follow can never run and are not emitted.
 	open bool

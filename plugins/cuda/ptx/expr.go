@@ -116,7 +116,7 @@ func (e *emitter) load(x ir.LoadExpr) (value, error) {
 		return value{}, err
 	}
 	word := e.r()
-	ok := e.inBounds(a, index)
+	ok := e.guarded(e.inBounds(a, index))
 	addr, space := e.address(a, index)
 	if ok == "" {
 		e.inst("ld.%s.b32 %s, [%s]", space, word, addr)

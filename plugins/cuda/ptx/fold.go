@@ -18,6 +18,12 @@ import (
 //     unrolled: its body is emitted once per iteration with the counter a
 //     constant (ir.Validate makes sure no statement assigns it); continue jumps
 //     to the next copy, break past the last.
+//   - An if without else whose body is at most maxPredicated lets and stores
+//     (no subgroup operation, which must not run in lanes the if leaves out) is
+//     written without a branch: the body runs straight through, its loads and
+//     stores predicated on the condition (and their bounds), so the loads of
+//     consecutive ifs (an unrolled loop's copies) can be in flight together.
+//     Its arithmetic runs in every lane, which no IR operation can notice.
 //   - Inside an if whose condition is (or is a land of) i < len(buf) (or
 //     len(buf) > i) with i a u32 value, loads and stores of buf at exactly that
 //     value skip their bounds check: the condition already made it.
@@ -209,4 +215,84 @@ func (e *emitter) condition(x ir.Expr) (string, []boundFact, error) {
 	}
 	p, err := e.typed(x, ir.Bool, "the if condition")
 	return p, nil, err
+}
+
+// maxPredicated is the most statements an if's body may have to be written as
+// predicated code.
+const maxPredicated = 8
+
+// predicable reports whether an if's body can run as predicated straight-line
+// code: lets and stores only, with no subgroup operation.
+func predicable(stmts []ir.Stmt) bool {
+	if len(stmts) == 0 || len(stmts) > maxPredicated {
+		return false
+	}
+	for _, s := range stmts {
+		switch s := s.(type) {
+		case ir.LetStmt:
+			if !laneLocal(s.Value) {
+				return false
+			}
+		case ir.StoreStmt:
+			if !laneLocal(s.Index) || !laneLocal(s.Value) {
+				return false
+			}
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// laneLocal reports whether x involves no subgroup operation.
+func laneLocal(x ir.Expr) bool {
+	switch x := x.(type) {
+	case ir.SubgroupExpr:
+		return false
+	case ir.LoadExpr:
+		return laneLocal(x.Index)
+	case ir.UnaryExpr:
+		return laneLocal(x.X)
+	case ir.BinaryExpr:
+		return laneLocal(x.X) && laneLocal(x.Y)
+	case ir.FmaExpr:
+		return laneLocal(x.A) && laneLocal(x.B) && laneLocal(x.C)
+	case ir.SelectExpr:
+		return laneLocal(x.Cond) && laneLocal(x.A) && laneLocal(x.B)
+	case ir.CastExpr:
+		return laneLocal(x.X)
+	case ir.BitcastExpr:
+		return laneLocal(x.X)
+	}
+	return true
+}
+
+// guarded returns the predicate a memory access runs under: its bounds check ok
+// ("" for none) and the condition of the predicated if being emitted, if any.
+func (e *emitter) guarded(ok string) string {
+	switch {
+	case e.cond == "":
+		return ok
+	case ok == "":
+		return e.cond
+	}
+	d := e.p()
+	e.inst("and.pred %s, %s, %s", d, ok, e.cond)
+	return d
+}
+
+// predicatedIf emits an if whose body is predicable as that body under its
+// condition, without a branch.
+func (e *emitter) predicatedIf(s ir.IfStmt) error {
+	cond, facts, err := e.condition(s.Cond)
+	if err != nil {
+		return err
+	}
+	// The body holds no if, so no predicated if encloses this one.
+	outer := len(e.facts)
+	e.facts = append(e.facts, facts...)
+	e.cond = cond
+	err = e.block(s.Then)
+	e.facts, e.cond = e.facts[:outer], ""
+	return err
 }

@@ -76,11 +76,16 @@ func TestUnrollGridStride(t *testing.T) {
 		var spec ir.SpecMap
 		spec.Set("epi", ir.SpecU32(epi))
 		m := mustEmit(t, "grid_stride_add", p, Options{Spec: spec})
-		if n := count(m, `^\tst\.global`); n != int(epi) {
+		if n := count(m, `^\t(@%p\d+ )?st\.global`); n != int(epi) {
 			t.Errorf("epi %d: %d stores, want %d (one per unrolled iteration)", epi, n, epi)
 		}
-		if n := count(m, `^\t@%p\d+ st\.global`); n != 0 {
-			t.Errorf("epi %d: %d stores still check their bounds inside if i < len(out)", epi, n)
+		// Per element: the if's i < len(out) and the two loads' checks; the
+		// store's check is the if's.
+		if n := count(m, `^\tsetp\.lt\.u32`); n != 3*int(epi) {
+			t.Errorf("epi %d: %d bounds checks, want %d", epi, n, 3*epi)
+		}
+		if n := count(m, `\bbra\b`); n != 0 {
+			t.Errorf("epi %d: %d branches, want none (the ifs predicated)", epi, n)
 		}
 		// Sizes around the grid's coverage: none, one, a ragged tail, exact, and
 		// a grid larger than needed.
@@ -99,7 +104,7 @@ func TestUnrollGridStride(t *testing.T) {
 	}
 	var spec ir.SpecMap
 	spec.Set("epi", ir.SpecU32(maxUnroll+1))
-	if n := count(mustEmit(t, "grid_stride_add", p, Options{Spec: spec}), `^\tst\.global`); n != 1 {
+	if n := count(mustEmit(t, "grid_stride_add", p, Options{Spec: spec}), `^\t(@%p\d+ )?st\.global`); n != 1 {
 		t.Errorf("a loop of %d iterations: %d stores, want 1 (not unrolled)", maxUnroll+1, n)
 	}
 	c := kernels.Case{Grid: [3]uint32{2, 1, 1}, Spec: spec,
@@ -184,51 +189,66 @@ func TestUnrollControlFlowAndBounds(t *testing.T) {
 	}
 }
 
+// TestBoundsFromConditions checks the bounds an if's condition establishes,
+// with the if written predicated (a body of a let and a store) and as a branch
+// (the same body inside a loop of one iteration, which makes it more than lets
+// and stores), at sizes where the input, the output or both are shorter than
+// the grid.
 func TestBoundsFromConditions(t *testing.T) {
-	build := func(name string, cond func(i ir.Expr, a, out string) ir.Expr) *ir.Program {
+	build := func(name string, predicated bool, cond func(i ir.Expr, a, out string) ir.Expr) *ir.Program {
 		b := ir.NewBuilder(name, 32, 1, 1)
 		a := b.Buffer("a", ir.U32, ir.Read)
 		out := b.Buffer("out", ir.U32, ir.Write)
 		i := b.Let("i", ir.GlobalID(0))
 		b.If(cond(i, a, out), func(then *ir.Block) {
-			then.Store(out, i, ir.Add(ir.Load(a, i), ir.LitU32(1)))
+			body := func(k *ir.Block) {
+				v := k.Let("v", ir.Add(ir.Load(a, i), ir.LitU32(1)))
+				k.Store(out, i, v)
+			}
+			if predicated {
+				body(then)
+				return
+			}
+			then.For("once", ir.U32, ir.LitU32(0), ir.LitU32(1), ir.LitU32(1), func(k *ir.Block, _ ir.Expr) { body(k) })
 		})
 		return b.MustBuild()
 	}
 	for _, tc := range []struct {
-		p               *ir.Program
-		guardedLoads    int
-		guardedStores   int
-		unguardedStores int
+		name string
+		cond func(i ir.Expr, a, out string) ir.Expr
+		// checks is the number of setp.lt.u32: the condition's and the
+		// accesses' own, where the condition did not establish them.
+		checks int
 	}{
-		{build("test.bound_lt_out", func(i ir.Expr, a, out string) ir.Expr { return ir.Lt(i, ir.Len(out)) }), 1, 0, 1},
-		{build("test.bound_gt_out", func(i ir.Expr, a, out string) ir.Expr { return ir.Gt(ir.Len(out), i) }), 1, 0, 1},
-		{build("test.bound_lt_a", func(i ir.Expr, a, out string) ir.Expr { return ir.Lt(i, ir.Len(a)) }), 0, 1, 0},
-		{build("test.bound_land", func(i ir.Expr, a, out string) ir.Expr {
-			return ir.LAnd(ir.Lt(i, ir.Len(a)), ir.Lt(i, ir.Len(out)))
-		}), 0, 0, 1},
-		{build("test.bound_le_out", func(i ir.Expr, a, out string) ir.Expr { return ir.Le(i, ir.Len(out)) }), 1, 1, 0},
-		{build("test.bound_lor", func(i ir.Expr, a, out string) ir.Expr {
-			return ir.LOr(ir.Lt(i, ir.Len(a)), ir.Lt(i, ir.Len(out)))
-		}), 1, 1, 0},
+		{"lt_out", func(i ir.Expr, a, out string) ir.Expr { return ir.Lt(i, ir.Len(out)) }, 2},
+		{"gt_out", func(i ir.Expr, a, out string) ir.Expr { return ir.Gt(ir.Len(out), i) }, 2},
+		{"lt_a", func(i ir.Expr, a, out string) ir.Expr { return ir.Lt(i, ir.Len(a)) }, 2},
+		{"land", func(i ir.Expr, a, out string) ir.Expr { return ir.LAnd(ir.Lt(i, ir.Len(a)), ir.Lt(i, ir.Len(out))) }, 2},
+		{"le_out", func(i ir.Expr, a, out string) ir.Expr { return ir.Le(i, ir.Len(out)) }, 2},
+		{"lor", func(i ir.Expr, a, out string) ir.Expr { return ir.LOr(ir.Lt(i, ir.Len(a)), ir.Lt(i, ir.Len(out))) }, 4},
+		{"lt_literal", func(i ir.Expr, a, out string) ir.Expr { return ir.Lt(i, ir.LitU32(40)) }, 3},
 	} {
-		m := mustEmit(t, tc.p.Name, tc.p, Options{})
-		if n := count(m, `^\t@%p\d+ ld\.global`); n != tc.guardedLoads {
-			t.Errorf("%s: %d guarded loads, want %d\n%s", tc.p.Name, n, tc.guardedLoads, numbered(m.Text))
-		}
-		if n := count(m, `^\t@%p\d+ st\.global`); n != tc.guardedStores {
-			t.Errorf("%s: %d guarded stores, want %d", tc.p.Name, n, tc.guardedStores)
-		}
-		if n := count(m, `^\tst\.global`); n != tc.unguardedStores {
-			t.Errorf("%s: %d unguarded stores, want %d", tc.p.Name, n, tc.unguardedStores)
-		}
-		for _, sizes := range [][2]int{{0, 0}, {10, 50}, {50, 10}, {64, 64}, {33, 31}} {
-			in := make([]uint32, sizes[0])
-			for i := range in {
-				in[i] = uint32(i * 3)
+		for _, predicated := range []bool{true, false} {
+			name := "test.bound_" + tc.name
+			if !predicated {
+				name += "_branch"
 			}
-			c := kernels.Case{Grid: [3]uint32{2, 1, 1}, Inputs: [][]byte{kernels.U32Bytes(in), nil}, OutputCounts: []uint32{0, uint32(sizes[1])}}
-			runBoth(t, tc.p.Name, tc.p, c)
+			p := build(name, predicated, tc.cond)
+			m := mustEmit(t, name, p, Options{})
+			if n := count(m, `^\tsetp\.lt\.u32`); n != tc.checks {
+				t.Errorf("%s: %d bounds checks, want %d\n%s", name, n, tc.checks, numbered(m.Text))
+			}
+			if n := count(m, `\bbra\b`); (n == 0) != predicated {
+				t.Errorf("%s: %d branches\n%s", name, n, numbered(m.Text))
+			}
+			for _, sizes := range [][2]int{{0, 0}, {10, 50}, {50, 10}, {64, 64}, {33, 31}} {
+				in := make([]uint32, sizes[0])
+				for i := range in {
+					in[i] = uint32(i * 3)
+				}
+				c := kernels.Case{Grid: [3]uint32{2, 1, 1}, Inputs: [][]byte{kernels.U32Bytes(in), nil}, OutputCounts: []uint32{0, uint32(sizes[1])}}
+				runBoth(t, name, p, c)
+			}
 		}
 	}
 }
@@ -268,4 +288,29 @@ func TestFoldInt(t *testing.T) {
 		t.Errorf("constant arithmetic left in the text:\n%s", numbered(m.Text))
 	}
 	runBoth(t, "fold", p, kernels.Case{Grid: [3]uint32{3, 1, 1}, OutputCounts: []uint32{70}})
+}
+
+// TestPredicatedIfKeepsSubgroupsInBranches: a subgroup operation must run only
+// in the lanes the if admits, so an if around one stays a branch.
+func TestPredicatedIfKeepsSubgroupsInBranches(t *testing.T) {
+	b := ir.NewBuilder("test.if_subgroup", 64, 1, 1)
+	in := b.Buffer("in", ir.U32, ir.Read)
+	out := b.Buffer("out", ir.U32, ir.Write)
+	i := b.Let("i", ir.GlobalID(0))
+	b.If(ir.Lt(i, ir.Len(out)), func(then *ir.Block) {
+		then.Store(out, i, ir.SubgroupAdd(ir.Load(in, i)))
+	})
+	p := b.MustBuild()
+	m := mustEmit(t, p.Name, p, Options{})
+	if n := count(m, `\bbra\b`); n == 0 {
+		t.Errorf("the if around a subgroup add was predicated:\n%s", numbered(m.Text))
+	}
+	// Whole subgroups in or out: the IR leaves divergent subgroup operations undefined.
+	for _, size := range []int{0, 32, 64, 128} {
+		v := make([]uint32, size)
+		for k := range v {
+			v[k] = uint32(k + 1)
+		}
+		runBoth(t, p.Name, p, kernels.Case{Grid: [3]uint32{2, 1, 1}, Inputs: [][]byte{kernels.U32Bytes(v), nil}, OutputCounts: []uint32{0, uint32(size)}})
+	}
 }

@@ -188,7 +188,7 @@ func (e *emitter) store(s ir.StoreStmt) error {
 		e.inst("selp.b32 %s, 1, 0, %s", word, v)
 		v = word
 	}
-	ok := e.inBounds(a, index)
+	ok := e.guarded(e.inBounds(a, index))
 	addr, space := e.address(a, index)
 	e.inst("%sst.%s.b32 [%s], %s", guard(ok), space, addr, v)
 	return nil
@@ -272,6 +272,9 @@ func guard(p string) string {
 }
 
 func (e *emitter) ifStmt(s ir.IfStmt) error {
+	if len(s.Else) == 0 && predicable(s.Then) {
+		return e.predicatedIf(s)
+	}
 	cond, facts, err := e.condition(s.Cond)
 	if err != nil {
 		return err
