@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -209,16 +210,14 @@ func BenchmarkSubmitSmall(b *testing.B) {
 
 // BenchmarkVectorAddResident runs kiln.vector.add.f32 over 256 Mi elements in
 // resident buffers and reports the kernel's device bandwidth (12 bytes per
-// element), for the comparison with torch.add.
+// element), for the comparison with torch.add: once per elements-per-invocation
+// value (epi=1, 2, 4, 8) when the program has that parameter, else once.
 func BenchmarkVectorAddResident(b *testing.B) {
 	be, adapter := benchBackend(b)
 	ctx := context.Background()
 	const n = 1 << 28
 	k, _ := kernels.Lookup("vector_add")
-	c, err := be.Compile(ctx, &pluginapi.CompileRequest{Adapter: adapter, Program: k.Program()})
-	if err != nil {
-		b.Fatal(err)
-	}
+	prog := k.Program()
 	var bufs []pluginapi.BufferRange
 	for i := range 3 {
 		r, err := be.AllocBuffer(ctx, &pluginapi.AllocRequest{Adapter: adapter, Size: 4 * n})
@@ -232,18 +231,36 @@ func BenchmarkVectorAddResident(b *testing.B) {
 		}
 		bufs = append(bufs, pluginapi.BufferRange{Buffer: r.Buffer, Size: 4 * n})
 	}
-	req := &pluginapi.SubmitRequest{Adapter: adapter, Commands: []pluginapi.SubmitCommand{
-		pluginapi.DispatchCommand{Pipeline: c.Pipeline, Grid: [3]uint32{n / 256, 1, 1}, Bindings: bufs}}}
-	var best int64
-	b.ResetTimer()
-	for range b.N {
-		res, err := be.Submit(ctx, req)
-		if err != nil {
-			b.Fatal(err)
-		}
-		if best == 0 || res.DeviceNanos < best {
-			best = res.DeviceNanos
-		}
+	epis := []uint32{1}
+	if _, ok := prog.Param("epi"); ok {
+		epis = []uint32{1, 2, 4, 8}
 	}
-	b.ReportMetric(12*n/float64(best), "best-device-GB/s")
+	for _, epi := range epis {
+		b.Run(fmt.Sprintf("epi=%d", epi), func(b *testing.B) {
+			var spec ir.SpecMap
+			if len(epis) > 1 {
+				spec.Set("epi", ir.SpecU32(epi))
+			}
+			c, err := be.Compile(ctx, &pluginapi.CompileRequest{Adapter: adapter, Program: prog, Spec: spec})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer be.Release(ctx, c.Pipeline)
+			per := prog.WorkgroupSize[0] * epi
+			req := &pluginapi.SubmitRequest{Adapter: adapter, Commands: []pluginapi.SubmitCommand{
+				pluginapi.DispatchCommand{Pipeline: c.Pipeline, Grid: [3]uint32{(n + per - 1) / per, 1, 1}, Bindings: bufs}}}
+			var best int64
+			b.ResetTimer()
+			for range b.N {
+				res, err := be.Submit(ctx, req)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if best == 0 || res.DeviceNanos < best {
+					best = res.DeviceNanos
+				}
+			}
+			b.ReportMetric(12*n/float64(best), "best-device-GB/s")
+		})
+	}
 }
