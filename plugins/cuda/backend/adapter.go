@@ -122,7 +122,7 @@ func newAdapter(d *driver.Driver, ordinal int, driverText string, log hclog.Logg
 		a.info.Reason = fmt.Sprintf("reading the CUDA driver version failed: %v. Fix: reinstall the NVIDIA driver", err)
 		return a
 	}
-	a.info.Identity = identity(a.info.Name, a.lim, driverText)
+	a.info.Identity = identity(a.info.Name, a.uuid, a.lim, driverText)
 	if a.target, err = ptx.TargetFor(a.lim.ccMajor, a.lim.ccMinor); err != nil {
 		a.info.Reason = fmt.Sprintf("device %q: %v", a.info.Name, err)
 		return a
@@ -163,17 +163,24 @@ func profile(l limits) pluginapi.DeviceProfile {
 }
 
 // identity names the device for the host's fingerprint: NVIDIA, the device's name
-// with its compute capability, the driver's version and the device type. The UUID
-// is left out on purpose: a cubin (and a PGO route) is valid on every device of the
-// same model, capability and driver, so identical GPUs share cache entries.
-func identity(name string, l limits, driverText string) pluginapi.DeviceIdentity {
+// with its compute capability and UUID, the driver's version and the device type.
+// With the UUID in it the fingerprint is one physical GPU's: its cached cubins,
+// autotune records and PGO routes follow it when CUDA_VISIBLE_DEVICES or a
+// reboot changes the order of the GPUs, and identical GPUs each get their own
+// (each compiles its cubins once). Without a UUID (the driver failed to give
+// one) it is the model's.
+func identity(name, uuid string, l limits, driverText string) pluginapi.DeviceIdentity {
 	kind := "discrete-gpu"
 	if l.integrated {
 		kind = "integrated-gpu"
 	}
+	device := fmt.Sprintf("%s (sm_%d%d)", name, l.ccMajor, l.ccMinor)
+	if uuid != "" {
+		device = fmt.Sprintf("%s (sm_%d%d, %s)", name, l.ccMajor, l.ccMinor, uuid)
+	}
 	return pluginapi.DeviceIdentity{
 		Vendor:        "NVIDIA",
-		Device:        fmt.Sprintf("%s (sm_%d%d)", name, l.ccMajor, l.ccMinor),
+		Device:        device,
 		DriverVersion: driverText,
 		DeviceType:    kind,
 	}

@@ -78,15 +78,27 @@ func TestProfileFromLimits(t *testing.T) {
 }
 
 func TestIdentity(t *testing.T) {
-	id := identity("NVIDIA H200", h200(), "580.159.03 (CUDA 13.0)")
-	want := pluginapi.DeviceIdentity{Vendor: "NVIDIA", Device: "NVIDIA H200 (sm_90)", DriverVersion: "580.159.03 (CUDA 13.0)", DeviceType: "discrete-gpu"}
+	const uuid = "GPU-af1bf078-09cb-1a64-4be6-83beaa3e6954"
+	id := identity("NVIDIA H200", uuid, h200(), "580.159.03 (CUDA 13.0)")
+	want := pluginapi.DeviceIdentity{Vendor: "NVIDIA", Device: "NVIDIA H200 (sm_90, " + uuid + ")", DriverVersion: "580.159.03 (CUDA 13.0)", DeviceType: "discrete-gpu"}
 	if id != want {
 		t.Errorf("identity = %+v, want %+v", id, want)
 	}
 	orin := h200()
 	orin.integrated, orin.ccMajor, orin.ccMinor = true, 8, 7
-	if id := identity("Orin", orin, "CUDA 12.2"); id.DeviceType != "integrated-gpu" || id.Device != "Orin (sm_87)" {
-		t.Errorf("integrated identity = %+v", id)
+	if id := identity("Orin", "", orin, "CUDA 12.2"); id.DeviceType != "integrated-gpu" || id.Device != "Orin (sm_87)" {
+		t.Errorf("integrated identity without a UUID = %+v", id)
+	}
+}
+
+// TestFingerprintFollowsTheGPU: identical GPUs get distinct fingerprints, from
+// what identifies the GPU (its UUID), not its ordinal.
+func TestFingerprintFollowsTheGPU(t *testing.T) {
+	fp := func(uuid string) string {
+		return identity("NVIDIA H200", uuid, h200(), "580 (CUDA 13.0)").Fingerprint()
+	}
+	if fp("GPU-00000000-0000-0000-0000-00000000000a") == fp("GPU-00000000-0000-0000-0000-00000000000b") {
+		t.Error("two H200s share a fingerprint")
 	}
 }
 

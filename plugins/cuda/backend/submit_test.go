@@ -1,7 +1,10 @@
 package backend
 
 import (
+	"context"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/kiln-dev/kiln/ir/kernels"
 	"github.com/kiln-dev/kiln/pluginapi"
@@ -15,29 +18,88 @@ import (
 // and checking everything, resolving the kernel parameters) without a GPU.
 func fakeSubmitState(tb testing.TB) (*Backend, *device, *pluginapi.SubmitRequest) {
 	tb.Helper()
-	a := &adapter{index: 0, lim: h200(), info: pluginapi.Adapter{Index: 0, Name: "fake H200", Available: true}}
-	d := &device{a: a, sem: make(chan struct{}, 1)}
-	a.d = d
+	b, reqs := fakeAdapters(tb, 1)
+	return b, b.adapters[0].d, reqs[0]
+}
+
+// fakeAdapters is fakeSubmitState with n adapters, each with its device, its
+// vector_add pipeline (handle 1+adapter) and its buffers, and a submit request
+// per adapter.
+func fakeAdapters(tb testing.TB, n int) (*Backend, []*pluginapi.SubmitRequest) {
+	tb.Helper()
 	k, _ := kernels.Lookup("vector_add")
 	m, err := ptx.Emit(k.Program(), ptx.Options{Target: ptx.Target{SM: 80}})
 	if err != nil {
 		tb.Fatal(err)
 	}
-	args := driver.NewParams(len(m.Params))
-	tb.Cleanup(args.Free)
 	b := New(Config{})
 	b.started = true
-	b.adapters = []*adapter{a}
-	b.pipelines[1] = &pipeline{d: d, prog: k.Program(), mod: m, args: args}
 	b.buffers = map[uint64]*resident{}
-	var bufs []pluginapi.BufferRange
-	for h := uint64(1); h <= 3; h++ {
-		b.buffers[h] = &resident{d: d, ptr: driver.DevicePtr(h << 20), size: 4}
-		bufs = append(bufs, pluginapi.BufferRange{Buffer: h, Size: 4})
+	var reqs []*pluginapi.SubmitRequest
+	for i := range n {
+		a := &adapter{index: i, lim: h200(), info: pluginapi.Adapter{Index: i, Name: "fake H200", Available: true}}
+		d := &device{a: a, sem: make(chan struct{}, 1)}
+		a.d = d
+		b.adapters = append(b.adapters, a)
+		args := driver.NewParams(len(m.Params))
+		tb.Cleanup(args.Free)
+		pipe := uint64(1 + i)
+		b.pipelines[pipe] = &pipeline{d: d, prog: k.Program(), mod: m, args: args}
+		var bufs []pluginapi.BufferRange
+		for j := range uint64(3) {
+			h := uint64(10*i) + j + 1
+			b.buffers[h] = &resident{d: d, ptr: driver.DevicePtr(h << 20), size: 4}
+			bufs = append(bufs, pluginapi.BufferRange{Buffer: h, Size: 4})
+		}
+		reqs = append(reqs, &pluginapi.SubmitRequest{Adapter: i, Commands: []pluginapi.SubmitCommand{
+			pluginapi.DispatchCommand{Pipeline: pipe, Grid: [3]uint32{1, 1, 1}, Bindings: bufs}}})
 	}
-	req := &pluginapi.SubmitRequest{Commands: []pluginapi.SubmitCommand{
-		pluginapi.DispatchCommand{Pipeline: 1, Grid: [3]uint32{1, 1, 1}, Bindings: bufs}}}
-	return b, d, req
+	return b, reqs
+}
+
+// TestAdaptersDoNotWaitForEachOther: while adapter 0's stream is taken (a
+// submit runs there), adapter 1 takes its own and resolves its submit; a
+// command naming another adapter's pipeline or buffer is refused.
+func TestAdaptersDoNotWaitForEachOther(t *testing.T) {
+	b, reqs := fakeAdapters(t, 2)
+	d0, d1 := b.adapters[0].d, b.adapters[1].d
+	ctx := context.Background()
+	if err := d0.acquire(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer d0.release()
+	done := make(chan error, 1)
+	go func() {
+		tctx, cancel := context.WithTimeout(ctx, time.Minute)
+		defer cancel()
+		a, err := b.adapterAt(1)
+		if err == nil {
+			err = a.d.acquire(tctx)
+		}
+		if err != nil {
+			done <- err
+			return
+		}
+		defer a.d.release()
+		s := &a.d.scratch
+		s.reset()
+		err = b.prepare(a.d, reqs[1].Commands, s)
+		s.unlock()
+		done <- err
+	}()
+	if err := <-done; err != nil {
+		t.Fatalf("adapter 1 while adapter 0 is busy: %v", err)
+	}
+	if got := d1.scratch.args[0]; got != 11<<20 {
+		t.Errorf("adapter 1's first parameter = %#x, want its own buffer %#x", got, 11<<20)
+	}
+	s := &d1.scratch
+	s.reset()
+	err := b.prepare(d1, reqs[0].Commands, s)
+	s.unlock()
+	if err == nil || !strings.Contains(err.Error(), "compiled for adapter 0, not 1") {
+		t.Errorf("adapter 0's pipeline on adapter 1: %v", err)
+	}
 }
 
 // TestPrepareResolvesWithoutAllocating pins the plugin's side of a small submit:
