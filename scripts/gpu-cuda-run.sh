@@ -1,12 +1,21 @@
 #!/bin/bash
-# The GPU experiment behind the CUDA figures: kiln's CUDA backend on an NVIDIA GPU
+# The GPU experiment behind the CUDA figures: kiln's CUDA backend on NVIDIA GPUs
 # (ptxas over every emitted module, the driver/emitter/backend/plugin tests with
 # KILN_REQUIRE_CUDA=1, kiln backends, kiln run --all on cpu-ref, vulkan and cuda),
-# then benchmarks next to PyTorch: vector add 256M f32 vs torch.add, a 1-element
-# dispatch in process and through the plugin, cold (driver JIT, its compute cache
-# off) vs warm (cubin from kiln's blob) compile of the corpus matmul, plugin start +
-# describe vs cuInit and device enumeration alone, the corpus matmul at 4096^3 vs
-# torch.matmul with TF32 off, and the load/store forms a streaming kernel could use.
+# then benchmarks next to PyTorch, each printed with the SM clock at that moment:
+#   - vector add 256M f32 over resident buffers per elements-per-invocation value
+#     vs torch.add, and the emitter's candidate forms in hand PTX (GridStride:
+#     1/2/4/8 elements per thread, branch vs predicated, nc loads, contiguous,
+#     unchecked; StreamingLoads: load/store forms, vec4);
+#   - a 1-element dispatch: the plugin's own CPU work (PrepareSmall), in process
+#     (SubmitSmall, median and allocations), through the plugin
+#     (WireSubmitSmall, median), and the driver's ways of waiting (LaunchSync)
+#     vs torch's add + synchronize;
+#   - plugin start + describe (and + open) vs cuInit and device enumeration alone;
+#   - cold vs warm compile of the corpus matmul, the matmul at 4096^3 vs
+#     torch.matmul with TF32 off;
+#   - on a machine with several GPUs, a vector add on all of them at once
+#     (VectorAddAllGPUs; TestEveryGPUAtOnce runs with the backend tests).
 #
 # Prepare on the build machine, from the repository root (the carried tree must
 # stay under 64 MiB, hence the tarball):
@@ -69,13 +78,30 @@ if [ "$MODE" != tests ]; then
   say "== benchmarks (clocks sampled every 0.5 s into clocks.txt)"
   nvidia-smi --query-gpu=clocks.sm,clocks.mem --format=csv,noheader -lms 500 > $OUT/clocks.txt 2>&1 &
   SMI=$!
-  timeout 300 $B/backend.test -test.run '^$' -test.bench 'VectorAdd|Matmul|SmallDispatch' -test.benchtime 5x 2>&1 | tee $OUT/bench.txt | grep -E '^Benchmark' | tee -a $S
-  timeout 100 $B/backend.test -test.run '^$' -test.bench 'SubmitSmall' -test.benchtime 5000x 2>&1 | tee -a $OUT/bench.txt | grep -E '^Benchmark' | tee -a $S
-  # Cold compiles go through the driver's JIT, not its on-disk compute cache.
-  CUDA_CACHE_DISABLE=1 timeout 100 $B/backend.test -test.run '^$' -test.bench 'CompileMatmul' -test.benchtime 10x 2>&1 | tee -a $OUT/bench.txt | grep -E '^Benchmark' | tee -a $S
-  timeout 100 $B/driver.test -test.run '^$' -test.bench 'StreamingLoads' -test.benchtime 10x 2>&1 | tee -a $OUT/bench.txt | grep -E '^Benchmark' | tee -a $S
-  timeout 200 $B/plugin.test -test.run '^$' -test.bench 'StartDescribe|InitAlone' -test.benchtime 10x 2>&1 | tee -a $OUT/bench.txt | grep Benchmark | tee -a $S
-  timeout 100 $B/plugin.test -test.run '^$' -test.bench 'WireSmallDispatch|WireSubmitSmall' -test.benchtime 2000x 2>&1 | tee -a $OUT/bench.txt | grep -E 'Benchmark|capabilities' | tee -a $S
+  clock() { say "-- SM clock now: $(nvidia-smi --query-gpu=index,clocks.sm,clocks.mem --format=csv,noheader 2>&1 | tr '\n' ';')"; }
+  bench() { # bench TIMEOUT BINARY ARGS...: the SM clock, then the benchmarks (log in bench.txt, results in the summary)
+    local t=$1; shift; local bin=$1; shift
+    clock
+    timeout $t $bin -test.run '^$' "$@" 2>&1 | tee -a $OUT/bench.txt | grep -E '^Benchmark|capabilities|FAIL|panic' | tee -a $S
+  }
+  : > $OUT/bench.txt
+  say "-- vector add 256M f32 (resident; per epi when vector_add has the parameter), matmul, v1 dispatch"
+  bench 300 $B/backend.test -test.bench 'VectorAdd$|VectorAddResident|Matmul|SmallDispatch' -test.benchtime 5x
+  say "-- the emitter's candidate forms for the vector add (hand PTX), and load/store forms"
+  bench 300 $B/driver.test -test.bench 'GridStride|StreamingLoads' -test.benchtime 10x
+  say "-- 1-element dispatch: plugin CPU work, in process, ways of waiting"
+  bench 60 $B/backend.test -test.bench 'PrepareSmall' -test.benchtime 100000x
+  bench 100 $B/backend.test -test.bench 'SubmitSmall' -test.benchtime 5000x
+  bench 100 $B/driver.test -test.bench 'LaunchSync' -test.benchtime 5000x
+  say "-- 1-element dispatch through the plugin (protocol 2, and v1)"
+  bench 100 $B/plugin.test -test.bench 'WireSmallDispatch|WireSubmitSmall' -test.benchtime 2000x
+  say "-- plugin start + describe (+ open) vs cuInit and enumeration alone"
+  bench 200 $B/plugin.test -test.bench 'StartDescribe|StartOpen|InitAlone' -test.benchtime 10x
+  say "-- cold (driver JIT, its compute cache off) vs warm (cubin from kiln's blob) compile"
+  CUDA_CACHE_DISABLE=1 bench 100 $B/backend.test -test.bench 'CompileMatmul' -test.benchtime 10x
+  say "-- every GPU at once (vector add 256M f32 each)"
+  bench 300 $B/backend.test -test.bench 'VectorAddAllGPUs' -test.benchtime 5x
+  clock
   kill $SMI
   say "== torch reference"
   PYTHONUNBUFFERED=1 timeout 200 python3 - <<'PY' 2>&1 | tee $OUT/torch.txt | tee -a $S
