@@ -86,7 +86,7 @@ if [ "$MODE" != tests ]; then
   }
   : > $OUT/bench.txt
   say "-- vector add 256M f32 (resident; per epi when vector_add has the parameter), matmul, v1 dispatch"
-  bench 300 $B/backend.test -test.bench 'VectorAdd$|VectorAddResident|Matmul|SmallDispatch' -test.benchtime 5x
+  bench 300 $B/backend.test -test.bench 'VectorAdd$|VectorAddResident|^BenchmarkMatmul|SmallDispatch' -test.benchtime 5x
   say "-- the emitter's candidate forms for the vector add (hand PTX), and load/store forms"
   bench 300 $B/driver.test -test.bench 'GridStride|StreamingLoads' -test.benchtime 10x
   say "-- 1-element dispatch: plugin CPU work, in process, ways of waiting"
