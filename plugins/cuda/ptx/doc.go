@@ -45,6 +45,11 @@
 //     block. Atomics are atom.global or atom.shared (relaxed, GPU scope for
 //     buffers).
 //
+// Emit simplifies as it writes (see fold.go and docs/design.md, "CUDA"): integer
+// constants fold, constant-trip for loops of up to 16 iterations unroll, an if of
+// a few lets and stores becomes predicated straight-line code, and accesses an
+// enclosing if's i < len(buf) already bounds skip their own check.
+//
 // Registers: bool values live in predicates (%p), every 32-bit value in .b32
 // registers (%r), addresses in .b64 registers (%rd). Buffer pointers, element
 // counts, builtins and constants are loaded once at the top of the kernel.
