@@ -62,6 +62,8 @@ type Backend struct {
 	adapters  []*adapter
 	pipelines map[uint64]*pipeline
 	nextID    uint64
+	// segs are the data plane's shared-memory segments (segments.go).
+	segs segments
 	// buffers are the resident buffers of protocol 2, by handle.
 	buffers    map[uint64]*resident
 	nextBuffer uint64
@@ -300,6 +302,14 @@ func (b *Backend) Close(context.Context) error {
 		p.destroy()
 		delete(b.pipelines, id)
 	}
+	b.segs.mu.Lock()
+	for id, seg := range b.segs.m {
+		if seg.d != nil {
+			_ = seg.d.ctx.Do(func() error { return seg.d.ctx.HostUnregister(seg.mem) })
+		}
+		delete(b.segs.m, id)
+	}
+	b.segs.mu.Unlock()
 	for handle, r := range b.buffers {
 		_ = r.d.ctx.Do(func() error { return r.d.ctx.MemFree(r.ptr) })
 		delete(b.buffers, handle)

@@ -74,6 +74,15 @@ func (b *Backend) Dispatch(ctx context.Context, req *pluginapi.DispatchRequest) 
 		d.release()
 		return nil, err
 	}
+	// Inputs staged in a shared-memory segment are uploaded by DMA.
+	_ = d.ctx.Do(func() error {
+		for _, bd := range binds {
+			if bd.readsInput() {
+				b.pin(d, bd.input)
+			}
+		}
+		return nil
+	})
 	res, err := p.run(ctx, req.Grid, binds, req.Uniforms)
 	if ab, ok := isAbandoned(err); ok {
 		// The device still runs the kernel: a goroutine waits for it, frees the

@@ -129,7 +129,8 @@ func (b *Backend) FreeBuffer(ctx context.Context, handle uint64) error {
 }
 
 // WriteBuffer copies src into the buffer at offset, in stream order after every
-// earlier submit.
+// earlier submit; from a shared-memory segment the copy is DMA (see
+// segments.go).
 func (b *Backend) WriteBuffer(ctx context.Context, handle, offset uint64, src []byte) error {
 	return b.transfer(ctx, handle, offset, src, true)
 }
@@ -159,6 +160,7 @@ func (b *Backend) transfer(ctx context.Context, handle, offset uint64, host []by
 		return err
 	}
 	return d.ctx.Do(func() error {
+		b.pin(d, host)
 		dev := r.ptr + driver.DevicePtr(offset)
 		var err error
 		if write {

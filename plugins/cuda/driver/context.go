@@ -92,13 +92,18 @@ func (c *Context) MemsetD32Async(dst DevicePtr, v uint32, n uint64, s Stream) er
 	return c.d.check(fnMemsetD32Async, c.d.call(fnMemsetD32Async, uintptr(dst), uintptr(v), uintptr(n), uintptr(s)))
 }
 
+// hostRegisterPortable is CU_MEMHOSTREGISTER_PORTABLE: the registration holds
+// for every context, not only the current one.
+const hostRegisterPortable = 1
+
 // HostRegister page-locks b (memory that is not Go's heap, such as a mapped
-// file or shared memory) so copies to and from it are DMA without staging.
+// file or shared memory) for every context (portable), so copies to and from it
+// are DMA without staging.
 func (c *Context) HostRegister(b []byte) error {
 	if len(b) == 0 {
 		return nil
 	}
-	return c.d.check(fnMemHostRegister, c.d.call(fnMemHostRegister, uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)), 0))
+	return c.d.check(fnMemHostRegister, c.d.call(fnMemHostRegister, uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)), hostRegisterPortable))
 }
 
 // HostUnregister undoes HostRegister.
