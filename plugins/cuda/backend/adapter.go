@@ -163,26 +163,23 @@ func profile(l limits) pluginapi.DeviceProfile {
 }
 
 // identity names the device for the host's fingerprint: NVIDIA, the device's name
-// with its compute capability and UUID, the driver's version and the device type.
-// With the UUID in it the fingerprint is one physical GPU's: its cached cubins,
-// autotune records and PGO routes follow it when CUDA_VISIBLE_DEVICES or a
-// reboot changes the order of the GPUs, and identical GPUs each get their own
-// (each compiles its cubins once). Without a UUID (the driver failed to give
-// one) it is the model's.
+// with its compute capability, the driver's version and the device type. The UUID
+// ("" when the driver gave none) goes in Instance, which only the device
+// fingerprint carries:
+// a cubin is valid on every device of the same model, capability and driver, so
+// identical GPUs share cache entries (the model fingerprint), while autotune
+// records and PGO routes follow each GPU by its UUID.
 func identity(name, uuid string, l limits, driverText string) pluginapi.DeviceIdentity {
 	kind := "discrete-gpu"
 	if l.integrated {
 		kind = "integrated-gpu"
 	}
-	device := fmt.Sprintf("%s (sm_%d%d)", name, l.ccMajor, l.ccMinor)
-	if uuid != "" {
-		device = fmt.Sprintf("%s (sm_%d%d, %s)", name, l.ccMajor, l.ccMinor, uuid)
-	}
 	return pluginapi.DeviceIdentity{
 		Vendor:        "NVIDIA",
-		Device:        device,
+		Device:        fmt.Sprintf("%s (sm_%d%d)", name, l.ccMajor, l.ccMinor),
 		DriverVersion: driverText,
 		DeviceType:    kind,
+		Instance:      uuid,
 	}
 }
 

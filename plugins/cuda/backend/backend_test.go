@@ -80,7 +80,7 @@ func TestProfileFromLimits(t *testing.T) {
 func TestIdentity(t *testing.T) {
 	const uuid = "GPU-af1bf078-09cb-1a64-4be6-83beaa3e6954"
 	id := identity("NVIDIA H200", uuid, h200(), "580.159.03 (CUDA 13.0)")
-	want := pluginapi.DeviceIdentity{Vendor: "NVIDIA", Device: "NVIDIA H200 (sm_90, " + uuid + ")", DriverVersion: "580.159.03 (CUDA 13.0)", DeviceType: "discrete-gpu"}
+	want := pluginapi.DeviceIdentity{Vendor: "NVIDIA", Device: "NVIDIA H200 (sm_90)", DriverVersion: "580.159.03 (CUDA 13.0)", DeviceType: "discrete-gpu", Instance: uuid}
 	if id != want {
 		t.Errorf("identity = %+v, want %+v", id, want)
 	}
@@ -91,14 +91,17 @@ func TestIdentity(t *testing.T) {
 	}
 }
 
-// TestFingerprintFollowsTheGPU: identical GPUs get distinct fingerprints, from
-// what identifies the GPU (its UUID), not its ordinal.
+// TestFingerprintFollowsTheGPU: identical GPUs get distinct device fingerprints,
+// from what identifies the GPU (its UUID), not its ordinal, and share the model
+// fingerprint the cubin cache keys on.
 func TestFingerprintFollowsTheGPU(t *testing.T) {
-	fp := func(uuid string) string {
-		return identity("NVIDIA H200", uuid, h200(), "580 (CUDA 13.0)").Fingerprint()
+	a := identity("NVIDIA H200", "GPU-00000000-0000-0000-0000-00000000000a", h200(), "580 (CUDA 13.0)")
+	b := identity("NVIDIA H200", "GPU-00000000-0000-0000-0000-00000000000b", h200(), "580 (CUDA 13.0)")
+	if a.Fingerprint() == b.Fingerprint() {
+		t.Error("two H200s share a device fingerprint")
 	}
-	if fp("GPU-00000000-0000-0000-0000-00000000000a") == fp("GPU-00000000-0000-0000-0000-00000000000b") {
-		t.Error("two H200s share a fingerprint")
+	if a.ModelFingerprint() != b.ModelFingerprint() {
+		t.Error("two H200s have different model fingerprints")
 	}
 }
 

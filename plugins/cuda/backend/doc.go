@@ -22,9 +22,11 @@
 // significant digits, so noise does not reorder backends of equal bandwidth, and
 // identical GPUs tie. A failed measurement keeps the estimate.
 //
-// Identity: vendor NVIDIA, the device's name, compute capability and UUID, the
-// driver's version (kernel module and CUDA) and discrete or integrated: the
-// fingerprint is one physical GPU's and follows it when the GPUs are reordered.
+// Identity: vendor NVIDIA, the device's name and compute capability, the
+// driver's version (kernel module and CUDA), discrete or integrated, and the
+// UUID as Instance: the device fingerprint is one physical GPU's and follows it
+// when the GPUs are reordered, while identical GPUs share the model fingerprint
+// (and cached cubins).
 //
 // Programs: all of IR v1.1. Uniforms are kernel parameters after the buffers'
 // addresses and counts, filled from each dispatch's uniform block. Subgroups are
