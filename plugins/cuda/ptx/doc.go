@@ -46,8 +46,9 @@
 //     buffers).
 //
 // Emit simplifies as it writes (see fold.go and docs/design.md, "CUDA"): integer
-// constants fold, constant-trip for loops of up to 16 iterations unroll, an if of
-// a few lets and stores becomes predicated straight-line code, and accesses an
+// and bool constants fold, an if on a constant is one of its blocks,
+// constant-trip for loops of up to 16 iterations unroll, an if of a few lets,
+// stores and assignments becomes predicated straight-line code, and accesses an
 // enclosing if's i < len(buf) already bounds skip their own check.
 //
 // Registers: bool values live in predicates (%p), every 32-bit value in .b32

@@ -76,6 +76,8 @@ type emitter struct {
 	facts []boundFact
 	// cond is the predicate of the predicated if being emitted, or "".
 	cond string
+	// jumped holds the labels an unconditional branch goes to.
+	jumped map[string]bool
 	// open is false after a branch, break, continue or return, until the next
 	// label: the statements that follow can never run and are not emitted.
 	open bool
@@ -92,6 +94,7 @@ func newEmitter(p *ir.Program, wg [3]uint32, params map[string]ir.Literal, targe
 		consts:   map[ir.Literal]string{},
 		hoisted:  map[hoistKey]string{},
 		arrays:   map[string]array{},
+		jumped:   map[string]bool{},
 		open:     true,
 	}
 }
@@ -121,6 +124,7 @@ func (e *emitter) place(label string) {
 // jump ends the current straight-line code with an unconditional branch.
 func (e *emitter) jump(label string) {
 	e.inst("bra %s", label)
+	e.jumped[label] = true
 	e.open = false
 }
 

@@ -278,6 +278,11 @@ func (e *emitter) binary(x ir.BinaryExpr) (value, error) {
 			return v, nil
 		}
 	}
+	if a.t == ir.Bool {
+		if v, ok := e.simplifyBool(x.Op, a, b); ok {
+			return v, nil
+		}
+	}
 	var reg string
 	switch a.t {
 	case ir.Bool:

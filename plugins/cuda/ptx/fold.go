@@ -17,11 +17,15 @@ import (
 //     maxUnroll times (and fits maxUnrolledStmts statements unrolled) is
 //     unrolled: its body is emitted once per iteration with the counter a
 //     constant (ir.Validate makes sure no statement assigns it); continue jumps
-//     to the next copy, break past the last.
-//   - An if without else whose body is at most maxPredicated lets and stores
-//     (no subgroup operation, which must not run in lanes the if leaves out) is
-//     written without a branch: the body runs straight through, its loads and
-//     stores predicated on the condition (and their bounds), so the loads of
+//     to the next copy, break past the last, and the copies after one that
+//     always breaks or returns are left out.
+//   - Comparisons and land, lor, eq, ne of constants fold too, and an if whose
+//     condition folds to a constant is its then or else block, or nothing.
+//   - An if without else whose body is at most maxPredicated lets, stores and
+//     assignments (no subgroup operation, which must not run in lanes the if
+//     leaves out) is written without a branch: the body runs straight through,
+//     its loads, stores and assignments predicated on the condition (and their
+//     bounds), so the loads of
 //     consecutive ifs (an unrolled loop's copies) can be in flight together.
 //     Its arithmetic runs in every lane, which no IR operation can notice.
 //   - Inside an if whose condition is (or is a land of) i < len(buf) (or
@@ -78,12 +82,39 @@ func foldInt(op ir.BinaryOp, t ir.Type, a, b uint32) (uint32, bool) {
 	return 0, false
 }
 
-// simplifyInt folds an integer operator over a and b when it can: both constant,
-// or an identity (x+0, 0+x, x-0, x*1, 1*x, x*0, 0*x).
+// compareInt compares two integer constants of type t as the device would, when
+// op is a comparison.
+func compareInt(op ir.BinaryOp, t ir.Type, a, b uint32) (bool, bool) {
+	less, eq := a < b, a == b
+	if t == ir.I32 {
+		less = int32(a) < int32(b)
+	}
+	switch op {
+	case ir.OpEq:
+		return eq, true
+	case ir.OpNe:
+		return !eq, true
+	case ir.OpLt:
+		return less, true
+	case ir.OpLe:
+		return less || eq, true
+	case ir.OpGt:
+		return !less && !eq, true
+	case ir.OpGe:
+		return !less, true
+	}
+	return false, false
+}
+
+// simplifyInt folds an integer operator over a and b when it can: both constant
+// (comparisons included), or an identity (x+0, 0+x, x-0, x*1, 1*x, x*0, 0*x).
 func (e *emitter) simplifyInt(op ir.BinaryOp, a, b value) (value, bool) {
 	if a.konst && b.konst {
 		if v, ok := foldInt(op, a.t, a.lit.Bits, b.lit.Bits); ok {
 			return e.constant(ir.Literal{Type: a.t, Bits: v}), true
+		}
+		if v, ok := compareInt(op, a.t, a.lit.Bits, b.lit.Bits); ok {
+			return e.constant(ir.LitBool(v)), true
 		}
 	}
 	is := func(v value, bits uint32) bool { return v.konst && v.lit.Bits == bits }
@@ -165,6 +196,10 @@ func (e *emitter) unroll(s ir.ForStmt, from, step uint32, n int) error {
 		if err != nil {
 			return err
 		}
+		if !e.open && !e.jumped[next] {
+			// This copy always breaks or returns: the rest never run.
+			break
+		}
 		e.place(next)
 		v += step
 	}
@@ -174,21 +209,24 @@ func (e *emitter) unroll(s ir.ForStmt, from, step uint32, n int) error {
 
 // condition evaluates an if's condition and returns the bound facts it makes
 // true (see the top of this file).
-func (e *emitter) condition(x ir.Expr) (string, []boundFact, error) {
+func (e *emitter) condition(x ir.Expr) (value, []boundFact, error) {
 	if b, ok := x.(ir.BinaryExpr); ok {
 		switch b.Op {
 		case ir.OpLAnd:
 			p1, f1, err := e.condition(b.X)
 			if err != nil {
-				return "", nil, err
+				return value{}, nil, err
 			}
 			p2, f2, err := e.condition(b.Y)
 			if err != nil {
-				return "", nil, err
+				return value{}, nil, err
+			}
+			if v, ok := e.simplifyBool(ir.OpLAnd, p1, p2); ok {
+				return v, append(f1, f2...), nil
 			}
 			d := e.p()
-			e.inst("and.pred %s, %s, %s", d, p1, p2)
-			return d, append(f1, f2...), nil
+			e.inst("and.pred %s, %s, %s", d, p1.reg, p2.reg)
+			return value{reg: d, t: ir.Bool}, append(f1, f2...), nil
 		case ir.OpLt, ir.OpGt:
 			index, length := b.X, b.Y
 			if b.Op == ir.OpGt {
@@ -204,17 +242,20 @@ func (e *emitter) condition(x ir.Expr) (string, []boundFact, error) {
 			}
 			i, err := e.expr(index)
 			if err != nil {
-				return "", nil, err
+				return value{}, nil, err
 			}
 			if i.t != ir.U32 {
-				return "", nil, fmt.Errorf("the if condition compares a %s with a buffer's length. Fix: run ir.Validate and correct the program", i.t)
+				return value{}, nil, fmt.Errorf("the if condition compares a %s with a buffer's length. Fix: run ir.Validate and correct the program", i.t)
 			}
 			p := e.pred2("lt.u32", i.reg, a.count)
-			return p, []boundFact{{index: i.reg, count: a.count}}, nil
+			return value{reg: p, t: ir.Bool}, []boundFact{{index: i.reg, count: a.count}}, nil
 		}
 	}
-	p, err := e.typed(x, ir.Bool, "the if condition")
-	return p, nil, err
+	v, err := e.expr(x)
+	if err == nil && v.t != ir.Bool {
+		err = fmt.Errorf("the if condition has type %s, want bool. Fix: run ir.Validate and correct the program", v.t)
+	}
+	return v, nil, err
 }
 
 // maxPredicated is the most statements an if's body may have to be written as
@@ -222,7 +263,7 @@ func (e *emitter) condition(x ir.Expr) (string, []boundFact, error) {
 const maxPredicated = 8
 
 // predicable reports whether an if's body can run as predicated straight-line
-// code: lets and stores only, with no subgroup operation.
+// code: lets, stores and assignments only, with no subgroup operation.
 func predicable(stmts []ir.Stmt) bool {
 	if len(stmts) == 0 || len(stmts) > maxPredicated {
 		return false
@@ -235,6 +276,10 @@ func predicable(stmts []ir.Stmt) bool {
 			}
 		case ir.StoreStmt:
 			if !laneLocal(s.Index) || !laneLocal(s.Value) {
+				return false
+			}
+		case ir.AssignStmt:
+			if !laneLocal(s.Value) {
 				return false
 			}
 		default:
@@ -284,10 +329,14 @@ func (e *emitter) guarded(ok string) string {
 // predicatedIf emits an if whose body is predicable as that body under its
 // condition, without a branch.
 func (e *emitter) predicatedIf(s ir.IfStmt) error {
-	cond, facts, err := e.condition(s.Cond)
-	if err != nil {
+	c, facts, err := e.condition(s.Cond)
+	if err != nil || c.konst {
+		if err == nil && c.lit.Bits&1 != 0 {
+			err = e.block(s.Then)
+		}
 		return err
 	}
+	cond := c.reg
 	// The body holds no if, so no predicated if encloses this one.
 	outer := len(e.facts)
 	e.facts = append(e.facts, facts...)
@@ -295,4 +344,38 @@ func (e *emitter) predicatedIf(s ir.IfStmt) error {
 	err = e.block(s.Then)
 	e.facts, e.cond = e.facts[:outer], ""
 	return err
+}
+
+// simplifyBool folds land, lor, eq and ne over constant bools, and land or lor
+// with one constant operand (true && x is x, false && x is false, and so on).
+func (e *emitter) simplifyBool(op ir.BinaryOp, a, b value) (value, bool) {
+	if a.konst && b.konst {
+		x, y := a.lit.Bits&1 != 0, b.lit.Bits&1 != 0
+		switch op {
+		case ir.OpLAnd:
+			return e.constant(ir.LitBool(x && y)), true
+		case ir.OpLOr:
+			return e.constant(ir.LitBool(x || y)), true
+		case ir.OpEq:
+			return e.constant(ir.LitBool(x == y)), true
+		case ir.OpNe:
+			return e.constant(ir.LitBool(x != y)), true
+		}
+		return value{}, false
+	}
+	if op != ir.OpLAnd && op != ir.OpLOr {
+		return value{}, false
+	}
+	for _, pair := range [2][2]value{{a, b}, {b, a}} {
+		k, other := pair[0], pair[1]
+		if !k.konst {
+			continue
+		}
+		// true && x = x, false || x = x; false && x = false, true || x = true.
+		if (k.lit.Bits&1 != 0) == (op == ir.OpLAnd) {
+			return other, true
+		}
+		return k, true
+	}
+	return value{}, false
 }

@@ -127,14 +127,15 @@ func TestUnrollControlFlowAndBounds(t *testing.T) {
 		p      *ir.Program
 		stores int // stores in the text: unrolled copies, or 1 when rolled
 	}{
-		// continue skips k = 2, break ends at k = 5.
+		// continue skips k = 2, break ends at k = 5; both conditions fold, so
+		// copies 2 and 5 store nothing and copies 6 and 7 are left out.
 		{loopProgram("test.unroll_break_continue", 8, func(b *ir.Builder, out string, base ir.Expr) {
 			b.For("k", ir.U32, ir.LitU32(0), ir.LitU32(8), ir.LitU32(1), func(body *ir.Block, k ir.Expr) {
 				body.If(ir.Eq(k, ir.LitU32(2)), func(then *ir.Block) { then.Continue() })
 				body.If(ir.Eq(k, ir.LitU32(5)), func(then *ir.Block) { then.Break() })
 				body.Store(out, ir.Add(base, k), ir.Add(ir.Bitcast(ir.I32, k), ir.LitI32(100)))
 			})
-		}), 8},
+		}), 4},
 		// Signed bounds: -5, -2, 1.
 		{loopProgram("test.unroll_i32_step", 4, func(b *ir.Builder, out string, base ir.Expr) {
 			b.Var("slot", ir.U32, ir.LitU32(0))
@@ -312,5 +313,76 @@ func TestPredicatedIfKeepsSubgroupsInBranches(t *testing.T) {
 			v[k] = uint32(k + 1)
 		}
 		runBoth(t, p.Name, p, kernels.Case{Grid: [3]uint32{2, 1, 1}, Inputs: [][]byte{kernels.U32Bytes(v), nil}, OutputCounts: []uint32{0, uint32(size)}})
+	}
+}
+
+// TestRuntimeBreakContinueUnrolled: continue and break on data in an unrolled
+// loop, and an if of an assignment written predicated.
+func TestRuntimeBreakContinueUnrolled(t *testing.T) {
+	b := ir.NewBuilder("test.unroll_runtime_exits", 32, 1, 1)
+	out := b.Buffer("out", ir.U32, ir.ReadWrite)
+	sums := b.Buffer("sums", ir.U32, ir.Write)
+	base := b.Let("base", ir.Mul(ir.GlobalID(0), ir.LitU32(6)))
+	b.Var("sum", ir.U32, ir.LitU32(0))
+	b.For("k", ir.U32, ir.LitU32(0), ir.LitU32(6), ir.LitU32(1), func(body *ir.Block, k ir.Expr) {
+		v := body.Let("v", ir.Load(out, ir.Add(base, k)))
+		body.If(ir.Eq(ir.Rem(v, ir.LitU32(5)), ir.LitU32(0)), func(then *ir.Block) { then.Continue() })
+		body.If(ir.Eq(ir.Rem(v, ir.LitU32(7)), ir.LitU32(0)), func(then *ir.Block) { then.Break() })
+		body.If(ir.Gt(v, ir.LitU32(10)), func(then *ir.Block) {
+			then.Assign("sum", ir.Add(ir.Local("sum"), v))
+		})
+		body.Store(out, ir.Add(base, k), ir.Mul(v, ir.LitU32(2)))
+	})
+	b.If(ir.Lt(ir.GlobalID(0), ir.Len(sums)), func(then *ir.Block) {
+		then.Store(sums, ir.GlobalID(0), ir.Local("sum"))
+	})
+	p := b.MustBuild()
+	m := mustEmit(t, p.Name, p, Options{})
+	if n := count(m, `^\t@%p\d+ mov\.b32 %r\d+, %r\d+`); n != 6 {
+		t.Errorf("%d predicated assignments, want 6 (one per copy)\n%s", n, numbered(m.Text))
+	}
+	rng := rand.New(rand.NewPCG(5, 6))
+	for _, size := range []int{0, 6, 100, 250, 384} {
+		in := make([]uint32, size)
+		for i := range in {
+			in[i] = uint32(rng.IntN(40))
+		}
+		runBoth(t, p.Name, p, kernels.Case{Grid: [3]uint32{2, 1, 1}, Inputs: [][]byte{kernels.U32Bytes(in), nil}, OutputCounts: []uint32{0, 50}})
+	}
+}
+
+// TestConstantIfs: an if on a folded condition is one of its blocks, or
+// nothing, and no branch is left.
+func TestConstantIfs(t *testing.T) {
+	b := ir.NewBuilder("test.constant_ifs", 32, 1, 1)
+	out := b.Buffer("out", ir.U32, ir.Write)
+	out2 := b.Buffer("out2", ir.U32, ir.Write)
+	bm := b.Param("bm", ir.U32, ir.LitU32(2))
+	i := b.Let("i", ir.GlobalID(0))
+	b.IfElse(ir.LAnd(ir.Lt(ir.LitU32(1), bm), ir.Ge(ir.LitI32(-1), ir.LitI32(-3))), func(then *ir.Block) {
+		then.Store(out, i, ir.LitU32(11))
+	}, func(els *ir.Block) {
+		els.Store(out, i, ir.LitU32(22))
+	})
+	b.If(ir.LOr(ir.Ne(bm, ir.LitU32(2)), ir.LitBool(false)), func(then *ir.Block) {
+		then.Store(out2, i, ir.LitU32(33))
+	})
+	p := b.MustBuild()
+	for _, tc := range []struct {
+		bm     uint32
+		stores int
+	}{{2, 1}, {1, 2}} {
+		var spec ir.SpecMap
+		spec.Set("bm", ir.SpecU32(tc.bm))
+		m := mustEmit(t, p.Name, p, Options{Spec: spec})
+		if n := count(m, `\bbra\b`); n != 0 {
+			t.Errorf("bm %d: %d branches, want none\n%s", tc.bm, n, numbered(m.Text))
+		}
+		if n := count(m, `^\t(@%p\d+ )?st\.global`); n != tc.stores {
+			t.Errorf("bm %d: %d stores, want %d\n%s", tc.bm, n, tc.stores, numbered(m.Text))
+		}
+		for _, size := range []int{0, 1, 40, 64} {
+			runBoth(t, p.Name, p, kernels.Case{Grid: [3]uint32{2, 1, 1}, Spec: spec, OutputCounts: []uint32{uint32(size), uint32(size)}})
+		}
 	}
 }

@@ -95,6 +95,15 @@ func (e *emitter) stmt(s ir.Stmt) error {
 		if err != nil {
 			return err
 		}
+		if e.cond != "" {
+			// In a predicated if (fold.go).
+			op := "mov.b32"
+			if l.t == ir.Bool {
+				op = "mov.pred"
+			}
+			e.inst("@%s %s %s, %s", e.cond, op, l.reg, v)
+			return nil
+		}
 		e.mov(l.t, l.reg, v)
 		return nil
 	case ir.StoreStmt:
@@ -275,10 +284,19 @@ func (e *emitter) ifStmt(s ir.IfStmt) error {
 	if len(s.Else) == 0 && predicable(s.Then) {
 		return e.predicatedIf(s)
 	}
-	cond, facts, err := e.condition(s.Cond)
+	c, facts, err := e.condition(s.Cond)
 	if err != nil {
 		return err
 	}
+	if c.konst {
+		// Only one side can run; code after an if both of whose sides end stays
+		// unreachable.
+		if c.lit.Bits&1 != 0 {
+			return e.block(s.Then)
+		}
+		return e.block(s.Else)
+	}
+	cond := c.reg
 	end := e.label()
 	els := end
 	if len(s.Else) > 0 {
