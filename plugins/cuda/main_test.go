@@ -86,7 +86,7 @@ func initAndEnumerate() int {
 		for _, a := range []driver.Attribute{driver.AttrComputeCapabilityMajor, driver.AttrComputeCapabilityMinor, driver.AttrMaxThreadsPerBlock,
 			driver.AttrMaxBlockDimX, driver.AttrMaxBlockDimY, driver.AttrMaxBlockDimZ, driver.AttrMaxGridDimX, driver.AttrMaxGridDimY,
 			driver.AttrMaxGridDimZ, driver.AttrMaxSharedMemoryPerBlock, driver.AttrWarpSize, driver.AttrMultiprocessorCount,
-			driver.AttrIntegrated, driver.AttrComputeMode} {
+			driver.AttrIntegrated, driver.AttrComputeMode, driver.AttrMemoryClockRate, driver.AttrGlobalMemoryBusWidth} {
 			dev.Attribute(a)
 		}
 	}
