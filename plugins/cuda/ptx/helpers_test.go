@@ -100,8 +100,9 @@ type namedProgram struct {
 	opts Options
 }
 
-// allPrograms is every corpus kernel and every edge-table program, each with the
-// specialization and workgroup size of its launch.
+// allPrograms is every corpus kernel, every edge-table program and the
+// simplification tests' programs, each with the specialization and workgroup
+// size of its launch.
 func allPrograms() []namedProgram {
 	var out []namedProgram
 	for _, k := range kernels.All() {
@@ -110,5 +111,5 @@ func allPrograms() []namedProgram {
 	for _, c := range edgetest.Table() {
 		out = append(out, namedProgram{"edge." + c.Name, c.Prog, Options{Spec: c.Launch.Spec, WorkgroupSize: c.Launch.WorkgroupSize}})
 	}
-	return out
+	return append(out, optPrograms()...)
 }

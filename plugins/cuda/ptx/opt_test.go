@@ -2,6 +2,7 @@ package ptx
 
 import (
 	"context"
+	"fmt"
 	"math/rand/v2"
 	"regexp"
 	"strings"
@@ -122,11 +123,15 @@ func loopProgram(name string, slots uint32, loop func(b *ir.Builder, out string,
 	return b.MustBuild()
 }
 
-func TestUnrollControlFlowAndBounds(t *testing.T) {
-	progs := []struct {
-		p      *ir.Program
-		stores int // stores in the text: unrolled copies, or 1 when rolled
-	}{
+// loopCase is a loopProgram with the stores its text must have (unrolled
+// copies, or 1 when it stays a loop).
+type loopCase struct {
+	p      *ir.Program
+	stores int
+}
+
+func loopPrograms() []loopCase {
+	return []loopCase{
 		// continue skips k = 2, break ends at k = 5; both conditions fold, so
 		// copies 2 and 5 store nothing and copies 6 and 7 are left out.
 		{loopProgram("test.unroll_break_continue", 8, func(b *ir.Builder, out string, base ir.Expr) {
@@ -172,6 +177,10 @@ func TestUnrollControlFlowAndBounds(t *testing.T) {
 			})
 		}), 1},
 	}
+}
+
+func TestUnrollControlFlowAndBounds(t *testing.T) {
+	progs := loopPrograms()
 	for _, tc := range progs {
 		m := mustEmit(t, tc.p.Name, tc.p, Options{})
 		if n := count(m, `^\t(@%p\d+ )?st\.global`); n != tc.stores {
@@ -190,37 +199,39 @@ func TestUnrollControlFlowAndBounds(t *testing.T) {
 	}
 }
 
-// TestBoundsFromConditions checks the bounds an if's condition establishes,
-// with the if written predicated (a body of a let and a store) and as a branch
-// (the same body inside a loop of one iteration, which makes it more than lets
-// and stores), at sizes where the input, the output or both are shorter than
-// the grid.
-func TestBoundsFromConditions(t *testing.T) {
-	build := func(name string, predicated bool, cond func(i ir.Expr, a, out string) ir.Expr) *ir.Program {
-		b := ir.NewBuilder(name, 32, 1, 1)
-		a := b.Buffer("a", ir.U32, ir.Read)
-		out := b.Buffer("out", ir.U32, ir.Write)
-		i := b.Let("i", ir.GlobalID(0))
-		b.If(cond(i, a, out), func(then *ir.Block) {
-			body := func(k *ir.Block) {
-				v := k.Let("v", ir.Add(ir.Load(a, i), ir.LitU32(1)))
-				k.Store(out, i, v)
-			}
-			if predicated {
-				body(then)
-				return
-			}
-			then.For("once", ir.U32, ir.LitU32(0), ir.LitU32(1), ir.LitU32(1), func(k *ir.Block, _ ir.Expr) { body(k) })
-		})
-		return b.MustBuild()
-	}
-	for _, tc := range []struct {
-		name string
-		cond func(i ir.Expr, a, out string) ir.Expr
-		// checks is the number of setp.lt.u32: the condition's and the
-		// accesses' own, where the condition did not establish them.
-		checks int
-	}{
+// boundsProgram is out[i] = a[i] + 1 under an if on cond, written predicated
+// (a body of a let and a store) or, with predicated false, as a branch (the same
+// body inside a loop of one iteration, which makes it more than lets and stores).
+func boundsProgram(name string, predicated bool, cond func(i ir.Expr, a, out string) ir.Expr) *ir.Program {
+	b := ir.NewBuilder(name, 32, 1, 1)
+	a := b.Buffer("a", ir.U32, ir.Read)
+	out := b.Buffer("out", ir.U32, ir.Write)
+	i := b.Let("i", ir.GlobalID(0))
+	b.If(cond(i, a, out), func(then *ir.Block) {
+		body := func(k *ir.Block) {
+			v := k.Let("v", ir.Add(ir.Load(a, i), ir.LitU32(1)))
+			k.Store(out, i, v)
+		}
+		if predicated {
+			body(then)
+			return
+		}
+		then.For("once", ir.U32, ir.LitU32(0), ir.LitU32(1), ir.LitU32(1), func(k *ir.Block, _ ir.Expr) { body(k) })
+	})
+	return b.MustBuild()
+}
+
+// boundsCase is a condition for boundsProgram and the bounds checks
+// (setp.lt.u32) its text must have: the condition's and the accesses' own,
+// where the condition did not establish them.
+type boundsCase struct {
+	name   string
+	cond   func(i ir.Expr, a, out string) ir.Expr
+	checks int
+}
+
+func boundsCases() []boundsCase {
+	return []boundsCase{
 		{"lt_out", func(i ir.Expr, a, out string) ir.Expr { return ir.Lt(i, ir.Len(out)) }, 2},
 		{"gt_out", func(i ir.Expr, a, out string) ir.Expr { return ir.Gt(ir.Len(out), i) }, 2},
 		{"lt_a", func(i ir.Expr, a, out string) ir.Expr { return ir.Lt(i, ir.Len(a)) }, 2},
@@ -228,13 +239,20 @@ func TestBoundsFromConditions(t *testing.T) {
 		{"le_out", func(i ir.Expr, a, out string) ir.Expr { return ir.Le(i, ir.Len(out)) }, 2},
 		{"lor", func(i ir.Expr, a, out string) ir.Expr { return ir.LOr(ir.Lt(i, ir.Len(a)), ir.Lt(i, ir.Len(out))) }, 4},
 		{"lt_literal", func(i ir.Expr, a, out string) ir.Expr { return ir.Lt(i, ir.LitU32(40)) }, 3},
-	} {
+	}
+}
+
+// TestBoundsFromConditions checks the bounds an if's condition establishes, in
+// both forms, at sizes where the input, the output or both are shorter than the
+// grid.
+func TestBoundsFromConditions(t *testing.T) {
+	for _, tc := range boundsCases() {
 		for _, predicated := range []bool{true, false} {
 			name := "test.bound_" + tc.name
 			if !predicated {
 				name += "_branch"
 			}
-			p := build(name, predicated, tc.cond)
+			p := boundsProgram(name, predicated, tc.cond)
 			m := mustEmit(t, name, p, Options{})
 			if n := count(m, `^\tsetp\.lt\.u32`); n != tc.checks {
 				t.Errorf("%s: %d bounds checks, want %d\n%s", name, n, tc.checks, numbered(m.Text))
@@ -316,9 +334,9 @@ func TestPredicatedIfKeepsSubgroupsInBranches(t *testing.T) {
 	}
 }
 
-// TestRuntimeBreakContinueUnrolled: continue and break on data in an unrolled
-// loop, and an if of an assignment written predicated.
-func TestRuntimeBreakContinueUnrolled(t *testing.T) {
+// runtimeExitsProgram continues and breaks on data in a loop of six, and adds to
+// a var in a predicated if.
+func runtimeExitsProgram() *ir.Program {
 	b := ir.NewBuilder("test.unroll_runtime_exits", 32, 1, 1)
 	out := b.Buffer("out", ir.U32, ir.ReadWrite)
 	sums := b.Buffer("sums", ir.U32, ir.Write)
@@ -336,7 +354,13 @@ func TestRuntimeBreakContinueUnrolled(t *testing.T) {
 	b.If(ir.Lt(ir.GlobalID(0), ir.Len(sums)), func(then *ir.Block) {
 		then.Store(sums, ir.GlobalID(0), ir.Local("sum"))
 	})
-	p := b.MustBuild()
+	return b.MustBuild()
+}
+
+// TestRuntimeBreakContinueUnrolled: continue and break on data in an unrolled
+// loop, and an if of an assignment written predicated.
+func TestRuntimeBreakContinueUnrolled(t *testing.T) {
+	p := runtimeExitsProgram()
 	m := mustEmit(t, p.Name, p, Options{})
 	if n := count(m, `^\t@%p\d+ mov\.b32 %r\d+, %r\d+`); n != 6 {
 		t.Errorf("%d predicated assignments, want 6 (one per copy)\n%s", n, numbered(m.Text))
@@ -351,9 +375,8 @@ func TestRuntimeBreakContinueUnrolled(t *testing.T) {
 	}
 }
 
-// TestConstantIfs: an if on a folded condition is one of its blocks, or
-// nothing, and no branch is left.
-func TestConstantIfs(t *testing.T) {
+// constantIfsProgram has ifs whose conditions fold with the parameter bm.
+func constantIfsProgram() *ir.Program {
 	b := ir.NewBuilder("test.constant_ifs", 32, 1, 1)
 	out := b.Buffer("out", ir.U32, ir.Write)
 	out2 := b.Buffer("out2", ir.U32, ir.Write)
@@ -367,7 +390,13 @@ func TestConstantIfs(t *testing.T) {
 	b.If(ir.LOr(ir.Ne(bm, ir.LitU32(2)), ir.LitBool(false)), func(then *ir.Block) {
 		then.Store(out2, i, ir.LitU32(33))
 	})
-	p := b.MustBuild()
+	return b.MustBuild()
+}
+
+// TestConstantIfs: an if on a folded condition is one of its blocks, or
+// nothing, and no branch is left.
+func TestConstantIfs(t *testing.T) {
+	p := constantIfsProgram()
 	for _, tc := range []struct {
 		bm     uint32
 		stores int
@@ -385,4 +414,29 @@ func TestConstantIfs(t *testing.T) {
 			runBoth(t, p.Name, p, kernels.Case{Grid: [3]uint32{2, 1, 1}, Spec: spec, OutputCounts: []uint32{uint32(size), uint32(size)}})
 		}
 	}
+}
+
+// optPrograms are the programs of this file, for the tests over every program
+// (ptxas, no contraction).
+func optPrograms() []namedProgram {
+	spec := func(name string, v uint32) ir.SpecMap {
+		var m ir.SpecMap
+		m.Set(name, ir.SpecU32(v))
+		return m
+	}
+	var out []namedProgram
+	for _, epi := range []uint32{1, 4, 8, maxUnroll + 1} {
+		out = append(out, namedProgram{fmt.Sprintf("opt.grid_stride_add.epi%d", epi), gridStrideAdd(64), Options{Spec: spec("epi", epi)}})
+	}
+	for _, c := range loopPrograms() {
+		out = append(out, namedProgram{"opt." + c.p.Name, c.p, Options{}})
+	}
+	for _, c := range boundsCases() {
+		out = append(out, namedProgram{"opt.bound_" + c.name, boundsProgram("test.bound_"+c.name, true, c.cond), Options{}},
+			namedProgram{"opt.bound_" + c.name + "_branch", boundsProgram("test.bound_"+c.name+"_branch", false, c.cond), Options{}})
+	}
+	out = append(out, namedProgram{"opt.runtime_exits", runtimeExitsProgram(), Options{}},
+		namedProgram{"opt.constant_ifs.bm1", constantIfsProgram(), Options{Spec: spec("bm", 1)}},
+		namedProgram{"opt.constant_ifs.bm2", constantIfsProgram(), Options{Spec: spec("bm", 2)}})
+	return out
 }
