@@ -142,9 +142,10 @@ func newAdapter(d *driver.Driver, ordinal int, driverText string, log hclog.Logg
 }
 
 // profile builds the DeviceProfile from the device's attributes but for
-// MemBWGBps (see adapter.describe). Subgroups are warps of 32 with shuffles on every device
-// kiln accepts; f16 from compute capability 5.3, bf16 from 8.0, tensor cores from
-// 7.0. The driver API has no indirect dispatch; CUDA events time on the device.
+// MemBWGBps (see adapter.describe). Subgroups are warps of 32 with shuffles on
+// every device kiln accepts; f16 from compute capability 5.3, bf16 from 8.0,
+// tensor cores from 7.0. The driver API has no indirect dispatch; CUDA events
+// time on the device.
 func profile(l limits) pluginapi.DeviceProfile {
 	cc := 10*l.ccMajor + l.ccMinor
 	return pluginapi.DeviceProfile{

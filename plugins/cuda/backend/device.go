@@ -154,9 +154,7 @@ func (d *device) poll(ctx context.Context, ev driver.Event) (bool, error) {
 }
 
 // wait returns when the work recorded before ev is done. It polls the event for
-// spinFor, then blocks in cuEventSynchronize on another goroutine; when ctx ends
-// first it returns an *abandonedError, and nothing the work uses may be freed
-// before its done channel delivers.
+// spinFor, then blocks (see block).
 func (d *device) wait(ctx context.Context, ev driver.Event) error {
 	var finished bool
 	err := d.ctx.Do(func() error {
@@ -167,6 +165,13 @@ func (d *device) wait(ctx context.Context, ev driver.Event) error {
 	if err != nil || finished {
 		return err
 	}
+	return d.block(ctx, ev)
+}
+
+// block waits for the work recorded before ev in cuEventSynchronize on another
+// goroutine; when ctx ends first it returns an *abandonedError, and nothing the
+// work uses may be freed before its done channel delivers.
+func (d *device) block(ctx context.Context, ev driver.Event) error {
 	done := make(chan error, 1)
 	go func() { done <- d.ctx.Do(func() error { return d.ctx.EventSynchronize(ev) }) }()
 	select {

@@ -209,7 +209,7 @@ func (s *submitScratch) unlock() {
 // cuMemcpyDtoDAsync, fills with cuMemsetD32Async — between the timing events, and
 // waits once. It all runs on the calling goroutine, with the context current on
 // its thread (see docs/design.md, "CUDA"): the wait polls the end event for
-// spinFor and only then blocks on another goroutine. When the caller's context
+// spinFor and only then blocks on another goroutine (device.block). When the caller's context
 // ends first, the commands finish in the background and the device stays busy
 // until they do.
 func (b *Backend) Submit(ctx context.Context, req *pluginapi.SubmitRequest) (*pluginapi.SubmitResult, error) {
@@ -251,7 +251,7 @@ func (b *Backend) Submit(ctx context.Context, req *pluginapi.SubmitRequest) (*pl
 		return nil, err
 	}
 	if !finished {
-		if err := d.wait(ctx, d.end); err != nil {
+		if err := d.block(ctx, d.end); err != nil {
 			if ab, ok := isAbandoned(err); ok {
 				handedOff = true
 				go func() {
