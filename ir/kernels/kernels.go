@@ -27,6 +27,28 @@ type Kernel struct {
 	Reference func(c Case) [][]byte
 	// Check compares a backend's outputs with Reference's.
 	Check func(got, want [][]byte) error
+	// Grid, when set, is the grid a case needs for its size with its workgroup
+	// size (c.WorkgroupSize, else the program's) and parameters (c.Spec, else the
+	// defaults); NewCase uses it, and Retune recomputes a case's grid with it.
+	// It is set for the kernels whose outputs do not depend on the workgroup
+	// size or the tunables, which a tuner may therefore vary.
+	Grid func(c Case) [3]uint32
+	// Flops, when set, counts the floating-point operations of a case, for
+	// throughput figures.
+	Flops func(c Case) float64
+}
+
+// Retune returns c set to run with workgroup size wg (zero: the program's) and
+// specialization spec, with its grid recomputed by k.Grid; ok is false when k
+// has no Grid, so only its own launch geometry runs.
+func (k Kernel) Retune(c Case, wg [3]uint32, spec ir.SpecMap) (Case, bool) {
+	if k.Grid == nil {
+		return c, false
+	}
+	c.WorkgroupSize = wg
+	c.Spec = spec
+	c.Grid = k.Grid(c)
+	return c, true
 }
 
 // Case is one concrete dispatch of a corpus kernel.
@@ -61,6 +83,7 @@ func All() []Kernel {
 		exclusiveScan(),
 		transpose(),
 		matmul(),
+		matmulReg(),
 		collatz(),
 		subgroupSum(),
 		scatterAdd(),

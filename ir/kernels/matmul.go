@@ -16,48 +16,69 @@ const matmulTile = 16
 // ir.MaxInvocations, so every tile up to min(X, Y) does.
 const matmulShared = ir.MaxInvocations
 
+// matmulTiles are the tile depths a tuner may try.
+var matmulTiles = []uint32{4, 8, 16}
+
+// matmulFlops is 2·m·n·k for a matmul case.
+func matmulFlops(c Case) float64 {
+	u := BytesU32(c.Uniforms)
+	return 2 * float64(u[0]) * float64(u[1]) * float64(u[2])
+}
+
 func matmul() Kernel {
+	grid := func(c Case) [3]uint32 {
+		wg := workgroupSize(c, [3]uint32{matmulTile, matmulTile, 1})
+		m, n := c.Size, c.Size+2
+		return [3]uint32{cover(n, wg[0]), cover(m, wg[1]), 1}
+	}
 	return Kernel{
 		Name: "matmul",
 		OpID: "kiln.matrix.matmul.f32",
 		Doc: "c (m×n) = a (m×k) · b (k×n), row-major f32; m, n, k are uniforms, so one compile serves every shape; " +
-			"shared tiles of depth tile (parameter, default 16) for any tile up to the workgroup's sides; " +
+			"shared tiles of depth tile (parameter, default 16, tunable 4, 8, 16) for any tile up to the workgroup's sides; " +
 			"size s is m = s, k = s+1, n = s+2",
 		Sizes:   []int{0, 1, 7, 16, 17, 32, 61, 100},
 		Program: matmulProgram,
+		Grid:    grid,
+		Flops:   matmulFlops,
 		NewCase: func(rng *rand.Rand, size int) Case {
 			m, k, n := size, size+1, size+2
-			return Case{
+			c := Case{
 				Size:         size,
-				Grid:         [3]uint32{cover(n, matmulTile), cover(m, matmulTile), 1},
 				Inputs:       [][]byte{F32Bytes(randomF32(rng, m*k)), F32Bytes(randomF32(rng, k*n)), nil},
 				OutputCounts: []uint32{0, 0, uint32(m * n)},
 				Uniforms:     U32Bytes([]uint32{uint32(m), uint32(n), uint32(k)}),
 			}
+			c.Grid = grid(c)
+			return c
 		},
-		Reference: func(c Case) [][]byte {
-			u := BytesU32(c.Uniforms)
-			m, n, k := int(u[0]), int(u[1]), int(u[2])
-			a, b := BytesF32(c.Inputs[0]), BytesF32(c.Inputs[1])
-			out := make([]float32, c.OutputCounts[2])
-			for row := range m {
-				for col := range n {
-					var acc float32
-					for e := range k {
-						// The conversion rounds the product, so Go never fuses it into an FMA.
-						acc += float32(a[row*k+e] * b[e*n+col])
-					}
-					out[row*n+col] = acc
-				}
-			}
-			return [][]byte{F32Bytes(out)}
-		},
+		Reference: matmulReference,
 		// Every element is acc = acc + a·b over e = 0, 1, ..., k-1 with a rounded
 		// multiply and a rounded add, as in the reference. The tiles' zero padding
 		// adds +0 products, which leave acc unchanged: acc starts at +0 and a sum
 		// of round-to-nearest adds is -0 only when both addends are.
 		Check: exact(ir.F32, "c"),
 	}
+}
+
+// matmulReference is c = a·b of a matmul case, each element summed over e in
+// order with a rounded multiply and a rounded add.
+func matmulReference(c Case) [][]byte {
+	u := BytesU32(c.Uniforms)
+	m, n, k := int(u[0]), int(u[1]), int(u[2])
+	a, b := BytesF32(c.Inputs[0]), BytesF32(c.Inputs[1])
+	out := make([]float32, c.OutputCounts[2])
+	for row := range m {
+		for col := range n {
+			var acc float32
+			for e := range k {
+				// The conversion rounds the product, so Go never fuses it into an FMA.
+				acc += float32(a[row*k+e] * b[e*n+col])
+			}
+			out[row*n+col] = acc
+		}
+	}
+	return [][]byte{F32Bytes(out)}
 }
 
 // matmulProgram gives each invocation one element of c (axis 0 the column, axis 1
@@ -69,7 +90,7 @@ func matmul() Kernel {
 // read per dispatch; the tile depth is a specialization parameter.
 func matmulProgram() *ir.Program {
 	b := ir.NewBuilder("kiln.matrix.matmul.f32", matmulTile, matmulTile, 1)
-	tile := b.Param("tile", ir.U32, ir.LitU32(matmulTile))
+	tile := b.Tunable("tile", ir.U32, ir.LitU32(matmulTile), u32Literals(matmulTiles)...)
 	m := b.Uniform("m", ir.U32)
 	n := b.Uniform("n", ir.U32)
 	k := b.Uniform("k", ir.U32)
@@ -117,4 +138,13 @@ func matmulProgram() *ir.Program {
 		then.Store(c, ir.Add(ir.Mul(row, n), col), acc)
 	})
 	return b.MustBuild()
+}
+
+// u32Literals turns values into u32 literals, for candidate lists.
+func u32Literals(values []uint32) []ir.Literal {
+	out := make([]ir.Literal, len(values))
+	for i, v := range values {
+		out[i] = ir.LitU32(v)
+	}
+	return out
 }
