@@ -26,31 +26,25 @@ func matmulFlops(c Case) float64 {
 }
 
 func matmul() Kernel {
-	grid := func(c Case) [3]uint32 {
-		wg := workgroupSize(c, [3]uint32{matmulTile, matmulTile, 1})
-		m, n := c.Size, c.Size+2
-		return [3]uint32{cover(n, wg[0]), cover(m, wg[1]), 1}
-	}
+	inv := func(c Case) [3]uint32 { return [3]uint32{uint32(c.Size + 2), uint32(c.Size), 1} }
 	return Kernel{
 		Name: "matmul",
 		OpID: "kiln.matrix.matmul.f32",
 		Doc: "c (m×n) = a (m×k) · b (k×n), row-major f32; m, n, k are uniforms, so one compile serves every shape; " +
 			"shared tiles of depth tile (parameter, default 16, tunable 4, 8, 16) for any tile up to the workgroup's sides; " +
 			"size s is m = s, k = s+1, n = s+2",
-		Sizes:   []int{0, 1, 7, 16, 17, 32, 61, 100},
-		Program: matmulProgram,
-		Grid:    grid,
-		Flops:   matmulFlops,
+		Sizes:       []int{0, 1, 7, 16, 17, 32, 61, 100},
+		Program:     matmulProgram,
+		Invocations: inv,
+		Flops:       matmulFlops,
 		NewCase: func(rng *rand.Rand, size int) Case {
 			m, k, n := size, size+1, size+2
-			c := Case{
+			return withInvocations(Case{
 				Size:         size,
 				Inputs:       [][]byte{F32Bytes(randomF32(rng, m*k)), F32Bytes(randomF32(rng, k*n)), nil},
 				OutputCounts: []uint32{0, 0, uint32(m * n)},
 				Uniforms:     U32Bytes([]uint32{uint32(m), uint32(n), uint32(k)}),
-			}
-			c.Grid = grid(c)
-			return c
+			}, inv, [3]uint32{matmulTile, matmulTile, 1})
 		},
 		Reference: matmulReference,
 		// Every element is acc = acc + a·b over e = 0, 1, ..., k-1 with a rounded

@@ -31,11 +31,11 @@ var (
 )
 
 func matmulReg() Kernel {
-	grid := func(c Case) [3]uint32 {
-		wg := workgroupSize(c, [3]uint32{regWG, regWG, 1})
+	// An invocation covers a bm×bn block of c: n/bn columns by m/bm rows of
+	// invocations, rounded up.
+	inv := func(c Case) [3]uint32 {
 		bm, bn := max(specU32(c, "bm", regBlock), 1), max(specU32(c, "bn", regBlock), 1)
-		m, n := c.Size, c.Size+2
-		return [3]uint32{cover(n, wg[0]*bn), cover(m, wg[1]*bm), 1}
+		return [3]uint32{cover(c.Size+2, bn), cover(c.Size, bm), 1}
 	}
 	k := matmul()
 	return Kernel{
@@ -44,14 +44,12 @@ func matmulReg() Kernel {
 		Doc: "c (m×n) = a (m×k) · b (k×n), row-major f32, register-tiled: each invocation keeps a bm×bn block of c " +
 			"(parameters, default 4×4, tunable 1, 2, 4, 8) in registers, fed from shared tiles of depth tk " +
 			"(default 16, tunable 4, 8, 16, 32); m, n, k are uniforms; size s is m = s, k = s+1, n = s+2",
-		Sizes:   []int{0, 1, 7, 16, 17, 61, 64, 100, 130},
-		Program: matmulRegProgram,
-		Grid:    grid,
-		Flops:   matmulFlops,
+		Sizes:       []int{0, 1, 7, 16, 17, 61, 64, 100, 130},
+		Program:     matmulRegProgram,
+		Invocations: inv,
+		Flops:       matmulFlops,
 		NewCase: func(rng *rand.Rand, size int) Case {
-			c := k.NewCase(rng, size)
-			c.Grid = grid(c)
-			return c
+			return withInvocations(k.NewCase(rng, size), inv, [3]uint32{regWG, regWG, 1})
 		},
 		Reference: matmulReference,
 		// As matmul: each element is a sum over e in order of rounded products,

@@ -59,7 +59,7 @@ func TestTunablesKeepResults(t *testing.T) {
 	}
 	tested := 0
 	for _, k := range kernels.All() {
-		if k.Grid == nil {
+		if k.Invocations == nil {
 			continue
 		}
 		p := k.Program()
@@ -70,7 +70,7 @@ func TestTunablesKeepResults(t *testing.T) {
 				for _, spec := range specs(p) {
 					c, ok := k.Retune(base, wg, spec)
 					if !ok {
-						t.Fatalf("%s has Grid but Retune refuses", k.Name)
+						t.Fatalf("%s has Invocations but Retune refuses", k.Name)
 					}
 					name := fmt.Sprintf("%s/%d/wg%v/", k.Name, size, wg)
 					for _, n := range spec.Names() {
@@ -97,7 +97,7 @@ func TestTunablesKeepResults(t *testing.T) {
 		}
 	}
 	if tested == 0 {
-		t.Fatal("no kernel declares a Grid")
+		t.Fatal("no kernel declares Invocations")
 	}
 }
 
@@ -115,6 +115,22 @@ func TestVectorAddDefaultIsOneElementPerInvocation(t *testing.T) {
 		r, _ := k.Retune(c, [3]uint32{}, s)
 		if want := uint32((size + 1023) / 1024); r.Grid != [3]uint32{want, 1, 1} {
 			t.Errorf("size %d, epi 4: grid %v, want [%d 1 1]", size, r.Grid, want)
+		}
+	}
+}
+
+// A case of a kernel with Invocations carries them, and its grid is their
+// ceiling division by the program's workgroup size.
+func TestCaseInvocationsMatchGrid(t *testing.T) {
+	for _, k := range kernels.All() {
+		for _, size := range k.Sizes {
+			c := k.NewCase(rand.New(rand.NewPCG(1, 2)), size)
+			switch {
+			case k.Invocations == nil && c.Invocations != [3]uint32{}:
+				t.Errorf("%s/%d: invocations %v without Kernel.Invocations", k.Name, size, c.Invocations)
+			case k.Invocations != nil && c.Grid != ir.GridFor(c.Invocations, k.Program().WorkgroupSize):
+				t.Errorf("%s/%d: grid %v, invocations %v", k.Name, size, c.Grid, c.Invocations)
+			}
 		}
 	}
 }

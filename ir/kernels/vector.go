@@ -20,27 +20,23 @@ const vectorEPI = 1
 var epiCandidates = []uint32{1, 2, 4, 8}
 
 func vectorAdd() Kernel {
-	grid := func(c Case) [3]uint32 {
-		wg := workgroupSize(c, [3]uint32{vectorWG, 1, 1})
-		epi := max(specU32(c, "epi", vectorEPI), 1)
-		return [3]uint32{cover(int(cover(c.Size, epi)), wg[0]), 1, 1}
+	inv := func(c Case) [3]uint32 {
+		return [3]uint32{cover(c.Size, max(specU32(c, "epi", vectorEPI), 1)), 1, 1}
 	}
 	return Kernel{
 		Name: "vector_add",
 		OpID: "kiln.vector.add.f32",
 		Doc: "out[i] = a[i] + b[i] on f32; each invocation adds epi elements (parameter, default 1, tunable 1, 2, 4, 8) " +
 			"a grid apart; size is the number of elements",
-		Sizes:   vectorSizes(),
-		Program: vectorAddProgram,
-		Grid:    grid,
+		Sizes:       vectorSizes(),
+		Program:     vectorAddProgram,
+		Invocations: inv,
 		NewCase: func(rng *rand.Rand, size int) Case {
-			c := Case{
+			return withInvocations(Case{
 				Size:         size,
 				Inputs:       [][]byte{F32Bytes(randomF32(rng, size)), F32Bytes(randomF32(rng, size)), nil},
 				OutputCounts: []uint32{0, 0, uint32(size)},
-			}
-			c.Grid = grid(c)
-			return c
+			}, inv, [3]uint32{vectorWG, 1, 1})
 		},
 		Flops: func(c Case) float64 { return float64(c.Size) },
 		Reference: func(c Case) [][]byte {
