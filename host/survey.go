@@ -120,7 +120,7 @@ func (h *Host) Survey(ctx context.Context) ([]BackendStatus, error) {
 	for i, p := range running {
 		descs[i] = p.desc
 	}
-	if pick, err := choosePreferred(ctx, descs, nil, surveyed); err == nil {
+	if pick, err := choosePreferred(ctx, descs, nil, surveyed, nil); err == nil {
 		for i := range rows {
 			rows[i].Preferred = rows[i].ID == pick.ID && rows[i].Adapter == pick.Adapter && rows[i].Status == StatusReady
 		}
