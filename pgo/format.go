@@ -52,9 +52,9 @@ type fileOut struct {
 }
 
 type routeOut struct {
-	Backend            string    `toml:"backend"`
-	AdapterFingerprint string    `toml:"adapter_fingerprint"`
-	PluginVersion      string    `toml:"plugin_version"`
+	Backend            string     `toml:"backend"`
+	AdapterFingerprint string     `toml:"adapter_fingerprint"`
+	PluginVersion      string     `toml:"plugin_version"`
 	MeasuredAt         time.Time  `toml:"measured_at"`
 	Observations       []obsOut   `toml:"observations,omitempty"`
 	Classes            []classOut `toml:"classes,omitempty"`
