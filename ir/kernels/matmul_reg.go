@@ -44,7 +44,7 @@ func matmulReg() Kernel {
 		Doc: "c (m×n) = a (m×k) · b (k×n), row-major f32, register-tiled: each invocation keeps a bm×bn block of c " +
 			"(parameters, default 4×4, tunable 1, 2, 4, 8) in registers, fed from shared tiles of depth tk " +
 			"(default 16, tunable 4, 8, 16, 32); m, n, k are uniforms; size s is m = s, k = s+1, n = s+2",
-		Sizes:       []int{0, 1, 7, 16, 17, 61, 64, 100, 130},
+		Sizes:       []int{0, 1, 7, 16, 17, 61, 64, 100},
 		Program:     matmulRegProgram,
 		Invocations: inv,
 		Flops:       matmulFlops,
