@@ -2,6 +2,8 @@ package kernels
 
 import (
 	"math/rand/v2"
+	"runtime"
+	"sync"
 
 	"github.com/kiln-dev/kiln/ir"
 )
@@ -56,22 +58,37 @@ func matmul() Kernel {
 }
 
 // matmulReference is c = a·b of a matmul case, each element summed over e in
-// order with a rounded multiply and a rounded add.
+// order with a rounded multiply and a rounded add. It walks e in the middle
+// loop (each element still sees e = 0, 1, …, k-1 in order, so the result is
+// the same bits) so it reads b row by row, and it splits the rows of c across
+// goroutines: tuning a 4096³ matmul checks against it.
 func matmulReference(c Case) [][]byte {
 	u := BytesU32(c.Uniforms)
 	m, n, k := int(u[0]), int(u[1]), int(u[2])
 	a, b := BytesF32(c.Inputs[0]), BytesF32(c.Inputs[1])
 	out := make([]float32, c.OutputCounts[2])
-	for row := range m {
-		for col := range n {
-			var acc float32
+	rows := func(from, to int) {
+		for row := from; row < to; row++ {
+			acc := out[row*n : row*n+n]
 			for e := range k {
-				// The conversion rounds the product, so Go never fuses it into an FMA.
-				acc += float32(a[row*k+e] * b[e*n+col])
+				x := a[row*k+e]
+				for col, y := range b[e*n : e*n+n] {
+					// The conversion rounds the product, so Go never fuses it into an FMA.
+					acc[col] += float32(x * y)
+				}
 			}
-			out[row*n+col] = acc
 		}
 	}
+	workers := min(runtime.GOMAXPROCS(0), max(m*n*k/(1<<20), 1), m)
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rows(m*w/workers, m*(w+1)/workers)
+		}()
+	}
+	wg.Wait()
 	return [][]byte{F32Bytes(out)}
 }
 
