@@ -34,6 +34,7 @@ type tuneTarget struct {
 	kernel *kernels.Kernel
 	c      kernels.Case // the corpus case (kernels only)
 	prog   *ir.Program
+	search *ir.Program // prog with the tunables --spec fixes narrowed to that value, for the search space only
 	base   host.Launch // the baseline launch; its Spec holds the non-tunable values
 	check  func(outputs [][]byte) error
 	flops  float64 // floating-point operations of one run, 0 when unknown
@@ -51,6 +52,7 @@ func (a *app) tuneCommand() *cobra.Command {
 		warmup, timed  int
 		dryRun         bool
 		maxInvocations uint32
+		wgFlags        []string
 	)
 	cmd := &cobra.Command{
 		Use:   "tune --kernel NAME|PROGRAM --backend ID [--budget 30s]",
@@ -92,6 +94,14 @@ to stderr on a terminal; plain lines otherwise.`,
 			if budget < 0 || warmup < 0 || timed < 1 {
 				return errors.New("--budget and --warmup must not be negative and --runs must be at least 1. Fix: pass --budget 30s --warmup 1 --runs 5")
 			}
+			var wgs [][3]uint32
+			for _, w := range wgFlags {
+				wg, err := parseWorkgroup(w)
+				if err != nil {
+					return err
+				}
+				wgs = append(wgs, wg)
+			}
 			path, err := autotune.DefaultPath()
 			if err != nil {
 				return err
@@ -126,7 +136,7 @@ to stderr on a terminal; plain lines otherwise.`,
 			out := tuneJSON{Store: path, Backend: b.Name(), Adapter: adapter, DryRun: dryRun}
 			var failed []string
 			for _, t := range tts {
-				j, rec, err := a.tuneOne(ctx, b, t, limit, autotune.Config{Warmup: warmup, Runs: timed, Budget: budget})
+				j, rec, err := a.tuneOne(ctx, b, t, limit, wgs, autotune.Config{Warmup: warmup, Runs: timed, Budget: budget})
 				if err != nil {
 					return err
 				}
@@ -168,9 +178,10 @@ to stderr on a terminal; plain lines otherwise.`,
 	f.IntVar(&timed, "runs", 5, "timed runs per candidate (the median counts)")
 	f.BoolVar(&dryRun, "dry-run", false, "search and print, but record nothing")
 	f.Uint32Var(&maxInvocations, "max-invocations", 0, "largest workgroup to try (default: the adapter's limit)")
+	f.StringArrayVar(&wgFlags, "wg", nil, "X,Y,Z: a workgroup size to try (repeatable; default: sizes proposed for the program's axes; the program's own is always tried)")
 	f.StringArrayVar(&file.Inputs, "input", nil, "NAME=@FILE: raw little-endian bytes of buffer NAME (program files)")
 	f.StringArrayVar(&file.Zero, "zero", nil, "NAME[=COUNT]: run read buffer NAME on zeros (program files)")
-	f.StringArrayVar(&file.Spec, "spec", nil, "NAME=VALUE: set parameter NAME (program files; a tunable set here is not searched)")
+	f.StringArrayVar(&file.Spec, "spec", nil, "NAME=VALUE: fix parameter NAME; a tunable fixed here is not searched (for a kernel, only its tunables)")
 	f.StringArrayVar(&file.Uniforms, "uniform", nil, "NAME=VALUE: set uniform NAME (program files)")
 	f.StringVar(&file.Invocations, "invocations", "", "X,Y,Z invocations; each candidate's grid is their ceiling division by its workgroup size (program files)")
 	return cmd
@@ -197,8 +208,13 @@ func newTuneTarget(name string, count int, sizes []string, seed uint64, file run
 			return tuneTarget{}, err
 		}
 		c := k.NewCase(rand.New(rand.NewPCG(seed, uint64(size))), size)
+		prog := k.Program()
+		search, err := narrowed(prog, file.Spec)
+		if err != nil {
+			return tuneTarget{}, err
+		}
 		want := k.Reference(c)
-		t := tuneTarget{name: k.Name, kernel: &k, c: c, prog: k.Program(), size: size,
+		t := tuneTarget{name: k.Name, kernel: &k, c: c, prog: prog, search: search, size: size,
 			base:  host.Launch{CompileOptions: host.CompileOptions{Spec: c.Spec}},
 			check: func(got [][]byte) error { return k.Check(got, want) },
 		}
@@ -242,9 +258,58 @@ func newTuneTarget(name string, count int, sizes []string, seed uint64, file run
 		return interp.Run(context.Background(), q, interp.Options{Spec: job.Launch.Spec}, launch)
 	}
 	job.Launch.Backend = ""
-	return tuneTarget{name: name, prog: &p, base: job.Launch,
+	return tuneTarget{name: name, prog: &p, search: &p, base: job.Launch,
 		check: func(got [][]byte) error { _, err := conformance.Verify(&p, got, oracle); return err },
 	}, nil
+}
+
+// narrowed returns a copy of p in which each tunable that specs (NAME=VALUE)
+// fixes has that value as its default and only candidate, for the search
+// space; p itself keys the record and compiles. Only tunables can be fixed.
+func narrowed(p *ir.Program, specs []string) (*ir.Program, error) {
+	q := *p
+	q.Params = slices.Clone(p.Params)
+	for _, kv := range specs {
+		name, _, _ := strings.Cut(kv, "=")
+		i := slices.IndexFunc(q.Params, func(d ir.ParamDecl) bool { return d.Name == name })
+		if i < 0 || len(q.Params[i].Candidates) == 0 {
+			var names []string
+			for _, d := range p.Tunables() {
+				names = append(names, d.Name)
+			}
+			return nil, fmt.Errorf("--spec %s: %s has no tunable %q. Fix: fix one of its tunables: %s", kv, p.Name, name, strings.Join(names, ", "))
+		}
+		v, err := autotune.ParseParams(p, kv)
+		if err != nil {
+			return nil, fmt.Errorf("--spec %s: %w. Fix: write NAME=VALUE with a value of the parameter's type", kv, err)
+		}
+		sv, _ := v.Get(name)
+		l, _ := sv.Literal()
+		q.Params[i].Default, q.Params[i].Candidates = l, []ir.Literal{l}
+	}
+	return &q, nil
+}
+
+// parseWorkgroup reads --wg X[,Y[,Z]] (missing axes are 1).
+func parseWorkgroup(s string) ([3]uint32, error) {
+	out := [3]uint32{1, 1, 1}
+	parts := strings.Split(s, ",")
+	if len(parts) > 3 {
+		return out, fmt.Errorf("--wg %q has more than 3 axes. Fix: write X,Y,Z", s)
+	}
+	total := uint64(1)
+	for i, p := range parts {
+		v, err := strconv.ParseUint(strings.TrimSpace(p), 10, 32)
+		if err != nil || v == 0 {
+			return out, fmt.Errorf("--wg %q: axis %d is not a positive count. Fix: write X,Y,Z with positive integers", s, i)
+		}
+		out[i] = uint32(v)
+		total *= v
+	}
+	if total > ir.MaxInvocations {
+		return out, fmt.Errorf("--wg %q has %d invocations, over %d. Fix: pass a smaller workgroup", s, total, ir.MaxInvocations)
+	}
+	return out, nil
 }
 
 // hostRunner runs candidates of one target on one backend, compiling each
@@ -303,8 +368,16 @@ func (r *hostRunner) release(ctx context.Context) error {
 
 // tuneOne searches t's space on b and returns its report and the winner's
 // record (nil when no candidate counted).
-func (a *app) tuneOne(ctx context.Context, b *host.Backend, t tuneTarget, limit uint32, cfg autotune.Config) (tuneResultJSON, *autotune.Record, error) {
-	space := autotune.Space(t.prog, autotune.WorkgroupSizes(t.prog, limit))
+func (a *app) tuneOne(ctx context.Context, b *host.Backend, t tuneTarget, limit uint32, wgs [][3]uint32, cfg autotune.Config) (tuneResultJSON, *autotune.Record, error) {
+	if wgs == nil {
+		wgs = autotune.WorkgroupSizes(t.prog, limit)
+	}
+	space := autotune.Space(t.search, wgs)
+	// The baseline is always the untuned program, even when --spec narrows
+	// the search away from its defaults.
+	if def := autotune.Space(t.prog, nil)[0]; def.String() != space[0].String() {
+		space = append([]autotune.Candidate{def}, space...)
+	}
 	r := &hostRunner{b: b, t: t}
 	cfg.Check = t.check
 	p := newTuneProgress(a.errOut, t.name)

@@ -95,6 +95,27 @@ func TestTuneDryRunAndTable(t *testing.T) {
 	}
 }
 
+// --wg and --spec narrow the search; the untuned program stays the baseline.
+func TestTuneNarrowedSearch(t *testing.T) {
+	freshHomes(t)
+	dir := plugins(t, "cpuref")
+	var j tuneJSON
+	kilnJSON(t, &j, "--plugins", dir, "tune", "--kernel", "matmul_reg", "--backend", "cpu-ref", "--size", "9",
+		"--wg", "8,8", "--spec", "bm=2", "--spec", "bn=2", "--budget", "0", "--runs", "1", "--dry-run", "--json")
+	r := j.Results[0]
+	if r.Candidates != 1+2*4 || r.Measured != r.Candidates {
+		t.Fatalf("%d candidates (%d measured), want the baseline and 2 sizes × 4 depths", r.Candidates, r.Measured)
+	}
+	for _, tr := range r.Trials {
+		if !tr.Baseline && !strings.HasPrefix(tr.Params, "bm=2 bn=2 ") {
+			t.Errorf("searched %s, which --spec excludes", tr.Candidate)
+		}
+		if tr.Baseline && tr.Candidate != "wg 16×16×1 bm=4 bn=4 tk=16" {
+			t.Errorf("baseline %s, want the untuned program", tr.Candidate)
+		}
+	}
+}
+
 func TestTuneBadArguments(t *testing.T) {
 	freshHomes(t)
 	dir := plugins(t, "cpuref")
@@ -109,6 +130,10 @@ func TestTuneBadArguments(t *testing.T) {
 		{[]string{"tune", "--kernel", "vector_add", "--backend", "cpu-ref", "--size", "x"}, "not a problem size"},
 		{[]string{"tune", "--kernel", "vector_add", "--backend", "cpu-ref", "--runs", "0"}, "--runs"},
 		{[]string{"tune", "--kernel", "vector_add", "--backend", "nope"}, "nope"},
+		{[]string{"tune", "--kernel", "vector_add", "--backend", "cpu-ref", "--wg", "0,1"}, "positive"},
+		{[]string{"tune", "--kernel", "vector_add", "--backend", "cpu-ref", "--wg", "64,64"}, "over 1024"},
+		{[]string{"tune", "--kernel", "vector_add", "--backend", "cpu-ref", "--spec", "nope=1"}, "no tunable"},
+		{[]string{"tune", "--kernel", "vector_add", "--backend", "cpu-ref", "--spec", "epi=x"}, "not a u32"},
 		{[]string{"autotune", "forget"}, "nothing to forget"},
 		{[]string{"autotune", "forget", "--kernel", "nope"}, "unknown kernel"},
 	} {
