@@ -13,7 +13,8 @@ import (
 )
 
 // TestEveryModuleAssembles runs ptxas on every corpus kernel and edge-table
-// program, emitted for sm_80 and for sm_70, and assembled for the H200's sm_90 and
+// program, emitted for sm_80 and for sm_70 (each plain and with non-coherent
+// reads), and assembled for the H200's sm_90 and
 // for the oldest architecture each target runs on that CUDA 13's ptxas still
 // knows (sm_80; sm_75, since CUDA 13 dropped sm_70).
 func TestEveryModuleAssembles(t *testing.T) {
@@ -28,6 +29,9 @@ func TestEveryModuleAssembles(t *testing.T) {
 				opts := np.opts
 				opts.Target = c.target
 				assemble(t, ptxas, np.name, mustEmit(t, np.name, np.prog, opts), c.arch)
+				// The backend's primary module reads through the non-coherent path.
+				opts.NonCoherentReads = true
+				assemble(t, ptxas, np.name+".nc", mustEmit(t, np.name, np.prog, opts), c.arch)
 			}
 		})
 	}

@@ -34,6 +34,8 @@ type array struct {
 	count string
 	// fixed is a shared array's element count.
 	fixed uint32
+	// nc marks a read buffer loaded through the non-coherent path.
+	nc bool
 }
 
 // loop is the labels of an enclosing loop: where continue and break go.
@@ -53,6 +55,8 @@ type emitter struct {
 	wg     [3]uint32
 	params map[string]ir.Literal
 	arch   Target
+	// nonCoherent is Options.NonCoherentReads.
+	nonCoherent bool
 	// sg is the subgroup size (0 without subgroup operations); lane and segMask
 	// are the registers of the lane in its subgroup and of the subgroup's lanes
 	// in the warp, loaded once when first needed.
@@ -161,7 +165,7 @@ func (e *emitter) emitKernel() error {
 		e.preInst("ld.param.u64 %s, [%s]", raw, bufParam(b.Binding))
 		e.preInst("cvta.to.global.u64 %s, %s", base, raw)
 		e.preInst("ld.param.u32 %s, [%s]", count, lenParam(b.Binding))
-		e.arrays[b.Name] = array{elem: b.Type, base: base, count: count}
+		e.arrays[b.Name] = array{elem: b.Type, base: base, count: count, nc: e.nonCoherent && b.Access == ir.Read}
 	}
 	for i, u := range e.prog.Uniforms {
 		if !u.Type.IsNumeric() {

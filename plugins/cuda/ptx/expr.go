@@ -118,6 +118,9 @@ func (e *emitter) load(x ir.LoadExpr) (value, error) {
 	word := e.r()
 	ok := e.guarded(e.inBounds(a, index))
 	addr, space := e.address(a, index)
+	if a.nc {
+		space = "global.nc"
+	}
 	if ok == "" {
 		e.inst("ld.%s.b32 %s, [%s]", space, word, addr)
 	} else {

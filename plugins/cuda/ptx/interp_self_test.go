@@ -50,6 +50,8 @@ func TestInterpreterRejectsUnspecifiedBehaviour(t *testing.T) {
 		{"undeclared register", "\tmov.b32 %r9, 1;", "not declared"},
 		{"barrier other than 0", "\tbar.sync 1;", "barrier 0"},
 		{"branch to nowhere", "\tbra $L9;", "undefined label"},
+		{"store after an nc load", "\tld.global.nc.b32 %r3, [%rd2];\n\tst.global.b32 [%rd2], %r3;", "read through ld.global.nc"},
+		{"nc load after a store", "\tst.global.b32 [%rd2], %r1;\n\tld.global.nc.b32 %r3, [%rd2];", "which the kernel wrote"},
 	} {
 		mod, err := parseModule(kernelText(c.body))
 		if err == nil {

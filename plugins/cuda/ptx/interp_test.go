@@ -113,6 +113,10 @@ type machine struct {
 	params  []uint64
 	buffers []memory // by binding
 	steps   int
+	// ncRead and written are the global addresses the launch read through the
+	// non-coherent path and wrote (stores, atomics): PTX leaves an ld.global.nc
+	// of memory the kernel writes undefined, so the launch fails when they meet.
+	ncRead, written map[uint64]bool
 }
 
 // memory is one buffer's device allocation.
@@ -641,6 +645,12 @@ func (t *thread) storeWord(in *pinst, space string, addr uint64, v uint32) error
 	if err != nil {
 		return err
 	}
+	if space == "global" {
+		if t.m.ncRead[addr] {
+			return t.fail(in, "writes global address %#x, which the kernel read through ld.global.nc", addr)
+		}
+		t.m.written[addr] = true
+	}
 	if w != nil {
 		*w = v
 		return nil
@@ -951,6 +961,32 @@ func (m *pmodule) decode(in *pinst) error {
 			default:
 				dst(t, !x)
 			}
+			return nil
+		}
+		return nil
+	case in.op == "ld.global.nc.b32":
+		dst, err := m.dst32(in)
+		if err != nil {
+			return err
+		}
+		addr, err := m.address(in, 1, "global")
+		if err != nil {
+			return err
+		}
+		in.exec = func(t *thread) error {
+			a, err := addr(t)
+			if err != nil {
+				return err
+			}
+			if t.m.written[a] {
+				return t.fail(in, "reads global address %#x through ld.global.nc, which the kernel wrote", a)
+			}
+			t.m.ncRead[a] = true
+			v, err := t.loadWord(in, "global", a)
+			if err != nil {
+				return err
+			}
+			dst(t, v)
 			return nil
 		}
 		return nil
@@ -1455,7 +1491,7 @@ func (m *pmodule) decodeRedux(in *pinst, op string) error {
 // launch runs the module over grid with the given buffers (by binding; an empty
 // buffer is allocated one dummy element), element counts and uniform values.
 func launch(mod *pmodule, grid [3]uint32, buffers [][]uint32, counts []uint32, uniforms ...uint32) error {
-	mc := &machine{mod: mod, grid: grid}
+	mc := &machine{mod: mod, grid: grid, ncRead: map[uint64]bool{}, written: map[uint64]bool{}}
 	for b, words := range buffers {
 		mc.buffers = append(mc.buffers, memory{base: bufferBase(b), words: words})
 	}
@@ -1492,7 +1528,9 @@ func launch(mod *pmodule, grid [3]uint32, buffers [][]uint32, counts []uint32, u
 // uniform block's values as parameters) and returns the output buffers in binding
 // order.
 func dispatchCase(p *ir.Program, c kernels.Case, uniformBlock []byte) ([][]byte, error) {
-	m, err := Emit(p, Options{Spec: c.Spec, WorkgroupSize: c.WorkgroupSize})
+	// The backend's primary module: read buffers through the non-coherent path
+	// (its dispatches here never alias a read binding with a written one).
+	m, err := Emit(p, Options{Spec: c.Spec, WorkgroupSize: c.WorkgroupSize, NonCoherentReads: true})
 	if err != nil {
 		return nil, err
 	}

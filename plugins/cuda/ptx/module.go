@@ -47,6 +47,11 @@ type Options struct {
 	Spec ir.SpecMap
 	// WorkgroupSize overrides the program's when non-zero.
 	WorkgroupSize [3]uint32
+	// NonCoherentReads loads the elements of read buffers through the
+	// non-coherent path (ld.global.nc), which streams faster but requires that
+	// nothing writes that memory while the kernel runs: no write or read_write
+	// binding of the same dispatch may overlap a read binding.
+	NonCoherentReads bool
 }
 
 // ParamKind says what a kernel parameter carries.
@@ -133,6 +138,7 @@ func Emit(p *ir.Program, opts Options) (*Module, error) {
 		sg = 0
 	}
 	e := newEmitter(p, wg, params, opts.Target, sg)
+	e.nonCoherent = opts.NonCoherentReads
 	if err := e.emitKernel(); err != nil {
 		return nil, fmt.Errorf("ptx: emitting program %q: %w", p.Name, err)
 	}

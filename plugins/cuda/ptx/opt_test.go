@@ -440,3 +440,28 @@ func optPrograms() []namedProgram {
 		namedProgram{"opt.constant_ifs.bm2", constantIfsProgram(), Options{Spec: spec("bm", 2)}})
 	return out
 }
+
+// TestNonCoherentReads: with Options.NonCoherentReads the loads of read buffers
+// (only those) take the non-coherent path.
+func TestNonCoherentReads(t *testing.T) {
+	for _, tc := range []struct {
+		kernel    string
+		nc, plain int // loads with and without .nc under NonCoherentReads
+	}{
+		{"vector_add", 2, 0}, // a, b read; out written
+		{"saxpy", 1, 1},      // x read; y read_write
+	} {
+		k, _ := kernels.Lookup(tc.kernel)
+		nc := mustEmit(t, tc.kernel, k.Program(), Options{NonCoherentReads: true})
+		plain := mustEmit(t, tc.kernel, k.Program(), Options{})
+		if n := count(nc, `ld\.global\.nc\.b32`); n != tc.nc {
+			t.Errorf("%s: %d nc loads, want %d\n%s", tc.kernel, n, tc.nc, numbered(nc.Text))
+		}
+		if n := count(nc, `ld\.global\.b32`); n != tc.plain {
+			t.Errorf("%s: %d plain loads, want %d", tc.kernel, n, tc.plain)
+		}
+		if n := count(plain, `\.nc\.`); n != 0 {
+			t.Errorf("%s: %d nc loads without the option", tc.kernel, n)
+		}
+	}
+}
