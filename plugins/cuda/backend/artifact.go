@@ -55,7 +55,7 @@ func (b *Backend) Artifacts(ctx context.Context, adapter int, p *ir.Program, spe
 	if err != nil {
 		return nil, err
 	}
-	m, err := ptx.Emit(p, ptx.Options{Target: target, Spec: spec, WorkgroupSize: size})
+	m, err := ptx.Emit(p, ptx.Options{Target: target, Spec: spec, WorkgroupSize: size, NonCoherentReads: true})
 	if err != nil {
 		return nil, pluginapi.Rejected("cuda: %w", err)
 	}

@@ -40,7 +40,7 @@ func copyProgram() *ir.Program {
 // bandwidth a kiln kernel gets, which can be below the memory's peak.
 func (d *device) measureBandwidth(ctx context.Context) (float64, error) {
 	p := copyProgram()
-	m, err := ptx.Emit(p, ptx.Options{Target: d.a.target})
+	m, err := ptx.Emit(p, ptx.Options{Target: d.a.target, NonCoherentReads: true})
 	if err != nil {
 		return 0, err
 	}

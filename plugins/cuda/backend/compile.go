@@ -7,6 +7,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -25,6 +26,15 @@ type pipeline struct {
 	fn     driver.Function
 	// args holds the kernel's parameter values; it is filled under d's stream.
 	args *driver.Params
+	// nc says the module reads its read buffers through the non-coherent path
+	// (ld.global.nc), which a dispatch may use only when none of its read
+	// bindings overlaps a writable one. safe is the kernel without it, for the
+	// dispatches that alias, linked on the first such dispatch (under d's
+	// stream) from the module emitted with opts but plain reads.
+	nc         bool
+	opts       ptx.Options
+	safeModule driver.Module
+	safe       driver.Function
 	// use is held for reading by dispatches and for writing by destroy.
 	use sync.RWMutex
 }
@@ -33,7 +43,12 @@ type pipeline struct {
 func (p *pipeline) destroy() {
 	p.use.Lock()
 	defer p.use.Unlock()
-	_ = p.d.ctx.Do(func() error { return p.d.ctx.ModuleUnload(p.module) })
+	_ = p.d.ctx.Do(func() error {
+		if p.safeModule != 0 {
+			_ = p.d.ctx.ModuleUnload(p.safeModule)
+		}
+		return p.d.ctx.ModuleUnload(p.module)
+	})
 	p.args.Free()
 }
 
@@ -67,7 +82,10 @@ func (b *Backend) Compile(ctx context.Context, req *pluginapi.CompileRequest) (*
 	if err != nil {
 		return nil, err
 	}
-	m, err := ptx.Emit(p, ptx.Options{Target: a.target, Spec: req.Spec, WorkgroupSize: wg})
+	// The module a dispatch runs unless its bindings alias (see pipeline.nc); it
+	// is the one whose cubin the host caches.
+	opts := ptx.Options{Target: a.target, Spec: req.Spec, WorkgroupSize: wg, NonCoherentReads: true}
+	m, err := ptx.Emit(p, opts)
 	if err != nil {
 		return nil, pluginapi.Rejected("cuda: %w", err)
 	}
@@ -75,6 +93,7 @@ func (b *Backend) Compile(ctx context.Context, req *pluginapi.CompileRequest) (*
 	if err != nil {
 		return nil, err
 	}
+	pl.opts, pl.nc = opts, strings.Contains(m.Text, "ld.global.nc")
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.closed {
@@ -127,6 +146,42 @@ func (d *device) load(p *ir.Program, m *ptx.Module, cached []byte) (*pipeline, [
 	}
 	pl.args = driver.NewParams(len(m.Params))
 	return pl, blob, nil
+}
+
+// loadSafe links and loads the pipeline's kernel with plain reads, once. It must
+// run inside d.ctx.Do with the stream held.
+func (p *pipeline) loadSafe() error {
+	if p.safe != 0 {
+		return nil
+	}
+	d := p.d
+	opts := p.opts
+	opts.NonCoherentReads = false
+	m, err := ptx.Emit(p.prog, opts)
+	if err != nil {
+		return pluginapi.Rejected("cuda: %w", err)
+	}
+	cubin, err := d.ctx.Link(m.Text)
+	if err != nil {
+		return linkFailure(d, p.prog, err)
+	}
+	module, err := d.ctx.ModuleLoadData(cubin)
+	if err != nil {
+		return d.fail(fmt.Sprintf("loading the cubin of program %q", p.prog.Name), err)
+	}
+	fn, err := d.ctx.ModuleFunction(module, m.Entry)
+	if err != nil {
+		_ = d.ctx.ModuleUnload(module)
+		return d.fail(fmt.Sprintf("finding the kernel of program %q", p.prog.Name), err)
+	}
+	wg := m.WorkgroupSize
+	if maxThreads, err := d.ctx.FunctionAttribute(fn, driver.FuncMaxThreadsPerBlock); err == nil && uint64(maxThreads) < uint64(wg[0])*uint64(wg[1])*uint64(wg[2]) {
+		_ = d.ctx.ModuleUnload(module)
+		return pluginapi.Rejected("cuda: program %q, with a read binding aliasing a written one, needs too many registers for a workgroup of %v on adapter %d, which runs at most %d. Fix: bind separate buffers, or use a smaller workgroup",
+			p.prog.Name, wg, d.a.index, maxThreads)
+	}
+	p.safeModule, p.safe = module, fn
+	return nil
 }
 
 // linkFailure explains a JIT link that failed: a driver too old for the PTX is

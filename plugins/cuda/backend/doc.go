@@ -35,7 +35,9 @@
 // program requiring more than 32 lanes is rejected at compile.
 //
 // Compile emits PTX for the device's target with the specialization and
-// workgroup size folded in, then loads the cubin of the host's cached blob when
+// workgroup size folded in and read buffers loaded through the non-coherent path
+// (a dispatch whose read binding overlaps a written one runs the kernel emitted
+// with plain loads instead, linked on first use), then loads the cubin of the host's cached blob when
 // its header matches this driver version, compute capability and PTX text and its
 // digest is intact, and otherwise compiles the PTX with the driver's JIT linker
 // (cuLinkCreate, cuLinkAddData, cuLinkComplete). The blob returned is the cubin

@@ -190,3 +190,42 @@ func BenchmarkVectorAddAllGPUs(b *testing.B) {
 	b.ReportMetric(float64(len(reqs)), "gpus")
 	b.ReportMetric(total, "sum-best-device-GB/s")
 }
+
+// TestAliasedSubmit (needs a device): vector_add in place, out bound to a's
+// buffer, runs the kernel without non-coherent reads (linked then) and adds
+// right; with separate buffers the pipeline never links it.
+func TestAliasedSubmit(t *testing.T) {
+	be := newTestBackend(t)
+	ctx := context.Background()
+	const n = 1 << 16
+	req, _ := residentAdd(t, be, 0, n)
+	if _, err := be.Submit(ctx, req); err != nil {
+		t.Fatal(err)
+	}
+	cmd := req.Commands[0].(pluginapi.DispatchCommand)
+	be.mu.RLock()
+	p := be.pipelines[cmd.Pipeline]
+	be.mu.RUnlock()
+	if !p.nc || p.safe != 0 {
+		t.Fatalf("separate buffers: nc %v, safe kernel linked %v", p.nc, p.safe != 0)
+	}
+	inPlace := cmd
+	inPlace.Bindings = []pluginapi.BufferRange{cmd.Bindings[0], cmd.Bindings[1], cmd.Bindings[0]}
+	for range 3 {
+		if _, err := be.Submit(ctx, &pluginapi.SubmitRequest{Commands: []pluginapi.SubmitCommand{inPlace}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if p.safe == 0 {
+		t.Error("the in-place dispatch did not use the safe kernel")
+	}
+	got := make([]byte, 4*n)
+	if err := be.ReadBuffer(ctx, cmd.Bindings[0].Buffer, 0, got); err != nil {
+		t.Fatal(err)
+	}
+	for i, v := range kernels.BytesF32(got) {
+		if v != 7 { // 1 + 2 + 2 + 2
+			t.Fatalf("a[%d] = %v after three in-place adds of 2 to 1, want 7", i, v)
+		}
+	}
+}

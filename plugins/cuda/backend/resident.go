@@ -277,6 +277,13 @@ func (b *Backend) Submit(ctx context.Context, req *pluginapi.SubmitRequest) (*pl
 // enqueued before returning.
 func (d *device) run(ctx context.Context, s *submitScratch) (finished bool, ms float32, err error) {
 	err = d.ctx.Do(func() error {
+		for _, l := range s.launches {
+			if l.safe {
+				if err := l.p.loadSafe(); err != nil {
+					return err
+				}
+			}
+		}
 		if err := d.enqueue(s); err != nil {
 			_ = d.ctx.StreamSynchronize(d.stream)
 			return err
@@ -320,10 +327,12 @@ const (
 type launch struct {
 	kind int
 	// A dispatch: its pipeline, grid and kernel parameters (args[argOff:] of the
-	// scratch, as many as the pipeline's module has).
+	// scratch, as many as the pipeline's module has); safe when a read binding
+	// aliases a writable one, so the kernel must not read non-coherently.
 	p      *pipeline
 	grid   [3]uint32
 	argOff int
+	safe   bool
 	// A copy of n bytes from src to dst, or a fill of n words at dst with value.
 	src, dst driver.DevicePtr
 	n        uint64
@@ -419,6 +428,7 @@ func (b *Backend) resolveDispatch(d *device, p *pipeline, c pluginapi.DispatchCo
 		}
 	}
 	off := len(s.args)
+	safe := p.nc && aliased(prog.Buffers, c.Bindings, b, d)
 	for _, prm := range p.mod.Params {
 		var v uint64
 		switch prm.Kind {
@@ -435,8 +445,34 @@ func (b *Backend) resolveDispatch(d *device, p *pipeline, c pluginapi.DispatchCo
 		}
 		s.args = append(s.args, v)
 	}
-	s.launches = append(s.launches, launch{kind: launchDispatch, p: p, grid: c.Grid, argOff: off})
+	s.launches = append(s.launches, launch{kind: launchDispatch, p: p, grid: c.Grid, argOff: off, safe: safe})
 	return nil
+}
+
+// aliased reports whether a read binding of a dispatch overlaps (in device
+// memory) one of its write or read_write bindings: the same buffer bound twice
+// over overlapping bytes. The bindings have been checked to lie in buffers of
+// d.
+func aliased(decls []ir.BufferDecl, binds []pluginapi.BufferRange, b *Backend, d *device) bool {
+	for i, r := range binds {
+		if decls[i].Access != ir.Read || r.Size == 0 {
+			continue
+		}
+		ra, err := b.deviceRange(d, r)
+		if err != nil {
+			continue
+		}
+		for j, w := range binds {
+			if decls[j].Access == ir.Read || w.Size == 0 {
+				continue
+			}
+			wa, err := b.deviceRange(d, w)
+			if err == nil && ra < wa+driver.DevicePtr(w.Size) && wa < ra+driver.DevicePtr(r.Size) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // enqueue puts the scratch's launches on the stream between the timing events. It
@@ -456,7 +492,11 @@ func (d *device) enqueue(s *submitScratch) error {
 			for k, v := range s.args[l.argOff : l.argOff+l.p.args.Len()] {
 				l.p.args.Set(k, v)
 			}
-			err = c.Launch(l.p.fn, l.grid, l.p.mod.WorkgroupSize, d.stream, l.p.args)
+			fn := l.p.fn
+			if l.safe {
+				fn = l.p.safe
+			}
+			err = c.Launch(fn, l.grid, l.p.mod.WorkgroupSize, d.stream, l.p.args)
 		case launchCopy:
 			err = c.MemcpyDtoDAsync(l.dst, l.src, l.n, d.stream)
 		case launchFill:

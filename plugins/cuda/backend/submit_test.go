@@ -28,7 +28,7 @@ func fakeSubmitState(tb testing.TB) (*Backend, *device, *pluginapi.SubmitRequest
 func fakeAdapters(tb testing.TB, n int) (*Backend, []*pluginapi.SubmitRequest) {
 	tb.Helper()
 	k, _ := kernels.Lookup("vector_add")
-	m, err := ptx.Emit(k.Program(), ptx.Options{Target: ptx.Target{SM: 80}})
+	m, err := ptx.Emit(k.Program(), ptx.Options{Target: ptx.Target{SM: 80}, NonCoherentReads: true})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -44,7 +44,7 @@ func fakeAdapters(tb testing.TB, n int) (*Backend, []*pluginapi.SubmitRequest) {
 		args := driver.NewParams(len(m.Params))
 		tb.Cleanup(args.Free)
 		pipe := uint64(1 + i)
-		b.pipelines[pipe] = &pipeline{d: d, prog: k.Program(), mod: m, args: args}
+		b.pipelines[pipe] = &pipeline{d: d, prog: k.Program(), mod: m, args: args, nc: true}
 		var bufs []pluginapi.BufferRange
 		for j := range uint64(3) {
 			h := uint64(10*i) + j + 1
@@ -151,5 +151,40 @@ func BenchmarkPrepareSmall(b *testing.B) {
 			b.Fatal(err)
 		}
 		s.unlock()
+	}
+}
+
+// TestAliasedBindingsUseTheSafeKernel: a dispatch whose read binding overlaps its
+// written one runs the kernel without non-coherent reads; reads of one buffer
+// twice, or disjoint parts of one buffer, keep the fast kernel.
+func TestAliasedBindingsUseTheSafeKernel(t *testing.T) {
+	b, d, _ := fakeSubmitState(t)
+	a := b.adapters[0]
+	b.buffers[9] = &resident{d: a.d, ptr: 9 << 20, size: 64}
+	r := func(h, off, size uint64) pluginapi.BufferRange { return pluginapi.BufferRange{Buffer: h, Offset: off, Size: size} }
+	for _, tc := range []struct {
+		name     string
+		bindings []pluginapi.BufferRange // a, b (read), out (write)
+		safe     bool
+	}{
+		{"separate buffers", []pluginapi.BufferRange{r(1, 0, 4), r(2, 0, 4), r(3, 0, 4)}, false},
+		{"a is out", []pluginapi.BufferRange{r(1, 0, 4), r(2, 0, 4), r(1, 0, 4)}, true},
+		{"b is out", []pluginapi.BufferRange{r(1, 0, 4), r(3, 0, 4), r(3, 0, 4)}, true},
+		{"a is b", []pluginapi.BufferRange{r(1, 0, 4), r(1, 0, 4), r(3, 0, 4)}, false},
+		{"disjoint halves", []pluginapi.BufferRange{r(9, 0, 16), r(9, 0, 16), r(9, 16, 16)}, false},
+		{"overlapping ranges", []pluginapi.BufferRange{r(9, 0, 16), r(9, 0, 16), r(9, 12, 16)}, true},
+		{"touching ranges", []pluginapi.BufferRange{r(9, 16, 16), r(9, 32, 16), r(9, 0, 16)}, false},
+	} {
+		s := &d.scratch
+		s.reset()
+		err := b.prepare(d, []pluginapi.SubmitCommand{pluginapi.DispatchCommand{Pipeline: 1, Grid: [3]uint32{1, 1, 1}, Bindings: tc.bindings}}, s)
+		s.unlock()
+		if err != nil {
+			t.Errorf("%s: %v", tc.name, err)
+			continue
+		}
+		if got := s.launches[0].safe; got != tc.safe {
+			t.Errorf("%s: safe kernel %v, want %v", tc.name, got, tc.safe)
+		}
 	}
 }

@@ -49,7 +49,8 @@
 // and bool constants fold, an if on a constant is one of its blocks,
 // constant-trip for loops of up to 16 iterations unroll, an if of a few lets,
 // stores and assignments becomes predicated straight-line code, and accesses an
-// enclosing if's i < len(buf) already bounds skip their own check.
+// enclosing if's i < len(buf) already bounds skip their own check. With
+// Options.NonCoherentReads, read buffers are loaded with ld.global.nc.
 //
 // Registers: bool values live in predicates (%p), every 32-bit value in .b32
 // registers (%r), addresses in .b64 registers (%rd). Buffer pointers, element
