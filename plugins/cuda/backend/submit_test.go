@@ -161,7 +161,9 @@ func TestAliasedBindingsUseTheSafeKernel(t *testing.T) {
 	b, d, _ := fakeSubmitState(t)
 	a := b.adapters[0]
 	b.buffers[9] = &resident{d: a.d, ptr: 9 << 20, size: 64}
-	r := func(h, off, size uint64) pluginapi.BufferRange { return pluginapi.BufferRange{Buffer: h, Offset: off, Size: size} }
+	r := func(h, off, size uint64) pluginapi.BufferRange {
+		return pluginapi.BufferRange{Buffer: h, Offset: off, Size: size}
+	}
 	for _, tc := range []struct {
 		name     string
 		bindings []pluginapi.BufferRange // a, b (read), out (write)
