@@ -78,6 +78,11 @@
 //     and sends their bytes with each Dispatch.
 //   - [Artifacts]: the device code a program compiles to, for `kiln compile`.
 //   - [HealthChecker]: whether the devices still work.
+//   - [Segments]: notices of the data plane's shared segments as the SDK maps and
+//     unmaps them, so a GPU backend can register the memory with its driver and
+//     copy from and to it directly; [AllocRequest.SharedSegment] and
+//     [AllocRequest.SharedOffset] place a mapped buffer in its segment, and
+//     [ViewOffset] places any other view the SDK hands over.
 //
 // [CapabilitiesOf] reports which ones a backend implements.
 //
