@@ -133,6 +133,9 @@ func (p *planeServer) serve() {
 		if err := conn.write(encodeDone(req.kind, p.handle(req, fd)), nil); err != nil {
 			return
 		}
+		// The host's next request tends to follow at once (a loop of small
+		// dispatches): poll for it a while before sleeping.
+		r.spinUntil = time.Now().Add(spinWait)
 	}
 }
 
@@ -376,14 +379,37 @@ type fdReader struct {
 	r, w int
 	fds  []int
 	oob  []byte
+	// spinUntil: until then, fill polls the socket before it sleeps.
+	spinUntil time.Time
 }
 
-// fill reads more bytes; the buffer has room.
+// fill reads more bytes; the buffer has room. Until spinUntil it polls without
+// waiting first.
 func (fr *fdReader) fill() error {
 	if fr.oob == nil {
 		fr.oob = make([]byte, unix.CmsgSpace(16*4))
 	}
-	n, oobn, flags, err := fr.conn.recvmsg(fr.buf[fr.w:], fr.oob)
+	if time.Now().Before(fr.spinUntil) {
+		got, err := spin(fr.spinUntil, func() (bool, error) {
+			err := fr.fillFlags(unix.MSG_DONTWAIT)
+			if err == errNothingYet {
+				return false, nil
+			}
+			return err == nil, err
+		})
+		if got || err != nil {
+			return err
+		}
+	}
+	return fr.fillFlags(0)
+}
+
+// fillFlags reads more bytes with recvmsg's extra flags.
+func (fr *fdReader) fillFlags(extra int) error {
+	n, oobn, flags, err := fr.conn.recv(fr.buf[fr.w:], fr.oob, extra)
+	if err == errNothingYet {
+		return err
+	}
 	if oobn > 0 {
 		msgs, perr := unix.ParseSocketControlMessage(fr.oob[:oobn])
 		if perr != nil {
