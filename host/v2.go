@@ -311,7 +311,7 @@ func (b *Backend) dispatchResident(ctx context.Context, proc *process, pl *Pipel
 			data := req.Inputs[i]
 			switch {
 			case prog.Buffers[i].Access.Readable() && s.mem != nil:
-				copy(s.mem, data)
+				copyParallel(s.mem, data)
 			case prog.Buffers[i].Access.Readable():
 				if err := conn.WriteBuffer(ctx, s.handle, 0, data); err != nil {
 					return err
@@ -332,7 +332,7 @@ func (b *Backend) dispatchResident(ctx context.Context, proc *process, pl *Pipel
 			s := bufs[bi]
 			o := make([]byte, bind[bi])
 			if s.mem != nil {
-				copy(o, s.mem)
+				copyParallel(o, s.mem)
 			} else if err := conn.ReadBuffer(ctx, s.handle, 0, o); err != nil {
 				return err
 			}
