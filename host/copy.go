@@ -5,11 +5,11 @@ import (
 	"sync"
 )
 
-// Large copies of the v1 API's inputs and outputs between the caller's memory
-// and the plugin's shared buffers are split across the CPUs: one core's memcpy
-// (and the page faults of a fresh output slice) is the whole cost of a large
-// v1 dispatch beyond the kernel, and several cores move memory faster than one.
-// See docs/design.md, "Protocol v2: buffers, submits, shared memory, fast path".
+// Large copies of the v1 API's inputs into the plugin's mapped scratch buffers
+// are split across the CPUs: the memcpy is a large v1 dispatch's cost beyond the
+// kernel, and several cores move memory faster than one. (Outputs are cloned
+// instead, which allocates the caller's slice without zeroing it first.) See
+// docs/design.md, "Protocol v2: buffers, submits, shared memory, fast path".
 const (
 	// parallelCopyBytes is the size from which a copy is split.
 	parallelCopyBytes = 8 << 20
