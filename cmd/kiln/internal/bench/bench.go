@@ -32,7 +32,7 @@ type Options struct {
 	// Bytes is the size of the large buffer, sent in and returned (default 256 MiB).
 	Bytes int
 	// Repeats is how many times each large transfer runs; the fastest counts
-	// (default 3).
+	// (default 5).
 	Repeats int
 	// Chain is the number of dependent 1-element dispatches in one submit
 	// (default 100).
@@ -55,7 +55,7 @@ func (o *Options) defaults() {
 		o.Bytes = 256 << 20
 	}
 	if o.Repeats <= 0 {
-		o.Repeats = 3
+		o.Repeats = 5
 	}
 	if o.Chain <= 0 {
 		o.Chain = 100
@@ -98,8 +98,9 @@ type Report struct {
 	RoundTripV1     Latency `json:"round_trip_protocol1"`
 	// Bytes went in and the same amount came out. InProcNs is the fastest
 	// in-process run of the bench, which runs before the figures and again
-	// before every repeat of each bulk figure (so load on the machine weighs on
-	// both alike); every Bulk ratio is to it.
+	// before every repeat of each bulk figure; each Bulk's ratio is to the
+	// fastest of the in-process runs made next to its own repeats, so that load
+	// on the machine weighs on both alike.
 	Bytes    int     `json:"bytes"`
 	InProcNs int64   `json:"in_process_ns"`
 	InProcGB float64 `json:"in_process_gbps"`
@@ -284,44 +285,59 @@ func newKernels(ctx context.Context, opts Options) (*kernels, error) {
 	}
 	k.kernel = kernel
 	for range opts.Repeats {
-		if err := k.reference(ctx); err != nil {
+		if _, err := k.reference(ctx); err != nil {
 			return nil, err
 		}
 	}
 	return k, nil
 }
 
-// reference runs the large in + out in-process once and keeps the fastest time.
-// It runs before the bulk figures and again before every repeat of each, so
-// that other load on the machine weighs on the reference as on the figures.
-func (k *kernels) reference(ctx context.Context) error {
+// reference runs the large in + out in-process once, returns its time and keeps
+// the fastest. It runs before the bulk figures and again before every repeat of
+// each, so that other load on the machine weighs on the reference as on the
+// figure next to it.
+func (k *kernels) reference(ctx context.Context) (time.Duration, error) {
 	began := time.Now()
 	if _, err := k.kernel.Run(ctx, interp.Launch{Grid: k.grid, Inputs: [][]byte{k.in}}); err != nil {
-		return err
+		return 0, err
 	}
-	if took := time.Since(began); k.inProc == 0 || took < k.inProc {
+	took := time.Since(began)
+	if k.inProc == 0 || took < k.inProc {
 		k.inProc = took
 	}
-	return nil
+	return took, nil
+}
+
+// pair is the fastest of a bulk figure's repeats and of the in-process runs
+// made next to them.
+type pair struct{ took, ref time.Duration }
+
+// add records one repeat and its reference run.
+func (p *pair) add(took, ref time.Duration) {
+	if p.took == 0 || took < p.took {
+		p.took = took
+	}
+	if p.ref == 0 || ref < p.ref {
+		p.ref = ref
+	}
 }
 
 // fastestNext runs f n times, each after one in-process reference run (not
-// timed), and returns f's shortest duration.
-func (k *kernels) fastestNext(ctx context.Context, n int, f func() error) (time.Duration, error) {
-	var best time.Duration
-	for i := range n {
-		if err := k.reference(ctx); err != nil {
-			return 0, err
+// timed), and returns the fastest of each.
+func (k *kernels) fastestNext(ctx context.Context, n int, f func() error) (pair, error) {
+	var p pair
+	for range n {
+		ref, err := k.reference(ctx)
+		if err != nil {
+			return pair{}, err
 		}
 		began := time.Now()
 		if err := f(); err != nil {
-			return 0, err
+			return pair{}, err
 		}
-		if took := time.Since(began); i == 0 || took < best {
-			best = took
-		}
+		p.add(time.Since(began), ref)
 	}
-	return best, nil
+	return p, nil
 }
 
 func (k *kernels) compile(ctx context.Context, b *host.Backend, p *ir.Program) (*host.Pipeline, func(), error) {
@@ -428,9 +444,10 @@ func (k *kernels) bulkMapped(ctx context.Context, b *host.Backend, repeats int) 
 	}
 	var batch host.Batch
 	batch.Dispatch(pl, host.BoundWork{Grid: k.grid, Bindings: []host.Binding{host.Bind(buf)}})
-	var best time.Duration
-	for i := range repeats {
-		if err := k.reference(ctx); err != nil {
+	var best pair
+	for range repeats {
+		ref, err := k.reference(ctx)
+		if err != nil {
 			return Bulk{}, err
 		}
 		began := time.Now()
@@ -438,9 +455,7 @@ func (k *kernels) bulkMapped(ctx context.Context, b *host.Backend, repeats int) 
 		if _, err := b.Submit(ctx, &batch); err != nil {
 			return Bulk{}, err
 		}
-		if took := time.Since(began); i == 0 || took < best {
-			best = took
-		}
+		best.add(time.Since(began), ref)
 		// The output is read in place; checking it is not part of the figure.
 		if err := checkIncremented(mem); err != nil {
 			return Bulk{}, err
@@ -461,19 +476,15 @@ func checkIncremented(out []byte) error {
 	return nil
 }
 
-// figure is a bulk time; its ratio to the in-process time is set at the end
-// (see relate), once the reference has run next to every figure.
-func (k *kernels) figure(took time.Duration) Bulk {
-	return Bulk{Ns: took.Nanoseconds(), GBps: gbps(2*k.bytes, took)}
+// figure is a bulk figure's fastest time, with its ratio to the fastest of the
+// in-process runs made next to it.
+func (k *kernels) figure(p pair) Bulk {
+	return Bulk{Ns: p.took.Nanoseconds(), GBps: gbps(2*k.bytes, p.took), Ratio: p.took.Seconds() / p.ref.Seconds()}
 }
 
-// relate sets the in-process figures and every bulk figure's ratio to the
-// fastest in-process run.
+// relate sets the in-process figures: the fastest in-process run of the bench.
 func (k *kernels) relate(r *Report) {
 	r.Bytes, r.InProcNs, r.InProcGB = k.bytes, k.inProc.Nanoseconds(), gbps(2*k.bytes, k.inProc)
-	for _, b := range []*Bulk{&r.Bulk, &r.BulkMapped, &r.BulkResident, &r.BulkV1} {
-		b.Ratio = float64(b.Ns) / float64(k.inProc.Nanoseconds())
-	}
 }
 
 // chain times n dependent 1-element dispatches in one submit and checks that
