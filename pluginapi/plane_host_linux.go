@@ -3,6 +3,7 @@
 package pluginapi
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -684,9 +685,11 @@ func dispatchOnPlane(ctx context.Context, pl *plane, req *DispatchRequest, outpu
 		if size > uint64(outputs[i]) {
 			return nil, &ResultError{Detail: fmt.Sprintf("output %d is %d bytes, the launch makes it %d; the host refused it unread", i, size, outputs[i])}
 		}
-		out := make([]byte, size)
+		out := []byte{}
 		if size > 0 {
-			copy(out, s.mem[r.outputs[i].offset:])
+			// A clone allocates without zeroing first.
+			o := r.outputs[i].offset
+			out = bytes.Clone(s.mem[o : o+size])
 		}
 		res.Outputs[i] = out
 	}
