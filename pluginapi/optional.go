@@ -80,8 +80,10 @@ type HealthChecker interface {
 // it unmaps the memory. Notices come one at a time, in order with the requests
 // around them. mem starts on a page boundary and its length is a whole number of
 // pages; segment ids are never 0 and are not reused while the plugin runs.
-// Segments of buffers still mapped when the data plane closes stay attached
-// until the process exits. Without a data plane (gRPC fallback, other platforms,
+// When the data plane closes (the host went away or closed it), the staging
+// segments are detached, which may happen after [Backend.Close]: a backend
+// ignores an id it no longer knows. Segments of buffers still mapped then stay
+// attached until the process exits. Without a data plane (gRPC fallback, other platforms,
 // the in-process Backend) no notices come.
 type Segments interface {
 	// AttachSegment announces segment id and its memory, valid until
