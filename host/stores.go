@@ -260,34 +260,25 @@ const (
 	selectedPreferred = "preferred: "
 )
 
-// choose picks the backend for a launch of prog: the named one; else the
-// backend of prog's fresh PGO route when it is healthy (its process runs, it
+// choose picks the backend for a launch of prog of size bytes (launchBytes):
+// the named one; else the backend of prog's fresh PGO route (of the size
+// class nearest bytes) when it is healthy (its process runs, it
 // dispatches, it is no reference oracle and its adapter opens); else the
 // preferred one. It returns why, for Result.Selection.
-func (h *Host) choose(ctx context.Context, prog *ir.Program, name string) (*Backend, string, error) {
+func (h *Host) choose(ctx context.Context, prog *ir.Program, name string, bytes int64) (*Backend, string, error) {
 	if name != "" {
 		b, err := h.Acquire(ctx, name)
 		return b, SelectedExplicitly, err
 	}
 	why := "PGO routing is off"
 	if t := h.stores.routes(); t != nil {
-		live := h.Live()
-		route, stale := t.Fresh(prog.Name, live)
-		measuredAs := route.Backend
-		if r, ok := t.Route(prog.Name); ok && stale != "" {
-			if moved, ok := followDevice(r, live); ok {
-				route, stale, measuredAs = moved, "", r.Backend
-			}
-		}
-		if theirs, ok := h.stores.remoteRoute(prog.Name, live); ok && (stale != "" || theirs.MeasuredAt.After(route.MeasuredAt)) {
-			route, stale, measuredAs = theirs, "", theirs.Backend
-		}
+		route, stale, measuredAs := h.freshRoute(t, prog.Name, bytes)
 		if stale != "" {
 			why = stale
 		} else if b, err := h.routed(ctx, route); err != nil {
 			why = fmt.Sprintf("the PGO route for %s names %s, which is not usable: %v", prog.Name, route.Backend, err)
 		} else {
-			return b, routeReason(route, measuredAs), nil
+			return b, sizedRouteReason(route, bytes, measuredAs), nil
 		}
 	}
 	b, err := h.AcquirePreferred(ctx)

@@ -36,6 +36,11 @@ type Job struct {
 // KernelJob draws a random case of size for the corpus kernel k.
 func KernelJob(k kernels.Kernel, size int, seed uint64, backend string) Job {
 	c := k.NewCase(rand.New(rand.NewPCG(seed, uint64(size))), size)
+	w := host.Work{Grid: c.Grid, Inputs: c.Inputs, OutputCounts: c.OutputCounts, Uniforms: c.Uniforms}
+	if c.Invocations != ([3]uint32{}) {
+		// The grid follows the workgroup size an autotune record may choose.
+		w.Grid, w.Invocations = [3]uint32{}, c.Invocations
+	}
 	return Job{
 		Program: k.Program(),
 		Kernel:  &k,
@@ -43,7 +48,7 @@ func KernelJob(k kernels.Kernel, size int, seed uint64, backend string) Job {
 		Launch: host.Launch{
 			Backend:        backend,
 			CompileOptions: host.CompileOptions{Spec: c.Spec, WorkgroupSize: c.WorkgroupSize},
-			Work:           host.Work{Grid: c.Grid, Inputs: c.Inputs, OutputCounts: c.OutputCounts, Uniforms: c.Uniforms},
+			Work:           w,
 		},
 	}
 }
