@@ -81,13 +81,8 @@ func (c *rawConn) readNow(b []byte) (int, error) {
 	return n, err
 }
 
-// recvmsg reads bytes and any descriptors that came with them.
-func (c *rawConn) recvmsg(b, oob []byte) (n, oobn, flags int, err error) {
-	return c.recv(b, oob, 0)
-}
-
-// recv is recvmsg with extra flags (MSG_DONTWAIT: errNothingYet when no byte is
-// there).
+// recv reads bytes and any descriptors that came with them, with recvmsg's
+// extra flags (MSG_DONTWAIT: errNothingYet when no byte is there).
 func (c *rawConn) recv(b, oob []byte, extra int) (n, oobn, flags int, err error) {
 	for {
 		n, oobn, flags, _, err = unix.Recvmsg(c.fd, b, oob, unix.MSG_CMSG_CLOEXEC|extra)
