@@ -12,6 +12,8 @@
 #     (WireSubmitSmall, median), and the driver's ways of waiting (LaunchSync)
 #     vs torch's add + synchronize;
 #   - plugin start + describe (and + open) vs cuInit and device enumeration alone;
+#   - 64 MiB writes and reads through the plugin (WireTransfer: DMA from and to
+#     the data plane's registered segments);
 #   - cold vs warm compile of the corpus matmul, the matmul at 4096^3 vs
 #     torch.matmul with TF32 off;
 #   - on a machine with several GPUs, a vector add on all of them at once
@@ -95,6 +97,8 @@ if [ "$MODE" != tests ]; then
   bench 100 $B/driver.test -test.bench 'LaunchSync' -test.benchtime 5000x
   say "-- 1-element dispatch through the plugin (protocol 2, and v1)"
   bench 100 $B/plugin.test -test.bench 'WireSmallDispatch|WireSubmitSmall' -test.benchtime 2000x
+  say "-- 64 MiB write and read through the plugin (segments registered with the driver: DMA)"
+  bench 100 $B/plugin.test -test.bench 'WireTransfer' -test.benchtime 20x
   say "-- plugin start + describe (+ open) vs cuInit and enumeration alone"
   bench 200 $B/plugin.test -test.bench 'StartDescribe|StartOpen|InitAlone' -test.benchtime 10x
   say "-- cold (driver JIT, its compute cache off) vs warm (cubin from kiln's blob) compile"

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"sync"
-	"unsafe"
 
 	"github.com/kiln-dev/kiln/pluginapi"
 )
@@ -19,6 +18,8 @@ import (
 // segment the driver refuses to register (a locked-memory limit, an old driver)
 // is remembered as such, logged once, and copied through the driver's pageable
 // path. DetachSegment unregisters it.
+
+var _ pluginapi.Segments = (*Backend)(nil)
 
 // segment is one announced segment.
 type segment struct {
@@ -51,15 +52,14 @@ func (b *Backend) AttachSegment(_ context.Context, id uint64, mem []byte) error 
 }
 
 // DetachSegment unregisters a segment (when it was registered) and forgets it.
+// An id it does not know (detached already, or forgotten by Close, after which
+// the SDK may still detach the staging segments) is ignored.
 func (b *Backend) DetachSegment(_ context.Context, id uint64) error {
 	b.segs.mu.Lock()
 	s, ok := b.segs.m[id]
 	delete(b.segs.m, id)
 	b.segs.mu.Unlock()
-	if !ok {
-		return pluginapi.Rejected("cuda: no segment %d is attached. Fix: detach only attached segments, once", id)
-	}
-	if s.d == nil {
+	if !ok || s.d == nil {
 		return nil
 	}
 	err := s.d.ctx.Do(func() error { return s.d.ctx.HostUnregister(s.mem) })
@@ -67,16 +67,6 @@ func (b *Backend) DetachSegment(_ context.Context, id uint64) error {
 		return fmt.Errorf("cuda: unregistering segment %d: %w", id, err)
 	}
 	return nil
-}
-
-// within reports whether view lies wholly inside mem.
-func within(mem, view []byte) bool {
-	if len(view) == 0 || len(mem) == 0 {
-		return false
-	}
-	base := uintptr(unsafe.Pointer(unsafe.SliceData(mem)))
-	at := uintptr(unsafe.Pointer(unsafe.SliceData(view)))
-	return at >= base && at-base <= uintptr(len(mem)) && uintptr(len(view)) <= uintptr(len(mem))-(at-base)
 }
 
 // pin makes sure the segment holding host, if any, has been offered to the
@@ -87,7 +77,7 @@ func (b *Backend) pin(d *device, host []byte) bool {
 	b.segs.mu.Lock()
 	defer b.segs.mu.Unlock()
 	for id, s := range b.segs.m {
-		if !within(s.mem, host) {
+		if _, ok := pluginapi.ViewOffset(s.mem, host); !ok {
 			continue
 		}
 		if !s.tried {
