@@ -66,7 +66,7 @@ type Backend struct {
 	started   bool
 	measuring bool
 	// measured is done when the bandwidth measurement has ended.
-	measured sync.WaitGroup
+	measured  sync.WaitGroup
 	closed    bool
 	loader    *vk.Loader
 	instance  *vk.Instance

@@ -269,4 +269,3 @@ func (d *device) memoryType(bits uint32, prefs []vk.MemoryPropertyFlags) (uint32
 	}
 	return 0, 0, false
 }
-

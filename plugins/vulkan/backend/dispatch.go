@@ -260,4 +260,3 @@ func unchangedOutputs(binds []*binding) [][]byte {
 	}
 	return outs
 }
-
