@@ -2,6 +2,7 @@ package backend
 
 import (
 	"fmt"
+	"strings"
 	"sync"
 
 	"github.com/kiln-dev/kiln/ir"
@@ -70,22 +71,43 @@ func newAdapter(index int, pd vk.PhysicalDevice) *adapter {
 	_, _, a.enable = pd.Needs()
 	a.features = pd.Features()
 	a.target = target(props)
+	a.info.Name += floatNote(a.target)
 	a.info.Profile = profile(props, a.features, exts, a.timestamps)
 	a.info.Available = true
 	return a
 }
 
 // target is what the emitter may use on a device: float controls when 32-bit
-// operations can keep signed zeros, infinities and NaN, and the subgroup
+// operations can keep signed zeros, infinities and NaN, and denormals, and the subgroup
 // operation classes the device supports in compute shaders.
 func target(p vk.Properties) spirv.Target {
 	var t spirv.Target
 	t.SignedZeroInfNanPreserve = p.FloatControls != nil && p.FloatControls.SignedZeroInfNanPreserveFloat32
+	t.DenormPreserve = p.FloatControls != nil && p.FloatControls.DenormPreserveFloat32
 	if p.Subgroup.Stages&vk.StageCompute != 0 {
 		t.Subgroups = spirv.SubgroupFeatures(p.Subgroup.Operations) &
 			(spirv.SubgroupBasic | spirv.SubgroupArithmetic | spirv.SubgroupBallot | spirv.SubgroupShuffle)
 	}
 	return t
+}
+
+// floatNote is what the adapter's name says, in `kiln backends`, about float
+// controls the device lacks: without SignedZeroInfNanPreserve the emitter's
+// bit-level fallbacks keep NaN, infinities and signed zeros; without
+// DenormPreserve denormals may be flushed to zero, which the conformance rules
+// allow.
+func floatNote(t spirv.Target) string {
+	var missing []string
+	if !t.SignedZeroInfNanPreserve {
+		missing = append(missing, "no SignedZeroInfNanPreserve: bit-level NaN/inf/signed-zero fallbacks")
+	}
+	if !t.DenormPreserve {
+		missing = append(missing, "no DenormPreserve: denormals may flush to zero")
+	}
+	if len(missing) == 0 {
+		return ""
+	}
+	return " [float controls: " + strings.Join(missing, "; ") + "]"
 }
 
 // sizeControl reports whether pipelines can require a subgroup size (and full
