@@ -293,10 +293,30 @@ func (j *job) recordDispatch(cb vk.CommandBuffer, o *op, seq uint64) error {
 // was still working.
 var errAbandoned = errors.New("abandoned")
 
-// wait waits for the job's fence in slices, giving up when ctx ends (with an
-// error wrapping errAbandoned and ctx's cause; the job is then still running).
+// spinWait is how long a job polls its fence before blocking on it: a short job
+// is then seen done as soon as it is, without the wake-up latency of a blocking
+// wait. CPU devices (lavapipe) do not spin: the host's cores run their work.
+const spinWait = 50 * time.Microsecond
+
+// wait polls the job's fence for spinWait, then waits for it in slices, giving
+// up when ctx ends (with an error wrapping errAbandoned and ctx's cause; the job
+// is then still running).
 func (j *job) wait(ctx context.Context) error {
 	d := j.d
+	spin := spinWait
+	if d.a.props.Type == vk.DeviceTypeCPU {
+		spin = 0
+	}
+	for start := time.Now(); time.Since(start) < spin && !d.loseNext.Load(); {
+		done, err := d.vk.FenceSignaled(j.s.fence)
+		if err != nil {
+			return err
+		}
+		if done {
+			d.finished(j.seq)
+			return nil
+		}
+	}
 	for {
 		timeout := fenceSlice
 		if dl, ok := ctx.Deadline(); ok {

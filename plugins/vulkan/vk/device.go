@@ -433,6 +433,15 @@ func (d *Device) WaitFence(f Fence, timeout time.Duration) (bool, error) {
 	return r == C.VK_SUCCESS, check("vkWaitForFences", r)
 }
 
+// FenceSignaled reports whether a fence has signaled, without waiting.
+func (d *Device) FenceSignaled(f Fence) (bool, error) {
+	r := C.kiln_fence_status(d.d, C.uint64_t(f))
+	if r == C.VK_NOT_READY {
+		return false, nil
+	}
+	return r == C.VK_SUCCESS, check("vkGetFenceStatus", r)
+}
+
 // ResetFence returns a signaled fence to the unsignaled state, for reuse.
 func (d *Device) ResetFence(f Fence) error {
 	return check("vkResetFences", C.kiln_reset_fence(d.d, C.uint64_t(f)))

@@ -400,6 +400,10 @@ VkResult kiln_reset_fence(kiln_device *d, uint64_t f) {
 	return d->vkResetFences(d->device, 1, &fence);
 }
 
+VkResult kiln_fence_status(kiln_device *d, uint64_t f) {
+	return d->vkGetFenceStatus(d->device, KILN_HANDLE(VkFence, f));
+}
+
 VkResult kiln_bind_buffer_memory(kiln_device *d, uint64_t b, uint64_t m) {
 	return d->vkBindBufferMemory(d->device, KILN_HANDLE(VkBuffer, b), KILN_HANDLE(VkDeviceMemory, m), 0);
 }

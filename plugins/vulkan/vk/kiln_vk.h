@@ -87,6 +87,7 @@
 	X(vkDestroyFence)                      \
 	X(vkWaitForFences)                     \
 	X(vkResetFences)                       \
+	X(vkGetFenceStatus)                    \
 	X(vkQueueSubmit)
 
 #define KILN_DECLARE_FN(name) PFN_##name name;
@@ -226,5 +227,6 @@ void kiln_destroy_fence(kiln_device *d, uint64_t f);
 VkResult kiln_wait_fence(kiln_device *d, uint64_t f, uint64_t timeout_ns);
 VkResult kiln_queue_submit(kiln_device *d, VkCommandBuffer cb, uint64_t fence);
 VkResult kiln_reset_fence(kiln_device *d, uint64_t f);
+VkResult kiln_fence_status(kiln_device *d, uint64_t f);
 
 #endif

@@ -232,6 +232,9 @@ func TestFillCopyTimestamps(t *testing.T) {
 	if err != nil || !done {
 		t.Fatalf("WaitFence = %v, %v", done, err)
 	}
+	if done, err := dev.FenceSignaled(fence); !done || err != nil {
+		t.Fatalf("FenceSignaled after the wait = %v, %v", done, err)
+	}
 	for i := 0; i < size; i += 4 {
 		got := binary.LittleEndian.Uint32(dst[i:])
 		want := uint32(0x01020304)
@@ -257,6 +260,9 @@ func TestFillCopyTimestamps(t *testing.T) {
 	}
 	if done, err := dev.WaitFence(fence, 0); done || err != nil {
 		t.Errorf("WaitFence after ResetFence = %v, %v; want unsignaled", done, err)
+	}
+	if done, err := dev.FenceSignaled(fence); done || err != nil {
+		t.Errorf("FenceSignaled after ResetFence = %v, %v; want unsignaled", done, err)
 	}
 	dev.FreeCommandBuffer(pool, cb)
 }
