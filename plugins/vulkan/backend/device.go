@@ -122,6 +122,9 @@ func (d *device) heapFor() *heap {
 
 // acquire takes the device lock, or fails when ctx ends first.
 func (d *device) acquire(ctx context.Context) error {
+	if ctx.Err() != nil {
+		return fmt.Errorf("vulkan adapter %d: nothing submitted: %w", d.a.index, context.Cause(ctx))
+	}
 	select {
 	case d.lock <- struct{}{}:
 		return nil

@@ -73,17 +73,17 @@ func (b *Backend) AllocBuffer(ctx context.Context, req *pluginapi.AllocRequest) 
 	r := &resident{d: d, s: s, size: req.Size}
 	if s.isMapped() {
 		clear(s.bytes())
-		err = s.flush()
-		if err != nil {
-			err = d.fail("zeroing a new buffer", err)
+		if err := s.flush(); err != nil {
+			s.b.h.free(s)
+			return nil, d.fail("zeroing a new buffer", err)
 		}
 	} else {
 		j := &job{d: d, ops: []op{{kind: opFill, dst: s}}}
-		_, err = j.run(ctx, "zeroing a new buffer")
-	}
-	if err != nil {
-		s.b.h.free(s)
-		return nil, err
+		if _, err := j.run(ctx, "zeroing a new buffer"); err != nil {
+			// An abandoned fill still runs: the span is freed after it.
+			b.freeLater(d, s, j.seq)
+			return nil, err
+		}
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()

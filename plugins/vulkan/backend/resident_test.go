@@ -317,6 +317,19 @@ func TestDeadlineInTheQueue(t *testing.T) {
 	if got := readT(t, b, x, 0, 1)[0]; got != 2 {
 		t.Errorf("x = %d after the queued increment ran", got)
 	}
+	cancelled, cancel4 := context.WithCancel(ctx)
+	cancel4()
+	d.lock <- struct{}{}
+	seq := d.seq
+	<-d.lock
+	if _, err := b.Submit(cancelled, &pluginapi.SubmitRequest{Commands: []pluginapi.SubmitCommand{incrCommand(p, x, 0, 1)}}); !errors.Is(err, context.Canceled) {
+		t.Errorf("submit with a cancelled context = %v", err)
+	}
+	d.lock <- struct{}{}
+	if d.seq != seq {
+		t.Errorf("a submit whose context had ended was submitted")
+	}
+	<-d.lock
 	if err := b.Release(ctx, c.Pipeline); err != nil {
 		t.Fatal(err)
 	}
