@@ -249,6 +249,12 @@ void kiln_get_properties(kiln_instance *in, VkPhysicalDevice pd, uint32_t instan
 		*next = &eh;
 		next = &eh.pNext;
 	}
+	int with_id = kiln_min_version(in, pd, instance_api) >= VK_API_VERSION_1_1;
+	VkPhysicalDeviceIDProperties id = {VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_ID_PROPERTIES};
+	if (with_id) {
+		*next = &id;
+		next = &id.pNext;
+	}
 	in->vkGetPhysicalDeviceProperties2(pd, &props);
 	memset(out, 0, sizeof *out);
 	out->props = props.properties;
@@ -268,6 +274,11 @@ void kiln_get_properties(kiln_instance *in, VkPhysicalDevice pd, uint32_t instan
 		out->has_size_control = 1;
 		out->size_control = sc;
 		out->size_control.pNext = NULL;
+	}
+	if (with_id) {
+		out->has_id = 1;
+		out->id = id;
+		out->id.pNext = NULL;
 	}
 	if (chain.external_host) {
 		out->has_external_host = 1;

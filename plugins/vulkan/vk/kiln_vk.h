@@ -139,6 +139,8 @@ typedef struct kiln_props {
 	VkPhysicalDeviceSubgroupSizeControlProperties size_control;
 	int has_external_host;
 	VkPhysicalDeviceExternalMemoryHostPropertiesEXT external_host;
+	int has_id;
+	VkPhysicalDeviceIDProperties id;
 } kiln_props;
 
 /* Which optional property and feature structs to chain, and which device

@@ -102,6 +102,10 @@ type Properties struct {
 	// SubgroupSizeControl is nil when the device has neither Vulkan 1.3 (with an
 	// instance of 1.3) nor VK_EXT_subgroup_size_control.
 	SubgroupSizeControl *SubgroupSizeControl
+	// DeviceUUID is VkPhysicalDeviceIDProperties.deviceUUID (Vulkan 1.1): the
+	// same for a device whatever order the driver lists it in; zero when the
+	// device is older.
+	DeviceUUID [16]byte
 	// MinImportedHostPointerAlignment is what the address and size of imported
 	// host memory must be multiples of; 0 without VK_EXT_external_memory_host.
 	MinImportedHostPointerAlignment uint64
@@ -236,6 +240,11 @@ func (p PhysicalDevice) Properties() Properties {
 	if kp.has_float_controls != 0 {
 		out.FloatControls = &FloatControls{SignedZeroInfNanPreserveFloat32: kp.float_controls.shaderSignedZeroInfNanPreserveFloat32 != 0,
 			DenormPreserveFloat32: kp.float_controls.shaderDenormPreserveFloat32 != 0}
+	}
+	if kp.has_id != 0 {
+		for i := range out.DeviceUUID {
+			out.DeviceUUID[i] = byte(kp.id.deviceUUID[i])
+		}
 	}
 	if kp.has_external_host != 0 {
 		out.MinImportedHostPointerAlignment = uint64(kp.external_host.minImportedHostPointerAlignment)
