@@ -99,10 +99,10 @@ func target(p vk.Properties) spirv.Target {
 func floatNote(t spirv.Target) string {
 	var missing []string
 	if !t.SignedZeroInfNanPreserve {
-		missing = append(missing, "no SignedZeroInfNanPreserve: bit-level NaN/inf/signed-zero fallbacks")
+		missing = append(missing, "no SignedZeroInfNanPreserve: bit-level fallbacks")
 	}
 	if !t.DenormPreserve {
-		missing = append(missing, "no DenormPreserve: denormals may flush to zero")
+		missing = append(missing, "no DenormPreserve: denormals may flush")
 	}
 	if len(missing) == 0 {
 		return ""
