@@ -187,7 +187,8 @@ func (j *job) recordAndSubmit() error {
 	}
 	seq := d.seq + 1
 	if err := j.record(s, seq); err != nil {
-		_ = d.putSlot(s)
+		// The command buffer may be left recording: the slot is not reused.
+		d.graveSlot(s)
 		return d.fail("recording commands", err)
 	}
 	if err := d.vk.Submit(s.cb, s.fence); err != nil {
