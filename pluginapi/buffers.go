@@ -68,6 +68,13 @@ type AllocRequest struct {
 	// AllocResult.Mapped: the host then reads and writes them in place, with no
 	// call at all. Shared is valid until FreeBuffer returns.
 	Shared []byte
+	// SharedSegment and SharedOffset say where Shared lies in the data plane:
+	// in the segment of that id (as announced to [Segments.AttachSegment] before
+	// this call) from that byte offset, so that a backend that registered the
+	// segment with its driver can address the buffer as device-visible host
+	// memory. SharedSegment is 0 when Shared is nil or is no segment's memory.
+	SharedSegment uint64
+	SharedOffset  uint64
 }
 
 // AllocResult is a new buffer.

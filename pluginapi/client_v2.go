@@ -279,7 +279,8 @@ func (c *client) Mapping(buffer uint64) []byte {
 	c.v2.mu.Lock()
 	defer c.v2.mu.Unlock()
 	if s := c.v2.mapped[buffer]; s != nil {
-		return s.mem
+		size := c.v2.table[buffer] // the segment may be longer: whole pages
+		return s.mem[:size:size]
 	}
 	return nil
 }

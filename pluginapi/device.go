@@ -17,6 +17,7 @@ type device struct {
 	submitter Submitter
 	artifacts Artifacts
 	health    HealthChecker
+	segments  Segments
 
 	mu    sync.Mutex
 	table bufferTable
@@ -28,6 +29,7 @@ func newDevice(impl Backend) *device {
 	d.submitter, _ = impl.(Submitter)
 	d.artifacts, _ = impl.(Artifacts)
 	d.health, _ = impl.(HealthChecker)
+	d.segments, _ = impl.(Segments)
 	return d
 }
 
@@ -198,4 +200,21 @@ func (d *device) dispatch(ctx context.Context, req *DispatchRequest) (*DispatchR
 		out.HostNanos = max(elapsed, 1)
 	}
 	return &out, nil
+}
+
+// attachSegment tells a backend with [Segments] about a newly mapped segment.
+func (d *device) attachSegment(ctx context.Context, id uint64, mem []byte) error {
+	if d.segments == nil {
+		return nil
+	}
+	return d.segments.AttachSegment(ctx, id, mem)
+}
+
+// detachSegment tells a backend with [Segments] that a segment is about to be
+// unmapped.
+func (d *device) detachSegment(ctx context.Context, id uint64) error {
+	if d.segments == nil {
+		return nil
+	}
+	return d.segments.DetachSegment(ctx, id)
 }

@@ -78,6 +78,11 @@
 //     and sends their bytes with each Dispatch.
 //   - [Artifacts]: the device code a program compiles to, for `kiln compile`.
 //   - [HealthChecker]: whether the devices still work.
+//   - [Segments]: notices of the data plane's shared segments as the SDK maps and
+//     unmaps them, so a GPU backend can register the memory with its driver and
+//     copy from and to it directly; [AllocRequest.SharedSegment] and
+//     [AllocRequest.SharedOffset] place a mapped buffer in its segment, and
+//     [ViewOffset] places any other view the SDK hands over.
 //
 // [CapabilitiesOf] reports which ones a backend implements.
 //
@@ -94,10 +99,16 @@
 // random token; the host connects (the plugin checks the peer's user and removes
 // the socket) and sends the token in its first frame. Buffer bytes travel in memfd
 // segments both processes map, each handed to the plugin with SCM_RIGHTS on the
-// frame that announces it; the backend only ever sees []byte views of them. The
+// frame that announces it (the memfd holds the announced size rounded up to whole
+// pages, and both sides map all of it); the backend only ever sees []byte views
+// of them, and a backend with [Segments] is told of each one. The
 // host checks every size it gets back against what it asked for, and a frame that
-// breaks the format closes the plane ([ProtocolError]). [ServeInProcess] runs all
-// of it inside one process, for a plugin's own tests.
+// breaks the format closes the plane ([ProtocolError]). Neither side sleeps at
+// once while it expects a frame: the host after it sent a request and the plugin
+// after it answered one poll the socket for up to 50 µs (yielding the CPU between
+// tries) before they block in a read, which saves a thread wake-up on every small
+// request. [ServeInProcess] runs all of it inside one process, for a plugin's own
+// tests.
 //
 // # Frame format
 //

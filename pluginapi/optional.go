@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"unsafe"
 )
 
 // The SDK grows by optional interfaces, as database/sql/driver does: Backend is
@@ -61,6 +62,51 @@ type HealthChecker interface {
 	// Health returns nil when every opened adapter works, else a DeviceError or
 	// UnavailableError saying what broke.
 	Health(ctx context.Context) error
+}
+
+// Segments is implemented by a backend that wants to know the shared memory of
+// the data plane (Linux): the memfd segments the host and the plugin both map,
+// which hold every byte the host moves (staged inputs and outputs of Dispatch,
+// the src and dst of WriteBuffer and ReadBuffer) and the memory of mapped
+// buffers ([AllocRequest.Shared]). A GPU backend registers each segment with its
+// driver (cuMemHostRegister, VK_EXT_external_memory_host) so the device copies
+// from and to it directly; [ViewOffset] tells whether a view lies in a segment
+// and where.
+//
+// The SDK calls AttachSegment after it maps a segment and before any view of it
+// reaches the backend, and DetachSegment once nothing the SDK handed the backend
+// uses it any more (a staging segment the host detaches; a mapped buffer's
+// segment after FreeBuffer, or after an AllocBuffer that did not keep it), before
+// it unmaps the memory. Notices come one at a time, in order with the requests
+// around them. mem starts on a page boundary and its length is a whole number of
+// pages; segment ids are never 0 and are not reused while the plugin runs.
+// When the data plane closes (the host went away or closed it), the staging
+// segments are detached, which may happen after [Backend.Close]: a backend
+// ignores an id it no longer knows. Segments of buffers still mapped then stay
+// attached until the process exits. Without a data plane (gRPC fallback, other platforms,
+// the in-process Backend) no notices come.
+type Segments interface {
+	// AttachSegment announces segment id and its memory, valid until
+	// DetachSegment(id) returns. An error fails the host's request that brought
+	// the segment; a backend that can work without registering returns nil.
+	AttachSegment(ctx context.Context, id uint64, mem []byte) error
+	// DetachSegment ends segment id: the backend unregisters it and must not
+	// touch its memory afterwards. The SDK unmaps it whatever the error.
+	DetachSegment(ctx context.Context, id uint64) error
+}
+
+// ViewOffset reports whether view lies wholly within mem (an attached segment)
+// and at which byte offset; false for an empty view.
+func ViewOffset(mem, view []byte) (offset int, ok bool) {
+	if len(view) == 0 || len(mem) == 0 {
+		return 0, false
+	}
+	base := uintptr(unsafe.Pointer(unsafe.SliceData(mem)))
+	at := uintptr(unsafe.Pointer(unsafe.SliceData(view)))
+	if at < base || at-base > uintptr(len(mem)) || uintptr(len(view)) > uintptr(len(mem))-(at-base) {
+		return 0, false
+	}
+	return int(at - base), true
 }
 
 // Capabilities says which optional interfaces a backend implements, and, for a

@@ -3,6 +3,7 @@
 package pluginapi
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 	"math/bits"
 	"net"
 	"sync"
+	"time"
 
 	"golang.org/x/sys/unix"
 	"google.golang.org/grpc/codes"
@@ -227,10 +229,27 @@ var errWoken = errors.New("woken")
 // readFrame returns the next completion frame, waiting for it; errWoken when
 // the wait was interrupted (see signal). Unless interruptible, it waits in the
 // read alone (one system call less per frame; closing the plane still ends it).
+//
+// Before it sleeps it polls the socket for spinWait: a completion that comes
+// within that time is read without the wake-up of a sleeping thread.
 func (p *plane) readFrame(interruptible bool) ([]byte, error) {
+	until := time.Now().Add(spinWait)
 	for {
 		if b, ok, err := p.in.next(); err != nil || ok {
 			return b, err
+		}
+		got, err := spin(until, func() (bool, error) {
+			err := p.in.fillNow(p.conn)
+			if err == errNothingYet {
+				return false, nil
+			}
+			return err == nil, err
+		})
+		if err != nil {
+			return nil, err
+		}
+		if got {
+			continue
 		}
 		if interruptible && p.wake >= 0 {
 			fds := []unix.PollFd{{Fd: int32(p.conn.fd), Events: unix.POLLIN}, {Fd: int32(p.wake), Events: unix.POLLIN}}
@@ -323,8 +342,14 @@ func (f *frameBuffer) next() ([]byte, bool, error) {
 	return b, true, nil
 }
 
-// fill reads what the socket has, making room first.
-func (f *frameBuffer) fill(c *rawConn) error {
+// fill reads what the socket has, waiting for at least one byte, making room
+// first.
+func (f *frameBuffer) fill(c *rawConn) error { return f.fillWith(c.Read) }
+
+// fillNow is fill without waiting: errNothingYet when no byte is there.
+func (f *frameBuffer) fillNow(c *rawConn) error { return f.fillWith(c.readNow) }
+
+func (f *frameBuffer) fillWith(read func([]byte) (int, error)) error {
 	if f.buf == nil {
 		f.buf = make([]byte, 2*maxDoneBytes)
 	}
@@ -332,7 +357,7 @@ func (f *frameBuffer) fill(c *rawConn) error {
 		f.w = copy(f.buf, f.buf[f.r:f.w])
 		f.r = 0
 	}
-	n, err := c.Read(f.buf[f.w:])
+	n, err := read(f.buf[f.w:])
 	if err != nil {
 		return err
 	}
@@ -660,9 +685,11 @@ func dispatchOnPlane(ctx context.Context, pl *plane, req *DispatchRequest, outpu
 		if size > uint64(outputs[i]) {
 			return nil, &ResultError{Detail: fmt.Sprintf("output %d is %d bytes, the launch makes it %d; the host refused it unread", i, size, outputs[i])}
 		}
-		out := make([]byte, size)
+		out := []byte{}
 		if size > 0 {
-			copy(out, s.mem[r.outputs[i].offset:])
+			// A clone allocates without zeroing first.
+			o := r.outputs[i].offset
+			out = bytes.Clone(s.mem[o : o+size])
 		}
 		res.Outputs[i] = out
 	}

@@ -133,6 +133,9 @@ func (p *planeServer) serve() {
 		if err := conn.write(encodeDone(req.kind, p.handle(req, fd)), nil); err != nil {
 			return
 		}
+		// The host's next request tends to follow at once (a loop of small
+		// dispatches): poll for it a while before sleeping.
+		r.spinUntil = time.Now().Add(spinWait)
 	}
 }
 
@@ -159,7 +162,7 @@ func (p *planeServer) shutdown(conn *rawConn, r *fdReader) {
 	}
 	for id, s := range p.segs {
 		if !p.isBufferSegment(s) {
-			s.unmap()
+			_ = p.detach(context.Background(), s) // the host is gone: nobody to tell
 		}
 		delete(p.segs, id)
 	}
@@ -202,7 +205,7 @@ func (p *planeServer) run(ctx context.Context, req *request, fd int, d *done) er
 			unix.Close(fd)
 			return Rejected("segment %d is already attached", req.segment)
 		}
-		s, err := mapSegment(req.segment, fd, req.size)
+		s, err := p.attach(ctx, req.segment, fd, req.size)
 		if err != nil {
 			return err
 		}
@@ -213,9 +216,8 @@ func (p *planeServer) run(ctx context.Context, req *request, fd int, d *done) er
 		if !ok || p.isBufferSegment(s) {
 			return Rejected("detach of segment %d, which is not a staging segment", req.segment)
 		}
-		s.unmap()
 		delete(p.segs, req.segment)
-		return nil
+		return p.detach(ctx, s)
 	case frameAlloc:
 		return p.alloc(ctx, req, fd, d)
 	case frameFree:
@@ -225,7 +227,7 @@ func (p *planeServer) run(ctx context.Context, req *request, fd int, d *done) er
 		if s := p.bufSeg[req.buffer]; s != nil {
 			delete(p.bufSeg, req.buffer)
 			delete(p.segs, s.id)
-			s.unmap()
+			return p.detach(ctx, s)
 		}
 		return nil
 	case frameWrite, frameRead:
@@ -262,18 +264,18 @@ func (p *planeServer) alloc(ctx context.Context, req *request, fd int, d *done) 
 			return Rejected("a shared segment for an empty buffer")
 		}
 		var err error
-		if s, err = mapSegment(req.segment, fd, req.size); err != nil {
+		if s, err = p.attach(ctx, req.segment, fd, req.size); err != nil {
 			return err
 		}
 	}
 	ar := &AllocRequest{Adapter: int(req.adapter), Size: req.size, Usage: req.usage}
 	if s != nil {
-		ar.Shared = s.mem
+		ar.Shared, ar.SharedSegment = s.mem[:req.size:req.size], uint64(s.id)
 	}
 	res, err := p.dev.alloc(ctx, ar)
 	if err != nil {
 		if s != nil {
-			s.unmap()
+			_ = p.detach(ctx, s) // the allocation's error says more
 		}
 		return err
 	}
@@ -282,11 +284,33 @@ func (p *planeServer) alloc(ctx context.Context, req *request, fd int, d *done) 
 		if res.Mapped {
 			p.segs[s.id] = s
 			p.bufSeg[res.Buffer] = s
-		} else {
-			s.unmap()
+		} else if err := p.detach(ctx, s); err != nil {
+			return fmt.Errorf("buffer %d was allocated, but detaching the shared memory it declined failed: %w", res.Buffer, err)
 		}
 	}
 	return nil
+}
+
+// attach maps a received segment and announces it to the backend
+// ([Segments.AttachSegment]); when the backend refuses it, it is unmapped again.
+func (p *planeServer) attach(ctx context.Context, id uint32, fd int, size uint64) (*segment, error) {
+	s, err := mapSegment(id, fd, size)
+	if err != nil {
+		return nil, err
+	}
+	if err := p.dev.attachSegment(ctx, uint64(id), s.mem); err != nil {
+		s.unmap()
+		return nil, err
+	}
+	return s, nil
+}
+
+// detach ends a segment for the backend ([Segments.DetachSegment]) and unmaps
+// it, whatever the backend answered.
+func (p *planeServer) detach(ctx context.Context, s *segment) error {
+	err := p.dev.detachSegment(ctx, uint64(s.id))
+	s.unmap()
+	return err
 }
 
 // view returns a staged range, or a RejectedError when it lies outside its
@@ -355,14 +379,37 @@ type fdReader struct {
 	r, w int
 	fds  []int
 	oob  []byte
+	// spinUntil: until then, fill polls the socket before it sleeps.
+	spinUntil time.Time
 }
 
-// fill reads more bytes; the buffer has room.
+// fill reads more bytes; the buffer has room. Until spinUntil it polls without
+// waiting first.
 func (fr *fdReader) fill() error {
 	if fr.oob == nil {
 		fr.oob = make([]byte, unix.CmsgSpace(16*4))
 	}
-	n, oobn, flags, err := fr.conn.recvmsg(fr.buf[fr.w:], fr.oob)
+	if time.Now().Before(fr.spinUntil) {
+		got, err := spin(fr.spinUntil, func() (bool, error) {
+			err := fr.fillFlags(unix.MSG_DONTWAIT)
+			if err == errNothingYet {
+				return false, nil
+			}
+			return err == nil, err
+		})
+		if got || err != nil {
+			return err
+		}
+	}
+	return fr.fillFlags(0)
+}
+
+// fillFlags reads more bytes with recvmsg's extra flags.
+func (fr *fdReader) fillFlags(extra int) error {
+	n, oobn, flags, err := fr.conn.recv(fr.buf[fr.w:], fr.oob, extra)
+	if err == errNothingYet {
+		return err
+	}
 	if oobn > 0 {
 		msgs, perr := unix.ParseSocketControlMessage(fr.oob[:oobn])
 		if perr != nil {

@@ -151,3 +151,22 @@ func memfdMappings(t *testing.T) int {
 	}
 	return bytes.Count(b, []byte("/memfd:"+SegmentName))
 }
+
+// TestSpinIsBounded pins the polling before a data-plane read sleeps: it stops
+// at the first bytes or error, and gives up once its window has passed (an idle
+// plane sleeps instead of polling).
+func TestSpinIsBounded(t *testing.T) {
+	tries := 0
+	got, err := spin(time.Now().Add(time.Hour), func() (bool, error) { tries++; return tries == 3, nil })
+	if !got || err != nil || tries != 3 {
+		t.Errorf("spin until the third try: got %v, %v after %d tries", got, err, tries)
+	}
+	boom := errors.New("boom")
+	if got, err := spin(time.Now().Add(time.Hour), func() (bool, error) { return false, boom }); got || err != boom {
+		t.Errorf("spin with a failing try: %v, %v", got, err)
+	}
+	tries = 0
+	if got, err := spin(time.Now().Add(-time.Second), func() (bool, error) { tries++; return false, nil }); got || err != nil || tries != 1 {
+		t.Errorf("spin past its window: %v, %v after %d tries, want one try", got, err, tries)
+	}
+}

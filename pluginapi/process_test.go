@@ -25,7 +25,8 @@ import (
 
 // helperEnv turns the test binary into a helper process instead of running tests:
 // "plugin" serves a fakeBackend that writes to stdout on Describe, "panic" serves
-// one whose Dispatch panics, "block" one whose Dispatch blocks until cancelled, "host" starts a "plugin" helper, prints its pid and
+// one whose Dispatch panics, "block" one whose Dispatch blocks until cancelled, "segments" a
+// segmentBackend (linux), "host" starts a "plugin" helper, prints its pid and
 // waits to be killed.
 const helperEnv = "KILN_PLUGINAPI_TEST_HELPER"
 
@@ -45,6 +46,8 @@ func TestMain(m *testing.M) {
 		Serve(&fakeBackend{panicOnDispatch: true})
 	case "block":
 		Serve(&blockingBackend{})
+	case "segments":
+		Serve(newSegmentBackend())
 	case "host":
 		helperHost()
 	default:

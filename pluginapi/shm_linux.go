@@ -19,12 +19,13 @@ type segment struct {
 	orphaned bool
 }
 
-// createSegment makes a memfd of size bytes and maps it; the caller sends fd to
-// the plugin and closes it.
+// createSegment makes a memfd of size bytes, rounded up to whole pages, and maps
+// it; the caller sends fd to the plugin and closes it.
 func createSegment(id uint32, size uint64) (*segment, int, error) {
-	if size == 0 || size > math.MaxInt {
+	if size == 0 || size > math.MaxInt-pageBytes() {
 		return nil, -1, fmt.Errorf("shared segment of %d bytes", size)
 	}
+	size = pageUp(size)
 	fd, err := unix.MemfdCreate(SegmentName, unix.MFD_CLOEXEC)
 	if err != nil {
 		return nil, -1, fmt.Errorf("memfd_create: %w", err)
@@ -41,16 +42,21 @@ func createSegment(id uint32, size uint64) (*segment, int, error) {
 	return &segment{id: id, mem: mem}, fd, nil
 }
 
-// mapSegment maps size bytes of a received memfd and closes it; the memfd must be
-// at least that large, so no access through the mapping can fault.
+// mapSegment maps a received memfd of at least size bytes and closes it: the
+// whole pages size spans when the memfd has them (the host rounds every segment
+// up to pages), else size bytes. The memfd must be at least as large as the
+// mapping, so no access through it can fault.
 func mapSegment(id uint32, fd int, size uint64) (*segment, error) {
 	defer unix.Close(fd)
 	var st unix.Stat_t
 	if err := unix.Fstat(fd, &st); err != nil {
 		return nil, fmt.Errorf("stat shared segment %d: %w", id, err)
 	}
-	if size == 0 || size > math.MaxInt || st.Size < 0 || uint64(st.Size) < size {
+	if size == 0 || size > math.MaxInt-pageBytes() || st.Size < 0 || uint64(st.Size) < size {
 		return nil, fmt.Errorf("shared segment %d has %d bytes, %d announced", id, st.Size, size)
+	}
+	if whole := pageUp(size); uint64(st.Size) >= whole {
+		size = whole
 	}
 	mem, err := unix.Mmap(fd, 0, int(size), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
 	if err != nil {
@@ -92,4 +98,13 @@ func (s *segment) view(offset, size uint64) ([]byte, bool) {
 		return nil, false
 	}
 	return s.mem[offset:end:end], true
+}
+
+// pageBytes is the system's page size.
+func pageBytes() uint64 { return uint64(unix.Getpagesize()) }
+
+// pageUp rounds n up to a whole number of pages.
+func pageUp(n uint64) uint64 {
+	p := pageBytes()
+	return (n + p - 1) / p * p
 }
