@@ -262,6 +262,17 @@ func (a *adapter) open() (*device, error) {
 	return d, nil
 }
 
+// devices returns the adapter's current device and the lost ones.
+func (a *adapter) devices() []*device {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	out := append([]*device(nil), a.lost...)
+	if a.dev != nil {
+		out = append(out, a.dev)
+	}
+	return out
+}
+
 // current returns the adapter's device, nil when it was never opened.
 func (a *adapter) current() *device {
 	a.mu.Lock()

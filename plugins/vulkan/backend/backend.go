@@ -75,6 +75,10 @@ type Backend struct {
 	pipelines map[uint64]*pipeline
 	nextID    uint64
 	buffers   map[uint64]*resident
+	// segMem are the data-plane segments attached, by id (see AttachSegment);
+	// segMu guards them and every device's imports of them.
+	segMu  sync.Mutex
+	segMem map[uint64][]byte
 	// nextBuffer is the last buffer handle given out.
 	nextBuffer uint64
 	// msgCount and msgText tally the validation messages not yet returned by

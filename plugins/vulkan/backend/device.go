@@ -79,6 +79,9 @@ type device struct {
 
 	// caches are the descriptor sets of each pipeline (under lock).
 	caches map[*pipeline]*setCache
+	// segs are the data-plane segments the device imported, by id (nil: it
+	// cannot import that one); the backend's segMu guards them.
+	segs map[uint64]*resident
 }
 
 // newDevice creates the logical device of a.

@@ -67,7 +67,7 @@ func (b *Backend) Dispatch(ctx context.Context, req *pluginapi.DispatchRequest) 
 		j.finish()
 		return &pluginapi.DispatchResult{Outputs: unchangedOutputs(binds), HostNanos: time.Since(start).Nanoseconds()}, nil
 	}
-	if err := j.stage(binds, req); err != nil {
+	if err := j.stage(b, binds, req); err != nil {
 		j.finish()
 		return nil, err
 	}
@@ -105,9 +105,10 @@ func (b *Backend) Dispatch(ctx context.Context, req *pluginapi.DispatchRequest) 
 }
 
 // stage takes scratch spans for the bindings, writes the inputs (in place, or
-// into staging spans) and builds the job's ops: uploads and clears, the
-// dispatch, read-backs.
-func (j *job) stage(binds []*binding, req *pluginapi.DispatchRequest) error {
+// into staging spans, or copies them straight from an imported data-plane
+// segment) and builds the job's ops: uploads and clears, the dispatch,
+// read-backs.
+func (j *job) stage(b *Backend, binds []*binding, req *pluginapi.DispatchRequest) error {
 	d, p := j.d, j.pipelines[0]
 	o := op{kind: opDispatch, p: p, grid: req.Grid, uniforms: req.Uniforms,
 		binds: make([]span, len(binds)), counts: make([]uint32, len(binds))}
@@ -141,6 +142,12 @@ func (j *job) stage(binds []*binding, req *pluginapi.DispatchRequest) error {
 			j.ops = append(j.ops, op{kind: opFill, dst: bd.dev})
 		}
 		if !bd.readsInput() && !bd.decl.Access.IsOutput() {
+			continue
+		}
+		if seg, segRes, ok := b.segmentView(d, bd.input); ok && !bd.decl.Access.IsOutput() {
+			// The input is in an imported segment: the device copies it itself.
+			j.residents = append(j.residents, segRes)
+			j.ops = append(j.ops, op{kind: opCopy, src: seg, dst: bd.dev})
 			continue
 		}
 		if bd.staging, err = d.staging.alloc(size); err != nil {

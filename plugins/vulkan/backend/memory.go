@@ -248,7 +248,8 @@ func (s span) flush() error {
 	if s.b.coherent {
 		return nil
 	}
-	return s.b.h.d.vk.FlushMemory(s.b.mem, s.off, s.atomSize())
+	off, n := s.atoms()
+	return s.b.h.d.vk.FlushMemory(s.b.mem, off, n)
 }
 
 // invalidate makes device writes to the span visible to the host (non-coherent
@@ -257,17 +258,20 @@ func (s span) invalidate() error {
 	if s.b.coherent {
 		return nil
 	}
-	return s.b.h.d.vk.InvalidateMemory(s.b.mem, s.off, s.atomSize())
+	off, n := s.atoms()
+	return s.b.h.d.vk.InvalidateMemory(s.b.mem, off, n)
 }
 
-// atomSize is the span's size rounded up to whole non-coherent atoms, or the
-// rest of the allocation where that would reach its end.
-func (s span) atomSize() uint64 {
-	n := roundUp(max(s.size, 1), spanAlign)
-	if s.off+n >= s.b.size {
-		return vk.WholeSize
+// atoms is the span widened to whole non-coherent atoms (spanAlign covers every
+// device's): its offset rounded down and its end rounded up, or the rest of the
+// allocation where that would reach its end.
+func (s span) atoms() (off, size uint64) {
+	off = s.off / spanAlign * spanAlign
+	end := roundUp(s.off+max(s.size, 1), spanAlign)
+	if end >= s.b.size {
+		return off, vk.WholeSize
 	}
-	return n
+	return off, end - off
 }
 
 func roundUp(n, align uint64) uint64 { return (n + align - 1) / align * align }

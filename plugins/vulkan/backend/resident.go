@@ -31,6 +31,9 @@ type resident struct {
 	size uint64
 	// last is the sequence number of the last job that used the buffer.
 	last atomic.Uint64
+	// inSegment: the buffer is a span of an imported data-plane segment, which
+	// DetachSegment releases.
+	inSegment bool
 }
 
 // AllocBuffer takes req.Size bytes (rounded up to whole 4-byte words, at least
@@ -57,6 +60,14 @@ func (b *Backend) AllocBuffer(ctx context.Context, req *pluginapi.AllocRequest) 
 	}
 	if err := d.checkLost(); err != nil {
 		return nil, err
+	}
+	if seg, ok := b.segmentOn(d, req.SharedSegment); ok && req.Shared != nil && d.direct.Load() {
+		s := span{b: seg.s.b, off: req.SharedOffset, size: req.Size}
+		clear(req.Shared)
+		if err := s.flush(); err != nil {
+			return nil, d.fail("zeroing a new buffer", err)
+		}
+		return b.keep(&resident{d: d, s: s, size: req.Size, inSegment: true}, true)
 	}
 	if req.Shared != nil && d.direct.Load() && d.a.props.MinImportedHostPointerAlignment > 0 {
 		if r, err := b.importShared(d, req); err == nil {
@@ -108,15 +119,23 @@ func (b *Backend) importShared(d *device, req *pluginapi.AllocRequest) (*plugina
 		d.imported.release(blk)
 		return nil, d.fail("zeroing a new buffer", err)
 	}
+	res, err := b.keep(&resident{d: d, s: s, size: req.Size}, true)
+	if err != nil {
+		d.imported.release(blk)
+	}
+	return res, err
+}
+
+// keep registers a new buffer and returns its handle.
+func (b *Backend) keep(r *resident, mapped bool) (*pluginapi.AllocResult, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.closed {
-		d.imported.release(blk)
 		return nil, errClosed
 	}
 	b.nextBuffer++
-	b.buffers[b.nextBuffer] = &resident{d: d, s: s, size: req.Size}
-	return &pluginapi.AllocResult{Buffer: b.nextBuffer, Mapped: true}, nil
+	b.buffers[b.nextBuffer] = r
+	return &pluginapi.AllocResult{Buffer: b.nextBuffer, Mapped: mapped}, nil
 }
 
 // buffer returns a live buffer.
@@ -149,6 +168,9 @@ func (b *Backend) FreeBuffer(ctx context.Context, handle uint64) error {
 	}
 	if err := r.d.waitFor(ctx, r.last.Load()); err != nil && !r.d.lost.Load() {
 		return err
+	}
+	if r.inSegment {
+		return nil
 	}
 	if h := r.s.b.h; h == r.d.imported {
 		h.release(r.s.b)
@@ -202,6 +224,28 @@ func (b *Backend) transfer(ctx context.Context, handle, offset uint64, host []by
 		}
 		if err != nil {
 			return d.fail(fmt.Sprintf("copying %d bytes of buffer %d", len(host), handle), err)
+		}
+		return nil
+	}
+	if seg, segRes, ok := b.segmentView(d, host); ok {
+		// The bytes are in an imported segment: the device copies them itself.
+		at := span{b: r.s.b, off: r.s.off + offset, size: uint64(len(host))}
+		if write {
+			if err := seg.flush(); err != nil {
+				return d.fail("writing a data-plane segment", err)
+			}
+		}
+		j := &job{d: d, residents: []*resident{r, segRes}, ops: []op{{kind: opCopy, src: seg, dst: at}}}
+		if !write {
+			j.ops[0] = op{kind: opCopy, src: at, dst: seg}
+		}
+		if _, err := j.run(ctx, fmt.Sprintf("copying %d bytes of buffer %d", len(host), handle)); err != nil {
+			return err
+		}
+		if !write {
+			if err := seg.invalidate(); err != nil {
+				return d.fail("reading a data-plane segment", err)
+			}
 		}
 		return nil
 	}

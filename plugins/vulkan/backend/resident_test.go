@@ -499,3 +499,83 @@ func TestTransfersOfSeveralChunks(t *testing.T) {
 		}
 	})
 }
+
+// TestDataPlaneSegments attaches a segment as the SDK's data plane does: staged
+// transfers whose host bytes lie in it copy straight from and to it (no staging
+// memory), a mapped buffer offered in it is a span of it (no import of its own),
+// and detaching releases it.
+func TestDataPlaneSegments(t *testing.T) {
+	b := newTestBackend(t)
+	if b.adapters[0].props.MinImportedHostPointerAlignment == 0 {
+		t.Skip("no VK_EXT_external_memory_host")
+	}
+	bothMemoryPaths(t, b, func(t *testing.T) {
+		ctx := context.Background()
+		const size = 1 << 20
+		mem, err := unix.Mmap(-1, 0, size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_ANON|unix.MAP_SHARED)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer unix.Munmap(mem)
+		if err := b.AttachSegment(ctx, 7, mem); err != nil {
+			t.Fatal(err)
+		}
+		d := b.adapters[0].current()
+		if _, ok := b.segmentOn(d, 7); !ok {
+			t.Fatal("the segment was not imported")
+		}
+		const n = 1000
+		x := allocT(t, b, make([]uint32, n))
+		view := mem[4096 : 4096+4*n]
+		copy(view, words(u32s(n, func(i int) uint32 { return uint32(5 * i) })))
+		before := d.vk.Allocations()
+		if err := b.WriteBuffer(ctx, x, 0, view); err != nil {
+			t.Fatal(err)
+		}
+		p := compileT(t, b, incr())
+		if _, err := b.Submit(ctx, &pluginapi.SubmitRequest{Commands: []pluginapi.SubmitCommand{incrCommand(p, x, 0, n)}}); err != nil {
+			t.Fatal(err)
+		}
+		out := mem[8192 : 8192+4*n]
+		if err := b.ReadBuffer(ctx, x, 0, out); err != nil {
+			t.Fatal(err)
+		}
+		for i, v := range wordsOf(out) {
+			if v != uint32(5*i+1) {
+				t.Fatalf("element %d = %d, want %d", i, v, 5*i+1)
+			}
+		}
+		shared := mem[65536 : 65536+4*n]
+		a, err := b.AllocBuffer(ctx, &pluginapi.AllocRequest{Size: 4 * n, Usage: pluginapi.UsageMap, Shared: shared, SharedSegment: 7, SharedOffset: 65536})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a.Mapped != d.direct.Load() {
+			t.Errorf("Mapped = %v on a device that maps directly: %v", a.Mapped, d.direct.Load())
+		}
+		if a.Mapped {
+			copy(shared, words(u32s(n, func(i int) uint32 { return uint32(i) })))
+			if _, err := b.Submit(ctx, &pluginapi.SubmitRequest{Commands: []pluginapi.SubmitCommand{incrCommand(p, a.Buffer, 0, n)}}); err != nil {
+				t.Fatal(err)
+			}
+			if got := wordsOf(shared); got[0] != 1 || got[n-1] != n {
+				t.Errorf("the mapped buffer holds %d ... %d, want 1 ... %d", got[0], got[n-1], n)
+			}
+		}
+		if n := d.vk.Allocations() - before; n != 0 {
+			t.Errorf("transfers through the segment and a buffer in it made %d vkAllocateMemory calls", n)
+		}
+		if err := b.FreeBuffer(ctx, a.Buffer); err != nil {
+			t.Fatal(err)
+		}
+		if err := b.DetachSegment(ctx, 7); err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := b.segmentOn(d, 7); ok {
+			t.Error("the segment is still attached after DetachSegment")
+		}
+		if err := b.DetachSegment(ctx, 7); err != nil {
+			t.Errorf("detaching an unknown segment = %v", err)
+		}
+	})
+}
