@@ -43,7 +43,7 @@ func benchBackend(b *testing.B) (*Backend, int) {
 
 // benchDispatch compiles p and dispatches it b.N times, returning the mean device
 // time in nanoseconds.
-func benchDispatch(b *testing.B, be *Backend, adapter int, p *ir.Program, spec ir.SpecMap, grid [3]uint32, inputs [][]byte, counts []uint32) float64 {
+func benchDispatch(b *testing.B, be *Backend, adapter int, p *ir.Program, spec ir.SpecMap, grid [3]uint32, inputs [][]byte, counts []uint32, uniforms []byte) float64 {
 	b.Helper()
 	ctx := context.Background()
 	c, err := be.Compile(ctx, &pluginapi.CompileRequest{Adapter: adapter, Program: p, Spec: spec})
@@ -51,7 +51,7 @@ func benchDispatch(b *testing.B, be *Backend, adapter int, p *ir.Program, spec i
 		b.Fatal(err)
 	}
 	defer be.Release(ctx, c.Pipeline)
-	req := &pluginapi.DispatchRequest{Pipeline: c.Pipeline, Grid: grid, Inputs: inputs, OutputCounts: counts}
+	req := &pluginapi.DispatchRequest{Pipeline: c.Pipeline, Grid: grid, Inputs: inputs, OutputCounts: counts, Uniforms: uniforms}
 	var device float64
 	b.ResetTimer()
 	for range b.N {
@@ -88,7 +88,7 @@ func BenchmarkVectorAdd(b *testing.B) {
 			}
 			k, _ := kernels.Lookup("vector_add")
 			inputs := [][]byte{patternF32(n, 1), patternF32(n, 2), nil}
-			ns := benchDispatch(b, be, adapter, k.Program(), ir.SpecMap{}, [3]uint32{uint32((n + 255) / 256), 1, 1}, inputs, []uint32{0, 0, uint32(n)})
+			ns := benchDispatch(b, be, adapter, k.Program(), ir.SpecMap{}, [3]uint32{uint32((n + 255) / 256), 1, 1}, inputs, []uint32{0, 0, uint32(n)}, nil)
 			b.ReportMetric(ns, "device-ns/op")
 			if ns > 0 {
 				b.ReportMetric(12*float64(n)/ns, "device-GB/s")
@@ -104,13 +104,11 @@ func BenchmarkMatmul(b *testing.B) {
 		b.Run(fmt.Sprintf("s=%d", s), func(b *testing.B) {
 			be, adapter := benchBackend(b)
 			k, _ := kernels.Lookup("matmul")
-			var spec ir.SpecMap
-			spec.Set("m", ir.SpecU32(uint32(s)))
-			spec.Set("k", ir.SpecU32(uint32(s)))
-			spec.Set("n", ir.SpecU32(uint32(s)))
+			// m, n and k are uniforms (one pipeline for every shape).
+			uniforms := kernels.U32Bytes([]uint32{uint32(s), uint32(s), uint32(s)})
 			grid := [3]uint32{uint32(s+15) / 16, uint32(s+15) / 16, 1}
 			inputs := [][]byte{patternF32(s*s, 3), patternF32(s*s, 4), nil}
-			ns := benchDispatch(b, be, adapter, k.Program(), spec, grid, inputs, []uint32{0, 0, uint32(s * s)})
+			ns := benchDispatch(b, be, adapter, k.Program(), ir.SpecMap{}, grid, inputs, []uint32{0, 0, uint32(s * s)}, uniforms)
 			b.ReportMetric(ns, "device-ns/op")
 			if ns > 0 {
 				b.ReportMetric(2*math.Pow(float64(s), 3)/ns, "device-GFLOP/s")

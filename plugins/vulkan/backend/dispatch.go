@@ -166,6 +166,8 @@ func (j *job) stage(b *Backend, binds []*binding, req *pluginapi.DispatchRequest
 		}
 	}
 	j.ops = append(j.ops, o)
+	// The device time is the dispatch's, not its uploads' and read-backs'.
+	j.timeOp = len(j.ops)
 	j.ops = append(j.ops, after...)
 	return nil
 }

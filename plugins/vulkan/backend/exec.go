@@ -147,6 +147,10 @@ type job struct {
 	// residents are the buffers the ops use; each remembers the job's sequence
 	// number.
 	residents []*resident
+	// timeOp, when non-zero, is 1 + the index of the one op the timestamps
+	// bracket (a protocol-1 dispatch's, not its uploads and read-backs); zero
+	// brackets them all.
+	timeOp int
 
 	s   *slot
 	seq uint64
@@ -204,8 +208,9 @@ func (j *job) recordAndSubmit() error {
 }
 
 // record records the job's ops between a leading barrier (ordering them after
-// every earlier submission), two timestamps and a trailing barrier that makes
-// their writes visible to the host.
+// every earlier submission), two timestamps (around all ops, or the one op
+// timeOp names) and a trailing barrier that makes their writes visible to the
+// host.
 func (j *job) record(s *slot, seq uint64) error {
 	cb := s.cb
 	if err := cb.Begin(); err != nil {
@@ -215,13 +220,18 @@ func (j *job) record(s *slot, seq uint64) error {
 		cb.ResetQueries(s.queries, 0, 2)
 	}
 	fullBarrier(cb)
-	if s.queries != 0 {
+	if s.queries != 0 && j.timeOp == 0 {
 		cb.WriteTimestamp(vk.StageBottomOfPipe, s.queries, 0)
 	}
 	var reads, writes []region
 	for i := range j.ops {
 		o := &j.ops[i]
+		timed := s.queries != 0 && j.timeOp == i+1
 		if o.kind == opDispatch && (o.grid[0] == 0 || o.grid[1] == 0 || o.grid[2] == 0) {
+			if timed {
+				cb.WriteTimestamp(vk.StageBottomOfPipe, s.queries, 0)
+				cb.WriteTimestamp(vk.StageBottomOfPipe, s.queries, 1)
+			}
 			continue
 		}
 		r, w := o.accesses()
@@ -230,6 +240,9 @@ func (j *job) record(s *slot, seq uint64) error {
 			reads, writes = reads[:0], writes[:0]
 		}
 		reads, writes = append(reads, r...), append(writes, w...)
+		if timed {
+			cb.WriteTimestamp(vk.StageBottomOfPipe, s.queries, 0)
+		}
 		switch o.kind {
 		case opCopy:
 			cb.CopyBuffer(o.src.b.buf, o.src.off, o.dst.b.buf, o.dst.off, o.src.size)
@@ -240,8 +253,11 @@ func (j *job) record(s *slot, seq uint64) error {
 				return err
 			}
 		}
+		if timed {
+			cb.WriteTimestamp(vk.StageBottomOfPipe, s.queries, 1)
+		}
 	}
-	if s.queries != 0 {
+	if s.queries != 0 && j.timeOp == 0 {
 		cb.WriteTimestamp(vk.StageBottomOfPipe, s.queries, 1)
 	}
 	cb.MemoryBarrier(vk.StageComputeShader|vk.StageTransfer, vk.StageHost, vk.AccessShaderWrite|vk.AccessTransferWrite, vk.AccessHostRead)

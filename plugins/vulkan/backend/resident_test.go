@@ -579,3 +579,38 @@ func TestDataPlaneSegments(t *testing.T) {
 		}
 	})
 }
+
+// TestProtocol1TimesTheDispatchOnly pins that a protocol-1 dispatch's device time
+// brackets its dispatch, not its uploads and read-backs: the staged job times
+// the one dispatch op, between the uploads before it and the read-backs after.
+func TestProtocol1TimesTheDispatchOnly(t *testing.T) {
+	b := newTestBackend(t)
+	d := b.adapters[0].current()
+	own := d.direct.Swap(false)
+	defer d.direct.Store(own)
+	one := compileT(t, b, addOne())
+	b.mu.Lock()
+	p := b.pipelines[one]
+	b.mu.Unlock()
+	req := &pluginapi.DispatchRequest{Pipeline: one, Grid: [3]uint32{1, 1, 1}, Inputs: [][]byte{words([]uint32{1, 2})}, OutputCounts: []uint32{0, 2}}
+	binds, err := p.bindings(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	j := &job{d: d, pipelines: []*pipeline{p}}
+	if err := j.stage(b, binds, req); err != nil {
+		t.Fatal(err)
+	}
+	defer b.freeSpans(j.scratch)
+	if j.timeOp < 1 || j.ops[j.timeOp-1].kind != opDispatch {
+		t.Fatalf("timeOp %d of ops %v does not name the dispatch", j.timeOp, j.ops)
+	}
+	for i, o := range j.ops {
+		if i != j.timeOp-1 && o.kind == opDispatch {
+			t.Errorf("op %d is a second dispatch", i)
+		}
+	}
+	if j.timeOp == 1 || j.timeOp == len(j.ops) {
+		t.Errorf("the staged job has no uploads before or read-backs after its dispatch: %d ops, dispatch at %d", len(j.ops), j.timeOp-1)
+	}
+}
