@@ -10,6 +10,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/kiln-dev/kiln/ir"
+	"github.com/kiln-dev/kiln/ir/kernels"
 	"github.com/kiln-dev/kiln/pluginapi"
 	"github.com/kiln-dev/kiln/pluginapi/conformance"
 	"github.com/kiln-dev/kiln/plugins/vulkan/vk"
@@ -267,44 +268,98 @@ func TestUnalignedBindingOffset(t *testing.T) {
 	})
 }
 
+// spinUniform is spin with its loop count a uniform, so that no compiler knows
+// the trip count.
+func spinUniform() *ir.Program {
+	b := ir.NewBuilder("test.spin_uniform", 64, 1, 1)
+	out := b.Buffer("out", ir.U32, ir.Write)
+	n := b.Uniform("n", ir.U32)
+	x := b.Var("x", ir.U32, ir.Add(ir.GlobalID(0), ir.Mul(ir.GlobalID(1), ir.LitU32(1<<20))))
+	b.For("k", ir.U32, ir.LitU32(0), n, ir.LitU32(1), func(body *ir.Block, k ir.Expr) {
+		body.Assign("x", ir.Xor(x, ir.Shl(x, ir.LitU32(13))))
+		body.Assign("x", ir.Xor(x, ir.Shr(x, ir.LitU32(17))))
+		body.Assign("x", ir.Add(ir.Xor(x, ir.Shl(x, ir.LitU32(5))), k))
+	})
+	b.Atomic(ir.AtomicXor, out, ir.LitU32(0), x)
+	return b.MustBuild()
+}
+
+// blocker returns a submit that keeps the device busy for about target on any
+// device: spinUniform dispatches of a grid grown eightfold until one takes a
+// tenth of target (or the grid limits stop it), repeated to fill target.
+func blocker(t *testing.T, b *Backend, target time.Duration) *pluginapi.SubmitRequest {
+	t.Helper()
+	ctx := context.Background()
+	p := compileT(t, b, spinUniform())
+	out := allocT(t, b, []uint32{0})
+	lim := b.adapters[0].props.Limits.MaxComputeWorkGroupCount
+	most := min(uint64(lim[0]), 1<<26) * uint64(min(lim[1], 1<<10))
+	cmd := func(groups uint64) pluginapi.DispatchCommand {
+		x := min(groups, uint64(lim[0]), 1<<26)
+		return pluginapi.DispatchCommand{Pipeline: p, Grid: [3]uint32{uint32(x), uint32((groups + x - 1) / x), 1},
+			Bindings: []pluginapi.BufferRange{{Buffer: out, Size: 4}}, Uniforms: kernels.U32Bytes([]uint32{60000})}
+	}
+	groups := uint64(64)
+	for {
+		c := cmd(groups)
+		res, err := b.Submit(ctx, &pluginapi.SubmitRequest{Commands: []pluginapi.SubmitCommand{c}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		took := time.Duration(res.DeviceNanos)
+		if took <= 0 {
+			took = time.Duration(res.HostNanos)
+		}
+		if took >= target/10 || groups >= most {
+			req := &pluginapi.SubmitRequest{}
+			for range min(int(target/max(took, 1))+1, 200) {
+				req.Commands = append(req.Commands, c)
+			}
+			t.Logf("blocker: %d dispatches of grid %v, %v each", len(req.Commands), c.Grid, took)
+			return req
+		}
+		groups = min(groups*8, most)
+	}
+}
+
 // TestDeadlineInTheQueue abandons a long submit, then gives a second one a short
 // deadline: it returns context.DeadlineExceeded while the first is still running,
 // not after it. A context that ends while waiting for the device lock also ends
-// the wait.
+// the wait, and a submit whose context has already ended submits nothing.
 func TestDeadlineInTheQueue(t *testing.T) {
 	b := newTestBackend(t)
 	ctx := context.Background()
-	var spec ir.SpecMap
-	spec.Set("n", ir.SpecU32(60000))
-	c, err := b.Compile(ctx, &pluginapi.CompileRequest{Program: spin(), Spec: spec})
-	if err != nil {
-		t.Fatal(err)
+	long := blocker(t, b, 3*time.Second)
+	d := b.adapters[0].current()
+	seqOf := func() uint64 {
+		d.lock <- struct{}{}
+		defer d.release()
+		return d.seq
 	}
-	grid := spinGrid(t, b, c.Pipeline, 2*time.Second)
-	out, err := b.AllocBuffer(ctx, &pluginapi.AllocRequest{Size: 4})
-	if err != nil {
-		t.Fatal(err)
-	}
-	long := pluginapi.DispatchCommand{Pipeline: c.Pipeline, Grid: grid, Bindings: []pluginapi.BufferRange{{Buffer: out.Buffer, Size: 4}}}
-	abandoned, cancel := context.WithTimeout(ctx, 20*time.Millisecond)
+	before := seqOf()
+	abandoned, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
 	defer cancel()
-	if _, err := b.Submit(abandoned, &pluginapi.SubmitRequest{Commands: []pluginapi.SubmitCommand{long}}); !errors.Is(err, context.DeadlineExceeded) {
+	if _, err := b.Submit(abandoned, long); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("long submit past its deadline = %v", err)
 	}
-	d := b.adapters[0].current()
-	d.lock <- struct{}{}
-	longSeq := d.seq
-	<-d.lock
+	longSeq := seqOf()
+	if longSeq != before+1 {
+		t.Fatalf("the long submit was not submitted (sequence %d, before %d)", longSeq, before)
+	}
+	if d.completed() >= longSeq {
+		t.Fatal("the blocker finished before its deadline; it must run for seconds")
+	}
 	p := compileT(t, b, incr())
 	x := allocT(t, b, []uint32{1})
 	short, cancel2 := context.WithTimeout(ctx, 50*time.Millisecond)
 	defer cancel2()
-	_, err = b.Submit(short, &pluginapi.SubmitRequest{Commands: []pluginapi.SubmitCommand{incrCommand(p, x, 0, 1)}})
+	_, err := b.Submit(short, &pluginapi.SubmitRequest{Commands: []pluginapi.SubmitCommand{incrCommand(p, x, 0, 1)}})
+	running := d.completed() < longSeq
 	if !errors.Is(err, context.DeadlineExceeded) {
-		t.Fatalf("queued submit past its deadline = %v, want context.DeadlineExceeded", err)
+		t.Fatalf("queued submit past its deadline = %v, want context.DeadlineExceeded (blocker still running: %v)", err, running)
 	}
-	if done := d.completed(); done >= longSeq {
-		t.Errorf("the queued submit returned only after the abandoned one finished (done %d, abandoned %d)", done, longSeq)
+	if !running {
+		t.Errorf("the queued submit returned only after the abandoned one finished")
 	}
 	d.lock <- struct{}{}
 	locked, cancel3 := context.WithTimeout(ctx, 20*time.Millisecond)
@@ -319,19 +374,12 @@ func TestDeadlineInTheQueue(t *testing.T) {
 	}
 	cancelled, cancel4 := context.WithCancel(ctx)
 	cancel4()
-	d.lock <- struct{}{}
-	seq := d.seq
-	<-d.lock
+	seq := seqOf()
 	if _, err := b.Submit(cancelled, &pluginapi.SubmitRequest{Commands: []pluginapi.SubmitCommand{incrCommand(p, x, 0, 1)}}); !errors.Is(err, context.Canceled) {
 		t.Errorf("submit with a cancelled context = %v", err)
 	}
-	d.lock <- struct{}{}
-	if d.seq != seq {
+	if seqOf() != seq {
 		t.Errorf("a submit whose context had ended was submitted")
-	}
-	<-d.lock
-	if err := b.Release(ctx, c.Pipeline); err != nil {
-		t.Fatal(err)
 	}
 }
 
