@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"sync"
+	"time"
 
 	"github.com/hashicorp/go-hclog"
 
@@ -67,7 +68,10 @@ type Backend struct {
 	started   bool
 	measuring bool
 	// measured is done when the bandwidth measurement has ended.
-	measured  sync.WaitGroup
+	measured sync.WaitGroup
+	// estimates delivers NVML's bandwidth estimates when they came too late
+	// for the first Describe.
+	estimates chan map[string]float64
 	closed    bool
 	loader    *vk.Loader
 	instance  *vk.Instance
@@ -97,6 +101,27 @@ func New(cfg Config) *Backend {
 	return &Backend{cfg: cfg, pipelines: make(map[uint64]*pipeline), buffers: make(map[uint64]*resident)}
 }
 
+// estimateGrace is how long the first Describe waits, once Vulkan has started,
+// for NVML's bandwidth estimates (read alongside Vulkan's start).
+const estimateGrace = 5 * time.Millisecond
+
+// applyEstimates gives every adapter not measured yet NVML's estimate for its
+// GPU UUID, quantized: 2 × memory clock × bus width, the peak, until the
+// background measurement replaces it with what a kiln kernel gets.
+func applyEstimates(adapters []*adapter, est map[string]float64) {
+	for _, a := range adapters {
+		g, ok := est[a.info.Identity.Instance]
+		if !ok || a.info.Identity.Instance == "" {
+			continue
+		}
+		a.mu.Lock()
+		if a.info.Profile.MemBWGBps == 0 {
+			a.info.Profile.MemBWGBps = quantize(g)
+		}
+		a.mu.Unlock()
+	}
+}
+
 var errClosed = errors.New("the vulkan backend is closed. Fix: start a new backend (the host relaunches the plugin)")
 
 // start loads Vulkan and lists the adapters once. A missing loader, driver or device
@@ -110,8 +135,20 @@ func (b *Backend) start() error {
 		return nil
 	}
 	b.started = true
+	// NVML's bandwidth estimates are read alongside Vulkan's start.
+	estimates := make(chan map[string]float64, 1)
+	go func() {
+		est, _ := vk.NVMLBandwidth()
+		estimates <- est
+	}()
 	if reason := b.startVulkan(); reason != "" {
 		b.adapters = []*adapter{{index: 0, info: pluginapi.Adapter{Index: 0, Name: "Vulkan", Reason: reason}}}
+	}
+	select {
+	case est := <-estimates:
+		applyEstimates(b.adapters, est)
+	case <-time.After(estimateGrace):
+		b.estimates = estimates
 	}
 	if log := b.cfg.Logger; log != nil {
 		log.Info("Vulkan started", "validation", b.cfg.Validation, "adapters", len(b.adapters))
@@ -186,6 +223,14 @@ func (b *Backend) Describe(ctx context.Context) (*pluginapi.Description, error) 
 	b.mu.Lock()
 	err := b.start()
 	adapters := b.adapters
+	if b.estimates != nil {
+		select {
+		case est := <-b.estimates:
+			applyEstimates(adapters, est)
+			b.estimates = nil
+		default:
+		}
+	}
 	b.mu.Unlock()
 	if err != nil {
 		return nil, err

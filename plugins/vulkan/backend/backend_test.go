@@ -76,8 +76,8 @@ func TestDescribeReportsTheDevice(t *testing.T) {
 	if prof.SupportsDeviceTimestamps != (prof.TimingQuality == pluginapi.DeviceTimestamps) {
 		t.Errorf("timestamps %v but timing quality %v", prof.SupportsDeviceTimestamps, prof.TimingQuality)
 	}
-	if prof.MemBWGBps != 0 {
-		t.Errorf("the first Describe reports a bandwidth (%v) it cannot have measured yet (NoBandwidth)", prof.MemBWGBps)
+	if prof.MemBWGBps != 0 && !strings.HasPrefix(a.Identity.Instance, "GPU-") {
+		t.Errorf("the first Describe reports a bandwidth (%v) it cannot have measured yet (NoBandwidth) nor estimated (no NVIDIA GPU)", prof.MemBWGBps)
 	}
 	if prof.SupportsF16 || prof.SupportsBF16 || prof.SupportsTensorCores || prof.SupportsIndirectDispatch || prof.SupportsHardwareCounters {
 		t.Errorf("profile %+v claims features the backend cannot run", prof)
@@ -595,5 +595,18 @@ func TestMissingValidationLayerMakesVulkanUnavailable(t *testing.T) {
 	}
 	if a.Available || !strings.Contains(a.Reason, vk.ValidationLayer) || !strings.Contains(a.Reason, "Fix: install vulkan-validationlayers") {
 		t.Errorf("adapter %+v: want unavailable, naming the missing validation layer", a)
+	}
+}
+
+// TestEstimatesFillOnlyUnmeasuredAdapters pins how NVML's estimates reach the
+// profile: by GPU UUID, quantized, never over a measured bandwidth.
+func TestEstimatesFillOnlyUnmeasuredAdapters(t *testing.T) {
+	gpu := &adapter{info: pluginapi.Adapter{Identity: pluginapi.DeviceIdentity{Instance: "GPU-a"}}}
+	measured := &adapter{info: pluginapi.Adapter{Identity: pluginapi.DeviceIdentity{Instance: "GPU-b"}, Profile: pluginapi.DeviceProfile{MemBWGBps: 3300}}}
+	other := &adapter{info: pluginapi.Adapter{Identity: pluginapi.DeviceIdentity{Instance: "1234"}}}
+	none := &adapter{}
+	applyEstimates([]*adapter{gpu, measured, other, none}, map[string]float64{"GPU-a": 4022.5, "GPU-b": 4800, "": 7})
+	if gpu.info.Profile.MemBWGBps != 4000 || measured.info.Profile.MemBWGBps != 3300 || other.info.Profile.MemBWGBps != 0 || none.info.Profile.MemBWGBps != 0 {
+		t.Errorf("bandwidths %v %v %v %v, want 4000 3300 0 0", gpu.info.Profile.MemBWGBps, measured.info.Profile.MemBWGBps, other.info.Profile.MemBWGBps, none.info.Profile.MemBWGBps)
 	}
 }

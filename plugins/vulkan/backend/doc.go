@@ -16,7 +16,9 @@
 // as many copies as move 1 GiB is timed by its timestamps (CPU devices: 16 MiB
 // buffers, 128 MiB moved);
 // the result is bytes read plus written per second in GB/s (10^9 bytes), quantized
-// to two significant digits. Timing quality is DeviceTimestamps when the device
+// to two significant digits. Until then an NVIDIA adapter reports NVML's estimate
+// (2 × maximum memory clock × bus width, by GPU UUID; vk.NVMLBandwidth), read
+// alongside Vulkan's start. Timing quality is DeviceTimestamps when the device
 // supports timestamps on its compute queue (timestampComputeAndGraphics,
 // timestampPeriod > 0, timestampValidBits > 0), HostEnqueueWait otherwise.
 //

@@ -416,3 +416,22 @@ func TestImportHostMemory(t *testing.T) {
 	}
 	dev.FreeCommandBuffer(pool, cb)
 }
+
+// TestNVMLBandwidth pins that a machine without NVIDIA's management library gets
+// ErrNoNVML, and that one with it gets positive estimates keyed by GPU UUIDs.
+func TestNVMLBandwidth(t *testing.T) {
+	est, err := NVMLBandwidth()
+	if errors.Is(err, ErrNoNVML) {
+		t.Logf("no NVML here: %v", err)
+		return
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	for uuid, gbps := range est {
+		if !strings.HasPrefix(uuid, "GPU-") || gbps <= 0 {
+			t.Errorf("estimate %q: %v GB/s", uuid, gbps)
+		}
+	}
+	t.Logf("NVML estimates: %v", est)
+}
