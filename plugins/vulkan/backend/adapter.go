@@ -1,9 +1,8 @@
 package backend
 
 import (
-	"context"
 	"fmt"
-	"slices"
+	"strings"
 	"sync"
 
 	"github.com/kiln-dev/kiln/ir"
@@ -30,9 +29,13 @@ type adapter struct {
 	enable   []string
 	target   spirv.Target
 
-	mu       sync.Mutex // guards dev and measured
-	dev      *device
-	measured bool
+	// onLost is Config.OnDeviceLost.
+	onLost func(error)
+
+	mu  sync.Mutex // guards dev, lost and info.Profile.MemBWGBps
+	dev *device
+	// lost are devices that were lost and replaced, destroyed at close.
+	lost []*device
 }
 
 // newAdapter reads a physical device's properties and decides whether kiln can use
@@ -68,22 +71,43 @@ func newAdapter(index int, pd vk.PhysicalDevice) *adapter {
 	_, _, a.enable = pd.Needs()
 	a.features = pd.Features()
 	a.target = target(props)
+	a.info.Name += floatNote(a.target)
 	a.info.Profile = profile(props, a.features, exts, a.timestamps)
 	a.info.Available = true
 	return a
 }
 
 // target is what the emitter may use on a device: float controls when 32-bit
-// operations can keep signed zeros, infinities and NaN, and the subgroup
+// operations can keep signed zeros, infinities and NaN, and denormals, and the subgroup
 // operation classes the device supports in compute shaders.
 func target(p vk.Properties) spirv.Target {
 	var t spirv.Target
 	t.SignedZeroInfNanPreserve = p.FloatControls != nil && p.FloatControls.SignedZeroInfNanPreserveFloat32
+	t.DenormPreserve = p.FloatControls != nil && p.FloatControls.DenormPreserveFloat32
 	if p.Subgroup.Stages&vk.StageCompute != 0 {
 		t.Subgroups = spirv.SubgroupFeatures(p.Subgroup.Operations) &
 			(spirv.SubgroupBasic | spirv.SubgroupArithmetic | spirv.SubgroupBallot | spirv.SubgroupShuffle)
 	}
 	return t
+}
+
+// floatNote is what the adapter's name says, in `kiln backends`, about float
+// controls the device lacks: without SignedZeroInfNanPreserve the emitter's
+// bit-level fallbacks keep NaN, infinities and signed zeros; without
+// DenormPreserve denormals may be flushed to zero, which the conformance rules
+// allow.
+func floatNote(t spirv.Target) string {
+	var missing []string
+	if !t.SignedZeroInfNanPreserve {
+		missing = append(missing, "no SignedZeroInfNanPreserve: bit-level fallbacks")
+	}
+	if !t.DenormPreserve {
+		missing = append(missing, "no DenormPreserve: denormals may flush")
+	}
+	if len(missing) == 0 {
+		return ""
+	}
+	return " [float controls: " + strings.Join(missing, "; ") + "]"
 }
 
 // sizeControl reports whether pipelines can require a subgroup size (and full
@@ -136,10 +160,12 @@ func (a *adapter) subgroupRequirement(p *ir.Program, wg [3]uint32) (vk.SubgroupR
 	return vk.SubgroupRequirement{Size: size, FullSubgroups: a.features.ComputeFullSubgroups && wg[0]%size == 0}, nil
 }
 
-// profile builds the DeviceProfile from what Vulkan reports; see the package
-// documentation. MemBWGBps is filled in by describe.
-func profile(p vk.Properties, f vk.Features, exts []string, timestamps bool) pluginapi.DeviceProfile {
-	has := func(name string) bool { return slices.Contains(exts, name) }
+// profile builds the DeviceProfile from what Vulkan reports, claiming only what
+// the backend can run (see the package documentation): no f16 or bf16 (IR v1
+// has no such types), no tensor cores (no cooperative matrices are emitted), no
+// indirect dispatch and no hardware counters (the backend records neither).
+// MemBWGBps is filled in by the bandwidth measurement.
+func profile(p vk.Properties, _ vk.Features, _ []string, timestamps bool) pluginapi.DeviceProfile {
 	compute := p.Subgroup.Stages&vk.StageCompute != 0
 	ops := p.Subgroup.Operations
 	q := pluginapi.HostEnqueueWait
@@ -153,12 +179,7 @@ func profile(p vk.Properties, f vk.Features, exts []string, timestamps bool) plu
 		SupportsSubgroupOps:         compute && ops&(vk.SubgroupBasic|vk.SubgroupArithmetic) == vk.SubgroupBasic|vk.SubgroupArithmetic,
 		HasSubgroupShuffle:          compute && ops&vk.SubgroupShuffle != 0,
 		HasSharedMemory:             p.Limits.MaxComputeSharedMemorySize > 0,
-		SupportsF16:                 f.ShaderFloat16,
-		SupportsBF16:                has("VK_KHR_shader_bfloat16"),
-		SupportsTensorCores:         has("VK_KHR_cooperative_matrix") || has("VK_NV_cooperative_matrix"),
-		SupportsIndirectDispatch:    true, // vkCmdDispatchIndirect is core Vulkan 1.0
 		SupportsDeviceTimestamps:    timestamps,
-		SupportsHardwareCounters:    has("VK_KHR_performance_query"),
 		TimingQuality:               q,
 	}
 }
@@ -171,8 +192,8 @@ var vendorNames = map[uint32]string{
 
 // identity names the device for the host's fingerprint: vendor, device name and id,
 // driver version (with the driver's own version text when Vulkan 1.2 reports it,
-// since some drivers, lavapipe among them, leave driverVersion meaningless) and
-// device type.
+// since some drivers, lavapipe among them, leave driverVersion meaningless),
+// device type, and the device's UUID as its Instance.
 func identity(p vk.Properties) pluginapi.DeviceIdentity {
 	vendor := fmt.Sprintf("0x%04x", p.VendorID)
 	if name, ok := vendorNames[p.VendorID]; ok {
@@ -187,7 +208,23 @@ func identity(p vk.Properties) pluginapi.DeviceIdentity {
 		Device:        fmt.Sprintf("%s (0x%04x)", p.Name, p.DeviceID),
 		DriverVersion: driver,
 		DeviceType:    p.Type.String(),
+		Instance:      instance(p),
 	}
+}
+
+// instance is the device's UUID as the identity's Instance: "GPU-" and the UUID
+// in its usual groups on NVIDIA (where it is the GPU's UUID, as CUDA and
+// nvidia-smi show it), the groups alone elsewhere, empty when the device has none.
+func instance(p vk.Properties) string {
+	u := p.DeviceUUID
+	if u == ([16]byte{}) {
+		return ""
+	}
+	s := fmt.Sprintf("%x-%x-%x-%x-%x", u[0:4], u[4:6], u[6:8], u[8:10], u[10:16])
+	if p.VendorID == 0x10de {
+		return "GPU-" + s
+	}
+	return s
 }
 
 // driverVersion decodes VkPhysicalDeviceProperties.driverVersion: NVIDIA packs
@@ -199,50 +236,58 @@ func driverVersion(vendor, v uint32) string {
 	return vk.Version(v).String()
 }
 
-// describe returns the adapter's description, measuring the bandwidth on the first
-// call.
-func (a *adapter) describe(ctx context.Context) pluginapi.Adapter {
-	if !a.info.Available {
-		return a.info
-	}
+// describe returns the adapter's description.
+func (a *adapter) describe() pluginapi.Adapter {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if !a.measured && a.timestamps {
-		a.measured = true
-		if d, err := a.openLocked(); err == nil {
-			if bw, err := d.measureBandwidth(ctx); err == nil {
-				a.info.Profile.MemBWGBps = bw
-			}
-		}
-	}
 	return a.info
 }
 
-// open returns the adapter's device, creating it on first use.
+// open returns the adapter's device, creating it on first use and after a lost
+// device.
 func (a *adapter) open() (*device, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	return a.openLocked()
-}
-
-func (a *adapter) openLocked() (*device, error) {
-	if a.dev != nil {
+	if a.dev != nil && !a.dev.lost.Load() {
 		return a.dev, nil
 	}
 	d, err := newDevice(a)
 	if err != nil {
 		return nil, vkFailure(a, nil, "open", err)
 	}
+	if a.dev != nil {
+		a.lost = append(a.lost, a.dev)
+	}
 	a.dev = d
 	return d, nil
+}
+
+// devices returns the adapter's current device and the lost ones.
+func (a *adapter) devices() []*device {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	out := append([]*device(nil), a.lost...)
+	if a.dev != nil {
+		out = append(out, a.dev)
+	}
+	return out
+}
+
+// current returns the adapter's device, nil when it was never opened.
+func (a *adapter) current() *device {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.dev
 }
 
 // close waits for the device's work and destroys it.
 func (a *adapter) close() {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if a.dev != nil {
-		a.dev.destroy()
-		a.dev = nil
+	for _, d := range append(a.lost, a.dev) {
+		if d != nil {
+			d.destroy()
+		}
 	}
+	a.dev, a.lost = nil, nil
 }

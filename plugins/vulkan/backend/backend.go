@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"sync"
+	"time"
 
 	"github.com/hashicorp/go-hclog"
 
@@ -32,12 +33,20 @@ const (
 type Config struct {
 	// Loader is the Vulkan loader library to dlopen; empty means libvulkan.so.1.
 	Loader string
-	// Validation enables VK_LAYER_KHRONOS_validation; its messages are counted and
+	// Validation enables VK_LAYER_KHRONOS_validation, with synchronization
+	// validation (missing barriers are messages too); its messages are counted and
 	// kept (see Backend.ValidationMessages) and logged as warnings to Logger. Vulkan
 	// is unavailable when the layer is requested but not installed.
 	Validation bool
 	// Logger, when set, receives the validation messages.
 	Logger hclog.Logger
+	// NoBandwidth skips measuring the adapters' bandwidth (mem_bw_gbps stays 0):
+	// tests that count allocations or want the CPU to themselves set it.
+	NoBandwidth bool
+	// OnDeviceLost, when set, is called (once per device, on its own goroutine)
+	// after a device was lost. The plugin's main exits there so the host
+	// relaunches it; in process, the next Open creates a new device.
+	OnDeviceLost func(error)
 }
 
 // ConfigFromEnv reads the configuration from KILN_VK_VALIDATION and
@@ -57,12 +66,25 @@ type Backend struct {
 
 	mu        sync.Mutex // guards the fields below
 	started   bool
+	measuring bool
+	// measured is done when the bandwidth measurement has ended.
+	measured sync.WaitGroup
+	// estimates delivers NVML's bandwidth estimates when they came too late
+	// for the first Describe.
+	estimates chan map[string]float64
 	closed    bool
 	loader    *vk.Loader
 	instance  *vk.Instance
 	adapters  []*adapter
 	pipelines map[uint64]*pipeline
 	nextID    uint64
+	buffers   map[uint64]*resident
+	// segMem are the data-plane segments attached, by id (see AttachSegment);
+	// segMu guards them and every device's imports of them.
+	segMu  sync.Mutex
+	segMem map[uint64][]byte
+	// nextBuffer is the last buffer handle given out.
+	nextBuffer uint64
 	// msgCount and msgText tally the validation messages not yet returned by
 	// ValidationMessages.
 	msgCount uint64
@@ -76,7 +98,28 @@ var _ pluginapi.Backend = (*Backend)(nil)
 
 // New returns a Backend; nothing is loaded until the first call.
 func New(cfg Config) *Backend {
-	return &Backend{cfg: cfg, pipelines: make(map[uint64]*pipeline)}
+	return &Backend{cfg: cfg, pipelines: make(map[uint64]*pipeline), buffers: make(map[uint64]*resident)}
+}
+
+// estimateGrace is how long the first Describe waits, once Vulkan has started,
+// for NVML's bandwidth estimates (read alongside Vulkan's start).
+const estimateGrace = 5 * time.Millisecond
+
+// applyEstimates gives every adapter not measured yet NVML's estimate for its
+// GPU UUID, quantized: 2 × memory clock × bus width, the peak, until the
+// background measurement replaces it with what a kiln kernel gets.
+func applyEstimates(adapters []*adapter, est map[string]float64) {
+	for _, a := range adapters {
+		g, ok := est[a.info.Identity.Instance]
+		if !ok || a.info.Identity.Instance == "" {
+			continue
+		}
+		a.mu.Lock()
+		if a.info.Profile.MemBWGBps == 0 {
+			a.info.Profile.MemBWGBps = quantize(g)
+		}
+		a.mu.Unlock()
+	}
 }
 
 var errClosed = errors.New("the vulkan backend is closed. Fix: start a new backend (the host relaunches the plugin)")
@@ -92,8 +135,20 @@ func (b *Backend) start() error {
 		return nil
 	}
 	b.started = true
+	// NVML's bandwidth estimates are read alongside Vulkan's start.
+	estimates := make(chan map[string]float64, 1)
+	go func() {
+		est, _ := vk.NVMLBandwidth()
+		estimates <- est
+	}()
 	if reason := b.startVulkan(); reason != "" {
 		b.adapters = []*adapter{{index: 0, info: pluginapi.Adapter{Index: 0, Name: "Vulkan", Reason: reason}}}
+	}
+	select {
+	case est := <-estimates:
+		applyEstimates(b.adapters, est)
+	case <-time.After(estimateGrace):
+		b.estimates = estimates
 	}
 	if log := b.cfg.Logger; log != nil {
 		log.Info("Vulkan started", "validation", b.cfg.Validation, "adapters", len(b.adapters))
@@ -128,7 +183,7 @@ func (b *Backend) startVulkan() string {
 		l.Close()
 		return fmt.Sprintf("the Vulkan loader %s supports Vulkan %s; kiln needs 1.1 or later. Fix: update libvulkan1", library, version)
 	}
-	inst, err := l.CreateInstance(vk.InstanceOptions{APIVersion: min(version, vk.Version13), Validation: b.cfg.Validation})
+	inst, err := l.CreateInstance(vk.InstanceOptions{APIVersion: min(version, vk.Version13), Validation: b.cfg.Validation, SyncValidation: true})
 	var noLayer *vk.LayerMissingError
 	if errors.As(err, &noLayer) {
 		l.Close()
@@ -151,13 +206,16 @@ func (b *Backend) startVulkan() string {
 	}
 	b.loader, b.instance = l, inst
 	for i, pd := range pds {
-		b.adapters = append(b.adapters, newAdapter(i, pd))
+		a := newAdapter(i, pd)
+		a.onLost = b.cfg.OnDeviceLost
+		b.adapters = append(b.adapters, a)
 	}
 	return ""
 }
 
-// Describe reports the backend and its adapters. The first call measures each
-// available adapter's copy bandwidth (see the package documentation).
+// Describe reports the backend and its adapters. The first call starts
+// measuring each available adapter's bandwidth in the background (see the
+// package documentation); until a measurement ends, mem_bw_gbps is 0.
 func (b *Backend) Describe(ctx context.Context) (*pluginapi.Description, error) {
 	b.life.RLock()
 	defer b.life.RUnlock()
@@ -165,6 +223,14 @@ func (b *Backend) Describe(ctx context.Context) (*pluginapi.Description, error) 
 	b.mu.Lock()
 	err := b.start()
 	adapters := b.adapters
+	if b.estimates != nil {
+		select {
+		case est := <-b.estimates:
+			applyEstimates(adapters, est)
+			b.estimates = nil
+		default:
+		}
+	}
 	b.mu.Unlock()
 	if err != nil {
 		return nil, err
@@ -179,7 +245,10 @@ func (b *Backend) Describe(ctx context.Context) (*pluginapi.Description, error) 
 		if err := ctx.Err(); err != nil {
 			return nil, fmt.Errorf("describe vulkan adapters: %w", err)
 		}
-		d.Adapters = append(d.Adapters, a.describe(ctx))
+		d.Adapters = append(d.Adapters, a.describe())
+	}
+	if !b.cfg.NoBandwidth {
+		b.measureOnce()
 	}
 	return d, nil
 }
@@ -249,6 +318,9 @@ func (b *Backend) Close(context.Context) error {
 	for id, p := range b.pipelines {
 		p.destroy()
 		delete(b.pipelines, id)
+	}
+	for id := range b.buffers {
+		delete(b.buffers, id)
 	}
 	for _, a := range b.adapters {
 		a.close()

@@ -59,7 +59,12 @@ type Limits struct {
 	MaxComputeSharedMemorySize     uint32
 	MaxStorageBufferRange          uint32
 	MaxPushConstantsSize           uint32
-	TimestampComputeAndGraphics    bool
+	// MinStorageBufferOffsetAlignment is what a storage descriptor's offset must
+	// be a multiple of; NonCoherentAtomSize the granule of flushes and
+	// invalidations of non-coherent memory.
+	MinStorageBufferOffsetAlignment uint64
+	NonCoherentAtomSize             uint64
+	TimestampComputeAndGraphics     bool
 	// TimestampPeriod is the number of nanoseconds per timestamp tick.
 	TimestampPeriod float32
 }
@@ -97,6 +102,13 @@ type Properties struct {
 	// SubgroupSizeControl is nil when the device has neither Vulkan 1.3 (with an
 	// instance of 1.3) nor VK_EXT_subgroup_size_control.
 	SubgroupSizeControl *SubgroupSizeControl
+	// DeviceUUID is VkPhysicalDeviceIDProperties.deviceUUID (Vulkan 1.1): the
+	// same for a device whatever order the driver lists it in; zero when the
+	// device is older.
+	DeviceUUID [16]byte
+	// MinImportedHostPointerAlignment is what the address and size of imported
+	// host memory must be multiples of; 0 without VK_EXT_external_memory_host.
+	MinImportedHostPointerAlignment uint64
 }
 
 // FloatControls is the part of VkPhysicalDeviceFloatControlsProperties kiln uses.
@@ -104,6 +116,9 @@ type FloatControls struct {
 	// SignedZeroInfNanPreserveFloat32: 32-bit float operations can be made to
 	// keep the sign of zero, infinities and NaN (SPIR-V SignedZeroInfNanPreserve).
 	SignedZeroInfNanPreserveFloat32 bool
+	// DenormPreserveFloat32: 32-bit float operations can be made to keep
+	// denormals (SPIR-V DenormPreserve).
+	DenormPreserveFloat32 bool
 }
 
 // SubgroupSizeControl is VkPhysicalDeviceSubgroupSizeControlProperties.
@@ -117,6 +132,9 @@ type SubgroupSizeControl struct {
 const (
 	ExtFloatControls       = "VK_KHR_shader_float_controls"
 	ExtSubgroupSizeControl = "VK_EXT_subgroup_size_control"
+	// ExtExternalMemoryHost lets a device use host memory kiln already has
+	// (Device.ImportHostMemory).
+	ExtExternalMemoryHost = "VK_EXT_external_memory_host"
 )
 
 // Features are the device features kiln reports or uses.
@@ -191,12 +209,14 @@ func (p PhysicalDevice) Properties() Properties {
 		Type:          DeviceType(kp.props.deviceType),
 		Name:          C.GoString(&kp.props.deviceName[0]),
 		Limits: Limits{
-			MaxComputeWorkGroupInvocations: uint32(lim.maxComputeWorkGroupInvocations),
-			MaxComputeSharedMemorySize:     uint32(lim.maxComputeSharedMemorySize),
-			MaxStorageBufferRange:          uint32(lim.maxStorageBufferRange),
-			MaxPushConstantsSize:           uint32(lim.maxPushConstantsSize),
-			TimestampComputeAndGraphics:    lim.timestampComputeAndGraphics != 0,
-			TimestampPeriod:                float32(lim.timestampPeriod),
+			MaxComputeWorkGroupInvocations:  uint32(lim.maxComputeWorkGroupInvocations),
+			MaxComputeSharedMemorySize:      uint32(lim.maxComputeSharedMemorySize),
+			MaxStorageBufferRange:           uint32(lim.maxStorageBufferRange),
+			MaxPushConstantsSize:            uint32(lim.maxPushConstantsSize),
+			MinStorageBufferOffsetAlignment: uint64(lim.minStorageBufferOffsetAlignment),
+			NonCoherentAtomSize:             uint64(lim.nonCoherentAtomSize),
+			TimestampComputeAndGraphics:     lim.timestampComputeAndGraphics != 0,
+			TimestampPeriod:                 float32(lim.timestampPeriod),
 		},
 		Subgroup: Subgroup{
 			Size:       uint32(kp.subgroup.subgroupSize),
@@ -218,7 +238,16 @@ func (p PhysicalDevice) Properties() Properties {
 		}
 	}
 	if kp.has_float_controls != 0 {
-		out.FloatControls = &FloatControls{SignedZeroInfNanPreserveFloat32: kp.float_controls.shaderSignedZeroInfNanPreserveFloat32 != 0}
+		out.FloatControls = &FloatControls{SignedZeroInfNanPreserveFloat32: kp.float_controls.shaderSignedZeroInfNanPreserveFloat32 != 0,
+			DenormPreserveFloat32: kp.float_controls.shaderDenormPreserveFloat32 != 0}
+	}
+	if kp.has_id != 0 {
+		for i := range out.DeviceUUID {
+			out.DeviceUUID[i] = byte(kp.id.deviceUUID[i])
+		}
+	}
+	if kp.has_external_host != 0 {
+		out.MinImportedHostPointerAlignment = uint64(kp.external_host.minImportedHostPointerAlignment)
 	}
 	if kp.has_size_control != 0 {
 		sc := kp.size_control
@@ -238,8 +267,14 @@ func (p PhysicalDevice) version() Version {
 
 // Needs reports which of the optional properties p has and which extensions
 // must be enabled for them: float controls are core in Vulkan 1.2, subgroup size
-// control in 1.3; below that the device extension provides them.
+// control in 1.3; below that the device extension provides them. Host memory
+// import (VK_EXT_external_memory_host) is enabled wherever the device has it.
 func (p PhysicalDevice) Needs() (floatControls, sizeControl bool, extensions []string) {
+	floatControls, sizeControl, extensions, _ = p.needs()
+	return floatControls, sizeControl, extensions
+}
+
+func (p PhysicalDevice) needs() (floatControls, sizeControl bool, extensions []string, externalHost bool) {
 	v := p.version()
 	exts, _ := p.Extensions()
 	has := func(name string) bool {
@@ -258,12 +293,18 @@ func (p PhysicalDevice) Needs() (floatControls, sizeControl bool, extensions []s
 	if v < Version13 && sizeControl {
 		extensions = append(extensions, ExtSubgroupSizeControl)
 	}
-	return floatControls, sizeControl, extensions
+	if externalHost = has(ExtExternalMemoryHost); externalHost {
+		extensions = append(extensions, ExtExternalMemoryHost)
+	}
+	return floatControls, sizeControl, extensions, externalHost
 }
 
 func (p PhysicalDevice) chain() C.kiln_chain {
-	fc, sc, _ := p.Needs()
+	fc, sc, _, eh := p.needs()
 	var c C.kiln_chain
+	if eh {
+		c.external_host = 1
+	}
 	if fc {
 		c.float_controls = 1
 	}

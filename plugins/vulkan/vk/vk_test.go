@@ -7,6 +7,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
 )
 
 // openDevice loads the loader (KILN_VULKAN_LOADER overrides libvulkan.so.1), creates
@@ -26,7 +29,7 @@ func openDevice(t *testing.T) (*Instance, PhysicalDevice, *Device, uint32) {
 		unusable("%v", err)
 	}
 	t.Cleanup(l.Close)
-	inst, err := l.CreateInstance(InstanceOptions{APIVersion: Version12, Validation: os.Getenv("KILN_VK_VALIDATION") != "0"})
+	inst, err := l.CreateInstance(InstanceOptions{APIVersion: Version12, Validation: os.Getenv("KILN_VK_VALIDATION") != "0", SyncValidation: true})
 	if err != nil {
 		unusable("%v", err)
 	}
@@ -159,9 +162,10 @@ func hostVisibleType(t *testing.T, pd PhysicalDevice, bits uint32) uint32 {
 	return 0
 }
 
-// TestFillCopyTimestamps records a fill and a copy between two host-visible buffers,
-// times them with timestamp queries and checks the bytes, all under the validation
-// layer with zero messages.
+// TestFillCopyTimestamps records a fill and a copy between two host-visible buffers
+// (to an offset), times them with timestamp queries and checks the bytes, all under
+// the validation layer with zero messages; it also pins the allocation counter and
+// fence reuse.
 func TestFillCopyTimestamps(t *testing.T) {
 	_, pd, dev, family := openDevice(t)
 	const size = 4096
@@ -216,9 +220,9 @@ func TestFillCopyTimestamps(t *testing.T) {
 	}
 	cb.ResetQueries(queries, 0, 2)
 	cb.WriteTimestamp(StageTopOfPipe, queries, 0)
-	cb.FillBuffer(bufs[0], size, 0x01020304)
+	cb.FillBuffer(bufs[0], 0, size, 0x01020304)
 	cb.MemoryBarrier(StageTransfer, StageTransfer, AccessTransferWrite, AccessTransferRead)
-	cb.CopyBuffer(bufs[0], bufs[1], size/2)
+	cb.CopyBuffer(bufs[0], 0, bufs[1], size/2, size/2)
 	cb.MemoryBarrier(StageTransfer, StageHost, AccessTransferWrite, AccessHostRead)
 	cb.WriteTimestamp(StageBottomOfPipe, queries, 1)
 	if err := cb.End(); err != nil {
@@ -231,10 +235,13 @@ func TestFillCopyTimestamps(t *testing.T) {
 	if err != nil || !done {
 		t.Fatalf("WaitFence = %v, %v", done, err)
 	}
+	if done, err := dev.FenceSignaled(fence); !done || err != nil {
+		t.Fatalf("FenceSignaled after the wait = %v, %v", done, err)
+	}
 	for i := 0; i < size; i += 4 {
 		got := binary.LittleEndian.Uint32(dst[i:])
 		want := uint32(0x01020304)
-		if i >= size/2 {
+		if i < size/2 {
 			want = 0xeeeeeeee
 		}
 		if got != want {
@@ -247,6 +254,18 @@ func TestFillCopyTimestamps(t *testing.T) {
 	}
 	if ts[1] < ts[0] {
 		t.Errorf("timestamps go backwards: %v", ts)
+	}
+	if n := dev.Allocations(); n != 2 {
+		t.Errorf("Allocations() = %d after two vkAllocateMemory calls", n)
+	}
+	if err := dev.ResetFence(fence); err != nil {
+		t.Fatal(err)
+	}
+	if done, err := dev.WaitFence(fence, 0); done || err != nil {
+		t.Errorf("WaitFence after ResetFence = %v, %v; want unsignaled", done, err)
+	}
+	if done, err := dev.FenceSignaled(fence); done || err != nil {
+		t.Errorf("FenceSignaled after ResetFence = %v, %v; want unsignaled", done, err)
 	}
 	dev.FreeCommandBuffer(pool, cb)
 }
@@ -319,4 +338,100 @@ func TestOptionalProperties(t *testing.T) {
 		}
 	}
 	t.Logf("float controls %+v, subgroup size %d, size control %+v, features %+v", p.FloatControls, p.Subgroup.Size, p.SubgroupSizeControl, pd.Features())
+}
+
+// TestImportHostMemory imports a page-aligned mapping as device memory, fills it
+// from the device and reads the words in place, where the device has
+// VK_EXT_external_memory_host.
+func TestImportHostMemory(t *testing.T) {
+	_, pd, dev, family := openDevice(t)
+	align := pd.Properties().MinImportedHostPointerAlignment
+	if align == 0 {
+		t.Skip("no VK_EXT_external_memory_host")
+	}
+	size := max(align, 4096)
+	mem, err := unix.Mmap(-1, 0, int(size), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_ANON|unix.MAP_PRIVATE)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Munmap(mem)
+	bits, err := dev.HostMemoryTypes(unsafe.Pointer(&mem[0]))
+	if err != nil || bits == 0 {
+		t.Fatalf("HostMemoryTypes = %#x, %v", bits, err)
+	}
+	buf, err := dev.CreateHostBuffer(size, UsageStorage|UsageTransferDst)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dev.DestroyBuffer(buf)
+	req := dev.BufferRequirements(buf)
+	before := dev.Allocations()
+	m, err := dev.ImportHostMemory(unsafe.Pointer(&mem[0]), size, hostVisibleType(t, pd, bits&req.TypeBits))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dev.FreeMemory(m)
+	if dev.Allocations() != before+1 {
+		t.Errorf("an import is not counted as an allocation")
+	}
+	if err := dev.BindBufferMemory(buf, m); err != nil {
+		t.Fatal(err)
+	}
+	pool, err := dev.CreateCommandPool(family)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dev.DestroyCommandPool(pool)
+	cb, err := dev.AllocateCommandBuffer(pool)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fence, err := dev.CreateFence()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dev.DestroyFence(fence)
+	if err := cb.Begin(); err != nil {
+		t.Fatal(err)
+	}
+	cb.FillBuffer(buf, 8, 16, 0xcafe)
+	cb.MemoryBarrier(StageTransfer, StageHost, AccessTransferWrite, AccessHostRead)
+	if err := cb.End(); err != nil {
+		t.Fatal(err)
+	}
+	if err := dev.Submit(cb, fence); err != nil {
+		t.Fatal(err)
+	}
+	if done, err := dev.WaitFence(fence, time.Minute); !done || err != nil {
+		t.Fatalf("WaitFence = %v, %v", done, err)
+	}
+	for i := 0; i < 32; i += 4 {
+		want := uint32(0)
+		if i >= 8 && i < 24 {
+			want = 0xcafe
+		}
+		if got := binary.LittleEndian.Uint32(mem[i:]); got != want {
+			t.Errorf("word at byte %d = %#x, want %#x", i, got, want)
+		}
+	}
+	dev.FreeCommandBuffer(pool, cb)
+}
+
+// TestNVMLBandwidth pins that a machine without NVIDIA's management library gets
+// ErrNoNVML, and that one with it gets positive estimates keyed by GPU UUIDs.
+func TestNVMLBandwidth(t *testing.T) {
+	est, err := NVMLBandwidth()
+	if errors.Is(err, ErrNoNVML) {
+		t.Logf("no NVML here: %v", err)
+		return
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	for uuid, gbps := range est {
+		if !strings.HasPrefix(uuid, "GPU-") || gbps <= 0 {
+			t.Errorf("estimate %q: %v GB/s", uuid, gbps)
+		}
+	}
+	t.Logf("NVML estimates: %v", est)
 }
