@@ -86,6 +86,14 @@ func target(p vk.Properties) spirv.Target {
 	return t
 }
 
+// targetFor is the adapter's target for a pipeline of workgroup size wg.
+func (a *adapter) targetFor(wg [3]uint32) spirv.Target {
+	t := a.target
+	t.WorkgroupSize = wg
+	t.MaxPushConstantBytes = a.props.Limits.MaxPushConstantsSize
+	return t
+}
+
 // sizeControl reports whether pipelines can require a subgroup size (and full
 // subgroups) on this device.
 func (a *adapter) sizeControl() bool {

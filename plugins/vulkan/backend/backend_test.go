@@ -292,7 +292,7 @@ func TestDispatchRejectsBadLaunches(t *testing.T) {
 		{"too many inputs", pluginapi.DispatchRequest{Pipeline: c.Pipeline, Grid: [3]uint32{1, 1, 1}, Inputs: [][]byte{four, nil, nil}}, "inputs"},
 		{"input for a write buffer", pluginapi.DispatchRequest{Pipeline: c.Pipeline, Grid: [3]uint32{1, 1, 1}, Inputs: [][]byte{four, four}}, "write-only"},
 		{"partial element", pluginapi.DispatchRequest{Pipeline: c.Pipeline, Grid: [3]uint32{1, 1, 1}, Inputs: [][]byte{four[:5]}}, "multiple of 4"},
-		{"grid beyond maxComputeWorkGroupCount", pluginapi.DispatchRequest{Pipeline: c.Pipeline, Grid: [3]uint32{1, lim.MaxComputeWorkGroupCount[1] + 1, 1}, Inputs: [][]byte{four}}, "maxComputeWorkGroupCount"},
+		{"grid of too many launches", pluginapi.DispatchRequest{Pipeline: c.Pipeline, Grid: [3]uint32{1, 1 << 31, 1 << 31}, Inputs: [][]byte{four}}, "launches"},
 		{"more than 2^32 invocations", pluginapi.DispatchRequest{Pipeline: c.Pipeline, Grid: [3]uint32{1 << 27, 1, 1}, Inputs: [][]byte{four}}, "2^32"},
 		{"buffer beyond maxStorageBufferRange", pluginapi.DispatchRequest{Pipeline: c.Pipeline, Grid: [3]uint32{1, 1, 1}, OutputCounts: []uint32{0, lim.MaxStorageBufferRange/4 + 1}}, "maxStorageBufferRange"},
 	} {

@@ -42,16 +42,16 @@ func copyProgram() *ir.Program {
 // gets from this device's memory.
 func (d *device) measureBandwidth(ctx context.Context) (float64, error) {
 	p := copyProgram()
-	m, err := spirv.EmitFor(p, d.a.target)
+	m, err := spirv.EmitFor(p, d.a.targetFor(p.WorkgroupSize))
 	if err != nil {
 		return 0, err
 	}
-	entries, data := spirv.SpecData(p, m, ir.SpecMap{}, [3]uint32{})
+	entries, data := spirv.SpecData(p, m, ir.SpecMap{})
 	spec := make([]vk.SpecializationEntry, len(entries))
 	for i, e := range entries {
 		spec[i] = vk.SpecializationEntry{ID: e.ID, Offset: e.Offset, Size: e.Size}
 	}
-	pl := &pipeline{d: d, prog: p, wg: p.WorkgroupSize, push: m.PushConstantBytes}
+	pl := &pipeline{d: d, prog: p, wg: p.WorkgroupSize, push: m.PushConstantBytes, grid: m.GridOffset, gridMode: m.Grid}
 	if _, err := pl.build(m, spec, data, nil); err != nil {
 		return 0, err
 	}
@@ -83,15 +83,16 @@ func (d *device) measureBandwidth(ctx context.Context) (float64, error) {
 	cb.FillBuffer(j.binds[0].dev.buf, uint64(size), 0x3f800000)
 	cb.MemoryBarrier(vk.StageTransfer, vk.StageComputeShader, vk.AccessTransferWrite, vk.AccessShaderRead)
 	cb.BindCompute(pl.pipe, pl.layout, set)
-	counts := binary.LittleEndian.AppendUint32(binary.LittleEndian.AppendUint32(nil, count), count)
-	cb.PushConstants(pl.layout, counts)
+	push := make([]byte, pl.push)
+	binary.LittleEndian.PutUint32(push[0:], count)
+	binary.LittleEndian.PutUint32(push[4:], count)
 	groups := count / p.WorkgroupSize[0]
 	x := min(groups, d.a.props.Limits.MaxComputeWorkGroupCount[0])
 	y := (groups + x - 1) / x
 	for r := range uint32(bandwidthRuns + 1) {
 		cb.MemoryBarrier(vk.StageComputeShader, vk.StageComputeShader, vk.AccessShaderWrite, vk.AccessShaderWrite)
 		cb.WriteTimestamp(vk.StageBottomOfPipe, j.sub.queries, 2*r)
-		cb.Dispatch(x, y, 1)
+		pl.dispatchGrid(cb, push, [3]uint32{x, y, 1})
 		cb.WriteTimestamp(vk.StageBottomOfPipe, j.sub.queries, 2*r+1)
 	}
 	if err := j.sub.run(ctx); err != nil {

@@ -150,8 +150,9 @@ func (p *pipeline) bindings(req *pluginapi.DispatchRequest) ([]*binding, error) 
 }
 
 // checkGrid rejects grids the device cannot launch: more than 2^32 invocations on an
-// axis (global_id is a u32) or, when the grid runs at all, more workgroups than
-// maxComputeWorkGroupCount on an axis.
+// axis (global_id is a u32) or, when the grid runs at all, more launches than
+// maxLaunches (a grid beyond maxComputeWorkGroupCount runs as several launches;
+// see dispatchGrid).
 func (p *pipeline) checkGrid(grid [3]uint32) error {
 	for axis, g := range grid {
 		if uint64(g)*uint64(p.wg[axis]) > math.MaxUint32+1 {
@@ -162,14 +163,7 @@ func (p *pipeline) checkGrid(grid [3]uint32) error {
 	if grid[0] == 0 || grid[1] == 0 || grid[2] == 0 {
 		return nil
 	}
-	limit := p.d.a.props.Limits.MaxComputeWorkGroupCount
-	for axis, g := range grid {
-		if g > limit[axis] {
-			return pluginapi.Rejected("vulkan: program %q: grid %v exceeds adapter %d's maxComputeWorkGroupCount %v on axis %d. Fix: launch at most %d workgroups on that axis (give each invocation more elements, or use another axis)",
-				p.prog.Name, grid, p.d.a.index, limit, axis, limit[axis])
-		}
-	}
-	return nil
+	return p.checkLaunches(grid)
 }
 
 // unchangedOutputs is the result of a dispatch that runs nothing: write buffers
@@ -339,17 +333,14 @@ func (j *job) record(set vk.DescriptorSet, grid [3]uint32) {
 		cb.WriteTimestamp(vk.StageBottomOfPipe, j.sub.queries, 0)
 	}
 	cb.BindCompute(p.pipe, p.layout, set)
-	if p.push > 0 {
-		// The element counts, one u32 per buffer, then the uniform block: see
-		// docs/design.md, "Vulkan".
-		push := make([]byte, p.push)
-		for i, bd := range j.binds {
-			binary.LittleEndian.PutUint32(push[4*i:], bd.count)
-		}
-		copy(push[p.uniforms:], j.uniforms)
-		cb.PushConstants(p.layout, push)
+	// The element counts, one u32 per buffer, the uniform block, then the grid
+	// words of each launch: see docs/design.md, "Vulkan".
+	push := make([]byte, p.push)
+	for i, bd := range j.binds {
+		binary.LittleEndian.PutUint32(push[4*i:], bd.count)
 	}
-	cb.Dispatch(grid[0], grid[1], grid[2])
+	copy(push[p.uniforms:], j.uniforms)
+	p.dispatchGrid(cb, push, grid)
 	if j.sub.nq > 0 {
 		cb.WriteTimestamp(vk.StageBottomOfPipe, j.sub.queries, 1)
 	}
