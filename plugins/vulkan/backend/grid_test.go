@@ -1,0 +1,85 @@
+package backend
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/kiln-dev/kiln/ir"
+	"github.com/kiln-dev/kiln/ir/interp"
+	"github.com/kiln-dev/kiln/plugins/vulkan/spirv"
+)
+
+// builtinRecorder writes, for every invocation, the 17 values of global_id,
+// local_id, workgroup_id, num_workgroups and workgroup_size on every axis, then
+// (with subgroups) subgroup_size and subgroup_invocation_id, to out at 17 times
+// its linear global index, and counts the invocations in count[0].
+func builtinRecorder(wg [3]uint32, subgroups bool) *ir.Program {
+	b := ir.NewBuilder("test.grid.builtins", wg[0], wg[1], wg[2])
+	out := b.Buffer("out", ir.U32, ir.Write)
+	count := b.Buffer("count", ir.U32, ir.ReadWrite)
+	size := func(a uint8) ir.Expr { return ir.Mul(ir.NumWorkgroups(a), ir.WorkgroupSize(a)) }
+	idx := b.Let("idx", ir.Add(ir.GlobalID(0), ir.Mul(size(0), ir.Add(ir.GlobalID(1), ir.Mul(size(1), ir.GlobalID(2))))))
+	base := b.Let("base", ir.Mul(idx, ir.LitU32(17)))
+	var values []ir.Expr
+	for _, kind := range []func(uint8) ir.Expr{ir.GlobalID, ir.LocalID, ir.WorkgroupID, ir.NumWorkgroups, ir.WorkgroupSize} {
+		for a := range uint8(3) {
+			values = append(values, kind(a))
+		}
+	}
+	if subgroups {
+		values = append(values, ir.SubgroupSize(), ir.SubgroupInvocationID())
+	}
+	for k, v := range values {
+		b.Store(out, ir.Add(base, ir.LitU32(uint32(k))), v)
+	}
+	b.Atomic(ir.AtomicAdd, count, ir.LitU32(0), ir.LitU32(1))
+	return b.MustBuild()
+}
+
+// TestGridBeyondTheWorkgroupCountLimit runs grids of more workgroups than
+// maxComputeWorkGroupCount on an axis (several launches in one command buffer)
+// and checks every builtin of every invocation, and that each ran once, against
+// the oracle.
+func TestGridBeyondTheWorkgroupCountLimit(t *testing.T) {
+	b := newTestBackend(t)
+	a := b.adapters[0]
+	lim := a.props.Limits.MaxComputeWorkGroupCount
+	subgroups := a.target.Subgroups&spirv.SubgroupBasic != 0
+	for _, c := range []struct{ wg, grid [3]uint32 }{
+		{[3]uint32{8, 1, 1}, [3]uint32{lim[0] + 2, 1, 1}},
+		{[3]uint32{8, 1, 1}, [3]uint32{3, lim[1] + 1, 1}},
+		{[3]uint32{8, 1, 1}, [3]uint32{2, 1, lim[2] + 3}},
+	} {
+		t.Run(fmt.Sprintf("grid%v", c.grid), func(t *testing.T) {
+			p := builtinRecorder(c.wg, subgroups)
+			n := uint32(17)
+			for axis := range 3 {
+				n *= c.grid[axis] * c.wg[axis]
+			}
+			inputs, counts := [][]byte{nil, make([]byte, 4)}, []uint32{n}
+			want, err := interp.Run(context.Background(), p, interp.Options{}, interp.Launch{Grid: c.grid, Inputs: inputs, OutputCounts: counts})
+			if err != nil {
+				t.Fatal(err)
+			}
+			res, err := run(t, b, p, ir.SpecMap{}, [3]uint32{}, c.grid, inputs, counts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if spirv.LaunchCount(c.grid, lim) < 2 {
+				t.Fatalf("grid %v fits in one launch", c.grid)
+			}
+			for i := range want {
+				if !bytes.Equal(res.Outputs[i], want[i]) {
+					got, exp := wordsOf(res.Outputs[i]), wordsOf(want[i])
+					for k := range exp {
+						if got[k] != exp[k] {
+							t.Fatalf("output %d word %d (invocation %d, value %d) = %d, want %d", i, k, k/17, k%17, got[k], exp[k])
+						}
+					}
+				}
+			}
+		})
+	}
+}
