@@ -1,9 +1,8 @@
 package backend
 
 import (
-	"context"
 	"fmt"
-	"slices"
+	"strings"
 	"sync"
 
 	"github.com/kiln-dev/kiln/ir"
@@ -30,9 +29,13 @@ type adapter struct {
 	enable   []string
 	target   spirv.Target
 
-	mu       sync.Mutex // guards dev and measured
-	dev      *device
-	measured bool
+	// onLost is Config.OnDeviceLost.
+	onLost func(error)
+
+	mu  sync.Mutex // guards dev, lost and info.Profile.MemBWGBps
+	dev *device
+	// lost are devices that were lost and replaced, destroyed at close.
+	lost []*device
 }
 
 // newAdapter reads a physical device's properties and decides whether kiln can use
@@ -68,17 +71,19 @@ func newAdapter(index int, pd vk.PhysicalDevice) *adapter {
 	_, _, a.enable = pd.Needs()
 	a.features = pd.Features()
 	a.target = target(props)
+	a.info.Name += floatNote(a.target)
 	a.info.Profile = profile(props, a.features, exts, a.timestamps)
 	a.info.Available = true
 	return a
 }
 
 // target is what the emitter may use on a device: float controls when 32-bit
-// operations can keep signed zeros, infinities and NaN, and the subgroup
+// operations can keep signed zeros, infinities and NaN, and denormals, and the subgroup
 // operation classes the device supports in compute shaders.
 func target(p vk.Properties) spirv.Target {
 	var t spirv.Target
 	t.SignedZeroInfNanPreserve = p.FloatControls != nil && p.FloatControls.SignedZeroInfNanPreserveFloat32
+	t.DenormPreserve = p.FloatControls != nil && p.FloatControls.DenormPreserveFloat32
 	if p.Subgroup.Stages&vk.StageCompute != 0 {
 		t.Subgroups = spirv.SubgroupFeatures(p.Subgroup.Operations) &
 			(spirv.SubgroupBasic | spirv.SubgroupArithmetic | spirv.SubgroupBallot | spirv.SubgroupShuffle)
@@ -92,6 +97,25 @@ func (a *adapter) targetFor(wg [3]uint32) spirv.Target {
 	t.WorkgroupSize = wg
 	t.MaxPushConstantBytes = a.props.Limits.MaxPushConstantsSize
 	return t
+}
+
+// floatNote is what the adapter's name says, in `kiln backends`, about float
+// controls the device lacks: without SignedZeroInfNanPreserve the emitter's
+// bit-level fallbacks keep NaN, infinities and signed zeros; without
+// DenormPreserve denormals may be flushed to zero, which the conformance rules
+// allow.
+func floatNote(t spirv.Target) string {
+	var missing []string
+	if !t.SignedZeroInfNanPreserve {
+		missing = append(missing, "no SignedZeroInfNanPreserve: bit-level NaN/inf/signed-zero fallbacks")
+	}
+	if !t.DenormPreserve {
+		missing = append(missing, "no DenormPreserve: denormals may flush to zero")
+	}
+	if len(missing) == 0 {
+		return ""
+	}
+	return " [float controls: " + strings.Join(missing, "; ") + "]"
 }
 
 // sizeControl reports whether pipelines can require a subgroup size (and full
@@ -144,10 +168,12 @@ func (a *adapter) subgroupRequirement(p *ir.Program, wg [3]uint32) (vk.SubgroupR
 	return vk.SubgroupRequirement{Size: size, FullSubgroups: a.features.ComputeFullSubgroups && wg[0]%size == 0}, nil
 }
 
-// profile builds the DeviceProfile from what Vulkan reports; see the package
-// documentation. MemBWGBps is filled in by describe.
-func profile(p vk.Properties, f vk.Features, exts []string, timestamps bool) pluginapi.DeviceProfile {
-	has := func(name string) bool { return slices.Contains(exts, name) }
+// profile builds the DeviceProfile from what Vulkan reports, claiming only what
+// the backend can run (see the package documentation): no f16 or bf16 (IR v1
+// has no such types), no tensor cores (no cooperative matrices are emitted), no
+// indirect dispatch and no hardware counters (the backend records neither).
+// MemBWGBps is filled in by the bandwidth measurement.
+func profile(p vk.Properties, _ vk.Features, _ []string, timestamps bool) pluginapi.DeviceProfile {
 	compute := p.Subgroup.Stages&vk.StageCompute != 0
 	ops := p.Subgroup.Operations
 	q := pluginapi.HostEnqueueWait
@@ -161,12 +187,7 @@ func profile(p vk.Properties, f vk.Features, exts []string, timestamps bool) plu
 		SupportsSubgroupOps:         compute && ops&(vk.SubgroupBasic|vk.SubgroupArithmetic) == vk.SubgroupBasic|vk.SubgroupArithmetic,
 		HasSubgroupShuffle:          compute && ops&vk.SubgroupShuffle != 0,
 		HasSharedMemory:             p.Limits.MaxComputeSharedMemorySize > 0,
-		SupportsF16:                 f.ShaderFloat16,
-		SupportsBF16:                has("VK_KHR_shader_bfloat16"),
-		SupportsTensorCores:         has("VK_KHR_cooperative_matrix") || has("VK_NV_cooperative_matrix"),
-		SupportsIndirectDispatch:    true, // vkCmdDispatchIndirect is core Vulkan 1.0
 		SupportsDeviceTimestamps:    timestamps,
-		SupportsHardwareCounters:    has("VK_KHR_performance_query"),
 		TimingQuality:               q,
 	}
 }
@@ -207,50 +228,47 @@ func driverVersion(vendor, v uint32) string {
 	return vk.Version(v).String()
 }
 
-// describe returns the adapter's description, measuring the bandwidth on the first
-// call.
-func (a *adapter) describe(ctx context.Context) pluginapi.Adapter {
-	if !a.info.Available {
-		return a.info
-	}
+// describe returns the adapter's description.
+func (a *adapter) describe() pluginapi.Adapter {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if !a.measured && a.timestamps {
-		a.measured = true
-		if d, err := a.openLocked(); err == nil {
-			if bw, err := d.measureBandwidth(ctx); err == nil {
-				a.info.Profile.MemBWGBps = bw
-			}
-		}
-	}
 	return a.info
 }
 
-// open returns the adapter's device, creating it on first use.
+// open returns the adapter's device, creating it on first use and after a lost
+// device.
 func (a *adapter) open() (*device, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	return a.openLocked()
-}
-
-func (a *adapter) openLocked() (*device, error) {
-	if a.dev != nil {
+	if a.dev != nil && !a.dev.lost.Load() {
 		return a.dev, nil
 	}
 	d, err := newDevice(a)
 	if err != nil {
 		return nil, vkFailure(a, nil, "open", err)
 	}
+	if a.dev != nil {
+		a.lost = append(a.lost, a.dev)
+	}
 	a.dev = d
 	return d, nil
+}
+
+// current returns the adapter's device, nil when it was never opened.
+func (a *adapter) current() *device {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.dev
 }
 
 // close waits for the device's work and destroys it.
 func (a *adapter) close() {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if a.dev != nil {
-		a.dev.destroy()
-		a.dev = nil
+	for _, d := range append(a.lost, a.dev) {
+		if d != nil {
+			d.destroy()
+		}
 	}
+	a.dev, a.lost = nil, nil
 }

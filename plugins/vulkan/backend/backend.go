@@ -38,6 +38,13 @@ type Config struct {
 	Validation bool
 	// Logger, when set, receives the validation messages.
 	Logger hclog.Logger
+	// NoBandwidth skips measuring the adapters' bandwidth (mem_bw_gbps stays 0):
+	// tests that count allocations or want the CPU to themselves set it.
+	NoBandwidth bool
+	// OnDeviceLost, when set, is called (once per device, on its own goroutine)
+	// after a device was lost. The plugin's main exits there so the host
+	// relaunches it; in process, the next Open creates a new device.
+	OnDeviceLost func(error)
 }
 
 // ConfigFromEnv reads the configuration from KILN_VK_VALIDATION and
@@ -57,12 +64,18 @@ type Backend struct {
 
 	mu        sync.Mutex // guards the fields below
 	started   bool
+	measuring bool
+	// measured is done when the bandwidth measurement has ended.
+	measured  sync.WaitGroup
 	closed    bool
 	loader    *vk.Loader
 	instance  *vk.Instance
 	adapters  []*adapter
 	pipelines map[uint64]*pipeline
 	nextID    uint64
+	buffers   map[uint64]*resident
+	// nextBuffer is the last buffer handle given out.
+	nextBuffer uint64
 	// msgCount and msgText tally the validation messages not yet returned by
 	// ValidationMessages.
 	msgCount uint64
@@ -76,7 +89,7 @@ var _ pluginapi.Backend = (*Backend)(nil)
 
 // New returns a Backend; nothing is loaded until the first call.
 func New(cfg Config) *Backend {
-	return &Backend{cfg: cfg, pipelines: make(map[uint64]*pipeline)}
+	return &Backend{cfg: cfg, pipelines: make(map[uint64]*pipeline), buffers: make(map[uint64]*resident)}
 }
 
 var errClosed = errors.New("the vulkan backend is closed. Fix: start a new backend (the host relaunches the plugin)")
@@ -128,7 +141,7 @@ func (b *Backend) startVulkan() string {
 		l.Close()
 		return fmt.Sprintf("the Vulkan loader %s supports Vulkan %s; kiln needs 1.1 or later. Fix: update libvulkan1", library, version)
 	}
-	inst, err := l.CreateInstance(vk.InstanceOptions{APIVersion: min(version, vk.Version13), Validation: b.cfg.Validation})
+	inst, err := l.CreateInstance(vk.InstanceOptions{APIVersion: min(version, vk.Version13), Validation: b.cfg.Validation, SyncValidation: true})
 	var noLayer *vk.LayerMissingError
 	if errors.As(err, &noLayer) {
 		l.Close()
@@ -151,13 +164,16 @@ func (b *Backend) startVulkan() string {
 	}
 	b.loader, b.instance = l, inst
 	for i, pd := range pds {
-		b.adapters = append(b.adapters, newAdapter(i, pd))
+		a := newAdapter(i, pd)
+		a.onLost = b.cfg.OnDeviceLost
+		b.adapters = append(b.adapters, a)
 	}
 	return ""
 }
 
-// Describe reports the backend and its adapters. The first call measures each
-// available adapter's copy bandwidth (see the package documentation).
+// Describe reports the backend and its adapters. The first call starts
+// measuring each available adapter's bandwidth in the background (see the
+// package documentation); until a measurement ends, mem_bw_gbps is 0.
 func (b *Backend) Describe(ctx context.Context) (*pluginapi.Description, error) {
 	b.life.RLock()
 	defer b.life.RUnlock()
@@ -179,7 +195,10 @@ func (b *Backend) Describe(ctx context.Context) (*pluginapi.Description, error) 
 		if err := ctx.Err(); err != nil {
 			return nil, fmt.Errorf("describe vulkan adapters: %w", err)
 		}
-		d.Adapters = append(d.Adapters, a.describe(ctx))
+		d.Adapters = append(d.Adapters, a.describe())
+	}
+	if !b.cfg.NoBandwidth {
+		b.measureOnce()
 	}
 	return d, nil
 }
@@ -249,6 +268,9 @@ func (b *Backend) Close(context.Context) error {
 	for id, p := range b.pipelines {
 		p.destroy()
 		delete(b.pipelines, id)
+	}
+	for id := range b.buffers {
+		delete(b.buffers, id)
 	}
 	for _, a := range b.adapters {
 		a.close()

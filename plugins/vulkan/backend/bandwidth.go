@@ -2,25 +2,84 @@ package backend
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
 	"math"
+	"strconv"
 
 	"github.com/kiln-dev/kiln/ir"
 	"github.com/kiln-dev/kiln/plugins/vulkan/spirv"
 	"github.com/kiln-dev/kiln/plugins/vulkan/vk"
 )
 
-// bandwidthBytes is the size of the buffer measureBandwidth copies on GPUs; CPU
-// devices, a hundred times slower, copy cpuBandwidthBytes.
+// bandwidthBytes is the size of the buffers measureBandwidth copies on GPUs; CPU
+// devices copy cpuBandwidthBytes. Either way the timed copies move at least
+// bandwidthTraffic bytes.
 const (
-	bandwidthBytes    = 64 << 20
-	cpuBandwidthBytes = 8 << 20
+	bandwidthBytes    = 256 << 20
+	cpuBandwidthBytes = 32 << 20
+	bandwidthTraffic  = 1 << 30
 )
 
-// bandwidthRuns is how many copies measureBandwidth times after one warm-up copy;
-// the fastest counts.
-const bandwidthRuns = 3
+// measureOnce starts measuring every available adapter's bandwidth in the
+// background, once per backend. Close waits for the measurement.
+func (b *Backend) measureOnce() {
+	b.mu.Lock()
+	if b.measuring {
+		b.mu.Unlock()
+		return
+	}
+	b.measuring = true
+	adapters := b.adapters
+	b.measured.Add(1)
+	b.mu.Unlock()
+	go func() {
+		defer b.measured.Done()
+		b.life.RLock()
+		defer b.life.RUnlock()
+		b.mu.Lock()
+		closed := b.closed
+		b.mu.Unlock()
+		if closed {
+			return
+		}
+		for _, a := range adapters {
+			if !a.info.Available || !a.timestamps {
+				continue
+			}
+			bw, err := a.measureBandwidth()
+			if err != nil {
+				if b.cfg.Logger != nil {
+					b.cfg.Logger.Warn("Vulkan bandwidth measurement failed", "adapter", a.index, "error", err)
+				}
+				continue
+			}
+			a.mu.Lock()
+			a.info.Profile.MemBWGBps = bw
+			a.mu.Unlock()
+		}
+		b.noteValidation()
+	}()
+}
+
+// measureBandwidth opens the adapter's device and measures it.
+func (a *adapter) measureBandwidth() (float64, error) {
+	d, err := a.open()
+	if err != nil {
+		return 0, err
+	}
+	bw, err := d.measureBandwidth(context.Background())
+	return quantize(bw), err
+}
+
+// quantize keeps two significant digits, so that run-to-run noise does not
+// change the profile.
+func quantize(gbps float64) float64 {
+	if gbps <= 0 || math.IsInf(gbps, 0) || math.IsNaN(gbps) {
+		return 0
+	}
+	q, _ := strconv.ParseFloat(strconv.FormatFloat(gbps, 'g', 2, 64), 64)
+	return q
+}
 
 // copyProgram is the kernel measureBandwidth times: dst[i] = src[i] over u32, one
 // element per invocation, on a grid whose second axis extends the first.
@@ -36,10 +95,11 @@ func copyProgram() *ir.Program {
 	return b.Program()
 }
 
-// measureBandwidth runs copyProgram over a 64 MiB device-local buffer (8 MiB on a
-// CPU device) once to warm up and bandwidthRuns more times, timing each dispatch with timestamps, and returns
-// the fastest as GB/s of bytes read plus bytes written: the bandwidth a kiln kernel
-// gets from this device's memory.
+// measureBandwidth fills a buffer of bandwidthBytes (cpuBandwidthBytes on a CPU
+// device), copies it once with copyProgram to warm up, then times one job of as
+// many copies as move bandwidthTraffic bytes (read plus written) with its
+// timestamps, and returns that traffic per second in GB/s (10^9 bytes): the
+// bandwidth a kiln kernel gets from this device's memory.
 func (d *device) measureBandwidth(ctx context.Context) (float64, error) {
 	p := copyProgram()
 	m, err := spirv.EmitFor(p, d.a.targetFor(p.WorkgroupSize))
@@ -51,68 +111,51 @@ func (d *device) measureBandwidth(ctx context.Context) (float64, error) {
 	for i, e := range entries {
 		spec[i] = vk.SpecializationEntry{ID: e.ID, Offset: e.Offset, Size: e.Size}
 	}
-	pl := &pipeline{d: d, prog: p, wg: p.WorkgroupSize, push: m.PushConstantBytes, grid: m.GridOffset, gridMode: m.Grid}
+	pl := &pipeline{d: d, prog: p, wg: p.WorkgroupSize, push: m.PushConstantBytes, uniforms: m.UniformOffset,
+		grid: m.GridOffset, gridMode: m.Grid}
 	if _, err := pl.build(m, spec, data, nil); err != nil {
 		return 0, err
 	}
 	defer pl.destroy()
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	size := uint32(bandwidthBytes)
+	size := uint64(bandwidthBytes)
 	if d.a.props.Type == vk.DeviceTypeCPU {
 		size = cpuBandwidthBytes
 	}
-	count := size / 4
-	j := &job{p: pl, d: d}
-	defer j.free()
-	for _, decl := range p.Buffers {
-		bd := &binding{decl: decl, count: count}
-		j.binds = append(j.binds, bd)
-		if bd.dev, err = d.newBuffer(bd.size(), vk.UsageStorage|vk.UsageTransferDst, devicePrefs); err != nil {
-			return 0, err
-		}
-	}
-	set, err := j.descriptorSet()
+	size = min(size, uint64(d.a.props.Limits.MaxStorageBufferRange)&^1023)
+	heap := d.heapFor()
+	src, err := heap.alloc(size)
 	if err != nil {
 		return 0, err
 	}
-	if j.sub, err = d.begin(2 * (bandwidthRuns + 1)); err != nil {
+	dst, err := heap.alloc(size)
+	if err != nil {
+		heap.free(src)
 		return 0, err
 	}
-	cb := j.sub.cb
-	cb.FillBuffer(j.binds[0].dev.buf, uint64(size), 0x3f800000)
-	cb.MemoryBarrier(vk.StageTransfer, vk.StageComputeShader, vk.AccessTransferWrite, vk.AccessShaderRead)
-	cb.BindCompute(pl.pipe, pl.layout, set)
-	push := make([]byte, pl.push)
-	binary.LittleEndian.PutUint32(push[0:], count)
-	binary.LittleEndian.PutUint32(push[4:], count)
+	defer func() {
+		heap.free(src)
+		heap.free(dst)
+	}()
+	count := uint32(size / 4)
 	groups := count / p.WorkgroupSize[0]
 	x := min(groups, d.a.props.Limits.MaxComputeWorkGroupCount[0])
-	y := (groups + x - 1) / x
-	for r := range uint32(bandwidthRuns + 1) {
-		cb.MemoryBarrier(vk.StageComputeShader, vk.StageComputeShader, vk.AccessShaderWrite, vk.AccessShaderWrite)
-		cb.WriteTimestamp(vk.StageBottomOfPipe, j.sub.queries, 2*r)
-		pl.dispatchGrid(cb, push, [3]uint32{x, y, 1})
-		cb.WriteTimestamp(vk.StageBottomOfPipe, j.sub.queries, 2*r+1)
-	}
-	if err := j.sub.run(ctx); err != nil {
-		if errors.Is(err, errAbandoned) {
-			j.sub.wait()
-		}
+	copyOp := op{kind: opDispatch, p: pl, grid: [3]uint32{x, (groups + x - 1) / x, 1},
+		binds: []span{src, dst}, counts: []uint32{count, count}}
+	warm := &job{d: d, ops: []op{{kind: opFill, dst: src, value: 0x3f800000}, copyOp}}
+	if _, err := warm.run(ctx, "warming up the bandwidth measurement"); err != nil {
 		return 0, err
 	}
-	best := math.Inf(1)
-	for r := uint32(1); r <= bandwidthRuns; r++ {
-		ns, err := j.sub.elapsed(2 * r)
-		if err != nil {
-			return 0, err
-		}
-		if ns > 0 {
-			best = min(best, ns)
-		}
+	runs := int((bandwidthTraffic + 2*size - 1) / (2 * size))
+	timed := &job{d: d}
+	for range runs {
+		timed.ops = append(timed.ops, copyOp)
 	}
-	if math.IsInf(best, 1) {
+	ns, err := timed.run(ctx, "measuring the bandwidth")
+	if err != nil {
+		return 0, err
+	}
+	if ns <= 0 {
 		return 0, errors.New("the copies took no measurable time")
 	}
-	return 2 * float64(size) / best, nil
+	return 2 * float64(size) * float64(runs) / float64(ns), nil
 }

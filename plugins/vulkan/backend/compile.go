@@ -37,6 +37,7 @@ type pipeline struct {
 func (p *pipeline) destroy() {
 	p.use.Lock()
 	defer p.use.Unlock()
+	p.d.forgetPipeline(p)
 	p.d.vk.DestroyPipeline(p.pipe)
 	p.d.vk.DestroyPipelineLayout(p.layout)
 	p.d.vk.DestroySetLayout(p.setLayout)

@@ -39,17 +39,45 @@ var (
 	}
 )
 
-// device is an opened adapter: a logical device, its queue and a command pool.
+// device is an opened adapter: a logical device, its queue, its command pool,
+// its memory heaps and the reusable objects of its jobs (see docs/design.md,
+// "Vulkan").
 type device struct {
 	a  *adapter
 	vk *vk.Device
-	// mu serializes use of the queue and the command pool: one dispatch at a time.
-	mu   sync.Mutex
+	// lock is the device lock, a one-slot semaphore so that waiting for it
+	// respects a context: it serializes recording and submitting (the queue, the
+	// command pool, descriptor set updates) and is released right after
+	// vkQueueSubmit.
+	lock chan struct{}
 	pool vk.CommandPool
-	// direct: buffers live in host-visible device memory, mapped by the host; no
-	// staging copies.
-	direct bool
+	// direct: new buffers live in host-visible device memory, mapped by the
+	// host; no staging copies.
+	direct atomic.Bool
 	lost   atomic.Bool
+	// loseNext is a test hook: the next fence wait fails as a lost device.
+	loseNext atomic.Bool
+
+	// local, mapped and staging are the memory heaps: device-local memory,
+	// host-mapped device memory, and host-visible staging memory.
+	local, mapped, staging *heap
+	// empty is a small span every empty binding is bound to.
+	empty span
+
+	slotMu sync.Mutex // guards slots and dead
+	slots  []*slot
+	dead   []*slot
+
+	// seq numbers submissions (under lock); done is the highest whose fence
+	// was seen signaled: fences of one queue signal in submission order, so
+	// every job up to done has finished.
+	seq    uint64
+	doneMu sync.Mutex
+	done   uint64
+	doneCh chan struct{}
+
+	// caches are the descriptor sets of each pipeline (under lock).
+	caches map[*pipeline]*setCache
 }
 
 // newDevice creates the logical device of a.
@@ -65,7 +93,89 @@ func newDevice(a *adapter) (*device, error) {
 		dev.Destroy()
 		return nil, err
 	}
-	return &device{a: a, vk: dev, pool: pool, direct: directMemory(a.props.Type, a.mem)}, nil
+	d := &device{a: a, vk: dev, pool: pool, lock: make(chan struct{}, 1), doneCh: make(chan struct{}), caches: map[*pipeline]*setCache{}}
+	d.direct.Store(directMemory(a.props.Type, a.mem))
+	usage := vk.UsageStorage | vk.UsageTransferSrc | vk.UsageTransferDst
+	blockBytes := uint64(gpuBlockBytes)
+	if a.props.Type == vk.DeviceTypeCPU || a.props.Type == vk.DeviceTypeIntegratedGPU {
+		blockBytes = cpuBlockBytes
+	}
+	d.local = newHeap(d, "device-local", devicePrefs, usage, blockBytes, false)
+	d.mapped = newHeap(d, "mapped device", directPrefs, usage, blockBytes, true)
+	d.staging = newHeap(d, "staging", stagingPrefs, vk.UsageTransferSrc|vk.UsageTransferDst, stagingBlockBytes, true)
+	if d.empty, err = d.heapFor().alloc(4); err != nil {
+		d.destroy()
+		return nil, err
+	}
+	return d, nil
+}
+
+// heapFor returns the heap new buffers of the device come from.
+func (d *device) heapFor() *heap {
+	if d.direct.Load() {
+		return d.mapped
+	}
+	return d.local
+}
+
+// acquire takes the device lock, or fails when ctx ends first.
+func (d *device) acquire(ctx context.Context) error {
+	select {
+	case d.lock <- struct{}{}:
+		return nil
+	default:
+	}
+	select {
+	case d.lock <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("vulkan adapter %d: waiting for the device: %w", d.a.index, context.Cause(ctx))
+	}
+}
+
+// release lets go of the device lock.
+func (d *device) release() { <-d.lock }
+
+// finished records that every submission up to seq has finished.
+func (d *device) finished(seq uint64) {
+	d.doneMu.Lock()
+	defer d.doneMu.Unlock()
+	if seq > d.done {
+		d.done = seq
+		if d.doneCh != nil {
+			close(d.doneCh)
+		}
+		d.doneCh = make(chan struct{})
+	}
+}
+
+// completed is the highest submission known to have finished.
+func (d *device) completed() uint64 {
+	d.doneMu.Lock()
+	defer d.doneMu.Unlock()
+	return d.done
+}
+
+// waitFor blocks until submission seq has finished, ctx ends or the device is
+// lost.
+func (d *device) waitFor(ctx context.Context, seq uint64) error {
+	for {
+		d.doneMu.Lock()
+		done, ch := d.done, d.doneCh
+		d.doneMu.Unlock()
+		if done >= seq {
+			return nil
+		}
+		if err := d.checkLost(); err != nil {
+			return err
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return fmt.Errorf("vulkan adapter %d: waiting for earlier work on a buffer: %w", d.a.index, context.Cause(ctx))
+		case <-time.After(fenceSlice):
+		}
+	}
 }
 
 // directMemory decides whether buffers are mapped directly: on integrated GPUs and
@@ -87,12 +197,24 @@ func directMemory(t vk.DeviceType, mem vk.MemoryProperties) bool {
 	return localVisible && (t == vk.DeviceTypeIntegratedGPU || t == vk.DeviceTypeCPU)
 }
 
-// destroy waits for the device to go idle and destroys it.
+// destroy waits for the device to go idle and destroys it with everything it
+// holds. Nothing may use it any more.
 func (d *device) destroy() {
-	d.mu.Lock()
-	defer d.mu.Unlock()
 	// Idle or lost, the device is destroyed either way.
 	_ = d.vk.WaitIdle()
+	for p, c := range d.caches {
+		c.destroy(d)
+		delete(d.caches, p)
+	}
+	d.slotMu.Lock()
+	for _, s := range append(d.slots, d.dead...) {
+		s.destroy(d)
+	}
+	d.slots, d.dead = nil, nil
+	d.slotMu.Unlock()
+	d.local.destroyAll()
+	d.mapped.destroyAll()
+	d.staging.destroyAll()
 	d.vk.DestroyCommandPool(d.pool)
 	d.vk.Destroy()
 }
@@ -102,7 +224,7 @@ func (d *device) destroy() {
 func vkFailure(a *adapter, d *device, op string, err error) error {
 	if vk.IsDeviceLost(err) {
 		if d != nil {
-			d.lost.Store(true)
+			d.markLost(err)
 		}
 		return pluginapi.DeviceFailed("vulkan adapter %d (%s): the device was lost during %s: %w. Fix: check the driver and the system log (a GPU reset, or a kernel that ran too long); restart the plugin to get a new device", a.index, a.info.Name, op, err)
 	}
@@ -119,9 +241,20 @@ func (d *device) fail(op string, err error) error { return vkFailure(d.a, d, op,
 // checkLost fails when the device was lost earlier.
 func (d *device) checkLost() error {
 	if d.lost.Load() {
-		return pluginapi.DeviceFailed("vulkan adapter %d (%s): the device was lost earlier. Fix: restart the plugin to get a new device", d.a.index, d.a.info.Name)
+		return pluginapi.DeviceFailed("vulkan adapter %d (%s): the device was lost earlier; its pipelines and buffers are gone. Fix: retry: the plugin exits and the host relaunches it (in process: open the adapter again, then compile and allocate again)", d.a.index, d.a.info.Name)
 	}
 	return nil
+}
+
+// markLost records that the device was lost and tells Config.OnDeviceLost once.
+func (d *device) markLost(err error) {
+	if !d.lost.CompareAndSwap(false, true) {
+		return
+	}
+	d.finished(math.MaxUint64)
+	if d.a.onLost != nil {
+		go d.a.onLost(err)
+	}
 }
 
 // memoryType returns the first memory type allowed by bits that has all flags of
@@ -135,171 +268,4 @@ func (d *device) memoryType(bits uint32, prefs []vk.MemoryPropertyFlags) (uint32
 		}
 	}
 	return 0, 0, false
-}
-
-// buffer is a VkBuffer with its own memory; mapped is set for host-visible ones.
-type buffer struct {
-	buf      vk.Buffer
-	mem      vk.Memory
-	size     uint64
-	coherent bool
-	mapped   []byte
-}
-
-// newBuffer creates a buffer of size bytes in memory of the first fitting
-// preference, mapped when the memory is host-visible.
-func (d *device) newBuffer(size uint64, usage vk.BufferUsage, prefs []vk.MemoryPropertyFlags) (*buffer, error) {
-	b := &buffer{size: size}
-	var err error
-	if b.buf, err = d.vk.CreateBuffer(size, usage); err != nil {
-		return nil, err
-	}
-	req := d.vk.BufferRequirements(b.buf)
-	ty, flags, ok := d.memoryType(req.TypeBits, prefs)
-	if !ok {
-		d.vk.DestroyBuffer(b.buf)
-		return nil, fmt.Errorf("no memory type with flags %#x among types %#x. Fix: this device's memory layout is not supported; use another adapter", prefs[0], req.TypeBits)
-	}
-	if b.mem, err = d.vk.AllocateMemory(req.Size, ty); err != nil {
-		d.vk.DestroyBuffer(b.buf)
-		return nil, err
-	}
-	if err = d.vk.BindBufferMemory(b.buf, b.mem); err != nil {
-		d.freeBuffer(b)
-		return nil, err
-	}
-	if flags&vk.MemoryHostVisible != 0 {
-		b.coherent = flags&vk.MemoryHostCoherent != 0
-		if b.mapped, err = d.vk.MapMemory(b.mem, size); err != nil {
-			d.freeBuffer(b)
-			return nil, err
-		}
-	}
-	return b, nil
-}
-
-// freeBuffer destroys a buffer and frees its memory (which unmaps it).
-func (d *device) freeBuffer(b *buffer) {
-	if b == nil {
-		return
-	}
-	d.vk.DestroyBuffer(b.buf)
-	d.vk.FreeMemory(b.mem)
-}
-
-// flush makes host writes visible to the device on non-coherent memory.
-func (d *device) flush(b *buffer) error {
-	if b.coherent {
-		return nil
-	}
-	return d.vk.FlushMemory(b.mem)
-}
-
-// invalidate makes device writes visible to the host on non-coherent memory.
-func (d *device) invalidate(b *buffer) error {
-	if b.coherent {
-		return nil
-	}
-	return d.vk.InvalidateMemory(b.mem)
-}
-
-// submission is one recorded command buffer with its fence and timestamp queries.
-type submission struct {
-	d       *device
-	cb      vk.CommandBuffer
-	fence   vk.Fence
-	queries vk.QueryPool
-	nq      uint32
-}
-
-// begin starts a command buffer with nq timestamp queries (reset at its start).
-// d.mu must be held until the submission is freed.
-func (d *device) begin(nq uint32) (*submission, error) {
-	s := &submission{d: d, nq: nq}
-	var err error
-	if s.cb, err = d.vk.AllocateCommandBuffer(d.pool); err != nil {
-		return nil, err
-	}
-	if s.fence, err = d.vk.CreateFence(); err != nil {
-		s.free()
-		return nil, err
-	}
-	if nq > 0 {
-		if s.queries, err = d.vk.CreateTimestampPool(nq); err != nil {
-			s.free()
-			return nil, err
-		}
-	}
-	if err = s.cb.Begin(); err != nil {
-		s.free()
-		return nil, err
-	}
-	if nq > 0 {
-		s.cb.ResetQueries(s.queries, 0, nq)
-	}
-	return s, nil
-}
-
-// free releases the submission's objects; the device must be done with them.
-func (s *submission) free() {
-	s.d.vk.FreeCommandBuffer(s.d.pool, s.cb)
-	s.d.vk.DestroyFence(s.fence)
-	s.d.vk.DestroyQueryPool(s.queries)
-}
-
-// errAbandoned marks a wait that ended because the context did while the device
-// was still working.
-var errAbandoned = errors.New("abandoned")
-
-// run ends recording, submits and waits for the fence. When ctx ends first it
-// returns an error wrapping errAbandoned and ctx's error; the submission is then
-// still in flight and must be finished with wait before anything it uses is freed.
-func (s *submission) run(ctx context.Context) error {
-	if err := s.cb.End(); err != nil {
-		return err
-	}
-	if err := s.d.vk.Submit(s.cb, s.fence); err != nil {
-		return err
-	}
-	for {
-		done, err := s.d.vk.WaitFence(s.fence, fenceSlice)
-		if err != nil {
-			// The work may still run (or the device is lost); nothing it uses may
-			// be freed before the device is idle.
-			_ = s.d.vk.WaitIdle()
-			return err
-		}
-		if done {
-			return nil
-		}
-		if ctxErr := ctx.Err(); ctxErr != nil {
-			return fmt.Errorf("%w: %w", errAbandoned, ctxErr)
-		}
-	}
-}
-
-// wait blocks until an abandoned submission's fence signals (or the device is
-// lost).
-func (s *submission) wait() {
-	for {
-		done, err := s.d.vk.WaitFence(s.fence, time.Second)
-		if err != nil || done {
-			return
-		}
-	}
-}
-
-// elapsed returns the time in nanoseconds between timestamp queries first and
-// first+1.
-func (s *submission) elapsed(first uint32) (float64, error) {
-	ts, err := s.d.vk.QueryResults(s.queries, s.nq)
-	if err != nil {
-		return 0, err
-	}
-	mask := uint64(math.MaxUint64)
-	if bits := s.d.a.validBits; bits < 64 {
-		mask = 1<<bits - 1
-	}
-	ticks := (ts[first+1] - ts[first]) & mask
-	return float64(ticks) * float64(s.d.a.props.Limits.TimestampPeriod), nil
 }

@@ -2,45 +2,34 @@ package backend
 
 import (
 	"context"
-	"encoding/binary"
-	"errors"
 	"fmt"
 	"math"
 	"time"
 
 	"github.com/kiln-dev/kiln/ir"
 	"github.com/kiln-dev/kiln/pluginapi"
-	"github.com/kiln-dev/kiln/plugins/vulkan/vk"
 )
 
-// binding is one buffer of a dispatch.
+// binding is one buffer of a protocol-1 dispatch.
 type binding struct {
 	decl  ir.BufferDecl
 	count uint32
 	input []byte
-	// dev is the buffer the shader sees; staging is its host-visible copy on
-	// devices that stage (nil when nothing crosses).
-	dev, staging *buffer
+	// dev is the scratch span the shader sees; staging its host-visible copy on
+	// devices that stage (zero when nothing crosses).
+	dev, staging span
 }
-
-// size is the buffer's bound size: count*4 bytes, and 4 for an empty buffer, since
-// Vulkan has no empty buffers.
-func (bd *binding) size() uint64 { return max(uint64(bd.count)*4, 4) }
 
 // readsInput reports whether the dispatch uploads the binding's input.
 func (bd *binding) readsInput() bool { return bd.decl.Access.Readable() && bd.count > 0 }
 
-// Dispatch runs a pipeline once and returns its write and read_write buffers.
+// Dispatch runs a pipeline once and returns its write and read_write buffers: a
+// job over scratch spans of the device's heaps (see docs/design.md, "Vulkan").
 func (b *Backend) Dispatch(ctx context.Context, req *pluginapi.DispatchRequest) (*pluginapi.DispatchResult, error) {
 	start := time.Now()
 	b.life.RLock()
-	handedOff := false
-	defer func() {
-		if !handedOff {
-			b.life.RUnlock()
-		}
-	}()
 	if req == nil {
+		b.life.RUnlock()
 		return nil, pluginapi.Rejected("vulkan: dispatch without a request. Fix: pass a DispatchRequest")
 	}
 	b.mu.Lock()
@@ -50,58 +39,143 @@ func (b *Backend) Dispatch(ctx context.Context, req *pluginapi.DispatchRequest) 
 	}
 	b.mu.Unlock()
 	if !ok {
+		b.life.RUnlock()
 		return nil, pluginapi.Rejected("vulkan has no pipeline %d (never compiled or already released). Fix: dispatch a handle returned by Compile", req.Pipeline)
 	}
-	defer func() {
-		if !handedOff {
-			p.use.RUnlock()
-		}
-	}()
+	d := p.d
+	j := &job{d: d, pipelines: []*pipeline{p}, after: func() { b.life.RUnlock() }}
 	binds, err := p.bindings(req)
+	if err == nil {
+		if err = ir.CheckUniforms(p.prog, req.Uniforms); err != nil {
+			err = pluginapi.Rejected("vulkan: %w", err)
+		}
+	}
+	if err == nil {
+		err = p.checkGrid(req.Grid)
+	}
+	if err == nil && ctx.Err() != nil {
+		err = fmt.Errorf("vulkan: program %q not dispatched: %w", p.prog.Name, ctx.Err())
+	}
+	if err == nil {
+		err = d.checkLost()
+	}
 	if err != nil {
+		j.finish()
 		return nil, err
-	}
-	if err := ir.CheckUniforms(p.prog, req.Uniforms); err != nil {
-		return nil, pluginapi.Rejected("vulkan: %w", err)
-	}
-	if err := p.checkGrid(req.Grid); err != nil {
-		return nil, err
-	}
-	if err := ctx.Err(); err != nil {
-		return nil, fmt.Errorf("vulkan: program %q not dispatched: %w", p.prog.Name, err)
 	}
 	if req.Grid[0] == 0 || req.Grid[1] == 0 || req.Grid[2] == 0 {
+		j.finish()
 		return &pluginapi.DispatchResult{Outputs: unchangedOutputs(binds), HostNanos: time.Since(start).Nanoseconds()}, nil
 	}
-	d := p.d
-	d.mu.Lock()
-	if err := d.checkLost(); err != nil {
-		d.mu.Unlock()
+	if err := j.stage(binds, req); err != nil {
+		j.finish()
 		return nil, err
 	}
-	j := &job{p: p, d: d, binds: binds, uniforms: req.Uniforms}
-	res, err := j.run(ctx, req.Grid)
-	if errors.Is(err, errAbandoned) {
-		// The device is still running the work: a goroutine waits for it, frees it
-		// and then lets the device, the pipeline and Close go on.
-		handedOff = true
-		go func() {
-			j.sub.wait()
-			j.free()
-			d.mu.Unlock()
-			p.use.RUnlock()
-			b.life.RUnlock()
-		}()
-		return nil, fmt.Errorf("vulkan: program %q: stopped waiting for the device: %w", p.prog.Name, context.Cause(ctx))
-	}
-	j.free()
-	d.mu.Unlock()
-	b.noteValidation()
+	// The outputs are read after the job's fence, before its scratch is freed.
+	keep := j.scratch
+	j.scratch = nil
+	ns, err := j.run(ctx, fmt.Sprintf("running program %q", p.prog.Name))
 	if err != nil {
+		b.freeSpansLater(d, keep, j.seq)
 		return nil, err
 	}
+	res := &pluginapi.DispatchResult{DeviceNanos: ns}
+	for _, bd := range binds {
+		if !bd.decl.Access.IsOutput() {
+			continue
+		}
+		out := make([]byte, uint64(bd.count)*4)
+		if bd.count > 0 {
+			src := bd.dev
+			if !src.isMapped() {
+				src = bd.staging
+			}
+			if err := src.invalidate(); err != nil {
+				b.freeSpans(keep)
+				return nil, d.fail("reading results", err)
+			}
+			copy(out, src.bytes())
+		}
+		res.Outputs = append(res.Outputs, out)
+	}
+	b.freeSpans(keep)
+	b.noteValidation()
 	res.HostNanos = time.Since(start).Nanoseconds()
 	return res, nil
+}
+
+// stage takes scratch spans for the bindings, writes the inputs (in place, or
+// into staging spans) and builds the job's ops: uploads and clears, the
+// dispatch, read-backs.
+func (j *job) stage(binds []*binding, req *pluginapi.DispatchRequest) error {
+	d, p := j.d, j.pipelines[0]
+	o := op{kind: opDispatch, p: p, grid: req.Grid, uniforms: req.Uniforms,
+		binds: make([]span, len(binds)), counts: make([]uint32, len(binds))}
+	var after []op
+	heap := d.heapFor()
+	for i, bd := range binds {
+		o.counts[i] = bd.count
+		if bd.count == 0 {
+			continue
+		}
+		size := uint64(bd.count) * 4
+		var err error
+		if bd.dev, err = heap.alloc(size); err != nil {
+			return d.fail(fmt.Sprintf("allocating the buffers of program %q", p.prog.Name), err)
+		}
+		j.scratch = append(j.scratch, bd.dev)
+		o.binds[i] = bd.dev
+		if bd.dev.isMapped() {
+			mem := bd.dev.bytes()
+			if bd.readsInput() {
+				copy(mem, bd.input)
+			} else {
+				clear(mem)
+			}
+			if err := bd.dev.flush(); err != nil {
+				return d.fail("writing inputs", err)
+			}
+			continue
+		}
+		if bd.decl.Access == ir.Write {
+			j.ops = append(j.ops, op{kind: opFill, dst: bd.dev})
+		}
+		if !bd.readsInput() && !bd.decl.Access.IsOutput() {
+			continue
+		}
+		if bd.staging, err = d.staging.alloc(size); err != nil {
+			return d.fail("allocating staging memory", err)
+		}
+		j.scratch = append(j.scratch, bd.staging)
+		if bd.readsInput() {
+			copy(bd.staging.bytes(), bd.input)
+			if err := bd.staging.flush(); err != nil {
+				return d.fail("writing inputs", err)
+			}
+			j.ops = append(j.ops, op{kind: opCopy, src: bd.staging, dst: bd.dev})
+		}
+		if bd.decl.Access.IsOutput() {
+			after = append(after, op{kind: opCopy, src: bd.dev, dst: bd.staging})
+		}
+	}
+	j.ops = append(j.ops, o)
+	j.ops = append(j.ops, after...)
+	return nil
+}
+
+// freeSpans returns spans the device is done with to their heaps.
+func (b *Backend) freeSpans(spans []span) {
+	for _, s := range spans {
+		s.b.h.free(s)
+	}
+}
+
+// freeSpansLater frees spans once job seq has finished (at once when it was
+// never submitted).
+func (b *Backend) freeSpansLater(d *device, spans []span, seq uint64) {
+	for _, s := range spans {
+		b.freeLater(d, s, seq)
+	}
 }
 
 // bindings checks the launch's buffers the way the CPU reference does and sizes
@@ -150,9 +224,9 @@ func (p *pipeline) bindings(req *pluginapi.DispatchRequest) ([]*binding, error) 
 }
 
 // checkGrid rejects grids the device cannot launch: more than 2^32 invocations on an
-// axis (global_id is a u32) or, when the grid runs at all, more launches than
-// maxLaunches (a grid beyond maxComputeWorkGroupCount runs as several launches;
-// see dispatchGrid).
+// axis (global_id is a u32) or, when the grid runs at all, what checkLaunches
+// rejects (a grid beyond maxComputeWorkGroupCount runs as several launches; see
+// dispatchGrid).
 func (p *pipeline) checkGrid(grid [3]uint32) error {
 	for axis, g := range grid {
 		if uint64(g)*uint64(p.wg[axis]) > math.MaxUint32+1 {
@@ -179,180 +253,4 @@ func unchangedOutputs(binds []*binding) [][]byte {
 		}
 	}
 	return outs
-}
-
-// job is one dispatch's Vulkan objects.
-type job struct {
-	p        *pipeline
-	d        *device
-	binds    []*binding
-	uniforms []byte
-	pool     vk.DescriptorPool
-	sub      *submission
-}
-
-// free releases every object of the job; the device must be done with them.
-func (j *job) free() {
-	if j.sub != nil {
-		j.sub.free()
-	}
-	j.d.vk.DestroyDescriptorPool(j.pool)
-	for _, bd := range j.binds {
-		j.d.freeBuffer(bd.dev)
-		j.d.freeBuffer(bd.staging)
-		bd.dev, bd.staging = nil, nil
-	}
-}
-
-// run allocates and fills the buffers, records and submits the dispatch, waits for
-// it and reads the outputs back. j.d.mu must be held.
-func (j *job) run(ctx context.Context, grid [3]uint32) (*pluginapi.DispatchResult, error) {
-	d, p := j.d, j.p
-	if err := j.allocate(); err != nil {
-		return nil, d.fail(fmt.Sprintf("allocating the buffers of program %q", p.prog.Name), err)
-	}
-	set, err := j.descriptorSet()
-	if err != nil {
-		return nil, d.fail("descriptor set creation", err)
-	}
-	nq := uint32(0)
-	if d.a.timestamps {
-		nq = 2
-	}
-	if j.sub, err = d.begin(nq); err != nil {
-		return nil, d.fail("command buffer creation", err)
-	}
-	j.record(set, grid)
-	if err := j.sub.run(ctx); err != nil {
-		if errors.Is(err, errAbandoned) {
-			return nil, err
-		}
-		return nil, d.fail(fmt.Sprintf("running program %q", p.prog.Name), err)
-	}
-	res := &pluginapi.DispatchResult{}
-	for _, bd := range j.binds {
-		if !bd.decl.Access.IsOutput() {
-			continue
-		}
-		src := bd.dev
-		if !d.direct {
-			src = bd.staging
-		}
-		if err := d.invalidate(src); err != nil {
-			return nil, d.fail("reading results", err)
-		}
-		out := make([]byte, uint64(bd.count)*4)
-		copy(out, src.mapped)
-		res.Outputs = append(res.Outputs, out)
-	}
-	if nq > 0 {
-		ns, err := j.sub.elapsed(0)
-		if err != nil {
-			return nil, d.fail("reading timestamps", err)
-		}
-		res.DeviceNanos = int64(ns)
-	}
-	return res, nil
-}
-
-// allocate creates every binding's buffers and copies the inputs in.
-func (j *job) allocate() error {
-	d := j.d
-	for _, bd := range j.binds {
-		var err error
-		if d.direct {
-			if bd.dev, err = d.newBuffer(bd.size(), vk.UsageStorage|vk.UsageTransferDst, directPrefs); err != nil {
-				return err
-			}
-			if bd.readsInput() {
-				copy(bd.dev.mapped, bd.input)
-				if err := d.flush(bd.dev); err != nil {
-					return err
-				}
-			}
-			continue
-		}
-		if bd.dev, err = d.newBuffer(bd.size(), vk.UsageStorage|vk.UsageTransferSrc|vk.UsageTransferDst, devicePrefs); err != nil {
-			return err
-		}
-		if !bd.readsInput() && !bd.decl.Access.IsOutput() {
-			continue
-		}
-		if bd.staging, err = d.newBuffer(bd.size(), vk.UsageTransferSrc|vk.UsageTransferDst, stagingPrefs); err != nil {
-			return err
-		}
-		if bd.readsInput() {
-			copy(bd.staging.mapped, bd.input)
-			if err := d.flush(bd.staging); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}
-
-// descriptorSet creates the job's descriptor set: binding i is bytes [0, size) of
-// buffer i.
-func (j *job) descriptorSet() (vk.DescriptorSet, error) {
-	d := j.d
-	var err error
-	if j.pool, err = d.vk.CreateStoragePool(uint32(len(j.binds))); err != nil {
-		return 0, err
-	}
-	set, err := d.vk.AllocateSet(j.pool, j.p.setLayout)
-	if err != nil {
-		return 0, err
-	}
-	bufs := make([]vk.Buffer, len(j.binds))
-	ranges := make([]uint64, len(j.binds))
-	for i, bd := range j.binds {
-		bufs[i], ranges[i] = bd.dev.buf, bd.size()
-	}
-	return set, d.vk.WriteStorageSet(set, bufs, ranges)
-}
-
-// record records uploads and clears, the dispatch between two timestamps, and the
-// read-backs, with the barriers between them.
-func (j *job) record(set vk.DescriptorSet, grid [3]uint32) {
-	d, p, cb := j.d, j.p, j.sub.cb
-	transfers := false
-	for _, bd := range j.binds {
-		switch {
-		case bd.decl.Access == ir.Write:
-			cb.FillBuffer(bd.dev.buf, bd.size(), 0)
-			transfers = true
-		case !d.direct && bd.readsInput():
-			cb.CopyBuffer(bd.staging.buf, bd.dev.buf, uint64(bd.count)*4)
-			transfers = true
-		}
-	}
-	if transfers {
-		cb.MemoryBarrier(vk.StageTransfer, vk.StageComputeShader, vk.AccessTransferWrite, vk.AccessShaderRead|vk.AccessShaderWrite)
-	}
-	if j.sub.nq > 0 {
-		cb.WriteTimestamp(vk.StageBottomOfPipe, j.sub.queries, 0)
-	}
-	cb.BindCompute(p.pipe, p.layout, set)
-	// The element counts, one u32 per buffer, the uniform block, then the grid
-	// words of each launch: see docs/design.md, "Vulkan".
-	push := make([]byte, p.push)
-	for i, bd := range j.binds {
-		binary.LittleEndian.PutUint32(push[4*i:], bd.count)
-	}
-	copy(push[p.uniforms:], j.uniforms)
-	p.dispatchGrid(cb, push, grid)
-	if j.sub.nq > 0 {
-		cb.WriteTimestamp(vk.StageBottomOfPipe, j.sub.queries, 1)
-	}
-	if d.direct {
-		cb.MemoryBarrier(vk.StageComputeShader, vk.StageHost, vk.AccessShaderWrite, vk.AccessHostRead)
-		return
-	}
-	cb.MemoryBarrier(vk.StageComputeShader, vk.StageTransfer, vk.AccessShaderWrite, vk.AccessTransferRead)
-	for _, bd := range j.binds {
-		if bd.decl.Access.IsOutput() && bd.count > 0 {
-			cb.CopyBuffer(bd.dev.buf, bd.staging.buf, uint64(bd.count)*4)
-		}
-	}
-	cb.MemoryBarrier(vk.StageTransfer, vk.StageHost, vk.AccessTransferWrite, vk.AccessHostRead)
 }

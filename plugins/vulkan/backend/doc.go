@@ -7,24 +7,25 @@
 // lavapipe included. When the loader or a driver is missing the backend still
 // describes itself, with one unavailable adapter whose Reason says what to install.
 //
-// Profile: the DeviceProfile flags report what the device offers as Vulkan describes
-// it (limits, subgroup properties, features, extensions). mem_bw_gbps is measured,
-// not looked up: the first Describe runs a kiln copy kernel (dst[i] = src[i] over
-// 64 MiB of u32 in device-local memory, 8 MiB on CPU devices) once to warm up and
-// three more times, timed by timestamp queries, and reports the fastest run as bytes
-// read plus bytes written per second (2 × size / time), in GB/s (10^9 bytes): the
-// bandwidth a kiln kernel gets, which can be below the memory's peak. It is 0 (unknown)
-// when the device has no timestamps or the measurement failed. Timing quality is
-// DeviceTimestamps when the device supports
-// timestamps on its compute queue (timestampComputeAndGraphics, timestampPeriod > 0,
-// timestampValidBits > 0), HostEnqueueWait otherwise.
+// Profile: the DeviceProfile flags report what the backend can run on the device:
+// limits, subgroup operations and shuffles, shared memory, timestamps; never f16,
+// bf16, tensor cores, indirect dispatch or hardware counters. mem_bw_gbps is
+// measured, not looked up, in the background after the first Describe (which does
+// not wait; 0 until the measurement ends; Config.NoBandwidth skips it): a kiln copy
+// kernel (dst[i] = src[i] over 256 MiB of u32, 32 MiB on CPU devices) is warmed up
+// once, then one job of as many copies as move 1 GiB is timed by its timestamps;
+// the result is bytes read plus written per second in GB/s (10^9 bytes), quantized
+// to two significant digits. Timing quality is DeviceTimestamps when the device
+// supports timestamps on its compute queue (timestampComputeAndGraphics,
+// timestampPeriod > 0, timestampValidBits > 0), HostEnqueueWait otherwise.
 //
 // Devices: the logical device enables VK_KHR_shader_float_controls and
 // VK_EXT_subgroup_size_control where the device's Vulkan version lacks them, and
 // the subgroupSizeControl and computeFullSubgroups features where offered. The
 // emitter's target follows the device: SignedZeroInfNanPreserve for 32-bit floats
-// when shaderSignedZeroInfNanPreserveFloat32, and the subgroup classes compute
-// shaders support.
+// when shaderSignedZeroInfNanPreserveFloat32, DenormPreserve when
+// shaderDenormPreserveFloat32 (a device lacking either says so in its adapter
+// name), and the subgroup classes compute shaders support.
 //
 // Compile emits SPIR-V, checks the device limits, and builds the compute pipeline
 // through a VkPipelineCache seeded with the host's cached blob when that blob's
@@ -37,15 +38,18 @@
 // size is required explicitly, with full subgroups when the workgroup's x is a
 // multiple of it. A size the device cannot run is a RejectedError naming both.
 //
-// Dispatch: on discrete and virtual GPUs buffers live in device-local memory and
-// inputs and outputs move through host-visible staging buffers; on integrated GPUs
-// and CPU devices, where device-local memory is host-visible, the buffers are mapped
-// directly. Every buffer is bound with exactly count*4 bytes (4 bytes for an empty
-// one, whose count is 0); element counts travel in the push-constant block, and
-// the dispatch's uniform block right after them. Write
-// buffers are cleared with vkCmdFillBuffer. A grid with a zero axis runs nothing and
-// returns zeroed write buffers and unchanged read_write buffers. Device time comes
-// from two timestamp queries around the dispatch.
+// Memory, jobs and protocol 2 (Buffers, Submitter, HealthChecker; see
+// docs/design.md, "Vulkan"): buffers, staging copies and protocol-1 scratch
+// buffers are spans of large suballocated blocks; on integrated GPUs and CPU
+// devices they are host-mapped device memory, on discrete ones device-local with
+// host-visible staging. Every call's work is a job recorded into one reused
+// command buffer (barriers only between dependent ops), submitted once under the
+// device lock, which is released at once; the job waits on its own fence and
+// gives up when the caller's context ends. Descriptor sets are cached per
+// pipeline and bound ranges. Element counts and the uniform block travel in the
+// push constants; write buffers of a protocol-1 dispatch are zeroed. A grid with
+// a zero axis runs nothing. Device time comes from two timestamp queries around
+// a job's ops.
 //
 // Known driver limit: Mesa's llvmpipe (lavapipe) ends a shader's loops after 65535
 // iterations in all (its loop limiter, LP_MAX_TGSI_LOOP_ITERATIONS), so a program
@@ -55,5 +59,7 @@
 // Errors: programs, launches and limits the device cannot take are
 // pluginapi.RejectedError, unusable adapters pluginapi.UnavailableError, and Vulkan
 // failures while working (out of device memory, a lost device) pluginapi.DeviceError;
-// once a device is lost every later call on it says so.
+// once a device is lost every later call on it says so, Health reports it and
+// Config.OnDeviceLost is told (the plugin exits there so the host relaunches it;
+// in process the next Open creates a new device).
 package backend

@@ -22,6 +22,7 @@ func newTestBackend(t testing.TB) *Backend {
 	t.Helper()
 	cfg := ConfigFromEnv()
 	cfg.Validation = os.Getenv(ValidationEnv) != "0"
+	cfg.NoBandwidth = true
 	b := New(cfg)
 	ctx := context.Background()
 	d, err := b.Describe(ctx)
@@ -79,14 +80,9 @@ func bothMemoryPaths(t *testing.T, b *Backend, f func(t *testing.T)) {
 		if direct {
 			name = "direct"
 		}
-		d.mu.Lock()
-		own := d.direct
-		d.direct = direct
-		d.mu.Unlock()
+		own := d.direct.Swap(direct)
 		t.Run(name, f)
-		d.mu.Lock()
-		d.direct = own
-		d.mu.Unlock()
+		d.direct.Store(own)
 	}
 }
 

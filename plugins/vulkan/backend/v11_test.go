@@ -14,18 +14,20 @@ import (
 )
 
 // TestTargetFromProperties pins what the emitter may use: float controls only
-// with shaderSignedZeroInfNanPreserveFloat32, subgroup classes only when compute
-// shaders have them, and only the classes IR v1.1 uses.
+// with shaderSignedZeroInfNanPreserveFloat32 and shaderDenormPreserveFloat32,
+// subgroup classes only when compute shaders have them, and only the classes IR
+// v1.1 uses.
 func TestTargetFromProperties(t *testing.T) {
 	p := vk.Properties{Subgroup: vk.Subgroup{Size: 32, Stages: vk.StageCompute, Operations: 0xFF},
-		FloatControls: &vk.FloatControls{SignedZeroInfNanPreserveFloat32: true}}
-	want := spirv.Target{SignedZeroInfNanPreserve: true,
+		FloatControls: &vk.FloatControls{SignedZeroInfNanPreserveFloat32: true, DenormPreserveFloat32: true}}
+	want := spirv.Target{SignedZeroInfNanPreserve: true, DenormPreserve: true,
 		Subgroups: spirv.SubgroupBasic | spirv.SubgroupArithmetic | spirv.SubgroupBallot | spirv.SubgroupShuffle}
 	if got := target(p); got != want {
 		t.Errorf("target = %+v, want %+v", got, want)
 	}
 	p.Subgroup.Stages = 0
 	p.FloatControls.SignedZeroInfNanPreserveFloat32 = false
+	p.FloatControls.DenormPreserveFloat32 = false
 	if got := target(p); got != (spirv.Target{}) {
 		t.Errorf("target without compute subgroups or float controls = %+v", got)
 	}
@@ -156,5 +158,37 @@ func TestUniformsArePushedAfterTheCounts(t *testing.T) {
 	var rejected *pluginapi.RejectedError
 	if !errors.As(err, &rejected) || !strings.Contains(err.Error(), "uniforms") {
 		t.Errorf("a short uniform block: %v, want a RejectedError", err)
+	}
+}
+
+// TestDenormPreserveIsDeclared pins that a target with DenormPreserve makes the
+// module declare the DenormPreserve capability and its 32-bit execution mode
+// (lavapipe lacks the property, so no device test runs the mode there).
+func TestDenormPreserveIsDeclared(t *testing.T) {
+	const (
+		opCapability    = 17
+		opExecutionMode = 16
+		denormCap       = 4464
+		denormMode      = 4459
+	)
+	for _, on := range []bool{false, true} {
+		m, err := spirv.EmitFor(addOne(), spirv.Target{DenormPreserve: on})
+		if err != nil {
+			t.Fatal(err)
+		}
+		capability, mode := false, false
+		for i := 5; i < len(m.Words); {
+			n, op := int(m.Words[i]>>16), m.Words[i]&0xffff
+			if n == 0 {
+				t.Fatalf("zero-length instruction at word %d", i)
+			}
+			args := m.Words[i+1 : i+n]
+			capability = capability || (op == opCapability && args[0] == denormCap)
+			mode = mode || (op == opExecutionMode && len(args) == 3 && args[1] == denormMode && args[2] == 32)
+			i += n
+		}
+		if capability != on || mode != on {
+			t.Errorf("DenormPreserve %v: capability %v, execution mode %v", on, capability, mode)
+		}
 	}
 }

@@ -636,6 +636,11 @@ func (e *emitter) assemble() []uint32 {
 	}
 	if e.target.SignedZeroInfNanPreserve {
 		head = appendInst(head, opCapability, capabilitySignedZeroInfNanPreserve)
+	}
+	if e.target.DenormPreserve {
+		head = appendInst(head, opCapability, capabilityDenormPreserve)
+	}
+	if e.target.SignedZeroInfNanPreserve || e.target.DenormPreserve {
 		head = appendInst(head, opExtension, stringWords("SPV_KHR_float_controls")...)
 	}
 	addressing := uint32(addressingLogical)
@@ -652,6 +657,9 @@ func (e *emitter) assemble() []uint32 {
 	head = appendInst(head, opExecutionMode, e.mainID, executionModeLocalSize, e.wg[0], e.wg[1], e.wg[2])
 	if e.target.SignedZeroInfNanPreserve {
 		head = appendInst(head, opExecutionMode, e.mainID, executionModeSignedZeroInfNanPreserve, 32)
+	}
+	if e.target.DenormPreserve {
+		head = appendInst(head, opExecutionMode, e.mainID, executionModeDenormPreserve, 32)
 	}
 
 	words := make([]uint32, 0, headerSize+len(head)+len(e.debug)+len(e.annotations)+len(e.globals)+len(fn))

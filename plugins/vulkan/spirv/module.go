@@ -106,6 +106,10 @@ type Target struct {
 	// compiler assume that -0, infinities and NaN do not occur, and llvmpipe then
 	// folds -0 * 5 to +0 and 1 / -0 to +inf.
 	SignedZeroInfNanPreserve bool
+	// DenormPreserve makes modules declare the execution mode DenormPreserve for
+	// 32-bit floats, for a device whose shaderDenormPreserveFloat32 is true:
+	// denormal operands and results are kept, not flushed to zero.
+	DenormPreserve bool
 	// Subgroups are the subgroup operation classes the device supports in
 	// compute shaders; a program that needs another is rejected.
 	Subgroups SubgroupFeatures

@@ -131,6 +131,8 @@ const (
 	capabilityGroupNonUniformShuffle         = 65
 	capabilitySignedZeroInfNanPreserve       = 4466
 	executionModeSignedZeroInfNanPreserve    = 4461
+	capabilityDenormPreserve                 = 4464
+	executionModeDenormPreserve              = 4459
 	builtInSubgroupSize                      = 36
 	builtInSubgroupLocalInvocationID         = 41
 	addressingLogical                        = 0

@@ -7,6 +7,7 @@ package vk
 import "C"
 
 import (
+	"sync/atomic"
 	"time"
 	"unsafe"
 )
@@ -90,7 +91,13 @@ type SpecializationEntry struct {
 // destroys or records into; callers provide it.
 type Device struct {
 	d *C.kiln_device
+	// allocations counts successful vkAllocateMemory calls.
+	allocations atomic.Uint64
 }
+
+// Allocations is the number of vkAllocateMemory calls that succeeded on the
+// device so far: tests use it to pin that work does not allocate memory.
+func (d *Device) Allocations() uint64 { return d.allocations.Load() }
 
 // Destroy destroys the device. Every object created from it must be destroyed
 // first.
@@ -133,6 +140,9 @@ func (d *Device) BufferRequirements(b Buffer) MemoryRequirements {
 func (d *Device) AllocateMemory(size uint64, typeIndex uint32) (Memory, error) {
 	var h C.uint64_t
 	err := check("vkAllocateMemory", C.kiln_allocate_memory(d.d, C.uint64_t(size), C.uint32_t(typeIndex), &h))
+	if err == nil {
+		d.allocations.Add(1)
+	}
 	return Memory(h), err
 }
 
@@ -163,16 +173,20 @@ func (d *Device) UnmapMemory(m Memory) {
 	C.kiln_unmap_memory(d.d, C.uint64_t(m))
 }
 
-// FlushMemory makes host writes to a mapped, non-coherent allocation visible to the
-// device.
-func (d *Device) FlushMemory(m Memory) error {
-	return check("vkFlushMappedMemoryRanges", C.kiln_flush_memory(d.d, C.uint64_t(m)))
+// WholeSize is VK_WHOLE_SIZE: the rest of an allocation from an offset.
+const WholeSize = ^uint64(0)
+
+// FlushMemory makes host writes to bytes [offset, offset+size) of a mapped,
+// non-coherent allocation visible to the device (size may be WholeSize; offset
+// and size are multiples of nonCoherentAtomSize or reach the end).
+func (d *Device) FlushMemory(m Memory, offset, size uint64) error {
+	return check("vkFlushMappedMemoryRanges", C.kiln_flush_memory(d.d, C.uint64_t(m), C.uint64_t(offset), C.uint64_t(size)))
 }
 
-// InvalidateMemory makes device writes to a mapped, non-coherent allocation visible
-// to the host.
-func (d *Device) InvalidateMemory(m Memory) error {
-	return check("vkInvalidateMappedMemoryRanges", C.kiln_invalidate_memory(d.d, C.uint64_t(m)))
+// InvalidateMemory makes device writes to bytes [offset, offset+size) of a
+// mapped, non-coherent allocation visible to the host.
+func (d *Device) InvalidateMemory(m Memory, offset, size uint64) error {
+	return check("vkInvalidateMappedMemoryRanges", C.kiln_invalidate_memory(d.d, C.uint64_t(m), C.uint64_t(offset), C.uint64_t(size)))
 }
 
 // CreateShaderModule creates a shader module from SPIR-V words.
@@ -307,11 +321,11 @@ func (d *Device) DestroyPipeline(p Pipeline) {
 	}
 }
 
-// CreateStoragePool creates a descriptor pool for one set of up to buffers storage
-// buffers.
-func (d *Device) CreateStoragePool(buffers uint32) (DescriptorPool, error) {
+// CreateStoragePool creates a descriptor pool for sets descriptor sets of up to
+// buffers storage buffers each.
+func (d *Device) CreateStoragePool(buffers, sets uint32) (DescriptorPool, error) {
 	var h C.uint64_t
-	err := check("vkCreateDescriptorPool", C.kiln_create_storage_pool(d.d, C.uint32_t(buffers), &h))
+	err := check("vkCreateDescriptorPool", C.kiln_create_storage_pool(d.d, C.uint32_t(buffers), C.uint32_t(max(sets, 1)), &h))
 	return DescriptorPool(h), err
 }
 
@@ -330,24 +344,30 @@ func (d *Device) AllocateSet(pool DescriptorPool, layout DescriptorSetLayout) (D
 	return DescriptorSet(h), err
 }
 
-// WriteStorageSet points binding i of set at bytes [0, ranges[i]) of buffers[i].
-func (d *Device) WriteStorageSet(set DescriptorSet, buffers []Buffer, ranges []uint64) error {
-	n := min(len(buffers), len(ranges))
+// StorageRange is Range bytes of Buffer from Offset, as a storage descriptor
+// sees them.
+type StorageRange struct {
+	Buffer        Buffer
+	Offset, Range uint64
+}
+
+// WriteStorageSet points binding i of set at ranges[i]. The set must not be in
+// use by a pending command buffer.
+func (d *Device) WriteStorageSet(set DescriptorSet, ranges []StorageRange) error {
+	n := len(ranges)
 	if n == 0 {
 		return nil
 	}
-	handles := (*C.uint64_t)(C.calloc(C.size_t(n), C.sizeof_uint64_t))
-	sizes := (*C.uint64_t)(C.calloc(C.size_t(n), C.sizeof_uint64_t))
-	defer C.free(unsafe.Pointer(handles))
-	defer C.free(unsafe.Pointer(sizes))
-	if handles == nil || sizes == nil {
+	mem := (*C.uint64_t)(C.calloc(C.size_t(3*n), C.sizeof_uint64_t))
+	if mem == nil {
 		return &Error{Call: "vkUpdateDescriptorSets", Result: ErrOutOfHostMemory}
 	}
-	hs, ss := unsafe.Slice(handles, n), unsafe.Slice(sizes, n)
-	for i := range n {
-		hs[i], ss[i] = C.uint64_t(buffers[i]), C.uint64_t(ranges[i])
+	defer C.free(unsafe.Pointer(mem))
+	all := unsafe.Slice(mem, 3*n)
+	for i, r := range ranges {
+		all[i], all[n+i], all[2*n+i] = C.uint64_t(r.Buffer), C.uint64_t(r.Offset), C.uint64_t(r.Range)
 	}
-	return check("vkUpdateDescriptorSets", C.kiln_write_storage_set(d.d, C.uint64_t(set), C.uint32_t(n), handles, sizes))
+	return check("vkUpdateDescriptorSets", C.kiln_write_storage_set(d.d, C.uint64_t(set), C.uint32_t(n), &all[0], &all[n], &all[2*n]))
 }
 
 // CreateCommandPool creates a transient command pool for queueFamily.
@@ -413,6 +433,20 @@ func (d *Device) WaitFence(f Fence, timeout time.Duration) (bool, error) {
 	return r == C.VK_SUCCESS, check("vkWaitForFences", r)
 }
 
+// FenceSignaled reports whether a fence has signaled, without waiting.
+func (d *Device) FenceSignaled(f Fence) (bool, error) {
+	r := C.kiln_fence_status(d.d, C.uint64_t(f))
+	if r == C.VK_NOT_READY {
+		return false, nil
+	}
+	return r == C.VK_SUCCESS, check("vkGetFenceStatus", r)
+}
+
+// ResetFence returns a signaled fence to the unsignaled state, for reuse.
+func (d *Device) ResetFence(f Fence) error {
+	return check("vkResetFences", C.kiln_reset_fence(d.d, C.uint64_t(f)))
+}
+
 // Submit submits one command buffer to the device's queue, signaling fence when it
 // completes.
 func (d *Device) Submit(cb CommandBuffer, fence Fence) error {
@@ -472,14 +506,16 @@ func (c CommandBuffer) Dispatch(x, y, z uint32) {
 	C.kiln_cmd_dispatch(c.d.d, c.cb, C.uint32_t(x), C.uint32_t(y), C.uint32_t(z))
 }
 
-// FillBuffer records filling bytes [0, size) of b with the 32-bit value.
-func (c CommandBuffer) FillBuffer(b Buffer, size uint64, value uint32) {
-	C.kiln_cmd_fill_buffer(c.d.d, c.cb, C.uint64_t(b), C.uint64_t(size), C.uint32_t(value))
+// FillBuffer records filling bytes [offset, offset+size) of b with the 32-bit
+// value.
+func (c CommandBuffer) FillBuffer(b Buffer, offset, size uint64, value uint32) {
+	C.kiln_cmd_fill_buffer(c.d.d, c.cb, C.uint64_t(b), C.uint64_t(offset), C.uint64_t(size), C.uint32_t(value))
 }
 
-// CopyBuffer records copying bytes [0, size) of src to dst.
-func (c CommandBuffer) CopyBuffer(src, dst Buffer, size uint64) {
-	C.kiln_cmd_copy_buffer(c.d.d, c.cb, C.uint64_t(src), C.uint64_t(dst), C.uint64_t(size))
+// CopyBuffer records copying size bytes from src at srcOffset to dst at
+// dstOffset.
+func (c CommandBuffer) CopyBuffer(src Buffer, srcOffset uint64, dst Buffer, dstOffset, size uint64) {
+	C.kiln_cmd_copy_buffer(c.d.d, c.cb, C.uint64_t(src), C.uint64_t(srcOffset), C.uint64_t(dst), C.uint64_t(dstOffset), C.uint64_t(size))
 }
 
 // MemoryBarrier records a global memory barrier.

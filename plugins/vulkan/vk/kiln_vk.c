@@ -110,7 +110,7 @@ static void kiln_messenger_info(kiln_instance *in, VkDebugUtilsMessengerCreateIn
 	ci->pUserData = in;
 }
 
-VkResult kiln_create_instance(kiln_loader *l, uint32_t api_version, int validation, kiln_instance **out, const char **missing) {
+VkResult kiln_create_instance(kiln_loader *l, uint32_t api_version, int validation, int sync_validation, kiln_instance **out, const char **missing) {
 	kiln_instance *in = calloc(1, sizeof *in);
 	if (in == NULL) {
 		return VK_ERROR_OUT_OF_HOST_MEMORY;
@@ -121,16 +121,25 @@ VkResult kiln_create_instance(kiln_loader *l, uint32_t api_version, int validati
 	app.pEngineName = "kiln";
 	app.apiVersion = api_version;
 	const char *layers[] = {"VK_LAYER_KHRONOS_validation"};
-	const char *exts[] = {VK_EXT_DEBUG_UTILS_EXTENSION_NAME};
+	const char *exts[] = {VK_EXT_DEBUG_UTILS_EXTENSION_NAME, VK_EXT_VALIDATION_FEATURES_EXTENSION_NAME};
 	VkDebugUtilsMessengerCreateInfoEXT dbg;
 	kiln_messenger_info(in, &dbg);
 	VkInstanceCreateInfo ci = {VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO};
 	ci.pApplicationInfo = &app;
+	VkValidationFeatureEnableEXT enables[] = {VK_VALIDATION_FEATURE_ENABLE_SYNCHRONIZATION_VALIDATION_EXT};
+	VkValidationFeaturesEXT features = {VK_STRUCTURE_TYPE_VALIDATION_FEATURES_EXT};
+	features.enabledValidationFeatureCount = 1;
+	features.pEnabledValidationFeatures = enables;
 	if (validation) {
 		ci.pNext = &dbg;
+		ci.enabledExtensionCount = 1;
+		if (sync_validation) {
+			features.pNext = &dbg;
+			ci.pNext = &features;
+			ci.enabledExtensionCount = 2;
+		}
 		ci.enabledLayerCount = 1;
 		ci.ppEnabledLayerNames = layers;
-		ci.enabledExtensionCount = 1;
 		ci.ppEnabledExtensionNames = exts;
 	}
 	VkResult r = l->vkCreateInstance(&ci, NULL, &in->instance);
@@ -386,6 +395,15 @@ void kiln_free_memory(kiln_device *d, uint64_t m) {
 	d->vkFreeMemory(d->device, KILN_HANDLE(VkDeviceMemory, m), NULL);
 }
 
+VkResult kiln_reset_fence(kiln_device *d, uint64_t f) {
+	VkFence fence = KILN_HANDLE(VkFence, f);
+	return d->vkResetFences(d->device, 1, &fence);
+}
+
+VkResult kiln_fence_status(kiln_device *d, uint64_t f) {
+	return d->vkGetFenceStatus(d->device, KILN_HANDLE(VkFence, f));
+}
+
 VkResult kiln_bind_buffer_memory(kiln_device *d, uint64_t b, uint64_t m) {
 	return d->vkBindBufferMemory(d->device, KILN_HANDLE(VkBuffer, b), KILN_HANDLE(VkDeviceMemory, m), 0);
 }
@@ -398,22 +416,23 @@ void kiln_unmap_memory(kiln_device *d, uint64_t m) {
 	d->vkUnmapMemory(d->device, KILN_HANDLE(VkDeviceMemory, m));
 }
 
-static void kiln_whole_range(uint64_t m, VkMappedMemoryRange *r) {
+static void kiln_mapped_range(uint64_t m, uint64_t offset, uint64_t size, VkMappedMemoryRange *r) {
 	memset(r, 0, sizeof *r);
 	r->sType = VK_STRUCTURE_TYPE_MAPPED_MEMORY_RANGE;
 	r->memory = KILN_HANDLE(VkDeviceMemory, m);
-	r->size = VK_WHOLE_SIZE;
+	r->offset = offset;
+	r->size = size;
 }
 
-VkResult kiln_flush_memory(kiln_device *d, uint64_t m) {
+VkResult kiln_flush_memory(kiln_device *d, uint64_t m, uint64_t offset, uint64_t size) {
 	VkMappedMemoryRange r;
-	kiln_whole_range(m, &r);
+	kiln_mapped_range(m, offset, size, &r);
 	return d->vkFlushMappedMemoryRanges(d->device, 1, &r);
 }
 
-VkResult kiln_invalidate_memory(kiln_device *d, uint64_t m) {
+VkResult kiln_invalidate_memory(kiln_device *d, uint64_t m, uint64_t offset, uint64_t size) {
 	VkMappedMemoryRange r;
-	kiln_whole_range(m, &r);
+	kiln_mapped_range(m, offset, size, &r);
 	return d->vkInvalidateMappedMemoryRanges(d->device, 1, &r);
 }
 
@@ -527,10 +546,10 @@ void kiln_destroy_pipeline(kiln_device *d, uint64_t p) {
 	d->vkDestroyPipeline(d->device, KILN_HANDLE(VkPipeline, p), NULL);
 }
 
-VkResult kiln_create_storage_pool(kiln_device *d, uint32_t buffers, uint64_t *out) {
-	VkDescriptorPoolSize size = {VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, buffers > 0 ? buffers : 1};
+VkResult kiln_create_storage_pool(kiln_device *d, uint32_t buffers, uint32_t sets, uint64_t *out) {
+	VkDescriptorPoolSize size = {VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, buffers > 0 ? buffers * sets : 1};
 	VkDescriptorPoolCreateInfo ci = {VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO};
-	ci.maxSets = 1;
+	ci.maxSets = sets;
 	ci.poolSizeCount = 1;
 	ci.pPoolSizes = &size;
 	VkDescriptorPool p = VK_NULL_HANDLE;
@@ -555,7 +574,7 @@ VkResult kiln_allocate_set(kiln_device *d, uint64_t pool, uint64_t layout, uint6
 	return r;
 }
 
-VkResult kiln_write_storage_set(kiln_device *d, uint64_t set, uint32_t n, const uint64_t *buffers, const uint64_t *ranges) {
+VkResult kiln_write_storage_set(kiln_device *d, uint64_t set, uint32_t n, const uint64_t *buffers, const uint64_t *offsets, const uint64_t *ranges) {
 	if (n == 0) {
 		return VK_SUCCESS;
 	}
@@ -568,6 +587,7 @@ VkResult kiln_write_storage_set(kiln_device *d, uint64_t set, uint32_t n, const 
 	}
 	for (uint32_t i = 0; i < n; i++) {
 		info[i].buffer = KILN_HANDLE(VkBuffer, buffers[i]);
+		info[i].offset = offsets[i];
 		info[i].range = ranges[i];
 		w[i].sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET;
 		w[i].dstSet = KILN_HANDLE(VkDescriptorSet, set);
@@ -584,7 +604,7 @@ VkResult kiln_write_storage_set(kiln_device *d, uint64_t set, uint32_t n, const 
 
 VkResult kiln_create_command_pool(kiln_device *d, uint32_t queue_family, uint64_t *out) {
 	VkCommandPoolCreateInfo ci = {VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};
-	ci.flags = VK_COMMAND_POOL_CREATE_TRANSIENT_BIT;
+	ci.flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT;
 	ci.queueFamilyIndex = queue_family;
 	VkCommandPool p = VK_NULL_HANDLE;
 	VkResult r = d->vkCreateCommandPool(d->device, &ci, NULL, &p);
@@ -632,12 +652,12 @@ void kiln_cmd_dispatch(kiln_device *d, VkCommandBuffer cb, uint32_t x, uint32_t 
 	d->vkCmdDispatch(cb, x, y, z);
 }
 
-void kiln_cmd_fill_buffer(kiln_device *d, VkCommandBuffer cb, uint64_t b, uint64_t size, uint32_t value) {
-	d->vkCmdFillBuffer(cb, KILN_HANDLE(VkBuffer, b), 0, size, value);
+void kiln_cmd_fill_buffer(kiln_device *d, VkCommandBuffer cb, uint64_t b, uint64_t offset, uint64_t size, uint32_t value) {
+	d->vkCmdFillBuffer(cb, KILN_HANDLE(VkBuffer, b), offset, size, value);
 }
 
-void kiln_cmd_copy_buffer(kiln_device *d, VkCommandBuffer cb, uint64_t src, uint64_t dst, uint64_t size) {
-	VkBufferCopy region = {0, 0, size};
+void kiln_cmd_copy_buffer(kiln_device *d, VkCommandBuffer cb, uint64_t src, uint64_t src_offset, uint64_t dst, uint64_t dst_offset, uint64_t size) {
+	VkBufferCopy region = {src_offset, dst_offset, size};
 	d->vkCmdCopyBuffer(cb, KILN_HANDLE(VkBuffer, src), KILN_HANDLE(VkBuffer, dst), 1, &region);
 }
 

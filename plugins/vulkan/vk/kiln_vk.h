@@ -86,6 +86,8 @@
 	X(vkCreateFence)                       \
 	X(vkDestroyFence)                      \
 	X(vkWaitForFences)                     \
+	X(vkResetFences)                       \
+	X(vkGetFenceStatus)                    \
 	X(vkQueueSubmit)
 
 #define KILN_DECLARE_FN(name) PFN_##name name;
@@ -154,7 +156,7 @@ int kiln_load(const char *name, kiln_loader **out, char *err, size_t errlen);
 void kiln_unload(kiln_loader *l);
 uint32_t kiln_instance_version(kiln_loader *l);
 VkResult kiln_enumerate_layers(kiln_loader *l, uint32_t *count, VkLayerProperties *out);
-VkResult kiln_create_instance(kiln_loader *l, uint32_t api_version, int validation, kiln_instance **out, const char **missing);
+VkResult kiln_create_instance(kiln_loader *l, uint32_t api_version, int validation, int sync_validation, kiln_instance **out, const char **missing);
 void kiln_destroy_instance(kiln_instance *in);
 char *kiln_take_messages(kiln_instance *in, uint64_t *count);
 
@@ -179,8 +181,8 @@ void kiln_free_memory(kiln_device *d, uint64_t m);
 VkResult kiln_bind_buffer_memory(kiln_device *d, uint64_t b, uint64_t m);
 VkResult kiln_map_memory(kiln_device *d, uint64_t m, void **out);
 void kiln_unmap_memory(kiln_device *d, uint64_t m);
-VkResult kiln_flush_memory(kiln_device *d, uint64_t m);
-VkResult kiln_invalidate_memory(kiln_device *d, uint64_t m);
+VkResult kiln_flush_memory(kiln_device *d, uint64_t m, uint64_t offset, uint64_t size);
+VkResult kiln_invalidate_memory(kiln_device *d, uint64_t m, uint64_t offset, uint64_t size);
 
 VkResult kiln_create_shader_module(kiln_device *d, const void *code, size_t bytes, uint64_t *out);
 void kiln_destroy_shader_module(kiln_device *d, uint64_t m);
@@ -196,10 +198,10 @@ VkResult kiln_create_compute_pipeline(kiln_device *d, uint64_t cache, uint64_t l
 	const void *spec_data, size_t spec_size, uint32_t subgroup_size, uint32_t stage_flags, uint64_t *out);
 void kiln_destroy_pipeline(kiln_device *d, uint64_t p);
 
-VkResult kiln_create_storage_pool(kiln_device *d, uint32_t buffers, uint64_t *out);
+VkResult kiln_create_storage_pool(kiln_device *d, uint32_t buffers, uint32_t sets, uint64_t *out);
 void kiln_destroy_descriptor_pool(kiln_device *d, uint64_t p);
 VkResult kiln_allocate_set(kiln_device *d, uint64_t pool, uint64_t layout, uint64_t *out);
-VkResult kiln_write_storage_set(kiln_device *d, uint64_t set, uint32_t n, const uint64_t *buffers, const uint64_t *ranges);
+VkResult kiln_write_storage_set(kiln_device *d, uint64_t set, uint32_t n, const uint64_t *buffers, const uint64_t *offsets, const uint64_t *ranges);
 
 VkResult kiln_create_command_pool(kiln_device *d, uint32_t queue_family, uint64_t *out);
 void kiln_destroy_command_pool(kiln_device *d, uint64_t p);
@@ -210,8 +212,8 @@ VkResult kiln_end_command_buffer(kiln_device *d, VkCommandBuffer cb);
 void kiln_cmd_bind_compute(kiln_device *d, VkCommandBuffer cb, uint64_t pipeline, uint64_t layout, uint64_t set);
 void kiln_cmd_push_constants(kiln_device *d, VkCommandBuffer cb, uint64_t layout, uint32_t size, const void *data);
 void kiln_cmd_dispatch(kiln_device *d, VkCommandBuffer cb, uint32_t x, uint32_t y, uint32_t z);
-void kiln_cmd_fill_buffer(kiln_device *d, VkCommandBuffer cb, uint64_t b, uint64_t size, uint32_t value);
-void kiln_cmd_copy_buffer(kiln_device *d, VkCommandBuffer cb, uint64_t src, uint64_t dst, uint64_t size);
+void kiln_cmd_fill_buffer(kiln_device *d, VkCommandBuffer cb, uint64_t b, uint64_t offset, uint64_t size, uint32_t value);
+void kiln_cmd_copy_buffer(kiln_device *d, VkCommandBuffer cb, uint64_t src, uint64_t src_offset, uint64_t dst, uint64_t dst_offset, uint64_t size);
 void kiln_cmd_memory_barrier(kiln_device *d, VkCommandBuffer cb, uint32_t src_stage, uint32_t dst_stage, uint32_t src_access, uint32_t dst_access);
 void kiln_cmd_reset_queries(kiln_device *d, VkCommandBuffer cb, uint64_t pool, uint32_t first, uint32_t count);
 void kiln_cmd_write_timestamp(kiln_device *d, VkCommandBuffer cb, uint32_t stage, uint64_t pool, uint32_t query);
@@ -224,5 +226,7 @@ VkResult kiln_create_fence(kiln_device *d, uint64_t *out);
 void kiln_destroy_fence(kiln_device *d, uint64_t f);
 VkResult kiln_wait_fence(kiln_device *d, uint64_t f, uint64_t timeout_ns);
 VkResult kiln_queue_submit(kiln_device *d, VkCommandBuffer cb, uint64_t fence);
+VkResult kiln_reset_fence(kiln_device *d, uint64_t f);
+VkResult kiln_fence_status(kiln_device *d, uint64_t f);
 
 #endif

@@ -59,7 +59,12 @@ type Limits struct {
 	MaxComputeSharedMemorySize     uint32
 	MaxStorageBufferRange          uint32
 	MaxPushConstantsSize           uint32
-	TimestampComputeAndGraphics    bool
+	// MinStorageBufferOffsetAlignment is what a storage descriptor's offset must
+	// be a multiple of; NonCoherentAtomSize the granule of flushes and
+	// invalidations of non-coherent memory.
+	MinStorageBufferOffsetAlignment uint64
+	NonCoherentAtomSize             uint64
+	TimestampComputeAndGraphics     bool
 	// TimestampPeriod is the number of nanoseconds per timestamp tick.
 	TimestampPeriod float32
 }
@@ -104,6 +109,9 @@ type FloatControls struct {
 	// SignedZeroInfNanPreserveFloat32: 32-bit float operations can be made to
 	// keep the sign of zero, infinities and NaN (SPIR-V SignedZeroInfNanPreserve).
 	SignedZeroInfNanPreserveFloat32 bool
+	// DenormPreserveFloat32: 32-bit float operations can be made to keep
+	// denormals (SPIR-V DenormPreserve).
+	DenormPreserveFloat32 bool
 }
 
 // SubgroupSizeControl is VkPhysicalDeviceSubgroupSizeControlProperties.
@@ -191,12 +199,14 @@ func (p PhysicalDevice) Properties() Properties {
 		Type:          DeviceType(kp.props.deviceType),
 		Name:          C.GoString(&kp.props.deviceName[0]),
 		Limits: Limits{
-			MaxComputeWorkGroupInvocations: uint32(lim.maxComputeWorkGroupInvocations),
-			MaxComputeSharedMemorySize:     uint32(lim.maxComputeSharedMemorySize),
-			MaxStorageBufferRange:          uint32(lim.maxStorageBufferRange),
-			MaxPushConstantsSize:           uint32(lim.maxPushConstantsSize),
-			TimestampComputeAndGraphics:    lim.timestampComputeAndGraphics != 0,
-			TimestampPeriod:                float32(lim.timestampPeriod),
+			MaxComputeWorkGroupInvocations:  uint32(lim.maxComputeWorkGroupInvocations),
+			MaxComputeSharedMemorySize:      uint32(lim.maxComputeSharedMemorySize),
+			MaxStorageBufferRange:           uint32(lim.maxStorageBufferRange),
+			MaxPushConstantsSize:            uint32(lim.maxPushConstantsSize),
+			MinStorageBufferOffsetAlignment: uint64(lim.minStorageBufferOffsetAlignment),
+			NonCoherentAtomSize:             uint64(lim.nonCoherentAtomSize),
+			TimestampComputeAndGraphics:     lim.timestampComputeAndGraphics != 0,
+			TimestampPeriod:                 float32(lim.timestampPeriod),
 		},
 		Subgroup: Subgroup{
 			Size:       uint32(kp.subgroup.subgroupSize),
@@ -218,7 +228,8 @@ func (p PhysicalDevice) Properties() Properties {
 		}
 	}
 	if kp.has_float_controls != 0 {
-		out.FloatControls = &FloatControls{SignedZeroInfNanPreserveFloat32: kp.float_controls.shaderSignedZeroInfNanPreserveFloat32 != 0}
+		out.FloatControls = &FloatControls{SignedZeroInfNanPreserveFloat32: kp.float_controls.shaderSignedZeroInfNanPreserveFloat32 != 0,
+			DenormPreserveFloat32: kp.float_controls.shaderDenormPreserveFloat32 != 0}
 	}
 	if kp.has_size_control != 0 {
 		sc := kp.size_control

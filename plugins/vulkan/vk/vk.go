@@ -157,6 +157,10 @@ type InstanceOptions struct {
 	// Validation enables VK_LAYER_KHRONOS_validation with a debug messenger that
 	// records warnings and errors (see Instance.Messages).
 	Validation bool
+	// SyncValidation, with Validation, also enables the layer's synchronization
+	// validation (VK_VALIDATION_FEATURE_ENABLE_SYNCHRONIZATION_VALIDATION_EXT): missing
+	// or wrong barriers between commands become messages.
+	SyncValidation bool
 }
 
 // Instance is a VkInstance with its function table.
@@ -185,9 +189,13 @@ func (l *Loader) CreateInstance(opts InstanceOptions) (*Instance, error) {
 	if opts.Validation {
 		validation = 1
 	}
+	syncValidation := C.int(0)
+	if opts.Validation && opts.SyncValidation {
+		syncValidation = 1
+	}
 	var in *C.kiln_instance
 	var missing *C.char
-	r := C.kiln_create_instance(l.l, C.uint32_t(opts.APIVersion), validation, &in, &missing)
+	r := C.kiln_create_instance(l.l, C.uint32_t(opts.APIVersion), validation, syncValidation, &in, &missing)
 	if missing != nil {
 		return nil, &MissingFunctionError{Name: C.GoString(missing)}
 	}

@@ -26,7 +26,7 @@ func openDevice(t *testing.T) (*Instance, PhysicalDevice, *Device, uint32) {
 		unusable("%v", err)
 	}
 	t.Cleanup(l.Close)
-	inst, err := l.CreateInstance(InstanceOptions{APIVersion: Version12, Validation: os.Getenv("KILN_VK_VALIDATION") != "0"})
+	inst, err := l.CreateInstance(InstanceOptions{APIVersion: Version12, Validation: os.Getenv("KILN_VK_VALIDATION") != "0", SyncValidation: true})
 	if err != nil {
 		unusable("%v", err)
 	}
@@ -159,9 +159,10 @@ func hostVisibleType(t *testing.T, pd PhysicalDevice, bits uint32) uint32 {
 	return 0
 }
 
-// TestFillCopyTimestamps records a fill and a copy between two host-visible buffers,
-// times them with timestamp queries and checks the bytes, all under the validation
-// layer with zero messages.
+// TestFillCopyTimestamps records a fill and a copy between two host-visible buffers
+// (to an offset), times them with timestamp queries and checks the bytes, all under
+// the validation layer with zero messages; it also pins the allocation counter and
+// fence reuse.
 func TestFillCopyTimestamps(t *testing.T) {
 	_, pd, dev, family := openDevice(t)
 	const size = 4096
@@ -216,9 +217,9 @@ func TestFillCopyTimestamps(t *testing.T) {
 	}
 	cb.ResetQueries(queries, 0, 2)
 	cb.WriteTimestamp(StageTopOfPipe, queries, 0)
-	cb.FillBuffer(bufs[0], size, 0x01020304)
+	cb.FillBuffer(bufs[0], 0, size, 0x01020304)
 	cb.MemoryBarrier(StageTransfer, StageTransfer, AccessTransferWrite, AccessTransferRead)
-	cb.CopyBuffer(bufs[0], bufs[1], size/2)
+	cb.CopyBuffer(bufs[0], 0, bufs[1], size/2, size/2)
 	cb.MemoryBarrier(StageTransfer, StageHost, AccessTransferWrite, AccessHostRead)
 	cb.WriteTimestamp(StageBottomOfPipe, queries, 1)
 	if err := cb.End(); err != nil {
@@ -231,10 +232,13 @@ func TestFillCopyTimestamps(t *testing.T) {
 	if err != nil || !done {
 		t.Fatalf("WaitFence = %v, %v", done, err)
 	}
+	if done, err := dev.FenceSignaled(fence); !done || err != nil {
+		t.Fatalf("FenceSignaled after the wait = %v, %v", done, err)
+	}
 	for i := 0; i < size; i += 4 {
 		got := binary.LittleEndian.Uint32(dst[i:])
 		want := uint32(0x01020304)
-		if i >= size/2 {
+		if i < size/2 {
 			want = 0xeeeeeeee
 		}
 		if got != want {
@@ -247,6 +251,18 @@ func TestFillCopyTimestamps(t *testing.T) {
 	}
 	if ts[1] < ts[0] {
 		t.Errorf("timestamps go backwards: %v", ts)
+	}
+	if n := dev.Allocations(); n != 2 {
+		t.Errorf("Allocations() = %d after two vkAllocateMemory calls", n)
+	}
+	if err := dev.ResetFence(fence); err != nil {
+		t.Fatal(err)
+	}
+	if done, err := dev.WaitFence(fence, 0); done || err != nil {
+		t.Errorf("WaitFence after ResetFence = %v, %v; want unsignaled", done, err)
+	}
+	if done, err := dev.FenceSignaled(fence); done || err != nil {
+		t.Errorf("FenceSignaled after ResetFence = %v, %v; want unsignaled", done, err)
 	}
 	dev.FreeCommandBuffer(pool, cb)
 }

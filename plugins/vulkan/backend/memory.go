@@ -1,0 +1,260 @@
+package backend
+
+import (
+	"fmt"
+	"sort"
+	"sync"
+
+	"github.com/kiln-dev/kiln/plugins/vulkan/vk"
+)
+
+// Memory (see docs/design.md, "Vulkan"): buffers, staging copies and the scratch
+// buffers of protocol-1 dispatches are spans of large blocks. A block is one
+// vkAllocateMemory with one VkBuffer over all of it; a span is a range of a
+// block, bound by offset. Blocks are allocated when no block has room and freed
+// when empty unless they are the heap's only empty block, so steady work
+// allocates no memory at all.
+
+// spanAlign is the alignment of every span: at least any device's
+// minStorageBufferOffsetAlignment and nonCoherentAtomSize (Vulkan caps both at
+// 256), so a span can be bound, flushed and invalidated on its own.
+const spanAlign = 256
+
+// The block sizes of the heaps. A request larger than a block gets a block of its
+// own size.
+const (
+	gpuBlockBytes     = 256 << 20
+	cpuBlockBytes     = 64 << 20
+	stagingBlockBytes = 64 << 20
+)
+
+// heap is the blocks of one memory kind: device-local, host-mapped device memory,
+// or host-visible staging.
+type heap struct {
+	d     *device
+	name  string
+	prefs []vk.MemoryPropertyFlags
+	usage vk.BufferUsage
+	block uint64
+	// host: the host maps the blocks (they must be host-visible); device-local
+	// blocks are never mapped, even where the memory is host-visible.
+	host bool
+
+	mu     sync.Mutex // guards blocks and their free lists
+	blocks []*block
+}
+
+// block is one allocation with its buffer.
+type block struct {
+	h        *heap
+	buf      vk.Buffer
+	mem      vk.Memory
+	size     uint64
+	coherent bool
+	mapped   []byte
+	// free lists the unused extents, sorted by offset and never adjacent.
+	free []extent
+}
+
+type extent struct{ off, size uint64 }
+
+// span is size bytes of a block from off; the zero span is no memory.
+type span struct {
+	b         *block
+	off, size uint64
+}
+
+// bytes is the span's memory as the host maps it (nil when it is not mapped).
+func (s span) bytes() []byte {
+	if s.b == nil || s.b.mapped == nil {
+		return nil
+	}
+	return s.b.mapped[s.off : s.off+s.size]
+}
+
+// isMapped reports whether the host reads and writes the span in place.
+func (s span) isMapped() bool { return s.b != nil && s.b.mapped != nil }
+
+// storage is the span's first n bytes as a storage descriptor sees them.
+func (s span) storage(n uint64) vk.StorageRange {
+	return vk.StorageRange{Buffer: s.b.buf, Offset: s.off, Range: n}
+}
+
+// overlaps reports whether bytes [off, off+n) of s and [o, o+m) of t share memory.
+func overlaps(b1 *block, off, n uint64, b2 *block, o, m uint64) bool {
+	return b1 == b2 && off < o+m && o < off+n
+}
+
+// newHeap returns an empty heap of memory with the first fitting preference.
+func newHeap(d *device, name string, prefs []vk.MemoryPropertyFlags, usage vk.BufferUsage, blockBytes uint64, host bool) *heap {
+	return &heap{d: d, name: name, prefs: prefs, usage: usage, block: blockBytes, host: host}
+}
+
+// alloc returns a span of at least size bytes (rounded up to spanAlign; its size
+// field is size itself).
+func (h *heap) alloc(size uint64) (span, error) {
+	want := roundUp(max(size, 1), spanAlign)
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, b := range h.blocks {
+		if off, ok := b.take(want); ok {
+			return span{b: b, off: off, size: size}, nil
+		}
+	}
+	b, err := h.newBlock(max(want, h.block))
+	if err != nil {
+		return span{}, err
+	}
+	h.blocks = append(h.blocks, b)
+	off, _ := b.take(want)
+	return span{b: b, off: off, size: size}, nil
+}
+
+// free returns a span to its block. A block left empty is freed unless it is the
+// heap's only empty one. Nothing may use the span any more.
+func (h *heap) free(s span) {
+	if s.b == nil {
+		return
+	}
+	h.mu.Lock()
+	b := s.b
+	b.give(s.off, roundUp(max(s.size, 1), spanAlign))
+	var drop *block
+	if b.empty() {
+		for _, other := range h.blocks {
+			if other != b && other.empty() {
+				drop = b
+				break
+			}
+		}
+	}
+	if drop != nil {
+		for i, other := range h.blocks {
+			if other == drop {
+				h.blocks = append(h.blocks[:i], h.blocks[i+1:]...)
+				break
+			}
+		}
+	}
+	h.mu.Unlock()
+	if drop != nil {
+		h.d.forgetBlock(drop)
+		drop.destroy()
+	}
+}
+
+// destroyAll frees every block; nothing may use them any more.
+func (h *heap) destroyAll() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, b := range h.blocks {
+		b.destroy()
+	}
+	h.blocks = nil
+}
+
+// newBlock allocates a block of size bytes.
+func (h *heap) newBlock(size uint64) (*block, error) {
+	d := h.d
+	b := &block{h: h, size: size}
+	var err error
+	if b.buf, err = d.vk.CreateBuffer(size, h.usage); err != nil {
+		return nil, err
+	}
+	req := d.vk.BufferRequirements(b.buf)
+	ty, flags, ok := d.memoryType(req.TypeBits, h.prefs)
+	if !ok {
+		d.vk.DestroyBuffer(b.buf)
+		return nil, fmt.Errorf("no %s memory type with flags %#x among types %#x. Fix: this device's memory layout is not supported; use another adapter", h.name, h.prefs[0], req.TypeBits)
+	}
+	if b.mem, err = d.vk.AllocateMemory(req.Size, ty); err != nil {
+		d.vk.DestroyBuffer(b.buf)
+		return nil, err
+	}
+	if err = d.vk.BindBufferMemory(b.buf, b.mem); err != nil {
+		b.destroy()
+		return nil, err
+	}
+	if h.host {
+		if b.mapped, err = d.vk.MapMemory(b.mem, size); err != nil {
+			b.destroy()
+			return nil, err
+		}
+		b.coherent = flags&vk.MemoryHostCoherent != 0
+	}
+	b.free = []extent{{0, size}}
+	return b, nil
+}
+
+// destroy frees the block's memory and buffer.
+func (b *block) destroy() {
+	d := b.h.d
+	d.vk.DestroyBuffer(b.buf)
+	d.vk.FreeMemory(b.mem)
+	b.mapped = nil
+}
+
+// take finds room for n bytes (first fit) and removes it from the free list.
+func (b *block) take(n uint64) (uint64, bool) {
+	for i, e := range b.free {
+		if e.size < n {
+			continue
+		}
+		if e.size == n {
+			b.free = append(b.free[:i], b.free[i+1:]...)
+		} else {
+			b.free[i] = extent{e.off + n, e.size - n}
+		}
+		return e.off, true
+	}
+	return 0, false
+}
+
+// give returns bytes [off, off+n) to the free list, merging neighbours.
+func (b *block) give(off, n uint64) {
+	i := sort.Search(len(b.free), func(i int) bool { return b.free[i].off > off })
+	b.free = append(b.free, extent{})
+	copy(b.free[i+1:], b.free[i:])
+	b.free[i] = extent{off, n}
+	if i+1 < len(b.free) && b.free[i].off+b.free[i].size == b.free[i+1].off {
+		b.free[i].size += b.free[i+1].size
+		b.free = append(b.free[:i+1], b.free[i+2:]...)
+	}
+	if i > 0 && b.free[i-1].off+b.free[i-1].size == b.free[i].off {
+		b.free[i-1].size += b.free[i].size
+		b.free = append(b.free[:i], b.free[i+1:]...)
+	}
+}
+
+// empty reports whether no span of the block is in use.
+func (b *block) empty() bool { return len(b.free) == 1 && b.free[0].size == b.size }
+
+// flush makes host writes to the span visible to the device (non-coherent
+// memory only).
+func (s span) flush() error {
+	if s.b.coherent {
+		return nil
+	}
+	return s.b.h.d.vk.FlushMemory(s.b.mem, s.off, s.atomSize())
+}
+
+// invalidate makes device writes to the span visible to the host (non-coherent
+// memory only).
+func (s span) invalidate() error {
+	if s.b.coherent {
+		return nil
+	}
+	return s.b.h.d.vk.InvalidateMemory(s.b.mem, s.off, s.atomSize())
+}
+
+// atomSize is the span's size rounded up to whole non-coherent atoms, or the
+// rest of the allocation where that would reach its end.
+func (s span) atomSize() uint64 {
+	n := roundUp(max(s.size, 1), spanAlign)
+	if s.off+n >= s.b.size {
+		return vk.WholeSize
+	}
+	return n
+}
+
+func roundUp(n, align uint64) uint64 { return (n + align - 1) / align * align }

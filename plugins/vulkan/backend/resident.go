@@ -1,0 +1,400 @@
+package backend
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"sync/atomic"
+	"time"
+
+	"github.com/kiln-dev/kiln/ir"
+	"github.com/kiln-dev/kiln/pluginapi"
+)
+
+// Protocol 2 (see docs/design.md, "Vulkan"): buffers are spans of the device's
+// heaps until freed, and a submit records all its commands into one command
+// buffer, with barriers only between commands that depend on each other.
+var (
+	_ pluginapi.Buffers       = (*Backend)(nil)
+	_ pluginapi.Submitter     = (*Backend)(nil)
+	_ pluginapi.HealthChecker = (*Backend)(nil)
+)
+
+// stagingChunk bounds the staging memory one transfer step of a discrete device
+// uses.
+const stagingChunk = 32 << 20
+
+// resident is a buffer of protocol 2.
+type resident struct {
+	d    *device
+	s    span
+	size uint64
+	// last is the sequence number of the last job that used the buffer.
+	last atomic.Uint64
+}
+
+// AllocBuffer takes req.Size bytes (rounded up to whole 4-byte words, at least
+// one) from the adapter's heap and zeroes them. The shared memory the SDK offers
+// is not used: the buffer is never Mapped.
+func (b *Backend) AllocBuffer(ctx context.Context, req *pluginapi.AllocRequest) (*pluginapi.AllocResult, error) {
+	b.life.RLock()
+	defer b.life.RUnlock()
+	defer b.noteValidation()
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("vulkan: alloc: %w", err)
+	}
+	a, err := b.adapterAt(req.Adapter)
+	if err != nil {
+		return nil, err
+	}
+	d, err := a.open()
+	if err != nil {
+		return nil, err
+	}
+	if err := d.checkLost(); err != nil {
+		return nil, err
+	}
+	n := max((req.Size+3)&^3, 4)
+	s, err := d.heapFor().alloc(n)
+	if err != nil {
+		return nil, d.fail(fmt.Sprintf("allocating a buffer of %d bytes", req.Size), err)
+	}
+	r := &resident{d: d, s: s, size: req.Size}
+	if s.isMapped() {
+		clear(s.bytes())
+		err = s.flush()
+		if err != nil {
+			err = d.fail("zeroing a new buffer", err)
+		}
+	} else {
+		j := &job{d: d, ops: []op{{kind: opFill, dst: s}}}
+		_, err = j.run(ctx, "zeroing a new buffer")
+	}
+	if err != nil {
+		s.b.h.free(s)
+		return nil, err
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed {
+		s.b.h.free(s)
+		return nil, errClosed
+	}
+	b.nextBuffer++
+	b.buffers[b.nextBuffer] = r
+	return &pluginapi.AllocResult{Buffer: b.nextBuffer}, nil
+}
+
+// buffer returns a live buffer.
+func (b *Backend) buffer(handle uint64) (*resident, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	r, ok := b.buffers[handle]
+	if !ok {
+		return nil, pluginapi.Rejected("vulkan has no buffer %d (never allocated or already freed). Fix: use handles AllocBuffer returned, and free each once", handle)
+	}
+	return r, nil
+}
+
+// FreeBuffer returns the buffer's memory to its heap once no job uses it. When
+// ctx ends first the memory is kept (never freed under running work).
+func (b *Backend) FreeBuffer(ctx context.Context, handle uint64) error {
+	b.life.RLock()
+	defer b.life.RUnlock()
+	b.mu.Lock()
+	r, ok := b.buffers[handle]
+	delete(b.buffers, handle)
+	b.mu.Unlock()
+	if !ok {
+		return pluginapi.Rejected("vulkan has no buffer %d (never allocated or already freed). Fix: free each buffer once", handle)
+	}
+	if err := r.d.waitFor(ctx, r.last.Load()); err != nil && !r.d.lost.Load() {
+		return err
+	}
+	r.s.b.h.free(r.s)
+	return nil
+}
+
+// WriteBuffer copies src into the buffer at offset, after every job that used
+// the buffer: in place where the buffer is mapped, else through staging memory.
+func (b *Backend) WriteBuffer(ctx context.Context, handle, offset uint64, src []byte) error {
+	return b.transfer(ctx, handle, offset, src, true)
+}
+
+// ReadBuffer copies the buffer at offset into dst, after every job that used the
+// buffer.
+func (b *Backend) ReadBuffer(ctx context.Context, handle, offset uint64, dst []byte) error {
+	return b.transfer(ctx, handle, offset, dst, false)
+}
+
+func (b *Backend) transfer(ctx context.Context, handle, offset uint64, host []byte, write bool) error {
+	b.life.RLock()
+	defer b.life.RUnlock()
+	defer b.noteValidation()
+	r, err := b.buffer(handle)
+	if err != nil {
+		return err
+	}
+	end := offset + uint64(len(host))
+	if end > r.size || end < offset {
+		return pluginapi.Rejected("vulkan: bytes [%d, %d+%d) lie outside buffer %d of %d bytes. Fix: keep ranges within the buffer", offset, offset, len(host), handle, r.size)
+	}
+	d := r.d
+	if err := d.checkLost(); err != nil {
+		return err
+	}
+	if len(host) == 0 {
+		return nil
+	}
+	if r.s.isMapped() {
+		if err := d.waitFor(ctx, r.last.Load()); err != nil {
+			return err
+		}
+		mem := r.s.bytes()[offset:end]
+		if write {
+			copy(mem, host)
+			err = r.s.flush()
+		} else if err = r.s.invalidate(); err == nil {
+			copy(host, mem)
+		}
+		if err != nil {
+			return d.fail(fmt.Sprintf("copying %d bytes of buffer %d", len(host), handle), err)
+		}
+		return nil
+	}
+	for done := uint64(0); done < uint64(len(host)); done += stagingChunk {
+		n := min(uint64(len(host))-done, stagingChunk)
+		st, err := d.staging.alloc(n)
+		if err != nil {
+			return d.fail("allocating staging memory", err)
+		}
+		at := span{b: r.s.b, off: r.s.off + offset + done, size: n}
+		j := &job{d: d, residents: []*resident{r}}
+		if write {
+			j.scratch = []span{st}
+			copy(st.bytes(), host[done:done+n])
+			if err := st.flush(); err != nil {
+				j.finish()
+				return d.fail("writing staging memory", err)
+			}
+			j.ops = []op{{kind: opCopy, src: st, dst: at}}
+		} else {
+			// The staging span outlives the job: it is read below.
+			j.ops = []op{{kind: opCopy, src: at, dst: st}}
+		}
+		if _, err := j.run(ctx, fmt.Sprintf("copying %d bytes of buffer %d", n, handle)); err != nil {
+			if !write {
+				b.freeLater(d, st, j.seq)
+			}
+			return err
+		}
+		if !write {
+			err := st.invalidate()
+			if err == nil {
+				copy(host[done:done+n], st.bytes())
+			}
+			d.staging.free(st)
+			if err != nil {
+				return d.fail("reading staging memory", err)
+			}
+		}
+	}
+	return nil
+}
+
+// freeLater frees a span once job seq has finished (after an abandoned read).
+func (b *Backend) freeLater(d *device, s span, seq uint64) {
+	if seq == 0 {
+		s.b.h.free(s)
+		return
+	}
+	go func() {
+		if err := d.waitFor(context.Background(), seq); err == nil {
+			s.b.h.free(s)
+		}
+	}()
+}
+
+// Submit records the commands into one command buffer in order — dispatches with
+// their cached descriptor sets and pushed counts and uniforms, copies with
+// vkCmdCopyBuffer, fills with vkCmdFillBuffer — with a barrier before each
+// command that touches memory an earlier one wrote (or writes memory an earlier
+// one read), submits it once and waits for its fence. When the caller's context
+// ends first, the commands finish in the background.
+func (b *Backend) Submit(ctx context.Context, req *pluginapi.SubmitRequest) (*pluginapi.SubmitResult, error) {
+	start := time.Now()
+	b.life.RLock()
+	a, err := b.adapterAt(req.Adapter)
+	if err != nil {
+		b.life.RUnlock()
+		return nil, err
+	}
+	d, err := a.open()
+	if err != nil {
+		b.life.RUnlock()
+		return nil, err
+	}
+	j := &job{d: d, after: func() { b.life.RUnlock() }}
+	if err := b.prepare(j, req.Commands); err != nil {
+		j.finish()
+		return nil, err
+	}
+	ns, err := j.run(ctx, fmt.Sprintf("submit of %d commands", len(req.Commands)))
+	b.noteValidation()
+	if err != nil {
+		return nil, err
+	}
+	return &pluginapi.SubmitResult{HostNanos: max(time.Since(start).Nanoseconds(), 1), DeviceNanos: ns}, nil
+}
+
+// prepare checks every command against the pipelines and buffers of the job's
+// device and turns it into ops; the pipelines stay read-locked until the job is
+// finished.
+func (b *Backend) prepare(j *job, cmds []pluginapi.SubmitCommand) error {
+	d := j.d
+	for i, c := range cmds {
+		fail := func(err error) error { return pluginapi.Rejected("vulkan: command %d: %w", i, err) }
+		switch c := c.(type) {
+		case pluginapi.DispatchCommand:
+			b.mu.Lock()
+			p, ok := b.pipelines[c.Pipeline]
+			if ok {
+				p.use.RLock()
+				j.pipelines = append(j.pipelines, p)
+			}
+			b.mu.Unlock()
+			if !ok {
+				return fail(fmt.Errorf("no pipeline %d (never compiled or already released). Fix: dispatch a handle returned by Compile", c.Pipeline))
+			}
+			if p.d != d {
+				return fail(fmt.Errorf("pipeline %d was compiled for adapter %d's device, not the one the batch runs on. Fix: compile it on the adapter the batch runs on (again after a lost device)", c.Pipeline, p.d.a.index))
+			}
+			if err := b.prepareDispatch(j, p, c); err != nil {
+				return fail(err)
+			}
+		case pluginapi.CopyCommand:
+			src, err := b.rangeOf(j, c.Src)
+			if err != nil {
+				return fail(err)
+			}
+			dst, err := b.rangeOf(j, c.Dst)
+			if err != nil {
+				return fail(err)
+			}
+			if src.size > 0 {
+				j.ops = append(j.ops, op{kind: opCopy, src: src, dst: dst})
+			}
+		case pluginapi.FillCommand:
+			dst, err := b.rangeOf(j, c.Dst)
+			if err != nil {
+				return fail(err)
+			}
+			if dst.size%4 != 0 || dst.off%4 != 0 {
+				return fail(fmt.Errorf("fill range [%d, %d+%d) is not whole 4-byte words. Fix: fill whole elements", c.Dst.Offset, c.Dst.Offset, c.Dst.Size))
+			}
+			if dst.size > 0 {
+				j.ops = append(j.ops, op{kind: opFill, dst: dst, value: c.Value})
+			}
+		default:
+			return fail(fmt.Errorf("unknown command %T. Fix: send dispatch, copy or fill commands", c))
+		}
+	}
+	return nil
+}
+
+// rangeOf returns the memory of a range of a buffer of the job's device.
+func (b *Backend) rangeOf(j *job, r pluginapi.BufferRange) (span, error) {
+	res, err := b.buffer(r.Buffer)
+	if err != nil {
+		return span{}, err
+	}
+	if res.d != j.d {
+		return span{}, fmt.Errorf("buffer %d lives on adapter %d's device, not the one the batch runs on. Fix: allocate it on the adapter the batch runs on (again after a lost device)", r.Buffer, res.d.a.index)
+	}
+	end := r.Offset + r.Size
+	if end > res.size || end < r.Offset {
+		return span{}, fmt.Errorf("bytes [%d, %d+%d) lie outside buffer %d of %d bytes. Fix: keep ranges within the buffer", r.Offset, r.Offset, r.Size, r.Buffer, res.size)
+	}
+	j.residents = append(j.residents, res)
+	return span{b: res.s.b, off: res.s.off + r.Offset, size: r.Size}, nil
+}
+
+// prepareDispatch checks a dispatch against its program (one range per buffer, a
+// fixed count's size, the uniform block, the grid, the device's binding limits)
+// and adds its ops. A binding whose offset the device cannot bind
+// (minStorageBufferOffsetAlignment) runs on an aligned scratch copy of its range,
+// copied in before and, for an output, back after.
+func (b *Backend) prepareDispatch(j *job, p *pipeline, c pluginapi.DispatchCommand) error {
+	prog := p.prog
+	if len(c.Bindings) != len(prog.Buffers) {
+		return fmt.Errorf("program %q has %d buffers but the dispatch binds %d. Fix: bind one range per buffer", prog.Name, len(prog.Buffers), len(c.Bindings))
+	}
+	if err := ir.CheckUniforms(prog, c.Uniforms); err != nil {
+		return err
+	}
+	if err := p.checkGrid(c.Grid); err != nil {
+		return err
+	}
+	d := j.d
+	align := max(d.a.props.Limits.MinStorageBufferOffsetAlignment, 4)
+	maxBytes := uint64(d.a.props.Limits.MaxStorageBufferRange)
+	o := op{kind: opDispatch, p: p, grid: c.Grid, uniforms: c.Uniforms,
+		binds: make([]span, len(c.Bindings)), counts: make([]uint32, len(c.Bindings))}
+	var before, after []op
+	for i, r := range c.Bindings {
+		decl := prog.Buffers[i]
+		if r.Size%4 != 0 || r.Size/4 > math.MaxUint32 {
+			return fmt.Errorf("buffer %q is bound to %d bytes, not a whole number of at most 2^32-1 elements. Fix: bind whole 4-byte elements", decl.Name, r.Size)
+		}
+		if decl.Count != 0 && r.Size != 4*uint64(decl.Count) {
+			return fmt.Errorf("buffer %q holds exactly %d elements but is bound to %d bytes. Fix: bind %d bytes", decl.Name, decl.Count, r.Size, 4*uint64(decl.Count))
+		}
+		if r.Size > maxBytes {
+			return fmt.Errorf("buffer %q is bound to %d bytes, more than adapter %d's maxStorageBufferRange of %d. Fix: bind at most %d elements per binding", decl.Name, r.Size, d.a.index, maxBytes, maxBytes/4)
+		}
+		s, err := b.rangeOf(j, r)
+		if err != nil {
+			return err
+		}
+		o.counts[i] = uint32(r.Size / 4)
+		if s.size > 0 && s.off%align != 0 {
+			scratch, err := d.heapFor().alloc(s.size)
+			if err != nil {
+				return d.fail("allocating an aligned copy of a binding", err)
+			}
+			j.scratch = append(j.scratch, scratch)
+			before = append(before, op{kind: opCopy, src: s, dst: scratch})
+			if decl.Access.IsOutput() {
+				after = append(after, op{kind: opCopy, src: scratch, dst: s})
+			}
+			s = scratch
+		}
+		o.binds[i] = s
+	}
+	j.ops = append(j.ops, before...)
+	j.ops = append(j.ops, o)
+	j.ops = append(j.ops, after...)
+	return nil
+}
+
+// Health reports the first opened adapter whose device was lost, or nil.
+func (b *Backend) Health(ctx context.Context) error {
+	b.mu.Lock()
+	adapters, closed := b.adapters, b.closed
+	b.mu.Unlock()
+	if closed {
+		return errClosed
+	}
+	for _, a := range adapters {
+		a.mu.Lock()
+		d := a.dev
+		a.mu.Unlock()
+		if d == nil {
+			continue
+		}
+		if err := d.checkLost(); err != nil {
+			return err
+		}
+	}
+	return ctx.Err()
+}
