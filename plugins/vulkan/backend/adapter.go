@@ -28,6 +28,9 @@ type adapter struct {
 	features vk.Features
 	enable   []string
 	target   spirv.Target
+	// addresses: the device has bufferDeviceAddress, enabled on its logical
+	// device, so a binding may exceed maxStorageBufferRange (address.go).
+	addresses bool
 
 	// onLost is Config.OnDeviceLost.
 	onLost func(error)
@@ -70,6 +73,7 @@ func newAdapter(index int, pd vk.PhysicalDevice) *adapter {
 	}
 	_, _, a.enable = pd.Needs()
 	a.features = pd.Features()
+	a.addresses = pd.BufferDeviceAddress()
 	a.target = target(props)
 	a.info.Name += floatNote(a.target)
 	a.info.Profile = profile(props, a.features, exts, a.timestamps)

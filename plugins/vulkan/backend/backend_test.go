@@ -290,7 +290,6 @@ func TestDispatchRejectsBadLaunches(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	lim := b.adapters[0].props.Limits
 	four := make([]byte, 16)
 	for _, tc := range []struct {
 		name string
@@ -303,7 +302,6 @@ func TestDispatchRejectsBadLaunches(t *testing.T) {
 		{"partial element", pluginapi.DispatchRequest{Pipeline: c.Pipeline, Grid: [3]uint32{1, 1, 1}, Inputs: [][]byte{four[:5]}}, "multiple of 4"},
 		{"grid of too many launches", pluginapi.DispatchRequest{Pipeline: c.Pipeline, Grid: [3]uint32{1, 1 << 31, 1 << 31}, Inputs: [][]byte{four}}, "launches"},
 		{"more than 2^32 invocations", pluginapi.DispatchRequest{Pipeline: c.Pipeline, Grid: [3]uint32{1 << 27, 1, 1}, Inputs: [][]byte{four}}, "2^32"},
-		{"buffer beyond maxStorageBufferRange", pluginapi.DispatchRequest{Pipeline: c.Pipeline, Grid: [3]uint32{1, 1, 1}, OutputCounts: []uint32{0, lim.MaxStorageBufferRange/4 + 1}}, "maxStorageBufferRange"},
 	} {
 		_, err := b.Dispatch(ctx, &tc.req)
 		var rejected *pluginapi.RejectedError

@@ -26,6 +26,10 @@ type pipeline struct {
 	uniforms, grid uint32
 	gridMode       spirv.GridMode
 	sg             vk.SubgroupRequirement
+	// addr builds and keeps the address variants of a compiled pipeline;
+	// addresses are a variant's address offsets by binding (see address.go).
+	addr      *addressing
+	addresses map[uint32]uint32
 	// use is held for reading by dispatches and for writing by destroy.
 	use       sync.RWMutex
 	setLayout vk.DescriptorSetLayout
@@ -37,6 +41,7 @@ type pipeline struct {
 func (p *pipeline) destroy() {
 	p.use.Lock()
 	defer p.use.Unlock()
+	p.destroyVariants()
 	p.d.forgetPipeline(p)
 	p.d.vk.DestroyPipeline(p.pipe)
 	p.d.vk.DestroyPipelineLayout(p.layout)
@@ -93,7 +98,7 @@ func (b *Backend) Compile(ctx context.Context, req *pluginapi.CompileRequest) (*
 		spec[i] = vk.SpecializationEntry{ID: e.ID, Offset: e.Offset, Size: e.Size}
 	}
 	pl := &pipeline{d: d, prog: p, wg: wg, push: m.PushConstantBytes, uniforms: m.UniformOffset,
-		grid: m.GridOffset, gridMode: m.Grid, sg: sg}
+		grid: m.GridOffset, gridMode: m.Grid, sg: sg, addr: &addressing{wg: wg, spec: spec, data: data}}
 	blob, err := pl.build(m, spec, data, usableBlob(req.CachedBlob, a.props))
 	if err != nil {
 		return nil, err

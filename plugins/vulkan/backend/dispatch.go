@@ -158,6 +158,10 @@ func (j *job) stage(binds []*binding, req *pluginapi.DispatchRequest) error {
 			after = append(after, op{kind: opCopy, src: bd.dev, dst: bd.staging})
 		}
 	}
+	var err error
+	if o.p, err = p.forCounts(o.counts); err != nil {
+		return err
+	}
 	j.ops = append(j.ops, o)
 	j.ops = append(j.ops, after...)
 	return nil
@@ -186,7 +190,7 @@ func (p *pipeline) bindings(req *pluginapi.DispatchRequest) ([]*binding, error) 
 		return nil, pluginapi.Rejected("vulkan: program %q has %d buffers but the dispatch gives %d inputs. Fix: pass one input per binding (nil for write buffers)",
 			prog.Name, len(prog.Buffers), len(req.Inputs))
 	}
-	maxBytes := uint64(p.d.a.props.Limits.MaxStorageBufferRange)
+	maxBytes := p.d.a.bindingLimit()
 	binds := make([]*binding, len(prog.Buffers))
 	for i, decl := range prog.Buffers {
 		bd := &binding{decl: decl}
@@ -215,7 +219,7 @@ func (p *pipeline) bindings(req *pluginapi.DispatchRequest) ([]*binding, error) 
 			bd.count = uint32(len(bd.input) / 4)
 		}
 		if bytes := uint64(bd.count) * 4; bytes > maxBytes {
-			return nil, pluginapi.Rejected("vulkan: program %q: buffer %q (binding %d) has %d bytes, more than adapter %d's maxStorageBufferRange of %d. Fix: split the work into buffers of at most %d elements",
+			return nil, pluginapi.Rejected("vulkan: program %q: buffer %q (binding %d) has %d bytes, more than adapter %d binds (maxStorageBufferRange %d, no buffer device addresses). Fix: split the work into buffers of at most %d elements",
 				prog.Name, decl.Name, decl.Binding, bytes, p.d.a.index, maxBytes, maxBytes/4)
 		}
 		binds[i] = bd

@@ -272,6 +272,7 @@ func (j *job) recordDispatch(cb vk.CommandBuffer, o *op, seq uint64) error {
 			ranges[i] = s.storage(s.size)
 		}
 	}
+	p.addressRanges(d, ranges)
 	set, err := d.descriptorSet(p, ranges, seq)
 	if err != nil {
 		return err
@@ -282,6 +283,7 @@ func (j *job) recordDispatch(cb vk.CommandBuffer, o *op, seq uint64) error {
 		binary.LittleEndian.PutUint32(push[4*i:], n)
 	}
 	copy(push[p.uniforms:], o.uniforms)
+	p.putAddresses(push, o.binds)
 	p.dispatchGrid(cb, push, o.grid)
 	return nil
 }

@@ -337,7 +337,7 @@ func (b *Backend) prepareDispatch(j *job, p *pipeline, c pluginapi.DispatchComma
 	}
 	d := j.d
 	align := max(d.a.props.Limits.MinStorageBufferOffsetAlignment, 4)
-	maxBytes := uint64(d.a.props.Limits.MaxStorageBufferRange)
+	maxBytes := d.a.bindingLimit()
 	o := op{kind: opDispatch, p: p, grid: c.Grid, uniforms: c.Uniforms,
 		binds: make([]span, len(c.Bindings)), counts: make([]uint32, len(c.Bindings))}
 	var before, after []op
@@ -350,7 +350,7 @@ func (b *Backend) prepareDispatch(j *job, p *pipeline, c pluginapi.DispatchComma
 			return fmt.Errorf("buffer %q holds exactly %d elements but is bound to %d bytes. Fix: bind %d bytes", decl.Name, decl.Count, r.Size, 4*uint64(decl.Count))
 		}
 		if r.Size > maxBytes {
-			return fmt.Errorf("buffer %q is bound to %d bytes, more than adapter %d's maxStorageBufferRange of %d. Fix: bind at most %d elements per binding", decl.Name, r.Size, d.a.index, maxBytes, maxBytes/4)
+			return fmt.Errorf("buffer %q is bound to %d bytes, more than adapter %d binds (maxStorageBufferRange %d, no buffer device addresses). Fix: bind at most %d elements per binding", decl.Name, r.Size, d.a.index, maxBytes, maxBytes/4)
 		}
 		s, err := b.rangeOf(j, r)
 		if err != nil {
@@ -370,6 +370,10 @@ func (b *Backend) prepareDispatch(j *job, p *pipeline, c pluginapi.DispatchComma
 			s = scratch
 		}
 		o.binds[i] = s
+	}
+	var err error
+	if o.p, err = p.forCounts(o.counts); err != nil {
+		return err
 	}
 	j.ops = append(j.ops, before...)
 	j.ops = append(j.ops, o)

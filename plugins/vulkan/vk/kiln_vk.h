@@ -122,6 +122,8 @@ typedef struct kiln_device {
 	VkDevice device;
 	VkQueue queue;
 	KILN_DEVICE_FNS(KILN_DECLARE_FN)
+	/* NULL unless the device was created with device_address (see address.go). */
+	PFN_vkGetBufferDeviceAddress vkGetBufferDeviceAddress;
 } kiln_device;
 
 /* The properties package vk reads from a physical device, copied out of the
@@ -150,6 +152,7 @@ typedef struct kiln_device_options {
 	uint32_t n_extensions;
 	int size_control;     /* enable subgroupSizeControl */
 	int full_subgroups;   /* enable computeFullSubgroups */
+	int device_address;   /* enable bufferDeviceAddress (Vulkan 1.2) */
 } kiln_device_options;
 
 int kiln_load(const char *name, kiln_loader **out, char *err, size_t errlen);
