@@ -301,9 +301,12 @@ type Result struct {
 	PluginTime time.Duration
 	DeviceTime time.Duration
 	// Selection says why Backend ran it (Host.Dispatch only): SelectedExplicitly
-	// ("explicit"), "pgo route: fastest of N, median X µs", or "preferred: " and
-	// why no PGO route was followed.
+	// ("explicit"), "pgo route: fastest of N, median X µs", "preferred: " and
+	// why no PGO route was followed, or "fallback: " and which backend failed.
 	Selection string
+	// Failover lists the backends Host.Dispatch tried before Backend, with
+	// why each failed; empty when the first one ran the launch.
+	Failover []Attempt
 	// Cache is the pipeline cache's part in the pipeline's last compile:
 	// CacheHit, CacheMiss or CacheOff.
 	Cache string

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -101,6 +102,8 @@ type Host struct {
 	wg     sync.WaitGroup // first starts
 
 	plugins []*plugin // one per accepted file, in path order; fixed at Open
+
+	failovers atomic.Uint64 // launches that ran on another backend after a failure
 
 	mu      sync.Mutex
 	closed  bool
@@ -627,6 +630,12 @@ func pickAdapter(d *pluginapi.Description, name string, index int) (pluginapi.Ad
 // backend qualifies; only when none does is it waited for. When nothing
 // qualifies the error is a NoBackendError listing every failure.
 func (h *Host) AcquirePreferred(ctx context.Context) (*Backend, error) {
+	return h.acquirePreferred(ctx, nil)
+}
+
+// acquirePreferred is AcquirePreferred over the candidates keep accepts (all
+// when keep is nil).
+func (h *Host) acquirePreferred(ctx context.Context, keep func(candidate) bool) (*Backend, error) {
 	if err := h.checkOpen(); err != nil {
 		return nil, err
 	}
@@ -635,9 +644,9 @@ func (h *Host) AcquirePreferred(ctx context.Context) (*Backend, error) {
 	}
 	descs := h.descriptions()
 	skipped := false
-	pick, err := choosePreferred(ctx, descs, h.startFailures(), h.opener(false, &skipped))
+	pick, err := choosePreferred(ctx, descs, h.startFailures(), h.opener(false, &skipped), keep)
 	if err != nil && skipped {
-		pick, err = choosePreferred(ctx, descs, h.startFailures(), h.opener(true, nil))
+		pick, err = choosePreferred(ctx, descs, h.startFailures(), h.opener(true, nil), keep)
 	}
 	if err != nil {
 		if nb, ok := err.(*NoBackendError); ok {

@@ -111,6 +111,12 @@ type Launch struct {
 	// program's PGO route when it is fresh and its backend healthy, else picks
 	// AcquirePreferred's choice.
 	Backend string
+	// Fallback lets a launch that names its Backend fail over too. A launch
+	// that names none always fails over: when its backend crashes, hangs, loses
+	// its device, becomes unavailable or does not start, it runs on the next
+	// backend in selection order (never a reference oracle), and
+	// Result.Selection and Result.Failover say so (docs/design.md, "Failover").
+	Fallback bool
 	CompileOptions
 	Work
 }
@@ -119,9 +125,11 @@ type Launch struct {
 // and release the pipeline. The backend is the one l names; else, when the PGO
 // table has a fresh route for prog's name (its op id) whose backend is healthy
 // (running, dispatching, no reference oracle, adapter opens), that one; else the
-// preferred one. Result.Selection says which rule chose it. For repeated
-// dispatches of one program, use Backend.Compile once and Backend.Dispatch many
-// times.
+// preferred one. Result.Selection says which rule chose it. A launch that names
+// no backend (or sets Fallback) fails over to the next backend in selection
+// order when its backend fails; when every one fails the error is a
+// *FailoverError. For repeated dispatches of one program, use Backend.Compile
+// once and Backend.Dispatch many times.
 func (h *Host) Dispatch(ctx context.Context, prog *ir.Program, l Launch) (*Result, error) {
 	if err := h.checkOpen(); err != nil {
 		return nil, err
@@ -129,10 +137,27 @@ func (h *Host) Dispatch(ctx context.Context, prog *ir.Program, l Launch) (*Resul
 	if prog == nil {
 		return nil, &LaunchError{Program: "<nil>", Detail: "no program. Fix: pass the *ir.Program to dispatch"}
 	}
+	failover := l.Backend == "" || l.Fallback
 	b, why, err := h.choose(ctx, prog, l.Backend)
 	if err != nil {
-		return nil, err
+		if !failover || l.Backend == "" || !failsOver(ctx, err) {
+			return nil, err
+		}
+		return h.failover(ctx, prog, l, []Attempt{{Backend: l.Backend, Err: err}})
 	}
+	res, err := h.launchOn(ctx, b, prog, l)
+	if err != nil {
+		if !failover || !failsOver(ctx, err) {
+			return nil, err
+		}
+		return h.failover(ctx, prog, l, []Attempt{{Backend: b.Name(), Err: err}})
+	}
+	res.Selection = why
+	return res, nil
+}
+
+// launchOn compiles prog on b, dispatches it once and releases the pipeline.
+func (h *Host) launchOn(ctx context.Context, b *Backend, prog *ir.Program, l Launch) (*Result, error) {
 	pl, err := b.Compile(ctx, prog, l.CompileOptions)
 	if err != nil {
 		return nil, err
@@ -146,6 +171,5 @@ func (h *Host) Dispatch(ctx context.Context, prog *ir.Program, l Launch) (*Resul
 		return nil, err
 	}
 	res.Compile += compileTime
-	res.Selection = why
 	return res, nil
 }

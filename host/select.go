@@ -48,10 +48,13 @@ func precedence(d *pluginapi.Description) uint32 {
 	return *d.Precedence
 }
 
-// compareCandidates orders candidates best first, exactly as docs/design.md,
-// "Backend selection": capability score (high first), timing quality (high
-// first), memory bandwidth (high first), precedence (low first), measured
-// acquisition time (low first), then id and adapter index.
+// compareCandidates orders candidates best first, as docs/design.md, "Backend
+// selection" says: capability score (high first), timing quality (high first),
+// memory bandwidth quantized to two significant digits (high first),
+// precedence (low first), measured acquisition time (low first; only between
+// different backends), then id and adapter index. Identical GPUs of one backend
+// thus come in adapter order whatever their measured bandwidths and opening
+// times jitter.
 func compareCandidates(a, b candidate) int {
 	if c := cmp.Compare(b.Score, a.Score); c != 0 {
 		return c
@@ -59,19 +62,32 @@ func compareCandidates(a, b candidate) int {
 	if c := cmp.Compare(b.Timing, a.Timing); c != 0 {
 		return c
 	}
-	if c := cmp.Compare(b.MemBWGBps, a.MemBWGBps); c != 0 {
+	if c := cmp.Compare(quantizeBandwidth(b.MemBWGBps), quantizeBandwidth(a.MemBWGBps)); c != 0 {
 		return c
 	}
 	if c := cmp.Compare(a.Precedence, b.Precedence); c != 0 {
 		return c
 	}
-	if c := cmp.Compare(a.Acquisition, b.Acquisition); c != 0 {
-		return c
+	if a.ID != b.ID {
+		if c := cmp.Compare(a.Acquisition, b.Acquisition); c != 0 {
+			return c
+		}
 	}
 	if c := strings.Compare(a.ID, b.ID); c != 0 {
 		return c
 	}
 	return cmp.Compare(a.Adapter, b.Adapter)
+}
+
+// quantizeBandwidth rounds a bandwidth to two significant digits (2183.4 and
+// 2193.7 GB/s both become 2200), so measurement noise between identical devices
+// does not order them.
+func quantizeBandwidth(gbps float64) float64 {
+	if gbps <= 0 || math.IsNaN(gbps) || math.IsInf(gbps, 0) {
+		return 0
+	}
+	step := math.Pow(10, math.Floor(math.Log10(gbps))-1)
+	return math.Round(gbps/step) * step
 }
 
 // IsReferenceOracle reports whether d describes a reference oracle, which is
@@ -88,8 +104,9 @@ type opener func(ctx context.Context, id string, adapter int) (time.Duration, er
 // named, every available adapter of the others is opened with open (its measured
 // time is the acquisition time), and the best candidate by compareCandidates wins.
 // startFailures are plugins that never started; they are listed in the error when
-// nothing is usable, as is every failure met here.
-func choosePreferred(ctx context.Context, descs []*pluginapi.Description, startFailures []string, open opener) (candidate, error) {
+// nothing is usable, as is every failure met here. keep, when not nil, leaves out
+// the adapters it refuses (those a failing-over launch already tried) unopened.
+func choosePreferred(ctx context.Context, descs []*pluginapi.Description, startFailures []string, open opener, keep func(candidate) bool) (candidate, error) {
 	failures := append([]string(nil), startFailures...)
 	var oracles, nonDispatching []string
 	var cands []candidate
@@ -107,6 +124,10 @@ func choosePreferred(ctx context.Context, descs []*pluginapi.Description, startF
 		}
 		for _, a := range d.Adapters {
 			label := fmt.Sprintf("%s:%d (%s)", d.ID, a.Index, a.Name)
+			if keep != nil && !keep(candidate{ID: d.ID, Adapter: a.Index}) {
+				failures = append(failures, label+": already tried")
+				continue
+			}
 			if !a.Available {
 				failures = append(failures, label+": unavailable: "+a.Reason)
 				continue

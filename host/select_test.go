@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -42,7 +43,7 @@ func (t *times) open(_ context.Context, id string, adapter int) (time.Duration, 
 func pick(t *testing.T, descs []*pluginapi.Description, took map[string]time.Duration) string {
 	t.Helper()
 	o := &times{took: took}
-	c, err := choosePreferred(context.Background(), descs, nil, o.open)
+	c, err := choosePreferred(context.Background(), descs, nil, o.open, nil)
 	if err != nil {
 		t.Fatalf("choosePreferred: %v", err)
 	}
@@ -127,7 +128,7 @@ func TestPreferredConsidersEveryAdapter(t *testing.T) {
 		pluginapi.Adapter{Index: 1, Name: "busy", Available: false, Reason: "device busy. Fix: wait"},
 		pluginapi.Adapter{Index: 2, Name: "big", Available: true, Profile: pluginapi.DeviceProfile{MaxInvocationsPerWorkgroup: 1024}})
 	o := &times{}
-	c, err := choosePreferred(context.Background(), []*pluginapi.Description{d}, nil, o.open)
+	c, err := choosePreferred(context.Background(), []*pluginapi.Description{d}, nil, o.open, nil)
 	if err != nil || c.name() != "multi:2" {
 		t.Fatalf("got %v, %v; want multi:2", c.name(), err)
 	}
@@ -146,7 +147,7 @@ func TestPreferredSkipsBackendsThatDoNotDispatch(t *testing.T) {
 		t.Fatalf("picked %s; a non-dispatching backend must never be chosen", got)
 	}
 	o := &times{}
-	_, err := choosePreferred(context.Background(), []*pluginapi.Description{strong}, nil, o.open)
+	_, err := choosePreferred(context.Background(), []*pluginapi.Description{strong}, nil, o.open, nil)
 	var nb *NoBackendError
 	if !errors.As(err, &nb) || len(o.called) != 0 || !strings.Contains(err.Error(), "no-dispatch") {
 		t.Fatalf("err %v, opened %v; want a NoBackendError naming no-dispatch and no Open", err, o.called)
@@ -174,7 +175,7 @@ func TestPreferredNeverPicksReferenceOracles(t *testing.T) {
 		t.Fatalf("picked %s; reference oracles must be skipped", got)
 	}
 	o := &times{}
-	_, err := choosePreferred(context.Background(), oracles, nil, o.open)
+	_, err := choosePreferred(context.Background(), oracles, nil, o.open, nil)
 	var nb *NoBackendError
 	if !errors.As(err, &nb) {
 		t.Fatalf("got %v, want *NoBackendError", err)
@@ -200,7 +201,7 @@ func TestPreferredListsEveryFailure(t *testing.T) {
 	empty.Adapters = nil
 	o := &times{errs: map[string]error{"broken:0": errors.New("device lost")}}
 	_, err := choosePreferred(context.Background(), []*pluginapi.Description{broken, gone, empty, gpu("cpu-ref", nil, pluginapi.DeviceProfile{})},
-		[]string{"handshake with /p/kiln-backend-bad failed"}, o.open)
+		[]string{"handshake with /p/kiln-backend-bad failed"}, o.open, nil)
 	if err == nil {
 		t.Fatal("no error")
 	}
@@ -318,5 +319,35 @@ func TestAcquireOnClosedHost(t *testing.T) {
 	}
 	if _, err := h.AcquirePreferred(context.Background()); !errors.As(err, &ce) {
 		t.Fatalf("AcquirePreferred after Close = %v, want *ClosedError", err)
+	}
+}
+
+// Identical GPUs of one backend come in adapter order: their measured
+// bandwidths differ by noise (quantized to two significant digits, they tie)
+// and their opening times do not order adapters of one backend.
+func TestIdenticalGPUsOrderByAdapter(t *testing.T) {
+	profile := func(bw float64) pluginapi.DeviceProfile {
+		return pluginapi.DeviceProfile{MaxInvocationsPerWorkgroup: 1024, TimingQuality: pluginapi.DeviceTimestamps, MemBWGBps: bw}
+	}
+	twoGPUs := &pluginapi.Description{ID: "vk", Version: "1", Dispatches: true, Adapters: []pluginapi.Adapter{
+		{Index: 0, Name: "H200", Available: true, Profile: profile(2183.4)},
+		{Index: 1, Name: "H200", Available: true, Profile: profile(2193.7)},
+	}}
+	took := map[string]time.Duration{"vk:0": 494 * time.Microsecond, "vk:1": 301 * time.Microsecond}
+	if got := pick(t, []*pluginapi.Description{twoGPUs}, took); got != "vk:0" {
+		t.Fatalf("picked %s among identical GPUs, want vk:0", got)
+	}
+	// A real bandwidth difference still decides.
+	twoGPUs.Adapters[1].Profile = profile(2400)
+	if got := pick(t, []*pluginapi.Description{twoGPUs}, took); got != "vk:1" {
+		t.Fatalf("picked %s, want vk:1 with 2400 GB/s over 2200", got)
+	}
+}
+
+func TestQuantizeBandwidth(t *testing.T) {
+	for in, want := range map[float64]float64{0: 0, -3: 0, 2183.4: 2200, 2193.7: 2200, 2149: 2100, 3874: 3900, 98.4: 98, 0.456: 0.46} {
+		if got := quantizeBandwidth(in); math.Abs(got-want) > 1e-9 {
+			t.Errorf("quantizeBandwidth(%v) = %v, want %v", in, got, want)
+		}
 	}
 }

@@ -126,6 +126,9 @@ type Histogram struct {
 type Stats struct {
 	// Backends are in path order of their plugins.
 	Backends []BackendStats
+	// Failovers counts launches Host.Dispatch ran on another backend after the
+	// first one failed.
+	Failovers uint64
 }
 
 // BackendStats is what the host measured of one backend plugin since Open.
@@ -239,5 +242,6 @@ func (h *Host) Stats() Stats {
 		p.stats.snapshot(&b)
 		out.Backends = append(out.Backends, b)
 	}
+	out.Failovers = h.failovers.Load()
 	return out
 }

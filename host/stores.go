@@ -152,7 +152,7 @@ func pipelineKey(b *Backend, prog *ir.Program, spec ir.SpecMap, wg [3]uint32) (c
 		SpecHash:          spec.CacheHash(),
 		BackendID:         b.p.desc.ID,
 		PluginVersion:     b.p.desc.Version,
-		DeviceFingerprint: b.adapter.Identity.Fingerprint(),
+		DeviceFingerprint: b.adapter.Identity.ModelFingerprint(),
 	}
 	if k.PushConstantSize > 0 {
 		k.Features = cache.FeaturePushConstants
@@ -273,19 +273,44 @@ func (h *Host) choose(ctx context.Context, prog *ir.Program, name string) (*Back
 	if t := h.stores.routes(); t != nil {
 		live := h.Live()
 		route, stale := t.Fresh(prog.Name, live)
+		measuredAs := route.Backend
+		if r, ok := t.Route(prog.Name); ok && stale != "" {
+			if moved, ok := followDevice(r, live); ok {
+				route, stale, measuredAs = moved, "", r.Backend
+			}
+		}
 		if theirs, ok := h.stores.remoteRoute(prog.Name, live); ok && (stale != "" || theirs.MeasuredAt.After(route.MeasuredAt)) {
-			route, stale = theirs, ""
+			route, stale, measuredAs = theirs, "", theirs.Backend
 		}
 		if stale != "" {
 			why = stale
 		} else if b, err := h.routed(ctx, route); err != nil {
 			why = fmt.Sprintf("the PGO route for %s names %s, which is not usable: %v", prog.Name, route.Backend, err)
 		} else {
-			return b, routeReason(route), nil
+			return b, routeReason(route, measuredAs), nil
 		}
 	}
 	b, err := h.AcquirePreferred(ctx)
 	return b, selectedPreferred + why, err
+}
+
+// followDevice finds the adapter a route was measured on when the driver now
+// enumerates it under another index (CUDA_VISIBLE_DEVICES reordered, a GPU
+// added): an adapter of the route's backend with the route's device fingerprint
+// and plugin version. It returns the route aimed at that adapter.
+func followDevice(r pgo.Route, live []pgo.Live) (pgo.Route, bool) {
+	id, _, err := parseName(r.Backend)
+	if err != nil {
+		return r, false
+	}
+	for _, l := range live {
+		lid, _, err := parseName(l.ID)
+		if err == nil && lid == id && l.AdapterFingerprint == r.AdapterFingerprint && l.PluginVersion == r.PluginVersion {
+			r.Backend = l.ID
+			return r, true
+		}
+	}
+	return r, false
 }
 
 // routed acquires the backend of a fresh route if it is healthy.
@@ -308,14 +333,20 @@ func (h *Host) routed(ctx context.Context, r pgo.Route) (*Backend, error) {
 	return h.Acquire(ctx, r.Backend)
 }
 
-// routeReason is Result.Selection for a routed launch.
-func routeReason(r pgo.Route) string {
+// routeReason is Result.Selection for a routed launch; measuredAs is the name
+// the route's backend had when it was measured (it differs when the route
+// followed its device to another adapter index), which its observations use.
+func routeReason(r pgo.Route, measuredAs string) string {
+	moved := ""
+	if measuredAs != r.Backend {
+		moved = fmt.Sprintf(" (measured as %s, the same device)", measuredAs)
+	}
 	for _, o := range r.Observations {
-		if o.Backend == r.Backend {
-			return fmt.Sprintf("pgo route: fastest of %d, median %.1f µs", len(r.Observations), float64(o.MedianNs)/float64(time.Microsecond))
+		if o.Backend == measuredAs {
+			return fmt.Sprintf("pgo route%s: fastest of %d, median %.1f µs", moved, len(r.Observations), float64(o.MedianNs)/float64(time.Microsecond))
 		}
 	}
-	return fmt.Sprintf("pgo route: fastest of %d", len(r.Observations))
+	return fmt.Sprintf("pgo route%s: fastest of %d", moved, len(r.Observations))
 }
 
 // PGOBackend adapts a Backend to pgo.Backend for pgo.Certify. It compiles the

@@ -49,6 +49,9 @@ type BackendStatus struct {
 	MemBWGBps       float64
 	// Acquisition is the measured time to open the adapter.
 	Acquisition time.Duration
+	// Fingerprint is the adapter's device fingerprint (distinct for identical
+	// GPUs that report an Instance); Instance is that instance id (a UUID).
+	Fingerprint, Instance string
 	// Preferred marks the adapter AcquirePreferred picks.
 	Preferred bool
 }
@@ -81,6 +84,7 @@ func (h *Host) Survey(ctx context.Context) ([]BackendStatus, error) {
 				ReferenceOracle: IsReferenceOracle(d), Dispatches: d.Dispatches, Precedence: d.Precedence,
 				CapabilityScore: a.Profile.CapabilityScore(), TimingQuality: a.Profile.TimingQuality,
 				MemBWGBps: a.Profile.MemBWGBps, Status: StatusReady,
+				Fingerprint: a.Identity.Fingerprint(), Instance: a.Identity.Instance,
 			}
 			switch {
 			case !a.Available:
@@ -120,7 +124,7 @@ func (h *Host) Survey(ctx context.Context) ([]BackendStatus, error) {
 	for i, p := range running {
 		descs[i] = p.desc
 	}
-	if pick, err := choosePreferred(ctx, descs, nil, surveyed); err == nil {
+	if pick, err := choosePreferred(ctx, descs, nil, surveyed, nil); err == nil {
 		for i := range rows {
 			rows[i].Preferred = rows[i].ID == pick.ID && rows[i].Adapter == pick.Adapter && rows[i].Status == StatusReady
 		}

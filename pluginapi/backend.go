@@ -66,20 +66,42 @@ type Adapter struct {
 	Identity DeviceIdentity
 }
 
-// DeviceIdentity names a device; its Fingerprint keys the host's pipeline cache and
-// PGO routes.
+// DeviceIdentity names a device. Its Fingerprint (one device) keys autotune
+// records and PGO routes; its ModelFingerprint (every device of one model and
+// driver) keys the host's pipeline cache, so identical GPUs share compiled code.
 type DeviceIdentity struct {
 	Vendor, Device, DriverVersion, DeviceType string
+	// Instance tells this device from identical ones: a GPU's UUID
+	// ("GPU-a6b56e12-..."), stable when the driver enumerates devices in another
+	// order (CUDA_VISIBLE_DEVICES). Empty when the backend cannot tell.
+	Instance string
 }
 
-// Fingerprint is a stable hex digest of the four identity fields: the first 16
-// bytes of a SHA-256 over each field, length-prefixed, so ("ab", "c") and ("a",
-// "bc") differ.
+// Fingerprint is a stable hex digest of the identity, Instance included when
+// set: two identical GPUs have distinct fingerprints, and a GPU keeps its own
+// when the enumeration order changes. Without an Instance it equals
+// ModelFingerprint.
 func (d DeviceIdentity) Fingerprint() string {
+	if d.Instance == "" {
+		return d.ModelFingerprint()
+	}
+	return digestFields("kiln-device-instance-v1", d.Vendor, d.Device, d.DriverVersion, d.DeviceType, d.Instance)
+}
+
+// ModelFingerprint is a stable hex digest of the four model fields (not
+// Instance): the first 16 bytes of a SHA-256 over each field, length-prefixed,
+// so ("ab", "c") and ("a", "bc") differ.
+func (d DeviceIdentity) ModelFingerprint() string {
+	return digestFields("kiln-device-identity-v1", d.Vendor, d.Device, d.DriverVersion, d.DeviceType)
+}
+
+// digestFields is the first 16 bytes of a SHA-256 over domain and the
+// length-prefixed fields, in hex.
+func digestFields(domain string, fields ...string) string {
 	h := sha256.New()
-	h.Write([]byte("kiln-device-identity-v1"))
+	h.Write([]byte(domain))
 	var n [8]byte
-	for _, f := range []string{d.Vendor, d.Device, d.DriverVersion, d.DeviceType} {
+	for _, f := range fields {
 		binary.LittleEndian.PutUint64(n[:], uint64(len(f)))
 		h.Write(n[:])
 		h.Write([]byte(f))

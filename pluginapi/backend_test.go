@@ -96,3 +96,26 @@ func TestTimingQualityOrderAndNames(t *testing.T) {
 		t.Errorf("TimingQuality(-1).String() = %q", got)
 	}
 }
+
+// Identical GPUs have distinct device fingerprints (their Instance, a UUID,
+// differs) and one model fingerprint, which keys the shared pipeline cache.
+func TestInstanceSeparatesIdenticalDevices(t *testing.T) {
+	a := DeviceIdentity{Vendor: "NVIDIA", Device: "NVIDIA H200 (sm_90)", DriverVersion: "580", DeviceType: "discrete-gpu", Instance: "GPU-a6b56e12"}
+	b := a
+	b.Instance = "GPU-b7988894"
+	if a.Fingerprint() == b.Fingerprint() {
+		t.Fatal("two GPUs with different UUIDs share a device fingerprint")
+	}
+	if a.ModelFingerprint() != b.ModelFingerprint() {
+		t.Fatal("two GPUs of one model and driver have different model fingerprints")
+	}
+	model := a
+	model.Instance = ""
+	if model.Fingerprint() != a.ModelFingerprint() || a.Fingerprint() == a.ModelFingerprint() {
+		t.Fatal("without an Instance the device fingerprint must be the model fingerprint, with one it must differ")
+	}
+	again := DeviceIdentity{Vendor: "NVIDIA", Device: "NVIDIA H200 (sm_90)", DriverVersion: "580", DeviceType: "discrete-gpu", Instance: "GPU-a6b56e12"}
+	if again.Fingerprint() != a.Fingerprint() {
+		t.Fatal("the device fingerprint is not stable")
+	}
+}

@@ -44,6 +44,7 @@ func descriptionToProto(d *Description) (*kilnpb.DescribeResponse, error) {
 				Device:        a.Identity.Device,
 				DriverVersion: a.Identity.DriverVersion,
 				DeviceType:    a.Identity.DeviceType,
+				Instance:      a.Identity.Instance,
 			},
 		})
 	}
@@ -75,6 +76,7 @@ func descriptionFromProto(r *kilnpb.DescribeResponse) *Description {
 				Device:        id.GetDevice(),
 				DriverVersion: id.GetDriverVersion(),
 				DeviceType:    id.GetDeviceType(),
+				Instance:      id.GetInstance(),
 			},
 		})
 	}

@@ -118,7 +118,7 @@ func testDescription() *Description {
 					SupportsDeviceTimestamps: true, SupportsHardwareCounters: true, MemBWGBps: 123.5,
 					TimingQuality: DeviceTimestamps,
 				},
-				Identity: DeviceIdentity{Vendor: "v", Device: "d", DriverVersion: "9", DeviceType: "gpu"}},
+				Identity: DeviceIdentity{Vendor: "v", Device: "d", DriverVersion: "9", DeviceType: "gpu", Instance: "GPU-1"}},
 			{Index: 1, Name: "dev1", Reason: "driver missing. Fix: install it"},
 		},
 	}

@@ -27,6 +27,8 @@ type backendJSON struct {
 	MemBWGBps       float64 `json:"mem_bw_gbps"`
 	AcquisitionNs   int64   `json:"acquisition_ns"`
 	Preferred       bool    `json:"preferred"`
+	Fingerprint     string  `json:"fingerprint,omitempty"`
+	Instance        string  `json:"instance,omitempty"`
 }
 
 func toBackendJSON(r host.BackendStatus) backendJSON {
@@ -35,6 +37,7 @@ func toBackendJSON(r host.BackendStatus) backendJSON {
 		Status: r.Status, Reason: r.Reason, ReferenceOracle: r.ReferenceOracle, Dispatches: r.Dispatches,
 		Precedence: r.Precedence, CapabilityScore: r.CapabilityScore, TimingQuality: r.TimingQuality.String(),
 		MemBWGBps: r.MemBWGBps, AcquisitionNs: r.Acquisition.Nanoseconds(), Preferred: r.Preferred,
+		Fingerprint: r.Fingerprint, Instance: r.Instance,
 	}
 }
 
@@ -51,7 +54,10 @@ never preferred.
 
 --json prints an array of objects with the keys id, adapter, adapter_name,
 name, version, status, reason, reference_oracle, dispatches, precedence,
-capability_score, timing_quality, mem_bw_gbps, acquisition_ns and preferred.`,
+capability_score, timing_quality, mem_bw_gbps, acquisition_ns, preferred, and
+for a started plugin's adapters fingerprint (the device fingerprint autotune
+records and PGO routes are keyed by) and instance (a GPU's UUID, where the
+backend reports one). The DEVICE column shows the fingerprint's first 8 digits.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			h, err := a.open(cmd.Context())
@@ -82,10 +88,10 @@ func (a *app) printBackends(h *host.Host, rows []host.BackendStatus) error {
 		return nil
 	}
 	tw := tabwriter.NewWriter(a.out, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "BACKEND\tADAPTER\tSTATUS\tREFERENCE\tPRECEDENCE\tSCORE\tTIMING\tMEM BW\tACQUISITION\tPREFERRED")
+	fmt.Fprintln(tw, "BACKEND\tADAPTER\tDEVICE\tSTATUS\tREFERENCE\tPRECEDENCE\tSCORE\tTIMING\tMEM BW\tACQUISITION\tPREFERRED")
 	for _, r := range rows {
 		if !r.Started {
-			fmt.Fprintf(tw, "%s\t-\t%s\t-\t-\t-\t-\t-\t-\t\n", r.ID, r.Status)
+			fmt.Fprintf(tw, "%s\t-\t-\t%s\t-\t-\t-\t-\t-\t-\t\n", r.ID, r.Status)
 			continue
 		}
 		prec := "none"
@@ -101,8 +107,12 @@ func (a *app) printBackends(h *host.Host, rows []host.BackendStatus) error {
 			acq = r.Acquisition.Round(time.Microsecond).String()
 		}
 		adapter := fmt.Sprintf("%d %s", r.Adapter, r.AdapterName)
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%v\t%s\t%d\t%s\t%.1f GB/s\t%s\t%s\n",
-			r.ID, adapter, r.Status, r.ReferenceOracle, prec, r.CapabilityScore, r.TimingQuality, r.MemBWGBps, acq, preferred)
+		device := r.Fingerprint
+		if len(device) > 8 {
+			device = device[:8]
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%v\t%s\t%d\t%s\t%.1f GB/s\t%s\t%s\n",
+			r.ID, adapter, device, r.Status, r.ReferenceOracle, prec, r.CapabilityScore, r.TimingQuality, r.MemBWGBps, acq, preferred)
 	}
 	if err := tw.Flush(); err != nil {
 		return err

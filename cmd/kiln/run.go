@@ -28,8 +28,16 @@ type runJSON struct {
 	Selection     string    `json:"selection,omitempty"`
 	WorkgroupSize [3]uint32 `json:"workgroup_size"`
 	Tuned         bool      `json:"tuned"`
-	Outputs       []string  `json:"outputs,omitempty"`
-	Error         string    `json:"error,omitempty"`
+	// Failover lists the backends that failed before Backend ran the launch.
+	Failover []failoverJSON `json:"failover,omitempty"`
+	Outputs  []string       `json:"outputs,omitempty"`
+	Error    string         `json:"error,omitempty"`
+}
+
+// failoverJSON is one backend a run failed over from.
+type failoverJSON struct {
+	Backend string `json:"backend"`
+	Error   string `json:"error"`
 }
 
 func toRunJSON(o *runs.Outcome, err error) runJSON {
@@ -39,6 +47,9 @@ func toRunJSON(o *runs.Outcome, err error) runJSON {
 			Backend: o.Backend, Program: o.Program, Kernel: o.Kernel, Size: o.Size, Verified: o.Verified,
 			MaxULP: o.MaxULP, CompileNs: o.Compile.Nanoseconds(), DispatchNs: o.Dispatch.Nanoseconds(),
 			Cache: o.Cache, Selection: o.Selection, WorkgroupSize: o.WorkgroupSize, Tuned: o.Tuned,
+		}
+		for _, f := range o.Failover {
+			j.Failover = append(j.Failover, failoverJSON{Backend: f.Backend, Error: f.Err.Error()})
 		}
 	}
 	if err != nil {
@@ -54,7 +65,7 @@ func (a *app) runCommand() *cobra.Command {
 		sizes             []string
 		seed              uint64
 		verify, all, list bool
-		strict            bool
+		strict, fallback  bool
 	)
 	cmd := &cobra.Command{
 		Use:   "run [PROGRAM.json]",
@@ -79,7 +90,10 @@ be allocated (over the backend's storage binding limit, or the memory
 available) are refused before anything is allocated.
 
 Without --backend the preferred backend runs the program; the CPU reference
-(cpu-ref) is an oracle and only runs when named (--backend cpu-ref).
+(cpu-ref) is an oracle and only runs when named (--backend cpu-ref). When the
+backend crashes, hangs, loses its device or is unavailable, the run goes on on
+the next backend in selection order (never cpu-ref) and says which failed;
+--fallback does the same for a named --backend.
 --uniform NAME=VALUE sets a uniform of the program (IR v1.1), parsed by its
 type; every uniform needs one. --strict first runs the program on the CPU
 reference interpreter in strict mode, which fails the run with the workgroup,
@@ -111,6 +125,9 @@ it: "explicit", "pgo route: ...", "preferred: ..."), workgroup_size and tuned
 			}
 			if modes != 1 {
 				return errors.New("say what to run. Fix: pass a PROGRAM.json, --kernel NAME or --all (--list shows the kernels)")
+			}
+			if all && fallback {
+				return errors.New("--fallback applies to one run; --all runs every kernel on every backend by name. Fix: drop --fallback, or run one --kernel or program file")
 			}
 			if all {
 				size := 0
@@ -163,6 +180,7 @@ it: "explicit", "pgo route: ...", "preferred: ..."), workgroup_size and tuned
 				}
 			}
 			job.Strict = strict
+			job.Launch.Fallback = fallback
 			o, runErr := runs.Run(ctx, h, job, verify)
 			var verifyErr *runs.VerifyError
 			if runErr != nil && !errors.As(runErr, &verifyErr) {
@@ -191,6 +209,7 @@ it: "explicit", "pgo route: ...", "preferred: ..."), workgroup_size and tuned
 	f.StringArrayVar(&sizes, "size", nil, "problem size N for --kernel/--all; NAME=COUNT elements of a write buffer for a program file")
 	f.Uint64Var(&seed, "seed", 1, "random seed for corpus inputs")
 	f.StringVar(&file.Backend, "backend", "", "backend id or id:adapter (default: the preferred backend; cpu-ref only when named)")
+	f.BoolVar(&fallback, "fallback", false, "when the named --backend crashes, hangs, loses its device or is unavailable, run on the next backend in selection order (runs without --backend always do)")
 	f.BoolVar(&verify, "verify", false, "compare the outputs with the cpu-ref backend's")
 	f.StringArrayVar(&file.Inputs, "input", nil, "NAME=@FILE: raw little-endian bytes of buffer NAME (program files)")
 	f.StringArrayVar(&file.Zero, "zero", nil, "NAME[=COUNT]: run read buffer NAME on COUNT zero elements (its fixed count, or none) instead of an --input (program files)")
@@ -210,6 +229,9 @@ func (a *app) printRun(j runJSON, verify bool) {
 		what = fmt.Sprintf("%s (%s), size %d", j.Kernel, j.Program, j.Size)
 	}
 	fmt.Fprintf(a.out, "%s on %s (%s)\n", what, j.Backend, j.Selection)
+	for _, f := range j.Failover {
+		fmt.Fprintf(a.out, "  failed    on %s: %s\n", f.Backend, f.Error)
+	}
 	fmt.Fprintf(a.out, "  compile   %v (pipeline cache %s)\n  dispatch  %v\n", time.Duration(j.CompileNs), j.Cache, time.Duration(j.DispatchNs))
 	tuned := ""
 	if j.Tuned {

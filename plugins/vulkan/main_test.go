@@ -163,3 +163,89 @@ func TestPluginProcessWithoutLoader(t *testing.T) {
 		t.Errorf("Open through the wire = %v, want an UnavailableError", err)
 	}
 }
+
+// TestPluginProcessProtocol2 runs resident buffers through the plugin process
+// under the validation layer: protocol 2 with buffers, submits and health; a
+// mapped buffer (the data plane's shared memory, imported where the device maps
+// its memory) written and read in place by the host; 100 dependent dispatches in
+// one submit.
+func TestPluginProcessProtocol2(t *testing.T) {
+	b, logs := startPlugin(t, backend.ValidationEnv+"=1")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	d, err := b.Describe(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !d.Adapters[0].Available {
+		t.Skipf("no usable Vulkan device (%s)", d.Adapters[0].Reason)
+	}
+	conn := b.(pluginapi.Conn)
+	caps := conn.Capabilities()
+	if !caps.Resident() || !caps.Health {
+		t.Fatalf("capabilities %v: want buffers, submit and health on protocol 2", caps)
+	}
+	if err := conn.Health(ctx); err != nil {
+		t.Fatalf("Health = %v", err)
+	}
+	k, _ := kernels.Lookup("vector_add")
+	comp, err := b.Compile(ctx, &pluginapi.CompileRequest{Program: k.Program()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 4096
+	alloc := func(usage pluginapi.BufferUsage) uint64 {
+		a, err := conn.AllocBuffer(ctx, &pluginapi.AllocRequest{Size: 4 * n, Usage: usage})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return a.Buffer
+	}
+	x, y, out := alloc(pluginapi.UsageMap|pluginapi.UsageStorage), alloc(0), alloc(0)
+	one := make([]byte, 4*n)
+	for i := 0; i < len(one); i += 4 {
+		one[i+2], one[i+3] = 0x80, 0x3f // 1.0f
+	}
+	if m := conn.Mapping(x); m != nil {
+		copy(m, one)
+	} else if err := conn.WriteBuffer(ctx, x, 0, one); err != nil {
+		t.Fatal(err)
+	}
+	cmd := pluginapi.DispatchCommand{Pipeline: comp.Pipeline, Grid: [3]uint32{n / 256, 1, 1},
+		Bindings: []pluginapi.BufferRange{{Buffer: x, Size: 4 * n}, {Buffer: y, Size: 4 * n}, {Buffer: out, Size: 4 * n}}}
+	back := pluginapi.DispatchCommand{Pipeline: comp.Pipeline, Grid: cmd.Grid,
+		Bindings: []pluginapi.BufferRange{{Buffer: x, Size: 4 * n}, {Buffer: out, Size: 4 * n}, {Buffer: y, Size: 4 * n}}}
+	var cmds []pluginapi.SubmitCommand
+	for i := range 100 {
+		if i%2 == 0 {
+			cmds = append(cmds, cmd)
+		} else {
+			cmds = append(cmds, back)
+		}
+	}
+	if _, err := conn.Submit(ctx, &pluginapi.SubmitRequest{Commands: cmds}); err != nil {
+		t.Fatal(err)
+	}
+	got := make([]byte, 4*n)
+	if err := conn.ReadBuffer(ctx, out, 0, got); err != nil {
+		t.Fatal(err)
+	}
+	// y and out alternate as y+x: after 100 steps out holds 99·1.0 = 99.0f.
+	for i := 0; i < len(got); i += 4 {
+		if bits := uint32(got[i]) | uint32(got[i+1])<<8 | uint32(got[i+2])<<16 | uint32(got[i+3])<<24; bits != 0x42c60000 {
+			t.Fatalf("out[%d] = %#x, want 99.0 (0x42c60000)", i/4, bits)
+		}
+	}
+	t.Logf("%v; x mapped: %v", caps, conn.Mapping(x) != nil)
+	for _, h := range []uint64{x, y, out} {
+		if err := conn.FreeBuffer(ctx, h); err != nil {
+			t.Error(err)
+		}
+	}
+	if err := b.Close(ctx); err != nil {
+		t.Error(err)
+	}
+	if strings.Contains(logs.String(), "validation layer reported") {
+		t.Errorf("the plugin logged validation messages:\n%s", logs)
+	}
+}

@@ -109,6 +109,7 @@ func newAdapter(d *driver.Driver, ordinal int, driverText string) *adapter {
 		return a
 	}
 	a.info.Identity = identity(a.info.Name, a.lim, driverText)
+	a.info.Identity.Instance = a.uuid
 	if a.target, err = ptx.TargetFor(a.lim.ccMajor, a.lim.ccMinor); err != nil {
 		a.info.Reason = fmt.Sprintf("device %q: %v", a.info.Name, err)
 		return a
@@ -149,8 +150,10 @@ func profile(l limits) pluginapi.DeviceProfile {
 
 // identity names the device for the host's fingerprint: NVIDIA, the device's name
 // with its compute capability, the driver's version and the device type. The UUID
-// is left out on purpose: a cubin (and a PGO route) is valid on every device of the
-// same model, capability and driver, so identical GPUs share cache entries.
+// goes in Instance (set by the caller), which only the device fingerprint carries:
+// a cubin is valid on every device of the same model, capability and driver, so
+// identical GPUs share cache entries (the model fingerprint), while autotune
+// records and PGO routes follow each GPU by its UUID.
 func identity(name string, l limits, driverText string) pluginapi.DeviceIdentity {
 	kind := "discrete-gpu"
 	if l.integrated {

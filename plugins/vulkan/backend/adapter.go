@@ -204,8 +204,8 @@ var vendorNames = map[uint32]string{
 
 // identity names the device for the host's fingerprint: vendor, device name and id,
 // driver version (with the driver's own version text when Vulkan 1.2 reports it,
-// since some drivers, lavapipe among them, leave driverVersion meaningless) and
-// device type.
+// since some drivers, lavapipe among them, leave driverVersion meaningless),
+// device type, and the device's UUID as its Instance.
 func identity(p vk.Properties) pluginapi.DeviceIdentity {
 	vendor := fmt.Sprintf("0x%04x", p.VendorID)
 	if name, ok := vendorNames[p.VendorID]; ok {
@@ -220,7 +220,23 @@ func identity(p vk.Properties) pluginapi.DeviceIdentity {
 		Device:        fmt.Sprintf("%s (0x%04x)", p.Name, p.DeviceID),
 		DriverVersion: driver,
 		DeviceType:    p.Type.String(),
+		Instance:      instance(p),
 	}
+}
+
+// instance is the device's UUID as the identity's Instance: "GPU-" and the UUID
+// in its usual groups on NVIDIA (where it is the GPU's UUID, as CUDA and
+// nvidia-smi show it), the groups alone elsewhere, empty when the device has none.
+func instance(p vk.Properties) string {
+	u := p.DeviceUUID
+	if u == ([16]byte{}) {
+		return ""
+	}
+	s := fmt.Sprintf("%x-%x-%x-%x-%x", u[0:4], u[4:6], u[6:8], u[8:10], u[10:16])
+	if p.VendorID == 0x10de {
+		return "GPU-" + s
+	}
+	return s
 }
 
 // driverVersion decodes VkPhysicalDeviceProperties.driverVersion: NVIDIA packs

@@ -114,14 +114,15 @@ func TestProfileFromProperties(t *testing.T) {
 
 func TestIdentity(t *testing.T) {
 	id := identity(vk.Properties{VendorID: 0x10de, DeviceID: 0x2330, Name: "NVIDIA H100 80GB HBM3", Type: vk.DeviceTypeDiscreteGPU,
-		DriverVersion: 550<<22 | 54<<14 | 15<<6, Driver: &vk.Driver{Name: "NVIDIA", Info: "550.54.15"}})
+		DriverVersion: 550<<22 | 54<<14 | 15<<6, Driver: &vk.Driver{Name: "NVIDIA", Info: "550.54.15"},
+		DeviceUUID: [16]byte{0xa6, 0xb5, 0x6e, 0x12, 0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x08, 0x09, 0x0a, 0x0b, 0x0c}})
 	want := pluginapi.DeviceIdentity{Vendor: "NVIDIA (0x10de)", Device: "NVIDIA H100 80GB HBM3 (0x2330)",
-		DriverVersion: "550.54.15.0 (NVIDIA: 550.54.15)", DeviceType: "discrete-gpu"}
+		DriverVersion: "550.54.15.0 (NVIDIA: 550.54.15)", DeviceType: "discrete-gpu", Instance: "GPU-a6b56e12-0102-0304-0506-0708090a0b0c"}
 	if id != want {
 		t.Errorf("identity = %+v, want %+v", id, want)
 	}
 	other := identity(vk.Properties{VendorID: 0x1234, Name: "x", DriverVersion: uint32(vk.MakeVersion(1, 2, 3))})
-	if other.Vendor != "0x1234" || other.DriverVersion != "1.2.3" || other.DeviceType != "other" {
+	if other.Vendor != "0x1234" || other.DriverVersion != "1.2.3" || other.DeviceType != "other" || other.Instance != "" {
 		t.Errorf("unknown vendor identity = %+v", other)
 	}
 }

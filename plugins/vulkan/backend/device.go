@@ -59,8 +59,9 @@ type device struct {
 	loseNext atomic.Bool
 
 	// local, mapped and staging are the memory heaps: device-local memory,
-	// host-mapped device memory, and host-visible staging memory.
-	local, mapped, staging *heap
+	// host-mapped device memory, and host-visible staging memory; imported holds
+	// the blocks of host memory the device imported.
+	local, mapped, staging, imported *heap
 	// empty is a small span every empty binding is bound to.
 	empty span
 
@@ -104,6 +105,7 @@ func newDevice(a *adapter) (*device, error) {
 	d.local = newHeap(d, "device-local", devicePrefs, usage, blockBytes, false)
 	d.mapped = newHeap(d, "mapped device", directPrefs, usage, blockBytes, true)
 	d.staging = newHeap(d, "staging", stagingPrefs, vk.UsageTransferSrc|vk.UsageTransferDst, stagingBlockBytes, true)
+	d.imported = newHeap(d, "imported host", directPrefs, usage, 0, true)
 	if d.empty, err = d.heapFor().alloc(4); err != nil {
 		d.destroy()
 		return nil, err
@@ -121,6 +123,9 @@ func (d *device) heapFor() *heap {
 
 // acquire takes the device lock, or fails when ctx ends first.
 func (d *device) acquire(ctx context.Context) error {
+	if ctx.Err() != nil {
+		return fmt.Errorf("vulkan adapter %d: nothing submitted: %w", d.a.index, context.Cause(ctx))
+	}
 	select {
 	case d.lock <- struct{}{}:
 		return nil
@@ -216,6 +221,7 @@ func (d *device) destroy() {
 	d.local.destroyAll()
 	d.mapped.destroyAll()
 	d.staging.destroyAll()
+	d.imported.destroyAll()
 	d.vk.DestroyCommandPool(d.pool)
 	d.vk.Destroy()
 }

@@ -122,7 +122,7 @@ func (o *op) accesses() (reads, writes []region) {
 		if s.size == 0 {
 			continue
 		}
-		r := region{s.b, s.off, s.size}
+		r := region(s)
 		access := o.p.prog.Buffers[i].Access
 		if access.Readable() {
 			reads = append(reads, r)

@@ -1,9 +1,11 @@
 package backend
 
 import (
+	"errors"
 	"fmt"
 	"sort"
 	"sync"
+	"unsafe"
 
 	"github.com/kiln-dev/kiln/plugins/vulkan/vk"
 )
@@ -29,7 +31,8 @@ const (
 )
 
 // heap is the blocks of one memory kind: device-local, host-mapped device memory,
-// or host-visible staging.
+// host-visible staging, or imported host memory (one block per buffer, never
+// suballocated).
 type heap struct {
 	d     *device
 	name  string
@@ -264,3 +267,65 @@ func (s span) atomSize() uint64 {
 }
 
 func roundUp(n, align uint64) uint64 { return (n + align - 1) / align * align }
+
+// pageBytes is the granule of the host's mappings: memory past the end of a
+// mapped range, up to the next multiple of it, is still mapped.
+const pageBytes = 4096
+
+// importHost makes host memory a block of the imported heap
+// (VK_EXT_external_memory_host), which the host keeps mapping at mem: the
+// device reads and writes mem itself. It fails where the device cannot import
+// or mem is not aligned as the device needs.
+func (d *device) importHost(mem []byte) (*block, error) {
+	align := d.a.props.MinImportedHostPointerAlignment
+	if align == 0 || len(mem) == 0 {
+		return nil, errors.New("the device has no VK_EXT_external_memory_host")
+	}
+	ptr := unsafe.Pointer(unsafe.SliceData(mem))
+	size := roundUp(uint64(len(mem)), align)
+	if uintptr(ptr)%uintptr(align) != 0 || size > roundUp(uint64(len(mem)), pageBytes) {
+		return nil, fmt.Errorf("host memory at %p of %d bytes is not aligned to the device's %d bytes", ptr, len(mem), align)
+	}
+	h := d.imported
+	bits, err := d.vk.HostMemoryTypes(ptr)
+	if err != nil {
+		return nil, err
+	}
+	b := &block{h: h, size: size, mapped: mem}
+	if b.buf, err = d.vk.CreateHostBuffer(size, h.usage); err != nil {
+		return nil, err
+	}
+	req := d.vk.BufferRequirements(b.buf)
+	ty, flags, ok := d.memoryType(bits&req.TypeBits, h.prefs)
+	if !ok {
+		d.vk.DestroyBuffer(b.buf)
+		return nil, fmt.Errorf("no host-visible memory type among %#x can import host memory", bits&req.TypeBits)
+	}
+	if b.mem, err = d.vk.ImportHostMemory(ptr, size, ty); err != nil {
+		d.vk.DestroyBuffer(b.buf)
+		return nil, err
+	}
+	if err := d.vk.BindBufferMemory(b.buf, b.mem); err != nil {
+		b.destroy()
+		return nil, err
+	}
+	b.coherent = flags&vk.MemoryHostCoherent != 0
+	h.mu.Lock()
+	h.blocks = append(h.blocks, b)
+	h.mu.Unlock()
+	return b, nil
+}
+
+// release frees an imported block; nothing may use it any more.
+func (h *heap) release(b *block) {
+	h.mu.Lock()
+	for i, other := range h.blocks {
+		if other == b {
+			h.blocks = append(h.blocks[:i], h.blocks[i+1:]...)
+			break
+		}
+	}
+	h.mu.Unlock()
+	h.d.forgetBlock(b)
+	b.destroy()
+}

@@ -34,8 +34,12 @@ type resident struct {
 }
 
 // AllocBuffer takes req.Size bytes (rounded up to whole 4-byte words, at least
-// one) from the adapter's heap and zeroes them. The shared memory the SDK offers
-// is not used: the buffer is never Mapped.
+// one) from the adapter's heap and zeroes them. Where the device maps its memory
+// directly (integrated GPUs, CPU devices) and can import host memory
+// (VK_EXT_external_memory_host), the shared memory the SDK offers
+// (req.Shared) becomes the buffer itself, zeroed and reported Mapped: the host
+// then reads and writes it in place. On discrete GPUs it is not used (a shader
+// reading host memory over the bus would be slower than the copies).
 func (b *Backend) AllocBuffer(ctx context.Context, req *pluginapi.AllocRequest) (*pluginapi.AllocResult, error) {
 	b.life.RLock()
 	defer b.life.RUnlock()
@@ -54,6 +58,13 @@ func (b *Backend) AllocBuffer(ctx context.Context, req *pluginapi.AllocRequest) 
 	if err := d.checkLost(); err != nil {
 		return nil, err
 	}
+	if req.Shared != nil && d.direct.Load() && d.a.props.MinImportedHostPointerAlignment > 0 {
+		if r, err := b.importShared(d, req); err == nil {
+			return r, nil
+		} else if b.cfg.Logger != nil {
+			b.cfg.Logger.Debug("Vulkan cannot import the shared memory; the buffer is not mapped", "error", err)
+		}
+	}
 	n := max((req.Size+3)&^3, 4)
 	s, err := d.heapFor().alloc(n)
 	if err != nil {
@@ -62,17 +73,17 @@ func (b *Backend) AllocBuffer(ctx context.Context, req *pluginapi.AllocRequest) 
 	r := &resident{d: d, s: s, size: req.Size}
 	if s.isMapped() {
 		clear(s.bytes())
-		err = s.flush()
-		if err != nil {
-			err = d.fail("zeroing a new buffer", err)
+		if err := s.flush(); err != nil {
+			s.b.h.free(s)
+			return nil, d.fail("zeroing a new buffer", err)
 		}
 	} else {
 		j := &job{d: d, ops: []op{{kind: opFill, dst: s}}}
-		_, err = j.run(ctx, "zeroing a new buffer")
-	}
-	if err != nil {
-		s.b.h.free(s)
-		return nil, err
+		if _, err := j.run(ctx, "zeroing a new buffer"); err != nil {
+			// An abandoned fill still runs: the span is freed after it.
+			b.freeLater(d, s, j.seq)
+			return nil, err
+		}
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -83,6 +94,29 @@ func (b *Backend) AllocBuffer(ctx context.Context, req *pluginapi.AllocRequest) 
 	b.nextBuffer++
 	b.buffers[b.nextBuffer] = r
 	return &pluginapi.AllocResult{Buffer: b.nextBuffer}, nil
+}
+
+// importShared makes req.Shared a Mapped buffer.
+func (b *Backend) importShared(d *device, req *pluginapi.AllocRequest) (*pluginapi.AllocResult, error) {
+	blk, err := d.importHost(req.Shared)
+	if err != nil {
+		return nil, err
+	}
+	s := span{b: blk, size: req.Size}
+	clear(req.Shared)
+	if err := s.flush(); err != nil {
+		d.imported.release(blk)
+		return nil, d.fail("zeroing a new buffer", err)
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed {
+		d.imported.release(blk)
+		return nil, errClosed
+	}
+	b.nextBuffer++
+	b.buffers[b.nextBuffer] = &resident{d: d, s: s, size: req.Size}
+	return &pluginapi.AllocResult{Buffer: b.nextBuffer, Mapped: true}, nil
 }
 
 // buffer returns a live buffer.
@@ -108,10 +142,19 @@ func (b *Backend) FreeBuffer(ctx context.Context, handle uint64) error {
 	if !ok {
 		return pluginapi.Rejected("vulkan has no buffer %d (never allocated or already freed). Fix: free each buffer once", handle)
 	}
+	if r.s.b.h == r.d.imported {
+		// The caller may unmap the memory once this returns: wait for the jobs
+		// that use it whatever ctx says.
+		ctx = context.WithoutCancel(ctx)
+	}
 	if err := r.d.waitFor(ctx, r.last.Load()); err != nil && !r.d.lost.Load() {
 		return err
 	}
-	r.s.b.h.free(r.s)
+	if h := r.s.b.h; h == r.d.imported {
+		h.release(r.s.b)
+	} else {
+		h.free(r.s)
+	}
 	return nil
 }
 

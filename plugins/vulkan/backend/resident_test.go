@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/kiln-dev/kiln/ir"
 	"github.com/kiln-dev/kiln/pluginapi"
 	"github.com/kiln-dev/kiln/pluginapi/conformance"
@@ -315,6 +317,19 @@ func TestDeadlineInTheQueue(t *testing.T) {
 	if got := readT(t, b, x, 0, 1)[0]; got != 2 {
 		t.Errorf("x = %d after the queued increment ran", got)
 	}
+	cancelled, cancel4 := context.WithCancel(ctx)
+	cancel4()
+	d.lock <- struct{}{}
+	seq := d.seq
+	<-d.lock
+	if _, err := b.Submit(cancelled, &pluginapi.SubmitRequest{Commands: []pluginapi.SubmitCommand{incrCommand(p, x, 0, 1)}}); !errors.Is(err, context.Canceled) {
+		t.Errorf("submit with a cancelled context = %v", err)
+	}
+	d.lock <- struct{}{}
+	if d.seq != seq {
+		t.Errorf("a submit whose context had ended was submitted")
+	}
+	<-d.lock
 	if err := b.Release(ctx, c.Pipeline); err != nil {
 		t.Fatal(err)
 	}
@@ -398,4 +413,59 @@ func TestQuantize(t *testing.T) {
 			t.Errorf("quantize(%v) = %v, want %v", c.in, got, c.want)
 		}
 	}
+}
+
+// TestSharedMemoryBecomesTheBuffer offers host memory for a mapped buffer: where
+// the device maps its memory and imports host memory it is the buffer (Mapped;
+// the host's writes reach the device and the device's the host, with no call),
+// elsewhere the buffer is an ordinary one and the memory is left alone.
+func TestSharedMemoryBecomesTheBuffer(t *testing.T) {
+	b := newTestBackend(t)
+	bothMemoryPaths(t, b, func(t *testing.T) {
+		ctx := context.Background()
+		mem, err := unix.Mmap(-1, 0, 8192, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_ANON|unix.MAP_SHARED)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer unix.Munmap(mem)
+		const n = 1000
+		shared := mem[:4*n]
+		copy(shared, words(u32s(n, func(i int) uint32 { return 0xdead })))
+		a, err := b.AllocBuffer(ctx, &pluginapi.AllocRequest{Size: 4 * n, Usage: pluginapi.UsageMap | pluginapi.UsageStorage, Shared: shared})
+		if err != nil {
+			t.Fatal(err)
+		}
+		d := b.adapters[0].current()
+		want := d.direct.Load() && b.adapters[0].props.MinImportedHostPointerAlignment > 0
+		if a.Mapped != want {
+			t.Fatalf("Mapped = %v, want %v (direct %v)", a.Mapped, want, d.direct.Load())
+		}
+		p := compileT(t, b, incr())
+		if a.Mapped {
+			if got := wordsOf(shared); got[0] != 0 || got[n-1] != 0 {
+				t.Fatalf("a new mapped buffer holds %#x ... %#x, want zeros", got[0], got[n-1])
+			}
+			copy(shared, words(u32s(n, func(i int) uint32 { return uint32(i) })))
+		} else if err := b.WriteBuffer(ctx, a.Buffer, 0, words(u32s(n, func(i int) uint32 { return uint32(i) }))); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := b.Submit(ctx, &pluginapi.SubmitRequest{Commands: []pluginapi.SubmitCommand{incrCommand(p, a.Buffer, 0, n)}}); err != nil {
+			t.Fatal(err)
+		}
+		got := readT(t, b, a.Buffer, 0, n)
+		if a.Mapped {
+			got = wordsOf(shared)
+		}
+		for i, v := range got {
+			if v != uint32(i+1) {
+				t.Fatalf("element %d = %d, want %d", i, v, i+1)
+			}
+		}
+		if !a.Mapped && wordsOf(shared)[0] != 0xdead {
+			t.Errorf("an unmapped buffer wrote the offered memory")
+		}
+		if err := b.FreeBuffer(ctx, a.Buffer); err != nil {
+			t.Fatal(err)
+		}
+	})
 }

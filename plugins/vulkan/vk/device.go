@@ -433,6 +433,35 @@ func (d *Device) WaitFence(f Fence, timeout time.Duration) (bool, error) {
 	return r == C.VK_SUCCESS, check("vkWaitForFences", r)
 }
 
+// HostMemoryTypes returns the memory types that can import the host memory at
+// ptr (VK_EXT_external_memory_host must be enabled).
+func (d *Device) HostMemoryTypes(ptr unsafe.Pointer) (uint32, error) {
+	var bits C.uint32_t
+	err := check("vkGetMemoryHostPointerPropertiesEXT", C.kiln_host_pointer_types(d.d, ptr, &bits))
+	return uint32(bits), err
+}
+
+// CreateHostBuffer creates a buffer of size bytes that can be bound to imported
+// host memory.
+func (d *Device) CreateHostBuffer(size uint64, usage BufferUsage) (Buffer, error) {
+	var h C.uint64_t
+	err := check("vkCreateBuffer", C.kiln_create_host_buffer(d.d, C.uint64_t(size), C.uint32_t(usage), &h))
+	return Buffer(h), err
+}
+
+// ImportHostMemory makes size bytes of host memory at ptr device memory of type
+// typeIndex (one of HostMemoryTypes), counted as an allocation. ptr and size
+// must be multiples of Properties.MinImportedHostPointerAlignment, and the memory
+// must stay mapped until FreeMemory.
+func (d *Device) ImportHostMemory(ptr unsafe.Pointer, size uint64, typeIndex uint32) (Memory, error) {
+	var h C.uint64_t
+	err := check("vkAllocateMemory", C.kiln_import_host_memory(d.d, ptr, C.uint64_t(size), C.uint32_t(typeIndex), &h))
+	if err == nil {
+		d.allocations.Add(1)
+	}
+	return Memory(h), err
+}
+
 // FenceSignaled reports whether a fence has signaled, without waiting.
 func (d *Device) FenceSignaled(f Fence) (bool, error) {
 	r := C.kiln_fence_status(d.d, C.uint64_t(f))

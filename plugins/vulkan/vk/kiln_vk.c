@@ -244,6 +244,17 @@ void kiln_get_properties(kiln_instance *in, VkPhysicalDevice pd, uint32_t instan
 		*next = &sc;
 		next = &sc.pNext;
 	}
+	VkPhysicalDeviceExternalMemoryHostPropertiesEXT eh = {VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_EXTERNAL_MEMORY_HOST_PROPERTIES_EXT};
+	if (chain.external_host) {
+		*next = &eh;
+		next = &eh.pNext;
+	}
+	int with_id = kiln_min_version(in, pd, instance_api) >= VK_API_VERSION_1_1;
+	VkPhysicalDeviceIDProperties id = {VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_ID_PROPERTIES};
+	if (with_id) {
+		*next = &id;
+		next = &id.pNext;
+	}
 	in->vkGetPhysicalDeviceProperties2(pd, &props);
 	memset(out, 0, sizeof *out);
 	out->props = props.properties;
@@ -263,6 +274,16 @@ void kiln_get_properties(kiln_instance *in, VkPhysicalDevice pd, uint32_t instan
 		out->has_size_control = 1;
 		out->size_control = sc;
 		out->size_control.pNext = NULL;
+	}
+	if (with_id) {
+		out->has_id = 1;
+		out->id = id;
+		out->id.pNext = NULL;
+	}
+	if (chain.external_host) {
+		out->has_external_host = 1;
+		out->external_host = eh;
+		out->external_host.pNext = NULL;
 	}
 }
 
@@ -351,6 +372,8 @@ VkResult kiln_create_device(kiln_instance *in, VkPhysicalDevice pd, uint32_t que
 	if (opts.device_address) {
 		d->vkGetBufferDeviceAddress = (PFN_vkGetBufferDeviceAddress)gdpa(d->device, "vkGetBufferDeviceAddress");
 	}
+	d->vkGetMemoryHostPointerPropertiesEXT =
+		(PFN_vkGetMemoryHostPointerPropertiesEXT)gdpa(d->device, "vkGetMemoryHostPointerPropertiesEXT");
 	d->vkGetDeviceQueue(d->device, queue_family, 0, &d->queue);
 	*out = d;
 	return VK_SUCCESS;
@@ -411,6 +434,44 @@ VkResult kiln_reset_fence(kiln_device *d, uint64_t f) {
 
 VkResult kiln_fence_status(kiln_device *d, uint64_t f) {
 	return d->vkGetFenceStatus(d->device, KILN_HANDLE(VkFence, f));
+}
+
+VkResult kiln_host_pointer_types(kiln_device *d, void *ptr, uint32_t *type_bits) {
+	if (d->vkGetMemoryHostPointerPropertiesEXT == NULL) {
+		return VK_ERROR_EXTENSION_NOT_PRESENT;
+	}
+	VkMemoryHostPointerPropertiesEXT props = {VK_STRUCTURE_TYPE_MEMORY_HOST_POINTER_PROPERTIES_EXT};
+	VkResult r = d->vkGetMemoryHostPointerPropertiesEXT(d->device, VK_EXTERNAL_MEMORY_HANDLE_TYPE_HOST_ALLOCATION_BIT_EXT, ptr, &props);
+	*type_bits = props.memoryTypeBits;
+	return r;
+}
+
+VkResult kiln_create_host_buffer(kiln_device *d, uint64_t size, uint32_t usage, uint64_t *out) {
+	VkExternalMemoryBufferCreateInfo ext = {VK_STRUCTURE_TYPE_EXTERNAL_MEMORY_BUFFER_CREATE_INFO};
+	ext.handleTypes = VK_EXTERNAL_MEMORY_HANDLE_TYPE_HOST_ALLOCATION_BIT_EXT;
+	VkBufferCreateInfo ci = {VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO};
+	ci.pNext = &ext;
+	ci.size = size;
+	ci.usage = usage;
+	ci.sharingMode = VK_SHARING_MODE_EXCLUSIVE;
+	VkBuffer b = VK_NULL_HANDLE;
+	VkResult r = d->vkCreateBuffer(d->device, &ci, NULL, &b);
+	*out = KILN_U64(b);
+	return r;
+}
+
+VkResult kiln_import_host_memory(kiln_device *d, void *ptr, uint64_t size, uint32_t type_index, uint64_t *out) {
+	VkImportMemoryHostPointerInfoEXT imp = {VK_STRUCTURE_TYPE_IMPORT_MEMORY_HOST_POINTER_INFO_EXT};
+	imp.handleType = VK_EXTERNAL_MEMORY_HANDLE_TYPE_HOST_ALLOCATION_BIT_EXT;
+	imp.pHostPointer = ptr;
+	VkMemoryAllocateInfo ai = {VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO};
+	ai.pNext = &imp;
+	ai.allocationSize = size;
+	ai.memoryTypeIndex = type_index;
+	VkDeviceMemory m = VK_NULL_HANDLE;
+	VkResult r = d->vkAllocateMemory(d->device, &ai, NULL, &m);
+	*out = KILN_U64(m);
+	return r;
 }
 
 VkResult kiln_bind_buffer_memory(kiln_device *d, uint64_t b, uint64_t m) {

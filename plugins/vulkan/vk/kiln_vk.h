@@ -124,6 +124,8 @@ typedef struct kiln_device {
 	KILN_DEVICE_FNS(KILN_DECLARE_FN)
 	/* NULL unless the device was created with device_address (see address.go). */
 	PFN_vkGetBufferDeviceAddress vkGetBufferDeviceAddress;
+	/* NULL unless VK_EXT_external_memory_host is enabled. */
+	PFN_vkGetMemoryHostPointerPropertiesEXT vkGetMemoryHostPointerPropertiesEXT;
 } kiln_device;
 
 /* The properties package vk reads from a physical device, copied out of the
@@ -137,6 +139,10 @@ typedef struct kiln_props {
 	VkPhysicalDeviceFloatControlsProperties float_controls;
 	int has_size_control;
 	VkPhysicalDeviceSubgroupSizeControlProperties size_control;
+	int has_external_host;
+	VkPhysicalDeviceExternalMemoryHostPropertiesEXT external_host;
+	int has_id;
+	VkPhysicalDeviceIDProperties id;
 } kiln_props;
 
 /* Which optional property and feature structs to chain, and which device
@@ -145,6 +151,7 @@ typedef struct kiln_props {
 typedef struct kiln_chain {
 	int float_controls;
 	int size_control;
+	int external_host;
 } kiln_chain;
 
 typedef struct kiln_device_options {
@@ -231,5 +238,8 @@ VkResult kiln_wait_fence(kiln_device *d, uint64_t f, uint64_t timeout_ns);
 VkResult kiln_queue_submit(kiln_device *d, VkCommandBuffer cb, uint64_t fence);
 VkResult kiln_reset_fence(kiln_device *d, uint64_t f);
 VkResult kiln_fence_status(kiln_device *d, uint64_t f);
+VkResult kiln_host_pointer_types(kiln_device *d, void *ptr, uint32_t *type_bits);
+VkResult kiln_create_host_buffer(kiln_device *d, uint64_t size, uint32_t usage, uint64_t *out);
+VkResult kiln_import_host_memory(kiln_device *d, void *ptr, uint64_t size, uint32_t type_index, uint64_t *out);
 
 #endif

@@ -102,6 +102,13 @@ type Properties struct {
 	// SubgroupSizeControl is nil when the device has neither Vulkan 1.3 (with an
 	// instance of 1.3) nor VK_EXT_subgroup_size_control.
 	SubgroupSizeControl *SubgroupSizeControl
+	// DeviceUUID is VkPhysicalDeviceIDProperties.deviceUUID (Vulkan 1.1): the
+	// same for a device whatever order the driver lists it in; zero when the
+	// device is older.
+	DeviceUUID [16]byte
+	// MinImportedHostPointerAlignment is what the address and size of imported
+	// host memory must be multiples of; 0 without VK_EXT_external_memory_host.
+	MinImportedHostPointerAlignment uint64
 }
 
 // FloatControls is the part of VkPhysicalDeviceFloatControlsProperties kiln uses.
@@ -125,6 +132,9 @@ type SubgroupSizeControl struct {
 const (
 	ExtFloatControls       = "VK_KHR_shader_float_controls"
 	ExtSubgroupSizeControl = "VK_EXT_subgroup_size_control"
+	// ExtExternalMemoryHost lets a device use host memory kiln already has
+	// (Device.ImportHostMemory).
+	ExtExternalMemoryHost = "VK_EXT_external_memory_host"
 )
 
 // Features are the device features kiln reports or uses.
@@ -231,6 +241,14 @@ func (p PhysicalDevice) Properties() Properties {
 		out.FloatControls = &FloatControls{SignedZeroInfNanPreserveFloat32: kp.float_controls.shaderSignedZeroInfNanPreserveFloat32 != 0,
 			DenormPreserveFloat32: kp.float_controls.shaderDenormPreserveFloat32 != 0}
 	}
+	if kp.has_id != 0 {
+		for i := range out.DeviceUUID {
+			out.DeviceUUID[i] = byte(kp.id.deviceUUID[i])
+		}
+	}
+	if kp.has_external_host != 0 {
+		out.MinImportedHostPointerAlignment = uint64(kp.external_host.minImportedHostPointerAlignment)
+	}
 	if kp.has_size_control != 0 {
 		sc := kp.size_control
 		out.SubgroupSizeControl = &SubgroupSizeControl{MinSubgroupSize: uint32(sc.minSubgroupSize),
@@ -249,8 +267,14 @@ func (p PhysicalDevice) version() Version {
 
 // Needs reports which of the optional properties p has and which extensions
 // must be enabled for them: float controls are core in Vulkan 1.2, subgroup size
-// control in 1.3; below that the device extension provides them.
+// control in 1.3; below that the device extension provides them. Host memory
+// import (VK_EXT_external_memory_host) is enabled wherever the device has it.
 func (p PhysicalDevice) Needs() (floatControls, sizeControl bool, extensions []string) {
+	floatControls, sizeControl, extensions, _ = p.needs()
+	return floatControls, sizeControl, extensions
+}
+
+func (p PhysicalDevice) needs() (floatControls, sizeControl bool, extensions []string, externalHost bool) {
 	v := p.version()
 	exts, _ := p.Extensions()
 	has := func(name string) bool {
@@ -269,12 +293,18 @@ func (p PhysicalDevice) Needs() (floatControls, sizeControl bool, extensions []s
 	if v < Version13 && sizeControl {
 		extensions = append(extensions, ExtSubgroupSizeControl)
 	}
-	return floatControls, sizeControl, extensions
+	if externalHost = has(ExtExternalMemoryHost); externalHost {
+		extensions = append(extensions, ExtExternalMemoryHost)
+	}
+	return floatControls, sizeControl, extensions, externalHost
 }
 
 func (p PhysicalDevice) chain() C.kiln_chain {
-	fc, sc, _ := p.Needs()
+	fc, sc, _, eh := p.needs()
 	var c C.kiln_chain
+	if eh {
+		c.external_host = 1
+	}
 	if fc {
 		c.float_controls = 1
 	}

@@ -7,6 +7,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
 )
 
 // openDevice loads the loader (KILN_VULKAN_LOADER overrides libvulkan.so.1), creates
@@ -335,4 +338,81 @@ func TestOptionalProperties(t *testing.T) {
 		}
 	}
 	t.Logf("float controls %+v, subgroup size %d, size control %+v, features %+v", p.FloatControls, p.Subgroup.Size, p.SubgroupSizeControl, pd.Features())
+}
+
+// TestImportHostMemory imports a page-aligned mapping as device memory, fills it
+// from the device and reads the words in place, where the device has
+// VK_EXT_external_memory_host.
+func TestImportHostMemory(t *testing.T) {
+	_, pd, dev, family := openDevice(t)
+	align := pd.Properties().MinImportedHostPointerAlignment
+	if align == 0 {
+		t.Skip("no VK_EXT_external_memory_host")
+	}
+	size := max(align, 4096)
+	mem, err := unix.Mmap(-1, 0, int(size), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_ANON|unix.MAP_PRIVATE)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Munmap(mem)
+	bits, err := dev.HostMemoryTypes(unsafe.Pointer(&mem[0]))
+	if err != nil || bits == 0 {
+		t.Fatalf("HostMemoryTypes = %#x, %v", bits, err)
+	}
+	buf, err := dev.CreateHostBuffer(size, UsageStorage|UsageTransferDst)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dev.DestroyBuffer(buf)
+	req := dev.BufferRequirements(buf)
+	before := dev.Allocations()
+	m, err := dev.ImportHostMemory(unsafe.Pointer(&mem[0]), size, hostVisibleType(t, pd, bits&req.TypeBits))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dev.FreeMemory(m)
+	if dev.Allocations() != before+1 {
+		t.Errorf("an import is not counted as an allocation")
+	}
+	if err := dev.BindBufferMemory(buf, m); err != nil {
+		t.Fatal(err)
+	}
+	pool, err := dev.CreateCommandPool(family)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dev.DestroyCommandPool(pool)
+	cb, err := dev.AllocateCommandBuffer(pool)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fence, err := dev.CreateFence()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dev.DestroyFence(fence)
+	if err := cb.Begin(); err != nil {
+		t.Fatal(err)
+	}
+	cb.FillBuffer(buf, 8, 16, 0xcafe)
+	cb.MemoryBarrier(StageTransfer, StageHost, AccessTransferWrite, AccessHostRead)
+	if err := cb.End(); err != nil {
+		t.Fatal(err)
+	}
+	if err := dev.Submit(cb, fence); err != nil {
+		t.Fatal(err)
+	}
+	if done, err := dev.WaitFence(fence, time.Minute); !done || err != nil {
+		t.Fatalf("WaitFence = %v, %v", done, err)
+	}
+	for i := 0; i < 32; i += 4 {
+		want := uint32(0)
+		if i >= 8 && i < 24 {
+			want = 0xcafe
+		}
+		if got := binary.LittleEndian.Uint32(mem[i:]); got != want {
+			t.Errorf("word at byte %d = %#x, want %#x", i, got, want)
+		}
+	}
+	dev.FreeCommandBuffer(pool, cb)
 }

@@ -66,6 +66,8 @@ type Outcome struct {
 	// WorkgroupSize is the size it ran with; Tuned: an autotune record chose it.
 	WorkgroupSize [3]uint32
 	Tuned         bool
+	// Failover lists the backends that failed the launch before Backend ran it.
+	Failover []host.Attempt
 	// Verified is set when verification ran and passed; MaxULP is the largest
 	// float difference met, in units in the last place.
 	Verified bool
@@ -100,6 +102,7 @@ func Run(ctx context.Context, h *host.Host, j Job, verify bool) (*Outcome, error
 		Backend: res.Backend, Program: j.Program.Name, Outputs: res.Outputs,
 		Compile: res.Compile, Dispatch: res.Dispatch,
 		Cache: res.Cache, Selection: res.Selection, WorkgroupSize: res.WorkgroupSize, Tuned: res.Tuned,
+		Failover: res.Failover,
 	}
 	if j.Kernel != nil {
 		o.Kernel, o.Size = j.Kernel.Name, j.Case.Size
