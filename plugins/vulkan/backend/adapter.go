@@ -77,6 +77,7 @@ func newAdapter(index int, pd vk.PhysicalDevice) *adapter {
 	a.target = target(props)
 	a.info.Name += floatNote(a.target)
 	a.info.Profile = profile(props, a.features, exts, a.timestamps)
+	a.info.Profile.MaxStorageBufferBindingSize = a.bindingLimit()
 	a.info.Available = true
 	return a
 }

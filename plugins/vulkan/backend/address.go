@@ -69,6 +69,13 @@ func (d *device) blockAddress(usage vk.BufferUsage, buf vk.Buffer) (uint64, erro
 	return addr, nil
 }
 
+// reachable reports whether a dispatch can bind s in place: within
+// maxStorageBufferRange, or in a block with a device address (imported host
+// memory has none, so a large binding there runs on a scratch copy).
+func (d *device) reachable(s span) bool {
+	return s.size <= uint64(d.a.props.Limits.MaxStorageBufferRange) || s.b.addr != 0
+}
+
 // forCounts returns the pipeline a dispatch with these element counts runs: p
 // itself, or, when a binding has more bytes than maxStorageBufferRange, p's
 // variant that reaches those bindings through device addresses.

@@ -8,6 +8,7 @@ import (
 
 	"github.com/kiln-dev/kiln/ir"
 	"github.com/kiln-dev/kiln/pluginapi"
+	"golang.org/x/sys/unix"
 )
 
 // vectorAdd is c[i] = a[i] + b[i] over u32, one element per invocation, plus
@@ -33,7 +34,8 @@ func vectorAdd(n uint32) *ir.Program {
 const largeN = 64<<20 + 3
 
 // TestBindingsBeyondMaxStorageBufferRange adds two vectors of 256 MiB + 12 bytes
-// (through protocol 1's Dispatch and over resident buffers) on a device with
+// (through protocol 1's Dispatch, over resident buffers, and with the first in
+// imported host memory) on a device with
 // buffer device addresses, which reaches them through addresses, and checks
 // every element, len and the out-of-bounds rules. A small dispatch of the same
 // pipeline still runs on descriptors.
@@ -72,14 +74,21 @@ func TestBindingsBeyondMaxStorageBufferRange(t *testing.T) {
 		}
 		check(t, res.Outputs[0])
 	})
-	t.Run("resident", func(t *testing.T) {
+	resident := func(t *testing.T, shared []byte) {
 		ctx := context.Background()
 		pl := compileT(t, b, p)
 		var bufs [3]uint64
 		for k, data := range [][]byte{x, y, make([]byte, 4*largeN)} {
-			r, err := b.AllocBuffer(ctx, &pluginapi.AllocRequest{Size: uint64(len(data))})
+			req := &pluginapi.AllocRequest{Size: uint64(len(data))}
+			if k == 0 && shared != nil {
+				req.Usage, req.Shared = pluginapi.UsageMap|pluginapi.UsageStorage, shared[:len(data)]
+			}
+			r, err := b.AllocBuffer(ctx, req)
 			if err != nil {
 				t.Fatal(err)
+			}
+			if k == 0 && shared != nil && !r.Mapped {
+				t.Skip("the device does not import host memory")
 			}
 			if err := b.WriteBuffer(ctx, r.Buffer, 0, data); err != nil {
 				t.Fatal(err)
@@ -117,6 +126,17 @@ func TestBindingsBeyondMaxStorageBufferRange(t *testing.T) {
 				t.Error(err)
 			}
 		}
+	}
+	t.Run("resident", func(t *testing.T) { resident(t, nil) })
+	// Imported host memory has no device address: the large binding runs on a
+	// scratch copy.
+	t.Run("imported", func(t *testing.T) {
+		mem, err := unix.Mmap(-1, 0, 4*largeN+8192, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_ANON|unix.MAP_SHARED)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer unix.Munmap(mem)
+		resident(t, mem)
 	})
 }
 

@@ -67,7 +67,7 @@ func TestDescribeReportsTheDevice(t *testing.T) {
 		t.Errorf("adapter %+v does not describe %q", a, p.Name)
 	}
 	prof := a.Profile
-	if prof.MaxStorageBufferBindingSize != uint64(p.Limits.MaxStorageBufferRange) || prof.MaxInvocationsPerWorkgroup != p.Limits.MaxComputeWorkGroupInvocations || prof.SubgroupSize != p.Subgroup.Size {
+	if prof.MaxStorageBufferBindingSize != b.adapters[0].bindingLimit() || prof.MaxInvocationsPerWorkgroup != p.Limits.MaxComputeWorkGroupInvocations || prof.SubgroupSize != p.Subgroup.Size {
 		t.Errorf("profile %+v does not follow the limits %+v", prof, p.Limits)
 	}
 	if !prof.HasSharedMemory {

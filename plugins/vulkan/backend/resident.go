@@ -365,8 +365,9 @@ func (b *Backend) rangeOf(j *job, r pluginapi.BufferRange) (span, error) {
 // prepareDispatch checks a dispatch against its program (one range per buffer, a
 // fixed count's size, the uniform block, the grid, the device's binding limits)
 // and adds its ops. A binding whose offset the device cannot bind
-// (minStorageBufferOffsetAlignment) runs on an aligned scratch copy of its range,
-// copied in before and, for an output, back after.
+// (minStorageBufferOffsetAlignment), or that exceeds maxStorageBufferRange in a
+// block without a device address (address.go), runs on an aligned scratch copy
+// of its range, copied in before and, for an output, back after.
 func (b *Backend) prepareDispatch(j *job, p *pipeline, c pluginapi.DispatchCommand) error {
 	prog := p.prog
 	if len(c.Bindings) != len(prog.Buffers) {
@@ -400,7 +401,7 @@ func (b *Backend) prepareDispatch(j *job, p *pipeline, c pluginapi.DispatchComma
 			return err
 		}
 		o.counts[i] = uint32(r.Size / 4)
-		if s.size > 0 && s.off%align != 0 {
+		if s.size > 0 && (s.off%align != 0 || !d.reachable(s)) {
 			scratch, err := d.heapFor().alloc(s.size)
 			if err != nil {
 				return d.fail("allocating an aligned copy of a binding", err)
