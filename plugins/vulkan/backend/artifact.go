@@ -18,10 +18,10 @@ const ArtifactSPIRV = "spirv"
 
 // Artifact returns the SPIR-V module (kind "spirv") that Compile builds the
 // program's pipeline from on the adapter. Its Info holds "entry_point",
-// "push_constant_bytes", "workgroup_size" (the effective size),
-// "workgroup_size_spec_ids" ("X,Y,Z") and "param_spec_ids" ("NAME=ID,..." in
-// id order). The module is the same for every Spec and WorkgroupSize: both are
-// specialization constants set when the pipeline is built.
+// "push_constant_bytes", "workgroup_size" (the effective size, the module's
+// LocalSize) and "param_spec_ids" ("NAME=ID,..." in id order). The module is the
+// same for every Spec (parameters are specialization constants set when the
+// pipeline is built) but not for every WorkgroupSize.
 func (b *Backend) Artifact(ctx context.Context, req *pluginapi.ArtifactRequest) (*pluginapi.Artifact, error) {
 	b.life.RLock()
 	defer b.life.RUnlock()
