@@ -1,0 +1,83 @@
+#!/bin/bash
+# The multi-GPU experiment (issue: multi-GPU run) on a machine with 2+ NVIDIA
+# GPUs: every GPU an adapter of cuda and vulkan with distinct fingerprints, the
+# corpus and the conformance kit on every adapter, `kiln run --backend cuda:1`
+# checked by the UUID of the GPU its memory lands on, concurrent vector adds on
+# all GPUs from one application (examples/multigpu) against each GPU alone, a
+# SIGKILLed plugin losing only its own adapters' work, and a tuning record
+# following its GPU when CUDA_VISIBLE_DEVICES reorders them.
+#
+# Prepare on the build machine, from the repository root:
+#   D=.devbin/multi; rm -rf $D; mkdir -p $D/bin/plugins; L='-ldflags=-s -w'
+#   go build "$L" -o $D/bin/kiln ./cmd/kiln
+#   go build "$L" -o $D/bin/multigpu ./examples/multigpu
+#   for p in cuda cpuref vulkan; do go build "$L" -o $D/bin/plugins/kiln-backend-$p ./plugins/$p; done
+#   go test -c "$L" -o $D/bin/cuda-backend.test ./plugins/cuda/backend
+#   go test -c "$L" -o $D/bin/vk-backend.test ./plugins/vulkan/backend
+#   tar czf $D/bin.tgz -C $D bin && rm -r $D/bin && cp scripts/gpu-multi-run.sh $D/
+# plus the Vulkan loader .debs in .gl/. On the GPU machine, with OUT set:
+#   bash .devbin/multi/gpu-multi-run.sh
+set -u
+D=.devbin/multi
+W=/tmp/kiln-multi
+rm -rf $W && mkdir -p $W && tar xzf $D/bin.tgz -C $W
+B=$W/bin
+export XDG_CACHE_HOME=$W/xc XDG_CONFIG_HOME=$W/xcfg XDG_DATA_HOME=$W/xd
+S=$OUT/multi-summary.txt
+say() { echo "$@" | tee -a $S; }
+if ls .gl/*.deb >/dev/null 2>&1; then
+  for f in .gl/*.deb; do dpkg -x $f / ; done; ldconfig
+  echo '{"file_format_version":"1.0.1","ICD":{"library_path":"libEGL_nvidia.so.0","api_version":"1.3.0"}}' > $W/icd.json
+  export VK_ICD_FILENAMES=$W/icd.json VK_DRIVER_FILES=$W/icd.json KILN_VK_VALIDATION=0
+fi
+K="$B/kiln --plugins $B/plugins"
+say "== machine"; nvidia-smi -L | tee -a $S
+nvidia-smi --query-gpu=index,name,uuid,clocks.sm,clocks.max.sm --format=csv | tee -a $S
+say "== kiln backends"; timeout 120 $K backends 2>&1 | tee -a $S
+timeout 120 $K backends --json > $OUT/backends.json 2>&1
+python3 - $OUT/backends.json <<'PY' | tee -a $S
+import json,sys
+rows=[r for r in json.load(open(sys.argv[1])) if r.get("fingerprint")]
+for r in rows: print(f'{r["name"]:10} instance={r.get("instance","")} fingerprint={r["fingerprint"]} preferred={r["preferred"]}')
+for b in ("cuda","vulkan"):
+    fp=[r["fingerprint"] for r in rows if r["id"]==b]
+    print(f'{b}: {len(fp)} adapters, distinct fingerprints: {len(set(fp))==len(fp)}')
+PY
+for a in cuda:0 cuda:1 vulkan:0 vulkan:1; do
+  say "== kiln run --all --backend $a"
+  timeout 200 $K run --all --backend $a 2>&1 | tee -a $OUT/run-all.txt | tail -13 | tee -a $S
+done
+say "== kiln run --backend cuda:1: the GPU its memory lands on"
+UUID1=$(python3 -c "import json;print([r['instance'] for r in json.load(open('$OUT/backends.json')) if r.get('name')=='cuda:1'][0])")
+say "cuda:1 reports instance $UUID1"
+( for i in 1 2 3 4 5 6; do timeout 60 $K run --kernel vector_add --size 400000000 --backend cuda:1 >/dev/null 2>&1; done ) &
+RUNNER=$!
+for i in $(seq 1 40); do nvidia-smi --query-compute-apps=pid,gpu_uuid,used_memory --format=csv,noheader >> $OUT/apps.txt 2>&1; sleep 0.5; done
+wait $RUNNER
+say "GPUs holding > 1 GiB for kiln during the runs:"; awk -F', ' '{split($3,m," "); if (m[1]+0 > 1024) print $2}' $OUT/apps.txt | sort | uniq -c | tee -a $S
+say "== conformance kit on every adapter (cuda)"
+KILN_REQUIRE_CUDA=1 timeout 400 $B/cuda-backend.test -test.run '^(TestConformance|TestConformanceOnEveryAdapter)$' -test.count=1 -test.v > $OUT/cuda-kit.txt 2>&1; say "rc=$? passed $(grep -c -- '--- PASS' $OUT/cuda-kit.txt) failed $(grep -c -- '--- FAIL' $OUT/cuda-kit.txt)"
+grep -E '^(--- |ok|FAIL)|^    --- (FAIL|PASS): TestConformanceOnEveryAdapter' $OUT/cuda-kit.txt | head | tee -a $S
+say "== conformance kit on every adapter (vulkan)"
+KILN_REQUIRE_VULKAN=1 timeout 400 $B/vk-backend.test -test.run '^(TestConformance|TestConformanceOnEveryAdapter)$' -test.count=1 -test.v > $OUT/vk-kit.txt 2>&1; say "rc=$? passed $(grep -c -- '--- PASS' $OUT/vk-kit.txt) failed $(grep -c -- '--- FAIL' $OUT/vk-kit.txt)"
+grep -E '^(--- |ok|FAIL)' $OUT/vk-kit.txt | head | tee -a $S
+say "== all GPUs at once (clocks sampled into multi-clocks.txt)"
+nvidia-smi --query-gpu=index,clocks.sm,clocks.mem --format=csv,noheader -lms 500 > $OUT/multi-clocks.txt 2>&1 &
+SMI=$!
+for be in cuda vulkan; do
+  say "-- $be"; timeout 200 $B/multigpu -plugins $B/plugins -backend $be -mib 1024 -reps 40 2>&1 | tee -a $S
+done
+kill $SMI
+say "SM clocks during the runs (MHz: samples):"; awk -F', ' '{print "gpu" $1 " " $2}' $OUT/multi-clocks.txt | sort | uniq -c | sort -rn | head -6 | tee -a $S
+say "== SIGKILL of the cuda plugin while cuda and vulkan run"
+timeout 120 $B/multigpu -plugins $B/plugins -backend cuda,vulkan -kill cuda -mib 64 -window 4s 2>&1 | tee -a $S
+say "== a tuning record follows its GPU under CUDA_VISIBLE_DEVICES=1,0"
+if timeout 200 $K tune --kernel vector_add --backend cuda:1 --budget 20s > $OUT/tune.txt 2>&1; then
+  tail -5 $OUT/tune.txt | tee -a $S
+  for a in cuda:0 cuda:1; do
+    say "CUDA_VISIBLE_DEVICES=1,0 $a: $(CUDA_VISIBLE_DEVICES=1,0 timeout 60 $K --json run --kernel vector_add --size 1000000 --backend $a 2>&1 | python3 -c 'import json,sys; j=json.load(sys.stdin); print("tuned", j["tuned"], "workgroup", j["workgroup_size"])')"
+  done
+  say "CUDA_VISIBLE_DEVICES=1,0 backends: $(CUDA_VISIBLE_DEVICES=1,0 timeout 60 $K backends --json | python3 -c 'import json,sys; print([(r["name"], r.get("instance")) for r in json.load(sys.stdin) if r["id"]=="cuda"])')"
+else
+  say "kiln tune failed or is missing:"; tail -3 $OUT/tune.txt | tee -a $S
+fi
