@@ -112,10 +112,10 @@ func (a *adapter) targetFor(wg [3]uint32) spirv.Target {
 func floatNote(t spirv.Target) string {
 	var missing []string
 	if !t.SignedZeroInfNanPreserve {
-		missing = append(missing, "no SignedZeroInfNanPreserve: bit-level NaN/inf/signed-zero fallbacks")
+		missing = append(missing, "no SignedZeroInfNanPreserve: bit-level fallbacks")
 	}
 	if !t.DenormPreserve {
-		missing = append(missing, "no DenormPreserve: denormals may flush to zero")
+		missing = append(missing, "no DenormPreserve: denormals may flush")
 	}
 	if len(missing) == 0 {
 		return ""

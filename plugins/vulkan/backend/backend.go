@@ -32,7 +32,8 @@ const (
 type Config struct {
 	// Loader is the Vulkan loader library to dlopen; empty means libvulkan.so.1.
 	Loader string
-	// Validation enables VK_LAYER_KHRONOS_validation; its messages are counted and
+	// Validation enables VK_LAYER_KHRONOS_validation, with synchronization
+	// validation (missing barriers are messages too); its messages are counted and
 	// kept (see Backend.ValidationMessages) and logged as warnings to Logger. Vulkan
 	// is unavailable when the layer is requested but not installed.
 	Validation bool

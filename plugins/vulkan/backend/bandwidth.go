@@ -11,13 +11,16 @@ import (
 	"github.com/kiln-dev/kiln/plugins/vulkan/vk"
 )
 
-// bandwidthBytes is the size of the buffers measureBandwidth copies on GPUs; CPU
-// devices copy cpuBandwidthBytes. Either way the timed copies move at least
-// bandwidthTraffic bytes.
+// bandwidthBytes is the size of the buffers measureBandwidth copies on GPUs, and
+// bandwidthTraffic the bytes its timed copies move there at least. CPU devices
+// (lavapipe), whose copies run on the host's own cores in the background of
+// whatever the host does first, copy cpuBandwidthBytes and move
+// cpuBandwidthTraffic.
 const (
-	bandwidthBytes    = 256 << 20
-	cpuBandwidthBytes = 32 << 20
-	bandwidthTraffic  = 1 << 30
+	bandwidthBytes      = 256 << 20
+	bandwidthTraffic    = 1 << 30
+	cpuBandwidthBytes   = 16 << 20
+	cpuBandwidthTraffic = 128 << 20
 )
 
 // measureOnce starts measuring every available adapter's bandwidth in the
@@ -97,8 +100,8 @@ func copyProgram() *ir.Program {
 
 // measureBandwidth fills a buffer of bandwidthBytes (cpuBandwidthBytes on a CPU
 // device), copies it once with copyProgram to warm up, then times one job of as
-// many copies as move bandwidthTraffic bytes (read plus written) with its
-// timestamps, and returns that traffic per second in GB/s (10^9 bytes): the
+// many copies as move bandwidthTraffic bytes (cpuBandwidthTraffic; read plus
+// written) with its timestamps, and returns that traffic per second in GB/s (10^9 bytes): the
 // bandwidth a kiln kernel gets from this device's memory.
 func (d *device) measureBandwidth(ctx context.Context) (float64, error) {
 	p := copyProgram()
@@ -117,9 +120,9 @@ func (d *device) measureBandwidth(ctx context.Context) (float64, error) {
 		return 0, err
 	}
 	defer pl.destroy()
-	size := uint64(bandwidthBytes)
+	size, traffic := uint64(bandwidthBytes), uint64(bandwidthTraffic)
 	if d.a.props.Type == vk.DeviceTypeCPU {
-		size = cpuBandwidthBytes
+		size, traffic = cpuBandwidthBytes, cpuBandwidthTraffic
 	}
 	size = min(size, uint64(d.a.props.Limits.MaxStorageBufferRange)&^1023)
 	heap := d.heapFor()
@@ -145,7 +148,7 @@ func (d *device) measureBandwidth(ctx context.Context) (float64, error) {
 	if _, err := warm.run(ctx, "warming up the bandwidth measurement"); err != nil {
 		return 0, err
 	}
-	runs := int((bandwidthTraffic + 2*size - 1) / (2 * size))
+	runs := int((traffic + 2*size - 1) / (2 * size))
 	timed := &job{d: d}
 	for range runs {
 		timed.ops = append(timed.ops, copyOp)

@@ -12,8 +12,9 @@
 // bf16, tensor cores, indirect dispatch or hardware counters. mem_bw_gbps is
 // measured, not looked up, in the background after the first Describe (which does
 // not wait; 0 until the measurement ends; Config.NoBandwidth skips it): a kiln copy
-// kernel (dst[i] = src[i] over 256 MiB of u32, 32 MiB on CPU devices) is warmed up
-// once, then one job of as many copies as move 1 GiB is timed by its timestamps;
+// kernel (dst[i] = src[i] over 256 MiB of u32) is warmed up once, then one job of
+// as many copies as move 1 GiB is timed by its timestamps (CPU devices: 16 MiB
+// buffers, 128 MiB moved);
 // the result is bytes read plus written per second in GB/s (10^9 bytes), quantized
 // to two significant digits. Timing quality is DeviceTimestamps when the device
 // supports timestamps on its compute queue (timestampComputeAndGraphics,

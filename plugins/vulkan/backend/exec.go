@@ -187,7 +187,8 @@ func (j *job) recordAndSubmit() error {
 	}
 	seq := d.seq + 1
 	if err := j.record(s, seq); err != nil {
-		_ = d.putSlot(s)
+		// The command buffer may be left recording: the slot is not reused.
+		d.graveSlot(s)
 		return d.fail("recording commands", err)
 	}
 	if err := d.vk.Submit(s.cb, s.fence); err != nil {
@@ -386,10 +387,15 @@ func (j *job) finish() {
 // first the job finishes in the background and run returns ctx's error; in every
 // case the job is finished (now or later) and j.after called.
 func (j *job) run(ctx context.Context, what string) (int64, error) {
-	d := j.d
 	if err := j.submit(ctx); err != nil {
 		return 0, err
 	}
+	return j.await(ctx, what)
+}
+
+// await is run for a submitted job.
+func (j *job) await(ctx context.Context, what string) (int64, error) {
+	d := j.d
 	err := j.wait(ctx)
 	if errors.Is(err, errAbandoned) {
 		go func() {

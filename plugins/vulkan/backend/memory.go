@@ -14,8 +14,9 @@ import (
 // buffers of protocol-1 dispatches are spans of large blocks. A block is one
 // vkAllocateMemory with one VkBuffer over all of it; a span is a range of a
 // block, bound by offset. Blocks are allocated when no block has room and freed
-// when empty unless they are the heap's only empty block, so steady work
-// allocates no memory at all.
+// when empty unless the heap's empty blocks stay within its retention (an
+// eighth of the device's largest memory heap, at least one block), so steady
+// work allocates no memory at all, large protocol-1 dispatches included.
 
 // spanAlign is the alignment of every span: at least any device's
 // minStorageBufferOffsetAlignment and nonCoherentAtomSize (Vulkan caps both at
@@ -39,6 +40,8 @@ type heap struct {
 	prefs []vk.MemoryPropertyFlags
 	usage vk.BufferUsage
 	block uint64
+	// retain is how many bytes of empty blocks the heap keeps.
+	retain uint64
 	// host: the host maps the blocks (they must be host-visible); device-local
 	// blocks are never mapped, even where the memory is host-visible.
 	host bool
@@ -91,7 +94,11 @@ func overlaps(b1 *block, off, n uint64, b2 *block, o, m uint64) bool {
 
 // newHeap returns an empty heap of memory with the first fitting preference.
 func newHeap(d *device, name string, prefs []vk.MemoryPropertyFlags, usage vk.BufferUsage, blockBytes uint64, host bool) *heap {
-	return &heap{d: d, name: name, prefs: prefs, usage: usage, block: blockBytes, host: host}
+	var largest uint64
+	for _, h := range d.a.mem.Heaps {
+		largest = max(largest, h.Size)
+	}
+	return &heap{d: d, name: name, prefs: prefs, usage: usage, block: blockBytes, host: host, retain: max(blockBytes, largest/8)}
 }
 
 // alloc returns a span of at least size bytes (rounded up to spanAlign; its size
@@ -114,8 +121,8 @@ func (h *heap) alloc(size uint64) (span, error) {
 	return span{b: b, off: off, size: size}, nil
 }
 
-// free returns a span to its block. A block left empty is freed unless it is the
-// heap's only empty one. Nothing may use the span any more.
+// free returns a span to its block. A block left empty is freed when the heap's
+// empty blocks would exceed its retention. Nothing may use the span any more.
 func (h *heap) free(s span) {
 	if s.b == nil {
 		return
@@ -125,11 +132,14 @@ func (h *heap) free(s span) {
 	b.give(s.off, roundUp(max(s.size, 1), spanAlign))
 	var drop *block
 	if b.empty() {
+		idle := b.size
 		for _, other := range h.blocks {
 			if other != b && other.empty() {
-				drop = b
-				break
+				idle += other.size
 			}
+		}
+		if idle > h.retain {
+			drop = b
 		}
 	}
 	if drop != nil {

@@ -205,6 +205,67 @@ func (b *Backend) transfer(ctx context.Context, handle, offset uint64, host []by
 		}
 		return nil
 	}
+	if write {
+		return b.writeStaged(ctx, r, handle, offset, host)
+	}
+	return b.readStaged(ctx, r, handle, offset, host)
+}
+
+// writeStaged copies host into the buffer at offset through staging chunks,
+// filling the next chunk while the device copies the one before.
+func (b *Backend) writeStaged(ctx context.Context, r *resident, handle, offset uint64, host []byte) error {
+	d := r.d
+	what := fmt.Sprintf("writing %d bytes of buffer %d", len(host), handle)
+	var prev *job
+	// settle waits for the previous chunk's copy; a later chunk that was
+	// submitted finishes in the background when that wait fails.
+	settle := func(next *job) error {
+		if prev == nil {
+			return nil
+		}
+		_, err := prev.await(ctx, what)
+		if err != nil && next != nil {
+			go func() {
+				_, _ = next.await(context.Background(), what)
+			}()
+		}
+		prev = next
+		return err
+	}
+	for done := uint64(0); done < uint64(len(host)); done += stagingChunk {
+		n := min(uint64(len(host))-done, stagingChunk)
+		st, err := d.staging.alloc(n)
+		if err != nil {
+			_ = settle(nil)
+			return d.fail("allocating staging memory", err)
+		}
+		copy(st.bytes(), host[done:done+n])
+		if err := st.flush(); err != nil {
+			d.staging.free(st)
+			_ = settle(nil)
+			return d.fail("writing staging memory", err)
+		}
+		at := span{b: r.s.b, off: r.s.off + offset + done, size: n}
+		j := &job{d: d, residents: []*resident{r}, scratch: []span{st}, ops: []op{{kind: opCopy, src: st, dst: at}}}
+		if err := j.submit(ctx); err != nil {
+			_ = settle(nil)
+			return err
+		}
+		if prev == nil {
+			prev = j
+			continue
+		}
+		if err := settle(j); err != nil {
+			return err
+		}
+	}
+	return settle(nil)
+}
+
+// readStaged copies the buffer at offset into host through staging chunks, one
+// copy job each.
+func (b *Backend) readStaged(ctx context.Context, r *resident, handle, offset uint64, host []byte) error {
+	d := r.d
 	for done := uint64(0); done < uint64(len(host)); done += stagingChunk {
 		n := min(uint64(len(host))-done, stagingChunk)
 		st, err := d.staging.alloc(n)
@@ -212,34 +273,19 @@ func (b *Backend) transfer(ctx context.Context, handle, offset uint64, host []by
 			return d.fail("allocating staging memory", err)
 		}
 		at := span{b: r.s.b, off: r.s.off + offset + done, size: n}
-		j := &job{d: d, residents: []*resident{r}}
-		if write {
-			j.scratch = []span{st}
-			copy(st.bytes(), host[done:done+n])
-			if err := st.flush(); err != nil {
-				j.finish()
-				return d.fail("writing staging memory", err)
-			}
-			j.ops = []op{{kind: opCopy, src: st, dst: at}}
-		} else {
-			// The staging span outlives the job: it is read below.
-			j.ops = []op{{kind: opCopy, src: at, dst: st}}
-		}
-		if _, err := j.run(ctx, fmt.Sprintf("copying %d bytes of buffer %d", n, handle)); err != nil {
-			if !write {
-				b.freeLater(d, st, j.seq)
-			}
+		// The staging span outlives the job: it is read below.
+		j := &job{d: d, residents: []*resident{r}, ops: []op{{kind: opCopy, src: at, dst: st}}}
+		if _, err := j.run(ctx, fmt.Sprintf("reading %d bytes of buffer %d", n, handle)); err != nil {
+			b.freeLater(d, st, j.seq)
 			return err
 		}
-		if !write {
-			err := st.invalidate()
-			if err == nil {
-				copy(host[done:done+n], st.bytes())
-			}
-			d.staging.free(st)
-			if err != nil {
-				return d.fail("reading staging memory", err)
-			}
+		err = st.invalidate()
+		if err == nil {
+			copy(host[done:done+n], st.bytes())
+		}
+		d.staging.free(st)
+		if err != nil {
+			return d.fail("reading staging memory", err)
 		}
 	}
 	return nil

@@ -469,3 +469,33 @@ func TestSharedMemoryBecomesTheBuffer(t *testing.T) {
 		}
 	})
 }
+
+// TestTransfersOfSeveralChunks writes and reads a buffer of more than three
+// staging chunks at an offset, on both memory paths: every byte arrives, and the
+// bytes around the range keep their contents.
+func TestTransfersOfSeveralChunks(t *testing.T) {
+	b := newTestBackend(t)
+	bothMemoryPaths(t, b, func(t *testing.T) {
+		ctx := context.Background()
+		const size = 3*stagingChunk + 4096
+		a, err := b.AllocBuffer(ctx, &pluginapi.AllocRequest{Size: size + 8})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer b.FreeBuffer(ctx, a.Buffer)
+		data := make([]byte, size)
+		for i := range data {
+			data[i] = byte(i*7 + i>>16)
+		}
+		if err := b.WriteBuffer(ctx, a.Buffer, 4, data); err != nil {
+			t.Fatal(err)
+		}
+		got := make([]byte, size+8)
+		if err := b.ReadBuffer(ctx, a.Buffer, 0, got); err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got[4:size+4], data) || !bytes.Equal(got[:4], make([]byte, 4)) || !bytes.Equal(got[size+4:], make([]byte, 4)) {
+			t.Errorf("the buffer does not hold the written bytes between zeros")
+		}
+	})
+}
