@@ -7,8 +7,13 @@ import (
 	"github.com/kiln-dev/kiln/internal/tomlstore"
 )
 
-// Schema is the store file schema this package reads and writes.
-const Schema = 1
+// Schema is the newest store file schema this package reads and writes.
+// Schema 2 adds a record's params; a file is written as schema 1 while no
+// record has params, so a kiln that reads only schema 1 keeps reading it.
+const Schema = 2
+
+// oldestSchema is the oldest schema this package reads.
+const oldestSchema = 1
 
 // fileDoc is the file as decoded; pointers tell a missing field from a zero one.
 type fileDoc struct {
@@ -22,6 +27,7 @@ type recordDoc struct {
 	WorkgroupSize []uint32 `toml:"workgroup_size"`
 	Unroll        *uint32  `toml:"unroll"`
 	Tile          []uint32 `toml:"tile"`
+	Params        *string  `toml:"params"`
 	RecordedAt    string   `toml:"recorded_at"`
 }
 
@@ -37,6 +43,7 @@ type recordOut struct {
 	WorkgroupSize [3]uint32 `toml:"workgroup_size"`
 	Unroll        uint32    `toml:"unroll"`
 	Tile          [3]uint32 `toml:"tile"`
+	Params        string    `toml:"params,omitempty"`
 	RecordedAt    string    `toml:"recorded_at"`
 }
 
@@ -44,7 +51,8 @@ type recordOut struct {
 // *tomlstore.NewerSchemaError.
 func parse(data []byte) (map[Key]Record, error) {
 	var doc fileDoc
-	if err := tomlstore.Decode(data, Schema, &doc); err != nil {
+	schema, err := tomlstore.DecodeSchemas(data, oldestSchema, Schema, &doc)
+	if err != nil {
 		return nil, err
 	}
 	records := make(map[Key]Record, len(doc.Record))
@@ -62,6 +70,16 @@ func parse(data []byte) (map[Key]Record, error) {
 		case len(r.Tile) != 3:
 			return nil, bad("tile has %d numbers, want 3", len(r.Tile))
 		}
+		params := ""
+		if r.Params != nil {
+			if schema < 2 {
+				return nil, bad("params needs schema 2")
+			}
+			if err := checkParams(*r.Params); err != nil {
+				return nil, bad("%v", err)
+			}
+			params = *r.Params
+		}
 		k := Key{hex: *r.Key, adapter: *r.Adapter}
 		if _, dup := records[k]; dup {
 			return nil, bad("a second record for key %s", k)
@@ -70,17 +88,22 @@ func parse(data []byte) (map[Key]Record, error) {
 			WorkgroupSize: [3]uint32(r.WorkgroupSize),
 			Unroll:        *r.Unroll,
 			Tile:          [3]uint32(r.Tile),
+			Params:        params,
 			RecordedAt:    r.RecordedAt,
 		}
 	}
 	return records, nil
 }
 
-// encode writes records as a schema-1 file, sorted by key then adapter.
+// encode writes records sorted by key then adapter, as a schema-1 file when
+// no record has params.
 func encode(records map[Key]Record) ([]byte, error) {
-	out := fileOut{Schema: Schema}
+	out := fileOut{Schema: oldestSchema}
 	for k, r := range records {
-		out.Record = append(out.Record, recordOut{k.hex, k.adapter, r.WorkgroupSize, r.Unroll, r.Tile, r.RecordedAt})
+		out.Record = append(out.Record, recordOut{k.hex, k.adapter, r.WorkgroupSize, r.Unroll, r.Tile, r.Params, r.RecordedAt})
+		if r.Params != "" {
+			out.Schema = Schema
+		}
 	}
 	sort.Slice(out.Record, func(i, j int) bool {
 		a, b := out.Record[i], out.Record[j]

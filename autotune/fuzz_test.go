@@ -15,6 +15,8 @@ func FuzzParse(f *testing.F) {
 	}
 	good, _ := encode(map[Key]Record{NewKey(sampleSpec(1), "vulkan:0"): sampleRecord(4)})
 	f.Add(good)
+	withParams, _ := encode(map[Key]Record{NewKey(sampleSpec(2), "vulkan/fp"): {WorkgroupSize: [3]uint32{16, 16, 1}, Params: "bm=8 bn=4 tk=16"}})
+	f.Add(withParams)
 	f.Fuzz(func(t *testing.T, data []byte) {
 		records, err := parse(data)
 		if err != nil {
@@ -52,4 +54,27 @@ func checkRoundTrip(t *testing.T, records map[Key]Record) {
 	if !maps.Equal(records, again) {
 		t.Fatalf("round trip changed the records: %v → %v", records, again)
 	}
+}
+
+// FuzzParseParams: no params string panics ParseParams; what it accepts
+// formats to canonical params that parse to the same values.
+func FuzzParseParams(f *testing.F) {
+	for _, s := range []string{"", "epi=1", "epi=8 unroll=1", "epi=01", "unroll=1 epi=2", "epi=-1", "x=1"} {
+		f.Add(s)
+	}
+	p := tunableProgram()
+	f.Fuzz(func(t *testing.T, s string) {
+		spec, err := ParseParams(p, s)
+		if err != nil {
+			return
+		}
+		canon := FormatParams(spec)
+		if err := checkParams(canon); err != nil {
+			t.Fatalf("FormatParams wrote %q, which checkParams refuses: %v", canon, err)
+		}
+		again, err := ParseParams(p, canon)
+		if err != nil || again.CacheHash() != spec.CacheHash() {
+			t.Fatalf("%q → %q does not parse back to the same values (%v)", s, canon, err)
+		}
+	})
 }

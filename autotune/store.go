@@ -19,6 +19,13 @@ type Record struct {
 	Unroll uint32
 	// Tile is the output tile shape, [0 0 0] when the kernel is not tiled.
 	Tile [3]uint32
+	// Params are the values the tuner chose for the program's tunables (its
+	// parameters with candidates), as FormatParams writes them ("bm=8 tk=16"),
+	// empty when it has none. The host applies WorkgroupSize at compile;
+	// Params are for callers that set a launch's geometry from them (see
+	// ParseParams), since a tunable may change how much work each invocation
+	// does.
+	Params string
 	// RecordedAt is when the record was made, YYYY-MM-DD by convention; it may be
 	// empty.
 	RecordedAt string
@@ -82,6 +89,9 @@ func (s *Store) Put(key Key, r Record) error {
 		return fmt.Errorf("autotune adapter id %q is not valid UTF-8. Fix: use the adapter id the backend reports", key.adapter)
 	case !utf8.ValidString(r.RecordedAt):
 		return fmt.Errorf("autotune recorded_at %q is not valid UTF-8. Fix: use a YYYY-MM-DD date", r.RecordedAt)
+	}
+	if err := checkParams(r.Params); err != nil {
+		return fmt.Errorf("autotune params %q: %w. Fix: build them with autotune.FormatParams", r.Params, err)
 	}
 	s.m.Set(key, r)
 	return nil

@@ -138,7 +138,7 @@ func (h *Host) Dispatch(ctx context.Context, prog *ir.Program, l Launch) (*Resul
 		return nil, &LaunchError{Program: "<nil>", Detail: "no program. Fix: pass the *ir.Program to dispatch"}
 	}
 	failover := l.Backend == "" || l.Fallback
-	b, why, err := h.choose(ctx, prog, l.Backend)
+	b, why, err := h.choose(ctx, prog, l.Backend, launchBytes(l.Work))
 	if err != nil {
 		if !failover || l.Backend == "" || !failsOver(ctx, err) {
 			return nil, err

@@ -206,12 +206,12 @@ func (s *stores) storeBlob(log hclog.Logger, key cache.Key, sent, got []byte) {
 	}
 }
 
-// tunedSize returns the workgroup size an autotune record holds for prog with
-// spec on b's device, when there is one the adapter can run: the local record,
-// or the fleet tier's when it was measured later.
-func (s *stores) tunedSize(log hclog.Logger, b *Backend, prog *ir.Program, spec ir.SpecMap) ([3]uint32, bool) {
+// tunedRecord returns the autotune record for prog with spec on b's device,
+// when there is one the adapter can run: the local record, or the fleet tier's
+// when it was measured later.
+func (s *stores) tunedRecord(log hclog.Logger, b *Backend, prog *ir.Program, spec ir.SpecMap) (autotune.Record, bool) {
 	if s == nil || s.tune == nil {
-		return [3]uint32{}, false
+		return autotune.Record{}, false
 	}
 	fingerprint := b.adapter.Identity.Fingerprint()
 	key := autotune.KeyFor(prog, spec, autotune.DeviceAdapter(b.ID(), fingerprint))
@@ -220,16 +220,52 @@ func (s *stores) tunedSize(log hclog.Logger, b *Backend, prog *ir.Program, spec 
 		rec, ok = theirs.Record, true
 	}
 	if !ok {
-		return [3]uint32{}, false
+		return autotune.Record{}, false
 	}
 	wg := rec.WorkgroupSize
 	total := uint64(wg[0]) * uint64(wg[1]) * uint64(wg[2])
 	limit := uint64(b.adapter.Profile.MaxInvocationsPerWorkgroup)
 	if total == 0 || (limit > 0 && total > limit) {
 		log.Warn("ignoring an autotune record the adapter cannot run", "program", prog.Name, "backend", b.Name(), "workgroup_size", wg, "max_invocations", limit)
-		return [3]uint32{}, false
+		return autotune.Record{}, false
 	}
-	return wg, true
+	return rec, true
+}
+
+// tunedSize returns the workgroup size an autotune record holds for prog with
+// spec on b's device (see tunedRecord).
+func (s *stores) tunedSize(log hclog.Logger, b *Backend, prog *ir.Program, spec ir.SpecMap) ([3]uint32, bool) {
+	rec, ok := s.tunedRecord(log, b, prog, spec)
+	return rec.WorkgroupSize, ok
+}
+
+// Tuning is what an autotune record holds for a program on a backend's device.
+type Tuning struct {
+	// WorkgroupSize is the tuned workgroup size.
+	WorkgroupSize [3]uint32
+	// Params are the tuned values of the program's tunables (parameters with
+	// candidates, such as vector_add's epi), empty for records of the workgroup
+	// size alone.
+	Params ir.SpecMap
+}
+
+// Tuning returns the autotune record for prog with spec on b's device, the one
+// kiln tune saved. Compile applies the record's workgroup size by itself, but
+// never its Params: a tunable can change how many invocations a launch needs
+// (matmul_reg's bm and bn), which only the caller can recompute. A caller that
+// can (kiln run does, for the corpus kernels) compiles with spec plus Params and
+// the tuned workgroup size, and sizes its launch for them.
+func (b *Backend) Tuning(prog *ir.Program, spec ir.SpecMap) (Tuning, bool) {
+	rec, ok := b.p.set.stores.tunedRecord(b.p.log, b, prog, spec)
+	if !ok {
+		return Tuning{}, false
+	}
+	params, err := autotune.ParseParams(prog, rec.Params)
+	if err != nil {
+		b.p.log.Warn("ignoring an autotune record whose params do not fit the program", "program", prog.Name, "backend", b.Name(), "error", err)
+		return Tuning{}, false
+	}
+	return Tuning{WorkgroupSize: rec.WorkgroupSize, Params: params}, true
 }
 
 // Live returns the routing identity of every available adapter of every running
@@ -260,34 +296,25 @@ const (
 	selectedPreferred = "preferred: "
 )
 
-// choose picks the backend for a launch of prog: the named one; else the
-// backend of prog's fresh PGO route when it is healthy (its process runs, it
+// choose picks the backend for a launch of prog of size bytes (launchBytes):
+// the named one; else the backend of prog's fresh PGO route (of the size
+// class nearest bytes) when it is healthy (its process runs, it
 // dispatches, it is no reference oracle and its adapter opens); else the
 // preferred one. It returns why, for Result.Selection.
-func (h *Host) choose(ctx context.Context, prog *ir.Program, name string) (*Backend, string, error) {
+func (h *Host) choose(ctx context.Context, prog *ir.Program, name string, bytes int64) (*Backend, string, error) {
 	if name != "" {
 		b, err := h.Acquire(ctx, name)
 		return b, SelectedExplicitly, err
 	}
 	why := "PGO routing is off"
 	if t := h.stores.routes(); t != nil {
-		live := h.Live()
-		route, stale := t.Fresh(prog.Name, live)
-		measuredAs := route.Backend
-		if r, ok := t.Route(prog.Name); ok && stale != "" {
-			if moved, ok := followDevice(r, live); ok {
-				route, stale, measuredAs = moved, "", r.Backend
-			}
-		}
-		if theirs, ok := h.stores.remoteRoute(prog.Name, live); ok && (stale != "" || theirs.MeasuredAt.After(route.MeasuredAt)) {
-			route, stale, measuredAs = theirs, "", theirs.Backend
-		}
+		route, stale, measuredAs := h.freshRoute(t, prog.Name, bytes)
 		if stale != "" {
 			why = stale
 		} else if b, err := h.routed(ctx, route); err != nil {
 			why = fmt.Sprintf("the PGO route for %s names %s, which is not usable: %v", prog.Name, route.Backend, err)
 		} else {
-			return b, routeReason(route, measuredAs), nil
+			return b, sizedRouteReason(route, bytes, measuredAs), nil
 		}
 	}
 	b, err := h.AcquirePreferred(ctx)

@@ -19,6 +19,13 @@ func (b *Builder) Param(name string, t Type, def Literal) Expr {
 	return Param(name)
 }
 
+// Tunable declares a specialization constant with the candidate values a tuner
+// may try (the default among them) and returns an expression reading it.
+func (b *Builder) Tunable(name string, t Type, def Literal, candidates ...Literal) Expr {
+	b.prog.Params = append(b.prog.Params, ParamDecl{Name: name, Type: t, Default: def, Candidates: append([]Literal(nil), candidates...)})
+	return Param(name)
+}
+
 // Uniform declares a uniform of type t (i32, u32 or f32), whose value each dispatch
 // supplies, and returns an expression reading it (IR v1.1).
 func (b *Builder) Uniform(name string, t Type) Expr {

@@ -599,7 +599,7 @@ func jsonList[T any](w *jwalker, m map[string]jvalue, key string, item func(*jwa
 func (w *jwalker) param(v jvalue) (ParamDecl, error) {
 	const what = "a parameter"
 	var d ParamDecl
-	m, err := w.fields(v, what, "name", "type", "default")
+	m, err := w.fields(v, what, "name", "type", "default", "candidates")
 	if err != nil {
 		return d, err
 	}
@@ -617,8 +617,25 @@ func (w *jwalker) param(v jvalue) (ParamDecl, error) {
 	if err != nil {
 		return d, err
 	}
-	d.Default, err = w.literal(d.Type, dv)
-	return d, within(".default", err)
+	if d.Default, err = w.literal(d.Type, dv); err != nil {
+		return d, within(".default", err)
+	}
+	cv, ok := m["candidates"]
+	if !ok {
+		return d, nil
+	}
+	elems, err := w.array(cv, "candidates")
+	if err != nil {
+		return d, within(".candidates", err)
+	}
+	for j, e := range elems {
+		l, err := w.literal(d.Type, e)
+		if err != nil {
+			return d, within(".candidates"+index(j), err)
+		}
+		d.Candidates = append(d.Candidates, l)
+	}
+	return d, nil
 }
 
 func (w *jwalker) uniform(v jvalue) (UniformDecl, error) {
@@ -1218,6 +1235,22 @@ func (w *jwriter) param(d ParamDecl) error {
 	w.raw(`, "default": `)
 	if err := w.value(d.Default); err != nil {
 		return within(".default", err)
+	}
+	if len(d.Candidates) > 0 {
+		w.raw(`, "candidates": [`)
+		for j, l := range d.Candidates {
+			if l.Type != d.Type {
+				return within(".candidates"+index(j), marshalErr("give every candidate the parameter's type",
+					"candidate of type %s for a parameter of type %s", l.Type, d.Type))
+			}
+			if j > 0 {
+				w.raw(", ")
+			}
+			if err := w.value(l); err != nil {
+				return within(".candidates"+index(j), err)
+			}
+		}
+		w.b = append(w.b, ']')
 	}
 	w.b = append(w.b, '}')
 	return nil

@@ -554,7 +554,7 @@ func FuzzParseJSON(f *testing.F) {
 		if err != nil {
 			t.Fatalf("Encode refuses a parsed program: %v", err)
 		}
-		if r, err := Decode(b); err != nil || !reflect.DeepEqual(p, r) {
+		if r, err := Decode(b); err != nil || !reflect.DeepEqual(withoutCandidates(p), r) {
 			t.Fatalf("binary round trip of a parsed program failed (%v)", err)
 		}
 	})

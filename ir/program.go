@@ -126,6 +126,25 @@ type ParamDecl struct {
 	Name    string
 	Type    Type
 	Default Literal
+	// Candidates, when not empty, make the parameter a tunable: the values an
+	// autotuner may try, the default among them. They are advice to tuners, not
+	// part of the program's meaning, so the binary encoding (and so Digest)
+	// leaves them out. See docs/design.md, "Autotune records".
+	Candidates []Literal
+}
+
+// MaxCandidates is the most candidate values a parameter may declare.
+const MaxCandidates = 64
+
+// Tunables returns the parameters that declare candidates, in declaration order.
+func (p *Program) Tunables() []ParamDecl {
+	var out []ParamDecl
+	for _, d := range p.Params {
+		if len(d.Candidates) > 0 {
+			out = append(out, d)
+		}
+	}
+	return out
 }
 
 // UniformDecl declares a uniform: a scalar of type i32, u32 or f32 whose value every

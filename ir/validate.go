@@ -153,6 +153,9 @@ func (c *checker) header() error {
 		if err := checkLiteral(d.Default, path+".default"); err != nil {
 			return err
 		}
+		if err := checkCandidates(d, path); err != nil {
+			return err
+		}
 		c.params[d.Name] = d.Type
 	}
 	uniforms := map[string]bool{}
@@ -689,4 +692,38 @@ func (c *checker) subgroup(e SubgroupExpr, path string, depth int) (Type, error)
 		return 0, verr(path, "reduce i32, u32 or f32 values (cast bool to u32)", "%s: operand type %s is not supported", e.Op, t)
 	}
 	return t, nil
+}
+
+// checkCandidates checks a parameter's tuning candidates: at most
+// MaxCandidates distinct values of the parameter's type, the default among them.
+func checkCandidates(d ParamDecl, path string) error {
+	if len(d.Candidates) == 0 {
+		return nil
+	}
+	if len(d.Candidates) > MaxCandidates {
+		return verr(path+".candidates", fmt.Sprintf("keep at most %d candidates", MaxCandidates),
+			"parameter %q has %d candidates", d.Name, len(d.Candidates))
+	}
+	seen := map[uint32]bool{}
+	hasDefault := false
+	for j, l := range d.Candidates {
+		at := fmt.Sprintf("%s.candidates[%d]", path, j)
+		if l.Type != d.Type {
+			return verr(at, "give every candidate the parameter's type",
+				"candidate of type %s for parameter %q of type %s", l.Type, d.Name, d.Type)
+		}
+		if err := checkLiteral(l, at); err != nil {
+			return err
+		}
+		if seen[l.Bits] {
+			return verr(at, "list each candidate once", "parameter %q lists the candidate %s twice", d.Name, l)
+		}
+		seen[l.Bits] = true
+		hasDefault = hasDefault || l.Bits == d.Default.Bits
+	}
+	if !hasDefault {
+		return verr(path+".candidates", "add the default to the candidates (it is the untuned baseline)",
+			"parameter %q has candidates without its default %s", d.Name, d.Default)
+	}
+	return nil
 }

@@ -1,11 +1,9 @@
 package pgo
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/kiln-dev/kiln/ir"
@@ -55,45 +53,7 @@ type Backend interface {
 // records the fastest as op's route (ties broken by id) and returns it. Any
 // failed dispatch fails the whole certification and leaves the table as it was.
 func (t *Table) Certify(ctx context.Context, op string, p *ir.Program, inputs [][]byte, cfg Config, backends []Backend) (Route, error) {
-	if len(backends) == 0 {
-		return Route{}, fmt.Errorf("PGO certification of %s got no backends. Fix: pass every ready backend to Certify", op)
-	}
-	timed := cfg.Timed
-	if timed == 0 {
-		timed = DefaultTimed
-	}
-	if timed < 0 {
-		return Route{}, fmt.Errorf("PGO certification of %s: %d timed dispatches. Fix: pass a positive Config.Timed, or 0 for %d", op, timed, DefaultTimed)
-	}
-	ids := map[string]Live{}
-	obs := make([]Observation, 0, len(backends))
-	for _, b := range backends {
-		id := b.Identity()
-		if _, dup := ids[id.ID]; dup {
-			return Route{}, fmt.Errorf("PGO certification of %s got backend %s twice. Fix: pass each backend once", op, id.ID)
-		}
-		ids[id.ID] = id
-		median, err := measure(ctx, b, p, inputs, cfg.Launch, timed)
-		if err != nil {
-			return Route{}, fmt.Errorf("PGO certification of %s on %s: %w", op, id.ID, err)
-		}
-		obs = append(obs, Observation{Backend: id.ID, MedianNs: median.Nanoseconds()})
-	}
-	slices.SortFunc(obs, func(a, b Observation) int {
-		return cmp.Or(cmp.Compare(a.MedianNs, b.MedianNs), strings.Compare(a.Backend, b.Backend))
-	})
-	best := ids[obs[0].Backend]
-	r := Route{
-		Backend:            best.ID,
-		AdapterFingerprint: best.AdapterFingerprint,
-		PluginVersion:      best.PluginVersion,
-		Observations:       obs,
-		MeasuredAt:         time.Now().UTC().Truncate(time.Second),
-	}
-	if err := t.Set(op, r); err != nil {
-		return Route{}, err
-	}
-	return r, nil
+	return t.CertifyClasses(ctx, op, p, []Point{{Inputs: inputs, Launch: cfg.Launch}}, cfg, backends)
 }
 
 // measure runs one warm-up and timed timed dispatches and returns the median.

@@ -8,8 +8,14 @@ import (
 	"github.com/kiln-dev/kiln/internal/tomlstore"
 )
 
-// Schema is the table file schema this package reads and writes.
-const Schema = 1
+// Schema is the newest table file schema this package reads and writes.
+// Schema 2 adds routes per size class; a table is written as schema 1 while
+// no route has classes, so a kiln that reads only schema 1 keeps reading it
+// (and one that meets schema 2 refuses it rather than regenerating it).
+const Schema = 2
+
+// oldestSchema is the oldest schema this package reads.
+const oldestSchema = 1
 
 // fileDoc is the file as decoded; pointers tell a missing field from a zero one.
 type fileDoc struct {
@@ -23,6 +29,15 @@ type routeDoc struct {
 	PluginVersion      string     `toml:"plugin_version"`
 	MeasuredAt         *time.Time `toml:"measured_at"`
 	Observations       []obsDoc   `toml:"observations"`
+	Classes            []classDoc `toml:"classes"`
+}
+
+type classDoc struct {
+	Bytes              *int64   `toml:"bytes"`
+	Backend            *string  `toml:"backend"`
+	AdapterFingerprint string   `toml:"adapter_fingerprint"`
+	PluginVersion      string   `toml:"plugin_version"`
+	Observations       []obsDoc `toml:"observations"`
 }
 
 type obsDoc struct {
@@ -37,11 +52,20 @@ type fileOut struct {
 }
 
 type routeOut struct {
-	Backend            string    `toml:"backend"`
-	AdapterFingerprint string    `toml:"adapter_fingerprint"`
-	PluginVersion      string    `toml:"plugin_version"`
-	MeasuredAt         time.Time `toml:"measured_at"`
-	Observations       []obsOut  `toml:"observations,omitempty"`
+	Backend            string     `toml:"backend"`
+	AdapterFingerprint string     `toml:"adapter_fingerprint"`
+	PluginVersion      string     `toml:"plugin_version"`
+	MeasuredAt         time.Time  `toml:"measured_at"`
+	Observations       []obsOut   `toml:"observations,omitempty"`
+	Classes            []classOut `toml:"classes,omitempty"`
+}
+
+type classOut struct {
+	Bytes              int64    `toml:"bytes"`
+	Backend            string   `toml:"backend"`
+	AdapterFingerprint string   `toml:"adapter_fingerprint"`
+	PluginVersion      string   `toml:"plugin_version"`
+	Observations       []obsOut `toml:"observations,omitempty"`
 }
 
 type obsOut struct {
@@ -53,7 +77,8 @@ type obsOut struct {
 // *tomlstore.NewerSchemaError.
 func parse(data []byte) (map[string]Route, error) {
 	var doc fileDoc
-	if err := tomlstore.Decode(data, Schema, &doc); err != nil {
+	schema, err := tomlstore.DecodeSchemas(data, oldestSchema, Schema, &doc)
+	if err != nil {
 		return nil, err
 	}
 	routes := make(map[string]Route, len(doc.Routes))
@@ -65,11 +90,22 @@ func parse(data []byte) (map[string]Route, error) {
 		if d.MeasuredAt != nil {
 			r.MeasuredAt = d.MeasuredAt.UTC()
 		}
-		for i, o := range d.Observations {
-			if o.Backend == nil || o.MedianNs == nil {
-				return nil, &tomlstore.FormatError{Where: fmt.Sprintf("route %q observation %d", op, i+1), Msg: "backend and median_ns are required"}
+		if r.Observations, err = observations(d.Observations, fmt.Sprintf("route %q", op)); err != nil {
+			return nil, err
+		}
+		if len(d.Classes) > 0 && schema < 2 {
+			return nil, &tomlstore.FormatError{Where: fmt.Sprintf("route %q", op), Msg: "classes need schema 2"}
+		}
+		for i, c := range d.Classes {
+			where := fmt.Sprintf("route %q class %d", op, i+1)
+			if c.Bytes == nil || c.Backend == nil {
+				return nil, &tomlstore.FormatError{Where: where, Msg: "bytes and backend are required"}
 			}
-			r.Observations = append(r.Observations, Observation{Backend: *o.Backend, MedianNs: *o.MedianNs})
+			cr := ClassRoute{Bytes: *c.Bytes, Backend: *c.Backend, AdapterFingerprint: c.AdapterFingerprint, PluginVersion: c.PluginVersion}
+			if cr.Observations, err = observations(c.Observations, where); err != nil {
+				return nil, err
+			}
+			r.Classes = append(r.Classes, cr)
 		}
 		if err := checkRoute(op, r); err != nil {
 			return nil, &tomlstore.FormatError{Where: fmt.Sprintf("route %q", op), Msg: err.Error()}
@@ -77,6 +113,18 @@ func parse(data []byte) (map[string]Route, error) {
 		routes[op] = r
 	}
 	return routes, nil
+}
+
+// observations converts decoded observations; where locates them for errors.
+func observations(docs []obsDoc, where string) ([]Observation, error) {
+	var out []Observation
+	for i, o := range docs {
+		if o.Backend == nil || o.MedianNs == nil {
+			return nil, &tomlstore.FormatError{Where: fmt.Sprintf("%s observation %d", where, i+1), Msg: "backend and median_ns are required"}
+		}
+		out = append(out, Observation{Backend: *o.Backend, MedianNs: *o.MedianNs})
+	}
+	return out, nil
 }
 
 // checkRoute says why a route cannot be stored, or nil.
@@ -94,7 +142,32 @@ func checkRoute(op string, r Route) error {
 			return fmt.Errorf("%q is not valid UTF-8", s)
 		}
 	}
-	for _, o := range r.Observations {
+	if err := checkObservations(r.Observations); err != nil {
+		return err
+	}
+	for i, c := range r.Classes {
+		switch {
+		case c.Bytes < 0:
+			return fmt.Errorf("size class %d has negative bytes %d", i+1, c.Bytes)
+		case i > 0 && c.Bytes <= r.Classes[i-1].Bytes:
+			return fmt.Errorf("size classes must be distinct and in ascending bytes; %d follows %d", c.Bytes, r.Classes[i-1].Bytes)
+		case c.Backend == "":
+			return fmt.Errorf("size class %d bytes has an empty backend", c.Bytes)
+		}
+		for _, s := range []string{c.Backend, c.AdapterFingerprint, c.PluginVersion} {
+			if !utf8.ValidString(s) {
+				return fmt.Errorf("%q is not valid UTF-8", s)
+			}
+		}
+		if err := checkObservations(c.Observations); err != nil {
+			return fmt.Errorf("size class %d bytes: %w", c.Bytes, err)
+		}
+	}
+	return nil
+}
+
+func checkObservations(obs []Observation) error {
+	for _, o := range obs {
 		switch {
 		case o.Backend == "" || !utf8.ValidString(o.Backend):
 			return fmt.Errorf("observation backend %q is empty or not valid UTF-8", o.Backend)
@@ -105,13 +178,22 @@ func checkRoute(op string, r Route) error {
 	return nil
 }
 
-// encode writes routes as a schema-1 file.
+// encode writes routes as a schema-1 file when no route has classes, else
+// as schema 2.
 func encode(routes map[string]Route) ([]byte, error) {
-	out := fileOut{Schema: Schema, Routes: make(map[string]routeOut, len(routes))}
+	out := fileOut{Schema: oldestSchema, Routes: make(map[string]routeOut, len(routes))}
 	for op, r := range routes {
 		ro := routeOut{Backend: r.Backend, AdapterFingerprint: r.AdapterFingerprint, PluginVersion: r.PluginVersion, MeasuredAt: r.MeasuredAt.UTC()}
 		for _, o := range r.Observations {
 			ro.Observations = append(ro.Observations, obsOut(o))
+		}
+		for _, c := range r.Classes {
+			co := classOut{Bytes: c.Bytes, Backend: c.Backend, AdapterFingerprint: c.AdapterFingerprint, PluginVersion: c.PluginVersion}
+			for _, o := range c.Observations {
+				co.Observations = append(co.Observations, obsOut(o))
+			}
+			ro.Classes = append(ro.Classes, co)
+			out.Schema = Schema
 		}
 		out.Routes[op] = ro
 	}

@@ -14,6 +14,8 @@ func FuzzParse(f *testing.F) {
 	}
 	good, _ := encode(map[string]Route{"kiln.vector.add.f32": sampleRoute("vulkan:0"), "x": {Backend: "b"}})
 	f.Add(good)
+	sized, _ := encode(map[string]Route{"op": classRoute()})
+	f.Add(sized)
 	f.Add([]byte("schema = 1\n[routes.op]\nbackend = 'a'\nmeasured_at = 2026-05-02T10:00:00.123456789+02:00\n"))
 	f.Add([]byte("schema = 1\n[routes.op]\nbackend = 'a'\nmeasured_at = 2026-05-02\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {

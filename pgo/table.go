@@ -33,6 +33,12 @@ type Route struct {
 	Observations []Observation
 	// MeasuredAt is when the route was certified, in UTC.
 	MeasuredAt time.Time
+	// Classes, when set, are the routes of the op at several launch sizes,
+	// smallest first; a dispatch follows the class nearest its own size (see
+	// ForSize), and Backend, AdapterFingerprint, PluginVersion and
+	// Observations above repeat the largest class, the route a reader that
+	// knows no classes follows. See docs/design.md, "PGO routes".
+	Classes []ClassRoute
 }
 
 // Table maps op ids to routes for one table file. It is safe for concurrent
@@ -116,6 +122,10 @@ func (t *Table) Set(op string, r Route) error {
 		return fmt.Errorf("PGO route for %q: %w. Fix: pass the op's program name and the backend's routing id", op, err)
 	}
 	r.Observations = slices.Clone(r.Observations)
+	r.Classes = slices.Clone(r.Classes)
+	for i := range r.Classes {
+		r.Classes[i].Observations = slices.Clone(r.Classes[i].Observations)
+	}
 	r.MeasuredAt = r.MeasuredAt.UTC()
 	t.m.Set(op, r)
 	return nil
@@ -212,6 +222,13 @@ func (t *Table) Stale(live []Live) []StaleRoute {
 		r, _ := t.Route(op)
 		if why := r.StaleReason(live); why != "" {
 			out = append(out, StaleRoute{op, r, why})
+			continue
+		}
+		for _, c := range r.Classes {
+			if why := r.ForSize(c.Bytes).StaleReason(live); why != "" {
+				out = append(out, StaleRoute{op, r, fmt.Sprintf("size class %d bytes: %s", c.Bytes, why)})
+				break
+			}
 		}
 	}
 	return out

@@ -181,9 +181,9 @@ func TestMalformedTableIsAnErrorEndingWithTheFixAndUntouched(t *testing.T) {
 func TestNewerSchemaTableIsRefused(t *testing.T) {
 	path := tablePath(t)
 	os.MkdirAll(filepath.Dir(path), 0o755)
-	os.WriteFile(path, []byte("schema = 2\n[routing]\nmode = \"new\"\n"), 0o644)
+	os.WriteFile(path, []byte("schema = 3\n[routing]\nmode = \"new\"\n"), 0o644)
 	_, err := Load(path)
-	if err == nil || !strings.Contains(err.Error(), "schema 2") || !strings.Contains(err.Error(), "Fix:") {
+	if err == nil || !strings.Contains(err.Error(), "schema 3") || !strings.Contains(err.Error(), "Fix:") {
 		t.Fatalf("err = %v", err)
 	}
 }
@@ -243,7 +243,7 @@ func TestSaveRegeneratingRefusesANewerSchema(t *testing.T) {
 	path := tablePath(t)
 	tbl := loadTable(t, path)
 	set(t, tbl, "op", sampleRoute("vulkan:0"))
-	content := "schema = 2\n[routing]\nmode = \"new\"\n"
+	content := "schema = 3\n[routing]\nmode = \"new\"\n"
 	os.MkdirAll(filepath.Dir(path), 0o755)
 	os.WriteFile(path, []byte(content), 0o644)
 	wrote, replaced, err := tbl.SaveRegenerating(context.Background())

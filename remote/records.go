@@ -64,8 +64,10 @@ type tuningDoc struct {
 	WorkgroupSize [3]uint32 `json:"workgroup_size"`
 	Unroll        uint32    `json:"unroll"`
 	Tile          [3]uint32 `json:"tile"`
-	RecordedAt    string    `json:"recorded_at"`
-	MeasuredAt    time.Time `json:"measured_at"`
+	// Params are the tunables' values (autotune.Record.Params), when any.
+	Params     string    `json:"params,omitempty"`
+	RecordedAt string    `json:"recorded_at"`
+	MeasuredAt time.Time `json:"measured_at"`
 }
 
 // routeDoc is a route object's JSON.
@@ -76,6 +78,17 @@ type routeDoc struct {
 	AdapterFingerprint string           `json:"adapter_fingerprint"`
 	PluginVersion      string           `json:"plugin_version"`
 	MeasuredAt         time.Time        `json:"measured_at"`
+	Observations       []observationDoc `json:"observations"`
+	// Classes are the routes per size class (pgo.Route.Classes), when any.
+	Classes []classDoc `json:"classes,omitempty"`
+}
+
+// classDoc is one size class of a route object.
+type classDoc struct {
+	Bytes              int64            `json:"bytes"`
+	Backend            string           `json:"backend"`
+	AdapterFingerprint string           `json:"adapter_fingerprint"`
+	PluginVersion      string           `json:"plugin_version"`
 	Observations       []observationDoc `json:"observations"`
 }
 
@@ -116,7 +129,7 @@ func decodeTuning(data []byte) (TuningRecord, error) {
 		return TuningRecord{}, errors.New("no backend id or fingerprint")
 	}
 	return TuningRecord{Key: d.Key, BackendID: d.Backend, Fingerprint: d.Fingerprint, MeasuredAt: d.MeasuredAt.UTC(),
-		Record: autotune.Record{WorkgroupSize: d.WorkgroupSize, Unroll: d.Unroll, Tile: d.Tile, RecordedAt: d.RecordedAt}}, nil
+		Record: autotune.Record{WorkgroupSize: d.WorkgroupSize, Unroll: d.Unroll, Tile: d.Tile, Params: d.Params, RecordedAt: d.RecordedAt}}, nil
 }
 
 // decodeRoute parses a route object and checks it names a route.
@@ -131,6 +144,13 @@ func decodeRoute(data []byte) (string, pgo.Route, error) {
 	r := pgo.Route{Backend: d.Backend, AdapterFingerprint: d.AdapterFingerprint, PluginVersion: d.PluginVersion, MeasuredAt: d.MeasuredAt.UTC()}
 	for _, o := range d.Observations {
 		r.Observations = append(r.Observations, pgo.Observation(o))
+	}
+	for _, c := range d.Classes {
+		cr := pgo.ClassRoute{Bytes: c.Bytes, Backend: c.Backend, AdapterFingerprint: c.AdapterFingerprint, PluginVersion: c.PluginVersion}
+		for _, o := range c.Observations {
+			cr.Observations = append(cr.Observations, pgo.Observation(o))
+		}
+		r.Classes = append(r.Classes, cr)
 	}
 	if err := pgo.New("").Set(d.Op, r); err != nil {
 		return "", pgo.Route{}, err
@@ -213,7 +233,7 @@ func (s *Store) PublishTuning(ctx context.Context, r TuningRecord) error {
 		at = time.Now()
 	}
 	doc := tuningDoc{Format: tuningFormat, Key: r.Key, Backend: r.BackendID, Fingerprint: r.Fingerprint,
-		WorkgroupSize: r.Record.WorkgroupSize, Unroll: r.Record.Unroll, Tile: r.Record.Tile, RecordedAt: r.Record.RecordedAt, MeasuredAt: at.UTC()}
+		WorkgroupSize: r.Record.WorkgroupSize, Unroll: r.Record.Unroll, Tile: r.Record.Tile, Params: r.Record.Params, RecordedAt: r.Record.RecordedAt, MeasuredAt: at.UTC()}
 	return s.publish(ctx, "publish tuning record", tuningDir(r.BackendID, r.Fingerprint, r.Key), at, doc)
 }
 
@@ -230,6 +250,13 @@ func (s *Store) PublishRoute(ctx context.Context, op string, r pgo.Route) error 
 		PluginVersion: r.PluginVersion, MeasuredAt: r.MeasuredAt.UTC()}
 	for _, o := range r.Observations {
 		doc.Observations = append(doc.Observations, observationDoc(o))
+	}
+	for _, c := range r.Classes {
+		cd := classDoc{Bytes: c.Bytes, Backend: c.Backend, AdapterFingerprint: c.AdapterFingerprint, PluginVersion: c.PluginVersion}
+		for _, o := range c.Observations {
+			cd.Observations = append(cd.Observations, observationDoc(o))
+		}
+		doc.Classes = append(doc.Classes, cd)
 	}
 	return s.publish(ctx, "publish route", routeDir(op, r.AdapterFingerprint), r.MeasuredAt, doc)
 }

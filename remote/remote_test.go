@@ -359,3 +359,36 @@ func TestCheckReportsReachableWritableAndLatency(t *testing.T) {
 		t.Fatalf("Check of a refusing endpoint = %+v", r)
 	}
 }
+
+// A tuning record's params and a route's size classes survive the fleet tier.
+func TestParamsAndClassesCrossTheFleet(t *testing.T) {
+	for _, f := range fleets {
+		t.Run(f.name, func(t *testing.T) {
+			url := f.url(t)
+			const fp = "5f0c0000000000000000000000000003"
+			at := time.Now().UTC().Truncate(time.Second)
+			rec := tuning(7, fp, at)
+			rec.Record.Params = "bm=8 bn=4 tk=16"
+			if err := open(t, url).PublishTuning(context.Background(), rec); err != nil {
+				t.Fatal(err)
+			}
+			got, ok := open(t, url).Tuning(context.Background(), "vulkan", fp, rec.Key)
+			if !ok || got.Record.Params != rec.Record.Params {
+				t.Fatalf("Tuning = %+v, %v; want params %q", got, ok, rec.Record.Params)
+			}
+			classes := []pgo.ClassRoute{
+				{Bytes: 4096, Backend: "vulkan:0", AdapterFingerprint: fp, PluginVersion: "1.0", Observations: []pgo.Observation{{Backend: "vulkan:0", MedianNs: 5}}},
+				{Bytes: 1 << 24, Backend: "vulkan:0", AdapterFingerprint: fp, PluginVersion: "1.0", Observations: []pgo.Observation{{Backend: "vulkan:0", MedianNs: 900}}},
+			}
+			route := pgo.Route{Backend: "vulkan:0", AdapterFingerprint: fp, PluginVersion: "1.0", MeasuredAt: at,
+				Observations: classes[1].Observations, Classes: classes}
+			if err := open(t, url).PublishRoute(context.Background(), "kiln.sized", route); err != nil {
+				t.Fatal(err)
+			}
+			back, ok := open(t, url).Route(context.Background(), "kiln.sized", []pgo.Live{{ID: "vulkan:0", AdapterFingerprint: fp, PluginVersion: "1.0"}})
+			if !ok || len(back.Classes) != 2 || back.Classes[0].Bytes != 4096 || back.Classes[1].Observations[0].MedianNs != 900 {
+				t.Fatalf("Route = %+v, %v; want both size classes", back, ok)
+			}
+		})
+	}
+}

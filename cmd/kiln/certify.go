@@ -33,7 +33,17 @@ type certifyOpJSON struct {
 	Backend      string            `json:"backend,omitempty"`
 	MedianNs     int64             `json:"median_ns,omitempty"`
 	Observations []observationJSON `json:"observations"`
+	Classes      []classJSON       `json:"classes,omitempty"`
 	Error        string            `json:"error,omitempty"`
+}
+
+// classJSON is one size class of a certified op.
+type classJSON struct {
+	Size         int               `json:"size"`
+	Bytes        int64             `json:"bytes"`
+	Backend      string            `json:"backend"`
+	MedianNs     int64             `json:"median_ns"`
+	Observations []observationJSON `json:"observations"`
 }
 
 type observationJSON struct {
@@ -56,7 +66,11 @@ func (a *app) certifyCommand() *cobra.Command {
 every ready backend and check the outputs against the kernel's Go reference,
 then time the backends that passed (one warm-up and --timed dispatches each,
 median) and record the fastest as the route for the kernel's op id in
-$XDG_CONFIG_HOME/kiln/pgo.toml. From then on, kiln run and host.Dispatch without
+$XDG_CONFIG_HOME/kiln/pgo.toml. Each kernel is measured at --classes size
+classes (--size, --size/16, --size/256; a backend wrong at any of them is
+excluded) and a route is kept per class: a dispatch follows the class nearest
+its own size, counted in buffer bytes, so small launches can go to a backend
+with little launch overhead and large ones to a GPU. From then on, kiln run and host.Dispatch without
 a named backend run that op on its route's backend while the route is fresh
 (same adapter fingerprint and plugin version) and the backend is healthy.
 
@@ -117,6 +131,16 @@ when any kernel got no route.`,
 						op.MedianNs = o.MedianNs
 					}
 				}
+				for _, c := range r.Route.Classes {
+					cj := classJSON{Size: r.SizeOf[c.Bytes], Bytes: c.Bytes, Backend: c.Backend, Observations: []observationJSON{}}
+					for _, o := range c.Observations {
+						cj.Observations = append(cj.Observations, observationJSON{o.Backend, o.MedianNs})
+						if o.Backend == c.Backend {
+							cj.MedianNs = o.MedianNs
+						}
+					}
+					op.Classes = append(op.Classes, cj)
+				}
 				if r.Err != nil {
 					op.Error = r.Err.Error()
 					j.Failures = append(j.Failures, fmt.Sprintf("%s: %v", r.Kernel, r.Err))
@@ -161,6 +185,7 @@ when any kernel got no route.`,
 	f.IntVar(&opts.Size, "size", 0, "problem size (default: each kernel's largest standard size)")
 	f.Uint64Var(&opts.Seed, "seed", 1, "random seed for the inputs")
 	f.IntVar(&opts.Timed, "timed", pgo.DefaultTimed, "timed dispatches per backend, after one warm-up")
+	f.IntVar(&opts.Classes, "classes", certify.DefaultClasses, "size classes per kernel: --size, --size/16, --size/256, … (1 records one route per op)")
 	return cmd
 }
 
@@ -182,6 +207,13 @@ func (a *app) printCertify(j certifyJSON) error {
 			seen = append(seen, fmt.Sprintf("%s %v", o.Backend, time.Duration(o.MedianNs).Round(time.Microsecond)))
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%v\t%s\n", op.Kernel, op.Op, op.Size, op.Backend, time.Duration(op.MedianNs).Round(time.Microsecond), strings.Join(seen, ", "))
+		for _, c := range op.Classes[:max(len(op.Classes)-1, 0)] {
+			var seen []string
+			for _, o := range c.Observations {
+				seen = append(seen, fmt.Sprintf("%s %v", o.Backend, time.Duration(o.MedianNs).Round(time.Microsecond)))
+			}
+			fmt.Fprintf(tw, "\t  size class\t%d\t%s\t%v\t%s\n", c.Size, c.Backend, time.Duration(c.MedianNs).Round(time.Microsecond), strings.Join(seen, ", "))
+		}
 	}
 	if err := tw.Flush(); err != nil {
 		return err

@@ -97,6 +97,7 @@ autotune records ($XDG_CONFIG_HOME/kiln/autotune.toml) and PGO routes
 	root.AddCommand(a.backendsCommand(), a.runCommand(), a.doctorCommand(), a.benchCommand(),
 		a.cacheCommand(), a.certifyCommand(), a.compileCommand())
 	root.AddCommand(a.pluginsCommand(), a.statsCommand())
+	root.AddCommand(a.tuneCommand(), a.autotuneCommand())
 	return root
 }
 

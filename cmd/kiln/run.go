@@ -28,6 +28,8 @@ type runJSON struct {
 	Selection     string    `json:"selection,omitempty"`
 	WorkgroupSize [3]uint32 `json:"workgroup_size"`
 	Tuned         bool      `json:"tuned"`
+	// Params are the tunables an autotune record set ("bm=8 bn=8 tk=16").
+	Params string `json:"params,omitempty"`
 	// Failover lists the backends that failed before Backend ran the launch.
 	Failover []failoverJSON `json:"failover,omitempty"`
 	Outputs  []string       `json:"outputs,omitempty"`
@@ -47,6 +49,7 @@ func toRunJSON(o *runs.Outcome, err error) runJSON {
 			Backend: o.Backend, Program: o.Program, Kernel: o.Kernel, Size: o.Size, Verified: o.Verified,
 			MaxULP: o.MaxULP, CompileNs: o.Compile.Nanoseconds(), DispatchNs: o.Dispatch.Nanoseconds(),
 			Cache: o.Cache, Selection: o.Selection, WorkgroupSize: o.WorkgroupSize, Tuned: o.Tuned,
+			Params: o.Params,
 		}
 		for _, f := range o.Failover {
 			j.Failover = append(j.Failover, failoverJSON{Backend: f.Backend, Error: f.Err.Error()})
@@ -236,6 +239,9 @@ func (a *app) printRun(j runJSON, verify bool) {
 	tuned := ""
 	if j.Tuned {
 		tuned = " (autotune record)"
+	}
+	if j.Params != "" {
+		tuned = " (autotune record, " + j.Params + ")"
 	}
 	fmt.Fprintf(a.out, "  workgroup %d,%d,%d%s\n", j.WorkgroupSize[0], j.WorkgroupSize[1], j.WorkgroupSize[2], tuned)
 	switch {

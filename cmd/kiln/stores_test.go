@@ -173,12 +173,12 @@ func TestCertifyWritesRoutesThatRunFollows(t *testing.T) {
 	}
 
 	// A table written by a newer kiln is refused before anything runs, and kept.
-	newer := "schema = 2\n[routes.x]\nwhatever = 1\n"
+	newer := "schema = 3\n[routes.x]\nwhatever = 1\n"
 	if err := os.WriteFile(paths.PGO, []byte(newer), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	code, out, errOut = kiln(t, "--plugins", dir, "certify", "--kernel", "vector_add", "--size", "0", "--timed", "1")
-	if code == 0 || !strings.Contains(errOut, "schema 2") || !strings.Contains(errOut, "Fix:") || out != "" {
+	if code == 0 || !strings.Contains(errOut, "schema 3") || !strings.Contains(errOut, "Fix:") || out != "" {
 		t.Fatalf("certify over a newer-schema table: exit %d: %s\n%s", code, errOut, out)
 	}
 	if got, _ := os.ReadFile(paths.PGO); string(got) != newer {

@@ -144,3 +144,24 @@ func Update(ctx context.Context, path string, perm fs.FileMode, merge func(curre
 	}
 	return lock.Unlock()
 }
+
+// DecodeSchemas is Decode for a store that reads schemas oldest through
+// newest: it returns the file's schema. A schema older than oldest, or none,
+// is a *FormatError; a newer one than newest a *NewerSchemaError.
+func DecodeSchemas(data []byte, oldest, newest int64, v any) (int64, error) {
+	var head struct {
+		Schema *int64 `toml:"schema"`
+	}
+	if err := toml.Unmarshal(data, &head); err != nil {
+		return 0, formatError(err)
+	}
+	switch {
+	case head.Schema == nil:
+		return 0, &FormatError{Msg: fmt.Sprintf("no schema line (want schema = %d)", newest)}
+	case *head.Schema > newest:
+		return 0, &NewerSchemaError{Found: *head.Schema, Supported: newest}
+	case *head.Schema < oldest:
+		return 0, &FormatError{Msg: fmt.Sprintf("schema %d, want %d to %d", *head.Schema, oldest, newest)}
+	}
+	return *head.Schema, Decode(data, *head.Schema, v)
+}

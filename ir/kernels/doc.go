@@ -7,12 +7,18 @@
 // the reference: bit for bit where the kernel does the very same rounded operations
 // as the reference, within a bound stated in the kernel's source where it does not.
 //
-// Four kernels use IR v1.1: matmul takes its shape as uniforms (one compile for
+// Five kernels use IR v1.1: matmul takes its shape as uniforms (one compile for
 // every shape) and stages tiles of any depth up to the workgroup's sides;
+// matmul_reg, register-tiled, keeps a block of c per invocation in registers;
 // subgroup_sum reduces with subgroup operations at any subgroup size; scatter_add
 // adds f32 values with compare-exchange loops; softmax reduces rows in shared
 // memory. A Case carries the uniform block its dispatch needs (Case.Uniforms).
 // Every kernel runs clean under the interpreter's strict mode.
+//
+// vector_add, matmul and matmul_reg declare tunables (parameters with
+// candidates) that change speed, never results, and set Kernel.Invocations, so
+// a tuner may vary their workgroup size and tunables (Kernel.Retune); see
+// docs/design.md, "Tunables".
 //
 // The JSON files in json/ are generated from the builders; regenerate them with
 //

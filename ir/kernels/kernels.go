@@ -27,6 +27,38 @@ type Kernel struct {
 	Reference func(c Case) [][]byte
 	// Check compares a backend's outputs with Reference's.
 	Check func(got, want [][]byte) error
+	// Invocations, when set, is what a case needs on each axis for its size and
+	// parameters (c.Spec, else the defaults); the grid is their ceiling
+	// division by the workgroup size, whatever that is. It is set for the
+	// kernels whose outputs depend neither on the workgroup size nor on the
+	// tunables, which a tuner may therefore vary (see Retune), and their cases
+	// carry it (Case.Invocations).
+	Invocations func(c Case) [3]uint32
+	// Flops, when set, counts the floating-point operations of a case, for
+	// throughput figures.
+	Flops func(c Case) float64
+}
+
+// Retune returns c set to run with workgroup size wg (zero: the program's) and
+// specialization spec, its invocations and grid recomputed; ok is false when k
+// has no Invocations, so only its own launch geometry runs.
+func (k Kernel) Retune(c Case, wg [3]uint32, spec ir.SpecMap) (Case, bool) {
+	if k.Invocations == nil {
+		return c, false
+	}
+	c.WorkgroupSize = wg
+	c.Spec = spec
+	c.Invocations = k.Invocations(c)
+	c.Grid = ir.GridFor(c.Invocations, workgroupSize(c, k.Program().WorkgroupSize))
+	return c, true
+}
+
+// withInvocations sets c's invocations with inv and its grid for the
+// workgroup size def (c's own override wins).
+func withInvocations(c Case, inv func(Case) [3]uint32, def [3]uint32) Case {
+	c.Invocations = inv(c)
+	c.Grid = ir.GridFor(c.Invocations, workgroupSize(c, def))
+	return c
 }
 
 // Case is one concrete dispatch of a corpus kernel.
@@ -48,6 +80,11 @@ type Case struct {
 	// Uniforms is the program's uniform block (IR v1.1; see ir.EncodeUniforms),
 	// empty for a program without uniforms.
 	Uniforms []byte
+	// Invocations, when set, is what the case needs on each axis; Grid is their
+	// ceiling division by the workgroup size. A launch that lets an autotune
+	// record choose the workgroup size passes Invocations (host.Work) rather
+	// than Grid, so the grid follows the size the record chose.
+	Invocations [3]uint32
 }
 
 // All returns the corpus in a fixed order.
@@ -61,6 +98,7 @@ func All() []Kernel {
 		exclusiveScan(),
 		transpose(),
 		matmul(),
+		matmulReg(),
 		collatz(),
 		subgroupSum(),
 		scatterAdd(),

@@ -110,7 +110,7 @@ func TestNamesUniqueAndDocumented(t *testing.T) {
 	for _, k := range All() {
 		names = append(names, k.Name)
 	}
-	wantOrder := []string{"vector_add", "saxpy", "reduce_sum", "dot", "histogram", "exclusive_scan", "transpose", "matmul", "collatz",
+	wantOrder := []string{"vector_add", "saxpy", "reduce_sum", "dot", "histogram", "exclusive_scan", "transpose", "matmul", "matmul_reg", "collatz",
 		"subgroup_sum", "scatter_add", "softmax"}
 	if !slices.Equal(names, wantOrder) {
 		t.Errorf("All() order %v, want %v", names, wantOrder)
@@ -141,6 +141,8 @@ func invocations(k Kernel, c Case) [3]int {
 		return [3]int{c.Size + 3, c.Size, 1}
 	case "matmul":
 		return [3]int{c.Size + 2, c.Size, 1}
+	case "matmul_reg": // a 4×4 block of c per invocation at the defaults
+		return [3]int{(c.Size + 2 + 3) / 4, (c.Size + 3) / 4, 1}
 	case "softmax":
 		return [3]int{c.Size * 64, 1, 1} // one workgroup per row
 	}
@@ -152,9 +154,9 @@ func inputLen(k Kernel, n int, buffer string) int {
 	switch {
 	case k.Name == "transpose":
 		return n * (n + 3)
-	case k.Name == "matmul" && buffer == "a":
+	case strings.HasPrefix(k.Name, "matmul") && buffer == "a":
 		return n * (n + 1)
-	case k.Name == "matmul":
+	case strings.HasPrefix(k.Name, "matmul"):
 		return (n + 1) * (n + 2)
 	case k.Name == "softmax":
 		return n * (2*n + 1)

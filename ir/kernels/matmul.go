@@ -2,6 +2,8 @@ package kernels
 
 import (
 	"math/rand/v2"
+	"runtime"
+	"sync"
 
 	"github.com/kiln-dev/kiln/ir"
 )
@@ -16,48 +18,78 @@ const matmulTile = 16
 // ir.MaxInvocations, so every tile up to min(X, Y) does.
 const matmulShared = ir.MaxInvocations
 
+// matmulTiles are the tile depths a tuner may try.
+var matmulTiles = []uint32{4, 8, 16}
+
+// matmulFlops is 2·m·n·k for a matmul case.
+func matmulFlops(c Case) float64 {
+	u := BytesU32(c.Uniforms)
+	return 2 * float64(u[0]) * float64(u[1]) * float64(u[2])
+}
+
 func matmul() Kernel {
+	inv := func(c Case) [3]uint32 { return [3]uint32{uint32(c.Size + 2), uint32(c.Size), 1} }
 	return Kernel{
 		Name: "matmul",
 		OpID: "kiln.matrix.matmul.f32",
 		Doc: "c (m×n) = a (m×k) · b (k×n), row-major f32; m, n, k are uniforms, so one compile serves every shape; " +
-			"shared tiles of depth tile (parameter, default 16) for any tile up to the workgroup's sides; " +
+			"shared tiles of depth tile (parameter, default 16, tunable 4, 8, 16) for any tile up to the workgroup's sides; " +
 			"size s is m = s, k = s+1, n = s+2",
-		Sizes:   []int{0, 1, 7, 16, 17, 32, 61, 100},
-		Program: matmulProgram,
+		Sizes:       []int{0, 1, 7, 16, 17, 32, 61, 100},
+		Program:     matmulProgram,
+		Invocations: inv,
+		Flops:       matmulFlops,
 		NewCase: func(rng *rand.Rand, size int) Case {
 			m, k, n := size, size+1, size+2
-			return Case{
+			return withInvocations(Case{
 				Size:         size,
-				Grid:         [3]uint32{cover(n, matmulTile), cover(m, matmulTile), 1},
 				Inputs:       [][]byte{F32Bytes(randomF32(rng, m*k)), F32Bytes(randomF32(rng, k*n)), nil},
 				OutputCounts: []uint32{0, 0, uint32(m * n)},
 				Uniforms:     U32Bytes([]uint32{uint32(m), uint32(n), uint32(k)}),
-			}
+			}, inv, [3]uint32{matmulTile, matmulTile, 1})
 		},
-		Reference: func(c Case) [][]byte {
-			u := BytesU32(c.Uniforms)
-			m, n, k := int(u[0]), int(u[1]), int(u[2])
-			a, b := BytesF32(c.Inputs[0]), BytesF32(c.Inputs[1])
-			out := make([]float32, c.OutputCounts[2])
-			for row := range m {
-				for col := range n {
-					var acc float32
-					for e := range k {
-						// The conversion rounds the product, so Go never fuses it into an FMA.
-						acc += float32(a[row*k+e] * b[e*n+col])
-					}
-					out[row*n+col] = acc
-				}
-			}
-			return [][]byte{F32Bytes(out)}
-		},
+		Reference: matmulReference,
 		// Every element is acc = acc + a·b over e = 0, 1, ..., k-1 with a rounded
 		// multiply and a rounded add, as in the reference. The tiles' zero padding
 		// adds +0 products, which leave acc unchanged: acc starts at +0 and a sum
 		// of round-to-nearest adds is -0 only when both addends are.
 		Check: exact(ir.F32, "c"),
 	}
+}
+
+// matmulReference is c = a·b of a matmul case, each element summed over e in
+// order with a rounded multiply and a rounded add. It walks e in the middle
+// loop (each element still sees e = 0, 1, …, k-1 in order, so the result is
+// the same bits) so it reads b row by row, and it splits the rows of c across
+// goroutines: tuning a 4096³ matmul checks against it.
+func matmulReference(c Case) [][]byte {
+	u := BytesU32(c.Uniforms)
+	m, n, k := int(u[0]), int(u[1]), int(u[2])
+	a, b := BytesF32(c.Inputs[0]), BytesF32(c.Inputs[1])
+	out := make([]float32, c.OutputCounts[2])
+	rows := func(from, to int) {
+		for row := from; row < to; row++ {
+			acc := out[row*n : row*n+n]
+			for e := range k {
+				x := a[row*k+e]
+				for col, y := range b[e*n : e*n+n] {
+					// The conversion rounds the product, so Go never fuses it into an FMA.
+					acc[col] += float32(x * y)
+				}
+			}
+		}
+	}
+	workers := min(runtime.GOMAXPROCS(0), max(m*n*k/(1<<20), 1), m)
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rows(m*w/workers, m*(w+1)/workers)
+		}()
+	}
+	wg.Wait()
+	return [][]byte{F32Bytes(out)}
 }
 
 // matmulProgram gives each invocation one element of c (axis 0 the column, axis 1
@@ -69,7 +101,7 @@ func matmul() Kernel {
 // read per dispatch; the tile depth is a specialization parameter.
 func matmulProgram() *ir.Program {
 	b := ir.NewBuilder("kiln.matrix.matmul.f32", matmulTile, matmulTile, 1)
-	tile := b.Param("tile", ir.U32, ir.LitU32(matmulTile))
+	tile := b.Tunable("tile", ir.U32, ir.LitU32(matmulTile), u32Literals(matmulTiles)...)
 	m := b.Uniform("m", ir.U32)
 	n := b.Uniform("n", ir.U32)
 	k := b.Uniform("k", ir.U32)
@@ -117,4 +149,13 @@ func matmulProgram() *ir.Program {
 		then.Store(c, ir.Add(ir.Mul(row, n), col), acc)
 	})
 	return b.MustBuild()
+}
+
+// u32Literals turns values into u32 literals, for candidate lists.
+func u32Literals(values []uint32) []ir.Literal {
+	out := make([]ir.Literal, len(values))
+	for i, v := range values {
+		out[i] = ir.LitU32(v)
+	}
+	return out
 }

@@ -13,21 +13,32 @@ const vectorWG = 256
 // lanes: empty, one element, primes, exact multiples of the workgroup, a large size.
 func vectorSizes() []int { return []int{0, 1, 7, 61, 256, 257, 1021, 4096, 100_000} }
 
+// vectorEPI is vector_add's default elements per invocation, and epiCandidates
+// the values a tuner may try.
+const vectorEPI = 1
+
+var epiCandidates = []uint32{1, 2, 4, 8}
+
 func vectorAdd() Kernel {
+	inv := func(c Case) [3]uint32 {
+		return [3]uint32{cover(c.Size, max(specU32(c, "epi", vectorEPI), 1)), 1, 1}
+	}
 	return Kernel{
-		Name:    "vector_add",
-		OpID:    "kiln.vector.add.f32",
-		Doc:     "out[i] = a[i] + b[i] on f32; size is the number of elements",
-		Sizes:   vectorSizes(),
-		Program: vectorAddProgram,
+		Name: "vector_add",
+		OpID: "kiln.vector.add.f32",
+		Doc: "out[i] = a[i] + b[i] on f32; each invocation adds epi elements (parameter, default 1, tunable 1, 2, 4, 8) " +
+			"a grid apart; size is the number of elements",
+		Sizes:       vectorSizes(),
+		Program:     vectorAddProgram,
+		Invocations: inv,
 		NewCase: func(rng *rand.Rand, size int) Case {
-			return Case{
+			return withInvocations(Case{
 				Size:         size,
-				Grid:         [3]uint32{cover(size, vectorWG), 1, 1},
 				Inputs:       [][]byte{F32Bytes(randomF32(rng, size)), F32Bytes(randomF32(rng, size)), nil},
 				OutputCounts: []uint32{0, 0, uint32(size)},
-			}
+			}, inv, [3]uint32{vectorWG, 1, 1})
 		},
+		Flops: func(c Case) float64 { return float64(c.Size) },
 		Reference: func(c Case) [][]byte {
 			a, b := BytesF32(c.Inputs[0]), BytesF32(c.Inputs[1])
 			out := make([]float32, c.OutputCounts[2])
@@ -41,14 +52,23 @@ func vectorAdd() Kernel {
 	}
 }
 
+// vectorAddProgram is a grid-stride add: invocation g of T (the grid's
+// invocation count on axis 0) adds elements g + j·T for j < epi, so a grid of
+// ceil(ceil(n/epi)/workgroup) workgroups covers n elements; at the default epi
+// = 1 that is one element per invocation, as without the parameter.
 func vectorAddProgram() *ir.Program {
 	b := ir.NewBuilder("kiln.vector.add.f32", vectorWG, 1, 1)
+	epi := b.Tunable("epi", ir.U32, ir.LitU32(vectorEPI), u32Literals(epiCandidates)...)
 	x := b.Buffer("a", ir.F32, ir.Read)
 	y := b.Buffer("b", ir.F32, ir.Read)
 	out := b.Buffer("out", ir.F32, ir.Write)
-	i := b.Let("i", ir.GlobalID(0))
-	b.If(ir.Lt(i, ir.Len(out)), func(then *ir.Block) {
-		then.Store(out, i, ir.Add(ir.Load(x, i), ir.Load(y, i)))
+	g := b.Let("g", ir.GlobalID(0))
+	total := b.Let("total", ir.Mul(ir.NumWorkgroups(0), ir.WorkgroupSize(0)))
+	b.For("j", ir.U32, ir.LitU32(0), epi, ir.LitU32(1), func(loop *ir.Block, j ir.Expr) {
+		i := loop.Let("i", ir.Add(g, ir.Mul(j, total)))
+		loop.If(ir.Lt(i, ir.Len(out)), func(then *ir.Block) {
+			then.Store(out, i, ir.Add(ir.Load(x, i), ir.Load(y, i)))
+		})
 	})
 	return b.MustBuild()
 }

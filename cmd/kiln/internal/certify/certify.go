@@ -22,6 +22,28 @@ type Options struct {
 	Seed uint64
 	// Timed is the number of timed dispatches per backend (0: pgo.DefaultTimed).
 	Timed int
+	// Classes is the number of size classes per kernel (0: DefaultClasses):
+	// Size, Size/16, Size/256, … while at least 1. One class records a plain
+	// route, as before size classes.
+	Classes int
+}
+
+// DefaultClasses is the number of size classes certify measures by default.
+const DefaultClasses = 3
+
+// classStep is the ratio of neighbouring class sizes.
+const classStep = 16
+
+// ClassSizes returns the problem sizes of n classes up to largest, log-spaced
+// by classStep, ascending and distinct; sizes below 1 are dropped, so
+// largest 0 gives [0] alone.
+func ClassSizes(largest, n int) []int {
+	out := []int{largest}
+	for s := largest / classStep; len(out) < n && s >= 1; s /= classStep {
+		out = append(out, s)
+	}
+	slices.Reverse(out)
+	return out
 }
 
 // LargestSize as Options.Size certifies each kernel at its largest standard
@@ -39,7 +61,11 @@ type Result struct {
 	// Kernel is the corpus name, Op the program name the route is stored under.
 	Kernel string
 	Op     string
+	// Size is the largest size measured, Sizes every class's size, ascending;
+	// SizeOf maps a class's launch bytes back to its size.
 	Size   int
+	Sizes  []int
+	SizeOf map[int64]int
 	// Route is the recorded route; zero when Err is set.
 	Route pgo.Route
 	// Excluded are the backends whose outputs were wrong or that failed to run.
@@ -90,10 +116,12 @@ func Select(names []string) ([]kernels.Kernel, error) {
 	return out, nil
 }
 
-// Run certifies each kernel on the backends named: every backend first runs the
-// kernel once and is checked against the kernel's Go reference (a backend with
-// wrong outputs must never win a route), then pgo.Certify times the ones that
-// passed and records the fastest in table. Run does not save the table.
+// Run certifies each kernel on the backends named at each of its size classes
+// (ClassSizes): every backend first runs the kernel once per size and is
+// checked against the kernel's Go reference (a backend with wrong outputs at
+// any size must never win a route), then pgo.Table.CertifyClasses times the
+// ones that passed at every size and records the fastest of each class in
+// table. Run does not save the table.
 func Run(ctx context.Context, h *host.Host, table *pgo.Table, backends []string, ks []kernels.Kernel, opts Options, progress Progress) ([]Result, error) {
 	timers := map[string]*host.PGOBackend{}
 	defer func() {
@@ -108,7 +136,25 @@ func Run(ctx context.Context, h *host.Host, table *pgo.Table, backends []string,
 		}
 		timers[name] = host.NewPGOBackend(b)
 	}
-	total, done := len(ks)*(len(backends)+1), 0
+	classes := opts.Classes
+	if classes <= 0 {
+		classes = DefaultClasses
+	}
+	type plan struct {
+		k     kernels.Kernel
+		sizes []int
+	}
+	var plans []plan
+	total, done := 0, 0
+	for _, k := range ks {
+		n := max(opts.Size, 0)
+		if opts.Size == LargestSize && len(k.Sizes) > 0 {
+			n = slices.Max(k.Sizes)
+		}
+		p := plan{k, ClassSizes(n, classes)}
+		plans = append(plans, p)
+		total += len(p.sizes)*len(backends) + 1
+	}
 	step := func(what string) {
 		done++
 		if progress != nil {
@@ -116,40 +162,54 @@ func Run(ctx context.Context, h *host.Host, table *pgo.Table, backends []string,
 		}
 	}
 	var results []Result
-	for _, k := range ks {
-		n := max(opts.Size, 0)
-		if opts.Size == LargestSize && len(k.Sizes) > 0 {
-			n = slices.Max(k.Sizes)
+	for _, pl := range plans {
+		k := pl.k
+		r := Result{Kernel: k.Name, Op: k.OpID, Size: pl.sizes[len(pl.sizes)-1], Sizes: pl.sizes, SizeOf: map[int64]int{}}
+		wrong := map[string]bool{}
+		var points []pgo.Point
+		for _, n := range pl.sizes {
+			job := runs.KernelJob(k, n, opts.Seed, "")
+			r.Op = job.Program.Name
+			want := k.Reference(job.Case)
+			for _, name := range backends {
+				l := job.Launch
+				l.Backend = name
+				res, err := h.Dispatch(ctx, job.Program, l)
+				if err == nil {
+					err = k.Check(res.Outputs, want)
+				}
+				if err != nil && !wrong[name] {
+					wrong[name] = true
+					r.Excluded = append(r.Excluded, Exclusion{Backend: name, Reason: fmt.Sprintf("size %d: %v", n, err)})
+				}
+				step(fmt.Sprintf("%s size %d on %s", k.Name, n, name))
+				if ctx.Err() != nil {
+					return results, ctx.Err()
+				}
+			}
+			// Timings use the program's own workgroup size, so an autotune
+			// record cannot change the launch the grid was computed for.
+			wg := job.Case.WorkgroupSize
+			if wg == ([3]uint32{}) {
+				wg = job.Program.WorkgroupSize
+			}
+			pt := pgo.Point{Inputs: job.Case.Inputs, Launch: pgo.Launch{
+				Grid: job.Case.Grid, OutputCounts: job.Case.OutputCounts, Spec: job.Case.Spec, WorkgroupSize: wg,
+				Uniforms: job.Case.Uniforms,
+			}}
+			points = append(points, pt)
+			r.SizeOf[pt.Bytes()] = n
 		}
-		job := runs.KernelJob(k, n, opts.Seed, "")
-		want := k.Reference(job.Case)
-		r := Result{Kernel: k.Name, Op: job.Program.Name, Size: n}
 		var passed []pgo.Backend
 		for _, name := range backends {
-			l := job.Launch
-			l.Backend = name
-			res, err := h.Dispatch(ctx, job.Program, l)
-			if err == nil {
-				err = k.Check(res.Outputs, want)
-			}
-			if err != nil {
-				r.Excluded = append(r.Excluded, Exclusion{Backend: name, Reason: err.Error()})
-			} else {
+			if !wrong[name] {
 				passed = append(passed, timers[name])
-			}
-			step(fmt.Sprintf("%s on %s", k.Name, name))
-			if ctx.Err() != nil {
-				return results, ctx.Err()
 			}
 		}
 		if len(passed) == 0 {
-			r.Err = fmt.Errorf("no backend produced the right outputs for %s at size %d, so no route was recorded. Fix: see why each backend was excluded, and report wrong outputs to the backend's author", k.Name, n)
+			r.Err = fmt.Errorf("no backend produced the right outputs for %s at sizes %v, so no route was recorded. Fix: see why each backend was excluded, and report wrong outputs to the backend's author", k.Name, pl.sizes)
 		} else {
-			cfg := pgo.Config{Timed: opts.Timed, Launch: pgo.Launch{
-				Grid: job.Case.Grid, OutputCounts: job.Case.OutputCounts, Spec: job.Case.Spec, WorkgroupSize: job.Case.WorkgroupSize,
-				Uniforms: job.Case.Uniforms,
-			}}
-			r.Route, r.Err = table.Certify(ctx, r.Op, job.Program, job.Case.Inputs, cfg, passed)
+			r.Route, r.Err = table.CertifyClasses(ctx, r.Op, k.Program(), points, pgo.Config{Timed: opts.Timed}, passed)
 		}
 		step(fmt.Sprintf("%s timed", k.Name))
 		results = append(results, r)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/kiln-dev/kiln/autotune"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -36,6 +37,11 @@ type Job struct {
 // KernelJob draws a random case of size for the corpus kernel k.
 func KernelJob(k kernels.Kernel, size int, seed uint64, backend string) Job {
 	c := k.NewCase(rand.New(rand.NewPCG(seed, uint64(size))), size)
+	w := host.Work{Grid: c.Grid, Inputs: c.Inputs, OutputCounts: c.OutputCounts, Uniforms: c.Uniforms}
+	if c.Invocations != ([3]uint32{}) {
+		// The grid follows the workgroup size an autotune record may choose.
+		w.Grid, w.Invocations = [3]uint32{}, c.Invocations
+	}
 	return Job{
 		Program: k.Program(),
 		Kernel:  &k,
@@ -43,7 +49,7 @@ func KernelJob(k kernels.Kernel, size int, seed uint64, backend string) Job {
 		Launch: host.Launch{
 			Backend:        backend,
 			CompileOptions: host.CompileOptions{Spec: c.Spec, WorkgroupSize: c.WorkgroupSize},
-			Work:           host.Work{Grid: c.Grid, Inputs: c.Inputs, OutputCounts: c.OutputCounts, Uniforms: c.Uniforms},
+			Work:           w,
 		},
 	}
 }
@@ -68,6 +74,9 @@ type Outcome struct {
 	Tuned         bool
 	// Failover lists the backends that failed the launch before Backend ran it.
 	Failover []host.Attempt
+	// Params are the tunables an autotune record set (NAME=VALUE, as the
+	// record holds them), empty when none did.
+	Params string
 	// Verified is set when verification ran and passed; MaxULP is the largest
 	// float difference met, in units in the last place.
 	Verified bool
@@ -86,6 +95,40 @@ func (e *VerifyError) Error() string {
 
 func (e *VerifyError) Unwrap() error { return e.Err }
 
+// applyTuning applies the whole autotune record of a corpus kernel on a named
+// backend — its tunables as well as its workgroup size — when the kernel can
+// size its launch for them (Kernel.Invocations) and the run sets neither: the
+// case is relaunched for the tuned configuration. It returns the tunables it
+// set, as autotune.FormatParams writes them ("" when it set none).
+func applyTuning(ctx context.Context, h *host.Host, j Job) (Job, string, error) {
+	l := j.Launch
+	if j.Kernel == nil || j.Kernel.Invocations == nil || l.Backend == "" || l.WorkgroupSize != ([3]uint32{}) {
+		return j, "", nil
+	}
+	b, err := h.Acquire(ctx, l.Backend)
+	if err != nil {
+		return j, "", err
+	}
+	tu, ok := b.Tuning(j.Program, l.Spec)
+	if !ok || tu.Params.Len() == 0 {
+		return j, "", nil
+	}
+	params := autotune.FormatParams(tu.Params)
+	spec := tu.Params
+	for _, name := range l.Spec.Names() {
+		v, _ := l.Spec.Get(name)
+		spec.Set(name, v)
+	}
+	c, ok := j.Kernel.Retune(j.Case, tu.WorkgroupSize, spec)
+	if !ok {
+		return j, "", nil
+	}
+	j.Case = c
+	j.Launch.Spec, j.Launch.WorkgroupSize = spec, tu.WorkgroupSize
+	j.Launch.Grid, j.Launch.Invocations = [3]uint32{}, c.Invocations
+	return j, params, nil
+}
+
 // Run dispatches j and, with verify, checks the outputs. A verification failure
 // returns the outcome together with a *VerifyError.
 func Run(ctx context.Context, h *host.Host, j Job, verify bool) (*Outcome, error) {
@@ -93,6 +136,10 @@ func Run(ctx context.Context, h *host.Host, j Job, verify bool) (*Outcome, error
 		if err := CheckStrict(ctx, j); err != nil {
 			return nil, err
 		}
+	}
+	j, params, err := applyTuning(ctx, h, j)
+	if err != nil {
+		return nil, err
 	}
 	res, err := h.Dispatch(ctx, j.Program, j.Launch)
 	if err != nil {
@@ -104,6 +151,7 @@ func Run(ctx context.Context, h *host.Host, j Job, verify bool) (*Outcome, error
 		Cache: res.Cache, Selection: res.Selection, WorkgroupSize: res.WorkgroupSize, Tuned: res.Tuned,
 		Failover: res.Failover,
 	}
+	o.Tuned, o.Params = o.Tuned || params != "", params
 	if j.Kernel != nil {
 		o.Kernel, o.Size = j.Kernel.Name, j.Case.Size
 	}

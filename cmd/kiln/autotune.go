@@ -1,0 +1,190 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/kiln-dev/kiln/autotune"
+	"github.com/kiln-dev/kiln/ir"
+	"github.com/kiln-dev/kiln/ir/kernels"
+)
+
+func (a *app) autotuneCommand() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "autotune",
+		Short: "List or forget the autotune records kiln tune saved",
+		Long: `The autotune store ($XDG_CONFIG_HOME/kiln/autotune.toml) holds one record per
+program variant and device: the workgroup size compiles of that variant on
+that device take, and the tunable values kiln tune chose. Records are keyed by
+the variant's folded digest and by the device ("cuda/<fingerprint>"), never by
+the adapter's index.`,
+	}
+	cmd.AddCommand(a.autotuneListCommand(), a.autotuneForgetCommand())
+	return cmd
+}
+
+type autotuneRecordJSON struct {
+	Key           string    `json:"key"`
+	Adapter       string    `json:"adapter"`
+	Kernel        string    `json:"kernel,omitempty"`
+	WorkgroupSize [3]uint32 `json:"workgroup_size"`
+	Params        string    `json:"params,omitempty"`
+	Unroll        uint32    `json:"unroll"`
+	Tile          [3]uint32 `json:"tile"`
+	RecordedAt    string    `json:"recorded_at"`
+}
+
+// corpusKernelOf names the corpus kernel whose default variant on adapter has
+// key, or "".
+func corpusKernelOf(key autotune.Key) string {
+	for _, k := range kernels.All() {
+		if autotune.KeyFor(k.Program(), ir.SpecMap{}, key.Adapter()) == key {
+			return k.Name
+		}
+	}
+	return ""
+}
+
+func (a *app) autotuneListCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "list",
+		Short: "List the autotune records, naming the corpus kernel of each where it is one",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			path, err := autotune.DefaultPath()
+			if err != nil {
+				return err
+			}
+			st, err := autotune.Load(path)
+			if err != nil {
+				return err
+			}
+			rows := []autotuneRecordJSON{}
+			for k, r := range st.Records() {
+				rows = append(rows, autotuneRecordJSON{Key: k.Hex(), Adapter: k.Adapter(), Kernel: corpusKernelOf(k),
+					WorkgroupSize: r.WorkgroupSize, Params: r.Params, Unroll: r.Unroll, Tile: r.Tile, RecordedAt: r.RecordedAt})
+			}
+			sort.Slice(rows, func(i, j int) bool {
+				if rows[i].Adapter != rows[j].Adapter {
+					return rows[i].Adapter < rows[j].Adapter
+				}
+				return rows[i].Key < rows[j].Key
+			})
+			if a.json {
+				return a.printJSON(struct {
+					Store   string               `json:"store"`
+					Records []autotuneRecordJSON `json:"records"`
+				}{path, rows})
+			}
+			fmt.Fprintf(a.out, "autotune store %s: %d record(s)\n", path, len(rows))
+			if len(rows) == 0 {
+				return nil
+			}
+			tw := tabwriter.NewWriter(a.out, 0, 0, 2, ' ', 0)
+			fmt.Fprintln(tw, "KEY\tKERNEL\tADAPTER\tWORKGROUP\tPARAMS\tRECORDED")
+			for _, r := range rows {
+				kernel, params := r.Kernel, r.Params
+				if kernel == "" {
+					kernel = "-"
+				}
+				if params == "" {
+					params = "-"
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%d×%d×%d\t%s\t%s\n", r.Key, kernel, r.Adapter,
+					r.WorkgroupSize[0], r.WorkgroupSize[1], r.WorkgroupSize[2], params, r.RecordedAt)
+			}
+			return tw.Flush()
+		},
+	}
+}
+
+func (a *app) autotuneForgetCommand() *cobra.Command {
+	var (
+		kernel, adapter string
+		all             bool
+	)
+	cmd := &cobra.Command{
+		Use:   "forget [KEY[@ADAPTER]...] [--kernel NAME] [--adapter ADAPTER] [--all]",
+		Short: "Remove autotune records: by key, by corpus kernel, by adapter, or all",
+		Long: `Forget removes the records that match: each KEY (32 hex digits, as kiln
+autotune list shows, optionally @ADAPTER), the default variant of a corpus
+--kernel, every record of an --adapter ("cuda/<fingerprint>", or a backend id
+such as "cuda" for all its devices), or --all. --adapter also narrows KEY and
+--kernel. The store is saved under its lock, merged with what other processes
+wrote meanwhile.`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 && kernel == "" && adapter == "" && !all {
+				return errors.New("nothing to forget. Fix: pass a KEY, --kernel NAME, --adapter ADAPTER or --all")
+			}
+			if all && (len(args) > 0 || kernel != "") {
+				return errors.New("--all with a KEY or --kernel. Fix: pass one or the other")
+			}
+			var k *kernels.Kernel
+			if kernel != "" {
+				found, ok := kernels.Lookup(kernel)
+				if !ok {
+					return fmt.Errorf("unknown kernel %q. Fix: pass a name from kiln run --list", kernel)
+				}
+				k = &found
+			}
+			path, err := autotune.DefaultPath()
+			if err != nil {
+				return err
+			}
+			st, err := autotune.Load(path)
+			if err != nil {
+				return err
+			}
+			adapterMatches := func(key autotune.Key) bool {
+				if adapter == "" {
+					return true
+				}
+				id, _, _ := autotune.SplitDeviceAdapter(key.Adapter())
+				return key.Adapter() == adapter || id == adapter
+			}
+			var forgotten []string
+			for key := range st.Records() {
+				match := false
+				for _, arg := range args {
+					hex, ad, hasAdapter := strings.Cut(arg, "@")
+					if key.Hex() == hex && (!hasAdapter || key.Adapter() == ad) {
+						match = true
+					}
+				}
+				if k != nil && autotune.KeyFor(k.Program(), ir.SpecMap{}, key.Adapter()) == key {
+					match = true
+				}
+				if (all || (len(args) == 0 && k == nil)) || match {
+					if adapterMatches(key) && st.Forget(key) {
+						forgotten = append(forgotten, key.String())
+					}
+				}
+			}
+			sort.Strings(forgotten)
+			if _, err := st.SaveIfDirty(cmd.Context()); err != nil {
+				return err
+			}
+			if a.json {
+				return a.printJSON(struct {
+					Store     string   `json:"store"`
+					Forgotten []string `json:"forgotten"`
+				}{path, append([]string{}, forgotten...)})
+			}
+			fmt.Fprintf(a.out, "forgot %d record(s) in %s\n", len(forgotten), path)
+			for _, f := range forgotten {
+				fmt.Fprintf(a.out, "  %s\n", f)
+			}
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&kernel, "kernel", "", "forget the records of this corpus kernel's default variant")
+	f.StringVar(&adapter, "adapter", "", "forget only records of this adapter (backend/fingerprint, or a backend id)")
+	f.BoolVar(&all, "all", false, "forget every record (narrowed by --adapter)")
+	return cmd
+}

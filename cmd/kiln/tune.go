@@ -1,0 +1,569 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/kiln-dev/kiln/autotune"
+	"github.com/kiln-dev/kiln/cmd/kiln/internal/runs"
+	"github.com/kiln-dev/kiln/host"
+	"github.com/kiln-dev/kiln/ir"
+	"github.com/kiln-dev/kiln/ir/interp"
+	"github.com/kiln-dev/kiln/ir/kernels"
+	"github.com/kiln-dev/kiln/pluginapi/conformance"
+)
+
+// tuneSaveBatch is how many winners kiln tune puts before it saves the store.
+const tuneSaveBatch = 16
+
+// tuneTarget is one program to tune: its launch at the baseline configuration,
+// how to relaunch it for a candidate, and the oracle.
+type tuneTarget struct {
+	name   string // the kernel name or the program file
+	kernel *kernels.Kernel
+	c      kernels.Case // the corpus case (kernels only)
+	prog   *ir.Program
+	search *ir.Program // prog with the tunables --spec fixes narrowed to that value, for the search space only
+	base   host.Launch // the baseline launch; its Spec holds the non-tunable values
+	check  func(outputs [][]byte) error
+	flops  float64 // floating-point operations of one run, 0 when unknown
+	size   int     // the corpus size (kernels only)
+}
+
+func (a *app) tuneCommand() *cobra.Command {
+	var (
+		targets        []string
+		sizes          []string
+		file           runs.FileArgs
+		backend        string
+		budget         time.Duration
+		seed           uint64
+		warmup, timed  int
+		dryRun         bool
+		maxInvocations uint32
+		wgFlags        []string
+	)
+	cmd := &cobra.Command{
+		Use:   "tune --kernel NAME|PROGRAM --backend ID [--budget 30s]",
+		Short: "Search the workgroup size and tunables of a program on one device and record the fastest",
+		Long: `Tune searches the launch configurations of a program on one backend's device:
+the workgroup size, and every tunable (a parameter with candidates, such as
+vector_add's epi or matmul_reg's bm, bn and tk). Each candidate is compiled
+and run warmup times untimed, then --runs times timed; its time is the median,
+from the device's timestamps where the backend reports them, else the host's
+dispatch time. Every run's outputs are checked against the oracle (the
+kernel's Go reference, or the reference interpreter for a program file)
+before the candidate counts: a configuration that computes a wrong result is
+never recorded.
+
+The baseline (the program's own workgroup size and defaults) runs first; the
+other candidates follow in a fixed shuffled order until --budget is spent.
+The winner is saved as an autotune record keyed by the program variant and
+the device fingerprint ($XDG_CONFIG_HOME/kiln/autotune.toml; "kiln autotune
+list"): later compiles of the program on that device take its workgroup size.
+Its tunable values are in the record's params.
+
+--kernel takes a corpus kernel (see kiln run --list; repeatable, each tuned
+in turn with its own budget) or a program file, which then takes --input,
+--zero, --size NAME=COUNT, --spec, --uniform and --invocations as kiln run
+does (the grid follows each candidate's workgroup size). A progress bar goes
+to stderr on a terminal; plain lines otherwise.`,
+		Example: `  kiln tune --kernel matmul_reg --backend cuda --size 1024 --budget 2m
+  kiln tune --kernel vector_add --backend vulkan:0 --size 16777216
+  kiln tune --kernel prog.json --backend cpu-ref --input a=@a.bin --size out=1024 --invocations 1024`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := cmd.Context()
+			if len(targets) == 0 {
+				return errors.New("no --kernel. Fix: pass --kernel NAME (see kiln run --list) or --kernel PROGRAM.json")
+			}
+			if backend == "" {
+				return errors.New("no --backend. Fix: name the backend to tune on, such as --backend cuda or --backend vulkan:1 (kiln backends lists them)")
+			}
+			if budget < 0 || warmup < 0 || timed < 1 {
+				return errors.New("--budget and --warmup must not be negative and --runs must be at least 1. Fix: pass --budget 30s --warmup 1 --runs 5")
+			}
+			var wgs [][3]uint32
+			for _, w := range wgFlags {
+				wg, err := parseWorkgroup(w)
+				if err != nil {
+					return err
+				}
+				wgs = append(wgs, wg)
+			}
+			path, err := autotune.DefaultPath()
+			if err != nil {
+				return err
+			}
+			st, err := autotune.Load(path)
+			if err != nil {
+				return err
+			}
+			var tts []tuneTarget
+			for _, name := range targets {
+				t, err := newTuneTarget(name, len(targets), sizes, seed, file)
+				if err != nil {
+					return err
+				}
+				tts = append(tts, t)
+			}
+			h, err := a.open(ctx)
+			if err != nil {
+				return err
+			}
+			defer h.Close()
+			b, err := h.Acquire(ctx, backend)
+			if err != nil {
+				return err
+			}
+			adapter := autotune.DeviceAdapter(b.ID(), b.Live().AdapterFingerprint)
+			limit := b.Adapter().Profile.MaxInvocationsPerWorkgroup
+			if maxInvocations > 0 && (limit == 0 || maxInvocations < limit) {
+				limit = maxInvocations
+			}
+			batch := autotune.NewBatcher(st, tuneSaveBatch)
+			out := tuneJSON{Store: path, Backend: b.Name(), Adapter: adapter, DryRun: dryRun}
+			var failed []string
+			for _, t := range tts {
+				j, rec, err := a.tuneOne(ctx, b, t, limit, wgs, autotune.Config{Warmup: warmup, Runs: timed, Budget: budget})
+				if err != nil {
+					return err
+				}
+				if rec != nil && !dryRun {
+					key := autotune.KeyFor(t.prog, t.base.Spec, adapter)
+					j.Key = key.Hex()
+					if err := batch.Put(ctx, key, *rec); err != nil {
+						return err
+					}
+				}
+				if rec == nil {
+					failed = append(failed, t.name)
+				}
+				out.Results = append(out.Results, j)
+			}
+			if err := batch.Flush(ctx); err != nil {
+				return err
+			}
+			if a.json {
+				if err := a.printJSON(out); err != nil {
+					return err
+				}
+			} else {
+				a.printTune(out)
+			}
+			if len(failed) > 0 {
+				return &exitError{code: 1, err: fmt.Errorf("no candidate of %s gave a correct result, nothing recorded", strings.Join(failed, ", "))}
+			}
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringArrayVar(&targets, "kernel", nil, "corpus kernel name, or a program JSON file, to tune (repeatable for kernels)")
+	f.StringVar(&backend, "backend", "", "backend id or id:adapter to tune on (required)")
+	f.DurationVar(&budget, "budget", 30*time.Second, "wall-clock budget per program; 0 searches every candidate")
+	f.StringArrayVar(&sizes, "size", nil, "problem size N for a kernel (default: its largest standard size); NAME=COUNT elements of a write buffer for a program file")
+	f.Uint64Var(&seed, "seed", 1, "random seed for corpus inputs")
+	f.IntVar(&warmup, "warmup", 1, "untimed runs per candidate")
+	f.IntVar(&timed, "runs", 5, "timed runs per candidate (the median counts)")
+	f.BoolVar(&dryRun, "dry-run", false, "search and print, but record nothing")
+	f.Uint32Var(&maxInvocations, "max-invocations", 0, "largest workgroup to try (default: the adapter's limit)")
+	f.StringArrayVar(&wgFlags, "wg", nil, "X,Y,Z: a workgroup size to try (repeatable; default: sizes proposed for the program's axes; the program's own is always tried)")
+	f.StringArrayVar(&file.Inputs, "input", nil, "NAME=@FILE: raw little-endian bytes of buffer NAME (program files)")
+	f.StringArrayVar(&file.Zero, "zero", nil, "NAME[=COUNT]: run read buffer NAME on zeros (program files)")
+	f.StringArrayVar(&file.Spec, "spec", nil, "NAME=VALUE: fix parameter NAME; a tunable fixed here is not searched (for a kernel, only its tunables)")
+	f.StringArrayVar(&file.Uniforms, "uniform", nil, "NAME=VALUE: set uniform NAME (program files)")
+	f.StringVar(&file.Invocations, "invocations", "", "X,Y,Z invocations; each candidate's grid is their ceiling division by its workgroup size (program files)")
+	return cmd
+}
+
+// newTuneTarget resolves --kernel name: a corpus kernel, else a program file.
+func newTuneTarget(name string, count int, sizes []string, seed uint64, file runs.FileArgs) (tuneTarget, error) {
+	if k, ok := kernels.Lookup(name); ok {
+		if k.Invocations == nil {
+			return tuneTarget{}, fmt.Errorf("kernel %s computes a result that depends on its launch geometry, so it cannot be tuned. Fix: tune vector_add, matmul or matmul_reg, or a program file", k.Name)
+		}
+		size := slices.Max(k.Sizes)
+		if len(sizes) > 1 {
+			return tuneTarget{}, errors.New("several --size values for a kernel. Fix: pass one --size N")
+		}
+		if len(sizes) == 1 {
+			n, err := strconv.Atoi(sizes[0])
+			if err != nil || n < 0 {
+				return tuneTarget{}, fmt.Errorf("--size %q is not a problem size. Fix: pass --size N with N ≥ 0", sizes[0])
+			}
+			size = n
+		}
+		if err := (runs.Limits{MemAvailable: runs.AvailableMemory()}).CheckKernel(k, size); err != nil {
+			return tuneTarget{}, err
+		}
+		c := k.NewCase(rand.New(rand.NewPCG(seed, uint64(size))), size)
+		prog := k.Program()
+		search, err := narrowed(prog, file.Spec)
+		if err != nil {
+			return tuneTarget{}, err
+		}
+		want := k.Reference(c)
+		t := tuneTarget{name: k.Name, kernel: &k, c: c, prog: prog, search: search, size: size,
+			base:  host.Launch{CompileOptions: host.CompileOptions{Spec: c.Spec}},
+			check: func(got [][]byte) error { return k.Check(got, want) },
+		}
+		if k.Flops != nil {
+			t.flops = k.Flops(c)
+		}
+		return t, nil
+	}
+	if count > 1 {
+		return tuneTarget{}, fmt.Errorf("%q is not a corpus kernel, and only corpus kernels can be tuned together. Fix: tune a program file on its own", name)
+	}
+	if _, err := os.Stat(name); err != nil {
+		return tuneTarget{}, fmt.Errorf("%q is neither a corpus kernel nor a program file. Fix: pass a name from kiln run --list or the path of a JSON program", name)
+	}
+	if file.Invocations == "" {
+		return tuneTarget{}, errors.New("a program file needs --invocations. Fix: pass --invocations X,Y,Z, so each candidate's grid follows its workgroup size")
+	}
+	file.Path, file.Sizes, file.Limits = name, sizes, runs.Limits{MemAvailable: runs.AvailableMemory()}
+	job, err := runs.FileJob(file)
+	if err != nil {
+		return tuneTarget{}, err
+	}
+	// A tunable the launch sets with --spec is not searched.
+	p := *job.Program
+	p.Params = slices.Clone(p.Params)
+	for i, d := range p.Params {
+		if _, set := job.Launch.Spec.Get(d.Name); set {
+			p.Params[i].Candidates = nil
+		}
+	}
+	inv := job.Launch.Invocations
+	launch := interp.Launch{Grid: ir.GridFor(inv, p.WorkgroupSize), Inputs: job.Launch.Inputs, OutputCounts: job.Launch.OutputCounts, Uniforms: job.Launch.Uniforms}
+	want, err := interp.Run(context.Background(), &p, interp.Options{Spec: job.Launch.Spec}, launch)
+	if err != nil {
+		return tuneTarget{}, fmt.Errorf("the reference interpreter cannot run %s: %w", name, err)
+	}
+	oracle := func(q *ir.Program) ([][]byte, error) {
+		if q == &p {
+			return want, nil
+		}
+		return interp.Run(context.Background(), q, interp.Options{Spec: job.Launch.Spec}, launch)
+	}
+	job.Launch.Backend = ""
+	return tuneTarget{name: name, prog: &p, search: &p, base: job.Launch,
+		check: func(got [][]byte) error { _, err := conformance.Verify(&p, got, oracle); return err },
+	}, nil
+}
+
+// narrowed returns a copy of p in which each tunable that specs (NAME=VALUE)
+// fixes has that value as its default and only candidate, for the search
+// space; p itself keys the record and compiles. Only tunables can be fixed.
+func narrowed(p *ir.Program, specs []string) (*ir.Program, error) {
+	q := *p
+	q.Params = slices.Clone(p.Params)
+	for _, kv := range specs {
+		name, _, _ := strings.Cut(kv, "=")
+		i := slices.IndexFunc(q.Params, func(d ir.ParamDecl) bool { return d.Name == name })
+		if i < 0 || len(q.Params[i].Candidates) == 0 {
+			var names []string
+			for _, d := range p.Tunables() {
+				names = append(names, d.Name)
+			}
+			return nil, fmt.Errorf("--spec %s: %s has no tunable %q. Fix: fix one of its tunables: %s", kv, p.Name, name, strings.Join(names, ", "))
+		}
+		v, err := autotune.ParseParams(p, kv)
+		if err != nil {
+			return nil, fmt.Errorf("--spec %s: %w. Fix: write NAME=VALUE with a value of the parameter's type", kv, err)
+		}
+		sv, _ := v.Get(name)
+		l, _ := sv.Literal()
+		q.Params[i].Default, q.Params[i].Candidates = l, []ir.Literal{l}
+	}
+	return &q, nil
+}
+
+// parseWorkgroup reads --wg X[,Y[,Z]] (missing axes are 1).
+func parseWorkgroup(s string) ([3]uint32, error) {
+	out := [3]uint32{1, 1, 1}
+	parts := strings.Split(s, ",")
+	if len(parts) > 3 {
+		return out, fmt.Errorf("--wg %q has more than 3 axes. Fix: write X,Y,Z", s)
+	}
+	total := uint64(1)
+	for i, p := range parts {
+		v, err := strconv.ParseUint(strings.TrimSpace(p), 10, 32)
+		if err != nil || v == 0 {
+			return out, fmt.Errorf("--wg %q: axis %d is not a positive count. Fix: write X,Y,Z with positive integers", s, i)
+		}
+		out[i] = uint32(v)
+		total *= v
+	}
+	if total > ir.MaxInvocations {
+		return out, fmt.Errorf("--wg %q has %d invocations, over %d. Fix: pass a smaller workgroup", s, total, ir.MaxInvocations)
+	}
+	return out, nil
+}
+
+// hostRunner runs candidates of one target on one backend, compiling each
+// configuration once.
+type hostRunner struct {
+	b   *host.Backend
+	t   tuneTarget
+	pl  *host.Pipeline
+	cur string // the configuration pl was compiled for
+}
+
+func (r *hostRunner) Run(ctx context.Context, c autotune.Candidate) (autotune.Sample, error) {
+	spec := r.t.base.Spec
+	var merged ir.SpecMap
+	for _, n := range spec.Names() {
+		v, _ := spec.Get(n)
+		merged.Set(n, v)
+	}
+	for _, n := range c.Spec.Names() {
+		v, _ := c.Spec.Get(n)
+		merged.Set(n, v)
+	}
+	if r.pl == nil || r.cur != c.String() {
+		if err := r.release(ctx); err != nil {
+			return autotune.Sample{}, err
+		}
+		pl, err := r.b.Compile(ctx, r.t.prog, host.CompileOptions{Spec: merged, WorkgroupSize: c.WorkgroupSize})
+		if err != nil {
+			return autotune.Sample{}, err
+		}
+		r.pl, r.cur = pl, c.String()
+	}
+	w := r.t.base.Work
+	if r.t.kernel != nil {
+		kc, _ := r.t.kernel.Retune(r.t.c, c.WorkgroupSize, merged)
+		w = host.Work{Grid: kc.Grid, Inputs: kc.Inputs, OutputCounts: kc.OutputCounts, Uniforms: kc.Uniforms}
+	}
+	res, err := r.b.Dispatch(ctx, r.pl, w)
+	if err != nil {
+		return autotune.Sample{}, err
+	}
+	if res.DeviceTime > 0 {
+		return autotune.Sample{Time: res.DeviceTime, Device: true, Outputs: res.Outputs}, nil
+	}
+	return autotune.Sample{Time: res.Dispatch, Outputs: res.Outputs}, nil
+}
+
+func (r *hostRunner) release(ctx context.Context) error {
+	if r.pl == nil {
+		return nil
+	}
+	pl := r.pl
+	r.pl, r.cur = nil, ""
+	return r.b.Release(ctx, pl)
+}
+
+// tuneOne searches t's space on b and returns its report and the winner's
+// record (nil when no candidate counted).
+func (a *app) tuneOne(ctx context.Context, b *host.Backend, t tuneTarget, limit uint32, wgs [][3]uint32, cfg autotune.Config) (tuneResultJSON, *autotune.Record, error) {
+	if wgs == nil {
+		wgs = autotune.WorkgroupSizes(t.prog, limit)
+	}
+	space := autotune.Space(t.search, wgs)
+	// The baseline is always the untuned program, even when --spec narrows
+	// the search away from its defaults.
+	if def := autotune.Space(t.prog, nil)[0]; def.String() != space[0].String() {
+		space = append([]autotune.Candidate{def}, space...)
+	}
+	r := &hostRunner{b: b, t: t}
+	cfg.Check = t.check
+	p := newTuneProgress(a.errOut, t.name)
+	cfg.Progress = p.update
+	res, err := autotune.Tune(ctx, r, space, cfg)
+	p.finish()
+	if rerr := r.release(ctx); err == nil && rerr != nil {
+		err = rerr
+	}
+	if err != nil {
+		return tuneResultJSON{}, nil, err
+	}
+	j := tuneResultJSON{Target: t.name, Program: t.prog.Name, Size: t.size, Candidates: len(res.Trials), Speedup: res.Speedup()}
+	if t.kernel == nil {
+		j.Size = 0
+	}
+	j.Measured, j.Rejected, j.Skipped = res.Counted()
+	for i, tr := range res.Trials {
+		if tr.Skipped {
+			continue
+		}
+		row := tuneTrialJSON{Candidate: tr.Candidate.String(), WorkgroupSize: tr.Candidate.WorkgroupSize, Params: autotune.FormatParams(tr.Candidate.Spec),
+			MedianNs: tr.Median.Nanoseconds(), DeviceTime: tr.Device, Baseline: i == 0, Winner: i == res.Best}
+		if tr.Err != nil {
+			row.Error = tr.Err.Error()
+		} else if t.flops > 0 && tr.Median > 0 {
+			row.GFlops = t.flops / tr.Median.Seconds() / 1e9
+		}
+		j.Trials = append(j.Trials, row)
+	}
+	slices.SortStableFunc(j.Trials, func(x, y tuneTrialJSON) int {
+		switch {
+		case (x.Error == "") != (y.Error == ""):
+			if x.Error == "" {
+				return -1
+			}
+			return 1
+		case x.MedianNs < y.MedianNs:
+			return -1
+		case x.MedianNs > y.MedianNs:
+			return 1
+		}
+		return 0
+	})
+	w, ok := res.Winner()
+	if !ok {
+		return j, nil, nil
+	}
+	rec := w.Candidate.Record(time.Now().UTC().Format(time.RFC3339))
+	j.Winner = w.Candidate.String()
+	return j, &rec, nil
+}
+
+type tuneJSON struct {
+	Store   string           `json:"store"`
+	Backend string           `json:"backend"`
+	Adapter string           `json:"adapter"`
+	DryRun  bool             `json:"dry_run"`
+	Results []tuneResultJSON `json:"results"`
+}
+
+type tuneResultJSON struct {
+	Target     string          `json:"target"`
+	Program    string          `json:"program"`
+	Size       int             `json:"size,omitempty"`
+	Candidates int             `json:"candidates"`
+	Measured   int             `json:"measured"`
+	Rejected   int             `json:"rejected"`
+	Skipped    int             `json:"skipped"`
+	Winner     string          `json:"winner,omitempty"`
+	Speedup    float64         `json:"speedup_over_baseline"`
+	Key        string          `json:"key,omitempty"`
+	Trials     []tuneTrialJSON `json:"trials"`
+}
+
+type tuneTrialJSON struct {
+	Candidate     string    `json:"candidate"`
+	WorkgroupSize [3]uint32 `json:"workgroup_size"`
+	Params        string    `json:"params"`
+	MedianNs      int64     `json:"median_ns"`
+	DeviceTime    bool      `json:"device_time"`
+	GFlops        float64   `json:"gflops,omitempty"`
+	Baseline      bool      `json:"baseline,omitempty"`
+	Winner        bool      `json:"winner,omitempty"`
+	Error         string    `json:"error,omitempty"`
+}
+
+// tuneTableRows is how many measured candidates the table shows, fastest first
+// (the baseline is shown too when it is slower).
+const tuneTableRows = 10
+
+func (a *app) printTune(j tuneJSON) {
+	for i, r := range j.Results {
+		if i > 0 {
+			fmt.Fprintln(a.out)
+		}
+		what := r.Target
+		if r.Size > 0 || r.Program != r.Target {
+			what = fmt.Sprintf("%s (%s)", r.Target, r.Program)
+		}
+		if r.Size > 0 {
+			what += fmt.Sprintf(", size %d", r.Size)
+		}
+		fmt.Fprintf(a.out, "%s on %s (%s): %d candidates, %d measured, %d rejected, %d skipped by the budget\n",
+			what, j.Backend, j.Adapter, r.Candidates, r.Measured, r.Rejected, r.Skipped)
+		tw := tabwriter.NewWriter(a.out, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "RANK\tCANDIDATE\tMEDIAN\tTIMER\tGFLOP/S\tVS BASELINE\t")
+		var base int64
+		for _, t := range r.Trials {
+			if t.Baseline && t.Error == "" {
+				base = t.MedianNs
+			}
+		}
+		for rank, t := range r.Trials {
+			if t.Error != "" || (rank >= tuneTableRows && !t.Baseline) {
+				continue
+			}
+			timer, gf, vs := "host", "-", "-"
+			if t.DeviceTime {
+				timer = "device"
+			}
+			if t.GFlops > 0 {
+				gf = fmt.Sprintf("%.1f", t.GFlops)
+			}
+			if base > 0 && t.MedianNs > 0 {
+				vs = fmt.Sprintf("%.2f×", float64(base)/float64(t.MedianNs))
+			}
+			mark := ""
+			switch {
+			case t.Winner:
+				mark = "winner"
+			case t.Baseline:
+				mark = "baseline"
+			}
+			fmt.Fprintf(tw, "%d\t%s\t%v\t%s\t%s\t%s\t%s\n", rank+1, t.Candidate, time.Duration(t.MedianNs), timer, gf, vs, mark)
+		}
+		tw.Flush()
+		shown := 0
+		for _, t := range r.Trials {
+			if t.Error != "" {
+				if shown < 3 {
+					fmt.Fprintf(a.out, "  rejected %s\n", t.Error)
+				}
+				shown++
+			}
+		}
+		if shown > 3 {
+			fmt.Fprintf(a.out, "  … and %d more rejected (--json lists them)\n", shown-3)
+		}
+		switch {
+		case r.Winner == "":
+			fmt.Fprintln(a.out, "no candidate gave a correct result; nothing recorded")
+		case j.DryRun:
+			fmt.Fprintf(a.out, "winner %s, %.2f× the baseline (dry run: not recorded)\n", r.Winner, r.Speedup)
+		default:
+			fmt.Fprintf(a.out, "recorded %s, %.2f× the baseline, as %s@%s in %s\n", r.Winner, r.Speedup, r.Key, j.Adapter, j.Store)
+		}
+	}
+}
+
+// tuneProgress reports a search's progress on stderr: a bar redrawn in place on
+// a terminal, one plain line per candidate otherwise.
+type tuneProgress struct {
+	bar   *progressBar
+	plain io.Writer
+	what  string
+}
+
+func newTuneProgress(w io.Writer, what string) *tuneProgress {
+	if isTerminal(w) {
+		return &tuneProgress{bar: newProgressBar(w), what: what}
+	}
+	return &tuneProgress{plain: w, what: what}
+}
+
+func (p *tuneProgress) update(done, total int, c autotune.Candidate) {
+	switch {
+	case p.bar != nil:
+		p.bar.update(done, total, p.what+" "+c.String())
+	case done < total:
+		fmt.Fprintf(p.plain, "tune %s: %d/%d %s\n", p.what, done+1, total, c)
+	}
+}
+
+func (p *tuneProgress) finish() {
+	if p.bar != nil {
+		p.bar.finish()
+	}
+}

@@ -1,0 +1,59 @@
+package host
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/kiln-dev/kiln/pgo"
+)
+
+// launchBytes is the size of a launch as PGO size classes measure it
+// (pgo.LaunchBytes): its input bytes plus 4 bytes per output element it asks
+// for. Host.Dispatch routes by it: a route with size classes sends the launch
+// to the backend of the class nearest this size. See docs/design.md, "PGO
+// routes".
+func launchBytes(w Work) int64 { return pgo.LaunchBytes(w.Inputs, w.OutputCounts) }
+
+// freshRoute is the route a launch of size bytes follows for op: the local
+// table's route for the nearest size class — or, when that is stale only
+// because the driver enumerates its device under another index, the same
+// route aimed at the device's new name (followDevice) — or the fleet tier's
+// when it is newer or the local one is stale. stale says why there is none;
+// measuredAs is the name the route's backend had when it was measured, which
+// its observations use.
+func (h *Host) freshRoute(t *pgo.Table, op string, bytes int64) (route pgo.Route, stale, measuredAs string) {
+	live := h.Live()
+	route, stale = t.FreshFor(op, bytes, live)
+	measuredAs = route.Backend
+	if r, ok := t.Route(op); ok && stale != "" {
+		sized := r.ForSize(bytes)
+		if moved, ok := followDevice(sized, live); ok {
+			route, stale, measuredAs = moved, "", sized.Backend
+		}
+	}
+	if theirs, ok := h.stores.remoteRoute(op, live); ok && (stale != "" || theirs.MeasuredAt.After(route.MeasuredAt)) {
+		if sized := theirs.ForSize(bytes); sized.StaleReason(live) == "" {
+			route, stale, measuredAs = sized, "", sized.Backend
+		}
+	}
+	return route, stale, measuredAs
+}
+
+// sizedRouteReason is Result.Selection for a routed launch of size bytes:
+// routeReason, with the size class when the route has classes.
+func sizedRouteReason(r pgo.Route, bytes int64, measuredAs string) string {
+	c, ok := r.NearestClass(bytes)
+	if !ok {
+		return routeReason(r, measuredAs)
+	}
+	moved := ""
+	if measuredAs != r.Backend {
+		moved = fmt.Sprintf(", measured as %s, the same device", measuredAs)
+	}
+	for _, o := range c.Observations {
+		if o.Backend == measuredAs {
+			return fmt.Sprintf("pgo route (size class %d bytes%s): fastest of %d, median %.1f µs", c.Bytes, moved, len(c.Observations), float64(o.MedianNs)/float64(time.Microsecond))
+		}
+	}
+	return fmt.Sprintf("pgo route (size class %d bytes%s): fastest of %d", c.Bytes, moved, len(c.Observations))
+}

@@ -1,0 +1,159 @@
+package kernels
+
+import (
+	"fmt"
+	"math/rand/v2"
+
+	"github.com/kiln-dev/kiln/ir"
+)
+
+// The register-tiled matmul's defaults: a 16×16 workgroup whose invocations
+// each compute a regBlock×regBlock block of c, walking k in steps of regDepth.
+const (
+	regWG    = 16
+	regBlock = 4
+	regDepth = 16
+	// regMaxBlock bounds the block's sides: the program declares
+	// regMaxBlock² accumulators and uses the bm×bn the parameters select.
+	regMaxBlock = 8
+	// regShared is the element count of each shared tile (the two fill the
+	// 32 KiB IR limit): a workgroup of X×Y invocations stages a (Y·bm)×tk block
+	// of a and a tk×(X·bn) block of b, so a launch needs Y·bm·tk and tk·X·bn
+	// at most regShared; larger ones give wrong results, which a tuner's
+	// oracle check rejects.
+	regShared = ir.MaxSharedBytes / 4 / 2
+)
+
+// The tunables' candidates: block rows and columns per invocation, tile depth.
+var (
+	regBlocks = []uint32{1, 2, 4, 8}
+	regDepths = []uint32{4, 8, 16, 32}
+)
+
+func matmulReg() Kernel {
+	// An invocation covers a bm×bn block of c: n/bn columns by m/bm rows of
+	// invocations, rounded up.
+	inv := func(c Case) [3]uint32 {
+		bm, bn := max(specU32(c, "bm", regBlock), 1), max(specU32(c, "bn", regBlock), 1)
+		return [3]uint32{cover(c.Size+2, bn), cover(c.Size, bm), 1}
+	}
+	k := matmul()
+	return Kernel{
+		Name: "matmul_reg",
+		OpID: "kiln.matrix.matmul_reg.f32",
+		Doc: "c (m×n) = a (m×k) · b (k×n), row-major f32, register-tiled: each invocation keeps a bm×bn block of c " +
+			"(parameters, default 4×4, tunable 1, 2, 4, 8) in registers, fed from shared tiles of depth tk " +
+			"(default 16, tunable 4, 8, 16, 32); m, n, k are uniforms; size s is m = s, k = s+1, n = s+2",
+		Sizes:       []int{0, 1, 7, 16, 17, 61, 64, 100},
+		Program:     matmulRegProgram,
+		Invocations: inv,
+		Flops:       matmulFlops,
+		NewCase: func(rng *rand.Rand, size int) Case {
+			return withInvocations(k.NewCase(rng, size), inv, [3]uint32{regWG, regWG, 1})
+		},
+		Reference: matmulReference,
+		// As matmul: each element is a sum over e in order of rounded products,
+		// and the zero padding adds +0 products, which change nothing.
+		Check: exact(ir.F32, "c"),
+	}
+}
+
+// matmulRegProgram is the register-tiled matmul. A workgroup of X×Y
+// invocations owns a (Y·bm)×(X·bn) tile of c; invocation (tx, ty) owns the
+// elements at rows row0 + i·Y + ty and columns col0 + j·X + tx for i < bm,
+// j < bn (strided, so neighbouring invocations read neighbouring words of the
+// shared b tile and one word of the a tile). For each step of tk along k the
+// workgroup stages the (Y·bm)×tk block of a and the tk×(X·bn) block of b in
+// shared memory (0 outside the matrices), and after a barrier each invocation,
+// for e = 0..tk-1, loads its bn values of b into registers, then for each of
+// its bm rows one value of a, and adds the bm·bn products to its accumulators;
+// a second barrier frees the tiles. The program declares regMaxBlock²
+// accumulators and regMaxBlock b registers; conditions on bm and bn, which are
+// specialization constants, select the ones in use, so a backend that folds
+// constants keeps only those.
+func matmulRegProgram() *ir.Program {
+	b := ir.NewBuilder("kiln.matrix.matmul_reg.f32", regWG, regWG, 1)
+	bm := b.Tunable("bm", ir.U32, ir.LitU32(regBlock), u32Literals(regBlocks)...)
+	bn := b.Tunable("bn", ir.U32, ir.LitU32(regBlock), u32Literals(regBlocks)...)
+	tk := b.Tunable("tk", ir.U32, ir.LitU32(regDepth), u32Literals(regDepths)...)
+	m := b.Uniform("m", ir.U32)
+	n := b.Uniform("n", ir.U32)
+	k := b.Uniform("k", ir.U32)
+	a := b.Buffer("a", ir.F32, ir.Read)
+	bb := b.Buffer("b", ir.F32, ir.Read)
+	c := b.Buffer("c", ir.F32, ir.Write)
+	aTile := b.Shared("a_tile", ir.F32, regShared)
+	bTile := b.Shared("b_tile", ir.F32, regShared)
+	zero, one := ir.LitU32(0), ir.LitU32(1)
+	u := func(v int) ir.Expr { return ir.LitU32(uint32(v)) }
+
+	wx := b.Let("wx", ir.WorkgroupSize(0))
+	wy := b.Let("wy", ir.WorkgroupSize(1))
+	tx := b.Let("tx", ir.LocalID(0))
+	ty := b.Let("ty", ir.LocalID(1))
+	lane := b.Let("lane", ir.Add(ir.Mul(ty, wx), tx))
+	threads := b.Let("threads", ir.Mul(wx, wy))
+	rows := b.Let("rows", ir.Mul(wy, bm))
+	cols := b.Let("cols", ir.Mul(wx, bn))
+	row0 := b.Let("row0", ir.Mul(ir.WorkgroupID(1), rows))
+	col0 := b.Let("col0", ir.Mul(ir.WorkgroupID(0), cols))
+	acc := func(i, j int) string { return fmt.Sprintf("acc_%d_%d", i, j) }
+	bv := func(j int) string { return fmt.Sprintf("b_%d", j) }
+	for i := range regMaxBlock {
+		for j := range regMaxBlock {
+			b.Var(acc(i, j), ir.F32, ir.LitF32(0))
+		}
+	}
+	for j := range regMaxBlock {
+		b.Var(bv(j), ir.F32, ir.LitF32(0))
+	}
+	steps := b.Let("steps", ir.Div(ir.Add(k, ir.Sub(tk, one)), tk))
+	b.For("t", ir.U32, zero, steps, one, func(loop *ir.Block, t ir.Expr) {
+		base := loop.Let("base", ir.Mul(t, tk))
+		loop.For("sa", ir.U32, lane, ir.Mul(rows, tk), threads, func(fill *ir.Block, s ir.Expr) {
+			r := fill.Let("ar", ir.Add(row0, ir.Div(s, tk)))
+			e := fill.Let("ae", ir.Add(base, ir.Rem(s, tk)))
+			fill.Store(aTile, s, ir.Select(ir.LAnd(ir.Lt(r, m), ir.Lt(e, k)),
+				ir.Load(a, ir.Add(ir.Mul(r, k), e)), ir.LitF32(0)))
+		})
+		loop.For("sb", ir.U32, lane, ir.Mul(tk, cols), threads, func(fill *ir.Block, s ir.Expr) {
+			e := fill.Let("be", ir.Add(base, ir.Div(s, cols)))
+			cc := fill.Let("bc", ir.Add(col0, ir.Rem(s, cols)))
+			fill.Store(bTile, s, ir.Select(ir.LAnd(ir.Lt(e, k), ir.Lt(cc, n)),
+				ir.Load(bb, ir.Add(ir.Mul(e, n), cc)), ir.LitF32(0)))
+		})
+		loop.Barrier()
+		loop.For("e", ir.U32, zero, tk, one, func(inner *ir.Block, e ir.Expr) {
+			for j := range regMaxBlock {
+				inner.If(ir.Lt(u(j), bn), func(then *ir.Block) {
+					then.Assign(bv(j), ir.Load(bTile, ir.Add(ir.Mul(e, cols), ir.Add(ir.Mul(u(j), wx), tx))))
+				})
+			}
+			for i := range regMaxBlock {
+				inner.If(ir.Lt(u(i), bm), func(then *ir.Block) {
+					av := then.Let(fmt.Sprintf("a_%d", i), ir.Load(aTile, ir.Add(ir.Mul(ir.Add(ir.Mul(u(i), wy), ty), tk), e)))
+					for j := range regMaxBlock {
+						then.If(ir.Lt(u(j), bn), func(use *ir.Block) {
+							use.Assign(acc(i, j), ir.Add(ir.Local(acc(i, j)), ir.Mul(av, ir.Local(bv(j)))))
+						})
+					}
+				})
+			}
+		})
+		loop.Barrier()
+	})
+	for i := range regMaxBlock {
+		b.If(ir.Lt(u(i), bm), func(then *ir.Block) {
+			row := then.Let(fmt.Sprintf("row_%d", i), ir.Add(row0, ir.Add(ir.Mul(u(i), wy), ty)))
+			for j := range regMaxBlock {
+				then.If(ir.Lt(u(j), bn), func(use *ir.Block) {
+					col := use.Let(fmt.Sprintf("col_%d_%d", i, j), ir.Add(col0, ir.Add(ir.Mul(u(j), wx), tx)))
+					use.If(ir.LAnd(ir.Lt(row, m), ir.Lt(col, n)), func(st *ir.Block) {
+						st.Store(c, ir.Add(ir.Mul(row, n), col), ir.Local(acc(i, j)))
+					})
+				})
+			}
+		})
+	}
+	return b.MustBuild()
+}
