@@ -356,7 +356,7 @@ func TestCompileEmitsSPIRV(t *testing.T) {
 		t.Fatal(err)
 	}
 	if len(code) < 20 || binary.LittleEndian.Uint32(code) != 0x07230203 || j.Bytes != len(code) || j.Program != "kiln.vector.saxpy.f32" ||
-		j.Backend != "vulkan:0" || j.Emit != "spirv" || j.EntryPoint != "main" || j.Info["push_constant_bytes"] != "8" {
+		j.Backend != "vulkan:0" || j.Emit != "spirv" || j.EntryPoint != "main" || j.Info["push_constant_bytes"] != "32" { // 2 counts, 6 grid words
 		t.Fatalf("compile wrote %d bytes (magic %#x), reported %+v", len(code), binary.LittleEndian.Uint32(code), j)
 	}
 	if val, err := exec.LookPath("spirv-val"); err == nil {

@@ -28,6 +28,9 @@ type adapter struct {
 	features vk.Features
 	enable   []string
 	target   spirv.Target
+	// addresses: the device has bufferDeviceAddress, enabled on its logical
+	// device, so a binding may exceed maxStorageBufferRange (address.go).
+	addresses bool
 
 	// onLost is Config.OnDeviceLost.
 	onLost func(error)
@@ -70,9 +73,11 @@ func newAdapter(index int, pd vk.PhysicalDevice) *adapter {
 	}
 	_, _, a.enable = pd.Needs()
 	a.features = pd.Features()
+	a.addresses = pd.BufferDeviceAddress()
 	a.target = target(props)
 	a.info.Name += floatNote(a.target)
 	a.info.Profile = profile(props, a.features, exts, a.timestamps)
+	a.info.Profile.MaxStorageBufferBindingSize = a.bindingLimit()
 	a.info.Available = true
 	return a
 }
@@ -88,6 +93,14 @@ func target(p vk.Properties) spirv.Target {
 		t.Subgroups = spirv.SubgroupFeatures(p.Subgroup.Operations) &
 			(spirv.SubgroupBasic | spirv.SubgroupArithmetic | spirv.SubgroupBallot | spirv.SubgroupShuffle)
 	}
+	return t
+}
+
+// targetFor is the adapter's target for a pipeline of workgroup size wg.
+func (a *adapter) targetFor(wg [3]uint32) spirv.Target {
+	t := a.target
+	t.WorkgroupSize = wg
+	t.MaxPushConstantBytes = a.props.Limits.MaxPushConstantsSize
 	return t
 }
 

@@ -18,10 +18,10 @@ const ArtifactSPIRV = "spirv"
 
 // Artifact returns the SPIR-V module (kind "spirv") that Compile builds the
 // program's pipeline from on the adapter. Its Info holds "entry_point",
-// "push_constant_bytes", "workgroup_size" (the effective size),
-// "workgroup_size_spec_ids" ("X,Y,Z") and "param_spec_ids" ("NAME=ID,..." in
-// id order). The module is the same for every Spec and WorkgroupSize: both are
-// specialization constants set when the pipeline is built.
+// "push_constant_bytes", "workgroup_size" (the effective size, the module's
+// LocalSize) and "param_spec_ids" ("NAME=ID,..." in id order). The module is the
+// same for every Spec (parameters are specialization constants set when the
+// pipeline is built) but not for every WorkgroupSize.
 func (b *Backend) Artifact(ctx context.Context, req *pluginapi.ArtifactRequest) (*pluginapi.Artifact, error) {
 	b.life.RLock()
 	defer b.life.RUnlock()
@@ -43,7 +43,7 @@ func (b *Backend) Artifact(ctx context.Context, req *pluginapi.ArtifactRequest) 
 	if err != nil {
 		return nil, err
 	}
-	m, err := spirv.EmitFor(p, a.target)
+	m, err := spirv.EmitFor(p, a.targetFor(wg))
 	if err != nil {
 		return nil, pluginapi.Rejected("vulkan: adapter %d (%s): %w", a.index, a.info.Name, err)
 	}
@@ -61,12 +61,10 @@ func moduleInfo(m *spirv.Module, wg [3]uint32) map[string]string {
 	for i, name := range names {
 		params[i] = name + "=" + strconv.FormatUint(uint64(m.ParamIDs[name]), 10)
 	}
-	ids := m.WorkgroupSizeIDs
 	return map[string]string{
-		"entry_point":             m.EntryPoint,
-		"push_constant_bytes":     strconv.FormatUint(uint64(m.PushConstantBytes), 10),
-		"workgroup_size":          fmt.Sprintf("%d,%d,%d", wg[0], wg[1], wg[2]),
-		"workgroup_size_spec_ids": fmt.Sprintf("%d,%d,%d", ids[0], ids[1], ids[2]),
-		"param_spec_ids":          strings.Join(params, ","),
+		"entry_point":         m.EntryPoint,
+		"push_constant_bytes": strconv.FormatUint(uint64(m.PushConstantBytes), 10),
+		"workgroup_size":      fmt.Sprintf("%d,%d,%d", wg[0], wg[1], wg[2]),
+		"param_spec_ids":      strings.Join(params, ","),
 	}
 }

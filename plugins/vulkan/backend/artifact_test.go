@@ -32,13 +32,13 @@ func TestCompileArtifactIsTheModuleCompileBuilds(t *testing.T) {
 	if string(art.Data) != string(m.Bytes()) || binary.LittleEndian.Uint32(art.Data) != 0x07230203 {
 		t.Fatalf("artifact of %d bytes differs from the %d-byte module Compile emits", len(art.Data), len(m.Bytes()))
 	}
-	want := map[string]string{"entry_point": "main", "push_constant_bytes": "8"}
+	want := map[string]string{"entry_point": "main", "push_constant_bytes": "32"} // 2 counts and the 6 grid words
 	for key, v := range want {
 		if art.Info[key] != v {
 			t.Errorf("Info[%q] = %q, want %q (Info %v)", key, art.Info[key], v, art.Info)
 		}
 	}
-	for _, key := range []string{"workgroup_size", "workgroup_size_spec_ids", "param_spec_ids"} {
+	for _, key := range []string{"workgroup_size", "param_spec_ids"} {
 		if _, ok := art.Info[key]; !ok {
 			t.Errorf("Info lacks %q: %v", key, art.Info)
 		}

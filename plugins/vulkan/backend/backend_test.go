@@ -67,7 +67,7 @@ func TestDescribeReportsTheDevice(t *testing.T) {
 		t.Errorf("adapter %+v does not describe %q", a, p.Name)
 	}
 	prof := a.Profile
-	if prof.MaxStorageBufferBindingSize != uint64(p.Limits.MaxStorageBufferRange) || prof.MaxInvocationsPerWorkgroup != p.Limits.MaxComputeWorkGroupInvocations || prof.SubgroupSize != p.Subgroup.Size {
+	if prof.MaxStorageBufferBindingSize != b.adapters[0].bindingLimit() || prof.MaxInvocationsPerWorkgroup != p.Limits.MaxComputeWorkGroupInvocations || prof.SubgroupSize != p.Subgroup.Size {
 		t.Errorf("profile %+v does not follow the limits %+v", prof, p.Limits)
 	}
 	if !prof.HasSharedMemory {
@@ -291,7 +291,6 @@ func TestDispatchRejectsBadLaunches(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	lim := b.adapters[0].props.Limits
 	four := make([]byte, 16)
 	for _, tc := range []struct {
 		name string
@@ -302,9 +301,8 @@ func TestDispatchRejectsBadLaunches(t *testing.T) {
 		{"too many inputs", pluginapi.DispatchRequest{Pipeline: c.Pipeline, Grid: [3]uint32{1, 1, 1}, Inputs: [][]byte{four, nil, nil}}, "inputs"},
 		{"input for a write buffer", pluginapi.DispatchRequest{Pipeline: c.Pipeline, Grid: [3]uint32{1, 1, 1}, Inputs: [][]byte{four, four}}, "write-only"},
 		{"partial element", pluginapi.DispatchRequest{Pipeline: c.Pipeline, Grid: [3]uint32{1, 1, 1}, Inputs: [][]byte{four[:5]}}, "multiple of 4"},
-		{"grid beyond maxComputeWorkGroupCount", pluginapi.DispatchRequest{Pipeline: c.Pipeline, Grid: [3]uint32{1, lim.MaxComputeWorkGroupCount[1] + 1, 1}, Inputs: [][]byte{four}}, "maxComputeWorkGroupCount"},
+		{"grid of too many launches", pluginapi.DispatchRequest{Pipeline: c.Pipeline, Grid: [3]uint32{1, 1 << 31, 1 << 31}, Inputs: [][]byte{four}}, "launches"},
 		{"more than 2^32 invocations", pluginapi.DispatchRequest{Pipeline: c.Pipeline, Grid: [3]uint32{1 << 27, 1, 1}, Inputs: [][]byte{four}}, "2^32"},
-		{"buffer beyond maxStorageBufferRange", pluginapi.DispatchRequest{Pipeline: c.Pipeline, Grid: [3]uint32{1, 1, 1}, OutputCounts: []uint32{0, lim.MaxStorageBufferRange/4 + 1}}, "maxStorageBufferRange"},
 	} {
 		_, err := b.Dispatch(ctx, &tc.req)
 		var rejected *pluginapi.RejectedError

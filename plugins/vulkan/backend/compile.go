@@ -20,10 +20,16 @@ type pipeline struct {
 	prog *ir.Program
 	wg   [3]uint32
 	push uint32
-	// uniforms is the offset of the uniform block in the push constants; sg the
+	// uniforms and grid are the offsets of the uniform block and the grid words
+	// in the push constants, gridMode how the module reads the grid; sg the
 	// subgroups the pipeline requires.
-	uniforms uint32
-	sg       vk.SubgroupRequirement
+	uniforms, grid uint32
+	gridMode       spirv.GridMode
+	sg             vk.SubgroupRequirement
+	// addr builds and keeps the address variants of a compiled pipeline;
+	// addresses are a variant's address offsets by binding (see address.go).
+	addr      *addressing
+	addresses map[uint32]uint32
 	// use is held for reading by dispatches and for writing by destroy.
 	use       sync.RWMutex
 	setLayout vk.DescriptorSetLayout
@@ -35,6 +41,7 @@ type pipeline struct {
 func (p *pipeline) destroy() {
 	p.use.Lock()
 	defer p.use.Unlock()
+	p.destroyVariants()
 	p.d.forgetPipeline(p)
 	p.d.vk.DestroyPipeline(p.pipe)
 	p.d.vk.DestroyPipelineLayout(p.layout)
@@ -71,13 +78,13 @@ func (b *Backend) Compile(ctx context.Context, req *pluginapi.CompileRequest) (*
 	if err != nil {
 		return nil, err
 	}
-	m, err := spirv.EmitFor(p, a.target)
+	m, err := spirv.EmitFor(p, a.targetFor(wg))
 	if err != nil {
 		return nil, pluginapi.Rejected("vulkan: adapter %d (%s): %w", a.index, a.info.Name, err)
 	}
 	if lim := a.props.Limits.MaxPushConstantsSize; m.PushConstantBytes > lim {
-		return nil, pluginapi.Rejected("vulkan: program %q needs %d bytes of push constants (one u32 per buffer and per uniform) but adapter %d (%s) allows %d. Fix: use at most %d buffers and uniforms together on this device",
-			p.Name, m.PushConstantBytes, a.index, a.info.Name, lim, lim/4)
+		return nil, pluginapi.Rejected("vulkan: program %q needs %d bytes of push constants (one u32 per buffer and per uniform, and %d grid words) but adapter %d (%s) allows %d. Fix: use at most %d buffers and uniforms together on this device",
+			p.Name, m.PushConstantBytes, spirv.GridWordCount, a.index, a.info.Name, lim, lim/4-spirv.GridWordCount)
 	}
 	var sg vk.SubgroupRequirement
 	if m.Subgroups {
@@ -85,12 +92,13 @@ func (b *Backend) Compile(ctx context.Context, req *pluginapi.CompileRequest) (*
 			return nil, err
 		}
 	}
-	entries, data := spirv.SpecData(p, m, req.Spec, wg)
+	entries, data := spirv.SpecData(p, m, req.Spec)
 	spec := make([]vk.SpecializationEntry, len(entries))
 	for i, e := range entries {
 		spec[i] = vk.SpecializationEntry{ID: e.ID, Offset: e.Offset, Size: e.Size}
 	}
-	pl := &pipeline{d: d, prog: p, wg: wg, push: m.PushConstantBytes, uniforms: m.UniformOffset, sg: sg}
+	pl := &pipeline{d: d, prog: p, wg: wg, push: m.PushConstantBytes, uniforms: m.UniformOffset,
+		grid: m.GridOffset, gridMode: m.Grid, sg: sg, addr: &addressing{wg: wg, spec: spec, data: data}}
 	blob, err := pl.build(m, spec, data, usableBlob(req.CachedBlob, a.props))
 	if err != nil {
 		return nil, err

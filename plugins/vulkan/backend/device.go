@@ -88,7 +88,8 @@ type device struct {
 func newDevice(a *adapter) (*device, error) {
 	control := a.sizeControl()
 	dev, err := a.pd.CreateDevice(a.family, vk.DeviceOptions{Extensions: a.enable,
-		SubgroupSizeControl: control, ComputeFullSubgroups: control && a.features.ComputeFullSubgroups})
+		SubgroupSizeControl: control, ComputeFullSubgroups: control && a.features.ComputeFullSubgroups,
+		BufferDeviceAddress: a.addresses})
 	if err != nil {
 		return nil, err
 	}

@@ -165,6 +165,10 @@ func (j *job) stage(b *Backend, binds []*binding, req *pluginapi.DispatchRequest
 			after = append(after, op{kind: opCopy, src: bd.dev, dst: bd.staging})
 		}
 	}
+	var err error
+	if o.p, err = p.forCounts(o.counts); err != nil {
+		return err
+	}
 	j.ops = append(j.ops, o)
 	// The device time is the dispatch's, not its uploads' and read-backs'.
 	j.timeOp = len(j.ops)
@@ -195,7 +199,7 @@ func (p *pipeline) bindings(req *pluginapi.DispatchRequest) ([]*binding, error) 
 		return nil, pluginapi.Rejected("vulkan: program %q has %d buffers but the dispatch gives %d inputs. Fix: pass one input per binding (nil for write buffers)",
 			prog.Name, len(prog.Buffers), len(req.Inputs))
 	}
-	maxBytes := uint64(p.d.a.props.Limits.MaxStorageBufferRange)
+	maxBytes := p.d.a.bindingLimit()
 	binds := make([]*binding, len(prog.Buffers))
 	for i, decl := range prog.Buffers {
 		bd := &binding{decl: decl}
@@ -224,7 +228,7 @@ func (p *pipeline) bindings(req *pluginapi.DispatchRequest) ([]*binding, error) 
 			bd.count = uint32(len(bd.input) / 4)
 		}
 		if bytes := uint64(bd.count) * 4; bytes > maxBytes {
-			return nil, pluginapi.Rejected("vulkan: program %q: buffer %q (binding %d) has %d bytes, more than adapter %d's maxStorageBufferRange of %d. Fix: split the work into buffers of at most %d elements",
+			return nil, pluginapi.Rejected("vulkan: program %q: buffer %q (binding %d) has %d bytes, more than adapter %d binds (maxStorageBufferRange %d, no buffer device addresses). Fix: split the work into buffers of at most %d elements",
 				prog.Name, decl.Name, decl.Binding, bytes, p.d.a.index, maxBytes, maxBytes/4)
 		}
 		binds[i] = bd
@@ -233,8 +237,9 @@ func (p *pipeline) bindings(req *pluginapi.DispatchRequest) ([]*binding, error) 
 }
 
 // checkGrid rejects grids the device cannot launch: more than 2^32 invocations on an
-// axis (global_id is a u32) or, when the grid runs at all, more workgroups than
-// maxComputeWorkGroupCount on an axis.
+// axis (global_id is a u32) or, when the grid runs at all, what checkLaunches
+// rejects (a grid beyond maxComputeWorkGroupCount runs as several launches; see
+// dispatchGrid).
 func (p *pipeline) checkGrid(grid [3]uint32) error {
 	for axis, g := range grid {
 		if uint64(g)*uint64(p.wg[axis]) > math.MaxUint32+1 {
@@ -245,14 +250,7 @@ func (p *pipeline) checkGrid(grid [3]uint32) error {
 	if grid[0] == 0 || grid[1] == 0 || grid[2] == 0 {
 		return nil
 	}
-	limit := p.d.a.props.Limits.MaxComputeWorkGroupCount
-	for axis, g := range grid {
-		if g > limit[axis] {
-			return pluginapi.Rejected("vulkan: program %q: grid %v exceeds adapter %d's maxComputeWorkGroupCount %v on axis %d. Fix: launch at most %d workgroups on that axis (give each invocation more elements, or use another axis)",
-				p.prog.Name, grid, p.d.a.index, limit, axis, limit[axis])
-		}
-	}
-	return nil
+	return p.checkLaunches(grid)
 }
 
 // unchangedOutputs is the result of a dispatch that runs nothing: write buffers

@@ -278,7 +278,7 @@ func hazard(rs, others []region) bool {
 
 // recordDispatch binds the op's pipeline and cached descriptor set, pushes the
 // element counts and the uniform block (see docs/design.md, "Vulkan") and
-// records the dispatch.
+// records the dispatch's launches (dispatchGrid).
 func (j *job) recordDispatch(cb vk.CommandBuffer, o *op, seq uint64) error {
 	d, p := j.d, o.p
 	ranges := make([]vk.StorageRange, len(o.binds))
@@ -289,20 +289,19 @@ func (j *job) recordDispatch(cb vk.CommandBuffer, o *op, seq uint64) error {
 			ranges[i] = s.storage(s.size)
 		}
 	}
+	p.addressRanges(d, ranges)
 	set, err := d.descriptorSet(p, ranges, seq)
 	if err != nil {
 		return err
 	}
 	cb.BindCompute(p.pipe, p.layout, set)
-	if p.push > 0 {
-		push := make([]byte, p.push)
-		for i, n := range o.counts {
-			binary.LittleEndian.PutUint32(push[4*i:], n)
-		}
-		copy(push[p.uniforms:], o.uniforms)
-		cb.PushConstants(p.layout, push)
+	push := make([]byte, p.push)
+	for i, n := range o.counts {
+		binary.LittleEndian.PutUint32(push[4*i:], n)
 	}
-	cb.Dispatch(o.grid[0], o.grid[1], o.grid[2])
+	copy(push[p.uniforms:], o.uniforms)
+	p.putAddresses(push, o.binds)
+	p.dispatchGrid(cb, push, o.grid)
 	return nil
 }
 

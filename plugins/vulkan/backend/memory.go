@@ -56,6 +56,7 @@ type block struct {
 	buf      vk.Buffer
 	mem      vk.Memory
 	size     uint64
+	addr     uint64 // the buffer's device address (0 without one: address.go)
 	coherent bool
 	mapped   []byte
 	// free lists the unused extents, sorted by offset and never adjacent.
@@ -171,7 +172,8 @@ func (h *heap) newBlock(size uint64) (*block, error) {
 	d := h.d
 	b := &block{h: h, size: size}
 	var err error
-	if b.buf, err = d.vk.CreateBuffer(size, h.usage); err != nil {
+	usage := d.blockUsage(h.usage)
+	if b.buf, err = d.vk.CreateBuffer(size, usage); err != nil {
 		return nil, err
 	}
 	req := d.vk.BufferRequirements(b.buf)
@@ -180,11 +182,15 @@ func (h *heap) newBlock(size uint64) (*block, error) {
 		d.vk.DestroyBuffer(b.buf)
 		return nil, fmt.Errorf("no %s memory type with flags %#x among types %#x. Fix: this device's memory layout is not supported; use another adapter", h.name, h.prefs[0], req.TypeBits)
 	}
-	if b.mem, err = d.vk.AllocateMemory(req.Size, ty); err != nil {
+	if b.mem, err = d.allocateBlock(usage, req.Size, ty); err != nil {
 		d.vk.DestroyBuffer(b.buf)
 		return nil, err
 	}
 	if err = d.vk.BindBufferMemory(b.buf, b.mem); err != nil {
+		b.destroy()
+		return nil, err
+	}
+	if b.addr, err = d.blockAddress(usage, b.buf); err != nil {
 		b.destroy()
 		return nil, err
 	}

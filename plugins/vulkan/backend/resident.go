@@ -455,8 +455,9 @@ func (b *Backend) rangeOf(j *job, r pluginapi.BufferRange) (span, error) {
 // prepareDispatch checks a dispatch against its program (one range per buffer, a
 // fixed count's size, the uniform block, the grid, the device's binding limits)
 // and adds its ops. A binding whose offset the device cannot bind
-// (minStorageBufferOffsetAlignment) runs on an aligned scratch copy of its range,
-// copied in before and, for an output, back after.
+// (minStorageBufferOffsetAlignment), or that exceeds maxStorageBufferRange in a
+// block without a device address (address.go), runs on an aligned scratch copy
+// of its range, copied in before and, for an output, back after.
 func (b *Backend) prepareDispatch(j *job, p *pipeline, c pluginapi.DispatchCommand) error {
 	prog := p.prog
 	if len(c.Bindings) != len(prog.Buffers) {
@@ -470,7 +471,7 @@ func (b *Backend) prepareDispatch(j *job, p *pipeline, c pluginapi.DispatchComma
 	}
 	d := j.d
 	align := max(d.a.props.Limits.MinStorageBufferOffsetAlignment, 4)
-	maxBytes := uint64(d.a.props.Limits.MaxStorageBufferRange)
+	maxBytes := d.a.bindingLimit()
 	o := op{kind: opDispatch, p: p, grid: c.Grid, uniforms: c.Uniforms,
 		binds: make([]span, len(c.Bindings)), counts: make([]uint32, len(c.Bindings))}
 	var before, after []op
@@ -483,14 +484,14 @@ func (b *Backend) prepareDispatch(j *job, p *pipeline, c pluginapi.DispatchComma
 			return fmt.Errorf("buffer %q holds exactly %d elements but is bound to %d bytes. Fix: bind %d bytes", decl.Name, decl.Count, r.Size, 4*uint64(decl.Count))
 		}
 		if r.Size > maxBytes {
-			return fmt.Errorf("buffer %q is bound to %d bytes, more than adapter %d's maxStorageBufferRange of %d. Fix: bind at most %d elements per binding", decl.Name, r.Size, d.a.index, maxBytes, maxBytes/4)
+			return fmt.Errorf("buffer %q is bound to %d bytes, more than adapter %d binds (maxStorageBufferRange %d, no buffer device addresses). Fix: bind at most %d elements per binding", decl.Name, r.Size, d.a.index, maxBytes, maxBytes/4)
 		}
 		s, err := b.rangeOf(j, r)
 		if err != nil {
 			return err
 		}
 		o.counts[i] = uint32(r.Size / 4)
-		if s.size > 0 && s.off%align != 0 {
+		if s.size > 0 && (s.off%align != 0 || !d.reachable(s)) {
 			scratch, err := d.heapFor().alloc(s.size)
 			if err != nil {
 				return d.fail("allocating an aligned copy of a binding", err)
@@ -503,6 +504,10 @@ func (b *Backend) prepareDispatch(j *job, p *pipeline, c pluginapi.DispatchComma
 			s = scratch
 		}
 		o.binds[i] = s
+	}
+	var err error
+	if o.p, err = p.forCounts(o.counts); err != nil {
+		return err
 	}
 	j.ops = append(j.ops, before...)
 	j.ops = append(j.ops, o)

@@ -1,23 +1,41 @@
 // Package spirv compiles an IR program (v1 and v1.1) to a SPIR-V 1.3 compute
 // shader for the Vulkan backend (Vulkan 1.1 and later; every module passes
 // `spirv-val --target-env vulkan1.1`). EmitFor takes a Target, what the device
-// offers: subgroup operation classes, and float controls. See docs/design.md,
-// "Vulkan", for the whole account.
+// offers (subgroup operation classes, float controls) and how the pipeline runs
+// (workgroup size, bindings reached through buffer device addresses, disjoint
+// bindings). See docs/design.md, "Vulkan", for the whole account.
 //
 // The module's interface, which the backend follows:
 //
 //   - Entry point "main", execution model GLCompute.
-//   - Buffers: set 0, binding = the ir binding, StorageBuffer variables of a Block
-//     struct holding a runtime array of 4-byte elements.
+//   - Buffers: a Block struct holding a runtime array of 4-byte elements, read
+//     buffers NonWritable, write buffers without atomics NonReadable, all Restrict
+//     when Target.DisjointBindings says no two bindings overlap. A binding is a
+//     StorageBuffer variable at set 0, binding = the ir binding, or, when it is
+//     one of Target.BufferAddresses, a PhysicalStorageBuffer pointer in the push
+//     constants (SPV_KHR_physical_storage_buffer, PhysicalStorageBuffer64
+//     addressing), for buffers beyond maxStorageBufferRange.
 //   - Push constants: one u32 element count per buffer at offset 4*binding, then
 //     the program's uniforms (IR v1.1) at Module.UniformOffset = 4*len(buffers),
-//     4 bytes each in declaration order, as ir.EncodeUniforms packs them
-//     (Module.PushConstantBytes bytes in all). len reads the counts and every
+//     4 bytes each in declaration order, as ir.EncodeUniforms packs them, then an
+//     8-byte device address per addressed binding at Module.AddressOffsets, then
+//     the GridWordCount grid words at Module.GridOffset (see Launch) when the
+//     module reads them (Module.PushConstantBytes bytes in all). len reads the counts and every
 //     bounds check uses them; the backend binds at least 4 bytes to every buffer,
 //     also to an empty one, whose count is 0.
-//   - Specialization constants: the workgroup size on ids 0, 1, 2 (composed into
-//     the WorkgroupSize builtin, so a tuned size needs no re-emit), then parameter
-//     i on id 3+i (Module.ParamIDs). SpecData builds the VkSpecializationInfo.
+//   - Grid: workgroup_id, num_workgroups and global_id are logical, computed from
+//     the physical WorkgroupId and the grid words, so the backend may run one
+//     logical grid as several launches of at most maxComputeWorkGroupCount
+//     (Launches; Module.Grid is GridLogical). A module that reads no grid
+//     builtin is GridFree. Only when the words do not fit in
+//     Target.MaxPushConstantBytes does the module read the device's builtins
+//     (GridPhysical: one launch).
+//   - Workgroup size: the LocalSize execution mode, Target.WorkgroupSize or the
+//     program's (Module.WorkgroupSize); workgroup_size reads are constants. No
+//     WorkgroupSize builtin (deprecated in SPIR-V 1.6), and no LocalSizeId, which
+//     Vulkan allows only with maintenance4: a tuned size is a re-emit.
+//   - Specialization constants: parameter i on id i (Module.ParamIDs). SpecData
+//     builds the VkSpecializationInfo.
 //   - Module.Subgroups reports a program that uses subgroups, whose pipeline the
 //     backend gives a subgroup size.
 //

@@ -17,6 +17,8 @@ type emitter struct {
 	// first needed; subgroups is set when the program uses subgroups.
 	caps      []uint32
 	subgroups bool
+	// err is the first problem found; see fail.
+	err error
 
 	// Module sections, in their logical order.
 	entryIface  []uint32 // the Input variables listed by OpEntryPoint
@@ -45,8 +47,16 @@ type emitter struct {
 	arrays   map[string]array
 	params   map[string]value
 	uniforms map[string]uniform
-	pushVar  uint32 // the push-constant block variable, 0 without buffers and uniforms
-	wgSize   uint32 // the WorkgroupSize spec constant composite
+	pushVar  uint32 // the push-constant block variable
+	wg       [3]uint32
+	// The push-constant block: its members and their offsets, laid out by
+	// layout; gridMember is the member of the grid words (see Launch), which
+	// exists when gridUsed. With physicalGrid the grid builtins are the
+	// physical ones and no grid words are read.
+	pushMembers, pushOffsets []uint32
+	gridMember               uint32
+	layout                   pushLayout
+	gridUsed, physicalGrid   bool
 
 	// Control-flow state of the function being emitted.
 	cur    uint32      // label of the current block
@@ -71,10 +81,16 @@ type typeKey struct{ op, a, b uint32 }
 // hoistKey identifies a value computed once in the entry block: a builtin axis, a
 // buffer's element count or a uniform.
 type hoistKey struct {
-	kind    ir.BuiltinKind // 0 for an element count or a uniform
+	kind    ir.BuiltinKind // 0 for an element count, a uniform, a grid word or an address
 	axis    uint8
 	binding uint32
 	uniform string
+	// grid is 1 + the index of a grid word; address is set for a buffer's
+	// address (at binding).
+	grid    uint8
+	address bool
+	// input is set for a physical Input builtin.
+	input bool
 }
 
 // value is an SSA value and its IR type.
@@ -97,12 +113,23 @@ type array struct {
 	shared  bool
 	binding uint32 // buffers: the binding and push-constant slot
 	count   uint32 // shared arrays: the fixed element count
+	// addressed buffers are reached through the PhysicalStorageBuffer pointer in
+	// push-constant member; block is the pointee Block struct.
+	addressed bool
+	member    uint32
+	block     uint32
 }
 
 func newEmitter(p *ir.Program, t Target) *emitter {
+	wg := t.WorkgroupSize
+	if wg == ([3]uint32{}) {
+		wg = p.WorkgroupSize
+	}
 	return &emitter{
 		prog:     p,
 		target:   t,
+		wg:       wg,
+		layout:   layoutOf(p, t.BufferAddresses),
 		uniforms: map[string]uniform{},
 		next:     1,
 		types:    map[typeKey]uint32{},
@@ -168,26 +195,35 @@ func (e *emitter) typ(k typeKey, operands ...uint32) uint32 {
 func (e *emitter) voidType() uint32 { return e.typ(typeKey{op: opTypeVoid}) }
 
 // scalar returns the SPIR-V type of an IR type: bool, a 32-bit signed (i32) or
-// unsigned (u32) integer, or a 32-bit float.
-func (e *emitter) scalar(t ir.Type) (uint32, error) {
+// unsigned (u32) integer, or a 32-bit float. Any other type (which ir.Validate
+// rules out) records an error that EmitFor returns, and stands in as u32.
+func (e *emitter) scalar(t ir.Type) uint32 {
 	switch t {
 	case ir.Bool:
-		return e.typ(typeKey{op: opTypeBool}), nil
+		return e.typ(typeKey{op: opTypeBool})
 	case ir.I32:
-		return e.typ(typeKey{op: opTypeInt, a: 32, b: 1}, 32, 1), nil
-	case ir.U32:
-		return e.typ(typeKey{op: opTypeInt, a: 32}, 32, 0), nil
+		return e.typ(typeKey{op: opTypeInt, a: 32, b: 1}, 32, 1)
 	case ir.F32:
-		return e.typ(typeKey{op: opTypeFloat, a: 32}, 32), nil
+		return e.typ(typeKey{op: opTypeFloat, a: 32}, 32)
+	case ir.U32:
+	default:
+		e.fail(fmt.Errorf("type %d has no SPIR-V form. Fix: use bool, i32, u32 or f32", t))
 	}
-	return 0, fmt.Errorf("type %d has no SPIR-V form. Fix: use bool, i32, u32 or f32", t)
+	return e.typ(typeKey{op: opTypeInt, a: 32}, 32, 0)
 }
 
-// The scalar types the emitter itself introduces; they always exist.
-func (e *emitter) u32() uint32  { t, _ := e.scalar(ir.U32); return t }
-func (e *emitter) i32() uint32  { t, _ := e.scalar(ir.I32); return t }
-func (e *emitter) f32() uint32  { t, _ := e.scalar(ir.F32); return t }
-func (e *emitter) bool() uint32 { t, _ := e.scalar(ir.Bool); return t }
+// fail records err, the first problem found; EmitFor returns it.
+func (e *emitter) fail(err error) {
+	if e.err == nil {
+		e.err = err
+	}
+}
+
+// The scalar types the emitter itself introduces.
+func (e *emitter) u32() uint32  { return e.scalar(ir.U32) }
+func (e *emitter) i32() uint32  { return e.scalar(ir.I32) }
+func (e *emitter) f32() uint32  { return e.scalar(ir.F32) }
+func (e *emitter) bool() uint32 { return e.scalar(ir.Bool) }
 
 func (e *emitter) uvec3() uint32 {
 	u := e.u32()
@@ -199,14 +235,11 @@ func (e *emitter) pointer(storage, pointee uint32) uint32 {
 }
 
 // constant returns the id of a deduplicated constant of l's type and bits.
-func (e *emitter) constant(l ir.Literal) (uint32, error) {
+func (e *emitter) constant(l ir.Literal) uint32 {
 	if id, ok := e.consts[l]; ok {
-		return id, nil
+		return id
 	}
-	t, err := e.scalar(l.Type)
-	if err != nil {
-		return 0, err
-	}
+	t := e.scalar(l.Type)
 	var id uint32
 	switch {
 	case l.Type == ir.Bool && l.Bits != 0:
@@ -217,16 +250,16 @@ func (e *emitter) constant(l ir.Literal) (uint32, error) {
 		id = e.global(opConstant, true, t, l.Bits)
 	}
 	e.consts[l] = id
-	return id, nil
+	return id
 }
 
-// The constants the emitter itself introduces; their types are always valid.
-func (e *emitter) cu32(v uint32) uint32  { id, _ := e.constant(ir.LitU32(v)); return id }
-func (e *emitter) ci32(v int32) uint32   { id, _ := e.constant(ir.LitI32(v)); return id }
-func (e *emitter) cf32(v float32) uint32 { id, _ := e.constant(ir.LitF32(v)); return id }
+// The constants the emitter itself introduces.
+func (e *emitter) cu32(v uint32) uint32  { return e.constant(ir.LitU32(v)) }
+func (e *emitter) ci32(v int32) uint32   { return e.constant(ir.LitI32(v)) }
+func (e *emitter) cf32(v float32) uint32 { return e.constant(ir.LitF32(v)) }
 
 // zero is the constant 0 (false for bool) of type t.
-func (e *emitter) zero(t ir.Type) (uint32, error) { return e.constant(ir.Literal{Type: t}) }
+func (e *emitter) zero(t ir.Type) uint32 { return e.constant(ir.Literal{Type: t}) }
 
 func (e *emitter) glslSet() uint32 {
 	if e.glsl == 0 {
@@ -237,19 +270,12 @@ func (e *emitter) glslSet() uint32 {
 
 // emitModule declares everything global, then emits main's body.
 func (e *emitter) emitModule() error {
-	e.declareWorkgroupSize()
-	if err := e.declareParams(); err != nil {
-		return err
-	}
-	if err := e.declareBuffers(); err != nil {
-		return err
-	}
+	e.declareParams()
+	e.declareBuffers()
 	if err := e.declarePushConstants(); err != nil {
 		return err
 	}
-	if err := e.declareShared(); err != nil {
-		return err
-	}
+	e.declareShared()
 	e.mainID = e.id()
 	e.name(e.mainID, EntryPoint)
 	e.startID = e.id()
@@ -260,31 +286,15 @@ func (e *emitter) emitModule() error {
 	if e.open {
 		e.terminate(opReturn)
 	}
+	e.finishPushConstants()
 	return nil
-}
-
-// declareWorkgroupSize declares the workgroup size as three u32 specialization
-// constants (ids 0, 1, 2, defaulting to the program's size) composed into the
-// constant decorated BuiltIn WorkgroupSize, so a tuned size needs no re-emit.
-func (e *emitter) declareWorkgroupSize() {
-	u := e.u32()
-	var parts [3]uint32
-	for axis, n := range e.prog.WorkgroupSize {
-		parts[axis] = e.global(opSpecConstant, true, u, n)
-		e.decorate(parts[axis], decorationSpecID, uint32(axis))
-	}
-	e.wgSize = e.global(opSpecConstantComposite, true, e.uvec3(), parts[0], parts[1], parts[2])
-	e.decorate(e.wgSize, decorationBuiltIn, builtInWorkgroupSize)
 }
 
 // declareParams declares each parameter as a specialization constant with its
 // default, spec id firstParamSpecID+i.
-func (e *emitter) declareParams() error {
+func (e *emitter) declareParams() {
 	for i, d := range e.prog.Params {
-		t, err := e.scalar(d.Type)
-		if err != nil {
-			return fmt.Errorf("parameter %q: %w", d.Name, err)
-		}
+		t := e.scalar(d.Type)
 		var id uint32
 		switch {
 		case d.Type == ir.Bool && d.Default.Bits != 0:
@@ -298,26 +308,23 @@ func (e *emitter) declareParams() error {
 		e.name(id, d.Name)
 		e.params[d.Name] = value{id: id, t: d.Type}
 	}
-	return nil
 }
 
-// declareBuffers declares each buffer as a StorageBuffer variable at set 0 and its
-// binding: a Block struct holding a runtime array of 4-byte elements. Read buffers
-// are NonWritable. When the program has a barrier, read_write buffers are Coherent,
-// so that a plain store before the barrier is visible to the other invocations of
-// the workgroup after it (write buffers are never loaded, and atomics are coherent
-// by themselves). The element counts live in one push-constant block, one u32 per
-// buffer at offset 4*binding.
-func (e *emitter) declareBuffers() error {
-	if len(e.prog.Buffers) == 0 {
-		return nil
-	}
+// declareBuffers declares each buffer: a Block struct holding a runtime array of
+// 4-byte elements, reached through a StorageBuffer variable at set 0 and its
+// binding or, for the bindings of Target.BufferAddresses, through a
+// PhysicalStorageBuffer pointer in the push constants. Read buffers are
+// NonWritable, and write buffers without atomics NonReadable. When the program has a barrier,
+// read_write buffers are Coherent, so that a plain store before the barrier is
+// visible to the other invocations of the workgroup after it (write buffers are
+// never loaded, and atomics are coherent by themselves). With
+// Target.DisjointBindings the variables are Restrict.
+func (e *emitter) declareBuffers() {
 	coherent := hasBarrier(e.prog.Body)
+	atomics := map[string]bool{}
+	atomicTargets(e.prog.Body, atomics)
 	for _, b := range e.prog.Buffers {
-		elem, err := e.scalar(b.Type)
-		if err != nil {
-			return fmt.Errorf("buffer %q: %w", b.Name, err)
-		}
+		elem := e.scalar(b.Type)
 		rt, known := e.types[typeKey{op: opTypeRuntimeArray, a: elem}]
 		if !known {
 			rt = e.typ(typeKey{op: opTypeRuntimeArray, a: elem}, elem)
@@ -326,8 +333,23 @@ func (e *emitter) declareBuffers() error {
 		st := e.global(opTypeStruct, false, rt)
 		e.decorate(st, decorationBlock)
 		e.memberDecorate(st, 0, decorationOffset, 0)
-		if b.Access == ir.Read {
+		switch b.Access {
+		case ir.Read:
 			e.memberDecorate(st, 0, decorationNonWritable)
+		case ir.Write:
+			if !atomics[b.Name] {
+				e.memberDecorate(st, 0, decorationNonReadable)
+			}
+		}
+		a := array{elem: b.Type, binding: b.Binding}
+		if _, ok := e.layout.addresses[b.Binding]; ok {
+			if coherent && b.Access == ir.ReadWrite {
+				e.memberDecorate(st, 0, decorationCoherent)
+			}
+			a.addressed, a.block = true, st
+			e.name(st, b.Name)
+			e.arrays[b.Name] = a
+			continue
 		}
 		v := e.global(opVariable, true, e.pointer(storageStorageBuffer, st), storageStorageBuffer)
 		e.decorate(v, decorationDescriptorSet, 0)
@@ -335,65 +357,101 @@ func (e *emitter) declareBuffers() error {
 		if coherent && b.Access == ir.ReadWrite {
 			e.decorate(v, decorationCoherent)
 		}
+		if e.target.DisjointBindings {
+			e.decorate(v, decorationRestrict)
+		}
 		e.name(v, b.Name)
-		e.arrays[b.Name] = array{varID: v, elem: b.Type, binding: b.Binding}
+		a.varID = v
+		e.arrays[b.Name] = a
 	}
-	return nil
 }
 
-// declarePushConstants declares the push-constant block: the element counts, an
-// array of one u32 per buffer at offset 0 (member 0, when there are buffers), then
-// each uniform as a scalar member at offset 4*len(buffers) + 4*i, the layout of
-// ir.EncodeUniforms after the counts. See docs/design.md, "Vulkan".
+// declarePushConstants declares the members of the push-constant block that
+// come before the grid words, laid out by layoutOf: the element counts, an array
+// of one u32 per buffer at offset 0 (member 0, when there are buffers), each
+// uniform as a scalar member after them (the layout of ir.EncodeUniforms), and
+// the device address of each addressed buffer, a PhysicalStorageBuffer pointer
+// to its Block. finishPushConstants adds the grid words when the body read them
+// and declares the block. See docs/design.md, "Vulkan".
 func (e *emitter) declarePushConstants() error {
-	if len(e.prog.Buffers) == 0 && len(e.prog.Uniforms) == 0 {
-		return nil
-	}
-	var members []uint32
 	if n := uint32(len(e.prog.Buffers)); n > 0 {
 		counts := e.global(opTypeArray, false, e.u32(), e.cu32(n))
 		e.decorate(counts, decorationArrayStride, 4)
-		members = append(members, counts)
+		e.pushMembers, e.pushOffsets = append(e.pushMembers, counts), append(e.pushOffsets, 0)
 	}
-	for _, u := range e.prog.Uniforms {
-		t, err := e.scalar(u.Type)
-		if err != nil || u.Type == ir.Bool {
+	for i, u := range e.prog.Uniforms {
+		if u.Type != ir.I32 && u.Type != ir.U32 && u.Type != ir.F32 {
 			return fmt.Errorf("uniform %q has type %s. Fix: declare uniforms as i32, u32 or f32", u.Name, u.Type)
 		}
-		e.uniforms[u.Name] = uniform{member: uint32(len(members)), t: u.Type}
-		members = append(members, t)
+		e.uniforms[u.Name] = uniform{member: uint32(len(e.pushMembers)), t: u.Type}
+		e.pushMembers = append(e.pushMembers, e.scalar(u.Type))
+		e.pushOffsets = append(e.pushOffsets, e.layout.uniforms+4*uint32(i))
 	}
-	block := e.global(opTypeStruct, false, members...)
-	e.decorate(block, decorationBlock)
-	offset := uint32(0)
-	if len(e.prog.Buffers) > 0 {
-		e.memberDecorate(block, 0, decorationOffset, 0)
-		offset = 4 * uint32(len(e.prog.Buffers))
+	for _, b := range e.prog.Buffers {
+		a := e.arrays[b.Name]
+		if !a.addressed {
+			continue
+		}
+		a.member = uint32(len(e.pushMembers))
+		e.arrays[b.Name] = a
+		e.pushMembers = append(e.pushMembers, e.pointer(storagePhysicalStorageBuffer, a.block))
+		e.pushOffsets = append(e.pushOffsets, e.layout.addresses[b.Binding])
 	}
-	for _, u := range e.prog.Uniforms {
-		e.memberDecorate(block, e.uniforms[u.Name].member, decorationOffset, offset)
-		offset += 4
-	}
-	e.pushVar = e.global(opVariable, true, e.pointer(storagePushConstant, block), storagePushConstant)
-	e.name(e.pushVar, "kiln_push_constants")
+	e.gridMember = uint32(len(e.pushMembers))
+	e.pushVar = e.id()
 	return nil
+}
+
+// finishPushConstants declares the push-constant block and its variable, with
+// the grid words (an array of GridWordCount u32, the last member) when the body
+// read them; nothing when the block would be empty.
+func (e *emitter) finishPushConstants() {
+	if e.gridUsed {
+		words := e.global(opTypeArray, false, e.u32(), e.cu32(GridWordCount))
+		e.decorate(words, decorationArrayStride, 4)
+		e.pushMembers, e.pushOffsets = append(e.pushMembers, words), append(e.pushOffsets, e.layout.grid)
+	}
+	if len(e.pushMembers) == 0 {
+		return
+	}
+	block := e.global(opTypeStruct, false, e.pushMembers...)
+	e.decorate(block, decorationBlock)
+	for m, off := range e.pushOffsets {
+		e.memberDecorate(block, uint32(m), decorationOffset, off)
+	}
+	ptr := e.pointer(storagePushConstant, block)
+	e.globals = appendInst(e.globals, opVariable, ptr, e.pushVar, storagePushConstant)
+	e.name(e.pushVar, "kiln_push_constants")
 }
 
 // declareShared declares each shared array as a Workgroup variable of its fixed
 // length.
-func (e *emitter) declareShared() error {
+func (e *emitter) declareShared() {
 	for _, s := range e.prog.Shared {
-		elem, err := e.scalar(s.Type)
-		if err != nil {
-			return fmt.Errorf("shared array %q: %w", s.Name, err)
-		}
+		elem := e.scalar(s.Type)
 		n := e.cu32(s.Count)
 		at := e.typ(typeKey{op: opTypeArray, a: elem, b: n}, elem, n)
 		v := e.global(opVariable, true, e.pointer(storageWorkgroup, at), storageWorkgroup)
 		e.name(v, s.Name)
 		e.arrays[s.Name] = array{varID: v, elem: s.Type, shared: true, count: s.Count}
 	}
-	return nil
+}
+
+// atomicTargets adds the name of every array an atomic in stmts applies to.
+func atomicTargets(stmts []ir.Stmt, names map[string]bool) {
+	for _, s := range stmts {
+		switch s := s.(type) {
+		case ir.AtomicStmt:
+			names[s.Target] = true
+		case ir.IfStmt:
+			atomicTargets(s.Then, names)
+			atomicTargets(s.Else, names)
+		case ir.ForStmt:
+			atomicTargets(s.Body, names)
+		case ir.WhileStmt:
+			atomicTargets(s.Body, names)
+		}
+	}
 }
 
 func hasBarrier(stmts []ir.Stmt) bool {
@@ -418,44 +476,50 @@ func hasBarrier(stmts []ir.Stmt) bool {
 	return false
 }
 
-// builtin returns builtin kind on axis, loaded once in the entry block. The
-// subgroup builtins (IR v1.1) are scalars and need subgroup support.
+// builtin returns builtin kind on axis. workgroup_size is a constant;
+// workgroup_id, num_workgroups and global_id are logical (see grid.go); local_id
+// and the subgroup builtins (IR v1.1, scalars that need subgroup support) are
+// the Input builtins.
 func (e *emitter) builtin(kind ir.BuiltinKind, axis uint8) (uint32, error) {
 	if axis > 2 || !kind.HasAxis() && axis != 0 {
 		return 0, fmt.Errorf("builtin %s has axis %d. Fix: use axis 0, 1 or 2 (0 for the subgroup builtins)", kind, axis)
 	}
-	k := hoistKey{kind: kind, axis: axis}
-	if id, ok := e.hoisted[k]; ok {
-		return id, nil
+	switch kind {
+	case ir.WorkgroupSizeBuiltin:
+		return e.cu32(e.wg[axis]), nil
+	case ir.GlobalIDBuiltin, ir.WorkgroupIDBuiltin, ir.NumWorkgroupsBuiltin:
+		if !e.physicalGrid {
+			return e.logicalBuiltin(kind, axis)
+		}
 	}
 	if !kind.HasAxis() {
 		if err := e.needSubgroups(SubgroupBasic, kind.String()); err != nil {
 			return 0, err
 		}
-		v, err := e.input(kind)
-		if err != nil {
-			return 0, err
-		}
-		id := e.id()
-		e.preamble = appendInst(e.preamble, opLoad, e.u32(), id, v)
-		e.dynamic[id] = true
-		e.hoisted[k] = id
+	}
+	return e.physical(kind, axis)
+}
+
+// physical returns the Input builtin kind (on axis, for a vector), loaded once in
+// the entry block.
+func (e *emitter) physical(kind ir.BuiltinKind, axis uint8) (uint32, error) {
+	k := hoistKey{kind: kind, axis: axis, input: true}
+	if id, ok := e.hoisted[k]; ok {
 		return id, nil
 	}
-	var vec uint32
-	if kind == ir.WorkgroupSizeBuiltin {
-		vec = e.wgSize
-	} else {
-		v, err := e.input(kind)
-		if err != nil {
-			return 0, err
-		}
-		vec = e.id()
-		e.preamble = appendInst(e.preamble, opLoad, e.uvec3(), vec, v)
+	v, err := e.input(kind)
+	if err != nil {
+		return 0, err
 	}
 	id := e.id()
-	e.preamble = appendInst(e.preamble, opCompositeExtract, e.u32(), id, vec, uint32(axis))
-	e.dynamic[id] = kind != ir.WorkgroupSizeBuiltin
+	if kind.HasAxis() {
+		vec := e.id()
+		e.preamble = appendInst(e.preamble, opLoad, e.uvec3(), vec, v)
+		e.preamble = appendInst(e.preamble, opCompositeExtract, e.u32(), id, vec, uint32(axis))
+	} else {
+		e.preamble = appendInst(e.preamble, opLoad, e.u32(), id, v)
+	}
+	e.dynamic[id] = true
 	e.hoisted[k] = id
 	return id, nil
 }
@@ -463,19 +527,15 @@ func (e *emitter) builtin(kind ir.BuiltinKind, axis uint8) (uint32, error) {
 // needSubgroups checks that the target supports the subgroup class f that what
 // needs, and records the capabilities it takes.
 func (e *emitter) needSubgroups(f SubgroupFeatures, what string) error {
-	names := map[SubgroupFeatures]string{SubgroupBasic: "basic", SubgroupArithmetic: "arithmetic",
-		SubgroupBallot: "ballot", SubgroupShuffle: "shuffle"}
-	caps := map[SubgroupFeatures]uint32{SubgroupArithmetic: capabilityGroupNonUniformArithmetic,
-		SubgroupBallot: capabilityGroupNonUniformBallot, SubgroupShuffle: capabilityGroupNonUniformShuffle}
 	for _, class := range []SubgroupFeatures{SubgroupBasic, f} {
 		if e.target.Subgroups&class == 0 {
 			return fmt.Errorf("%s needs subgroup %s operations in compute shaders, which the device does not support (VkPhysicalDeviceSubgroupProperties). Fix: run the program on a device with them, or without subgroup operations",
-				what, names[class])
+				what, subgroupClassNames[class])
 		}
 	}
 	e.subgroups = true
 	e.capability(capabilityGroupNonUniform)
-	if c, ok := caps[f]; ok {
+	if c, ok := subgroupClassCaps[f]; ok {
 		e.capability(c)
 	}
 	return nil
@@ -490,7 +550,7 @@ func (e *emitter) input(kind ir.BuiltinKind) (uint32, error) {
 	var b uint32
 	switch kind {
 	case ir.GlobalIDBuiltin:
-		b = builtInGlobalInvocation
+		b = builtInGlobalInvocationID
 	case ir.LocalIDBuiltin:
 		b = builtInLocalInvocationID
 	case ir.WorkgroupIDBuiltin:
@@ -527,7 +587,7 @@ func (e *emitter) uniformValue(name string) (value, error) {
 	if id, ok := e.hoisted[k]; ok {
 		return value{id: id, t: u.t}, nil
 	}
-	t, _ := e.scalar(u.t)
+	t := e.scalar(u.t)
 	ptr := e.id()
 	e.preamble = appendInst(e.preamble, opAccessChain, e.pointer(storagePushConstant, t), ptr, e.pushVar, e.cu32(u.member))
 	id := e.id()
@@ -568,6 +628,9 @@ func (e *emitter) assemble() []uint32 {
 
 	var head []uint32
 	head = appendInst(head, opCapability, capabilityShader)
+	if len(e.layout.addresses) > 0 {
+		head = appendInst(head, opCapability, capabilityPhysicalStorageBufferAddresses)
+	}
 	for _, c := range e.caps {
 		head = appendInst(head, opCapability, c)
 	}
@@ -580,14 +643,18 @@ func (e *emitter) assemble() []uint32 {
 	if e.target.SignedZeroInfNanPreserve || e.target.DenormPreserve {
 		head = appendInst(head, opExtension, stringWords("SPV_KHR_float_controls")...)
 	}
+	addressing := uint32(addressingLogical)
+	if len(e.layout.addresses) > 0 {
+		head = appendInst(head, opExtension, stringWords("SPV_KHR_physical_storage_buffer")...)
+		addressing = addressingPhysicalStorageBuffer64
+	}
 	if e.glsl != 0 {
 		head = appendInst(head, opExtInstImport, append([]uint32{e.glsl}, stringWords("GLSL.std.450")...)...)
 	}
-	head = appendInst(head, opMemoryModel, addressingLogical, memoryModelGLSL450)
+	head = appendInst(head, opMemoryModel, addressing, memoryModelGLSL450)
 	entry := append([]uint32{executionModelGLCompute, e.mainID}, stringWords(EntryPoint)...)
 	head = appendInst(head, opEntryPoint, append(entry, e.entryIface...)...)
-	wg := e.prog.WorkgroupSize
-	head = appendInst(head, opExecutionMode, e.mainID, executionModeLocalSize, wg[0], wg[1], wg[2])
+	head = appendInst(head, opExecutionMode, e.mainID, executionModeLocalSize, e.wg[0], e.wg[1], e.wg[2])
 	if e.target.SignedZeroInfNanPreserve {
 		head = appendInst(head, opExecutionMode, e.mainID, executionModeSignedZeroInfNanPreserve, 32)
 	}

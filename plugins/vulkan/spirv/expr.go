@@ -20,15 +20,14 @@ const (
 func (e *emitter) expr(x ir.Expr) (value, error) {
 	switch x := x.(type) {
 	case ir.Literal:
-		id, err := e.constant(x)
-		return value{id: id, t: x.Type}, err
+		return value{id: e.constant(x), t: x.Type}, nil
 	case ir.LocalRef:
 		l, ok := e.lookup(x.Name)
 		if !ok {
 			return value{}, fmt.Errorf("local %q is not in scope. Fix: declare it with let or var before this use", x.Name)
 		}
 		if l.variable {
-			t, _ := e.scalar(l.t)
+			t := e.scalar(l.t)
 			return value{id: e.op(opLoad, t, l.id), t: l.t}, nil
 		}
 		return l.value, nil
@@ -130,11 +129,11 @@ func (e *emitter) load(x ir.LoadExpr) (value, error) {
 	if err != nil {
 		return value{}, err
 	}
-	t, _ := e.scalar(a.elem)
-	zero, _ := e.zero(a.elem)
+	t := e.scalar(a.elem)
+	zero := e.zero(a.elem)
 	ok := e.inBounds(a, index)
 	safe := e.sel(e.u32(), ok, index, e.cu32(0))
-	v := e.op(opLoad, t, e.elemPtr(a, safe))
+	v := e.op(opLoad, t, append([]uint32{e.elemPtr(a, safe)}, access(a)...)...)
 	return value{id: e.sel(t, ok, v, zero), t: a.elem}, nil
 }
 
@@ -151,10 +150,7 @@ func (e *emitter) selectExpr(x ir.SelectExpr) (value, error) {
 	if err != nil {
 		return value{}, err
 	}
-	t, err := e.scalar(a.t)
-	if err != nil {
-		return value{}, err
-	}
+	t := e.scalar(a.t)
 	return value{id: e.sel(t, cond, a.id, b), t: a.t}, nil
 }
 
@@ -189,10 +185,7 @@ func (e *emitter) unary(x ir.UnaryExpr) (value, error) {
 	if err != nil {
 		return value{}, err
 	}
-	t, err := e.scalar(v.t)
-	if err != nil {
-		return value{}, err
-	}
+	t := e.scalar(v.t)
 	out := func(id uint32) (value, error) { return value{id: id, t: v.t}, nil }
 	switch {
 	case x.Op == ir.OpNeg && v.t.IsInteger():
@@ -217,12 +210,7 @@ func (e *emitter) unary(x ir.UnaryExpr) (value, error) {
 		msb := e.ext(u, glslFindUMsb, e.op(opBitcast, u, v.id))
 		return out(e.op(opBitcast, t, e.op(opISub, u, e.cu32(31), msb)))
 	case v.t == ir.F32:
-		inst, ok := map[ir.UnaryOp]uint32{
-			ir.OpSqrt: glslSqrt, ir.OpExp: glslExp, ir.OpLog: glslLog, ir.OpSin: glslSin,
-			ir.OpCos: glslCos, ir.OpFloor: glslFloor, ir.OpCeil: glslCeil,
-			ir.OpTrunc: glslTrunc, ir.OpRound: glslRoundEven,
-		}[x.Op]
-		if ok {
+		if inst, ok := f32UnaryExt[x.Op]; ok {
 			return out(e.ext(t, inst, v.id))
 		}
 	}
@@ -238,10 +226,7 @@ func (e *emitter) binary(x ir.BinaryExpr) (value, error) {
 	if err != nil {
 		return value{}, err
 	}
-	t, err := e.scalar(a.t)
-	if err != nil {
-		return value{}, err
-	}
+	t := e.scalar(a.t)
 	var id uint32
 	switch a.t {
 	case ir.Bool:
@@ -262,9 +247,7 @@ func (e *emitter) binary(x ir.BinaryExpr) (value, error) {
 }
 
 func (e *emitter) binaryBool(op ir.BinaryOp, a, b uint32) (uint32, error) {
-	opcode, ok := map[ir.BinaryOp]uint32{
-		ir.OpEq: opLogicalEqual, ir.OpNe: opLogicalNotEqual, ir.OpLAnd: opLogicalAnd, ir.OpLOr: opLogicalOr,
-	}[op]
+	opcode, ok := boolBinary[op]
 	if !ok {
 		return 0, unsupported("binary operator "+op.String(), ir.Bool)
 	}
@@ -282,20 +265,11 @@ func (e *emitter) binaryInt(op ir.BinaryOp, it ir.Type, t, a, b uint32) (uint32,
 		}
 		return u
 	}
-	simple := map[ir.BinaryOp]uint32{
-		ir.OpAdd: opIAdd, ir.OpSub: opISub, ir.OpMul: opIMul,
-		ir.OpAnd: opBitwiseAnd, ir.OpOr: opBitwiseOr, ir.OpXor: opBitwiseXor,
-	}
-	compare := map[ir.BinaryOp]uint32{
-		ir.OpEq: opIEqual, ir.OpNe: opINotEqual,
-		ir.OpLt: pick(opSLessThan, opULessThan), ir.OpLe: pick(opSLessThanEqual, opULessThanEqual),
-		ir.OpGt: pick(opSGreaterThan, opUGreaterThan), ir.OpGe: pick(opSGreaterThanEqual, opUGreaterThanEqual),
-	}
-	if opcode, ok := simple[op]; ok {
+	if opcode, ok := intBinary[op]; ok {
 		return e.op(opcode, t, a, b), nil
 	}
-	if opcode, ok := compare[op]; ok {
-		return e.op(opcode, e.bool(), a, b), nil
+	if opcodes, ok := intCompare[op]; ok {
+		return e.op(pick(opcodes[1], opcodes[0]), e.bool(), a, b), nil
 	}
 	switch op {
 	case ir.OpDiv, ir.OpRem:
@@ -308,7 +282,7 @@ func (e *emitter) binaryInt(op ir.BinaryOp, it ir.Type, t, a, b uint32) (uint32,
 	case ir.OpMax:
 		return e.ext(t, pick(glslSMax, glslUMax), a, b), nil
 	case ir.OpShl, ir.OpShr:
-		mask, _ := e.constant(ir.Literal{Type: it, Bits: 31})
+		mask := e.constant(ir.Literal{Type: it, Bits: 31})
 		amount := e.op(opBitwiseAnd, t, b, mask)
 		opcode := uint32(opShiftLeftLogical)
 		if op == ir.OpShr {
@@ -357,15 +331,10 @@ func (e *emitter) signedDivRem(div bool, x, y uint32) uint32 {
 // binaryF32 lowers f32 operators: arithmetic is NoContraction; comparisons are
 // ordered except ne, which is unordered (true with a NaN operand).
 func (e *emitter) binaryF32(op ir.BinaryOp, a, b uint32) (uint32, error) {
-	arith := map[ir.BinaryOp]uint32{ir.OpAdd: opFAdd, ir.OpSub: opFSub, ir.OpMul: opFMul}
-	compare := map[ir.BinaryOp]uint32{
-		ir.OpEq: opFOrdEqual, ir.OpNe: opFUnordNotEqual, ir.OpLt: opFOrdLessThan,
-		ir.OpLe: opFOrdLessThanEqual, ir.OpGt: opFOrdGreaterThan, ir.OpGe: opFOrdGreaterThanEqual,
-	}
-	if opcode, ok := arith[op]; ok {
+	if opcode, ok := f32Arith[op]; ok {
 		return e.fop(opcode, a, b), nil
 	}
-	if opcode, ok := compare[op]; ok {
+	if opcode, ok := f32Compare[op]; ok {
 		return e.op(opcode, e.bool(), a, b), nil
 	}
 	switch op {
@@ -433,10 +402,7 @@ func (e *emitter) cast(x ir.CastExpr) (value, error) {
 	if err != nil {
 		return value{}, err
 	}
-	to, err := e.scalar(x.To)
-	if err != nil {
-		return value{}, err
-	}
+	to := e.scalar(x.To)
 	from := v.t
 	out := func(id uint32) (value, error) { return value{id: id, t: x.To}, nil }
 	switch {
@@ -445,11 +411,11 @@ func (e *emitter) cast(x ir.CastExpr) (value, error) {
 	case from.IsInteger() && x.To.IsInteger():
 		return out(e.op(opBitcast, to, v.id))
 	case from == ir.Bool && x.To.IsInteger():
-		one, _ := e.constant(ir.Literal{Type: x.To, Bits: 1})
-		zero, _ := e.zero(x.To)
+		one := e.constant(ir.Literal{Type: x.To, Bits: 1})
+		zero := e.zero(x.To)
 		return out(e.sel(to, v.id, one, zero))
 	case from.IsInteger() && x.To == ir.Bool:
-		zero, _ := e.zero(from)
+		zero := e.zero(from)
 		return out(e.op(opINotEqual, to, v.id, zero))
 	case from == ir.I32 && x.To == ir.F32:
 		return out(e.op(opConvertSToF, to, v.id))
@@ -503,6 +469,6 @@ func (e *emitter) bitcast(x ir.BitcastExpr) (value, error) {
 	if v.t == x.To {
 		return v, nil
 	}
-	t, _ := e.scalar(x.To)
+	t := e.scalar(x.To)
 	return value{id: e.op(opBitcast, t, v.id), t: x.To}, nil
 }

@@ -8,10 +8,11 @@ import (
 	"github.com/kiln-dev/kiln/ir"
 )
 
-// FuzzEmit feeds EmitFor (a target with every subgroup class and float controls)
-// every program the canonical decoder accepts: it must never panic, must reject
-// exactly what ir.Validate rejects, and must turn a valid program into a
-// well-framed, deterministic module that spirv-val accepts (when it is installed).
+// FuzzEmit feeds EmitFor (a target with every subgroup class and float controls,
+// and the same with every binding addressed) every program the canonical decoder
+// accepts: it must never panic, must reject exactly what ir.Validate rejects, and
+// must turn a valid program into a well-framed, deterministic module that
+// spirv-val accepts (when it is installed).
 func FuzzEmit(f *testing.F) {
 	for _, np := range allPrograms(f) {
 		data, err := ir.Encode(np.prog)
@@ -43,6 +44,18 @@ func FuzzEmit(f *testing.F) {
 		}
 		if val != "" {
 			validate(t, val, "fuzz", m)
+		}
+		// The same program with every binding reached through a device address,
+		// on a device with the 128 bytes of push constants every device has.
+		target := fullTarget
+		target.BufferAddresses = 1<<len(p.Buffers) - 1
+		addressed, err := EmitFor(p, target)
+		if err != nil {
+			t.Fatalf("Emit with addresses rejected a valid program: %v", err)
+		}
+		decode(t, addressed.Words)
+		if val != "" {
+			validate(t, val, "fuzz-addressed", addressed)
 		}
 	})
 }

@@ -19,12 +19,14 @@ import (
 // backend binds one dummy element to an empty buffer) is an error: the emitted
 // bounds checks must make robustBufferAccess unnecessary.
 
-// cell is one SSA value: scalar bits, a uvec3, or a pointer into memory.
+// cell is one SSA value: scalar bits, a uvec3, or a pointer into memory (block:
+// a PhysicalStorageBuffer pointer to a buffer's Block struct).
 type cell struct {
-	bits uint32
-	vec  [3]uint32
-	mem  []uint32
-	idx  int
+	bits  uint32
+	vec   [3]uint32
+	mem   []uint32
+	idx   int
+	block bool
 }
 
 type machine struct {
@@ -38,7 +40,15 @@ type machine struct {
 	steps   int
 	// pushOffsets is the word offset of each member of the push-constant block.
 	pushOffsets map[uint32]int
+	// addressTypes are the PhysicalStorageBuffer pointer types; addresses maps
+	// the device address the test gave each addressed buffer to its memory.
+	addressTypes map[uint32]bool
+	addresses    map[uint64][]uint32
 }
+
+// fakeAddress is the device address dispatchCase gives the buffer at binding:
+// aligned, and above 4 GiB so that both words matter.
+func fakeAddress(binding uint32) uint64 { return uint64(binding+1)<<32 | 0x100 }
 
 // maxSteps bounds one dispatch, so a miscompiled loop fails instead of hanging.
 const maxSteps = 400_000_000
@@ -54,13 +64,11 @@ type invocation struct {
 
 // dispatchCase runs m (emitted from p) on the case's buffers and grid, with the
 // uniform block uniforms, and returns the output buffers in binding order, as the
-// backend would.
-func dispatchCase(p *ir.Program, m *Module, c kernels.Case, uniforms []byte) ([][]byte, error) {
-	wg := p.WorkgroupSize
-	if c.WorkgroupSize != ([3]uint32{}) {
-		wg = c.WorkgroupSize
-	}
-	entries, data := SpecData(p, m, c.Spec, c.WorkgroupSize)
+// backend would: the grid runs as the launches of Launches(c.Grid, limit), each
+// with its grid words, and addressed buffers get fake device addresses.
+func dispatchCase(p *ir.Program, m *Module, c kernels.Case, uniforms []byte, limit [3]uint32) ([][]byte, error) {
+	wg := m.WorkgroupSize
+	entries, data := SpecData(p, m, c.Spec)
 	spec := map[uint32]uint32{}
 	for _, e := range entries {
 		spec[e.ID] = binary.LittleEndian.Uint32(data[e.Offset:])
@@ -87,19 +95,36 @@ func dispatchCase(p *ir.Program, m *Module, c kernels.Case, uniforms []byte) ([]
 		}
 		buffers[b.Binding] = mem
 	}
-	push := append([]uint32{}, counts...)
+	push := make([]uint32, m.PushConstantBytes/4)
+	copy(push, counts)
 	for i := 0; i+4 <= len(uniforms); i += 4 {
-		push = append(push, binary.LittleEndian.Uint32(uniforms[i:]))
+		push[int(m.UniformOffset)/4+i/4] = binary.LittleEndian.Uint32(uniforms[i:])
+	}
+	addresses := map[uint64][]uint32{}
+	for binding, off := range m.AddressOffsets {
+		a := fakeAddress(binding)
+		push[off/4], push[off/4+1] = uint32(a), uint32(a>>32)
+		addresses[a] = buffers[binding]
 	}
 	mc, err := load(m.Words, spec, buffers, push)
 	if err != nil {
 		return nil, err
 	}
-	for z := uint32(0); z < c.Grid[2]; z++ {
-		for y := uint32(0); y < c.Grid[1]; y++ {
-			for x := uint32(0); x < c.Grid[0]; x++ {
-				if err := mc.workgroup([3]uint32{x, y, z}, c.Grid, wg); err != nil {
-					return nil, fmt.Errorf("workgroup %v: %w", [3]uint32{x, y, z}, err)
+	mc.addresses = addresses
+	if m.Grid == GridPhysical {
+		limit = c.Grid // one launch, as the backend runs it
+	}
+	for l := range Launches(c.Grid, limit) {
+		if m.Grid == GridLogical {
+			words := l.Words(c.Grid)
+			copy(push[m.GridOffset/4:], words[:])
+		}
+		for z := uint32(0); z < l.Count[2]; z++ {
+			for y := uint32(0); y < l.Count[1]; y++ {
+				for x := uint32(0); x < l.Count[0]; x++ {
+					if err := mc.workgroup([3]uint32{x, y, z}, l.Count, wg, m.Grid == GridPhysical); err != nil {
+						return nil, fmt.Errorf("launch %v, workgroup %v: %w", l, [3]uint32{x, y, z}, err)
+					}
 				}
 			}
 		}
@@ -122,7 +147,7 @@ func load(words []uint32, spec map[uint32]uint32, buffers [][]uint32, push []uin
 		return nil, fmt.Errorf("not a SPIR-V module")
 	}
 	mc := &machine{labels: map[uint32]int{}, storage: map[uint32]uint32{}, shared: map[uint32]int{}, builtin: map[uint32]uint32{},
-		pushOffsets: map[uint32]int{}}
+		pushOffsets: map[uint32]int{}, addressTypes: map[uint32]bool{}}
 	for i := headerSize; i < len(words); {
 		n := int(words[i] >> 16)
 		if n == 0 || i+n > len(words) {
@@ -163,6 +188,10 @@ func load(words []uint32, spec map[uint32]uint32, buffers [][]uint32, push []uin
 			for k := range 3 {
 				mc.init[a[1]].vec[k] = mc.init[a[2+k]].bits
 			}
+		case opTypePointer:
+			if a[1] == storagePhysicalStorageBuffer {
+				mc.addressTypes[a[0]] = true
+			}
 		case opLabel:
 			mc.labels[a[0]] = i
 		case opFunction:
@@ -196,9 +225,11 @@ func load(words []uint32, spec map[uint32]uint32, buffers [][]uint32, push []uin
 	return mc, nil
 }
 
-// workgroup runs one workgroup: every invocation until it returns or reaches a
-// barrier, in turns, until all have returned.
-func (mc *machine) workgroup(id, grid, wg [3]uint32) error {
+// workgroup runs one workgroup (id is its physical WorkgroupId in a launch of
+// count workgroups): every invocation until it returns or reaches a barrier, in
+// turns, until all have returned. Only the builtins the emitter may read exist:
+// GlobalInvocationId and NumWorkgroups only for a GridPhysical module.
+func (mc *machine) workgroup(id, count, wg [3]uint32, physical bool) error {
 	base := append([]cell(nil), mc.init...)
 	for v, n := range mc.shared {
 		mem := make([]uint32, n)
@@ -211,19 +242,22 @@ func (mc *machine) workgroup(id, grid, wg [3]uint32) error {
 	for lz := uint32(0); lz < wg[2]; lz++ {
 		for ly := uint32(0); ly < wg[1]; ly++ {
 			for lx := uint32(0); lx < wg[0]; lx++ {
-				local := [3]uint32{lx, ly, lz}
-				var global [3]uint32
-				for k := range 3 {
-					global[k] = id[k]*wg[k] + local[k]
-				}
-				invs = append(invs, &invocation{
+				inv := &invocation{
 					vals: append([]cell(nil), base...),
 					pc:   mc.start,
 					ids: map[uint32][3]uint32{
-						builtInGlobalInvocation: global, builtInLocalInvocationID: local,
-						builtInWorkgroupID: id, builtInNumWorkgroups: grid,
+						builtInLocalInvocationID: {lx, ly, lz}, builtInWorkgroupID: id,
 					},
-				})
+				}
+				if physical {
+					local := [3]uint32{lx, ly, lz}
+					var global [3]uint32
+					for k := range 3 {
+						global[k] = id[k]*wg[k] + local[k]
+					}
+					inv.ids[builtInGlobalInvocationID], inv.ids[builtInNumWorkgroups] = global, count
+				}
+				invs = append(invs, inv)
 			}
 		}
 	}
@@ -320,7 +354,20 @@ func (mc *machine) run(inv *invocation) (barrier bool, err error) {
 		case opLoad:
 			p := v[a[2]]
 			if mc.storage[a[2]] == storageInput {
-				v[a[1]] = cell{vec: inv.ids[mc.builtin[a[2]]]}
+				ids, ok := inv.ids[mc.builtin[a[2]]]
+				if !ok {
+					return false, fmt.Errorf("load of BuiltIn %d, which the emitter must not read", mc.builtin[a[2]])
+				}
+				v[a[1]] = cell{vec: ids}
+				continue
+			}
+			if mc.addressTypes[a[0]] {
+				addr := uint64(p.mem[p.idx]) | uint64(p.mem[p.idx+1])<<32
+				mem, ok := mc.addresses[addr]
+				if !ok {
+					return false, fmt.Errorf("load %d: %#x is no buffer's device address", a[1], addr)
+				}
+				v[a[1]] = cell{mem: mem, block: true}
 				continue
 			}
 			v[a[1]] = cell{bits: p.mem[p.idx]}
@@ -338,9 +385,17 @@ func (mc *machine) run(inv *invocation) (barrier bool, err error) {
 				}
 				idx = idx[1:]
 			case storagePushConstant:
-				// A member (a uniform), or an element of member 0 (the counts).
+				// A member (a uniform or an address), or an element of an array
+				// member (the counts, the grid words).
 				i = mc.pushOffsets[v[idx[0]].bits]
 				idx = idx[1:]
+			default:
+				if base.block {
+					if v[idx[0]].bits != 0 {
+						return false, fmt.Errorf("access chain into member %d", v[idx[0]].bits)
+					}
+					idx = idx[1:]
+				}
 			}
 			if len(idx) > 0 {
 				i += int(v[idx[0]].bits)

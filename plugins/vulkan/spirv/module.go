@@ -16,23 +16,50 @@ type Module struct {
 	Words []uint32
 	// EntryPoint is the GLCompute entry point's name, always "main".
 	EntryPoint string
-	// WorkgroupSizeIDs are the specialization constant ids of the workgroup size on
-	// x, y and z (the constituents of the WorkgroupSize builtin).
-	WorkgroupSizeIDs [3]uint32
+	// WorkgroupSize is the workgroup size the module runs with (its LocalSize
+	// execution mode): Target.WorkgroupSize, or the program's.
+	WorkgroupSize [3]uint32
 	// ParamIDs maps each ir parameter's name to its specialization constant id.
 	ParamIDs map[string]uint32
 	// PushConstantBytes is the size of the push-constant block: one u32 element count
 	// per buffer, at offset 4*binding, then the program's uniform block (IR v1.1),
-	// at UniformOffset. It is 0 for a program without buffers and uniforms.
+	// at UniformOffset, then the 8-byte buffer device addresses at
+	// AddressOffsets, then, with GridLogical, the GridWordCount grid words at
+	// GridOffset. It is 0 for a block with nothing in it.
 	PushConstantBytes uint32
 	// UniformOffset is the offset of the uniform block in the push constants:
 	// 4*len(buffers). Uniform i is at UniformOffset + 4*i, as ir.EncodeUniforms
 	// packs it.
 	UniformOffset uint32
+	// Grid says how the module may be launched; with GridLogical the grid words
+	// (see [Launch.Words]) are at GridOffset, the end of the block.
+	Grid       GridMode
+	GridOffset uint32
+	// AddressOffsets maps each binding of Target.BufferAddresses to the offset of
+	// its buffer's device address (a little-endian u64, 8-byte aligned).
+	AddressOffsets map[uint32]uint32
 	// Subgroups reports whether the program uses subgroup builtins or operations,
 	// so that its pipeline must run with full subgroups of a known size.
 	Subgroups bool
 }
+
+// GridMode is how a module reads the grid builtins, and so how the backend may
+// launch it.
+type GridMode uint8
+
+const (
+	// GridFree: the module reads no grid builtin (workgroup_id, num_workgroups,
+	// global_id), so a grid may run as any launches without grid words.
+	GridFree GridMode = iota
+	// GridLogical: the module computes the grid builtins from the grid words at
+	// Module.GridOffset, so a grid runs as the launches of [Launches], each after
+	// pushing its words.
+	GridLogical
+	// GridPhysical: the module reads the device's builtins (its grid words did
+	// not fit in the push constants), so a grid must run as one launch within
+	// maxComputeWorkGroupCount.
+	GridPhysical
+)
 
 // SubgroupFeatures are the subgroup operation classes a device supports in
 // compute shaders, with the bit values of VkSubgroupFeatureFlagBits.
@@ -51,9 +78,28 @@ const (
 	SubgroupShuffle SubgroupFeatures = 1 << 4
 )
 
-// Target is what the device offers that the emitted code depends on. The zero
-// Target is any Vulkan 1.1 device.
+// Target is what the device offers that the emitted code depends on, and how the
+// pipeline will be run. The zero Target is any Vulkan 1.1 device, the program's
+// workgroup size and every buffer through a descriptor.
 type Target struct {
+	// WorkgroupSize is the workgroup size to emit for (the module's LocalSize);
+	// the zero size is the program's.
+	WorkgroupSize [3]uint32
+	// BufferAddresses has bit b set for each binding b that the module reaches
+	// through a buffer device address in the push constants
+	// (PhysicalStorageBuffer64), for a buffer larger than the device's
+	// maxStorageBufferRange; the device must have the bufferDeviceAddress
+	// feature enabled. The other bindings are storage-buffer descriptors. (64
+	// bits hold ir.MaxBuffers bindings.)
+	BufferAddresses uint64
+	// DisjointBindings promises that no two bindings of a dispatch overlap in
+	// memory, so that buffers are decorated Restrict.
+	DisjointBindings bool
+	// MaxPushConstantBytes is the device's maxPushConstantsSize; 0 means 128,
+	// what every device has. A module whose grid words do not fit after the
+	// counts, uniforms and addresses reads the physical grid builtins instead
+	// (GridPhysical).
+	MaxPushConstantBytes uint32
 	// SignedZeroInfNanPreserve makes modules declare the SPV_KHR_float_controls
 	// execution mode SignedZeroInfNanPreserve for 32-bit floats, for a device
 	// whose shaderSignedZeroInfNanPreserveFloat32 is true. Without it Vulkan lets a
@@ -73,10 +119,9 @@ type Target struct {
 // and size in bytes.
 type SpecEntry struct{ ID, Offset, Size uint32 }
 
-// The specialization constant ids: the workgroup size first, then the parameters in
-// declaration order.
+// The specialization constant ids: the parameters in declaration order.
 const (
-	firstParamSpecID = 3
+	firstParamSpecID = 0
 	specEntrySize    = 4 // every constant is 32 bits; a bool is a VkBool32
 )
 
@@ -91,22 +136,16 @@ func (m *Module) Bytes() []byte {
 }
 
 // SpecData returns the specialization map entries and data blob that specialize m
-// for a dispatch of p: the workgroup size wg (the zero size keeps the program's),
-// then every parameter, taken from spec when it holds a value of the parameter's
-// type and from the parameter's default otherwise. Every entry is 4 bytes.
-func SpecData(p *ir.Program, m *Module, spec ir.SpecMap, wg [3]uint32) (entries []SpecEntry, data []byte) {
+// for a dispatch of p: every parameter, taken from spec when it holds a value of
+// the parameter's type and from the parameter's default otherwise. Every entry is
+// 4 bytes.
+func SpecData(p *ir.Program, m *Module, spec ir.SpecMap) (entries []SpecEntry, data []byte) {
 	if p == nil || m == nil {
 		return nil, nil
-	}
-	if wg == ([3]uint32{}) {
-		wg = p.WorkgroupSize
 	}
 	add := func(id, bits uint32) {
 		entries = append(entries, SpecEntry{ID: id, Offset: uint32(len(data)), Size: specEntrySize})
 		data = binary.LittleEndian.AppendUint32(data, bits)
-	}
-	for axis, n := range wg {
-		add(m.WorkgroupSizeIDs[axis], n)
 	}
 	for _, d := range p.Params {
 		id, ok := m.ParamIDs[d.Name]
@@ -142,21 +181,64 @@ func EmitFor(p *ir.Program, t Target) (*Module, error) {
 	if err := ir.Validate(p); err != nil {
 		return nil, fmt.Errorf("spirv: program %q is not valid IR v1, so no shader was emitted: %w", p.Name, err)
 	}
-	e := newEmitter(p, t)
-	if err := e.emitModule(); err != nil {
-		return nil, fmt.Errorf("spirv: emitting program %q: %w", p.Name, err)
+	if t.WorkgroupSize != ([3]uint32{}) {
+		if err := ir.CheckWorkgroupSize(t.WorkgroupSize); err != nil {
+			return nil, fmt.Errorf("spirv: program %q: bad target workgroup size: %w", p.Name, err)
+		}
+	}
+	if len(p.Buffers) < 64 && t.BufferAddresses>>len(p.Buffers) != 0 {
+		return nil, fmt.Errorf("spirv: program %q has %d buffers, so Target.BufferAddresses %#x names bindings it lacks. Fix: set only the bits of the program's bindings", p.Name, len(p.Buffers), t.BufferAddresses)
+	}
+	e, err := emit(p, t, false)
+	if err != nil {
+		return nil, err
+	}
+	limit := t.MaxPushConstantBytes
+	if limit == 0 {
+		limit = minPushConstantBytes
+	}
+	mode, size := GridFree, e.layout.grid
+	if e.gridUsed {
+		mode, size = GridLogical, e.layout.grid+4*GridWordCount
+		if size > limit {
+			if e, err = emit(p, t, true); err != nil {
+				return nil, err
+			}
+			mode, size = GridPhysical, e.layout.grid
+		}
 	}
 	m := &Module{
 		Words:             e.assemble(),
 		EntryPoint:        EntryPoint,
-		WorkgroupSizeIDs:  [3]uint32{0, 1, 2},
+		WorkgroupSize:     e.wg,
 		ParamIDs:          make(map[string]uint32, len(p.Params)),
-		PushConstantBytes: 4 * uint32(len(p.Buffers)+len(p.Uniforms)),
-		UniformOffset:     4 * uint32(len(p.Buffers)),
+		PushConstantBytes: size,
+		UniformOffset:     e.layout.uniforms,
+		Grid:              mode,
+		GridOffset:        e.layout.grid,
+		AddressOffsets:    e.layout.addresses,
 		Subgroups:         e.subgroups,
 	}
 	for i, d := range p.Params {
 		m.ParamIDs[d.Name] = firstParamSpecID + uint32(i)
 	}
 	return m, nil
+}
+
+// minPushConstantBytes is the maxPushConstantsSize every Vulkan device has.
+const minPushConstantBytes = 128
+
+// emit runs the emitter on p for t, with the physical grid builtins when
+// physicalGrid is set.
+func emit(p *ir.Program, t Target, physicalGrid bool) (*emitter, error) {
+	e := newEmitter(p, t)
+	e.physicalGrid = physicalGrid
+	err := e.emitModule()
+	if err == nil {
+		err = e.err
+	}
+	if err != nil {
+		return nil, fmt.Errorf("spirv: emitting program %q: %w", p.Name, err)
+	}
+	return e, nil
 }

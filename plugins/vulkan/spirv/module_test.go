@@ -43,8 +43,8 @@ func TestHeaderAndBytes(t *testing.T) {
 func TestPushConstantBlockHasOneCountPerBuffer(t *testing.T) {
 	for _, n := range []int{0, 1, 5, ir.MaxBuffers} {
 		m := mustEmit(t, "bare", bare("bare", n))
-		if m.PushConstantBytes != uint32(4*n) {
-			t.Errorf("%d buffers: PushConstantBytes = %d, want %d", n, m.PushConstantBytes, 4*n)
+		if m.PushConstantBytes != uint32(4*n) || m.Grid != GridFree {
+			t.Errorf("%d buffers: PushConstantBytes = %d, grid mode %d, want %d and GridFree", n, m.PushConstantBytes, m.Grid, 4*n)
 		}
 		_, insts := decode(t, m.Words)
 		byID := resultIDs(insts)
@@ -100,6 +100,15 @@ func TestBufferInterface(t *testing.T) {
 			if nonWritable != (b.Access == ir.Read) {
 				t.Errorf("%s: buffer %q (%s) NonWritable = %t", np.name, b.Name, b.Access, nonWritable)
 			}
+			atomics := map[string]bool{}
+			atomicTargets(np.prog.Body, atomics)
+			_, nonReadable := members[st][decorationNonReadable]
+			if want := b.Access == ir.Write && !atomics[b.Name]; nonReadable != want {
+				t.Errorf("%s: buffer %q (%s, atomics %t) NonReadable = %t", np.name, b.Name, b.Access, atomics[b.Name], nonReadable)
+			}
+			if _, restrict := d[decorationRestrict]; restrict {
+				t.Errorf("%s: buffer %q is Restrict without Target.DisjointBindings", np.name, b.Name)
+			}
 			_, coherent := d[decorationCoherent]
 			if want := barrier && b.Access == ir.ReadWrite; coherent != want {
 				t.Errorf("%s: buffer %q (%s, barrier %t) Coherent = %t, want %t", np.name, b.Name, b.Access, barrier, coherent, want)
@@ -138,13 +147,6 @@ func TestSpecializationConstants(t *testing.T) {
 	_, insts := decode(t, m.Words)
 	spec := specConstants(insts)
 	ids := map[uint32]bool{}
-	for axis, id := range m.WorkgroupSizeIDs {
-		ids[id] = true
-		in := spec[id]
-		if in.op != opSpecConstant || in.args[2] != p.WorkgroupSize[axis] {
-			t.Errorf("workgroup size axis %d: spec id %d is %v, want OpSpecConstant %d", axis, id, in, p.WorkgroupSize[axis])
-		}
-	}
 	for _, d := range params {
 		id, ok := m.ParamIDs[d.Name]
 		if !ok || ids[id] {
@@ -165,22 +167,57 @@ func TestSpecializationConstants(t *testing.T) {
 			t.Errorf("param %q: %v, want OpSpecConstant %#x", d.Name, in, d.Default.Bits)
 		}
 	}
-	// The composite decorated WorkgroupSize is made of the three spec constants.
-	byID := resultIDs(insts)
-	var composite *inst
-	for target, d := range decorations(insts) {
-		if slices.Equal(d[decorationBuiltIn], []uint32{builtInWorkgroupSize}) {
-			in := byID[target]
-			composite = &in
+}
+
+// localSize returns the operands of the module's LocalSize execution mode.
+func localSize(t *testing.T, insts []inst) []uint32 {
+	t.Helper()
+	for _, in := range insts {
+		if in.op == opExecutionMode && in.args[1] == executionModeLocalSize {
+			return in.args[2:]
 		}
 	}
-	if composite == nil || composite.op != opSpecConstantComposite {
-		t.Fatalf("no OpSpecConstantComposite decorated BuiltIn WorkgroupSize: %v", composite)
+	t.Fatal("no LocalSize execution mode")
+	return nil
+}
+
+// TestWorkgroupSizeIsLocalSize pins the workgroup size: the LocalSize execution
+// mode (Target.WorkgroupSize, or the program's), never the deprecated
+// WorkgroupSize builtin, and workgroup_size reads are constants.
+func TestWorkgroupSizeIsLocalSize(t *testing.T) {
+	b := ir.NewBuilder("wg", 8, 4, 2)
+	out := b.Buffer("out", ir.U32, ir.Write)
+	for axis := range uint8(3) {
+		b.Store(out, ir.LitU32(uint32(axis)), ir.WorkgroupSize(axis))
 	}
-	for axis, c := range composite.args[2:] {
-		if spec[m.WorkgroupSizeIDs[axis]].args[1] != c {
-			t.Errorf("WorkgroupSize constituent %d is id %d, not the spec constant of axis %d", axis, c, axis)
+	p := b.MustBuild()
+	for _, c := range []struct{ over, want [3]uint32 }{{[3]uint32{}, [3]uint32{8, 4, 2}}, {[3]uint32{16, 1, 3}, [3]uint32{16, 1, 3}}} {
+		m, err := EmitFor(p, Target{WorkgroupSize: c.over})
+		if err != nil {
+			t.Fatal(err)
 		}
+		_, insts := decode(t, m.Words)
+		if got := localSize(t, insts); !slices.Equal(got, c.want[:]) || m.WorkgroupSize != c.want {
+			t.Errorf("override %v: LocalSize %v, Module.WorkgroupSize %v, want %v", c.over, got, m.WorkgroupSize, c.want)
+		}
+		for target, d := range decorations(insts) {
+			if got, ok := d[decorationBuiltIn]; ok && got[0] == 25 { // BuiltIn WorkgroupSize
+				t.Errorf("override %v: id %d is decorated BuiltIn WorkgroupSize", c.over, target)
+			}
+		}
+		byID := resultIDs(insts)
+		stored := 0
+		for _, in := range insts {
+			if in.op == opStore && byID[in.args[1]].op == opConstant {
+				stored++
+			}
+		}
+		if stored != 3 {
+			t.Errorf("override %v: %d of the 3 stored workgroup sizes are constants", c.over, stored)
+		}
+	}
+	if _, err := EmitFor(p, Target{WorkgroupSize: [3]uint32{0, 1, 1}}); err == nil {
+		t.Error("a target workgroup size with a zero axis was accepted")
 	}
 }
 
@@ -199,13 +236,12 @@ func TestSpecData(t *testing.T) {
 		return out
 	}
 
-	entries, data := SpecData(p, m, ir.SpecMap{}, [3]uint32{})
-	want := []uint32{64, 2, 1, math.Float32bits(2), 1, 5}
+	entries, data := SpecData(p, m, ir.SpecMap{})
+	want := []uint32{math.Float32bits(2), 1, 5}
 	if got := words(data); !slices.Equal(got, want) {
 		t.Errorf("defaults: data %v, want %v", got, want)
 	}
-	wantIDs := []uint32{m.WorkgroupSizeIDs[0], m.WorkgroupSizeIDs[1], m.WorkgroupSizeIDs[2],
-		m.ParamIDs["a"], m.ParamIDs["flag"], m.ParamIDs["n"]}
+	wantIDs := []uint32{m.ParamIDs["a"], m.ParamIDs["flag"], m.ParamIDs["n"]}
 	for i, e := range entries {
 		if e.ID != wantIDs[i] || e.Offset != uint32(4*i) || e.Size != 4 {
 			t.Errorf("entry %d = %+v, want id %d offset %d size 4", i, e, wantIDs[i], 4*i)
@@ -220,12 +256,12 @@ func TestSpecData(t *testing.T) {
 	spec.Set("flag", ir.SpecBool(false))
 	spec.Set("n", ir.SpecI32(3)) // wrong type: the default stays
 	spec.Set("unknown", ir.SpecU32(1))
-	_, data = SpecData(p, m, spec, [3]uint32{16, 4, 2})
-	want = []uint32{16, 4, 2, math.Float32bits(-1), 0, 5}
+	_, data = SpecData(p, m, spec)
+	want = []uint32{math.Float32bits(-1), 0, 5}
 	if got := words(data); !slices.Equal(got, want) {
 		t.Errorf("overrides: data %v, want %v", got, want)
 	}
-	if e, d := SpecData(nil, m, spec, [3]uint32{}); e != nil || d != nil {
+	if e, d := SpecData(nil, m, spec); e != nil || d != nil {
 		t.Error("SpecData with a nil program returned data")
 	}
 }

@@ -30,12 +30,15 @@ type simPipeline struct {
 	p    *ir.Program
 	m    *Module
 	spec ir.SpecMap
-	wg   [3]uint32
 }
 
 // simTarget is the target the simulated device offers: float controls, no
-// subgroups.
+// subgroups. Its pipelines reach the odd bindings through buffer device
+// addresses, and it launches at most simLimit workgroups per axis at a time, so
+// the whole kit runs through both buffer paths and split grids.
 var simTarget = Target{SignedZeroInfNanPreserve: true}
+
+var simLimit = [3]uint32{3, 2, 2}
 
 func (b *simBackend) Describe(context.Context) (*pluginapi.Description, error) {
 	return &pluginapi.Description{
@@ -48,7 +51,10 @@ func (b *simBackend) Describe(context.Context) (*pluginapi.Description, error) {
 func (b *simBackend) Open(context.Context, int) error { return nil }
 
 func (b *simBackend) Compile(_ context.Context, req *pluginapi.CompileRequest) (*pluginapi.CompileResult, error) {
-	m, err := EmitFor(req.Program, simTarget)
+	target := simTarget
+	target.WorkgroupSize = req.WorkgroupSize
+	target.BufferAddresses = 0xAAAAAAAA & (1<<len(req.Program.Buffers) - 1) // the odd bindings
+	m, err := EmitFor(req.Program, target)
 	if err != nil {
 		return nil, pluginapi.Rejected("spirv-sim: %w", err)
 	}
@@ -58,7 +64,7 @@ func (b *simBackend) Compile(_ context.Context, req *pluginapi.CompileRequest) (
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.next++
-	b.pipelines[b.next] = simPipeline{p: req.Program, m: m, spec: req.Spec, wg: req.WorkgroupSize}
+	b.pipelines[b.next] = simPipeline{p: req.Program, m: m, spec: req.Spec}
 	return &pluginapi.CompileResult{Pipeline: b.next}, nil
 }
 
@@ -69,8 +75,8 @@ func (b *simBackend) Dispatch(_ context.Context, req *pluginapi.DispatchRequest)
 	if !ok {
 		return nil, pluginapi.Rejected("spirv-sim has no pipeline %d", req.Pipeline)
 	}
-	c := kernels.Case{Grid: req.Grid, Inputs: req.Inputs, OutputCounts: req.OutputCounts, Spec: pl.spec, WorkgroupSize: pl.wg}
-	outs, err := dispatchCase(pl.p, pl.m, c, req.Uniforms)
+	c := kernels.Case{Grid: req.Grid, Inputs: req.Inputs, OutputCounts: req.OutputCounts, Spec: pl.spec}
+	outs, err := dispatchCase(pl.p, pl.m, c, req.Uniforms, simLimit)
 	if err != nil {
 		return nil, pluginapi.DeviceFailed("spirv-sim: %s: %w", pl.p.Name, err)
 	}

@@ -155,10 +155,7 @@ func (e *emitter) stmt(s ir.Stmt) error {
 // varStmt declares a Function variable in the entry block and stores the initial
 // value where the var statement runs.
 func (e *emitter) varStmt(s ir.VarStmt) error {
-	t, err := e.scalar(s.Type)
-	if err != nil {
-		return fmt.Errorf("var %q: %w", s.Name, err)
-	}
+	t := e.scalar(s.Type)
 	v, err := e.typed(s.Value, s.Type, fmt.Sprintf("the initial value of var %q", s.Name))
 	if err != nil {
 		return err
@@ -192,11 +189,40 @@ func (e *emitter) inBounds(a array, index uint32) uint32 {
 
 // elemPtr is a pointer to element index of a.
 func (e *emitter) elemPtr(a array, index uint32) uint32 {
-	t, _ := e.scalar(a.elem)
-	if a.shared {
+	t := e.scalar(a.elem)
+	switch {
+	case a.shared:
 		return e.op(opAccessChain, e.pointer(storageWorkgroup, t), a.varID, index)
+	case a.addressed:
+		return e.op(opAccessChain, e.pointer(storagePhysicalStorageBuffer, t), e.address(a), e.cu32(0), index)
 	}
 	return e.op(opAccessChain, e.pointer(storageStorageBuffer, t), a.varID, e.cu32(0), index)
+}
+
+// access is the memory operands of a load or store through a pointer into a:
+// a PhysicalStorageBuffer access must state its alignment, 4 bytes.
+func access(a array) []uint32 {
+	if a.addressed {
+		return []uint32{memoryAccessAligned, 4}
+	}
+	return nil
+}
+
+// address returns an addressed buffer's pointer from the push constants, loaded
+// once in the entry block.
+func (e *emitter) address(a array) uint32 {
+	k := hoistKey{binding: a.binding, address: true}
+	if id, ok := e.hoisted[k]; ok {
+		return id
+	}
+	t := e.pointer(storagePhysicalStorageBuffer, a.block)
+	ptr := e.id()
+	e.preamble = appendInst(e.preamble, opAccessChain, e.pointer(storagePushConstant, t), ptr, e.pushVar, e.cu32(a.member))
+	id := e.id()
+	e.preamble = appendInst(e.preamble, opLoad, t, id, ptr)
+	e.dynamic[id] = true
+	e.hoisted[k] = id
+	return id
 }
 
 // guarded runs do in a selection construct entered only when cond holds. It
@@ -228,7 +254,9 @@ func (e *emitter) store(s ir.StoreStmt) error {
 	if err != nil {
 		return err
 	}
-	e.guarded(e.inBounds(a, index), func() { e.inst(opStore, e.elemPtr(a, index), v) })
+	e.guarded(e.inBounds(a, index), func() {
+		e.inst(opStore, append([]uint32{e.elemPtr(a, index), v}, access(a)...)...)
+	})
 	return nil
 }
 
@@ -262,7 +290,7 @@ func (e *emitter) atomic(s ir.AtomicStmt) error {
 			return err
 		}
 	}
-	t, _ := e.scalar(a.elem)
+	t := e.scalar(a.elem)
 	scope := uint32(scopeDevice)
 	if a.shared {
 		scope = scopeWorkgroup
@@ -278,7 +306,7 @@ func (e *emitter) atomic(s ir.AtomicStmt) error {
 		old = e.op(opcode, t, ptr, sc, none, v)
 	})
 	if s.Result != "" {
-		zero, _ := e.zero(a.elem)
+		zero := e.zero(a.elem)
 		res := e.op(opPhi, t, old, last, zero, header)
 		e.bind(s.Result, local{value: value{id: res, t: a.elem}})
 	}
@@ -409,7 +437,7 @@ func (e *emitter) forStmt(s ir.ForStmt) error {
 	default:
 		return fmt.Errorf("for: loop variable %q has type %s. Fix: count with i32 or u32", s.Var, s.Type)
 	}
-	t, _ := e.scalar(s.Type)
+	t := e.scalar(s.Type)
 	var bounds [3]uint32
 	for i, part := range []struct {
 		x    ir.Expr

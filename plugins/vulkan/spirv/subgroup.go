@@ -27,10 +27,7 @@ func (e *emitter) subgroup(x ir.SubgroupExpr) (value, error) {
 	if err != nil {
 		return value{}, err
 	}
-	t, err := e.scalar(v.t)
-	if err != nil {
-		return value{}, err
-	}
+	t := e.scalar(v.t)
 	scope := e.cu32(scopeSubgroup)
 	if !x.Op.HasLane() {
 		if err := e.needSubgroups(SubgroupArithmetic, x.Op.String()); err != nil {
@@ -44,11 +41,7 @@ func (e *emitter) subgroup(x ir.SubgroupExpr) (value, error) {
 			id = e.subgroupMinMaxF32(x.Op == ir.SubgroupOpMin, v.id)
 		case v.t.IsInteger():
 			signed := v.t == ir.I32
-			opcode := map[ir.SubgroupOp][2]uint32{
-				ir.SubgroupOpAdd: {opGroupNonUniformIAdd, opGroupNonUniformIAdd},
-				ir.SubgroupOpMin: {opGroupNonUniformUMin, opGroupNonUniformSMin},
-				ir.SubgroupOpMax: {opGroupNonUniformUMax, opGroupNonUniformSMax},
-			}[x.Op]
+			opcode := subgroupIntReduce[x.Op]
 			pick := opcode[0]
 			if signed {
 				pick = opcode[1]
@@ -85,7 +78,7 @@ func (e *emitter) subgroup(x ir.SubgroupExpr) (value, error) {
 	} else {
 		read = e.op(opGroupNonUniformShuffle, t, scope, v.id, e.sel(e.u32(), ok, lane, e.cu32(0)))
 	}
-	zero, _ := e.zero(v.t)
+	zero := e.zero(v.t)
 	return value{id: e.sel(t, ok, read, zero), t: v.t}, nil
 }
 

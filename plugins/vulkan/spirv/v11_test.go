@@ -207,7 +207,8 @@ func TestFloatControlsFollowTheTarget(t *testing.T) {
 }
 
 // TestPushConstantLayout pins the push-constant block: counts at 4*binding, then
-// uniform i at 4*len(buffers) + 4*i, also without buffers.
+// uniform i at 4*len(buffers) + 4*i, also without buffers; no grid words in a
+// program that reads no grid builtin.
 func TestPushConstantLayout(t *testing.T) {
 	for _, buffers := range []int{0, 3} {
 		b := ir.NewBuilder("t.push", 1, 1, 1)
@@ -217,8 +218,8 @@ func TestPushConstantLayout(t *testing.T) {
 		sh := b.Shared("s", ir.F32, 1)
 		b.Store(sh, ir.LitU32(0), ir.Add(ir.Cast(ir.F32, b.Uniform("a", ir.U32)), ir.Add(b.Uniform("c", ir.F32), ir.Cast(ir.F32, b.Uniform("d", ir.I32)))))
 		m := mustEmit(t, "push", b.MustBuild())
-		if m.UniformOffset != uint32(4*buffers) || m.PushConstantBytes != uint32(4*buffers+12) {
-			t.Errorf("%d buffers: uniform offset %d, push bytes %d", buffers, m.UniformOffset, m.PushConstantBytes)
+		if m.UniformOffset != uint32(4*buffers) || m.GridOffset != uint32(4*buffers+12) || m.PushConstantBytes != uint32(4*buffers+12) || m.Grid != GridFree {
+			t.Errorf("%d buffers: uniform offset %d, grid offset %d, push bytes %d", buffers, m.UniformOffset, m.GridOffset, m.PushConstantBytes)
 		}
 		_, insts := decode(t, m.Words)
 		var offsets []uint32

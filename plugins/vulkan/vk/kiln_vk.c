@@ -342,6 +342,12 @@ VkResult kiln_create_device(kiln_instance *in, VkPhysicalDevice pd, uint32_t que
 	if (opts.size_control || opts.full_subgroups) {
 		ci.pNext = &sc;
 	}
+	VkPhysicalDeviceBufferDeviceAddressFeatures bda = {VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_BUFFER_DEVICE_ADDRESS_FEATURES};
+	if (opts.device_address) {
+		bda.bufferDeviceAddress = VK_TRUE;
+		bda.pNext = (void *)ci.pNext;
+		ci.pNext = &bda;
+	}
 	VkResult r = in->vkCreateDevice(pd, &ci, NULL, &d->device);
 	if (r != VK_SUCCESS) {
 		free(d);
@@ -362,6 +368,9 @@ VkResult kiln_create_device(kiln_instance *in, VkPhysicalDevice pd, uint32_t que
 		}
 		free(d);
 		return r;
+	}
+	if (opts.device_address) {
+		d->vkGetBufferDeviceAddress = (PFN_vkGetBufferDeviceAddress)gdpa(d->device, "vkGetBufferDeviceAddress");
 	}
 	d->vkGetMemoryHostPointerPropertiesEXT =
 		(PFN_vkGetMemoryHostPointerPropertiesEXT)gdpa(d->device, "vkGetMemoryHostPointerPropertiesEXT");

@@ -388,6 +388,9 @@ type DeviceOptions struct {
 	// SubgroupSizeControl and ComputeFullSubgroups enable those features (the
 	// device must support them: Features).
 	SubgroupSizeControl, ComputeFullSubgroups bool
+	// BufferDeviceAddress enables bufferDeviceAddress (the device must support
+	// it: PhysicalDevice.BufferDeviceAddress).
+	BufferDeviceAddress bool
 }
 
 // CreateDevice creates a logical device with one queue of queueFamily.
@@ -411,6 +414,9 @@ func (p PhysicalDevice) CreateDevice(queueFamily uint32, opts DeviceOptions) (*D
 	}
 	if opts.ComputeFullSubgroups {
 		co.full_subgroups = 1
+	}
+	if opts.BufferDeviceAddress {
+		co.device_address = 1
 	}
 	r := C.kiln_create_device(p.inst.in, p.pd, C.uint32_t(queueFamily), co, &d, &missing)
 	if missing != nil {
