@@ -329,6 +329,11 @@ func blocker(t *testing.T, b *Backend, target time.Duration) *pluginapi.SubmitRe
 func TestDeadlineInTheQueue(t *testing.T) {
 	b := newTestBackend(t)
 	ctx := context.Background()
+	// Everything the queued submit needs exists before the blocker runs: on a
+	// discrete GPU allocating and writing a buffer are jobs that would queue
+	// behind it.
+	p := compileT(t, b, incr())
+	x := allocT(t, b, []uint32{1})
 	long := blocker(t, b, 3*time.Second)
 	d := b.adapters[0].current()
 	seqOf := func() uint64 {
@@ -349,8 +354,6 @@ func TestDeadlineInTheQueue(t *testing.T) {
 	if d.completed() >= longSeq {
 		t.Fatal("the blocker finished before its deadline; it must run for seconds")
 	}
-	p := compileT(t, b, incr())
-	x := allocT(t, b, []uint32{1})
 	short, cancel2 := context.WithTimeout(ctx, 50*time.Millisecond)
 	defer cancel2()
 	_, err := b.Submit(short, &pluginapi.SubmitRequest{Commands: []pluginapi.SubmitCommand{incrCommand(p, x, 0, 1)}})
