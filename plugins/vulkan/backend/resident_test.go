@@ -665,3 +665,47 @@ func TestProtocol1TimesTheDispatchOnly(t *testing.T) {
 		t.Errorf("the staged job has no uploads before or read-backs after its dispatch: %d ops, dispatch at %d", len(j.ops), j.timeOp-1)
 	}
 }
+
+// TestRestrictOnlyForDisjointBindings runs vector_add over distinct buffers (the
+// Restrict variant) and in place (out bound to a's range: the pipeline as
+// compiled); both are right.
+func TestRestrictOnlyForDisjointBindings(t *testing.T) {
+	b := newTestBackend(t)
+	ctx := context.Background()
+	k, _ := kernels.Lookup("vector_add")
+	add := compileT(t, b, k.Program())
+	const n = 512
+	ones := words(u32s(n, func(int) uint32 { return 0x3f800000 }))
+	x, y, out := allocT(t, b, wordsOf(ones)), allocT(t, b, wordsOf(ones)), allocT(t, b, make([]uint32, n))
+	whole := func(h uint64) pluginapi.BufferRange { return pluginapi.BufferRange{Buffer: h, Size: 4 * n} }
+	cmd := func(bs ...uint64) pluginapi.DispatchCommand {
+		c := pluginapi.DispatchCommand{Pipeline: add, Grid: [3]uint32{n / 256, 1, 1}}
+		for _, h := range bs {
+			c.Bindings = append(c.Bindings, whole(h))
+		}
+		return c
+	}
+	if _, err := b.Submit(ctx, &pluginapi.SubmitRequest{Commands: []pluginapi.SubmitCommand{cmd(x, y, out), cmd(x, y, x)}}); err != nil {
+		t.Fatal(err)
+	}
+	if got := readT(t, b, out, 0, n); got[0] != 0x40000000 || got[n-1] != 0x40000000 {
+		t.Errorf("out = %#x ... %#x, want 2.0", got[0], got[n-1])
+	}
+	if got := readT(t, b, x, 0, n); got[0] != 0x40000000 || got[n-1] != 0x40000000 {
+		t.Errorf("x after x = x + y in place = %#x ... %#x, want 2.0", got[0], got[n-1])
+	}
+	b.mu.Lock()
+	p := b.pipelines[add]
+	b.mu.Unlock()
+	d := b.adapters[0].current()
+	s1, _ := d.heapFor().alloc(64)
+	s2, _ := d.heapFor().alloc(64)
+	defer d.heapFor().free(s1)
+	defer d.heapFor().free(s2)
+	if v, err := p.forBinds([]span{s1, s2, s1}); err != nil || v != p {
+		t.Errorf("overlapping bindings run %p (%v), want the pipeline as compiled %p", v, err, p)
+	}
+	if v, err := p.forBinds([]span{s1, s2, {}}); err != nil || v == p || v != p.addr.restricted {
+		t.Errorf("disjoint bindings run %p (%v), want the Restrict variant", v, err)
+	}
+}
