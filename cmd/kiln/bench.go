@@ -70,6 +70,9 @@ func (a *app) printBench(r *bench.Report) {
 	d := func(ns int64) time.Duration { return time.Duration(ns).Round(time.Microsecond) }
 	lat := func(l bench.Latency) string { return fmt.Sprintf("median %v, mean %v", d(l.MedianNs), d(l.MeanNs)) }
 	bulk := func(b bench.Bulk) string {
+		if b.Unavailable != "" {
+			return "- (" + b.Unavailable + ")"
+		}
 		return fmt.Sprintf("%v = %.2f GB/s (%.2fx in-process)", d(b.Ns), b.GBps, b.Ratio)
 	}
 	fmt.Fprintf(a.out, "kiln bench on %s (%s)\n%s\n\n", r.Backend, r.Machine, r.Capabilities)

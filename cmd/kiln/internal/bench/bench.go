@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"math"
 	"os"
@@ -75,6 +76,9 @@ type Bulk struct {
 	Ns    int64   `json:"ns"`
 	GBps  float64 `json:"gbps"`
 	Ratio float64 `json:"in_process_ratio"`
+	// Unavailable says why the figure was not measured (a GPU backend keeps
+	// its buffers in device memory, which the host cannot map).
+	Unavailable string `json:"unavailable,omitempty"`
 }
 
 // Report holds the figures. "Protocol 2" figures run on the plugin as it
@@ -439,6 +443,10 @@ func (k *kernels) bulkMapped(ctx context.Context, b *host.Backend, repeats int) 
 	}
 	defer buf.Free(ctx)
 	mem, err := buf.Map()
+	var notMapped *host.BufferError
+	if errors.As(err, &notMapped) {
+		return Bulk{Unavailable: "the backend's buffers are not host-visible"}, nil
+	}
 	if err != nil {
 		return Bulk{}, err
 	}
