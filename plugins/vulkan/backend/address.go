@@ -27,8 +27,6 @@ type addressing struct {
 
 	mu       sync.Mutex
 	variants map[uint64]*pipeline // by spirv.Target.BufferAddresses
-	// restricted is the variant for disjoint bindings (restrict.go).
-	restricted *pipeline
 }
 
 // bindingLimit is the most bytes one binding may have on the adapter: the u32
@@ -145,10 +143,6 @@ func (p *pipeline) destroyVariants() {
 	for mask, v := range p.addr.variants {
 		v.destroy()
 		delete(p.addr.variants, mask)
-	}
-	if v := p.addr.restricted; v != nil {
-		v.destroy()
-		p.addr.restricted = nil
 	}
 }
 

@@ -169,11 +169,6 @@ func (j *job) stage(b *Backend, binds []*binding, req *pluginapi.DispatchRequest
 	if o.p, err = p.forCounts(o.counts); err != nil {
 		return err
 	}
-	if o.p == p {
-		if o.p, err = p.forBinds(o.binds); err != nil {
-			return err
-		}
-	}
 	j.ops = append(j.ops, o)
 	// The device time is the dispatch's, not its uploads' and read-backs'.
 	j.timeOp = len(j.ops)
