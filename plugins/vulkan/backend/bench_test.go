@@ -174,28 +174,37 @@ func BenchmarkSubmitOneElement(b *testing.B) {
 // element (two loads, one store).
 func BenchmarkVectorAddResident(b *testing.B) {
 	for _, n := range []int{1 << 20, 1 << 28} {
-		b.Run(fmt.Sprintf("n=%d", n), func(b *testing.B) {
-			be, adapter := benchBackend(b)
-			if uint64(n)*4 > uint64(be.adapters[adapter].props.Limits.MaxStorageBufferRange) {
-				b.Skipf("%d elements exceed the device's maxStorageBufferRange", n)
-			}
-			k, _ := kernels.Lookup("vector_add")
-			c, err := be.Compile(context.Background(), &pluginapi.CompileRequest{Adapter: adapter, Program: k.Program()})
-			if err != nil {
-				b.Fatal(err)
-			}
-			size := 4 * uint64(n)
-			bufs := []uint64{residentBuffer(b, be, adapter, n, patternF32(n, 1)), residentBuffer(b, be, adapter, n, patternF32(n, 2)), residentBuffer(b, be, adapter, n, nil)}
-			cmd := pluginapi.DispatchCommand{Pipeline: c.Pipeline, Grid: [3]uint32{uint32((n + 255) / 256), 1, 1}}
-			for _, h := range bufs {
-				cmd.Bindings = append(cmd.Bindings, pluginapi.BufferRange{Buffer: h, Size: size})
-			}
-			device, _ := benchSubmit(b, be, adapter, []pluginapi.SubmitCommand{cmd})
-			b.ReportMetric(device, "device-ns/op")
-			if device > 0 {
-				b.ReportMetric(12*float64(n)/device, "device-GB/s")
-			}
-		})
+		for _, epi := range []uint32{1, 4} {
+			b.Run(fmt.Sprintf("n=%d/epi=%d", n, epi), func(b *testing.B) { vectorAddResident(b, n, epi) })
+		}
+	}
+}
+
+// vectorAddResident is BenchmarkVectorAddResident at n elements, epi per
+// invocation.
+func vectorAddResident(b *testing.B, n int, epi uint32) {
+	be, adapter := benchBackend(b)
+	if uint64(n)*4 > uint64(be.adapters[adapter].props.Limits.MaxStorageBufferRange) && !be.adapters[adapter].addresses {
+		b.Skipf("%d elements exceed the device's maxStorageBufferRange", n)
+	}
+	k, _ := kernels.Lookup("vector_add")
+	var spec ir.SpecMap
+	spec.Set("epi", ir.SpecU32(epi))
+	c, err := be.Compile(context.Background(), &pluginapi.CompileRequest{Adapter: adapter, Program: k.Program(), Spec: spec})
+	if err != nil {
+		b.Fatal(err)
+	}
+	size := 4 * uint64(n)
+	bufs := []uint64{residentBuffer(b, be, adapter, n, patternF32(n, 1)), residentBuffer(b, be, adapter, n, patternF32(n, 2)), residentBuffer(b, be, adapter, n, nil)}
+	perGroup := 256 * int(epi)
+	cmd := pluginapi.DispatchCommand{Pipeline: c.Pipeline, Grid: [3]uint32{uint32((n + perGroup - 1) / perGroup), 1, 1}}
+	for _, h := range bufs {
+		cmd.Bindings = append(cmd.Bindings, pluginapi.BufferRange{Buffer: h, Size: size})
+	}
+	device, _ := benchSubmit(b, be, adapter, []pluginapi.SubmitCommand{cmd})
+	b.ReportMetric(device, "device-ns/op")
+	if device > 0 {
+		b.ReportMetric(12*float64(n)/device, "device-GB/s")
 	}
 }
 
