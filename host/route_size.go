@@ -2,6 +2,7 @@ package host
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/kiln-dev/kiln/pgo"
@@ -17,7 +18,7 @@ func launchBytes(w Work) int64 { return pgo.LaunchBytes(w.Inputs, w.OutputCounts
 // freshRoute is the route a launch of size bytes follows for op: the local
 // table's route for the nearest size class — or, when that is stale only
 // because the driver enumerates its device under another index, the same
-// route aimed at the device's new name (followDevice) — or the fleet tier's
+// route aimed at the device's new name (pgo.Route.Follow) — or the fleet tier's
 // when it is newer or the local one is stale. stale says why there is none;
 // measuredAs is the name the route's backend had when it was measured, which
 // its observations use.
@@ -27,7 +28,7 @@ func (h *Host) freshRoute(t *pgo.Table, op string, bytes int64) (route pgo.Route
 	measuredAs = route.Backend
 	if r, ok := t.Route(op); ok && stale != "" {
 		sized := r.ForSize(bytes)
-		if moved, ok := followDevice(sized, live); ok {
+		if moved, ok := sized.Follow(live); ok {
 			route, stale, measuredAs = moved, "", sized.Backend
 		}
 	}
@@ -39,21 +40,29 @@ func (h *Host) freshRoute(t *pgo.Table, op string, bytes int64) (route pgo.Route
 	return route, stale, measuredAs
 }
 
-// sizedRouteReason is Result.Selection for a routed launch of size bytes:
-// routeReason, with the size class when the route has classes.
-func sizedRouteReason(r pgo.Route, bytes int64, measuredAs string) string {
-	c, ok := r.NearestClass(bytes)
-	if !ok {
-		return routeReason(r, measuredAs)
+// routeReason is Result.Selection for a routed launch of size bytes: the
+// size class when the route has classes, the name the route's backend was
+// measured under when it followed its device to another adapter index
+// (measuredAs, which its observations use), and the backend's median among
+// the observations.
+func routeReason(r pgo.Route, bytes int64, measuredAs string) string {
+	obs := r.Observations
+	var notes []string
+	if c, ok := r.NearestClass(bytes); ok {
+		obs = c.Observations
+		notes = append(notes, fmt.Sprintf("size class %d bytes", c.Bytes))
 	}
-	moved := ""
 	if measuredAs != r.Backend {
-		moved = fmt.Sprintf(", measured as %s, the same device", measuredAs)
+		notes = append(notes, fmt.Sprintf("measured as %s, the same device", measuredAs))
 	}
-	for _, o := range c.Observations {
+	head := "pgo route"
+	if len(notes) > 0 {
+		head += " (" + strings.Join(notes, ", ") + ")"
+	}
+	for _, o := range obs {
 		if o.Backend == measuredAs {
-			return fmt.Sprintf("pgo route (size class %d bytes%s): fastest of %d, median %.1f µs", c.Bytes, moved, len(c.Observations), float64(o.MedianNs)/float64(time.Microsecond))
+			return fmt.Sprintf("%s: fastest of %d, median %.1f µs", head, len(obs), float64(o.MedianNs)/float64(time.Microsecond))
 		}
 	}
-	return fmt.Sprintf("pgo route (size class %d bytes%s): fastest of %d", c.Bytes, moved, len(c.Observations))
+	return fmt.Sprintf("%s: fastest of %d", head, len(obs))
 }

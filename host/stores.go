@@ -314,30 +314,11 @@ func (h *Host) choose(ctx context.Context, prog *ir.Program, name string, bytes 
 		} else if b, err := h.routed(ctx, route); err != nil {
 			why = fmt.Sprintf("the PGO route for %s names %s, which is not usable: %v", prog.Name, route.Backend, err)
 		} else {
-			return b, sizedRouteReason(route, bytes, measuredAs), nil
+			return b, routeReason(route, bytes, measuredAs), nil
 		}
 	}
 	b, err := h.AcquirePreferred(ctx)
 	return b, selectedPreferred + why, err
-}
-
-// followDevice finds the adapter a route was measured on when the driver now
-// enumerates it under another index (CUDA_VISIBLE_DEVICES reordered, a GPU
-// added): an adapter of the route's backend with the route's device fingerprint
-// and plugin version. It returns the route aimed at that adapter.
-func followDevice(r pgo.Route, live []pgo.Live) (pgo.Route, bool) {
-	id, _, err := parseName(r.Backend)
-	if err != nil {
-		return r, false
-	}
-	for _, l := range live {
-		lid, _, err := parseName(l.ID)
-		if err == nil && lid == id && l.AdapterFingerprint == r.AdapterFingerprint && l.PluginVersion == r.PluginVersion {
-			r.Backend = l.ID
-			return r, true
-		}
-	}
-	return r, false
 }
 
 // routed acquires the backend of a fresh route if it is healthy.
@@ -358,22 +339,6 @@ func (h *Host) routed(ctx context.Context, r pgo.Route) (*Backend, error) {
 		return nil, fmt.Errorf("%s is down after a crash", id)
 	}
 	return h.Acquire(ctx, r.Backend)
-}
-
-// routeReason is Result.Selection for a routed launch; measuredAs is the name
-// the route's backend had when it was measured (it differs when the route
-// followed its device to another adapter index), which its observations use.
-func routeReason(r pgo.Route, measuredAs string) string {
-	moved := ""
-	if measuredAs != r.Backend {
-		moved = fmt.Sprintf(" (measured as %s, the same device)", measuredAs)
-	}
-	for _, o := range r.Observations {
-		if o.Backend == measuredAs {
-			return fmt.Sprintf("pgo route%s: fastest of %d, median %.1f µs", moved, len(r.Observations), float64(o.MedianNs)/float64(time.Microsecond))
-		}
-	}
-	return fmt.Sprintf("pgo route%s: fastest of %d", moved, len(r.Observations))
 }
 
 // PGOBackend adapts a Backend to pgo.Backend for pgo.Certify. It compiles the

@@ -7,6 +7,7 @@ import (
 	"maps"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/kiln-dev/kiln/internal/tomlstore"
@@ -173,6 +174,24 @@ func (t *Table) SaveRegenerating(ctx context.Context) (wrote, replaced bool, err
 // adapter's fingerprint and its plugin's version.
 type Live struct {
 	ID, AdapterFingerprint, PluginVersion string
+}
+
+// Follow aims r at the live adapter it was measured on when the driver now
+// numbers that device differently (CUDA_VISIBLE_DEVICES reordered, another
+// machine of the fleet): the live backend with r's backend id, adapter
+// fingerprint and plugin version. It returns r with Backend set to that live
+// name (unchanged when it already is), or false when no live backend matches.
+// Observations keep the names they were measured under.
+func (r Route) Follow(live []Live) (Route, bool) {
+	id, _, _ := strings.Cut(r.Backend, ":")
+	for _, l := range live {
+		lid, _, _ := strings.Cut(l.ID, ":")
+		if lid == id && l.AdapterFingerprint == r.AdapterFingerprint && l.PluginVersion == r.PluginVersion {
+			r.Backend = l.ID
+			return r, true
+		}
+	}
+	return Route{}, false
 }
 
 // StaleReason says why r cannot be used with the live backends, or returns ""

@@ -309,3 +309,23 @@ func TestDefaultPath(t *testing.T) {
 		t.Fatalf("defaultPath without XDG_CONFIG_HOME = %q", got)
 	}
 }
+
+// A route follows its device to the index the driver gives it now, and only
+// to a live backend of the same id, fingerprint and plugin version.
+func TestRouteFollowsItsDevice(t *testing.T) {
+	r := Route{Backend: "cuda:0", AdapterFingerprint: "gpu-a", PluginVersion: "1", Observations: []Observation{{Backend: "cuda:0", MedianNs: 5}}}
+	live := []Live{{ID: "cuda:0", AdapterFingerprint: "gpu-b", PluginVersion: "1"}, {ID: "cuda:1", AdapterFingerprint: "gpu-a", PluginVersion: "1"}}
+	moved, ok := r.Follow(live)
+	if !ok || moved.Backend != "cuda:1" || moved.Observations[0].Backend != "cuda:0" {
+		t.Fatalf("Follow = %+v, %v; want cuda:1 with the observations as measured", moved, ok)
+	}
+	for _, l := range [][]Live{
+		{{ID: "cuda:1", AdapterFingerprint: "gpu-a", PluginVersion: "2"}},
+		{{ID: "vulkan:1", AdapterFingerprint: "gpu-a", PluginVersion: "1"}},
+		{{ID: "cuda:1", AdapterFingerprint: "gpu-c", PluginVersion: "1"}},
+	} {
+		if got, ok := r.Follow(l); ok {
+			t.Errorf("Follow(%v) = %+v; another version, backend or device must not match", l, got)
+		}
+	}
+}

@@ -529,23 +529,18 @@ func (s *Store) Route(ctx context.Context, op string, live []pgo.Live) (pgo.Rout
 	return best, found
 }
 
-// matchLive renames r's backend to the live backend measured as it was.
+// matchLive renames r's backend to the live backend measured as it was
+// (pgo.Route.Follow), and its observation of that backend with it.
 func matchLive(r pgo.Route, live []pgo.Live) (pgo.Route, bool) {
-	id, _, _ := strings.Cut(r.Backend, ":")
-	for _, l := range live {
-		lid, _, _ := strings.Cut(l.ID, ":")
-		if lid == id && l.AdapterFingerprint == r.AdapterFingerprint && l.PluginVersion == r.PluginVersion {
-			if l.ID != r.Backend {
-				for i, o := range r.Observations {
-					if o.Backend == r.Backend {
-						r.Observations = append([]pgo.Observation(nil), r.Observations...)
-						r.Observations[i].Backend = l.ID
-					}
-				}
-				r.Backend = l.ID
-			}
-			return r, true
+	moved, ok := r.Follow(live)
+	if !ok || moved.Backend == r.Backend {
+		return moved, ok
+	}
+	moved.Observations = append([]pgo.Observation(nil), r.Observations...)
+	for i, o := range moved.Observations {
+		if o.Backend == r.Backend {
+			moved.Observations[i].Backend = moved.Backend
 		}
 	}
-	return pgo.Route{}, false
+	return moved, true
 }
