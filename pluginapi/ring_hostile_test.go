@@ -1,0 +1,237 @@
+//go:build linux
+
+package pluginapi
+
+import (
+	"errors"
+	"os"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// TestPlaneRefusesAHostileCompletionRing pins the host's distrust of the
+// completion ring: a plugin that writes made-up indices or sizes into it ends
+// the plane with a ProtocolError (no crash, no hang, nothing read beyond what
+// was checked), and so does one that moves the request ring's tail.
+func TestPlaneRefusesAHostileCompletionRing(t *testing.T) {
+	cases := map[string]func(fp *fakePeer, r *request){
+		"head far beyond the ring": func(fp *fakePeer, r *request) {
+			atomic.StoreUint64(fp.done.head, 1<<62)
+		},
+		"head moved back": func(fp *fakePeer, r *request) {
+			atomic.StoreUint64(fp.done.head, 0)
+		},
+		"part of a header": func(fp *fakePeer, r *request) {
+			atomic.StoreUint64(fp.done.head, fp.done.pos+8)
+		},
+		"size beyond what was published": func(fp *fakePeer, r *request) {
+			b := encodeDone(r.kind, &done{seq: r.seq})
+			binary32(b, uint32(len(b)+64))
+			fp.done.copyIn(b, fp.done.pos)
+			atomic.StoreUint64(fp.done.head, fp.done.pos+uint64(len(b)))
+		},
+		"size beyond the completion limit": func(fp *fakePeer, r *request) {
+			b := make([]byte, 4096)
+			putHeader(b, frameHeader{size: uint32(len(b)) + maxDoneBytes, kind: frameDone, seq: r.seq})
+			fp.done.copyIn(b, fp.done.pos)
+			atomic.StoreUint64(fp.done.head, fp.done.pos+uint64(len(b)))
+		},
+		"request ring tail past its head": func(fp *fakePeer, r *request) {
+			atomic.StoreUint64(fp.req.tail, 1<<40)
+			fp.answer(encodeDone(r.kind, &done{seq: r.seq, sizes: []uint64{4}}))
+		},
+	}
+	for name, lie := range cases {
+		t.Run(name, func(t *testing.T) {
+			p := fakePlugin(t, func(fp *fakePeer) {
+				r, ok := fp.request()
+				if !ok {
+					return
+				}
+				lie(fp, r)
+				fp.done.interrupt()
+				fp.request() // keeps the socket open until the host closes the plane
+			})
+			ctx := ctxT(t)
+			_, err := dispatchOnPlane(ctx, p, &DispatchRequest{Pipeline: 1, OutputCounts: []uint32{1}}, []int{4})
+			if err == nil && strings.HasPrefix(name, "request ring") {
+				// The lie shows on the next request the host sends.
+				_, err = p.roundTrip(ctx, &request{kind: frameFree, buffer: 1}, -1, 0)
+			}
+			var pe *ProtocolError
+			if !errors.As(err, &pe) {
+				t.Fatalf("%v, want a ProtocolError", err)
+			}
+			if !errors.As(p.closed(), &pe) {
+				t.Errorf("plane not closed (%v)", p.closed())
+			}
+		})
+	}
+}
+
+func binary32(b []byte, v uint32) { b[0], b[1], b[2], b[3] = byte(v), byte(v>>8), byte(v>>16), byte(v>>24) }
+
+// TestPlaneNoticesAPeerThatDies pins liveness: a plugin that dies while the host
+// waits for a completion (asleep on the futex word, or spinning) ends the wait
+// with an error at once, not after a timeout or never.
+func TestPlaneNoticesAPeerThatDies(t *testing.T) {
+	p := fakePlugin(t, func(fp *fakePeer) {
+		if _, ok := fp.request(); !ok {
+			return
+		}
+		time.Sleep(50 * time.Millisecond) // the host is asleep on the ring by now
+		fp.conn.shutdown()
+	})
+	_, err := p.roundTrip(ctxT(t), &request{kind: frameFree, buffer: 1}, -1, 0)
+	if err == nil || errors.Is(err, ctxT(t).Err()) {
+		t.Fatalf("a request to a plugin that died: %v, want the lost plane", err)
+	}
+	if p.closed() == nil {
+		t.Error("the plane is still open")
+	}
+}
+
+// TestPlaneUnmapsItsRingSegment pins the ring segment's lifetime: mapped while
+// the plane is open, no descriptor kept, unmapped once it closed.
+func TestPlaneUnmapsItsRingSegment(t *testing.T) {
+	base := ringMappings(t)
+	p := liar(t, func(r *request) []byte { return encodeDone(r.kind, &done{seq: r.seq}) })
+	if n := ringMappings(t); n != base+2 {
+		t.Fatalf("%d ring mappings with a plane open (both sides in this process), baseline %d", n, base)
+	}
+	if n := ringDescriptors(t); n != 0 {
+		t.Errorf("the host keeps %d descriptors of ring segments", n)
+	}
+	p.close()
+	if !eventually(func() bool { return ringMappings(t) == base }) {
+		t.Fatalf("%d ring mappings after the plane closed, baseline %d", ringMappings(t), base)
+	}
+}
+
+// ringMappings counts this process's mappings of ring segments.
+func ringMappings(t *testing.T) int {
+	t.Helper()
+	b, err := os.ReadFile("/proc/self/maps")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.Count(string(b), "/memfd:"+RingSegmentName)
+}
+
+// ringDescriptors counts this process's open descriptors of ring segments.
+func ringDescriptors(t *testing.T) int {
+	t.Helper()
+	entries, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, e := range entries {
+		if l, err := os.Readlink("/proc/self/fd/" + e.Name()); err == nil && strings.Contains(l, RingSegmentName) {
+			n++
+		}
+	}
+	return n
+}
+
+// hostilePlane opens a real plugin-side data plane (over a memory backend) and
+// connects a real host-side plane to it, for a test that then plays a hostile
+// host by writing into the request ring directly.
+func hostilePlane(t *testing.T) *plane {
+	t.Helper()
+	srv, err := listenPlane(newDevice(newMemBackend()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.close)
+	p, err := dialPlane(ctxT(t), srv.socketPath(), srv.token, func(uint64) {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.close)
+	if _, err := p.roundTrip(ctxT(t), &request{kind: frameAlloc, size: 16}, -1, 0); err != nil {
+		t.Fatalf("a well-formed request: %v", err)
+	}
+	return p
+}
+
+// TestPluginRefusesAHostileRequestRing pins the plugin's distrust of the request
+// ring: made-up indices, sizes, frames and descriptor flags make the plugin end
+// the plane (its end of the socket closes, which the host sees) instead of
+// crashing or reading beyond the ring.
+func TestPluginRefusesAHostileRequestRing(t *testing.T) {
+	frame := func(r *request) []byte {
+		r.seq = 1 << 20
+		b, err := encodeRequest(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	cases := map[string]func(q *ring){
+		"head far beyond the ring": func(q *ring) { atomic.StoreUint64(q.head, 1<<62) },
+		"head moved back":          func(q *ring) { atomic.StoreUint64(q.head, 0) },
+		"part of a header":         func(q *ring) { atomic.StoreUint64(q.head, q.pos+8) },
+		"size beyond what was published": func(q *ring) {
+			b := frame(&request{kind: frameFree, buffer: 1})
+			binary32(b, uint32(len(b)+64))
+			q.copyIn(b, q.pos)
+			atomic.StoreUint64(q.head, q.pos+uint64(len(b)))
+		},
+		"size beyond the request limit": func(q *ring) {
+			b := make([]byte, 64)
+			putHeader(b, frameHeader{size: maxRequestFrameBytes + 8, kind: frameFree})
+			q.copyIn(b, q.pos)
+			atomic.StoreUint64(q.head, q.pos+uint64(len(b)))
+		},
+		"a frame that does not decode": func(q *ring) {
+			b := frame(&request{kind: frameFree, buffer: 1})
+			b[4] = 99
+			_ = q.put(b)
+		},
+		"a descriptor flag without a descriptor": func(q *ring) {
+			_ = q.put(frame(&request{kind: frameAttach, segment: 7, size: 4096, fd: true}))
+		},
+		"a second hello in the ring": func(q *ring) {
+			_ = q.put(frame(&request{kind: frameHello, token: []byte("x"), fd: true}))
+		},
+	}
+	for name, lie := range cases {
+		t.Run(name, func(t *testing.T) {
+			p := hostilePlane(t)
+			p.wmu.Lock()
+			lie(p.req)
+			p.req.interrupt()
+			p.wmu.Unlock()
+			if !eventually(func() bool { return p.closed() != nil }) {
+				t.Fatal("the plugin kept the plane open")
+			}
+		})
+	}
+}
+
+// TestPluginLeavesAHostThatIsGone pins the plugin side's liveness: with the
+// host's end of the socket closed, a plugin asleep on the request ring stops
+// serving and unmaps its ring segment instead of waiting forever.
+func TestPluginLeavesAHostThatIsGone(t *testing.T) {
+	base := ringMappings(t)
+	srv, err := listenPlane(newDevice(newMemBackend()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.close)
+	p, err := dialPlane(ctxT(t), srv.socketPath(), srv.token, func(uint64) {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := ringMappings(t); n != base+2 {
+		t.Fatalf("%d ring mappings with both sides of a plane in this process, baseline %d", n, base)
+	}
+	time.Sleep(20 * time.Millisecond) // the plugin is asleep on the ring by now
+	p.close()
+	if !eventually(func() bool { return ringMappings(t) == base }) {
+		t.Fatalf("%d ring mappings after the host left, baseline %d: the plugin still serves", ringMappings(t), base)
+	}
+}
