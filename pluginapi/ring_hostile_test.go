@@ -71,7 +71,9 @@ func TestPlaneRefusesAHostileCompletionRing(t *testing.T) {
 	}
 }
 
-func binary32(b []byte, v uint32) { b[0], b[1], b[2], b[3] = byte(v), byte(v>>8), byte(v>>16), byte(v>>24) }
+func binary32(b []byte, v uint32) {
+	b[0], b[1], b[2], b[3] = byte(v), byte(v>>8), byte(v>>16), byte(v>>24)
+}
 
 // TestPlaneNoticesAPeerThatDies pins liveness: a plugin that dies while the host
 // waits for a completion (asleep on the futex word, or spinning) ends the wait
