@@ -3,6 +3,7 @@
 package pluginapi
 
 import (
+	"encoding/binary"
 	"errors"
 	"os"
 	"strings"
@@ -28,7 +29,7 @@ func TestPlaneRefusesAHostileCompletionRing(t *testing.T) {
 		},
 		"size beyond what was published": func(fp *fakePeer, r *request) {
 			b := encodeDone(r.kind, &done{seq: r.seq})
-			binary32(b, uint32(len(b)+64))
+			binary.LittleEndian.PutUint32(b, uint32(len(b)+64))
 			fp.done.copyIn(b, fp.done.pos)
 			atomic.StoreUint64(fp.done.head, fp.done.pos+uint64(len(b)))
 		},
@@ -69,10 +70,6 @@ func TestPlaneRefusesAHostileCompletionRing(t *testing.T) {
 			}
 		})
 	}
-}
-
-func binary32(b []byte, v uint32) {
-	b[0], b[1], b[2], b[3] = byte(v), byte(v>>8), byte(v>>16), byte(v>>24)
 }
 
 // TestPlaneNoticesAPeerThatDies pins liveness: a plugin that dies while the host
@@ -178,7 +175,7 @@ func TestPluginRefusesAHostileRequestRing(t *testing.T) {
 		"part of a header":         func(q *ring) { atomic.StoreUint64(q.head, q.pos+8) },
 		"size beyond what was published": func(q *ring) {
 			b := frame(&request{kind: frameFree, buffer: 1})
-			binary32(b, uint32(len(b)+64))
+			binary.LittleEndian.PutUint32(b, uint32(len(b)+64))
 			q.copyIn(b, q.pos)
 			atomic.StoreUint64(q.head, q.pos+uint64(len(b)))
 		},
