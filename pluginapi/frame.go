@@ -7,10 +7,11 @@ import (
 	"fmt"
 )
 
-// The fast path's frames: fixed little-endian binary records on the data plane's
-// rings (the hello frame on its unix socket). pluginapi/doc.go and docs/design.md ("Fast path: frames") give the
-// format; the encoders and decoders here are its only implementation, and the
-// decoders of both sides are fuzzed.
+// The fast path's frames: fixed little-endian binary records in the data plane's
+// rings (the hello frame alone on its unix socket). pluginapi/doc.go and
+// docs/design.md ("Fast path: frames") give the format; the encoders and
+// decoders here are its only implementation, and the decoders of both sides are
+// fuzzed.
 
 // SegmentName is the memfd name of every shared segment of the data plane;
 // /proc/PID/maps shows each mapping as "/memfd:kiln-shm (deleted)".
