@@ -267,13 +267,6 @@ func (p *plane) readFrame(spin bool, stop func() bool) ([]byte, error) {
 	}
 }
 
-// hungUp reports whether the peer closed its end of the socket fd.
-func hungUp(fd int) bool {
-	fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLRDHUP}}
-	n, err := unix.Poll(fds, 0)
-	return err == nil && n > 0 && fds[0].Revents&(unix.POLLRDHUP|unix.POLLHUP|unix.POLLERR|unix.POLLNVAL) != 0
-}
-
 // deliver matches a completion frame to its call and hands it over. A frame
 // that fits no waiting request closes the plane.
 func (p *plane) deliver(b []byte) error {

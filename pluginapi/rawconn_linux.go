@@ -121,3 +121,10 @@ func checkPeer(fd int) error {
 	}
 	return nil
 }
+
+// hungUp reports whether the peer closed its end of the socket fd.
+func hungUp(fd int) bool {
+	fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLRDHUP}}
+	n, err := unix.Poll(fds, 0)
+	return err == nil && n > 0 && fds[0].Revents&(unix.POLLRDHUP|unix.POLLHUP|unix.POLLERR|unix.POLLNVAL) != 0
+}
