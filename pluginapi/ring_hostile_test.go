@@ -234,3 +234,38 @@ func TestPluginLeavesAHostThatIsGone(t *testing.T) {
 		t.Fatalf("%d ring mappings after the host left, baseline %d: the plugin still serves", ringMappings(t), base)
 	}
 }
+
+// TestPlaneBurstLargerThanBothRings pins that a burst of asynchronous submits
+// larger than the request and completion rings together completes in order:
+// the plugin waits for room in the completion ring, and the host, waiting for
+// room in the request ring, delivers the completions nobody is reading yet.
+func TestPlaneBurstLargerThanBothRings(t *testing.T) {
+	conn := serveV2(t, newMemBackend())
+	ctx := ctxT(t)
+	if !conn.Capabilities().SharedMemory {
+		t.Fatalf("no data plane: %+v", conn.Capabilities())
+	}
+	buf, err := conn.AllocBuffer(ctx, &AllocRequest{Size: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := &SubmitRequest{Commands: []SubmitCommand{FillCommand{Dst: BufferRange{Buffer: buf.Buffer, Size: 4}, Value: 1}}}
+	frame, err := encodeRequest(&request{kind: frameSubmit, commands: req.Commands})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := ringRequestSize/len(frame) + ringDoneSize/len(encodeDone(frameSubmit, &done{})) + 1000
+	pending := make([]*Pending, 0, n)
+	for range n {
+		p, err := conn.SubmitAsync(ctx, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pending = append(pending, p)
+	}
+	for i, p := range pending {
+		if _, err := p.Wait(ctx); err != nil {
+			t.Fatalf("submit %d of %d: %v", i, n, err)
+		}
+	}
+}
