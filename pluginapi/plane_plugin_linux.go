@@ -47,7 +47,7 @@ type planeServer struct {
 	// Owned by the serving goroutine.
 	segs   map[uint32]*segment // staging segments and mapped buffers' segments
 	bufSeg map[uint64]*segment // mapped buffer → its segment
-	rings  []byte              // the ring segment's mapping
+	rings  []byte              // the ring segment's mapping (set under mu)
 	req    *ring               // consumer side
 	done   *ring               // producer side
 	in     []byte              // the request frame being served
@@ -195,7 +195,9 @@ func (p *planeServer) hello(r *fdReader) bool {
 	if err != nil {
 		return false
 	}
+	p.mu.Lock()
 	p.rings = mem
+	p.mu.Unlock()
 	p.req, p.done = ringPair(mem)
 	return p.answer(encodeDone(frameHello, &done{seq: req.seq})) == nil
 }
@@ -262,7 +264,10 @@ func (p *planeServer) shutdown(conn *rawConn, r *fdReader, watched chan struct{}
 	<-watched
 	if p.rings != nil {
 		_ = unix.Munmap(p.rings) // fails only for a mapping unix.Mmap did not make
-		p.rings, p.req, p.done = nil, nil, nil
+		p.mu.Lock()
+		p.rings = nil
+		p.mu.Unlock()
+		p.req, p.done = nil, nil
 	}
 	conn.close()
 	for fd := r.popFD(); fd >= 0; fd = r.popFD() {

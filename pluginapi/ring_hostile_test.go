@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+	"unsafe"
 )
 
 // TestPlaneRefusesAHostileCompletionRing pins the host's distrust of the
@@ -92,32 +93,27 @@ func TestPlaneNoticesAPeerThatDies(t *testing.T) {
 	}
 }
 
-// TestPlaneUnmapsItsRingSegment pins the ring segment's lifetime: mapped while
-// the plane is open, no descriptor kept, unmapped once it closed.
+// TestPlaneUnmapsItsRingSegment pins the ring segment's lifetime in the host:
+// mapped while the plane is open, no descriptor kept, unmapped once it closed.
 func TestPlaneUnmapsItsRingSegment(t *testing.T) {
-	base := ringMappings(t)
 	p := liar(t, func(r *request) []byte { return encodeDone(r.kind, &done{seq: r.seq}) })
-	if n := ringMappings(t); n != base+2 {
-		t.Fatalf("%d ring mappings with a plane open (both sides in this process), baseline %d", n, base)
+	p.mu.Lock()
+	at := ringAddr(p.rings)
+	p.mu.Unlock()
+	if !ringMappedAt(t, at) {
+		t.Fatalf("the plane's ring segment is not mapped at %#x", at)
 	}
 	if n := ringDescriptors(t); n != 0 {
 		t.Errorf("the host keeps %d descriptors of ring segments", n)
 	}
 	p.close()
-	if !eventually(func() bool { return ringMappings(t) == base }) {
-		t.Fatalf("%d ring mappings after the plane closed, baseline %d", ringMappings(t), base)
+	if !eventually(func() bool { return !ringMappedAt(t, at) }) {
+		t.Fatal("the ring segment is still mapped after the plane closed")
 	}
 }
 
-// ringMappings counts this process's mappings of ring segments.
-func ringMappings(t *testing.T) int {
-	t.Helper()
-	b, err := os.ReadFile("/proc/self/maps")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return strings.Count(string(b), "/memfd:"+RingSegmentName)
-}
+// ringAddr is the address of a ring segment's mapping.
+func ringAddr(mem []byte) uintptr { return uintptr(unsafe.Pointer(unsafe.SliceData(mem))) }
 
 // ringDescriptors counts this process's open descriptors of ring segments.
 func ringDescriptors(t *testing.T) int {
@@ -215,7 +211,6 @@ func TestPluginRefusesAHostileRequestRing(t *testing.T) {
 // host's end of the socket closed, a plugin asleep on the request ring stops
 // serving and unmaps its ring segment instead of waiting forever.
 func TestPluginLeavesAHostThatIsGone(t *testing.T) {
-	base := ringMappings(t)
 	srv, err := listenPlane(newDevice(newMemBackend()))
 	if err != nil {
 		t.Fatal(err)
@@ -225,13 +220,16 @@ func TestPluginLeavesAHostThatIsGone(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := ringMappings(t); n != base+2 {
-		t.Fatalf("%d ring mappings with both sides of a plane in this process, baseline %d", n, base)
+	srv.mu.Lock()
+	at := ringAddr(srv.rings)
+	srv.mu.Unlock()
+	if !ringMappedAt(t, at) {
+		t.Fatalf("the plugin's ring segment is not mapped at %#x", at)
 	}
 	time.Sleep(20 * time.Millisecond) // the plugin is asleep on the ring by now
 	p.close()
-	if !eventually(func() bool { return ringMappings(t) == base }) {
-		t.Fatalf("%d ring mappings after the host left, baseline %d: the plugin still serves", ringMappings(t), base)
+	if !eventually(func() bool { return !ringMappedAt(t, at) }) {
+		t.Fatal("the plugin's ring segment is still mapped after the host left: it still serves")
 	}
 }
 
