@@ -93,7 +93,7 @@ func TestEdgeTableOnDevice(t *testing.T) {
 			if err != nil {
 				t.Fatalf("oracle: %v", err)
 			}
-			got, err := runWith(t, b, c.Prog, c.Launch.Spec, c.Launch.WorkgroupSize, c.Launch.Grid, c.Launch.Inputs, c.Launch.OutputCounts, c.Uniforms)
+			got, err := gputest.Run(t, b, c.Prog, c.Launch)
 			if err != nil {
 				t.Fatalf("cuda: %v", err)
 			}

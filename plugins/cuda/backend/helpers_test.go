@@ -28,13 +28,7 @@ func newTestBackend(t testing.TB) *Backend {
 // run compiles p on adapter 0, dispatches it once and releases it.
 func run(t testing.TB, b *Backend, p *ir.Program, spec ir.SpecMap, wg [3]uint32, grid [3]uint32, inputs [][]byte, counts []uint32) (*pluginapi.DispatchResult, error) {
 	t.Helper()
-	return runWith(t, b, p, spec, wg, grid, inputs, counts, nil)
-}
-
-// runWith is run with a uniform block.
-func runWith(t testing.TB, b *Backend, p *ir.Program, spec ir.SpecMap, wg [3]uint32, grid [3]uint32, inputs [][]byte, counts []uint32, uniforms []byte) (*pluginapi.DispatchResult, error) {
-	t.Helper()
-	return gputest.Run(t, b, p, kernels.Case{Spec: spec, WorkgroupSize: wg, Grid: grid, Inputs: inputs, OutputCounts: counts, Uniforms: uniforms})
+	return gputest.Run(t, b, p, kernels.Case{Spec: spec, WorkgroupSize: wg, Grid: grid, Inputs: inputs, OutputCounts: counts})
 }
 
 func words(ws []uint32) []byte { return gputest.Words(ws) }
