@@ -31,9 +31,9 @@ func run(t testing.TB, b *Backend, p *ir.Program, spec ir.SpecMap, wg [3]uint32,
 	return gputest.Run(t, b, p, kernels.Case{Spec: spec, WorkgroupSize: wg, Grid: grid, Inputs: inputs, OutputCounts: counts})
 }
 
-func words(ws []uint32) []byte { return gputest.Words(ws) }
+func words(ws []uint32) []byte { return kernels.U32Bytes(ws) }
 
-func wordsOf(b []byte) []uint32 { return gputest.WordsOf(b) }
+func wordsOf(b []byte) []uint32 { return kernels.BytesU32(b) }
 
 func u32s(n int, f func(i int) uint32) []uint32 { return gputest.U32s(n, f) }
 

@@ -66,16 +66,44 @@ func Dispatches(b *testing.B, be pluginapi.Backend, adapter int, p *ir.Program, 
 	}
 	defer be.Release(ctx, c.Pipeline)
 	req := &pluginapi.DispatchRequest{Pipeline: c.Pipeline, Grid: l.Grid, Inputs: l.Inputs, OutputCounts: l.OutputCounts, Uniforms: l.Uniforms}
-	var device float64
+	return repeat(b, func() (int64, int64, error) {
+		res, err := be.Dispatch(ctx, req)
+		if err != nil {
+			return 0, 0, err
+		}
+		return res.DeviceNanos, res.HostNanos, nil
+	}).MeanDevice
+}
+
+// Times are the device and host times of the timed calls of a benchmark, in
+// nanoseconds.
+type Times struct {
+	// MeanDevice and MeanHost are the means over b.N calls.
+	MeanDevice, MeanHost float64
+	// BestDevice is the shortest device time of one call.
+	BestDevice int64
+}
+
+// repeat resets b's timer and calls one b.N times, failing b on an error, and
+// returns the times one reported.
+func repeat(b *testing.B, one func() (device, host int64, err error)) Times {
+	b.Helper()
+	var ts Times
 	b.ResetTimer()
 	for range b.N {
-		res, err := be.Dispatch(ctx, req)
+		device, host, err := one()
 		if err != nil {
 			b.Fatal(err)
 		}
-		device += float64(res.DeviceNanos)
+		ts.MeanDevice += float64(device)
+		ts.MeanHost += float64(host)
+		if ts.BestDevice == 0 || device < ts.BestDevice {
+			ts.BestDevice = device
+		}
 	}
-	return device / float64(b.N)
+	ts.MeanDevice /= float64(b.N)
+	ts.MeanHost /= float64(b.N)
+	return ts
 }
 
 // VectorAdd runs kiln.vector.add.f32 at 2^20 and 2^28 elements ("n=<n>"),
@@ -155,15 +183,6 @@ func VectorAddBuffers(b testing.TB, be Resident, adapter, n int) []pluginapi.Buf
 	return bufs
 }
 
-// SubmitTimes are the device and host times of the timed submits of [Submits],
-// in nanoseconds.
-type SubmitTimes struct {
-	// MeanDevice and MeanHost are the means over b.N submits.
-	MeanDevice, MeanHost float64
-	// BestDevice is the shortest device time of one submit.
-	BestDevice int64
-}
-
 // WarmUp is how long [Submits] keeps a GPU busy back to back before timing: an
 // idle GPU runs at its lowest clock (345 MHz on an H200) and needs sustained
 // work to climb back.
@@ -171,7 +190,7 @@ const WarmUp = 300 * time.Millisecond
 
 // Submits submits req b.N times and returns its times; with warm > 0 it first
 // submits req back to back for that long, untimed.
-func Submits(b *testing.B, be Resident, req *pluginapi.SubmitRequest, warm time.Duration) SubmitTimes {
+func Submits(b *testing.B, be Resident, req *pluginapi.SubmitRequest, warm time.Duration) Times {
 	b.Helper()
 	ctx := context.Background()
 	for began := time.Now(); time.Since(began) < warm; {
@@ -179,20 +198,11 @@ func Submits(b *testing.B, be Resident, req *pluginapi.SubmitRequest, warm time.
 			b.Fatal(err)
 		}
 	}
-	var st SubmitTimes
-	b.ResetTimer()
-	for range b.N {
+	return repeat(b, func() (int64, int64, error) {
 		res, err := be.Submit(ctx, req)
 		if err != nil {
-			b.Fatal(err)
+			return 0, 0, err
 		}
-		st.MeanDevice += float64(res.DeviceNanos)
-		st.MeanHost += float64(res.HostNanos)
-		if st.BestDevice == 0 || res.DeviceNanos < st.BestDevice {
-			st.BestDevice = res.DeviceNanos
-		}
-	}
-	st.MeanDevice /= float64(b.N)
-	st.MeanHost /= float64(b.N)
-	return st
+		return res.DeviceNanos, res.HostNanos, nil
+	})
 }

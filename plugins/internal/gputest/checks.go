@@ -101,7 +101,7 @@ func DispatchRejects(t *testing.T, b pluginapi.Backend, launches []BadLaunch) {
 // GridWithAZeroAxisRunsNothing dispatches [AddOne] over grids with a zero axis:
 // one zeroed output and no device time.
 func GridWithAZeroAxisRunsNothing(t *testing.T, b pluginapi.Backend) {
-	in := Words([]uint32{1, 2, 3})
+	in := kernels.U32Bytes([]uint32{1, 2, 3})
 	for _, grid := range [][3]uint32{{0, 1, 1}, {1, 0, 1}, {1, 1, 0}, {0, math.MaxUint32, 0}} {
 		res, err := Run(t, b, AddOne(), kernels.Case{Grid: grid, Inputs: [][]byte{in}, OutputCounts: []uint32{0, 3}})
 		if err != nil {
@@ -165,12 +165,12 @@ func ConcurrentDispatches(t *testing.T, b pluginapi.Backend) {
 			for r := range 5 {
 				n := 100*g + r + 1
 				in := U32s(n, func(i int) uint32 { return uint32(i * g) })
-				res, err := b.Dispatch(ctx, &pluginapi.DispatchRequest{Pipeline: c.Pipeline, Grid: [3]uint32{uint32(n+63) / 64, 1, 1}, Inputs: [][]byte{Words(in)}, OutputCounts: []uint32{0, uint32(n)}})
+				res, err := b.Dispatch(ctx, &pluginapi.DispatchRequest{Pipeline: c.Pipeline, Grid: [3]uint32{uint32(n+63) / 64, 1, 1}, Inputs: [][]byte{kernels.U32Bytes(in)}, OutputCounts: []uint32{0, uint32(n)}})
 				if err != nil {
 					errs <- err
 					return
 				}
-				for i, v := range WordsOf(res.Outputs[0]) {
+				for i, v := range kernels.BytesU32(res.Outputs[0]) {
 					if v != in[i]+1 {
 						errs <- errors.New("wrong result under concurrency")
 						return
@@ -231,8 +231,64 @@ func AbandonedDispatch(t *testing.T, b pluginapi.Backend, req *pluginapi.Dispatc
 			t.Errorf("Dispatch behind the abandoned one = %v, want context.DeadlineExceeded", err)
 		}
 	}
-	res, err := Run(t, b, AddOne(), kernels.Case{Grid: [3]uint32{1, 1, 1}, Inputs: [][]byte{Words([]uint32{41})}, OutputCounts: []uint32{0, 1}})
-	if err != nil || !bytes.Equal(res.Outputs[0], Words([]uint32{42})) {
+	res, err := Run(t, b, AddOne(), kernels.Case{Grid: [3]uint32{1, 1, 1}, Inputs: [][]byte{kernels.U32Bytes([]uint32{41})}, OutputCounts: []uint32{0, 1}})
+	if err != nil || !bytes.Equal(res.Outputs[0], kernels.U32Bytes([]uint32{42})) {
 		t.Errorf("dispatch after an abandoned one: %v, %v", res, err)
+	}
+}
+
+// Limits names, in a backend's words, the device limits [CheckProgramLimits]
+// runs into: what a rejection for each must mention.
+type Limits struct {
+	// Axis is the largest workgroup size per axis, Invocations the most
+	// invocations per workgroup, Shared the most shared memory per workgroup.
+	Axis, Invocations, Shared string
+}
+
+// CheckProgramLimits checks a backend's compile-time checks of a program
+// against a device of workgroups up to 256×256×64 and 256 invocations, with 1024
+// bytes of shared memory: check must reject (a RejectedError with a "Fix:")
+// workgroups and overrides over those limits, too much shared memory, bad
+// overrides and specialization values, and invalid programs; and accept a
+// program within them, returning the workgroup size it runs with.
+func CheckProgramLimits(t *testing.T, check func(p *ir.Program, spec ir.SpecMap, override [3]uint32) ([3]uint32, error), words Limits) {
+	build := func(wg [3]uint32, shared uint32) *ir.Program {
+		b := ir.NewBuilder("limits", wg[0], wg[1], wg[2])
+		out := b.Buffer("out", ir.U32, ir.Write)
+		b.Param("n", ir.U32, ir.LitU32(1))
+		if shared > 0 {
+			b.Shared("sh", ir.U32, shared)
+		}
+		b.Store(out, ir.GlobalID(0), ir.Param("n"))
+		return b.Program()
+	}
+	var wrongType, unknown ir.SpecMap
+	wrongType.Set("n", ir.SpecF32(1))
+	unknown.Set("m", ir.SpecU32(1))
+	for _, c := range []struct {
+		name     string
+		p        *ir.Program
+		spec     ir.SpecMap
+		override [3]uint32
+		want     string
+	}{
+		{"axis over the limit", build([3]uint32{1, 1, 128}, 0), ir.SpecMap{}, [3]uint32{}, words.Axis},
+		{"too many invocations", build([3]uint32{16, 16, 2}, 0), ir.SpecMap{}, [3]uint32{}, words.Invocations},
+		{"override over the limit", build([3]uint32{64, 1, 1}, 0), ir.SpecMap{}, [3]uint32{16, 32, 1}, words.Invocations},
+		{"bad override", build([3]uint32{64, 1, 1}, 0), ir.SpecMap{}, [3]uint32{0, 4, 1}, "override"},
+		{"too much shared memory", build([3]uint32{64, 1, 1}, 257), ir.SpecMap{}, [3]uint32{}, words.Shared},
+		{"spec of the wrong type", build([3]uint32{64, 1, 1}, 0), wrongType, [3]uint32{}, "specialization value"},
+		{"spec of an unknown parameter", build([3]uint32{64, 1, 1}, 0), unknown, [3]uint32{}, "no parameter"},
+		{"invalid program", &ir.Program{Name: "empty"}, ir.SpecMap{}, [3]uint32{}, "invalid"},
+	} {
+		_, err := check(c.p, c.spec, c.override)
+		var rejected *pluginapi.RejectedError
+		if !errors.As(err, &rejected) || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), "Fix:") {
+			t.Errorf("%s: checkProgram = %v, want a RejectedError mentioning %q with a Fix", c.name, err, c.want)
+		}
+	}
+	wg, err := check(build([3]uint32{64, 1, 1}, 256), ir.SpecMap{}, [3]uint32{8, 8, 4})
+	if err != nil || wg != [3]uint32{8, 8, 4} {
+		t.Errorf("a program within the limits: %v, %v", wg, err)
 	}
 }

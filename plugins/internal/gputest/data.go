@@ -1,28 +1,6 @@
 package gputest
 
-import (
-	"encoding/binary"
-
-	"github.com/kiln-dev/kiln/ir/kernels"
-)
-
-// Words encodes ws as little-endian buffer data.
-func Words(ws []uint32) []byte {
-	out := make([]byte, 4*len(ws))
-	for i, w := range ws {
-		binary.LittleEndian.PutUint32(out[4*i:], w)
-	}
-	return out
-}
-
-// WordsOf decodes little-endian buffer data; a trailing partial word is ignored.
-func WordsOf(b []byte) []uint32 {
-	out := make([]uint32, len(b)/4)
-	for i := range out {
-		out[i] = binary.LittleEndian.Uint32(b[4*i:])
-	}
-	return out
-}
+import "github.com/kiln-dev/kiln/ir/kernels"
 
 // U32s returns f(0), ..., f(n-1).
 func U32s(n int, f func(i int) uint32) []uint32 {

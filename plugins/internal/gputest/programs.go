@@ -18,9 +18,20 @@ func AddOne() *ir.Program {
 // loop iterations of each invocation; every invocation xors its result into
 // out[0].
 func Spin() *ir.Program {
-	b := ir.NewBuilder("test.spin", 64, 1, 1)
+	return spin("test.spin", func(b *ir.Builder) ir.Expr { return b.Param("n", ir.U32, ir.LitU32(1)) })
+}
+
+// SpinUniform is [Spin] with its loop count the uniform n, so that no compiler
+// knows the trip count.
+func SpinUniform() *ir.Program {
+	return spin("test.spin_uniform", func(b *ir.Builder) ir.Expr { return b.Uniform("n", ir.U32) })
+}
+
+// spin builds Spin's kernel with the loop count count declares.
+func spin(name string, count func(b *ir.Builder) ir.Expr) *ir.Program {
+	b := ir.NewBuilder(name, 64, 1, 1)
 	out := b.Buffer("out", ir.U32, ir.Write)
-	n := b.Param("n", ir.U32, ir.LitU32(1))
+	n := count(b)
 	x := b.Var("x", ir.U32, ir.Add(ir.GlobalID(0), ir.Mul(ir.GlobalID(1), ir.LitU32(1<<20))))
 	b.For("k", ir.U32, ir.LitU32(0), n, ir.LitU32(1), func(body *ir.Block, k ir.Expr) {
 		body.Assign("x", ir.Xor(x, ir.Shl(x, ir.LitU32(13))))

@@ -57,9 +57,9 @@ func bothMemoryPaths(t *testing.T, b *Backend, f func(t *testing.T)) {
 	}
 }
 
-func words(ws []uint32) []byte { return gputest.Words(ws) }
+func words(ws []uint32) []byte { return kernels.U32Bytes(ws) }
 
-func wordsOf(b []byte) []uint32 { return gputest.WordsOf(b) }
+func wordsOf(b []byte) []uint32 { return kernels.BytesU32(b) }
 
 func u32s(n int, f func(i int) uint32) []uint32 { return gputest.U32s(n, f) }
 
