@@ -15,7 +15,8 @@ type Device struct {
 	// Name is the API in messages: "CUDA", "Vulkan".
 	Name string
 	// RequireEnv is the variable that, set to 1, turns "no usable device" from a
-	// skip into a failure: KILN_REQUIRE_CUDA, KILN_REQUIRE_VULKAN.
+	// skip into a failure: KILN_REQUIRE_CUDA, KILN_REQUIRE_VULKAN; empty, a
+	// missing device always skips.
 	RequireEnv string
 }
 
@@ -35,6 +36,9 @@ func (d Device) Open(t testing.TB, b pluginapi.Backend, closed ...func(t testing
 			reason = desc.Adapters[0].Reason
 		}
 		b.Close(ctx)
+		if d.RequireEnv == "" {
+			t.Skipf("no usable %s device (%s)", d.Name, reason)
+		}
 		if os.Getenv(d.RequireEnv) == "1" {
 			t.Fatalf("%s=1 but %s is unusable: %s", d.RequireEnv, d.Name, reason)
 		}
