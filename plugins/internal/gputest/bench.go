@@ -60,7 +60,7 @@ type BenchOpen func(b *testing.B, bufBytes uint64) (pluginapi.Backend, int)
 func Dispatches(b *testing.B, be pluginapi.Backend, adapter int, p *ir.Program, l kernels.Case) float64 {
 	b.Helper()
 	ctx := context.Background()
-	c, err := be.Compile(ctx, &pluginapi.CompileRequest{Adapter: adapter, Program: p, Spec: l.Spec})
+	c, err := be.Compile(ctx, &pluginapi.CompileRequest{Adapter: adapter, Program: p, Spec: l.Spec, WorkgroupSize: l.WorkgroupSize})
 	if err != nil {
 		b.Fatal(err)
 	}
