@@ -385,3 +385,28 @@ func loopU32(from, to, step Range) Range {
 	}
 	return Between(from.lo, last)
 }
+
+// Assigned returns the names of the vars some assign statement in stmts (or in
+// their nested blocks) sets. A var not among them keeps its initial value, and
+// so its initial value's range.
+func Assigned(stmts []ir.Stmt) map[string]bool {
+	names := map[string]bool{}
+	var walk func([]ir.Stmt)
+	walk = func(stmts []ir.Stmt) {
+		for _, s := range stmts {
+			switch s := s.(type) {
+			case ir.AssignStmt:
+				names[s.Name] = true
+			case ir.IfStmt:
+				walk(s.Then)
+				walk(s.Else)
+			case ir.ForStmt:
+				walk(s.Body)
+			case ir.WhileStmt:
+				walk(s.Body)
+			}
+		}
+	}
+	walk(stmts)
+	return names
+}
