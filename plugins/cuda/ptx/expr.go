@@ -314,12 +314,14 @@ func (e *emitter) binary(x ir.BinaryExpr) (value, error) {
 		}
 	}
 	var reg string
-	switch a.t {
-	case ir.Bool:
+	switch {
+	case (x.Op == ir.OpDiv || x.Op == ir.OpRem) && a.t.IsInteger() && plainDivisor(a.t, b.rng):
+		reg = e.plainDivRem(x.Op == ir.OpDiv, a.t, a.reg, b.reg)
+	case a.t == ir.Bool:
 		reg, err = e.binaryBool(x.Op, a.reg, b.reg)
-	case ir.I32, ir.U32:
+	case a.t == ir.I32, a.t == ir.U32:
 		reg, err = e.binaryInt(x.Op, a.t, a.reg, b.reg)
-	case ir.F32:
+	case a.t == ir.F32:
 		reg, err = e.binaryF32(x.Op, a.reg, b.reg)
 	default:
 		err = unsupported("binary operator "+x.Op.String(), a.t)
@@ -398,6 +400,28 @@ func (e *emitter) binaryInt(op ir.BinaryOp, t ir.Type, a, b string) (string, err
 		return e.unsignedDivRem(op == ir.OpDiv, a, b), nil
 	}
 	return "", unsupported("binary operator "+op.String(), t)
+}
+
+// plainDivisor reports whether a divisor in r is never 0 (nor, for i32, -1), so
+// that div and rem need none of the replacements below: PTX's div and rem then
+// give the IR's results.
+func plainDivisor(t ir.Type, r ranges.Range) bool {
+	if t == ir.I32 {
+		return r.Lo() >= 1 && r.Hi() < ^uint32(0)
+	}
+	return r.Lo() >= 1
+}
+
+// plainDivRem is PTX's div or rem, for a divisor plainDivisor accepts.
+func (e *emitter) plainDivRem(div bool, t ir.Type, x, y string) string {
+	opcode := "rem."
+	if div {
+		opcode = "div."
+	}
+	if t == ir.I32 {
+		return e.op2(opcode+"s32", x, y)
+	}
+	return e.op2(opcode+"u32", x, y)
 }
 
 // unsignedDivRem divides by the divisor, or by 1 when it is 0; the quotient is then

@@ -257,21 +257,46 @@ func (e *emitter) binary(x ir.BinaryExpr) (value, error) {
 	if c, ok := r.Const(); ok && rt != ir.F32 {
 		return e.literal(ir.Literal{Type: rt, Bits: c}), nil
 	}
+	if v, ok := identity(x.Op, a, bv); ok {
+		return v, nil
+	}
 	b := bv.id
 	t := e.scalar(a.t)
 	var id uint32
-	switch a.t {
-	case ir.Bool:
+	switch {
+	case a.t == ir.U32 && (x.Op == ir.OpDiv || x.Op == ir.OpRem) && bv.rng.Lo() >= 1:
+		// The divisor is never 0: OpUDiv and OpUMod give the IR's results.
+		opcode := uint32(opUDiv)
+		if x.Op == ir.OpRem {
+			opcode = opUMod
+		}
+		id = e.op(opcode, t, a.id, b)
+	case a.t == ir.Bool:
 		id, err = e.binaryBool(x.Op, a.id, b)
-	case ir.I32, ir.U32:
+	case a.t == ir.I32, a.t == ir.U32:
 		id, err = e.binaryInt(x.Op, a.t, t, a.id, b)
-	case ir.F32:
+	case a.t == ir.F32:
 		id, err = e.binaryF32(x.Op, a.id, b)
 	}
 	if err != nil {
 		return value{}, err
 	}
 	return e.ranged(value{id: id, t: rt}, r), nil
+}
+
+// identity simplifies x+0, 0+x, x-0, x*1 and 1*x on integers to x.
+func identity(op ir.BinaryOp, a, b value) (value, bool) {
+	is := func(v value, c uint32) bool {
+		k, ok := v.rng.Const()
+		return ok && k == c && v.t.IsInteger()
+	}
+	switch {
+	case (op == ir.OpAdd || op == ir.OpSub) && is(b, 0), op == ir.OpMul && is(b, 1):
+		return a, true
+	case op == ir.OpAdd && is(a, 0), op == ir.OpMul && is(a, 1):
+		return b, true
+	}
+	return value{}, false
 }
 
 func (e *emitter) binaryBool(op ir.BinaryOp, a, b uint32) (uint32, error) {
