@@ -115,20 +115,23 @@ func localIDPlusOne(b *ir.Builder, lid, one ir.Expr) ir.Expr {
 	return ir.Add(ir.Mul(before, ir.LitU32(1000)), ir.Load(risky, ir.Mul(lid, one)))
 }
 
-// wrappingLoop counts v down from 31 while v < 32: 32 iterations (too many to
-// unroll) until v wraps below 0 to 0xFFFFFFFF. v itself stays below 32, so
-// safe32[v] is in bounds, but v - 31 wraps for every v but 31: risky[v - 31]
-// reads 0 and the atomic add on count[v - 31] does nothing but once per lane.
+// wrappingLoop counts v down from 40 (39 in the upper half of the workgroup,
+// so the bound is no constant and the loop is not unrolled) while v < 41,
+// until v wraps below 0 to 0xFFFFFFFF. v itself stays below 41, so safe41[v]
+// is in bounds, but v - 39 wraps for every v below 39: risky[v - 39] reads 0
+// there, and the atomic add on count[v - 40] happens once in the lanes that
+// start at 40.
 func wrappingLoop(b *ir.Builder, lid, one ir.Expr) ir.Expr {
 	u := ir.LitU32
-	safe := b.Shared("safe32", ir.U32, 32)
-	b.Store(safe, ir.And(lid, u(31)), ir.Mul(ir.And(lid, u(31)), u(5)))
+	safe := b.Shared("safe41", ir.U32, 41)
+	b.Store(safe, ir.Rem(lid, u(41)), ir.Mul(ir.Rem(lid, u(41)), u(5)))
 	risky := fillRisky(b, "risky", 32, lid, one)
 	count := fillRisky(b, "risky_count", 1, lid, one)
 	sum := b.Var("sum", ir.U32, u(0))
-	b.For("v", ir.U32, u(31), u(32), u(0xFFFFFFFF), func(k *ir.Block, v ir.Expr) {
-		k.Assign("sum", ir.Add(sum, ir.Add(ir.Load(safe, v), ir.Mul(ir.Load(risky, ir.Sub(v, u(31))), u(100)))))
-		k.Atomic(ir.AtomicAdd, count, ir.Sub(v, u(31)), u(1))
+	from := ir.Sub(u(40), ir.Div(lid, u(32)))
+	b.For("v", ir.U32, from, u(41), u(0xFFFFFFFF), func(k *ir.Block, v ir.Expr) {
+		k.Assign("sum", ir.Add(sum, ir.Add(ir.Load(safe, v), ir.Mul(ir.Load(risky, ir.Sub(v, u(39))), u(100)))))
+		k.Atomic(ir.AtomicAdd, count, ir.Sub(v, u(40)), u(1))
 	})
 	b.Barrier()
 	return ir.Add(sum, ir.Mul(ir.Load(count, ir.Div(ir.Mul(lid, one), u(wg))), u(100000)))

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/kiln-dev/kiln/ir"
+	"github.com/kiln-dev/kiln/ir/ranges"
 )
 
 // Emit-time simplifications (see docs/design.md, "CUDA"). They change how a
@@ -32,12 +33,14 @@ import (
 //     len(buf) > i) with i a u32 value, loads and stores of buf at exactly that
 //     value skip their bounds check: the condition already made it.
 
-// maxUnroll is the most iterations a for loop is unrolled for.
-const maxUnroll = 16
+// maxUnroll is the most iterations a for loop is unrolled for: enough for the
+// deepest shared tile of the register-tiled matmul (32 steps of k).
+const maxUnroll = 32
 
-// maxUnrolledStmts bounds the statements (counted through nested blocks) an
-// unrolled loop emits, so unrolling never blows a kernel up.
-const maxUnrolledStmts = 512
+// maxUnrolledStmts bounds the statements an unrolled loop emits (counted by
+// liveStmts), so unrolling never blows a kernel up: the matmul's inner loop at
+// an 8×8 block is 80 statements per step.
+const maxUnrolledStmts = 4096
 
 // boundFact says that register index holds a value below the element count in
 // register count.
@@ -163,21 +166,93 @@ func tripCount(t ir.Type, from, to, step uint32, limit int) (int, bool) {
 	return n, true
 }
 
-// countStmts counts stmts and the statements of their nested blocks.
-func countStmts(stmts []ir.Stmt) int {
+// liveStmts counts the statements of stmts that emit code, through their nested
+// blocks: an if whose condition is a constant before anything is emitted
+// (staticValue) counts as its live arm, and a nested for loop that will unroll
+// (constant bounds, at most maxUnroll iterations) as its body once per
+// iteration.
+func (e *emitter) liveStmts(stmts []ir.Stmt) int {
 	n := 0
 	for _, s := range stmts {
-		n++
 		switch s := s.(type) {
 		case ir.IfStmt:
-			n += countStmts(s.Then) + countStmts(s.Else)
+			r, _ := e.staticValue(s.Cond)
+			switch c, ok := r.Const(); {
+			case ok && c != 0:
+				n += e.liveStmts(s.Then)
+			case ok:
+				n += e.liveStmts(s.Else)
+			default:
+				n += 1 + e.liveStmts(s.Then) + e.liveStmts(s.Else)
+			}
 		case ir.ForStmt:
-			n += countStmts(s.Body)
+			trips := 1
+			from, _ := e.staticValue(s.From)
+			to, _ := e.staticValue(s.To)
+			step, _ := e.staticValue(s.Step)
+			f, fok := from.Const()
+			t, tok := to.Const()
+			st, sok := step.Const()
+			if fok && tok && sok {
+				if k, ok := tripCount(s.Type, f, t, st, maxUnroll); ok {
+					trips = k
+				}
+			}
+			n += 1 + trips*e.liveStmts(s.Body)
 		case ir.WhileStmt:
-			n += countStmts(s.Body)
+			n += 1 + e.liveStmts(s.Body)
+		default:
+			n++
 		}
 	}
 	return n
+}
+
+// staticValue is the range and type of x as far as they are known before any
+// of x is emitted: literals, parameters, the workgroup size, local_id, the
+// locals in scope and the integer operators over them. Any other expression is
+// Unknown (with type 0).
+func (e *emitter) staticValue(x ir.Expr) (ranges.Range, ir.Type) {
+	switch x := x.(type) {
+	case ir.Literal:
+		return ranges.Exact(x.Bits), x.Type
+	case ir.ParamRef:
+		if l, ok := e.params[x.Name]; ok {
+			return ranges.Exact(l.Bits), l.Type
+		}
+	case ir.BuiltinRef:
+		switch {
+		case x.Axis > 2:
+		case x.Kind == ir.WorkgroupSizeBuiltin:
+			return ranges.Exact(e.wg[x.Axis]), ir.U32
+		case x.Kind == ir.LocalIDBuiltin:
+			return ranges.Between(0, e.wg[x.Axis]-1), ir.U32
+		}
+	case ir.LocalRef:
+		if l, ok := e.lookup(x.Name); ok {
+			return l.rng, l.t
+		}
+	case ir.UnaryExpr:
+		if r, t := e.staticValue(x.X); t != 0 {
+			return ranges.Unary(x.Op, t, r), t
+		}
+	case ir.BinaryExpr:
+		a, t := e.staticValue(x.X)
+		b, u := e.staticValue(x.Y)
+		if t == 0 || u != t {
+			break
+		}
+		rt := t
+		if x.Op.IsComparison() {
+			rt = ir.Bool
+		}
+		return ranges.Binary(x.Op, t, a, b), rt
+	case ir.CastExpr:
+		if r, t := e.staticValue(x.X); t != 0 {
+			return ranges.Cast(t, x.To, r), x.To
+		}
+	}
+	return ranges.Unknown(), 0
 }
 
 // unroll emits a for loop of n iterations, counter values from, from+step, ...,

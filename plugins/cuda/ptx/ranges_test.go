@@ -86,19 +86,20 @@ func matmulRegSpec() ir.SpecMap {
 
 // TestMatmulRegSharedLoadsUnchecked: in matmul_reg at bm = bn = 8, tk = 16 on a
 // 16×16 workgroup every shared index is provably inside its 4096-element tile,
-// so none of the 16 loads of the inner loop (8 of b, 8 of a) nor the two fill
-// stores has a check, and the workgroup_size and u(j)·wx products are folded;
-// the kernel still equals the oracle at odd sizes.
+// so none of the 16 loads of each step of the inner loop (8 of b, 8 of a), which
+// is unrolled into 16 copies, nor the two fill stores has a check, and the
+// workgroup_size and u(j)·wx products are folded; the kernel still equals the
+// oracle at odd sizes.
 func TestMatmulRegSharedLoadsUnchecked(t *testing.T) {
 	k, _ := kernels.Lookup("matmul_reg")
 	p := k.Program()
 	opts := Options{Target: Target{SM: 80}, Spec: matmulRegSpec(), WorkgroupSize: [3]uint32{16, 16, 1}, NonCoherentReads: true}
 	m := mustEmit(t, "matmul_reg", p, opts)
-	if n := count(m, `^\tld\.shared\.b32 %r\d+, \[%r\d+\];`); n != 16 {
-		t.Errorf("%d unpredicated shared loads, want 16", n)
+	if n := count(m, `^\tld\.shared\.b32 %r\d+, \[%r\d+\];`); n != 16*16 {
+		t.Errorf("%d unpredicated shared loads, want %d", n, 16*16)
 	}
-	if n := count(m, `ld\.shared`); n != 16 {
-		t.Errorf("%d shared loads in all, want 16", n)
+	if n := count(m, `ld\.shared`); n != 16*16 {
+		t.Errorf("%d shared loads in all, want %d", n, 16*16)
 	}
 	if n := count(m, `^\tst\.shared\.b32 \[%r\d+\], %r\d+;`); n != 2 {
 		t.Errorf("%d unpredicated shared stores, want 2", n)
@@ -126,5 +127,32 @@ func TestMatmulRegSharedLoadsUnchecked(t *testing.T) {
 		c.WorkgroupSize = [3]uint32{16, 16, 1}
 		c.Grid = ir.GridFor(k.Invocations(c), c.WorkgroupSize)
 		runBoth(t, "matmul_reg", p, c)
+	}
+}
+
+// TestMatmulRegTunedUnrolls: at the tuner's H200 winner (workgroup 8×16, bm =
+// bn = 8, tk = 32) the inner loop unrolls into 32 copies of its 16 loads, none
+// checked, and stays within the unrolled-statement budget.
+func TestMatmulRegTunedUnrolls(t *testing.T) {
+	k, _ := kernels.Lookup("matmul_reg")
+	p := k.Program()
+	var spec ir.SpecMap
+	spec.Set("bm", ir.SpecU32(8))
+	spec.Set("bn", ir.SpecU32(8))
+	spec.Set("tk", ir.SpecU32(32))
+	wg := [3]uint32{8, 16, 1}
+	m := mustEmit(t, "matmul_reg", p, Options{Target: Target{SM: 80}, Spec: spec, WorkgroupSize: wg, NonCoherentReads: true})
+	if n := count(m, `^\tld\.shared\.b32 %r\d+, \[%r\d+\];`); n != 32*16 {
+		t.Errorf("%d unpredicated shared loads, want %d", n, 32*16)
+	}
+	if n := count(m, `ld\.shared`); n != 32*16 {
+		t.Errorf("%d shared loads in all, want %d", n, 32*16)
+	}
+	rng := rand.New(rand.NewPCG(7, 8))
+	for _, size := range []int{5, 33} {
+		c := k.NewCase(rng, size)
+		c.Spec, c.WorkgroupSize = spec, wg
+		c.Grid = ir.GridFor(k.Invocations(c), wg)
+		runBoth(t, "matmul_reg tuned", p, c)
 	}
 }
