@@ -18,6 +18,10 @@ type value struct {
 	konst bool
 	lit   ir.Literal
 	rng   ranges.Range
+	// mutable marks the register of a var or loop counter, read in place: what
+	// keeps the value beyond the expression (a let, a var's initial value, a
+	// bound fact) copies it first (see settle).
+	mutable bool
 }
 
 // local is a name in scope: an immutable value (let, atomic result) or a mutable

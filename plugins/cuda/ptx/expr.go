@@ -44,10 +44,9 @@ func (e *emitter) expr(x ir.Expr) (value, error) {
 				// A var never assigned, holding a constant.
 				return l.value, nil
 			}
-			// A var read is a copy: a let bound to it keeps the value it had.
-			reg := e.fresh(l.t)
-			e.mov(l.t, reg, l.reg)
-			return value{reg: reg, t: l.t, rng: l.rng}, nil
+			// Read in place: the instruction that uses the value comes before any
+			// assignment, and what keeps it copies it (settle).
+			return value{reg: l.reg, t: l.t, rng: l.rng, mutable: true}, nil
 		}
 		return l.value, nil
 	case ir.UniformRef:

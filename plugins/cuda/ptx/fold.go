@@ -319,6 +319,8 @@ func (e *emitter) condition(x ir.Expr) (value, []boundFact, error) {
 			if err != nil {
 				return value{}, nil, err
 			}
+			// The fact holds for this value, not for a var the body may assign.
+			i = e.settle(i)
 			if i.t != ir.U32 {
 				return value{}, nil, fmt.Errorf("the if condition compares a %s with a buffer's length. Fix: run ir.Validate and correct the program", i.t)
 			}
@@ -411,7 +413,8 @@ func (e *emitter) predicatedIf(s ir.IfStmt) error {
 		}
 		return err
 	}
-	cond := c.reg
+	// The body may assign a var the condition read in place.
+	cond := e.settle(c).reg
 	// The body holds no if, so no predicated if encloses this one.
 	outer := len(e.facts)
 	e.facts = append(e.facts, facts...)

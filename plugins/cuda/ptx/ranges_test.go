@@ -156,3 +156,38 @@ func TestMatmulRegTunedUnrolls(t *testing.T) {
 		runBoth(t, "matmul_reg tuned", p, c)
 	}
 }
+
+// TestVarReadsInPlace: a var is read from its own register, and what keeps the
+// value beyond the statement (a let, the condition of a predicated if, the i of
+// an i < len(buf) fact) keeps a copy, so assigning the var later changes none of
+// them.
+func TestVarReadsInPlace(t *testing.T) {
+	b := ir.NewBuilder("test.var_reads", 32, 1, 1)
+	out := b.Buffer("out", ir.U32, ir.ReadWrite)
+	i := b.Var("i", ir.U32, ir.GlobalID(0))
+	flag := b.Var("flag", ir.Bool, ir.Lt(ir.GlobalID(0), ir.LitU32(40)))
+	kept := b.Let("kept", i)
+	// Predicated: the store must run under the flag as it was at the if.
+	b.If(flag, func(k *ir.Block) {
+		k.Assign("flag", ir.LitBool(false))
+		k.Store(out, kept, ir.LitU32(7))
+		k.Assign("flag", ir.LitBool(true))
+	})
+	// A bound fact on i, then i moves past the end: the store keeps its check.
+	b.If(ir.Lt(i, ir.Len(out)), func(k *ir.Block) {
+		k.Assign("i", ir.Add(i, ir.LitU32(1000)))
+		k.Store(out, i, ir.LitU32(9))
+		k.Store(out, kept, ir.Add(ir.Load(out, kept), ir.Cast(ir.U32, flag)))
+		// A loop, so the if branches instead of being predicated.
+		k.While(ir.Lt(i, ir.LitU32(0)), func(w *ir.Block) { w.Break() })
+	})
+	p := b.MustBuild()
+	rng := rand.New(rand.NewPCG(9, 10))
+	for _, size := range []int{0, 20, 64} {
+		in := make([]uint32, size)
+		for j := range in {
+			in[j] = rng.Uint32()
+		}
+		runBoth(t, "var_reads", p, kernels.Case{Grid: [3]uint32{2, 1, 1}, Inputs: [][]byte{kernels.U32Bytes(in)}, OutputCounts: []uint32{0}})
+	}
+}

@@ -58,6 +58,19 @@ func (e *emitter) typedValue(x ir.Expr, t ir.Type, what string) (value, error) {
 	return v, nil
 }
 
+// settle returns v in a register no assignment changes: a copy of a var's or
+// loop counter's register, read in place, so that a let bound to it keeps the
+// value it had.
+func (e *emitter) settle(v value) value {
+	if !v.mutable {
+		return v
+	}
+	reg := e.fresh(v.t)
+	e.mov(v.t, reg, v.reg)
+	v.reg, v.mutable = reg, false
+	return v
+}
+
 // mov copies src to dst: mov.pred for bool, mov.b32 for the rest.
 func (e *emitter) mov(t ir.Type, dst, src string) {
 	if t == ir.Bool {
@@ -82,7 +95,7 @@ func (e *emitter) stmt(s ir.Stmt) error {
 		if err != nil {
 			return err
 		}
-		e.bind(s.Name, local{value: v})
+		e.bind(s.Name, local{value: e.settle(v)})
 		return nil
 	case ir.VarStmt:
 		v, err := e.typedValue(s.Value, s.Type, fmt.Sprintf("the initial value of var %q", s.Name))
@@ -91,7 +104,7 @@ func (e *emitter) stmt(s ir.Stmt) error {
 		}
 		if !e.assigned[s.Name] {
 			// Never assigned: the var is its initial value, range and all.
-			e.bind(s.Name, local{value: v, variable: true})
+			e.bind(s.Name, local{value: e.settle(v), variable: true})
 			return nil
 		}
 		reg := e.fresh(s.Type)
