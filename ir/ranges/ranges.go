@@ -410,3 +410,22 @@ func Assigned(stmts []ir.Stmt) map[string]bool {
 	walk(stmts)
 	return names
 }
+
+// Trips runs the variable of a for loop of type t over constant bounds as the
+// loop would (compare, signed for i32, then a wrapping add) and returns how many
+// iterations it makes, or false when that is more than limit.
+func Trips(t ir.Type, from, to, step uint32, limit int) (int, bool) {
+	less := func(v uint32) bool {
+		if t == ir.I32 {
+			return int32(v) < int32(to)
+		}
+		return v < to
+	}
+	n := 0
+	for v := from; less(v); v += step {
+		if n++; n > limit {
+			return 0, false
+		}
+	}
+	return n, true
+}

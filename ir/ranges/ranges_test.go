@@ -338,3 +338,13 @@ func ExampleLoop() {
 	fmt.Println(ranges.Loop(ir.U32, ranges.Exact(0), ranges.Exact(16), ranges.Exact(1)))
 	// Output: [0, 15]
 }
+
+func ExampleTrips() {
+	// for k in -5..4 step 3 on i32: -5, -2, 1.
+	fmt.Println(ranges.Trips(ir.I32, uint32(0xFFFFFFFB), 4, 3, 32))
+	// A u32 loop from 0 by 0 never ends: more than any limit.
+	fmt.Println(ranges.Trips(ir.U32, 0, 4, 0, 32))
+	// Output:
+	// 3 true
+	// 0 false
+}

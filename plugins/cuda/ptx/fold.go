@@ -147,25 +147,6 @@ func (e *emitter) simplifyInt(op ir.BinaryOp, a, b value) (value, bool) {
 	return value{}, false
 }
 
-// tripCount runs a for loop's counter over constant bounds as the loop would
-// (compare, then a wrapping add) and returns how many iterations it makes, or
-// false when that is more than limit.
-func tripCount(t ir.Type, from, to, step uint32, limit int) (int, bool) {
-	less := func(v uint32) bool {
-		if t == ir.I32 {
-			return int32(v) < int32(to)
-		}
-		return v < to
-	}
-	n := 0
-	for v := from; less(v); v += step {
-		if n++; n > limit {
-			return 0, false
-		}
-	}
-	return n, true
-}
-
 // liveStmts counts the statements of stmts that emit code, through their nested
 // blocks: an if whose condition is a constant before anything is emitted
 // (staticValue) counts as its live arm, and a nested for loop that will unroll
@@ -194,7 +175,7 @@ func (e *emitter) liveStmts(stmts []ir.Stmt) int {
 			t, tok := to.Const()
 			st, sok := step.Const()
 			if fok && tok && sok {
-				if k, ok := tripCount(s.Type, f, t, st, maxUnroll); ok {
+				if k, ok := ranges.Trips(s.Type, f, t, st, maxUnroll); ok {
 					trips = k
 				}
 			}

@@ -411,7 +411,7 @@ func (e *emitter) forStmt(s ir.ForStmt) error {
 		vals[i] = v
 	}
 	if vals[0].konst && vals[1].konst && vals[2].konst {
-		n, ok := tripCount(s.Type, vals[0].lit.Bits, vals[1].lit.Bits, vals[2].lit.Bits, maxUnroll)
+		n, ok := ranges.Trips(s.Type, vals[0].lit.Bits, vals[1].lit.Bits, vals[2].lit.Bits, maxUnroll)
 		if ok && n*e.liveStmts(s.Body) <= maxUnrolledStmts {
 			return e.unroll(s, vals[0].lit.Bits, vals[2].lit.Bits, n)
 		}

@@ -132,9 +132,10 @@ func matmulRegSpec() ir.SpecMap {
 // TestMatmulRegSharedLoadsUnchecked: with the specialization folded
 // (Target.FoldSpec), matmul_reg at bm = bn = 8, tk = 16 on a 16×16 workgroup has
 // no check on any of its 18 shared accesses (the 16 loads of the inner loop and
-// the two fill stores), and the ifs on bm and bn are gone; with specialization
-// constants, whose values the emitter does not know, every access keeps its
-// check. Both equal the oracle at odd sizes.
+// the two fill stores), the ifs on bm and bn are gone and the inner loop, of
+// 16 constant steps, asks to be unrolled; with specialization constants, whose
+// values the emitter does not know, every access keeps its check and no loop
+// has constant bounds. Both equal the oracle at odd sizes.
 func TestMatmulRegSharedLoadsUnchecked(t *testing.T) {
 	val := spirvVal(t)
 	k, _ := kernels.Lookup("matmul_reg")
@@ -146,12 +147,12 @@ func TestMatmulRegSharedLoadsUnchecked(t *testing.T) {
 	folded.FoldSpec, folded.Spec = true, matmulRegSpec()
 	rng := rand.New(rand.NewPCG(5, 6))
 	for _, tc := range []struct {
-		name               string
-		target             Target
-		checked, unchecked int
+		name                       string
+		target                     Target
+		checked, unchecked, unroll int
 	}{
-		{"folded", folded, 0, 18},
-		{"specialization constants", spec, 18, 0},
+		{"folded", folded, 0, 18, 1},
+		{"specialization constants", spec, 18, 0, 0},
 	} {
 		m, err := EmitFor(p, tc.target)
 		if err != nil {
@@ -165,6 +166,16 @@ func TestMatmulRegSharedLoadsUnchecked(t *testing.T) {
 		}
 		if total != (accessCounts{tc.checked, tc.unchecked}) {
 			t.Errorf("%s: %d checked and %d unchecked shared accesses, want %d and %d", tc.name, total.checked, total.unchecked, tc.checked, tc.unchecked)
+		}
+		_, insts := decode(t, m.Words)
+		unroll := 0
+		for _, in := range insts {
+			if in.op == opLoopMerge && in.args[2] == loopControlUnroll {
+				unroll++
+			}
+		}
+		if unroll != tc.unroll {
+			t.Errorf("%s: %d loops ask to be unrolled, want %d", tc.name, unroll, tc.unroll)
 		}
 		if tc.target.FoldSpec && len(m.ParamIDs) != 0 {
 			t.Errorf("%s: ParamIDs %v, want none", tc.name, m.ParamIDs)

@@ -464,6 +464,26 @@ func (e *emitter) whileStmt(s ir.WhileStmt) error {
 	return e.loop(body, cont, merge, header, s.Body, func() {})
 }
 
+// maxUnrollHint is the most iterations of a loop with constant bounds that asks
+// the driver to unroll it (the deepest shared tile of the register-tiled
+// matmul).
+const maxUnrollHint = 32
+
+// unrollHint is the loop control of a for loop whose bounds have the values
+// bounds: Unroll for constant bounds and at most maxUnrollHint iterations (a
+// hint, which changes nothing a program can observe), None otherwise.
+func unrollHint(t ir.Type, bounds [3]value) uint32 {
+	from, fok := bounds[0].rng.Const()
+	to, tok := bounds[1].rng.Const()
+	step, sok := bounds[2].rng.Const()
+	if fok && tok && sok {
+		if _, ok := ranges.Trips(t, from, to, step, maxUnrollHint); ok {
+			return loopControlUnroll
+		}
+	}
+	return loopControlNone
+}
+
 // forStmt evaluates from, to and step once before the loop; the loop variable is an
 // OpPhi in the header (from on entry, var+step from the continue block), compared
 // with to (signed for i32, unsigned for u32) before each iteration.
@@ -498,7 +518,7 @@ func (e *emitter) forStmt(s ir.ForStmt) error {
 	e.inst(opPhi, t, v, from, pre, next, cont)
 	e.dynamic[v], e.dynamic[next] = true, true
 	cond := e.op(less, e.bool(), v, to)
-	e.inst(opLoopMerge, merge, cont, loopControlNone)
+	e.inst(opLoopMerge, merge, cont, unrollHint(s.Type, bounds))
 	e.terminate(opBranchConditional, cond, body, merge)
 	counter := value{id: v, t: s.Type, rng: ranges.Loop(s.Type, bounds[0].rng, bounds[1].rng, bounds[2].rng)}
 	e.scopes = append(e.scopes, map[string]local{s.Var: {value: counter}})
