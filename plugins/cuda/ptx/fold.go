@@ -10,13 +10,16 @@ import (
 // Emit-time simplifications (see docs/design.md, "CUDA"). They change how a
 // program is written in PTX, never what it computes:
 //
-//   - Integer constants fold: an add, sub, mul, and, or, xor, min or max of two
-//     constants (literals, specialization parameters, the workgroup size, lets
-//     bound to constants, an unrolled loop's counter) is a constant, with u32
-//     wrapping arithmetic as at run time; x+0, x-0, x*1 are x and x*0 is 0.
+//   - Integer constants fold: every integer and bool value has a range
+//     (ir/ranges; see docs/design.md, "Value ranges and bounds-check
+//     elision"), and an operator whose result's range is one number (both
+//     operands constant: literals, specialization parameters, the workgroup
+//     size, lets bound to constants, an unrolled loop's counter; or ranges that
+//     decide a comparison) is that constant, with wrapping arithmetic as at run
+//     time; x+0, x-0, x*1 are x and x*0 is 0.
 //   - A for loop whose from, to and step are constants and which runs at most
-//     maxUnroll times (and fits maxUnrolledStmts statements unrolled) is
-//     unrolled: its body is emitted once per iteration with the counter a
+//     maxUnroll times (and fits maxUnrolledStmts statements unrolled, as
+//     liveStmts counts them) is unrolled: its body is emitted once per iteration with the counter a
 //     constant (ir.Validate makes sure no statement assigns it); continue jumps
 //     to the next copy, break past the last, and the copies after one that
 //     always breaks or returns are left out.
