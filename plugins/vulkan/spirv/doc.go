@@ -36,8 +36,8 @@
 //     Vulkan allows only with maintenance4: a tuned size is a re-emit.
 //   - Specialization constants: parameter i on id i (Module.ParamIDs). SpecData
 //     builds the VkSpecializationInfo. With Target.FoldSpec the parameters are
-//     plain constants of Target.Spec's values instead, and the module declares
-//     no specialization constant.
+//     plain constants of its values instead, and the module declares no
+//     specialization constant.
 //   - Module.Subgroups reports a program that uses subgroups, whose pipeline the
 //     backend gives a subgroup size.
 //

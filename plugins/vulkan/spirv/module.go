@@ -113,16 +113,16 @@ type Target struct {
 	// Subgroups are the subgroup operation classes the device supports in
 	// compute shaders; a program that needs another is rejected.
 	Subgroups SubgroupFeatures
-	// FoldSpec folds the parameter values of Spec (the defaults for those it
-	// leaves out) into the module as constants instead of declaring
-	// specialization constants: the module serves that specialization only
-	// (Module.ParamIDs is empty and SpecData returns no entries), and the
-	// emitter folds arithmetic on the parameters and can prove more
-	// shared-array indices in bounds (see docs/design.md, "Value ranges and
-	// bounds-check elision"). A value whose type is not its parameter's is an
-	// error.
-	FoldSpec bool
-	Spec     ir.SpecMap
+	// FoldSpec, when set, folds the parameter values it holds (the defaults
+	// for those it leaves out) into the module as constants instead of
+	// declaring specialization constants: the module serves that
+	// specialization only (Module.ParamIDs is empty and SpecData returns no
+	// entries), and the emitter folds arithmetic on the parameters and can
+	// prove more shared-array indices in bounds (see docs/design.md, "Value
+	// ranges and bounds-check elision"). A value whose type is not its
+	// parameter's, or that names no parameter, is an error. (A pointer keeps
+	// Target comparable.)
+	FoldSpec *ir.SpecMap
 }
 
 // SpecEntry is one VkSpecializationMapEntry: constant id, offset into the data blob
@@ -200,9 +200,9 @@ func EmitFor(p *ir.Program, t Target) (*Module, error) {
 		return nil, fmt.Errorf("spirv: program %q has %d buffers, so Target.BufferAddresses %#x names bindings it lacks. Fix: set only the bits of the program's bindings", p.Name, len(p.Buffers), t.BufferAddresses)
 	}
 	var folded map[string]ir.Literal
-	if t.FoldSpec {
+	if t.FoldSpec != nil {
 		var err error
-		if folded, err = foldParams(p, t.Spec); err != nil {
+		if folded, err = foldParams(p, *t.FoldSpec); err != nil {
 			return nil, fmt.Errorf("spirv: program %q: %w", p.Name, err)
 		}
 	}

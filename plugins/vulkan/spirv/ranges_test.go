@@ -144,7 +144,8 @@ func TestMatmulRegSharedLoadsUnchecked(t *testing.T) {
 	target.WorkgroupSize = [3]uint32{16, 16, 1}
 	spec := target
 	folded := target
-	folded.FoldSpec, folded.Spec = true, matmulRegSpec()
+	foldedSpec := matmulRegSpec()
+	folded.FoldSpec = &foldedSpec
 	rng := rand.New(rand.NewPCG(5, 6))
 	for _, tc := range []struct {
 		name                       string
@@ -177,7 +178,7 @@ func TestMatmulRegSharedLoadsUnchecked(t *testing.T) {
 		if unroll != tc.unroll {
 			t.Errorf("%s: %d loops ask to be unrolled, want %d", tc.name, unroll, tc.unroll)
 		}
-		if tc.target.FoldSpec && len(m.ParamIDs) != 0 {
+		if tc.target.FoldSpec != nil && len(m.ParamIDs) != 0 {
 			t.Errorf("%s: ParamIDs %v, want none", tc.name, m.ParamIDs)
 		}
 		for _, size := range []int{1, 17, 40} {
@@ -198,10 +199,10 @@ func TestFoldSpecRejectsWrongTypes(t *testing.T) {
 		func(m *ir.SpecMap) { m.Set("bm", ir.SpecF32(8)) },
 		func(m *ir.SpecMap) { m.Set("nope", ir.SpecU32(8)) },
 	} {
-		target := Target{FoldSpec: true}
-		set(&target.Spec)
-		if _, err := EmitFor(k.Program(), target); err == nil || !strings.Contains(err.Error(), "Fix:") {
-			t.Errorf("spec %v: error %v, want a refusal with a fix", target.Spec.Names(), err)
+		var spec ir.SpecMap
+		set(&spec)
+		if _, err := EmitFor(k.Program(), Target{FoldSpec: &spec}); err == nil || !strings.Contains(err.Error(), "Fix:") {
+			t.Errorf("spec %v: error %v, want a refusal with a fix", spec.Names(), err)
 		}
 	}
 }

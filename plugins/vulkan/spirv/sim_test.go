@@ -57,7 +57,10 @@ func (b *simBackend) Compile(_ context.Context, req *pluginapi.CompileRequest) (
 	target := simTarget
 	target.WorkgroupSize = req.WorkgroupSize
 	target.BufferAddresses = 0xAAAAAAAA & (1<<len(req.Program.Buffers) - 1) // the odd bindings
-	target.FoldSpec, target.Spec = b.fold, req.Spec
+	if b.fold {
+		spec := req.Spec
+		target.FoldSpec = &spec
+	}
 	m, err := EmitFor(req.Program, target)
 	if err != nil {
 		return nil, pluginapi.Rejected("spirv-sim: %w", err)
