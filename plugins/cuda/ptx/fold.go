@@ -59,70 +59,9 @@ func (e *emitter) known(index, count string) bool {
 	return false
 }
 
-// foldInt computes op on two integer constants of type t as the device would,
-// when op is one the emitter folds.
-func foldInt(op ir.BinaryOp, t ir.Type, a, b uint32) (uint32, bool) {
-	switch op {
-	case ir.OpAdd:
-		return a + b, true
-	case ir.OpSub:
-		return a - b, true
-	case ir.OpMul:
-		return a * b, true
-	case ir.OpAnd:
-		return a & b, true
-	case ir.OpOr:
-		return a | b, true
-	case ir.OpXor:
-		return a ^ b, true
-	case ir.OpMin, ir.OpMax:
-		less := a < b
-		if t == ir.I32 {
-			less = int32(a) < int32(b)
-		}
-		if less == (op == ir.OpMin) {
-			return a, true
-		}
-		return b, true
-	}
-	return 0, false
-}
-
-// compareInt compares two integer constants of type t as the device would, when
-// op is a comparison.
-func compareInt(op ir.BinaryOp, t ir.Type, a, b uint32) (bool, bool) {
-	less, eq := a < b, a == b
-	if t == ir.I32 {
-		less = int32(a) < int32(b)
-	}
-	switch op {
-	case ir.OpEq:
-		return eq, true
-	case ir.OpNe:
-		return !eq, true
-	case ir.OpLt:
-		return less, true
-	case ir.OpLe:
-		return less || eq, true
-	case ir.OpGt:
-		return !less && !eq, true
-	case ir.OpGe:
-		return !less, true
-	}
-	return false, false
-}
-
-// simplifyInt folds an integer operator over a and b when it can: both constant
-// (comparisons included), or an identity (x+0, 0+x, x-0, x*1, 1*x, x*0, 0*x).
+// simplifyInt simplifies an identity: x+0, 0+x, x-0, x*1, 1*x, x*0, 0*x. (Two
+// constants fold through their ranges before this.)
 func (e *emitter) simplifyInt(op ir.BinaryOp, a, b value) (value, bool) {
-	if a.konst && b.konst {
-		if v, ok := foldInt(op, a.t, a.lit.Bits, b.lit.Bits); ok {
-			return e.constant(ir.Literal{Type: a.t, Bits: v}), true
-		}
-		if v, ok := compareInt(op, a.t, a.lit.Bits, b.lit.Bits); ok {
-			return e.constant(ir.LitBool(v)), true
-		}
-	}
 	is := func(v value, bits uint32) bool { return v.konst && v.lit.Bits == bits }
 	switch op {
 	case ir.OpAdd:
