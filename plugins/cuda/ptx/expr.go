@@ -2,6 +2,8 @@ package ptx
 
 import (
 	"fmt"
+	"math/bits"
+	"strconv"
 
 	"github.com/kiln-dev/kiln/ir"
 	"github.com/kiln-dev/kiln/ir/ranges"
@@ -315,7 +317,7 @@ func (e *emitter) binary(x ir.BinaryExpr) (value, error) {
 	var reg string
 	switch {
 	case (x.Op == ir.OpDiv || x.Op == ir.OpRem) && a.t.IsInteger() && plainDivisor(a.t, b.rng):
-		reg = e.plainDivRem(x.Op == ir.OpDiv, a.t, a.reg, b.reg)
+		reg = e.plainDivRem(x.Op == ir.OpDiv, a.t, a.reg, b)
 	case a.t == ir.Bool:
 		reg, err = e.binaryBool(x.Op, a.reg, b.reg)
 	case a.t == ir.I32, a.t == ir.U32:
@@ -411,16 +413,33 @@ func plainDivisor(t ir.Type, r ranges.Range) bool {
 	return r.Lo() >= 1
 }
 
-// plainDivRem is PTX's div or rem, for a divisor plainDivisor accepts.
-func (e *emitter) plainDivRem(div bool, t ir.Type, x, y string) string {
+// plainDivRem is PTX's div or rem, for a divisor plainDivisor accepts. A
+// constant divisor is an immediate operand, which ptxas needs to turn the
+// division into a multiply-high and shifts (from a register holding the same
+// constant it emits the full reciprocal sequence); a u32 power of two is a
+// shift or a mask.
+func (e *emitter) plainDivRem(div bool, t ir.Type, x string, y value) string {
 	opcode := "rem."
 	if div {
 		opcode = "div."
 	}
-	if t == ir.I32 {
-		return e.op2(opcode+"s32", x, y)
+	divisor := y.reg
+	if c, ok := y.rng.Const(); ok {
+		divisor = strconv.FormatUint(uint64(c), 10)
+		if t == ir.I32 {
+			divisor = strconv.FormatInt(int64(int32(c)), 10)
+		}
+		if t == ir.U32 && bits.OnesCount32(c) == 1 {
+			if div {
+				return e.op2("shr.u32", x, strconv.Itoa(bits.TrailingZeros32(c)))
+			}
+			return e.op2("and.b32", x, strconv.FormatUint(uint64(c-1), 10))
+		}
 	}
-	return e.op2(opcode+"u32", x, y)
+	if t == ir.I32 {
+		return e.op2(opcode+"s32", x, divisor)
+	}
+	return e.op2(opcode+"u32", x, divisor)
 }
 
 // unsignedDivRem divides by the divisor, or by 1 when it is 0; the quotient is then
