@@ -242,6 +242,20 @@ func (b *Backend) startVulkan() string {
 	return ""
 }
 
+// Prestart loads Vulkan and lists the adapters now, as the first call would:
+// the plugin runs it on its own goroutine at process start, so the start
+// overlaps the plugin handshake and the first Describe finds it done or under
+// way. It creates no device. Calling it more than once, or after another call,
+// does nothing.
+func (b *Backend) Prestart() {
+	b.life.RLock()
+	defer b.life.RUnlock()
+	b.mu.Lock()
+	_ = b.start() // a closed backend: the next call says so
+	b.mu.Unlock()
+	b.noteValidation()
+}
+
 // Describe reports the backend and its adapters. The first call starts
 // measuring each available adapter's bandwidth in the background (see the
 // package documentation); until a measurement ends, mem_bw_gbps is 0.
@@ -368,6 +382,9 @@ func (b *Backend) Close(context.Context) error {
 // noteValidation moves the validation messages that arrived since the last call
 // into the backend's tally and logs them.
 func (b *Backend) noteValidation() {
+	if !b.cfg.Validation {
+		return
+	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.noteValidationLocked()

@@ -112,3 +112,43 @@ func BenchmarkStartPhases(b *testing.B) {
 		b.ReportMetric(float64(m.d.Nanoseconds())/n, m.unit)
 	}
 }
+
+// TestPrestart starts Vulkan before any call: the adapters are listed and no
+// device is created; the first Describe then reports them without starting
+// again, and a Prestart after Close does nothing.
+func TestPrestart(t *testing.T) {
+	cfg := ConfigFromEnv()
+	cfg.Validation = os.Getenv(ValidationEnv) != "0"
+	cfg.NoBandwidth = true
+	b := New(cfg)
+	ctx := context.Background()
+	b.Prestart()
+	b.mu.Lock()
+	started, adapters, phases := b.started, b.adapters, b.phases
+	b.mu.Unlock()
+	if !started || len(adapters) == 0 {
+		t.Fatalf("after Prestart: started %v, %d adapters", started, len(adapters))
+	}
+	for _, a := range adapters {
+		if a.current() != nil {
+			t.Errorf("adapter %d has a logical device after Prestart", a.index)
+		}
+	}
+	d, err := b.Describe(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(d.Adapters) != len(adapters) || b.phases != phases {
+		t.Errorf("Describe after Prestart started again: %d adapters (had %d), phases %+v (had %+v)", len(d.Adapters), len(adapters), b.phases, phases)
+	}
+	if err := b.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	b.Prestart()
+	if _, err := b.Describe(ctx); err == nil {
+		t.Error("Describe after Close and Prestart succeeded")
+	}
+	if n, text := b.ValidationMessages(); n != 0 {
+		t.Errorf("%d validation messages:\n%s", n, text)
+	}
+}
