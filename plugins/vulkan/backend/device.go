@@ -81,11 +81,13 @@ type device struct {
 	// generation, which grows whenever a set leaves a cache (both under lock).
 	caches map[*pipeline]*setCache
 	setGen uint64
-	// spin is how long a job polls its fence before blocking (spinWait; 0 on
-	// CPU devices).
-	spin time.Duration
-	// jobs are submit jobs to reuse, with their slices (see Backend.Submit).
-	jobs sync.Pool
+	// spin is how long a job polls its fence before blocking, in nanoseconds
+	// (spinWait; 0 on CPU devices).
+	spin atomic.Int64
+	// jobs are submit jobs to reuse, with their slices (see Backend.Submit),
+	// at most maxFreeJobs; jobMu guards them.
+	jobMu sync.Mutex
+	jobs  []*job
 	// segs are the data-plane segments the device imported, by id (nil: it
 	// cannot import that one); the backend's segMu guards them.
 	segs map[uint64]*resident
@@ -105,9 +107,9 @@ func newDevice(a *adapter) (*device, error) {
 		dev.Destroy()
 		return nil, err
 	}
-	d := &device{a: a, vk: dev, pool: pool, lock: make(chan struct{}, 1), caches: map[*pipeline]*setCache{}, spin: spinWait}
-	if a.props.Type == vk.DeviceTypeCPU {
-		d.spin = 0
+	d := &device{a: a, vk: dev, pool: pool, lock: make(chan struct{}, 1), caches: map[*pipeline]*setCache{}}
+	if a.props.Type != vk.DeviceTypeCPU {
+		d.spin.Store(int64(spinWait))
 	}
 	d.direct.Store(directMemory(a.props.Type, a.mem))
 	usage := vk.UsageStorage | vk.UsageTransferSrc | vk.UsageTransferDst

@@ -463,12 +463,13 @@ var errAbandoned = errors.New("abandoned")
 // work.
 const spinWait = 200 * time.Microsecond
 
-// wait polls the job's fence for the device's spin time, then waits for it in
-// slices, giving up when ctx ends (with an error wrapping errAbandoned and
-// ctx's cause; the job is then still running).
-func (j *job) wait(ctx context.Context) error {
+// wait polls the job's fence for the device's spin time when poll is set (a
+// caller waits for the answer; a job finishing in the background does not
+// poll), then waits for it in slices, giving up when ctx ends (with an error
+// wrapping errAbandoned and ctx's cause; the job is then still running).
+func (j *job) wait(ctx context.Context, poll bool) error {
 	d := j.d
-	if d.spin > 0 {
+	if spin := time.Duration(d.spin.Load()); poll && spin > 0 {
 		var until time.Time
 		for !d.loseNext.Load() {
 			done, err := d.vk.FenceSignaled(j.s.fence)
@@ -481,7 +482,7 @@ func (j *job) wait(ctx context.Context) error {
 			}
 			now := time.Now()
 			if until.IsZero() {
-				until = now.Add(d.spin)
+				until = now.Add(spin)
 			}
 			if ctx.Err() != nil || now.After(until) {
 				break
@@ -570,14 +571,14 @@ func (j *job) run(ctx context.Context, what string) (int64, error) {
 // await is run for a submitted job.
 func (j *job) await(ctx context.Context, what string) (int64, error) {
 	d := j.d
-	err := j.wait(ctx)
+	err := j.wait(ctx, true)
 	if err != nil && j.commands > 0 {
 		what = fmt.Sprintf("%s of %d commands", what, j.commands)
 	}
 	if errors.Is(err, errAbandoned) {
 		j.handedOff = true
 		go func() {
-			if err := j.wait(context.Background()); err != nil {
+			if err := j.wait(context.Background(), false); err != nil {
 				_ = d.vk.WaitIdle()
 				_ = d.fail(what, err)
 			}

@@ -386,10 +386,18 @@ func (b *Backend) Submit(ctx context.Context, req *pluginapi.SubmitRequest) (*pl
 	return &pluginapi.SubmitResult{HostNanos: max(time.Since(start).Nanoseconds(), 1), DeviceNanos: ns}, nil
 }
 
-// submitJob returns an empty job on d, reusing the slices of an earlier
-// submit's.
+// maxFreeJobs bounds the submit jobs a device keeps for reuse.
+const maxFreeJobs = 16
+
+// submitJob returns an empty job on d, reusing an earlier submit's with its
+// slices.
 func (d *device) submitJob() *job {
-	if j, ok := d.jobs.Get().(*job); ok {
+	d.jobMu.Lock()
+	defer d.jobMu.Unlock()
+	if n := len(d.jobs); n > 0 {
+		j := d.jobs[n-1]
+		d.jobs[n-1] = nil
+		d.jobs = d.jobs[:n-1]
 		return j
 	}
 	return &job{d: d}
@@ -412,7 +420,11 @@ func (d *device) recycle(j *job) {
 	*j = job{d: d, ops: j.ops[:0], residents: j.residents[:0], pipelines: j.pipelines[:0], scratch: j.scratch[:0],
 		spans: j.spans[:0], words: j.words[:0], reads: j.reads[:0], writes: j.writes[:0], opReads: j.opReads[:0], opWr: j.opWr[:0],
 		ranges: j.ranges[:0], key: j.key[:0], push: j.push[:0]}
-	d.jobs.Put(j)
+	d.jobMu.Lock()
+	if len(d.jobs) < maxFreeJobs {
+		d.jobs = append(d.jobs, j)
+	}
+	d.jobMu.Unlock()
 }
 
 // prepare checks every command against the pipelines and buffers of the job's

@@ -65,8 +65,20 @@ func TestDescribeStartsOnlyWhatTheProfileNeeds(t *testing.T) {
 // adapter 0's logical device) and nvml-ns (reading NVML's estimates alone;
 // Describe reads them alongside the start and waits at most estimateGrace).
 // The bandwidth measurement is left out (Config.NoBandwidth), as in
-// BenchmarkStartAndDescribe.
+// BenchmarkStartAndDescribe. Sub-benchmark nvml=on starts as the plugin does;
+// nvml=off reads no NVML estimates, to show whether reading them alongside
+// slows the driver's own start.
 func BenchmarkStartPhases(b *testing.B) {
+	for _, withNVML := range []bool{true, false} {
+		name := "nvml=on"
+		if !withNVML {
+			name = "nvml=off"
+		}
+		b.Run(name, func(b *testing.B) { benchStartPhases(b, withNVML) })
+	}
+}
+
+func benchStartPhases(b *testing.B, withNVML bool) {
 	ctx := context.Background()
 	var sum startPhases
 	var describe, open, nvml time.Duration
@@ -74,6 +86,9 @@ func BenchmarkStartPhases(b *testing.B) {
 		cfg := ConfigFromEnv()
 		cfg.NoBandwidth = true
 		be := New(cfg)
+		if !withNVML {
+			be.estimate = func() (map[string]float64, error) { return nil, nil }
+		}
 		began := time.Now()
 		d, err := be.Describe(ctx)
 		if err != nil {
@@ -96,19 +111,28 @@ func BenchmarkStartPhases(b *testing.B) {
 			open += time.Since(began)
 		}
 		be.Close(ctx)
-		began = time.Now()
-		_, _ = vk.NVMLBandwidth()
-		nvml += time.Since(began)
+		if withNVML {
+			began = time.Now()
+			_, _ = vk.NVMLBandwidth()
+			nvml += time.Since(began)
+		}
 		b.StartTimer()
 	}
 	n := float64(b.N)
-	for _, m := range []struct {
+	metrics := []struct {
 		d    time.Duration
 		unit string
 	}{
 		{sum.Load, "load-ns"}, {sum.Version, "version-ns"}, {sum.Instance, "instance-ns"}, {sum.Enumerate, "enumerate-ns"},
-		{sum.Adapters, "adapters-ns"}, {sum.Estimates, "nvml-wait-ns"}, {describe, "describe-ns"}, {open, "open-ns"}, {nvml, "nvml-ns"},
-	} {
+		{sum.Adapters, "adapters-ns"}, {sum.Estimates, "nvml-wait-ns"}, {describe, "describe-ns"}, {open, "open-ns"},
+	}
+	if withNVML {
+		metrics = append(metrics, struct {
+			d    time.Duration
+			unit string
+		}{nvml, "nvml-ns"})
+	}
+	for _, m := range metrics {
 		b.ReportMetric(float64(m.d.Nanoseconds())/n, m.unit)
 	}
 }

@@ -173,9 +173,9 @@ func TestSubmitPollsItsFence(t *testing.T) {
 	s := newSubmitPath(t, 4)
 	req := s.add(0, 4, 1)
 	s.submit(t, req)
-	own := s.d.spin
-	defer func() { s.d.spin = own }()
-	s.d.spin = time.Minute
+	own := s.d.spin.Load()
+	defer s.d.spin.Store(own)
+	s.d.spin.Store(int64(time.Minute))
 	before := s.d.vk.Calls().FenceWaits
 	for range 20 {
 		s.submit(t, req)
@@ -183,7 +183,7 @@ func TestSubmitPollsItsFence(t *testing.T) {
 	if n := s.d.vk.Calls().FenceWaits - before; n != 0 {
 		t.Errorf("20 short submits polling for a minute waited in vkWaitForFences %d times, want 0", n)
 	}
-	s.d.spin = 0
+	s.d.spin.Store(0)
 	before = s.d.vk.Calls().FenceWaits
 	s.submit(t, req)
 	if n := s.d.vk.Calls().FenceWaits - before; n == 0 {
@@ -199,9 +199,9 @@ func TestSubmitPollsItsFence(t *testing.T) {
 func TestSubmitPollGivesUpAtTheDeadline(t *testing.T) {
 	s := newSubmitPath(t, 1)
 	long := blocker(t, s.b, 2*time.Second)
-	own := s.d.spin
-	defer func() { s.d.spin = own }()
-	s.d.spin = time.Minute
+	own := s.d.spin.Load()
+	defer s.d.spin.Store(own)
+	s.d.spin.Store(int64(time.Minute))
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
 	_, err := s.b.Submit(ctx, long)
