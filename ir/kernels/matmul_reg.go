@@ -24,6 +24,15 @@ const (
 	regShared = ir.MaxSharedBytes / 4 / 2
 )
 
+// randomSixteenths draws n values from the multiples of 1/16 in [-1, 1].
+func randomSixteenths(rng *rand.Rand, n int) []float32 {
+	out := make([]float32, n)
+	for i := range out {
+		out[i] = float32(rng.IntN(33)-16) / 16
+	}
+	return out
+}
+
 // The tunables' candidates: block rows and columns per invocation, tile depth.
 var (
 	regBlocks = []uint32{1, 2, 4, 8}
@@ -49,11 +58,18 @@ func matmulReg() Kernel {
 		Invocations: inv,
 		Flops:       matmulFlops,
 		NewCase: func(rng *rand.Rand, size int) Case {
-			return withInvocations(k.NewCase(rng, size), inv, [3]uint32{regWG, regWG, 1})
+			c := k.NewCase(rng, size)
+			m, kk, n := size, size+1, size+2
+			c.Inputs[0], c.Inputs[1] = F32Bytes(randomSixteenths(rng, m*kk)), F32Bytes(randomSixteenths(rng, kk*n))
+			return withInvocations(c, inv, [3]uint32{regWG, regWG, 1})
 		},
 		Reference: matmulReference,
-		// As matmul: each element is a sum over e in order of rounded products,
-		// and the zero padding adds +0 products, which change nothing.
+		// The kernel accumulates with fma, which a backend may fuse or not
+		// (docs/design.md, "The program"), and the reference does not fuse. The
+		// inputs are multiples of 1/16 in [-1, 1], so every product is a
+		// multiple of 2^-8 of magnitude at most 1 and every partial sum of fewer
+		// than 2^16 of them (k < 65536) is exact in f32: fused, unfused and reference
+		// agree bit for bit, as does the zero padding's +0.
 		Check: exact(ir.F32, "c"),
 	}
 }
@@ -66,7 +82,9 @@ func matmulReg() Kernel {
 // workgroup stages the (Y·bm)×tk block of a and the tk×(X·bn) block of b in
 // shared memory (0 outside the matrices), and after a barrier each invocation,
 // for e = 0..tk-1, loads its bn values of b into registers, then for each of
-// its bm rows one value of a, and adds the bm·bn products to its accumulators;
+// its bm rows one value of a, and accumulates the bm·bn products with fma (one
+// instruction each where the backend fuses, twice the rate of a multiply and an
+// add);
 // a second barrier frees the tiles. The program declares regMaxBlock²
 // accumulators and regMaxBlock b registers; conditions on bm and bn, which are
 // specialization constants, select the ones in use, so a backend that folds
@@ -134,7 +152,7 @@ func matmulRegProgram() *ir.Program {
 					av := then.Let(fmt.Sprintf("a_%d", i), ir.Load(aTile, ir.Add(ir.Mul(ir.Add(ir.Mul(u(i), wy), ty), tk), e)))
 					for j := range regMaxBlock {
 						then.If(ir.Lt(u(j), bn), func(use *ir.Block) {
-							use.Assign(acc(i, j), ir.Add(ir.Local(acc(i, j)), ir.Mul(av, ir.Local(bv(j)))))
+							use.Assign(acc(i, j), ir.Fma(av, ir.Local(bv(j)), ir.Local(acc(i, j))))
 						})
 					}
 				})

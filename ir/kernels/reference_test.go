@@ -1,6 +1,8 @@
 package kernels
 
 import (
+	"math"
+	"math/rand/v2"
 	"slices"
 	"testing"
 
@@ -91,6 +93,46 @@ func TestReferencesByHand(t *testing.T) {
 		}
 		if got := BytesU32(out[0]); !slices.Equal(got, hc.want) {
 			t.Errorf("case %d (%s): reference gives %v, want %v", i, hc.kernel, got, hc.want)
+		}
+	}
+}
+
+// TestMatmulRegCasesAreExact pins what matmul_reg's check relies on: on its
+// cases a fused multiply-add and a rounded multiply then add give the same
+// bits at every step, up to the deepest k the doc allows (65535 products of
+// magnitude 1, all of one sign) and on a drawn case.
+func TestMatmulRegCasesAreExact(t *testing.T) {
+	same := func(a, b []float32) (int, bool) {
+		var fused, split float32
+		for e := range a {
+			fused = float32(math.FMA(float64(a[e]), float64(b[e]), float64(fused)))
+			split += float32(a[e] * b[e])
+			if math.Float32bits(fused) != math.Float32bits(split) {
+				return e, false
+			}
+		}
+		return len(a), true
+	}
+	ones := make([]float32, 65535)
+	for i := range ones {
+		ones[i] = 1
+	}
+	if e, ok := same(ones, ones); !ok {
+		t.Fatalf("65535 products of 1: fused and split sums differ at step %d", e)
+	}
+	k, _ := Lookup("matmul_reg")
+	c := k.NewCase(rand.New(rand.NewPCG(1, 2)), 300)
+	a, b := BytesF32(c.Inputs[0]), BytesF32(c.Inputs[1])
+	m, kk, n := 300, 301, 302
+	for row := 0; row < m; row += 37 {
+		for col := 0; col < n; col += 41 {
+			bcol := make([]float32, kk)
+			for e := range bcol {
+				bcol[e] = b[e*n+col]
+			}
+			if e, ok := same(a[row*kk:row*kk+kk], bcol); !ok {
+				t.Fatalf("c[%d][%d]: fused and split sums differ at step %d", row, col, e)
+			}
 		}
 	}
 }
