@@ -7,14 +7,20 @@ import (
 	"fmt"
 )
 
-// The fast path's frames: fixed little-endian binary records on the data plane's
-// unix socket. pluginapi/doc.go and docs/design.md ("Fast path: frames") give the
-// format; the encoders and decoders here are its only implementation, and the
-// decoders of both sides are fuzzed.
+// The fast path's frames: fixed little-endian binary records in the data plane's
+// rings (the hello frame alone on its unix socket). pluginapi/doc.go and
+// docs/design.md ("Fast path: frames") give the format; the encoders and
+// decoders here are its only implementation, and the decoders of both sides are
+// fuzzed.
 
 // SegmentName is the memfd name of every shared segment of the data plane;
 // /proc/PID/maps shows each mapping as "/memfd:kiln-shm (deleted)".
 const SegmentName = "kiln-shm"
+
+// RingSegmentName is the memfd name of a data plane's ring segment (one per
+// plane: the request and completion rings); /proc/PID/maps shows it as
+// "/memfd:kiln-ring (deleted)".
+const RingSegmentName = "kiln-ring"
 
 // frameHeaderBytes is the size of every frame's header: u32 size (the whole
 // frame), u8 kind, u8 flags, u16 zero, u64 sequence number.
@@ -364,6 +370,7 @@ func decodeRequest(b []byte) (*request, error) {
 			return nil, fmt.Errorf("hello token of %d bytes, more than %d", n, maxTokenBytes)
 		}
 		r.token = d.bytes(n)
+		wantFD = true // the ring segment
 	case frameAttach:
 		r.segment = d.u32()
 		d.pad()

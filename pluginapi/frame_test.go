@@ -11,7 +11,7 @@ import (
 // seeds.
 func sampleRequests() []*request {
 	return []*request{
-		{kind: frameHello, seq: 1, token: []byte("0123456789abcdef0123456789abcdef")},
+		{kind: frameHello, seq: 1, token: []byte("0123456789abcdef0123456789abcdef"), fd: true},
 		{kind: frameAttach, seq: 2, segment: 3, size: 1 << 20, fd: true},
 		{kind: frameDetach, seq: 3, segment: 3},
 		{kind: frameAlloc, seq: 4, adapter: 1, usage: UsageMap | UsageStorage, size: 4096, segment: 9, fd: true},

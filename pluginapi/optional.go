@@ -118,8 +118,8 @@ type Capabilities struct {
 	// Buffers, Submit, Artifacts and Health report the optional interfaces.
 	Buffers, Submit, Artifacts, Health bool
 	// SharedMemory reports whether buffer bytes and submits travel through the
-	// shared-memory data plane (fixed frames on a unix socket, memfd segments
-	// mapped by both processes) instead of gRPC messages.
+	// shared-memory data plane (fixed frames in shared-memory rings, memfd
+	// segments mapped by both processes) instead of gRPC messages.
 	SharedMemory bool
 	// DataPlane says why SharedMemory is off, when it is.
 	DataPlane string

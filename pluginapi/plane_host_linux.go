@@ -27,16 +27,17 @@ const (
 	maxIdleBytes    = 64 << 20
 )
 
-// plane is the host's side of a plugin's data plane: the socket its request frames
-// go out on, the completions it reads back, and the table of shared segments
-// (mapped buffers and staging areas). Every completion is checked against the
-// request it answers; a frame that does not fit closes the plane with a
-// ProtocolError.
+// plane is the host's side of a plugin's data plane: the ring segment its
+// request frames go out on and its completions come back on, the socket that
+// carries the hello, the descriptors and the plugin's liveness, and the table
+// of shared segments (mapped buffers and staging areas). Every completion is
+// checked against the request it answers; a frame or ring index that does not
+// fit closes the plane with a ProtocolError.
 //
 // Completions are read by the callers waiting for them, not by a goroutine of
 // the plane's own: a waiting caller that takes the reader token reads frames,
 // hands each to its call, and gives the token back once its own completion came;
-// the thread that sleeps in the read is the one that needs the answer. (Handing
+// the thread that sleeps on the ring is the one that needs the answer. (Handing
 // each completion from a reader goroutine to its caller cost a thread wake-up of
 // about 35 µs per round trip on the 2-core machine.) A watcher goroutine sleeps
 // until the plugin's end of the socket closes and then closes the plane, so a
@@ -45,18 +46,21 @@ type plane struct {
 	conn   *rawConn
 	cancel func(seq uint64) // asks the plugin over gRPC to cancel a request
 
-	wmu sync.Mutex // one frame at a time on the socket
+	// wmu: one frame at a time into the request ring (and descriptors on the
+	// socket); it guards req.
+	wmu sync.Mutex
+	req *ring // producer side; nil once the plane closed and the segment is unmapped
 
-	// lead is the reader token (capacity 1); its holder alone reads the socket,
-	// through in. wake (an eventfd) interrupts a holder waiting for data: a
-	// caller's context ended, or the plane closed.
+	// lead is the reader token (capacity 1); its holder alone reads the
+	// completion ring (done) into in.
 	lead    chan struct{}
-	in      frameBuffer
-	wake    int
+	done    *ring // consumer side; nil once unmapped
+	in      []byte
 	watched chan struct{} // closed when the watcher returned
 
 	mu      sync.Mutex
-	err     error // set once the plane is closed
+	err     error  // set once the plane is closed
+	rings   []byte // the ring segment's mapping, until it is unmapped
 	seq     uint64
 	nextSeg uint32
 	pending map[uint64]*call
@@ -96,27 +100,31 @@ func dialPlane(ctx context.Context, path string, token []byte, cancel func(uint6
 		conn.close()
 		return nil, err
 	}
-	p := newPlane(conn, cancel)
-	if _, err := p.roundTrip(ctx, &request{kind: frameHello, token: token}, -1, 0); err != nil {
+	return startPlane(ctx, conn, token, cancel)
+}
+
+// startPlane starts the host's side of a plane on a connected socket: it
+// creates the ring segment and sends it with the hello frame, whose completion
+// comes back on the completion ring.
+func startPlane(ctx context.Context, conn *rawConn, token []byte, cancel func(uint64)) (*plane, error) {
+	mem, fd, err := createRingSegment()
+	if err != nil {
+		conn.close()
+		return nil, err
+	}
+	p := &plane{conn: conn, cancel: cancel, pending: map[uint64]*call{}, segs: map[uint32]*segment{},
+		detach: make(chan *segment, 64), lead: make(chan struct{}, 1), watched: make(chan struct{}), rings: mem}
+	p.req, p.done = ringPair(mem)
+	p.lead <- struct{}{}
+	go p.watch()
+	go p.janitor()
+	_, err = p.roundTrip(ctx, &request{kind: frameHello, token: token}, fd, 0)
+	unix.Close(fd)
+	if err != nil {
 		p.fail(err)
 		return nil, fmt.Errorf("data plane hello: %w", err)
 	}
 	return p, nil
-}
-
-// newPlane starts the host's side of a plane on a connected socket.
-func newPlane(conn *rawConn, cancel func(uint64)) *plane {
-	p := &plane{conn: conn, cancel: cancel, pending: map[uint64]*call{}, segs: map[uint32]*segment{},
-		detach: make(chan *segment, 64), lead: make(chan struct{}, 1), watched: make(chan struct{})}
-	p.lead <- struct{}{}
-	wake, err := unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK)
-	if err != nil {
-		wake = -1 // a leader then waits in read alone; a context cannot interrupt it
-	}
-	p.wake = wake
-	go p.watch()
-	go p.janitor()
-	return p
 }
 
 // watch sleeps until the peer closes its end of the socket (or the plane is
@@ -168,29 +176,31 @@ func (p *plane) fail(err error) {
 		p.finish(c, nil)
 	}
 	go func() {
-		// The descriptors close once nobody can be using them: the watcher has
-		// returned and the reader token is held here for good.
+		// The ring segment is unmapped and the socket closed once nobody can
+		// be using them: the watcher has returned, the reader token is held
+		// here for good, and no frame is being written.
 		<-p.watched
 		<-p.lead
-		p.conn.close()
+		p.wmu.Lock()
 		p.mu.Lock()
-		wake := p.wake
-		p.wake = -1
+		mem := p.rings
+		p.rings, p.req, p.done = nil, nil, nil
 		p.mu.Unlock()
-		if wake >= 0 {
-			unix.Close(wake)
+		p.wmu.Unlock()
+		if mem != nil {
+			_ = unix.Munmap(mem) // fails only for a mapping unix.Mmap did not make
 		}
+		p.conn.close()
 	}()
 }
 
-// signal wakes a reader-token holder waiting for data.
+// signal wakes a reader-token holder asleep on the completion ring.
 func (p *plane) signal() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.wake >= 0 {
-		var one [8]byte
-		one[0] = 1
-		_, _ = unix.Write(p.wake, one[:]) // a full counter means a wake is pending anyway
+	if p.rings != nil {
+		_, done := ringPair(p.rings)
+		done.interrupt()
 	}
 }
 
@@ -223,49 +233,36 @@ func unavailableErr(err error) error {
 	return status.Error(codes.Unavailable, fmt.Sprintf("kiln data plane lost: %v", err))
 }
 
-// errWoken reports that a reader-token holder was woken without data.
+// errWoken reports that a reader-token holder was woken without a frame.
 var errWoken = errors.New("woken")
 
-// readFrame returns the next completion frame, waiting for it; errWoken when
-// the wait was interrupted (see signal). Unless interruptible, it waits in the
-// read alone (one system call less per frame; closing the plane still ends it).
-//
-// Before it sleeps it polls the socket for spinWait: a completion that comes
-// within that time is read without the wake-up of a sleeping thread.
-func (p *plane) readFrame(interruptible bool) ([]byte, error) {
+// readFrame returns the next completion frame, copied out of the completion
+// ring (valid until the next call); errWoken when the wait ended without one
+// (see signal; stop reports that the caller should not sleep). With spin it
+// first polls the ring for spinWait: a completion that comes within that time
+// is read without the wake-up of a sleeping thread.
+func (p *plane) readFrame(spin bool, stop func() bool) ([]byte, error) {
 	until := time.Now().Add(spinWait)
 	for {
-		if b, ok, err := p.in.next(); err != nil || ok {
-			return b, err
-		}
-		got, err := spin(until, func() (bool, error) {
-			err := p.in.fillNow(p.conn)
-			if err == errNothingYet {
-				return false, nil
-			}
-			return err == nil, err
-		})
-		if err != nil {
-			return nil, err
-		}
-		if got {
-			continue
-		}
-		if interruptible && p.wake >= 0 {
-			fds := []unix.PollFd{{Fd: int32(p.conn.fd), Events: unix.POLLIN}, {Fd: int32(p.wake), Events: unix.POLLIN}}
-			if _, err := unix.Poll(fds, -1); err != nil && !errors.Is(err, unix.EINTR) {
-				return nil, err
-			}
-			if fds[1].Revents != 0 {
-				var buf [8]byte
-				_, _ = unix.Read(p.wake, buf[:]) // resets the counter
-				if fds[0].Revents == 0 {
-					return nil, errWoken
-				}
+		b, in, ok, err := p.done.next(p.in, maxDoneBytes)
+		p.in = in
+		switch {
+		case err != nil:
+			return nil, &ProtocolError{Detail: "completion ring: " + err.Error()}
+		case ok:
+			return b, nil
+		case spin:
+			spin = false
+			if p.done.spin(until) {
+				continue
 			}
 		}
-		if err := p.in.fill(p.conn); err != nil {
-			return nil, err
+		p.done.sleep(ringWaitTimeout, stop)
+		if !p.done.pending() {
+			if hungUp(p.conn.fd) {
+				return nil, io.EOF
+			}
+			return nil, errWoken
 		}
 	}
 }
@@ -296,13 +293,15 @@ func (p *plane) deliver(b []byte) error {
 // readFor reads and delivers completions, holding the reader token, until c has
 // its own, ctx ends, or the plane closes.
 func (p *plane) readFor(ctx context.Context, c *call) {
-	interruptible := ctx.Done() != nil
-	if interruptible {
+	if ctx.Done() != nil {
 		stop := context.AfterFunc(ctx, p.signal)
 		defer stop()
 	}
-	for !c.ready() && ctx.Err() == nil && p.closed() == nil {
-		b, err := p.readFrame(interruptible)
+	stop := func() bool { return c.ready() || ctx.Err() != nil || p.closed() != nil }
+	spin := true
+	for !stop() {
+		b, err := p.readFrame(spin, stop)
+		spin = false
 		switch {
 		case err == errWoken:
 			continue
@@ -317,52 +316,31 @@ func (p *plane) readFor(ctx context.Context, c *call) {
 	}
 }
 
-// frameBuffer collects completion frames from the socket; only the reader-token
-// holder uses it.
-type frameBuffer struct {
-	buf  []byte
-	r, w int
-}
-
-// next returns the next whole frame when one is buffered (valid until the next
-// call), or an error for a header that breaks the format.
-func (f *frameBuffer) next() ([]byte, bool, error) {
-	if f.w-f.r < frameHeaderBytes {
-		return nil, false, nil
+// drain delivers the completions already in the ring when the reader token is
+// free; a sender waiting for room in the request ring calls it, so that a
+// plugin blocked on a full completion ring gets going again.
+func (p *plane) drain() {
+	select {
+	case <-p.lead:
+	default:
+		return // its holder reads them
 	}
-	h, err := parseHeader(f.buf[f.r:f.r+frameHeaderBytes], maxDoneBytes)
-	if err != nil {
-		return nil, false, &ProtocolError{Detail: err.Error()}
+	defer func() { p.lead <- struct{}{} }()
+	for p.closed() == nil {
+		b, in, ok, err := p.done.next(p.in, maxDoneBytes)
+		p.in = in
+		if err != nil {
+			p.fail(&ProtocolError{Detail: "completion ring: " + err.Error()})
+			return
+		}
+		if !ok {
+			return
+		}
+		if err := p.deliver(b); err != nil {
+			p.fail(err)
+			return
+		}
 	}
-	if f.w-f.r < int(h.size) {
-		return nil, false, nil
-	}
-	b := f.buf[f.r : f.r+int(h.size)]
-	f.r += int(h.size)
-	return b, true, nil
-}
-
-// fill reads what the socket has, waiting for at least one byte, making room
-// first.
-func (f *frameBuffer) fill(c *rawConn) error { return f.fillWith(c.Read) }
-
-// fillNow is fill without waiting: errNothingYet when no byte is there.
-func (f *frameBuffer) fillNow(c *rawConn) error { return f.fillWith(c.readNow) }
-
-func (f *frameBuffer) fillWith(read func([]byte) (int, error)) error {
-	if f.buf == nil {
-		f.buf = make([]byte, 2*maxDoneBytes)
-	}
-	if f.r > 0 {
-		f.w = copy(f.buf, f.buf[f.r:f.w])
-		f.r = 0
-	}
-	n, err := read(f.buf[f.w:])
-	if err != nil {
-		return err
-	}
-	f.w += n
-	return nil
 }
 
 // roundTrip sends r (with fd, when not -1, riding along) and waits for its
@@ -401,7 +379,7 @@ func (p *plane) send(r *request, fd int, outputs int, release func()) (*call, er
 		}
 		return nil, Rejected("%v. Fix: split the request", err)
 	}
-	if err := p.write(b, fd); err != nil {
+	if err := p.write(b, r.kind, fd); err != nil {
 		p.fail(err)
 	}
 	return c, nil
@@ -459,14 +437,50 @@ func (p *plane) finishClosed(c *call) {
 	p.mu.Unlock()
 }
 
-// write sends one frame, with fd as SCM_RIGHTS on its first bytes.
-func (p *plane) write(b []byte, fd int) error {
+// write sends one frame of kind. The hello frame goes on the socket with the
+// ring segment's descriptor fd; every other frame goes into the request ring,
+// and a descriptor that rides with it goes on the socket first, in a note
+// holding the frame's sequence number: the plugin finds it there when it
+// reads the frame, in ring order.
+func (p *plane) write(b []byte, kind frameKind, fd int) error {
 	p.wmu.Lock()
 	defer p.wmu.Unlock()
-	if fd >= 0 {
+	if kind == frameHello {
 		return p.conn.write(b, unix.UnixRights(fd))
 	}
-	return p.conn.write(b, nil)
+	if p.req == nil {
+		return errPlaneClosed
+	}
+	if fd >= 0 {
+		if err := p.conn.write(b[8:frameHeaderBytes], unix.UnixRights(fd)); err != nil {
+			return err
+		}
+	}
+	var until time.Time
+	for {
+		err := p.req.put(b)
+		if err == nil {
+			return nil
+		}
+		if err != errRingFull {
+			return &ProtocolError{Detail: "request ring: " + err.Error()}
+		}
+		// The plugin is behind: let it answer what it has (it may wait for
+		// room in the completion ring), and poll, then nap, until there is
+		// room.
+		if err := p.closed(); err != nil {
+			return err
+		}
+		p.drain()
+		if until.IsZero() {
+			until = time.Now().Add(spinWait)
+		}
+		if time.Now().Before(until) {
+			unix.RawSyscall(unix.SYS_SCHED_YIELD, 0, 0, 0) // cannot fail on Linux
+		} else {
+			time.Sleep(ringNap)
+		}
+	}
 }
 
 // newSegment creates a shared segment, registered so that it is orphaned when

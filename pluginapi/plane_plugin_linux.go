@@ -6,12 +6,15 @@ import (
 	"context"
 	"crypto/rand"
 	"crypto/subtle"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -21,8 +24,9 @@ import (
 const acceptTimeout = 30 * time.Second
 
 // planeServer is the plugin's side of the data plane: it accepts the host's one
-// connection on a private unix socket and runs each request frame in order, on
-// one goroutine, answering each with a completion frame. Requests go through the
+// connection on a private unix socket, receives the ring segment with the hello
+// frame, and runs each request frame of the request ring in order, on one
+// goroutine, answering each with a completion frame on the completion ring. Requests go through the
 // SDK's device, so a backend sees only checked requests and []byte views of the
 // shared segments.
 type planeServer struct {
@@ -36,9 +40,17 @@ type planeServer struct {
 	closed  bool
 	running map[uint64]context.CancelFunc
 
+	// gone is set once the host's end of the socket closed or close was
+	// called; a wait on the request ring ends then.
+	gone atomic.Bool
+
 	// Owned by the serving goroutine.
 	segs   map[uint32]*segment // staging segments and mapped buffers' segments
 	bufSeg map[uint64]*segment // mapped buffer → its segment
+	rings  []byte              // the ring segment's mapping (set under mu)
+	req    *ring               // consumer side
+	done   *ring               // producer side
+	in     []byte              // the request frame being served
 }
 
 // listenPlane opens a unix socket in a new private directory and serves the
@@ -81,6 +93,7 @@ func (p *planeServer) close() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.closed = true
+	p.gone.Store(true)
 	p.ln.Close()
 	if p.conn != nil {
 		p.conn.shutdown()
@@ -108,15 +121,20 @@ func (p *planeServer) serve() {
 	p.conn = conn
 	p.mu.Unlock()
 	r := &fdReader{conn: conn}
-	defer p.shutdown(conn, r)
+	watched := make(chan struct{})
+	defer p.shutdown(conn, r, watched)
 	if err := checkPeer(conn.fd); err != nil {
+		close(watched)
 		return
 	}
-	if !p.hello(r, conn) {
+	if !p.hello(r) {
+		close(watched)
 		return
 	}
+	go p.watch(conn, watched)
+	spin := false
 	for {
-		b, err := r.frame(maxRequestFrameBytes)
+		b, err := p.nextRequest(spin)
 		if err != nil {
 			return
 		}
@@ -126,36 +144,131 @@ func (p *planeServer) serve() {
 		}
 		fd := -1
 		if req.fd {
-			if fd = r.popFD(); fd < 0 {
+			if fd, err = r.note(req.seq); err != nil {
 				return
 			}
 		}
-		if err := conn.write(encodeDone(req.kind, p.handle(req, fd)), nil); err != nil {
+		if err := p.answer(encodeDone(req.kind, p.handle(req, fd))); err != nil {
 			return
 		}
 		// The host's next request tends to follow at once (a loop of small
 		// dispatches): poll for it a while before sleeping.
-		r.spinUntil = time.Now().Add(spinWait)
+		spin = true
 	}
 }
 
-// hello reads the first frame, which must carry the token.
-func (p *planeServer) hello(r *fdReader, conn *rawConn) bool {
+// watch sleeps until the host's end of the socket closes (or close shuts it
+// down), then wakes the serving goroutine.
+func (p *planeServer) watch(conn *rawConn, watched chan struct{}) {
+	defer close(watched)
+	fds := []unix.PollFd{{Fd: int32(conn.fd), Events: unix.POLLRDHUP}}
+	for {
+		_, err := unix.Poll(fds, -1)
+		if !errors.Is(err, unix.EINTR) {
+			break
+		}
+	}
+	p.gone.Store(true)
+	p.req.interrupt()
+}
+
+// hello reads the first frame from the socket, which must carry the token and
+// the ring segment, maps the rings and answers on the completion ring.
+func (p *planeServer) hello(r *fdReader) bool {
 	b, err := r.frame(maxRequestFrameBytes)
 	if err != nil {
 		return false
 	}
 	req, err := decodeRequest(b)
-	if err != nil || req.kind != frameHello || subtle.ConstantTimeCompare(req.token, p.token) != 1 {
+	if err != nil || req.kind != frameHello {
 		return false
 	}
-	return conn.write(encodeDone(frameHello, &done{seq: req.seq}), nil) == nil
+	fd := r.popFD()
+	if fd < 0 {
+		return false
+	}
+	if subtle.ConstantTimeCompare(req.token, p.token) != 1 {
+		unix.Close(fd)
+		return false
+	}
+	mem, err := mapRingSegment(fd)
+	if err != nil {
+		return false
+	}
+	p.mu.Lock()
+	p.rings = mem
+	p.mu.Unlock()
+	p.req, p.done = ringPair(mem)
+	return p.answer(encodeDone(frameHello, &done{seq: req.seq})) == nil
 }
 
-// shutdown closes the connection, the descriptors never claimed by a frame and
-// the staging segments. Mapped buffers' segments stay: the backend may still hold
-// them until it is closed.
-func (p *planeServer) shutdown(conn *rawConn, r *fdReader) {
+// nextRequest returns the next request frame, copied out of the request ring
+// (valid until the next call), waiting for it; with spin it polls the ring for
+// spinWait before it sleeps. It fails when the host is gone or its ring breaks
+// the format.
+func (p *planeServer) nextRequest(spin bool) ([]byte, error) {
+	until := time.Now().Add(spinWait)
+	for {
+		b, in, ok, err := p.req.next(p.in, maxRequestFrameBytes)
+		p.in = in
+		switch {
+		case err != nil:
+			return nil, err
+		case ok:
+			return b, nil
+		case spin:
+			spin = false
+			if p.req.spin(until) {
+				continue
+			}
+		}
+		if p.gone.Load() {
+			return nil, errPlaneClosed
+		}
+		p.req.sleep(ringWaitTimeout, p.gone.Load)
+		if !p.req.pending() && hungUp(p.conn.fd) {
+			return nil, io.EOF
+		}
+	}
+}
+
+// answer puts a completion frame into the completion ring, waiting for room
+// while the host is there.
+func (p *planeServer) answer(b []byte) error {
+	var until time.Time
+	for {
+		err := p.done.put(b)
+		if err != errRingFull {
+			return err
+		}
+		if p.gone.Load() {
+			return errPlaneClosed
+		}
+		if until.IsZero() {
+			until = time.Now().Add(spinWait)
+		}
+		if time.Now().Before(until) {
+			unix.RawSyscall(unix.SYS_SCHED_YIELD, 0, 0, 0) // cannot fail on Linux
+		} else {
+			time.Sleep(ringNap)
+		}
+	}
+}
+
+// shutdown closes the connection, the descriptors never claimed by a frame,
+// the ring segment and the staging segments. Mapped buffers' segments stay: the
+// backend may still hold them until it is closed.
+func (p *planeServer) shutdown(conn *rawConn, r *fdReader, watched chan struct{}) {
+	p.gone.Store(true)
+	conn.shutdown()
+	<-watched
+	if p.rings != nil {
+		_ = unix.Munmap(p.rings) // fails only for a mapping unix.Mmap did not make
+		p.mu.Lock()
+		p.rings = nil
+		p.mu.Unlock()
+		p.req, p.done = nil, nil
+	}
 	conn.close()
 	for fd := r.popFD(); fd >= 0; fd = r.popFD() {
 		unix.Close(fd)
@@ -379,33 +492,16 @@ type fdReader struct {
 	r, w int
 	fds  []int
 	oob  []byte
-	// spinUntil: until then, fill polls the socket before it sleeps.
-	spinUntil time.Time
 }
 
-// fill reads more bytes; the buffer has room. Until spinUntil it polls without
-// waiting first.
-func (fr *fdReader) fill() error {
-	if fr.oob == nil {
-		fr.oob = make([]byte, unix.CmsgSpace(16*4))
-	}
-	if time.Now().Before(fr.spinUntil) {
-		got, err := spin(fr.spinUntil, func() (bool, error) {
-			err := fr.fillFlags(unix.MSG_DONTWAIT)
-			if err == errNothingYet {
-				return false, nil
-			}
-			return err == nil, err
-		})
-		if got || err != nil {
-			return err
-		}
-	}
-	return fr.fillFlags(0)
-}
+// fill reads more bytes, waiting for them; the buffer has room.
+func (fr *fdReader) fill() error { return fr.fillFlags(0) }
 
 // fillFlags reads more bytes with recvmsg's extra flags.
 func (fr *fdReader) fillFlags(extra int) error {
+	if fr.oob == nil {
+		fr.oob = make([]byte, unix.CmsgSpace(16*4))
+	}
 	n, oobn, flags, err := fr.conn.recv(fr.buf[fr.w:], fr.oob, extra)
 	if err == errNothingYet {
 		return err
@@ -468,6 +564,37 @@ func (fr *fdReader) frame(limit int) ([]byte, error) {
 	}
 	fr.r = size
 	return fr.buf[:size], nil
+}
+
+// note returns the descriptor of request seq: the host sends it on the socket,
+// in a note of 8 bytes holding seq, before it publishes the frame, so it must be
+// there already; a missing or mismatched note breaks the protocol.
+func (fr *fdReader) note(seq uint64) (int, error) {
+	if fr.buf == nil {
+		fr.buf = make([]byte, 64<<10)
+	}
+	if fr.r > 0 {
+		copy(fr.buf, fr.buf[fr.r:fr.w])
+		fr.w -= fr.r
+		fr.r = 0
+	}
+	for fr.w < 8 {
+		if err := fr.fillFlags(unix.MSG_DONTWAIT); err == errNothingYet {
+			return -1, fmt.Errorf("request %d carries a descriptor, but none was sent", seq)
+		} else if err != nil {
+			return -1, err
+		}
+	}
+	got := binary.LittleEndian.Uint64(fr.buf)
+	fr.r = 8
+	fd := fr.popFD()
+	if got != seq || fd < 0 {
+		if fd >= 0 {
+			unix.Close(fd)
+		}
+		return -1, fmt.Errorf("descriptor note for request %d (with descriptor: %v), want one for %d", got, fd >= 0, seq)
+	}
+	return fd, nil
 }
 
 // popFD returns the oldest received descriptor, or -1 when none is left.

@@ -17,34 +17,121 @@ import (
 // makes, to check what the host accepts from a plugin that breaks the rules.
 func liar(t *testing.T, reply func(r *request) []byte) *plane {
 	t.Helper()
+	return fakePlugin(t, func(fp *fakePeer) {
+		for {
+			req, ok := fp.request()
+			if !ok {
+				return
+			}
+			if !fp.answer(reply(req)) {
+				return
+			}
+		}
+	})
+}
+
+// fakePeer is the plugin's end of a data plane run by a test: the socket, the
+// descriptors it received, and the mapped ring segment, which the test may
+// also scribble on directly.
+type fakePeer struct {
+	t         *testing.T
+	conn      *rawConn
+	r         *fdReader
+	mem       []byte
+	req, done *ring
+	in        []byte
+}
+
+// fakePlugin starts a host plane against a test's plugin side: serve runs once
+// the hello frame has brought the ring segment; the host's hello is answered
+// before serve runs.
+func fakePlugin(t *testing.T, serve func(fp *fakePeer)) *plane {
+	t.Helper()
 	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	host, peer := &rawConn{fd: fds[0]}, &rawConn{fd: fds[1]}
+	served := make(chan struct{})
 	go func() {
+		defer close(served)
 		defer peer.close()
-		r := &fdReader{conn: peer}
-		for {
-			b, err := r.frame(maxRequestFrameBytes)
-			if err != nil {
-				return
-			}
-			req, err := decodeRequest(b)
-			if err != nil {
-				return
-			}
-			if req.fd {
-				unix.Close(r.popFD())
-			}
-			if err := peer.write(reply(req), nil); err != nil {
-				return
-			}
+		fp := &fakePeer{t: t, conn: peer, r: &fdReader{conn: peer}}
+		b, err := fp.r.frame(maxRequestFrameBytes)
+		if err != nil {
+			return
 		}
+		hello, err := decodeRequest(b)
+		if err != nil || hello.kind != frameHello {
+			return
+		}
+		if fp.mem, err = mapRingSegment(fp.r.popFD()); err != nil {
+			return
+		}
+		defer unix.Munmap(fp.mem)
+		fp.req, fp.done = ringPair(fp.mem)
+		if !fp.answer(encodeDone(frameHello, &done{seq: hello.seq})) {
+			return
+		}
+		serve(fp)
 	}()
-	p := newPlane(host, func(uint64) {})
-	t.Cleanup(p.close)
+	p, err := startPlane(ctxT(t), host, []byte("token"), func(uint64) {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		p.close()
+		<-served
+	})
 	return p
+}
+
+// request waits for the next request frame; false once the host is gone or
+// the frame is broken.
+func (fp *fakePeer) request() (*request, bool) {
+	for {
+		b, in, ok, err := fp.req.next(fp.in, maxRequestFrameBytes)
+		fp.in = in
+		if err != nil {
+			return nil, false
+		}
+		if !ok {
+			if hungUp(fp.conn.fd) {
+				return nil, false
+			}
+			fp.req.sleep(10*time.Millisecond, func() bool { return false })
+			continue
+		}
+		req, err := decodeRequest(b)
+		if err != nil {
+			return nil, false
+		}
+		if req.fd {
+			fd, err := fp.r.note(req.seq)
+			if err != nil {
+				return nil, false
+			}
+			unix.Close(fd)
+		}
+		return req, true
+	}
+}
+
+// answer publishes a frame on the completion ring.
+func (fp *fakePeer) answer(b []byte) bool {
+	for {
+		switch err := fp.done.put(b); err {
+		case nil:
+			return true
+		case errRingFull:
+			if hungUp(fp.conn.fd) {
+				return false
+			}
+			time.Sleep(time.Millisecond)
+		default:
+			return false
+		}
+	}
 }
 
 func ctxT(t *testing.T) context.Context {
@@ -150,23 +237,4 @@ func memfdMappings(t *testing.T) int {
 		t.Fatal(err)
 	}
 	return bytes.Count(b, []byte("/memfd:"+SegmentName))
-}
-
-// TestSpinIsBounded pins the polling before a data-plane read sleeps: it stops
-// at the first bytes or error, and gives up once its window has passed (an idle
-// plane sleeps instead of polling).
-func TestSpinIsBounded(t *testing.T) {
-	tries := 0
-	got, err := spin(time.Now().Add(time.Hour), func() (bool, error) { tries++; return tries == 3, nil })
-	if !got || err != nil || tries != 3 {
-		t.Errorf("spin until the third try: got %v, %v after %d tries", got, err, tries)
-	}
-	boom := errors.New("boom")
-	if got, err := spin(time.Now().Add(time.Hour), func() (bool, error) { return false, boom }); got || err != boom {
-		t.Errorf("spin with a failing try: %v, %v", got, err)
-	}
-	tries = 0
-	if got, err := spin(time.Now().Add(-time.Second), func() (bool, error) { tries++; return false, nil }); got || err != nil || tries != 1 {
-		t.Errorf("spin past its window: %v, %v after %d tries, want one try", got, err, tries)
-	}
 }

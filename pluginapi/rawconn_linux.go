@@ -9,16 +9,14 @@ import (
 	"net"
 	"os"
 	"sync"
-	"time"
 
 	"golang.org/x/sys/unix"
 )
 
 // rawConn is a data-plane socket used with plain blocking system calls instead
-// of Go's network poller: each side reads on a goroutine of its own that sleeps
-// in the kernel until a frame arrives, which saves the poller's wake-up on every
-// hop (measured: a unix-socket round trip between two processes took 17 µs
-// through net.UnixConn and 10 µs this way on the 2-core machine).
+// of Go's network poller. Since the frames travel through the rings, the socket
+// carries only the hello frame and the descriptors that ride with frames, and
+// tells each side when the other is gone.
 type rawConn struct {
 	fd int
 
@@ -47,39 +45,8 @@ func rawFrom(c *net.UnixConn) (*rawConn, error) {
 	return &rawConn{fd: fd}, nil
 }
 
-// Read reads what is there, at least one byte; io.EOF when the peer closed.
-func (c *rawConn) Read(b []byte) (int, error) {
-	for {
-		n, err := unix.Read(c.fd, b)
-		switch {
-		case errors.Is(err, unix.EINTR):
-			continue
-		case err != nil:
-			return 0, err
-		case n == 0 && len(b) > 0:
-			return 0, io.EOF
-		}
-		return n, nil
-	}
-}
-
 // errNothingYet says a read that must not wait found no bytes.
 var errNothingYet = errors.New("nothing to read yet")
-
-// spinWait is how long a side of the data plane that expects a frame soon polls
-// the socket before it sleeps in the kernel: the host after it sent a request,
-// the plugin after it answered one. A thread asleep in a read on an idle core
-// takes tens of microseconds to wake (measured on the 2-core machine: a
-// round trip fell from about 20 µs to 8 µs polling), which is the whole
-// cost of a small request; the bound keeps the polling to that much CPU time
-// per request, and an idle plane sleeps.
-const spinWait = 50 * time.Microsecond
-
-// readNow is Read without waiting: errNothingYet when no byte is there.
-func (c *rawConn) readNow(b []byte) (int, error) {
-	n, _, _, err := c.recv(b, nil, unix.MSG_DONTWAIT)
-	return n, err
-}
 
 // recv reads bytes and any descriptors that came with them, with recvmsg's
 // extra flags (MSG_DONTWAIT: errNothingYet when no byte is there).
@@ -155,21 +122,9 @@ func checkPeer(fd int) error {
 	return nil
 }
 
-// spin calls try, which reports whether it got bytes, until it does or the
-// time until has passed, yielding the CPU between attempts; it returns
-// false when the time ran out, and try's error.
-func spin(until time.Time, try func() (bool, error)) (bool, error) {
-	for {
-		got, err := try()
-		if got || err != nil {
-			return got, err
-		}
-		if !time.Now().Before(until) {
-			return false, nil
-		}
-		// Yield the CPU, not only the goroutine's P: when the peer's thread
-		// waits for this very CPU (a loaded machine), polling would hold it
-		// off for the whole window.
-		unix.RawSyscall(unix.SYS_SCHED_YIELD, 0, 0, 0) // cannot fail on Linux
-	}
+// hungUp reports whether the peer closed its end of the socket fd.
+func hungUp(fd int) bool {
+	fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLRDHUP}}
+	n, err := unix.Poll(fds, 0)
+	return err == nil && n > 0 && fds[0].Revents&(unix.POLLRDHUP|unix.POLLHUP|unix.POLLERR|unix.POLLNVAL) != 0
 }

@@ -22,11 +22,16 @@ type segment struct {
 // createSegment makes a memfd of size bytes, rounded up to whole pages, and maps
 // it; the caller sends fd to the plugin and closes it.
 func createSegment(id uint32, size uint64) (*segment, int, error) {
+	return createNamed(SegmentName, id, size)
+}
+
+// createNamed is createSegment with the memfd's name.
+func createNamed(name string, id uint32, size uint64) (*segment, int, error) {
 	if size == 0 || size > math.MaxInt-pageBytes() {
 		return nil, -1, fmt.Errorf("shared segment of %d bytes", size)
 	}
 	size = pageUp(size)
-	fd, err := unix.MemfdCreate(SegmentName, unix.MFD_CLOEXEC)
+	fd, err := unix.MemfdCreate(name, unix.MFD_CLOEXEC)
 	if err != nil {
 		return nil, -1, fmt.Errorf("memfd_create: %w", err)
 	}

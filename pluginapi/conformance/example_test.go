@@ -54,3 +54,9 @@ func ExampleSemanticCases() {
 	fmt.Println(conformance.SemanticCases() >= 300)
 	// Output: true
 }
+
+func ExampleSemanticPrograms() {
+	progs := conformance.SemanticPrograms()
+	fmt.Println(len(progs) == conformance.SemanticCases(), progs[0].Name)
+	// Output: true operator/neg.i32
+}

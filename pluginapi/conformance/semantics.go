@@ -56,6 +56,33 @@ func SemanticCases() int {
 	return n
 }
 
+// Program is a program of the semantics tables with the launch options it runs
+// under, for a backend's own tests that need every program without running the
+// kit: to emit and assemble each, or to check that together they use every
+// operation and statement of the IR.
+type Program struct {
+	// Name is the case's subtest name under "semantics": "control/for".
+	Name string
+	// Program is the case's program.
+	Program *ir.Program
+	// Spec and WorkgroupSize are the launch's specialization values and
+	// workgroup-size override (zero: the program's own).
+	Spec          ir.SpecMap
+	WorkgroupSize [3]uint32
+}
+
+// SemanticPrograms returns the programs of the semantics tables, one per case
+// (SemanticCases of them), in the order Run runs them.
+func SemanticPrograms() []Program {
+	var out []Program
+	for _, t := range semanticTables() {
+		for _, s := range t.cases {
+			out = append(out, Program{Name: t.name + "/" + s.name, Program: s.prog, Spec: s.c.Spec, WorkgroupSize: s.c.WorkgroupSize})
+		}
+	}
+	return out
+}
+
 // semantics runs every table, one subtest per table and case.
 func (r *runner) semantics(t *testing.T) {
 	for _, tab := range semanticTables() {

@@ -8,19 +8,23 @@ import (
 )
 
 // controlCases is the control-flow table: counted loops (signed and unsigned,
-// bounds read once, wrapping steps, empty ranges), while with break and return,
-// nested loops, if/else chains, barriers inside uniform loops, every builtin on a
-// 3-D launch with and without a workgroup-size override, parameters of every
-// type at their defaults and specialized, and continue (IR v1.1).
+// bounds read once, wrapping steps, empty ranges, a signed loop ending at the
+// largest i32), while with break and return, nested loops, if/else chains,
+// barriers inside uniform loops, every builtin on a 3-D launch with and without
+// a workgroup-size override, parameters of every type at their defaults and
+// specialized, continue (IR v1.1), arms that all leave and code after a return,
+// 40 levels of nesting, and locals in scopes.
 func controlCases() []semantic {
 	return []semantic{
 		forLoops(), whileBreakReturn(), nestedLoops(), ifChains(), barrierLoop(),
 		builtins(), builtinsOverride(), params(), paramsDefault(), paramsAndOverride(), continueLoops(),
+		armsThatLeave(), deepNesting(), localsAndScopes(),
 	}
 }
 
 // forLoops covers signed and unsigned counted loops, negative ranges, bounds
-// evaluated once, wrapping steps, empty loops and nesting with break.
+// evaluated once, wrapping steps, empty loops, nesting with break, and a signed
+// loop up to the largest i32 (its last step must not wrap into another round).
 func forLoops() semantic {
 	b := ir.NewBuilder("kiln.semantics.for", 4, 1, 1)
 	out := b.Buffer("out", ir.I32, ir.Write)
@@ -57,10 +61,16 @@ func forLoops() semantic {
 		body.If(ir.Eq(x, ir.LitU32(6)), func(then *ir.Block) { then.Break() })
 	})
 	b.Store(out, ir.Add(base, ir.LitU32(4)), pairs)
+	last := b.Var("last", ir.I32, ir.LitI32(-1))
+	b.For("m", ir.I32, ir.LitI32(math.MaxInt32-2), ir.LitI32(math.MaxInt32), ir.LitI32(1), func(body *ir.Block, m ir.Expr) {
+		body.Assign("last", m)
+	})
+	b.Store(out, ir.Add(base, ir.LitU32(5)), last)
 	return semantic{name: "for", prog: b.Program(), c: launch1(1, [][]byte{nil}, []uint32{32}),
 		// Invocation 0: -5+-2+1+4 = -2; 2 iterations (n read once); 2 wrapping
-		// steps (0xFFFFFFFD, then 0x7FFFFFFE); no empty-range iteration; 1+2+...+7.
-		pinned: [][]uint32{i32Bits(-2, 2, 2, 0, 28)}}
+		// steps (0xFFFFFFFD, then 0x7FFFFFFE); no empty-range iteration; 1+2+...+7;
+		// the last of MaxInt32-2 and MaxInt32-1.
+		pinned: [][]uint32{i32Bits(-2, 2, 2, 0, 28, math.MaxInt32-1)}}
 }
 
 // whileBreakReturn runs a data-dependent while loop (Collatz steps) with a break
@@ -343,4 +353,127 @@ func continueLoops() semantic {
 		want = append(want, acc, iters, 0+1+2+3)
 	}
 	return semantic{name: "continue", prog: b.Program(), c: launch1(1, [][]byte{nil}, []uint32{24}), pinned: [][]uint32{want}}
+}
+
+// armsThatLeave has if/else whose arms both break or return, loops whose bodies
+// always return, and code after a return that never runs.
+func armsThatLeave() semantic {
+	b := ir.NewBuilder("kiln.semantics.arms", 16, 1, 1)
+	in := b.Buffer("in", ir.U32, ir.Read)
+	out := b.Buffer("out", ir.U32, ir.Write)
+	g := b.Let("g", ir.GlobalID(0))
+	x := b.Let("x", ir.Load(in, g))
+	acc := b.Var("acc", ir.U32, ir.LitU32(1))
+	b.While(ir.LitBool(true), func(loop *ir.Block) {
+		loop.IfElse(ir.Gt(x, ir.LitU32(5)), func(then *ir.Block) { then.Break() }, func(els *ir.Block) { els.Break() })
+		loop.Assign("acc", ir.LitU32(0xBAD))
+	})
+	b.For("k", ir.U32, ir.LitU32(0), ir.LitU32(4), ir.LitU32(1), func(body *ir.Block, k ir.Expr) {
+		body.IfElse(ir.Lt(k, ir.Rem(x, ir.LitU32(3))), func(then *ir.Block) {
+			then.Assign("acc", ir.Add(acc, ir.LitU32(10)))
+		}, func(els *ir.Block) { els.Break() })
+	})
+	b.Store(out, g, acc)
+	b.If(ir.Eq(ir.Rem(x, ir.LitU32(4)), ir.LitU32(0)), func(then *ir.Block) {
+		then.For("k", ir.U32, ir.LitU32(0), ir.LitU32(4), ir.LitU32(1), func(body *ir.Block, k ir.Expr) {
+			body.Store(out, g, ir.Add(acc, ir.Add(k, ir.LitU32(100))))
+			body.Return()
+		})
+	})
+	b.If(ir.Eq(ir.Rem(x, ir.LitU32(4)), ir.LitU32(1)), func(then *ir.Block) {
+		then.While(ir.LitBool(true), func(loop *ir.Block) { loop.Return() })
+	})
+	b.IfElse(ir.Lt(x, ir.LitU32(9)), func(then *ir.Block) {
+		then.Store(out, g, ir.Add(acc, ir.LitU32(1000)))
+		then.Return()
+		then.Store(out, g, ir.LitU32(0xBAD))
+	}, func(els *ir.Block) { els.Return() })
+	b.Store(out, g, ir.LitU32(0xBAD))
+	xs := u32s(16, func(k int) uint32 { return uint32(k * 5 % 13) })
+	want := make([]uint32, 16)
+	for k, x := range xs {
+		acc := uint32(1)
+		for j := range uint32(4) {
+			if j >= x%3 {
+				break
+			}
+			acc += 10
+		}
+		switch {
+		case x%4 == 0:
+			want[k] = acc + 100
+		case x%4 == 1, x >= 9:
+			want[k] = acc
+		default:
+			want[k] = acc + 1000
+		}
+	}
+	return semantic{name: "arms", prog: b.Program(), c: launch1(1, [][]byte{words(xs), nil}, []uint32{0, 16}), pinned: [][]uint32{want}}
+}
+
+// deepNesting nests ifs and while loops 40 deep, leaving from the innermost
+// levels: invocation g stores g+7 when it gets through every level, else the
+// depth of the if that turned it away.
+func deepNesting() semantic {
+	b := ir.NewBuilder("kiln.semantics.deep", 64, 1, 1)
+	out := b.Buffer("out", ir.U32, ir.Write)
+	g := b.Let("g", ir.GlobalID(0))
+	var nest func(blk *ir.Block, depth int)
+	nest = func(blk *ir.Block, depth int) {
+		if depth == 0 {
+			blk.Store(out, g, ir.Add(g, ir.LitU32(7)))
+			return
+		}
+		if depth%2 == 0 {
+			blk.IfElse(ir.Lt(g, ir.LitU32(uint32(depth+20))), func(then *ir.Block) { nest(then, depth-1) },
+				func(els *ir.Block) {
+					els.Store(out, g, ir.LitU32(uint32(depth)))
+					els.Return()
+				})
+			return
+		}
+		blk.While(ir.Gt(g, ir.LitU32(uint32(depth/4))), func(loop *ir.Block) { nest(loop, depth-1); loop.Break() })
+	}
+	nest(&b.Block, 40)
+	return semantic{name: "deep", prog: b.Program(), c: launch1(1, [][]byte{nil}, []uint32{64})}
+}
+
+// localsAndScopes checks that a let keeps the value a var had when it was bound,
+// that sibling scopes can reuse names with other types, and that vars of every
+// type are assigned in branches and loops.
+func localsAndScopes() semantic {
+	b := ir.NewBuilder("kiln.semantics.locals", 8, 1, 1)
+	out := b.Buffer("out", ir.U32, ir.Write)
+	outF := b.Buffer("out_f", ir.F32, ir.Write)
+	g := b.Let("g", ir.GlobalID(0))
+	base := b.Let("base", ir.Mul(g, ir.LitU32(8)))
+	s := b.Var("s", ir.U32, ir.Add(g, ir.LitU32(1)))
+	snap := b.Let("snap", s)
+	b.Assign("s", ir.Mul(s, ir.LitU32(100)))
+	b.Store(out, base, snap)
+	b.Store(out, ir.Add(base, ir.LitU32(1)), s)
+	flag := b.Var("flag", ir.Bool, ir.Eq(ir.Rem(g, ir.LitU32(2)), ir.LitU32(0)))
+	kept := b.Let("kept", flag)
+	b.Assign("flag", ir.Not(flag))
+	b.Store(out, ir.Add(base, ir.LitU32(2)), ir.Add(ir.Cast(ir.U32, kept), ir.Mul(ir.Cast(ir.U32, flag), ir.LitU32(2))))
+	f := b.Var("f", ir.F32, ir.Cast(ir.F32, g))
+	b.IfElse(kept, func(then *ir.Block) {
+		x := then.Var("x", ir.U32, ir.LitU32(3))
+		then.Assign("f", ir.Mul(f, ir.LitF32(0.5)))
+		then.Store(out, ir.Add(base, ir.LitU32(3)), x)
+	}, func(els *ir.Block) {
+		x := els.Let("x", ir.LitF32(2.5))
+		els.Assign("f", ir.Add(f, x))
+	})
+	b.Store(outF, g, f)
+	neg := b.Var("neg", ir.I32, ir.LitI32(0))
+	b.For("k", ir.I32, ir.LitI32(0), ir.Cast(ir.I32, g), ir.LitI32(1), func(body *ir.Block, k ir.Expr) {
+		t := body.Let("t", ir.Sub(neg, k))
+		body.Assign("neg", t)
+	})
+	b.Store(out, ir.Add(base, ir.LitU32(4)), ir.Cast(ir.U32, neg))
+	// Invocation 0: snap 1, s 100, kept 1 + flag 0, x 3, neg 0; invocation 1:
+	// snap 2, s 200, kept 0 + flag 2·1, no x, neg 0. f: 0·0.5, 1+2.5.
+	return semantic{name: "locals", prog: b.Program(), c: launch1(1, [][]byte{nil, nil}, []uint32{64, 8}),
+		pinned: [][]uint32{{1, 100, 1, 3, 0, 0, 0, 0, 2, 200, 2, 0, 0}, f32Bits(0, 3.5)}}
 }

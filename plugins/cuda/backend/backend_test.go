@@ -11,6 +11,7 @@ import (
 	"github.com/kiln-dev/kiln/ir/kernels"
 	"github.com/kiln-dev/kiln/pluginapi"
 	"github.com/kiln-dev/kiln/plugins/cuda/driver"
+	"github.com/kiln-dev/kiln/plugins/internal/gputest"
 )
 
 const missingDriver = "libkiln-no-such-cuda.so.1"
@@ -187,45 +188,9 @@ func TestBlobHeader(t *testing.T) {
 func TestCheckProgramRejectsWhatTheDeviceCannotRun(t *testing.T) {
 	lim := h200()
 	lim.maxThreadsPerBlock, lim.maxBlock, lim.sharedPerBlock = 256, [3]uint32{256, 256, 64}, 1024
-	build := func(wg [3]uint32, shared uint32) *ir.Program {
-		b := ir.NewBuilder("limits", wg[0], wg[1], wg[2])
-		out := b.Buffer("out", ir.U32, ir.Write)
-		b.Param("n", ir.U32, ir.LitU32(1))
-		if shared > 0 {
-			b.Shared("sh", ir.U32, shared)
-		}
-		b.Store(out, ir.GlobalID(0), ir.Param("n"))
-		return b.Program()
-	}
-	var wrongType, unknown ir.SpecMap
-	wrongType.Set("n", ir.SpecF32(1))
-	unknown.Set("m", ir.SpecU32(1))
-	for _, c := range []struct {
-		name     string
-		p        *ir.Program
-		spec     ir.SpecMap
-		override [3]uint32
-		want     string
-	}{
-		{"axis over the limit", build([3]uint32{1, 1, 128}, 0), ir.SpecMap{}, [3]uint32{}, "block dimensions"},
-		{"too many invocations", build([3]uint32{16, 16, 2}, 0), ir.SpecMap{}, [3]uint32{}, "threads per block"},
-		{"override over the limit", build([3]uint32{64, 1, 1}, 0), ir.SpecMap{}, [3]uint32{16, 32, 1}, "threads per block"},
-		{"bad override", build([3]uint32{64, 1, 1}, 0), ir.SpecMap{}, [3]uint32{0, 4, 1}, "override"},
-		{"too much shared memory", build([3]uint32{64, 1, 1}, 257), ir.SpecMap{}, [3]uint32{}, "shared memory"},
-		{"spec of the wrong type", build([3]uint32{64, 1, 1}, 0), wrongType, [3]uint32{}, "specialization value"},
-		{"spec of an unknown parameter", build([3]uint32{64, 1, 1}, 0), unknown, [3]uint32{}, "no parameter"},
-		{"invalid program", &ir.Program{Name: "empty"}, ir.SpecMap{}, [3]uint32{}, "invalid"},
-	} {
-		_, err := checkProgram(c.p, c.spec, c.override, lim)
-		var rejected *pluginapi.RejectedError
-		if !errors.As(err, &rejected) || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), "Fix:") {
-			t.Errorf("%s: checkProgram = %v, want a RejectedError mentioning %q with a Fix", c.name, err, c.want)
-		}
-	}
-	wg, err := checkProgram(build([3]uint32{64, 1, 1}, 256), ir.SpecMap{}, [3]uint32{8, 8, 4}, lim)
-	if err != nil || wg != [3]uint32{8, 8, 4} {
-		t.Errorf("a program within the limits: %v, %v", wg, err)
-	}
+	gputest.CheckProgramLimits(t, func(p *ir.Program, spec ir.SpecMap, override [3]uint32) ([3]uint32, error) {
+		return checkProgram(p, spec, override, lim)
+	}, gputest.Limits{Axis: "block dimensions", Invocations: "threads per block", Shared: "shared memory"})
 }
 
 func TestDriverFailuresBecomeDeviceErrors(t *testing.T) {

@@ -4,20 +4,18 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"fmt"
 	"math"
 	"math/rand/v2"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/kiln-dev/kiln/ir"
-	"github.com/kiln-dev/kiln/ir/interp"
 	"github.com/kiln-dev/kiln/ir/kernels"
 	"github.com/kiln-dev/kiln/pluginapi"
 	"github.com/kiln-dev/kiln/pluginapi/conformance"
 	"github.com/kiln-dev/kiln/plugins/cuda/internal/edgetest"
+	"github.com/kiln-dev/kiln/plugins/internal/gputest"
 )
 
 // The tests in this file need a CUDA device; they skip without one unless
@@ -81,28 +79,7 @@ func TestConformance(t *testing.T) {
 // TestCorpusMatchesReference runs every corpus kernel at every corpus size on the
 // device and on the CPU reference and compares the outputs with the kernel's Check.
 func TestCorpusMatchesReference(t *testing.T) {
-	b := newTestBackend(t)
-	ctx := context.Background()
-	for _, k := range kernels.All() {
-		for _, size := range k.Sizes {
-			t.Run(fmt.Sprintf("%s/%d", k.Name, size), func(t *testing.T) {
-				c := k.NewCase(rand.New(rand.NewPCG(uint64(size), 0x6b696c6e)), size)
-				p := k.Program()
-				want, err := interp.Run(ctx, p, interp.Options{WorkgroupSize: c.WorkgroupSize, Spec: c.Spec},
-					interp.Launch{Grid: c.Grid, Inputs: c.Inputs, OutputCounts: c.OutputCounts, Uniforms: c.Uniforms})
-				if err != nil {
-					t.Fatalf("interp: %v", err)
-				}
-				got, err := runWith(t, b, p, c.Spec, c.WorkgroupSize, c.Grid, c.Inputs, c.OutputCounts, c.Uniforms)
-				if err != nil {
-					t.Fatalf("cuda: %v", err)
-				}
-				if err := k.Check(got.Outputs, want); err != nil {
-					t.Errorf("cuda differs from cpu-ref: %v", err)
-				}
-			})
-		}
-	}
+	gputest.CorpusMatchesReference(t, newTestBackend(t), "cuda")
 }
 
 // TestEdgeTableOnDevice runs the semantic edge table on the device and compares
@@ -116,7 +93,7 @@ func TestEdgeTableOnDevice(t *testing.T) {
 			if err != nil {
 				t.Fatalf("oracle: %v", err)
 			}
-			got, err := runWith(t, b, c.Prog, c.Launch.Spec, c.Launch.WorkgroupSize, c.Launch.Grid, c.Launch.Inputs, c.Launch.OutputCounts, c.Uniforms)
+			got, err := gputest.Run(t, b, c.Prog, c.Launch)
 			if err != nil {
 				t.Fatalf("cuda: %v", err)
 			}
@@ -207,46 +184,20 @@ func TestArtifacts(t *testing.T) {
 
 func TestDispatchRejectsBadLaunches(t *testing.T) {
 	b := newTestBackend(t)
-	ctx := context.Background()
-	c, err := b.Compile(ctx, &pluginapi.CompileRequest{Program: addOne()})
+	c, err := b.Compile(context.Background(), &pluginapi.CompileRequest{Program: addOne()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	lim := b.adapters[0].lim
 	four := make([]byte, 16)
-	for _, tc := range []struct {
-		name string
-		req  pluginapi.DispatchRequest
-		want string
-	}{
-		{"unknown pipeline", pluginapi.DispatchRequest{Pipeline: c.Pipeline + 100, Grid: [3]uint32{1, 1, 1}}, "no pipeline"},
-		{"too many inputs", pluginapi.DispatchRequest{Pipeline: c.Pipeline, Grid: [3]uint32{1, 1, 1}, Inputs: [][]byte{four, nil, nil}}, "inputs"},
-		{"input for a write buffer", pluginapi.DispatchRequest{Pipeline: c.Pipeline, Grid: [3]uint32{1, 1, 1}, Inputs: [][]byte{four, four}}, "write-only"},
-		{"partial element", pluginapi.DispatchRequest{Pipeline: c.Pipeline, Grid: [3]uint32{1, 1, 1}, Inputs: [][]byte{four[:5]}}, "multiple of 4"},
-		{"grid beyond the device's", pluginapi.DispatchRequest{Pipeline: c.Pipeline, Grid: [3]uint32{1, lim.maxGrid[1] + 1, 1}, Inputs: [][]byte{four}}, "maximum grid"},
-		{"more than 2^32 invocations", pluginapi.DispatchRequest{Pipeline: c.Pipeline, Grid: [3]uint32{1 << 27, 1, 1}, Inputs: [][]byte{four}}, "2^32"},
-		{"uniforms the program lacks", pluginapi.DispatchRequest{Pipeline: c.Pipeline, Grid: [3]uint32{1, 1, 1}, Inputs: [][]byte{four}, Uniforms: four}, "uniforms"},
-	} {
-		_, err := b.Dispatch(ctx, &tc.req)
-		var rejected *pluginapi.RejectedError
-		if !errors.As(err, &rejected) || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("%s: Dispatch = %v, want a RejectedError mentioning %q", tc.name, err, tc.want)
-		}
-	}
+	gputest.DispatchRejects(t, b, append(gputest.BadLaunches(c.Pipeline),
+		gputest.BadLaunch{Name: "grid beyond the device's", Req: pluginapi.DispatchRequest{Pipeline: c.Pipeline, Grid: [3]uint32{1, lim.maxGrid[1] + 1, 1}, Inputs: [][]byte{four}}, Want: "maximum grid"},
+		gputest.BadLaunch{Name: "uniforms the program lacks", Req: pluginapi.DispatchRequest{Pipeline: c.Pipeline, Grid: [3]uint32{1, 1, 1}, Inputs: [][]byte{four}, Uniforms: four}, Want: "uniforms"},
+	))
 }
 
 func TestGridWithAZeroAxisRunsNothing(t *testing.T) {
-	b := newTestBackend(t)
-	in := words([]uint32{1, 2, 3})
-	for _, grid := range [][3]uint32{{0, 1, 1}, {1, 0, 1}, {1, 1, 0}, {0, math.MaxUint32, 0}} {
-		res, err := run(t, b, addOne(), ir.SpecMap{}, [3]uint32{}, grid, [][]byte{in}, []uint32{0, 3})
-		if err != nil {
-			t.Fatalf("grid %v: %v", grid, err)
-		}
-		if len(res.Outputs) != 1 || !bytes.Equal(res.Outputs[0], make([]byte, 12)) || res.DeviceNanos != 0 {
-			t.Errorf("grid %v: outputs %v, device time %d; want one zeroed output and no device time", grid, res.Outputs, res.DeviceNanos)
-		}
-	}
+	gputest.GridWithAZeroAxisRunsNothing(t, newTestBackend(t))
 }
 
 // TestPoolReusesAllocations checks that a dispatch after another of the same sizes
@@ -290,50 +241,7 @@ func TestDispatchTimesTheDevice(t *testing.T) {
 }
 
 func TestReleaseAndClose(t *testing.T) {
-	b := newTestBackend(t)
-	ctx := context.Background()
-	c, err := b.Compile(ctx, &pluginapi.CompileRequest{Program: addOne()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := b.Release(ctx, c.Pipeline); err != nil {
-		t.Fatal(err)
-	}
-	var rejected *pluginapi.RejectedError
-	if err := b.Release(ctx, c.Pipeline); !errors.As(err, &rejected) {
-		t.Errorf("second Release = %v, want a RejectedError", err)
-	}
-	if _, err := b.Dispatch(ctx, &pluginapi.DispatchRequest{Pipeline: c.Pipeline, Grid: [3]uint32{1, 1, 1}}); !errors.As(err, &rejected) {
-		t.Errorf("Dispatch of a released pipeline = %v, want a RejectedError", err)
-	}
-	if _, err := b.Compile(ctx, &pluginapi.CompileRequest{Program: addOne()}); err != nil {
-		t.Fatal(err)
-	}
-	if err := b.Close(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if err := b.Close(ctx); err != nil {
-		t.Errorf("second Close: %v", err)
-	}
-	if _, err := b.Compile(ctx, &pluginapi.CompileRequest{Program: addOne()}); err == nil {
-		t.Error("Compile after Close succeeded")
-	}
-}
-
-// spin is a kernel whose running time grows with its parameter n, the number of
-// loop iterations of each invocation; every invocation xors its result into out[0].
-func spin() *ir.Program {
-	b := ir.NewBuilder("test.spin", 64, 1, 1)
-	out := b.Buffer("out", ir.U32, ir.Write)
-	n := b.Param("n", ir.U32, ir.LitU32(1))
-	x := b.Var("x", ir.U32, ir.Add(ir.GlobalID(0), ir.Mul(ir.GlobalID(1), ir.LitU32(1<<20))))
-	b.For("k", ir.U32, ir.LitU32(0), n, ir.LitU32(1), func(body *ir.Block, k ir.Expr) {
-		body.Assign("x", ir.Xor(x, ir.Shl(x, ir.LitU32(13))))
-		body.Assign("x", ir.Xor(x, ir.Shr(x, ir.LitU32(17))))
-		body.Assign("x", ir.Add(ir.Xor(x, ir.Shl(x, ir.LitU32(5))), k))
-	})
-	b.Atomic(ir.AtomicXor, out, ir.LitU32(0), x)
-	return b.MustBuild()
+	gputest.ReleaseAndClose(t, newTestBackend(t))
 }
 
 func TestDispatchStopsWaitingWhenTheContextEnds(t *testing.T) {
@@ -341,7 +249,7 @@ func TestDispatchStopsWaitingWhenTheContextEnds(t *testing.T) {
 	ctx := context.Background()
 	var spec ir.SpecMap
 	spec.Set("n", ir.SpecU32(1<<20))
-	c, err := b.Compile(ctx, &pluginapi.CompileRequest{Program: spin(), Spec: spec})
+	c, err := b.Compile(ctx, &pluginapi.CompileRequest{Program: gputest.Spin(), Spec: spec})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -358,88 +266,15 @@ func TestDispatchStopsWaitingWhenTheContextEnds(t *testing.T) {
 		}
 		grid[0] *= 4
 	}
-	req := &pluginapi.DispatchRequest{Pipeline: c.Pipeline, Grid: grid, OutputCounts: []uint32{1}}
-	cancelled, cancel := context.WithCancel(ctx)
-	cancel()
-	if _, err := b.Dispatch(cancelled, req); !errors.Is(err, context.Canceled) {
-		t.Errorf("Dispatch with a cancelled context = %v, want context.Canceled", err)
-	}
-	short, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
-	defer cancel()
-	begin := time.Now()
-	if _, err := b.Dispatch(short, req); !errors.Is(err, context.DeadlineExceeded) {
-		t.Errorf("Dispatch of about 800ms past a 50ms deadline = %v, want context.DeadlineExceeded", err)
-	}
-	t.Logf("the abandoned dispatch returned after %v", time.Since(begin))
-	// A dispatch whose own deadline ends while the abandoned one still runs fails
-	// with its deadline instead of hanging.
-	busy, cancel := context.WithTimeout(ctx, 10*time.Millisecond)
-	defer cancel()
-	if _, err := b.Dispatch(busy, req); !errors.Is(err, context.DeadlineExceeded) {
-		t.Errorf("Dispatch behind the abandoned one = %v, want context.DeadlineExceeded", err)
-	}
-	// The abandoned work finishes in the background; the device is usable after it.
-	res, err := run(t, b, addOne(), ir.SpecMap{}, [3]uint32{}, [3]uint32{1, 1, 1}, [][]byte{words([]uint32{41})}, []uint32{0, 1})
-	if err != nil || !bytes.Equal(res.Outputs[0], words([]uint32{42})) {
-		t.Errorf("dispatch after an abandoned one: %v, %v", res, err)
-	}
+	gputest.AbandonedDispatch(t, b, &pluginapi.DispatchRequest{Pipeline: c.Pipeline, Grid: grid, OutputCounts: []uint32{1}}, "800ms", true)
 }
 
 // TestLongLoops runs loops of hundreds of thousands of iterations against the
 // reference.
 func TestLongLoops(t *testing.T) {
-	b := newTestBackend(t)
-	var spec ir.SpecMap
-	spec.Set("n", ir.SpecU32(200000))
-	grid := [3]uint32{2, 1, 1}
-	want, err := interp.Run(context.Background(), spin(), interp.Options{Spec: spec}, interp.Launch{Grid: grid, OutputCounts: []uint32{1}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, err := run(t, b, spin(), spec, [3]uint32{}, grid, nil, []uint32{1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(got.Outputs[0], want[0]) {
-		t.Errorf("a loop of 200000 iterations differs from the reference")
-	}
+	gputest.LongLoops(t, newTestBackend(t))
 }
 
 func TestConcurrentDispatches(t *testing.T) {
-	b := newTestBackend(t)
-	ctx := context.Background()
-	var wg sync.WaitGroup
-	errs := make(chan error, 64)
-	for g := range 4 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			c, err := b.Compile(ctx, &pluginapi.CompileRequest{Program: addOne()})
-			if err != nil {
-				errs <- err
-				return
-			}
-			defer b.Release(ctx, c.Pipeline)
-			for r := range 5 {
-				n := 100*g + r + 1
-				in := u32s(n, func(i int) uint32 { return uint32(i * g) })
-				res, err := b.Dispatch(ctx, &pluginapi.DispatchRequest{Pipeline: c.Pipeline, Grid: [3]uint32{uint32(n+63) / 64, 1, 1}, Inputs: [][]byte{words(in)}, OutputCounts: []uint32{0, uint32(n)}})
-				if err != nil {
-					errs <- err
-					return
-				}
-				for i, v := range wordsOf(res.Outputs[0]) {
-					if v != in[i]+1 {
-						errs <- errors.New("wrong result under concurrency")
-						return
-					}
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Error(err)
-	}
+	gputest.ConcurrentDispatches(t, newTestBackend(t))
 }

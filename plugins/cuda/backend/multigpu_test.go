@@ -8,32 +8,14 @@ import (
 
 	"github.com/kiln-dev/kiln/ir/kernels"
 	"github.com/kiln-dev/kiln/pluginapi"
-	"github.com/kiln-dev/kiln/pluginapi/conformance"
+	"github.com/kiln-dev/kiln/plugins/internal/gputest"
 )
 
 // TestConformanceOnEveryAdapter runs the conformance kit on cuda:1..N-1 (cuda:0
 // is TestConformance's), each adapter with its own context and stream; on a
 // machine with one GPU there is nothing more to run.
 func TestConformanceOnEveryAdapter(t *testing.T) {
-	b := newTestBackend(t)
-	d, err := b.Describe(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(d.Adapters) < 2 {
-		t.Skipf("%d CUDA adapter: cuda:0 is TestConformance's", len(d.Adapters))
-	}
-	for _, a := range d.Adapters[1:] {
-		t.Run(fmt.Sprintf("cuda:%d", a.Index), func(t *testing.T) {
-			if !a.Available {
-				t.Fatalf("cuda:%d is unavailable: %s", a.Index, a.Reason)
-			}
-			if err := b.Open(context.Background(), a.Index); err != nil {
-				t.Fatal(err)
-			}
-			conformance.Run(t, b, conformance.Options{Adapter: a.Index})
-		})
-	}
+	cuda.ConformanceOnEveryAdapter(t, newTestBackend(t))
 }
 
 // The tests in this file need CUDA devices; with one they check what one can.
@@ -50,17 +32,8 @@ func residentAdd(tb testing.TB, be *Backend, adapter int, n uint32) (*pluginapi.
 		tb.Fatal(err)
 	}
 	var bufs []pluginapi.BufferRange
-	for i := range 3 {
-		r, err := be.AllocBuffer(ctx, &pluginapi.AllocRequest{Adapter: adapter, Size: 4 * uint64(n)})
-		if err != nil {
-			tb.Fatal(err)
-		}
-		if i < 2 {
-			if err := be.WriteBuffer(ctx, r.Buffer, 0, kernels.F32Bytes(fill(int(n), float32(i+1)))); err != nil {
-				tb.Fatal(err)
-			}
-		}
-		bufs = append(bufs, pluginapi.BufferRange{Buffer: r.Buffer, Size: 4 * uint64(n)})
+	for _, data := range [][]byte{kernels.F32Bytes(fill(int(n), 1)), kernels.F32Bytes(fill(int(n), 2)), nil} {
+		bufs = append(bufs, pluginapi.BufferRange{Buffer: gputest.ResidentBuffer(tb, be, adapter, int(n), data), Size: 4 * uint64(n)})
 	}
 	wg := p.WorkgroupSize[0]
 	req := &pluginapi.SubmitRequest{Adapter: adapter, Commands: []pluginapi.SubmitCommand{

@@ -13,6 +13,7 @@ import (
 	"github.com/kiln-dev/kiln/ir"
 	"github.com/kiln-dev/kiln/ir/kernels"
 	"github.com/kiln-dev/kiln/pluginapi"
+	"github.com/kiln-dev/kiln/plugins/internal/gputest"
 )
 
 func TestArtifactWithoutADevice(t *testing.T) {
@@ -180,11 +181,7 @@ func BenchmarkSubmitSmall(b *testing.B) {
 	}
 	var bufs []pluginapi.BufferRange
 	for range 3 {
-		r, err := be.AllocBuffer(ctx, &pluginapi.AllocRequest{Adapter: adapter, Size: 4})
-		if err != nil {
-			b.Fatal(err)
-		}
-		bufs = append(bufs, pluginapi.BufferRange{Buffer: r.Buffer, Size: 4})
+		bufs = append(bufs, pluginapi.BufferRange{Buffer: gputest.ResidentBuffer(b, be, adapter, 1, nil), Size: 4})
 	}
 	req := &pluginapi.SubmitRequest{Adapter: adapter, Commands: []pluginapi.SubmitCommand{
 		pluginapi.DispatchCommand{Pipeline: c.Pipeline, Grid: [3]uint32{1, 1, 1}, Bindings: bufs}}}
@@ -218,19 +215,7 @@ func BenchmarkVectorAddResident(b *testing.B) {
 	const n = 1 << 28
 	k, _ := kernels.Lookup("vector_add")
 	prog := k.Program()
-	var bufs []pluginapi.BufferRange
-	for i := range 3 {
-		r, err := be.AllocBuffer(ctx, &pluginapi.AllocRequest{Adapter: adapter, Size: 4 * n})
-		if err != nil {
-			b.Fatal(err)
-		}
-		if i < 2 {
-			if err := be.WriteBuffer(ctx, r.Buffer, 0, patternF32(n, uint32(i+1))); err != nil {
-				b.Fatal(err)
-			}
-		}
-		bufs = append(bufs, pluginapi.BufferRange{Buffer: r.Buffer, Size: 4 * n})
-	}
+	bufs := gputest.VectorAddBuffers(b, be, adapter, n)
 	epis := []uint32{1}
 	if _, ok := prog.Param("epi"); ok {
 		epis = []uint32{1, 2, 4, 8}
@@ -249,17 +234,7 @@ func BenchmarkVectorAddResident(b *testing.B) {
 			per := prog.WorkgroupSize[0] * epi
 			req := &pluginapi.SubmitRequest{Adapter: adapter, Commands: []pluginapi.SubmitCommand{
 				pluginapi.DispatchCommand{Pipeline: c.Pipeline, Grid: [3]uint32{(n + per - 1) / per, 1, 1}, Bindings: bufs}}}
-			var best int64
-			b.ResetTimer()
-			for range b.N {
-				res, err := be.Submit(ctx, req)
-				if err != nil {
-					b.Fatal(err)
-				}
-				if best == 0 || res.DeviceNanos < best {
-					best = res.DeviceNanos
-				}
-			}
+			best := gputest.Submits(b, be, req, 0).BestDevice
 			b.ReportMetric(12*n/float64(best), "best-device-GB/s")
 		})
 	}

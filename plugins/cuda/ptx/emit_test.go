@@ -9,6 +9,7 @@ import (
 
 	"github.com/kiln-dev/kiln/ir"
 	"github.com/kiln-dev/kiln/ir/kernels"
+	"github.com/kiln-dev/kiln/pluginapi/conformance"
 	"github.com/kiln-dev/kiln/plugins/cuda/internal/edgetest"
 )
 
@@ -240,8 +241,9 @@ func TestSpecializationIsFolded(t *testing.T) {
 }
 
 // TestEdgeTableCoversEveryOperation fails when an operator, cast, atomic or
-// statement kind of the ir package appears in no program of the edge table: then
-// nothing pins its PTX.
+// statement kind of the ir package appears in no program of the edge table nor
+// of the conformance kit's semantics tables (which the PTX interpreter runs in
+// TestConformanceOnTheInterpreter): then nothing pins its PTX.
 func TestEdgeTableCoversEveryOperation(t *testing.T) {
 	seen := map[string]bool{}
 	var expr func(x ir.Expr)
@@ -330,6 +332,9 @@ func TestEdgeTableCoversEveryOperation(t *testing.T) {
 	for _, c := range edgetest.Table() {
 		stmts(c.Prog.Body)
 	}
+	for _, p := range conformance.SemanticPrograms() {
+		stmts(p.Program.Body)
+	}
 	var want []string
 	for _, op := range ir.UnaryOps() {
 		want = append(want, "unary "+op.String())
@@ -353,7 +358,7 @@ func TestEdgeTableCoversEveryOperation(t *testing.T) {
 		"bitcast i32", "bitcast u32", "bitcast f32", "uniform")
 	for _, w := range want {
 		if !seen[w] {
-			t.Errorf("%s: no program of the edge table uses it", w)
+			t.Errorf("%s: no program of the edge table or of the conformance kit's semantics tables uses it", w)
 		}
 	}
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/kiln-dev/kiln/ir"
 	"github.com/kiln-dev/kiln/ir/kernels"
+	"github.com/kiln-dev/kiln/pluginapi/conformance"
 	"github.com/kiln-dev/kiln/plugins/cuda/internal/edgetest"
 )
 
@@ -100,9 +101,11 @@ type namedProgram struct {
 	opts Options
 }
 
-// allPrograms is every corpus kernel, every edge-table program and the
-// simplification tests' programs, each with the specialization and workgroup
-// size of its launch.
+// allPrograms is every corpus kernel, every edge-table program, every program
+// of the conformance kit's semantics tables that the emitter takes (it rejects
+// subgroup sizes beyond a warp, which the kit then skips) and the simplification
+// tests' programs, each with the specialization and workgroup size of its
+// launch.
 func allPrograms() []namedProgram {
 	var out []namedProgram
 	for _, k := range kernels.All() {
@@ -110,6 +113,12 @@ func allPrograms() []namedProgram {
 	}
 	for _, c := range edgetest.Table() {
 		out = append(out, namedProgram{"edge." + c.Name, c.Prog, Options{Spec: c.Launch.Spec, WorkgroupSize: c.Launch.WorkgroupSize}})
+	}
+	for _, p := range conformance.SemanticPrograms() {
+		opts := Options{Spec: p.Spec, WorkgroupSize: p.WorkgroupSize}
+		if _, err := Emit(p.Program, opts); err == nil {
+			out = append(out, namedProgram{"kit." + p.Name, p.Program, opts})
+		}
 	}
 	return append(out, optPrograms()...)
 }

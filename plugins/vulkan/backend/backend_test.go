@@ -5,18 +5,16 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
-	"math"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/kiln-dev/kiln/ir"
-	"github.com/kiln-dev/kiln/ir/interp"
 	"github.com/kiln-dev/kiln/ir/kernels"
 	"github.com/kiln-dev/kiln/pluginapi"
+	"github.com/kiln-dev/kiln/plugins/internal/gputest"
 	"github.com/kiln-dev/kiln/plugins/vulkan/vk"
 )
 
@@ -231,57 +229,9 @@ func TestCompileReturnsAndReusesPipelineCacheData(t *testing.T) {
 
 func TestCheckProgramRejectsWhatTheDeviceCannotRun(t *testing.T) {
 	lim := vk.Limits{MaxComputeWorkGroupSize: [3]uint32{256, 256, 64}, MaxComputeWorkGroupInvocations: 256, MaxComputeSharedMemorySize: 1024}
-	build := func(wg [3]uint32, shared uint32) *ir.Program {
-		b := ir.NewBuilder("limits", wg[0], wg[1], wg[2])
-		out := b.Buffer("out", ir.U32, ir.Write)
-		b.Param("n", ir.U32, ir.LitU32(1))
-		if shared > 0 {
-			b.Shared("sh", ir.U32, shared)
-		}
-		b.Store(out, ir.GlobalID(0), ir.Param("n"))
-		return b.Program()
-	}
-	var wrongType, unknown ir.SpecMap
-	wrongType.Set("n", ir.SpecF32(1))
-	unknown.Set("m", ir.SpecU32(1))
-	for _, c := range []struct {
-		name     string
-		p        *ir.Program
-		spec     ir.SpecMap
-		override [3]uint32
-		want     string
-	}{
-		{"axis over the limit", build([3]uint32{1, 1, 128}, 0), ir.SpecMap{}, [3]uint32{}, "maxComputeWorkGroupSize"},
-		{"too many invocations", build([3]uint32{16, 16, 2}, 0), ir.SpecMap{}, [3]uint32{}, "maxComputeWorkGroupInvocations"},
-		{"override over the limit", build([3]uint32{64, 1, 1}, 0), ir.SpecMap{}, [3]uint32{16, 32, 1}, "maxComputeWorkGroupInvocations"},
-		{"bad override", build([3]uint32{64, 1, 1}, 0), ir.SpecMap{}, [3]uint32{0, 4, 1}, "override"},
-		{"too much shared memory", build([3]uint32{64, 1, 1}, 257), ir.SpecMap{}, [3]uint32{}, "maxComputeSharedMemorySize"},
-		{"spec of the wrong type", build([3]uint32{64, 1, 1}, 0), wrongType, [3]uint32{}, "specialization value"},
-		{"spec of an unknown parameter", build([3]uint32{64, 1, 1}, 0), unknown, [3]uint32{}, "no parameter"},
-		{"invalid program", &ir.Program{Name: "empty"}, ir.SpecMap{}, [3]uint32{}, "invalid"},
-	} {
-		_, err := checkProgram(c.p, c.spec, c.override, lim)
-		var rejected *pluginapi.RejectedError
-		if !errors.As(err, &rejected) || !strings.Contains(err.Error(), c.want) {
-			t.Errorf("%s: checkProgram = %v, want a RejectedError mentioning %q", c.name, err, c.want)
-		}
-	}
-	wg, err := checkProgram(build([3]uint32{64, 1, 1}, 256), ir.SpecMap{}, [3]uint32{8, 8, 4}, lim)
-	if err != nil || wg != [3]uint32{8, 8, 4} {
-		t.Errorf("a program within the limits: %v, %v", wg, err)
-	}
-}
-
-// addOne is out[i] = in[i] + 1 over u32, 64 invocations per workgroup.
-func addOne() *ir.Program {
-	b := ir.NewBuilder("test.add_one", 64, 1, 1)
-	in := b.Buffer("in", ir.U32, ir.Read)
-	out := b.Buffer("out", ir.U32, ir.Write)
-	i := b.Let("i", ir.GlobalID(0))
-	b.If(ir.Lt(i, ir.Len(in)), func(then *ir.Block) {
-		then.Store(out, i, ir.Add(ir.Load(in, i), ir.LitU32(1)))
-	})
-	return b.MustBuild()
+	gputest.CheckProgramLimits(t, func(p *ir.Program, spec ir.SpecMap, override [3]uint32) ([3]uint32, error) {
+		return checkProgram(p, spec, override, lim)
+	}, gputest.Limits{Axis: "maxComputeWorkGroupSize", Invocations: "maxComputeWorkGroupInvocations", Shared: "maxComputeSharedMemorySize"})
 }
 
 func TestDispatchRejectsBadLaunches(t *testing.T) {
@@ -292,24 +242,8 @@ func TestDispatchRejectsBadLaunches(t *testing.T) {
 		t.Fatal(err)
 	}
 	four := make([]byte, 16)
-	for _, tc := range []struct {
-		name string
-		req  pluginapi.DispatchRequest
-		want string
-	}{
-		{"unknown pipeline", pluginapi.DispatchRequest{Pipeline: c.Pipeline + 100, Grid: [3]uint32{1, 1, 1}}, "no pipeline"},
-		{"too many inputs", pluginapi.DispatchRequest{Pipeline: c.Pipeline, Grid: [3]uint32{1, 1, 1}, Inputs: [][]byte{four, nil, nil}}, "inputs"},
-		{"input for a write buffer", pluginapi.DispatchRequest{Pipeline: c.Pipeline, Grid: [3]uint32{1, 1, 1}, Inputs: [][]byte{four, four}}, "write-only"},
-		{"partial element", pluginapi.DispatchRequest{Pipeline: c.Pipeline, Grid: [3]uint32{1, 1, 1}, Inputs: [][]byte{four[:5]}}, "multiple of 4"},
-		{"grid of too many launches", pluginapi.DispatchRequest{Pipeline: c.Pipeline, Grid: [3]uint32{1, 1 << 31, 1 << 31}, Inputs: [][]byte{four}}, "launches"},
-		{"more than 2^32 invocations", pluginapi.DispatchRequest{Pipeline: c.Pipeline, Grid: [3]uint32{1 << 27, 1, 1}, Inputs: [][]byte{four}}, "2^32"},
-	} {
-		_, err := b.Dispatch(ctx, &tc.req)
-		var rejected *pluginapi.RejectedError
-		if !errors.As(err, &rejected) || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("%s: Dispatch = %v, want a RejectedError mentioning %q", tc.name, err, tc.want)
-		}
-	}
+	gputest.DispatchRejects(t, b, append(gputest.BadLaunches(c.Pipeline),
+		gputest.BadLaunch{Name: "grid of too many launches", Req: pluginapi.DispatchRequest{Pipeline: c.Pipeline, Grid: [3]uint32{1, 1 << 31, 1 << 31}, Inputs: [][]byte{four}}, Want: "launches"}))
 	fixed := ir.NewBuilder("test.fixed", 1, 1, 1)
 	fixed.FixedBuffer("a", ir.U32, ir.Read, 2)
 	fc, err := b.Compile(ctx, &pluginapi.CompileRequest{Program: fixed.MustBuild()})
@@ -324,17 +258,7 @@ func TestDispatchRejectsBadLaunches(t *testing.T) {
 }
 
 func TestGridWithAZeroAxisRunsNothing(t *testing.T) {
-	b := newTestBackend(t)
-	in := words([]uint32{1, 2, 3})
-	for _, grid := range [][3]uint32{{0, 1, 1}, {1, 0, 1}, {1, 1, 0}, {0, math.MaxUint32, 0}} {
-		res, err := run(t, b, addOne(), ir.SpecMap{}, [3]uint32{}, grid, [][]byte{in}, []uint32{0, 3})
-		if err != nil {
-			t.Fatalf("grid %v: %v", grid, err)
-		}
-		if len(res.Outputs) != 1 || !bytes.Equal(res.Outputs[0], make([]byte, 12)) || res.DeviceNanos != 0 {
-			t.Errorf("grid %v: outputs %v, device time %d; want one zeroed output and no device time", grid, res.Outputs, res.DeviceNanos)
-		}
-	}
+	gputest.GridWithAZeroAxisRunsNothing(t, newTestBackend(t))
 }
 
 func TestDispatchTimesTheDevice(t *testing.T) {
@@ -355,35 +279,9 @@ func TestDispatchTimesTheDevice(t *testing.T) {
 
 func TestReleaseAndClose(t *testing.T) {
 	b := newTestBackend(t)
-	ctx := context.Background()
-	c, err := b.Compile(ctx, &pluginapi.CompileRequest{Program: addOne()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := b.Release(ctx, c.Pipeline); err != nil {
-		t.Fatal(err)
-	}
-	var rejected *pluginapi.RejectedError
-	if err := b.Release(ctx, c.Pipeline); !errors.As(err, &rejected) {
-		t.Errorf("second Release = %v, want a RejectedError", err)
-	}
-	if _, err := b.Dispatch(ctx, &pluginapi.DispatchRequest{Pipeline: c.Pipeline, Grid: [3]uint32{1, 1, 1}}); !errors.As(err, &rejected) {
-		t.Errorf("Dispatch of a released pipeline = %v, want a RejectedError", err)
-	}
-	if _, err := b.Compile(ctx, &pluginapi.CompileRequest{Program: addOne()}); err != nil {
-		t.Fatal(err)
-	}
-	if err := b.Close(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if err := b.Close(ctx); err != nil {
-		t.Errorf("second Close: %v", err)
-	}
-	if _, err := b.Describe(ctx); err == nil {
+	gputest.ReleaseAndClose(t, b)
+	if _, err := b.Describe(context.Background()); err == nil {
 		t.Error("Describe after Close succeeded")
-	}
-	if _, err := b.Compile(ctx, &pluginapi.CompileRequest{Program: addOne()}); err == nil {
-		t.Error("Compile after Close succeeded")
 	}
 }
 
@@ -408,21 +306,8 @@ func TestVulkanFailuresBecomeDeviceErrors(t *testing.T) {
 	}
 }
 
-// spin is a kernel whose running time grows with its parameter n, the number of
-// loop iterations of each invocation; every invocation xors its result into out[0].
-func spin() *ir.Program {
-	b := ir.NewBuilder("test.spin", 64, 1, 1)
-	out := b.Buffer("out", ir.U32, ir.Write)
-	n := b.Param("n", ir.U32, ir.LitU32(1))
-	x := b.Var("x", ir.U32, ir.Add(ir.GlobalID(0), ir.Mul(ir.GlobalID(1), ir.LitU32(1<<20))))
-	b.For("k", ir.U32, ir.LitU32(0), n, ir.LitU32(1), func(body *ir.Block, k ir.Expr) {
-		body.Assign("x", ir.Xor(x, ir.Shl(x, ir.LitU32(13))))
-		body.Assign("x", ir.Xor(x, ir.Shr(x, ir.LitU32(17))))
-		body.Assign("x", ir.Add(ir.Xor(x, ir.Shl(x, ir.LitU32(5))), k))
-	})
-	b.Atomic(ir.AtomicXor, out, ir.LitU32(0), x)
-	return b.MustBuild()
-}
+// spin is [gputest.Spin].
+func spin() *ir.Program { return gputest.Spin() }
 
 // spinGrid returns a grid of spin workgroups that keeps the device busy for about
 // target: it grows a timed dispatch eightfold until it takes a quarter of target
@@ -463,21 +348,7 @@ func TestDispatchStopsWaitingWhenTheContextEnds(t *testing.T) {
 		t.Fatal(err)
 	}
 	req := &pluginapi.DispatchRequest{Pipeline: c.Pipeline, Grid: spinGrid(t, b, c.Pipeline, 500*time.Millisecond), OutputCounts: []uint32{1}}
-	cancelled, cancel := context.WithCancel(ctx)
-	cancel()
-	if _, err := b.Dispatch(cancelled, req); !errors.Is(err, context.Canceled) {
-		t.Errorf("Dispatch with a cancelled context = %v, want context.Canceled", err)
-	}
-	short, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
-	defer cancel()
-	if _, err := b.Dispatch(short, req); !errors.Is(err, context.DeadlineExceeded) {
-		t.Errorf("Dispatch of about 500ms past a 50ms deadline = %v, want context.DeadlineExceeded", err)
-	}
-	// The abandoned work finishes in the background; the device is usable after it.
-	res, err := run(t, b, addOne(), ir.SpecMap{}, [3]uint32{}, [3]uint32{1, 1, 1}, [][]byte{words([]uint32{41})}, []uint32{0, 1})
-	if err != nil || !bytes.Equal(res.Outputs[0], words([]uint32{42})) {
-		t.Errorf("dispatch after an abandoned one: %v, %v", res, err)
-	}
+	gputest.AbandonedDispatch(t, b, req, "500ms", false)
 }
 
 // TestLongLoops runs loops of more than 65535 iterations. Mesa's llvmpipe (lavapipe)
@@ -488,59 +359,11 @@ func TestLongLoops(t *testing.T) {
 	if d := b.adapters[0].props.Driver; d != nil && d.Name == "llvmpipe" {
 		t.Skip("llvmpipe stops every shader after 65535 loop iterations (Mesa's LP_MAX_TGSI_LOOP_ITERATIONS); longer loops give wrong results there")
 	}
-	var spec ir.SpecMap
-	spec.Set("n", ir.SpecU32(200000))
-	grid := [3]uint32{2, 1, 1}
-	want, err := interp.Run(context.Background(), spin(), interp.Options{Spec: spec}, interp.Launch{Grid: grid, OutputCounts: []uint32{1}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, err := run(t, b, spin(), spec, [3]uint32{}, grid, nil, []uint32{1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(got.Outputs[0], want[0]) {
-		t.Errorf("a loop of 200000 iterations differs from the reference")
-	}
+	gputest.LongLoops(t, b)
 }
 
 func TestConcurrentDispatches(t *testing.T) {
-	b := newTestBackend(t)
-	ctx := context.Background()
-	var wg sync.WaitGroup
-	errs := make(chan error, 64)
-	for g := range 4 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			c, err := b.Compile(ctx, &pluginapi.CompileRequest{Program: addOne()})
-			if err != nil {
-				errs <- err
-				return
-			}
-			defer b.Release(ctx, c.Pipeline)
-			for r := range 5 {
-				n := 100*g + r + 1
-				in := u32s(n, func(i int) uint32 { return uint32(i * g) })
-				res, err := b.Dispatch(ctx, &pluginapi.DispatchRequest{Pipeline: c.Pipeline, Grid: [3]uint32{uint32(n+63) / 64, 1, 1}, Inputs: [][]byte{words(in)}, OutputCounts: []uint32{0, uint32(n)}})
-				if err != nil {
-					errs <- err
-					return
-				}
-				for i, v := range wordsOf(res.Outputs[0]) {
-					if v != in[i]+1 {
-						errs <- errors.New("wrong result under concurrency")
-						return
-					}
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Error(err)
-	}
+	gputest.ConcurrentDispatches(t, newTestBackend(t))
 }
 
 func TestValidationMessagesAreCountedAndLogged(t *testing.T) {

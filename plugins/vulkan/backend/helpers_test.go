@@ -1,17 +1,20 @@
 package backend
 
 import (
-	"context"
-	"encoding/binary"
 	"os"
 	"testing"
 
 	"github.com/kiln-dev/kiln/ir"
+	"github.com/kiln-dev/kiln/ir/kernels"
 	"github.com/kiln-dev/kiln/pluginapi"
+	"github.com/kiln-dev/kiln/plugins/internal/gputest"
 )
 
 // requireEnv set to 1 turns "no usable Vulkan" from a skip into a failure.
 const requireEnv = "KILN_REQUIRE_VULKAN"
+
+// vulkan is how the tests reach a Vulkan device.
+var vulkan = gputest.Device{Name: "Vulkan", RequireEnv: requireEnv}
 
 // newTestBackend starts a validating backend and opens adapter 0, or skips the test
 // when no Vulkan device is usable (fails under KILN_REQUIRE_VULKAN=1). At cleanup it
@@ -24,29 +27,7 @@ func newTestBackend(t testing.TB) *Backend {
 	cfg.Validation = os.Getenv(ValidationEnv) != "0"
 	cfg.NoBandwidth = true
 	b := New(cfg)
-	ctx := context.Background()
-	d, err := b.Describe(ctx)
-	if err != nil {
-		t.Fatalf("Describe: %v", err)
-	}
-	if len(d.Adapters) == 0 || !d.Adapters[0].Available {
-		reason := "no adapters"
-		if len(d.Adapters) > 0 {
-			reason = d.Adapters[0].Reason
-		}
-		b.Close(ctx)
-		if os.Getenv(requireEnv) == "1" {
-			t.Fatalf("%s=1 but Vulkan is unusable: %s", requireEnv, reason)
-		}
-		t.Skipf("no usable Vulkan device (%s); set %s=1 to fail instead", reason, requireEnv)
-	}
-	if err := b.Open(ctx, 0); err != nil {
-		t.Fatalf("Open(0): %v", err)
-	}
-	t.Cleanup(func() {
-		if err := b.Close(ctx); err != nil {
-			t.Errorf("Close: %v", err)
-		}
+	vulkan.Open(t, b, func(t testing.TB) {
 		if n, text := b.ValidationMessages(); n != 0 {
 			t.Errorf("%d validation messages:\n%s", n, text)
 		}
@@ -57,17 +38,7 @@ func newTestBackend(t testing.TB) *Backend {
 // run compiles p on adapter 0, dispatches it once and releases it.
 func run(t testing.TB, b *Backend, p *ir.Program, spec ir.SpecMap, wg [3]uint32, grid [3]uint32, inputs [][]byte, counts []uint32) (*pluginapi.DispatchResult, error) {
 	t.Helper()
-	ctx := context.Background()
-	c, err := b.Compile(ctx, &pluginapi.CompileRequest{Program: p, Spec: spec, WorkgroupSize: wg})
-	if err != nil {
-		return nil, err
-	}
-	defer func() {
-		if err := b.Release(ctx, c.Pipeline); err != nil {
-			t.Errorf("Release: %v", err)
-		}
-	}()
-	return b.Dispatch(ctx, &pluginapi.DispatchRequest{Pipeline: c.Pipeline, Grid: grid, Inputs: inputs, OutputCounts: counts})
+	return gputest.Run(t, b, p, kernels.Case{Spec: spec, WorkgroupSize: wg, Grid: grid, Inputs: inputs, OutputCounts: counts})
 }
 
 // bothMemoryPaths runs f as a subtest twice: with buffers mapped directly and with
@@ -86,26 +57,11 @@ func bothMemoryPaths(t *testing.T, b *Backend, f func(t *testing.T)) {
 	}
 }
 
-func words(ws []uint32) []byte {
-	out := make([]byte, 4*len(ws))
-	for i, w := range ws {
-		binary.LittleEndian.PutUint32(out[4*i:], w)
-	}
-	return out
-}
+func words(ws []uint32) []byte { return kernels.U32Bytes(ws) }
 
-func wordsOf(b []byte) []uint32 {
-	out := make([]uint32, len(b)/4)
-	for i := range out {
-		out[i] = binary.LittleEndian.Uint32(b[4*i:])
-	}
-	return out
-}
+func wordsOf(b []byte) []uint32 { return kernels.BytesU32(b) }
 
-func u32s(n int, f func(i int) uint32) []uint32 {
-	out := make([]uint32, n)
-	for i := range out {
-		out[i] = f(i)
-	}
-	return out
-}
+func u32s(n int, f func(i int) uint32) []uint32 { return gputest.U32s(n, f) }
+
+// addOne is out[i] = in[i] + 1 over u32, 64 invocations per workgroup.
+func addOne() *ir.Program { return gputest.AddOne() }

@@ -13,6 +13,7 @@ import (
 	"github.com/kiln-dev/kiln/ir/kernels"
 	"github.com/kiln-dev/kiln/pluginapi"
 	"github.com/kiln-dev/kiln/pluginapi/conformance"
+	"github.com/kiln-dev/kiln/plugins/internal/gputest"
 	"github.com/kiln-dev/kiln/plugins/vulkan/vk"
 )
 
@@ -270,19 +271,7 @@ func TestUnalignedBindingOffset(t *testing.T) {
 
 // spinUniform is spin with its loop count a uniform, so that no compiler knows
 // the trip count.
-func spinUniform() *ir.Program {
-	b := ir.NewBuilder("test.spin_uniform", 64, 1, 1)
-	out := b.Buffer("out", ir.U32, ir.Write)
-	n := b.Uniform("n", ir.U32)
-	x := b.Var("x", ir.U32, ir.Add(ir.GlobalID(0), ir.Mul(ir.GlobalID(1), ir.LitU32(1<<20))))
-	b.For("k", ir.U32, ir.LitU32(0), n, ir.LitU32(1), func(body *ir.Block, k ir.Expr) {
-		body.Assign("x", ir.Xor(x, ir.Shl(x, ir.LitU32(13))))
-		body.Assign("x", ir.Xor(x, ir.Shr(x, ir.LitU32(17))))
-		body.Assign("x", ir.Add(ir.Xor(x, ir.Shl(x, ir.LitU32(5))), k))
-	})
-	b.Atomic(ir.AtomicXor, out, ir.LitU32(0), x)
-	return b.MustBuild()
-}
+func spinUniform() *ir.Program { return gputest.SpinUniform() }
 
 // blocker returns a submit that keeps the device busy for about target on any
 // device: spinUniform dispatches of a grid grown eightfold until one takes a

@@ -16,8 +16,6 @@ type Case struct {
 	Name   string
 	Prog   *ir.Program
 	Launch kernels.Case
-	// Uniforms is the dispatch's uniform block (IR v1.1), empty without uniforms.
-	Uniforms []byte
 	// Match compares element i of output out (in binding order) with the
 	// oracle's; nil means bit for bit, any NaN equal to any NaN.
 	Match func(out, i int, got, want uint32) bool
@@ -26,7 +24,7 @@ type Case struct {
 // Reference runs the case on the CPU reference interpreter.
 func (c Case) Reference(ctx context.Context) ([][]byte, error) {
 	return interp.Run(ctx, c.Prog, interp.Options{WorkgroupSize: c.Launch.WorkgroupSize, Spec: c.Launch.Spec},
-		interp.Launch{Grid: c.Launch.Grid, Inputs: c.Launch.Inputs, OutputCounts: c.Launch.OutputCounts, Uniforms: c.Uniforms})
+		interp.Launch{Grid: c.Launch.Grid, Inputs: c.Launch.Inputs, OutputCounts: c.Launch.OutputCounts, Uniforms: c.Launch.Uniforms})
 }
 
 // Compare checks got against the oracle's outputs want under the case's rule and

@@ -1,9 +1,11 @@
-// Package edgetest is the semantic edge table that pins the CUDA backend: small
-// programs that run every IR operation on its edge values (NaN, ±0, ±inf,
-// denormals, MIN / -1, shifts of 32 and more, saturating casts) and every
-// statement kind (bounds, atomics, barriers, loops, early returns, builtins,
-// specialization, empty buffers and grids), each with its launch, and the rule by
-// which a result is compared with the CPU reference interpreter (the oracle).
+// Package edgetest is the semantic edge table that pins the CUDA backend's
+// values: small programs that run every IR operation on its edge values (NaN,
+// ±0, ±inf, denormals, MIN / -1, shifts of 32 and more, saturating casts) and
+// every subgroup operation at every size a warp runs, each with its launch, and
+// the rule by which a result is compared with the CPU reference interpreter (the
+// oracle). Statements, memory, atomics, uniforms and launch shapes are the
+// conformance kit's tables (pluginapi/conformance), which every backend runs;
+// this table holds only what CUDA pins tighter.
 //
 // The rules are CUDA's, tighter than the cross-backend bounds of docs/design.md, "Conformance kit", because the
 // PTX the backend emits is IEEE-exact where the ISA allows it: every result must

@@ -115,9 +115,9 @@ func pairs(xs []uint32) [][]uint32 {
 	return [][]uint32{a, b}
 }
 
-// Table returns the whole edge table: ValueCases, StatementCases and V11Cases.
+// Table returns the whole edge table: ValueCases and SubgroupCases.
 func Table() []Case {
-	return append(append(ValueCases(), StatementCases()...), V11Cases()...)
+	return append(ValueCases(), SubgroupCases()...)
 }
 
 // ValueCases applies every unary and binary operator to every type it accepts

@@ -1,0 +1,269 @@
+//go:build linux
+
+package pluginapi
+
+import (
+	"encoding/binary"
+	"errors"
+	"os"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+	"unsafe"
+)
+
+// TestPlaneRefusesAHostileCompletionRing pins the host's distrust of the
+// completion ring: a plugin that writes made-up indices or sizes into it ends
+// the plane with a ProtocolError (no crash, no hang, nothing read beyond what
+// was checked), and so does one that moves the request ring's tail.
+func TestPlaneRefusesAHostileCompletionRing(t *testing.T) {
+	cases := map[string]func(fp *fakePeer, r *request){
+		"head far beyond the ring": func(fp *fakePeer, r *request) {
+			atomic.StoreUint64(fp.done.head, 1<<62)
+		},
+		"head moved back": func(fp *fakePeer, r *request) {
+			atomic.StoreUint64(fp.done.head, 0)
+		},
+		"part of a header": func(fp *fakePeer, r *request) {
+			atomic.StoreUint64(fp.done.head, fp.done.pos+8)
+		},
+		"size beyond what was published": func(fp *fakePeer, r *request) {
+			b := encodeDone(r.kind, &done{seq: r.seq})
+			binary.LittleEndian.PutUint32(b, uint32(len(b)+64))
+			fp.done.copyIn(b, fp.done.pos)
+			atomic.StoreUint64(fp.done.head, fp.done.pos+uint64(len(b)))
+		},
+		"size beyond the completion limit": func(fp *fakePeer, r *request) {
+			b := make([]byte, 4096)
+			putHeader(b, frameHeader{size: uint32(len(b)) + maxDoneBytes, kind: frameDone, seq: r.seq})
+			fp.done.copyIn(b, fp.done.pos)
+			atomic.StoreUint64(fp.done.head, fp.done.pos+uint64(len(b)))
+		},
+		"request ring tail past its head": func(fp *fakePeer, r *request) {
+			atomic.StoreUint64(fp.req.tail, 1<<40)
+			fp.answer(encodeDone(r.kind, &done{seq: r.seq, sizes: []uint64{4}}))
+		},
+	}
+	for name, lie := range cases {
+		t.Run(name, func(t *testing.T) {
+			p := fakePlugin(t, func(fp *fakePeer) {
+				r, ok := fp.request()
+				if !ok {
+					return
+				}
+				lie(fp, r)
+				fp.done.interrupt()
+				fp.request() // keeps the socket open until the host closes the plane
+			})
+			ctx := ctxT(t)
+			_, err := dispatchOnPlane(ctx, p, &DispatchRequest{Pipeline: 1, OutputCounts: []uint32{1}}, []int{4})
+			if err == nil && strings.HasPrefix(name, "request ring") {
+				// The lie shows on the next request the host sends.
+				_, err = p.roundTrip(ctx, &request{kind: frameFree, buffer: 1}, -1, 0)
+			}
+			var pe *ProtocolError
+			if !errors.As(err, &pe) {
+				t.Fatalf("%v, want a ProtocolError", err)
+			}
+			if !errors.As(p.closed(), &pe) {
+				t.Errorf("plane not closed (%v)", p.closed())
+			}
+		})
+	}
+}
+
+// TestPlaneNoticesAPeerThatDies pins liveness: a plugin that dies while the host
+// waits for a completion (asleep on the futex word, or spinning) ends the wait
+// with an error at once, not after a timeout or never.
+func TestPlaneNoticesAPeerThatDies(t *testing.T) {
+	p := fakePlugin(t, func(fp *fakePeer) {
+		if _, ok := fp.request(); !ok {
+			return
+		}
+		time.Sleep(50 * time.Millisecond) // the host is asleep on the ring by now
+		fp.conn.shutdown()
+	})
+	_, err := p.roundTrip(ctxT(t), &request{kind: frameFree, buffer: 1}, -1, 0)
+	if err == nil || errors.Is(err, ctxT(t).Err()) {
+		t.Fatalf("a request to a plugin that died: %v, want the lost plane", err)
+	}
+	if p.closed() == nil {
+		t.Error("the plane is still open")
+	}
+}
+
+// TestPlaneUnmapsItsRingSegment pins the ring segment's lifetime in the host:
+// mapped while the plane is open, no descriptor kept, unmapped once it closed.
+func TestPlaneUnmapsItsRingSegment(t *testing.T) {
+	p := liar(t, func(r *request) []byte { return encodeDone(r.kind, &done{seq: r.seq}) })
+	p.mu.Lock()
+	at := ringAddr(p.rings)
+	p.mu.Unlock()
+	if !ringMappedAt(t, at) {
+		t.Fatalf("the plane's ring segment is not mapped at %#x", at)
+	}
+	if n := ringDescriptors(t); n != 0 {
+		t.Errorf("the host keeps %d descriptors of ring segments", n)
+	}
+	p.close()
+	if !eventually(func() bool { return !ringMappedAt(t, at) }) {
+		t.Fatal("the ring segment is still mapped after the plane closed")
+	}
+}
+
+// ringAddr is the address of a ring segment's mapping.
+func ringAddr(mem []byte) uintptr { return uintptr(unsafe.Pointer(unsafe.SliceData(mem))) }
+
+// ringDescriptors counts this process's open descriptors of ring segments.
+func ringDescriptors(t *testing.T) int {
+	t.Helper()
+	entries, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, e := range entries {
+		if l, err := os.Readlink("/proc/self/fd/" + e.Name()); err == nil && strings.Contains(l, RingSegmentName) {
+			n++
+		}
+	}
+	return n
+}
+
+// hostilePlane opens a real plugin-side data plane (over a memory backend) and
+// connects a real host-side plane to it, for a test that then plays a hostile
+// host by writing into the request ring directly.
+func hostilePlane(t *testing.T) *plane {
+	t.Helper()
+	srv, err := listenPlane(newDevice(newMemBackend()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.close)
+	p, err := dialPlane(ctxT(t), srv.socketPath(), srv.token, func(uint64) {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.close)
+	if _, err := p.roundTrip(ctxT(t), &request{kind: frameAlloc, size: 16}, -1, 0); err != nil {
+		t.Fatalf("a well-formed request: %v", err)
+	}
+	return p
+}
+
+// TestPluginRefusesAHostileRequestRing pins the plugin's distrust of the request
+// ring: made-up indices, sizes, frames and descriptor flags make the plugin end
+// the plane (its end of the socket closes, which the host sees) instead of
+// crashing or reading beyond the ring.
+func TestPluginRefusesAHostileRequestRing(t *testing.T) {
+	frame := func(r *request) []byte {
+		r.seq = 1 << 20
+		b, err := encodeRequest(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	cases := map[string]func(q *ring){
+		"head far beyond the ring": func(q *ring) { atomic.StoreUint64(q.head, 1<<62) },
+		"head moved back":          func(q *ring) { atomic.StoreUint64(q.head, 0) },
+		"part of a header":         func(q *ring) { atomic.StoreUint64(q.head, q.pos+8) },
+		"size beyond what was published": func(q *ring) {
+			b := frame(&request{kind: frameFree, buffer: 1})
+			binary.LittleEndian.PutUint32(b, uint32(len(b)+64))
+			q.copyIn(b, q.pos)
+			atomic.StoreUint64(q.head, q.pos+uint64(len(b)))
+		},
+		"size beyond the request limit": func(q *ring) {
+			b := make([]byte, 64)
+			putHeader(b, frameHeader{size: maxRequestFrameBytes + 8, kind: frameFree})
+			q.copyIn(b, q.pos)
+			atomic.StoreUint64(q.head, q.pos+uint64(len(b)))
+		},
+		"a frame that does not decode": func(q *ring) {
+			b := frame(&request{kind: frameFree, buffer: 1})
+			b[4] = 99
+			_ = q.put(b)
+		},
+		"a descriptor flag without a descriptor": func(q *ring) {
+			_ = q.put(frame(&request{kind: frameAttach, segment: 7, size: 4096, fd: true}))
+		},
+		"a second hello in the ring": func(q *ring) {
+			_ = q.put(frame(&request{kind: frameHello, token: []byte("x"), fd: true}))
+		},
+	}
+	for name, lie := range cases {
+		t.Run(name, func(t *testing.T) {
+			p := hostilePlane(t)
+			p.wmu.Lock()
+			lie(p.req)
+			p.req.interrupt()
+			p.wmu.Unlock()
+			if !eventually(func() bool { return p.closed() != nil }) {
+				t.Fatal("the plugin kept the plane open")
+			}
+		})
+	}
+}
+
+// TestPluginLeavesAHostThatIsGone pins the plugin side's liveness: with the
+// host's end of the socket closed, a plugin asleep on the request ring stops
+// serving and unmaps its ring segment instead of waiting forever.
+func TestPluginLeavesAHostThatIsGone(t *testing.T) {
+	srv, err := listenPlane(newDevice(newMemBackend()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.close)
+	p, err := dialPlane(ctxT(t), srv.socketPath(), srv.token, func(uint64) {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.mu.Lock()
+	at := ringAddr(srv.rings)
+	srv.mu.Unlock()
+	if !ringMappedAt(t, at) {
+		t.Fatalf("the plugin's ring segment is not mapped at %#x", at)
+	}
+	time.Sleep(20 * time.Millisecond) // the plugin is asleep on the ring by now
+	p.close()
+	if !eventually(func() bool { return !ringMappedAt(t, at) }) {
+		t.Fatal("the plugin's ring segment is still mapped after the host left: it still serves")
+	}
+}
+
+// TestPlaneBurstLargerThanBothRings pins that a burst of asynchronous submits
+// larger than the request and completion rings together completes in order:
+// the plugin waits for room in the completion ring, and the host, waiting for
+// room in the request ring, delivers the completions nobody is reading yet.
+func TestPlaneBurstLargerThanBothRings(t *testing.T) {
+	conn := serveV2(t, newMemBackend())
+	ctx := ctxT(t)
+	if !conn.Capabilities().SharedMemory {
+		t.Fatalf("no data plane: %+v", conn.Capabilities())
+	}
+	buf, err := conn.AllocBuffer(ctx, &AllocRequest{Size: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := &SubmitRequest{Commands: []SubmitCommand{FillCommand{Dst: BufferRange{Buffer: buf.Buffer, Size: 4}, Value: 1}}}
+	frame, err := encodeRequest(&request{kind: frameSubmit, commands: req.Commands})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := ringRequestSize/len(frame) + ringDoneSize/len(encodeDone(frameSubmit, &done{})) + 1000
+	pending := make([]*Pending, 0, n)
+	for range n {
+		p, err := conn.SubmitAsync(ctx, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pending = append(pending, p)
+	}
+	for i, p := range pending {
+		if _, err := p.Wait(ctx); err != nil {
+			t.Fatalf("submit %d of %d: %v", i, n, err)
+		}
+	}
+}

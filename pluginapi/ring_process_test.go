@@ -1,0 +1,77 @@
+//go:build linux
+
+package pluginapi
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+// TestProcessKilledPluginReleasesTheRings pins the ring segment's lifetime
+// across a real plugin process: each side maps it once while the plane is
+// open, the host keeps no descriptor of it, and when the plugin is killed
+// with SIGKILL the host notices, loses the plane and unmaps its rings.
+func TestProcessKilledPluginReleasesTheRings(t *testing.T) {
+	c, b, logs := startHelper(t, "segments")
+	conn := b.(Conn)
+	ctx := context.Background()
+	if _, err := conn.Describe(ctx); err != nil {
+		t.Fatalf("Describe: %v\nlog:\n%s", err, logs)
+	}
+	if !conn.Capabilities().SharedMemory {
+		t.Fatalf("no data plane: %+v\nlog:\n%s", conn.Capabilities(), logs)
+	}
+	if _, err := conn.AllocBuffer(ctx, &AllocRequest{Size: 64}); err != nil {
+		t.Fatal(err)
+	}
+	pid := c.ReattachConfig().Pid
+	_, pl := b.(*client).v2.snapshot()
+	pl.mu.Lock()
+	at := ringAddr(pl.rings)
+	pl.mu.Unlock()
+	if !ringMappedAt(t, at) {
+		t.Fatalf("the plane's ring segment is not mapped at %#x", at)
+	}
+	if n := ringDescriptors(t); n != 0 {
+		t.Errorf("the host keeps %d descriptors of ring segments", n)
+	}
+	maps, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/maps")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := bytes.Count(maps, []byte("/memfd:"+RingSegmentName)); n != 1 {
+		t.Errorf("the plugin maps %d ring segments, want 1", n)
+	}
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	if !eventually(func() bool { return conn.Lost() != nil }) {
+		t.Fatal("the host did not notice the killed plugin")
+	}
+	if !eventually(func() bool { return !ringMappedAt(t, at) }) {
+		t.Fatal("the ring segment is still mapped after the plugin was killed")
+	}
+	if _, err := conn.AllocBuffer(ctx, &AllocRequest{Size: 64}); err == nil {
+		t.Error("an allocation on the plane of a killed plugin succeeded")
+	}
+}
+
+// ringMappedAt reports whether this process maps a ring segment at address at.
+func ringMappedAt(t *testing.T, at uintptr) bool {
+	t.Helper()
+	b, err := os.ReadFile("/proc/self/maps")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(line, strconv.FormatUint(uint64(at), 16)+"-") && strings.Contains(line, "/memfd:"+RingSegmentName) {
+			return true
+		}
+	}
+	return false
+}
