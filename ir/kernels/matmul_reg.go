@@ -80,12 +80,14 @@ func matmulReg() Kernel {
 // j < bn (strided, so neighbouring invocations read neighbouring words of the
 // shared b tile and one word of the a tile). For each step of tk along k the
 // workgroup stages the (Y·bm)×tk block of a and the tk×(X·bn) block of b in
-// shared memory (0 outside the matrices), and after a barrier each invocation,
-// for e = 0..tk-1, loads its bn values of b into registers, then for each of
+// shared memory (0 outside the matrices), each invocation filling every
+// (X·Y)-th element in a loop whose trip count depends only on the launch shape
+// and the tunables (a constant once a backend folds them, so the loop unrolls
+// and an invocation's loads are in flight together). After a barrier each
+// invocation, for e = 0..tk-1, loads its bn values of b into registers, then for each of
 // its bm rows one value of a, and accumulates the bm·bn products with fma (one
 // instruction each where the backend fuses, twice the rate of a multiply and an
-// add);
-// a second barrier frees the tiles. The program declares regMaxBlock²
+// add); a second barrier frees the tiles. The program declares regMaxBlock²
 // accumulators and regMaxBlock b registers; conditions on bm and bn, which are
 // specialization constants, select the ones in use, so a backend that folds
 // constants keeps only those.
@@ -126,19 +128,31 @@ func matmulRegProgram() *ir.Program {
 		b.Var(bv(j), ir.F32, ir.LitF32(0))
 	}
 	steps := b.Let("steps", ir.Div(ir.Add(k, ir.Sub(tk, one)), tk))
+	aCount := b.Let("a_count", ir.Mul(rows, tk))
+	bCount := b.Let("b_count", ir.Mul(tk, cols))
+	trips := func(name string, count ir.Expr) ir.Expr {
+		return b.Let(name, ir.Div(ir.Add(count, ir.Sub(threads, one)), threads))
+	}
+	aTrips, bTrips := trips("a_trips", aCount), trips("b_trips", bCount)
 	b.For("t", ir.U32, zero, steps, one, func(loop *ir.Block, t ir.Expr) {
 		base := loop.Let("base", ir.Mul(t, tk))
-		loop.For("sa", ir.U32, lane, ir.Mul(rows, tk), threads, func(fill *ir.Block, s ir.Expr) {
-			r := fill.Let("ar", ir.Add(row0, ir.Div(s, tk)))
-			e := fill.Let("ae", ir.Add(base, ir.Rem(s, tk)))
-			fill.Store(aTile, s, ir.Select(ir.LAnd(ir.Lt(r, m), ir.Lt(e, k)),
-				ir.Load(a, ir.Add(ir.Mul(r, k), e)), ir.LitF32(0)))
+		loop.For("fa", ir.U32, zero, aTrips, one, func(fill *ir.Block, f ir.Expr) {
+			s := fill.Let("sa", ir.Add(lane, ir.Mul(f, threads)))
+			fill.If(ir.Lt(s, aCount), func(in *ir.Block) {
+				r := in.Let("ar", ir.Add(row0, ir.Div(s, tk)))
+				e := in.Let("ae", ir.Add(base, ir.Rem(s, tk)))
+				in.Store(aTile, s, ir.Select(ir.LAnd(ir.Lt(r, m), ir.Lt(e, k)),
+					ir.Load(a, ir.Add(ir.Mul(r, k), e)), ir.LitF32(0)))
+			})
 		})
-		loop.For("sb", ir.U32, lane, ir.Mul(tk, cols), threads, func(fill *ir.Block, s ir.Expr) {
-			e := fill.Let("be", ir.Add(base, ir.Div(s, cols)))
-			cc := fill.Let("bc", ir.Add(col0, ir.Rem(s, cols)))
-			fill.Store(bTile, s, ir.Select(ir.LAnd(ir.Lt(e, k), ir.Lt(cc, n)),
-				ir.Load(bb, ir.Add(ir.Mul(e, n), cc)), ir.LitF32(0)))
+		loop.For("fb", ir.U32, zero, bTrips, one, func(fill *ir.Block, f ir.Expr) {
+			s := fill.Let("sb", ir.Add(lane, ir.Mul(f, threads)))
+			fill.If(ir.Lt(s, bCount), func(in *ir.Block) {
+				e := in.Let("be", ir.Add(base, ir.Div(s, cols)))
+				cc := in.Let("bc", ir.Add(col0, ir.Rem(s, cols)))
+				in.Store(bTile, s, ir.Select(ir.LAnd(ir.Lt(e, k), ir.Lt(cc, n)),
+					ir.Load(bb, ir.Add(ir.Mul(e, n), cc)), ir.LitF32(0)))
+			})
 		})
 		loop.Barrier()
 		loop.For("e", ir.U32, zero, tk, one, func(inner *ir.Block, e ir.Expr) {

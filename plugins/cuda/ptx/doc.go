@@ -22,7 +22,8 @@
 //
 //   - Out-of-bounds accesses never touch memory: a load is a predicated ld whose
 //     destination is zeroed first, a store or atomic is predicated on the index
-//     being below the element count (an atomic's result is then 0).
+//     being below the element count (an atomic's result is then 0). A shared
+//     access whose index provably lies below the array's count has no check.
 //   - f32 add, sub and mul carry an explicit rounding mode (add.rn, sub.rn, mul.rn),
 //     which PTX never contracts into an FMA; fma is fma.rn; div and sqrt are the
 //     IEEE-rounded div.rn and sqrt.rn. No .ftz anywhere: denormals are kept.
@@ -45,16 +46,23 @@
 //     block. Atomics are atom.global or atom.shared (relaxed, GPU scope for
 //     buffers).
 //
-// Emit simplifies as it writes (see fold.go and docs/design.md, "CUDA"): integer
-// and bool constants fold, an if on a constant is one of its blocks,
-// constant-trip for loops of up to 16 iterations unroll, an if of a few lets,
-// stores and assignments becomes predicated straight-line code, and accesses an
+// Emit simplifies as it writes (see fold.go and docs/design.md, "CUDA" and
+// "Value ranges and bounds-check elision"): every integer and bool value carries
+// the range of values it can take (package ir/ranges), from literals, the
+// folded parameters, the workgroup size, local_id and loop bounds, so integer
+// arithmetic whose result is known folds to a literal (through lets, builtins and
+// unrolled loop counters), an if on a constant is one of its blocks, div and rem
+// by a divisor that cannot be 0 (or -1 on i32) are plain, and shared-array
+// accesses whose index is provably in bounds have no check. Constant-trip for
+// loops of up to 32 iterations unroll, an if of a few lets, stores and
+// assignments becomes predicated straight-line code, and buffer accesses an
 // enclosing if's i < len(buf) already bounds skip their own check. With
 // Options.NonCoherentReads, read buffers are loaded with ld.global.nc.
 //
 // Registers: bool values live in predicates (%p), every 32-bit value in .b32
 // registers (%r), addresses in .b64 registers (%rd). Buffer pointers, element
-// counts, builtins and constants are loaded once at the top of the kernel.
+// counts, builtins and constants are loaded once at the top of the kernel. A var
+// is a register, read in place; a let bound to it holds a copy.
 //
 // Emit is deterministic: the same program and options give the same text.
 package ptx

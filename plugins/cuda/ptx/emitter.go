@@ -5,15 +5,23 @@ import (
 	"strings"
 
 	"github.com/kiln-dev/kiln/ir"
+	"github.com/kiln-dev/kiln/ir/ranges"
 )
 
 // value is a computed IR value: a predicate (bool) or a .b32 register holding it.
-// A constant also carries its literal, for folding (see fold.go).
+// A constant also carries its literal, for folding (see fold.go); rng is the
+// range of an integer or bool value (see docs/design.md, "Value ranges and
+// bounds-check elision"), Unknown unless set.
 type value struct {
 	reg   string
 	t     ir.Type
 	konst bool
 	lit   ir.Literal
+	rng   ranges.Range
+	// mutable marks the register of a var or loop counter, read in place: what
+	// keeps the value beyond the expression (a let, a var's initial value, a
+	// bound fact) copies it first (see settle).
+	mutable bool
 }
 
 // local is a name in scope: an immutable value (let, atomic result) or a mutable
@@ -85,6 +93,9 @@ type emitter struct {
 	// open is false after a branch, break, continue or return, until the next
 	// label: the statements that follow can never run and are not emitted.
 	open bool
+	// assigned are the vars some assign sets; the others keep the range of
+	// their initial value.
+	assigned map[string]bool
 }
 
 func newEmitter(p *ir.Program, wg [3]uint32, params map[string]ir.Literal, target Target, sg uint32) *emitter {
@@ -100,6 +111,7 @@ func newEmitter(p *ir.Program, wg [3]uint32, params map[string]ir.Literal, targe
 		arrays:   map[string]array{},
 		jumped:   map[string]bool{},
 		open:     true,
+		assigned: ranges.Assigned(p.Body),
 	}
 }
 
@@ -141,7 +153,7 @@ func fimm(bits uint32) string { return fmt.Sprintf("0f%08X", bits) }
 // constant returns the register holding literal l, loaded once in the preamble.
 func (e *emitter) constant(l ir.Literal) value {
 	if reg, ok := e.consts[l]; ok {
-		return value{reg: reg, t: l.Type, konst: true, lit: l}
+		return value{reg: reg, t: l.Type, konst: true, lit: l, rng: ranges.Exact(l.Bits)}
 	}
 	var reg string
 	if l.Type == ir.Bool {
@@ -152,7 +164,20 @@ func (e *emitter) constant(l ir.Literal) value {
 		e.preInst("mov.b32 %s, %s", reg, hex(l.Bits))
 	}
 	e.consts[l] = reg
-	return value{reg: reg, t: l.Type, konst: true, lit: l}
+	return value{reg: reg, t: l.Type, konst: true, lit: l, rng: ranges.Exact(l.Bits)}
+}
+
+// ranged gives v the range r, and makes it the constant when r holds one value
+// (an integer or bool v only).
+func (e *emitter) ranged(v value, r ranges.Range) value {
+	if v.t == ir.F32 {
+		return v
+	}
+	if c, ok := r.Const(); ok {
+		return e.constant(ir.Literal{Type: v.t, Bits: c})
+	}
+	v.rng = r
+	return v
 }
 
 // emitKernel declares the buffers and shared arrays, then emits the body.
@@ -224,6 +249,32 @@ func (e *emitter) assemble(m *Module) string {
 	}
 	s.WriteString("}\n")
 	return s.String()
+}
+
+// builtinValue returns a builtin on axis with its range: workgroup_size and
+// subgroup_size are constants, local_id on axis a is below the workgroup size's
+// a, subgroup_invocation_id below the subgroup size, num_workgroups at least 1.
+func (e *emitter) builtinValue(kind ir.BuiltinKind, axis uint8) (value, error) {
+	switch {
+	case kind == ir.WorkgroupSizeBuiltin && axis <= 2:
+		return e.constant(ir.LitU32(e.wg[axis])), nil
+	case kind == ir.SubgroupSizeBuiltin:
+		return e.constant(ir.LitU32(e.sg)), nil
+	}
+	reg, err := e.builtin(kind, axis)
+	if err != nil {
+		return value{}, err
+	}
+	v := value{reg: reg, t: ir.U32}
+	switch kind {
+	case ir.LocalIDBuiltin:
+		v.rng = ranges.Between(0, e.wg[axis]-1)
+	case ir.SubgroupInvocationIDBuiltin:
+		v.rng = ranges.Between(0, e.sg-1)
+	case ir.NumWorkgroupsBuiltin:
+		v.rng = ranges.Between(1, ^uint32(0))
+	}
+	return v, nil
 }
 
 // builtin returns a builtin on axis, computed once in the preamble.

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/kiln-dev/kiln/ir"
+	"github.com/kiln-dev/kiln/ir/ranges"
 )
 
 // Expressions never branch: every IR rule is done with predicates and selects, so
@@ -39,10 +40,13 @@ func (e *emitter) expr(x ir.Expr) (value, error) {
 			return value{}, fmt.Errorf("local %q is not in scope. Fix: declare it with let or var before this use", x.Name)
 		}
 		if l.variable {
-			// A var read is a copy: a let bound to it keeps the value it had.
-			reg := e.fresh(l.t)
-			e.mov(l.t, reg, l.reg)
-			return value{reg: reg, t: l.t}, nil
+			if l.konst {
+				// A var never assigned, holding a constant.
+				return l.value, nil
+			}
+			// Read in place: the instruction that uses the value comes before any
+			// assignment, and what keeps it copies it (settle).
+			return value{reg: l.reg, t: l.t, rng: l.rng, mutable: true}, nil
 		}
 		return l.value, nil
 	case ir.UniformRef:
@@ -60,7 +64,11 @@ func (e *emitter) expr(x ir.Expr) (value, error) {
 			return value{}, fmt.Errorf("bitcast from %s to %s has no PTX form. Fix: bitcast between i32, u32 and f32", v.t, x.To)
 		}
 		// Every 32-bit value lives in a .b32 register: the bits are already there.
-		return value{reg: v.reg, t: x.To}, nil
+		r := ranges.Unknown()
+		if v.t.IsInteger() && x.To.IsInteger() {
+			r = v.rng
+		}
+		return e.ranged(value{reg: v.reg, t: x.To}, r), nil
 	case ir.SubgroupExpr:
 		return e.subgroup(x)
 	case ir.ParamRef:
@@ -70,8 +78,7 @@ func (e *emitter) expr(x ir.Expr) (value, error) {
 		}
 		return e.constant(l), nil
 	case ir.BuiltinRef:
-		reg, err := e.builtin(x.Kind, x.Axis)
-		return value{reg: reg, t: ir.U32}, err
+		return e.builtinValue(x.Kind, x.Axis)
 	case ir.LoadExpr:
 		return e.load(x)
 	case ir.LenExpr:
@@ -111,13 +118,13 @@ func (e *emitter) load(x ir.LoadExpr) (value, error) {
 	if err != nil {
 		return value{}, err
 	}
-	index, err := e.typed(x.Index, ir.U32, "the load index")
+	index, err := e.typedValue(x.Index, ir.U32, "the load index")
 	if err != nil {
 		return value{}, err
 	}
 	word := e.r()
 	ok := e.guarded(e.inBounds(a, index))
-	addr, space := e.address(a, index)
+	addr, space := e.address(a, index.reg)
 	if a.nc {
 		space = "global.nc"
 	}
@@ -130,13 +137,13 @@ func (e *emitter) load(x ir.LoadExpr) (value, error) {
 	if a.elem == ir.Bool {
 		p := e.p()
 		e.inst("setp.ne.u32 %s, %s, 0", p, word)
-		return value{reg: p, t: ir.Bool}, nil
+		return value{reg: p, t: ir.Bool, rng: ranges.Bool()}, nil
 	}
 	return value{reg: word, t: a.elem}, nil
 }
 
 func (e *emitter) selectExpr(x ir.SelectExpr) (value, error) {
-	cond, err := e.typed(x.Cond, ir.Bool, "the select condition")
+	cond, err := e.typedValue(x.Cond, ir.Bool, "the select condition")
 	if err != nil {
 		return value{}, err
 	}
@@ -144,16 +151,23 @@ func (e *emitter) selectExpr(x ir.SelectExpr) (value, error) {
 	if err != nil {
 		return value{}, err
 	}
-	b, err := e.typed(x.B, a.t, "the select's second operand")
+	b, err := e.typedValue(x.B, a.t, "the select's second operand")
 	if err != nil {
 		return value{}, err
 	}
+	if cond.konst {
+		if cond.lit.Bits&1 != 0 {
+			return a, nil
+		}
+		return b, nil
+	}
+	r := ranges.Select(cond.rng, a.rng, b.rng)
 	if a.t == ir.Bool {
-		return value{reg: e.selPred(cond, a.reg, b), t: ir.Bool}, nil
+		return e.ranged(value{reg: e.selPred(cond.reg, a.reg, b.reg), t: ir.Bool}, r), nil
 	}
 	d := e.r()
-	e.inst("selp.b32 %s, %s, %s, %s", d, a.reg, b, cond)
-	return value{reg: d, t: a.t}, nil
+	e.inst("selp.b32 %s, %s, %s, %s", d, a.reg, b.reg, cond.reg)
+	return e.ranged(value{reg: d, t: a.t}, r), nil
 }
 
 // selPred is cond ? a : b on predicates: (cond and a) or (not cond and b).
@@ -203,7 +217,11 @@ func (e *emitter) unary(x ir.UnaryExpr) (value, error) {
 	if err != nil {
 		return value{}, err
 	}
-	out := func(reg string) (value, error) { return value{reg: reg, t: v.t}, nil }
+	r := ranges.Unary(x.Op, v.t, v.rng)
+	if c, ok := r.Const(); ok && v.t != ir.F32 {
+		return e.constant(ir.Literal{Type: v.t, Bits: c}), nil
+	}
+	out := func(reg string) (value, error) { return e.ranged(value{reg: reg, t: v.t}, r), nil }
 	switch {
 	case x.Op == ir.OpNeg && v.t.IsInteger():
 		return out(e.op1("neg.s32", v.reg))
@@ -276,6 +294,14 @@ func (e *emitter) binary(x ir.BinaryExpr) (value, error) {
 	if b.t != a.t {
 		return value{}, fmt.Errorf("the second operand of %s has type %s, want %s. Fix: run ir.Validate and correct the program", x.Op, b.t, a.t)
 	}
+	r := ranges.Binary(x.Op, a.t, a.rng, b.rng)
+	rt := a.t
+	if x.Op.IsComparison() {
+		rt = ir.Bool
+	}
+	if c, ok := r.Const(); ok && rt != ir.F32 {
+		return e.constant(ir.Literal{Type: rt, Bits: c}), nil
+	}
 	if a.t == ir.I32 || a.t == ir.U32 {
 		if v, ok := e.simplifyInt(x.Op, a, b); ok {
 			return v, nil
@@ -287,12 +313,14 @@ func (e *emitter) binary(x ir.BinaryExpr) (value, error) {
 		}
 	}
 	var reg string
-	switch a.t {
-	case ir.Bool:
+	switch {
+	case (x.Op == ir.OpDiv || x.Op == ir.OpRem) && a.t.IsInteger() && plainDivisor(a.t, b.rng):
+		reg = e.plainDivRem(x.Op == ir.OpDiv, a.t, a.reg, b.reg)
+	case a.t == ir.Bool:
 		reg, err = e.binaryBool(x.Op, a.reg, b.reg)
-	case ir.I32, ir.U32:
+	case a.t == ir.I32, a.t == ir.U32:
 		reg, err = e.binaryInt(x.Op, a.t, a.reg, b.reg)
-	case ir.F32:
+	case a.t == ir.F32:
 		reg, err = e.binaryF32(x.Op, a.reg, b.reg)
 	default:
 		err = unsupported("binary operator "+x.Op.String(), a.t)
@@ -300,11 +328,7 @@ func (e *emitter) binary(x ir.BinaryExpr) (value, error) {
 	if err != nil {
 		return value{}, err
 	}
-	rt := a.t
-	if x.Op.IsComparison() {
-		rt = ir.Bool
-	}
-	return value{reg: reg, t: rt}, nil
+	return e.ranged(value{reg: reg, t: rt}, r), nil
 }
 
 func (e *emitter) binaryBool(op ir.BinaryOp, a, b string) (string, error) {
@@ -375,6 +399,28 @@ func (e *emitter) binaryInt(op ir.BinaryOp, t ir.Type, a, b string) (string, err
 		return e.unsignedDivRem(op == ir.OpDiv, a, b), nil
 	}
 	return "", unsupported("binary operator "+op.String(), t)
+}
+
+// plainDivisor reports whether a divisor in r is never 0 (nor, for i32, -1), so
+// that div and rem need none of the replacements below: PTX's div and rem then
+// give the IR's results.
+func plainDivisor(t ir.Type, r ranges.Range) bool {
+	if t == ir.I32 {
+		return r.Lo() >= 1 && r.Hi() < ^uint32(0)
+	}
+	return r.Lo() >= 1
+}
+
+// plainDivRem is PTX's div or rem, for a divisor plainDivisor accepts.
+func (e *emitter) plainDivRem(div bool, t ir.Type, x, y string) string {
+	opcode := "rem."
+	if div {
+		opcode = "div."
+	}
+	if t == ir.I32 {
+		return e.op2(opcode+"s32", x, y)
+	}
+	return e.op2(opcode+"u32", x, y)
 }
 
 // unsignedDivRem divides by the divisor, or by 1 when it is 0; the quotient is then
@@ -464,7 +510,11 @@ func (e *emitter) cast(x ir.CastExpr) (value, error) {
 		return value{}, err
 	}
 	from, to := v.t, x.To
-	out := func(reg string) (value, error) { return value{reg: reg, t: to}, nil }
+	r := ranges.Cast(from, to, v.rng)
+	if c, ok := r.Const(); ok && to != ir.F32 {
+		return e.constant(ir.Literal{Type: to, Bits: c}), nil
+	}
+	out := func(reg string) (value, error) { return e.ranged(value{reg: reg, t: to}, r), nil }
 	switch {
 	case from == to, from.IsInteger() && to.IsInteger():
 		return out(v.reg)

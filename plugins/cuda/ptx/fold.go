@@ -4,18 +4,22 @@ import (
 	"fmt"
 
 	"github.com/kiln-dev/kiln/ir"
+	"github.com/kiln-dev/kiln/ir/ranges"
 )
 
 // Emit-time simplifications (see docs/design.md, "CUDA"). They change how a
 // program is written in PTX, never what it computes:
 //
-//   - Integer constants fold: an add, sub, mul, and, or, xor, min or max of two
-//     constants (literals, specialization parameters, the workgroup size, lets
-//     bound to constants, an unrolled loop's counter) is a constant, with u32
-//     wrapping arithmetic as at run time; x+0, x-0, x*1 are x and x*0 is 0.
+//   - Integer constants fold: every integer and bool value has a range
+//     (ir/ranges; see docs/design.md, "Value ranges and bounds-check
+//     elision"), and an operator whose result's range is one number (both
+//     operands constant: literals, specialization parameters, the workgroup
+//     size, lets bound to constants, an unrolled loop's counter; or ranges that
+//     decide a comparison) is that constant, with wrapping arithmetic as at run
+//     time; x+0, x-0, x*1 are x and x*0 is 0.
 //   - A for loop whose from, to and step are constants and which runs at most
-//     maxUnroll times (and fits maxUnrolledStmts statements unrolled) is
-//     unrolled: its body is emitted once per iteration with the counter a
+//     maxUnroll times (and fits maxUnrolledStmts statements unrolled, as
+//     liveStmts counts them) is unrolled: its body is emitted once per iteration with the counter a
 //     constant (ir.Validate makes sure no statement assigns it); continue jumps
 //     to the next copy, break past the last, and the copies after one that
 //     always breaks or returns are left out.
@@ -32,12 +36,14 @@ import (
 //     len(buf) > i) with i a u32 value, loads and stores of buf at exactly that
 //     value skip their bounds check: the condition already made it.
 
-// maxUnroll is the most iterations a for loop is unrolled for.
-const maxUnroll = 16
+// maxUnroll is the most iterations a for loop is unrolled for: enough for the
+// deepest shared tile of the register-tiled matmul (32 steps of k).
+const maxUnroll = 32
 
-// maxUnrolledStmts bounds the statements (counted through nested blocks) an
-// unrolled loop emits, so unrolling never blows a kernel up.
-const maxUnrolledStmts = 512
+// maxUnrolledStmts bounds the statements an unrolled loop emits (counted by
+// liveStmts), so unrolling never blows a kernel up: the matmul's inner loop at
+// an 8×8 block is 80 statements per step.
+const maxUnrolledStmts = 4096
 
 // boundFact says that register index holds a value below the element count in
 // register count.
@@ -53,70 +59,9 @@ func (e *emitter) known(index, count string) bool {
 	return false
 }
 
-// foldInt computes op on two integer constants of type t as the device would,
-// when op is one the emitter folds.
-func foldInt(op ir.BinaryOp, t ir.Type, a, b uint32) (uint32, bool) {
-	switch op {
-	case ir.OpAdd:
-		return a + b, true
-	case ir.OpSub:
-		return a - b, true
-	case ir.OpMul:
-		return a * b, true
-	case ir.OpAnd:
-		return a & b, true
-	case ir.OpOr:
-		return a | b, true
-	case ir.OpXor:
-		return a ^ b, true
-	case ir.OpMin, ir.OpMax:
-		less := a < b
-		if t == ir.I32 {
-			less = int32(a) < int32(b)
-		}
-		if less == (op == ir.OpMin) {
-			return a, true
-		}
-		return b, true
-	}
-	return 0, false
-}
-
-// compareInt compares two integer constants of type t as the device would, when
-// op is a comparison.
-func compareInt(op ir.BinaryOp, t ir.Type, a, b uint32) (bool, bool) {
-	less, eq := a < b, a == b
-	if t == ir.I32 {
-		less = int32(a) < int32(b)
-	}
-	switch op {
-	case ir.OpEq:
-		return eq, true
-	case ir.OpNe:
-		return !eq, true
-	case ir.OpLt:
-		return less, true
-	case ir.OpLe:
-		return less || eq, true
-	case ir.OpGt:
-		return !less && !eq, true
-	case ir.OpGe:
-		return !less, true
-	}
-	return false, false
-}
-
-// simplifyInt folds an integer operator over a and b when it can: both constant
-// (comparisons included), or an identity (x+0, 0+x, x-0, x*1, 1*x, x*0, 0*x).
+// simplifyInt simplifies an identity: x+0, 0+x, x-0, x*1, 1*x, x*0, 0*x. (Two
+// constants fold through their ranges before this.)
 func (e *emitter) simplifyInt(op ir.BinaryOp, a, b value) (value, bool) {
-	if a.konst && b.konst {
-		if v, ok := foldInt(op, a.t, a.lit.Bits, b.lit.Bits); ok {
-			return e.constant(ir.Literal{Type: a.t, Bits: v}), true
-		}
-		if v, ok := compareInt(op, a.t, a.lit.Bits, b.lit.Bits); ok {
-			return e.constant(ir.LitBool(v)), true
-		}
-	}
 	is := func(v value, bits uint32) bool { return v.konst && v.lit.Bits == bits }
 	switch op {
 	case ir.OpAdd:
@@ -144,40 +89,93 @@ func (e *emitter) simplifyInt(op ir.BinaryOp, a, b value) (value, bool) {
 	return value{}, false
 }
 
-// tripCount runs a for loop's counter over constant bounds as the loop would
-// (compare, then a wrapping add) and returns how many iterations it makes, or
-// false when that is more than limit.
-func tripCount(t ir.Type, from, to, step uint32, limit int) (int, bool) {
-	less := func(v uint32) bool {
-		if t == ir.I32 {
-			return int32(v) < int32(to)
-		}
-		return v < to
-	}
-	n := 0
-	for v := from; less(v); v += step {
-		if n++; n > limit {
-			return 0, false
-		}
-	}
-	return n, true
-}
-
-// countStmts counts stmts and the statements of their nested blocks.
-func countStmts(stmts []ir.Stmt) int {
+// liveStmts counts the statements of stmts that emit code, through their nested
+// blocks: an if whose condition is a constant before anything is emitted
+// (staticValue) counts as its live arm, and a nested for loop that will unroll
+// (constant bounds, at most maxUnroll iterations) as its body once per
+// iteration.
+func (e *emitter) liveStmts(stmts []ir.Stmt) int {
 	n := 0
 	for _, s := range stmts {
-		n++
 		switch s := s.(type) {
 		case ir.IfStmt:
-			n += countStmts(s.Then) + countStmts(s.Else)
+			r, _ := e.staticValue(s.Cond)
+			switch c, ok := r.Const(); {
+			case ok && c != 0:
+				n += e.liveStmts(s.Then)
+			case ok:
+				n += e.liveStmts(s.Else)
+			default:
+				n += 1 + e.liveStmts(s.Then) + e.liveStmts(s.Else)
+			}
 		case ir.ForStmt:
-			n += countStmts(s.Body)
+			trips := 1
+			from, _ := e.staticValue(s.From)
+			to, _ := e.staticValue(s.To)
+			step, _ := e.staticValue(s.Step)
+			f, fok := from.Const()
+			t, tok := to.Const()
+			st, sok := step.Const()
+			if fok && tok && sok {
+				if k, ok := ranges.Trips(s.Type, f, t, st, maxUnroll); ok {
+					trips = k
+				}
+			}
+			n += 1 + trips*e.liveStmts(s.Body)
 		case ir.WhileStmt:
-			n += countStmts(s.Body)
+			n += 1 + e.liveStmts(s.Body)
+		default:
+			n++
 		}
 	}
 	return n
+}
+
+// staticValue is the range and type of x as far as they are known before any
+// of x is emitted: literals, parameters, the workgroup size, local_id, the
+// locals in scope and the integer operators over them. Any other expression is
+// Unknown (with type 0).
+func (e *emitter) staticValue(x ir.Expr) (ranges.Range, ir.Type) {
+	switch x := x.(type) {
+	case ir.Literal:
+		return ranges.Exact(x.Bits), x.Type
+	case ir.ParamRef:
+		if l, ok := e.params[x.Name]; ok {
+			return ranges.Exact(l.Bits), l.Type
+		}
+	case ir.BuiltinRef:
+		switch {
+		case x.Axis > 2:
+		case x.Kind == ir.WorkgroupSizeBuiltin:
+			return ranges.Exact(e.wg[x.Axis]), ir.U32
+		case x.Kind == ir.LocalIDBuiltin:
+			return ranges.Between(0, e.wg[x.Axis]-1), ir.U32
+		}
+	case ir.LocalRef:
+		if l, ok := e.lookup(x.Name); ok {
+			return l.rng, l.t
+		}
+	case ir.UnaryExpr:
+		if r, t := e.staticValue(x.X); t != 0 {
+			return ranges.Unary(x.Op, t, r), t
+		}
+	case ir.BinaryExpr:
+		a, t := e.staticValue(x.X)
+		b, u := e.staticValue(x.Y)
+		if t == 0 || u != t {
+			break
+		}
+		rt := t
+		if x.Op.IsComparison() {
+			rt = ir.Bool
+		}
+		return ranges.Binary(x.Op, t, a, b), rt
+	case ir.CastExpr:
+		if r, t := e.staticValue(x.X); t != 0 {
+			return ranges.Cast(t, x.To, r), x.To
+		}
+	}
+	return ranges.Unknown(), 0
 }
 
 // unroll emits a for loop of n iterations, counter values from, from+step, ...,
@@ -244,6 +242,8 @@ func (e *emitter) condition(x ir.Expr) (value, []boundFact, error) {
 			if err != nil {
 				return value{}, nil, err
 			}
+			// The fact holds for this value, not for a var the body may assign.
+			i = e.settle(i)
 			if i.t != ir.U32 {
 				return value{}, nil, fmt.Errorf("the if condition compares a %s with a buffer's length. Fix: run ir.Validate and correct the program", i.t)
 			}
@@ -336,7 +336,8 @@ func (e *emitter) predicatedIf(s ir.IfStmt) error {
 		}
 		return err
 	}
-	cond := c.reg
+	// The body may assign a var the condition read in place.
+	cond := e.settle(c).reg
 	// The body holds no if, so no predicated if encloses this one.
 	outer := len(e.facts)
 	e.facts = append(e.facts, facts...)

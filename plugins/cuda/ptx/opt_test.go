@@ -11,6 +11,7 @@ import (
 	"github.com/kiln-dev/kiln/ir"
 	"github.com/kiln-dev/kiln/ir/interp"
 	"github.com/kiln-dev/kiln/ir/kernels"
+	"github.com/kiln-dev/kiln/ir/ranges"
 	"github.com/kiln-dev/kiln/pluginapi/conformance"
 )
 
@@ -287,10 +288,11 @@ func TestFoldInt(t *testing.T) {
 		{ir.OpMin, ir.U32, 0xFFFFFFFF, 1, 1, true},
 		{ir.OpMax, ir.I32, 0xFFFFFFFF, 1, 1, true},
 		{ir.OpXor, ir.U32, 6, 3, 5, true},
-		{ir.OpDiv, ir.U32, 6, 0, 0, false},
-		{ir.OpShl, ir.U32, 1, 40, 0, false},
+		{ir.OpDiv, ir.U32, 6, 0, 0, true},
+		{ir.OpShl, ir.U32, 1, 40, 256, true},
+		{ir.OpLAnd, ir.U32, 1, 2, 0, false},
 	} {
-		got, ok := foldInt(tc.op, tc.t, tc.a, tc.b)
+		got, ok := ranges.Eval(tc.op, tc.t, tc.a, tc.b)
 		if got != tc.want || ok != tc.ok {
 			t.Errorf("%s.%s(%#x, %#x) = %#x, %v; want %#x, %v", tc.op, tc.t, tc.a, tc.b, got, ok, tc.want, tc.ok)
 		}

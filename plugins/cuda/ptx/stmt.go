@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/kiln-dev/kiln/ir"
+	"github.com/kiln-dev/kiln/ir/ranges"
 )
 
 // Control flow is branches to labels: an if is "@!c bra else; then; bra end; else:
@@ -41,14 +42,33 @@ func (e *emitter) block(stmts []ir.Stmt) error {
 
 // typed evaluates x and checks that it has type t.
 func (e *emitter) typed(x ir.Expr, t ir.Type, what string) (string, error) {
+	v, err := e.typedValue(x, t, what)
+	return v.reg, err
+}
+
+// typedValue is typed returning the value, with its range.
+func (e *emitter) typedValue(x ir.Expr, t ir.Type, what string) (value, error) {
 	v, err := e.expr(x)
 	if err != nil {
-		return "", err
+		return value{}, err
 	}
 	if v.t != t {
-		return "", fmt.Errorf("%s has type %s, want %s. Fix: run ir.Validate and correct the program", what, v.t, t)
+		return value{}, fmt.Errorf("%s has type %s, want %s. Fix: run ir.Validate and correct the program", what, v.t, t)
 	}
-	return v.reg, nil
+	return v, nil
+}
+
+// settle returns v in a register no assignment changes: a copy of a var's or
+// loop counter's register, read in place, so that a let bound to it keeps the
+// value it had.
+func (e *emitter) settle(v value) value {
+	if !v.mutable {
+		return v
+	}
+	reg := e.fresh(v.t)
+	e.mov(v.t, reg, v.reg)
+	v.reg, v.mutable = reg, false
+	return v
 }
 
 // mov copies src to dst: mov.pred for bool, mov.b32 for the rest.
@@ -75,15 +95,20 @@ func (e *emitter) stmt(s ir.Stmt) error {
 		if err != nil {
 			return err
 		}
-		e.bind(s.Name, local{value: v})
+		e.bind(s.Name, local{value: e.settle(v)})
 		return nil
 	case ir.VarStmt:
-		v, err := e.typed(s.Value, s.Type, fmt.Sprintf("the initial value of var %q", s.Name))
+		v, err := e.typedValue(s.Value, s.Type, fmt.Sprintf("the initial value of var %q", s.Name))
 		if err != nil {
 			return err
 		}
+		if !e.assigned[s.Name] {
+			// Never assigned: the var is its initial value, range and all.
+			e.bind(s.Name, local{value: e.settle(v), variable: true})
+			return nil
+		}
 		reg := e.fresh(s.Type)
-		e.mov(s.Type, reg, v)
+		e.mov(s.Type, reg, v.reg)
 		e.bind(s.Name, local{value: value{reg: reg, t: s.Type}, variable: true})
 		return nil
 	case ir.AssignStmt:
@@ -148,17 +173,19 @@ func (e *emitter) target(name, what string) (array, error) {
 	return a, nil
 }
 
-// inBounds returns a predicate that is index < count, or "" when an enclosing
-// if has established it (see fold.go).
-func (e *emitter) inBounds(a array, index string) string {
-	if !a.shared && e.known(index, a.count) {
+// inBounds returns a predicate that is index < count, or "" when that is known:
+// an enclosing if has established it for a buffer (see fold.go), or the index's
+// range lies below a shared array's fixed count (see docs/design.md, "Value
+// ranges and bounds-check elision").
+func (e *emitter) inBounds(a array, index value) string {
+	if a.shared && index.rng.Below(a.fixed) || !a.shared && e.known(index.reg, a.count) {
 		return ""
 	}
 	p := e.p()
 	if a.shared {
-		e.inst("setp.lt.u32 %s, %s, %d", p, index, a.fixed)
+		e.inst("setp.lt.u32 %s, %s, %d", p, index.reg, a.fixed)
 	} else {
-		e.inst("setp.lt.u32 %s, %s, %s", p, index, a.count)
+		e.inst("setp.lt.u32 %s, %s, %s", p, index.reg, a.count)
 	}
 	return p
 }
@@ -184,7 +211,7 @@ func (e *emitter) store(s ir.StoreStmt) error {
 	if err != nil {
 		return err
 	}
-	index, err := e.typed(s.Index, ir.U32, "the store index")
+	index, err := e.typedValue(s.Index, ir.U32, "the store index")
 	if err != nil {
 		return err
 	}
@@ -198,7 +225,7 @@ func (e *emitter) store(s ir.StoreStmt) error {
 		v = word
 	}
 	ok := e.guarded(e.inBounds(a, index))
-	addr, space := e.address(a, index)
+	addr, space := e.address(a, index.reg)
 	e.inst("%sst.%s.b32 [%s], %s", guard(ok), space, addr, v)
 	return nil
 }
@@ -244,7 +271,7 @@ func (e *emitter) atomic(s ir.AtomicStmt) error {
 	if err != nil {
 		return fmt.Errorf("atomic on %q: %w", s.Target, err)
 	}
-	index, err := e.typed(s.Index, ir.U32, "the atomic index")
+	index, err := e.typedValue(s.Index, ir.U32, "the atomic index")
 	if err != nil {
 		return err
 	}
@@ -261,9 +288,11 @@ func (e *emitter) atomic(s ir.AtomicStmt) error {
 		v = cmp + ", " + v
 	}
 	old := e.r()
-	e.inst("mov.b32 %s, 0", old)
 	ok := e.inBounds(a, index)
-	addr, space := e.address(a, index)
+	if ok != "" {
+		e.inst("mov.b32 %s, 0", old)
+	}
+	addr, space := e.address(a, index.reg)
 	e.inst("%satom.%s.%s %s, [%s], %s", guard(ok), space, op, old, addr, v)
 	if s.Result != "" {
 		e.bind(s.Result, local{value: value{reg: old, t: a.elem}})
@@ -382,8 +411,8 @@ func (e *emitter) forStmt(s ir.ForStmt) error {
 		vals[i] = v
 	}
 	if vals[0].konst && vals[1].konst && vals[2].konst {
-		n, ok := tripCount(s.Type, vals[0].lit.Bits, vals[1].lit.Bits, vals[2].lit.Bits, maxUnroll)
-		if ok && n*countStmts(s.Body) <= maxUnrolledStmts {
+		n, ok := ranges.Trips(s.Type, vals[0].lit.Bits, vals[1].lit.Bits, vals[2].lit.Bits, maxUnroll)
+		if ok && n*e.liveStmts(s.Body) <= maxUnrolledStmts {
 			return e.unroll(s, vals[0].lit.Bits, vals[2].lit.Bits, n)
 		}
 	}
@@ -403,7 +432,8 @@ func (e *emitter) forStmt(s ir.ForStmt) error {
 	p := e.p()
 	e.inst("setp.lt.%s %s, %s, %s", less, p, v, to)
 	e.inst("@!%s bra %s", p, end)
-	e.scopes = append(e.scopes, map[string]local{s.Var: {value: value{reg: v, t: s.Type}, variable: true}})
+	counter := value{reg: v, t: s.Type, rng: ranges.Loop(s.Type, vals[0].rng, vals[1].rng, vals[2].rng)}
+	e.scopes = append(e.scopes, map[string]local{s.Var: {value: counter, variable: true}})
 	defer func() { e.scopes = e.scopes[:len(e.scopes)-1] }()
 	return e.loopBody(head, cont, end, s.Body, func() {
 		e.inst("add.u32 %s, %s, %s", v, v, step)

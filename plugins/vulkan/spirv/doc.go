@@ -35,7 +35,9 @@
 //     WorkgroupSize builtin (deprecated in SPIR-V 1.6), and no LocalSizeId, which
 //     Vulkan allows only with maintenance4: a tuned size is a re-emit.
 //   - Specialization constants: parameter i on id i (Module.ParamIDs). SpecData
-//     builds the VkSpecializationInfo.
+//     builds the VkSpecializationInfo. With Target.FoldSpec the parameters are
+//     plain constants of its values instead, and the module declares no
+//     specialization constant.
 //   - Module.Subgroups reports a program that uses subgroups, whose pipeline the
 //     backend gives a subgroup size.
 //
@@ -45,7 +47,8 @@
 //   - Loads read from the index, or from index 0 when it is out of bounds, and then
 //     select 0; stores and atomics (cas included) run inside a selection construct
 //     that skips them out of bounds (an atomic's result is then 0, through an
-//     OpPhi).
+//     OpPhi). A shared-array access whose index provably lies below the
+//     array's count has no check.
 //   - Integer division and remainder replace a zero divisor by 1 and select 0. i32
 //     division and remainder work on magnitudes with OpUDiv/OpUMod, because Vulkan
 //     leaves OpSRem (and OpSMod) undefined for negative operands; MIN / -1 = MIN and
@@ -89,7 +92,16 @@
 //   - Atomics use Device scope on buffers and Workgroup scope on shared arrays,
 //     relaxed semantics; min and max follow the element's signedness.
 //   - let is an SSA value, var a Function variable declared in the entry block, a
-//     for loop's variable an OpPhi in the loop header.
+//     for loop's variable an OpPhi in the loop header; a for loop of constant
+//     bounds and at most 32 iterations asks to be unrolled (LoopControl Unroll).
+//
+// Every integer and bool value carries the range of values it can take (package
+// ir/ranges; see docs/design.md, "Value ranges and bounds-check elision"), from
+// literals, folded parameters, the workgroup size, local_id and loop bounds: an
+// operator whose result is known is emitted as a constant (through lets and
+// builtins), x+0, x-0 and x*1 are x, an if on a constant is its live arm, u32
+// div and rem by a divisor that cannot be 0 are plain OpUDiv/OpUMod, and shared
+// accesses proven in bounds lose their checks.
 //
 // Emit is deterministic: the same program and target give the same words.
 package spirv

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/kiln-dev/kiln/ir"
+	"github.com/kiln-dev/kiln/ir/ranges"
 )
 
 // emitter builds one module. Ids are handed out in a fixed order and every table is
@@ -63,6 +64,11 @@ type emitter struct {
 	open   bool        // the current block has no terminator yet
 	loops  []loopExits // the enclosing loops, innermost last
 	scopes []map[string]local
+	// assigned are the vars some assign sets; the others keep the range of
+	// their initial value.
+	assigned map[string]bool
+	// folded holds every parameter's value with Target.FoldSpec, nil without.
+	folded map[string]ir.Literal
 }
 
 // loopExits are where break (merge) and continue (cont) branch to.
@@ -93,10 +99,13 @@ type hoistKey struct {
 	input bool
 }
 
-// value is an SSA value and its IR type.
+// value is an SSA value and its IR type. rng is the range of an integer or bool
+// value (see docs/design.md, "Value ranges and bounds-check elision"), Unknown
+// unless set; a value whose range is one number is that constant.
 type value struct {
-	id uint32
-	t  ir.Type
+	id  uint32
+	t   ir.Type
+	rng ranges.Range
 }
 
 // local is a name in scope: an SSA value (let, for, atomic result) or a Function
@@ -139,6 +148,7 @@ func newEmitter(p *ir.Program, t Target) *emitter {
 		inputs:   map[ir.BuiltinKind]uint32{},
 		arrays:   map[string]array{},
 		params:   map[string]value{},
+		assigned: ranges.Assigned(p.Body),
 	}
 }
 
@@ -253,6 +263,24 @@ func (e *emitter) constant(l ir.Literal) uint32 {
 	return id
 }
 
+// literal is the value of constant l.
+func (e *emitter) literal(l ir.Literal) value {
+	return value{id: e.constant(l), t: l.Type, rng: ranges.Exact(l.Bits)}
+}
+
+// ranged gives v the range r, and makes it the constant when r holds one value
+// (an integer or bool v only).
+func (e *emitter) ranged(v value, r ranges.Range) value {
+	if v.t == ir.F32 {
+		return v
+	}
+	if c, ok := r.Const(); ok {
+		return e.literal(ir.Literal{Type: v.t, Bits: c})
+	}
+	v.rng = r
+	return v
+}
+
 // The constants the emitter itself introduces.
 func (e *emitter) cu32(v uint32) uint32  { return e.constant(ir.LitU32(v)) }
 func (e *emitter) ci32(v int32) uint32   { return e.constant(ir.LitI32(v)) }
@@ -291,8 +319,15 @@ func (e *emitter) emitModule() error {
 }
 
 // declareParams declares each parameter as a specialization constant with its
-// default, spec id firstParamSpecID+i.
+// default, spec id firstParamSpecID+i; with Target.FoldSpec each is the constant
+// of its value instead.
 func (e *emitter) declareParams() {
+	if e.folded != nil {
+		for _, d := range e.prog.Params {
+			e.params[d.Name] = e.literal(e.folded[d.Name])
+		}
+		return
+	}
 	for i, d := range e.prog.Params {
 		t := e.scalar(d.Type)
 		var id uint32
@@ -498,6 +533,22 @@ func (e *emitter) builtin(kind ir.BuiltinKind, axis uint8) (uint32, error) {
 		}
 	}
 	return e.physical(kind, axis)
+}
+
+// builtinRange is the range of builtin kind on axis: workgroup_size is its
+// constant, local_id on axis a lies below the workgroup size's a, num_workgroups
+// is at least 1; the others are unknown.
+func (e *emitter) builtinRange(kind ir.BuiltinKind, axis uint8) ranges.Range {
+	switch {
+	case axis > 2:
+	case kind == ir.WorkgroupSizeBuiltin:
+		return ranges.Exact(e.wg[axis])
+	case kind == ir.LocalIDBuiltin:
+		return ranges.Between(0, e.wg[axis]-1)
+	case kind == ir.NumWorkgroupsBuiltin:
+		return ranges.Between(1, ^uint32(0))
+	}
+	return ranges.Unknown()
 }
 
 // physical returns the Input builtin kind (on axis, for a vector), loaded once in

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/kiln-dev/kiln/ir"
+	"github.com/kiln-dev/kiln/ir/ranges"
 )
 
 // Expressions never branch: every IR v1 rule is done with selects, so an expression
@@ -20,15 +21,19 @@ const (
 func (e *emitter) expr(x ir.Expr) (value, error) {
 	switch x := x.(type) {
 	case ir.Literal:
-		return value{id: e.constant(x), t: x.Type}, nil
+		return e.literal(x), nil
 	case ir.LocalRef:
 		l, ok := e.lookup(x.Name)
 		if !ok {
 			return value{}, fmt.Errorf("local %q is not in scope. Fix: declare it with let or var before this use", x.Name)
 		}
 		if l.variable {
+			if c, ok := l.rng.Const(); ok {
+				// A var no assign sets, holding a constant.
+				return e.literal(ir.Literal{Type: l.t, Bits: c}), nil
+			}
 			t := e.scalar(l.t)
-			return value{id: e.op(opLoad, t, l.id), t: l.t}, nil
+			return value{id: e.op(opLoad, t, l.id), t: l.t, rng: l.rng}, nil
 		}
 		return l.value, nil
 	case ir.ParamRef:
@@ -39,7 +44,7 @@ func (e *emitter) expr(x ir.Expr) (value, error) {
 		return p, nil
 	case ir.BuiltinRef:
 		id, err := e.builtin(x.Kind, x.Axis)
-		return value{id: id, t: ir.U32}, err
+		return e.ranged(value{id: id, t: ir.U32}, e.builtinRange(x.Kind, x.Axis)), err
 	case ir.LoadExpr:
 		return e.load(x)
 	case ir.LenExpr:
@@ -125,20 +130,28 @@ func (e *emitter) load(x ir.LoadExpr) (value, error) {
 	if err != nil {
 		return value{}, err
 	}
-	index, err := e.typed(x.Index, ir.U32, "the load index")
+	index, err := e.typedValue(x.Index, ir.U32, "the load index")
 	if err != nil {
 		return value{}, err
 	}
 	t := e.scalar(a.elem)
+	r := ranges.Unknown()
+	if a.elem == ir.Bool {
+		r = ranges.Bool()
+	}
+	if e.provablyInBounds(a, index) {
+		v := e.op(opLoad, t, append([]uint32{e.elemPtr(a, index.id)}, access(a)...)...)
+		return value{id: v, t: a.elem, rng: r}, nil
+	}
 	zero := e.zero(a.elem)
-	ok := e.inBounds(a, index)
-	safe := e.sel(e.u32(), ok, index, e.cu32(0))
+	ok := e.inBounds(a, index.id)
+	safe := e.sel(e.u32(), ok, index.id, e.cu32(0))
 	v := e.op(opLoad, t, append([]uint32{e.elemPtr(a, safe)}, access(a)...)...)
-	return value{id: e.sel(t, ok, v, zero), t: a.elem}, nil
+	return value{id: e.sel(t, ok, v, zero), t: a.elem, rng: r}, nil
 }
 
 func (e *emitter) selectExpr(x ir.SelectExpr) (value, error) {
-	cond, err := e.typed(x.Cond, ir.Bool, "the select condition")
+	cond, err := e.typedValue(x.Cond, ir.Bool, "the select condition")
 	if err != nil {
 		return value{}, err
 	}
@@ -146,12 +159,18 @@ func (e *emitter) selectExpr(x ir.SelectExpr) (value, error) {
 	if err != nil {
 		return value{}, err
 	}
-	b, err := e.typed(x.B, a.t, "the select's second operand")
+	b, err := e.typedValue(x.B, a.t, "the select's second operand")
 	if err != nil {
 		return value{}, err
 	}
+	if c, ok := cond.rng.Const(); ok {
+		if c != 0 {
+			return a, nil
+		}
+		return b, nil
+	}
 	t := e.scalar(a.t)
-	return value{id: e.sel(t, cond, a.id, b), t: a.t}, nil
+	return e.ranged(value{id: e.sel(t, cond.id, a.id, b.id), t: a.t}, ranges.Select(cond.rng, a.rng, b.rng)), nil
 }
 
 // blend is cond ? a : b on a 32-bit type t, computed on the bits with a mask.
@@ -185,8 +204,12 @@ func (e *emitter) unary(x ir.UnaryExpr) (value, error) {
 	if err != nil {
 		return value{}, err
 	}
+	r := ranges.Unary(x.Op, v.t, v.rng)
+	if c, ok := r.Const(); ok && v.t != ir.F32 {
+		return e.literal(ir.Literal{Type: v.t, Bits: c}), nil
+	}
 	t := e.scalar(v.t)
-	out := func(id uint32) (value, error) { return value{id: id, t: v.t}, nil }
+	out := func(id uint32) (value, error) { return e.ranged(value{id: id, t: v.t}, r), nil }
 	switch {
 	case x.Op == ir.OpNeg && v.t.IsInteger():
 		return out(e.op(opSNegate, t, v.id))
@@ -222,20 +245,7 @@ func (e *emitter) binary(x ir.BinaryExpr) (value, error) {
 	if err != nil {
 		return value{}, err
 	}
-	b, err := e.typed(x.Y, a.t, "the second operand of "+x.Op.String())
-	if err != nil {
-		return value{}, err
-	}
-	t := e.scalar(a.t)
-	var id uint32
-	switch a.t {
-	case ir.Bool:
-		id, err = e.binaryBool(x.Op, a.id, b)
-	case ir.I32, ir.U32:
-		id, err = e.binaryInt(x.Op, a.t, t, a.id, b)
-	case ir.F32:
-		id, err = e.binaryF32(x.Op, a.id, b)
-	}
+	bv, err := e.typedValue(x.Y, a.t, "the second operand of "+x.Op.String())
 	if err != nil {
 		return value{}, err
 	}
@@ -243,7 +253,50 @@ func (e *emitter) binary(x ir.BinaryExpr) (value, error) {
 	if x.Op.IsComparison() {
 		rt = ir.Bool
 	}
-	return value{id: id, t: rt}, nil
+	r := ranges.Binary(x.Op, a.t, a.rng, bv.rng)
+	if c, ok := r.Const(); ok && rt != ir.F32 {
+		return e.literal(ir.Literal{Type: rt, Bits: c}), nil
+	}
+	if v, ok := identity(x.Op, a, bv); ok {
+		return v, nil
+	}
+	b := bv.id
+	t := e.scalar(a.t)
+	var id uint32
+	switch {
+	case a.t == ir.U32 && (x.Op == ir.OpDiv || x.Op == ir.OpRem) && bv.rng.Lo() >= 1:
+		// The divisor is never 0: OpUDiv and OpUMod give the IR's results.
+		opcode := uint32(opUDiv)
+		if x.Op == ir.OpRem {
+			opcode = opUMod
+		}
+		id = e.op(opcode, t, a.id, b)
+	case a.t == ir.Bool:
+		id, err = e.binaryBool(x.Op, a.id, b)
+	case a.t == ir.I32, a.t == ir.U32:
+		id, err = e.binaryInt(x.Op, a.t, t, a.id, b)
+	case a.t == ir.F32:
+		id, err = e.binaryF32(x.Op, a.id, b)
+	}
+	if err != nil {
+		return value{}, err
+	}
+	return e.ranged(value{id: id, t: rt}, r), nil
+}
+
+// identity simplifies x+0, 0+x, x-0, x*1 and 1*x on integers to x.
+func identity(op ir.BinaryOp, a, b value) (value, bool) {
+	is := func(v value, c uint32) bool {
+		k, ok := v.rng.Const()
+		return ok && k == c && v.t.IsInteger()
+	}
+	switch {
+	case (op == ir.OpAdd || op == ir.OpSub) && is(b, 0), op == ir.OpMul && is(b, 1):
+		return a, true
+	case op == ir.OpAdd && is(a, 0), op == ir.OpMul && is(a, 1):
+		return b, true
+	}
+	return value{}, false
 }
 
 func (e *emitter) binaryBool(op ir.BinaryOp, a, b uint32) (uint32, error) {
@@ -402,9 +455,13 @@ func (e *emitter) cast(x ir.CastExpr) (value, error) {
 	if err != nil {
 		return value{}, err
 	}
-	to := e.scalar(x.To)
 	from := v.t
-	out := func(id uint32) (value, error) { return value{id: id, t: x.To}, nil }
+	r := ranges.Cast(from, x.To, v.rng)
+	if c, ok := r.Const(); ok && x.To != ir.F32 {
+		return e.literal(ir.Literal{Type: x.To, Bits: c}), nil
+	}
+	to := e.scalar(x.To)
+	out := func(id uint32) (value, error) { return e.ranged(value{id: id, t: x.To}, r), nil }
 	switch {
 	case from == x.To:
 		return v, nil
@@ -469,6 +526,13 @@ func (e *emitter) bitcast(x ir.BitcastExpr) (value, error) {
 	if v.t == x.To {
 		return v, nil
 	}
+	r := ranges.Unknown()
+	if v.t.IsInteger() && x.To.IsInteger() {
+		r = v.rng
+	}
+	if c, ok := r.Const(); ok {
+		return e.literal(ir.Literal{Type: x.To, Bits: c}), nil
+	}
 	t := e.scalar(x.To)
-	return value{id: e.op(opBitcast, t, v.id), t: x.To}, nil
+	return value{id: e.op(opBitcast, t, v.id), t: x.To, rng: r}, nil
 }

@@ -113,6 +113,16 @@ type Target struct {
 	// Subgroups are the subgroup operation classes the device supports in
 	// compute shaders; a program that needs another is rejected.
 	Subgroups SubgroupFeatures
+	// FoldSpec, when set, folds the parameter values it holds (the defaults
+	// for those it leaves out) into the module as constants instead of
+	// declaring specialization constants: the module serves that
+	// specialization only (Module.ParamIDs is empty and SpecData returns no
+	// entries), and the emitter folds arithmetic on the parameters and can
+	// prove more shared-array indices in bounds (see docs/design.md, "Value
+	// ranges and bounds-check elision"). A value whose type is not its
+	// parameter's, or that names no parameter, is an error. (A pointer keeps
+	// Target comparable.)
+	FoldSpec *ir.SpecMap
 }
 
 // SpecEntry is one VkSpecializationMapEntry: constant id, offset into the data blob
@@ -189,7 +199,14 @@ func EmitFor(p *ir.Program, t Target) (*Module, error) {
 	if len(p.Buffers) < 64 && t.BufferAddresses>>len(p.Buffers) != 0 {
 		return nil, fmt.Errorf("spirv: program %q has %d buffers, so Target.BufferAddresses %#x names bindings it lacks. Fix: set only the bits of the program's bindings", p.Name, len(p.Buffers), t.BufferAddresses)
 	}
-	e, err := emit(p, t, false)
+	var folded map[string]ir.Literal
+	if t.FoldSpec != nil {
+		var err error
+		if folded, err = foldParams(p, *t.FoldSpec); err != nil {
+			return nil, fmt.Errorf("spirv: program %q: %w", p.Name, err)
+		}
+	}
+	e, err := emit(p, t, folded, false)
 	if err != nil {
 		return nil, err
 	}
@@ -201,7 +218,7 @@ func EmitFor(p *ir.Program, t Target) (*Module, error) {
 	if e.gridUsed {
 		mode, size = GridLogical, e.layout.grid+4*GridWordCount
 		if size > limit {
-			if e, err = emit(p, t, true); err != nil {
+			if e, err = emit(p, t, folded, true); err != nil {
 				return nil, err
 			}
 			mode, size = GridPhysical, e.layout.grid
@@ -220,18 +237,44 @@ func EmitFor(p *ir.Program, t Target) (*Module, error) {
 		Subgroups:         e.subgroups,
 	}
 	for i, d := range p.Params {
-		m.ParamIDs[d.Name] = firstParamSpecID + uint32(i)
+		if folded == nil {
+			m.ParamIDs[d.Name] = firstParamSpecID + uint32(i)
+		}
 	}
 	return m, nil
+}
+
+// foldParams returns every parameter's value for Target.FoldSpec: the value spec
+// sets, the default otherwise.
+func foldParams(p *ir.Program, spec ir.SpecMap) (map[string]ir.Literal, error) {
+	vals := make(map[string]ir.Literal, len(p.Params))
+	for _, d := range p.Params {
+		vals[d.Name] = d.Default
+	}
+	for _, name := range spec.Names() {
+		d, ok := p.Param(name)
+		if !ok {
+			return nil, fmt.Errorf("no parameter %q to specialize. Fix: specialize only declared parameters", name)
+		}
+		v, _ := spec.Get(name)
+		l, ok := v.Literal()
+		if !ok || l.Type != d.Type {
+			return nil, fmt.Errorf("parameter %q is %s but the specialization value is %s. Fix: pass a %s value", name, d.Type, v, d.Type)
+		}
+		vals[name] = l
+	}
+	return vals, nil
 }
 
 // minPushConstantBytes is the maxPushConstantsSize every Vulkan device has.
 const minPushConstantBytes = 128
 
-// emit runs the emitter on p for t, with the physical grid builtins when
-// physicalGrid is set.
-func emit(p *ir.Program, t Target, physicalGrid bool) (*emitter, error) {
+// emit runs the emitter on p for t, with the parameters folded to the values of
+// folded unless it is nil, and with the physical grid builtins when physicalGrid
+// is set.
+func emit(p *ir.Program, t Target, folded map[string]ir.Literal, physicalGrid bool) (*emitter, error) {
 	e := newEmitter(p, t)
+	e.folded = folded
 	e.physicalGrid = physicalGrid
 	err := e.emitModule()
 	if err == nil {

@@ -20,6 +20,9 @@ import (
 type simBackend struct {
 	t   *testing.T
 	val string
+	// fold emits every module with its compile's specialization folded
+	// (Target.FoldSpec).
+	fold bool
 
 	mu        sync.Mutex
 	next      uint64
@@ -54,6 +57,10 @@ func (b *simBackend) Compile(_ context.Context, req *pluginapi.CompileRequest) (
 	target := simTarget
 	target.WorkgroupSize = req.WorkgroupSize
 	target.BufferAddresses = 0xAAAAAAAA & (1<<len(req.Program.Buffers) - 1) // the odd bindings
+	if b.fold {
+		spec := req.Spec
+		target.FoldSpec = &spec
+	}
 	m, err := EmitFor(req.Program, target)
 	if err != nil {
 		return nil, pluginapi.Rejected("spirv-sim: %w", err)
@@ -102,5 +109,17 @@ func TestConformanceOnTheInterpreter(t *testing.T) {
 		val = spirvVal(t) // skips, or fails under KILN_REQUIRE_VULKAN=1
 	}
 	b := &simBackend{t: t, val: val, pipelines: map[uint64]simPipeline{}}
+	conformance.Run(t, b, conformance.Options{Sizes: []int{0, 1, 7, 33}})
+}
+
+// TestConformanceFoldedOnTheInterpreter runs the kit again on modules with the
+// specialization folded in (Target.FoldSpec), where the value ranges fold the
+// parameters and drop more shared-array checks.
+func TestConformanceFoldedOnTheInterpreter(t *testing.T) {
+	val, err := exec.LookPath("spirv-val")
+	if err != nil {
+		val = spirvVal(t)
+	}
+	b := &simBackend{t: t, val: val, fold: true, pipelines: map[uint64]simPipeline{}}
 	conformance.Run(t, b, conformance.Options{Sizes: []int{0, 1, 7, 33}})
 }

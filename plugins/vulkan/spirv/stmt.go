@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/kiln-dev/kiln/ir"
+	"github.com/kiln-dev/kiln/ir/ranges"
 )
 
 // Control flow is structured as SPIR-V requires: an if is a selection construct
@@ -88,14 +89,20 @@ func (e *emitter) block(stmts []ir.Stmt) error {
 
 // typed evaluates x and checks that it has type t.
 func (e *emitter) typed(x ir.Expr, t ir.Type, what string) (uint32, error) {
+	v, err := e.typedValue(x, t, what)
+	return v.id, err
+}
+
+// typedValue is typed returning the value, with its range.
+func (e *emitter) typedValue(x ir.Expr, t ir.Type, what string) (value, error) {
 	v, err := e.expr(x)
 	if err != nil {
-		return 0, err
+		return value{}, err
 	}
 	if v.t != t {
-		return 0, fmt.Errorf("%s has type %s, want %s. Fix: run ir.Validate and correct the program", what, v.t, t)
+		return value{}, fmt.Errorf("%s has type %s, want %s. Fix: run ir.Validate and correct the program", what, v.t, t)
 	}
-	return v.id, nil
+	return v, nil
 }
 
 func (e *emitter) stmt(s ir.Stmt) error {
@@ -153,18 +160,23 @@ func (e *emitter) stmt(s ir.Stmt) error {
 }
 
 // varStmt declares a Function variable in the entry block and stores the initial
-// value where the var statement runs.
+// value where the var statement runs. A var no assign sets keeps its initial
+// value's range.
 func (e *emitter) varStmt(s ir.VarStmt) error {
 	t := e.scalar(s.Type)
-	v, err := e.typed(s.Value, s.Type, fmt.Sprintf("the initial value of var %q", s.Name))
+	v, err := e.typedValue(s.Value, s.Type, fmt.Sprintf("the initial value of var %q", s.Name))
 	if err != nil {
 		return err
 	}
 	id := e.id()
 	e.vars = appendInst(e.vars, opVariable, e.pointer(storageFunction, t), id, storageFunction)
 	e.name(id, s.Name)
-	e.inst(opStore, id, v)
-	e.bind(s.Name, local{value: value{id: id, t: s.Type}, variable: true})
+	e.inst(opStore, id, v.id)
+	r := ranges.Unknown()
+	if !e.assigned[s.Name] {
+		r = v.rng
+	}
+	e.bind(s.Name, local{value: value{id: id, t: s.Type, rng: r}, variable: true})
 	return nil
 }
 
@@ -175,6 +187,13 @@ func (e *emitter) lookupArray(name, what string) (array, error) {
 		return a, fmt.Errorf("%s: %q is not a buffer or shared array. Fix: declare it in buffers or shared", what, name)
 	}
 	return a, nil
+}
+
+// provablyInBounds reports whether index's range lies below a's fixed count, so
+// that an access needs no check: only shared arrays have one (see
+// docs/design.md, "Value ranges and bounds-check elision").
+func (e *emitter) provablyInBounds(a array, index value) bool {
+	return a.shared && index.rng.Below(a.count)
 }
 
 // inBounds is index < count, with a buffer's count from the push constants and a
@@ -246,7 +265,7 @@ func (e *emitter) store(s ir.StoreStmt) error {
 	if err != nil {
 		return err
 	}
-	index, err := e.typed(s.Index, ir.U32, "the store index")
+	index, err := e.typedValue(s.Index, ir.U32, "the store index")
 	if err != nil {
 		return err
 	}
@@ -254,9 +273,14 @@ func (e *emitter) store(s ir.StoreStmt) error {
 	if err != nil {
 		return err
 	}
-	e.guarded(e.inBounds(a, index), func() {
-		e.inst(opStore, append([]uint32{e.elemPtr(a, index), v}, access(a)...)...)
-	})
+	store := func() {
+		e.inst(opStore, append([]uint32{e.elemPtr(a, index.id), v}, access(a)...)...)
+	}
+	if e.provablyInBounds(a, index) {
+		store()
+		return nil
+	}
+	e.guarded(e.inBounds(a, index.id), store)
 	return nil
 }
 
@@ -273,7 +297,7 @@ func (e *emitter) atomic(s ir.AtomicStmt) error {
 	if err != nil {
 		return fmt.Errorf("atomic on %q: %w", s.Target, err)
 	}
-	index, err := e.typed(s.Index, ir.U32, "the atomic index")
+	index, err := e.typedValue(s.Index, ir.U32, "the atomic index")
 	if err != nil {
 		return err
 	}
@@ -296,15 +320,23 @@ func (e *emitter) atomic(s ir.AtomicStmt) error {
 		scope = scopeWorkgroup
 	}
 	var old uint32
-	header, last := e.guarded(e.inBounds(a, index), func() {
-		ptr, sc, none := e.elemPtr(a, index), e.cu32(scope), e.cu32(semanticsNone)
+	apply := func() {
+		ptr, sc, none := e.elemPtr(a, index.id), e.cu32(scope), e.cu32(semanticsNone)
 		if opcode == opAtomicCompareExchange {
 			// Equal and unequal semantics, then the value stored and the comparator.
 			old = e.op(opcode, t, ptr, sc, none, none, v, compare)
 			return
 		}
 		old = e.op(opcode, t, ptr, sc, none, v)
-	})
+	}
+	if e.provablyInBounds(a, index) {
+		apply()
+		if s.Result != "" {
+			e.bind(s.Result, local{value: value{id: old, t: a.elem}})
+		}
+		return nil
+	}
+	header, last := e.guarded(e.inBounds(a, index.id), apply)
 	if s.Result != "" {
 		zero := e.zero(a.elem)
 		res := e.op(opPhi, t, old, last, zero, header)
@@ -355,10 +387,18 @@ func (e *emitter) barrier() {
 }
 
 func (e *emitter) ifStmt(s ir.IfStmt) error {
-	cond, err := e.typed(s.Cond, ir.Bool, "the if condition")
+	c, err := e.typedValue(s.Cond, ir.Bool, "the if condition")
 	if err != nil {
 		return err
 	}
+	if k, ok := c.rng.Const(); ok {
+		// Only one arm can run: it is emitted in place, in a scope of its own.
+		if k != 0 {
+			return e.block(s.Then)
+		}
+		return e.block(s.Else)
+	}
+	cond := c.id
 	then, merge := e.id(), e.id()
 	els := merge
 	if len(s.Else) > 0 {
@@ -424,6 +464,26 @@ func (e *emitter) whileStmt(s ir.WhileStmt) error {
 	return e.loop(body, cont, merge, header, s.Body, func() {})
 }
 
+// maxUnrollHint is the most iterations of a loop with constant bounds that asks
+// the driver to unroll it (the deepest shared tile of the register-tiled
+// matmul).
+const maxUnrollHint = 32
+
+// unrollHint is the loop control of a for loop whose bounds have the values
+// bounds: Unroll for constant bounds and at most maxUnrollHint iterations (a
+// hint, which changes nothing a program can observe), None otherwise.
+func unrollHint(t ir.Type, bounds [3]value) uint32 {
+	from, fok := bounds[0].rng.Const()
+	to, tok := bounds[1].rng.Const()
+	step, sok := bounds[2].rng.Const()
+	if fok && tok && sok {
+		if _, ok := ranges.Trips(t, from, to, step, maxUnrollHint); ok {
+			return loopControlUnroll
+		}
+	}
+	return loopControlNone
+}
+
 // forStmt evaluates from, to and step once before the loop; the loop variable is an
 // OpPhi in the header (from on entry, var+step from the continue block), compared
 // with to (signed for i32, unsigned for u32) before each iteration.
@@ -438,18 +498,18 @@ func (e *emitter) forStmt(s ir.ForStmt) error {
 		return fmt.Errorf("for: loop variable %q has type %s. Fix: count with i32 or u32", s.Var, s.Type)
 	}
 	t := e.scalar(s.Type)
-	var bounds [3]uint32
+	var bounds [3]value
 	for i, part := range []struct {
 		x    ir.Expr
 		what string
 	}{{s.From, "from"}, {s.To, "to"}, {s.Step, "step"}} {
-		id, err := e.typed(part.x, s.Type, "the for loop's "+part.what)
+		v, err := e.typedValue(part.x, s.Type, "the for loop's "+part.what)
 		if err != nil {
 			return err
 		}
-		bounds[i] = id
+		bounds[i] = v
 	}
-	from, to, step := bounds[0], bounds[1], bounds[2]
+	from, to, step := bounds[0].id, bounds[1].id, bounds[2].id
 	pre := e.cur
 	header, body, cont, merge := e.id(), e.id(), e.id(), e.id()
 	v, next := e.id(), e.id()
@@ -458,9 +518,10 @@ func (e *emitter) forStmt(s ir.ForStmt) error {
 	e.inst(opPhi, t, v, from, pre, next, cont)
 	e.dynamic[v], e.dynamic[next] = true, true
 	cond := e.op(less, e.bool(), v, to)
-	e.inst(opLoopMerge, merge, cont, loopControlNone)
+	e.inst(opLoopMerge, merge, cont, unrollHint(s.Type, bounds))
 	e.terminate(opBranchConditional, cond, body, merge)
-	e.scopes = append(e.scopes, map[string]local{s.Var: {value: value{id: v, t: s.Type}}})
+	counter := value{id: v, t: s.Type, rng: ranges.Loop(s.Type, bounds[0].rng, bounds[1].rng, bounds[2].rng)}
+	e.scopes = append(e.scopes, map[string]local{s.Var: {value: counter}})
 	defer func() { e.scopes = e.scopes[:len(e.scopes)-1] }()
 	return e.loop(body, cont, merge, header, s.Body, func() {
 		e.inst(opIAdd, t, next, v, step)

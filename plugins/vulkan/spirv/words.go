@@ -146,6 +146,7 @@ const (
 	functionControlNone                      = 0
 	selectionControlNone                     = 0
 	loopControlNone                          = 0
+	loopControlUnroll                        = 0x1
 	decorationSpecID                         = 1
 	decorationBlock                          = 2
 	decorationArrayStride                    = 6
