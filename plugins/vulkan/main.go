@@ -33,5 +33,9 @@ func main() {
 		time.Sleep(lostReplyGrace)
 		os.Exit(exitDeviceLost)
 	}
-	pluginapi.Serve(backend.New(cfg))
+	be := backend.New(cfg)
+	// Start Vulkan while the plugin handshake runs: the first Describe then
+	// waits only for what is left of it.
+	go be.Prestart()
+	pluginapi.Serve(be)
 }

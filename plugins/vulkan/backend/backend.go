@@ -85,6 +85,11 @@ type Backend struct {
 	segMem map[uint64][]byte
 	// nextBuffer is the last buffer handle given out.
 	nextBuffer uint64
+	// phases is how long each step of starting Vulkan took; estimate reads
+	// NVML's bandwidth estimates (vk.NVMLBandwidth; benchmarks replace it to
+	// time the start without NVML).
+	phases   startPhases
+	estimate func() (map[string]float64, error)
 	// msgCount and msgText tally the validation messages not yet returned by
 	// ValidationMessages.
 	msgCount uint64
@@ -98,7 +103,18 @@ var _ pluginapi.Backend = (*Backend)(nil)
 
 // New returns a Backend; nothing is loaded until the first call.
 func New(cfg Config) *Backend {
-	return &Backend{cfg: cfg, pipelines: make(map[uint64]*pipeline), buffers: make(map[uint64]*resident)}
+	return &Backend{cfg: cfg, pipelines: make(map[uint64]*pipeline), buffers: make(map[uint64]*resident), estimate: vk.NVMLBandwidth}
+}
+
+// startPhases is how long each step of the first Describe's start took (see
+// docs/design.md, "Vulkan"); the plugin logs them.
+type startPhases struct {
+	// Load is dlopen of the loader; Version vkEnumerateInstanceVersion;
+	// Instance vkCreateInstance (the loader loads its drivers and layers);
+	// Enumerate vkEnumeratePhysicalDevices; Adapters reading every device's
+	// properties, queues, extensions and features; Estimates the wait for NVML's
+	// bandwidth estimates after all that (at most estimateGrace).
+	Load, Version, Instance, Enumerate, Adapters, Estimates time.Duration
 }
 
 // estimateGrace is how long the first Describe waits, once Vulkan has started,
@@ -138,20 +154,26 @@ func (b *Backend) start() error {
 	// NVML's bandwidth estimates are read alongside Vulkan's start.
 	estimates := make(chan map[string]float64, 1)
 	go func() {
-		est, _ := vk.NVMLBandwidth()
+		est, _ := b.estimate()
 		estimates <- est
 	}()
 	if reason := b.startVulkan(); reason != "" {
 		b.adapters = []*adapter{{index: 0, info: pluginapi.Adapter{Index: 0, Name: "Vulkan", Reason: reason}}}
 	}
+	began := time.Now()
+	grace := time.NewTimer(estimateGrace)
 	select {
 	case est := <-estimates:
 		applyEstimates(b.adapters, est)
-	case <-time.After(estimateGrace):
+	case <-grace.C:
 		b.estimates = estimates
 	}
+	grace.Stop()
+	b.phases.Estimates = time.Since(began)
 	if log := b.cfg.Logger; log != nil {
-		log.Info("Vulkan started", "validation", b.cfg.Validation, "adapters", len(b.adapters))
+		ph := b.phases
+		log.Info("Vulkan started", "validation", b.cfg.Validation, "adapters", len(b.adapters),
+			"load", ph.Load, "version", ph.Version, "instance", ph.Instance, "enumerate", ph.Enumerate, "describe_adapters", ph.Adapters, "nvml_wait", ph.Estimates)
 		for _, a := range b.adapters {
 			if a.info.Available {
 				log.Info("Vulkan adapter", "index", a.index, "name", a.info.Name, "type", a.info.Identity.DeviceType, "direct_memory", directMemory(a.props.Type, a.mem))
@@ -170,7 +192,13 @@ func (b *Backend) startVulkan() string {
 	if library == "" {
 		library = vk.DefaultLibrary
 	}
+	t := time.Now()
+	lap := func(d *time.Duration) {
+		now := time.Now()
+		*d, t = now.Sub(t), now
+	}
 	l, err := vk.Load(library)
+	lap(&b.phases.Load)
 	var missing *vk.LoaderMissingError
 	if errors.As(err, &missing) {
 		return fmt.Sprintf("Vulkan loader %s not found. Fix: install libvulkan1 and a Vulkan driver (mesa-vulkan-drivers provides a CPU one)", library)
@@ -179,11 +207,13 @@ func (b *Backend) startVulkan() string {
 		return err.Error()
 	}
 	version := l.InstanceVersion()
+	lap(&b.phases.Version)
 	if version < vk.Version11 {
 		l.Close()
 		return fmt.Sprintf("the Vulkan loader %s supports Vulkan %s; kiln needs 1.1 or later. Fix: update libvulkan1", library, version)
 	}
 	inst, err := l.CreateInstance(vk.InstanceOptions{APIVersion: min(version, vk.Version13), Validation: b.cfg.Validation, SyncValidation: true})
+	lap(&b.phases.Instance)
 	var noLayer *vk.LayerMissingError
 	if errors.As(err, &noLayer) {
 		l.Close()
@@ -196,6 +226,7 @@ func (b *Backend) startVulkan() string {
 			"VK_LOADER_DEBUG=driver shows why the loader rejected a driver", err)
 	}
 	pds, err := inst.PhysicalDevices()
+	lap(&b.phases.Enumerate)
 	if err == nil && len(pds) == 0 {
 		err = errors.New("the loader found no physical device")
 	}
@@ -210,7 +241,22 @@ func (b *Backend) startVulkan() string {
 		a.onLost = b.cfg.OnDeviceLost
 		b.adapters = append(b.adapters, a)
 	}
+	lap(&b.phases.Adapters)
 	return ""
+}
+
+// Prestart loads Vulkan and lists the adapters now, as the first call would:
+// the plugin runs it on its own goroutine at process start, so the start
+// overlaps the plugin handshake and the first Describe finds it done or under
+// way. It creates no device. Calling it more than once, or after another call,
+// does nothing.
+func (b *Backend) Prestart() {
+	b.life.RLock()
+	defer b.life.RUnlock()
+	b.mu.Lock()
+	_ = b.start() // a closed backend: the next call says so
+	b.mu.Unlock()
+	b.noteValidation()
 }
 
 // Describe reports the backend and its adapters. The first call starts
@@ -339,13 +385,16 @@ func (b *Backend) Close(context.Context) error {
 // noteValidation moves the validation messages that arrived since the last call
 // into the backend's tally and logs them.
 func (b *Backend) noteValidation() {
+	if !b.cfg.Validation {
+		return
+	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.noteValidationLocked()
 }
 
 func (b *Backend) noteValidationLocked() {
-	if b.instance == nil {
+	if b.instance == nil || !b.cfg.Validation {
 		return
 	}
 	n, text := b.instance.Messages()

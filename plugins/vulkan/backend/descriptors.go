@@ -9,7 +9,10 @@ import (
 // Descriptor sets are cached per pipeline and bound ranges (see docs/design.md,
 // "Vulkan"): a set is written once and bound by every later dispatch of the
 // pipeline over the same ranges. A pipeline keeps at most maxCachedSets; beyond
-// that a set no pending job uses is rewritten for the new ranges.
+// that a set no pending job uses is rewritten for the new ranges. Whenever a set
+// leaves its cache (rewritten, its block freed, its pipeline destroyed) the
+// device's set generation grows, which makes every recorded command buffer
+// stale (see recording).
 
 const (
 	setsPerPool   = 64
@@ -31,44 +34,42 @@ type cachedSet struct {
 	buffers []vk.Buffer
 }
 
-// setKey identifies bound ranges.
-func setKey(ranges []vk.StorageRange) string {
-	key := make([]byte, 0, 24*len(ranges))
+// setKey appends to key what identifies bound ranges.
+func setKey(key []byte, ranges []vk.StorageRange) []byte {
 	for _, r := range ranges {
 		key = binary.LittleEndian.AppendUint64(key, uint64(r.Buffer))
 		key = binary.LittleEndian.AppendUint64(key, r.Offset)
 		key = binary.LittleEndian.AppendUint64(key, r.Range)
 	}
-	return string(key)
+	return key
 }
 
-// descriptorSet returns p's set for ranges, writing one on a miss, and notes
-// that job seq binds it. The device lock must be held.
-func (d *device) descriptorSet(p *pipeline, ranges []vk.StorageRange, seq uint64) (vk.DescriptorSet, error) {
+// descriptorSet returns p's set for ranges (key is their setKey), writing one
+// on a miss, and notes that job seq binds it. The device lock must be held.
+func (d *device) descriptorSet(p *pipeline, ranges []vk.StorageRange, key []byte, seq uint64) (*cachedSet, error) {
 	c := d.caches[p]
 	if c == nil {
 		c = &setCache{sets: map[string]*cachedSet{}}
 		d.caches[p] = c
 	}
-	key := setKey(ranges)
-	if cs, ok := c.sets[key]; ok {
+	if cs, ok := c.sets[string(key)]; ok {
 		cs.used = seq
-		return cs.set, nil
+		return cs, nil
 	}
 	set, err := c.free(d, p)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
 	if err := d.vk.WriteStorageSet(set, ranges); err != nil {
 		c.spare = append(c.spare, set)
-		return 0, err
+		return nil, err
 	}
 	cs := &cachedSet{set: set, used: seq}
 	for _, r := range ranges {
 		cs.buffers = append(cs.buffers, r.Buffer)
 	}
-	c.sets[key] = cs
-	return set, nil
+	c.sets[string(key)] = cs
+	return cs, nil
 }
 
 // free returns a set that no pending job uses: a spare one, one evicted from a
@@ -84,6 +85,8 @@ func (c *setCache) free(d *device, p *pipeline) (vk.DescriptorSet, error) {
 		for key, cs := range c.sets {
 			if cs.used <= done {
 				delete(c.sets, key)
+				// Recorded command buffers that bind it are stale now.
+				d.setGen++
 				return cs.set, nil
 			}
 		}
@@ -109,6 +112,8 @@ func (c *setCache) free(d *device, p *pipeline) (vk.DescriptorSet, error) {
 func (d *device) forgetBlock(b *block) {
 	d.lock <- struct{}{}
 	defer d.release()
+	// Recorded command buffers may use the block's buffer.
+	d.setGen++
 	for _, c := range d.caches {
 		for key, cs := range c.sets {
 			for _, buf := range cs.buffers {
@@ -127,6 +132,8 @@ func (d *device) forgetPipeline(p *pipeline) {
 	d.lock <- struct{}{}
 	c := d.caches[p]
 	delete(d.caches, p)
+	// Recorded command buffers may use the pipeline.
+	d.setGen++
 	d.release()
 	if c != nil {
 		c.destroy(d)

@@ -77,8 +77,17 @@ type device struct {
 	done   uint64
 	doneCh chan struct{}
 
-	// caches are the descriptor sets of each pipeline (under lock).
+	// caches are the descriptor sets of each pipeline, and setGen their
+	// generation, which grows whenever a set leaves a cache (both under lock).
 	caches map[*pipeline]*setCache
+	setGen uint64
+	// spin is how long a job polls its fence before blocking, in nanoseconds
+	// (spinWait; 0 on CPU devices).
+	spin atomic.Int64
+	// jobs are submit jobs to reuse, with their slices (see Backend.Submit),
+	// at most maxFreeJobs; jobMu guards them.
+	jobMu sync.Mutex
+	jobs  []*job
 	// segs are the data-plane segments the device imported, by id (nil: it
 	// cannot import that one); the backend's segMu guards them.
 	segs map[uint64]*resident
@@ -98,7 +107,10 @@ func newDevice(a *adapter) (*device, error) {
 		dev.Destroy()
 		return nil, err
 	}
-	d := &device{a: a, vk: dev, pool: pool, lock: make(chan struct{}, 1), doneCh: make(chan struct{}), caches: map[*pipeline]*setCache{}}
+	d := &device{a: a, vk: dev, pool: pool, lock: make(chan struct{}, 1), caches: map[*pipeline]*setCache{}}
+	if a.props.Type != vk.DeviceTypeCPU {
+		d.spin.Store(int64(spinWait))
+	}
 	d.direct.Store(directMemory(a.props.Type, a.mem))
 	usage := vk.UsageStorage | vk.UsageTransferSrc | vk.UsageTransferDst
 	blockBytes := uint64(gpuBlockBytes)
@@ -145,7 +157,8 @@ func (d *device) acquire(ctx context.Context) error {
 // release lets go of the device lock.
 func (d *device) release() { <-d.lock }
 
-// finished records that every submission up to seq has finished.
+// finished records that every submission up to seq has finished, waking the
+// waitFor calls waiting (doneCh is made only when one waits).
 func (d *device) finished(seq uint64) {
 	d.doneMu.Lock()
 	defer d.doneMu.Unlock()
@@ -153,8 +166,8 @@ func (d *device) finished(seq uint64) {
 		d.done = seq
 		if d.doneCh != nil {
 			close(d.doneCh)
+			d.doneCh = nil
 		}
-		d.doneCh = make(chan struct{})
 	}
 }
 
@@ -170,7 +183,11 @@ func (d *device) completed() uint64 {
 func (d *device) waitFor(ctx context.Context, seq uint64) error {
 	for {
 		d.doneMu.Lock()
-		done, ch := d.done, d.doneCh
+		done := d.done
+		if done < seq && d.doneCh == nil {
+			d.doneCh = make(chan struct{})
+		}
+		ch := d.doneCh
 		d.doneMu.Unlock()
 		if done >= seq {
 			return nil

@@ -43,7 +43,7 @@ func (b *Backend) Dispatch(ctx context.Context, req *pluginapi.DispatchRequest) 
 		return nil, pluginapi.Rejected("vulkan has no pipeline %d (never compiled or already released). Fix: dispatch a handle returned by Compile", req.Pipeline)
 	}
 	d := p.d
-	j := &job{d: d, pipelines: []*pipeline{p}, after: func() { b.life.RUnlock() }}
+	j := &job{d: d, pipelines: []*pipeline{p}, life: &b.life}
 	binds, err := p.bindings(req)
 	if err == nil {
 		if err = ir.CheckUniforms(p.prog, req.Uniforms); err != nil {

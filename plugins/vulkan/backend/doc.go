@@ -11,7 +11,8 @@
 // limits, subgroup operations and shuffles, shared memory, timestamps; never f16,
 // bf16, tensor cores, indirect dispatch or hardware counters. mem_bw_gbps is
 // measured, not looked up, in the background after the first Describe (which does
-// not wait; 0 until the measurement ends; Config.NoBandwidth skips it): a kiln copy
+// not wait, and creates no device; 0 until the measurement ends;
+// Config.NoBandwidth skips it; Prestart starts Vulkan early): a kiln copy
 // kernel (dst[i] = src[i] over 256 MiB of u32) is warmed up once, then one job of
 // as many copies as move 1 GiB is timed by its timestamps (CPU devices: 16 MiB
 // buffers, 128 MiB moved);
@@ -47,8 +48,11 @@
 // devices they are host-mapped device memory, on discrete ones device-local with
 // host-visible staging. Every call's work is a job recorded into one reused
 // command buffer (barriers only between dependent ops), submitted once under the
-// device lock, which is released at once; the job waits on its own fence and
-// gives up when the caller's context ends. Descriptor sets are cached per
+// device lock, which is released at once; a job whose ops equal what a free
+// command buffer was recorded with submits that one again without recording.
+// The job waits on its own fence on the calling goroutine (polling it for
+// 200µs on GPUs, then blocking) and gives up when the caller's context ends; a
+// warm Submit allocates only its result. Descriptor sets are cached per
 // pipeline and bound ranges. Element counts and the uniform block travel in the
 // push constants; write buffers of a protocol-1 dispatch are zeroed. A grid with
 // a zero axis runs nothing. Device time comes from two timestamp queries around

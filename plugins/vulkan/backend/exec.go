@@ -1,11 +1,15 @@
 package backend
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
+	"runtime"
+	"slices"
+	"sync"
 	"time"
 
 	"github.com/kiln-dev/kiln/plugins/vulkan/vk"
@@ -16,7 +20,10 @@ import (
 // slot (command buffer, fence, timestamp queries) under the device lock, with a
 // barrier only where an op touches memory an earlier op of the job wrote (or
 // writes memory an earlier op read); the lock is released right after
-// vkQueueSubmit and the job waits for its own fence.
+// vkQueueSubmit and the job waits for its own fence on the calling goroutine.
+// A slot keeps what its command buffer holds: a job whose ops are the same as
+// that recording's (same pipelines, bound ranges, counts, uniforms, grids,
+// copies and fills) submits the command buffer again without recording it.
 
 // slot is a command buffer with its fence and two timestamp queries, reused by
 // one job after another.
@@ -24,36 +31,131 @@ type slot struct {
 	cb      vk.CommandBuffer
 	fence   vk.Fence
 	queries vk.QueryPool
+	// stamps receives the two timestamps.
+	stamps [2]uint64
+	// rec is what cb holds.
+	rec recording
 }
 
-// takeSlot returns a free slot, creating one when none is free. The device lock
-// must be held (the command pool).
-func (d *device) takeSlot() (*slot, error) {
+// recording is what a slot's command buffer was last recorded with: a copy
+// of the job's ops, the op its timestamps bracket, the device's set
+// generation at the time, and the descriptor sets it binds. ok is false until a
+// recording succeeds.
+type recording struct {
+	ok     bool
+	gen    uint64
+	timeOp int
+	ops    []op
+	sets   []*cachedSet
+	// spans, words and bytes hold the copied ops' binds, counts and uniforms.
+	spans []span
+	words []uint32
+	bytes []byte
+}
+
+// matches reports whether the recording is what job j would record now, at
+// the device's set generation gen.
+func (r *recording) matches(j *job, gen uint64) bool {
+	if !r.ok || r.gen != gen || r.timeOp != j.timeOp || len(r.ops) != len(j.ops) {
+		return false
+	}
+	for i := range r.ops {
+		if !sameOp(&r.ops[i], &j.ops[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+// sameOp reports whether two ops record the same commands.
+func sameOp(a, b *op) bool {
+	return a.kind == b.kind && a.p == b.p && a.grid == b.grid && a.src == b.src && a.dst == b.dst && a.value == b.value &&
+		slices.Equal(a.binds, b.binds) && slices.Equal(a.counts, b.counts) && bytes.Equal(a.uniforms, b.uniforms)
+}
+
+// keep copies j's ops into the recording (the job's slices belong to its
+// caller), at set generation gen.
+func (r *recording) keep(j *job, gen uint64) {
+	var nspans, nwords, nbytes int
+	for i := range j.ops {
+		nspans += len(j.ops[i].binds)
+		nwords += len(j.ops[i].counts)
+		nbytes += len(j.ops[i].uniforms)
+	}
+	r.spans = slices.Grow(r.spans[:0], nspans)
+	r.words = slices.Grow(r.words[:0], nwords)
+	r.bytes = slices.Grow(r.bytes[:0], nbytes)
+	r.ops = append(r.ops[:0], j.ops...)
+	for i := range r.ops {
+		o := &r.ops[i]
+		o.binds = keepTail(&r.spans, o.binds)
+		o.counts = keepTail(&r.words, o.counts)
+		o.uniforms = keepTail(&r.bytes, o.uniforms)
+	}
+	r.gen, r.timeOp, r.ok = gen, j.timeOp, true
+}
+
+// keepTail appends src to *arena (whose capacity suffices) and returns the
+// appended part, nil for an empty src.
+func keepTail[T any](arena *[]T, src []T) []T {
+	if len(src) == 0 {
+		return nil
+	}
+	n := len(*arena)
+	*arena = append(*arena, src...)
+	return (*arena)[n:len(*arena):len(*arena)]
+}
+
+// forget drops the recording (the command buffer is being recorded again).
+func (r *recording) forget() {
+	r.ok = false
+	clear(r.ops)
+	r.ops = r.ops[:0]
+	clear(r.spans)
+	r.spans = r.spans[:0]
+	clear(r.sets)
+	r.sets = r.sets[:0]
+}
+
+// maxSlotScan bounds how many free slots takeSlot compares with a job.
+const maxSlotScan = 8
+
+// takeSlot returns a free slot: one whose recording j matches at the device's
+// set generation when there is one (reported by again), else the one freed last,
+// creating a slot when none is free. The device lock must be held (the command
+// pool, the set generation).
+func (d *device) takeSlot(j *job) (s *slot, again bool, err error) {
 	d.slotMu.Lock()
 	if n := len(d.slots); n > 0 {
-		s := d.slots[n-1]
-		d.slots = d.slots[:n-1]
+		pick := n - 1
+		for i := n - 1; i >= max(n-maxSlotScan, 0); i-- {
+			if d.slots[i].rec.matches(j, d.setGen) {
+				pick, again = i, true
+				break
+			}
+		}
+		s = d.slots[pick]
+		d.slots = slices.Delete(d.slots, pick, pick+1)
 		d.slotMu.Unlock()
-		return s, nil
+		return s, again, nil
 	}
 	d.slotMu.Unlock()
-	s := &slot{}
-	var err error
+	s = &slot{}
 	if s.cb, err = d.vk.AllocateCommandBuffer(d.pool); err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	if s.fence, err = d.vk.CreateFence(); err != nil {
 		d.vk.FreeCommandBuffer(d.pool, s.cb)
-		return nil, err
+		return nil, false, err
 	}
 	if d.a.timestamps {
 		if s.queries, err = d.vk.CreateTimestampPool(2); err != nil {
 			d.vk.FreeCommandBuffer(d.pool, s.cb)
 			d.vk.DestroyFence(s.fence)
-			return nil, err
+			return nil, false, err
 		}
 	}
-	return s, nil
+	return s, false, nil
 }
 
 // putSlot makes a slot whose work is done free again.
@@ -110,13 +212,13 @@ type region struct {
 	off, size uint64
 }
 
-// accesses returns what the op reads and writes.
-func (o *op) accesses() (reads, writes []region) {
+// accesses appends what the op reads and writes to reads and writes.
+func (o *op) accesses(reads, writes []region) ([]region, []region) {
 	switch o.kind {
 	case opCopy:
-		return []region{{o.src.b, o.src.off, o.src.size}}, []region{{o.dst.b, o.dst.off, o.src.size}}
+		return append(reads, region{o.src.b, o.src.off, o.src.size}), append(writes, region{o.dst.b, o.dst.off, o.src.size})
 	case opFill:
-		return nil, []region{{o.dst.b, o.dst.off, o.dst.size}}
+		return reads, append(writes, region{o.dst.b, o.dst.off, o.dst.size})
 	}
 	for i, s := range o.binds {
 		if s.size == 0 {
@@ -139,11 +241,11 @@ func (o *op) accesses() (reads, writes []region) {
 type job struct {
 	d   *device
 	ops []op
-	// scratch spans are freed, pipelines read-unlocked and after called once the
-	// job is finished.
+	// scratch spans are freed, pipelines read-unlocked and life read-unlocked
+	// once the job is finished.
 	scratch   []span
 	pipelines []*pipeline
-	after     func()
+	life      *sync.RWMutex
 	// residents are the buffers the ops use; each remembers the job's sequence
 	// number.
 	residents []*resident
@@ -154,6 +256,34 @@ type job struct {
 
 	s   *slot
 	seq uint64
+	// commands, when non-zero, is the number of commands of a submit, named in
+	// its errors; handedOff is set when the job was left to finish in the
+	// background.
+	commands  int
+	handedOff bool
+
+	// spans and words back the ops' binds and counts; the rest is scratch
+	// space for recording (see record).
+	spans         []span
+	words         []uint32
+	reads, writes []region
+	opReads, opWr []region
+	ranges        []vk.StorageRange
+	key, push     []byte
+}
+
+// takeSpans returns n zero spans of the job's arena.
+func (j *job) takeSpans(n int) []span {
+	k := len(j.spans)
+	j.spans = append(j.spans, make([]span, n)...)
+	return j.spans[k : k+n : k+n]
+}
+
+// takeWords returns n zero words of the job's arena.
+func (j *job) takeWords(n int) []uint32 {
+	k := len(j.words)
+	j.words = append(j.words, make([]uint32, n)...)
+	return j.words[k : k+n : k+n]
 }
 
 // fullBarrier orders every transfer and shader write before it with every
@@ -185,15 +315,25 @@ func (j *job) recordAndSubmit() error {
 	if err := d.checkLost(); err != nil {
 		return err
 	}
-	s, err := d.takeSlot()
+	s, again, err := d.takeSlot(j)
 	if err != nil {
 		return d.fail("creating a command buffer", err)
 	}
 	seq := d.seq + 1
-	if err := j.record(s, seq); err != nil {
-		// The command buffer may be left recording: the slot is not reused.
-		d.graveSlot(s)
-		return d.fail("recording commands", err)
+	if again {
+		// The command buffer holds these very commands: submit it again, and
+		// note that the job binds its descriptor sets.
+		for _, cs := range s.rec.sets {
+			cs.used = seq
+		}
+	} else {
+		s.rec.forget()
+		if err := j.record(s, seq); err != nil {
+			// The command buffer may be left recording: the slot is not reused.
+			d.graveSlot(s)
+			return d.fail("recording commands", err)
+		}
+		s.rec.keep(j, d.setGen)
 	}
 	if err := d.vk.Submit(s.cb, s.fence); err != nil {
 		_ = d.putSlot(s)
@@ -223,7 +363,7 @@ func (j *job) record(s *slot, seq uint64) error {
 	if s.queries != 0 && j.timeOp == 0 {
 		cb.WriteTimestamp(vk.StageBottomOfPipe, s.queries, 0)
 	}
-	var reads, writes []region
+	reads, writes := j.reads[:0], j.writes[:0]
 	for i := range j.ops {
 		o := &j.ops[i]
 		timed := s.queries != 0 && j.timeOp == i+1
@@ -234,7 +374,8 @@ func (j *job) record(s *slot, seq uint64) error {
 			}
 			continue
 		}
-		r, w := o.accesses()
+		r, w := o.accesses(j.opReads[:0], j.opWr[:0])
+		j.opReads, j.opWr = r, w
 		if hazard(r, writes) || hazard(w, writes) || hazard(w, reads) {
 			fullBarrier(cb)
 			reads, writes = reads[:0], writes[:0]
@@ -249,7 +390,7 @@ func (j *job) record(s *slot, seq uint64) error {
 		case opFill:
 			cb.FillBuffer(o.dst.b.buf, o.dst.off, o.dst.size, o.value)
 		case opDispatch:
-			if err := j.recordDispatch(cb, o, seq); err != nil {
+			if err := j.recordDispatch(s, o, seq); err != nil {
 				return err
 			}
 		}
@@ -257,6 +398,7 @@ func (j *job) record(s *slot, seq uint64) error {
 			cb.WriteTimestamp(vk.StageBottomOfPipe, s.queries, 1)
 		}
 	}
+	j.reads, j.writes = reads, writes
 	if s.queries != 0 && j.timeOp == 0 {
 		cb.WriteTimestamp(vk.StageBottomOfPipe, s.queries, 1)
 	}
@@ -276,12 +418,13 @@ func hazard(rs, others []region) bool {
 	return false
 }
 
-// recordDispatch binds the op's pipeline and cached descriptor set, pushes the
-// element counts and the uniform block (see docs/design.md, "Vulkan") and
-// records the dispatch's launches (dispatchGrid).
-func (j *job) recordDispatch(cb vk.CommandBuffer, o *op, seq uint64) error {
-	d, p := j.d, o.p
-	ranges := make([]vk.StorageRange, len(o.binds))
+// recordDispatch binds the op's pipeline and cached descriptor set (noted in
+// the slot's recording), pushes the element counts and the uniform block (see
+// docs/design.md, "Vulkan") and records the dispatch's launches (dispatchGrid).
+func (j *job) recordDispatch(s *slot, o *op, seq uint64) error {
+	d, p, cb := j.d, o.p, s.cb
+	ranges := slices.Grow(j.ranges[:0], len(o.binds))[:len(o.binds)]
+	j.ranges = ranges
 	for i, s := range o.binds {
 		if s.size == 0 {
 			ranges[i] = d.empty.storage(4)
@@ -290,12 +433,16 @@ func (j *job) recordDispatch(cb vk.CommandBuffer, o *op, seq uint64) error {
 		}
 	}
 	p.addressRanges(d, ranges)
-	set, err := d.descriptorSet(p, ranges, seq)
+	j.key = setKey(j.key[:0], ranges)
+	cs, err := d.descriptorSet(p, ranges, j.key, seq)
 	if err != nil {
 		return err
 	}
-	cb.BindCompute(p.pipe, p.layout, set)
-	push := make([]byte, p.push)
+	s.rec.sets = append(s.rec.sets, cs)
+	cb.BindCompute(p.pipe, p.layout, cs.set)
+	push := slices.Grow(j.push[:0], int(p.push))[:p.push]
+	j.push = push
+	clear(push)
 	for i, n := range o.counts {
 		binary.LittleEndian.PutUint32(push[4*i:], n)
 	}
@@ -309,28 +456,38 @@ func (j *job) recordDispatch(cb vk.CommandBuffer, o *op, seq uint64) error {
 // was still working.
 var errAbandoned = errors.New("abandoned")
 
-// spinWait is how long a job polls its fence before blocking on it: a short job
-// is then seen done as soon as it is, without the wake-up latency of a blocking
-// wait. CPU devices (lavapipe) do not spin: the host's cores run their work.
-const spinWait = 50 * time.Microsecond
+// spinWait is how long a job polls its fence (vkGetFenceStatus, yielding to
+// other goroutines between polls) before blocking in vkWaitForFences: a short
+// job is then seen done as soon as it is, without the wake-up latency of a
+// blocking wait. CPU devices (lavapipe) do not poll: the host's cores run their
+// work.
+const spinWait = 200 * time.Microsecond
 
-// wait polls the job's fence for spinWait, then waits for it in slices, giving
-// up when ctx ends (with an error wrapping errAbandoned and ctx's cause; the job
-// is then still running).
-func (j *job) wait(ctx context.Context) error {
+// wait polls the job's fence for the device's spin time when poll is set (a
+// caller waits for the answer; a job finishing in the background does not
+// poll), then waits for it in slices, giving up when ctx ends (with an error
+// wrapping errAbandoned and ctx's cause; the job is then still running).
+func (j *job) wait(ctx context.Context, poll bool) error {
 	d := j.d
-	spin := spinWait
-	if d.a.props.Type == vk.DeviceTypeCPU {
-		spin = 0
-	}
-	for start := time.Now(); time.Since(start) < spin && !d.loseNext.Load(); {
-		done, err := d.vk.FenceSignaled(j.s.fence)
-		if err != nil {
-			return err
-		}
-		if done {
-			d.finished(j.seq)
-			return nil
+	if spin := time.Duration(d.spin.Load()); poll && spin > 0 {
+		var until time.Time
+		for !d.loseNext.Load() {
+			done, err := d.vk.FenceSignaled(j.s.fence)
+			if err != nil {
+				return err
+			}
+			if done {
+				d.finished(j.seq)
+				return nil
+			}
+			now := time.Now()
+			if until.IsZero() {
+				until = now.Add(spin)
+			}
+			if ctx.Err() != nil || now.After(until) {
+				break
+			}
+			runtime.Gosched()
 		}
 	}
 	for {
@@ -365,8 +522,8 @@ func (j *job) deviceNanos() (int64, error) {
 	if j.s == nil || j.s.queries == 0 {
 		return 0, nil
 	}
-	ts, err := j.d.vk.QueryResults(j.s.queries, 2)
-	if err != nil {
+	ts := j.s.stamps[:]
+	if err := j.d.vk.QueryResultsInto(j.s.queries, ts); err != nil {
 		return 0, err
 	}
 	mask := uint64(math.MaxUint64)
@@ -388,14 +545,16 @@ func (j *job) finish() {
 	for _, s := range j.scratch {
 		s.b.h.free(s)
 	}
-	j.scratch = nil
+	clear(j.scratch)
+	j.scratch = j.scratch[:0]
 	for _, p := range j.pipelines {
 		p.use.RUnlock()
 	}
-	j.pipelines = nil
-	if j.after != nil {
-		j.after()
-		j.after = nil
+	clear(j.pipelines)
+	j.pipelines = j.pipelines[:0]
+	if j.life != nil {
+		j.life.RUnlock()
+		j.life = nil
 	}
 }
 
@@ -412,10 +571,14 @@ func (j *job) run(ctx context.Context, what string) (int64, error) {
 // await is run for a submitted job.
 func (j *job) await(ctx context.Context, what string) (int64, error) {
 	d := j.d
-	err := j.wait(ctx)
+	err := j.wait(ctx, true)
+	if err != nil && j.commands > 0 {
+		what = fmt.Sprintf("%s of %d commands", what, j.commands)
+	}
 	if errors.Is(err, errAbandoned) {
+		j.handedOff = true
 		go func() {
-			if err := j.wait(context.Background()); err != nil {
+			if err := j.wait(context.Background(), false); err != nil {
 				_ = d.vk.WaitIdle()
 				_ = d.fail(what, err)
 			}

@@ -352,8 +352,11 @@ func (b *Backend) freeLater(d *device, s span, seq uint64) {
 // their cached descriptor sets and pushed counts and uniforms, copies with
 // vkCmdCopyBuffer, fills with vkCmdFillBuffer — with a barrier before each
 // command that touches memory an earlier one wrote (or writes memory an earlier
-// one read), submits it once and waits for its fence. When the caller's context
-// ends first, the commands finish in the background.
+// one read), submits it once and waits for its fence, all on the calling
+// goroutine. A submit of the same commands over the same ranges as one before
+// submits that one's command buffer again, unrecorded, and a warm submit
+// allocates nothing but its result (see docs/design.md, "Vulkan"). When the
+// caller's context ends first, the commands finish in the background.
 func (b *Backend) Submit(ctx context.Context, req *pluginapi.SubmitRequest) (*pluginapi.SubmitResult, error) {
 	start := time.Now()
 	b.life.RLock()
@@ -367,17 +370,61 @@ func (b *Backend) Submit(ctx context.Context, req *pluginapi.SubmitRequest) (*pl
 		b.life.RUnlock()
 		return nil, err
 	}
-	j := &job{d: d, after: func() { b.life.RUnlock() }}
+	j := d.submitJob()
+	j.life, j.commands = &b.life, len(req.Commands)
 	if err := b.prepare(j, req.Commands); err != nil {
 		j.finish()
+		d.recycle(j)
 		return nil, err
 	}
-	ns, err := j.run(ctx, fmt.Sprintf("submit of %d commands", len(req.Commands)))
+	ns, err := j.run(ctx, "submit")
 	b.noteValidation()
+	d.recycle(j)
 	if err != nil {
 		return nil, err
 	}
 	return &pluginapi.SubmitResult{HostNanos: max(time.Since(start).Nanoseconds(), 1), DeviceNanos: ns}, nil
+}
+
+// maxFreeJobs bounds the submit jobs a device keeps for reuse.
+const maxFreeJobs = 16
+
+// submitJob returns an empty job on d, reusing an earlier submit's with its
+// slices.
+func (d *device) submitJob() *job {
+	d.jobMu.Lock()
+	defer d.jobMu.Unlock()
+	if n := len(d.jobs); n > 0 {
+		j := d.jobs[n-1]
+		d.jobs[n-1] = nil
+		d.jobs = d.jobs[:n-1]
+		return j
+	}
+	return &job{d: d}
+}
+
+// recycle keeps a finished submit job for the next submit, unless it was left
+// to finish in the background. Its slices keep their capacity; what they
+// point to is cleared.
+func (d *device) recycle(j *job) {
+	if j.handedOff {
+		return
+	}
+	clear(j.ops)
+	clear(j.residents)
+	clear(j.spans)
+	clear(j.reads)
+	clear(j.writes)
+	clear(j.opReads)
+	clear(j.opWr)
+	*j = job{d: d, ops: j.ops[:0], residents: j.residents[:0], pipelines: j.pipelines[:0], scratch: j.scratch[:0],
+		spans: j.spans[:0], words: j.words[:0], reads: j.reads[:0], writes: j.writes[:0], opReads: j.opReads[:0], opWr: j.opWr[:0],
+		ranges: j.ranges[:0], key: j.key[:0], push: j.push[:0]}
+	d.jobMu.Lock()
+	if len(d.jobs) < maxFreeJobs {
+		d.jobs = append(d.jobs, j)
+	}
+	d.jobMu.Unlock()
 }
 
 // prepare checks every command against the pipelines and buffers of the job's
@@ -473,7 +520,7 @@ func (b *Backend) prepareDispatch(j *job, p *pipeline, c pluginapi.DispatchComma
 	align := max(d.a.props.Limits.MinStorageBufferOffsetAlignment, 4)
 	maxBytes := d.a.bindingLimit()
 	o := op{kind: opDispatch, p: p, grid: c.Grid, uniforms: c.Uniforms,
-		binds: make([]span, len(c.Bindings)), counts: make([]uint32, len(c.Bindings))}
+		binds: j.takeSpans(len(c.Bindings)), counts: j.takeWords(len(c.Bindings))}
 	var before, after []op
 	for i, r := range c.Bindings {
 		decl := prog.Buffers[i]

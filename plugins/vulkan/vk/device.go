@@ -91,8 +91,23 @@ type SpecializationEntry struct {
 // destroys or records into; callers provide it.
 type Device struct {
 	d *C.kiln_device
-	// allocations counts successful vkAllocateMemory calls.
-	allocations atomic.Uint64
+	// allocations counts successful vkAllocateMemory calls; submits, begins and
+	// fenceWaits count vkQueueSubmit, vkBeginCommandBuffer and vkWaitForFences
+	// calls.
+	allocations, submits, begins, fenceWaits atomic.Uint64
+}
+
+// Calls counts some of the Vulkan calls made on a device, for tests that pin
+// what a path does not do.
+type Calls struct {
+	// Submits counts vkQueueSubmit, Recordings vkBeginCommandBuffer and
+	// FenceWaits vkWaitForFences calls.
+	Submits, Recordings, FenceWaits uint64
+}
+
+// Calls returns how many of the counted calls were made on the device so far.
+func (d *Device) Calls() Calls {
+	return Calls{Submits: d.submits.Load(), Recordings: d.begins.Load(), FenceWaits: d.fenceWaits.Load()}
 }
 
 // Allocations is the number of vkAllocateMemory calls that succeeded on the
@@ -405,8 +420,16 @@ func (d *Device) QueryResults(pool QueryPool, count uint32) ([]uint64, error) {
 		return nil, nil
 	}
 	out := make([]uint64, count)
-	err := check("vkGetQueryPoolResults", C.kiln_query_results(d.d, C.uint64_t(pool), C.uint32_t(count), (*C.uint64_t)(unsafe.Pointer(&out[0]))))
-	return out, err
+	return out, d.QueryResultsInto(pool, out)
+}
+
+// QueryResultsInto waits for and reads queries 0..len(out)-1 of pool into out as
+// 64-bit values.
+func (d *Device) QueryResultsInto(pool QueryPool, out []uint64) error {
+	if len(out) == 0 {
+		return nil
+	}
+	return check("vkGetQueryPoolResults", C.kiln_query_results(d.d, C.uint64_t(pool), C.uint32_t(len(out)), (*C.uint64_t)(unsafe.Pointer(&out[0]))))
 }
 
 // CreateFence creates an unsignaled fence.
@@ -426,6 +449,7 @@ func (d *Device) DestroyFence(f Fence) {
 // WaitFence waits up to timeout for a fence: true when it signaled, false when the
 // time ran out.
 func (d *Device) WaitFence(f Fence, timeout time.Duration) (bool, error) {
+	d.fenceWaits.Add(1)
 	r := C.kiln_wait_fence(d.d, C.uint64_t(f), C.uint64_t(max(timeout, 0)))
 	if r == C.VK_TIMEOUT {
 		return false, nil
@@ -479,6 +503,7 @@ func (d *Device) ResetFence(f Fence) error {
 // Submit submits one command buffer to the device's queue, signaling fence when it
 // completes.
 func (d *Device) Submit(cb CommandBuffer, fence Fence) error {
+	d.submits.Add(1)
 	return check("vkQueueSubmit", C.kiln_queue_submit(d.d, cb.cb, C.uint64_t(fence)))
 }
 
@@ -505,8 +530,11 @@ func (d *Device) FreeCommandBuffer(pool CommandPool, cb CommandBuffer) {
 	}
 }
 
-// Begin starts recording for one submission.
+// Begin starts recording (resetting what was recorded before). The recording
+// may be submitted again and again, each time once the previous submission is
+// done.
 func (c CommandBuffer) Begin() error {
+	c.d.begins.Add(1)
 	return check("vkBeginCommandBuffer", C.kiln_begin_command_buffer(c.d.d, c.cb))
 }
 
@@ -525,9 +553,8 @@ func (c CommandBuffer) PushConstants(layout PipelineLayout, data []byte) {
 	if len(data) == 0 {
 		return
 	}
-	p := C.CBytes(data)
-	defer C.free(p)
-	C.kiln_cmd_push_constants(c.d.d, c.cb, C.uint64_t(layout), C.uint32_t(len(data)), p)
+	// The driver copies the bytes while recording: Go memory may be passed.
+	C.kiln_cmd_push_constants(c.d.d, c.cb, C.uint64_t(layout), C.uint32_t(len(data)), unsafe.Pointer(&data[0]))
 }
 
 // Dispatch records a dispatch of x*y*z workgroups.

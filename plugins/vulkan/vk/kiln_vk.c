@@ -191,6 +191,13 @@ void kiln_destroy_instance(kiln_instance *in) {
 	free(in);
 }
 
+uint64_t kiln_message_count(kiln_instance *in) {
+	pthread_mutex_lock(&in->mu);
+	uint64_t n = in->msg_count;
+	pthread_mutex_unlock(&in->mu);
+	return n;
+}
+
 char *kiln_take_messages(kiln_instance *in, uint64_t *count) {
 	pthread_mutex_lock(&in->mu);
 	*count = in->msg_count;
@@ -699,8 +706,8 @@ void kiln_free_command_buffer(kiln_device *d, uint64_t pool, VkCommandBuffer cb)
 }
 
 VkResult kiln_begin_command_buffer(kiln_device *d, VkCommandBuffer cb) {
+	/* No ONE_TIME_SUBMIT: a recorded command buffer may be submitted again. */
 	VkCommandBufferBeginInfo bi = {VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
-	bi.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
 	return d->vkBeginCommandBuffer(cb, &bi);
 }
 

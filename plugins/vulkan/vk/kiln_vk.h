@@ -168,6 +168,7 @@ uint32_t kiln_instance_version(kiln_loader *l);
 VkResult kiln_enumerate_layers(kiln_loader *l, uint32_t *count, VkLayerProperties *out);
 VkResult kiln_create_instance(kiln_loader *l, uint32_t api_version, int validation, int sync_validation, kiln_instance **out, const char **missing);
 void kiln_destroy_instance(kiln_instance *in);
+uint64_t kiln_message_count(kiln_instance *in);
 char *kiln_take_messages(kiln_instance *in, uint64_t *count);
 
 VkResult kiln_enumerate_physical_devices(kiln_instance *in, uint32_t *count, VkPhysicalDevice *out);

@@ -6,7 +6,11 @@ package vk
 */
 import "C"
 
-import "unsafe"
+import (
+	"slices"
+	"sync"
+	"unsafe"
+)
 
 // DeviceType is a VkPhysicalDeviceType.
 type DeviceType uint32
@@ -193,6 +197,16 @@ type QueueFamily struct {
 type PhysicalDevice struct {
 	inst *Instance
 	pd   C.VkPhysicalDevice
+	// exts keeps the device's extension list once read: describing a device
+	// asks for it several times (Needs, Properties, Features).
+	exts *extensionList
+}
+
+// extensionList is a device's extension names, read once.
+type extensionList struct {
+	once  sync.Once
+	names []string
+	err   error
 }
 
 // Properties reads the device's properties, limits, subgroup properties and (on
@@ -355,8 +369,18 @@ func (p PhysicalDevice) QueueFamilies() []QueueFamily {
 	return out
 }
 
-// Extensions lists the names of the device's extensions.
+// Extensions lists the names of the device's extensions. They are read from the
+// driver once per PhysicalDevices call.
 func (p PhysicalDevice) Extensions() ([]string, error) {
+	if p.exts == nil {
+		return p.readExtensions()
+	}
+	p.exts.once.Do(func() { p.exts.names, p.exts.err = p.readExtensions() })
+	return slices.Clone(p.exts.names), p.exts.err
+}
+
+// readExtensions asks the driver for the device's extension names.
+func (p PhysicalDevice) readExtensions() ([]string, error) {
 	for {
 		var n C.uint32_t
 		if err := check("vkEnumerateDeviceExtensionProperties", C.kiln_enumerate_device_extensions(p.inst.in, p.pd, &n, nil)); err != nil {

@@ -219,6 +219,10 @@ func (i *Instance) Destroy() {
 // and their text, one per line ("error VUID-…: …"), and clears them. The text keeps
 // the first MiB of messages; the count covers all of them.
 func (i *Instance) Messages() (count uint64, text string) {
+	if C.kiln_message_count(i.in) == 0 {
+		// The common case, without allocating.
+		return 0, ""
+	}
 	var n C.uint64_t
 	s := C.kiln_take_messages(i.in, &n)
 	if s != nil {
@@ -248,7 +252,7 @@ func (i *Instance) PhysicalDevices() ([]PhysicalDevice, error) {
 		}
 		out := make([]PhysicalDevice, 0, n)
 		for _, h := range handles[:n] {
-			out = append(out, PhysicalDevice{inst: i, pd: h})
+			out = append(out, PhysicalDevice{inst: i, pd: h, exts: &extensionList{}})
 		}
 		return out, nil
 	}
