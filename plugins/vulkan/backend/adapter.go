@@ -96,10 +96,15 @@ func target(p vk.Properties) spirv.Target {
 	return t
 }
 
-// targetFor is the adapter's target for a pipeline of workgroup size wg.
-func (a *adapter) targetFor(wg [3]uint32) spirv.Target {
+// targetFor is the adapter's target for a pipeline of workgroup size wg and
+// specialization spec, which the module folds in as constants (the emitter
+// then knows every parameter's value: constant loops unroll and shared
+// indices it can prove in range lose their checks; see docs/design.md,
+// "Value ranges and bounds-check elision").
+func (a *adapter) targetFor(wg [3]uint32, spec ir.SpecMap) spirv.Target {
 	t := a.target
 	t.WorkgroupSize = wg
+	t.FoldSpec = &spec
 	t.MaxPushConstantBytes = a.props.Limits.MaxPushConstantsSize
 	return t
 }

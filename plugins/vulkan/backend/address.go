@@ -6,6 +6,7 @@ import (
 	"math"
 	"sync"
 
+	"github.com/kiln-dev/kiln/ir"
 	"github.com/kiln-dev/kiln/pluginapi"
 	"github.com/kiln-dev/kiln/plugins/vulkan/spirv"
 	"github.com/kiln-dev/kiln/plugins/vulkan/vk"
@@ -22,8 +23,7 @@ import (
 // addressing is what a pipeline needs to build its address variants.
 type addressing struct {
 	wg   [3]uint32
-	spec []vk.SpecializationEntry
-	data []byte
+	spec ir.SpecMap
 
 	mu       sync.Mutex
 	variants map[uint64]*pipeline // by spirv.Target.BufferAddresses
@@ -107,7 +107,7 @@ func (p *pipeline) variant(mask uint64) (*pipeline, error) {
 		return v, nil
 	}
 	a := p.d.a
-	t := a.targetFor(ad.wg)
+	t := a.targetFor(ad.wg, ad.spec)
 	t.BufferAddresses = mask
 	m, err := spirv.EmitFor(p.prog, t)
 	if err != nil {
@@ -123,7 +123,7 @@ func (p *pipeline) variant(mask uint64) (*pipeline, error) {
 	}
 	v := &pipeline{d: p.d, prog: p.prog, wg: p.wg, push: m.PushConstantBytes, uniforms: m.UniformOffset,
 		grid: m.GridOffset, gridMode: m.Grid, sg: p.sg, addresses: m.AddressOffsets}
-	if _, err := v.build(m, ad.spec, ad.data, nil); err != nil {
+	if _, err := v.build(m, nil); err != nil {
 		return nil, err
 	}
 	if ad.variants == nil {

@@ -3,9 +3,7 @@ package backend
 import (
 	"context"
 	"fmt"
-	"sort"
 	"strconv"
-	"strings"
 
 	"github.com/kiln-dev/kiln/pluginapi"
 	"github.com/kiln-dev/kiln/plugins/vulkan/spirv"
@@ -18,10 +16,10 @@ const ArtifactSPIRV = "spirv"
 
 // Artifact returns the SPIR-V module (kind "spirv") that Compile builds the
 // program's pipeline from on the adapter. Its Info holds "entry_point",
-// "push_constant_bytes", "workgroup_size" (the effective size, the module's
-// LocalSize) and "param_spec_ids" ("NAME=ID,..." in id order). The module is the
-// same for every Spec (parameters are specialization constants set when the
-// pipeline is built) but not for every WorkgroupSize.
+// "push_constant_bytes" and "workgroup_size" (the effective size, the module's
+// LocalSize). The module has the Spec folded in (its values, else the
+// parameters' defaults, are constants of the module, as Compile builds it), so
+// it differs per Spec as it does per WorkgroupSize.
 func (b *Backend) Artifact(ctx context.Context, req *pluginapi.ArtifactRequest) (*pluginapi.Artifact, error) {
 	b.life.RLock()
 	defer b.life.RUnlock()
@@ -43,7 +41,7 @@ func (b *Backend) Artifact(ctx context.Context, req *pluginapi.ArtifactRequest) 
 	if err != nil {
 		return nil, err
 	}
-	m, err := spirv.EmitFor(p, a.targetFor(wg))
+	m, err := spirv.EmitFor(p, a.targetFor(wg, req.Spec))
 	if err != nil {
 		return nil, pluginapi.Rejected("vulkan: adapter %d (%s): %w", a.index, a.info.Name, err)
 	}
@@ -52,19 +50,9 @@ func (b *Backend) Artifact(ctx context.Context, req *pluginapi.ArtifactRequest) 
 
 // moduleInfo describes m, built for workgroup size wg, as Artifact's Info.
 func moduleInfo(m *spirv.Module, wg [3]uint32) map[string]string {
-	names := make([]string, 0, len(m.ParamIDs))
-	for name := range m.ParamIDs {
-		names = append(names, name)
-	}
-	sort.Slice(names, func(i, k int) bool { return m.ParamIDs[names[i]] < m.ParamIDs[names[k]] })
-	params := make([]string, len(names))
-	for i, name := range names {
-		params[i] = name + "=" + strconv.FormatUint(uint64(m.ParamIDs[name]), 10)
-	}
 	return map[string]string{
 		"entry_point":         m.EntryPoint,
 		"push_constant_bytes": strconv.FormatUint(uint64(m.PushConstantBytes), 10),
 		"workgroup_size":      fmt.Sprintf("%d,%d,%d", wg[0], wg[1], wg[2]),
-		"param_spec_ids":      strings.Join(params, ","),
 	}
 }

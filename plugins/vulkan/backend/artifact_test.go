@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kiln-dev/kiln/ir"
 	"github.com/kiln-dev/kiln/ir/kernels"
 	"github.com/kiln-dev/kiln/pluginapi"
 	"github.com/kiln-dev/kiln/plugins/vulkan/spirv"
@@ -25,7 +26,7 @@ func TestCompileArtifactIsTheModuleCompileBuilds(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := spirv.EmitFor(p, a.target)
+	m, err := spirv.EmitFor(p, a.targetFor(p.WorkgroupSize, ir.SpecMap{}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,7 +39,7 @@ func TestCompileArtifactIsTheModuleCompileBuilds(t *testing.T) {
 			t.Errorf("Info[%q] = %q, want %q (Info %v)", key, art.Info[key], v, art.Info)
 		}
 	}
-	for _, key := range []string{"workgroup_size", "param_spec_ids"} {
+	for _, key := range []string{"workgroup_size"} {
 		if _, ok := art.Info[key]; !ok {
 			t.Errorf("Info lacks %q: %v", key, art.Info)
 		}
@@ -49,15 +50,34 @@ func TestCompileArtifactIsTheModuleCompileBuilds(t *testing.T) {
 	}
 }
 
-func TestCompileArtifactParamSpecIDs(t *testing.T) {
+// TestCompileArtifactFoldsTheSpec: the module has the specialization folded in
+// (no specialization constants; another value gives another module), as
+// Compile builds it.
+func TestCompileArtifactFoldsTheSpec(t *testing.T) {
 	b := newTestBackend(t)
 	k, _ := kernels.Lookup("collatz")
-	art, err := b.Artifact(context.Background(), &pluginapi.ArtifactRequest{Program: k.Program(), Kind: ArtifactSPIRV})
-	if err != nil {
-		t.Fatal(err)
+	module := func(spec ir.SpecMap) []byte {
+		art, err := b.Artifact(context.Background(), &pluginapi.ArtifactRequest{Program: k.Program(), Kind: ArtifactSPIRV, Spec: spec})
+		if err != nil {
+			t.Fatal(err)
+		}
+		words := art.Data[20:]
+		for i := 0; i+4 <= len(words); {
+			w := binary.LittleEndian.Uint32(words[i:])
+			if op := w & 0xffff; op >= 48 && op <= 52 {
+				t.Fatalf("the module has a specialization constant (opcode %d)", op)
+			}
+			i += 4 * int(w>>16)
+			if w>>16 == 0 {
+				t.Fatal("malformed module: an instruction of 0 words")
+			}
+		}
+		return art.Data
 	}
-	if got := art.Info["param_spec_ids"]; !strings.HasPrefix(got, "max_steps=") {
-		t.Fatalf("param_spec_ids = %q, want max_steps's id", got)
+	var other ir.SpecMap
+	other.Set("max_steps", ir.SpecU32(7))
+	if string(module(ir.SpecMap{})) == string(module(other)) {
+		t.Fatal("max_steps=7 gives the same module as the default")
 	}
 }
 

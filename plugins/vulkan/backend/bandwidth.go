@@ -105,18 +105,13 @@ func copyProgram() *ir.Program {
 // bandwidth a kiln kernel gets from this device's memory.
 func (d *device) measureBandwidth(ctx context.Context) (float64, error) {
 	p := copyProgram()
-	m, err := spirv.EmitFor(p, d.a.targetFor(p.WorkgroupSize))
+	m, err := spirv.EmitFor(p, d.a.targetFor(p.WorkgroupSize, ir.SpecMap{}))
 	if err != nil {
 		return 0, err
 	}
-	entries, data := spirv.SpecData(p, m, ir.SpecMap{})
-	spec := make([]vk.SpecializationEntry, len(entries))
-	for i, e := range entries {
-		spec[i] = vk.SpecializationEntry{ID: e.ID, Offset: e.Offset, Size: e.Size}
-	}
 	pl := &pipeline{d: d, prog: p, wg: p.WorkgroupSize, push: m.PushConstantBytes, uniforms: m.UniformOffset,
 		grid: m.GridOffset, gridMode: m.Grid}
-	if _, err := pl.build(m, spec, data, nil); err != nil {
+	if _, err := pl.build(m, nil); err != nil {
 		return 0, err
 	}
 	defer pl.destroy()

@@ -78,7 +78,7 @@ func (b *Backend) Compile(ctx context.Context, req *pluginapi.CompileRequest) (*
 	if err != nil {
 		return nil, err
 	}
-	m, err := spirv.EmitFor(p, a.targetFor(wg))
+	m, err := spirv.EmitFor(p, a.targetFor(wg, req.Spec))
 	if err != nil {
 		return nil, pluginapi.Rejected("vulkan: adapter %d (%s): %w", a.index, a.info.Name, err)
 	}
@@ -92,14 +92,9 @@ func (b *Backend) Compile(ctx context.Context, req *pluginapi.CompileRequest) (*
 			return nil, err
 		}
 	}
-	entries, data := spirv.SpecData(p, m, req.Spec)
-	spec := make([]vk.SpecializationEntry, len(entries))
-	for i, e := range entries {
-		spec[i] = vk.SpecializationEntry{ID: e.ID, Offset: e.Offset, Size: e.Size}
-	}
 	pl := &pipeline{d: d, prog: p, wg: wg, push: m.PushConstantBytes, uniforms: m.UniformOffset,
-		grid: m.GridOffset, gridMode: m.Grid, sg: sg, addr: &addressing{wg: wg, spec: spec, data: data}}
-	blob, err := pl.build(m, spec, data, usableBlob(req.CachedBlob, a.props))
+		grid: m.GridOffset, gridMode: m.Grid, sg: sg, addr: &addressing{wg: wg, spec: req.Spec}}
+	blob, err := pl.build(m, usableBlob(req.CachedBlob, a.props))
 	if err != nil {
 		return nil, err
 	}
@@ -116,7 +111,7 @@ func (b *Backend) Compile(ctx context.Context, req *pluginapi.CompileRequest) (*
 
 // build creates the pipeline's Vulkan objects through a pipeline cache seeded with
 // seed and returns the cache's data.
-func (p *pipeline) build(m *spirv.Module, spec []vk.SpecializationEntry, data, seed []byte) ([]byte, error) {
+func (p *pipeline) build(m *spirv.Module, seed []byte) ([]byte, error) {
 	d := p.d
 	cache, err := d.vk.CreatePipelineCache(seed)
 	if err != nil && seed != nil {
@@ -142,7 +137,7 @@ func (p *pipeline) build(m *spirv.Module, spec []vk.SpecializationEntry, data, s
 	if p.layout, err = d.vk.CreatePipelineLayout(p.setLayout, p.push); err != nil {
 		return fail("pipeline layout creation", err)
 	}
-	if p.pipe, err = d.vk.CreateComputePipeline(cache, p.layout, module, m.EntryPoint, spec, data, p.sg); err != nil {
+	if p.pipe, err = d.vk.CreateComputePipeline(cache, p.layout, module, m.EntryPoint, nil, nil, p.sg); err != nil {
 		return fail(fmt.Sprintf("compiling program %q", p.prog.Name), err)
 	}
 	blob, err := d.vk.PipelineCacheData(cache)
