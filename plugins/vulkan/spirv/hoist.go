@@ -19,20 +19,21 @@ import (
 // divisor, and a shared access loses its check only by its index's range,
 // which holds on every path. What could change is the order of a load and a
 // write to the memory it reads, so an arm is speculated only when no
-// expression after its first store loads, and none after an assign reads that
-// var. Subgroup operations depend on which lanes run them and are never
+// expression after a store loads from memory that store may have written (the
+// same array; any buffer after a buffer store unless Target.DisjointBindings
+// says bindings never overlap) and none after an assign reads that var.
+// Subgroup operations depend on which lanes run them and are never
 // speculated, nor is an arm with any other statement.
 
 // maxSpeculated is the most statements of one arm that are speculated.
 const maxSpeculated = 8
 
 // speculable reports whether an arm may be evaluated before its if's branch.
-func speculable(stmts []ir.Stmt) bool {
+func (e *emitter) speculable(stmts []ir.Stmt) bool {
 	if len(stmts) > maxSpeculated {
 		return false
 	}
-	stored := false
-	assigned := map[string]bool{}
+	w := written{e: e, arrays: map[string]bool{}, vars: map[string]bool{}}
 	for _, s := range stmts {
 		var exprs []ir.Expr
 		switch s := s.(type) {
@@ -46,26 +47,44 @@ func speculable(stmts []ir.Stmt) bool {
 			return false
 		}
 		for _, x := range exprs {
-			if !speculableExpr(x, stored, assigned) {
+			if !w.speculable(x) {
 				return false
 			}
 		}
 		switch s := s.(type) {
 		case ir.StoreStmt:
-			stored = true
+			w.arrays[s.Target] = true
+			if a, ok := e.arrays[s.Target]; ok && !a.shared {
+				w.buffer = true
+			}
 		case ir.AssignStmt:
-			assigned[s.Name] = true
+			w.vars[s.Name] = true
 		}
 	}
 	return true
 }
 
-// speculableExpr reports whether x has no subgroup operation, no load when
-// noLoads and reads none of the names in assigned.
-func speculableExpr(x ir.Expr, noLoads bool, assigned map[string]bool) bool {
+// written is what the statements of an arm so far store to and assign.
+type written struct {
+	e      *emitter
+	arrays map[string]bool // stored to
+	buffer bool            // some buffer is stored to
+	vars   map[string]bool // assigned
+}
+
+// mayRead reports whether a load from the array name may read what the arm
+// has stored.
+func (w written) mayRead(name string) bool {
+	a, ok := w.e.arrays[name]
+	return !ok || w.arrays[name] || !a.shared && w.buffer && !w.e.target.DisjointBindings
+}
+
+// speculable reports whether x has no subgroup operation, loads nothing the arm
+// may have stored and reads no var it assigned.
+func (w written) speculable(x ir.Expr) bool {
 	sub := func(xs ...ir.Expr) bool {
 		for _, x := range xs {
-			if !speculableExpr(x, noLoads, assigned) {
+			if !w.speculable(x) {
 				return false
 			}
 		}
@@ -75,9 +94,9 @@ func speculableExpr(x ir.Expr, noLoads bool, assigned map[string]bool) bool {
 	case ir.Literal, ir.ParamRef, ir.BuiltinRef, ir.LenExpr, ir.UniformRef:
 		return true
 	case ir.LocalRef:
-		return !assigned[x.Name]
+		return !w.vars[x.Name]
 	case ir.LoadExpr:
-		return !noLoads && sub(x.Index)
+		return !w.mayRead(x.Target) && sub(x.Index)
 	case ir.UnaryExpr:
 		return sub(x.X)
 	case ir.BinaryExpr:

@@ -410,7 +410,7 @@ func (e *emitter) ifStmt(s ir.IfStmt) error {
 		}
 		return e.block(s.Else)
 	}
-	if speculable(s.Then) && speculable(s.Else) {
+	if e.speculable(s.Then) && e.speculable(s.Else) {
 		return e.speculatedIf(c.id, s)
 	}
 	cond := c.id
