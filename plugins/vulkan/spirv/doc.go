@@ -91,6 +91,12 @@
 //     after it; read_write buffers of a program with a barrier are Coherent.
 //   - Atomics use Device scope on buffers and Workgroup scope on shared arrays,
 //     relaxed semantics; min and max follow the element's signedness.
+//   - An if whose arms hold only lets, stores and assigns (at most 8 each, no
+//     subgroup operation, no load of what an earlier store of the arm may have
+//     written, no read of a var the arm assigned) evaluates both arms'
+//     expressions, loads included, before its selection construct, which holds
+//     only the stores and assigns (hoist.go): the loads use the clamped index
+//     and division its guard, so evaluating them speculatively is exact.
 //   - let is an SSA value, var a Function variable declared in the entry block, a
 //     for loop's variable an OpPhi in the loop header; a for loop of constant
 //     bounds and at most 32 iterations asks to be unrolled (LoopControl Unroll).

@@ -39,7 +39,8 @@ func sharedAccesses(t *testing.T, m *Module) map[string]accessCounts {
 		}
 	}
 	// guards are the bools a select picks by or a selection construct (not a
-	// loop header) branches on.
+	// loop header) branches on, and the operands of a guard that is their
+	// conjunction (a speculated if's store runs on cond && index < count).
 	guards := map[uint32]bool{}
 	for i, in := range insts {
 		switch {
@@ -47,6 +48,11 @@ func sharedAccesses(t *testing.T, m *Module) map[string]accessCounts {
 			guards[in.args[2]] = true
 		case in.op == opBranchConditional && i > 0 && insts[i-1].op == opSelectionMerge:
 			guards[in.args[0]] = true
+		}
+	}
+	for i := len(insts) - 1; i >= 0; i-- {
+		if in := insts[i]; in.op == opLogicalAnd && guards[in.args[1]] {
+			guards[in.args[2]], guards[in.args[3]] = true, true
 		}
 	}
 	type pair struct{ x, n uint32 }

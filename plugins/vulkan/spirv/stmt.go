@@ -261,27 +261,39 @@ func (e *emitter) guarded(cond uint32, do func()) (header, last uint32) {
 
 // store writes target[index] only when index is in bounds.
 func (e *emitter) store(s ir.StoreStmt) error {
-	a, err := e.lookupArray(s.Target, "store")
+	a, index, v, err := e.storeOperands(s)
 	if err != nil {
 		return err
 	}
-	index, err := e.typedValue(s.Index, ir.U32, "the store index")
-	if err != nil {
-		return err
-	}
-	v, err := e.typed(s.Value, a.elem, fmt.Sprintf("the value stored to %q", s.Target))
-	if err != nil {
-		return err
-	}
-	store := func() {
-		e.inst(opStore, append([]uint32{e.elemPtr(a, index.id), v}, access(a)...)...)
-	}
-	if e.provablyInBounds(a, index) {
-		store()
-		return nil
-	}
-	e.guarded(e.inBounds(a, index.id), store)
+	e.storeAt(a, index, v)
 	return nil
+}
+
+// storeOperands resolves a store's array and evaluates its index and value.
+func (e *emitter) storeOperands(s ir.StoreStmt) (a array, index value, v uint32, err error) {
+	if a, err = e.lookupArray(s.Target, "store"); err != nil {
+		return a, index, 0, err
+	}
+	if index, err = e.typedValue(s.Index, ir.U32, "the store index"); err != nil {
+		return a, index, 0, err
+	}
+	v, err = e.typed(s.Value, a.elem, fmt.Sprintf("the value stored to %q", s.Target))
+	return a, index, v, err
+}
+
+// storeAt writes v to a[index] only when index is in bounds: unchecked where
+// provablyInBounds, in a selection construct otherwise.
+func (e *emitter) storeAt(a array, index value, v uint32) {
+	if e.provablyInBounds(a, index) {
+		e.storeTo(a, index.id, v)
+		return
+	}
+	e.guarded(e.inBounds(a, index.id), func() { e.storeTo(a, index.id, v) })
+}
+
+// storeTo is the OpStore of v to a[index], without a check.
+func (e *emitter) storeTo(a array, index, v uint32) {
+	e.inst(opStore, append([]uint32{e.elemPtr(a, index), v}, access(a)...)...)
 }
 
 // atomic applies the operation only when index is in bounds; its result, when
@@ -397,6 +409,9 @@ func (e *emitter) ifStmt(s ir.IfStmt) error {
 			return e.block(s.Then)
 		}
 		return e.block(s.Else)
+	}
+	if e.speculable(s.Then) && e.speculable(s.Else) {
+		return e.speculatedIf(c.id, s)
 	}
 	cond := c.id
 	then, merge := e.id(), e.id()
