@@ -1,6 +1,9 @@
 package ir
 
-import "math"
+import (
+	"fmt"
+	"math"
+)
 
 // Type is the scalar type of a value, a buffer element, a shared array element or a
 // parameter. IR v1 has four types; none converts implicitly to another.
@@ -190,6 +193,30 @@ func (p *Program) Param(name string) (ParamDecl, bool) {
 		}
 	}
 	return ParamDecl{}, false
+}
+
+// ParamValues returns every parameter's value under spec: the value spec sets,
+// the default otherwise. A name spec sets that p does not declare, or a value of
+// another type, is an error. Backends that fold parameters into their code as
+// constants use it.
+func (p *Program) ParamValues(spec SpecMap) (map[string]Literal, error) {
+	vals := make(map[string]Literal, len(p.Params))
+	for _, d := range p.Params {
+		vals[d.Name] = d.Default
+	}
+	for _, name := range spec.Names() {
+		d, ok := p.Param(name)
+		if !ok {
+			return nil, fmt.Errorf("no parameter %q to specialize. Fix: specialize only declared parameters", name)
+		}
+		v, _ := spec.Get(name)
+		l, ok := v.Literal()
+		if !ok || l.Type != d.Type {
+			return nil, fmt.Errorf("parameter %q is %s but the specialization value is %s. Fix: pass a %s value", name, d.Type, v, d.Type)
+		}
+		vals[name] = l
+	}
+	return vals, nil
 }
 
 // Uniform returns the uniform declaration named name.

@@ -2,6 +2,7 @@ package ir
 
 import (
 	"math"
+	"strings"
 	"testing"
 )
 
@@ -138,5 +139,30 @@ func TestArtifactKeySeparatesVariableLengthFields(t *testing.T) {
 	k := ArtifactKey(1, "ab", "cd")
 	if len(k) != 64 || k != ArtifactKey(1, "ab", "cd") {
 		t.Fatalf("artifact key %q is not a stable 64-digit hex string", k)
+	}
+}
+
+// TestParamValues: every parameter gets the spec's value or its default; an
+// undeclared name and a value of another type are errors with a Fix.
+func TestParamValues(t *testing.T) {
+	b := NewBuilder("test.params", 1, 1, 1)
+	b.Param("n", U32, LitU32(7))
+	b.Param("scale", F32, LitF32(2))
+	p := b.MustBuild()
+	var spec SpecMap
+	spec.Set("n", SpecU32(3))
+	got, err := p.ParamValues(spec)
+	if err != nil || got["n"] != LitU32(3) || got["scale"] != LitF32(2) || len(got) != 2 {
+		t.Fatalf("ParamValues = %v, %v; want n=3 and the default scale", got, err)
+	}
+	for _, bad := range []struct {
+		name string
+		v    SpecValue
+	}{{"missing", SpecU32(1)}, {"n", SpecF32(1)}} {
+		var s SpecMap
+		s.Set(bad.name, bad.v)
+		if _, err := p.ParamValues(s); err == nil || !strings.Contains(err.Error(), "Fix:") {
+			t.Errorf("ParamValues(%s=%v) = %v, want an error with a Fix", bad.name, bad.v, err)
+		}
 	}
 }

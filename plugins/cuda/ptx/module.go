@@ -126,7 +126,7 @@ func Emit(p *ir.Program, opts Options) (*Module, error) {
 		}
 		wg = opts.WorkgroupSize
 	}
-	params, err := foldParams(p, opts.Spec)
+	params, err := p.ParamValues(opts.Spec)
 	if err != nil {
 		return nil, fmt.Errorf("ptx: program %q: %w", p.Name, err)
 	}
@@ -154,28 +154,6 @@ func Emit(p *ir.Program, opts Options) (*Module, error) {
 	}
 	m.Text = e.assemble(m)
 	return m, nil
-}
-
-// foldParams returns every parameter's value: the specialization value when spec
-// sets it, the default otherwise.
-func foldParams(p *ir.Program, spec ir.SpecMap) (map[string]ir.Literal, error) {
-	vals := make(map[string]ir.Literal, len(p.Params))
-	for _, d := range p.Params {
-		vals[d.Name] = d.Default
-	}
-	for _, name := range spec.Names() {
-		d, ok := p.Param(name)
-		if !ok {
-			return nil, fmt.Errorf("no parameter %q to specialize. Fix: specialize only declared parameters", name)
-		}
-		v, _ := spec.Get(name)
-		l, ok := v.Literal()
-		if !ok || l.Type != d.Type {
-			return nil, fmt.Errorf("parameter %q is %s but the specialization value is %s. Fix: pass a %s value", name, d.Type, v, d.Type)
-		}
-		vals[name] = l
-	}
-	return vals, nil
 }
 
 // WarpSize is the largest subgroup a kernel runs: a warp.

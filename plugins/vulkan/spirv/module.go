@@ -202,7 +202,7 @@ func EmitFor(p *ir.Program, t Target) (*Module, error) {
 	var folded map[string]ir.Literal
 	if t.FoldSpec != nil {
 		var err error
-		if folded, err = foldParams(p, *t.FoldSpec); err != nil {
+		if folded, err = p.ParamValues(*t.FoldSpec); err != nil {
 			return nil, fmt.Errorf("spirv: program %q: %w", p.Name, err)
 		}
 	}
@@ -242,28 +242,6 @@ func EmitFor(p *ir.Program, t Target) (*Module, error) {
 		}
 	}
 	return m, nil
-}
-
-// foldParams returns every parameter's value for Target.FoldSpec: the value spec
-// sets, the default otherwise.
-func foldParams(p *ir.Program, spec ir.SpecMap) (map[string]ir.Literal, error) {
-	vals := make(map[string]ir.Literal, len(p.Params))
-	for _, d := range p.Params {
-		vals[d.Name] = d.Default
-	}
-	for _, name := range spec.Names() {
-		d, ok := p.Param(name)
-		if !ok {
-			return nil, fmt.Errorf("no parameter %q to specialize. Fix: specialize only declared parameters", name)
-		}
-		v, _ := spec.Get(name)
-		l, ok := v.Literal()
-		if !ok || l.Type != d.Type {
-			return nil, fmt.Errorf("parameter %q is %s but the specialization value is %s. Fix: pass a %s value", name, d.Type, v, d.Type)
-		}
-		vals[name] = l
-	}
-	return vals, nil
 }
 
 // minPushConstantBytes is the maxPushConstantsSize every Vulkan device has.
