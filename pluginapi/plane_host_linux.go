@@ -472,14 +472,7 @@ func (p *plane) write(b []byte, kind frameKind, fd int) error {
 			return err
 		}
 		p.drain()
-		if until.IsZero() {
-			until = time.Now().Add(spinWait)
-		}
-		if time.Now().Before(until) {
-			unix.RawSyscall(unix.SYS_SCHED_YIELD, 0, 0, 0) // cannot fail on Linux
-		} else {
-			time.Sleep(ringNap)
-		}
+		waitForRoom(&until)
 	}
 }
 

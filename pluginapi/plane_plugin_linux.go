@@ -244,14 +244,7 @@ func (p *planeServer) answer(b []byte) error {
 		if p.gone.Load() {
 			return errPlaneClosed
 		}
-		if until.IsZero() {
-			until = time.Now().Add(spinWait)
-		}
-		if time.Now().Before(until) {
-			unix.RawSyscall(unix.SYS_SCHED_YIELD, 0, 0, 0) // cannot fail on Linux
-		} else {
-			time.Sleep(ringNap)
-		}
+		waitForRoom(&until)
 	}
 }
 

@@ -61,6 +61,20 @@ const spinWait = 50 * time.Microsecond
 // looks, once it has polled for spinWait.
 const ringNap = 100 * time.Microsecond
 
+// waitForRoom is one wait of a producer whose ring is full: it yields the CPU
+// for spinWait after the first call (which sets *until), then naps ringNap at a
+// time.
+func waitForRoom(until *time.Time) {
+	if until.IsZero() {
+		*until = time.Now().Add(spinWait)
+	}
+	if time.Now().Before(*until) {
+		unix.RawSyscall(unix.SYS_SCHED_YIELD, 0, 0, 0) // cannot fail on Linux
+	} else {
+		time.Sleep(ringNap)
+	}
+}
+
 // busyPolls is how many times a spinning side reads the peer's index before it
 // starts yielding the CPU between reads (about a microsecond).
 const busyPolls = 64
