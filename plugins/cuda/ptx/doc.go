@@ -52,7 +52,8 @@
 // folded parameters, the workgroup size, local_id and loop bounds, so integer
 // arithmetic whose result is known folds to a literal (through lets, builtins and
 // unrolled loop counters), an if on a constant is one of its blocks, div and rem
-// by a divisor that cannot be 0 (or -1 on i32) are plain, and shared-array
+// by a divisor that cannot be 0 (or -1 on i32) are plain (a constant divisor an
+// immediate, a u32 power of two a shift or mask), and shared-array
 // accesses whose index is provably in bounds have no check. Constant-trip for
 // loops of up to 32 iterations unroll, an if of a few lets, stores and
 // assignments becomes predicated straight-line code, and buffer accesses an
