@@ -10,7 +10,7 @@
 #   for p in cuda cpuref vulkan; do go build "$L" -o $D/bin/plugins/kiln-backend-$p ./plugins/$p; done
 #   tar czf $D/bin.tgz -C $D bin && rm -r $D/bin && cp scripts/gpu-tune-run.sh $D/
 # plus the Vulkan loader .debs in .gl/. On the GPU machine, with OUT set:
-#   bash .devbin/tune/gpu-tune-run.sh [BUDGET]     (per backend, default 4m)
+#   [BACKENDS="cuda vulkan"] bash .devbin/tune/gpu-tune-run.sh [BUDGET]     (per backend, default 4m)
 set -u
 BUDGET=${1:-4m}
 D=.devbin/tune
@@ -30,7 +30,7 @@ nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv 
 nvidia-smi --query-gpu=clocks.sm --format=csv,noheader -lms 500 > $OUT/tune-clocks.txt 2>&1 &
 SMI=$!
 WG="--wg 16,16 --wg 16,8 --wg 8,16 --wg 32,8 --wg 8,32"
-for be in cuda vulkan; do
+for be in ${BACKENDS:-cuda vulkan}; do
   say "== kiln tune matmul_reg 4096 on $be (budget $BUDGET)"
   timeout 280 $K tune --kernel matmul_reg --backend $be --size 4096 --runs 3 $WG --budget $BUDGET > $OUT/tune-matmul-$be.txt 2>&1; say "rc=$?"
   grep -v '^\s*$' $OUT/tune-matmul-$be.txt | head -4 | tee -a $S

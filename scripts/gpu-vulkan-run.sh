@@ -29,7 +29,7 @@ SMI=$!
 $B/backend.test -test.run '^$' -test.bench 'VectorAdd|Matmul' -test.benchtime 5x 2>&1 | tee $OUT/bench.txt
 # Protocol 2: a 1-element submit over resident buffers, 100 dependent dispatches in one
 # submit against the sum of their device times, plugin start + describe.
-$B/backend.test -test.run '^$' -test.bench 'SubmitOneElement|DependentDispatches|StartAndDescribe' -test.benchtime 200x 2>&1 | tee -a $OUT/bench.txt
+$B/backend.test -test.run '^$' -test.bench 'SubmitOneElement|SubmitLatency|DependentDispatches|StartAndDescribe|StartPhases' -test.benchtime 200x 2>&1 | tee -a $OUT/bench.txt
 kill $SMI
 echo "== torch reference"
 PYTHONUNBUFFERED=1 python3 - <<'PY' 2>&1 | tee $OUT/torch.txt
