@@ -1,12 +1,14 @@
 package conformance
 
 import (
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"strings"
 
 	"github.com/kiln-dev/kiln/ir"
+	"github.com/kiln-dev/kiln/ir/interp"
 	"github.com/kiln-dev/kiln/ir/kernels"
 )
 
@@ -168,4 +170,18 @@ func Verify(p *ir.Program, got [][]byte, ref Reference) (Report, error) {
 		refs = append(refs, out)
 	}
 	return Compare(p, got, refs...)
+}
+
+// MatchOracle runs case c of p on the CPU reference interpreter (c's
+// specialization, workgroup size, grid, inputs and uniforms) and compares got
+// with its outputs (Compare; no variant is accepted). Emitter tests use it to
+// hold a simulated module to the oracle.
+func MatchOracle(p *ir.Program, c kernels.Case, got [][]byte) error {
+	want, err := interp.Run(context.Background(), p, interp.Options{Spec: c.Spec, WorkgroupSize: c.WorkgroupSize},
+		interp.Launch{Grid: c.Grid, Inputs: clone(c.Inputs), OutputCounts: c.OutputCounts, Uniforms: c.Uniforms})
+	if err != nil {
+		return fmt.Errorf("conformance: program %q: the CPU reference failed: %w", p.Name, err)
+	}
+	_, err = Compare(p, got, want)
+	return err
 }

@@ -166,3 +166,14 @@ func signedIndex(b *ir.Builder, lid, one ir.Expr) ir.Expr {
 	neg := ir.Rem(ir.Cast(ir.U32, ir.Mul(s, ir.LitI32(-1))), ir.LitU32(128))
 	return ir.Add(ir.Load(risky, down), ir.Mul(ir.Load(risky, neg), ir.LitU32(1000)))
 }
+
+// MatmulRegSpec is the register-tiled matmul's (ir/kernels matmul_reg) largest
+// block, 8×8 per invocation with tiles of depth 16: on a 16×16 workgroup every
+// shared index it uses is provably inside its tile.
+func MatmulRegSpec() ir.SpecMap {
+	var spec ir.SpecMap
+	spec.Set("bm", ir.SpecU32(8))
+	spec.Set("bn", ir.SpecU32(8))
+	spec.Set("tk", ir.SpecU32(16))
+	return spec
+}

@@ -1,7 +1,6 @@
 package ptx
 
 import (
-	"context"
 	"fmt"
 	"math/rand/v2"
 	"regexp"
@@ -9,7 +8,6 @@ import (
 	"testing"
 
 	"github.com/kiln-dev/kiln/ir"
-	"github.com/kiln-dev/kiln/ir/interp"
 	"github.com/kiln-dev/kiln/ir/kernels"
 	"github.com/kiln-dev/kiln/ir/ranges"
 	"github.com/kiln-dev/kiln/pluginapi/conformance"
@@ -48,12 +46,7 @@ func runBoth(t *testing.T, name string, p *ir.Program, c kernels.Case) {
 	if err != nil {
 		t.Fatalf("%s: interpreter: %v", name, err)
 	}
-	want, err := interp.Run(context.Background(), p, interp.Options{Spec: c.Spec, WorkgroupSize: c.WorkgroupSize},
-		interp.Launch{Grid: c.Grid, Inputs: c.Inputs, OutputCounts: c.OutputCounts, Uniforms: c.Uniforms})
-	if err != nil {
-		t.Fatalf("%s: oracle: %v", name, err)
-	}
-	if _, err := conformance.Compare(p, got, want); err != nil {
+	if err := conformance.MatchOracle(p, c, got); err != nil {
 		t.Errorf("%s: differs from the oracle: %v", name, err)
 	}
 }

@@ -74,16 +74,6 @@ func TestSharedBoundsChecks(t *testing.T) {
 	}
 }
 
-// matmulRegSpec is the register-tiled matmul's largest block: 8×8 per
-// invocation, tiles of depth 16.
-func matmulRegSpec() ir.SpecMap {
-	var spec ir.SpecMap
-	spec.Set("bm", ir.SpecU32(8))
-	spec.Set("bn", ir.SpecU32(8))
-	spec.Set("tk", ir.SpecU32(16))
-	return spec
-}
-
 // TestMatmulRegSharedLoadsUnchecked: in matmul_reg at bm = bn = 8, tk = 16 on a
 // 16×16 workgroup every shared index is provably inside its 4096-element tile,
 // so none of the 16 loads of each step of the inner loop (8 of b, 8 of a), which
@@ -94,7 +84,7 @@ func matmulRegSpec() ir.SpecMap {
 func TestMatmulRegSharedLoadsUnchecked(t *testing.T) {
 	k, _ := kernels.Lookup("matmul_reg")
 	p := k.Program()
-	opts := Options{Target: Target{SM: 80}, Spec: matmulRegSpec(), WorkgroupSize: [3]uint32{16, 16, 1}, NonCoherentReads: true}
+	opts := Options{Target: Target{SM: 80}, Spec: rangetest.MatmulRegSpec(), WorkgroupSize: [3]uint32{16, 16, 1}, NonCoherentReads: true}
 	m := mustEmit(t, "matmul_reg", p, opts)
 	if n := count(m, `^\tld\.shared\.b32 %r\d+, \[%r\d+\];`); n != 16*16 {
 		t.Errorf("%d unpredicated shared loads, want %d", n, 16*16)
@@ -124,7 +114,7 @@ func TestMatmulRegSharedLoadsUnchecked(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 6))
 	for _, size := range []int{1, 17, 40} {
 		c := k.NewCase(rng, size)
-		c.Spec = matmulRegSpec()
+		c.Spec = rangetest.MatmulRegSpec()
 		c.WorkgroupSize = [3]uint32{16, 16, 1}
 		c.Grid = ir.GridFor(k.Invocations(c), c.WorkgroupSize)
 		runBoth(t, "matmul_reg", p, c)

@@ -1,13 +1,11 @@
 package spirv
 
 import (
-	"context"
 	"math/rand/v2"
 	"strings"
 	"testing"
 
 	"github.com/kiln-dev/kiln/ir"
-	"github.com/kiln-dev/kiln/ir/interp"
 	"github.com/kiln-dev/kiln/ir/kernels"
 	"github.com/kiln-dev/kiln/ir/ranges/rangetest"
 	"github.com/kiln-dev/kiln/pluginapi/conformance"
@@ -91,12 +89,7 @@ func runBoth(t *testing.T, name string, p *ir.Program, m *Module, c kernels.Case
 	if err != nil {
 		t.Fatalf("%s: interpreter: %v", name, err)
 	}
-	want, err := interp.Run(context.Background(), p, interp.Options{Spec: c.Spec, WorkgroupSize: c.WorkgroupSize},
-		interp.Launch{Grid: c.Grid, Inputs: c.Inputs, OutputCounts: c.OutputCounts, Uniforms: c.Uniforms})
-	if err != nil {
-		t.Fatalf("%s: oracle: %v", name, err)
-	}
-	if _, err := conformance.Compare(p, got, want); err != nil {
+	if err := conformance.MatchOracle(p, c, got); err != nil {
 		t.Errorf("%s: differs from the oracle: %v", name, err)
 	}
 }
@@ -125,16 +118,6 @@ func TestSharedBoundsChecks(t *testing.T) {
 	}
 }
 
-// matmulRegSpec is the register-tiled matmul's largest block: 8×8 per
-// invocation, tiles of depth 16.
-func matmulRegSpec() ir.SpecMap {
-	var spec ir.SpecMap
-	spec.Set("bm", ir.SpecU32(8))
-	spec.Set("bn", ir.SpecU32(8))
-	spec.Set("tk", ir.SpecU32(16))
-	return spec
-}
-
 // TestMatmulRegSharedLoadsUnchecked: with the specialization folded
 // (Target.FoldSpec), matmul_reg at bm = bn = 8, tk = 16 on a 16×16 workgroup has
 // no check on any of its 18 shared accesses (the 16 loads of the inner loop and
@@ -150,7 +133,7 @@ func TestMatmulRegSharedLoadsUnchecked(t *testing.T) {
 	target.WorkgroupSize = [3]uint32{16, 16, 1}
 	spec := target
 	folded := target
-	foldedSpec := matmulRegSpec()
+	foldedSpec := rangetest.MatmulRegSpec()
 	folded.FoldSpec = &foldedSpec
 	rng := rand.New(rand.NewPCG(5, 6))
 	for _, tc := range []struct {
@@ -189,7 +172,7 @@ func TestMatmulRegSharedLoadsUnchecked(t *testing.T) {
 		}
 		for _, size := range []int{1, 17, 40} {
 			c := k.NewCase(rng, size)
-			c.Spec = matmulRegSpec()
+			c.Spec = rangetest.MatmulRegSpec()
 			c.WorkgroupSize = target.WorkgroupSize
 			c.Grid = ir.GridFor(k.Invocations(c), c.WorkgroupSize)
 			runBoth(t, "matmul_reg "+tc.name, p, m, c)
