@@ -256,6 +256,16 @@ func (b *Backend) adapterAt(index int) (*adapter, error) {
 	return a, nil
 }
 
+// deviceAt returns an available adapter and its device, opened on first use.
+func (b *Backend) deviceAt(index int) (*adapter, *device, error) {
+	a, err := b.adapterAt(index)
+	if err != nil {
+		return nil, nil, err
+	}
+	d, err := a.open()
+	return a, d, err
+}
+
 // Open retains the adapter's primary context and creates its stream; opening it
 // again does nothing.
 func (b *Backend) Open(ctx context.Context, adapter int) error {
@@ -264,11 +274,7 @@ func (b *Backend) Open(ctx context.Context, adapter int) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("open cuda adapter %d: %w", adapter, err)
 	}
-	a, err := b.adapterAt(adapter)
-	if err != nil {
-		return err
-	}
-	_, err = a.open()
+	_, _, err := b.deviceAt(adapter)
 	return err
 }
 

@@ -66,11 +66,7 @@ func (b *Backend) Compile(ctx context.Context, req *pluginapi.CompileRequest) (*
 		return nil, fmt.Errorf("cuda: compile %q: %w", req.Program.Name, err)
 	}
 	start := time.Now()
-	a, err := b.adapterAt(req.Adapter)
-	if err != nil {
-		return nil, err
-	}
-	d, err := a.open()
+	a, d, err := b.deviceAt(req.Adapter)
 	if err != nil {
 		return nil, err
 	}

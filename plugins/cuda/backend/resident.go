@@ -221,11 +221,7 @@ func (b *Backend) Submit(ctx context.Context, req *pluginapi.SubmitRequest) (*pl
 			b.life.RUnlock()
 		}
 	}()
-	a, err := b.adapterAt(req.Adapter)
-	if err != nil {
-		return nil, err
-	}
-	d, err := a.open()
+	_, d, err := b.deviceAt(req.Adapter)
 	if err != nil {
 		return nil, err
 	}

@@ -318,6 +318,16 @@ func (b *Backend) adapterAt(index int) (*adapter, error) {
 	return a, nil
 }
 
+// deviceAt returns an available adapter and its device, opened on first use.
+func (b *Backend) deviceAt(index int) (*adapter, *device, error) {
+	a, err := b.adapterAt(index)
+	if err != nil {
+		return nil, nil, err
+	}
+	d, err := a.open()
+	return a, d, err
+}
+
 // Open creates the adapter's logical device; opening it again does nothing.
 func (b *Backend) Open(ctx context.Context, adapter int) error {
 	b.life.RLock()
@@ -326,11 +336,7 @@ func (b *Backend) Open(ctx context.Context, adapter int) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("open vulkan adapter %d: %w", adapter, err)
 	}
-	a, err := b.adapterAt(adapter)
-	if err != nil {
-		return err
-	}
-	_, err = a.open()
+	_, _, err := b.deviceAt(adapter)
 	return err
 }
 

@@ -50,11 +50,7 @@ func (b *Backend) AllocBuffer(ctx context.Context, req *pluginapi.AllocRequest) 
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("vulkan: alloc: %w", err)
 	}
-	a, err := b.adapterAt(req.Adapter)
-	if err != nil {
-		return nil, err
-	}
-	d, err := a.open()
+	_, d, err := b.deviceAt(req.Adapter)
 	if err != nil {
 		return nil, err
 	}
@@ -360,12 +356,7 @@ func (b *Backend) freeLater(d *device, s span, seq uint64) {
 func (b *Backend) Submit(ctx context.Context, req *pluginapi.SubmitRequest) (*pluginapi.SubmitResult, error) {
 	start := time.Now()
 	b.life.RLock()
-	a, err := b.adapterAt(req.Adapter)
-	if err != nil {
-		b.life.RUnlock()
-		return nil, err
-	}
-	d, err := a.open()
+	_, d, err := b.deviceAt(req.Adapter)
 	if err != nil {
 		b.life.RUnlock()
 		return nil, err
