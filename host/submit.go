@@ -265,19 +265,21 @@ func (s span) rng() pluginapi.BufferRange {
 }
 
 // resolve checks a binding: the buffer belongs to this backend, is not freed and
-// holds the range (aligned to 4 bytes when aligned).
-func (b *Backend) resolve(what string, bd Binding, aligned bool, plan *batchPlan) (span, error) {
+// holds the range (aligned to 4 bytes when aligned). what describes the
+// binding for an error; it is called only then, so that a submit of small
+// dispatches formats nothing.
+func (b *Backend) resolve(what func() string, bd Binding, aligned bool, plan *batchPlan) (span, error) {
 	bf := bd.Buffer
 	if bf == nil {
-		return span{}, &BufferError{Buffer: "<nil>", Detail: what + " has no buffer. Fix: bind a buffer from Alloc"}
+		return span{}, &BufferError{Buffer: "<nil>", Detail: what() + " has no buffer. Fix: bind a buffer from Alloc"}
 	}
 	if bf.backend.p != b.p || bf.backend.adapter.Index != b.adapter.Index {
-		return span{}, &BufferError{Buffer: bf.Name(), Detail: fmt.Sprintf("%s: it belongs to backend %s, not %s. Fix: allocate it on the backend that runs the batch", what, bf.backend.Name(), b.Name())}
+		return span{}, &BufferError{Buffer: bf.Name(), Detail: fmt.Sprintf("%s: it belongs to backend %s, not %s. Fix: allocate it on the backend that runs the batch", what(), bf.backend.Name(), b.Name())}
 	}
 	bf.mu.Lock()
 	defer bf.mu.Unlock()
 	if bf.freed {
-		return span{}, &BufferError{Buffer: bf.Name(), Detail: what + ": it was freed. Fix: allocate a new buffer"}
+		return span{}, &BufferError{Buffer: bf.Name(), Detail: what() + ": it was freed. Fix: allocate a new buffer"}
 	}
 	size := bd.Size
 	if size == 0 {
@@ -287,7 +289,7 @@ func (b *Backend) resolve(what string, bd Binding, aligned bool, plan *batchPlan
 		return span{}, err
 	}
 	if aligned && (bd.Offset%pluginapi.ElementBytes != 0 || size%pluginapi.ElementBytes != 0) {
-		return span{}, &BufferError{Buffer: bf.Name(), Detail: fmt.Sprintf("%s: range [%d, %d+%d) is not aligned to 4-byte elements. Fix: use offsets and sizes that are multiples of 4", what, bd.Offset, bd.Offset, size)}
+		return span{}, &BufferError{Buffer: bf.Name(), Detail: fmt.Sprintf("%s: range [%d, %d+%d) is not aligned to 4-byte elements. Fix: use offsets and sizes that are multiples of 4", what(), bd.Offset, bd.Offset, size)}
 	}
 	if !slices.Contains(plan.bufs, bf) {
 		plan.bufs = append(plan.bufs, bf)
@@ -306,10 +308,10 @@ func (b *Backend) planBatch(bt *Batch) (*batchPlan, error) {
 			err = b.planDispatch(i, &pc, plan)
 		case cmdCopy:
 			what := fmt.Sprintf("command %d (copy)", i)
-			if pc.src, err = b.resolve(what+" source", c.src, false, plan); err != nil {
+			if pc.src, err = b.resolve(func() string { return what + " source" }, c.src, false, plan); err != nil {
 				break
 			}
-			if pc.dst, err = b.resolve(what+" destination", c.dst, false, plan); err != nil {
+			if pc.dst, err = b.resolve(func() string { return what + " destination" }, c.dst, false, plan); err != nil {
 				break
 			}
 			switch {
@@ -319,7 +321,7 @@ func (b *Backend) planBatch(bt *Batch) (*batchPlan, error) {
 				err = &BufferError{Buffer: pc.dst.buf.Name(), Detail: what + ": source and destination overlap. Fix: copy through a second buffer"}
 			}
 		case cmdFill:
-			pc.dst, err = b.resolve(fmt.Sprintf("command %d (fill)", i), c.dst, true, plan)
+			pc.dst, err = b.resolve(func() string { return fmt.Sprintf("command %d (fill)", i) }, c.dst, true, plan)
 		}
 		if err != nil {
 			return nil, err
@@ -354,7 +356,10 @@ func (b *Backend) planDispatch(i int, pc *plannedCmd, plan *batchPlan) error {
 	pc.bindings = make([]span, len(w.Bindings))
 	pc.sizes = make([]int64, len(w.Bindings))
 	for _, d := range prog.Buffers {
-		s, err := b.resolve(fmt.Sprintf("command %d (dispatch of %s), binding %d (%s)", i, prog.Name, d.Binding, d.Name), w.Bindings[d.Binding], true, plan)
+		describe := func() string {
+			return fmt.Sprintf("command %d (dispatch of %s), binding %d (%s)", i, prog.Name, d.Binding, d.Name)
+		}
+		s, err := b.resolve(describe, w.Bindings[d.Binding], true, plan)
 		if err != nil {
 			return err
 		}

@@ -25,8 +25,9 @@ over gRPC):
   - plugin start + handshake + description, median of --starts starts
   - round trip of a 1-element dispatch through the v1 API (inputs in, outputs
     out), median and mean of --round-trips, on both protocols; and of a submit
-    of one 1-element dispatch over a resident buffer (each timed after 300 ms
-    of the same calls back to back, so that a GPU has left its idle clock)
+    of one 1-element dispatch over a resident buffer, with the median time the
+    plugin's backend took for its part (each timed after 300 ms of the same
+    calls back to back, so that a GPU has left its idle clock)
   - a dispatch whose read_write buffer of --mib MiB goes in and comes back
     out, through the plugin on both protocols and as Write + submit + Read of
     a resident buffer, and copied into a mapped buffer and read in place,
@@ -69,7 +70,13 @@ Figures depend on the machine; nothing is asserted.`,
 
 func (a *app) printBench(r *bench.Report) {
 	d := func(ns int64) time.Duration { return time.Duration(ns).Round(time.Microsecond) }
-	lat := func(l bench.Latency) string { return fmt.Sprintf("median %v, mean %v", d(l.MedianNs), d(l.MeanNs)) }
+	lat := func(l bench.Latency) string {
+		s := fmt.Sprintf("median %v, mean %v", d(l.MedianNs), d(l.MeanNs))
+		if l.PluginMedianNs > 0 {
+			s += fmt.Sprintf(" (in the plugin %v)", d(l.PluginMedianNs))
+		}
+		return s
+	}
 	bulk := func(b bench.Bulk) string {
 		if b.Unavailable != "" {
 			return "- (" + b.Unavailable + ")"

@@ -68,6 +68,10 @@ type Latency struct {
 	MedianNs int64 `json:"median_ns"`
 	MeanNs   int64 `json:"mean_ns"`
 	N        int   `json:"n"`
+	// PluginMedianNs is the median of the time the plugin reported for its
+	// own part of each call (the backend's Submit), where it reports one: the
+	// rest of MedianNs is the host and the transport.
+	PluginMedianNs int64 `json:"plugin_median_ns,omitempty"`
 }
 
 // Bulk is one large in + out transfer: the fastest time, the bytes moved (in
@@ -360,9 +364,9 @@ func (k *kernels) roundTrips(ctx context.Context, b *host.Backend, n int) (Laten
 	}
 	defer release()
 	work := host.Work{Grid: [3]uint32{1, 1, 1}, Inputs: [][]byte{make([]byte, 4)}}
-	return timeEach(n, func() error {
+	return timeEach(n, func() (time.Duration, error) {
 		_, err := b.Dispatch(ctx, pl, work)
-		return err
+		return 0, err
 	})
 }
 
@@ -381,9 +385,12 @@ func (k *kernels) submitRoundTrips(ctx context.Context, b *host.Backend, n int) 
 	defer buf.Free(ctx)
 	var batch host.Batch
 	batch.Dispatch(pl, host.BoundWork{Grid: [3]uint32{1, 1, 1}, Bindings: []host.Binding{host.Bind(buf)}})
-	return timeEach(n, func() error {
-		_, err := b.Submit(ctx, &batch)
-		return err
+	return timeEach(n, func() (time.Duration, error) {
+		res, err := b.Submit(ctx, &batch)
+		if err != nil {
+			return 0, err
+		}
+		return res.PluginTime, nil
 	})
 }
 
@@ -568,25 +575,33 @@ func (k *kernels) redispatch(ctx context.Context, b *host.Backend) (int64, int64
 const warmUp = 300 * time.Millisecond
 
 // timeEach runs f back to back for warmUp, then n times timed, and returns the
-// median and mean of those n.
-func timeEach(n int, f func() error) (Latency, error) {
+// median and mean of those n, and the median of the plugin times f returns
+// when it returns any.
+func timeEach(n int, f func() (plugin time.Duration, err error)) (Latency, error) {
 	for began := time.Now(); time.Since(began) < warmUp; {
-		if err := f(); err != nil {
+		if _, err := f(); err != nil {
 			return Latency{}, err
 		}
 	}
 	times := make([]time.Duration, 0, n)
+	plugin := make([]time.Duration, 0, n)
 	var total time.Duration
 	for range n {
 		began := time.Now()
-		if err := f(); err != nil {
+		p, err := f()
+		if err != nil {
 			return Latency{}, err
 		}
 		took := time.Since(began)
 		times = append(times, took)
+		plugin = append(plugin, p)
 		total += took
 	}
-	return Latency{MedianNs: median(times).Nanoseconds(), MeanNs: (total / time.Duration(n)).Nanoseconds(), N: n}, nil
+	l := Latency{MedianNs: median(times).Nanoseconds(), MeanNs: (total / time.Duration(n)).Nanoseconds(), N: n}
+	if slices.Max(plugin) > 0 {
+		l.PluginMedianNs = median(plugin).Nanoseconds()
+	}
+	return l, nil
 }
 
 func median(d []time.Duration) time.Duration {
