@@ -214,6 +214,26 @@ func TestRingSpinIsBounded(t *testing.T) {
 	}
 }
 
+// TestRingBusyWaitNeedsSpareCPUs pins when a spinning side reads back to back
+// beyond busyPolls: only on machines of at least busyCPUs CPUs, where the peer
+// has a CPU of its own; and a busy spin still ends with its window.
+func TestRingBusyWaitNeedsSpareCPUs(t *testing.T) {
+	for cpus, want := range map[int]time.Duration{1: 0, 2: 0, 3: 0, 4: busyWait, 16: busyWait} {
+		if got := busyWaitFor(cpus); got != want {
+			t.Errorf("busyWaitFor(%d) = %v, want %v", cpus, got, want)
+		}
+	}
+	_, cons, _ := testRings(t, 256)
+	cons.busy = busyWait
+	began := time.Now()
+	if cons.spin(began.Add(spinWait)) {
+		t.Error("a busy spin on an empty ring found a frame")
+	}
+	if took := time.Since(began); took < spinWait {
+		t.Errorf("a busy spin gave up after %v, before its %v window ended", took, spinWait)
+	}
+}
+
 // TestRingSegmentHeader pins the plugin's check of the segment it receives.
 func TestRingSegmentHeader(t *testing.T) {
 	mem := make([]byte, ringSegmentSize)
