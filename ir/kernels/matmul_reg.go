@@ -56,7 +56,8 @@ func matmulReg() Kernel {
 		OpID: "kiln.matrix.matmul_reg.f32",
 		Doc: "c (m×n) = a (m×k) · b (k×n), row-major f32, register-tiled: each invocation keeps a bm×bn block of c " +
 			"(parameters, default 4×4, tunable 1, 2, 4, 8) in registers, fed from shared tiles of depth tk " +
-			"(default 16, tunable 4, 8, 16, 32); m, n, k are uniforms; size s is m = s, k = s+1, n = s+2",
+			"(default 16, tunable 4, 8, 16, 32); stages (parameter, default 1, tunable 1, 2): 2 = ping-pong tiles " +
+			"with register prefetch, one barrier per step; m, n, k are uniforms; size s is m = s, k = s+1, n = s+2",
 		Sizes:       []int{0, 1, 7, 16, 17, 61, 64, 100},
 		Program:     matmulRegProgram,
 		Invocations: inv,
@@ -95,6 +96,18 @@ func matmulReg() Kernel {
 // accumulators and regMaxBlock b registers; conditions on bm and bn, which are
 // specialization constants, select the ones in use, so a backend that folds
 // constants keeps only those.
+//
+// At stages = 2, when each tile takes at most half its array and each fill at
+// most regPrefetch trips, the k loop is software-pipelined instead: the halves
+// of each array are ping-pong buffers (step t reads half t&1). Step 0 is
+// filled before the loop; then each step loads the next step's values from
+// global memory into regPrefetch registers per matrix, computes from its own
+// half as above, stores the registers into the other half and ends with one
+// barrier, so the global loads overlap the arithmetic and a step costs one
+// barrier instead of two. The condition is a constant once a backend folds the
+// specialization; a launch that does not meet it runs the loop above, so
+// every candidate is correct. Both loops add the products in the same order
+// (e ascending within a step, steps ascending).
 func matmulRegProgram() *ir.Program {
 	b := ir.NewBuilder("kiln.matrix.matmul_reg.f32", regWG, regWG, 1)
 	bm := b.Tunable("bm", ir.U32, ir.LitU32(regBlock), u32Literals(regBlocks)...)
