@@ -634,10 +634,11 @@ func decodeDone(b []byte, kind frameKind, outputs int) (*done, error) {
 
 // err turns a completion's status into the error kind the plugin returned.
 func (d *done) err() error {
+	if d.status == statusOK {
+		return nil
+	}
 	msg := errors.New(d.msg)
 	switch d.status {
-	case statusOK:
-		return nil
 	case statusRejected:
 		return &RejectedError{Err: msg}
 	case statusUnavailable:

@@ -25,7 +25,8 @@ over gRPC):
   - plugin start + handshake + description, median of --starts starts
   - round trip of a 1-element dispatch through the v1 API (inputs in, outputs
     out), median and mean of --round-trips, on both protocols; and of a submit
-    of one 1-element dispatch over a resident buffer
+    of one 1-element dispatch over a resident buffer (each timed after 300 ms
+    of the same calls back to back, so that a GPU has left its idle clock)
   - a dispatch whose read_write buffer of --mib MiB goes in and comes back
     out, through the plugin on both protocols and as Write + submit + Read of
     a resident buffer, and copied into a mapped buffer and read in place,

@@ -1,6 +1,7 @@
 package kernels
 
 import (
+	"fmt"
 	"math/rand/v2"
 
 	"github.com/kiln-dev/kiln/ir"
@@ -18,6 +19,10 @@ func vectorSizes() []int { return []int{0, 1, 7, 61, 256, 257, 1021, 4096, 100_0
 const vectorEPI = 1
 
 var epiCandidates = []uint32{1, 2, 4, 8}
+
+// vectorLanes is how many of an invocation's elements vector_add loads ahead
+// of its stores: the largest candidate.
+const vectorLanes = 8
 
 func vectorAdd() Kernel {
 	inv := func(c Case) [3]uint32 {
@@ -56,6 +61,17 @@ func vectorAdd() Kernel {
 // invocation count on axis 0) adds elements g + j·T for j < epi, so a grid of
 // ceil(ceil(n/epi)/workgroup) workgroups covers n elements; at the default epi
 // = 1 that is one element per invocation, as without the parameter.
+//
+// An invocation first loads all its pairs (for j < min(epi, vectorLanes), into
+// registers; an index past the end of a buffer loads 0, the IR's bounds rule)
+// and only then stores the sums whose index is in range. Loads ahead of stores
+// let a compiler keep every load of the invocation in flight at once even when
+// it cannot prove that out does not alias a or b: a loop of load-load-store
+// steps keeps one step's loads in flight (measured on the H200 through
+// Vulkan at epi 4: 3697 GB/s as a loop, 4345 loads first). The guards j < epi
+// are constants once a backend folds the parameter, so only the lanes in use
+// remain. An epi beyond vectorLanes (a value outside the candidates) adds the
+// remaining elements in a plain loop (behind a guard that folds away too).
 func vectorAddProgram() *ir.Program {
 	b := ir.NewBuilder("kiln.vector.add.f32", vectorWG, 1, 1)
 	epi := b.Tunable("epi", ir.U32, ir.LitU32(vectorEPI), u32Literals(epiCandidates)...)
@@ -64,10 +80,35 @@ func vectorAddProgram() *ir.Program {
 	out := b.Buffer("out", ir.F32, ir.Write)
 	g := b.Let("g", ir.GlobalID(0))
 	total := b.Let("total", ir.Mul(ir.NumWorkgroups(0), ir.WorkgroupSize(0)))
-	b.For("j", ir.U32, ir.LitU32(0), epi, ir.LitU32(1), func(loop *ir.Block, j ir.Expr) {
-		i := loop.Let("i", ir.Add(g, ir.Mul(j, total)))
-		loop.If(ir.Lt(i, ir.Len(out)), func(then *ir.Block) {
-			then.Store(out, i, ir.Add(ir.Load(x, i), ir.Load(y, i)))
+	index := func(blk *ir.Block, name string, j ir.Expr) ir.Expr {
+		return blk.Let(name, ir.Add(g, ir.Mul(j, total)))
+	}
+	xv, yv := func(j int) string { return fmt.Sprintf("x_%d", j) }, func(j int) string { return fmt.Sprintf("y_%d", j) }
+	for j := range vectorLanes {
+		b.Var(xv(j), ir.F32, ir.LitF32(0))
+		b.Var(yv(j), ir.F32, ir.LitF32(0))
+	}
+	for j := range vectorLanes {
+		b.If(ir.Lt(ir.LitU32(uint32(j)), epi), func(then *ir.Block) {
+			i := index(then, fmt.Sprintf("load_%d", j), ir.LitU32(uint32(j)))
+			then.Assign(xv(j), ir.Load(x, i))
+			then.Assign(yv(j), ir.Load(y, i))
+		})
+	}
+	for j := range vectorLanes {
+		b.If(ir.Lt(ir.LitU32(uint32(j)), epi), func(then *ir.Block) {
+			i := index(then, fmt.Sprintf("store_%d", j), ir.LitU32(uint32(j)))
+			then.If(ir.Lt(i, ir.Len(out)), func(in *ir.Block) {
+				in.Store(out, i, ir.Add(ir.Local(xv(j)), ir.Local(yv(j))))
+			})
+		})
+	}
+	b.If(ir.Lt(ir.LitU32(vectorLanes), epi), func(more *ir.Block) {
+		more.For("j", ir.U32, ir.LitU32(vectorLanes), epi, ir.LitU32(1), func(loop *ir.Block, j ir.Expr) {
+			i := index(loop, "i", j)
+			loop.If(ir.Lt(i, ir.Len(out)), func(then *ir.Block) {
+				then.Store(out, i, ir.Add(ir.Load(x, i), ir.Load(y, i)))
+			})
 		})
 	})
 	return b.MustBuild()

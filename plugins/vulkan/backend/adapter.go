@@ -31,6 +31,10 @@ type adapter struct {
 	// addresses: the device has bufferDeviceAddress, enabled on its logical
 	// device, so a binding may exceed maxStorageBufferRange (address.go).
 	addresses bool
+	// hostReset: the device has hostQueryReset, enabled on its logical device,
+	// so timestamp queries are reset on the host before each submission rather
+	// than by a command recorded into it (exec.go).
+	hostReset bool
 
 	// onLost is Config.OnDeviceLost.
 	onLost func(error)
@@ -74,6 +78,7 @@ func newAdapter(index int, pd vk.PhysicalDevice) *adapter {
 	_, _, a.enable = pd.Needs()
 	a.features = pd.Features()
 	a.addresses = pd.BufferDeviceAddress()
+	a.hostReset = pd.HostQueryReset()
 	a.target = target(props)
 	a.info.Name += floatNote(a.target)
 	a.info.Profile = profile(props, a.features, exts, a.timestamps)

@@ -98,7 +98,7 @@ func newDevice(a *adapter) (*device, error) {
 	control := a.sizeControl()
 	dev, err := a.pd.CreateDevice(a.family, vk.DeviceOptions{Extensions: a.enable,
 		SubgroupSizeControl: control, ComputeFullSubgroups: control && a.features.ComputeFullSubgroups,
-		BufferDeviceAddress: a.addresses})
+		BufferDeviceAddress: a.addresses, HostQueryReset: a.hostReset})
 	if err != nil {
 		return nil, err
 	}

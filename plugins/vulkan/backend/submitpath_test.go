@@ -116,6 +116,42 @@ func TestSubmitReusesItsRecording(t *testing.T) {
 	}
 }
 
+// TestSubmitResetsItsTimestamps submits the same dispatch 50 times, reusing
+// its recording: on a device with hostQueryReset (lavapipe has it) the
+// recording holds no query reset and each submission resets its two queries
+// on the host; without it the recording resets them. Either way every submit
+// reports the device time of its own work (fresh timestamps; the validation
+// layer, on in tests, also reports a timestamp written to a query not reset).
+func TestSubmitResetsItsTimestamps(t *testing.T) {
+	s := newSubmitPath(t, 8)
+	if !s.d.a.timestamps {
+		t.Fatalf("adapter %q has no timestamps: the test needs them", s.d.a.info.Name)
+	}
+	same := s.add(0, 8, 1)
+	before := s.d.vk.Calls()
+	for i := range 50 {
+		res, err := s.b.Submit(context.Background(), same)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.DeviceNanos <= 0 || res.DeviceNanos > int64(time.Second) {
+			t.Fatalf("submit %d: device time %d ns", i, res.DeviceNanos)
+		}
+	}
+	after := s.d.vk.Calls()
+	recorded, onHost := after.QueryResets-before.QueryResets, after.HostQueryResets-before.HostQueryResets
+	if s.d.a.hostReset {
+		if recorded != 0 || onHost != 50 {
+			t.Errorf("with hostQueryReset: %d resets recorded and %d on the host for 50 submits, want 0 and 50", recorded, onHost)
+		}
+	} else if recorded != 1 || onHost != 0 {
+		t.Errorf("without hostQueryReset: %d resets recorded and %d on the host for 50 submits of one recording, want 1 and 0", recorded, onHost)
+	}
+	if got := s.read(t, 1)[0]; got != 50 {
+		t.Errorf("buffer[0] = %d after 50 submits adding 1", got)
+	}
+}
+
 // TestSubmitRecordsAgainAfterASetLeft releases another pipeline between two
 // identical submits: the device's recordings may bind what left with it, so the
 // second submit records again, and its work is done.

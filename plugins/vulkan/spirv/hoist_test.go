@@ -51,10 +51,10 @@ func countBufferAccesses(t *testing.T, m *Module) bufferAccesses {
 	return n
 }
 
-// TestVectorAddLoadsSpeculated: vector_add at epi = 4, folded, loads a and b
-// before the if on i < len(out), whose selection construct holds only the
-// store, on descriptors and on buffer device addresses; at every size the
-// results equal the oracle's.
+// TestVectorAddLoadsSpeculated: vector_add at epi = 4, folded, loads its four
+// pairs of a and b outside any selection construct (the lanes' guards fold
+// away), and each if on i < len(out) holds only its store, on descriptors and
+// on buffer device addresses; at every size the results equal the oracle's.
 func TestVectorAddLoadsSpeculated(t *testing.T) {
 	val := spirvVal(t)
 	k, _ := kernels.Lookup("vector_add")
@@ -76,7 +76,7 @@ func TestVectorAddLoadsSpeculated(t *testing.T) {
 			t.Fatal(err)
 		}
 		validate(t, val, "vector_add "+tc.name, m)
-		want := bufferAccesses{loadsOut: 2, storesIn: 1}
+		want := bufferAccesses{loadsOut: 8, storesIn: 4}
 		if got := countBufferAccesses(t, m); got != want {
 			t.Errorf("%s: buffer accesses %+v, want %+v (loads before the branch, the store behind it)", tc.name, got, want)
 		}

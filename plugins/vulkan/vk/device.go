@@ -91,23 +91,26 @@ type SpecializationEntry struct {
 // destroys or records into; callers provide it.
 type Device struct {
 	d *C.kiln_device
-	// allocations counts successful vkAllocateMemory calls; submits, begins and
-	// fenceWaits count vkQueueSubmit, vkBeginCommandBuffer and vkWaitForFences
-	// calls.
-	allocations, submits, begins, fenceWaits atomic.Uint64
+	// allocations counts successful vkAllocateMemory calls; submits, begins,
+	// fenceWaits, cmdResets and hostResets count vkQueueSubmit,
+	// vkBeginCommandBuffer, vkWaitForFences, vkCmdResetQueryPool and
+	// vkResetQueryPool calls.
+	allocations, submits, begins, fenceWaits, cmdResets, hostResets atomic.Uint64
 }
 
 // Calls counts some of the Vulkan calls made on a device, for tests that pin
 // what a path does not do.
 type Calls struct {
 	// Submits counts vkQueueSubmit, Recordings vkBeginCommandBuffer and
-	// FenceWaits vkWaitForFences calls.
-	Submits, Recordings, FenceWaits uint64
+	// FenceWaits vkWaitForFences calls; QueryResets counts vkCmdResetQueryPool
+	// (recorded) and HostQueryResets vkResetQueryPool (on the host).
+	Submits, Recordings, FenceWaits, QueryResets, HostQueryResets uint64
 }
 
 // Calls returns how many of the counted calls were made on the device so far.
 func (d *Device) Calls() Calls {
-	return Calls{Submits: d.submits.Load(), Recordings: d.begins.Load(), FenceWaits: d.fenceWaits.Load()}
+	return Calls{Submits: d.submits.Load(), Recordings: d.begins.Load(), FenceWaits: d.fenceWaits.Load(),
+		QueryResets: d.cmdResets.Load(), HostQueryResets: d.hostResets.Load()}
 }
 
 // Allocations is the number of vkAllocateMemory calls that succeeded on the
@@ -581,6 +584,7 @@ func (c CommandBuffer) MemoryBarrier(src, dst PipelineStage, srcAccess, dstAcces
 
 // ResetQueries records resetting queries [first, first+count) of pool.
 func (c CommandBuffer) ResetQueries(pool QueryPool, first, count uint32) {
+	c.d.cmdResets.Add(1)
 	C.kiln_cmd_reset_queries(c.d.d, c.cb, C.uint64_t(pool), C.uint32_t(first), C.uint32_t(count))
 }
 

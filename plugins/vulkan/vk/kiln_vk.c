@@ -355,6 +355,12 @@ VkResult kiln_create_device(kiln_instance *in, VkPhysicalDevice pd, uint32_t que
 		bda.pNext = (void *)ci.pNext;
 		ci.pNext = &bda;
 	}
+	VkPhysicalDeviceHostQueryResetFeatures hqr = {VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_HOST_QUERY_RESET_FEATURES};
+	if (opts.host_query_reset) {
+		hqr.hostQueryReset = VK_TRUE;
+		hqr.pNext = (void *)ci.pNext;
+		ci.pNext = &hqr;
+	}
 	VkResult r = in->vkCreateDevice(pd, &ci, NULL, &d->device);
 	if (r != VK_SUCCESS) {
 		free(d);
@@ -375,6 +381,9 @@ VkResult kiln_create_device(kiln_instance *in, VkPhysicalDevice pd, uint32_t que
 		}
 		free(d);
 		return r;
+	}
+	if (opts.host_query_reset) {
+		d->vkResetQueryPool = (PFN_vkResetQueryPool)gdpa(d->device, "vkResetQueryPool");
 	}
 	if (opts.device_address) {
 		d->vkGetBufferDeviceAddress = (PFN_vkGetBufferDeviceAddress)gdpa(d->device, "vkGetBufferDeviceAddress");

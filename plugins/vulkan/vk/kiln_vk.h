@@ -122,6 +122,8 @@ typedef struct kiln_device {
 	VkDevice device;
 	VkQueue queue;
 	KILN_DEVICE_FNS(KILN_DECLARE_FN)
+	/* NULL unless the device was created with host_query_reset (see queryreset.go). */
+	PFN_vkResetQueryPool vkResetQueryPool;
 	/* NULL unless the device was created with device_address (see address.go). */
 	PFN_vkGetBufferDeviceAddress vkGetBufferDeviceAddress;
 	/* NULL unless VK_EXT_external_memory_host is enabled. */
@@ -160,6 +162,7 @@ typedef struct kiln_device_options {
 	int size_control;     /* enable subgroupSizeControl */
 	int full_subgroups;   /* enable computeFullSubgroups */
 	int device_address;   /* enable bufferDeviceAddress (Vulkan 1.2) */
+	int host_query_reset; /* enable hostQueryReset (Vulkan 1.2) */
 } kiln_device_options;
 
 int kiln_load(const char *name, kiln_loader **out, char *err, size_t errlen);

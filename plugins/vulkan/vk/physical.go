@@ -415,6 +415,9 @@ type DeviceOptions struct {
 	// BufferDeviceAddress enables bufferDeviceAddress (the device must support
 	// it: PhysicalDevice.BufferDeviceAddress).
 	BufferDeviceAddress bool
+	// HostQueryReset enables hostQueryReset (the device must support it:
+	// PhysicalDevice.HostQueryReset), for Device.ResetQueriesOnHost.
+	HostQueryReset bool
 }
 
 // CreateDevice creates a logical device with one queue of queueFamily.
@@ -441,6 +444,9 @@ func (p PhysicalDevice) CreateDevice(queueFamily uint32, opts DeviceOptions) (*D
 	}
 	if opts.BufferDeviceAddress {
 		co.device_address = 1
+	}
+	if opts.HostQueryReset {
+		co.host_query_reset = 1
 	}
 	r := C.kiln_create_device(p.inst.in, p.pd, C.uint32_t(queueFamily), co, &d, &missing)
 	if missing != nil {
