@@ -22,6 +22,10 @@ const (
 	// at most regShared; larger ones give wrong results, which a tuner's
 	// oracle check rejects.
 	regShared = ir.MaxSharedBytes / 4 / 2
+	// regPrefetch is the number of registers per matrix that hold the next
+	// step's values at stages = 2: one per fill trip, so the pipelined loop
+	// runs only where both fills take at most regPrefetch trips.
+	regPrefetch = 8
 )
 
 // randomSixteenths draws n values from the multiples of 1/16 in [-1, 1].
@@ -52,7 +56,8 @@ func matmulReg() Kernel {
 		OpID: "kiln.matrix.matmul_reg.f32",
 		Doc: "c (m×n) = a (m×k) · b (k×n), row-major f32, register-tiled: each invocation keeps a bm×bn block of c " +
 			"(parameters, default 4×4, tunable 1, 2, 4, 8) in registers, fed from shared tiles of depth tk " +
-			"(default 16, tunable 4, 8, 16, 32); m, n, k are uniforms; size s is m = s, k = s+1, n = s+2",
+			"(default 16, tunable 4, 8, 16, 32); stages (parameter, default 1, tunable 1, 2): 2 = ping-pong tiles " +
+			"with register prefetch, one barrier per step; m, n, k are uniforms; size s is m = s, k = s+1, n = s+2",
 		Sizes:       []int{0, 1, 7, 16, 17, 61, 64, 100},
 		Program:     matmulRegProgram,
 		Invocations: inv,
@@ -91,11 +96,24 @@ func matmulReg() Kernel {
 // accumulators and regMaxBlock b registers; conditions on bm and bn, which are
 // specialization constants, select the ones in use, so a backend that folds
 // constants keeps only those.
+//
+// At stages = 2, when each tile takes at most half its array and each fill at
+// most regPrefetch trips, the k loop is software-pipelined instead: the halves
+// of each array are ping-pong buffers (step t reads half t&1). Step 0 is
+// filled before the loop; then each step loads the next step's values from
+// global memory into regPrefetch registers per matrix, computes from its own
+// half as above, stores the registers into the other half and ends with one
+// barrier, so the global loads overlap the arithmetic and a step costs one
+// barrier instead of two. The condition is a constant once a backend folds the
+// specialization; a launch that does not meet it runs the loop above, so
+// every candidate is correct. Both loops add the products in the same order
+// (e ascending within a step, steps ascending).
 func matmulRegProgram() *ir.Program {
 	b := ir.NewBuilder("kiln.matrix.matmul_reg.f32", regWG, regWG, 1)
 	bm := b.Tunable("bm", ir.U32, ir.LitU32(regBlock), u32Literals(regBlocks)...)
 	bn := b.Tunable("bn", ir.U32, ir.LitU32(regBlock), u32Literals(regBlocks)...)
 	tk := b.Tunable("tk", ir.U32, ir.LitU32(regDepth), u32Literals(regDepths)...)
+	stages := b.Tunable("stages", ir.U32, ir.LitU32(1), ir.LitU32(1), ir.LitU32(2))
 	m := b.Uniform("m", ir.U32)
 	n := b.Uniform("n", ir.U32)
 	k := b.Uniform("k", ir.U32)
@@ -130,40 +148,56 @@ func matmulRegProgram() *ir.Program {
 	steps := b.Let("steps", ir.Div(ir.Add(k, ir.Sub(tk, one)), tk))
 	aCount := b.Let("a_count", ir.Mul(rows, tk))
 	bCount := b.Let("b_count", ir.Mul(tk, cols))
+	// aValue and bValue are the elements at tile index s of the step starting
+	// at k index base: 0 outside the matrices.
+	aValue := func(in *ir.Block, base, s ir.Expr) ir.Expr {
+		r := in.Let("ar", ir.Add(row0, ir.Div(s, tk)))
+		e := in.Let("ae", ir.Add(base, ir.Rem(s, tk)))
+		return ir.Select(ir.LAnd(ir.Lt(r, m), ir.Lt(e, k)), ir.Load(a, ir.Add(ir.Mul(r, k), e)), ir.LitF32(0))
+	}
+	bValue := func(in *ir.Block, base, s ir.Expr) ir.Expr {
+		e := in.Let("be", ir.Add(base, ir.Div(s, cols)))
+		cc := in.Let("bc", ir.Add(col0, ir.Rem(s, cols)))
+		return ir.Select(ir.LAnd(ir.Lt(e, k), ir.Lt(cc, n)), ir.Load(bb, ir.Add(ir.Mul(e, n), cc)), ir.LitF32(0))
+	}
 	trips := func(name string, count ir.Expr) ir.Expr {
 		return b.Let(name, ir.Div(ir.Add(count, ir.Sub(threads, one)), threads))
 	}
 	aTrips, bTrips := trips("a_trips", aCount), trips("b_trips", bCount)
-	b.For("t", ir.U32, zero, steps, one, func(loop *ir.Block, t ir.Expr) {
-		base := loop.Let("base", ir.Mul(t, tk))
-		loop.For("fa", ir.U32, zero, aTrips, one, func(fill *ir.Block, f ir.Expr) {
+	// fillTiles stores step base/tk's blocks of a and b in the tiles, every
+	// (X·Y)-th element per invocation, 0 outside the matrices.
+	fillTiles := func(blk *ir.Block, base ir.Expr) {
+		blk.For("fa", ir.U32, zero, aTrips, one, func(fill *ir.Block, f ir.Expr) {
 			s := fill.Let("sa", ir.Add(lane, ir.Mul(f, threads)))
 			fill.If(ir.Lt(s, aCount), func(in *ir.Block) {
-				r := in.Let("ar", ir.Add(row0, ir.Div(s, tk)))
-				e := in.Let("ae", ir.Add(base, ir.Rem(s, tk)))
-				in.Store(aTile, s, ir.Select(ir.LAnd(ir.Lt(r, m), ir.Lt(e, k)),
-					ir.Load(a, ir.Add(ir.Mul(r, k), e)), ir.LitF32(0)))
+				in.Store(aTile, s, aValue(in, base, s))
 			})
 		})
-		loop.For("fb", ir.U32, zero, bTrips, one, func(fill *ir.Block, f ir.Expr) {
+		blk.For("fb", ir.U32, zero, bTrips, one, func(fill *ir.Block, f ir.Expr) {
 			s := fill.Let("sb", ir.Add(lane, ir.Mul(f, threads)))
 			fill.If(ir.Lt(s, bCount), func(in *ir.Block) {
-				e := in.Let("be", ir.Add(base, ir.Div(s, cols)))
-				cc := in.Let("bc", ir.Add(col0, ir.Rem(s, cols)))
-				in.Store(bTile, s, ir.Select(ir.LAnd(ir.Lt(e, k), ir.Lt(cc, n)),
-					ir.Load(bb, ir.Add(ir.Mul(e, n), cc)), ir.LitF32(0)))
+				in.Store(bTile, s, bValue(in, base, s))
 			})
 		})
-		loop.Barrier()
-		loop.For("e", ir.U32, zero, tk, one, func(inner *ir.Block, e ir.Expr) {
+	}
+	// compute accumulates the products of the step whose tiles start at off
+	// (nil: at 0) in each tile.
+	compute := func(blk *ir.Block, off ir.Expr) {
+		at := func(i ir.Expr) ir.Expr {
+			if off == nil {
+				return i
+			}
+			return ir.Add(off, i)
+		}
+		blk.For("e", ir.U32, zero, tk, one, func(inner *ir.Block, e ir.Expr) {
 			for j := range regMaxBlock {
 				inner.If(ir.Lt(u(j), bn), func(then *ir.Block) {
-					then.Assign(bv(j), ir.Load(bTile, ir.Add(ir.Mul(e, cols), ir.Add(ir.Mul(u(j), wx), tx))))
+					then.Assign(bv(j), ir.Load(bTile, at(ir.Add(ir.Mul(e, cols), ir.Add(ir.Mul(u(j), wx), tx)))))
 				})
 			}
 			for i := range regMaxBlock {
 				inner.If(ir.Lt(u(i), bm), func(then *ir.Block) {
-					av := then.Let(fmt.Sprintf("a_%d", i), ir.Load(aTile, ir.Add(ir.Mul(ir.Add(ir.Mul(u(i), wy), ty), tk), e)))
+					av := then.Let(fmt.Sprintf("a_%d", i), ir.Load(aTile, at(ir.Add(ir.Mul(ir.Add(ir.Mul(u(i), wy), ty), tk), e))))
 					for j := range regMaxBlock {
 						then.If(ir.Lt(u(j), bn), func(use *ir.Block) {
 							use.Assign(acc(i, j), ir.Fma(av, ir.Local(bv(j)), ir.Local(acc(i, j))))
@@ -172,7 +206,74 @@ func matmulRegProgram() *ir.Program {
 				})
 			}
 		})
-		loop.Barrier()
+	}
+	half := u(regShared / 2)
+	pipelined := b.Let("pipelined", ir.LAnd(ir.Eq(stages, u(2)),
+		ir.LAnd(ir.LAnd(ir.Le(aCount, half), ir.Le(bCount, half)),
+			ir.LAnd(ir.Le(aTrips, u(regPrefetch)), ir.Le(bTrips, u(regPrefetch))))))
+	b.IfElse(pipelined, func(pipe *ir.Block) {
+		pa := func(f int) string { return fmt.Sprintf("pa_%d", f) }
+		pb := func(f int) string { return fmt.Sprintf("pb_%d", f) }
+		for f := range regPrefetch {
+			pipe.Var(pa(f), ir.F32, ir.LitF32(0))
+			pipe.Var(pb(f), ir.F32, ir.LitF32(0))
+		}
+		fillTiles(pipe, zero)
+		pipe.Barrier()
+		// Step t computes from half t&1 while its next step's values wait in
+		// registers, then stores them in the other half, (t+1)&1, and ends
+		// with one barrier. That half was last read by step t-1's compute,
+		// which the barrier ending step t-1 separates from these stores; the
+		// barrier ending step t makes them visible before step t+1 reads
+		// them. The barrier stays outside the conditions on t, so every
+		// invocation reaches it.
+		pipe.For("t", ir.U32, zero, steps, one, func(loop *ir.Block, t ir.Expr) {
+			cur := loop.Let("cur", ir.Mul(ir.And(t, one), half))
+			more := loop.Let("more", ir.Lt(ir.Add(t, one), steps))
+			prefetch := func(write bool) {
+				loop.If(more, func(next *ir.Block) {
+					var nextBase, nextOff ir.Expr
+					if write {
+						nextOff = next.Let("next_off", ir.Sub(half, cur))
+					} else {
+						nextBase = next.Let("next_base", ir.Mul(ir.Add(t, one), tk))
+					}
+					for f := range regPrefetch {
+						next.If(ir.Lt(u(f), aTrips), func(fill *ir.Block) {
+							s := fill.Let("sa", ir.Add(lane, ir.Mul(u(f), threads)))
+							fill.If(ir.Lt(s, aCount), func(in *ir.Block) {
+								if write {
+									in.Store(aTile, ir.Add(nextOff, s), ir.Local(pa(f)))
+								} else {
+									in.Assign(pa(f), aValue(in, nextBase, s))
+								}
+							})
+						})
+						next.If(ir.Lt(u(f), bTrips), func(fill *ir.Block) {
+							s := fill.Let("sb", ir.Add(lane, ir.Mul(u(f), threads)))
+							fill.If(ir.Lt(s, bCount), func(in *ir.Block) {
+								if write {
+									in.Store(bTile, ir.Add(nextOff, s), ir.Local(pb(f)))
+								} else {
+									in.Assign(pb(f), bValue(in, nextBase, s))
+								}
+							})
+						})
+					}
+				})
+			}
+			prefetch(false)
+			compute(loop, cur)
+			prefetch(true)
+			loop.Barrier()
+		})
+	}, func(plain *ir.Block) {
+		plain.For("t", ir.U32, zero, steps, one, func(loop *ir.Block, t ir.Expr) {
+			fillTiles(loop, loop.Let("base", ir.Mul(t, tk)))
+			loop.Barrier()
+			compute(loop, nil)
+			loop.Barrier()
+		})
 	})
 	for i := range regMaxBlock {
 		b.If(ir.Lt(u(i), bm), func(then *ir.Block) {

@@ -32,9 +32,10 @@ func specs(p *ir.Program) []ir.SpecMap {
 	return out
 }
 
-// fits reports whether the register-tiled matmul's shared tiles hold a launch
-// of c: Y·bm·tk and tk·X·bn at most 4096 elements.
-func fits(c kernels.Case) bool {
+// regShape is a register-tiled matmul launch's shape: the elements of its a
+// and b tiles, Y·bm·tk and tk·X·bn, its workgroup's invocations and its
+// stages.
+func regShape(c kernels.Case) (aCount, bCount, threads, stages uint32) {
 	get := func(name string, def uint32) uint32 {
 		if v, ok := c.Spec.Get(name); ok {
 			return v.Bits()
@@ -43,7 +44,23 @@ func fits(c kernels.Case) bool {
 	}
 	wg := c.WorkgroupSize
 	bm, bn, tk := get("bm", 4), get("bn", 4), get("tk", 16)
-	return wg[1]*bm*tk <= 4096 && tk*wg[0]*bn <= 4096
+	return wg[1] * bm * tk, tk * wg[0] * bn, wg[0] * wg[1], get("stages", 1)
+}
+
+// fits reports whether the register-tiled matmul's shared tiles hold a launch
+// of c: Y·bm·tk and tk·X·bn at most 4096 elements.
+func fits(c kernels.Case) bool {
+	aCount, bCount, _, _ := regShape(c)
+	return aCount <= 4096 && bCount <= 4096
+}
+
+// pipelines reports whether a register-tiled matmul launch of c runs the
+// pipelined loop: stages 2, each tile in half of its array (2048 elements)
+// and each fill in at most 8 trips (the prefetch registers).
+func pipelines(c kernels.Case) bool {
+	aCount, bCount, threads, stages := regShape(c)
+	trips := func(n uint32) uint32 { return (n + threads - 1) / threads }
+	return stages == 2 && aCount <= 2048 && bCount <= 2048 && trips(aCount) <= 8 && trips(bCount) <= 8
 }
 
 // diagonal keeps the specs whose tunables all take the same position in their
@@ -70,11 +87,30 @@ func diagonal(p *ir.Program, all []ir.SpecMap) []ir.SpecMap {
 	return out
 }
 
+// square keeps the specs with bm = bn: half of matmul_reg's combinations,
+// still with every bm, tk and stages, launches that overflow the tiles and
+// ones that pipeline.
+func square(all []ir.SpecMap) []ir.SpecMap {
+	var out []ir.SpecMap
+	for _, s := range all {
+		bm, _ := s.Get("bm")
+		bn, _ := s.Get("bn")
+		if bm == bn {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
 // TestTunablesKeepResults runs every kernel a tuner may vary on the
 // interpreter, at odd sizes: with every combination of its tunables'
-// candidates at its own workgroup size, and every candidate value once at
-// other sizes. Each must give the reference's results, except
-// register-tiled launches whose tiles overflow shared memory, which must not.
+// candidates at its own workgroup size (matmul_reg: at every workgroup size
+// listed, under the race detector only those with bm = bn at the others), and
+// every candidate value once at other sizes. Each must give the
+// reference's results, except register-tiled launches whose tiles overflow
+// shared memory, which must not. matmul_reg's launches at stages 2 include
+// ones that run the pipelined loop and ones too large for it, which run the
+// plain one.
 func TestTunablesKeepResults(t *testing.T) {
 	sizes := map[string][]int{"vector_add": {1, 1021}, "matmul": {33}, "matmul_reg": {37}}
 	wgs := map[string][][3]uint32{
@@ -82,7 +118,8 @@ func TestTunablesKeepResults(t *testing.T) {
 		"matmul":     {{32, 8, 1}},
 		"matmul_reg": {{8, 8, 1}, {32, 16, 1}},
 	}
-	tested, overflowed := 0, 0
+	full := map[string]bool{"matmul_reg": true}
+	tested, overflowed, pipelined, fellBack := 0, 0, 0, 0
 	for _, k := range kernels.All() {
 		if k.Invocations == nil {
 			continue
@@ -94,8 +131,11 @@ func TestTunablesKeepResults(t *testing.T) {
 			want := k.Reference(base)
 			for _, wg := range append([][3]uint32{p.WorkgroupSize}, wgs[k.Name]...) {
 				tried := all
-				if wg != p.WorkgroupSize {
+				switch {
+				case wg != p.WorkgroupSize && !full[k.Name]:
 					tried = diagonal(p, all)
+				case wg != p.WorkgroupSize && raceEnabled:
+					tried = square(all)
 				}
 				for _, spec := range tried {
 					c, ok := k.Retune(base, wg, spec)
@@ -113,6 +153,14 @@ func TestTunablesKeepResults(t *testing.T) {
 						t.Fatalf("%s: %v", name, err)
 					}
 					err = k.Check(got, want)
+					if k.Name == "matmul_reg" {
+						switch _, _, _, stages := regShape(c); {
+						case pipelines(c):
+							pipelined++
+						case stages == 2 && fits(c):
+							fellBack++
+						}
+					}
 					switch {
 					case k.Name == "matmul_reg" && !fits(c):
 						overflowed++
@@ -127,8 +175,8 @@ func TestTunablesKeepResults(t *testing.T) {
 			}
 		}
 	}
-	if tested == 0 || overflowed == 0 {
-		t.Fatalf("%d launches, %d overflowing; want both", tested, overflowed)
+	if tested == 0 || overflowed == 0 || pipelined == 0 || fellBack == 0 {
+		t.Fatalf("%d launches, %d overflowing, %d pipelined, %d at stages 2 on the plain loop; want all", tested, overflowed, pipelined, fellBack)
 	}
 }
 
