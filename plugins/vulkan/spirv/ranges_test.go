@@ -122,9 +122,13 @@ func TestSharedBoundsChecks(t *testing.T) {
 // (Target.FoldSpec), matmul_reg at bm = bn = 8, tk = 16 on a 16×16 workgroup has
 // no check on any of its 18 shared accesses (the 16 loads of the inner loop and
 // the two fill stores), the ifs on bm and bn are gone and the inner loop, of
-// 16 constant steps, and the two fill loops, of 8, ask to be unrolled; with specialization constants, whose
-// values the emitter does not know, every access keeps its check and no loop
-// has constant bounds. Both equal the oracle at odd sizes.
+// 16 constant steps, and the two fill loops, of 8, ask to be unrolled (stages
+// is 1: the pipelined loop is folded away); with specialization constants, whose
+// values the emitter does not know, both k loops are emitted, every access of
+// the plain loop and every load and fill of the pipelined one keeps its check
+// (36), only the pipelined loop's 16 prefetch stores, guarded by their trip
+// and element bounds, are proven in range, and no loop has constant bounds.
+// Both equal the oracle at odd sizes.
 func TestMatmulRegSharedLoadsUnchecked(t *testing.T) {
 	val := spirvVal(t)
 	k, _ := kernels.Lookup("matmul_reg")
@@ -142,7 +146,7 @@ func TestMatmulRegSharedLoadsUnchecked(t *testing.T) {
 		checked, unchecked, unroll int
 	}{
 		{"folded", folded, 0, 18, 3},
-		{"specialization constants", spec, 18, 0, 0},
+		{"specialization constants", spec, 36, 16, 0},
 	} {
 		m, err := EmitFor(p, tc.target)
 		if err != nil {
