@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/kiln-dev/kiln/cmd/kiln/internal/runs"
 	"github.com/kiln-dev/kiln/host"
 	"github.com/kiln-dev/kiln/ir"
 	"github.com/kiln-dev/kiln/ir/kernels"
@@ -27,7 +28,8 @@ type compileJSON struct {
 }
 
 func (a *app) compileCommand() *cobra.Command {
-	var kernel, backend, emit, output string
+	var kernel, backend, emit, output, wg string
+	var specs []string
 	var dis bool
 	cmd := &cobra.Command{
 		Use:   "compile [PROGRAM.json]",
@@ -37,11 +39,15 @@ func (a *app) compileCommand() *cobra.Command {
   kiln compile prog.json --backend vulkan --emit spirv -o prog.spv
   kiln compile --kernel matmul -o matmul.spv --dis
   kiln compile --kernel saxpy --backend cuda --emit ptx -o saxpy.ptx
+  kiln compile --kernel matmul_reg --spec bm=8 --spec bn=8 --wg 16,16 \
+      --backend cuda --emit ptx -o matmul_reg.ptx
 
 The backend's plugin compiles the program on its adapter and returns the code
 of the kind --emit names (vulkan: spirv; cuda: ptx, cubin); a plugin that
 cannot emit code, or not that kind, is an error. --backend defaults to vulkan
-and --emit to spirv. -o - writes the code to stdout. --dis prints spirv-dis's
+and --emit to spirv. --spec NAME=VALUE sets a parameter and --wg X,Y,Z the
+workgroup size, as a dispatch would (the code is specialized to them where
+the backend folds parameters). -o - writes the code to stdout. --dis prints spirv-dis's
 disassembly of SPIR-V (SPIRV-Tools must be installed); with --dis, -o is
 optional. The other facts the plugin reports (entry point, specialization
 constant ids, ...) are printed, or with --json are its "info".`,
@@ -72,7 +78,15 @@ constant ids, ...) are printed, or with --json are its "info".`,
 			if err != nil {
 				return err
 			}
-			pl, err := b.Compile(ctx, prog, host.CompileOptions{})
+			spec, err := runs.ParseSpec(prog, specs)
+			if err != nil {
+				return err
+			}
+			size, err := runs.ParseWorkgroup(wg)
+			if err != nil {
+				return err
+			}
+			pl, err := b.Compile(ctx, prog, host.CompileOptions{Spec: spec, WorkgroupSize: size})
 			if err != nil {
 				return err
 			}
@@ -129,6 +143,8 @@ constant ids, ...) are printed, or with --json are its "info".`,
 	f.StringVar(&emit, "emit", "spirv", "kind of code to emit (vulkan: spirv; cuda: ptx, cubin)")
 	f.StringVarP(&output, "output", "o", "", "file to write the code to; - for stdout")
 	f.BoolVar(&dis, "dis", false, "print the disassembly of SPIR-V (spirv-dis)")
+	f.StringArrayVar(&specs, "spec", nil, "NAME=VALUE: set parameter NAME (repeatable)")
+	f.StringVar(&wg, "wg", "", "X,Y,Z workgroup size to compile for (default: the program's)")
 	return cmd
 }
 

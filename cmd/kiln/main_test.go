@@ -401,6 +401,37 @@ func TestCompileEmitsSPIRV(t *testing.T) {
 	}
 }
 
+// TestCompileSpecializes: --spec and --wg reach the plugin, whose module is
+// then folded for them (vector_add at epi 4 differs from the default and
+// reports the workgroup size asked for), and a parameter the program lacks is
+// an error with a Fix.
+func TestCompileSpecializes(t *testing.T) {
+	dir := emitterPlugins(t)
+	compile := func(args ...string) (string, compileJSON) {
+		t.Helper()
+		out := filepath.Join(t.TempDir(), "m.spv")
+		var j compileJSON
+		kilnJSON(t, &j, append([]string{"--plugins", dir, "compile", "--kernel", "vector_add", "-o", out, "--json"}, args...)...)
+		code, err := os.ReadFile(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(code), j
+	}
+	plain, pj := compile()
+	four, fj := compile("--spec", "epi=4", "--wg", "64")
+	if plain == four {
+		t.Error("--spec epi=4 --wg 64 gave the default module")
+	}
+	if pj.Info["workgroup_size"] != "256,1,1" || fj.Info["workgroup_size"] != "64,1,1" {
+		t.Errorf("workgroup sizes %q and %q, want 256,1,1 and 64,1,1", pj.Info["workgroup_size"], fj.Info["workgroup_size"])
+	}
+	status, _, errOut := kiln(t, "--plugins", dir, "compile", "--kernel", "vector_add", "--spec", "nope=1", "-o", "-")
+	if status == 0 || !strings.Contains(errOut, `no parameter "nope"`) || !strings.Contains(errOut, "Fix:") {
+		t.Errorf("--spec nope=1: exit %d, %q", status, errOut)
+	}
+}
+
 // A kind the plugin does not emit, and a plugin that emits nothing, are errors
 // that end in a Fix.
 func TestCompileRejectsWhatThePluginCannotEmit(t *testing.T) {

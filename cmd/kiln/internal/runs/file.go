@@ -101,16 +101,8 @@ func FileJob(a FileArgs) (Job, error) {
 			return Job{}, fmt.Errorf("write buffer %q has no fixed count. Fix: pass --size %s=<elements>", d.Name, d.Name)
 		}
 	}
-	for _, kv := range a.Spec {
-		name, value, err := pair("--spec", kv)
-		if err != nil {
-			return Job{}, err
-		}
-		v, err := specValue(prog, name, value)
-		if err != nil {
-			return Job{}, fmt.Errorf("--spec %s: %w", kv, err)
-		}
-		l.Spec.Set(name, v)
+	if l.Spec, err = ParseSpec(prog, a.Spec); err != nil {
+		return Job{}, err
 	}
 	if l.Uniforms, err = uniformBlock(prog, a.Uniforms); err != nil {
 		return Job{}, err
@@ -169,6 +161,28 @@ func zeroInputs(prog *ir.Program, a FileArgs, inputs [][]byte) error {
 	}
 	return nil
 }
+
+// ParseSpec parses --spec NAME=VALUE flags: each VALUE by the type prog
+// declares for parameter NAME.
+func ParseSpec(prog *ir.Program, kvs []string) (ir.SpecMap, error) {
+	var spec ir.SpecMap
+	for _, kv := range kvs {
+		name, value, err := pair("--spec", kv)
+		if err != nil {
+			return ir.SpecMap{}, err
+		}
+		v, err := specValue(prog, name, value)
+		if err != nil {
+			return ir.SpecMap{}, fmt.Errorf("--spec %s: %w", kv, err)
+		}
+		spec.Set(name, v)
+	}
+	return spec, nil
+}
+
+// ParseWorkgroup parses a --wg flag, "X[,Y[,Z]]" (missing axes are 1; ""
+// is the zero size: the program's own).
+func ParseWorkgroup(s string) ([3]uint32, error) { return triple("--wg", s) }
 
 func pair(flag, kv string) (name, value string, err error) {
 	name, value, ok := strings.Cut(kv, "=")
