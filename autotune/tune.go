@@ -48,9 +48,11 @@ type Sample struct {
 }
 
 // Runner runs candidates: compile (as often as it likes) and dispatch once.
-// A tuner calls it from one goroutine.
+// A tuner calls it from one goroutine. With outputs set the Sample carries the
+// run's outputs for the oracle; without, the runner may leave them where they
+// are (Sample.Outputs nil), which spares a timed run the read-back.
 type Runner interface {
-	Run(ctx context.Context, c Candidate) (Sample, error)
+	Run(ctx context.Context, c Candidate, outputs bool) (Sample, error)
 }
 
 // Config says how Tune measures.
@@ -65,8 +67,10 @@ type Config struct {
 	// candidates not yet started are skipped. Zero means no bound. The first
 	// candidate, the baseline, always runs.
 	Budget time.Duration
-	// Check compares a run's outputs with the oracle's; a candidate counts only
-	// when every one of its runs passes. Nil accepts everything.
+	// Check compares a run's outputs with the oracle's: those of a candidate's
+	// first run and of its last, the runs a runner is asked to read back; a
+	// candidate counts only when both pass. Nil accepts everything (and asks
+	// for no outputs).
 	Check func(outputs [][]byte) error
 	// Progress, when set, is called before each candidate with the number done
 	// and the total.
@@ -149,8 +153,8 @@ func (r *Result) Counted() (ok, failed, skipped int) {
 var ErrNoCandidates = errors.New("no candidates to tune. Fix: give the search at least the program's own configuration")
 
 // Tune runs each candidate in order with r: Warmup untimed runs, then Runs
-// timed ones, every run's outputs checked by cfg.Check, and takes the median
-// time. The winner is the fastest candidate whose runs all passed (ties go to
+// timed ones, the first and the last run's outputs checked by cfg.Check, and
+// takes the median time. The winner is the fastest candidate whose runs all passed (ties go to
 // the earlier one, so the baseline wins a tie). A candidate that fails or
 // gives a wrong result is recorded and never wins; only ctx ending stops the
 // search early with an error, besides the budget.
@@ -200,12 +204,13 @@ func measure(ctx context.Context, r Runner, c Candidate, warmup, runs int, check
 	times := make([]time.Duration, 0, runs)
 	device := true
 	for i := 0; i < warmup+runs; i++ {
-		s, err := r.Run(ctx, c)
+		checked := check != nil && (i == 0 || i == warmup+runs-1)
+		s, err := r.Run(ctx, c, checked)
 		if err != nil {
 			t.Err = fmt.Errorf("%s: %w", c, err)
 			return t
 		}
-		if check != nil {
+		if checked {
 			if err := check(s.Outputs); err != nil {
 				t.Err = &WrongResultError{Candidate: c, Err: err}
 				return t

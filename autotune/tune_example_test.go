@@ -13,7 +13,7 @@ import (
 // fewer invocations with more elements each; epi = 8 computes a wrong result.
 type costRunner struct{}
 
-func (costRunner) Run(_ context.Context, c autotune.Candidate) (autotune.Sample, error) {
+func (costRunner) Run(_ context.Context, c autotune.Candidate, _ bool) (autotune.Sample, error) {
 	epi, _ := c.Spec.Get("epi")
 	out := []byte{1}
 	if epi.Bits() == 8 {
@@ -23,8 +23,9 @@ func (costRunner) Run(_ context.Context, c autotune.Candidate) (autotune.Sample,
 	return autotune.Sample{Time: d, Device: true, Outputs: [][]byte{out}}, nil
 }
 
-// A tuner searches the workgroup sizes and the tunables, checks every run
-// against the oracle, and picks the fastest correct candidate.
+// A tuner searches the workgroup sizes and the tunables, checks each
+// candidate's first and last runs against the oracle, and picks the fastest
+// correct candidate.
 func ExampleTune() {
 	b := ir.NewBuilder("example.fill", 64, 1, 1)
 	epi := b.Tunable("epi", ir.U32, ir.LitU32(1), ir.LitU32(1), ir.LitU32(2), ir.LitU32(8))

@@ -18,17 +18,83 @@ type fixtureRunner struct {
 	calls int
 }
 
-func (f *fixtureRunner) Run(_ context.Context, c Candidate) (Sample, error) {
+func (f *fixtureRunner) Run(_ context.Context, c Candidate, outputs bool) (Sample, error) {
 	f.calls++
 	d, right, err := f.cost(c)
 	if err != nil {
 		return Sample{}, err
+	}
+	if !outputs {
+		return Sample{Time: d, Device: true}, nil
 	}
 	out := []byte{1}
 	if !right {
 		out = []byte{2}
 	}
 	return Sample{Time: d, Device: true, Outputs: [][]byte{out}}, nil
+}
+
+// lastRunRunner reads outputs back only when asked, counting the reads, and
+// gives a wrong output on the run numbered wrongAt of each candidate (from 0).
+type lastRunRunner struct {
+	wrongAt     int
+	runs, reads map[string]int
+}
+
+func (r *lastRunRunner) Run(_ context.Context, c Candidate, outputs bool) (Sample, error) {
+	run := r.runs[c.String()]
+	r.runs[c.String()]++
+	if !outputs {
+		return Sample{Time: time.Millisecond, Device: true}, nil
+	}
+	r.reads[c.String()]++
+	out := []byte{1}
+	if run == r.wrongAt {
+		out = []byte{2}
+	}
+	return Sample{Time: time.Millisecond, Device: true, Outputs: [][]byte{out}}, nil
+}
+
+// TestTuneChecksTheFirstAndLastRuns: a runner is asked for the outputs of a
+// candidate's first and last runs only (the timed runs between stay on the
+// device), a result wrong on either is rejected, and without a check no
+// outputs are asked for.
+func TestTuneChecksTheFirstAndLastRuns(t *testing.T) {
+	cands := Space(tunableProgram(), nil)[:3]
+	cfg := Config{Warmup: 1, Runs: 5, Check: checkOne}
+	for _, wrongAt := range []int{0, 5} {
+		r := &lastRunRunner{wrongAt: wrongAt, runs: map[string]int{}, reads: map[string]int{}}
+		res, err := Tune(context.Background(), r, cands, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, tr := range res.Trials {
+			var wrong *WrongResultError
+			if !errors.As(tr.Err, &wrong) {
+				t.Errorf("wrong on run %d: %s counted (%v)", wrongAt, tr.Candidate, tr.Err)
+			}
+		}
+		if _, ok := res.Winner(); ok {
+			t.Errorf("wrong on run %d: a winner", wrongAt)
+		}
+	}
+	r := &lastRunRunner{wrongAt: 3, runs: map[string]int{}, reads: map[string]int{}}
+	if _, err := Tune(context.Background(), r, cands, cfg); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range cands {
+		if n, reads := r.runs[c.String()], r.reads[c.String()]; n != 6 || reads != 2 {
+			t.Errorf("%s: %d runs with %d read back, want 6 and 2 (the first and the last)", c, n, reads)
+		}
+	}
+	cfg.Check = nil
+	r = &lastRunRunner{wrongAt: -1, runs: map[string]int{}, reads: map[string]int{}}
+	if _, err := Tune(context.Background(), r, cands, cfg); err != nil {
+		t.Fatal(err)
+	}
+	if len(r.reads) != 0 {
+		t.Errorf("without a check the tuner asked for outputs: %v", r.reads)
+	}
 }
 
 func checkOne(outputs [][]byte) error {

@@ -21,6 +21,7 @@ import (
 	"github.com/kiln-dev/kiln/ir"
 	"github.com/kiln-dev/kiln/ir/interp"
 	"github.com/kiln-dev/kiln/ir/kernels"
+	"github.com/kiln-dev/kiln/pluginapi"
 	"github.com/kiln-dev/kiln/pluginapi/conformance"
 )
 
@@ -313,15 +314,27 @@ func parseWorkgroup(s string) ([3]uint32, error) {
 }
 
 // hostRunner runs candidates of one target on one backend, compiling each
-// configuration once.
+// configuration once. The dispatch's buffers are allocated and their inputs
+// written on the first run and bound by every candidate's runs (the inputs do
+// not change with the candidate), so a timed run moves no data; a run whose
+// outputs the tuner checks first refills its write buffers with outputSentinel
+// and rewrites its read_write ones, and reads the outputs back after.
 type hostRunner struct {
 	b   *host.Backend
 	t   tuneTarget
 	pl  *host.Pipeline
 	cur string // the configuration pl was compiled for
+	// bufs are the dispatch's buffers by binding; inputs the data the read and
+	// read_write ones were written with.
+	bufs   []*host.Buffer
+	inputs [][]byte
 }
 
-func (r *hostRunner) Run(ctx context.Context, c autotune.Candidate) (autotune.Sample, error) {
+// outputSentinel fills a write buffer before a checked run, so that elements
+// the candidate fails to store cannot pass for an earlier run's results.
+const outputSentinel = 0x7fbadbad
+
+func (r *hostRunner) Run(ctx context.Context, c autotune.Candidate, outputs bool) (autotune.Sample, error) {
 	spec := r.t.base.Spec
 	var merged ir.SpecMap
 	for _, n := range spec.Names() {
@@ -333,7 +346,7 @@ func (r *hostRunner) Run(ctx context.Context, c autotune.Candidate) (autotune.Sa
 		merged.Set(n, v)
 	}
 	if r.pl == nil || r.cur != c.String() {
-		if err := r.release(ctx); err != nil {
+		if err := r.releasePipeline(ctx); err != nil {
 			return autotune.Sample{}, err
 		}
 		pl, err := r.b.Compile(ctx, r.t.prog, host.CompileOptions{Spec: merged, WorkgroupSize: c.WorkgroupSize})
@@ -347,23 +360,121 @@ func (r *hostRunner) Run(ctx context.Context, c autotune.Candidate) (autotune.Sa
 		kc, _ := r.t.kernel.Retune(r.t.c, c.WorkgroupSize, merged)
 		w = host.Work{Grid: kc.Grid, Inputs: kc.Inputs, OutputCounts: kc.OutputCounts, Uniforms: kc.Uniforms}
 	}
-	res, err := r.b.Dispatch(ctx, r.pl, w)
+	if r.bufs == nil {
+		if err := r.allocate(ctx, w); err != nil {
+			return autotune.Sample{}, err
+		}
+	}
+	if outputs {
+		if err := r.reset(ctx); err != nil {
+			return autotune.Sample{}, err
+		}
+	}
+	bound := host.BoundWork{Grid: w.Grid, Invocations: w.Invocations, Uniforms: w.Uniforms, Bindings: make([]host.Binding, len(r.bufs))}
+	for i, bf := range r.bufs {
+		bound.Bindings[i] = host.Bind(bf)
+	}
+	var batch host.Batch
+	batch.Dispatch(r.pl, bound)
+	began := time.Now()
+	res, err := r.b.Submit(ctx, &batch)
+	took := time.Since(began)
 	if err != nil {
 		return autotune.Sample{}, err
 	}
+	sample := autotune.Sample{Time: took}
 	if res.DeviceTime > 0 {
-		return autotune.Sample{Time: res.DeviceTime, Device: true, Outputs: res.Outputs}, nil
+		sample = autotune.Sample{Time: res.DeviceTime, Device: true}
 	}
-	return autotune.Sample{Time: res.Dispatch, Outputs: res.Outputs}, nil
+	if outputs {
+		for _, binding := range r.t.prog.Outputs() {
+			bf := r.bufs[binding]
+			out := make([]byte, bf.Size())
+			if err := bf.Read(ctx, 0, out); err != nil {
+				return autotune.Sample{}, err
+			}
+			sample.Outputs = append(sample.Outputs, out)
+		}
+	}
+	return sample, nil
 }
 
-func (r *hostRunner) release(ctx context.Context) error {
+// allocate makes a buffer per binding of the program, sized and written from
+// w: a read or read_write buffer holds its input, a write buffer its output
+// count of elements (or its fixed count).
+func (r *hostRunner) allocate(ctx context.Context, w host.Work) error {
+	prog := r.t.prog
+	r.bufs, r.inputs = make([]*host.Buffer, len(prog.Buffers)), make([][]byte, len(prog.Buffers))
+	for _, d := range prog.Buffers {
+		var size int64
+		switch {
+		case d.Access != ir.Write && int(d.Binding) < len(w.Inputs):
+			r.inputs[d.Binding] = w.Inputs[d.Binding]
+			size = int64(len(w.Inputs[d.Binding]))
+		case d.Count > 0:
+			size = int64(d.Count) * pluginapi.ElementBytes
+		case int(d.Binding) < len(w.OutputCounts):
+			size = int64(w.OutputCounts[d.Binding]) * pluginapi.ElementBytes
+		}
+		bf, err := r.b.Alloc(ctx, size, 0)
+		if err != nil {
+			return err
+		}
+		r.bufs[d.Binding] = bf
+		if in := r.inputs[d.Binding]; len(in) > 0 {
+			if err := bf.Write(ctx, 0, in); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// reset prepares a checked run: write buffers filled with outputSentinel,
+// read_write buffers holding their inputs again (earlier runs changed them).
+func (r *hostRunner) reset(ctx context.Context) error {
+	var batch host.Batch
+	for _, d := range r.t.prog.Buffers {
+		bf := r.bufs[d.Binding]
+		switch {
+		case bf.Size() == 0:
+		case d.Access == ir.Write:
+			batch.Fill(host.Bind(bf), outputSentinel)
+		case d.Access == ir.ReadWrite:
+			if err := bf.Write(ctx, 0, r.inputs[d.Binding]); err != nil {
+				return err
+			}
+		}
+	}
+	if batch.Len() == 0 {
+		return nil
+	}
+	_, err := r.b.Submit(ctx, &batch)
+	return err
+}
+
+func (r *hostRunner) releasePipeline(ctx context.Context) error {
 	if r.pl == nil {
 		return nil
 	}
 	pl := r.pl
 	r.pl, r.cur = nil, ""
 	return r.b.Release(ctx, pl)
+}
+
+// release lets go of the pipeline and the buffers.
+func (r *hostRunner) release(ctx context.Context) error {
+	err := r.releasePipeline(ctx)
+	for _, bf := range r.bufs {
+		if bf == nil {
+			continue
+		}
+		if ferr := bf.Free(ctx); err == nil {
+			err = ferr
+		}
+	}
+	r.bufs, r.inputs = nil, nil
+	return err
 }
 
 // tuneOne searches t's space on b and returns its report and the winner's

@@ -171,6 +171,48 @@ func tunableFile(t *testing.T, dir, name string) string {
 	return path
 }
 
+// TestTuneRejectsOutputsLeftUnwritten: the tuner's runs share their buffers,
+// so a candidate that stores only part of the output (epi = 2 here skips the
+// odd elements) would find the baseline's results in the rest; the checked
+// runs refill the output first, and it is rejected.
+func TestTuneRejectsOutputsLeftUnwritten(t *testing.T) {
+	freshHomes(t)
+	dir := plugins(t, "cpuref")
+	b := ir.NewBuilder("t.tune.partial", 64, 1, 1)
+	epi := b.Tunable("epi", ir.U32, ir.LitU32(1), ir.LitU32(1), ir.LitU32(2))
+	a := b.Buffer("a", ir.U32, ir.Read)
+	out := b.Buffer("out", ir.U32, ir.Write)
+	g := b.Let("g", ir.GlobalID(0))
+	total := b.Let("total", ir.Mul(ir.NumWorkgroups(0), ir.WorkgroupSize(0)))
+	b.For("j", ir.U32, ir.LitU32(0), epi, ir.LitU32(1), func(loop *ir.Block, j ir.Expr) {
+		i := loop.Let("i", ir.Add(g, ir.Mul(j, total)))
+		odd := ir.Eq(ir.Rem(i, ir.LitU32(2)), ir.LitU32(1))
+		loop.If(ir.LAnd(ir.Lt(i, ir.Len(out)), ir.LOr(ir.Eq(epi, ir.LitU32(1)), ir.Not(odd))), func(then *ir.Block) {
+			then.Store(out, i, ir.Add(ir.Load(a, i), i))
+		})
+	})
+	data, err := ir.MarshalJSON(b.MustBuild())
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(t.TempDir(), "partial.json")
+	if err := os.WriteFile(file, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var j tuneJSON
+	kilnJSON(t, &j, "--plugins", dir, "tune", "--kernel", file, "--backend", "cpu-ref", "--zero", "a=300", "--size", "out=300",
+		"--invocations", "300", "--wg", "64", "--budget", "0", "--runs", "2", "--dry-run", "--json")
+	for _, tr := range j.Results[0].Trials {
+		wrong := strings.Contains(tr.Error, "wrong result")
+		if strings.Contains(tr.Params, "epi=2") != wrong {
+			t.Errorf("%s: error %q", tr.Candidate, tr.Error)
+		}
+	}
+	if w := j.Results[0].Winner; !strings.Contains(w, "epi=1") {
+		t.Errorf("winner %q, want an epi=1 candidate", w)
+	}
+}
+
 // buildKiln builds the kiln executable once per test.
 func buildKiln(t *testing.T) string {
 	t.Helper()
