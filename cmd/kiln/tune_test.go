@@ -103,14 +103,14 @@ func TestTuneNarrowedSearch(t *testing.T) {
 	kilnJSON(t, &j, "--plugins", dir, "tune", "--kernel", "matmul_reg", "--backend", "cpu-ref", "--size", "9",
 		"--wg", "8,8", "--spec", "bm=2", "--spec", "bn=2", "--budget", "0", "--runs", "1", "--dry-run", "--json")
 	r := j.Results[0]
-	if r.Candidates != 1+2*4*2 || r.Measured != r.Candidates {
-		t.Fatalf("%d candidates (%d measured), want the baseline and 2 sizes × 4 depths × 2 stages", r.Candidates, r.Measured)
+	if r.Candidates != 1+2*4*2*2 || r.Measured != r.Candidates {
+		t.Fatalf("%d candidates (%d measured), want the baseline and 2 sizes × 4 depths × 2 stages × 2 column groupings", r.Candidates, r.Measured)
 	}
 	for _, tr := range r.Trials {
 		if !tr.Baseline && !strings.HasPrefix(tr.Params, "bm=2 bn=2 ") {
 			t.Errorf("searched %s, which --spec excludes", tr.Candidate)
 		}
-		if tr.Baseline && tr.Candidate != "wg 16×16×1 bm=4 bn=4 stages=1 tk=16" {
+		if tr.Baseline && tr.Candidate != "wg 16×16×1 bm=4 bn=4 stages=1 tk=16 vec=1" {
 			t.Errorf("baseline %s, want the untuned program", tr.Candidate)
 		}
 	}

@@ -10,7 +10,8 @@
 // Five kernels use IR v1.1: matmul takes its shape as uniforms (one compile for
 // every shape) and stages tiles of any depth up to the workgroup's sides;
 // matmul_reg, register-tiled, keeps a block of c per invocation in registers
-// (at stages = 2 with ping-pong tiles and register prefetch);
+// (at stages = 2 with ping-pong tiles and register prefetch, at vec = 4 with
+// runs of adjacent columns for wide shared loads);
 // subgroup_sum reduces with subgroup operations at any subgroup size; scatter_add
 // adds f32 values with compare-exchange loops; softmax reduces rows in shared
 // memory. A Case carries the uniform block its dispatch needs (Case.Uniforms).

@@ -57,7 +57,9 @@ func matmulReg() Kernel {
 		Doc: "c (m×n) = a (m×k) · b (k×n), row-major f32, register-tiled: each invocation keeps a bm×bn block of c " +
 			"(parameters, default 4×4, tunable 1, 2, 4, 8) in registers, fed from shared tiles of depth tk " +
 			"(default 16, tunable 4, 8, 16, 32); stages (parameter, default 1, tunable 1, 2): 2 = ping-pong tiles " +
-			"with register prefetch, one barrier per step; m, n, k are uniforms; size s is m = s, k = s+1, n = s+2",
+			"with register prefetch, one barrier per step; vec (parameter, default 1, tunable 1, 4): an invocation's " +
+			"columns come in runs of min(bn, vec) adjacent ones, read from the b tile with one wide load where a " +
+			"backend vectorizes; m, n, k are uniforms; size s is m = s, k = s+1, n = s+2",
 		Sizes:       []int{0, 1, 7, 16, 17, 61, 64, 100},
 		Program:     matmulRegProgram,
 		Invocations: inv,
@@ -108,12 +110,20 @@ func matmulReg() Kernel {
 // specialization; a launch that does not meet it runs the loop above, so
 // every candidate is correct. Both loops add the products in the same order
 // (e ascending within a step, steps ascending).
+//
+// vec regroups an invocation's columns: with g = min(bn, vec), its column j
+// is col0 + (j/g)·(X·g) + tx·g + j%g, so each run of g columns is adjacent and
+// 16-byte aligned for g = 4 (X·g and tx·g are multiples of g): a backend may
+// read it from the b tile in one wide load, and the X invocations of a row
+// still read one contiguous stretch of the tile per run (no bank conflicts).
+// At vec = 1 (g = 1) it is the strided layout above.
 func matmulRegProgram() *ir.Program {
 	b := ir.NewBuilder("kiln.matrix.matmul_reg.f32", regWG, regWG, 1)
 	bm := b.Tunable("bm", ir.U32, ir.LitU32(regBlock), u32Literals(regBlocks)...)
 	bn := b.Tunable("bn", ir.U32, ir.LitU32(regBlock), u32Literals(regBlocks)...)
 	tk := b.Tunable("tk", ir.U32, ir.LitU32(regDepth), u32Literals(regDepths)...)
 	stages := b.Tunable("stages", ir.U32, ir.LitU32(1), ir.LitU32(1), ir.LitU32(2))
+	vec := b.Tunable("vec", ir.U32, ir.LitU32(1), ir.LitU32(1), ir.LitU32(4))
 	m := b.Uniform("m", ir.U32)
 	n := b.Uniform("n", ir.U32)
 	k := b.Uniform("k", ir.U32)
@@ -135,6 +145,13 @@ func matmulRegProgram() *ir.Program {
 	cols := b.Let("cols", ir.Mul(wx, bn))
 	row0 := b.Let("row0", ir.Mul(ir.WorkgroupID(1), rows))
 	col0 := b.Let("col0", ir.Mul(ir.WorkgroupID(0), cols))
+	group := b.Let("group", ir.Select(ir.Lt(bn, vec), bn, vec))
+	span := b.Let("span", ir.Mul(wx, group))
+	first := b.Let("first", ir.Mul(tx, group))
+	// colOf is the offset of the invocation's column j in the workgroup's tile.
+	colOf := func(j int) ir.Expr {
+		return ir.Add(ir.Add(ir.Mul(ir.Div(u(j), group), span), first), ir.Rem(u(j), group))
+	}
 	acc := func(i, j int) string { return fmt.Sprintf("acc_%d_%d", i, j) }
 	bv := func(j int) string { return fmt.Sprintf("b_%d", j) }
 	for i := range regMaxBlock {
@@ -192,7 +209,7 @@ func matmulRegProgram() *ir.Program {
 		blk.For("e", ir.U32, zero, tk, one, func(inner *ir.Block, e ir.Expr) {
 			for j := range regMaxBlock {
 				inner.If(ir.Lt(u(j), bn), func(then *ir.Block) {
-					then.Assign(bv(j), ir.Load(bTile, at(ir.Add(ir.Mul(e, cols), ir.Add(ir.Mul(u(j), wx), tx)))))
+					then.Assign(bv(j), ir.Load(bTile, at(ir.Add(ir.Mul(e, cols), colOf(j)))))
 				})
 			}
 			for i := range regMaxBlock {
@@ -280,7 +297,7 @@ func matmulRegProgram() *ir.Program {
 			row := then.Let(fmt.Sprintf("row_%d", i), ir.Add(row0, ir.Add(ir.Mul(u(i), wy), ty)))
 			for j := range regMaxBlock {
 				then.If(ir.Lt(u(j), bn), func(use *ir.Block) {
-					col := use.Let(fmt.Sprintf("col_%d_%d", i, j), ir.Add(col0, ir.Add(ir.Mul(u(j), wx), tx)))
+					col := use.Let(fmt.Sprintf("col_%d_%d", i, j), ir.Add(col0, colOf(j)))
 					use.If(ir.LAnd(ir.Lt(row, m), ir.Lt(col, n)), func(st *ir.Block) {
 						st.Store(c, ir.Add(ir.Mul(row, n), col), ir.Local(acc(i, j)))
 					})
