@@ -8,7 +8,9 @@
 //     capability 7.x and sm_80 on 8.0 and later (the JIT compiles it for the actual
 //     device), .address_size 64.
 //   - One kernel, "kiln_main", with .reqntid set to the workgroup size, so a launch
-//     with any other block shape fails instead of running wrong.
+//     with any other block shape fails instead of running wrong, and, for
+//     workgroups of up to 256 threads, .minnctapersm 2 (two resident blocks per
+//     SM, so one computes while the other waits at a barrier).
 //   - Kernel parameters, in order: a .u64 global pointer per buffer binding
 //     (kiln_buf<b>), then a .u32 element count per buffer binding (kiln_len<b>).
 //     Module.Params lists them. Every buffer pointer must point at least 4 bytes of

@@ -240,6 +240,29 @@ func TestSpecializationIsFolded(t *testing.T) {
 	}
 }
 
+// TestTwoBlocksPerSMUpTo256Threads: a workgroup of up to 256 threads asks for
+// two resident blocks per SM (.minnctapersm 2, after .reqntid, which it
+// requires); a larger one asks for nothing, so that its registers stay
+// uncapped.
+func TestTwoBlocksPerSMUpTo256Threads(t *testing.T) {
+	k, _ := kernels.Lookup("saxpy")
+	p := k.Program()
+	for _, c := range []struct {
+		wg   [3]uint32
+		want bool
+	}{{[3]uint32{256, 1, 1}, true}, {[3]uint32{16, 16, 1}, true}, {[3]uint32{64, 1, 1}, true}, {[3]uint32{512, 1, 1}, false}, {[3]uint32{32, 32, 1}, false}} {
+		m := mustEmit(t, "saxpy", p, Options{WorkgroupSize: c.wg})
+		mod, err := parseModule(m.Text)
+		if err != nil {
+			t.Fatal(err)
+		}
+		at := strings.Index(m.Text, ".minnctapersm 2\n")
+		if (mod.minBlocks == 2) != c.want || (c.want && at < strings.Index(m.Text, ".reqntid")) {
+			t.Errorf("workgroup %v: .minnctapersm %d at %d (want 2 after .reqntid: %v)", c.wg, mod.minBlocks, at, c.want)
+		}
+	}
+}
+
 // TestEdgeTableCoversEveryOperation fails when an operator, cast, atomic or
 // statement kind of the ir package appears in no program of the edge table nor
 // of the conformance kit's semantics tables (which the PTX interpreter runs in

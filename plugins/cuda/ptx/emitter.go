@@ -98,6 +98,17 @@ type emitter struct {
 	assigned map[string]bool
 }
 
+
+// twoBlocksMaxThreads is the largest workgroup for which a module asks ptxas to
+// keep two blocks resident per SM (.minnctapersm 2): a workgroup that waits at
+// barriers leaves the SM idle unless another one computes meanwhile. For up to
+// 256 threads that caps a thread at 128 of the SM's 64K registers (its kernels
+// need fewer unless they keep large register blocks, such as matmul_reg's 8×8,
+// which ran 1% faster at 2 blocks than at one with 129 to 172 registers); for
+// larger workgroups it would cap them at 64 or fewer and spill, so they get no
+// hint.
+const twoBlocksMaxThreads = 256
+
 func newEmitter(p *ir.Program, wg [3]uint32, params map[string]ir.Literal, target Target, sg uint32) *emitter {
 	return &emitter{
 		prog:     p,
@@ -236,7 +247,11 @@ func (e *emitter) assemble(m *Module) string {
 		kind := map[ParamKind]string{BufferPointer: ".u64", ElementCount: ".u32", UniformValue: ".b32"}[p.Kind]
 		fmt.Fprintf(&s, "\n\t.param %s %s", kind, p.Name)
 	}
-	fmt.Fprintf(&s, "\n)\n.reqntid %d, %d, %d\n{\n", e.wg[0], e.wg[1], e.wg[2])
+	fmt.Fprintf(&s, "\n)\n.reqntid %d, %d, %d\n", e.wg[0], e.wg[1], e.wg[2])
+	if e.wg[0]*e.wg[1]*e.wg[2] <= twoBlocksMaxThreads {
+		s.WriteString(".minnctapersm 2\n")
+	}
+	s.WriteString("{\n")
 	fmt.Fprintf(&s, "\t.reg .pred %%p<%d>;\n\t.reg .b32 %%r<%d>;\n\t.reg .b64 %%rd<%d>;\n", e.np+1, e.nr+1, e.nd+1)
 	for _, line := range e.shared {
 		s.WriteString(line + "\n")

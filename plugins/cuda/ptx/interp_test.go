@@ -75,6 +75,7 @@ type pmodule struct {
 	params     map[string]int // name -> position
 	paramKinds []string       // ".u64" or ".u32" by position
 	reqntid    [3]uint32
+	minBlocks  int          // .minnctapersm, 0 when absent
 	nregs      map[byte]int // declared registers by class
 	shared     map[string][2]uint32
 	sharedSize uint32
@@ -181,6 +182,8 @@ func parseModule(text string) (*pmodule, error) {
 				}
 				m.reqntid[i] = uint32(v)
 			}
+		case line == ".minnctapersm 2":
+			m.minBlocks = 2
 		case line == "{":
 			inBody = true
 		case line == "}":
