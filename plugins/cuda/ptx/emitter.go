@@ -98,7 +98,6 @@ type emitter struct {
 	assigned map[string]bool
 }
 
-
 // twoBlocksMaxThreads is the largest workgroup for which a module asks ptxas to
 // keep two blocks resident per SM (.minnctapersm 2): a workgroup that waits at
 // barriers leaves the SM idle unless another one computes meanwhile. For up to
