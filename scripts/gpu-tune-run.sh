@@ -10,7 +10,8 @@
 #   for p in cuda cpuref vulkan; do go build "$L" -o $D/bin/plugins/kiln-backend-$p ./plugins/$p; done
 #   tar czf $D/bin.tgz -C $D bin && rm -r $D/bin && cp scripts/gpu-tune-run.sh $D/
 # plus the Vulkan loader .debs in .gl/. On the GPU machine, with OUT set:
-#   [BACKENDS="cuda vulkan"] bash .devbin/tune/gpu-tune-run.sh [BUDGET]     (per backend, default 4m)
+#   [BACKENDS="cuda vulkan"] [WGS="--wg 16,16 ..."] [VADD=0] bash .devbin/tune/gpu-tune-run.sh [BUDGET]
+# (BUDGET per backend in minutes, default 4m; VADD=0 skips the vector_add tune)
 set -u
 BUDGET=${1:-4m}
 D=.devbin/tune
@@ -29,18 +30,21 @@ K="$B/kiln --plugins $B/plugins"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv | tee -a $S
 nvidia-smi --query-gpu=clocks.sm --format=csv,noheader -lms 500 > $OUT/tune-clocks.txt 2>&1 &
 SMI=$!
-WG="--wg 16,16 --wg 16,8 --wg 8,16 --wg 32,8 --wg 8,32"
+WG=${WGS:-"--wg 16,16 --wg 16,8 --wg 8,16 --wg 32,8 --wg 8,32"}
+LIMIT=$(( ${BUDGET%m} * 60 + 60 ))
 for be in ${BACKENDS:-cuda vulkan}; do
   say "== kiln tune matmul_reg 4096 on $be (budget $BUDGET)"
-  timeout 280 $K tune --kernel matmul_reg --backend $be --size 4096 --runs 3 $WG --budget $BUDGET > $OUT/tune-matmul-$be.txt 2>&1; say "rc=$?"
+  timeout $LIMIT $K tune --kernel matmul_reg --backend $be --size 4096 --runs 3 $WG --budget $BUDGET > $OUT/tune-matmul-$be.txt 2>&1; say "rc=$?"
   grep -v '^\s*$' $OUT/tune-matmul-$be.txt | head -4 | tee -a $S
   grep -iE 'winner|baseline|best|saved|record' $OUT/tune-matmul-$be.txt | head -6 | tee -a $S
   say "-- after tuning: kiln run matmul_reg 4096 on $be (record applied)"
   timeout 120 $K --json run --kernel matmul_reg --size 4096 --backend $be > $OUT/run-matmul-$be.json 2>&1; head -c 600 $OUT/run-matmul-$be.json | tee -a $S; echo | tee -a $S
 done
-say "== kiln tune vector_add 16M on cuda"
-timeout 150 $K tune --kernel vector_add --backend cuda --size 16777216 --budget 1m > $OUT/tune-vadd.txt 2>&1; say "rc=$?"
-grep -iE 'winner|baseline|best|saved' $OUT/tune-vadd.txt | head -4 | tee -a $S
+if [ "${VADD:-1}" != 0 ]; then
+  say "== kiln tune vector_add 16M on cuda"
+  timeout 150 $K tune --kernel vector_add --backend cuda --size 16777216 --budget 1m > $OUT/tune-vadd.txt 2>&1; say "rc=$?"
+  grep -iE 'winner|baseline|best|saved' $OUT/tune-vadd.txt | head -4 | tee -a $S
+fi
 kill $SMI
 say "SM clock during tuning (MHz: samples):"; sort $OUT/tune-clocks.txt | uniq -c | sort -rn | head -4 | tee -a $S
 python3 - <<'PY' 2>&1 | tee -a $S
