@@ -148,6 +148,13 @@ func TestTuneBadArguments(t *testing.T) {
 // tunable to dir and returns its path.
 func tunableFile(t *testing.T, dir, name string) string {
 	t.Helper()
+	return programFile(t, dir, name, nil)
+}
+
+// programFile writes tunableFile's program, whose stores of element i also
+// need keep(epi, i) when keep is set, to dir/name.json.
+func programFile(t *testing.T, dir, name string, keep func(epi, i ir.Expr) ir.Expr) string {
+	t.Helper()
 	b := ir.NewBuilder(name, 64, 1, 1)
 	epi := b.Tunable("epi", ir.U32, ir.LitU32(1), ir.LitU32(1), ir.LitU32(2))
 	a := b.Buffer("a", ir.U32, ir.Read)
@@ -156,7 +163,11 @@ func tunableFile(t *testing.T, dir, name string) string {
 	total := b.Let("total", ir.Mul(ir.NumWorkgroups(0), ir.WorkgroupSize(0)))
 	b.For("j", ir.U32, ir.LitU32(0), epi, ir.LitU32(1), func(loop *ir.Block, j ir.Expr) {
 		i := loop.Let("i", ir.Add(g, ir.Mul(j, total)))
-		loop.If(ir.Lt(i, ir.Len(out)), func(then *ir.Block) {
+		cond := ir.Lt(i, ir.Len(out))
+		if keep != nil {
+			cond = ir.LAnd(cond, keep(epi, i))
+		}
+		loop.If(cond, func(then *ir.Block) {
 			then.Store(out, i, ir.Add(ir.Load(a, i), i))
 		})
 	})
@@ -178,27 +189,10 @@ func tunableFile(t *testing.T, dir, name string) string {
 func TestTuneRejectsOutputsLeftUnwritten(t *testing.T) {
 	freshHomes(t)
 	dir := plugins(t, "cpuref")
-	b := ir.NewBuilder("t.tune.partial", 64, 1, 1)
-	epi := b.Tunable("epi", ir.U32, ir.LitU32(1), ir.LitU32(1), ir.LitU32(2))
-	a := b.Buffer("a", ir.U32, ir.Read)
-	out := b.Buffer("out", ir.U32, ir.Write)
-	g := b.Let("g", ir.GlobalID(0))
-	total := b.Let("total", ir.Mul(ir.NumWorkgroups(0), ir.WorkgroupSize(0)))
-	b.For("j", ir.U32, ir.LitU32(0), epi, ir.LitU32(1), func(loop *ir.Block, j ir.Expr) {
-		i := loop.Let("i", ir.Add(g, ir.Mul(j, total)))
-		odd := ir.Eq(ir.Rem(i, ir.LitU32(2)), ir.LitU32(1))
-		loop.If(ir.LAnd(ir.Lt(i, ir.Len(out)), ir.LOr(ir.Eq(epi, ir.LitU32(1)), ir.Not(odd))), func(then *ir.Block) {
-			then.Store(out, i, ir.Add(ir.Load(a, i), i))
-		})
+	// epi = 2 skips the odd elements.
+	file := programFile(t, t.TempDir(), "t.tune.partial", func(epi, i ir.Expr) ir.Expr {
+		return ir.LOr(ir.Eq(epi, ir.LitU32(1)), ir.Not(ir.Eq(ir.Rem(i, ir.LitU32(2)), ir.LitU32(1))))
 	})
-	data, err := ir.MarshalJSON(b.MustBuild())
-	if err != nil {
-		t.Fatal(err)
-	}
-	file := filepath.Join(t.TempDir(), "partial.json")
-	if err := os.WriteFile(file, data, 0o644); err != nil {
-		t.Fatal(err)
-	}
 	var j tuneJSON
 	kilnJSON(t, &j, "--plugins", dir, "tune", "--kernel", file, "--backend", "cpu-ref", "--zero", "a=300", "--size", "out=300",
 		"--invocations", "300", "--wg", "64", "--budget", "0", "--runs", "2", "--dry-run", "--json")

@@ -235,6 +235,16 @@ func matmulRegProgram() *ir.Program {
 			pipe.Var(pa(f), ir.F32, ir.LitF32(0))
 			pipe.Var(pb(f), ir.F32, ir.LitF32(0))
 		}
+		// prefetched are the two tiles' fills: tile, trips, elements, the
+		// registers holding the next step's values, how one is read, and the
+		// name of the tile index.
+		prefetched := []struct {
+			tile         string
+			trips, count ir.Expr
+			reg          func(int) string
+			value        func(*ir.Block, ir.Expr, ir.Expr) ir.Expr
+			index        string
+		}{{aTile, aTrips, aCount, pa, aValue, "sa"}, {bTile, bTrips, bCount, pb, bValue, "sb"}}
 		fillTiles(pipe, zero)
 		pipe.Barrier()
 		// Step t computes from half t&1 while its next step's values wait in
@@ -256,26 +266,18 @@ func matmulRegProgram() *ir.Program {
 						nextBase = next.Let("next_base", ir.Mul(ir.Add(t, one), tk))
 					}
 					for f := range regPrefetch {
-						next.If(ir.Lt(u(f), aTrips), func(fill *ir.Block) {
-							s := fill.Let("sa", ir.Add(lane, ir.Mul(u(f), threads)))
-							fill.If(ir.Lt(s, aCount), func(in *ir.Block) {
-								if write {
-									in.Store(aTile, ir.Add(nextOff, s), ir.Local(pa(f)))
-								} else {
-									in.Assign(pa(f), aValue(in, nextBase, s))
-								}
+						for _, m := range prefetched {
+							next.If(ir.Lt(u(f), m.trips), func(fill *ir.Block) {
+								s := fill.Let(m.index, ir.Add(lane, ir.Mul(u(f), threads)))
+								fill.If(ir.Lt(s, m.count), func(in *ir.Block) {
+									if write {
+										in.Store(m.tile, ir.Add(nextOff, s), ir.Local(m.reg(f)))
+									} else {
+										in.Assign(m.reg(f), m.value(in, nextBase, s))
+									}
+								})
 							})
-						})
-						next.If(ir.Lt(u(f), bTrips), func(fill *ir.Block) {
-							s := fill.Let("sb", ir.Add(lane, ir.Mul(u(f), threads)))
-							fill.If(ir.Lt(s, bCount), func(in *ir.Block) {
-								if write {
-									in.Store(bTile, ir.Add(nextOff, s), ir.Local(pb(f)))
-								} else {
-									in.Assign(pb(f), bValue(in, nextBase, s))
-								}
-							})
-						})
+						}
 					}
 				})
 			}
