@@ -14,33 +14,17 @@ import (
 // (loads as "load a", stores as "store out"), not entering loops.
 func accesses(stmts []ir.Stmt) []string {
 	var out []string
-	var expr func(e ir.Expr)
-	expr = func(e ir.Expr) {
-		switch e := e.(type) {
+	ir.Inspect(stmts, func(n any) bool {
+		switch n := n.(type) {
 		case ir.LoadExpr:
-			expr(e.Index)
-			out = append(out, "load "+e.Target)
-		case ir.BinaryExpr:
-			expr(e.X)
-			expr(e.Y)
-		}
-	}
-	for _, s := range stmts {
-		switch s := s.(type) {
-		case ir.LetStmt:
-			expr(s.Value)
-		case ir.VarStmt:
-			expr(s.Value)
-		case ir.AssignStmt:
-			expr(s.Value)
+			out = append(out, "load "+n.Target)
 		case ir.StoreStmt:
-			expr(s.Value)
-			out = append(out, "store "+s.Target)
-		case ir.IfStmt:
-			out = append(out, accesses(s.Then)...)
-			out = append(out, accesses(s.Else)...)
+			out = append(out, "store "+n.Target)
+		case ir.ForStmt:
+			return false
 		}
-	}
+		return true
+	})
 	return out
 }
 

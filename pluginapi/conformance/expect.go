@@ -127,73 +127,15 @@ func (r *runner) claims(p *ir.Program) bool {
 // subgroupUse reports whether stmts use subgroup builtins or operations, and
 // whether they read other lanes (subgroup_shuffle, subgroup_broadcast).
 func subgroupUse(stmts []ir.Stmt) (uses, lanes bool) {
-	var expr func(e ir.Expr)
-	expr = func(e ir.Expr) {
-		switch e := e.(type) {
+	ir.Inspect(stmts, func(n any) bool {
+		switch e := n.(type) {
 		case ir.SubgroupExpr:
 			uses = true
 			lanes = lanes || e.Op.HasLane()
-			expr(e.X)
-			if e.Lane != nil {
-				expr(e.Lane)
-			}
 		case ir.BuiltinRef:
 			uses = uses || !e.Kind.HasAxis()
-		case ir.UnaryExpr:
-			expr(e.X)
-		case ir.BinaryExpr:
-			expr(e.X)
-			expr(e.Y)
-		case ir.FmaExpr:
-			expr(e.A)
-			expr(e.B)
-			expr(e.C)
-		case ir.SelectExpr:
-			expr(e.Cond)
-			expr(e.A)
-			expr(e.B)
-		case ir.CastExpr:
-			expr(e.X)
-		case ir.BitcastExpr:
-			expr(e.X)
-		case ir.LoadExpr:
-			expr(e.Index)
 		}
-	}
-	var block func(stmts []ir.Stmt)
-	block = func(stmts []ir.Stmt) {
-		for _, s := range stmts {
-			switch s := s.(type) {
-			case ir.LetStmt:
-				expr(s.Value)
-			case ir.VarStmt:
-				expr(s.Value)
-			case ir.AssignStmt:
-				expr(s.Value)
-			case ir.StoreStmt:
-				expr(s.Index)
-				expr(s.Value)
-			case ir.IfStmt:
-				expr(s.Cond)
-				block(s.Then)
-				block(s.Else)
-			case ir.ForStmt:
-				expr(s.From)
-				expr(s.To)
-				expr(s.Step)
-				block(s.Body)
-			case ir.WhileStmt:
-				expr(s.Cond)
-				block(s.Body)
-			case ir.AtomicStmt:
-				expr(s.Index)
-				expr(s.Value)
-				if s.Compare != nil {
-					expr(s.Compare)
-				}
-			}
-		}
-	}
-	block(stmts)
+		return true
+	})
 	return uses, lanes
 }

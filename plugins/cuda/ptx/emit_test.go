@@ -269,94 +269,50 @@ func TestTwoBlocksPerSMUpTo256Threads(t *testing.T) {
 // TestConformanceOnTheInterpreter): then nothing pins its PTX.
 func TestEdgeTableCoversEveryOperation(t *testing.T) {
 	seen := map[string]bool{}
-	var expr func(x ir.Expr)
-	expr = func(x ir.Expr) {
-		switch x := x.(type) {
+	note := func(n any) bool {
+		switch x := n.(type) {
 		case ir.UnaryExpr:
 			seen["unary "+x.Op.String()] = true
-			expr(x.X)
 		case ir.BinaryExpr:
 			seen["binary "+x.Op.String()] = true
-			expr(x.X)
-			expr(x.Y)
 		case ir.CastExpr:
 			seen["cast "+x.To.String()] = true
-			expr(x.X)
 		case ir.FmaExpr:
 			seen["fma"] = true
-			expr(x.A)
-			expr(x.B)
-			expr(x.C)
 		case ir.SelectExpr:
 			seen["select"] = true
-			expr(x.Cond)
-			expr(x.A)
-			expr(x.B)
-		case ir.LoadExpr:
-			expr(x.Index)
 		case ir.BuiltinRef:
 			seen["builtin "+x.Kind.String()] = true
 		case ir.BitcastExpr:
 			seen["bitcast "+x.To.String()] = true
-			expr(x.X)
 		case ir.UniformRef:
 			seen["uniform"] = true
 		case ir.SubgroupExpr:
 			seen[x.Op.String()] = true
-			expr(x.X)
-			if x.Lane != nil {
-				expr(x.Lane)
-			}
+		case ir.IfStmt:
+			seen["if"] = true
+		case ir.ForStmt:
+			seen["for "+x.Type.String()] = true
+		case ir.WhileStmt:
+			seen["while"] = true
+		case ir.BreakStmt:
+			seen["break"] = true
+		case ir.ContinueStmt:
+			seen["continue"] = true
+		case ir.BarrierStmt:
+			seen["barrier"] = true
+		case ir.AtomicStmt:
+			seen["atomic "+x.Op.String()] = true
+		case ir.ReturnStmt:
+			seen["return"] = true
 		}
-	}
-	var stmts func(ss []ir.Stmt)
-	stmts = func(ss []ir.Stmt) {
-		for _, s := range ss {
-			switch s := s.(type) {
-			case ir.LetStmt:
-				expr(s.Value)
-			case ir.VarStmt:
-				expr(s.Value)
-			case ir.AssignStmt:
-				expr(s.Value)
-			case ir.StoreStmt:
-				expr(s.Index)
-				expr(s.Value)
-			case ir.IfStmt:
-				seen["if"] = true
-				expr(s.Cond)
-				stmts(s.Then)
-				stmts(s.Else)
-			case ir.ForStmt:
-				seen["for "+s.Type.String()] = true
-				stmts(s.Body)
-			case ir.WhileStmt:
-				seen["while"] = true
-				expr(s.Cond)
-				stmts(s.Body)
-			case ir.BreakStmt:
-				seen["break"] = true
-			case ir.ContinueStmt:
-				seen["continue"] = true
-			case ir.BarrierStmt:
-				seen["barrier"] = true
-			case ir.AtomicStmt:
-				seen["atomic "+s.Op.String()] = true
-				expr(s.Index)
-				expr(s.Value)
-				if s.Compare != nil {
-					expr(s.Compare)
-				}
-			case ir.ReturnStmt:
-				seen["return"] = true
-			}
-		}
+		return true
 	}
 	for _, c := range edgetest.Table() {
-		stmts(c.Prog.Body)
+		ir.Inspect(c.Prog.Body, note)
 	}
 	for _, p := range conformance.SemanticPrograms() {
-		stmts(p.Program.Body)
+		ir.Inspect(p.Program.Body, note)
 	}
 	var want []string
 	for _, op := range ir.UnaryOps() {

@@ -17,69 +17,15 @@ import (
 // builtin.
 func usesSubgroups(p *ir.Program) bool {
 	found := false
-	var expr func(x ir.Expr)
-	expr = func(x ir.Expr) {
-		switch x := x.(type) {
+	ir.Inspect(p.Body, func(n any) bool {
+		switch x := n.(type) {
 		case ir.SubgroupExpr:
 			found = true
 		case ir.BuiltinRef:
 			found = found || !x.Kind.HasAxis()
-		case ir.LoadExpr:
-			expr(x.Index)
-		case ir.UnaryExpr:
-			expr(x.X)
-		case ir.BinaryExpr:
-			expr(x.X)
-			expr(x.Y)
-		case ir.FmaExpr:
-			expr(x.A)
-			expr(x.B)
-			expr(x.C)
-		case ir.SelectExpr:
-			expr(x.Cond)
-			expr(x.A)
-			expr(x.B)
-		case ir.CastExpr:
-			expr(x.X)
-		case ir.BitcastExpr:
-			expr(x.X)
 		}
-	}
-	var stmts func(ss []ir.Stmt)
-	stmts = func(ss []ir.Stmt) {
-		for _, s := range ss {
-			switch s := s.(type) {
-			case ir.LetStmt:
-				expr(s.Value)
-			case ir.VarStmt:
-				expr(s.Value)
-			case ir.AssignStmt:
-				expr(s.Value)
-			case ir.StoreStmt:
-				expr(s.Index)
-				expr(s.Value)
-			case ir.IfStmt:
-				expr(s.Cond)
-				stmts(s.Then)
-				stmts(s.Else)
-			case ir.ForStmt:
-				expr(s.From)
-				expr(s.To)
-				expr(s.Step)
-				stmts(s.Body)
-			case ir.WhileStmt:
-				expr(s.Cond)
-				stmts(s.Body)
-			case ir.AtomicStmt:
-				expr(s.Index)
-				expr(s.Value)
-				if s.Compare != nil {
-					expr(s.Compare)
-				}
-			}
-		}
-	}
-	stmts(p.Body)
+		return !found
+	})
 	return found
 }
 
