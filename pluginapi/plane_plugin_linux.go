@@ -525,8 +525,8 @@ func (fr *fdReader) fillFlags(extra int) error {
 	return nil
 }
 
-// frame returns the next whole frame, valid until the next call.
-func (fr *fdReader) frame(limit int) ([]byte, error) {
+// compact makes the buffer on first use and moves what is unread to its start.
+func (fr *fdReader) compact() {
 	if fr.buf == nil {
 		fr.buf = make([]byte, 64<<10)
 	}
@@ -535,6 +535,11 @@ func (fr *fdReader) frame(limit int) ([]byte, error) {
 		fr.w -= fr.r
 		fr.r = 0
 	}
+}
+
+// frame returns the next whole frame, valid until the next call.
+func (fr *fdReader) frame(limit int) ([]byte, error) {
+	fr.compact()
 	for fr.w < frameHeaderBytes {
 		if err := fr.fill(); err != nil {
 			return nil, err
@@ -563,14 +568,7 @@ func (fr *fdReader) frame(limit int) ([]byte, error) {
 // in a note of 8 bytes holding seq, before it publishes the frame, so it must be
 // there already; a missing or mismatched note breaks the protocol.
 func (fr *fdReader) note(seq uint64) (int, error) {
-	if fr.buf == nil {
-		fr.buf = make([]byte, 64<<10)
-	}
-	if fr.r > 0 {
-		copy(fr.buf, fr.buf[fr.r:fr.w])
-		fr.w -= fr.r
-		fr.r = 0
-	}
+	fr.compact()
 	for fr.w < 8 {
 		if err := fr.fillFlags(unix.MSG_DONTWAIT); err == errNothingYet {
 			return -1, fmt.Errorf("request %d carries a descriptor, but none was sent", seq)

@@ -136,6 +136,17 @@ func ringDescriptors(t *testing.T) int {
 // host by writing into the request ring directly.
 func hostilePlane(t *testing.T) *plane {
 	t.Helper()
+	_, p := planePair(t)
+	if _, err := p.roundTrip(ctxT(t), &request{kind: frameAlloc, size: 16}, -1, 0); err != nil {
+		t.Fatalf("a well-formed request: %v", err)
+	}
+	return p
+}
+
+// planePair opens a plugin-side data plane over a memory backend and a
+// host-side plane connected to it, both closed when the test ends.
+func planePair(t *testing.T) (*planeServer, *plane) {
+	t.Helper()
 	srv, err := listenPlane(newDevice(newMemBackend()))
 	if err != nil {
 		t.Fatal(err)
@@ -146,10 +157,7 @@ func hostilePlane(t *testing.T) *plane {
 		t.Fatal(err)
 	}
 	t.Cleanup(p.close)
-	if _, err := p.roundTrip(ctxT(t), &request{kind: frameAlloc, size: 16}, -1, 0); err != nil {
-		t.Fatalf("a well-formed request: %v", err)
-	}
-	return p
+	return srv, p
 }
 
 // TestPluginRefusesAHostileRequestRing pins the plugin's distrust of the request
@@ -211,15 +219,7 @@ func TestPluginRefusesAHostileRequestRing(t *testing.T) {
 // host's end of the socket closed, a plugin asleep on the request ring stops
 // serving and unmaps its ring segment instead of waiting forever.
 func TestPluginLeavesAHostThatIsGone(t *testing.T) {
-	srv, err := listenPlane(newDevice(newMemBackend()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(srv.close)
-	p, err := dialPlane(ctxT(t), srv.socketPath(), srv.token, func(uint64) {})
-	if err != nil {
-		t.Fatal(err)
-	}
+	srv, p := planePair(t)
 	srv.mu.Lock()
 	at := ringAddr(srv.rings)
 	srv.mu.Unlock()

@@ -17,20 +17,13 @@ import (
 // open, the host keeps no descriptor of it, and when the plugin is killed
 // with SIGKILL the host notices, loses the plane and unmaps its rings.
 func TestProcessKilledPluginReleasesTheRings(t *testing.T) {
-	c, b, logs := startHelper(t, "segments")
-	conn := b.(Conn)
+	c, conn := startPlaneHelper(t)
 	ctx := context.Background()
-	if _, err := conn.Describe(ctx); err != nil {
-		t.Fatalf("Describe: %v\nlog:\n%s", err, logs)
-	}
-	if !conn.Capabilities().SharedMemory {
-		t.Fatalf("no data plane: %+v\nlog:\n%s", conn.Capabilities(), logs)
-	}
 	if _, err := conn.AllocBuffer(ctx, &AllocRequest{Size: 64}); err != nil {
 		t.Fatal(err)
 	}
 	pid := c.ReattachConfig().Pid
-	_, pl := b.(*client).v2.snapshot()
+	_, pl := conn.(*client).v2.snapshot()
 	pl.mu.Lock()
 	at := ringAddr(pl.rings)
 	pl.mu.Unlock()

@@ -5,6 +5,7 @@ package pluginapi
 import (
 	"bytes"
 	"encoding/binary"
+	"runtime"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -224,6 +225,9 @@ func TestRingBusyWaitNeedsSpareCPUs(t *testing.T) {
 		}
 	}
 	_, cons, _ := testRings(t, 256)
+	if want := busyWaitFor(runtime.NumCPU()); cons.busy != want {
+		t.Errorf("a ring on this %d-CPU machine reads back to back for %v, want %v", runtime.NumCPU(), cons.busy, want)
+	}
 	cons.busy = busyWait
 	began := time.Now()
 	if cons.spin(began.Add(spinWait)) {

@@ -12,6 +12,8 @@ import (
 	"sync"
 	"testing"
 	"unsafe"
+
+	"github.com/hashicorp/go-plugin"
 )
 
 // segmentBackend is memBackend with Segments and Artifacts: it records every
@@ -127,15 +129,8 @@ func processMemfdMappings(t *testing.T, pid int) int {
 // views lie in attached segments; a refused attach fails the allocation and
 // leaves nothing mapped in the plugin.
 func TestProcessSegmentNotices(t *testing.T) {
-	c, b, logs := startHelper(t, "segments")
-	conn := b.(Conn)
+	c, conn := startPlaneHelper(t)
 	ctx := context.Background()
-	if _, err := conn.Describe(ctx); err != nil {
-		t.Fatalf("Describe: %v\nlog:\n%s", err, logs)
-	}
-	if !conn.Capabilities().SharedMemory {
-		t.Fatalf("no data plane: %+v\nlog:\n%s", conn.Capabilities(), logs)
-	}
 	page := os.Getpagesize()
 
 	mapped, err := conn.AllocBuffer(ctx, &AllocRequest{Size: 100, Usage: UsageMap})
@@ -193,4 +188,19 @@ func TestProcessSegmentNotices(t *testing.T) {
 	if n := processMemfdMappings(t, c.ReattachConfig().Pid); n != 1 {
 		t.Errorf("the plugin maps %d segments, want 1 (the staging segment)", n)
 	}
+}
+
+// startPlaneHelper starts the helper plugin in "segments" mode, describes it
+// and requires the shared-memory data plane.
+func startPlaneHelper(t *testing.T) (*plugin.Client, Conn) {
+	t.Helper()
+	c, b, logs := startHelper(t, "segments")
+	conn := b.(Conn)
+	if _, err := conn.Describe(context.Background()); err != nil {
+		t.Fatalf("Describe: %v\nlog:\n%s", err, logs)
+	}
+	if !conn.Capabilities().SharedMemory {
+		t.Fatalf("no data plane: %+v\nlog:\n%s", conn.Capabilities(), logs)
+	}
+	return c, conn
 }

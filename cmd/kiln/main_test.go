@@ -289,7 +289,7 @@ func TestBenchJSON(t *testing.T) {
 		}
 		return v
 	}
-	for _, path := range [][]string{{"start_median_ns"}, {"round_trip", "median_ns"}, {"bulk", "gbps"}, {"in_process_gbps"}} {
+	for _, path := range [][]string{{"start_median_ns"}, {"round_trip", "median_ns"}, {"round_trip_submit", "plugin_median_ns"}, {"bulk", "gbps"}, {"in_process_gbps"}} {
 		if v, ok := figure(path...).(float64); !ok || v <= 0 {
 			t.Errorf("%v = %v, want a positive figure", path, figure(path...))
 		}
