@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"sort"
+	"syscall"
 
 	"github.com/spf13/cobra"
 
@@ -98,7 +99,7 @@ constant ids, ...) are printed, or with --json are its "info".`,
 			switch output {
 			case "":
 			case "-":
-				if _, err := a.out.Write(code); err != nil {
+				if err := a.writeOut(code); err != nil {
 					return err
 				}
 			default:
@@ -168,19 +169,32 @@ func loadProgram(kernel string, args []string) (*ir.Program, error) {
 	return p, nil
 }
 
-// disassemble prints spirv-dis's output for code.
+// disassemble prints spirv-dis's output for code. spirv-dis writes into a
+// buffer, not to stdout, so a reader that goes away early (kiln compile --dis |
+// head) cannot make it fail and be taken for a malformed module.
 func (a *app) disassemble(code []byte) error {
 	tool, err := exec.LookPath("spirv-dis")
 	if err != nil {
 		return errors.New("spirv-dis is not installed, so --dis cannot disassemble the module. Fix: install SPIRV-Tools (Debian: apt-get install spirv-tools), or leave out --dis")
 	}
-	var stderr bytes.Buffer
+	var stdout, stderr bytes.Buffer
 	c := exec.Command(tool, "--no-color", "-")
 	c.Stdin = bytes.NewReader(code)
-	c.Stdout = a.out
+	c.Stdout = &stdout
 	c.Stderr = &stderr
 	if err := c.Run(); err != nil {
 		return fmt.Errorf("spirv-dis failed: %v: %s. Fix: report it with the program; the module may be malformed", err, bytes.TrimSpace(stderr.Bytes()))
+	}
+	return a.writeOut(stdout.Bytes())
+}
+
+// writeOut writes data to stdout. A reader that closed the pipe (kiln compile
+// -o - | head) ends the command quietly: the rest of the output is not wanted.
+// On the real stdout the Go runtime raises SIGPIPE first, the status a shell
+// pipeline expects; any other writer gets EPIPE, which is not an error here.
+func (a *app) writeOut(data []byte) error {
+	if _, err := a.out.Write(data); err != nil && !errors.Is(err, syscall.EPIPE) {
+		return fmt.Errorf("write to stdout: %w", err)
 	}
 	return nil
 }
