@@ -26,6 +26,9 @@ type compileJSON struct {
 	Bytes      int               `json:"bytes"`
 	EntryPoint string            `json:"entry_point,omitempty"`
 	Info       map[string]string `json:"info,omitempty"`
+	// NoDevice is why the backend cannot dispatch, when it emitted the code
+	// without a device (cuda's PTX without the NVIDIA driver).
+	NoDevice string `json:"no_device,omitempty"`
 }
 
 func (a *app) compileCommand() *cobra.Command {
@@ -45,7 +48,10 @@ func (a *app) compileCommand() *cobra.Command {
 
 The backend's plugin compiles the program on its adapter and returns the code
 of the kind --emit names (vulkan: spirv; cuda: ptx, cubin); a plugin that
-cannot emit code, or not that kind, is an error. --backend defaults to vulkan
+cannot emit code, or not that kind, is an error. A backend with no usable
+device is still asked: the cuda plugin emits PTX without the NVIDIA driver
+(for sm_80, the "target" it reports; a note on stderr says so), while a cubin
+needs the device. --backend defaults to vulkan
 and --emit to spirv. --spec NAME=VALUE sets a parameter and --wg X,Y,Z the
 workgroup size, as a dispatch would (the code is specialized to them where
 the backend folds parameters). -o - writes the code to stdout. --dis prints spirv-dis's
@@ -69,16 +75,6 @@ constant ids, ...) are printed, or with --json are its "info".`,
 			if err != nil {
 				return err
 			}
-			ctx := cmd.Context()
-			h, err := a.open(ctx)
-			if err != nil {
-				return err
-			}
-			defer h.Close()
-			b, err := h.Acquire(ctx, backend)
-			if err != nil {
-				return err
-			}
 			spec, err := runs.ParseSpec(prog, specs)
 			if err != nil {
 				return err
@@ -87,13 +83,22 @@ constant ids, ...) are printed, or with --json are its "info".`,
 			if err != nil {
 				return err
 			}
-			pl, err := b.Compile(ctx, prog, host.CompileOptions{Spec: spec, WorkgroupSize: size})
+			ctx := cmd.Context()
+			h, err := a.open(ctx)
 			if err != nil {
 				return err
 			}
-			art, err := b.Artifact(ctx, pl, emit)
+			defer h.Close()
+			art, err := h.Emit(ctx, backend, prog, host.CompileOptions{Spec: spec, WorkgroupSize: size}, emit)
 			if err != nil {
-				return fmt.Errorf("%s cannot emit %s: %w", b.Name(), emit, err)
+				return err
+			}
+			if art.Unavailable != "" && !a.json {
+				fmt.Fprintf(a.errOut, "kiln: note: %s cannot dispatch, so its plugin emitted the code without a device", art.Backend)
+				if t := art.Info["target"]; t != "" {
+					fmt.Fprintf(a.errOut, ", for target %s", t)
+				}
+				fmt.Fprintf(a.errOut, ". Why: %s\n", art.Unavailable)
 			}
 			code := art.Data
 			switch output {
@@ -113,8 +118,8 @@ constant ids, ...) are printed, or with --json are its "info".`,
 			if output == "-" {
 				return nil
 			}
-			j := compileJSON{Program: prog.Name, Backend: b.Name(), Emit: emit, Output: output, Bytes: len(code),
-				EntryPoint: art.Info["entry_point"], Info: art.Info}
+			j := compileJSON{Program: prog.Name, Backend: art.Backend, Emit: emit, Output: output, Bytes: len(code),
+				EntryPoint: art.Info["entry_point"], Info: art.Info, NoDevice: art.Unavailable}
 			if a.json {
 				return a.printJSON(j)
 			}

@@ -466,29 +466,3 @@ func TestCompileRejectsWhatThePluginCannotEmit(t *testing.T) {
 		}
 	}
 }
-
-// The cuda plugin emits PTX through the same command where it has a device;
-// without one (no NVIDIA driver) the command fails with a Fix instead.
-func TestCompileEmitsPTX(t *testing.T) {
-	dir := emitterPlugins(t)
-	out := filepath.Join(t.TempDir(), "saxpy.ptx")
-	status, stdout, errOut := kiln(t, "--plugins", dir, "--json", "compile", "--kernel", "saxpy", "--backend", "cuda", "--emit", "ptx", "-o", out)
-	if status != 0 {
-		if !strings.Contains(errOut, "cuda") || !strings.Contains(errOut, "Fix:") {
-			t.Fatalf("compile --backend cuda without a device: exit %d, %q; want a failure naming cuda with a Fix", status, errOut)
-		}
-		t.Logf("no usable CUDA device, so the clear error was checked: %s", strings.TrimSpace(errOut))
-		return
-	}
-	var j compileJSON
-	if err := json.Unmarshal([]byte(stdout), &j); err != nil {
-		t.Fatalf("%v: %s", err, stdout)
-	}
-	text, err := os.ReadFile(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !strings.Contains(string(text), ".version") || !strings.Contains(string(text), ".entry") || j.Bytes != len(text) || j.Emit != "ptx" || j.EntryPoint == "" || j.Info["target"] == "" {
-		t.Fatalf("ptx of %d bytes, reported %+v:\n%s", len(text), j, text)
-	}
-}
