@@ -8,9 +8,10 @@ import (
 )
 
 // Schema is the newest store file schema this package reads and writes.
-// Schema 2 adds a record's params; a file is written as schema 1 while no
-// record has params, so a kiln that reads only schema 1 keeps reading it.
-const Schema = 2
+// Schema 2 adds a record's params and schema 3 its program name; a file is
+// written as the oldest schema that holds its records (1 while no record has
+// params or a program name), so an older kiln keeps reading what it can.
+const Schema = 3
 
 // oldestSchema is the oldest schema this package reads.
 const oldestSchema = 1
@@ -29,6 +30,7 @@ type recordDoc struct {
 	Tile          []uint32 `toml:"tile"`
 	Params        *string  `toml:"params"`
 	RecordedAt    string   `toml:"recorded_at"`
+	Program       *string  `toml:"program"`
 }
 
 // fileOut is the file as written.
@@ -45,6 +47,7 @@ type recordOut struct {
 	Tile          [3]uint32 `toml:"tile"`
 	Params        string    `toml:"params,omitempty"`
 	RecordedAt    string    `toml:"recorded_at"`
+	Program       string    `toml:"program,omitempty"`
 }
 
 // parse decodes a store file. Errors are *tomlstore.FormatError or
@@ -80,6 +83,16 @@ func parse(data []byte) (map[Key]Record, error) {
 			}
 			params = *r.Params
 		}
+		program := ""
+		if r.Program != nil {
+			switch {
+			case schema < 3:
+				return nil, bad("program needs schema 3")
+			case *r.Program == "":
+				return nil, bad("program is empty (leave it out instead)")
+			}
+			program = *r.Program
+		}
 		k := Key{hex: *r.Key, adapter: *r.Adapter}
 		if _, dup := records[k]; dup {
 			return nil, bad("a second record for key %s", k)
@@ -90,19 +103,24 @@ func parse(data []byte) (map[Key]Record, error) {
 			Tile:          [3]uint32(r.Tile),
 			Params:        params,
 			RecordedAt:    r.RecordedAt,
+			Program:       program,
 		}
 	}
 	return records, nil
 }
 
-// encode writes records sorted by key then adapter, as a schema-1 file when
-// no record has params.
+// encode writes records sorted by key then adapter, in the oldest schema that
+// holds them: 1 when no record has params or a program name, 2 when some have
+// params but none a program name, else 3.
 func encode(records map[Key]Record) ([]byte, error) {
 	out := fileOut{Schema: oldestSchema}
 	for k, r := range records {
-		out.Record = append(out.Record, recordOut{k.hex, k.adapter, r.WorkgroupSize, r.Unroll, r.Tile, r.Params, r.RecordedAt})
-		if r.Params != "" {
-			out.Schema = Schema
+		out.Record = append(out.Record, recordOut{k.hex, k.adapter, r.WorkgroupSize, r.Unroll, r.Tile, r.Params, r.RecordedAt, r.Program})
+		switch {
+		case r.Program != "":
+			out.Schema = 3
+		case r.Params != "":
+			out.Schema = max(out.Schema, 2)
 		}
 	}
 	sort.Slice(out.Record, func(i, j int) bool {

@@ -17,6 +17,8 @@ func FuzzParse(f *testing.F) {
 	f.Add(good)
 	withParams, _ := encode(map[Key]Record{NewKey(sampleSpec(2), "vulkan/fp"): {WorkgroupSize: [3]uint32{16, 16, 1}, Params: "bm=8 bn=4 tk=16"}})
 	f.Add(withParams)
+	withProgram, _ := encode(map[Key]Record{NewKey(sampleSpec(3), "cuda/fp"): {WorkgroupSize: [3]uint32{64, 1, 1}, Params: "epi=2", Program: "my.prog"}})
+	f.Add(withProgram)
 	f.Fuzz(func(t *testing.T, data []byte) {
 		records, err := parse(data)
 		if err != nil {
@@ -29,11 +31,11 @@ func FuzzParse(f *testing.F) {
 // FuzzEncode puts records with arbitrary strings and numbers: whatever Put
 // accepts must survive a save and load.
 func FuzzEncode(f *testing.F) {
-	f.Add("vulkan:0", "2026-05-02", uint32(64), uint32(4), uint32(16))
-	f.Add("a\"b\\c\n'''", "\x00\t", uint32(0), uint32(1<<31), uint32(1))
-	f.Fuzz(func(t *testing.T, adapter, date string, wg, unroll, tile uint32) {
+	f.Add("vulkan:0", "2026-05-02", uint32(64), uint32(4), uint32(16), "")
+	f.Add("a\"b\\c\n'''", "\x00\t", uint32(0), uint32(1<<31), uint32(1), "prog\n\"x\"")
+	f.Fuzz(func(t *testing.T, adapter, date string, wg, unroll, tile uint32, program string) {
 		s := &Store{m: tomlstore.NewMap("", codec)}
-		r := Record{WorkgroupSize: [3]uint32{wg, 1, wg}, Unroll: unroll, Tile: [3]uint32{tile, tile, 0}, RecordedAt: date}
+		r := Record{WorkgroupSize: [3]uint32{wg, 1, wg}, Unroll: unroll, Tile: [3]uint32{tile, tile, 0}, RecordedAt: date, Program: program}
 		if err := s.Put(NewKey(sampleSpec(uint64(wg)), adapter), r); err != nil {
 			return
 		}

@@ -29,6 +29,10 @@ type Record struct {
 	// RecordedAt is when the record was made, YYYY-MM-DD by convention; it may be
 	// empty.
 	RecordedAt string
+	// Program is the name of the program tuned (ir.Program.Name), so that a
+	// record of a program file can be listed and forgotten by it; empty in
+	// records older than schema 3 and in those of the fleet tier.
+	Program string
 }
 
 // Store is the (Key → Record) map of one store file. It is safe for concurrent
@@ -89,6 +93,8 @@ func (s *Store) Put(key Key, r Record) error {
 		return fmt.Errorf("autotune adapter id %q is not valid UTF-8. Fix: use the adapter id the backend reports", key.adapter)
 	case !utf8.ValidString(r.RecordedAt):
 		return fmt.Errorf("autotune recorded_at %q is not valid UTF-8. Fix: use a YYYY-MM-DD date", r.RecordedAt)
+	case !utf8.ValidString(r.Program):
+		return fmt.Errorf("autotune program name %q is not valid UTF-8. Fix: use the program's name (ir.Program.Name)", r.Program)
 	}
 	if err := checkParams(r.Params); err != nil {
 		return fmt.Errorf("autotune params %q: %w. Fix: build them with autotune.FormatParams", r.Params, err)

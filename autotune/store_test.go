@@ -350,11 +350,11 @@ func TestNewerSchemaIsRefusedClearly(t *testing.T) {
 	path := storePath(t)
 	s := load(t, path)
 	put(t, s, NewKey(sampleSpec(1), "a"), sampleRecord(1))
-	content := "schema = 3\n[[tuning]]\nsomething = \"new\"\n"
+	content := "schema = 4\n[[tuning]]\nsomething = \"new\"\n"
 	os.WriteFile(path, []byte(content), 0o644)
 	_, err := Load(path)
-	if err == nil || !strings.Contains(err.Error(), "schema 3") || !strings.Contains(err.Error(), "Fix:") {
-		t.Fatalf("err = %v, want a schema-3 error with a Fix", err)
+	if err == nil || !strings.Contains(err.Error(), "schema 4") || !strings.Contains(err.Error(), "Fix:") {
+		t.Fatalf("err = %v, want a schema-4 error with a Fix", err)
 	}
 	if _, err := s.SaveIfDirty(context.Background()); err == nil {
 		t.Fatal("SaveIfDirty overwrote a newer-schema file")

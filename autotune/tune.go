@@ -84,6 +84,9 @@ type Trial struct {
 	Candidate Candidate
 	// Median is the median time of the timed runs (zero unless OK).
 	Median time.Duration
+	// Min and Max are the fastest and the slowest timed run (zero unless OK):
+	// their difference is the spread NoiseGuard weighs a difference by.
+	Min, Max time.Duration
 	// Device reports whether the times are device timestamps.
 	Device bool
 	// Err is why the candidate does not count: a run failed, or a
@@ -226,8 +229,44 @@ func measure(ctx context.Context, r Runner, c Candidate, warmup, runs int, check
 	if len(times)%2 == 0 {
 		t.Median = (times[len(times)/2-1] + times[len(times)/2]) / 2
 	}
+	t.Min, t.Max = times[0], times[len(times)-1]
 	t.Device = device
 	return t
+}
+
+// Spread is the difference between the trial's slowest and fastest timed run.
+func (t Trial) Spread() time.Duration { return t.Max - t.Min }
+
+// NoiseGuard tells whether the winner beats the baseline by more than noise,
+// and so is worth recording: its median must be below the baseline's by more
+// than the spread of their timed runs, the baseline's min–max range plus the
+// winner's. (One range alone is not enough: the fastest of many candidates
+// that differ only by noise has a median below the baseline's by about one
+// range.)
+// When it is not, the default configuration stands, and why says so: the
+// baseline was the fastest, or the winner's lead is within the spread. A
+// baseline that did not count (it failed or gave a wrong result) loses to any
+// winner. With one timed run per candidate there is no spread, and any lead
+// counts. Without a winner it returns false and why is empty.
+func (r *Result) NoiseGuard() (beats bool, why string) {
+	w, ok := r.Winner()
+	if !ok {
+		return false, ""
+	}
+	base := r.Trials[0]
+	switch {
+	case !base.OK():
+		return true, ""
+	case r.Best == 0:
+		return false, fmt.Sprintf("the baseline (%s, %v) was the fastest candidate", base.Candidate, base.Median)
+	}
+	lead := base.Median - w.Median
+	noise := base.Spread() + w.Spread()
+	if lead <= noise {
+		return false, fmt.Sprintf("the fastest candidate, %s, leads the baseline (%s) by %v (%v against %v, %.2f×), within the spread of their timed runs (%v): the difference is noise",
+			w.Candidate, base.Candidate, lead, w.Median, base.Median, r.Speedup(), noise)
+	}
+	return true, ""
 }
 
 // Space is the search space of p: every workgroup size in wgs times every

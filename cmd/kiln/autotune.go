@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"os"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -32,6 +33,7 @@ type autotuneRecordJSON struct {
 	Key           string    `json:"key"`
 	Adapter       string    `json:"adapter"`
 	Kernel        string    `json:"kernel,omitempty"`
+	Program       string    `json:"program,omitempty"`
 	WorkgroupSize [3]uint32 `json:"workgroup_size"`
 	Params        string    `json:"params,omitempty"`
 	Unroll        uint32    `json:"unroll"`
@@ -53,7 +55,7 @@ func corpusKernelOf(key autotune.Key) string {
 func (a *app) autotuneListCommand() *cobra.Command {
 	return &cobra.Command{
 		Use:   "list",
-		Short: "List the autotune records, naming the corpus kernel of each where it is one",
+		Short: "List the autotune records, naming the corpus kernel or the program of each",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			path, err := autotune.DefaultPath()
@@ -66,7 +68,7 @@ func (a *app) autotuneListCommand() *cobra.Command {
 			}
 			rows := []autotuneRecordJSON{}
 			for k, r := range st.Records() {
-				rows = append(rows, autotuneRecordJSON{Key: k.Hex(), Adapter: k.Adapter(), Kernel: corpusKernelOf(k),
+				rows = append(rows, autotuneRecordJSON{Key: k.Hex(), Adapter: k.Adapter(), Kernel: corpusKernelOf(k), Program: r.Program,
 					WorkgroupSize: r.WorkgroupSize, Params: r.Params, Unroll: r.Unroll, Tile: r.Tile, RecordedAt: r.RecordedAt})
 			}
 			sort.Slice(rows, func(i, j int) bool {
@@ -90,6 +92,9 @@ func (a *app) autotuneListCommand() *cobra.Command {
 			for _, r := range rows {
 				kernel, params := r.Kernel, r.Params
 				if kernel == "" {
+					kernel = r.Program
+				}
+				if kernel == "" {
 					kernel = "-"
 				}
 				if params == "" {
@@ -110,11 +115,14 @@ func (a *app) autotuneForgetCommand() *cobra.Command {
 	)
 	cmd := &cobra.Command{
 		Use:   "forget [KEY[@ADAPTER]...] [--kernel NAME] [--adapter ADAPTER] [--all]",
-		Short: "Remove autotune records: by key, by corpus kernel, by adapter, or all",
+		Short: "Remove autotune records: by key, by kernel or program, by adapter, or all",
 		Long: `Forget removes the records that match: each KEY (32 hex digits, as kiln
-autotune list shows, optionally @ADAPTER), the default variant of a corpus
---kernel, every record of an --adapter ("cuda/<fingerprint>", or a backend id
-such as "cuda" for all its devices), or --all. --adapter also narrows KEY and
+autotune list shows, optionally @ADAPTER); with --kernel, the records of a
+corpus kernel (its default variant, and every record kiln tune made of it),
+of a program file (PROGRAM.json: its default variant, and every record made
+of a program of its name) or of a program name as kiln autotune list shows
+it; every record of an --adapter ("cuda/<fingerprint>", or a backend id such
+as "cuda" for all its devices), or --all. --adapter also narrows KEY and
 --kernel. The store is saved under its lock, merged with what other processes
 wrote meanwhile.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -124,14 +132,6 @@ wrote meanwhile.`,
 			if all && (len(args) > 0 || kernel != "") {
 				return errors.New("--all with a KEY or --kernel. Fix: pass one or the other")
 			}
-			var k *kernels.Kernel
-			if kernel != "" {
-				found, ok := kernels.Lookup(kernel)
-				if !ok {
-					return fmt.Errorf("unknown kernel %q. Fix: pass a name from kiln run --list", kernel)
-				}
-				k = &found
-			}
 			path, err := autotune.DefaultPath()
 			if err != nil {
 				return err
@@ -139,6 +139,12 @@ wrote meanwhile.`,
 			st, err := autotune.Load(path)
 			if err != nil {
 				return err
+			}
+			var target *forgetTarget
+			if kernel != "" {
+				if target, err = resolveForgetTarget(kernel, st.Records()); err != nil {
+					return err
+				}
 			}
 			adapterMatches := func(key autotune.Key) bool {
 				if adapter == "" {
@@ -148,7 +154,7 @@ wrote meanwhile.`,
 				return key.Adapter() == adapter || id == adapter
 			}
 			var forgotten []string
-			for key := range st.Records() {
+			for key, rec := range st.Records() {
 				match := false
 				for _, arg := range args {
 					hex, ad, hasAdapter := strings.Cut(arg, "@")
@@ -156,10 +162,10 @@ wrote meanwhile.`,
 						match = true
 					}
 				}
-				if k != nil && autotune.KeyFor(k.Program(), ir.SpecMap{}, key.Adapter()) == key {
+				if target != nil && target.matches(key, rec) {
 					match = true
 				}
-				if (all || (len(args) == 0 && k == nil)) || match {
+				if (all || (len(args) == 0 && target == nil)) || match {
 					if adapterMatches(key) && st.Forget(key) {
 						forgotten = append(forgotten, key.String())
 					}
@@ -183,8 +189,46 @@ wrote meanwhile.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&kernel, "kernel", "", "forget the records of this corpus kernel's default variant")
+	f.StringVar(&kernel, "kernel", "", "forget the records of this corpus kernel, program file (PROGRAM.json) or program name")
 	f.StringVar(&adapter, "adapter", "", "forget only records of this adapter (backend/fingerprint, or a backend id)")
 	f.BoolVar(&all, "all", false, "forget every record (narrowed by --adapter)")
 	return cmd
+}
+
+// forgetTarget is what `kiln autotune forget --kernel` names: records of
+// prog's default variant (when the name resolves to a program) and records
+// that carry the program name name.
+type forgetTarget struct {
+	prog *ir.Program
+	name string
+}
+
+// resolveForgetTarget resolves --kernel s: a corpus kernel, else a program
+// file (os.Stat finds it), else a program name some record carries.
+func resolveForgetTarget(s string, records map[autotune.Key]autotune.Record) (*forgetTarget, error) {
+	if k, ok := kernels.Lookup(s); ok {
+		p := k.Program()
+		return &forgetTarget{prog: p, name: p.Name}, nil
+	}
+	if _, err := os.Stat(s); err == nil {
+		p, err := loadProgram("", []string{s})
+		if err != nil {
+			return nil, err
+		}
+		return &forgetTarget{prog: p, name: p.Name}, nil
+	}
+	for _, r := range records {
+		if r.Program == s {
+			return &forgetTarget{name: s}, nil
+		}
+	}
+	return nil, fmt.Errorf("unknown kernel %q: no corpus kernel, program file or recorded program has that name. Fix: pass a name from kiln run --list, the path of the JSON program, or a program name kiln autotune list shows", s)
+}
+
+// matches reports whether the record rec under key is one of t's.
+func (t *forgetTarget) matches(key autotune.Key, rec autotune.Record) bool {
+	if rec.Program != "" && rec.Program == t.name {
+		return true
+	}
+	return t.prog != nil && autotune.KeyFor(t.prog, ir.SpecMap{}, key.Adapter()) == key
 }

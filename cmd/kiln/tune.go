@@ -52,6 +52,7 @@ func (a *app) tuneCommand() *cobra.Command {
 		seed           uint64
 		warmup, timed  int
 		dryRun         bool
+		noiseGuard     bool
 		maxInvocations uint32
 		wgFlags        []string
 	)
@@ -73,7 +74,12 @@ other candidates follow in a fixed shuffled order until --budget is spent.
 The winner is saved as an autotune record keyed by the program variant and
 the device fingerprint ($XDG_CONFIG_HOME/kiln/autotune.toml; "kiln autotune
 list"): later compiles of the program on that device take its workgroup size.
-Its tunable values are in the record's params.
+Its tunable values are in the record's params, and the program's name is
+kept with it. A noise guard keeps the default: the winner is recorded only
+when its median beats the baseline's by more than the spread of their timed
+runs (the baseline's min–max range plus its own); otherwise, or when the
+baseline itself is the fastest, nothing is recorded and the output says the
+default stands and why. --noise-guard=false records the fastest anyway.
 
 --kernel takes a corpus kernel (see kiln run --list; repeatable, each tuned
 in turn with its own budget) or a program file, which then takes --input,
@@ -137,7 +143,7 @@ to stderr on a terminal; plain lines otherwise.`,
 			out := tuneJSON{Store: path, Backend: b.Name(), Adapter: adapter, DryRun: dryRun}
 			var failed []string
 			for _, t := range tts {
-				j, rec, err := a.tuneOne(ctx, b, t, limit, wgs, autotune.Config{Warmup: warmup, Runs: timed, Budget: budget})
+				j, rec, err := a.tuneOne(ctx, b, t, limit, wgs, autotune.Config{Warmup: warmup, Runs: timed, Budget: budget}, noiseGuard)
 				if err != nil {
 					return err
 				}
@@ -148,7 +154,7 @@ to stderr on a terminal; plain lines otherwise.`,
 						return err
 					}
 				}
-				if rec == nil {
+				if j.Winner == "" {
 					failed = append(failed, t.name)
 				}
 				out.Results = append(out.Results, j)
@@ -178,6 +184,7 @@ to stderr on a terminal; plain lines otherwise.`,
 	f.IntVar(&warmup, "warmup", 1, "untimed runs per candidate")
 	f.IntVar(&timed, "runs", 5, "timed runs per candidate (the median counts)")
 	f.BoolVar(&dryRun, "dry-run", false, "search and print, but record nothing")
+	f.BoolVar(&noiseGuard, "noise-guard", true, "record a winner only when it beats the baseline by more than the spread of their timed runs")
 	f.Uint32Var(&maxInvocations, "max-invocations", 0, "largest workgroup to try (default: the adapter's limit)")
 	f.StringArrayVar(&wgFlags, "wg", nil, "X,Y,Z: a workgroup size to try (repeatable; default: sizes proposed for the program's axes; the program's own is always tried)")
 	f.StringArrayVar(&file.Inputs, "input", nil, "NAME=@FILE: raw little-endian bytes of buffer NAME (program files)")
@@ -478,8 +485,8 @@ func (r *hostRunner) release(ctx context.Context) error {
 }
 
 // tuneOne searches t's space on b and returns its report and the winner's
-// record (nil when no candidate counted).
-func (a *app) tuneOne(ctx context.Context, b *host.Backend, t tuneTarget, limit uint32, wgs [][3]uint32, cfg autotune.Config) (tuneResultJSON, *autotune.Record, error) {
+// record (see tuneReport).
+func (a *app) tuneOne(ctx context.Context, b *host.Backend, t tuneTarget, limit uint32, wgs [][3]uint32, cfg autotune.Config, guard bool) (tuneResultJSON, *autotune.Record, error) {
 	if wgs == nil {
 		wgs = autotune.WorkgroupSizes(t.prog, limit)
 	}
@@ -501,6 +508,16 @@ func (a *app) tuneOne(ctx context.Context, b *host.Backend, t tuneTarget, limit 
 	if err != nil {
 		return tuneResultJSON{}, nil, err
 	}
+	j, rec := tuneReport(t, res, guard, time.Now())
+	return j, rec, nil
+}
+
+// tuneReport is the report of t's search and the record to save: the
+// winner's, carrying the program's name, dated now; nil when no candidate
+// counted (j.Winner is empty) or, with guard, when the default stands
+// (j.DefaultStands says why: the baseline was the fastest, or the winner's
+// lead is within the spread of the timed runs, autotune.Result.NoiseGuard).
+func tuneReport(t tuneTarget, res *autotune.Result, guard bool, now time.Time) (tuneResultJSON, *autotune.Record) {
 	j := tuneResultJSON{Target: t.name, Program: t.prog.Name, Size: t.size, Candidates: len(res.Trials), Speedup: res.Speedup()}
 	if t.kernel == nil {
 		j.Size = 0
@@ -511,7 +528,8 @@ func (a *app) tuneOne(ctx context.Context, b *host.Backend, t tuneTarget, limit 
 			continue
 		}
 		row := tuneTrialJSON{Candidate: tr.Candidate.String(), WorkgroupSize: tr.Candidate.WorkgroupSize, Params: autotune.FormatParams(tr.Candidate.Spec),
-			MedianNs: tr.Median.Nanoseconds(), DeviceTime: tr.Device, Baseline: i == 0, Winner: i == res.Best}
+			MedianNs: tr.Median.Nanoseconds(), MinNs: tr.Min.Nanoseconds(), MaxNs: tr.Max.Nanoseconds(),
+			DeviceTime: tr.Device, Baseline: i == 0, Winner: i == res.Best}
 		if tr.Err != nil {
 			row.Error = tr.Err.Error()
 		} else if t.flops > 0 && tr.Median > 0 {
@@ -535,11 +553,16 @@ func (a *app) tuneOne(ctx context.Context, b *host.Backend, t tuneTarget, limit 
 	})
 	w, ok := res.Winner()
 	if !ok {
-		return j, nil, nil
+		return j, nil
 	}
-	rec := w.Candidate.Record(time.Now().UTC().Format(time.RFC3339))
 	j.Winner = w.Candidate.String()
-	return j, &rec, nil
+	if beats, why := res.NoiseGuard(); guard && !beats {
+		j.DefaultStands = why
+		return j, nil
+	}
+	rec := w.Candidate.Record(now.UTC().Format(time.RFC3339))
+	rec.Program = t.prog.Name
+	return j, &rec
 }
 
 type tuneJSON struct {
@@ -551,17 +574,20 @@ type tuneJSON struct {
 }
 
 type tuneResultJSON struct {
-	Target     string          `json:"target"`
-	Program    string          `json:"program"`
-	Size       int             `json:"size,omitempty"`
-	Candidates int             `json:"candidates"`
-	Measured   int             `json:"measured"`
-	Rejected   int             `json:"rejected"`
-	Skipped    int             `json:"skipped"`
-	Winner     string          `json:"winner,omitempty"`
-	Speedup    float64         `json:"speedup_over_baseline"`
-	Key        string          `json:"key,omitempty"`
-	Trials     []tuneTrialJSON `json:"trials"`
+	Target     string  `json:"target"`
+	Program    string  `json:"program"`
+	Size       int     `json:"size,omitempty"`
+	Candidates int     `json:"candidates"`
+	Measured   int     `json:"measured"`
+	Rejected   int     `json:"rejected"`
+	Skipped    int     `json:"skipped"`
+	Winner     string  `json:"winner,omitempty"`
+	Speedup    float64 `json:"speedup_over_baseline"`
+	// DefaultStands is why the winner was not recorded although it counted:
+	// the noise guard kept the default configuration.
+	DefaultStands string          `json:"default_stands,omitempty"`
+	Key           string          `json:"key,omitempty"`
+	Trials        []tuneTrialJSON `json:"trials"`
 }
 
 type tuneTrialJSON struct {
@@ -569,6 +595,8 @@ type tuneTrialJSON struct {
 	WorkgroupSize [3]uint32 `json:"workgroup_size"`
 	Params        string    `json:"params"`
 	MedianNs      int64     `json:"median_ns"`
+	MinNs         int64     `json:"min_ns"`
+	MaxNs         int64     `json:"max_ns"`
 	DeviceTime    bool      `json:"device_time"`
 	GFlops        float64   `json:"gflops,omitempty"`
 	Baseline      bool      `json:"baseline,omitempty"`
@@ -595,7 +623,7 @@ func (a *app) printTune(j tuneJSON) {
 		fmt.Fprintf(a.out, "%s on %s (%s): %d candidates, %d measured, %d rejected, %d skipped by the budget\n",
 			what, j.Backend, j.Adapter, r.Candidates, r.Measured, r.Rejected, r.Skipped)
 		tw := tabwriter.NewWriter(a.out, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, "RANK\tCANDIDATE\tMEDIAN\tTIMER\tGFLOP/S\tVS BASELINE\t")
+		fmt.Fprintln(tw, "RANK\tCANDIDATE\tMEDIAN\tSPREAD\tTIMER\tGFLOP/S\tVS BASELINE\t")
 		var base int64
 		for _, t := range r.Trials {
 			if t.Baseline && t.Error == "" {
@@ -623,7 +651,7 @@ func (a *app) printTune(j tuneJSON) {
 			case t.Baseline:
 				mark = "baseline"
 			}
-			fmt.Fprintf(tw, "%d\t%s\t%v\t%s\t%s\t%s\t%s\n", rank+1, t.Candidate, time.Duration(t.MedianNs), timer, gf, vs, mark)
+			fmt.Fprintf(tw, "%d\t%s\t%v\t%v\t%s\t%s\t%s\t%s\n", rank+1, t.Candidate, time.Duration(t.MedianNs), time.Duration(t.MaxNs-t.MinNs), timer, gf, vs, mark)
 		}
 		tw.Flush()
 		shown := 0
@@ -641,6 +669,8 @@ func (a *app) printTune(j tuneJSON) {
 		switch {
 		case r.Winner == "":
 			fmt.Fprintln(a.out, "no candidate gave a correct result; nothing recorded")
+		case r.DefaultStands != "":
+			fmt.Fprintf(a.out, "the default stands, nothing recorded: %s (more --runs on a quieter machine may settle it; --noise-guard=false records the fastest anyway)\n", r.DefaultStands)
 		case j.DryRun:
 			fmt.Fprintf(a.out, "winner %s, %.2f× the baseline (dry run: not recorded)\n", r.Winner, r.Speedup)
 		default:

@@ -21,7 +21,7 @@ func TestTuneRecordsTheWinnerThatRunThenUses(t *testing.T) {
 	dir := plugins(t, "cpuref")
 	var j tuneJSON
 	kilnJSON(t, &j, "--plugins", dir, "tune", "--kernel", "vector_add", "--backend", "cpu-ref", "--size", "1021",
-		"--budget", "0", "--runs", "1", "--json")
+		"--budget", "0", "--runs", "1", "--noise-guard=false", "--json")
 	if len(j.Results) != 1 || j.Store != paths.Autotune || !strings.HasPrefix(j.Adapter, "cpu-ref/") {
 		t.Fatalf("tune = %+v", j)
 	}
@@ -40,7 +40,8 @@ func TestTuneRecordsTheWinnerThatRunThenUses(t *testing.T) {
 	}
 	k, _ := kernels.Lookup("vector_add")
 	rec, ok := st.Get(autotune.KeyFor(k.Program(), ir.SpecMap{}, j.Adapter))
-	if !ok || fmt.Sprintf("wg %d×%d×%d %s", rec.WorkgroupSize[0], rec.WorkgroupSize[1], rec.WorkgroupSize[2], rec.Params) != r.Winner {
+	if !ok || fmt.Sprintf("wg %d×%d×%d %s", rec.WorkgroupSize[0], rec.WorkgroupSize[1], rec.WorkgroupSize[2], rec.Params) != r.Winner ||
+		rec.Program != k.Program().Name {
 		t.Fatalf("record %+v (found %v), winner %s", rec, ok, r.Winner)
 	}
 
@@ -242,7 +243,7 @@ func TestEightConcurrentTuneProcessesLoseNoRecord(t *testing.T) {
 			defer wg.Done()
 			cmd := exec.CommandContext(context.Background(), bin, "--plugins", dir, "--timeout", "2m", "tune", "--kernel", files[i],
 				"--backend", "cpu-ref", "--zero", "a=300", "--size", "out=300", "--invocations", "300", "--budget", "0",
-				"--runs", "1", "--max-invocations", "128")
+				"--runs", "1", "--max-invocations", "128", "--noise-guard=false")
 			var stderr bytes.Buffer
 			cmd.Stderr = &stderr
 			if out, err := cmd.Output(); err != nil {
