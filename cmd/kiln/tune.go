@@ -670,7 +670,7 @@ func (a *app) printTune(j tuneJSON) {
 		case r.Winner == "":
 			fmt.Fprintln(a.out, "no candidate gave a correct result; nothing recorded")
 		case r.DefaultStands != "":
-			fmt.Fprintf(a.out, "the default stands, nothing recorded: %s (more --runs on a quieter machine may settle it; --noise-guard=false records the fastest anyway)\n", r.DefaultStands)
+			fmt.Fprintf(a.out, "the default stands, nothing recorded: %s (a spread is a candidate's slowest timed run minus its fastest, so one slow run widens it: tune on a quieter machine, or pass --noise-guard=false to record the fastest anyway)\n", r.DefaultStands)
 		case j.DryRun:
 			fmt.Fprintf(a.out, "winner %s, %.2f× the baseline (dry run: not recorded)\n", r.Winner, r.Speedup)
 		default:
