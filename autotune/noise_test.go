@@ -132,3 +132,41 @@ func TestNoiseGuardEdges(t *testing.T) {
 		t.Errorf("no winner: guard %v %q", beats, why)
 	}
 }
+
+// TestNoiseGuardSurvivesASlowBaselineRun: one preempted baseline run widens
+// the baseline's range past the winner's lead, but every run of the winner is
+// far ahead of every baseline run, so the winner is recorded; the same
+// winner with a run that overlaps the baseline's is not.
+func TestNoiseGuardSurvivesASlowBaselineRun(t *testing.T) {
+	cands := Space(tunableProgram(), nil)[:2]
+	base := cands[0].String()
+	guard := func(winnerSlowest time.Duration) (bool, string) {
+		t.Helper()
+		runs := map[string]int{}
+		r := &fixtureRunner{cost: func(c Candidate) (time.Duration, bool, error) {
+			i := runs[c.String()]
+			runs[c.String()]++
+			if c.String() == base {
+				if i == 3 {
+					return 18 * time.Millisecond, true, nil // the preempted run
+				}
+				return 2800*time.Microsecond + time.Duration(i)*10*time.Microsecond, true, nil
+			}
+			if i == 3 {
+				return winnerSlowest, true, nil
+			}
+			return 48 * time.Microsecond, true, nil
+		}}
+		res, err := Tune(context.Background(), r, cands, Config{Warmup: 1, Runs: 5, Check: checkOne})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res.NoiseGuard()
+	}
+	if beats, why := guard(50 * time.Microsecond); !beats || why != "" {
+		t.Errorf("a winner 58x ahead in every run, against a baseline with one 18 ms run: guard %v %q", beats, why)
+	}
+	if beats, why := guard(3 * time.Millisecond); beats || why == "" {
+		t.Errorf("a winner whose slowest run overlaps the baseline's: guard %v %q", beats, why)
+	}
+}

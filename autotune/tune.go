@@ -240,9 +240,10 @@ func (t Trial) Spread() time.Duration { return t.Max - t.Min }
 // NoiseGuard tells whether the winner beats the baseline by more than noise,
 // and so is worth recording: its median must be below the baseline's by more
 // than the spread of their timed runs, the baseline's min–max range plus the
-// winner's. (One range alone is not enough: the fastest of many candidates
-// that differ only by noise has a median below the baseline's by about one
-// range.)
+// winner's, or its slowest run must be faster than the baseline's fastest by
+// more than its own range. (One range alone is not enough: the fastest of
+// many candidates that differ only by noise has a median below the
+// baseline's by about one range.)
 // When it is not, the default configuration stands, and why says so: the
 // baseline was the fastest, or the winner's lead is within the spread. A
 // baseline that did not count (it failed or gave a wrong result) loses to any
@@ -262,7 +263,11 @@ func (r *Result) NoiseGuard() (beats bool, why string) {
 	}
 	lead := base.Median - w.Median
 	noise := base.Spread() + w.Spread()
-	if lead <= noise {
+	// A gap between the two ranges wider than the winner's own spread also
+	// counts: the baseline's slow outliers (a preempted run) then cannot veto
+	// a winner every run of which is far ahead of every baseline run.
+	gap := base.Min - w.Max
+	if lead <= noise && gap <= w.Spread() {
 		return false, fmt.Sprintf("the fastest candidate, %s, leads the baseline (%s) by %v (%v against %v, %.2f×), within the spread of their timed runs (%v): the difference is noise",
 			w.Candidate, base.Candidate, lead, w.Median, base.Median, r.Speedup(), noise)
 	}
