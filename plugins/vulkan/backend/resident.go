@@ -547,6 +547,9 @@ func (b *Backend) prepareDispatch(j *job, p *pipeline, c pluginapi.DispatchComma
 	if o.p, err = p.forCounts(o.counts); err != nil {
 		return err
 	}
+	if err := j.guardFor(&o); err != nil {
+		return err
+	}
 	j.ops = append(j.ops, before...)
 	j.ops = append(j.ops, o)
 	j.ops = append(j.ops, after...)
