@@ -176,6 +176,7 @@ func (j *job) stage(b *Backend, binds []*binding, req *pluginapi.DispatchRequest
 	// The device time is the dispatch's, not its uploads' and read-backs'.
 	j.timeOp = len(j.ops)
 	j.ops = append(j.ops, after...)
+	j.guardReadBack()
 	return nil
 }
 

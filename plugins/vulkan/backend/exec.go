@@ -206,8 +206,7 @@ type op struct {
 	src, dst span
 	value    uint32
 	// guard is the job's loop-guard span a guarded pipeline binds after the
-	// program's buffers (guard.go); it is left out of the hazards, since
-	// dispatches only ever set its flag.
+	// program's buffers (guard.go); the dispatch writes it.
 	guard span
 }
 
@@ -238,6 +237,9 @@ func (o *op) accesses(reads, writes []region) ([]region, []region) {
 			writes = append(writes, r)
 		}
 	}
+	if o.guard.size > 0 {
+		writes = append(writes, region(o.guard))
+	}
 	return reads, writes
 }
 
@@ -255,8 +257,10 @@ type job struct {
 	// number.
 	residents []*resident
 	// guard is the loop guard's flag of the job's guarded dispatches, a
-	// scratch span; its size is 0 when none is guarded (guard.go).
-	guard span
+	// scratch span; its size is 0 when none is guarded (guard.go). guardHost
+	// is where the host reads it: guard itself when mapped, else a staging
+	// span.
+	guard, guardHost span
 	// timeOp, when non-zero, is 1 + the index of the one op the timestamps
 	// bracket (a protocol-1 dispatch's, not its uploads and read-backs); zero
 	// brackets them all.

@@ -41,7 +41,9 @@ func (p *pipeline) setBindings() uint32 {
 }
 
 // guardFor gives a dispatch op of a guarded pipeline the job's guard span,
-// taking and zeroing it on the first such op.
+// taking and zeroing it on the first such op: on the host when the span is
+// mapped, else by a fill op before the dispatch and with a staging span that
+// guardReadBack copies it to.
 func (j *job) guardFor(o *op) error {
 	if !o.p.guard {
 		return nil
@@ -53,17 +55,30 @@ func (j *job) guardFor(o *op) error {
 			return d.fail("allocating the loop guard", err)
 		}
 		j.scratch = append(j.scratch, s)
-		if !s.isMapped() {
-			return pluginapi.DeviceFailed("vulkan: adapter %d (%s) needs the loop guard but its memory is not host-visible. Fix: run on another adapter or backend", d.a.index, d.a.info.Name)
+		j.guard, j.guardHost = s, s
+		if s.isMapped() {
+			clear(s.bytes())
+			if err := s.flush(); err != nil {
+				return d.fail("zeroing the loop guard", err)
+			}
+		} else {
+			if j.guardHost, err = d.staging.alloc(spirv.GuardBytes); err != nil {
+				return d.fail("allocating staging memory", err)
+			}
+			j.scratch = append(j.scratch, j.guardHost)
+			j.ops = append(j.ops, op{kind: opFill, dst: s})
 		}
-		clear(s.bytes())
-		if err := s.flush(); err != nil {
-			return d.fail("zeroing the loop guard", err)
-		}
-		j.guard = s
 	}
 	o.guard = j.guard
 	return nil
+}
+
+// guardReadBack adds, after the job's last op, the copy of a guard span the
+// host cannot read to its staging span.
+func (j *job) guardReadBack() {
+	if j.guardHost != j.guard {
+		j.ops = append(j.ops, op{kind: opCopy, src: j.guard, dst: j.guardHost})
+	}
 }
 
 // checkGuard, once the job's fence has signalled, reports a set loop-guard
@@ -74,10 +89,10 @@ func (j *job) checkGuard(what string) error {
 		return nil
 	}
 	d := j.d
-	if err := j.guard.invalidate(); err != nil {
+	if err := j.guardHost.invalidate(); err != nil {
 		return d.fail("reading the loop guard", err)
 	}
-	if binary.LittleEndian.Uint32(j.guard.bytes()) == 0 {
+	if binary.LittleEndian.Uint32(j.guardHost.bytes()) == 0 {
 		return nil
 	}
 	var names []string

@@ -470,6 +470,7 @@ func (b *Backend) prepare(j *job, cmds []pluginapi.SubmitCommand) error {
 			return fail(fmt.Errorf("unknown command %T. Fix: send dispatch, copy or fill commands", c))
 		}
 	}
+	j.guardReadBack()
 	return nil
 }
 
