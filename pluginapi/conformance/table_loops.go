@@ -13,8 +13,7 @@ import "github.com/kiln-dev/kiln/ir"
 // Each runs one small workgroup, so the kit stays cheap.
 func longLoopCases() []semantic {
 	return []semantic{
-		longForU32(), longForI32(), longWhile(), longContinue(), longUniform(), longParam(),
-		longNested(), longDivergent(),
+		longForU32(), longForI32(), longWhile(), longUniform(), longParam(), longNested(), longDivergent(),
 	}
 }
 
@@ -28,20 +27,21 @@ func longCase(name string, b *ir.Builder, out int, pinned ...uint32) semantic {
 		pinned: [][]uint32{pinned}, refusable: true}
 }
 
-// longForU32 counts a u32 for loop of 100000 iterations and keeps its last
-// value.
+// longForU32 runs a u32 for loop of 100000 iterations that skips a third of
+// them with continue, counting the others and keeping the last value.
 func longForU32() semantic {
 	b := ir.NewBuilder("kiln.semantics.long.for_u32", 1, 1, 1)
 	out := b.Buffer("out", ir.U32, ir.Write)
 	count := b.Var("count", ir.U32, ir.LitU32(0))
 	last := b.Var("last", ir.U32, ir.LitU32(0))
 	b.For("k", ir.U32, ir.LitU32(0), ir.LitU32(longLoops), ir.LitU32(1), func(body *ir.Block, k ir.Expr) {
+		body.If(ir.Eq(ir.Rem(k, ir.LitU32(3)), ir.LitU32(1)), func(then *ir.Block) { then.Continue() })
 		body.Assign("count", ir.Add(count, ir.LitU32(1)))
 		body.Assign("last", k)
 	})
 	b.Store(out, ir.LitU32(0), count)
 	b.Store(out, ir.LitU32(1), last)
-	return longCase("long.for_u32", b, 2, longLoops, longLoops-1)
+	return longCase("long.for_u32", b, 2, longLoops-longLoops/3, longLoops-1)
 }
 
 // longForI32 runs a signed for loop from -50000 through 50000 (100001
@@ -60,44 +60,26 @@ func longForI32() semantic {
 	return longCase("long.for_i32", b, 2, 100001, 7)
 }
 
-// longWhile counts to 100000 in a while loop, then on to 150000 in a while
-// true left by break.
+// longWhile counts to 100000 in a while loop that skips all but every third
+// round with continue, then on to 150000 in a while true left by break.
 func longWhile() semantic {
 	b := ir.NewBuilder("kiln.semantics.long.while", 1, 1, 1)
 	out := b.Buffer("out", ir.U32, ir.Write)
 	c := b.Var("c", ir.U32, ir.LitU32(0))
+	thirds := b.Var("thirds", ir.U32, ir.LitU32(0))
 	b.While(ir.Lt(c, ir.LitU32(longLoops)), func(body *ir.Block) {
 		body.Assign("c", ir.Add(c, ir.LitU32(1)))
+		body.If(ir.Ne(ir.Rem(c, ir.LitU32(3)), ir.LitU32(0)), func(then *ir.Block) { then.Continue() })
+		body.Assign("thirds", ir.Add(thirds, ir.LitU32(1)))
 	})
 	b.Store(out, ir.LitU32(0), c)
+	b.Store(out, ir.LitU32(1), thirds)
 	b.While(ir.LitBool(true), func(body *ir.Block) {
 		body.Assign("c", ir.Add(c, ir.LitU32(1)))
 		body.If(ir.Eq(c, ir.LitU32(150000)), func(then *ir.Block) { then.Break() })
 	})
-	b.Store(out, ir.LitU32(1), c)
-	return longCase("long.while", b, 2, longLoops, 150000)
-}
-
-// longContinue skips odd values of a 200000-iteration for loop with continue,
-// and all but every third round of a 100000-iteration while loop.
-func longContinue() semantic {
-	b := ir.NewBuilder("kiln.semantics.long.continue", 1, 1, 1)
-	out := b.Buffer("out", ir.U32, ir.Write)
-	evens := b.Var("evens", ir.U32, ir.LitU32(0))
-	b.For("k", ir.U32, ir.LitU32(0), ir.LitU32(2*longLoops), ir.LitU32(1), func(body *ir.Block, k ir.Expr) {
-		body.If(ir.Eq(ir.And(k, ir.LitU32(1)), ir.LitU32(1)), func(then *ir.Block) { then.Continue() })
-		body.Assign("evens", ir.Add(evens, ir.LitU32(1)))
-	})
-	n := b.Var("n", ir.U32, ir.LitU32(0))
-	thirds := b.Var("thirds", ir.U32, ir.LitU32(0))
-	b.While(ir.Lt(n, ir.LitU32(longLoops)), func(body *ir.Block) {
-		body.Assign("n", ir.Add(n, ir.LitU32(1)))
-		body.If(ir.Ne(ir.Rem(n, ir.LitU32(3)), ir.LitU32(0)), func(then *ir.Block) { then.Continue() })
-		body.Assign("thirds", ir.Add(thirds, ir.LitU32(1)))
-	})
-	b.Store(out, ir.LitU32(0), evens)
-	b.Store(out, ir.LitU32(1), thirds)
-	return longCase("long.continue", b, 2, longLoops, longLoops/3)
+	b.Store(out, ir.LitU32(2), c)
+	return longCase("long.while", b, 3, longLoops, longLoops/3, 150000)
 }
 
 // longUniform takes its bound and step from uniforms (100000 and 1), which
@@ -116,7 +98,7 @@ func longUniform() semantic {
 		map[string]ir.Literal{"n": ir.LitU32(longLoops), "step": ir.LitU32(1)})
 }
 
-// longParam takes its bound from a parameter specialized to 131072.
+// longParam takes its bound from a parameter specialized to 100001.
 func longParam() semantic {
 	b := ir.NewBuilder("kiln.semantics.long.param", 1, 1, 1)
 	out := b.Buffer("out", ir.U32, ir.Write)
@@ -126,13 +108,13 @@ func longParam() semantic {
 		body.Assign("count", ir.Add(count, ir.LitU32(1)))
 	})
 	b.Store(out, ir.LitU32(0), count)
-	s := longCase("long.param", b, 1, 131072)
-	s.c.Spec.Set("n", ir.SpecU32(131072))
+	s := longCase("long.param", b, 1, longLoops+1)
+	s.c.Spec.Set("n", ir.SpecU32(longLoops+1))
 	return s
 }
 
 // longNested runs 400 × 250 iterations in two nested loops, then two loops
-// of 40000 one after the other: no loop is long, but together they are
+// of 33000 one after the other: no loop is long, but together they are
 // (llvmpipe counts the iterations of all of a shader's loops together).
 func longNested() semantic {
 	b := ir.NewBuilder("kiln.semantics.long.nested", 1, 1, 1)
@@ -144,31 +126,31 @@ func longNested() semantic {
 		})
 	})
 	first := b.Var("first", ir.U32, ir.LitU32(0))
-	b.For("a", ir.U32, ir.LitU32(0), ir.LitU32(40000), ir.LitU32(1), func(body *ir.Block, _ ir.Expr) {
+	b.For("a", ir.U32, ir.LitU32(0), ir.LitU32(33000), ir.LitU32(1), func(body *ir.Block, _ ir.Expr) {
 		body.Assign("first", ir.Add(first, ir.LitU32(1)))
 	})
 	second := b.Var("second", ir.U32, ir.LitU32(0))
-	b.While(ir.Lt(second, ir.LitU32(40000)), func(body *ir.Block) {
+	b.While(ir.Lt(second, ir.LitU32(33000)), func(body *ir.Block) {
 		body.Assign("second", ir.Add(second, ir.LitU32(1)))
 	})
 	b.Store(out, ir.LitU32(0), inner)
 	b.Store(out, ir.LitU32(1), first)
 	b.Store(out, ir.LitU32(2), second)
-	return longCase("long.nested", b, 3, longLoops, 40000, 40000)
+	return longCase("long.nested", b, 3, longLoops, 33000, 33000)
 }
 
-// longDivergent has the 4 invocations of a workgroup loop 1000, 34000, 67000
-// and 100000 times: only some of them go past 65535.
+// longDivergent has the 2 invocations of a workgroup loop 1000 and 100000
+// times: one of them goes past 65535.
 func longDivergent() semantic {
-	b := ir.NewBuilder("kiln.semantics.long.divergent", 4, 1, 1)
+	b := ir.NewBuilder("kiln.semantics.long.divergent", 2, 1, 1)
 	out := b.Buffer("out", ir.U32, ir.Write)
 	g := b.Let("g", ir.GlobalID(0))
-	n := b.Let("n", ir.Add(ir.LitU32(1000), ir.Mul(g, ir.LitU32(33000))))
+	n := b.Let("n", ir.Add(ir.LitU32(1000), ir.Mul(g, ir.LitU32(longLoops-1000))))
 	c := b.Var("c", ir.U32, ir.LitU32(0))
 	b.While(ir.LitBool(true), func(body *ir.Block) {
 		body.If(ir.Ge(c, n), func(then *ir.Block) { then.Break() })
 		body.Assign("c", ir.Add(c, ir.LitU32(1)))
 	})
 	b.Store(out, g, c)
-	return longCase("long.divergent", b, 4, 1000, 34000, 67000, longLoops)
+	return longCase("long.divergent", b, 2, 1000, longLoops)
 }
