@@ -13,13 +13,14 @@ import (
 // barriers inside uniform loops, every builtin on a 3-D launch with and without
 // a workgroup-size override, parameters of every type at their defaults and
 // specialized, continue (IR v1.1), arms that all leave and code after a return,
-// 40 levels of nesting, and locals in scopes.
+// 40 levels of nesting, locals in scopes, and loops of 100000 and more
+// iterations (longLoopCases).
 func controlCases() []semantic {
-	return []semantic{
+	return append([]semantic{
 		forLoops(), whileBreakReturn(), nestedLoops(), ifChains(), barrierLoop(),
 		builtins(), builtinsOverride(), params(), paramsDefault(), paramsAndOverride(), continueLoops(),
 		armsThatLeave(), deepNesting(), localsAndScopes(),
-	}
+	}, longLoopCases()...)
 }
 
 // forLoops covers signed and unsigned counted loops, negative ranges, bounds

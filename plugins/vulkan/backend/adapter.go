@@ -94,6 +94,7 @@ func target(p vk.Properties) spirv.Target {
 	var t spirv.Target
 	t.SignedZeroInfNanPreserve = p.FloatControls != nil && p.FloatControls.SignedZeroInfNanPreserveFloat32
 	t.DenormPreserve = p.FloatControls != nil && p.FloatControls.DenormPreserveFloat32
+	t.LoopGuard = endsLongLoops(p)
 	if p.Subgroup.Stages&vk.StageCompute != 0 {
 		t.Subgroups = spirv.SubgroupFeatures(p.Subgroup.Operations) &
 			(spirv.SubgroupBasic | spirv.SubgroupArithmetic | spirv.SubgroupBallot | spirv.SubgroupShuffle)

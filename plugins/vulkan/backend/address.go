@@ -122,7 +122,7 @@ func (p *pipeline) variant(mask uint64) (*pipeline, error) {
 			p.prog.Name, a.index, a.props.Limits.MaxPushConstantsSize)
 	}
 	v := &pipeline{d: p.d, prog: p.prog, wg: p.wg, push: m.PushConstantBytes, uniforms: m.UniformOffset,
-		grid: m.GridOffset, gridMode: m.Grid, sg: p.sg, addresses: m.AddressOffsets}
+		grid: m.GridOffset, gridMode: m.Grid, sg: p.sg, guard: m.LoopGuard, addresses: m.AddressOffsets}
 	if _, err := v.build(m, nil); err != nil {
 		return nil, err
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/kiln-dev/kiln/ir"
+	"github.com/kiln-dev/kiln/ir/interp"
 	"github.com/kiln-dev/kiln/ir/kernels"
 	"github.com/kiln-dev/kiln/pluginapi"
 	"github.com/kiln-dev/kiln/plugins/internal/gputest"
@@ -351,15 +352,49 @@ func TestDispatchStopsWaitingWhenTheContextEnds(t *testing.T) {
 	gputest.AbandonedDispatch(t, b, req, "500ms", false)
 }
 
-// TestLongLoops runs loops of more than 65535 iterations. Mesa's llvmpipe (lavapipe)
-// ends a shader's loops after 65535 iterations in all (its loop limiter), so there
-// the test is skipped; every other driver must match the reference.
+// TestLongLoops runs loops of more than 65535 iterations: every driver must
+// match the reference, except Mesa's llvmpipe (lavapipe), which ends a shader's
+// loops after 65535 iterations in all (its loop limiter): there the loop guard
+// must refuse the dispatch and the submit, naming the limit, instead of
+// returning the wrong values, and a loop within the limit still runs.
 func TestLongLoops(t *testing.T) {
 	b := newTestBackend(t)
-	if d := b.adapters[0].props.Driver; d != nil && d.Name == "llvmpipe" {
-		t.Skip("llvmpipe stops every shader after 65535 loop iterations (Mesa's LP_MAX_TGSI_LOOP_ITERATIONS); longer loops give wrong results there")
+	if !endsLongLoops(b.adapters[0].props) {
+		gputest.LongLoops(t, b)
+		return
 	}
-	gputest.LongLoops(t, b)
+	refused := func(what string, err error) {
+		t.Helper()
+		var rejected *pluginapi.RejectedError
+		if !errors.As(err, &rejected) || !strings.Contains(err.Error(), "LP_MAX_TGSI_LOOP_ITERATIONS") || !strings.Contains(err.Error(), "Fix:") {
+			t.Errorf("%s of 200000 iterations on llvmpipe = %v; want a RejectedError naming the loop limit, with a Fix", what, err)
+		}
+	}
+	var spec ir.SpecMap
+	spec.Set("n", ir.SpecU32(200000))
+	res, err := gputest.Run(t, b, gputest.Spin(), kernels.Case{Spec: spec, Grid: [3]uint32{2, 1, 1}, OutputCounts: []uint32{1}})
+	if err == nil {
+		t.Logf("outputs %x", res.Outputs)
+	}
+	refused("a dispatch", err)
+
+	ctx := context.Background()
+	p := compileT(t, b, spinUniform())
+	out := allocT(t, b, []uint32{0})
+	_, err = b.Submit(ctx, &pluginapi.SubmitRequest{Commands: []pluginapi.SubmitCommand{pluginapi.DispatchCommand{Pipeline: p, Grid: [3]uint32{1, 1, 1},
+		Bindings: []pluginapi.BufferRange{{Buffer: out, Size: 4}}, Uniforms: kernels.U32Bytes([]uint32{200000})}}})
+	refused("a submit", err)
+
+	spec.Set("n", ir.SpecU32(60000))
+	grid := [3]uint32{2, 1, 1}
+	want, err := interp.Run(ctx, gputest.Spin(), interp.Options{Spec: spec}, interp.Launch{Grid: grid, OutputCounts: []uint32{1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err = gputest.Run(t, b, gputest.Spin(), kernels.Case{Spec: spec, Grid: grid, OutputCounts: []uint32{1}})
+	if err != nil || !bytes.Equal(res.Outputs[0], want[0]) {
+		t.Errorf("a loop of 60000 iterations on llvmpipe: %v, %v; want %x", res, err, want[0])
+	}
 }
 
 func TestConcurrentDispatches(t *testing.T) {

@@ -26,6 +26,9 @@ type pipeline struct {
 	uniforms, grid uint32
 	gridMode       spirv.GridMode
 	sg             vk.SubgroupRequirement
+	// guard says that the module has the loop guard's buffer after the
+	// program's bindings (spirv.Module.LoopGuard; see guard.go).
+	guard bool
 	// addr builds and keeps the address variants of a compiled pipeline;
 	// addresses are a variant's address offsets by binding (see address.go).
 	addr      *addressing
@@ -89,7 +92,7 @@ func (b *Backend) Compile(ctx context.Context, req *pluginapi.CompileRequest) (*
 		}
 	}
 	pl := &pipeline{d: d, prog: p, wg: wg, push: m.PushConstantBytes, uniforms: m.UniformOffset,
-		grid: m.GridOffset, gridMode: m.Grid, sg: sg, addr: &addressing{wg: wg, spec: req.Spec}}
+		grid: m.GridOffset, gridMode: m.Grid, sg: sg, guard: m.LoopGuard, addr: &addressing{wg: wg, spec: req.Spec}}
 	blob, err := pl.build(m, usableBlob(req.CachedBlob, a.props))
 	if err != nil {
 		return nil, err
@@ -127,7 +130,7 @@ func (p *pipeline) build(m *spirv.Module, seed []byte) ([]byte, error) {
 		p.destroy()
 		return nil, d.fail(op, err)
 	}
-	if p.setLayout, err = d.vk.CreateStorageSetLayout(uint32(len(p.prog.Buffers))); err != nil {
+	if p.setLayout, err = d.vk.CreateStorageSetLayout(p.setBindings()); err != nil {
 		return fail("descriptor set layout creation", err)
 	}
 	if p.layout, err = d.vk.CreatePipelineLayout(p.setLayout, p.push); err != nil {

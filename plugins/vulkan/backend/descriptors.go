@@ -92,7 +92,7 @@ func (c *setCache) free(d *device, p *pipeline) (vk.DescriptorSet, error) {
 		}
 	}
 	if c.left == 0 {
-		pool, err := d.vk.CreateStoragePool(uint32(max(len(p.prog.Buffers), 1)), setsPerPool)
+		pool, err := d.vk.CreateStoragePool(max(p.setBindings(), 1), setsPerPool)
 		if err != nil {
 			return 0, err
 		}

@@ -169,10 +169,14 @@ func (j *job) stage(b *Backend, binds []*binding, req *pluginapi.DispatchRequest
 	if o.p, err = p.forCounts(o.counts); err != nil {
 		return err
 	}
+	if err := j.guardFor(&o); err != nil {
+		return err
+	}
 	j.ops = append(j.ops, o)
 	// The device time is the dispatch's, not its uploads' and read-backs'.
 	j.timeOp = len(j.ops)
 	j.ops = append(j.ops, after...)
+	j.guardReadBack()
 	return nil
 }
 

@@ -59,9 +59,11 @@
 // a job's ops.
 //
 // Known driver limit: Mesa's llvmpipe (lavapipe) ends a shader's loops after 65535
-// iterations in all (its loop limiter, LP_MAX_TGSI_LOOP_ITERATIONS), so a program
-// whose invocations loop longer gets wrong results there without any error; GPU
-// drivers have no such limit.
+// iterations in all (its loop limiter, LP_MAX_TGSI_LOOP_ITERATIONS), without an
+// error. On that driver every module carries the loop guard (guard.go, and
+// spirv's loopguard.go), and a dispatch or submit whose loops were cut fails with
+// a RejectedError instead of returning wrong values; GPU drivers have no such
+// limit and get unguarded modules.
 //
 // Errors: programs, launches and limits the device cannot take are
 // pluginapi.RejectedError, unusable adapters pluginapi.UnavailableError, and Vulkan

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/kiln-dev/kiln/plugins/vulkan/spirv"
 	"github.com/kiln-dev/kiln/plugins/vulkan/vk"
 )
 
@@ -69,7 +70,7 @@ func (r *recording) matches(j *job, gen uint64) bool {
 
 // sameOp reports whether two ops record the same commands.
 func sameOp(a, b *op) bool {
-	return a.kind == b.kind && a.p == b.p && a.grid == b.grid && a.src == b.src && a.dst == b.dst && a.value == b.value &&
+	return a.kind == b.kind && a.p == b.p && a.grid == b.grid && a.src == b.src && a.dst == b.dst && a.value == b.value && a.guard == b.guard &&
 		slices.Equal(a.binds, b.binds) && slices.Equal(a.counts, b.counts) && bytes.Equal(a.uniforms, b.uniforms)
 }
 
@@ -204,6 +205,9 @@ type op struct {
 	// A copy of src.size bytes from src to dst, or a fill of dst with value.
 	src, dst span
 	value    uint32
+	// guard is the job's loop-guard span a guarded pipeline binds after the
+	// program's buffers (guard.go); the dispatch writes it.
+	guard span
 }
 
 // region is bytes of a block an op reads or writes.
@@ -233,6 +237,9 @@ func (o *op) accesses(reads, writes []region) ([]region, []region) {
 			writes = append(writes, r)
 		}
 	}
+	if o.guard.size > 0 {
+		writes = append(writes, region(o.guard))
+	}
 	return reads, writes
 }
 
@@ -249,6 +256,11 @@ type job struct {
 	// residents are the buffers the ops use; each remembers the job's sequence
 	// number.
 	residents []*resident
+	// guard is the loop guard's flag of the job's guarded dispatches, a
+	// scratch span; its size is 0 when none is guarded (guard.go). guardHost
+	// is where the host reads it: guard itself when mapped, else a staging
+	// span.
+	guard, guardHost span
 	// timeOp, when non-zero, is 1 + the index of the one op the timestamps
 	// bracket (a protocol-1 dispatch's, not its uploads and read-backs); zero
 	// brackets them all.
@@ -440,6 +452,10 @@ func (j *job) recordDispatch(s *slot, o *op, seq uint64) error {
 		}
 	}
 	p.addressRanges(d, ranges)
+	if p.guard {
+		ranges = append(ranges, o.guard.storage(spirv.GuardBytes))
+	}
+	j.ranges = ranges
 	j.key = setKey(j.key[:0], ranges)
 	cs, err := d.descriptorSet(p, ranges, j.key, seq)
 	if err != nil {
@@ -602,9 +618,14 @@ func (j *job) await(ctx context.Context, what string) (int64, error) {
 		return 0, err
 	}
 	ns, err := j.deviceNanos()
+	if err != nil {
+		j.finish()
+		return 0, d.fail("reading timestamps", err)
+	}
+	err = j.checkGuard(what)
 	j.finish()
 	if err != nil {
-		return 0, d.fail("reading timestamps", err)
+		return 0, err
 	}
 	return ns, nil
 }

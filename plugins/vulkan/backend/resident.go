@@ -470,6 +470,7 @@ func (b *Backend) prepare(j *job, cmds []pluginapi.SubmitCommand) error {
 			return fail(fmt.Errorf("unknown command %T. Fix: send dispatch, copy or fill commands", c))
 		}
 	}
+	j.guardReadBack()
 	return nil
 }
 
@@ -545,6 +546,9 @@ func (b *Backend) prepareDispatch(j *job, p *pipeline, c pluginapi.DispatchComma
 	}
 	var err error
 	if o.p, err = p.forCounts(o.counts); err != nil {
+		return err
+	}
+	if err := j.guardFor(&o); err != nil {
 		return err
 	}
 	j.ops = append(j.ops, before...)

@@ -40,6 +40,11 @@
 //     specialization constant.
 //   - Module.Subgroups reports a program that uses subgroups, whose pipeline the
 //     backend gives a subgroup size.
+//   - Loop guard: with Target.LoopGuard (for llvmpipe, which ends a shader's
+//     loops after 65535 iterations in all without an error) a program with a
+//     loop gets one more storage buffer at binding len(buffers), of GuardBytes,
+//     which the backend zeroes; its first word is set when an invocation left a
+//     loop other than as the program says (Module.LoopGuard; see loopguard.go).
 //
 // How the IR's exact semantics are kept, without relying on robustBufferAccess or
 // on driver float behaviour beyond Vulkan's guarantees:

@@ -69,10 +69,14 @@ type emitter struct {
 	assigned map[string]bool
 	// folded holds every parameter's value with Target.FoldSpec, nil without.
 	folded map[string]ir.Literal
+	// guard is the loop guard's state (Target.LoopGuard; loopguard.go).
+	guard loopGuard
 }
 
-// loopExits are where break (merge) and continue (cont) branch to.
-type loopExits struct{ merge, cont uint32 }
+// loopExits are where break (merge) and continue (cont) branch to, and the
+// bool a break stores true in a guarded loop (left, 0 unguarded; see
+// loopguard.go).
+type loopExits struct{ merge, cont, left uint32 }
 
 // uniform is a uniform's member of the push-constant block and its type.
 type uniform struct {
@@ -359,13 +363,7 @@ func (e *emitter) declareBuffers() {
 	atomics := map[string]bool{}
 	atomicTargets(e.prog.Body, atomics)
 	for _, b := range e.prog.Buffers {
-		elem := e.scalar(b.Type)
-		rt, known := e.types[typeKey{op: opTypeRuntimeArray, a: elem}]
-		if !known {
-			rt = e.typ(typeKey{op: opTypeRuntimeArray, a: elem}, elem)
-			e.decorate(rt, decorationArrayStride, 4)
-		}
-		st := e.global(opTypeStruct, false, rt)
+		st := e.global(opTypeStruct, false, e.runtimeArray(e.scalar(b.Type)))
 		e.decorate(st, decorationBlock)
 		e.memberDecorate(st, 0, decorationOffset, 0)
 		switch b.Access {
@@ -399,6 +397,18 @@ func (e *emitter) declareBuffers() {
 		a.varID = v
 		e.arrays[b.Name] = a
 	}
+}
+
+// runtimeArray returns the runtime array type of 4-byte elements elem,
+// declaring it (ArrayStride 4) on first use.
+func (e *emitter) runtimeArray(elem uint32) uint32 {
+	k := typeKey{op: opTypeRuntimeArray, a: elem}
+	if rt, ok := e.types[k]; ok {
+		return rt
+	}
+	rt := e.typ(k, elem)
+	e.decorate(rt, decorationArrayStride, 4)
+	return rt
 }
 
 // declarePushConstants declares the members of the push-constant block that

@@ -2,6 +2,7 @@ package spirv
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"math"
 	"math/bits"
@@ -44,7 +45,18 @@ type machine struct {
 	// the device address the test gave each addressed buffer to its memory.
 	addressTypes map[uint32]bool
 	addresses    map[uint64][]uint32
+	// loopLimit, when non-zero, ends an invocation's loops the way llvmpipe's
+	// loop limiter does (see loopguard.go): after loopLimit back edges of all
+	// its loops together, every back edge goes to the loop's merge block
+	// instead. backEdges maps each loop's continue target to its header and
+	// merge block.
+	loopLimit int
+	backEdges map[uint32][2]uint32
 }
+
+// errLoopCut is what dispatchLimited returns when a guarded module set the
+// loop guard's flag.
+var errLoopCut = errors.New("the loop guard's flag is set: a loop was ended before the program ended it")
 
 // fakeAddress is the device address dispatchCase gives the buffer at binding:
 // aligned, and above 4 GiB so that both words matter.
@@ -60,6 +72,8 @@ type invocation struct {
 	cur, prev uint32
 	done      bool
 	ids       map[uint32][3]uint32 // BuiltIn number -> value
+	// backEdges counts the back edges the invocation took (machine.loopLimit).
+	backEdges int
 }
 
 // dispatchCase runs m (emitted from p) on the case's buffers and grid, with the
@@ -67,6 +81,14 @@ type invocation struct {
 // backend would: the grid runs as the launches of Launches(c.Grid, limit), each
 // with its grid words, and addressed buffers get fake device addresses.
 func dispatchCase(p *ir.Program, m *Module, c kernels.Case, uniforms []byte, limit [3]uint32) ([][]byte, error) {
+	return dispatchLimited(p, m, c, uniforms, limit, 0)
+}
+
+// dispatchLimited is dispatchCase on a device that ends each invocation's
+// loops after loopLimit back edges in all (0: never). A guarded module
+// (Module.LoopGuard) gets its zeroed guard buffer, and a set flag is
+// errLoopCut.
+func dispatchLimited(p *ir.Program, m *Module, c kernels.Case, uniforms []byte, limit [3]uint32, loopLimit int) ([][]byte, error) {
 	wg := m.WorkgroupSize
 	entries, data := SpecData(p, m, c.Spec)
 	spec := map[uint32]uint32{}
@@ -95,6 +117,11 @@ func dispatchCase(p *ir.Program, m *Module, c kernels.Case, uniforms []byte, lim
 		}
 		buffers[b.Binding] = mem
 	}
+	var guard []uint32
+	if m.LoopGuard {
+		guard = make([]uint32, GuardBytes/4)
+		buffers = append(buffers, guard)
+	}
 	push := make([]uint32, m.PushConstantBytes/4)
 	copy(push, counts)
 	for i := 0; i+4 <= len(uniforms); i += 4 {
@@ -111,6 +138,7 @@ func dispatchCase(p *ir.Program, m *Module, c kernels.Case, uniforms []byte, lim
 		return nil, err
 	}
 	mc.addresses = addresses
+	mc.loopLimit = loopLimit
 	if m.Grid == GridPhysical {
 		limit = c.Grid // one launch, as the backend runs it
 	}
@@ -128,6 +156,9 @@ func dispatchCase(p *ir.Program, m *Module, c kernels.Case, uniforms []byte, lim
 				}
 			}
 		}
+	}
+	if guard != nil && guard[guardFlagWord] != 0 {
+		return nil, errLoopCut
 	}
 	var outs [][]byte
 	for _, binding := range p.Outputs() {
@@ -147,7 +178,7 @@ func load(words []uint32, spec map[uint32]uint32, buffers [][]uint32, push []uin
 		return nil, fmt.Errorf("not a SPIR-V module")
 	}
 	mc := &machine{labels: map[uint32]int{}, storage: map[uint32]uint32{}, shared: map[uint32]int{}, builtin: map[uint32]uint32{},
-		pushOffsets: map[uint32]int{}, addressTypes: map[uint32]bool{}}
+		pushOffsets: map[uint32]int{}, addressTypes: map[uint32]bool{}, backEdges: map[uint32][2]uint32{}}
 	for i := headerSize; i < len(words); {
 		n := int(words[i] >> 16)
 		if n == 0 || i+n > len(words) {
@@ -167,9 +198,12 @@ func load(words []uint32, spec map[uint32]uint32, buffers [][]uint32, push []uin
 		}
 		return def
 	}
+	var block uint32
 	for i, in := range mc.code {
 		a := in.args
 		switch in.op {
+		case opLoopMerge:
+			mc.backEdges[a[1]] = [2]uint32{block, a[0]}
 		case opConstant:
 			mc.init[a[1]].bits = a[2]
 		case opConstantTrue:
@@ -194,6 +228,7 @@ func load(words []uint32, spec map[uint32]uint32, buffers [][]uint32, push []uin
 			}
 		case opLabel:
 			mc.labels[a[0]] = i
+			block = a[0]
 		case opFunction:
 			mc.start = i + 1
 		case opVariable:
@@ -298,6 +333,21 @@ func b2u(b bool) uint32 {
 	return 0
 }
 
+// limited returns where a branch from inv's block to target goes: to target,
+// or, for a back edge once the invocation has taken loopLimit of them, to the
+// loop's merge block.
+func (mc *machine) limited(inv *invocation, target uint32) uint32 {
+	loop, ok := mc.backEdges[inv.cur]
+	if mc.loopLimit == 0 || !ok || target != loop[0] {
+		return target
+	}
+	inv.backEdges++
+	if inv.backEdges >= mc.loopLimit {
+		return loop[1]
+	}
+	return target
+}
+
 // run executes inv until it returns (barrier false) or reaches a barrier.
 func (mc *machine) run(inv *invocation) (barrier bool, err error) {
 	v := inv.vals
@@ -322,13 +372,13 @@ func (mc *machine) run(inv *invocation) (barrier bool, err error) {
 			inv.cur = a[0]
 		case opSelectionMerge, opLoopMerge:
 		case opBranch:
-			inv.prev, inv.pc = inv.cur, mc.labels[a[0]]
+			inv.prev, inv.pc = inv.cur, mc.labels[mc.limited(inv, a[0])]
 		case opBranchConditional:
 			target := a[2]
 			if v[a[0]].bits != 0 {
 				target = a[1]
 			}
-			inv.prev, inv.pc = inv.cur, mc.labels[target]
+			inv.prev, inv.pc = inv.cur, mc.labels[mc.limited(inv, target)]
 		case opReturn:
 			inv.done = true
 			return false, nil

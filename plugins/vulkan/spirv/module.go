@@ -41,6 +41,13 @@ type Module struct {
 	// Subgroups reports whether the program uses subgroup builtins or operations,
 	// so that its pipeline must run with full subgroups of a known size.
 	Subgroups bool
+	// LoopGuard reports that the module declares the loop guard's buffer (with
+	// Target.LoopGuard, for a program with a loop): a storage buffer of
+	// GuardBytes at binding len(buffers), which the backend zeroes before the
+	// dispatch; a non-zero first word afterwards says that the driver ended a
+	// loop the program had not finished, so the outputs are wrong (see
+	// loopguard.go).
+	LoopGuard bool
 }
 
 // GridMode is how a module reads the grid builtins, and so how the backend may
@@ -113,6 +120,10 @@ type Target struct {
 	// Subgroups are the subgroup operation classes the device supports in
 	// compute shaders; a program that needs another is rejected.
 	Subgroups SubgroupFeatures
+	// LoopGuard makes every loop report, in the guard buffer (Module.LoopGuard),
+	// an invocation that left it other than as the program says: for a driver
+	// that ends long loops by itself, Mesa's llvmpipe (see loopguard.go).
+	LoopGuard bool
 	// FoldSpec, when set, folds the parameter values it holds (the defaults
 	// for those it leaves out) into the module as constants instead of
 	// declaring specialization constants: the module serves that
@@ -235,6 +246,7 @@ func EmitFor(p *ir.Program, t Target) (*Module, error) {
 		GridOffset:        e.layout.grid,
 		AddressOffsets:    e.layout.addresses,
 		Subgroups:         e.subgroups,
+		LoopGuard:         e.guard.buffer != 0,
 	}
 	for i, d := range p.Params {
 		if folded == nil {

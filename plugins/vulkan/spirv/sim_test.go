@@ -2,6 +2,7 @@ package spirv
 
 import (
 	"context"
+	"errors"
 	"os/exec"
 	"sync"
 	"testing"
@@ -23,6 +24,11 @@ type simBackend struct {
 	// fold emits every module with its compile's specialization folded
 	// (Target.FoldSpec).
 	fold bool
+	// guard emits every module with the loop guard (Target.LoopGuard), and
+	// loopLimit ends loops as llvmpipe does (see dispatchLimited); a dispatch
+	// whose guard flag is set is rejected, as the Vulkan backend rejects it.
+	guard     bool
+	loopLimit int
 
 	mu        sync.Mutex
 	next      uint64
@@ -61,6 +67,7 @@ func (b *simBackend) Compile(_ context.Context, req *pluginapi.CompileRequest) (
 		spec := req.Spec
 		target.FoldSpec = &spec
 	}
+	target.LoopGuard = b.guard
 	m, err := EmitFor(req.Program, target)
 	if err != nil {
 		return nil, pluginapi.Rejected("spirv-sim: %w", err)
@@ -83,7 +90,10 @@ func (b *simBackend) Dispatch(_ context.Context, req *pluginapi.DispatchRequest)
 		return nil, pluginapi.Rejected("spirv-sim has no pipeline %d", req.Pipeline)
 	}
 	c := kernels.Case{Grid: req.Grid, Inputs: req.Inputs, OutputCounts: req.OutputCounts, Spec: pl.spec}
-	outs, err := dispatchCase(pl.p, pl.m, c, req.Uniforms, simLimit)
+	outs, err := dispatchLimited(pl.p, pl.m, c, req.Uniforms, simLimit, b.loopLimit)
+	if errors.Is(err, errLoopCut) {
+		return nil, pluginapi.Rejected("spirv-sim: %s: %w", pl.p.Name, err)
+	}
 	if err != nil {
 		return nil, pluginapi.DeviceFailed("spirv-sim: %s: %w", pl.p.Name, err)
 	}
@@ -114,12 +124,14 @@ func TestConformanceOnTheInterpreter(t *testing.T) {
 
 // TestConformanceFoldedOnTheInterpreter runs the kit again on modules with the
 // specialization folded in (Target.FoldSpec), where the value ranges fold the
-// parameters and drop more shared-array checks.
+// parameters and drop more shared-array checks, and with the loop guard on a
+// device that ends loops as llvmpipe does, as the Vulkan backend runs on
+// lavapipe: every case passes, and the long-loop cases are refused.
 func TestConformanceFoldedOnTheInterpreter(t *testing.T) {
 	val, err := exec.LookPath("spirv-val")
 	if err != nil {
 		val = spirvVal(t)
 	}
-	b := &simBackend{t: t, val: val, fold: true, pipelines: map[uint64]simPipeline{}}
+	b := &simBackend{t: t, val: val, fold: true, guard: true, loopLimit: llvmpipeLoopLimit, pipelines: map[uint64]simPipeline{}}
 	conformance.Run(t, b, conformance.Options{Sizes: []int{0, 1, 7, 33}})
 }

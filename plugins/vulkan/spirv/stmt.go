@@ -139,7 +139,11 @@ func (e *emitter) stmt(s ir.Stmt) error {
 		if len(e.loops) == 0 {
 			return fmt.Errorf("break outside a loop. Fix: use break only inside for or while")
 		}
-		e.terminate(opBranch, e.loops[len(e.loops)-1].merge)
+		l := e.loops[len(e.loops)-1]
+		if l.left != 0 {
+			e.inst(opStore, l.left, e.constant(ir.LitBool(true)))
+		}
+		e.terminate(opBranch, l.merge)
 		return nil
 	case ir.ContinueStmt:
 		if len(e.loops) == 0 {
@@ -446,10 +450,11 @@ func (e *emitter) ifStmt(s ir.IfStmt) error {
 }
 
 // loop emits the body and continue blocks of a loop whose header has been emitted
-// and branches to body or merge; cont emits the continue block's work.
-func (e *emitter) loop(bodyLabel, contLabel, merge, header uint32, stmts []ir.Stmt, cont func()) error {
+// and branches to body or merge (see loopHeaderBranch); cont emits the continue
+// block's work. left is the loop's guard bool (loopguard.go), 0 when unguarded.
+func (e *emitter) loop(bodyLabel, contLabel, merge, header, left uint32, stmts []ir.Stmt, cont func()) error {
 	e.label(bodyLabel)
-	e.loops = append(e.loops, loopExits{merge: merge, cont: contLabel})
+	e.loops = append(e.loops, loopExits{merge: merge, cont: contLabel, left: left})
 	err := e.block(stmts)
 	e.loops = e.loops[:len(e.loops)-1]
 	if err != nil {
@@ -460,14 +465,16 @@ func (e *emitter) loop(bodyLabel, contLabel, merge, header uint32, stmts []ir.St
 	}
 	e.label(contLabel)
 	cont()
-	e.terminate(opBranch, header)
+	e.backEdge(header, merge, left)
 	e.label(merge)
+	e.checkLoopExit(left)
 	return nil
 }
 
 // whileStmt re-evaluates the condition in the loop header before each iteration.
 func (e *emitter) whileStmt(s ir.WhileStmt) error {
 	header, body, cont, merge := e.id(), e.id(), e.id(), e.id()
+	left := e.enterLoop()
 	e.terminate(opBranch, header)
 	e.label(header)
 	cond, err := e.typed(s.Cond, ir.Bool, "the while condition")
@@ -475,8 +482,8 @@ func (e *emitter) whileStmt(s ir.WhileStmt) error {
 		return err
 	}
 	e.inst(opLoopMerge, merge, cont, loopControlNone)
-	e.terminate(opBranchConditional, cond, body, merge)
-	return e.loop(body, cont, merge, header, s.Body, func() {})
+	e.loopHeaderBranch(cond, body, merge, left)
+	return e.loop(body, cont, merge, header, left, s.Body, func() {})
 }
 
 // maxUnrollHint is the most iterations of a loop with constant bounds that asks
@@ -525,6 +532,7 @@ func (e *emitter) forStmt(s ir.ForStmt) error {
 		bounds[i] = v
 	}
 	from, to, step := bounds[0].id, bounds[1].id, bounds[2].id
+	left := e.enterLoop()
 	pre := e.cur
 	header, body, cont, merge := e.id(), e.id(), e.id(), e.id()
 	v, next := e.id(), e.id()
@@ -534,11 +542,11 @@ func (e *emitter) forStmt(s ir.ForStmt) error {
 	e.dynamic[v], e.dynamic[next] = true, true
 	cond := e.op(less, e.bool(), v, to)
 	e.inst(opLoopMerge, merge, cont, unrollHint(s.Type, bounds))
-	e.terminate(opBranchConditional, cond, body, merge)
+	e.loopHeaderBranch(cond, body, merge, left)
 	counter := value{id: v, t: s.Type, rng: ranges.Loop(s.Type, bounds[0].rng, bounds[1].rng, bounds[2].rng)}
 	e.scopes = append(e.scopes, map[string]local{s.Var: {value: counter}})
 	defer func() { e.scopes = e.scopes[:len(e.scopes)-1] }()
-	return e.loop(body, cont, merge, header, s.Body, func() {
+	return e.loop(body, cont, merge, header, left, s.Body, func() {
 		e.inst(opIAdd, t, next, v, step)
 	})
 }
