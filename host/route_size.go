@@ -10,10 +10,10 @@ import (
 )
 
 // launchBytes is the size of a launch as PGO size classes measure it
-// (pgo.LaunchBytes): its input bytes plus 4 bytes per output element it asks
-// for, inputs by name included. Host.Dispatch routes by it: a route with size classes sends the launch
-// to the backend of the class nearest this size. See docs/design.md, "PGO
-// routes".
+// (pgo.LaunchBytes): its input bytes, by binding and by name, plus 4 bytes per
+// output element it asks for. Host.Dispatch routes by it: a route with size
+// classes sends the launch to the backend of the class nearest this size. See
+// docs/design.md, "PGO routes".
 func launchBytes(w Work) int64 {
 	inputs := slices.Clip(w.Inputs)
 	for _, in := range w.Named {

@@ -17,9 +17,9 @@ const Schema = 2
 // oldestSchema is the oldest schema this package reads.
 const oldestSchema = 1
 
-// fileDoc is the file as decoded but for its routes, which are decoded one by
-// one (see tomlstore.DecodeSplit); pointers tell a missing field from a zero
-// one.
+// fileDoc is the file as decoded but for its routes, which
+// tomlstore.DecodeSplit decodes one by one into routeDoc; pointers there tell a
+// missing field from a zero one.
 type fileDoc struct {
 	Schema int64 `toml:"schema"`
 }
