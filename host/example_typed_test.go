@@ -127,39 +127,78 @@ func ExampleOutputAs() {
 	// Output: launch of example.saxpy.f32: output buffer y holds f32, not uint32. Fix: read it as []float32
 }
 
-// Upload and Download move typed values to and from a buffer that stays in
-// the plugin; ReadInto reuses the caller's slice.
-func ExampleUpload() {
-	ctx := context.Background()
+// residentBuffer opens a host and returns a 12-byte buffer of cpu-ref, with a
+// function that frees it and closes the host.
+func residentBuffer(ctx context.Context) (*host.Buffer, func(), error) {
 	h, err := host.Open(ctx, host.Options{})
 	if err != nil {
-		fmt.Println(err)
-		return
+		return nil, nil, err
 	}
-	defer h.Close()
 	b, err := h.Acquire(ctx, "cpu-ref")
 	if err != nil {
-		fmt.Println(err)
-		return
+		h.Close()
+		return nil, nil, err
 	}
 	buf, err := b.Alloc(ctx, 12, 0)
 	if err != nil {
+		h.Close()
+		return nil, nil, err
+	}
+	return buf, func() { buf.Free(ctx); h.Close() }, nil
+}
+
+// Upload writes typed values to the start of a buffer that stays in the
+// plugin; Download reads all of it back.
+func ExampleUpload() {
+	ctx := context.Background()
+	buf, done, err := residentBuffer(ctx)
+	if err != nil {
 		fmt.Println(err)
 		return
 	}
-	defer buf.Free(ctx)
+	defer done()
 	if err := host.Upload(ctx, buf, []int32{-1, 2, -3}); err != nil {
 		fmt.Println(err)
 		return
 	}
 	all, err := host.Download[int32](ctx, buf)
 	fmt.Println(all, err)
-	first := make([]int32, 2)
+	// Output: [-1 2 -3] <nil>
+}
+
+// Download reads a whole buffer as typed values (here the raw 2-byte halves of
+// a new, zero-filled buffer).
+func ExampleDownload() {
+	ctx := context.Background()
+	buf, done, err := residentBuffer(ctx)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer done()
+	zeros, err := host.Download[uint16](ctx, buf)
+	fmt.Println(zeros, err)
+	// Output: [0 0 0 0 0 0] <nil>
+}
+
+// ReadInto fills the caller's slice from the start of a buffer, so repeated
+// reads allocate nothing new for the values.
+func ExampleReadInto() {
+	ctx := context.Background()
+	buf, done, err := residentBuffer(ctx)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer done()
+	if err := host.Upload(ctx, buf, []float32{0.5, 1.5, 2.5}); err != nil {
+		fmt.Println(err)
+		return
+	}
+	first := make([]float32, 2)
 	err = host.ReadInto(ctx, buf, first)
 	fmt.Println(first, err)
-	// Output:
-	// [-1 2 -3] <nil>
-	// [-1 2] <nil>
+	// Output: [0.5 1.5] <nil>
 }
 
 // Options.Slog sends the host's log and the plugins' stderr to an
