@@ -276,6 +276,11 @@ type Work struct {
 	// Inputs are by binding: little-endian bytes for read and read_write
 	// buffers, nil for write buffers.
 	Inputs [][]byte
+	// Named are inputs by the program's buffer names, made with Input
+	// (host.Input("x", xs)): typed, so the launch checks each against its
+	// buffer's element type. A buffer takes its input by name or by binding,
+	// not both.
+	Named []NamedInput
 	// OutputCounts are by binding: element counts of write buffers without a
 	// fixed count.
 	OutputCounts []uint32
@@ -314,6 +319,8 @@ type Result struct {
 	// autotune record chose it.
 	WorkgroupSize [3]uint32
 	Tuned         bool
+	// prog is the program that ran, for Output and OutputAs.
+	prog *ir.Program
 }
 
 // Dispatch runs pl with w. The plugin's outputs are checked against the program
@@ -383,7 +390,7 @@ func (b *Backend) dispatch(ctx context.Context, pl *Pipeline, w Work) (*Result, 
 		return &Result{
 			Outputs: res.Outputs, Backend: b.Name(), Compile: compileTime, Dispatch: took,
 			PluginTime: time.Duration(res.HostNanos), DeviceTime: time.Duration(res.DeviceNanos),
-			Cache: cacheStatus, WorkgroupSize: pl.WorkgroupSize(), Tuned: pl.tuned,
+			Cache: cacheStatus, WorkgroupSize: pl.WorkgroupSize(), Tuned: pl.tuned, prog: pl.prog,
 		}, nil
 	}
 }

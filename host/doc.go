@@ -8,6 +8,18 @@
 // and [Host.Dispatch] compiles and runs an ir.Program on it in one call. For
 // repeated work, [Backend.Compile] once and [Backend.Dispatch] many times.
 //
+// Typed data: a launch takes its inputs by binding as little-endian bytes
+// (Work.Inputs) or by the program's buffer names as typed slices (Work.Named,
+// made with [Input]: host.Input("x", xs) for xs []float32), and [OutputAs]
+// and [Result.Output] return an output by name. A named input is checked
+// against its buffer before anything is sent: an unknown name, a buffer given
+// twice or both by name and by binding, a write-only buffer, or elements of
+// the wrong size or type is a [LaunchError] with a Fix. [Bytes] and [Values]
+// convert between typed slices of an [Element] type (float32, int32, uint32,
+// and uint16 for the raw bits of f16 or bf16) and buffer bytes, little-endian
+// whatever the host's byte order and bit for bit; [Upload], [Download] and
+// [ReadInto] move typed slices to and from a [Buffer].
+//
 // Buffers and batches: [Backend.Alloc] returns a [Buffer] that lives in the plugin
 // (device memory on a GPU) when the plugin keeps buffers (protocol 2 with
 // pluginapi.Buffers and pluginapi.Submitter), and in the host otherwise. A [Batch]
@@ -34,7 +46,8 @@
 // [StartError] says why a plugin did not start; with a pin file (see
 // [PinPlugins]) only pinned plugins run. [Host.Stats] reports what the host
 // measured per backend (package host/hostprom exports it to Prometheus).
-// [Host.Close] stops every plugin.
+// [Host.Close] stops every plugin. Logs go to Options.Logger (an hclog.Logger)
+// or Options.Slog (an *slog.Logger).
 //
 // The host alone keeps the persistent stores (Options.Cache, Autotune, PGO;
 // by default at their XDG paths). Every compile goes through the pipeline
@@ -47,5 +60,6 @@
 // WorkgroupSize and Tuned say what happened.
 //
 // The package's examples are complete programs: open, acquire, compile,
-// dispatch, buffers and batches, and errors.As on each typed error.
+// dispatch, typed inputs and outputs by name, buffers and batches, and
+// errors.As on each typed error.
 package host

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sort"
 	"strconv"
 	"strings"
@@ -25,8 +26,13 @@ type Options struct {
 	// directory beside the executable, else $XDG_DATA_HOME/kiln/plugins.
 	PluginDir string
 	// Logger receives the host's log lines and every plugin's stderr, under the
-	// plugin's file name. Nil discards them.
+	// plugin's file name. Nil sends them to Slog.
 	Logger hclog.Logger
+	// Slog receives them instead when Logger is nil: levels map to slog's
+	// (hclog's Trace is slog.LevelDebug-4), a plugin's name is the "logger"
+	// attribute, and Slog's handler decides which levels pass. Both nil
+	// discards them.
+	Slog *slog.Logger
 	// StartTimeout bounds one plugin's start, handshake and description (default
 	// 10s). Relaunches run under it too, never under a caller's context.
 	StartTimeout time.Duration
@@ -127,7 +133,11 @@ func Open(ctx context.Context, opts Options) (*Host, error) {
 		return nil, err
 	}
 	log := opts.Logger
-	if log == nil {
+	switch {
+	case log != nil:
+	case opts.Slog != nil:
+		log = fromSlog(opts.Slog)
+	default:
 		log = hclog.NewNullLogger()
 	}
 	hctx, cancel := context.WithCancel(context.WithoutCancel(ctx))

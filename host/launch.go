@@ -35,6 +35,9 @@ func plan(prog *ir.Program, wg [3]uint32, w Work) (*pluginapi.DispatchRequest, [
 		Uniforms:     w.Uniforms,
 	}
 	copy(req.Inputs, w.Inputs)
+	if err := placeNamed(prog, w.Named, req.Inputs); err != nil {
+		return bad("%v", err)
+	}
 	copy(req.OutputCounts, w.OutputCounts)
 	sizes := make([]int, n)
 	for _, d := range prog.Buffers {

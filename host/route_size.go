@@ -2,6 +2,7 @@ package host
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -9,11 +10,17 @@ import (
 )
 
 // launchBytes is the size of a launch as PGO size classes measure it
-// (pgo.LaunchBytes): its input bytes plus 4 bytes per output element it asks
-// for. Host.Dispatch routes by it: a route with size classes sends the launch
-// to the backend of the class nearest this size. See docs/design.md, "PGO
-// routes".
-func launchBytes(w Work) int64 { return pgo.LaunchBytes(w.Inputs, w.OutputCounts) }
+// (pgo.LaunchBytes): its input bytes, by binding and by name, plus 4 bytes per
+// output element it asks for. Host.Dispatch routes by it: a route with size
+// classes sends the launch to the backend of the class nearest this size. See
+// docs/design.md, "PGO routes".
+func launchBytes(w Work) int64 {
+	inputs := slices.Clip(w.Inputs)
+	for _, in := range w.Named {
+		inputs = append(inputs, in.data)
+	}
+	return pgo.LaunchBytes(inputs, w.OutputCounts)
+}
 
 // freshRoute is the route a launch of size bytes follows for op: the local
 // table's route for the nearest size class — or, when that is stale only

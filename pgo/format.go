@@ -17,10 +17,11 @@ const Schema = 2
 // oldestSchema is the oldest schema this package reads.
 const oldestSchema = 1
 
-// fileDoc is the file as decoded; pointers tell a missing field from a zero one.
+// fileDoc is the file as decoded but for its routes, which
+// tomlstore.DecodeSplit decodes one by one into routeDoc; pointers there tell a
+// missing field from a zero one.
 type fileDoc struct {
-	Schema int64               `toml:"schema"`
-	Routes map[string]routeDoc `toml:"routes"`
+	Schema int64 `toml:"schema"`
 }
 
 type routeDoc struct {
@@ -77,12 +78,12 @@ type obsOut struct {
 // *tomlstore.NewerSchemaError.
 func parse(data []byte) (map[string]Route, error) {
 	var doc fileDoc
-	schema, err := tomlstore.DecodeSchemas(data, oldestSchema, Schema, &doc)
+	schema, docs, err := tomlstore.DecodeSplit[routeDoc](data, oldestSchema, Schema, "routes", &doc)
 	if err != nil {
 		return nil, err
 	}
-	routes := make(map[string]Route, len(doc.Routes))
-	for op, d := range doc.Routes {
+	routes := make(map[string]Route, len(docs))
+	for op, d := range docs {
 		if d.Backend == nil {
 			return nil, &tomlstore.FormatError{Where: fmt.Sprintf("route %q", op), Msg: "backend is required"}
 		}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/binary"
 	"flag"
 	"fmt"
 	"io"
@@ -55,14 +54,18 @@ func run(ctx context.Context, plugins, backend string, n int, out io.Writer) err
 		CompileOptions: host.CompileOptions{Spec: spec},
 		Work: host.Work{
 			Invocations: [3]uint32{uint32(n), 1, 1},
-			Inputs:      [][]byte{encode(x), encode(y)},
+			Named:       []host.NamedInput{host.Input("x", x), host.Input("y", y)},
 		},
 	})
 	if err != nil {
 		return err
 	}
+	ys, err := host.OutputAs[float32](res, "y")
+	if err != nil {
+		return err
+	}
 	fmt.Fprintf(out, "saxpy a=3 on %s (compile %v, dispatch %v):\n", res.Backend, res.Compile, res.Dispatch)
-	for i, v := range decode(res.Outputs[0]) {
+	for i, v := range ys {
 		fmt.Fprintf(out, "y[%d] = %g\n", i, v)
 	}
 	return resident(ctx, h, prog, res.Backend, x, out)
@@ -91,7 +94,7 @@ func resident(ctx context.Context, h *host.Host, prog *ir.Program, backend strin
 		return err
 	}
 	defer yb.Free(ctx)
-	if err := xb.Write(ctx, 0, encode(x)); err != nil {
+	if err := host.Upload(ctx, xb, x); err != nil {
 		return err
 	}
 	var batch host.Batch
@@ -103,12 +106,12 @@ func resident(ctx context.Context, h *host.Host, prog *ir.Program, backend strin
 	if err != nil {
 		return err
 	}
-	y := make([]byte, size)
-	if err := yb.Read(ctx, 0, y); err != nil {
+	y, err := host.Download[float32](ctx, yb)
+	if err != nil {
 		return err
 	}
 	fmt.Fprintf(out, "%d commands in one submit on resident buffers (%v):\n", res.Commands, res.Submit)
-	for i, v := range decode(y) {
+	for i, v := range y {
 		fmt.Fprintf(out, "y[%d] = %g\n", i, v)
 	}
 	return nil
@@ -125,20 +128,4 @@ func saxpy() (*ir.Program, error) {
 		then.Store(y, i, ir.Add(ir.Mul(a, ir.Load(x, i)), ir.Load(y, i)))
 	})
 	return b.Build()
-}
-
-func encode(v []float32) []byte {
-	out := make([]byte, 4*len(v))
-	for i, f := range v {
-		binary.LittleEndian.PutUint32(out[4*i:], math.Float32bits(f))
-	}
-	return out
-}
-
-func decode(b []byte) []float32 {
-	out := make([]float32, len(b)/4)
-	for i := range out {
-		out[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
-	}
-	return out
 }
