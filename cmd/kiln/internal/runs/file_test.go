@@ -110,7 +110,7 @@ func TestFileJobErrorsSayHowToFix(t *testing.T) {
 		"zero twice":       {func(a *FileArgs) { a.Zero = []string{"y", "y=2"} }, "zeroed twice"},
 		"zero count bad":   {func(a *FileArgs) { a.Zero = []string{"y=many"} }, "not an element count"},
 		"zero too big":     {func(a *FileArgs) { a.Zero = []string{"y=4000000000"}; a.Limits.MaxBinding = 1 << 30 }, "storage binding limit"},
-		"size too big":     {func(a *FileArgs) { a.Sizes = []string{"out=4000000000"}; a.Limits.MemAvailable = 1 << 30 }, "only 1.0 GiB is available"},
+		"size too big":     {func(a *FileArgs) { a.Sizes = []string{"out=4000000000"}; a.Limits.MemAvailable = 1 << 30 }, "only 1 GiB is available"},
 		"input too big":    {func(a *FileArgs) { a.Limits.MaxBinding = 8; a.Limits.Backend = "cpu-ref:0" }, "cpu-ref:0's storage binding limit"},
 	} {
 		a := base()
