@@ -4,6 +4,8 @@
 GO      ?= go
 BIN     := bin
 GOFLAGS ?=
+# kiln --version prints it; go install builds print the module version instead.
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null)
 
 # Every plugin is a directory under plugins/ with a main.go; it is installed as
 # bin/plugins/kiln-backend-<directory>. The example plugin (examples/plugin) is
@@ -33,7 +35,7 @@ deps:
 ## build: bin/kiln and bin/plugins/kiln-backend-* for every plugin under plugins/
 build: deps
 	$(GO) build $(GOFLAGS) ./...
-	$(GO) build $(GOFLAGS) -o $(BIN)/kiln ./cmd/kiln
+	$(GO) build $(GOFLAGS) -ldflags "-X main.version=$(VERSION)" -o $(BIN)/kiln ./cmd/kiln
 	@set -e; for dir in $(PLUGIN_DIRS); do \
 		echo "$(GO) build -o $(BIN)/plugins/kiln-backend-$$(basename $$dir) ./$$dir"; \
 		$(GO) build $(GOFLAGS) -o $(BIN)/plugins/kiln-backend-$$(basename $$dir) ./$$dir; \
