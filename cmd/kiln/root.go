@@ -181,6 +181,7 @@ func (e *timeoutError) Error() string {
 }
 
 func (e *timeoutError) Unwrap() error { return e.err }
+
 // open starts the host with the global flags.
 func (a *app) open(ctx context.Context) (*host.Host, error) {
 	level := hclog.LevelFromString(a.logLevel)
