@@ -186,3 +186,12 @@ func TestMakeBuildInstallsNoExamplePlugin(t *testing.T) {
 		}
 	}
 }
+
+// TestPluginBinaryVersion runs a real plugin executable with --version.
+func TestPluginBinaryVersion(t *testing.T) {
+	plugins(t) // builds the cpuref plugin
+	out, err := exec.Command(filepath.Join(built.dir, "cpuref"), "--version").Output()
+	if err != nil || !strings.HasPrefix(string(out), "cpu-ref ") || !strings.Contains(string(out), "(kiln plugin cpuref, protocols 1, 2") {
+		t.Fatalf("kiln-backend-cpuref --version: %v, %q", err, out)
+	}
+}
