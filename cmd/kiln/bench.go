@@ -48,7 +48,10 @@ Figures depend on the machine; nothing is asserted.`,
 			}
 			defer h.Close()
 			opts.Bytes = mib << 20
+			bar := a.progressBar()
+			opts.Progress = bar.update
 			r, err := bench.Run(cmd.Context(), h, opts)
+			bar.finish()
 			if err != nil {
 				return err
 			}

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,6 +12,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kiln-dev/kiln/cmd/kiln/internal/bench"
+	"github.com/kiln-dev/kiln/cmd/kiln/internal/runs"
+	"github.com/kiln-dev/kiln/host"
 	"github.com/kiln-dev/kiln/pgo"
 )
 
@@ -194,4 +198,78 @@ func TestPluginBinaryVersion(t *testing.T) {
 	if err != nil || !strings.HasPrefix(string(out), "cpu-ref ") || !strings.Contains(string(out), "(kiln plugin cpuref, protocols 1, 2") {
 		t.Fatalf("kiln-backend-cpuref --version: %v, %q", err, out)
 	}
+}
+
+func TestProgressBar(t *testing.T) {
+	var buf bytes.Buffer
+	p := &progressBar{w: &buf} // as newProgressBar makes it on a terminal
+	p.update(3, 10, "saxpy on vulkan:0")
+	p.update(4, 10, "saxpy on cpu-ref:0")
+	if got := buf.String(); !strings.Contains(got, "saxpy on vulkan:0") || !strings.Contains(got, "(3/10)") || !strings.Contains(got, "|") {
+		t.Fatalf("bar = %q", got)
+	}
+	buf.Reset()
+	p.finish()
+	if got := buf.String(); !strings.HasPrefix(got, "\r") || strings.Contains(got, "saxpy") {
+		t.Fatalf("finish must erase the bar, wrote %q", got)
+	}
+
+	devNull, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer devNull.Close()
+	for name, w := range map[string]io.Writer{"a buffer": &buf, "/dev/null": devNull} {
+		if newProgressBar(w).w != nil {
+			t.Errorf("a bar on %s, which is no terminal, must draw nothing", name)
+		}
+	}
+	var zero progressBar
+	zero.update(1, 2, "x")
+	zero.finish()
+	if (&app{json: true, errOut: os.Stderr}).progressBar().w != nil {
+		t.Error("--json must draw no bar")
+	}
+}
+
+// TestLongOperationsReportProgress pins that run --all, stats and bench tell
+// their bar every step, from 0 of total up to total-1.
+func TestLongOperationsReportProgress(t *testing.T) {
+	dir := plugins(t, "cpuref")
+	ctx := context.Background()
+	h, err := host.Open(ctx, host.Options{PluginDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	check := func(name string) (func(done, total int, what string), func()) {
+		var steps []int
+		last := 0
+		return func(done, total int, what string) {
+				if what == "" {
+					t.Errorf("%s: step %d without a description", name, done)
+				}
+				steps, last = append(steps, done), total
+			}, func() {
+				if len(steps) == 0 || len(steps) != last {
+					t.Errorf("%s: %d steps reported, of a total of %d", name, len(steps), last)
+				}
+				for i, d := range steps {
+					if d != i {
+						t.Errorf("%s: steps %v, want 0, 1, 2, …", name, steps)
+						break
+					}
+				}
+			}
+	}
+	progress, verify := check("runs.All")
+	if _, err := runs.All(ctx, h, 16, 1, "cpu-ref", runs.Limits{}, progress); err != nil {
+		t.Fatal(err)
+	}
+	verify()
+	progress, verify = check("bench.Run")
+	if _, err := bench.Run(ctx, h, bench.Options{Starts: 1, RoundTrips: 2, Bytes: 1 << 12, Repeats: 1, Chain: 2, Progress: progress}); err != nil {
+		t.Fatal(err)
+	}
+	verify()
 }

@@ -80,7 +80,12 @@ from "kiln certify" runs on the route's backend when that backend is healthy.
 The host keeps the persistent stores: the pipeline cache
 ($XDG_CACHE_HOME/kiln/pipelines, see "kiln cache"; KILN_CACHE=off disables it),
 autotune records ($XDG_CONFIG_HOME/kiln/autotune.toml) and PGO routes
-($XDG_CONFIG_HOME/kiln/pgo.toml). "kiln doctor" reports their health.`,
+($XDG_CONFIG_HOME/kiln/pgo.toml, see "kiln routes"). "kiln doctor" reports
+their health.
+
+Long commands (run --all, stats, bench, doctor, certify, tune) draw a progress
+bar on stderr when stderr is a terminal and --json is off; never in a pipe.
+Shell completion: "kiln completion bash|zsh|fish|powershell --help".`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}

@@ -98,7 +98,9 @@ sum_ns}, bytes_in, bytes_out, cache_hits, cache_misses, log_lines_dropped).`,
 			if err != nil {
 				return err
 			}
-			rows, err := runs.All(cmd.Context(), h, size, seed, backend, lim)
+			bar := a.progressBar()
+			rows, err := runs.All(cmd.Context(), h, size, seed, backend, lim, bar.update)
+			bar.finish()
 			if err != nil {
 				return err
 			}
