@@ -19,7 +19,7 @@ import (
 )
 
 func TestUnknownSubcommandFails(t *testing.T) {
-	for _, args := range [][]string{{"bogus"}, {"cache", "bogus"}, {"autotune", "bogus"}, {"routes", "bogus"}} {
+	for _, args := range [][]string{{"bogus"}, {"cache", "bogus"}, {"autotune", "bogus"}, {"routes", "bogus"}, {"completion", "bogus"}} {
 		code, out, errOut := kiln(t, args...)
 		if code == 0 || !strings.Contains(errOut, `unknown command "bogus"`) || !strings.Contains(errOut, "Fix:") {
 			t.Errorf("kiln %v: exit %d, stdout %q, stderr %q; want a non-zero exit naming the command", args, code, out, errOut)

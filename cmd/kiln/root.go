@@ -42,8 +42,6 @@ func execute(ctx context.Context, args []string, out, errOut io.Writer) int {
 	a := &app{out: out, errOut: errOut}
 	root := a.rootCommand()
 	root.SetArgs(args)
-	root.SetOut(out)
-	root.SetErr(errOut)
 	err := root.ExecuteContext(ctx)
 	if a.cancel != nil {
 		a.cancel()
@@ -118,6 +116,11 @@ Shell completion: "kiln completion bash|zsh|fish|powershell --help".`,
 	root.AddCommand(a.pluginsCommand(), a.statsCommand())
 	root.AddCommand(a.tuneCommand(), a.autotuneCommand())
 	root.AddCommand(a.routesCommand(), a.versionCommand())
+	// The completion command now, not at Execute, so that the walk below covers
+	// it; it writes to the output set before it is made.
+	root.SetOut(a.out)
+	root.SetErr(a.errOut)
+	root.InitDefaultCompletionCmd()
 	refuseUnknownSubcommands(root)
 	return root
 }
