@@ -8,6 +8,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -77,9 +79,12 @@ func TestTimeoutFlag(t *testing.T) {
 		t.Fatalf("returned after %v on a 1.5s --timeout", took)
 	}
 	msg := errOut.String()
-	if code == 0 || !strings.Contains(msg, "timed out after 1.") || !strings.Contains(msg, "(--timeout 1.5s)") ||
-		!strings.Contains(msg, "Fix: raise --timeout") || strings.Contains(msg, "give the context") {
+	m := regexp.MustCompile(`timed out after (\d+\.\d)s \(--timeout 1.5s\)`).FindStringSubmatch(msg)
+	if code == 0 || m == nil || !strings.Contains(msg, "Fix: raise --timeout") || strings.Contains(msg, "give the context") {
 		t.Fatalf("exit %d after %v: %s", code, took, msg)
+	}
+	if elapsed, _ := strconv.ParseFloat(m[1], 64); elapsed < 1.5 || elapsed > took.Seconds()+0.1 {
+		t.Fatalf("said %ss, the deadline was 1.5s and the command took %v", m[1], took)
 	}
 }
 

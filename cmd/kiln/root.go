@@ -105,9 +105,10 @@ Shell completion: "kiln completion bash|zsh|fish|powershell --help".`,
 			}
 		}
 		if a.timeout > 0 {
+			a.started = time.Now()
 			ctx, cancel := context.WithTimeout(cmd.Context(), a.timeout)
 			cmd.SetContext(ctx)
-			a.cancel, a.deadline, a.started = cancel, ctx, time.Now()
+			a.cancel, a.deadline = cancel, ctx
 		}
 		return nil
 	}
