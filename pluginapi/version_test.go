@@ -33,7 +33,7 @@ func TestServeVersionPrintsThePluginsVersion(t *testing.T) {
 
 type describeFails struct{ fakeBackend }
 
-func (describeFails) Describe(context.Context) (*Description, error) {
+func (*describeFails) Describe(context.Context) (*Description, error) {
 	return nil, errors.New("no device. Fix: install one")
 }
 
