@@ -2,8 +2,15 @@ package pluginapi
 
 import (
 	"bufio"
+	"context"
+	"fmt"
+	"io"
 	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -105,6 +112,11 @@ func hostGone(logger hclog.Logger) {
 //
 // Options: Protocols limits the protocol versions offered (all by default; the
 // host's KILN_PLUGIN_PROTOCOLS environment variable limits them too).
+//
+// Version: run with a --version argument (kiln-backend-cuda --version), the
+// binary prints the id and version its Describe reports and the protocols it
+// offers, and exits without serving: 0, or 1 when Describe fails (its error
+// on stderr).
 func Serve(b Backend, opts ...ServeOption) {
 	logger := hclog.New(&hclog.LoggerOptions{
 		Level:      logLevel(os.Getenv(LogLevelEnv)),
@@ -114,6 +126,9 @@ func Serve(b Backend, opts ...ServeOption) {
 	if b == nil {
 		logger.Error("pluginapi.Serve was given a nil Backend. Fix: pass the plugin's Backend implementation")
 		os.Exit(1)
+	}
+	if slices.Contains(os.Args[1:], versionFlag) {
+		os.Exit(printVersion(os.Stdout, os.Stderr, b, servedProtocols(opts)))
 	}
 	handshake, err := redirectStdout()
 	switch {
@@ -135,6 +150,35 @@ func Serve(b Backend, opts ...ServeOption) {
 		go watchParent(os.Getppid(), parentPollInterval, os.Getppid, func() { hostGone(logger) })
 	}
 	plugin.Serve(serveConfig(b, logger, servedProtocols(opts)...))
+}
+
+// versionFlag makes Serve print the plugin's version instead of serving.
+const versionFlag = "--version"
+
+// versionTimeout bounds the Describe call of --version.
+const versionTimeout = 30 * time.Second
+
+// printVersion writes "<id> <version> (kiln plugin, protocols 1, 2, <go>)" to
+// out from b's Describe and returns the exit status: 0, or 1 with Describe's
+// error on errOut. No protocols means all.
+func printVersion(out, errOut io.Writer, b Backend, protocols []int) int {
+	ctx, cancel := context.WithTimeout(context.Background(), versionTimeout)
+	defer cancel()
+	name := filepath.Base(os.Args[0])
+	d, err := b.Describe(ctx)
+	if err != nil {
+		fmt.Fprintf(errOut, "%s: cannot report its version: describing the backend failed: %v\n", name, err)
+		return 1
+	}
+	if len(protocols) == 0 {
+		protocols = []int{ProtocolV1, ProtocolV2}
+	}
+	names := make([]string, len(protocols))
+	for i, p := range protocols {
+		names[i] = strconv.Itoa(p)
+	}
+	fmt.Fprintf(out, "%s %s (kiln plugin %s, protocols %s, %s)\n", d.ID, d.Version, name, strings.Join(names, ", "), runtime.Version())
+	return 0
 }
 
 // guardHandshake returns a pipe to use as os.Stdout while go-plugin writes its

@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kiln-dev/kiln/cmd/kiln/internal/bench"
+	"github.com/kiln-dev/kiln/cmd/kiln/internal/units"
 )
 
 func (a *app) benchCommand() *cobra.Command {
@@ -47,7 +48,10 @@ Figures depend on the machine; nothing is asserted.`,
 			}
 			defer h.Close()
 			opts.Bytes = mib << 20
+			bar := a.progressBar()
+			opts.Progress = bar.update
 			r, err := bench.Run(cmd.Context(), h, opts)
+			bar.finish()
 			if err != nil {
 				return err
 			}
@@ -89,12 +93,12 @@ func (a *app) printBench(r *bench.Report) {
 	fmt.Fprintf(tw, "plugin start + handshake + describe\tmedian %v, min %v\t\n", d(r.StartMedianNs), d(r.StartMinNs))
 	fmt.Fprintf(tw, "1-element dispatch round trip (v1 API, %d)\t%s\t%s\n", r.RoundTrip.N, lat(r.RoundTrip), lat(r.RoundTripV1))
 	fmt.Fprintf(tw, "1-element submit over a resident buffer\t%s\t-\n", lat(r.RoundTripSubmit))
-	mib := r.Bytes >> 20
-	fmt.Fprintf(tw, "%d MiB in + out (v1 API)\t%s\t%s\n", mib, bulk(r.Bulk), bulk(r.BulkV1))
-	fmt.Fprintf(tw, "%d MiB copied into a mapped buffer, submit, read in place\t%s\t-\n", mib, bulk(r.BulkMapped))
-	fmt.Fprintf(tw, "%d MiB Write + submit + Read (resident)\t%s\t-\n", mib, bulk(r.BulkResident))
-	fmt.Fprintf(tw, "%d MiB in + out in-process (interpreter)\t%v = %.2f GB/s\t\n", mib, d(r.InProcNs), r.InProcGB)
+	size := units.Bytes(r.Bytes)
+	fmt.Fprintf(tw, "%s in + out (v1 API)\t%s\t%s\n", size, bulk(r.Bulk), bulk(r.BulkV1))
+	fmt.Fprintf(tw, "%s copied into a mapped buffer, submit, read in place\t%s\t-\n", size, bulk(r.BulkMapped))
+	fmt.Fprintf(tw, "%s Write + submit + Read (resident)\t%s\t-\n", size, bulk(r.BulkResident))
+	fmt.Fprintf(tw, "%s in + out in-process (interpreter)\t%v = %.2f GB/s\t\n", size, d(r.InProcNs), r.InProcGB)
 	fmt.Fprintf(tw, "%d dependent 1-element dispatches, one submit\t%v\t-\n", r.Chain, d(r.ChainNs))
-	fmt.Fprintf(tw, "saxpy over 2 x %d MiB resident buffers\t%v, %d bytes moved\t-\n", mib, d(r.RedispatchNs), r.RedispatchMoved)
+	fmt.Fprintf(tw, "saxpy over 2 x %s resident buffers\t%v, %s moved\t-\n", size, d(r.RedispatchNs), units.Bytes(r.RedispatchMoved))
 	tw.Flush()
 }

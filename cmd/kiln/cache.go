@@ -12,6 +12,7 @@ import (
 
 	"github.com/kiln-dev/kiln/autotune"
 	"github.com/kiln-dev/kiln/cache"
+	"github.com/kiln-dev/kiln/cmd/kiln/internal/units"
 	"github.com/kiln-dev/kiln/host"
 	"github.com/kiln-dev/kiln/pgo"
 	"github.com/kiln-dev/kiln/remote"
@@ -442,18 +443,5 @@ are started to learn this machine's devices.`,
 	return cmd
 }
 
-// byteSize prints n bytes in the largest binary unit that keeps it at 1 or more.
-func byteSize(n int64) string {
-	const unit = 1024
-	if n < unit {
-		return fmt.Sprintf("%d B", n)
-	}
-	v, suffix := float64(n), ""
-	for _, s := range []string{"KiB", "MiB", "GiB", "TiB"} {
-		if v < unit {
-			break
-		}
-		v, suffix = v/unit, s
-	}
-	return fmt.Sprintf("%.1f %s", v, suffix)
-}
+// byteSize writes a byte count as every kiln command does (units.Bytes).
+func byteSize(n int64) string { return units.Bytes(n) }

@@ -2,8 +2,6 @@ package main
 
 import (
 	"fmt"
-	"io"
-	"os"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -119,7 +117,7 @@ when any kernel got no route.`,
 			if err != nil {
 				return err
 			}
-			bar := newProgressBar(a.errOut)
+			bar := a.progressBar()
 			results, runErr := certify.Run(ctx, h, table, backends, ks, opts, bar.update)
 			bar.finish()
 			j := certifyJSON{Table: path, Backends: backends, Ops: []certifyOpJSON{}, Failures: []string{}, Excluded: []certifyExclJSON{}}
@@ -225,45 +223,4 @@ func (a *app) printCertify(j certifyJSON) error {
 		fmt.Fprintf(a.out, "\nexcluded %s from %s: %s\n", e.Backend, e.Op, e.Reason)
 	}
 	return nil
-}
-
-// progressBar draws "[#####-----] 3/18 saxpy on vulkan:0" on a terminal, in
-// place; on anything else it draws nothing.
-type progressBar struct {
-	w     io.Writer
-	drawn bool
-}
-
-func newProgressBar(w io.Writer) *progressBar {
-	if !isTerminal(w) {
-		return &progressBar{}
-	}
-	return &progressBar{w: w}
-}
-
-// isTerminal reports whether w is a character device, such as a terminal.
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	st, err := f.Stat()
-	return err == nil && st.Mode()&os.ModeCharDevice != 0
-}
-
-const progressWidth = 30
-
-func (p *progressBar) update(done, total int, what string) {
-	if p.w == nil || total <= 0 {
-		return
-	}
-	fill := progressWidth * done / total
-	fmt.Fprintf(p.w, "\r\x1b[K[%s%s] %d/%d %s", strings.Repeat("#", fill), strings.Repeat("-", progressWidth-fill), done, total, what)
-	p.drawn = true
-}
-
-func (p *progressBar) finish() {
-	if p.drawn {
-		fmt.Fprintln(p.w)
-	}
 }

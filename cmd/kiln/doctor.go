@@ -89,12 +89,18 @@ not fatal.`,
 				return err
 			}
 			defer h.Close()
+			bar := a.progressBar()
+			bar.update(0, 3, "starting the plugins")
 			rows, err := h.Survey(cmd.Context())
 			if err != nil {
+				bar.finish()
 				return err
 			}
+			bar.update(1, 3, "checking the stores")
 			d := diagnose(cmd.Context(), h.Report(), rows, h.Live())
+			bar.update(2, 3, "probing the backends")
 			d.Probes = probeBackends(cmd.Context(), h, rows)
+			bar.finish()
 			d.settleProbes()
 			if a.json {
 				if err := a.printJSON(d); err != nil {

@@ -288,7 +288,9 @@ func (a *app) runAll(cmd *cobra.Command, size int, seed uint64, backend string) 
 	if err != nil {
 		return err
 	}
-	rows, err := runs.All(cmd.Context(), h, size, seed, backend, lim)
+	bar := a.progressBar()
+	rows, err := runs.All(cmd.Context(), h, size, seed, backend, lim, bar.update)
+	bar.finish()
 	if err != nil {
 		return err
 	}

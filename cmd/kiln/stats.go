@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kiln-dev/kiln/cmd/kiln/internal/runs"
+	"github.com/kiln-dev/kiln/cmd/kiln/internal/units"
 	"github.com/kiln-dev/kiln/host"
 )
 
@@ -97,7 +98,9 @@ sum_ns}, bytes_in, bytes_out, cache_hits, cache_misses, log_lines_dropped).`,
 			if err != nil {
 				return err
 			}
-			rows, err := runs.All(cmd.Context(), h, size, seed, backend, lim)
+			bar := a.progressBar()
+			rows, err := runs.All(cmd.Context(), h, size, seed, backend, lim, bar.update)
+			bar.finish()
 			if err != nil {
 				return err
 			}
@@ -132,8 +135,8 @@ func (a *app) printStats(st statsJSON) error {
 		if len(errs) == 0 {
 			errs = []string{"-"}
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%d\t%d/%d\t%d/%d\t%d\t%s\t%d\n", b.ID, b.State, b.Dispatches, mean, b.Compiles,
-			b.CacheHits, b.CacheMisses, b.BytesIn, b.BytesOut, b.Restarts, strings.Join(errs, ","), b.LogLinesDropped)
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%d\t%d/%d\t%s/%s\t%d\t%s\t%d\n", b.ID, b.State, b.Dispatches, mean, b.Compiles,
+			b.CacheHits, b.CacheMisses, units.Bytes(b.BytesIn), units.Bytes(b.BytesOut), b.Restarts, strings.Join(errs, ","), b.LogLinesDropped)
 	}
 	return tw.Flush()
 }

@@ -196,19 +196,6 @@ func TestCertifyWritesRoutesThatRunFollows(t *testing.T) {
 	}
 }
 
-func TestProgressBarDrawsInPlace(t *testing.T) {
-	var buf bytes.Buffer
-	p := &progressBar{w: &buf}
-	p.update(3, 10, "saxpy on vulkan:0")
-	p.finish()
-	if got := buf.String(); !strings.HasPrefix(got, "\r") || !strings.Contains(got, "[#########---") || !strings.Contains(got, "3/10 saxpy on vulkan:0") || !strings.HasSuffix(got, "\n") {
-		t.Fatalf("bar = %q", got)
-	}
-	if newProgressBar(&buf).w != nil {
-		t.Fatal("a bar on something that is not a terminal must draw nothing")
-	}
-}
-
 func TestDoctorReportsStoreHealth(t *testing.T) {
 	paths := freshHomes(t)
 	dir := plugins(t, "cpuref")

@@ -40,6 +40,9 @@ type Options struct {
 	Chain int
 	// Logger receives the hosts' logs; nil discards them.
 	Logger hclog.Logger
+	// Progress, when not nil, is told before each measurement: done of total
+	// measurements, and what is measured.
+	Progress func(done, total int, what string)
 }
 
 func (o *Options) defaults() {
@@ -141,9 +144,19 @@ func Run(ctx context.Context, h *host.Host, opts Options) (*Report, error) {
 		return nil, err
 	}
 	defer os.RemoveAll(dir)
+	const total = 11 // the steps below
+	done := 0
+	step := func(what string) {
+		if opts.Progress != nil {
+			opts.Progress(done, total, what)
+		}
+		done++
+	}
+	step("plugin starts")
 	if err := measureStarts(ctx, dir, opts, r); err != nil {
 		return nil, err
 	}
+	step("in-process reference")
 	k, err := newKernels(ctx, opts)
 	if err != nil {
 		return nil, err
@@ -158,17 +171,24 @@ func Run(ctx context.Context, h *host.Host, opts Options) (*Report, error) {
 		r.Capabilities = p.Capabilities.String()
 	}
 	r.Backend = b.Name()
-	steps := []func() error{
-		func() (err error) { r.RoundTrip, err = k.roundTrips(ctx, b, opts.RoundTrips); return err },
-		func() (err error) { r.RoundTripSubmit, err = k.submitRoundTrips(ctx, b, opts.RoundTrips); return err },
-		func() (err error) { r.Bulk, err = k.bulk(ctx, b, opts.Repeats); return err },
-		func() (err error) { r.BulkMapped, err = k.bulkMapped(ctx, b, opts.Repeats); return err },
-		func() (err error) { r.BulkResident, err = k.bulkResident(ctx, b, opts.Repeats); return err },
-		func() (err error) { r.Chain, r.ChainNs, err = k.chain(ctx, b, opts.Chain); return err },
-		func() (err error) { r.RedispatchNs, r.RedispatchMoved, err = k.redispatch(ctx, b); return err },
+	steps := []struct {
+		what string
+		run  func() error
+	}{
+		{"round trips, protocol 2", func() (err error) { r.RoundTrip, err = k.roundTrips(ctx, b, opts.RoundTrips); return err }},
+		{"submits over a resident buffer", func() (err error) {
+			r.RoundTripSubmit, err = k.submitRoundTrips(ctx, b, opts.RoundTrips)
+			return err
+		}},
+		{"bulk in + out, protocol 2", func() (err error) { r.Bulk, err = k.bulk(ctx, b, opts.Repeats); return err }},
+		{"bulk through a mapped buffer", func() (err error) { r.BulkMapped, err = k.bulkMapped(ctx, b, opts.Repeats); return err }},
+		{"bulk Write + submit + Read", func() (err error) { r.BulkResident, err = k.bulkResident(ctx, b, opts.Repeats); return err }},
+		{"dependent dispatches in one submit", func() (err error) { r.Chain, r.ChainNs, err = k.chain(ctx, b, opts.Chain); return err }},
+		{"saxpy over resident buffers", func() (err error) { r.RedispatchNs, r.RedispatchMoved, err = k.redispatch(ctx, b); return err }},
 	}
-	for _, step := range steps {
-		if err := step(); err != nil {
+	for _, s := range steps {
+		step(s.what)
+		if err := s.run(); err != nil {
 			return nil, err
 		}
 	}
@@ -178,9 +198,11 @@ func Run(ctx context.Context, h *host.Host, opts Options) (*Report, error) {
 		return nil, err
 	}
 	defer v1.Close()
+	step("round trips, protocol 1")
 	if r.RoundTripV1, err = k.roundTrips(ctx, b1, opts.RoundTrips); err != nil {
 		return nil, err
 	}
+	step("bulk in + out, protocol 1")
 	if r.BulkV1, err = k.bulk(ctx, b1, opts.Repeats); err != nil {
 		return nil, err
 	}

@@ -51,11 +51,16 @@ func FileJob(a FileArgs) (Job, error) {
 	n := len(prog.Buffers)
 	l.Inputs = make([][]byte, n)
 	l.OutputCounts = make([]uint32, n)
+	given := map[string]string{}
 	for _, kv := range a.Inputs {
 		name, file, err := pair("--input", kv)
 		if err != nil {
 			return Job{}, err
 		}
+		if first, ok := given[name]; ok {
+			return Job{}, fmt.Errorf("--input %s: buffer %q already has --input %s. Fix: pass one --input per buffer", kv, name, first)
+		}
+		given[name] = kv
 		d, ok := prog.Buffer(name)
 		if !ok || !d.Access.Readable() {
 			return Job{}, fmt.Errorf("--input %s: the program has no read or read_write buffer %q. Fix: name one of: %s", kv, name, bufferNames(prog, true))
@@ -78,11 +83,16 @@ func FileJob(a FileArgs) (Job, error) {
 	if err := zeroInputs(prog, a, l.Inputs); err != nil {
 		return Job{}, err
 	}
+	sized := map[string]string{}
 	for _, kv := range a.Sizes {
 		name, value, err := pair("--size", kv)
 		if err != nil {
 			return Job{}, err
 		}
+		if first, ok := sized[name]; ok {
+			return Job{}, fmt.Errorf("--size %s: buffer %q already has --size %s. Fix: pass one --size per buffer", kv, name, first)
+		}
+		sized[name] = kv
 		d, ok := prog.Buffer(name)
 		if !ok || d.Access != ir.Write {
 			return Job{}, fmt.Errorf("--size %s: the program has no write buffer %q. Fix: name one of: %s", kv, name, bufferNames(prog, false))

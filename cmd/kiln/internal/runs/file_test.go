@@ -95,6 +95,8 @@ func TestFileJobErrorsSayHowToFix(t *testing.T) {
 		"input no @":       {func(a *FileArgs) { a.Inputs = []string{"x=" + x} }, "@FILE"},
 		"input unknown":    {func(a *FileArgs) { a.Inputs = []string{"zz=@" + x} }, "x, y"},
 		"input to write":   {func(a *FileArgs) { a.Inputs = []string{"out=@" + x} }, "no read or read_write buffer"},
+		"input twice":      {func(a *FileArgs) { a.Inputs = []string{"x=@" + x, "x=@" + prog} }, `buffer "x" already has --input x=@`},
+		"size twice":       {func(a *FileArgs) { a.Sizes = []string{"out=4", "out=8"} }, `buffer "out" already has --size out=4`},
 		"input missing":    {func(a *FileArgs) { a.Inputs = []string{"x=@" + filepath.Join(dir, "none")} }, "existing file"},
 		"size unknown":     {func(a *FileArgs) { a.Sizes = []string{"x=4", "out=4"} }, "no write buffer"},
 		"size bad":         {func(a *FileArgs) { a.Sizes = []string{"out=lots"} }, "not an element count"},
@@ -110,7 +112,7 @@ func TestFileJobErrorsSayHowToFix(t *testing.T) {
 		"zero twice":       {func(a *FileArgs) { a.Zero = []string{"y", "y=2"} }, "zeroed twice"},
 		"zero count bad":   {func(a *FileArgs) { a.Zero = []string{"y=many"} }, "not an element count"},
 		"zero too big":     {func(a *FileArgs) { a.Zero = []string{"y=4000000000"}; a.Limits.MaxBinding = 1 << 30 }, "storage binding limit"},
-		"size too big":     {func(a *FileArgs) { a.Sizes = []string{"out=4000000000"}; a.Limits.MemAvailable = 1 << 30 }, "only 1.0 GiB is available"},
+		"size too big":     {func(a *FileArgs) { a.Sizes = []string{"out=4000000000"}; a.Limits.MemAvailable = 1 << 30 }, "only 1 GiB is available"},
 		"input too big":    {func(a *FileArgs) { a.Limits.MaxBinding = 8; a.Limits.Backend = "cpu-ref:0" }, "cpu-ref:0's storage binding limit"},
 	} {
 		a := base()

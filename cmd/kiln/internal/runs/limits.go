@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/kiln-dev/kiln/cmd/kiln/internal/units"
 	"github.com/kiln-dev/kiln/ir/kernels"
 )
 
@@ -32,7 +33,7 @@ const copies = 4
 // does not fit the backend's binding limit or the memory available.
 func (l Limits) Check(what string, n uint64) error {
 	if l.MaxBinding > 0 && n > l.MaxBinding {
-		return fmt.Errorf("%s: a buffer of %s, over %s's storage binding limit of %s. Fix: use a smaller size", what, human(n), l.Backend, human(l.MaxBinding))
+		return fmt.Errorf("%s: a buffer of %s, over %s's storage binding limit of %s. Fix: use a smaller size", what, units.Bytes(n), l.Backend, units.Bytes(l.MaxBinding))
 	}
 	return l.checkMemory(what, n)
 }
@@ -42,7 +43,7 @@ func (l Limits) checkMemory(what string, n uint64) error {
 		return nil
 	}
 	if need := saturatingMul(n, copies); need > l.MemAvailable {
-		return fmt.Errorf("%s: needs about %s of memory (%s of buffers, held %d times over by kiln, the wire and the plugin), but only %s is available. Fix: use a smaller size", what, human(need), human(n), copies, human(l.MemAvailable))
+		return fmt.Errorf("%s: needs about %s of memory (%s of buffers, held %d times over by kiln, the wire and the plugin), but only %s is available. Fix: use a smaller size", what, units.Bytes(need), units.Bytes(n), copies, units.Bytes(l.MemAvailable))
 	}
 	return nil
 }
@@ -60,7 +61,7 @@ func (l Limits) CheckKernel(k kernels.Kernel, size int) error {
 	}
 	total, largest := KernelBytes(k, size)
 	if l.MaxBinding > 0 && largest > l.MaxBinding {
-		return fmt.Errorf("%s: its largest buffer is about %s, over %s's storage binding limit of %s. Fix: use a smaller size", what, human(largest), l.Backend, human(l.MaxBinding))
+		return fmt.Errorf("%s: its largest buffer is about %s, over %s's storage binding limit of %s. Fix: use a smaller size", what, units.Bytes(largest), l.Backend, units.Bytes(l.MaxBinding))
 	}
 	return l.checkMemory(what, total)
 }
@@ -129,19 +130,6 @@ func saturatingMul(a, b uint64) uint64 {
 		return math.MaxUint64
 	}
 	return a * b
-}
-
-// human writes a byte count in KiB, MiB or GiB.
-func human(n uint64) string {
-	switch {
-	case n >= 1<<30:
-		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
-	case n >= 1<<20:
-		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
-	case n >= 1<<10:
-		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
-	}
-	return fmt.Sprintf("%d bytes", n)
 }
 
 // AvailableMemory returns the kernel's estimate of the memory available to new

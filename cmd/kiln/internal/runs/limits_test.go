@@ -42,7 +42,7 @@ func TestCheckKernelRefusesWhatCannotBeAllocated(t *testing.T) {
 		}
 	}
 	mem := Limits{MemAvailable: 1 << 30}
-	if err := mem.CheckKernel(saxpy, 200_000_000); err == nil || !strings.Contains(err.Error(), "only 1.0 GiB is available") {
+	if err := mem.CheckKernel(saxpy, 200_000_000); err == nil || !strings.Contains(err.Error(), "only 1 GiB is available") {
 		t.Errorf("1.6 GB of buffers with 1 GiB available: %v", err)
 	}
 	if err := l.CheckKernel(saxpy, 4096); err != nil {

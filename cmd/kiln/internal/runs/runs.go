@@ -205,8 +205,9 @@ type Row struct {
 // oracles included, named explicitly), verified; with backend set, on that
 // backend only ("vulkan" or "vulkan:1"). size 0 means each kernel's largest
 // standard size. Every kernel's size is checked against limits before anything
-// runs. It fails when no backend is ready or a size does not fit.
-func All(ctx context.Context, h *host.Host, size int, seed uint64, backend string, limits Limits) ([]Row, error) {
+// runs. It fails when no backend is ready or a size does not fit. progress,
+// when not nil, is told before each run: done of total runs, and what runs.
+func All(ctx context.Context, h *host.Host, size int, seed uint64, backend string, limits Limits, progress func(done, total int, what string)) ([]Row, error) {
 	sizeOf := func(k kernels.Kernel) int {
 		if size == 0 && len(k.Sizes) > 0 {
 			return slices.Max(k.Sizes)
@@ -241,9 +242,13 @@ func All(ctx context.Context, h *host.Host, size int, seed uint64, backend strin
 		return nil, fmt.Errorf("no ready backend in %s. Fix: run make build (it installs bin/plugins), and `kiln doctor` to see what is wrong", dir)
 	}
 	var rows []Row
+	total := len(kernels.All()) * len(names)
 	for _, k := range kernels.All() {
 		n := sizeOf(k)
 		for _, b := range names {
+			if progress != nil {
+				progress(len(rows), total, k.Name+" on "+b)
+			}
 			o, err := Run(ctx, h, KernelJob(k, n, seed, b), true)
 			var rejected *host.RejectedError
 			unsupported := o == nil && errors.As(err, &rejected) && !strings.HasPrefix(b, Reference+":")
