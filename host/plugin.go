@@ -66,6 +66,21 @@ func (pr *process) exitedBefore(t time.Time) bool {
 	return exited && at.Before(t)
 }
 
+// exitWithin waits up to limit, and no longer than ctx lasts, for the process to
+// exit, and reports whether it has.
+func (pr *process) exitWithin(ctx context.Context, limit time.Duration) bool {
+	timer := time.NewTimer(limit)
+	defer timer.Stop()
+	select {
+	case <-pr.runner.exitCh:
+		return true
+	case <-timer.C:
+	case <-ctx.Done():
+	}
+	exited, _, _ := pr.runner.exitInfo()
+	return exited
+}
+
 // isHung reports whether the hang monitor killed the process.
 func (pr *process) isHung() bool {
 	pr.mu.Lock()
@@ -613,7 +628,10 @@ func (p *plugin) classify(ctx context.Context, proc *process, backend, op string
 			return fmt.Errorf("backend %s: %s failed: %w", backend, op, err)
 		}
 	}
-	exited := proc.runner.waitExit(closeTimeout)
+	// A connection that broke is most often a process that is exiting: wait a
+	// moment for its exit status, never beyond the caller's context (a data
+	// plane can also close while the process lives on).
+	exited := proc.exitWithin(ctx, closeTimeout)
 	if exited && proc.exitedBefore(began) {
 		p.drop(proc, proc.exit())
 		return errNothingRan
