@@ -524,10 +524,25 @@ func (p *plugin) dropLocked(proc *process, exit string) {
 }
 
 // hung is the hang monitor's verdict on proc: it stopped answering health
-// checks for the hang timeout while calls were in flight.
+// checks, or reading the requests of its data plane, for the hang timeout while
+// calls were in flight.
 func (p *plugin) hung(proc *process) {
+	if proc.stalled() > 0 {
+		p.log.Error("plugin stopped reading its requests; killing it", "pid", proc.pid, "hang_timeout", p.set.hangTimeout)
+		p.drop(proc, fmt.Sprintf("killed by the host: its data plane's request ring stayed full for %v", p.set.hangTimeout))
+		return
+	}
 	p.log.Error("plugin stopped answering health checks; killing it", "pid", proc.pid, "hang_timeout", p.set.hangTimeout)
 	p.drop(proc, fmt.Sprintf("killed by the host: no health answer for %v", p.set.hangTimeout))
+}
+
+// stalled is how long proc's data plane has not taken requests from a full
+// request ring (pluginapi.Conn.Stalled); 0 without a data plane.
+func (pr *process) stalled() time.Duration {
+	if c := pr.conn(); c != nil {
+		return c.Stalled()
+	}
+	return 0
 }
 
 // healthy records a successful dispatch: it resets the crash backoff and ends a

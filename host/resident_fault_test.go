@@ -178,6 +178,7 @@ func TestPluginThatStopsReadingItsRingIsHung(t *testing.T) {
 	if o.took > 2*time.Second+deadlineSlack || !errors.As(o.err, &timeout) {
 		t.Fatalf("Alloc on a full ring: %v after %v, want a TimeoutError within its 2s deadline", o.err, o.took)
 	}
+	t.Logf("Alloc with a 2s deadline on the full ring returned after %v: %v", o.took, o.err)
 
 	waited := make(chan error, 1)
 	go func() {
@@ -193,6 +194,7 @@ func TestPluginThatStopsReadingItsRingIsHung(t *testing.T) {
 	if !errors.As(err, &lost) || !errors.As(err, &timeout) || !timeout.Hung {
 		t.Fatalf("the stuck submit: %v, want a LostBufferError of a hung plugin (TimeoutError with Hung)", err)
 	}
+	t.Logf("the stuck submit: %v", err)
 }
 
 // TestMappedTransferAfterDeathIsLost pins issue 23 item 6: once the plugin's

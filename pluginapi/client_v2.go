@@ -46,6 +46,12 @@ type Conn interface {
 	// plane is up or when the connection has none. Buffers of a lost connection
 	// are gone.
 	Lost() error
+	// Stalled returns how long the data plane's request ring has been full
+	// without the plugin taking a request from it: the plugin stopped reading
+	// its requests (a backend method that blocks the requests queued behind
+	// it). It is 0 while the ring has room, and without a data plane. The host
+	// treats a plugin stalled for its hang timeout as hung.
+	Stalled() time.Duration
 	// DispatchSized is Backend.Dispatch for a host that knows how many bytes
 	// each output has (outputs, in output order). With the data plane, inputs and
 	// outputs travel through shared memory, and an output of another size is
@@ -271,6 +277,17 @@ func (c *client) Lost() error {
 	return nil
 }
 
+// Stalled implements Conn.
+func (c *client) Stalled() time.Duration {
+	if c.v2 == nil {
+		return 0
+	}
+	if _, pl := c.v2.snapshot(); pl != nil {
+		return pl.stalled()
+	}
+	return 0
+}
+
 // Mapping implements Conn.
 func (c *client) Mapping(buffer uint64) []byte {
 	if c.v2 == nil {
@@ -419,7 +436,7 @@ func (c *client) SubmitAsync(ctx context.Context, req *SubmitRequest) (*Pending,
 	}
 	if _, pl := v.snapshot(); pl != nil {
 		r := &request{kind: frameSubmit, adapter: adapter, commands: req.Commands}
-		call, err := pl.send(r, -1, 0, nil)
+		call, err := pl.send(ctx, r, -1, 0, nil)
 		if err != nil {
 			return nil, err
 		}

@@ -11,6 +11,7 @@ import (
 	"math/bits"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -46,10 +47,15 @@ type plane struct {
 	conn   *rawConn
 	cancel func(seq uint64) // asks the plugin over gRPC to cancel a request
 
-	// wmu: one frame at a time into the request ring (and descriptors on the
+	// wlock is the write lock (capacity 1; holding it is having sent into
+	// it), so that a caller waiting for it can give up when its context ends:
+	// one frame at a time into the request ring (and descriptors on the
 	// socket); it guards req.
-	wmu sync.Mutex
-	req *ring // producer side; nil once the plane closed and the segment is unmapped
+	wlock chan struct{}
+	req   *ring // producer side; nil once the plane closed and the segment is unmapped
+	// wasFull: a writer found the request ring full since the last write
+	// that found room (guarded by wlock).
+	wasFull bool
 
 	// lead is the reader token (capacity 1); its holder alone reads the
 	// completion ring (done) into in.
@@ -61,6 +67,10 @@ type plane struct {
 	mu      sync.Mutex
 	err     error  // set once the plane is closed
 	rings   []byte // the ring segment's mapping, until it is unmapped
+	// fullSince is when a writer found the request ring full with the
+	// plugin's tail at fullTail (zero: the last write found room).
+	fullSince time.Time
+	fullTail  uint64
 	seq     uint64
 	nextSeg uint32
 	pending map[uint64]*call
@@ -113,7 +123,7 @@ func startPlane(ctx context.Context, conn *rawConn, token []byte, cancel func(ui
 		return nil, err
 	}
 	p := &plane{conn: conn, cancel: cancel, pending: map[uint64]*call{}, segs: map[uint32]*segment{},
-		detach: make(chan *segment, 64), lead: make(chan struct{}, 1), watched: make(chan struct{}), rings: mem}
+		detach: make(chan *segment, 64), lead: make(chan struct{}, 1), wlock: make(chan struct{}, 1), watched: make(chan struct{}), rings: mem}
 	p.req, p.done = ringPair(mem)
 	p.lead <- struct{}{}
 	go p.watch()
@@ -181,12 +191,12 @@ func (p *plane) fail(err error) {
 		// here for good, and no frame is being written.
 		<-p.watched
 		<-p.lead
-		p.wmu.Lock()
+		p.wlock <- struct{}{}
 		p.mu.Lock()
 		mem := p.rings
 		p.rings, p.req, p.done = nil, nil, nil
 		p.mu.Unlock()
-		p.wmu.Unlock()
+		<-p.wlock
 		if mem != nil {
 			_ = unix.Munmap(mem) // fails only for a mapping unix.Mmap did not make
 		}
@@ -347,7 +357,7 @@ func (p *plane) drain() {
 // completion. outputs is the number of output sizes a dispatch completion must
 // carry. When ctx ends first the request is cancelled and abandoned.
 func (p *plane) roundTrip(ctx context.Context, r *request, fd int, outputs int) (*done, error) {
-	c, err := p.send(r, fd, outputs, nil)
+	c, err := p.send(ctx, r, fd, outputs, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -356,8 +366,10 @@ func (p *plane) roundTrip(ctx context.Context, r *request, fd int, outputs int) 
 }
 
 // send registers and sends r. release, when not nil, frees what the request
-// staged; it runs only if the caller abandons the call (see wait).
-func (p *plane) send(r *request, fd int, outputs int, release func()) (*call, error) {
+// staged; it runs only if the caller abandons the call (see wait). When ctx
+// ends while the request waits to be written (the plugin reads no requests),
+// nothing was sent and send returns ctx's error.
+func (p *plane) send(ctx context.Context, r *request, fd int, outputs int, release func()) (*call, error) {
 	c := &call{seq: 0, kind: r.kind, outputs: outputs, ch: make(chan *done, 1), release: release}
 	p.mu.Lock()
 	if p.err != nil {
@@ -379,7 +391,13 @@ func (p *plane) send(r *request, fd int, outputs int, release func()) (*call, er
 		}
 		return nil, Rejected("%v. Fix: split the request", err)
 	}
-	if err := p.write(b, r.kind, fd); err != nil {
+	if err := p.write(ctx, b, r.kind, fd); err != nil {
+		if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+			p.mu.Lock()
+			delete(p.pending, r.seq)
+			p.mu.Unlock()
+			return nil, err
+		}
 		p.fail(err)
 	}
 	return c, nil
@@ -441,39 +459,111 @@ func (p *plane) finishClosed(c *call) {
 // ring segment's descriptor fd; every other frame goes into the request ring,
 // and a descriptor that rides with it goes on the socket first, in a note
 // holding the frame's sequence number: the plugin finds it there when it
-// reads the frame, in ring order.
-func (p *plane) write(b []byte, kind frameKind, fd int) error {
-	p.wmu.Lock()
-	defer p.wmu.Unlock()
+// reads the frame, in ring order. Waiting for the write lock and for room in
+// the ring ends with ctx (ctx's error: nothing was sent) or with the plane.
+func (p *plane) write(ctx context.Context, b []byte, kind frameKind, fd int) error {
+	select {
+	case p.wlock <- struct{}{}:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	defer func() { <-p.wlock }()
 	if kind == frameHello {
 		return p.conn.write(b, unix.UnixRights(fd))
 	}
 	if p.req == nil {
 		return errPlaneClosed
 	}
+	if len(b) > len(p.req.data) {
+		return fmt.Errorf("frame of %d bytes, more than the request ring's %d", len(b), len(p.req.data))
+	}
+	// The whole frame must fit before its descriptor's note goes out: a note
+	// whose frame never follows would break the order the plugin reads them in.
+	if err := p.room(ctx, uint64(len(b))); err != nil {
+		return err
+	}
 	if fd >= 0 {
 		if err := p.conn.write(b[8:frameHeaderBytes], unix.UnixRights(fd)); err != nil {
 			return err
 		}
 	}
-	var until time.Time
+	if err := p.req.put(b); err != nil {
+		return &ProtocolError{Detail: "request ring: " + err.Error()}
+	}
+	return nil
+}
+
+// Waiting for room in the request ring: after spinWait of yielding, the writer
+// naps, from ringNap up to maxRingNap while the plugin takes nothing.
+const maxRingNap = 2 * time.Millisecond
+
+// room waits until the request ring has n free bytes, while ctx lasts and the
+// plane is open; the caller holds the write lock. While the ring is full it
+// records since when the plugin has taken nothing from it (see stalled).
+func (p *plane) room(ctx context.Context, n uint64) error {
+	spinUntil := time.Now().Add(spinWait)
+	nap := ringNap
 	for {
-		err := p.req.put(b)
-		if err == nil {
-			return nil
-		}
-		if err != errRingFull {
+		free, err := p.req.free()
+		if err != nil {
 			return &ProtocolError{Detail: "request ring: " + err.Error()}
 		}
-		// The plugin is behind: let it answer what it has (it may wait for
-		// room in the completion ring), and poll, then nap, until there is
-		// room.
+		if free >= n {
+			if p.wasFull {
+				p.wasFull = false
+				p.full(false, 0)
+			}
+			return nil
+		}
 		if err := p.closed(); err != nil {
 			return err
 		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		// The plugin is behind: let it answer what it has (it may wait for
+		// room in the completion ring), and poll, then nap, until there is
+		// room; a nap grows while the plugin takes nothing.
+		p.wasFull = true
+		if p.full(true, p.req.peer) {
+			nap = ringNap
+		}
 		p.drain()
-		waitForRoom(&until)
+		if time.Now().Before(spinUntil) {
+			unix.RawSyscall(unix.SYS_SCHED_YIELD, 0, 0, 0) // cannot fail on Linux
+			continue
+		}
+		time.Sleep(nap)
+		nap = min(2*nap, maxRingNap)
 	}
+}
+
+// full records whether a writer found the request ring full, with the
+// plugin's tail at tail; it reports whether the plugin took a frame since the
+// last record.
+func (p *plane) full(full bool, tail uint64) (moved bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	switch {
+	case !full:
+		p.fullSince = time.Time{}
+	case p.fullSince.IsZero() || p.fullTail != tail:
+		moved = !p.fullSince.IsZero()
+		p.fullSince, p.fullTail = time.Now(), tail
+	}
+	return moved
+}
+
+// stalled is how long the request ring has been full without the plugin
+// taking a frame from it: since a writer found it full, while the plugin's
+// tail has not moved; 0 when a write found room last, or the plane is closed.
+func (p *plane) stalled() time.Duration {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.fullSince.IsZero() || p.err != nil || p.req == nil || atomic.LoadUint64(p.req.tail) != p.fullTail {
+		return 0
+	}
+	return time.Since(p.fullSince)
 }
 
 // newSegment creates a shared segment, registered so that it is orphaned when
@@ -608,7 +698,7 @@ func transferOnPlane(ctx context.Context, pl *plane, kind frameKind, buffer, off
 	if kind == frameWrite {
 		copy(s.mem, b)
 	}
-	c, err := pl.send(&request{kind: kind, buffer: buffer, offset: offset, data: segRange{segment: s.id, size: uint64(len(b))}}, -1, 0, func() { pl.unlease(s) })
+	c, err := pl.send(ctx, &request{kind: kind, buffer: buffer, offset: offset, data: segRange{segment: s.id, size: uint64(len(b))}}, -1, 0, func() { pl.unlease(s) })
 	if err != nil {
 		pl.unlease(s)
 		return err
@@ -673,7 +763,7 @@ func dispatchOnPlane(ctx context.Context, pl *plane, req *DispatchRequest, outpu
 	if s != nil {
 		release = func() { pl.unlease(s) }
 	}
-	c, err := pl.send(r, -1, len(outputs), release)
+	c, err := pl.send(ctx, r, -1, len(outputs), release)
 	if err != nil {
 		if release != nil {
 			release()
