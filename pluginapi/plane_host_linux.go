@@ -64,18 +64,18 @@ type plane struct {
 	in      []byte
 	watched chan struct{} // closed when the watcher returned
 
-	mu      sync.Mutex
-	err     error  // set once the plane is closed
-	rings   []byte // the ring segment's mapping, until it is unmapped
+	mu    sync.Mutex
+	err   error  // set once the plane is closed
+	rings []byte // the ring segment's mapping, until it is unmapped
 	// fullSince is when a writer found the request ring full with the
 	// plugin's tail at fullTail (zero: the last write found room).
 	fullSince time.Time
 	fullTail  uint64
-	seq     uint64
-	nextSeg uint32
-	pending map[uint64]*call
-	segs    map[uint32]*segment
-	idle    []*segment // staging segments not leased
+	seq       uint64
+	nextSeg   uint32
+	pending   map[uint64]*call
+	segs      map[uint32]*segment
+	idle      []*segment // staging segments not leased
 
 	detach chan *segment // staging segments to detach, for the janitor
 }

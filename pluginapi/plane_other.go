@@ -27,11 +27,11 @@ func (*call) ready() bool { return true }
 
 func dialPlane(context.Context, string, []byte, func(uint64)) (*plane, error) { return nil, errNoPlane }
 
-func (*plane) closed() error           { return errNoPlane }
+func (*plane) closed() error          { return errNoPlane }
 func (*plane) stalled() time.Duration { return 0 }
-func (*plane) close()               {}
-func (*plane) cancel(uint64)        {}
-func (*plane) dropSegment(*segment) {}
+func (*plane) close()                 {}
+func (*plane) cancel(uint64)          {}
+func (*plane) dropSegment(*segment)   {}
 func (*plane) roundTrip(context.Context, *request, int, int) (*done, error) {
 	return nil, errNoPlane
 }
