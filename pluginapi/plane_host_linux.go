@@ -243,14 +243,19 @@ func unavailableErr(err error) error {
 	return status.Error(codes.Unavailable, fmt.Sprintf("kiln data plane lost: %v", err))
 }
 
-// errWoken reports that a reader-token holder was woken without a frame.
-var errWoken = errors.New("woken")
+// errWoken reports that a reader-token holder was woken without a frame;
+// errSlept that its sleep ran its whole time without one.
+var (
+	errWoken = errors.New("woken")
+	errSlept = errors.New("slept")
+)
 
 // readFrame returns the next completion frame, copied out of the completion
-// ring (valid until the next call); errWoken when the wait ended without one
-// (see signal; stop reports that the caller should not sleep). With spin it
-// first polls the ring for spinWait: a completion that comes within that time
-// is read without the wake-up of a sleeping thread.
+// ring (valid until the next call); errWoken when the wait ended early without
+// one (see signal; stop reports that the caller should not sleep), errSlept
+// when it timed out. With spin it first polls the ring for spinWait: a
+// completion that comes within that time is read without the wake-up of a
+// sleeping thread.
 func (p *plane) readFrame(spin bool, stop func() bool) ([]byte, error) {
 	until := time.Now().Add(spinWait)
 	for {
@@ -267,10 +272,13 @@ func (p *plane) readFrame(spin bool, stop func() bool) ([]byte, error) {
 				continue
 			}
 		}
-		p.done.sleep(ringWaitTimeout, stop)
+		woken := p.done.sleep(ringWaitTimeout, stop)
 		if !p.done.pending() {
 			if hungUp(p.conn.fd) {
 				return nil, io.EOF
+			}
+			if !woken {
+				return nil, errSlept
 			}
 			return nil, errWoken
 		}
@@ -309,21 +317,56 @@ func (p *plane) readFor(ctx context.Context, c *call) {
 	}
 	stop := func() bool { return c.ready() || ctx.Err() != nil || p.closed() != nil }
 	spin := true
+	spurious := 0 // wakes in a row that brought nothing
 	for !stop() {
 		b, err := p.readFrame(spin, stop)
 		spin = false
 		switch {
+		case err == errSlept:
+			spurious = 0
+			continue
 		case err == errWoken:
+			if !stop() {
+				spurious++
+				p.backOff(spurious)
+			}
 			continue
 		case err != nil:
 			p.fail(err)
 			return
 		}
+		spurious = 0
 		if err := p.deliver(b); err != nil {
 			p.fail(err)
 			return
 		}
 	}
+}
+
+// Spurious wakes: a plugin that wakes the completion ring's futex word without
+// writing a frame (a wake storm) would make the host's reader loop as fast as
+// it wakes. After freeWakes spurious wakes in a row the reader naps before it
+// looks again, from wakeNap doubling up to maxWakeNap; a frame, a sleep that
+// runs its whole time, or the plugin's death ends the naps.
+const (
+	freeWakes  = 4
+	wakeNap    = 50 * time.Microsecond
+	maxWakeNap = 5 * time.Millisecond
+)
+
+// backOff naps after the n-th spurious wake in a row, waking early when the
+// plugin's end of the socket closes.
+func (p *plane) backOff(n int) {
+	if n <= freeWakes {
+		return
+	}
+	nap := maxWakeNap
+	if shift := n - freeWakes - 1; shift < 8 {
+		nap = min(wakeNap<<shift, maxWakeNap)
+	}
+	fds := []unix.PollFd{{Fd: int32(p.conn.fd), Events: unix.POLLRDHUP}}
+	ts := unix.NsecToTimespec(nap.Nanoseconds())
+	_, _ = unix.Ppoll(fds, &ts, nil) // EINTR or a hang-up: the caller looks again
 }
 
 // drain delivers the completions already in the ring when the reader token is
