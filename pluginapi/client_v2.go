@@ -35,7 +35,10 @@ type Conn interface {
 	Capabilities() Capabilities
 	// Mapping returns the host's view of a buffer whose AllocResult was Mapped,
 	// nil for any other. It is valid until FreeBuffer; if the plugin dies, it
-	// keeps its address and reads zeros.
+	// keeps its address and, once the data plane has noticed (at the latest by
+	// the next call, which checks), reads zeros and keeps no writes. WriteBuffer
+	// and ReadBuffer of a mapped buffer copy in place after checking that the
+	// plugin's end of the data plane is still open.
 	Mapping(buffer uint64) []byte
 	// SubmitAsync sends a batch and returns without waiting for it; batches run
 	// in the order they are sent. ctx ending before the batch completes cancels
@@ -366,6 +369,13 @@ func (c *client) transfer(ctx context.Context, kind frameKind, buffer, offset ui
 		return err
 	}
 	if mem := c.Mapping(buffer); mem != nil {
+		// The copy needs no call, so nothing else would notice a plugin that
+		// died a moment ago: the plane checks its socket first.
+		if _, pl := v.snapshot(); pl != nil {
+			if err := pl.alive(); err != nil {
+				return err
+			}
+		}
 		if kind == frameWrite {
 			copy(mem[offset:], b)
 		} else {

@@ -204,6 +204,22 @@ func (p *plane) fail(err error) {
 	}()
 }
 
+// alive checks that the plane is open and the plugin's end of its socket too
+// (one poll: a plugin that died is seen at once, before the watcher closes the
+// plane), and returns the lost plane's error otherwise, closing it first.
+func (p *plane) alive() error {
+	p.mu.Lock()
+	// The socket is closed only after rings is cleared under mu: while mu is
+	// held and rings is set, conn.fd is this plane's.
+	open := p.err == nil && p.rings != nil && !hungUp(p.conn.fd)
+	p.mu.Unlock()
+	if open {
+		return nil
+	}
+	p.fail(io.EOF)
+	return p.unavailable()
+}
+
 // signal wakes a reader-token holder asleep on the completion ring.
 func (p *plane) signal() {
 	p.mu.Lock()

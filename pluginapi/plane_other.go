@@ -29,6 +29,7 @@ func dialPlane(context.Context, string, []byte, func(uint64)) (*plane, error) { 
 
 func (*plane) closed() error          { return errNoPlane }
 func (*plane) stalled() time.Duration { return 0 }
+func (*plane) alive() error           { return errNoPlane }
 func (*plane) close()                 {}
 func (*plane) cancel(uint64)          {}
 func (*plane) dropSegment(*segment)   {}
