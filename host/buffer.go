@@ -247,7 +247,13 @@ func (bf *Buffer) transfer(ctx context.Context, op string, offset int64, b []byt
 // plugin with shared memory). Writes through it reach the plugin without a copy
 // and without a call; the caller must not touch it while a submit that uses the
 // buffer runs (Pending.Wait first), and not after Free. If the plugin dies the
-// slice stays valid and reads zeros.
+// slice stays valid: it shows the buffer's last contents until the host notices
+// the death (within milliseconds, and at once on a Read or Write of a mapped
+// buffer), and zeros after; what is written through it after the death is lost.
+// Bytes read through it count only once a later call on the buffer (Read,
+// Submit, Pending.Wait) succeeded. Read and Write of a mapped buffer check that
+// the plugin's end of the data plane is open before they copy, so they return a
+// LostBufferError as soon as the death can be seen.
 func (bf *Buffer) Map() ([]byte, error) {
 	bf.mu.Lock()
 	defer bf.mu.Unlock()
