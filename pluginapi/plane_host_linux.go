@@ -522,9 +522,13 @@ func (p *plane) finishClosed(c *call) {
 // the ring ends with ctx (ctx's error: nothing was sent) or with the plane.
 func (p *plane) write(ctx context.Context, b []byte, kind frameKind, fd int) error {
 	select {
-	case p.wlock <- struct{}{}:
-	case <-ctx.Done():
-		return ctx.Err()
+	case p.wlock <- struct{}{}: // a free lock is taken whatever ctx says
+	default:
+		select {
+		case p.wlock <- struct{}{}:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
 	}
 	defer func() { <-p.wlock }()
 	if kind == frameHello {
