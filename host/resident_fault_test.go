@@ -75,6 +75,22 @@ func TestDeadlineOnResidentBuffersIsNotALoss(t *testing.T) {
 	cancel()
 	wantDeadline(t, "a write past its deadline", err)
 
+	// A read waits for the backend's submits still running (here one that
+	// the caller waits for without a deadline) only as long as its own
+	// deadline lasts.
+	var slow Batch
+	pd, err := b.SubmitAsync(ctx, slow.Fill(Bind(y), fillSlow))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rctx, cancel = context.WithTimeout(ctx, 200*time.Millisecond)
+	err = x.Read(rctx, 0, make([]byte, 64))
+	cancel()
+	wantDeadline(t, "a read waiting for a submit past its deadline", err)
+	if _, err := pd.Wait(ctx); err != nil {
+		t.Fatalf("the slow submit: %v", err)
+	}
+
 	got := make([]byte, 64)
 	if err := x.Read(ctx, 0, got); err != nil {
 		t.Fatalf("read after the deadlines: %v", err)

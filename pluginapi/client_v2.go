@@ -528,6 +528,22 @@ func (p *Pending) Ready() bool {
 	}
 }
 
+// WaitReady waits until the batch has completed (or failed), so that Ready
+// reports true, or until ctx ends (ctx's error). Unlike Wait it takes no result
+// and cancels nothing when ctx ends: it is for a caller that orders its own
+// work after a batch another caller waits for.
+func (p *Pending) WaitReady(ctx context.Context) error {
+	if p.plane != nil {
+		return p.plane.await(ctx, p.call)
+	}
+	select {
+	case <-p.done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
 // Wait returns the batch's result once it has run. If ctx ends first, the batch
 // is cancelled and Wait returns ctx's error. Wait may be called more than once.
 func (p *Pending) Wait(ctx context.Context) (*SubmitResult, error) {

@@ -86,6 +86,10 @@ type call struct {
 	kind    frameKind
 	outputs int
 	ch      chan *done // receives the completion, or nil when the plane closed
+	// fin is closed once the completion (or the plane's closing) arrived;
+	// delivered says so under the plane's mu.
+	fin       chan struct{}
+	delivered bool
 	// abandoned: the caller stopped waiting; release runs when the completion
 	// arrives instead.
 	abandoned bool
@@ -93,7 +97,28 @@ type call struct {
 }
 
 // ready reports whether the call's completion (or the plane's closing) arrived.
-func (c *call) ready() bool { return len(c.ch) > 0 }
+func (c *call) ready() bool {
+	select {
+	case <-c.fin:
+		return true
+	default:
+		return false
+	}
+}
+
+// deliverLocked hands d (nil: the plane closed) to c, once, and reports
+// whether this was the first delivery; the plane's mu is held.
+func (c *call) deliverLocked(d *done) bool {
+	if c.delivered {
+		return false
+	}
+	c.delivered = true
+	close(c.fin)
+	if !c.abandoned {
+		c.ch <- d // buffered, and empty until now
+	}
+	return true
+}
 
 // dialPlane connects to a plugin's data plane and presents the token.
 func dialPlane(ctx context.Context, path string, token []byte, cancel func(uint64)) (*plane, error) {
@@ -230,18 +255,14 @@ func (p *plane) signal() {
 	}
 }
 
-// finish delivers a completion (nil: the plane closed) to its call.
+// finish delivers a completion (nil: the plane closed) to its call, unless the
+// call already ended (the plane closed meanwhile).
 func (p *plane) finish(c *call, d *done) {
 	p.mu.Lock()
 	abandoned := c.abandoned
-	if !abandoned {
-		select {
-		case c.ch <- d: // buffered: the waiter checks it under mu
-		default: // already ended (the plane closed meanwhile)
-		}
-	}
+	first := c.deliverLocked(d)
 	p.mu.Unlock()
-	if abandoned && c.release != nil {
+	if abandoned && first && c.release != nil {
 		c.release()
 	}
 }
@@ -429,7 +450,7 @@ func (p *plane) roundTrip(ctx context.Context, r *request, fd int, outputs int) 
 // ends while the request waits to be written (the plugin reads no requests),
 // nothing was sent and send returns ctx's error.
 func (p *plane) send(ctx context.Context, r *request, fd int, outputs int, release func()) (*call, error) {
-	c := &call{seq: 0, kind: r.kind, outputs: outputs, ch: make(chan *done, 1), release: release}
+	c := &call{seq: 0, kind: r.kind, outputs: outputs, ch: make(chan *done, 1), fin: make(chan struct{}), release: release}
 	p.mu.Lock()
 	if p.err != nil {
 		p.mu.Unlock()
@@ -508,10 +529,34 @@ func (p *plane) wait(ctx context.Context, c *call) (d *done, owned bool, err err
 // finishClosed ends c as failed if the closing plane has not already.
 func (p *plane) finishClosed(c *call) {
 	p.mu.Lock()
-	if len(c.ch) == 0 && !c.abandoned {
-		c.ch <- nil
+	if !c.abandoned {
+		c.deliverLocked(nil)
 	}
 	p.mu.Unlock()
+}
+
+// await waits until c's completion (or the plane's closing) has arrived, or
+// ctx ends (ctx's error), reading the completion ring while it holds the
+// reader token. Unlike wait it leaves the completion to c's owner, and ctx
+// ending neither abandons nor cancels the request: a caller that only orders
+// its own work after c waits this way.
+func (p *plane) await(ctx context.Context, c *call) error {
+	for {
+		select {
+		case <-c.fin:
+			return nil
+		case <-p.lead:
+			p.readFor(ctx, c)
+			p.lead <- struct{}{}
+			if !c.ready() && p.closed() != nil {
+				p.finishClosed(c)
+			}
+		case <-ctx.Done():
+		}
+		if !c.ready() && ctx.Err() != nil {
+			return ctx.Err()
+		}
+	}
 }
 
 // write sends one frame of kind. The hello frame goes on the socket with the

@@ -39,6 +39,7 @@ func (*plane) roundTrip(context.Context, *request, int, int) (*done, error) {
 func (*plane) send(context.Context, *request, int, int, func()) (*call, error) {
 	return nil, errNoPlane
 }
+func (*plane) await(context.Context, *call) error { return errNoPlane }
 func (*plane) wait(context.Context, *call) (*done, bool, error) {
 	return nil, true, errNoPlane
 }
