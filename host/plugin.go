@@ -527,7 +527,7 @@ func (p *plugin) dropLocked(proc *process, exit string) {
 // checks, or reading the requests of its data plane, for the hang timeout while
 // calls were in flight.
 func (p *plugin) hung(proc *process) {
-	if proc.stalled() > 0 {
+	if proc.stalled() >= p.set.hangTimeout {
 		p.log.Error("plugin stopped reading its requests; killing it", "pid", proc.pid, "hang_timeout", p.set.hangTimeout)
 		p.drop(proc, fmt.Sprintf("killed by the host: its data plane's request ring stayed full for %v", p.set.hangTimeout))
 		return
