@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/kiln-dev/kiln/ir"
 )
 
 // The fault values of fx-resident's fills (host/testdata/fixture/resident.go).
@@ -270,5 +272,50 @@ func TestMappedTransferAfterDeathIsLost(t *testing.T) {
 		if err := x.Free(ctx); err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// oneOutput is a program with one write buffer.
+func oneOutput(t *testing.T, name string) *ir.Program {
+	t.Helper()
+	bld := ir.NewBuilder(name, 64, 1, 1)
+	out := bld.Buffer("out", ir.U32, ir.Write)
+	bld.Store(out, ir.GlobalID(0), ir.LitU32(1))
+	p, err := bld.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// TestDispatchPastItsDeadlineKeepsItsScratchBuffers pins that a v1 dispatch
+// over a resident plugin whose deadline passes (the plugin finishes it
+// later) does not hand its scratch buffers to the next dispatch: fx-resident's
+// fx.scribble program writes 0xff bytes into its bindings after 1.5s, while the
+// next dispatch, whose output the plugin leaves as the host cleared it, waits
+// behind it.
+func TestDispatchPastItsDeadlineKeepsItsScratchBuffers(t *testing.T) {
+	h := openHost(t, "fx-resident")
+	b := acquire(t, h, "fx-resident")
+	ctx := context.Background()
+	slow, err := b.Compile(ctx, oneOutput(t, "fx.scribble"), CompileOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	quiet, err := b.Compile(ctx, oneOutput(t, "test.quiet"), CompileOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := Work{Grid: [3]uint32{1, 1, 1}, OutputCounts: []uint32{64}}
+	dctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+	_, err = b.Dispatch(dctx, slow, w)
+	cancel()
+	wantDeadline(t, "a dispatch past its deadline", err)
+	res, err := b.Dispatch(ctx, quiet, w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out := res.Outputs[0]; !bytes.Equal(out, make([]byte, len(out))) {
+		t.Fatalf("the next dispatch's output was written by the abandoned one: % x", out[:8])
 	}
 }
