@@ -78,7 +78,7 @@ type BufferError struct {
 func (e *BufferError) Error() string { return e.Buffer + ": " + e.Detail }
 
 // LostBufferError says buffers lived in a plugin process that has exited (it
-// crashed, or the host stopped it after a timeout): their contents are gone and
+// crashed, or the host stopped it: it hung, or its data plane broke): their contents are gone and
 // cannot be recovered, unlike pipelines, which the host recompiles. Free them and
 // allocate new ones; the relaunched plugin takes new allocations.
 type LostBufferError struct {
@@ -87,8 +87,9 @@ type LostBufferError struct {
 	// Buffers name the lost buffers of the call (Buffer.Name).
 	Buffers []string
 	// Cause is the crash this call ran into, when it was this call that found
-	// the process dead (a *CrashedError or *TimeoutError); nil when the loss was
-	// already known.
+	// the process dead (a *CrashedError, or a *TimeoutError with Hung); nil when
+	// the loss was already known. A caller's deadline is never a loss: it is a
+	// *TimeoutError, and the buffers stay usable.
 	Cause error
 }
 
@@ -161,13 +162,16 @@ func (bf *Buffer) checkRange(offset, n int64) error {
 	return nil
 }
 
-// crashed turns the crash a call ran into into the loss of the buffers it used.
-// errNothingRan (the process had died before the call) is such a loss too.
+// crashed turns the crash a call ran into into the loss of the buffers it used:
+// a CrashedError, a hang (the host killed the process: TimeoutError with Hung)
+// or errNothingRan (the process had died before the call). A caller's deadline
+// is no loss: the plugin keeps running with the buffers, and the TimeoutError
+// passes through.
 func crashed(err error, bufs ...*Buffer) error {
 	var c *CrashedError
 	var t *TimeoutError
 	nothingRan := err == errNothingRan
-	if !nothingRan && !errors.As(err, &c) && !errors.As(err, &t) {
+	if !nothingRan && !errors.As(err, &c) && !(errors.As(err, &t) && t.Hung) {
 		return err
 	}
 	var names []string
@@ -243,7 +247,13 @@ func (bf *Buffer) transfer(ctx context.Context, op string, offset int64, b []byt
 // plugin with shared memory). Writes through it reach the plugin without a copy
 // and without a call; the caller must not touch it while a submit that uses the
 // buffer runs (Pending.Wait first), and not after Free. If the plugin dies the
-// slice stays valid and reads zeros.
+// slice stays valid: it shows the buffer's last contents until the host notices
+// the death (within milliseconds, and at once on a Read or Write of a mapped
+// buffer), and zeros after; what is written through it after the death is lost.
+// Bytes read through it count only once a later call on the buffer (Read,
+// Submit, Pending.Wait) succeeded. Read and Write of a mapped buffer check that
+// the plugin's end of the data plane is open before they copy, so they return a
+// LostBufferError as soon as the death can be seen.
 func (bf *Buffer) Map() ([]byte, error) {
 	bf.mu.Lock()
 	defer bf.mu.Unlock()

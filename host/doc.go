@@ -28,8 +28,12 @@
 // [Backend.SubmitAsync] returns a [Pending] to wait on later. Re-dispatching over
 // resident buffers moves no bytes across the process boundary ([Backend.Traffic]
 // counts the ones that do). [Buffer.Map] gives a host-visible buffer's memory for
-// filling in place. See docs/design.md, "Protocol v2: buffers, submits, shared
-// memory, fast path".
+// filling in place; that slice is plain memory: after the plugin dies it shows
+// the last contents until the host notices, then zeros, and writes through it
+// are lost, so bytes read through it count only once a later call on the buffer
+// (Read, Submit, Pending.Wait) succeeded. Read and Write of a mapped buffer
+// check that the plugin lives first. See docs/design.md, "Protocol v2: buffers,
+// submits, shared memory, fast path".
 //
 // The host supervises its plugins (see docs/design.md, "Supervision and
 // reliability"): a plugin that crashes, hangs (stops answering health checks
@@ -38,7 +42,9 @@
 // [BadResultError]; [RejectedError], [DeviceError], [UnavailableError] and
 // [PluginError] come from the plugin), the host stays up, and the plugin is
 // relaunched on its next use with an exponential backoff. A caller's deadline
-// cancels only its own call. A plugin that died while idle is relaunched
+// cancels only its own call and is a [TimeoutError], never a loss of buffers;
+// every call returns by its deadline whatever the plugin does (one that stops
+// reading its requests for Options.HangTimeout is hung). A plugin that died while idle is relaunched
 // transparently. A plugin that crashes too often is failing and not chosen
 // implicitly until it succeeds again. Pipelines are recompiled on the new
 // process; buffers cannot be, and their next use is a [LostBufferError].

@@ -106,9 +106,9 @@ func (e *CrashedError) Error() string {
 // TimeoutError says an operation did not finish in time. Either the caller's
 // deadline passed: the call was cancelled and the plugin keeps running, because
 // other callers may share it (errors.Is(err, context.DeadlineExceeded) holds);
-// or the plugin was hung (Hung): it stopped answering the host's health checks
-// for Options.HangTimeout while the call ran, so the host killed it and the next
-// use relaunches it.
+// or the plugin was hung (Hung): it stopped answering the host's health checks,
+// or reading requests from its full data plane ring, for Options.HangTimeout
+// while the call ran, so the host killed it and the next use relaunches it.
 type TimeoutError struct {
 	// Backend is the backend's name ("cpu-ref:0").
 	Backend string
@@ -122,7 +122,7 @@ type TimeoutError struct {
 
 func (e *TimeoutError) Error() string {
 	if e.Hung {
-		return fmt.Sprintf("backend %s hung during %s (no answer to health checks; killed after %v); the plugin is relaunched on next use. Fix: report the hang to the plugin's author; retry, or use another backend", e.Backend, e.Op, e.After.Round(time.Millisecond))
+		return fmt.Sprintf("backend %s hung during %s (no answer to health checks, or no request read from a full ring, for the hang timeout; killed after %v); the plugin is relaunched on next use. Fix: report the hang to the plugin's author; retry, or use another backend", e.Backend, e.Op, e.After.Round(time.Millisecond))
 	}
 	return fmt.Sprintf("backend %s: %s did not finish before the caller's deadline (after %v); the call was cancelled, the plugin keeps running. Fix: give the context a longer deadline, or shrink the work", e.Backend, e.Op, e.After.Round(time.Millisecond))
 }

@@ -43,7 +43,8 @@ type Options struct {
 	// HangTimeout is how long a plugin with calls in flight may leave the host's
 	// health checks unanswered before it counts as hung, is killed, and its calls
 	// fail with a TimeoutError (default 10s). A plugin that answers is busy, not
-	// hung: its calls run as long as their contexts allow.
+	// hung: its calls run as long as their contexts allow. One that leaves its
+	// data plane's request ring full (reads no requests) that long is hung too.
 	HangTimeout time.Duration
 	// FailureThreshold crashes within FailureWindow make a plugin failing: it is
 	// not chosen implicitly until a dispatch on it succeeds (defaults 3 and 1m).

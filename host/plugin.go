@@ -66,6 +66,21 @@ func (pr *process) exitedBefore(t time.Time) bool {
 	return exited && at.Before(t)
 }
 
+// exitWithin waits up to limit, and no longer than ctx lasts, for the process to
+// exit, and reports whether it has.
+func (pr *process) exitWithin(ctx context.Context, limit time.Duration) bool {
+	timer := time.NewTimer(limit)
+	defer timer.Stop()
+	select {
+	case <-pr.runner.exitCh:
+		return true
+	case <-timer.C:
+	case <-ctx.Done():
+	}
+	exited, _, _ := pr.runner.exitInfo()
+	return exited
+}
+
 // isHung reports whether the hang monitor killed the process.
 func (pr *process) isHung() bool {
 	pr.mu.Lock()
@@ -509,10 +524,25 @@ func (p *plugin) dropLocked(proc *process, exit string) {
 }
 
 // hung is the hang monitor's verdict on proc: it stopped answering health
-// checks for the hang timeout while calls were in flight.
+// checks, or reading the requests of its data plane, for the hang timeout while
+// calls were in flight.
 func (p *plugin) hung(proc *process) {
+	if proc.stalled() >= p.set.hangTimeout {
+		p.log.Error("plugin stopped reading its requests; killing it", "pid", proc.pid, "hang_timeout", p.set.hangTimeout)
+		p.drop(proc, fmt.Sprintf("killed by the host: its data plane's request ring stayed full for %v", p.set.hangTimeout))
+		return
+	}
 	p.log.Error("plugin stopped answering health checks; killing it", "pid", proc.pid, "hang_timeout", p.set.hangTimeout)
 	p.drop(proc, fmt.Sprintf("killed by the host: no health answer for %v", p.set.hangTimeout))
+}
+
+// stalled is how long proc's data plane has not taken requests from a full
+// request ring (pluginapi.Conn.Stalled); 0 without a data plane.
+func (pr *process) stalled() time.Duration {
+	if c := pr.conn(); c != nil {
+		return c.Stalled()
+	}
+	return 0
 }
 
 // healthy records a successful dispatch: it resets the crash backoff and ends a
@@ -613,7 +643,10 @@ func (p *plugin) classify(ctx context.Context, proc *process, backend, op string
 			return fmt.Errorf("backend %s: %s failed: %w", backend, op, err)
 		}
 	}
-	exited := proc.runner.waitExit(closeTimeout)
+	// A connection that broke is most often a process that is exiting: wait a
+	// moment for its exit status, never beyond the caller's context (a data
+	// plane can also close while the process lives on).
+	exited := proc.exitWithin(ctx, closeTimeout)
 	if exited && proc.exitedBefore(began) {
 		p.drop(proc, proc.exit())
 		return errNothingRan

@@ -180,8 +180,9 @@ func (b *Backend) drain(ctx context.Context) error {
 	pending := append([]*Pending(nil), b.p.v2.pending...)
 	b.p.v2.mu.Unlock()
 	for _, pd := range pending {
-		if _, err := pd.inner.Wait(ctx); err != nil && ctx.Err() != nil {
-			return fmt.Errorf("backend %s: waiting for earlier submits: %w", b.Name(), ctx.Err())
+		// WaitReady: the caller's deadline must not cancel another's submit.
+		if err := pd.inner.WaitReady(ctx); err != nil {
+			return waitError(ctx, b.Name(), "earlier submits")
 		}
 		b.p.v2.forget(pd)
 	}

@@ -280,6 +280,24 @@ func (b *Backend) putScratch(ctx context.Context, conn pluginapi.Conn, proc *pro
 	}
 }
 
+// dropScratch frees scratch buffers in the background, off the caller's time,
+// under the host's context (which Close ends, as does the plane's closing): the
+// frees follow every request sent before them, so the plugin runs them after a
+// submit that may still use the buffers.
+func (b *Backend) dropScratch(conn pluginapi.Conn, bufs []*scratchBuffer) {
+	if len(bufs) == 0 {
+		return
+	}
+	p := b.p
+	go func() {
+		for _, s := range bufs {
+			if err := conn.FreeBuffer(p.set.ctx, s.handle); err != nil {
+				p.log.Debug("freeing a scratch buffer of a failed dispatch failed", "error", err)
+			}
+		}
+	}()
+}
+
 // dispatchResident runs a v1 dispatch on a plugin that keeps buffers: inputs go
 // into scratch buffers (in place when mapped), write buffers are zeroed, one
 // submit runs the pipeline, and the outputs are read back.
@@ -296,9 +314,17 @@ func (b *Backend) dispatchResident(ctx context.Context, proc *process, pl *Pipel
 	}
 	var res *pluginapi.DispatchResult
 	var out int64
-	err := b.callConn(ctx, proc, "dispatch", prog.Name, func(ctx context.Context, conn pluginapi.Conn) error {
+	err := b.callConn(ctx, proc, "dispatch", prog.Name, func(ctx context.Context, conn pluginapi.Conn) (err error) {
 		bufs := make([]*scratchBuffer, 0, n)
-		defer func() { b.putScratch(context.WithoutCancel(ctx), conn, proc, bufs) }()
+		defer func() {
+			if err != nil {
+				// The plugin may still run the submit (its caller gave
+				// up on it): no other dispatch may take its buffers.
+				b.dropScratch(conn, bufs)
+				return
+			}
+			b.putScratch(context.WithoutCancel(ctx), conn, proc, bufs)
+		}()
 		cmd := pluginapi.DispatchCommand{Pipeline: req.Pipeline, Grid: req.Grid, Bindings: make([]pluginapi.BufferRange, n), Uniforms: req.Uniforms}
 		var cmds []pluginapi.SubmitCommand
 		for i := range n {

@@ -35,7 +35,10 @@ type Conn interface {
 	Capabilities() Capabilities
 	// Mapping returns the host's view of a buffer whose AllocResult was Mapped,
 	// nil for any other. It is valid until FreeBuffer; if the plugin dies, it
-	// keeps its address and reads zeros.
+	// keeps its address and, once the data plane has noticed (at the latest by
+	// the next call, which checks), reads zeros and keeps no writes. WriteBuffer
+	// and ReadBuffer of a mapped buffer copy in place after checking that the
+	// plugin's end of the data plane is still open.
 	Mapping(buffer uint64) []byte
 	// SubmitAsync sends a batch and returns without waiting for it; batches run
 	// in the order they are sent. ctx ending before the batch completes cancels
@@ -46,6 +49,12 @@ type Conn interface {
 	// plane is up or when the connection has none. Buffers of a lost connection
 	// are gone.
 	Lost() error
+	// Stalled returns how long the data plane's request ring has been full
+	// without the plugin taking a request from it: the plugin stopped reading
+	// its requests (a backend method that blocks the requests queued behind
+	// it). It is 0 while the ring has room, and without a data plane. The host
+	// treats a plugin stalled for its hang timeout as hung.
+	Stalled() time.Duration
 	// DispatchSized is Backend.Dispatch for a host that knows how many bytes
 	// each output has (outputs, in output order). With the data plane, inputs and
 	// outputs travel through shared memory, and an output of another size is
@@ -271,6 +280,17 @@ func (c *client) Lost() error {
 	return nil
 }
 
+// Stalled implements Conn.
+func (c *client) Stalled() time.Duration {
+	if c.v2 == nil {
+		return 0
+	}
+	if _, pl := c.v2.snapshot(); pl != nil {
+		return pl.stalled()
+	}
+	return 0
+}
+
 // Mapping implements Conn.
 func (c *client) Mapping(buffer uint64) []byte {
 	if c.v2 == nil {
@@ -349,6 +369,13 @@ func (c *client) transfer(ctx context.Context, kind frameKind, buffer, offset ui
 		return err
 	}
 	if mem := c.Mapping(buffer); mem != nil {
+		// The copy needs no call, so nothing else would notice a plugin that
+		// died a moment ago: the plane checks its socket first.
+		if _, pl := v.snapshot(); pl != nil {
+			if err := pl.alive(); err != nil {
+				return err
+			}
+		}
 		if kind == frameWrite {
 			copy(mem[offset:], b)
 		} else {
@@ -419,7 +446,7 @@ func (c *client) SubmitAsync(ctx context.Context, req *SubmitRequest) (*Pending,
 	}
 	if _, pl := v.snapshot(); pl != nil {
 		r := &request{kind: frameSubmit, adapter: adapter, commands: req.Commands}
-		call, err := pl.send(r, -1, 0, nil)
+		call, err := pl.send(ctx, r, -1, 0, nil)
 		if err != nil {
 			return nil, err
 		}
@@ -498,6 +525,22 @@ func (p *Pending) Ready() bool {
 		return true
 	default:
 		return false
+	}
+}
+
+// WaitReady waits until the batch has completed (or failed), so that Ready
+// reports true, or until ctx ends (ctx's error). Unlike Wait it takes no result
+// and cancels nothing when ctx ends: it is for a caller that orders its own
+// work after a batch another caller waits for.
+func (p *Pending) WaitReady(ctx context.Context) error {
+	if p.plane != nil {
+		return p.plane.await(ctx, p.call)
+	}
+	select {
+	case <-p.done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"math/bits"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -46,10 +47,15 @@ type plane struct {
 	conn   *rawConn
 	cancel func(seq uint64) // asks the plugin over gRPC to cancel a request
 
-	// wmu: one frame at a time into the request ring (and descriptors on the
+	// wlock is the write lock (capacity 1; holding it is having sent into
+	// it), so that a caller waiting for it can give up when its context ends:
+	// one frame at a time into the request ring (and descriptors on the
 	// socket); it guards req.
-	wmu sync.Mutex
-	req *ring // producer side; nil once the plane closed and the segment is unmapped
+	wlock chan struct{}
+	req   *ring // producer side; nil once the plane closed and the segment is unmapped
+	// wasFull: a writer found the request ring full since the last write
+	// that found room (guarded by wlock).
+	wasFull bool
 
 	// lead is the reader token (capacity 1); its holder alone reads the
 	// completion ring (done) into in.
@@ -58,14 +64,18 @@ type plane struct {
 	in      []byte
 	watched chan struct{} // closed when the watcher returned
 
-	mu      sync.Mutex
-	err     error  // set once the plane is closed
-	rings   []byte // the ring segment's mapping, until it is unmapped
-	seq     uint64
-	nextSeg uint32
-	pending map[uint64]*call
-	segs    map[uint32]*segment
-	idle    []*segment // staging segments not leased
+	mu    sync.Mutex
+	err   error  // set once the plane is closed
+	rings []byte // the ring segment's mapping, until it is unmapped
+	// fullSince is when a writer found the request ring full with the
+	// plugin's tail at fullTail (zero: the last write found room).
+	fullSince time.Time
+	fullTail  uint64
+	seq       uint64
+	nextSeg   uint32
+	pending   map[uint64]*call
+	segs      map[uint32]*segment
+	idle      []*segment // staging segments not leased
 
 	detach chan *segment // staging segments to detach, for the janitor
 }
@@ -76,6 +86,10 @@ type call struct {
 	kind    frameKind
 	outputs int
 	ch      chan *done // receives the completion, or nil when the plane closed
+	// fin is closed once the completion (or the plane's closing) arrived;
+	// delivered says so under the plane's mu.
+	fin       chan struct{}
+	delivered bool
 	// abandoned: the caller stopped waiting; release runs when the completion
 	// arrives instead.
 	abandoned bool
@@ -83,7 +97,28 @@ type call struct {
 }
 
 // ready reports whether the call's completion (or the plane's closing) arrived.
-func (c *call) ready() bool { return len(c.ch) > 0 }
+func (c *call) ready() bool {
+	select {
+	case <-c.fin:
+		return true
+	default:
+		return false
+	}
+}
+
+// deliverLocked hands d (nil: the plane closed) to c, once, and reports
+// whether this was the first delivery; the plane's mu is held.
+func (c *call) deliverLocked(d *done) bool {
+	if c.delivered {
+		return false
+	}
+	c.delivered = true
+	close(c.fin)
+	if !c.abandoned {
+		c.ch <- d // buffered, and empty until now
+	}
+	return true
+}
 
 // dialPlane connects to a plugin's data plane and presents the token.
 func dialPlane(ctx context.Context, path string, token []byte, cancel func(uint64)) (*plane, error) {
@@ -113,7 +148,7 @@ func startPlane(ctx context.Context, conn *rawConn, token []byte, cancel func(ui
 		return nil, err
 	}
 	p := &plane{conn: conn, cancel: cancel, pending: map[uint64]*call{}, segs: map[uint32]*segment{},
-		detach: make(chan *segment, 64), lead: make(chan struct{}, 1), watched: make(chan struct{}), rings: mem}
+		detach: make(chan *segment, 64), lead: make(chan struct{}, 1), wlock: make(chan struct{}, 1), watched: make(chan struct{}), rings: mem}
 	p.req, p.done = ringPair(mem)
 	p.lead <- struct{}{}
 	go p.watch()
@@ -181,17 +216,33 @@ func (p *plane) fail(err error) {
 		// here for good, and no frame is being written.
 		<-p.watched
 		<-p.lead
-		p.wmu.Lock()
+		p.wlock <- struct{}{}
 		p.mu.Lock()
 		mem := p.rings
 		p.rings, p.req, p.done = nil, nil, nil
 		p.mu.Unlock()
-		p.wmu.Unlock()
+		<-p.wlock
 		if mem != nil {
 			_ = unix.Munmap(mem) // fails only for a mapping unix.Mmap did not make
 		}
 		p.conn.close()
 	}()
+}
+
+// alive checks that the plane is open and the plugin's end of its socket too
+// (one poll: a plugin that died is seen at once, before the watcher closes the
+// plane), and returns the lost plane's error otherwise, closing it first.
+func (p *plane) alive() error {
+	p.mu.Lock()
+	// The socket is closed only after rings is cleared under mu: while mu is
+	// held and rings is set, conn.fd is this plane's.
+	open := p.err == nil && p.rings != nil && !hungUp(p.conn.fd)
+	p.mu.Unlock()
+	if open {
+		return nil
+	}
+	p.fail(io.EOF)
+	return p.unavailable()
 }
 
 // signal wakes a reader-token holder asleep on the completion ring.
@@ -204,18 +255,14 @@ func (p *plane) signal() {
 	}
 }
 
-// finish delivers a completion (nil: the plane closed) to its call.
+// finish delivers a completion (nil: the plane closed) to its call, unless the
+// call already ended (the plane closed meanwhile).
 func (p *plane) finish(c *call, d *done) {
 	p.mu.Lock()
 	abandoned := c.abandoned
-	if !abandoned {
-		select {
-		case c.ch <- d: // buffered: the waiter checks it under mu
-		default: // already ended (the plane closed meanwhile)
-		}
-	}
+	first := c.deliverLocked(d)
 	p.mu.Unlock()
-	if abandoned && c.release != nil {
+	if abandoned && first && c.release != nil {
 		c.release()
 	}
 }
@@ -233,14 +280,19 @@ func unavailableErr(err error) error {
 	return status.Error(codes.Unavailable, fmt.Sprintf("kiln data plane lost: %v", err))
 }
 
-// errWoken reports that a reader-token holder was woken without a frame.
-var errWoken = errors.New("woken")
+// errWoken reports that a reader-token holder was woken without a frame;
+// errSlept that its sleep ran its whole time without one.
+var (
+	errWoken = errors.New("woken")
+	errSlept = errors.New("slept")
+)
 
 // readFrame returns the next completion frame, copied out of the completion
-// ring (valid until the next call); errWoken when the wait ended without one
-// (see signal; stop reports that the caller should not sleep). With spin it
-// first polls the ring for spinWait: a completion that comes within that time
-// is read without the wake-up of a sleeping thread.
+// ring (valid until the next call); errWoken when the wait ended early without
+// one (see signal; stop reports that the caller should not sleep), errSlept
+// when it timed out. With spin it first polls the ring for spinWait: a
+// completion that comes within that time is read without the wake-up of a
+// sleeping thread.
 func (p *plane) readFrame(spin bool, stop func() bool) ([]byte, error) {
 	until := time.Now().Add(spinWait)
 	for {
@@ -257,10 +309,13 @@ func (p *plane) readFrame(spin bool, stop func() bool) ([]byte, error) {
 				continue
 			}
 		}
-		p.done.sleep(ringWaitTimeout, stop)
+		woken := p.done.sleep(ringWaitTimeout, stop)
 		if !p.done.pending() {
 			if hungUp(p.conn.fd) {
 				return nil, io.EOF
+			}
+			if !woken {
+				return nil, errSlept
 			}
 			return nil, errWoken
 		}
@@ -299,21 +354,56 @@ func (p *plane) readFor(ctx context.Context, c *call) {
 	}
 	stop := func() bool { return c.ready() || ctx.Err() != nil || p.closed() != nil }
 	spin := true
+	spurious := 0 // wakes in a row that brought nothing
 	for !stop() {
 		b, err := p.readFrame(spin, stop)
 		spin = false
 		switch {
+		case err == errSlept:
+			spurious = 0
+			continue
 		case err == errWoken:
+			if !stop() {
+				spurious++
+				p.backOff(spurious)
+			}
 			continue
 		case err != nil:
 			p.fail(err)
 			return
 		}
+		spurious = 0
 		if err := p.deliver(b); err != nil {
 			p.fail(err)
 			return
 		}
 	}
+}
+
+// Spurious wakes: a plugin that wakes the completion ring's futex word without
+// writing a frame (a wake storm) would make the host's reader loop as fast as
+// it wakes. After freeWakes spurious wakes in a row the reader naps before it
+// looks again, from wakeNap doubling up to maxWakeNap; a frame, a sleep that
+// runs its whole time, or the plugin's death ends the naps.
+const (
+	freeWakes  = 4
+	wakeNap    = 50 * time.Microsecond
+	maxWakeNap = 5 * time.Millisecond
+)
+
+// backOff naps after the n-th spurious wake in a row, waking early when the
+// plugin's end of the socket closes.
+func (p *plane) backOff(n int) {
+	if n <= freeWakes {
+		return
+	}
+	nap := maxWakeNap
+	if shift := n - freeWakes - 1; shift < 8 {
+		nap = min(wakeNap<<shift, maxWakeNap)
+	}
+	fds := []unix.PollFd{{Fd: int32(p.conn.fd), Events: unix.POLLRDHUP}}
+	ts := unix.NsecToTimespec(nap.Nanoseconds())
+	_, _ = unix.Ppoll(fds, &ts, nil) // EINTR or a hang-up: the caller looks again
 }
 
 // drain delivers the completions already in the ring when the reader token is
@@ -347,7 +437,7 @@ func (p *plane) drain() {
 // completion. outputs is the number of output sizes a dispatch completion must
 // carry. When ctx ends first the request is cancelled and abandoned.
 func (p *plane) roundTrip(ctx context.Context, r *request, fd int, outputs int) (*done, error) {
-	c, err := p.send(r, fd, outputs, nil)
+	c, err := p.send(ctx, r, fd, outputs, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -356,9 +446,11 @@ func (p *plane) roundTrip(ctx context.Context, r *request, fd int, outputs int) 
 }
 
 // send registers and sends r. release, when not nil, frees what the request
-// staged; it runs only if the caller abandons the call (see wait).
-func (p *plane) send(r *request, fd int, outputs int, release func()) (*call, error) {
-	c := &call{seq: 0, kind: r.kind, outputs: outputs, ch: make(chan *done, 1), release: release}
+// staged; it runs only if the caller abandons the call (see wait). When ctx
+// ends while the request waits to be written (the plugin reads no requests),
+// nothing was sent and send returns ctx's error.
+func (p *plane) send(ctx context.Context, r *request, fd int, outputs int, release func()) (*call, error) {
+	c := &call{seq: 0, kind: r.kind, outputs: outputs, ch: make(chan *done, 1), fin: make(chan struct{}), release: release}
 	p.mu.Lock()
 	if p.err != nil {
 		p.mu.Unlock()
@@ -379,7 +471,13 @@ func (p *plane) send(r *request, fd int, outputs int, release func()) (*call, er
 		}
 		return nil, Rejected("%v. Fix: split the request", err)
 	}
-	if err := p.write(b, r.kind, fd); err != nil {
+	if err := p.write(ctx, b, r.kind, fd); err != nil {
+		if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+			p.mu.Lock()
+			delete(p.pending, r.seq)
+			p.mu.Unlock()
+			return nil, err
+		}
 		p.fail(err)
 	}
 	return c, nil
@@ -431,49 +529,149 @@ func (p *plane) wait(ctx context.Context, c *call) (d *done, owned bool, err err
 // finishClosed ends c as failed if the closing plane has not already.
 func (p *plane) finishClosed(c *call) {
 	p.mu.Lock()
-	if len(c.ch) == 0 && !c.abandoned {
-		c.ch <- nil
+	if !c.abandoned {
+		c.deliverLocked(nil)
 	}
 	p.mu.Unlock()
+}
+
+// await waits until c's completion (or the plane's closing) has arrived, or
+// ctx ends (ctx's error), reading the completion ring while it holds the
+// reader token. Unlike wait it leaves the completion to c's owner, and ctx
+// ending neither abandons nor cancels the request: a caller that only orders
+// its own work after c waits this way.
+func (p *plane) await(ctx context.Context, c *call) error {
+	for {
+		select {
+		case <-c.fin:
+			return nil
+		case <-p.lead:
+			p.readFor(ctx, c)
+			p.lead <- struct{}{}
+			if !c.ready() && p.closed() != nil {
+				p.finishClosed(c)
+			}
+		case <-ctx.Done():
+		}
+		if !c.ready() && ctx.Err() != nil {
+			return ctx.Err()
+		}
+	}
 }
 
 // write sends one frame of kind. The hello frame goes on the socket with the
 // ring segment's descriptor fd; every other frame goes into the request ring,
 // and a descriptor that rides with it goes on the socket first, in a note
 // holding the frame's sequence number: the plugin finds it there when it
-// reads the frame, in ring order.
-func (p *plane) write(b []byte, kind frameKind, fd int) error {
-	p.wmu.Lock()
-	defer p.wmu.Unlock()
+// reads the frame, in ring order. Waiting for the write lock and for room in
+// the ring ends with ctx (ctx's error: nothing was sent) or with the plane.
+func (p *plane) write(ctx context.Context, b []byte, kind frameKind, fd int) error {
+	select {
+	case p.wlock <- struct{}{}: // a free lock is taken whatever ctx says
+	default:
+		select {
+		case p.wlock <- struct{}{}:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	defer func() { <-p.wlock }()
 	if kind == frameHello {
 		return p.conn.write(b, unix.UnixRights(fd))
 	}
 	if p.req == nil {
 		return errPlaneClosed
 	}
+	if len(b) > len(p.req.data) {
+		return fmt.Errorf("frame of %d bytes, more than the request ring's %d", len(b), len(p.req.data))
+	}
+	// The whole frame must fit before its descriptor's note goes out: a note
+	// whose frame never follows would break the order the plugin reads them in.
+	if err := p.room(ctx, uint64(len(b))); err != nil {
+		return err
+	}
 	if fd >= 0 {
 		if err := p.conn.write(b[8:frameHeaderBytes], unix.UnixRights(fd)); err != nil {
 			return err
 		}
 	}
-	var until time.Time
+	if err := p.req.put(b); err != nil {
+		return &ProtocolError{Detail: "request ring: " + err.Error()}
+	}
+	return nil
+}
+
+// Waiting for room in the request ring: after spinWait of yielding, the writer
+// naps, from ringNap up to maxRingNap while the plugin takes nothing.
+const maxRingNap = 2 * time.Millisecond
+
+// room waits until the request ring has n free bytes, while ctx lasts and the
+// plane is open; the caller holds the write lock. While the ring is full it
+// records since when the plugin has taken nothing from it (see stalled).
+func (p *plane) room(ctx context.Context, n uint64) error {
+	spinUntil := time.Now().Add(spinWait)
+	nap := ringNap
 	for {
-		err := p.req.put(b)
-		if err == nil {
-			return nil
-		}
-		if err != errRingFull {
+		free, err := p.req.free()
+		if err != nil {
 			return &ProtocolError{Detail: "request ring: " + err.Error()}
 		}
-		// The plugin is behind: let it answer what it has (it may wait for
-		// room in the completion ring), and poll, then nap, until there is
-		// room.
+		if free >= n {
+			if p.wasFull {
+				p.wasFull = false
+				p.full(false, 0)
+			}
+			return nil
+		}
 		if err := p.closed(); err != nil {
 			return err
 		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		// The plugin is behind: let it answer what it has (it may wait for
+		// room in the completion ring), and poll, then nap, until there is
+		// room; a nap grows while the plugin takes nothing.
+		p.wasFull = true
+		if p.full(true, p.req.peer) {
+			nap = ringNap
+		}
 		p.drain()
-		waitForRoom(&until)
+		if time.Now().Before(spinUntil) {
+			unix.RawSyscall(unix.SYS_SCHED_YIELD, 0, 0, 0) // cannot fail on Linux
+			continue
+		}
+		time.Sleep(nap)
+		nap = min(2*nap, maxRingNap)
 	}
+}
+
+// full records whether a writer found the request ring full, with the
+// plugin's tail at tail; it reports whether the plugin took a frame since the
+// last record.
+func (p *plane) full(full bool, tail uint64) (moved bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	switch {
+	case !full:
+		p.fullSince = time.Time{}
+	case p.fullSince.IsZero() || p.fullTail != tail:
+		moved = !p.fullSince.IsZero()
+		p.fullSince, p.fullTail = time.Now(), tail
+	}
+	return moved
+}
+
+// stalled is how long the request ring has been full without the plugin
+// taking a frame from it: since a writer found it full, while the plugin's
+// tail has not moved; 0 when a write found room last, or the plane is closed.
+func (p *plane) stalled() time.Duration {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.fullSince.IsZero() || p.err != nil || p.req == nil || atomic.LoadUint64(p.req.tail) != p.fullTail {
+		return 0
+	}
+	return time.Since(p.fullSince)
 }
 
 // newSegment creates a shared segment, registered so that it is orphaned when
@@ -608,7 +806,7 @@ func transferOnPlane(ctx context.Context, pl *plane, kind frameKind, buffer, off
 	if kind == frameWrite {
 		copy(s.mem, b)
 	}
-	c, err := pl.send(&request{kind: kind, buffer: buffer, offset: offset, data: segRange{segment: s.id, size: uint64(len(b))}}, -1, 0, func() { pl.unlease(s) })
+	c, err := pl.send(ctx, &request{kind: kind, buffer: buffer, offset: offset, data: segRange{segment: s.id, size: uint64(len(b))}}, -1, 0, func() { pl.unlease(s) })
 	if err != nil {
 		pl.unlease(s)
 		return err
@@ -673,7 +871,7 @@ func dispatchOnPlane(ctx context.Context, pl *plane, req *DispatchRequest, outpu
 	if s != nil {
 		release = func() { pl.unlease(s) }
 	}
-	c, err := pl.send(r, -1, len(outputs), release)
+	c, err := pl.send(ctx, r, -1, len(outputs), release)
 	if err != nil {
 		if release != nil {
 			release()

@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"runtime"
+	"time"
 )
 
 // Without Linux's memfd there is no shared-memory data plane: every connection
@@ -26,14 +27,19 @@ func (*call) ready() bool { return true }
 
 func dialPlane(context.Context, string, []byte, func(uint64)) (*plane, error) { return nil, errNoPlane }
 
-func (*plane) closed() error        { return errNoPlane }
-func (*plane) close()               {}
-func (*plane) cancel(uint64)        {}
-func (*plane) dropSegment(*segment) {}
+func (*plane) closed() error          { return errNoPlane }
+func (*plane) stalled() time.Duration { return 0 }
+func (*plane) alive() error           { return errNoPlane }
+func (*plane) close()                 {}
+func (*plane) cancel(uint64)          {}
+func (*plane) dropSegment(*segment)   {}
 func (*plane) roundTrip(context.Context, *request, int, int) (*done, error) {
 	return nil, errNoPlane
 }
-func (*plane) send(*request, int, int, func()) (*call, error) { return nil, errNoPlane }
+func (*plane) send(context.Context, *request, int, int, func()) (*call, error) {
+	return nil, errNoPlane
+}
+func (*plane) await(context.Context, *call) error { return errNoPlane }
 func (*plane) wait(context.Context, *call) (*done, bool, error) {
 	return nil, true, errNoPlane
 }

@@ -204,10 +204,10 @@ func TestPluginRefusesAHostileRequestRing(t *testing.T) {
 	for name, lie := range cases {
 		t.Run(name, func(t *testing.T) {
 			p := hostilePlane(t)
-			p.wmu.Lock()
+			p.wlock <- struct{}{}
 			lie(p.req)
 			p.req.interrupt()
-			p.wmu.Unlock()
+			<-p.wlock
 			if !eventually(func() bool { return p.closed() != nil }) {
 				t.Fatal("the plugin kept the plane open")
 			}

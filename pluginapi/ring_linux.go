@@ -294,14 +294,17 @@ func (r *ring) spin(until time.Time) bool {
 // passes, unless a frame is already there or stop reports true. It announces
 // the sleep in the control block first, so that the producer knows to wake it;
 // the order (announce, read the futex word, look at the ring, wait on that
-// word) leaves no gap in which a publish goes unnoticed.
-func (r *ring) sleep(timeout time.Duration, stop func() bool) {
+// word) leaves no gap in which a publish goes unnoticed. It reports whether it
+// waited and was woken (or found the word moved) before timeout: a wake that
+// brings no frame is spurious unless stop reports true.
+func (r *ring) sleep(timeout time.Duration, stop func() bool) (woken bool) {
 	atomic.StoreUint32(r.sleeping, 1)
 	w := atomic.LoadUint32(r.wake)
 	if !r.pending() && !stop() {
-		futexWait(r.wake, w, timeout)
+		woken = futexWait(r.wake, w, timeout)
 	}
 	atomic.StoreUint32(r.sleeping, 0)
+	return woken
 }
 
 // interrupt wakes whoever sleeps on the ring's futex word.
@@ -318,11 +321,13 @@ const (
 )
 
 // futexWait sleeps while *addr is val, at most timeout. Every outcome (woken,
-// value changed, timed out, interrupted) returns: callers look again.
-func futexWait(addr *uint32, val uint32, timeout time.Duration) {
+// value changed, timed out, interrupted) returns: callers look again. It
+// reports whether it returned before timeout.
+func futexWait(addr *uint32, val uint32, timeout time.Duration) bool {
 	ts := unix.NsecToTimespec(timeout.Nanoseconds())
-	_, _, _ = unix.Syscall6(unix.SYS_FUTEX, uintptr(unsafe.Pointer(addr)), futexWaitOp, uintptr(val),
+	_, _, errno := unix.Syscall6(unix.SYS_FUTEX, uintptr(unsafe.Pointer(addr)), futexWaitOp, uintptr(val),
 		uintptr(unsafe.Pointer(&ts)), 0, 0)
+	return errno != unix.ETIMEDOUT
 }
 
 // futexWake wakes every waiter on addr.
