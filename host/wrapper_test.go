@@ -94,3 +94,40 @@ func TestHungWrapperScriptCostsOnlyTheStartTimeout(t *testing.T) {
 		t.Fatalf("the failed plugin was launched again (%v)", err)
 	}
 }
+
+// TestDetachedChildDoesNotHoldTheHost: a wrapper script whose child left the
+// plugin's process group (setsid) keeps the plugin's pipes open where the
+// host cannot kill it; the host still gives up on the plugin within its start
+// timeout and a grace, instead of waiting for the child.
+func TestDetachedChildDoesNotHoldTheHost(t *testing.T) {
+	const startTimeout = time.Second
+	dir := t.TempDir()
+	pidFile := filepath.Join(t.TempDir(), "sleep.pid")
+	script := "#!/bin/sh\nsetsid sleep 60 &\necho $! > " + pidFile + "\nwait\n"
+	if err := os.WriteFile(filepath.Join(dir, PluginPrefix+"detach"), []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if data, err := os.ReadFile(pidFile); err == nil {
+			if pid, err := strconv.Atoi(strings.TrimSpace(string(data))); err == nil {
+				_ = syscall.Kill(pid, syscall.SIGKILL)
+			}
+		}
+	})
+	h, err := Open(context.Background(), Options{PluginDir: dir, StartTimeout: startTimeout, NoCache: true, NoAutotune: true, NoPGO: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	began := time.Now()
+	_, err = h.Acquire(context.Background(), "detach")
+	took := time.Since(began)
+	var se *StartError
+	if !errors.As(err, &se) || se.Stage != StartHung {
+		t.Fatalf("Acquire: %v, want a StartError for a hang before the handshake", err)
+	}
+	if limit := startTimeout + pipeGrace + 8*time.Second; took > limit {
+		t.Fatalf("Acquire took %v, want at most %v", took, limit)
+	}
+	t.Logf("Acquire with a detached child holding the pipes took %v (start timeout %v)", took.Round(time.Millisecond), startTimeout)
+}
