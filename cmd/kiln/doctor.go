@@ -60,7 +60,8 @@ type pluginJSON struct {
 }
 
 func (a *app) doctorCommand() *cobra.Command {
-	return &cobra.Command{
+	probeTimeout := defaultProbeTimeout
+	cmd := &cobra.Command{
 		Use:   "doctor",
 		Short: "Explain what kiln finds: plugins directory, files, handshakes, stores",
 		Long: `Diagnose the installation: which plugins directory is used and why, every
@@ -73,7 +74,8 @@ protocol version, exited or hung in Describe, refused by pinning) with its own
 Fix —, whether pinning is on and each plugin's pin, each adapter's status, a
 probe dispatch on every ready backend (repeated while it crashes, so a plugin
 that crashes on every call shows as failing with its last exit and stderr
-line), and each persistent store: its path, size and health
+line; each attempt is bounded by --probe-timeout, default 10s), and each
+persistent store: its path, size and health
 (pipeline cache: entries, bytes and corrupt headers, read-only — kiln cache
 verify repairs; autotune store and PGO table: whether they load; PGO routes
 that are stale against the live backends, which routing ignores; the fleet
@@ -84,6 +86,9 @@ probe (the CPU reference counts), 1 otherwise; store problems are reported,
 not fatal.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if probeTimeout <= 0 {
+				return fmt.Errorf("--probe-timeout %v is not positive. Fix: give a positive duration, for example --probe-timeout %v", probeTimeout, defaultProbeTimeout)
+			}
 			h, err := a.open(cmd.Context())
 			if err != nil {
 				return err
@@ -94,7 +99,7 @@ not fatal.`,
 				return err
 			}
 			d := diagnose(cmd.Context(), h.Report(), rows, h.Live())
-			d.Probes = probeBackends(cmd.Context(), h, rows)
+			d.Probes = probeBackends(cmd.Context(), h, rows, probeTimeout)
 			d.settleProbes()
 			if a.json {
 				if err := a.printJSON(d); err != nil {
@@ -109,6 +114,8 @@ not fatal.`,
 			return nil
 		},
 	}
+	cmd.Flags().DurationVar(&probeTimeout, "probe-timeout", defaultProbeTimeout, "give up on each probe dispatch after this long (a plugin that ignores cancellation cannot hang the doctor)")
+	return cmd
 }
 
 // diagnose gathers the report, the survey and the stores' health (stale PGO

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"time"
 
 	"github.com/kiln-dev/kiln/host"
 )
@@ -27,9 +28,15 @@ type probeJSON struct {
 // failure threshold, after which the plugin is failing.
 const probeAttempts = 3
 
+// defaultProbeTimeout bounds each probe dispatch of `kiln doctor` unless
+// --probe-timeout says otherwise: a plugin whose Dispatch ignores
+// cancellation must not hang the doctor.
+const defaultProbeTimeout = 10 * time.Second
+
 // probeBackends sends the host's probe dispatch to every ready, dispatching
-// backend of rows, repeating it while it crashes.
-func probeBackends(ctx context.Context, h *host.Host, rows []host.BackendStatus) []probeJSON {
+// backend of rows, repeating it while it crashes; each attempt gets at most
+// limit (and ends with ctx).
+func probeBackends(ctx context.Context, h *host.Host, rows []host.BackendStatus, limit time.Duration) []probeJSON {
 	out := []probeJSON{}
 	for _, r := range rows {
 		if r.Status != host.StatusReady || !r.Dispatches {
@@ -39,8 +46,14 @@ func probeBackends(ctx context.Context, h *host.Host, rows []host.BackendStatus)
 		var err error
 		for p.Attempts < probeAttempts {
 			p.Attempts++
+			pctx, cancel := context.WithTimeout(ctx, limit)
+			err = h.Probe(pctx, r.Name())
+			if timedOut := pctx.Err() != nil && ctx.Err() == nil; timedOut && err != nil {
+				err = fmt.Errorf("no answer within the probe timeout of %v: %w. Fix: if the backend is only slow, run kiln doctor --probe-timeout with a longer limit; otherwise report the hang to the plugin's author", limit, err)
+			}
+			cancel()
 			var crashed *host.CrashedError
-			if err = h.Probe(ctx, r.Name()); !errors.As(err, &crashed) {
+			if !errors.As(err, &crashed) {
 				break
 			}
 		}
