@@ -311,7 +311,7 @@ func (h *Host) find(ctx context.Context, id string) (*plugin, error) {
 					return nil, fmt.Errorf("backend %q: its plugin did not start: %w", id, err)
 				}
 			}
-			return nil, &NotFoundError{Name: id, Known: h.IDs(), Failed: len(h.startFailures())}
+			return nil, h.notFound(id)
 		}
 		select {
 		case <-changed:
@@ -644,9 +644,10 @@ func (h *Host) acquirePreferred(ctx context.Context, keep func(candidate) bool) 
 	}
 	descs := h.descriptions()
 	skipped := false
-	pick, err := choosePreferred(ctx, descs, h.startFailures(), h.opener(false, &skipped), keep)
+	failures := append(h.discoveryFailures(), h.startFailures()...)
+	pick, err := choosePreferred(ctx, descs, failures, h.opener(false, &skipped), keep)
 	if err != nil && skipped {
-		pick, err = choosePreferred(ctx, descs, h.startFailures(), h.opener(true, nil), keep)
+		pick, err = choosePreferred(ctx, descs, failures, h.opener(true, nil), keep)
 	}
 	if err != nil {
 		if nb, ok := err.(*NoBackendError); ok {
