@@ -215,8 +215,9 @@ func (h *Host) ensure(p *plugin) {
 }
 
 // register enters a started plugin in the registry. Of two plugins with one
-// id, the one earlier in path order wins, whichever started first; the other is
-// refused with a StartError.
+// id, the one with the higher version wins, then the one earlier in path order
+// (outranks), whichever started first; the other is shadowed: refused with a
+// StartError of stage StartDuplicate that names the winner, and logged.
 func (h *Host) register(p *plugin) {
 	if p.startError() != nil {
 		h.log.Error("plugin failed to start", "path", p.path, "error", p.startError())
@@ -231,12 +232,13 @@ func (h *Host) register(p *plugin) {
 		return
 	}
 	loser, winner := p, other
-	if p.path < other.path {
+	if outranks(p, other) {
 		loser, winner = other, p
 		h.byID[id] = p
+		h.reshadow(id, other, p)
 	}
-	err := &StartError{Path: loser.path, Stage: StartDuplicate, Detail: fmt.Sprintf("backend id %q is already provided by %s", id, winner.path)}
-	h.log.Error("plugin refused", "path", loser.path, "error", err)
+	err := shadowedError(id, loser, winner)
+	h.log.Warn("plugin shadowed: another plugin provides its backend id", "id", id, "shadowed", loser.path, "version", loser.desc.Version, "by", winner.path, "winner_version", winner.desc.Version)
 	loser.refuse(err)
 }
 

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -46,4 +47,37 @@ func TestDoctorProbeHasADefaultDeadline(t *testing.T) {
 		t.Fatalf("the hung probe is not reported with its timeout and Fix:\n%s", out)
 	}
 	t.Logf("kiln doctor with a plugin that ignores cancellation took %v", took.Round(time.Millisecond))
+}
+
+// TestTwinsAreShadowedInBackendsAndDoctor pins issue 22 item 6 at the CLI:
+// kiln backends and kiln doctor say which plugin was shadowed, and by which.
+func TestTwinsAreShadowedInBackendsAndDoctor(t *testing.T) {
+	dir := plugins(t, "fx-aa-twin", "fx-zeros")
+	code, out, errOut := kiln(t, "backends", "--plugins", dir)
+	if code != 0 || !strings.Contains(out, "fx-aa-twin (shadowed): plugin ") || !strings.Contains(out, "the higher version wins") {
+		t.Fatalf("kiln backends: exit %d, want fx-aa-twin shadowed\n%s\n%s", code, out, errOut)
+	}
+	code, out, errOut = kiln(t, "doctor", "--plugins", dir)
+	if code != 0 || !strings.Contains(out, "kiln-backend-fx-aa-twin  shadowed by kiln-backend-fx-zeros") {
+		t.Fatalf("kiln doctor: exit %d, want fx-aa-twin shadowed by fx-zeros\n%s\n%s", code, out, errOut)
+	}
+}
+
+// TestNotFoundNamesTheDiscoveryProblem pins issue 23 item 9 at the CLI: kiln
+// run --backend names the plugins directory's or the plugin file's problem.
+func TestNotFoundNamesTheDiscoveryProblem(t *testing.T) {
+	dir := plugins(t, "cpuref")
+	exe := filepath.Join(dir, "kiln-backend-cpuref")
+	for _, c := range []struct {
+		dir  string
+		says string
+	}{
+		{filepath.Join(dir, "missing"), "missing does not exist. Fix: create it"},
+		{exe, exe + " is a file, not a directory. Fix: name the directory that holds it: --plugins " + dir},
+	} {
+		code, _, errOut := kiln(t, "run", "--plugins", c.dir, "--backend", "cpu-ref", "--kernel", "saxpy", "--size", "64")
+		if code == 0 || !strings.Contains(errOut, c.says) || strings.Contains(errOut, "known: none") {
+			t.Errorf("--plugins %s: exit %d, want an error saying %q\n%s", c.dir, code, c.says, errOut)
+		}
+	}
 }

@@ -51,8 +51,11 @@ type pluginJSON struct {
 	// Stage is where a failed start failed (host.StartStage); State the
 	// plugin's state; Pin its pinned SHA-256 when pinning is on.
 	Stage string `json:"stage,omitempty"`
-	State string `json:"state"`
-	Pin   string `json:"pin,omitempty"`
+	// ShadowedBy is, for a plugin shadowed by another that reports the same
+	// backend id (stage "duplicate id"), the plugin that provides it.
+	ShadowedBy string `json:"shadowed_by,omitempty"`
+	State      string `json:"state"`
+	Pin        string `json:"pin,omitempty"`
 	// Capabilities is the plugin's optional interfaces and data plane in one
 	// line; Missing says what the host does instead of each one it lacks.
 	Capabilities string   `json:"capabilities,omitempty"`
@@ -134,6 +137,10 @@ func diagnose(ctx context.Context, r host.Report, rows []host.BackendStatus, liv
 		pj := pluginJSON{Path: p.Path, Handshake: "ok", Pid: p.Pid, StartNs: p.StartTime.Nanoseconds(), State: p.State, Pin: p.Pin}
 		if p.Err != nil {
 			pj.Handshake, pj.Error, pj.Stage = "failed", p.Err.Error(), pluginStage(p.Err)
+			var se *host.StartError
+			if errors.As(p.Err, &se) && se.Stage == host.StartDuplicate {
+				pj.Handshake, pj.ShadowedBy = "ok", se.ShadowedBy
+			}
 			d.Problems = append(d.Problems, pj.Error)
 		} else {
 			pj.ID, pj.Version, pj.Protocol = p.Description.ID, p.Description.Version, p.Protocol
@@ -204,7 +211,11 @@ func (a *app) printDoctor(d doctorJSON, rows []host.BackendStatus) error {
 	}
 	fmt.Fprintf(tw, "\nplugins (%d):\n", len(d.Plugins))
 	for _, p := range d.Plugins {
-		if p.Error != "" {
+		switch {
+		case p.ShadowedBy != "":
+			fmt.Fprintf(tw, "  %s\tshadowed by %s\t%s\n", filepath.Base(p.Path), filepath.Base(p.ShadowedBy), p.Error)
+			continue
+		case p.Error != "":
 			fmt.Fprintf(tw, "  %s\thandshake failed (%s)\t%s\n", filepath.Base(p.Path), p.Stage, p.Error)
 			continue
 		}
