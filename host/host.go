@@ -46,8 +46,9 @@ type Options struct {
 	// LogLinesPerSecond rate-limits each plugin's log lines (default 100, with a
 	// burst of ten seconds' worth); dropped lines are counted in Stats.
 	LogLinesPerSecond int
-	// PinFile is the plugin pin file (default DefaultPinPath()). While it exists,
-	// only pinned plugins whose SHA-256 matches run. NoPinning ignores it.
+	// PinFile is the plugin pin file (default DefaultPinPath()). While it
+	// pins plugins of the plugins directory, only those whose SHA-256 still
+	// matches run; pins of other directories do not matter. NoPinning ignores it.
 	PinFile   string
 	NoPinning bool
 	// NoMTLS turns off go-plugin's AutoMTLS on the plugin connections. The
@@ -159,7 +160,7 @@ func Open(ctx context.Context, opts Options) (*Host, error) {
 			}
 		}
 		if h.pinFile != "" {
-			h.pins = loadPinSet(h.pinFile)
+			h.pins = loadPinSet(h.pinFile, dir)
 		}
 	}
 	set.pins = h.pins
@@ -384,7 +385,8 @@ func (h *Host) PluginDir() (string, DirSource) { return h.dir, h.dirSource }
 // not (the discovery result). It starts nothing.
 func (h *Host) Files() []File { return append([]File(nil), h.files...) }
 
-// PinFile returns the pin file and whether pinning is on (the file exists).
+// PinFile returns the pin file and whether pinning is on for the host's
+// plugins directory (the file pins plugins of it, or cannot be read).
 func (h *Host) PinFile() (path string, on bool) { return h.pinFile, h.pins != nil }
 
 // IDs returns the ids of the running backends, sorted. It starts every plugin.

@@ -58,6 +58,9 @@ type StartError struct {
 	Timeout time.Duration
 	// ShadowedBy is, for StartDuplicate, the plugin that provides the id.
 	ShadowedBy string
+	// Fix is, for StartRefused, what to run to resolve the refusal (empty:
+	// the stage's general advice).
+	Fix string
 }
 
 func (e *StartError) Error() string {
@@ -66,6 +69,9 @@ func (e *StartError) Error() string {
 	case StartRefused:
 		msg = fmt.Sprintf("plugin %s refused: %s", e.Path, e.Detail)
 		fix = "see the reason; `kiln plugins pin` records the checksum of the plugins you trust"
+		if e.Fix != "" {
+			fix = e.Fix
+		}
 	case StartExited:
 		msg = fmt.Sprintf("plugin %s exited before its handshake", e.Path)
 		fix = "run it by hand to see why it fails to start; make sure it is built for this OS and architecture with its libraries installed, or remove it from the plugins directory"

@@ -81,3 +81,57 @@ func TestNotFoundNamesTheDiscoveryProblem(t *testing.T) {
 		}
 	}
 }
+
+// statusOf runs kiln backends --json on dir and returns the status of id.
+func statusOf(t *testing.T, dir, id string) string {
+	t.Helper()
+	var rows []backendJSON
+	kilnJSON(t, &rows, "--plugins", dir, "backends", "--json")
+	for _, r := range rows {
+		if r.ID == id {
+			return r.Status
+		}
+	}
+	t.Fatalf("no %s in kiln backends of %s: %+v", id, dir, rows)
+	return ""
+}
+
+// TestPinningIsPerDirectory pins issue 22 item 4 at the CLI: pinning one
+// plugins directory leaves another alone; a refusal says the exact command to
+// run, and running it works; unpin --all and pin --off turn the directory's
+// pinning off.
+func TestPinningIsPerDirectory(t *testing.T) {
+	freshHomes(t)
+	a, b := plugins(t, "cpuref", "fx-zeros"), plugins(t, "cpuref")
+	if code, out, errOut := kiln(t, "--plugins", a, "plugins", "pin", "cpuref"); code != 0 {
+		t.Fatalf("pin: exit %d\n%s\n%s", code, out, errOut)
+	}
+	if s := statusOf(t, b, "cpu-ref"); s != "ready" {
+		t.Fatalf("cpu-ref of another directory is %s, want ready: pins of one directory do not pin another", s)
+	}
+	code, _, errOut := kiln(t, "--plugins", a, "run", "--kernel", "saxpy", "--size", "8", "--backend", "fx-zeros")
+	fix := "run `kiln plugins pin --plugins " + a + " kiln-backend-fx-zeros`"
+	if code == 0 || !strings.Contains(errOut, fix) {
+		t.Fatalf("an unpinned plugin of the pinned directory: exit %d, want the Fix %q\n%s", code, fix, errOut)
+	}
+	if code, out, errOut := kiln(t, "plugins", "pin", "--plugins", a, "kiln-backend-fx-zeros"); code != 0 {
+		t.Fatalf("the Fix's command: exit %d\n%s\n%s", code, out, errOut)
+	}
+	if s := statusOf(t, a, "fx-zeros"); s != "ready" {
+		t.Fatalf("fx-zeros after running the Fix: %s", s)
+	}
+	for _, off := range [][]string{{"plugins", "unpin", "--all"}, {"plugins", "pin", "--off"}} {
+		if code, out, errOut := kiln(t, "--plugins", a, "plugins", "pin"); code != 0 {
+			t.Fatalf("pin: exit %d\n%s\n%s", code, out, errOut)
+		}
+		code, out, errOut := kiln(t, append([]string{"--plugins", a}, off...)...)
+		if code != 0 || !strings.Contains(out, "pinning is off for "+a) {
+			t.Fatalf("%v: exit %d\n%s\n%s", off, code, out, errOut)
+		}
+		var st pinsJSON
+		kilnJSON(t, &st, "--plugins", a, "plugins", "--json")
+		if st.Pinning {
+			t.Fatalf("%v left pinning on: %+v", off, st)
+		}
+	}
+}

@@ -91,10 +91,10 @@ func pluginStage(err error) string {
 // printPinning writes the pinning state of the doctor report.
 func printPinning(w io.Writer, d doctorJSON) {
 	if !d.Pinning {
-		fmt.Fprintf(w, "\npinning: off (no %s); kiln plugins pin turns it on\n", d.PinFile)
+		fmt.Fprintf(w, "\npinning: off for this plugins directory (%s has no pins for it); kiln plugins pin turns it on\n", d.PinFile)
 		return
 	}
-	fmt.Fprintf(w, "\npinning: on (%s): only pinned plugins that still match run\n", d.PinFile)
+	fmt.Fprintf(w, "\npinning: on for this plugins directory (%s): only its pinned plugins that still match run; kiln plugins pin --off turns it off\n", d.PinFile)
 	for _, p := range d.Plugins {
 		pin := "not pinned"
 		if p.Pin != "" {
