@@ -106,7 +106,7 @@ func (h *Host) notFound(id string) error {
 	}
 	for _, f := range h.files {
 		if !f.Accepted && strings.HasPrefix(filepath.Base(f.Path), PluginPrefix) && matchesName(f.Path, id) {
-			return &DiscoveryError{Name: id, Path: f.Path, Reason: fmt.Sprintf("its plugin file %s was not accepted: %s", f.Path, f.Reason)}
+			return &DiscoveryError{Name: id, Path: f.Path, Reason: fmt.Sprintf("its plugin file %s was not accepted: %s", f.Path, strings.TrimPrefix(f.Reason, "refused: "))}
 		}
 	}
 	return &NotFoundError{Name: id, Known: h.IDs(), Failed: len(h.startFailures())}

@@ -48,8 +48,9 @@ func probeBackends(ctx context.Context, h *host.Host, rows []host.BackendStatus,
 			p.Attempts++
 			pctx, cancel := context.WithTimeout(ctx, limit)
 			err = h.Probe(pctx, r.Name())
-			if timedOut := pctx.Err() != nil && ctx.Err() == nil; timedOut && err != nil {
-				err = fmt.Errorf("no answer within the probe timeout of %v: %w. Fix: if the backend is only slow, run kiln doctor --probe-timeout with a longer limit; otherwise report the hang to the plugin's author", limit, err)
+			var timeout *host.TimeoutError
+			if pctx.Err() != nil && ctx.Err() == nil && errors.As(err, &timeout) && !timeout.Hung {
+				err = fmt.Errorf("backend %s: the probe's %s did not finish within the probe timeout of %v; it was cancelled. Fix: if the backend is only slow, run kiln doctor --probe-timeout with a longer limit; otherwise report the hang to the plugin's author", r.Name(), timeout.Op, limit)
 			}
 			cancel()
 			var crashed *host.CrashedError
