@@ -25,10 +25,17 @@ type File struct {
 // only this user or root can change (see trusted). A missing directory is
 // reported as an error; the caller records it and goes on with no plugins.
 func discover(dir string) ([]File, error) {
+	if st, err := os.Stat(dir); err == nil && !st.IsDir() {
+		fix := "name the directory that holds the plugin executables"
+		if strings.HasPrefix(filepath.Base(dir), PluginPrefix) {
+			fix = fmt.Sprintf("name the directory that holds it: --plugins %s (or %s=%s)", filepath.Dir(dir), PluginDirEnv, filepath.Dir(dir))
+		}
+		return nil, fmt.Errorf("plugins directory %s is a file, not a directory. Fix: %s", dir, fix)
+	}
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
-			return nil, fmt.Errorf("plugins directory %s does not exist. Fix: create it and copy kiln-backend-* executables into it (make build puts them in bin/plugins), or point %s at a directory that has them", dir, PluginDirEnv)
+			return nil, fmt.Errorf("plugins directory %s does not exist. Fix: create it and copy kiln-backend-* executables into it (make build puts them in bin/plugins), or name a directory that has them (--plugins, %s or Options.PluginDir)", dir, PluginDirEnv)
 		}
 		return nil, fmt.Errorf("reading plugins directory %s: %w. Fix: make the directory readable by this user", dir, err)
 	}
@@ -59,10 +66,10 @@ func judge(path, name string) (reason string, ok bool) {
 		return fmt.Sprintf("cannot stat it: %v. Fix: remove the broken entry or repair the link", err), false
 	}
 	if st.IsDir() {
-		return "is a directory, not an executable", false
+		return "is a directory, not an executable. Fix: move it out of the plugins directory", false
 	}
 	if !st.Mode().IsRegular() {
-		return fmt.Sprintf("is not a regular file (mode %v)", st.Mode()), false
+		return fmt.Sprintf("is not a regular file (mode %v). Fix: replace it with the plugin executable, or a link to one", st.Mode()), false
 	}
 	if st.Mode().Perm()&0o111 == 0 {
 		return fmt.Sprintf("is not executable (mode %v). Fix: chmod +x %s", st.Mode().Perm(), path), false
@@ -71,4 +78,52 @@ func judge(path, name string) (reason string, ok bool) {
 		return problem, false
 	}
 	return "executable named " + PluginPrefix + "<name>", true
+}
+
+// DiscoveryError says why the backend Name cannot be found when discovery
+// knows the reason: the plugins directory is missing, is a file or cannot be
+// read, or the plugin file named after the backend was rejected (its
+// permissions, its owner, its type). Reason names the path and ends with a Fix.
+type DiscoveryError struct {
+	// Name is the backend asked for.
+	Name string
+	// Path is the plugins directory, or the rejected plugin file.
+	Path string
+	// Reason says what is wrong with Path.
+	Reason string
+}
+
+func (e *DiscoveryError) Error() string {
+	return fmt.Sprintf("backend %q not found: %s", e.Name, e.Reason)
+}
+
+// notFound is the error for a backend id no plugin provides: a DiscoveryError
+// when the plugins directory is unusable or the file named after id was
+// rejected, else a NotFoundError listing what is known.
+func (h *Host) notFound(id string) error {
+	if h.dirErr != nil {
+		return &DiscoveryError{Name: id, Path: h.dir, Reason: h.dirErr.Error()}
+	}
+	for _, f := range h.files {
+		if !f.Accepted && strings.HasPrefix(filepath.Base(f.Path), PluginPrefix) && matchesName(f.Path, id) {
+			return &DiscoveryError{Name: id, Path: f.Path, Reason: fmt.Sprintf("its plugin file %s was not accepted: %s", f.Path, strings.TrimPrefix(f.Reason, "refused: "))}
+		}
+	}
+	return &NotFoundError{Name: id, Known: h.IDs(), Failed: len(h.startFailures())}
+}
+
+// discoveryFailures lists what discovery refused, for the error of a
+// selection that found nothing: the plugins directory's problem, and every
+// plugin-named file that was not accepted, with its reason.
+func (h *Host) discoveryFailures() []string {
+	if h.dirErr != nil {
+		return []string{h.dirErr.Error()}
+	}
+	var out []string
+	for _, f := range h.files {
+		if !f.Accepted && strings.HasPrefix(filepath.Base(f.Path), PluginPrefix) {
+			out = append(out, fmt.Sprintf("%s not accepted: %s", f.Path, f.Reason))
+		}
+	}
+	return out
 }

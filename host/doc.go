@@ -49,8 +49,8 @@
 // implicitly until it succeeds again. Pipelines are recompiled on the new
 // process; buffers cannot be, and their next use is a [LostBufferError].
 // Problems found before anything is sent are a [LaunchError] or [BufferError].
-// [StartError] says why a plugin did not start; with a pin file (see
-// [PinPlugins]) only pinned plugins run. [Host.Stats] reports what the host
+// [StartError] says why a plugin did not start; when the pin file pins the
+// plugins directory (see [PinPlugins]) only its pinned plugins run. [Host.Stats] reports what the host
 // measured per backend (package host/hostprom exports it to Prometheus).
 // [Host.Close] stops every plugin. Logs go to Options.Logger (an hclog.Logger)
 // or Options.Slog (an *slog.Logger).

@@ -53,8 +53,9 @@ type Options struct {
 	// LogLinesPerSecond rate-limits each plugin's log lines (default 100, with a
 	// burst of ten seconds' worth); dropped lines are counted in Stats.
 	LogLinesPerSecond int
-	// PinFile is the plugin pin file (default DefaultPinPath()). While it exists,
-	// only pinned plugins whose SHA-256 matches run. NoPinning ignores it.
+	// PinFile is the plugin pin file (default DefaultPinPath()). While it
+	// pins plugins of the plugins directory, only those whose SHA-256 still
+	// matches run; pins of other directories do not matter. NoPinning ignores it.
 	PinFile   string
 	NoPinning bool
 	// NoMTLS turns off go-plugin's AutoMTLS on the plugin connections. The
@@ -170,7 +171,7 @@ func Open(ctx context.Context, opts Options) (*Host, error) {
 			}
 		}
 		if h.pinFile != "" {
-			h.pins = loadPinSet(h.pinFile)
+			h.pins = loadPinSet(h.pinFile, dir)
 		}
 	}
 	set.pins = h.pins
@@ -226,8 +227,9 @@ func (h *Host) ensure(p *plugin) {
 }
 
 // register enters a started plugin in the registry. Of two plugins with one
-// id, the one earlier in path order wins, whichever started first; the other is
-// refused with a StartError.
+// id, the one with the higher version wins, then the one earlier in path order
+// (outranks), whichever started first; the other is shadowed: refused with a
+// StartError of stage StartDuplicate that names the winner, and logged.
 func (h *Host) register(p *plugin) {
 	if p.startError() != nil {
 		h.log.Error("plugin failed to start", "path", p.path, "error", p.startError())
@@ -242,12 +244,13 @@ func (h *Host) register(p *plugin) {
 		return
 	}
 	loser, winner := p, other
-	if p.path < other.path {
+	if outranks(p, other) {
 		loser, winner = other, p
 		h.byID[id] = p
+		h.reshadow(id, other, p)
 	}
-	err := &StartError{Path: loser.path, Stage: StartDuplicate, Detail: fmt.Sprintf("backend id %q is already provided by %s", id, winner.path)}
-	h.log.Error("plugin refused", "path", loser.path, "error", err)
+	err := shadowedError(id, loser, winner)
+	h.log.Warn("plugin shadowed: another plugin provides its backend id", "id", id, "shadowed", loser.path, "version", loser.desc.Version, "by", winner.path, "winner_version", winner.desc.Version)
 	loser.refuse(err)
 }
 
@@ -322,7 +325,7 @@ func (h *Host) find(ctx context.Context, id string) (*plugin, error) {
 					return nil, fmt.Errorf("backend %q: its plugin did not start: %w", id, err)
 				}
 			}
-			return nil, &NotFoundError{Name: id, Known: h.IDs(), Failed: len(h.startFailures())}
+			return nil, h.notFound(id)
 		}
 		select {
 		case <-changed:
@@ -393,7 +396,8 @@ func (h *Host) PluginDir() (string, DirSource) { return h.dir, h.dirSource }
 // not (the discovery result). It starts nothing.
 func (h *Host) Files() []File { return append([]File(nil), h.files...) }
 
-// PinFile returns the pin file and whether pinning is on (the file exists).
+// PinFile returns the pin file and whether pinning is on for the host's
+// plugins directory (the file pins plugins of it, or cannot be read).
 func (h *Host) PinFile() (path string, on bool) { return h.pinFile, h.pins != nil }
 
 // IDs returns the ids of the running backends, sorted. It starts every plugin.
@@ -655,9 +659,10 @@ func (h *Host) acquirePreferred(ctx context.Context, keep func(candidate) bool) 
 	}
 	descs := h.descriptions()
 	skipped := false
-	pick, err := choosePreferred(ctx, descs, h.startFailures(), h.opener(false, &skipped), keep)
+	failures := append(h.discoveryFailures(), h.startFailures()...)
+	pick, err := choosePreferred(ctx, descs, failures, h.opener(false, &skipped), keep)
 	if err != nil && skipped {
-		pick, err = choosePreferred(ctx, descs, h.startFailures(), h.opener(true, nil), keep)
+		pick, err = choosePreferred(ctx, descs, failures, h.opener(true, nil), keep)
 	}
 	if err != nil {
 		if nb, ok := err.(*NoBackendError); ok {

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 
 	goplugin "github.com/hashicorp/go-plugin"
 
@@ -19,10 +20,13 @@ import (
 
 // Plugin pinning (see docs/design.md, "Plugin trust and operation"): the pin
 // file, on the host's side, records the SHA-256 of each trusted plugin
-// executable by its absolute path. While the file exists, pinning is on: the
-// host runs only pinned plugins whose executable still has the pinned checksum
-// (checked with go-plugin's SecureConfig right before each launch). `kiln
-// plugins pin` writes it, under its lock and atomically.
+// executable by its absolute path. Pins are kept per plugins directory: a
+// directory that has pins in the file is pinned, and the host runs only its
+// pinned plugins whose executable still has the pinned checksum (checked with
+// go-plugin's SecureConfig right before each launch); a directory without pins
+// is not pinned. `kiln plugins pin` writes the file, under its lock and
+// atomically; `kiln plugins pin --off` (or `unpin --all`) removes a
+// directory's pins, which turns its pinning off.
 
 // pinSchema is the pin file's schema number.
 const pinSchema = 1
@@ -118,8 +122,10 @@ func PinPlugins(ctx context.Context, pinPath string, paths []string) ([]Pin, err
 	return pins, err
 }
 
-// UnpinPlugins removes the pins of paths (every pin when paths is empty) and
-// returns how many it removed. The file stays, so pinning stays on.
+// UnpinPlugins removes the pins of paths (whatever spelling of their
+// directory pinned them; every pin of every directory when paths is empty) and
+// returns how many it removed. A directory whose last pin is removed is no
+// longer pinned.
 func UnpinPlugins(ctx context.Context, pinPath string, paths []string) (int, error) {
 	removed := 0
 	err := updatePins(ctx, pinPath, func(byPath map[string]string) {
@@ -130,17 +136,65 @@ func UnpinPlugins(ctx context.Context, pinPath string, paths []string) (int, err
 			return
 		}
 		for _, p := range paths {
-			abs, err := filepath.Abs(p)
-			if err != nil {
-				continue
+			key, name := dirKey(filepath.Dir(p)), filepath.Base(p)
+			for path := range byPath {
+				if filepath.Base(path) == name && dirKey(filepath.Dir(path)) == key {
+					delete(byPath, path)
+					removed++
+				}
 			}
-			if _, ok := byPath[abs]; ok {
-				delete(byPath, abs)
+		}
+	})
+	return removed, err
+}
+
+// UnpinDir removes every pin of the plugins directory dir, which turns
+// pinning off for it, and returns how many it removed; the pins of other
+// directories stay.
+func UnpinDir(ctx context.Context, pinPath, dir string) (int, error) {
+	key := dirKey(dir)
+	removed := 0
+	err := updatePins(ctx, pinPath, func(byPath map[string]string) {
+		removed = 0
+		for path := range byPath {
+			if dirKey(filepath.Dir(path)) == key {
+				delete(byPath, path)
 				removed++
 			}
 		}
 	})
 	return removed, err
+}
+
+// PinsOf returns the pins of the plugins directory dir in the pin file at
+// pinPath (none when the file is missing: dir is not pinned).
+func PinsOf(pinPath, dir string) ([]Pin, error) {
+	pins, _, err := LoadPins(pinPath)
+	if err != nil {
+		return nil, err
+	}
+	key := dirKey(dir)
+	var out []Pin
+	for _, p := range pins {
+		if dirKey(filepath.Dir(p.Path)) == key {
+			out = append(out, p)
+		}
+	}
+	return out, nil
+}
+
+// dirKey is how pins name a plugins directory: its absolute path with links
+// resolved, so that every spelling of one directory has the same pins (the
+// absolute path as it is when it cannot be resolved).
+func dirKey(dir string) string {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return filepath.Clean(dir)
+	}
+	if real, err := filepath.EvalSymlinks(abs); err == nil {
+		return real
+	}
+	return abs
 }
 
 // updatePins applies change to the pins under the pin file's lock.
@@ -166,30 +220,56 @@ func updatePins(ctx context.Context, pinPath string, change func(map[string]stri
 	})
 }
 
-// pinSet is what a host checks plugins against; nil when pinning is off.
+// pinSet is what a host checks its plugins against: the pins of its plugins
+// directory; nil when the directory is not pinned.
 type pinSet struct {
 	file   string
-	byPath map[string]string
-	err    error // the pin file exists but cannot be used: nothing runs
+	dir    string            // the plugins directory, absolute
+	byName map[string]string // pinned checksum by the plugin's file name
+	err    error             // the pin file cannot be used: nothing runs
 }
 
-// loadPinSet loads the pins at path; it returns nil when the file is missing.
-func loadPinSet(path string) *pinSet {
-	pins, exists, err := LoadPins(path)
-	if !exists && err == nil {
+// loadPinSet loads the pins of the plugins directory dir from the pin file at
+// path; it returns nil when the directory has none (the file is missing, or
+// pins only other directories). A file that cannot be read or parsed gives a
+// set that refuses every plugin: pinning fails closed.
+func loadPinSet(path, dir string) *pinSet {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		abs = dir
+	}
+	pins, err := PinsOf(path, dir)
+	if err != nil {
+		return &pinSet{file: path, dir: abs, err: err}
+	}
+	if len(pins) == 0 {
 		return nil
 	}
-	s := &pinSet{file: path, byPath: map[string]string{}, err: err}
+	s := &pinSet{file: path, dir: abs, byName: map[string]string{}}
 	for _, p := range pins {
-		s.byPath[p.Path] = p.SHA256
+		s.byName[filepath.Base(p.Path)] = p.SHA256
 	}
 	return s
 }
 
-// refusedError says the host will not run a plugin executable.
-type refusedError struct{ msg string }
+// refusedError says the host will not run a plugin executable, and what to
+// run to change that.
+type refusedError struct{ msg, fix string }
 
-func (e *refusedError) Error() string { return e.msg }
+func (e *refusedError) Error() string { return e.msg + ". Fix: " + e.fix }
+
+// pinCommand is the command that pins the plugin name of the directory dir.
+func pinCommand(dir, name string) string {
+	return fmt.Sprintf("kiln plugins pin --plugins %s %s", shellQuote(dir), shellQuote(name))
+}
+
+// shellQuote quotes s for a POSIX shell when it needs quoting.
+func shellQuote(s string) string {
+	if s != "" && !strings.ContainsAny(s, " \t\n'\"\\$`!*?[]{}()<>|&;#~") {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
 
 // check verifies the executable at path against its pin with go-plugin's
 // SecureConfig; it passes everything when pinning is off.
@@ -197,16 +277,23 @@ func (s *pinSet) check(path string) error {
 	if s == nil {
 		return nil
 	}
+	name := filepath.Base(path)
 	if s.err != nil {
-		return &refusedError{fmt.Sprintf("pinning is on but the pin file cannot be used (%v)", s.err)}
+		return &refusedError{
+			msg: fmt.Sprintf("the pin file cannot be used, so no plugin runs (pinning fails closed): %v", s.err),
+			fix: fmt.Sprintf("repair %s; or move it away (mv %s %s.bad) and pin again: kiln plugins pin --plugins %s", s.file, shellQuote(s.file), shellQuote(s.file+".bad"), shellQuote(s.dir)),
+		}
 	}
 	abs, err := filepath.Abs(path)
 	if err != nil {
-		return &refusedError{err.Error()}
+		return &refusedError{msg: err.Error(), fix: "run kiln with an absolute --plugins directory"}
 	}
-	want, ok := s.byPath[abs]
+	want, ok := s.byName[name]
 	if !ok {
-		return &refusedError{fmt.Sprintf("pinning is on (%s) and this plugin is not pinned; run `kiln plugins pin` to trust it", s.file)}
+		return &refusedError{
+			msg: fmt.Sprintf("pinning is on for %s (pin file %s) and this plugin is not pinned", s.dir, s.file),
+			fix: fmt.Sprintf("if you trust it, run `%s`; to turn pinning off for this directory, run `kiln plugins pin --off --plugins %s`", pinCommand(s.dir, name), shellQuote(s.dir)),
+		}
 	}
 	sum, _ := decodeSum(want)
 	if err := secureCheck(&goplugin.SecureConfig{Checksum: sum, Hash: sha256.New()}, abs); err != nil {
@@ -214,7 +301,10 @@ func (s *pinSet) check(path string) error {
 		if herr != nil {
 			got = herr.Error()
 		}
-		return &refusedError{fmt.Sprintf("its SHA-256 is %s, not the pinned %s (%v); if you trust the new executable, run `kiln plugins pin` again", got, want, err)}
+		return &refusedError{
+			msg: fmt.Sprintf("its SHA-256 is %s, not the pinned %s (%v)", got, want, err),
+			fix: fmt.Sprintf("if you trust the new executable, run `%s`; otherwise reinstall the one you pinned", pinCommand(s.dir, name)),
+		}
 	}
 	return nil
 }
@@ -224,9 +314,5 @@ func (s *pinSet) pinned(path string) (sum string, on bool) {
 	if s == nil {
 		return "", false
 	}
-	abs, err := filepath.Abs(path)
-	if err != nil {
-		return "", true
-	}
-	return s.byPath[abs], true
+	return s.byName[filepath.Base(path)], true
 }

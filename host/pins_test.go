@@ -74,10 +74,13 @@ func TestPinnedPluginsOnly(t *testing.T) {
 		t.Fatalf("re-pinned: %v", p.Err)
 	}
 
+	// The directory's last pin goes: the directory is not pinned any more.
 	if n, err := UnpinPlugins(ctx, pinPath, []string{zeros}); err != nil || n != 1 {
 		t.Fatalf("unpin: %d, %v", n, err)
 	}
-	refused(status(open(), "fx-zeros"), "not pinned")
+	if r := open(); r.Pinning || status(r, "fx-blob").Err != nil {
+		t.Fatalf("a directory without pins: pinning %v, fx-blob %v", r.Pinning, status(r, "fx-blob").Err)
+	}
 
 	// A pin file that cannot be read stops every plugin: pinning fails closed.
 	if err := os.WriteFile(pinPath, []byte("schema = 1\npin = 3\n"), 0o644); err != nil {

@@ -265,8 +265,9 @@ func (p *plugin) launch(ctx context.Context) (*process, *pluginapi.Description, 
 		p.runner = nil
 		p.mu.Unlock()
 	}()
+	refusalFix := "" // the refusal's own Fix, for StartRefused
 	fail := func(stage StartStage, detail string) (*process, *pluginapi.Description, error) {
-		e := &StartError{Path: p.path, Stage: stage, Detail: detail, Timeout: p.set.startTimeout}
+		e := &StartError{Path: p.path, Stage: stage, Detail: detail, Timeout: p.set.startTimeout, Fix: refusalFix}
 		if proc.runner != nil {
 			_ = proc.runner.Kill(context.Background()) // a wedged plugin never answers go-plugin's shutdown call
 		}
@@ -285,7 +286,8 @@ func (p *plugin) launch(ctx context.Context) (*process, *pluginapi.Description, 
 		var refused *refusedError
 		switch {
 		case errors.As(err, &refused):
-			return fail(StartRefused, refused.Error())
+			refusalFix = refused.fix
+			return fail(StartRefused, refused.msg)
 		case proc.runner == nil:
 			return fail(StartRefused, err.Error())
 		}

@@ -188,7 +188,7 @@ func TestOpenRecordsBrokenPluginsAndStartsTheRest(t *testing.T) {
 		"fx-badversion": "version",
 		"fx-stdout":     "hello from a plugin",
 		"fx-exit-early": "giving up before the handshake",
-		"fx-zz-twin":    "already provided by",
+		"fx-zz-twin":    "is shadowed",
 	}
 	names := []string{"cpuref", "fx-zeros"}
 	for n := range broken {

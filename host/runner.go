@@ -38,6 +38,7 @@ type pluginRunner struct {
 
 	mu        sync.Mutex
 	killed    bool // Kill was called: a later Start refuses
+	releasing bool // Kill started releasePipes
 	pid       int
 	startedAt time.Time
 	firstLine string
@@ -57,6 +58,7 @@ func newRunner(path string, spec *exec.Cmd, tail *stderrTail, limit *lineLimiter
 	cmd := pluginapi.Command(path)
 	cmd.Env = append(append([]string(nil), spec.Env...), cmd.Env...)
 	cmd.Stdin = nil // go-plugin sets the host's stdin on its template; a plugin gets none
+	setProcessGroup(cmd)
 	r := &pluginRunner{cmd: cmd, path: path, tail: tail, limit: limit, exitCh: make(chan struct{})}
 	var err error
 	if r.rawStdout, err = cmd.StdoutPipe(); err != nil {
@@ -163,18 +165,38 @@ func (r *pluginRunner) Wait(context.Context) error {
 	return err
 }
 
-// Kill ends the process at once; it is safe to call more than once.
+// Kill ends the process at once, with every process of its process group
+// (what a wrapper script started); it is safe to call more than once. A
+// descendant that left the group may still hold the plugin's stdout or stderr
+// open, and go-plugin waits for both to close before it reaps the process:
+// Kill therefore closes the host's ends of both pipes when the exit is not
+// recorded within pipeGrace, so that nothing waits on such a descendant.
 func (r *pluginRunner) Kill(context.Context) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.killed = true
-	if r.cmd.Process == nil {
+	if r.cmd.Process == nil || r.exited {
 		return nil
 	}
-	if err := r.cmd.Process.Kill(); err != nil && !errors.Is(err, os.ErrProcessDone) {
-		return err
+	if !r.releasing {
+		r.releasing = true
+		go r.releasePipes(pipeGrace)
 	}
-	return nil
+	return killGroup(r.cmd.Process)
+}
+
+// pipeGrace is how long a killed plugin's output may take to reach the host
+// (its last stderr lines go to the crash report) before its pipes are closed.
+const pipeGrace = time.Second
+
+// releasePipes closes the host's ends of the plugin's stdout and stderr unless
+// the process's exit is recorded within grace.
+func (r *pluginRunner) releasePipes(grace time.Duration) {
+	if r.waitExit(grace) {
+		return
+	}
+	_ = r.rawStdout.Close() // the readers stop with an error; go-plugin then reaps the process
+	_ = r.rawStderr.Close()
 }
 
 // Stdout is where go-plugin reads the handshake line.

@@ -146,3 +146,92 @@ func choosePreferred(ctx context.Context, descs []*pluginapi.Description, startF
 	sort.SliceStable(cands, func(i, j int) bool { return compareCandidates(cands[i], cands[j]) < 0 })
 	return cands[0], nil
 }
+
+// compareVersions orders two plugin versions: the dot-separated release
+// numbers compare numerically (a leading "v" is ignored, 1.10 > 1.9), a
+// release is above its pre-releases (1.0.0 > 1.0.0-rc.1), pre-release fields
+// compare numerically when both are numbers and as text otherwise (a number
+// below text), and build metadata after "+" is ignored. A version that is not
+// of this form sorts below every one that is; two such versions are equal.
+func compareVersions(a, b string) int {
+	ra, prea, oka := splitVersion(a)
+	rb, preb, okb := splitVersion(b)
+	if !oka || !okb {
+		return cmp.Compare(boolRank(oka), boolRank(okb))
+	}
+	if c := compareFields(ra, rb); c != 0 {
+		return c
+	}
+	if len(prea) == 0 || len(preb) == 0 {
+		return cmp.Compare(len(preb), len(prea)) // no pre-release is the higher
+	}
+	return compareFields(prea, preb)
+}
+
+func boolRank(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// splitVersion splits v into its release numbers and pre-release fields; ok
+// is false when the release part is not dot-separated numbers.
+func splitVersion(v string) (release, pre []string, ok bool) {
+	v = strings.TrimPrefix(v, "v")
+	v, _, _ = strings.Cut(v, "+")
+	main, prerelease, hasPre := strings.Cut(v, "-")
+	release = strings.Split(main, ".")
+	for _, f := range release {
+		if !isNumber(f) {
+			return nil, nil, false
+		}
+	}
+	if hasPre {
+		pre = strings.Split(prerelease, ".")
+	}
+	return release, pre, true
+}
+
+func isNumber(s string) bool {
+	if s == "" {
+		return false
+	}
+	for _, c := range s {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// compareFields compares version fields one by one: numbers by value (of any
+// length), a number below text, text by bytes; a prefix is the lower.
+func compareFields(a, b []string) int {
+	for i := range min(len(a), len(b)) {
+		x, y := a[i], b[i]
+		nx, ny := isNumber(x), isNumber(y)
+		switch {
+		case nx && ny:
+			x, y = strings.TrimLeft(x, "0"), strings.TrimLeft(y, "0")
+			if c := cmp.Compare(len(x), len(y)); c != 0 {
+				return c
+			}
+		case nx != ny:
+			return cmp.Compare(boolRank(ny), boolRank(nx))
+		}
+		if c := strings.Compare(x, y); c != 0 {
+			return c
+		}
+	}
+	return cmp.Compare(len(a), len(b))
+}
+
+// outranks reports whether plugin a, rather than b, provides the backend id
+// both report: the higher version wins, then the path that sorts first.
+func outranks(a, b *plugin) bool {
+	if c := compareVersions(a.desc.Version, b.desc.Version); c != 0 {
+		return c > 0
+	}
+	return a.path < b.path
+}

@@ -35,7 +35,9 @@ const (
 	StartDescribeHung StartStage = "hung in describe"
 	// StartDescribeFailed: Describe returned an error or an unusable description.
 	StartDescribeFailed StartStage = "describe failed"
-	// StartDuplicate: another plugin earlier in path order reports the same id.
+	// StartDuplicate: another plugin reports the same id and outranks this
+	// one (a higher version, or the same version and an earlier path): this
+	// one is shadowed ([StartError.ShadowedBy] names the winner).
 	StartDuplicate StartStage = "duplicate id"
 )
 
@@ -54,6 +56,11 @@ type StartError struct {
 	Stderr string
 	// Timeout is the start timeout, for the hung stages.
 	Timeout time.Duration
+	// ShadowedBy is, for StartDuplicate, the plugin that provides the id.
+	ShadowedBy string
+	// Fix is, for StartRefused, what to run to resolve the refusal (empty:
+	// the stage's general advice).
+	Fix string
 }
 
 func (e *StartError) Error() string {
@@ -62,6 +69,9 @@ func (e *StartError) Error() string {
 	case StartRefused:
 		msg = fmt.Sprintf("plugin %s refused: %s", e.Path, e.Detail)
 		fix = "see the reason; `kiln plugins pin` records the checksum of the plugins you trust"
+		if e.Fix != "" {
+			fix = e.Fix
+		}
 	case StartExited:
 		msg = fmt.Sprintf("plugin %s exited before its handshake", e.Path)
 		fix = "run it by hand to see why it fails to start; make sure it is built for this OS and architecture with its libraries installed, or remove it from the plugins directory"
@@ -87,8 +97,8 @@ func (e *StartError) Error() string {
 		msg = fmt.Sprintf("plugin %s: describe failed: %s", e.Path, e.Detail)
 		fix = "report it to the plugin's author, or remove the plugin"
 	case StartDuplicate:
-		msg = fmt.Sprintf("plugin %s: %s", e.Path, e.Detail)
-		fix = "remove one of the two plugins"
+		msg = fmt.Sprintf("plugin %s is shadowed: %s", e.Path, e.Detail)
+		fix = fmt.Sprintf("remove the plugin you do not want from the plugins directory (rm %s, or rm %s)", e.Path, e.ShadowedBy)
 	default:
 		msg = fmt.Sprintf("plugin %s did not start: %s", e.Path, e.Detail)
 		fix = "run `kiln doctor`"
@@ -140,4 +150,29 @@ func truncate(s string, n int) string {
 		return s
 	}
 	return s[:n] + "…"
+}
+
+// shadowedError is the StartError of loser, which reports the backend id that
+// winner provides.
+func shadowedError(id string, loser, winner *plugin) *StartError {
+	rule := "the higher version wins"
+	if compareVersions(loser.desc.Version, winner.desc.Version) == 0 {
+		rule = "of equal versions, the first path wins"
+	}
+	return &StartError{
+		Path: loser.path, Stage: StartDuplicate, ShadowedBy: winner.path,
+		Detail: fmt.Sprintf("it reports backend id %q (version %s), which %s provides too (version %s) and is used: %s", id, loser.desc.Version, winner.path, winner.desc.Version, rule),
+	}
+}
+
+// reshadow points the plugins that old shadowed at winner, which now provides
+// the backend id in its place; h.mu is held.
+func (h *Host) reshadow(id string, old, winner *plugin) {
+	for _, q := range h.plugins {
+		q.mu.Lock()
+		if se, ok := q.startErr.(*StartError); ok && se.Stage == StartDuplicate && se.ShadowedBy == old.path {
+			q.startErr = shadowedError(id, q, winner)
+		}
+		q.mu.Unlock()
+	}
 }

@@ -17,6 +17,10 @@ const (
 	// StatusFailing: the plugin crashed too often recently (see
 	// Options.FailureThreshold); it is not preferred until a dispatch succeeds.
 	StatusFailing = "failing"
+	// StatusShadowed: the plugin started, but another plugin that outranks it
+	// (higher version, then earlier path) provides its backend id; Reason
+	// names both.
+	StatusShadowed = "shadowed"
 )
 
 // BackendStatus is one row of Survey: one adapter of one backend, or one plugin
@@ -32,7 +36,8 @@ type BackendStatus struct {
 	// Adapter is the adapter index and AdapterName its name.
 	Adapter     int
 	AdapterName string
-	// Status is StatusReady, StatusUnavailable, StatusFailing or StatusFailed;
+	// Status is StatusReady, StatusUnavailable, StatusFailing, StatusFailed
+	// or StatusShadowed;
 	// Reason says why it is not ready (for a failing plugin: its crash count,
 	// last exit and last stderr line).
 	Status string
@@ -109,7 +114,12 @@ func (h *Host) Survey(ctx context.Context) ([]BackendStatus, error) {
 			if errors.As(err, &closed) {
 				continue
 			}
-			rows = append(rows, BackendStatus{ID: p.fileID(), Status: StatusFailed, Reason: err.Error()})
+			status := StatusFailed
+			var se *StartError
+			if errors.As(err, &se) && se.Stage == StartDuplicate {
+				status = StatusShadowed
+			}
+			rows = append(rows, BackendStatus{ID: p.fileID(), Status: status, Reason: err.Error()})
 		}
 	}
 	surveyed := func(_ context.Context, id string, adapter int) (time.Duration, error) {

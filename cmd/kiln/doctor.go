@@ -51,8 +51,11 @@ type pluginJSON struct {
 	// Stage is where a failed start failed (host.StartStage); State the
 	// plugin's state; Pin its pinned SHA-256 when pinning is on.
 	Stage string `json:"stage,omitempty"`
-	State string `json:"state"`
-	Pin   string `json:"pin,omitempty"`
+	// ShadowedBy is, for a plugin shadowed by another that reports the same
+	// backend id (stage "duplicate id"), the plugin that provides it.
+	ShadowedBy string `json:"shadowed_by,omitempty"`
+	State      string `json:"state"`
+	Pin        string `json:"pin,omitempty"`
 	// Capabilities is the plugin's optional interfaces and data plane in one
 	// line; Missing says what the host does instead of each one it lacks.
 	Capabilities string   `json:"capabilities,omitempty"`
@@ -60,7 +63,8 @@ type pluginJSON struct {
 }
 
 func (a *app) doctorCommand() *cobra.Command {
-	return &cobra.Command{
+	probeTimeout := defaultProbeTimeout
+	cmd := &cobra.Command{
 		Use:   "doctor",
 		Short: "Explain what kiln finds: plugins directory, files, handshakes, stores",
 		Long: `Diagnose the installation: which plugins directory is used and why, every
@@ -73,7 +77,8 @@ protocol version, exited or hung in Describe, refused by pinning) with its own
 Fix —, whether pinning is on and each plugin's pin, each adapter's status, a
 probe dispatch on every ready backend (repeated while it crashes, so a plugin
 that crashes on every call shows as failing with its last exit and stderr
-line), and each persistent store: its path, size and health
+line; each attempt is bounded by --probe-timeout, default 10s), and each
+persistent store: its path, size and health
 (pipeline cache: entries, bytes and corrupt headers, read-only — kiln cache
 verify repairs; autotune store and PGO table: whether they load; PGO routes
 that are stale against the live backends, which routing ignores; the fleet
@@ -84,6 +89,9 @@ probe (the CPU reference counts), 1 otherwise; store problems are reported,
 not fatal.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if probeTimeout <= 0 {
+				return fmt.Errorf("--probe-timeout %v is not positive. Fix: give a positive duration, for example --probe-timeout %v", probeTimeout, defaultProbeTimeout)
+			}
 			h, err := a.open(cmd.Context())
 			if err != nil {
 				return err
@@ -99,7 +107,7 @@ not fatal.`,
 			bar.update(1, 3, "checking the stores")
 			d := diagnose(cmd.Context(), h.Report(), rows, h.Live())
 			bar.update(2, 3, "probing the backends")
-			d.Probes = probeBackends(cmd.Context(), h, rows)
+			d.Probes = probeBackends(cmd.Context(), h, rows, probeTimeout)
 			bar.finish()
 			d.settleProbes()
 			if a.json {
@@ -115,6 +123,8 @@ not fatal.`,
 			return nil
 		},
 	}
+	cmd.Flags().DurationVar(&probeTimeout, "probe-timeout", defaultProbeTimeout, "give up on each probe dispatch after this long (a plugin that ignores cancellation cannot hang the doctor)")
+	return cmd
 }
 
 // diagnose gathers the report, the survey and the stores' health (stale PGO
@@ -133,6 +143,10 @@ func diagnose(ctx context.Context, r host.Report, rows []host.BackendStatus, liv
 		pj := pluginJSON{Path: p.Path, Handshake: "ok", Pid: p.Pid, StartNs: p.StartTime.Nanoseconds(), State: p.State, Pin: p.Pin}
 		if p.Err != nil {
 			pj.Handshake, pj.Error, pj.Stage = "failed", p.Err.Error(), pluginStage(p.Err)
+			var se *host.StartError
+			if errors.As(p.Err, &se) && se.Stage == host.StartDuplicate {
+				pj.Handshake, pj.ShadowedBy = "ok", se.ShadowedBy
+			}
 			d.Problems = append(d.Problems, pj.Error)
 		} else {
 			pj.ID, pj.Version, pj.Protocol = p.Description.ID, p.Description.Version, p.Protocol
@@ -203,7 +217,11 @@ func (a *app) printDoctor(d doctorJSON, rows []host.BackendStatus) error {
 	}
 	fmt.Fprintf(tw, "\nplugins (%d):\n", len(d.Plugins))
 	for _, p := range d.Plugins {
-		if p.Error != "" {
+		switch {
+		case p.ShadowedBy != "":
+			fmt.Fprintf(tw, "  %s\tshadowed by %s\t%s\n", filepath.Base(p.Path), filepath.Base(p.ShadowedBy), p.Error)
+			continue
+		case p.Error != "":
 			fmt.Fprintf(tw, "  %s\thandshake failed (%s)\t%s\n", filepath.Base(p.Path), p.Stage, p.Error)
 			continue
 		}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"time"
 
 	"github.com/kiln-dev/kiln/host"
 )
@@ -27,9 +28,15 @@ type probeJSON struct {
 // failure threshold, after which the plugin is failing.
 const probeAttempts = 3
 
+// defaultProbeTimeout bounds each probe dispatch of `kiln doctor` unless
+// --probe-timeout says otherwise: a plugin whose Dispatch ignores
+// cancellation must not hang the doctor.
+const defaultProbeTimeout = 10 * time.Second
+
 // probeBackends sends the host's probe dispatch to every ready, dispatching
-// backend of rows, repeating it while it crashes.
-func probeBackends(ctx context.Context, h *host.Host, rows []host.BackendStatus) []probeJSON {
+// backend of rows, repeating it while it crashes; each attempt gets at most
+// limit (and ends with ctx).
+func probeBackends(ctx context.Context, h *host.Host, rows []host.BackendStatus, limit time.Duration) []probeJSON {
 	out := []probeJSON{}
 	for _, r := range rows {
 		if r.Status != host.StatusReady || !r.Dispatches {
@@ -39,8 +46,15 @@ func probeBackends(ctx context.Context, h *host.Host, rows []host.BackendStatus)
 		var err error
 		for p.Attempts < probeAttempts {
 			p.Attempts++
+			pctx, cancel := context.WithTimeout(ctx, limit)
+			err = h.Probe(pctx, r.Name())
+			var timeout *host.TimeoutError
+			if pctx.Err() != nil && ctx.Err() == nil && errors.As(err, &timeout) && !timeout.Hung {
+				err = fmt.Errorf("backend %s: the probe's %s did not finish within the probe timeout of %v; it was cancelled. Fix: if the backend is only slow, run kiln doctor --probe-timeout with a longer limit; otherwise report the hang to the plugin's author", r.Name(), timeout.Op, limit)
+			}
+			cancel()
 			var crashed *host.CrashedError
-			if err = h.Probe(ctx, r.Name()); !errors.As(err, &crashed) {
+			if !errors.As(err, &crashed) {
 				break
 			}
 		}
@@ -78,10 +92,10 @@ func pluginStage(err error) string {
 // printPinning writes the pinning state of the doctor report.
 func printPinning(w io.Writer, d doctorJSON) {
 	if !d.Pinning {
-		fmt.Fprintf(w, "\npinning: off (no %s); kiln plugins pin turns it on\n", d.PinFile)
+		fmt.Fprintf(w, "\npinning: off for this plugins directory (%s has no pins for it); kiln plugins pin turns it on\n", d.PinFile)
 		return
 	}
-	fmt.Fprintf(w, "\npinning: on (%s): only pinned plugins that still match run\n", d.PinFile)
+	fmt.Fprintf(w, "\npinning: on for this plugins directory (%s): only its pinned plugins that still match run; kiln plugins pin --off turns it off\n", d.PinFile)
 	for _, p := range d.Plugins {
 		pin := "not pinned"
 		if p.Pin != "" {

@@ -25,7 +25,10 @@ type pinJSON struct {
 
 // pinsJSON is `kiln plugins --json`.
 type pinsJSON struct {
-	PinFile string    `json:"pin_file"`
+	PinFile string `json:"pin_file"`
+	// Dir is the plugins directory; Pinning whether it is pinned (the pin
+	// file has pins for it).
+	Dir     string    `json:"plugins_dir"`
 	Pinning bool      `json:"pinning"`
 	Plugins []pinJSON `json:"plugins"`
 }
@@ -38,13 +41,16 @@ func (a *app) pluginsCommand() *cobra.Command {
 SHA-256, its pin and whether it still matches.
 
 Pinning (kiln plugins pin) records the SHA-256 of each plugin in the pin file
-($XDG_CONFIG_HOME/kiln/pins.toml), written atomically under a lock. While the
-pin file exists, the host runs only pinned plugins whose executable still has
-the pinned checksum: a changed or unknown plugin is refused (kiln doctor says
-why). Pin again after upgrading a plugin you trust.
+($XDG_CONFIG_HOME/kiln/pins.toml), written atomically under a lock. Pins are
+kept per plugins directory: while the pin file has pins for a directory, the
+host runs only that directory's pinned plugins whose executable still has the
+pinned checksum: a changed or unknown plugin is refused (kiln doctor says why,
+and the refusal says what to run). A directory without pins is not pinned.
+Pin again after upgrading a plugin you trust; kiln plugins pin --off (or
+unpin --all) removes the directory's pins, which turns its pinning off.
 
---json prints an object with pin_file, pinning and plugins (path, sha256,
-pinned, status: "pinned", "changed" or "not pinned").`,
+--json prints an object with pin_file, plugins_dir, pinning and plugins (path,
+sha256, pinned, status: "pinned", "changed" or "not pinned").`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			st, err := a.pinStatus(cmd.Context())
@@ -54,11 +60,11 @@ pinned, status: "pinned", "changed" or "not pinned").`,
 			if a.json {
 				return a.printJSON(st)
 			}
-			state := "off (no pin file): every accepted plugin runs"
+			state := "off (no pins for this directory): every accepted plugin runs"
 			if st.Pinning {
 				state = "on: only pinned plugins that still match run"
 			}
-			fmt.Fprintf(a.out, "pin file: %s\npinning:  %s\n\n", st.PinFile, state)
+			fmt.Fprintf(a.out, "plugins directory: %s\npin file: %s\npinning:  %s\n\n", st.Dir, st.PinFile, state)
 			tw := tabwriter.NewWriter(a.out, 0, 0, 2, ' ', 0)
 			fmt.Fprintln(tw, "PLUGIN\tSTATUS\tSHA-256")
 			for _, p := range st.Plugins {
@@ -79,14 +85,18 @@ func (a *app) pinStatus(ctx context.Context) (pinsJSON, error) {
 	}
 	defer h.Close()
 	file, on := h.PinFile()
-	st := pinsJSON{PinFile: file, Pinning: on, Plugins: []pinJSON{}}
-	pins, _, err := host.LoadPins(file)
+	dir, err := pluginDirOf(h)
+	if err != nil {
+		return pinsJSON{}, err
+	}
+	st := pinsJSON{PinFile: file, Dir: dir, Pinning: on, Plugins: []pinJSON{}}
+	pins, err := host.PinsOf(file, dir)
 	if err != nil {
 		return st, err
 	}
-	byPath := map[string]string{}
+	byName := map[string]string{}
 	for _, p := range pins {
-		byPath[p.Path] = p.SHA256
+		byName[filepath.Base(p.Path)] = p.SHA256
 	}
 	for _, f := range h.Files() {
 		if !f.Accepted {
@@ -100,7 +110,7 @@ func (a *app) pinStatus(ctx context.Context) (pinsJSON, error) {
 		if err != nil {
 			return st, fmt.Errorf("hashing %s: %w. Fix: make it readable", abs, err)
 		}
-		pj := pinJSON{Path: abs, SHA256: sum, Pinned: byPath[abs], Status: "not pinned"}
+		pj := pinJSON{Path: abs, SHA256: sum, Pinned: byName[filepath.Base(abs)], Status: "not pinned"}
 		switch {
 		case pj.Pinned == sum:
 			pj.Status = "pinned"
@@ -142,23 +152,45 @@ func selectPlugins(files []host.File, args []string) ([]string, error) {
 	return paths, nil
 }
 
+// pluginDirOf is the host's plugins directory, absolute.
+func pluginDirOf(h *host.Host) (string, error) {
+	dir, _ := h.PluginDir()
+	return filepath.Abs(dir)
+}
+
+// pinFileOf is the host's pin file, or an error when there is none.
+func pinFileOf(h *host.Host) (string, error) {
+	file, _ := h.PinFile()
+	if file == "" {
+		return "", errors.New("no pin file location. Fix: set $XDG_CONFIG_HOME or $HOME")
+	}
+	return file, nil
+}
+
 func (a *app) pinCommand() *cobra.Command {
-	return &cobra.Command{
+	var off bool
+	cmd := &cobra.Command{
 		Use:   "pin [PLUGIN...]",
-		Short: "Record the SHA-256 of the plugins (all accepted ones by default); turns pinning on",
+		Short: "Record the SHA-256 of the plugins (all accepted ones by default); turns pinning on for the plugins directory (--off: turns it off)",
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if off && len(args) > 0 {
+				return errors.New("--off removes every pin of the plugins directory and takes no plugin names. Fix: run kiln plugins pin --off, or kiln plugins unpin NAME")
+			}
 			h, err := a.open(cmd.Context())
 			if err != nil {
 				return err
 			}
 			defer h.Close()
-			paths, err := selectPlugins(h.Files(), args)
+			file, err := pinFileOf(h)
 			if err != nil {
 				return err
 			}
-			file, _ := h.PinFile()
-			if file == "" {
-				return errors.New("no pin file location. Fix: set $XDG_CONFIG_HOME or $HOME")
+			if off {
+				return a.pinningOff(cmd.Context(), h, file)
+			}
+			paths, err := selectPlugins(h.Files(), args)
+			if err != nil {
+				return err
 			}
 			pins, err := host.PinPlugins(cmd.Context(), file, paths)
 			if err != nil {
@@ -174,17 +206,37 @@ func (a *app) pinCommand() *cobra.Command {
 			for _, p := range pins {
 				fmt.Fprintf(a.out, "pinned %s %s\n", p.SHA256, p.Path)
 			}
-			fmt.Fprintf(a.out, "pinning is on (%s): only pinned plugins that still match run\n", file)
+			dir, err := pluginDirOf(h)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(a.out, "pinning is on for %s (%s): only its pinned plugins that still match run; kiln plugins pin --off turns it off\n", dir, file)
 			return nil
 		},
 	}
+	cmd.Flags().BoolVar(&off, "off", false, "remove every pin of the plugins directory, turning its pinning off")
+	return cmd
+}
+
+// pinningOff removes every pin of h's plugins directory.
+func (a *app) pinningOff(ctx context.Context, h *host.Host, file string) error {
+	dir, err := pluginDirOf(h)
+	if err != nil {
+		return err
+	}
+	n, err := host.UnpinDir(ctx, file, dir)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(a.out, "removed %d pin(s) of %s from %s; pinning is off for %s: every accepted plugin runs\n", n, dir, file, dir)
+	return nil
 }
 
 func (a *app) unpinCommand() *cobra.Command {
 	var all bool
 	cmd := &cobra.Command{
 		Use:   "unpin [PLUGIN...]",
-		Short: "Remove plugins' pins (--all: every pin); pinning stays on while the pin file exists",
+		Short: "Remove plugins' pins; --all removes every pin of the plugins directory, turning its pinning off",
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if all == (len(args) > 0) {
 				return errors.New("say what to unpin. Fix: name the plugins, or pass --all")
@@ -194,21 +246,37 @@ func (a *app) unpinCommand() *cobra.Command {
 				return err
 			}
 			defer h.Close()
-			var paths []string
-			if !all {
-				if paths, err = selectPlugins(h.Files(), args); err != nil {
-					return err
-				}
+			file, err := pinFileOf(h)
+			if err != nil {
+				return err
 			}
-			file, _ := h.PinFile()
+			if all {
+				return a.pinningOff(cmd.Context(), h, file)
+			}
+			paths, err := selectPlugins(h.Files(), args)
+			if err != nil {
+				return err
+			}
 			n, err := host.UnpinPlugins(cmd.Context(), file, paths)
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(a.out, "removed %d pin(s) from %s; remove the file to turn pinning off\n", n, file)
+			dir, err := pluginDirOf(h)
+			if err != nil {
+				return err
+			}
+			left, err := host.PinsOf(file, dir)
+			if err != nil {
+				return err
+			}
+			state := fmt.Sprintf("pinning is off for %s: no pins are left for it, so every accepted plugin runs", dir)
+			if len(left) > 0 {
+				state = fmt.Sprintf("pinning stays on for %s (%d pin(s) left): the unpinned plugins are refused until pinned again", dir, len(left))
+			}
+			fmt.Fprintf(a.out, "removed %d pin(s) from %s; %s\n", n, file, state)
 			return nil
 		},
 	}
-	cmd.Flags().BoolVar(&all, "all", false, "remove every pin")
+	cmd.Flags().BoolVar(&all, "all", false, "remove every pin of the plugins directory (the same as kiln plugins pin --off)")
 	return cmd
 }
