@@ -98,17 +98,24 @@ autotune records ($XDG_CONFIG_HOME/kiln/autotune.toml) and PGO routes
 		a.cacheCommand(), a.certifyCommand(), a.compileCommand())
 	root.AddCommand(a.pluginsCommand(), a.statsCommand())
 	root.AddCommand(a.tuneCommand(), a.autotuneCommand())
+	root.AddCommand(a.conformanceCommand(), a.devicesCommand())
 	return root
 }
 
 // open starts the host with the global flags.
 func (a *app) open(ctx context.Context) (*host.Host, error) {
+	return a.openWith(ctx, host.Options{})
+}
+
+// openWith starts the host with the global flags over opts.
+func (a *app) openWith(ctx context.Context, opts host.Options) (*host.Host, error) {
 	level := hclog.LevelFromString(a.logLevel)
 	if level == hclog.NoLevel {
 		return nil, fmt.Errorf("unknown --log-level %q. Fix: use trace, debug, info, warn, error or off", a.logLevel)
 	}
 	logger := hclog.New(&hclog.LoggerOptions{Name: "kiln", Level: level, Output: a.errOut})
-	return host.Open(ctx, host.Options{PluginDir: a.pluginDir, Logger: logger, StartTimeout: a.startTimeout})
+	opts.PluginDir, opts.Logger, opts.StartTimeout = a.pluginDir, logger, a.startTimeout
+	return host.Open(ctx, opts)
 }
 
 // printJSON writes v as indented JSON.
