@@ -192,8 +192,11 @@ func (a *app) runConformance(ctx context.Context, h *host.Host, blobs *conform.B
 			return err
 		}
 	}
+	if err := ctx.Err(); err != nil && a.timeout > 0 && errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("conformance stopped by --timeout %v: %w. Fix: give it more time with --timeout, or fewer cases with --run or --short", a.timeout, err)
+	}
 	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("conformance stopped after %v: %w. Fix: give it more time with --timeout, or fewer cases with --run or --short", a.timeout, err)
+		return fmt.Errorf("conformance interrupted: %w", err)
 	}
 	if len(failed) > 0 {
 		return &exitError{code: 1, err: fmt.Errorf("conformance failed on %s", strings.Join(failed, ", "))}
