@@ -59,6 +59,11 @@ type BackendStatus struct {
 	Fingerprint, Instance string
 	// Preferred marks the adapter AcquirePreferred picks.
 	Preferred bool
+	// Profile, Identity and Note are the adapter's, as the plugin described
+	// it when it started (zero for a plugin that did not start).
+	Profile  pluginapi.DeviceProfile
+	Identity pluginapi.DeviceIdentity
+	Note     string
 }
 
 // Name is the row's explicit acquisition name, "id:adapter".
@@ -90,6 +95,7 @@ func (h *Host) Survey(ctx context.Context) ([]BackendStatus, error) {
 				CapabilityScore: a.Profile.CapabilityScore(), TimingQuality: a.Profile.TimingQuality,
 				MemBWGBps: a.Profile.MemBWGBps, Status: StatusReady,
 				Fingerprint: a.Identity.Fingerprint(), Instance: a.Identity.Instance,
+				Profile: a.Profile, Identity: a.Identity, Note: a.Note,
 			}
 			switch {
 			case !a.Available:

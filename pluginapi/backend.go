@@ -64,6 +64,10 @@ type Adapter struct {
 	Reason   string
 	Profile  DeviceProfile
 	Identity DeviceIdentity
+	// Note is what a user should know about the adapter that is neither its
+	// name nor a reason it is unavailable, e.g. the float controls a Vulkan
+	// device lacks; `kiln devices` shows it. Empty when there is nothing to say.
+	Note string
 }
 
 // DeviceIdentity names a device. Its Fingerprint (one device) keys autotune
@@ -147,6 +151,14 @@ type DeviceProfile struct {
 	SupportsHardwareCounters bool
 	MemBWGBps     float64
 	TimingQuality TimingQuality
+	// MemBWStatus says what MemBWGBps is: measured, an estimate, a measurement
+	// under way, or unstated (plugins built before kiln said it).
+	MemBWStatus BandwidthStatus
+	// MemoryBytes is the device memory kiln can allocate from, and
+	// MemoryFreeBytes how much of it was free when the backend described the
+	// adapter (a reading, not a capability: it changes between Describes).
+	// Zero means unknown (plugins built before kiln asked).
+	MemoryBytes, MemoryFreeBytes uint64
 }
 
 // CapabilityScore is the capability score of docs/design.md, "Backend selection": storage binding size > 0: 16;

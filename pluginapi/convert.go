@@ -38,6 +38,7 @@ func descriptionToProto(d *Description) (*kilnpb.DescribeResponse, error) {
 			Name:      a.Name,
 			Available: a.Available,
 			Reason:    a.Reason,
+			Note:      a.Note,
 			Profile:   profileToProto(a.Profile),
 			Identity: &kilnpb.DeviceIdentity{
 				Vendor:        a.Identity.Vendor,
@@ -70,6 +71,7 @@ func descriptionFromProto(r *kilnpb.DescribeResponse) *Description {
 			Name:      a.GetName(),
 			Available: a.GetAvailable(),
 			Reason:    a.GetReason(),
+			Note:      a.GetNote(),
 			Profile:   profileFromProto(a.GetProfile()),
 			Identity: DeviceIdentity{
 				Vendor:        id.GetVendor(),
@@ -99,6 +101,9 @@ func profileToProto(p DeviceProfile) *kilnpb.DeviceProfile {
 		SupportsHardwareCounters:    p.SupportsHardwareCounters,
 		MemBwGbps:                   p.MemBWGBps,
 		TimingQuality:               kilnpb.TimingQuality(p.TimingQuality),
+		MemBwStatus:                 kilnpb.BandwidthStatus(p.MemBWStatus),
+		MemoryBytes:                 p.MemoryBytes,
+		MemoryFreeBytes:             p.MemoryFreeBytes,
 	}
 }
 
@@ -118,6 +123,9 @@ func profileFromProto(p *kilnpb.DeviceProfile) DeviceProfile {
 		SupportsHardwareCounters:    p.GetSupportsHardwareCounters(),
 		MemBWGBps:                   p.GetMemBwGbps(),
 		TimingQuality:               TimingQuality(p.GetTimingQuality()),
+		MemBWStatus:                 BandwidthStatus(p.GetMemBwStatus()),
+		MemoryBytes:                 p.GetMemoryBytes(),
+		MemoryFreeBytes:             p.GetMemoryFreeBytes(),
 	}
 }
 

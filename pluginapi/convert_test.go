@@ -116,9 +116,10 @@ func testDescription() *Description {
 					SupportsSubgroupOps: true, HasSubgroupShuffle: true, HasSharedMemory: true, SupportsF16: true,
 					SupportsBF16: true, SupportsTensorCores: true, SupportsIndirectDispatch: true,
 					SupportsDeviceTimestamps: true, SupportsHardwareCounters: true, MemBWGBps: 123.5,
-					TimingQuality: DeviceTimestamps,
+					TimingQuality: DeviceTimestamps, MemBWStatus: BandwidthMeasured, MemoryBytes: 80 << 30, MemoryFreeBytes: 79 << 30,
 				},
-				Identity: DeviceIdentity{Vendor: "v", Device: "d", DriverVersion: "9", DeviceType: "gpu", Instance: "GPU-1"}},
+				Identity: DeviceIdentity{Vendor: "v", Device: "d", DriverVersion: "9", DeviceType: "gpu", Instance: "GPU-1"},
+				Note:     "float controls: none"},
 			{Index: 1, Name: "dev1", Reason: "driver missing. Fix: install it"},
 		},
 	}
@@ -141,6 +142,25 @@ func TestDescriptionRoundTrip(t *testing.T) {
 	}
 	if got := descriptionFromProto(pb); got.Precedence != nil {
 		t.Errorf("nil precedence came back as %d", *got.Precedence)
+	}
+}
+
+// TestDescriptionOfAnOlderPlugin pins that a description without the fields
+// added since (memory, the bandwidth's status, the note), as a plugin built
+// before them sends it, reads as unknown: zero and "unstated".
+func TestDescriptionOfAnOlderPlugin(t *testing.T) {
+	pb, err := descriptionToProto(testDescription())
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := pb.Adapters[0]
+	a.Note, a.Profile.MemBwStatus, a.Profile.MemoryBytes, a.Profile.MemoryFreeBytes = "", 0, 0, 0
+	got := descriptionFromProto(pb).Adapters[0]
+	if p := got.Profile; p.MemBWStatus != BandwidthUnstated || p.MemBWStatus.String() != "unstated" || p.MemoryBytes != 0 || p.MemoryFreeBytes != 0 || got.Note != "" || p.MemBWGBps != 123.5 {
+		t.Errorf("adapter %+v", got)
+	}
+	if s := BandwidthStatus(9).String(); s != "BandwidthStatus(9)" {
+		t.Errorf("an unknown status prints %q", s)
 	}
 }
 

@@ -29,6 +29,11 @@ type backendJSON struct {
 	Preferred       bool    `json:"preferred"`
 	Fingerprint     string  `json:"fingerprint,omitempty"`
 	Instance        string  `json:"instance,omitempty"`
+	// What `kiln devices` shows too: the driver, memory, limits and the
+	// bandwidth's status (in profile), and the plugin's note.
+	DriverVersion string      `json:"driver_version"`
+	Note          string      `json:"note"`
+	Profile       profileJSON `json:"profile"`
 }
 
 func toBackendJSON(r host.BackendStatus) backendJSON {
@@ -38,26 +43,39 @@ func toBackendJSON(r host.BackendStatus) backendJSON {
 		Precedence: r.Precedence, CapabilityScore: r.CapabilityScore, TimingQuality: r.TimingQuality.String(),
 		MemBWGBps: r.MemBWGBps, AcquisitionNs: r.Acquisition.Nanoseconds(), Preferred: r.Preferred,
 		Fingerprint: r.Fingerprint, Instance: r.Instance,
+		DriverVersion: r.Identity.DriverVersion, Note: r.Note, Profile: toProfileJSON(r.Profile),
 	}
 }
 
 func (a *app) backendsCommand() *cobra.Command {
-	return &cobra.Command{
+	wait := defaultBandwidthWait
+	cmd := &cobra.Command{
 		Use:   "backends",
 		Short: "List every backend and adapter, and which one is preferred",
 		Long: `List every backend adapter found in the plugins directory: its status (ready,
 unavailable with the reason, or failed), whether it is a reference oracle, its
-precedence, capability score, timing quality, memory bandwidth and measured
-acquisition time (each available adapter is opened to measure it). The row
-marked preferred is what kiln picks without --backend; reference oracles are
-never preferred.
+precedence, capability score, timing quality, memory bandwidth, device
+memory (free of total), limits (invocations per workgroup, subgroup size,
+largest storage binding), driver version and measured acquisition time (each
+available adapter is opened to measure it). The row marked preferred is what
+kiln picks without --backend; reference oracles are never preferred. "kiln
+devices" shows each adapter in full.
+
+MEM BW is what the plugin says now: a figure it measured, "~N GB/s est." for
+an estimate from the device's attributes, "not measured" where the backend
+does not measure it, or "measuring" when its measurement (which plugins run in
+the background once started or opened) did not end within --bandwidth-wait.
+A value the plugin does not report shows "-".
 
 --json prints an array of objects with the keys id, adapter, adapter_name,
 name, version, status, reason, reference_oracle, dispatches, precedence,
 capability_score, timing_quality, mem_bw_gbps, acquisition_ns, preferred, and
 for a started plugin's adapters fingerprint (the device fingerprint autotune
 records and PGO routes are keyed by) and instance (a GPU's UUID, where the
-backend reports one). The DEVICE column shows the fingerprint's first 8 digits.`,
+backend reports one), driver_version, note, and profile (the adapter's
+DeviceProfile as "kiln devices --json" gives it: limits, features,
+mem_bw_gbps with mem_bw_status, memory_bytes and memory_free_bytes, 0 when
+unknown). The DEVICE column shows the fingerprint's first 8 digits.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			h, err := a.open(cmd.Context())
@@ -69,6 +87,7 @@ backend reports one). The DEVICE column shows the fingerprint's first 8 digits.`
 			if err != nil {
 				return err
 			}
+			refreshDevices(cmd.Context(), h, rows, wait)
 			if a.json {
 				out := make([]backendJSON, len(rows))
 				for i, r := range rows {
@@ -79,6 +98,8 @@ backend reports one). The DEVICE column shows the fingerprint's first 8 digits.`
 			return a.printBackends(h, rows)
 		},
 	}
+	cmd.Flags().DurationVar(&wait, "bandwidth-wait", defaultBandwidthWait, "how long to wait for the plugins' bandwidth measurements (0: do not wait)")
+	return cmd
 }
 
 func (a *app) printBackends(h *host.Host, rows []host.BackendStatus) error {
@@ -88,10 +109,10 @@ func (a *app) printBackends(h *host.Host, rows []host.BackendStatus) error {
 		return nil
 	}
 	tw := tabwriter.NewWriter(a.out, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "BACKEND\tADAPTER\tDEVICE\tSTATUS\tREFERENCE\tPRECEDENCE\tSCORE\tTIMING\tMEM BW\tACQUISITION\tPREFERRED")
+	fmt.Fprintln(tw, "BACKEND\tADAPTER\tDEVICE\tSTATUS\tREFERENCE\tPRECEDENCE\tSCORE\tTIMING\tMEM BW\tMEMORY\tLIMITS\tDRIVER\tACQUISITION\tPREFERRED")
 	for _, r := range rows {
 		if !r.Started {
-			fmt.Fprintf(tw, "%s\t-\t-\t%s\t-\t-\t-\t-\t-\t-\t\n", r.ID, r.Status)
+			fmt.Fprintf(tw, "%s\t-\t-\t%s\t-\t-\t-\t-\t-\t-\t-\t-\t-\t\n", r.ID, r.Status)
 			continue
 		}
 		prec := "none"
@@ -111,8 +132,9 @@ func (a *app) printBackends(h *host.Host, rows []host.BackendStatus) error {
 		if len(device) > 8 {
 			device = device[:8]
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%v\t%s\t%d\t%s\t%.1f GB/s\t%s\t%s\n",
-			r.ID, adapter, device, r.Status, r.ReferenceOracle, prec, r.CapabilityScore, r.TimingQuality, r.MemBWGBps, acq, preferred)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%v\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n",
+			r.ID, adapter, device, r.Status, r.ReferenceOracle, prec, r.CapabilityScore, r.TimingQuality,
+			bandwidthText(r.Profile), memoryText(r.Profile), limitsText(r.Profile), orDash(r.Identity.DriverVersion), acq, preferred)
 	}
 	if err := tw.Flush(); err != nil {
 		return err

@@ -117,6 +117,7 @@ Shell completion: "kiln completion bash|zsh|fish|powershell --help".`,
 	root.AddCommand(a.pluginsCommand(), a.statsCommand())
 	root.AddCommand(a.tuneCommand(), a.autotuneCommand())
 	root.AddCommand(a.routesCommand(), a.versionCommand())
+	root.AddCommand(a.conformanceCommand(), a.devicesCommand())
 	// The completion command now, not at Execute, so that the walk below covers
 	// it; it writes to the output set before it is made.
 	root.SetOut(a.out)
@@ -193,12 +194,18 @@ func (e *timeoutError) Unwrap() error { return e.err }
 
 // open starts the host with the global flags.
 func (a *app) open(ctx context.Context) (*host.Host, error) {
+	return a.openWith(ctx, host.Options{})
+}
+
+// openWith starts the host with the global flags over opts.
+func (a *app) openWith(ctx context.Context, opts host.Options) (*host.Host, error) {
 	level := hclog.LevelFromString(a.logLevel)
 	if level == hclog.NoLevel {
 		return nil, fmt.Errorf("unknown --log-level %q. Fix: use trace, debug, info, warn, error or off", a.logLevel)
 	}
 	logger := hclog.New(&hclog.LoggerOptions{Name: "kiln", Level: level, Output: a.errOut})
-	return host.Open(ctx, host.Options{PluginDir: a.pluginDir, Logger: logger, StartTimeout: a.startTimeout})
+	opts.PluginDir, opts.Logger, opts.StartTimeout = a.pluginDir, logger, a.startTimeout
+	return host.Open(ctx, opts)
 }
 
 // printJSON writes v as indented JSON.

@@ -11,7 +11,9 @@
 // program), against the reference and, when they differ, against the program's
 // Variants too (fma evaluated unfused, denormals flushed), which docs/design.md
 // allows and no per-element bound can express. Verify is also what `kiln run
-// --verify` uses; its Report carries the largest ULP distance seen. See
+// --verify` uses; its Report carries the largest ULP distance seen. Check runs
+// the kit on any T (the part of *testing.T it uses), which is how `kiln
+// conformance` runs it against an installed plugin over the wire. See
 // docs/design.md, "Conformance kit".
 //
 //	func TestConformance(t *testing.T) {

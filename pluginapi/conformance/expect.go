@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"testing"
 
 	"github.com/kiln-dev/kiln/ir"
 	"github.com/kiln-dev/kiln/pluginapi"
@@ -73,7 +72,7 @@ func (e expectation) verify(got [][]byte) error {
 // ends. A program that uses subgroups may be rejected (pluginapi.RejectedError)
 // by a backend whose adapter profile does not claim what it needs; the test is
 // then skipped with the reason. Any other failure fails the test.
-func (r *runner) compileOrSkip(t *testing.T, p *ir.Program, c launch, blob []byte) *pluginapi.CompileResult {
+func (r *runner) compileOrSkip(t T, p *ir.Program, c launch, blob []byte) *pluginapi.CompileResult {
 	t.Helper()
 	res, err := r.tryCompile(p, c, blob)
 	if err != nil {

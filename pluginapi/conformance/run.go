@@ -29,9 +29,12 @@ type Options struct {
 	Seed uint64
 	// Timeout bounds each compile and each dispatch; zero means two minutes.
 	Timeout time.Duration
+	// MaxSize, when set, skips the corpus sizes above it; Run sets 4096 under
+	// go test -short.
+	MaxSize int
 }
 
-// shortMaxSize is the largest corpus size run under go test -short.
+// shortMaxSize is the largest corpus size Run runs under go test -short.
 const shortMaxSize = 4096
 
 const defaultTimeout = 2 * time.Minute
@@ -60,8 +63,47 @@ const defaultTimeout = 2 * time.Minute
 // profile claims what it needs (supports_subgroup_ops, has_subgroup_shuffle for
 // shuffles and broadcasts, subgroup_size for a required size): then the rejection
 // fails. A backend that does not dispatch is checked by "describe" only. Under
-// -short, corpus sizes above 4096 are skipped.
+// -short, corpus sizes above 4096 are skipped (unless Options.MaxSize says
+// otherwise). Run is Check on t.
 func Run(t *testing.T, b pluginapi.Backend, opts Options) {
+	t.Helper()
+	if testing.Short() && opts.MaxSize == 0 {
+		opts.MaxSize = shortMaxSize
+	}
+	Check(testingT{t}, b, opts)
+}
+
+// T is what the kit needs of a test: the methods of *testing.T it calls, with
+// Run taking a func of T. Check runs the kit on any T, so that a program can
+// run it without package testing's runner (`kiln conformance` runs it on an
+// installed plugin over the wire); Run hands it a *testing.T.
+//
+// As with *testing.T, Fatalf and Skipf end the (sub)test: they must not return
+// (*testing.T calls runtime.Goexit, so an implementation runs each subtest on
+// a goroutine of its own and does the same); Errorf marks it failed and goes
+// on; Cleanup functions run when the (sub)test and its subtests have ended,
+// last added first; Run runs f as the named subtest, waits for it and reports
+// whether it passed (or was skipped).
+type T interface {
+	Helper()
+	Logf(format string, args ...any)
+	Errorf(format string, args ...any)
+	Fatalf(format string, args ...any)
+	Skipf(format string, args ...any)
+	Cleanup(f func())
+	Run(name string, f func(t T)) bool
+}
+
+// testingT is a *testing.T as a T.
+type testingT struct{ *testing.T }
+
+func (t testingT) Run(name string, f func(t T)) bool {
+	return t.T.Run(name, func(t *testing.T) { f(testingT{t}) })
+}
+
+// Check runs the kit (see Run) on t: one subtest per part, table and case,
+// named as Run names them.
+func Check(t T, b pluginapi.Backend, opts Options) {
 	t.Helper()
 	ctx := context.Background()
 	desc, err := b.Describe(ctx)
@@ -69,9 +111,9 @@ func Run(t *testing.T, b pluginapi.Backend, opts Options) {
 		t.Fatalf("conformance: Describe: %v", err)
 	}
 	if desc == nil {
-		t.Fatal("conformance: Describe returned no description and no error")
+		t.Fatalf("conformance: Describe returned no description and no error")
 	}
-	t.Run("describe", func(t *testing.T) { checkDescription(t, desc) })
+	t.Run("describe", func(t T) { checkDescription(t, desc) })
 	if !desc.Dispatches {
 		t.Logf("conformance: backend %q does not dispatch; only its description was checked", desc.ID)
 		return
@@ -96,20 +138,20 @@ func Run(t *testing.T, b pluginapi.Backend, opts Options) {
 	// The contract is about handles, so it uses one plain kernel whatever
 	// Options.Kernels selects.
 	plain, _ := kernels.Lookup("vector_add")
-	t.Run("contract", func(t *testing.T) { r.contract(t, plain) })
+	t.Run("contract", func(t T) { r.contract(t, plain) })
 	t.Run("semantics", r.semantics)
 	for _, k := range ks {
-		t.Run(k.Name, func(t *testing.T) {
+		t.Run(k.Name, func(t T) {
 			for _, size := range r.sizes(k) {
-				t.Run(fmt.Sprintf("size=%d", size), func(t *testing.T) { r.kernelCase(t, k, size) })
+				t.Run(fmt.Sprintf("size=%d", size), func(t T) { r.kernelCase(t, k, size) })
 			}
 		})
 	}
 }
 
-func checkDescription(t *testing.T, d *pluginapi.Description) {
+func checkDescription(t T, d *pluginapi.Description) {
 	if d.ID == "" {
-		t.Error("the description has no ID")
+		t.Errorf("the description has no ID")
 	}
 	hasIR := false
 	for _, f := range d.Features {
@@ -119,7 +161,7 @@ func checkDescription(t *testing.T, d *pluginapi.Description) {
 		t.Errorf("features %q lack \"ir.v1\"", d.Features)
 	}
 	if d.Dispatches && len(d.Adapters) == 0 {
-		t.Error("the backend dispatches but has no adapters")
+		t.Errorf("the backend dispatches but has no adapters")
 	}
 	for i, a := range d.Adapters {
 		if a.Index != i {
@@ -162,12 +204,12 @@ func (r *runner) sizes(k kernels.Kernel) []int {
 	if len(r.opts.Sizes) > 0 {
 		sizes = r.opts.Sizes
 	}
-	if !testing.Short() {
+	if r.opts.MaxSize <= 0 {
 		return sizes
 	}
 	var out []int
 	for _, s := range sizes {
-		if s <= shortMaxSize {
+		if s <= r.opts.MaxSize {
 			out = append(out, s)
 		}
 	}
@@ -203,7 +245,7 @@ func (r *runner) reference(ctx context.Context, p *ir.Program, c launch) ([][]by
 
 // compile compiles p for the case on the backend and releases the pipeline when
 // the test ends.
-func (r *runner) compile(t *testing.T, p *ir.Program, c launch, blob []byte) *pluginapi.CompileResult {
+func (r *runner) compile(t T, p *ir.Program, c launch, blob []byte) *pluginapi.CompileResult {
 	t.Helper()
 	res, err := r.tryCompile(p, c, blob)
 	if err != nil {
@@ -230,7 +272,7 @@ func (r *runner) tryCompile(p *ir.Program, c launch, blob []byte) (*pluginapi.Co
 }
 
 // releaseAtEnd releases a pipeline when the test ends.
-func (r *runner) releaseAtEnd(t *testing.T, pipeline uint64) {
+func (r *runner) releaseAtEnd(t T, pipeline uint64) {
 	t.Cleanup(func() {
 		if err := r.b.Release(context.Background(), pipeline); err != nil {
 			t.Errorf("Release(%d): %v", pipeline, err)
@@ -251,7 +293,7 @@ func (r *runner) dispatch(pipeline uint64, c launch) (*pluginapi.DispatchResult,
 	return res, err
 }
 
-func (r *runner) kernelCase(t *testing.T, k kernels.Kernel, size int) {
+func (r *runner) kernelCase(t T, k kernels.Kernel, size int) {
 	p := k.Program()
 	c := launch{Case: r.newCase(k, size)}
 	exp := r.expect(p, c, false)
@@ -268,7 +310,7 @@ func (r *runner) kernelCase(t *testing.T, k kernels.Kernel, size int) {
 
 // check dispatches the launch and verifies the outputs against the expectation:
 // the reference's outputs, and those of the program's variants when they differ.
-func (r *runner) check(t *testing.T, p *ir.Program, c launch, pipeline uint64, exp expectation) {
+func (r *runner) check(t T, p *ir.Program, c launch, pipeline uint64, exp expectation) {
 	t.Helper()
 	res, err := r.dispatch(pipeline, c)
 	if err != nil {
@@ -278,27 +320,27 @@ func (r *runner) check(t *testing.T, p *ir.Program, c launch, pipeline uint64, e
 		t.Errorf("negative times: host %dns, device %dns", res.HostNanos, res.DeviceNanos)
 	}
 	if err := exp.verify(res.Outputs); err != nil {
-		t.Error(err)
+		t.Errorf("%v", err)
 	}
 }
 
 // contract checks how the backend treats handles it does not know and a cached
 // blob it cannot use, on kernel k at a small size.
-func (r *runner) contract(t *testing.T, k kernels.Kernel) {
+func (r *runner) contract(t T, k kernels.Kernel) {
 	p := k.Program()
 	c := launch{Case: r.newCase(k, 7)}
 	exp := r.expect(p, c, false)
 	if _, err := exp.refs[0](p); err != nil {
 		t.Fatalf("CPU reference failed on %s: %v", k.Name, err)
 	}
-	t.Run("unknown pipeline", func(t *testing.T) {
+	t.Run("unknown pipeline", func(t T) {
 		// Compile first, so a backend that ignores the handle is caught too.
 		comp := r.compile(t, p, c, nil)
 		if _, err := r.dispatch(comp.Pipeline^0xDEAD_BEEF_0000_0000, c); err == nil {
-			t.Error("Dispatch on a pipeline that was never compiled succeeded")
+			t.Errorf("Dispatch on a pipeline that was never compiled succeeded")
 		}
 	})
-	t.Run("released pipeline", func(t *testing.T) {
+	t.Run("released pipeline", func(t T) {
 		ctx, cancel := context.WithTimeout(context.Background(), r.opts.Timeout)
 		defer cancel()
 		res, err := r.b.Compile(ctx, &pluginapi.CompileRequest{Adapter: r.opts.Adapter, Program: p, Spec: c.Spec, WorkgroupSize: c.WorkgroupSize})
@@ -309,10 +351,10 @@ func (r *runner) contract(t *testing.T, k kernels.Kernel) {
 			t.Fatalf("Release(%d): %v", res.Pipeline, err)
 		}
 		if _, err := r.dispatch(res.Pipeline, c); err == nil {
-			t.Error("Dispatch on a released pipeline succeeded")
+			t.Errorf("Dispatch on a released pipeline succeeded")
 		}
 	})
-	t.Run("unusable cached blob", func(t *testing.T) {
+	t.Run("unusable cached blob", func(t T) {
 		comp := r.compile(t, p, c, []byte("kiln conformance: not a blob any backend produced"))
 		r.check(t, p, c, comp.Pipeline, exp)
 	})

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"testing"
 
 	"github.com/kiln-dev/kiln/ir"
 	"github.com/kiln-dev/kiln/ir/kernels"
@@ -90,17 +89,17 @@ func SemanticPrograms() []Program {
 }
 
 // semantics runs every table, one subtest per table and case.
-func (r *runner) semantics(t *testing.T) {
+func (r *runner) semantics(t T) {
 	for _, tab := range semanticTables() {
-		t.Run(tab.name, func(t *testing.T) {
+		t.Run(tab.name, func(t T) {
 			for _, s := range tab.cases {
-				t.Run(s.name, func(t *testing.T) { r.semanticCase(t, s) })
+				t.Run(s.name, func(t T) { r.semanticCase(t, s) })
 			}
 		})
 	}
 }
 
-func (r *runner) semanticCase(t *testing.T, s semantic) {
+func (r *runner) semanticCase(t T, s semantic) {
 	if s.err != nil {
 		t.Fatalf("the kit's case is broken (a kiln bug): %v", s.err)
 	}
@@ -131,7 +130,7 @@ func (r *runner) semanticCase(t *testing.T, s semantic) {
 		got = sortWords(got)
 	}
 	if err := exp.verify(got); err != nil {
-		t.Error(err)
+		t.Errorf("%v", err)
 	}
 }
 

@@ -43,14 +43,20 @@ func New() *Backend {
 
 // Profile describes the CPU as the interpreter uses it: large storage bindings,
 // workgroups of up to 1024 invocations, shared memory, no subgroups, and host-only
-// timing. MemBWGBps is 0: the interpreter is bound by interpretation, not by
-// memory bandwidth, and claims none.
+// timing. MemBWGBps is 0 and not measured: the interpreter is bound by
+// interpretation, not by memory bandwidth, and claims none. Its memory is the
+// machine's: MemTotal and MemAvailable of /proc/meminfo, 0 (unknown) where
+// there is none.
 func Profile() pluginapi.DeviceProfile {
+	total, free := machineMemory()
 	return pluginapi.DeviceProfile{
 		MaxStorageBufferBindingSize: maxBindingBytes,
 		MaxInvocationsPerWorkgroup:  1024,
 		HasSharedMemory:             true,
 		TimingQuality:               pluginapi.HostOnly,
+		MemBWStatus:                 pluginapi.BandwidthUnmeasured,
+		MemoryBytes:                 total,
+		MemoryFreeBytes:             free,
 	}
 }
 

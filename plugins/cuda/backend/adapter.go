@@ -53,8 +53,10 @@ type adapter struct {
 	// measuredBW is the quantized copy bandwidth in GB/s (float64 bits) once the
 	// background measurement has succeeded; 0 before.
 	measuredBW atomic.Uint64
-	// measuring counts the running background measurement (at most one).
-	measuring sync.WaitGroup
+	// measuring counts the running background measurement (at most one);
+	// measureEnded is set when it has ended, with a figure or not.
+	measuring    sync.WaitGroup
+	measureEnded atomic.Bool
 
 	mu sync.Mutex // guards the fields below
 	d  *device
@@ -137,6 +139,7 @@ func newAdapter(d *driver.Driver, ordinal int, driverText string, log hclog.Logg
 	}
 	a.info.Profile = profile(a.lim)
 	a.info.Profile.MemBWGBps = estimateBandwidth(a.lim)
+	a.info.Profile.MemoryBytes = a.lim.totalMem
 	a.info.Available = true
 	return a
 }
@@ -188,14 +191,36 @@ func identity(name, uuid string, l limits, driverText string) pluginapi.DeviceId
 // attributes read at start, but mem_bw_gbps, which is the measured copy bandwidth
 // once the background measurement after the first open has finished, and the
 // estimate from the memory's clock and bus width before (see
-// estimateBandwidth). Describing opens nothing.
+// estimateBandwidth; mem_bw_status says which), and the free memory, which
+// cuMemGetInfo reads once the adapter is open (unknown before). Describing
+// opens nothing.
 func (a *adapter) describe() pluginapi.Adapter {
 	info := a.info
 	if !info.Available {
 		return info
 	}
-	if bw := math.Float64frombits(a.measuredBW.Load()); bw > 0 {
-		info.Profile.MemBWGBps = bw
+	a.mu.Lock()
+	d, started := a.d, a.stopMeasure != nil
+	a.mu.Unlock()
+	p := &info.Profile
+	switch bw := math.Float64frombits(a.measuredBW.Load()); {
+	case bw > 0:
+		p.MemBWGBps, p.MemBWStatus = bw, pluginapi.BandwidthMeasured
+	case started && !a.measureEnded.Load():
+		p.MemBWStatus = pluginapi.BandwidthMeasuring
+	case p.MemBWGBps > 0:
+		p.MemBWStatus = pluginapi.BandwidthEstimated
+	default:
+		p.MemBWStatus = pluginapi.BandwidthUnmeasured
+	}
+	if d != nil {
+		_ = d.ctx.Do(func() error {
+			free, _, err := d.ctx.MemGetInfo()
+			if err == nil {
+				p.MemoryFreeBytes = free
+			}
+			return err
+		})
 	}
 	return info
 }
@@ -243,6 +268,7 @@ func (a *adapter) openLocked() (*device, error) {
 // logged.
 func (a *adapter) measure(ctx context.Context, d *device) {
 	defer a.measuring.Done()
+	defer a.measureEnded.Store(true)
 	start := time.Now()
 	bw, err := d.measureBandwidth(ctx)
 	took := time.Since(start)

@@ -25,12 +25,17 @@ func TestDescribeReportsTheDevice(t *testing.T) {
 	ctx := context.Background()
 	fresh := New(ConfigFromEnv())
 	defer fresh.Close(ctx)
-	if _, err := fresh.Describe(ctx); err != nil {
+	first, err := fresh.Describe(ctx)
+	if err != nil {
 		t.Fatal(err)
 	}
 	for i, a := range fresh.adapters {
 		if a.d != nil || a.stopMeasure != nil {
 			t.Errorf("adapter %d: Describe opened the device", i)
+		}
+		// Before an open: the estimate, and free memory unknown.
+		if p := first.Adapters[i].Profile; a.info.Available && p.MemBWStatus != pluginapi.BandwidthEstimated || p.MemoryFreeBytes != 0 || p.MemoryBytes != a.lim.totalMem {
+			t.Errorf("adapter %d before an open: bandwidth %v (%v), memory %d free of %d", i, p.MemBWGBps, p.MemBWStatus, p.MemoryFreeBytes, p.MemoryBytes)
 		}
 	}
 	b := newTestBackend(t)
@@ -48,7 +53,11 @@ func TestDescribeReportsTheDevice(t *testing.T) {
 			!strings.Contains(a.Identity.Device, a.Name) || !strings.Contains(a.Identity.DriverVersion, "CUDA ") {
 			t.Errorf("adapter %d: %+v (uuid %q)", i, a, ad.uuid)
 		}
-		if a.Profile != func() pluginapi.DeviceProfile { p := profile(ad.lim); p.MemBWGBps = a.Profile.MemBWGBps; return p }() {
+		if a.Profile != func() pluginapi.DeviceProfile {
+			p := profile(ad.lim)
+			p.MemBWGBps, p.MemBWStatus, p.MemoryBytes, p.MemoryFreeBytes = a.Profile.MemBWGBps, a.Profile.MemBWStatus, ad.lim.totalMem, a.Profile.MemoryFreeBytes
+			return p
+		}() {
 			t.Errorf("adapter %d: profile %+v does not follow the attributes %+v", i, a.Profile, ad.lim)
 		}
 		if a.Profile.MemBWGBps <= 0 || quantizeBandwidth(a.Profile.MemBWGBps) != a.Profile.MemBWGBps {
@@ -64,7 +73,14 @@ func TestDescribeReportsTheDevice(t *testing.T) {
 	if bw := math.Float64frombits(b.adapters[0].measuredBW.Load()); bw <= 0 || d.Adapters[0].Profile.MemBWGBps != bw {
 		t.Errorf("after the measurement Describe reports %v GB/s, the measurement %v", d.Adapters[0].Profile.MemBWGBps, bw)
 	}
+	if p := d.Adapters[0].Profile; p.MemBWStatus != pluginapi.BandwidthMeasured || p.MemoryFreeBytes == 0 || p.MemoryFreeBytes > p.MemoryBytes {
+		t.Errorf("after the measurement: bandwidth %v, memory %d free of %d; want measured and a free figure", p.MemBWStatus, p.MemoryFreeBytes, p.MemoryBytes)
+	}
+	// Free memory is a reading; everything else stays.
 	again, err := b.Describe(ctx)
+	if err == nil {
+		again.Adapters[0].Profile.MemoryFreeBytes = d.Adapters[0].Profile.MemoryFreeBytes
+	}
 	if err != nil || again.Adapters[0].Profile != d.Adapters[0].Profile {
 		t.Errorf("a second Describe changed the profile: %+v, %v", again.Adapters[0].Profile, err)
 	}

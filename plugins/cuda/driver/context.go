@@ -51,6 +51,13 @@ func (c *Context) MemAlloc(size uint64) (DevicePtr, error) {
 	return p, err
 }
 
+// MemGetInfo returns the device's free and total memory in bytes, as the
+// driver counts them for every process (cuMemGetInfo).
+func (c *Context) MemGetInfo() (free, total uint64, err error) {
+	err = c.d.check(fnMemGetInfo, c.d.call(fnMemGetInfo, uintptr(unsafe.Pointer(&free)), uintptr(unsafe.Pointer(&total))))
+	return free, total, err
+}
+
 // MemFree frees device memory from MemAlloc.
 func (c *Context) MemFree(p DevicePtr) error {
 	return c.d.check(fnMemFree, c.d.call(fnMemFree, uintptr(p)))

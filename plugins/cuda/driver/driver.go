@@ -30,6 +30,7 @@ const (
 	fnCtxSetCurrent
 	fnMemAlloc
 	fnMemFree
+	fnMemGetInfo
 	fnMemcpyHtoDAsync
 	fnMemcpyDtoHAsync
 	fnMemcpyDtoDAsync
@@ -76,6 +77,7 @@ var symbols = [fnCount]string{
 	fnCtxSetCurrent:      "cuCtxSetCurrent",
 	fnMemAlloc:           "cuMemAlloc_v2",
 	fnMemFree:            "cuMemFree_v2",
+	fnMemGetInfo:         "cuMemGetInfo_v2",
 	fnMemcpyHtoDAsync:    "cuMemcpyHtoDAsync_v2",
 	fnMemcpyDtoHAsync:    "cuMemcpyDtoHAsync_v2",
 	fnMemcpyDtoDAsync:    "cuMemcpyDtoDAsync_v2",

@@ -39,7 +39,7 @@ type adapter struct {
 	// onLost is Config.OnDeviceLost.
 	onLost func(error)
 
-	mu  sync.Mutex // guards dev, lost and info.Profile.MemBWGBps
+	mu  sync.Mutex // guards dev, lost and info.Profile's MemBWGBps and MemBWStatus
 	dev *device
 	// lost are devices that were lost and replaced, destroyed at close.
 	lost []*device
@@ -80,9 +80,10 @@ func newAdapter(index int, pd vk.PhysicalDevice) *adapter {
 	a.addresses = pd.BufferDeviceAddress()
 	a.hostReset = pd.HostQueryReset()
 	a.target = target(props)
-	a.info.Name += floatNote(a.target)
+	a.info.Note = floatNote(a.target)
 	a.info.Profile = profile(props, a.features, exts, a.timestamps)
 	a.info.Profile.MaxStorageBufferBindingSize = a.bindingLimit()
+	a.info.Profile.MemoryBytes = deviceLocalBytes(a.mem)
 	a.info.Available = true
 	return a
 }
@@ -115,23 +116,51 @@ func (a *adapter) targetFor(wg [3]uint32, spec ir.SpecMap) spirv.Target {
 	return t
 }
 
-// floatNote is what the adapter's name says, in `kiln backends`, about float
-// controls the device lacks: without SignedZeroInfNanPreserve the emitter's
-// bit-level fallbacks keep NaN, infinities and signed zeros; without
-// DenormPreserve denormals may be flushed to zero, which the conformance rules
-// allow.
+// floatNote is the adapter's note (`kiln devices`) about the float controls
+// the device lacks: without SignedZeroInfNanPreserve the emitter's bit-level
+// fallbacks keep NaN, infinities and signed zeros; without DenormPreserve
+// denormals may be flushed to zero, which the conformance rules allow.
 func floatNote(t spirv.Target) string {
 	var missing []string
 	if !t.SignedZeroInfNanPreserve {
-		missing = append(missing, "no SignedZeroInfNanPreserve: bit-level fallbacks")
+		missing = append(missing, "no SignedZeroInfNanPreserve (bit-level fallbacks)")
 	}
 	if !t.DenormPreserve {
-		missing = append(missing, "no DenormPreserve: denormals may flush")
+		missing = append(missing, "no DenormPreserve (denormals may flush)")
 	}
 	if len(missing) == 0 {
 		return ""
 	}
-	return " [float controls: " + strings.Join(missing, "; ") + "]"
+	return "float controls: " + strings.Join(missing, "; ")
+}
+
+// deviceLocalBytes is the size of the device's device-local heaps, the memory
+// its buffers live in.
+func deviceLocalBytes(m vk.MemoryProperties) uint64 {
+	var n uint64
+	for _, h := range m.Heaps {
+		if h.DeviceLocal {
+			n += h.Size
+		}
+	}
+	return n
+}
+
+// freeBytes is how much of the device-local heaps this process may still
+// allocate by VK_EXT_memory_budget (budget less usage), 0 (unknown) when the
+// device lacks the extension.
+func (a *adapter) freeBytes() uint64 {
+	budgets, ok := a.pd.MemoryBudget()
+	if !ok {
+		return 0
+	}
+	var n uint64
+	for i, b := range budgets {
+		if i < len(a.mem.Heaps) && a.mem.Heaps[i].DeviceLocal && b.Budget > b.Usage {
+			n += b.Budget - b.Usage
+		}
+	}
+	return n
 }
 
 // sizeControl reports whether pipelines can require a subgroup size (and full
@@ -188,7 +217,8 @@ func (a *adapter) subgroupRequirement(p *ir.Program, wg [3]uint32) (vk.SubgroupR
 // the backend can run (see the package documentation): no f16 or bf16 (IR v1
 // has no such types), no tensor cores (no cooperative matrices are emitted), no
 // indirect dispatch and no hardware counters (the backend records neither).
-// MemBWGBps is filled in by the bandwidth measurement.
+// MemBWGBps is filled in by the bandwidth measurement (MemBWStatus says how
+// far it got); until one starts the figure is not measured.
 func profile(p vk.Properties, _ vk.Features, _ []string, timestamps bool) pluginapi.DeviceProfile {
 	compute := p.Subgroup.Stages&vk.StageCompute != 0
 	ops := p.Subgroup.Operations
@@ -205,6 +235,7 @@ func profile(p vk.Properties, _ vk.Features, _ []string, timestamps bool) plugin
 		HasSharedMemory:             p.Limits.MaxComputeSharedMemorySize > 0,
 		SupportsDeviceTimestamps:    timestamps,
 		TimingQuality:               q,
+		MemBWStatus:                 pluginapi.BandwidthUnmeasured,
 	}
 }
 
@@ -263,8 +294,12 @@ func driverVersion(vendor, v uint32) string {
 // describe returns the adapter's description.
 func (a *adapter) describe() pluginapi.Adapter {
 	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.info
+	info := a.info
+	a.mu.Unlock()
+	if info.Available {
+		info.Profile.MemoryFreeBytes = a.freeBytes()
+	}
+	return info
 }
 
 // open returns the adapter's device, creating it on first use and after a lost

@@ -131,8 +131,11 @@ func applyEstimates(adapters []*adapter, est map[string]float64) {
 			continue
 		}
 		a.mu.Lock()
-		if a.info.Profile.MemBWGBps == 0 {
-			a.info.Profile.MemBWGBps = quantize(g)
+		if p := &a.info.Profile; p.MemBWGBps == 0 {
+			p.MemBWGBps = quantize(g)
+			if p.MemBWStatus != pluginapi.BandwidthMeasuring {
+				p.MemBWStatus = pluginapi.BandwidthEstimated
+			}
 		}
 		a.mu.Unlock()
 	}
@@ -261,7 +264,9 @@ func (b *Backend) Prestart() {
 
 // Describe reports the backend and its adapters. The first call starts
 // measuring each available adapter's bandwidth in the background (see the
-// package documentation); until a measurement ends, mem_bw_gbps is 0.
+// package documentation); until a measurement ends, mem_bw_gbps is 0 or
+// NVML's estimate and mem_bw_status says "measuring". Free memory is read on
+// each call.
 func (b *Backend) Describe(ctx context.Context) (*pluginapi.Description, error) {
 	b.life.RLock()
 	defer b.life.RUnlock()
@@ -281,6 +286,9 @@ func (b *Backend) Describe(ctx context.Context) (*pluginapi.Description, error) 
 	if err != nil {
 		return nil, err
 	}
+	if !b.cfg.NoBandwidth {
+		b.measureOnce()
+	}
 	d := &pluginapi.Description{
 		ID:         ID,
 		Version:    Version,
@@ -292,9 +300,6 @@ func (b *Backend) Describe(ctx context.Context) (*pluginapi.Description, error) 
 			return nil, fmt.Errorf("describe vulkan adapters: %w", err)
 		}
 		d.Adapters = append(d.Adapters, a.describe())
-	}
-	if !b.cfg.NoBandwidth {
-		b.measureOnce()
 	}
 	return d, nil
 }

@@ -81,12 +81,25 @@ func TestDescribeReportsTheDevice(t *testing.T) {
 	if prof.SupportsF16 || prof.SupportsBF16 || prof.SupportsTensorCores || prof.SupportsIndirectDispatch || prof.SupportsHardwareCounters {
 		t.Errorf("profile %+v claims features the backend cannot run", prof)
 	}
+	if want := pluginapi.BandwidthUnmeasured; prof.MemBWStatus != want && prof.MemBWStatus != pluginapi.BandwidthEstimated {
+		t.Errorf("bandwidth status %v without a measurement (NoBandwidth), want %v, or estimated on NVIDIA", prof.MemBWStatus, want)
+	}
+	if prof.MemoryBytes != deviceLocalBytes(b.adapters[0].mem) || prof.MemoryBytes == 0 || prof.MemoryFreeBytes > prof.MemoryBytes {
+		t.Errorf("memory %d free of %d, want the device-local heaps (%+v)", prof.MemoryFreeBytes, prof.MemoryBytes, b.adapters[0].mem.Heaps)
+	}
+	// Free memory is a reading; everything else stays.
 	again, err := b.Describe(ctx)
+	if err == nil {
+		again.Adapters[0].Profile.MemoryFreeBytes = prof.MemoryFreeBytes
+	}
 	if err != nil || again.Adapters[0].Profile != prof {
 		t.Errorf("a second Describe changed the profile: %+v, %v", again.Adapters[0].Profile, err)
 	}
-	if fc := p.FloatControls; fc != nil && fc.SignedZeroInfNanPreserveFloat32 && fc.DenormPreserveFloat32 && a.Name != p.Name {
-		t.Errorf("adapter name %q notes missing float controls the device has", a.Name)
+	// The name is the device's; what the float controls lack is the note.
+	fc := p.FloatControls
+	complete := fc != nil && fc.SignedZeroInfNanPreserveFloat32 && fc.DenormPreserveFloat32
+	if a.Name != p.Name || complete != (a.Note == "") || !complete && !strings.HasPrefix(a.Note, "float controls: no ") {
+		t.Errorf("adapter name %q, note %q, float controls %+v", a.Name, a.Note, fc)
 	}
 	t.Logf("%s (%s): %d score, %.1f GB/s copy, %v", a.Name, a.Identity.DeviceType, prof.CapabilityScore(), prof.MemBWGBps, prof.TimingQuality)
 }
@@ -100,7 +113,7 @@ func TestProfileFromProperties(t *testing.T) {
 	// no indirect dispatch nor counter queries): they are not claimed.
 	want := pluginapi.DeviceProfile{MaxStorageBufferBindingSize: 1 << 27, MaxInvocationsPerWorkgroup: 1024, SubgroupSize: 32,
 		SupportsSubgroupOps: true, HasSubgroupShuffle: true, HasSharedMemory: true,
-		SupportsDeviceTimestamps: true, TimingQuality: pluginapi.DeviceTimestamps}
+		SupportsDeviceTimestamps: true, TimingQuality: pluginapi.DeviceTimestamps, MemBWStatus: pluginapi.BandwidthUnmeasured}
 	if got != want {
 		t.Errorf("profile =\n%+v, want\n%+v", got, want)
 	}
@@ -464,5 +477,13 @@ func TestEstimatesFillOnlyUnmeasuredAdapters(t *testing.T) {
 	applyEstimates([]*adapter{gpu, measured, other, none}, map[string]float64{"GPU-a": 4022.5, "GPU-b": 4800, "": 7})
 	if gpu.info.Profile.MemBWGBps != 4000 || measured.info.Profile.MemBWGBps != 3300 || other.info.Profile.MemBWGBps != 0 || none.info.Profile.MemBWGBps != 0 {
 		t.Errorf("bandwidths %v %v %v %v, want 4000 3300 0 0", gpu.info.Profile.MemBWGBps, measured.info.Profile.MemBWGBps, other.info.Profile.MemBWGBps, none.info.Profile.MemBWGBps)
+	}
+	if gpu.info.Profile.MemBWStatus != pluginapi.BandwidthEstimated {
+		t.Errorf("an estimated bandwidth says %v", gpu.info.Profile.MemBWStatus)
+	}
+	measuring := &adapter{info: pluginapi.Adapter{Identity: pluginapi.DeviceIdentity{Instance: "GPU-a"}, Profile: pluginapi.DeviceProfile{MemBWStatus: pluginapi.BandwidthMeasuring}}}
+	applyEstimates([]*adapter{measuring}, map[string]float64{"GPU-a": 4022.5})
+	if p := measuring.info.Profile; p.MemBWGBps != 4000 || p.MemBWStatus != pluginapi.BandwidthMeasuring {
+		t.Errorf("an estimate during the measurement: %v GB/s, %v; want 4000, still measuring", p.MemBWGBps, p.MemBWStatus)
 	}
 }

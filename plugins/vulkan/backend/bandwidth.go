@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	"github.com/kiln-dev/kiln/ir"
+	"github.com/kiln-dev/kiln/pluginapi"
 	"github.com/kiln-dev/kiln/plugins/vulkan/spirv"
 	"github.com/kiln-dev/kiln/plugins/vulkan/vk"
 )
@@ -24,7 +25,9 @@ const (
 )
 
 // measureOnce starts measuring every available adapter's bandwidth in the
-// background, once per backend. Close waits for the measurement.
+// background, once per backend; the adapters it measures say "measuring"
+// from now until it ends with a figure ("measured") or fails (the estimate
+// stays, "estimated", or none, "unmeasured"). Close waits for the measurement.
 func (b *Backend) measureOnce() {
 	b.mu.Lock()
 	if b.measuring {
@@ -35,6 +38,13 @@ func (b *Backend) measureOnce() {
 	adapters := b.adapters
 	b.measured.Add(1)
 	b.mu.Unlock()
+	for _, a := range adapters {
+		if a.info.Available && a.timestamps {
+			a.mu.Lock()
+			a.info.Profile.MemBWStatus = pluginapi.BandwidthMeasuring
+			a.mu.Unlock()
+		}
+	}
 	go func() {
 		defer b.measured.Done()
 		b.life.RLock()
@@ -42,22 +52,26 @@ func (b *Backend) measureOnce() {
 		b.mu.Lock()
 		closed := b.closed
 		b.mu.Unlock()
-		if closed {
-			return
-		}
 		for _, a := range adapters {
 			if !a.info.Available || !a.timestamps {
 				continue
 			}
-			bw, err := a.measureBandwidth()
-			if err != nil {
-				if b.cfg.Logger != nil {
-					b.cfg.Logger.Warn("Vulkan bandwidth measurement failed", "adapter", a.index, "error", err)
-				}
-				continue
+			bw, err := 0.0, errClosed
+			if !closed {
+				bw, err = a.measureBandwidth()
+			}
+			if err != nil && !closed && b.cfg.Logger != nil {
+				b.cfg.Logger.Warn("Vulkan bandwidth measurement failed", "adapter", a.index, "error", err)
 			}
 			a.mu.Lock()
-			a.info.Profile.MemBWGBps = bw
+			switch p := &a.info.Profile; {
+			case err == nil && bw > 0:
+				p.MemBWGBps, p.MemBWStatus = bw, pluginapi.BandwidthMeasured
+			case p.MemBWGBps > 0:
+				p.MemBWStatus = pluginapi.BandwidthEstimated
+			default:
+				p.MemBWStatus = pluginapi.BandwidthUnmeasured
+			}
 			a.mu.Unlock()
 		}
 		b.noteValidation()

@@ -421,8 +421,8 @@ func TestDeviceLost(t *testing.T) {
 }
 
 // TestBandwidthIsMeasuredAfterDescribe pins that the first Describe does not wait
-// for the bandwidth measurement, and that a later one reports it, quantized to
-// two significant digits.
+// for the bandwidth measurement but says it is under way, and that a later one
+// reports it, quantized to two significant digits, as measured.
 func TestBandwidthIsMeasuredAfterDescribe(t *testing.T) {
 	cfg := ConfigFromEnv()
 	b := New(cfg)
@@ -435,14 +435,17 @@ func TestBandwidthIsMeasuredAfterDescribe(t *testing.T) {
 	if len(d.Adapters) == 0 || !d.Adapters[0].Available || !d.Adapters[0].Profile.SupportsDeviceTimestamps {
 		t.Skip("no usable Vulkan adapter with timestamps")
 	}
+	if s := d.Adapters[0].Profile.MemBWStatus; s != pluginapi.BandwidthMeasuring {
+		t.Errorf("the first Describe says the bandwidth is %v, want measuring", s)
+	}
 	b.measured.Wait()
 	d, err = b.Describe(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	bw := d.Adapters[0].Profile.MemBWGBps
-	if bw <= 0 || quantize(bw) != bw {
-		t.Errorf("measured bandwidth %v: want > 0 and quantized", bw)
+	if bw <= 0 || quantize(bw) != bw || d.Adapters[0].Profile.MemBWStatus != pluginapi.BandwidthMeasured {
+		t.Errorf("measured bandwidth %v (%v): want > 0, quantized and measured", bw, d.Adapters[0].Profile.MemBWStatus)
 	}
 	t.Logf("%s: %v GB/s", d.Adapters[0].Name, bw)
 }

@@ -319,6 +319,17 @@ void kiln_get_memory_properties(kiln_instance *in, VkPhysicalDevice pd, VkPhysic
 	in->vkGetPhysicalDeviceMemoryProperties(pd, out);
 }
 
+void kiln_get_memory_budget(kiln_instance *in, VkPhysicalDevice pd, VkDeviceSize *budget, VkDeviceSize *usage) {
+	VkPhysicalDeviceMemoryBudgetPropertiesEXT b = {VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MEMORY_BUDGET_PROPERTIES_EXT};
+	VkPhysicalDeviceMemoryProperties2 m = {VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MEMORY_PROPERTIES_2};
+	m.pNext = &b;
+	in->vkGetPhysicalDeviceMemoryProperties2(pd, &m);
+	for (uint32_t i = 0; i < VK_MAX_MEMORY_HEAPS; i++) {
+		budget[i] = b.heapBudget[i];
+		usage[i] = b.heapUsage[i];
+	}
+}
+
 void kiln_get_queue_families(kiln_instance *in, VkPhysicalDevice pd, uint32_t *count, VkQueueFamilyProperties *out) {
 	in->vkGetPhysicalDeviceQueueFamilyProperties(pd, count, out);
 }

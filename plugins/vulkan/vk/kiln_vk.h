@@ -27,6 +27,7 @@
 	X(vkGetPhysicalDeviceProperties2)         \
 	X(vkGetPhysicalDeviceFeatures2)           \
 	X(vkGetPhysicalDeviceMemoryProperties)    \
+	X(vkGetPhysicalDeviceMemoryProperties2)   \
 	X(vkGetPhysicalDeviceQueueFamilyProperties) \
 	X(vkEnumerateDeviceExtensionProperties)   \
 	X(vkCreateDevice)                         \
@@ -180,6 +181,10 @@ void kiln_get_properties(kiln_instance *in, VkPhysicalDevice pd, uint32_t instan
 void kiln_get_features(kiln_instance *in, VkPhysicalDevice pd, uint32_t instance_api, kiln_chain chain,
 	uint32_t *float16, uint32_t *size_control, uint32_t *full_subgroups);
 void kiln_get_memory_properties(kiln_instance *in, VkPhysicalDevice pd, VkPhysicalDeviceMemoryProperties *out);
+/* kiln_get_memory_budget reads VK_EXT_memory_budget's budget and usage of every
+ * heap (VK_MAX_MEMORY_HEAPS entries each); the caller checked that the device
+ * has the extension. */
+void kiln_get_memory_budget(kiln_instance *in, VkPhysicalDevice pd, VkDeviceSize *budget, VkDeviceSize *usage);
 void kiln_get_queue_families(kiln_instance *in, VkPhysicalDevice pd, uint32_t *count, VkQueueFamilyProperties *out);
 VkResult kiln_enumerate_device_extensions(kiln_instance *in, VkPhysicalDevice pd, uint32_t *count, VkExtensionProperties *out);
 VkResult kiln_create_device(kiln_instance *in, VkPhysicalDevice pd, uint32_t queue_family, kiln_device_options opts,

@@ -169,9 +169,10 @@ type MemoryType struct {
 	Heap  uint32
 }
 
-// MemoryHeap is one VkMemoryHeap.
+// MemoryHeap is one VkMemoryHeap; DeviceLocal is VK_MEMORY_HEAP_DEVICE_LOCAL_BIT.
 type MemoryHeap struct {
-	Size uint64
+	Size        uint64
+	DeviceLocal bool
 }
 
 // MemoryProperties lists a device's memory types and heaps.
@@ -344,9 +345,36 @@ func (p PhysicalDevice) MemoryProperties() MemoryProperties {
 		out.Types = append(out.Types, MemoryType{Flags: MemoryPropertyFlags(t.propertyFlags), Heap: uint32(t.heapIndex)})
 	}
 	for _, h := range m.memoryHeaps[:m.memoryHeapCount] {
-		out.Heaps = append(out.Heaps, MemoryHeap{Size: uint64(h.size)})
+		out.Heaps = append(out.Heaps, MemoryHeap{Size: uint64(h.size), DeviceLocal: h.flags&C.VK_MEMORY_HEAP_DEVICE_LOCAL_BIT != 0})
 	}
 	return out
+}
+
+// MemoryBudgetExtension is the device extension MemoryBudget needs.
+const MemoryBudgetExtension = "VK_EXT_memory_budget"
+
+// HeapBudget is one heap's VK_EXT_memory_budget reading: how much memory this
+// process may use from the heap (other processes' use and the driver's
+// reckoning taken into account), and how much it uses.
+type HeapBudget struct {
+	Budget, Usage uint64
+}
+
+// MemoryBudget reads every heap's budget and usage, in the order of
+// MemoryProperties' heaps; ok is false when the device lacks
+// VK_EXT_memory_budget (MemoryBudgetExtension).
+func (p PhysicalDevice) MemoryBudget() (heaps []HeapBudget, ok bool) {
+	exts, err := p.Extensions()
+	if err != nil || !slices.Contains(exts, MemoryBudgetExtension) {
+		return nil, false
+	}
+	var budget, usage [C.VK_MAX_MEMORY_HEAPS]C.VkDeviceSize
+	C.kiln_get_memory_budget(p.inst.in, p.pd, &budget[0], &usage[0])
+	n := len(p.MemoryProperties().Heaps)
+	for i := range n {
+		heaps = append(heaps, HeapBudget{Budget: uint64(budget[i]), Usage: uint64(usage[i])})
+	}
+	return heaps, true
 }
 
 // QueueFamilies lists the device's queue families.

@@ -1,0 +1,344 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/kiln-dev/kiln/cmd/kiln/internal/conform"
+	"github.com/kiln-dev/kiln/host"
+	"github.com/kiln-dev/kiln/pluginapi/conformance"
+)
+
+// conformanceJSON is `kiln conformance --json`.
+type conformanceJSON struct {
+	Passed   bool                     `json:"passed"`
+	Backends []conformanceBackendJSON `json:"backends"`
+}
+
+// conformanceBackendJSON is one adapter's run.
+type conformanceBackendJSON struct {
+	Name        string `json:"name"`
+	AdapterName string `json:"adapter_name,omitempty"`
+	Version     string `json:"version,omitempty"`
+	Passed      bool   `json:"passed"`
+	// Error says why the kit did not run (the backend could not be acquired);
+	// Messages why it stopped early (a failed Describe).
+	Error    string                  `json:"error,omitempty"`
+	Messages []string                `json:"messages,omitempty"`
+	Tables   []conformanceTableJSON  `json:"tables"`
+	Cases    []conformanceResultJSON `json:"cases"`
+	// Failures are the failed cases, and the parts or tables that failed
+	// before their cases ran, with why.
+	Failures []conformanceResultJSON `json:"failures"`
+	Seconds  float64                 `json:"seconds"`
+}
+
+type conformanceTableJSON struct {
+	Name    string  `json:"name"`
+	Pass    int     `json:"pass"`
+	Fail    int     `json:"fail"`
+	Skip    int     `json:"skip"`
+	Seconds float64 `json:"seconds"`
+}
+
+type conformanceResultJSON struct {
+	Name     string   `json:"name"`
+	Status   string   `json:"status"`
+	Messages []string `json:"messages,omitempty"`
+	Seconds  float64  `json:"seconds"`
+}
+
+func (a *app) conformanceCommand() *cobra.Command {
+	var (
+		names   []string
+		pattern string
+		short   bool
+		seed    uint64
+	)
+	cmd := &cobra.Command{
+		Use:   "conformance",
+		Short: "Check installed backend plugins with the conformance kit, over the wire",
+		Long: `Run the conformance kit (pluginapi/conformance, the check a plugin author runs
+from Go tests) against installed plugin executables: the host starts each
+plugin, and every compile and dispatch goes over the wire as an application's
+would. Each backend's results are compared with the CPU reference interpreter,
+in this process: the description, the handle contract, the semantics tables
+(operators, casts, memory, control flow, atomics, uniforms, subgroups) and the
+standard kernel corpus at its sizes.
+
+--backend names what to check: a backend id (every available adapter of it) or
+one adapter ("vulkan:1"); repeat it or separate names with commas. Without it,
+every available adapter of every backend that dispatches is checked, except
+reference oracles (cpu-ref), which are checked only when named.
+
+--run selects tables and cases as go test -run does: one regular expression
+per level, separated by '/': "semantics/cast", "semantics/operator/add\.",
+"vector_add/size=257", "contract|describe". --short skips corpus sizes above
+4096.
+
+The table lists, per part of the kit (describe, contract, each semantics
+table, each corpus kernel), the cases that passed, failed and were skipped
+(a subgroup program the adapter rejects and does not claim to run), and
+then every failure with its detail. --json prints {"passed", "backends": [{
+"name", "adapter_name", "version", "passed", "error", "messages", "tables":
+[{"name", "pass", "fail", "skip", "seconds"}], "cases": [{"name", "status",
+"messages", "seconds"}], "failures" (the failed cases, and parts that failed
+before their cases ran, as cases are), "seconds"}]}. The exit status is 1 when any case
+failed, a backend could not be acquired or nothing was checked.
+
+The host compiles through a pipeline cache of this run only (kept in memory)
+and without autotune records or PGO routes, so the user's stores neither
+change nor change the results.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			filter, err := conform.ParseFilter(pattern)
+			if err != nil {
+				return err
+			}
+			blobs := conform.NewBlobs()
+			h, err := a.openWith(cmd.Context(), host.Options{Cache: blobs, NoAutotune: true, NoPGO: true, Remote: "off"})
+			if err != nil {
+				return err
+			}
+			defer h.Close()
+			targets, err := conformanceTargets(h, names)
+			if err != nil {
+				return err
+			}
+			opts := conformance.Options{Seed: seed}
+			if short {
+				opts.MaxSize = 4096
+			}
+			return a.runConformance(cmd.Context(), h, blobs, targets, opts, filter)
+		},
+	}
+	f := cmd.Flags()
+	f.StringSliceVar(&names, "backend", nil, "backend id or adapter (vulkan:1) to check; repeatable (default: every available adapter of every backend but reference oracles)")
+	f.StringVar(&pattern, "run", "", "run only the tables and cases matching this go test -run style pattern")
+	f.BoolVar(&short, "short", false, "skip corpus sizes above 4096")
+	f.Uint64Var(&seed, "seed", 0, "seed of the random inputs")
+	return cmd
+}
+
+// conformanceTargets turns --backend names into adapter names: an id is every
+// available adapter of that backend (or id:0 when none is, so that the
+// failure to acquire it is reported), and no names is every available adapter
+// of every backend that dispatches and is no reference oracle.
+func conformanceTargets(h *host.Host, names []string) ([]string, error) {
+	var out []string
+	if len(names) == 0 {
+		for _, id := range h.IDs() {
+			d, err := h.Description(id)
+			if err != nil || !d.Dispatches || host.IsReferenceOracle(d) {
+				continue
+			}
+			for _, ad := range d.Adapters {
+				if ad.Available {
+					out = append(out, fmt.Sprintf("%s:%d", d.ID, ad.Index))
+				}
+			}
+		}
+		if len(out) == 0 {
+			return nil, errors.New("no available backend to check (reference oracles are checked only when named). Fix: name one with --backend, for example --backend cpu-ref; `kiln backends` lists them")
+		}
+		return out, nil
+	}
+	for _, name := range names {
+		if strings.Contains(name, ":") {
+			out = append(out, name)
+			continue
+		}
+		d, err := h.Description(name)
+		if err != nil {
+			return nil, err
+		}
+		n := len(out)
+		for _, ad := range d.Adapters {
+			if ad.Available {
+				out = append(out, fmt.Sprintf("%s:%d", d.ID, ad.Index))
+			}
+		}
+		if len(out) == n {
+			out = append(out, name+":0")
+		}
+	}
+	return out, nil
+}
+
+// runConformance runs the kit on each target, printing as it goes (or JSON at
+// the end), and fails when anything did.
+func (a *app) runConformance(ctx context.Context, h *host.Host, blobs *conform.Blobs, targets []string, opts conformance.Options, filter conform.Filter) error {
+	report := conformanceJSON{Passed: true}
+	var failed []string
+	for i, name := range targets {
+		if i > 0 && !a.json {
+			fmt.Fprintln(a.out)
+		}
+		run := a.conformanceOn(ctx, h, blobs, name, opts, filter)
+		report.Backends = append(report.Backends, run)
+		if !run.Passed {
+			report.Passed = false
+			failed = append(failed, name)
+		}
+	}
+	if a.json {
+		if err := a.printJSON(report); err != nil {
+			return err
+		}
+	}
+	if err := ctx.Err(); err != nil && a.timeout > 0 && errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("conformance stopped by --timeout %v: %w. Fix: give it more time with --timeout, or fewer cases with --run or --short", a.timeout, err)
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("conformance interrupted: %w", err)
+	}
+	if len(failed) > 0 {
+		return &exitError{code: 1, err: fmt.Errorf("conformance failed on %s", strings.Join(failed, ", "))}
+	}
+	return nil
+}
+
+// conformanceOn runs the kit on one adapter.
+func (a *app) conformanceOn(ctx context.Context, h *host.Host, blobs *conform.Blobs, name string, opts conformance.Options, filter conform.Filter) conformanceBackendJSON {
+	out := conformanceBackendJSON{Name: name, Tables: []conformanceTableJSON{}, Cases: []conformanceResultJSON{}, Failures: []conformanceResultJSON{}}
+	began := time.Now()
+	b, err := h.Acquire(ctx, name)
+	if err != nil {
+		out.Error = err.Error()
+		if !a.json {
+			fmt.Fprintf(a.out, "%s: not checked: %v\n", name, err)
+		}
+		return out
+	}
+	out.Name, out.AdapterName, out.Version = b.Name(), b.Adapter().Name, b.Description().Version
+	opts.Adapter = b.Adapter().Index
+	var tw io.Writer = io.Discard
+	if !a.json {
+		tw = a.out
+		fmt.Fprintf(tw, "%s (%s, plugin %s %s)\n", out.Name, out.AdapterName, b.ID(), out.Version)
+		fmt.Fprintf(tw, "%-32s %5s %5s %5s  %s\n", "TABLE", "PASS", "FAIL", "SKIP", "TIME")
+	}
+	root := conform.Run(conform.NewBackend(ctx, b, blobs), opts, filter, func(r *conform.Result) {
+		if !isConformanceTable(r.Name) {
+			return
+		}
+		t := tableOf(r)
+		out.Tables = append(out.Tables, t)
+		fmt.Fprintf(tw, "%-32s %5d %5d %5d  %s\n", t.Name, t.Pass, t.Fail, t.Skip, r.Elapsed.Round(time.Millisecond))
+	})
+	out.Seconds = time.Since(began).Seconds()
+	out.Messages = root.Messages
+	cases, failures, skips := 0, 0, 0
+	for _, c := range root.Children {
+		for _, l := range c.Leaves() {
+			if !isConformanceCase(l.Name) {
+				continue
+			}
+			out.Cases = append(out.Cases, conformanceResultJSON{Name: l.Name, Status: l.Status, Messages: l.Messages, Seconds: l.Elapsed.Seconds()})
+			cases++
+			switch l.Status {
+			case conform.Fail:
+				failures++
+			case conform.Skip:
+				skips++
+			}
+		}
+	}
+	out.Passed = root.Status == conform.Pass && cases > 0
+	for _, r := range failuresOf(root) {
+		name := r.Name
+		if name == "" {
+			name = out.Name
+		}
+		out.Failures = append(out.Failures, conformanceResultJSON{Name: name, Status: r.Status, Messages: r.Messages, Seconds: r.Elapsed.Seconds()})
+	}
+	if a.json {
+		return out
+	}
+	for _, r := range out.Failures {
+		fmt.Fprintf(a.out, "\nFAIL %s\n", r.Name)
+		for _, m := range r.Messages {
+			fmt.Fprintf(a.out, "    %s\n", strings.ReplaceAll(m, "\n", "\n    "))
+		}
+	}
+	if root.Status != conform.Fail {
+		for _, m := range root.Messages {
+			fmt.Fprintf(a.out, "\n%s: %s\n", out.Name, m)
+		}
+	}
+	verdict := "PASS"
+	switch {
+	case cases == 0 && root.Status != conform.Fail:
+		verdict = "NOTHING CHECKED (--run matched no case, or the adapter was skipped)"
+	case !out.Passed:
+		verdict = "FAIL"
+	}
+	fmt.Fprintf(a.out, "\n%s: %s: %d cases, %d failed, %d skipped, in %s\n", out.Name, verdict, cases, failures, skips, time.Since(began).Round(time.Millisecond))
+	return out
+}
+
+// failuresOf lists the failed results under r, r included, that say why:
+// the cases, and a part or table that failed before its cases ran.
+func failuresOf(r *conform.Result) []*conform.Result {
+	var out []*conform.Result
+	if r.Status == conform.Fail && len(r.Messages) > 0 {
+		out = append(out, r)
+	}
+	for _, c := range r.Children {
+		out = append(out, failuresOf(c)...)
+	}
+	return out
+}
+
+// isConformanceTable reports whether a result's name is one row of the table:
+// a part of the kit ("describe", "vector_add"), or one semantics table
+// ("semantics/cast") rather than semantics as a whole.
+func isConformanceTable(name string) bool {
+	switch parts := strings.Split(name, "/"); len(parts) {
+	case 1:
+		return name != "" && name != "semantics"
+	case 2:
+		return parts[0] == "semantics"
+	}
+	return false
+}
+
+// isConformanceCase reports whether a result without subtests is a case
+// ("describe", "contract/unknown_pipeline", "semantics/cast/f32.i32",
+// "vector_add/size=257") rather than a part or table whose cases --run or
+// --short left out.
+func isConformanceCase(name string) bool {
+	parts := strings.Split(name, "/")
+	switch {
+	case name == "describe":
+		return true
+	case parts[0] == "semantics":
+		return len(parts) >= 3
+	}
+	return len(parts) >= 2
+}
+
+// tableOf counts the cases of one table.
+func tableOf(r *conform.Result) conformanceTableJSON {
+	t := conformanceTableJSON{Name: r.Name, Seconds: r.Elapsed.Seconds()}
+	for _, l := range r.Leaves() {
+		if !isConformanceCase(l.Name) {
+			continue
+		}
+		switch l.Status {
+		case conform.Pass:
+			t.Pass++
+		case conform.Fail:
+			t.Fail++
+		case conform.Skip:
+			t.Skip++
+		}
+	}
+	return t
+}
