@@ -158,7 +158,11 @@ func (h *Host) Dispatch(ctx context.Context, prog *ir.Program, l Launch) (*Resul
 
 // launchOn compiles prog on b, dispatches it once and releases the pipeline.
 func (h *Host) launchOn(ctx context.Context, b *Backend, prog *ir.Program, l Launch) (*Result, error) {
-	pl, err := b.Compile(ctx, prog, l.CompileOptions)
+	opts := l.CompileOptions
+	// A launch by Grid never follows an autotune record: skip the lookup and
+	// the tuned compile it would not run.
+	opts.byGrid = l.Invocations == ([3]uint32{})
+	pl, err := b.Compile(ctx, prog, opts)
 	if err != nil {
 		return nil, err
 	}

@@ -30,7 +30,8 @@ func Bind(buf *Buffer) Binding { return Binding{Buffer: buf} }
 type BoundWork struct {
 	// Grid is the number of workgroups per axis; Invocations, when set instead,
 	// is the number of invocations per axis (the grid is its ceiling division by
-	// the pipeline's workgroup size).
+	// the pipeline's workgroup size). A dispatch by Grid runs with the program's
+	// workgroup size (or the compile's override), never a tuned one.
 	Grid, Invocations [3]uint32
 	// Bindings holds one range per program buffer, by binding. Write buffers are
 	// not cleared: elements the kernel does not store keep their bytes on
@@ -336,6 +337,10 @@ func (b *Backend) planDispatch(i int, pc *plannedCmd, plan *batchPlan) error {
 	if pl == nil || pl.backend.p != b.p || pl.backend.adapter.Index != b.adapter.Index {
 		return &LaunchError{Program: "<pipeline>", Detail: fmt.Sprintf("command %d: the pipeline was not compiled on %s. Fix: compile it with this backend's Compile", i, b.Name())}
 	}
+	// A launch by Grid runs with the program's workgroup size even when an
+	// autotune record tuned pl (see Pipeline.Tuned).
+	pl = pl.forLaunch(w.Invocations)
+	pc.pipeline = pl
 	prog := pl.prog
 	bad := func(format string, args ...any) error {
 		return &LaunchError{Program: prog.Name, Detail: fmt.Sprintf("command %d: ", i) + fmt.Sprintf(format, args...)}
