@@ -375,9 +375,10 @@ func (b *Backend) dispatch(ctx context.Context, pl *Pipeline, w Work) (*Result, 
 	if err := checkBindingSizes(b, pl.prog, req, sizes); err != nil {
 		return nil, err
 	}
-	limit, in := pluginapi.ResponseOverhead, 0
+	limit, in, want := pluginapi.ResponseOverhead, 0, 0
 	for _, n := range sizes {
 		limit += n + pluginapi.PerBufferOverhead
+		want += n
 	}
 	for _, data := range req.Inputs {
 		in += len(data)
@@ -403,11 +404,12 @@ func (b *Backend) dispatch(ctx context.Context, pl *Pipeline, w Work) (*Result, 
 			}
 			continue
 		}
-		if err != nil {
-			return nil, err
-		}
 		took := time.Since(began)
-		if err := checkOutputs(b.Name(), pl.prog, sizes, res.Outputs); err != nil {
+		if err == nil {
+			err = checkResult(b.Name(), pl.prog, sizes, res, took)
+		}
+		if err != nil {
+			b.p.launchFailed(proc, pl, w, in+want, err)
 			return nil, err
 		}
 		out := 0

@@ -146,14 +146,20 @@ func (pd *Pending) wait(ctx context.Context) (*SubmitResult, error) {
 	pd.b.p.v2.forget(pd)
 	if err != nil {
 		if he := pd.b.hostError(pd.proc, "submit", err); he != nil {
+			pd.b.p.badResult(pd.proc, he)
 			return nil, he
 		}
 		err = pd.b.p.classify(ctx, pd.proc, pd.b.Name(), "submit", pd.began, err)
 		return nil, crashed(err, pd.bufs...)
 	}
+	took := time.Since(pd.began)
+	if err := checkTimes(pd.b.Name(), "submit", res.HostNanos, res.DeviceNanos, took); err != nil {
+		pd.b.p.badResult(pd.proc, err)
+		return nil, err
+	}
 	pd.b.p.healthy()
 	return &SubmitResult{
-		Backend: pd.b.Name(), Commands: pd.n, Submit: time.Since(pd.began),
+		Backend: pd.b.Name(), Commands: pd.n, Submit: took,
 		PluginTime: time.Duration(res.HostNanos), DeviceTime: time.Duration(res.DeviceNanos),
 	}, nil
 }
@@ -473,6 +479,7 @@ func (b *Backend) submitResident(ctx context.Context, proc *process, plan *batch
 		return nil, b.nothingRanTwice(proc, "submit")
 	}
 	if err != nil {
+		b.p.badResult(proc, err)
 		return nil, crashed(err, plan.bufs...)
 	}
 	pd := &Pending{b: b, proc: proc, inner: inner, bufs: plan.bufs, began: began, n: len(cmds)}
@@ -544,6 +551,7 @@ func (b *Backend) dispatchHosted(ctx context.Context, c plannedCmd) (*pluginapi.
 			return nil, err
 		}
 		req.Pipeline = handle
+		began := time.Now()
 		res, err = b.dispatchOn(ctx, proc, pl, req, sizes, limit)
 		if err == errNothingRan {
 			if attempt > 0 {
@@ -551,13 +559,14 @@ func (b *Backend) dispatchHosted(ctx context.Context, c plannedCmd) (*pluginapi.
 			}
 			continue
 		}
+		if err == nil {
+			err = checkResult(b.Name(), prog, sizes, res, time.Since(began))
+		}
 		if err != nil {
+			b.p.badResult(proc, err)
 			return nil, err
 		}
 		break
-	}
-	if err := checkOutputs(b.Name(), prog, sizes, res.Outputs); err != nil {
-		return nil, err
 	}
 	for i, bi := range prog.Outputs() {
 		s := c.bindings[bi]
