@@ -440,9 +440,8 @@ func TestAutotuneRecordSetsTheWorkgroupSize(t *testing.T) {
 	prog := fourBuffers(t)
 	run := func(l Launch) (*Result, [3]uint32) {
 		t.Helper()
-		l.Backend, l.Work = "fx-blob", fixtureWork()
 		// A record sets the size of launches by Invocations only.
-		l.Work.Grid, l.Work.Invocations = [3]uint32{}, [3]uint32{1, 1, 1}
+		l.Backend, l.Work = "fx-blob", fixtureWorkByInvocations()
 		res, err := h.Dispatch(ctx, prog, l)
 		if err != nil {
 			t.Fatal(err)

@@ -16,6 +16,14 @@ const (
 	gridW, gridH = 112, 80
 )
 
+// fixtureWorkByInvocations is fixtureWork launched by invocation count, the
+// launch an autotune record may tune.
+func fixtureWorkByInvocations() Work {
+	w := fixtureWork()
+	w.Grid, w.Invocations = [3]uint32{}, [3]uint32{1, 1, 1}
+	return w
+}
+
 func image2D(t *testing.T) *ir.Program {
 	t.Helper()
 	b := ir.NewBuilder("test.image2d", 16, 16, 1)
