@@ -2,6 +2,7 @@ package host
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -93,11 +94,16 @@ type CompileOptions struct {
 	Spec ir.SpecMap
 	// WorkgroupSize replaces the program's workgroup size when non-zero. When it
 	// is zero, an autotune record for (program, spec, backend) supplies the size
-	// if there is one; launch with Work.Invocations so that the grid follows it.
+	// for launches by Work.Invocations, whose grid follows it; a launch by
+	// Work.Grid always runs with the program's own size (a record never changes
+	// a grid the caller computed). See Pipeline.Tuned.
 	WorkgroupSize [3]uint32
 	// noStores keeps the compile away from the persistent stores (the host's
 	// own probe dispatches: a health check leaves no cache entry behind).
 	noStores bool
+	// byGrid skips the autotune lookup: the one launch the pipeline is for
+	// gives its Grid (Host.Dispatch, PGOBackend).
+	byGrid bool
 }
 
 // stores are the persistent stores pl's compiles go through; nil when none.
@@ -118,6 +124,10 @@ type Pipeline struct {
 	opts  CompileOptions
 	tuned bool
 	key   cache.Key
+	// grid is the pipeline that launches by Grid run when an autotune record
+	// chose pl's workgroup size: the program compiled with its own size,
+	// compiled on first use; nil when pl is untuned (it runs them itself).
+	grid *Pipeline
 
 	mu       sync.Mutex
 	proc     *process
@@ -149,7 +159,10 @@ func (pl *Pipeline) CacheStatus() string {
 	return pl.cacheStatus
 }
 
-// WorkgroupSize returns the workgroup size the pipeline was compiled for.
+// WorkgroupSize returns the workgroup size the pipeline was compiled for: the
+// size launches by Invocations run with. Launches by Grid run with it too
+// unless an autotune record chose it (Tuned); they then run with the program's
+// own size.
 func (pl *Pipeline) WorkgroupSize() [3]uint32 {
 	if pl.opts.WorkgroupSize != ([3]uint32{}) {
 		return pl.opts.WorkgroupSize
@@ -157,14 +170,28 @@ func (pl *Pipeline) WorkgroupSize() [3]uint32 {
 	return pl.prog.WorkgroupSize
 }
 
-// Tuned reports whether an autotune record chose the workgroup size.
+// Tuned reports whether an autotune record chose the workgroup size. A record
+// changes only what it cannot make wrong: launches by Work.Invocations (or
+// BoundWork.Invocations), whose grid is recomputed from the tuned size. A
+// launch by Grid was sized by its caller for the program's workgroup size, so
+// it runs with that size, on a pipeline the host compiles for it, and its
+// Result says Tuned false.
 func (pl *Pipeline) Tuned() bool { return pl.tuned }
+
+// forLaunch returns the pipeline a launch runs on: pl, or for a launch by
+// Grid (invocations zero) of a tuned pipeline, its untuned sibling.
+func (pl *Pipeline) forLaunch(invocations [3]uint32) *Pipeline {
+	if pl.grid != nil && invocations == ([3]uint32{}) {
+		return pl.grid
+	}
+	return pl
+}
 
 // Compile validates prog and compiles it on the backend, through the host's
 // pipeline cache: the blob cached under the pipeline's key (see cache.Key) goes
 // with the compile request, and the blob the plugin returns is stored. Without
 // a workgroup-size override, an autotune record for the program on this backend
-// sets the size.
+// sets the size for launches by Invocations (see Pipeline.Tuned).
 func (b *Backend) Compile(ctx context.Context, prog *ir.Program, opts CompileOptions) (*Pipeline, error) {
 	if prog == nil {
 		return nil, &LaunchError{Program: "<nil>", Detail: "no program. Fix: pass the *ir.Program to compile"}
@@ -189,11 +216,17 @@ func (b *Backend) Compile(ctx context.Context, prog *ir.Program, opts CompileOpt
 	}
 	opts.Spec = spec
 	pl := &Pipeline{backend: b, prog: own, opts: opts}
-	if opts.WorkgroupSize == ([3]uint32{}) {
+	if opts.WorkgroupSize == ([3]uint32{}) && !opts.byGrid {
 		pl.opts.WorkgroupSize, pl.tuned = pl.stores().tunedSize(b.p.log, b, own, spec)
 	}
 	if pl.key, err = pipelineKey(b, own, spec, pl.WorkgroupSize()); err != nil {
 		return nil, fmt.Errorf("program %q: %w", prog.Name, err)
+	}
+	if pl.tuned {
+		pl.grid = &Pipeline{backend: b, prog: own, opts: opts}
+		if pl.grid.key, err = pipelineKey(b, own, spec, own.WorkgroupSize); err != nil {
+			return nil, fmt.Errorf("program %q: %w", prog.Name, err)
+		}
 	}
 	pl.mu.Lock()
 	defer pl.mu.Unlock()
@@ -316,7 +349,7 @@ type Result struct {
 	// CacheHit, CacheMiss or CacheOff.
 	Cache string
 	// WorkgroupSize is the size the pipeline ran with; Tuned reports whether an
-	// autotune record chose it.
+	// autotune record chose it (never for a launch by Grid).
 	WorkgroupSize [3]uint32
 	Tuned         bool
 	// prog is the program that ran, for Output and OutputAs.
@@ -329,7 +362,9 @@ type Result struct {
 // announced length, before it is received. When the plugin turns out to have
 // died before the dispatch was sent (nothing ran), the host relaunches it,
 // recompiles the pipeline and dispatches once more; only work lost to a crash
-// is a CrashedError.
+// is a CrashedError. A launch by w.Grid runs with the program's workgroup size
+// (or the compile's override) even when an autotune record tuned pl; only a
+// launch by w.Invocations follows the record (see Pipeline.Tuned).
 func (b *Backend) Dispatch(ctx context.Context, pl *Pipeline, w Work) (*Result, error) {
 	res, err := b.dispatch(ctx, pl, w)
 	return res, b.p.stats.failed(err)
@@ -339,6 +374,7 @@ func (b *Backend) dispatch(ctx context.Context, pl *Pipeline, w Work) (*Result, 
 	if pl == nil || pl.backend.p != b.p || pl.backend.adapter.Index != b.adapter.Index {
 		return nil, &LaunchError{Program: "<pipeline>", Detail: fmt.Sprintf("pipeline was not compiled on %s. Fix: compile it with this backend's Compile", b.Name())}
 	}
+	pl = pl.forLaunch(w.Invocations)
 	req, sizes, err := plan(pl.prog, pl.opts.WorkgroupSize, w)
 	if err != nil {
 		return nil, err
@@ -346,9 +382,10 @@ func (b *Backend) dispatch(ctx context.Context, pl *Pipeline, w Work) (*Result, 
 	if err := checkBindingSizes(b, pl.prog, req, sizes); err != nil {
 		return nil, err
 	}
-	limit, in := pluginapi.ResponseOverhead, 0
+	limit, in, want := pluginapi.ResponseOverhead, 0, 0
 	for _, n := range sizes {
 		limit += n + pluginapi.PerBufferOverhead
+		want += n
 	}
 	for _, data := range req.Inputs {
 		in += len(data)
@@ -374,11 +411,12 @@ func (b *Backend) dispatch(ctx context.Context, pl *Pipeline, w Work) (*Result, 
 			}
 			continue
 		}
-		if err != nil {
-			return nil, err
-		}
 		took := time.Since(began)
-		if err := checkOutputs(b.Name(), pl.prog, sizes, res.Outputs); err != nil {
+		if err == nil {
+			err = checkResult(b.Name(), pl.prog, sizes, res, took)
+		}
+		if err != nil {
+			b.p.launchFailed(proc, pl, w, in+want, err)
 			return nil, err
 		}
 		out := 0
@@ -417,8 +455,20 @@ func checkBindingSizes(b *Backend, prog *ir.Program, req *pluginapi.DispatchRequ
 	return nil
 }
 
-// Release frees the pipeline on the plugin. Dispatching it afterwards fails.
+// Release frees the pipeline on the plugin (with the untuned one launches by
+// Grid ran on, if any). Dispatching it afterwards fails.
 func (b *Backend) Release(ctx context.Context, pl *Pipeline) error {
+	if pl == nil {
+		return nil
+	}
+	err := b.release(ctx, pl)
+	if pl.grid != nil {
+		err = errors.Join(err, b.release(ctx, pl.grid))
+	}
+	return err
+}
+
+func (b *Backend) release(ctx context.Context, pl *Pipeline) error {
 	pl.mu.Lock()
 	defer pl.mu.Unlock()
 	if pl.released {

@@ -60,7 +60,8 @@
 // cache: the host computes the cache.Key, sends the cached blob with the
 // request and stores the blob the plugin returns (bounded; plugins never write
 // files), and Close flushes the cache. A compile without a workgroup-size
-// override takes the size of an autotune record for (program, backend).
+// override takes the size of an autotune record for (program, backend), for
+// launches by Invocations only: a launch by Grid keeps the program's size.
 // Dispatch without a named backend follows the program's fresh PGO route when
 // its backend is healthy, else the preferred backend; Result.Selection, Cache,
 // WorkgroupSize and Tuned say what happened.

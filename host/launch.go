@@ -3,6 +3,7 @@ package host
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/kiln-dev/kiln/ir"
 	"github.com/kiln-dev/kiln/pluginapi"
@@ -88,6 +89,31 @@ func plan(prog *ir.Program, wg [3]uint32, w Work) (*pluginapi.DispatchRequest, [
 	return req, out, nil
 }
 
+// checkResult checks a plugin's dispatch result against the sizes plan expects
+// (checkOutputs) and the host-measured wall time of the call (checkTimes).
+func checkResult(backend string, prog *ir.Program, sizes []int, res *pluginapi.DispatchResult, wall time.Duration) error {
+	if err := checkOutputs(backend, prog, sizes, res.Outputs); err != nil {
+		return err
+	}
+	return checkTimes(backend, "dispatch", res.HostNanos, res.DeviceNanos, wall)
+}
+
+// checkTimes refuses the times a plugin reports for op (its own wall time and
+// the device time) unless both lie in [0, wall], the host-measured time of the
+// call they were measured inside: a negative time, or one longer than the
+// call, is broken or forged, and tune, certify and bench would rank by it.
+func checkTimes(backend, op string, hostNanos, deviceNanos int64, wall time.Duration) error {
+	for _, t := range []struct {
+		what  string
+		nanos int64
+	}{{"plugin time", hostNanos}, {"device time", deviceNanos}} {
+		if t.nanos < 0 || t.nanos > wall.Nanoseconds() {
+			return &BadResultError{Backend: backend, Detail: fmt.Sprintf("its %s reports a %s of %d ns, outside [0, %d ns], the host-measured time of the call", op, t.what, t.nanos, wall.Nanoseconds())}
+		}
+	}
+	return nil
+}
+
 // checkOutputs compares a plugin's outputs with the sizes plan expects.
 func checkOutputs(backend string, prog *ir.Program, sizes []int, outputs [][]byte) error {
 	if len(outputs) != len(sizes) {
@@ -161,7 +187,11 @@ func (h *Host) Dispatch(ctx context.Context, prog *ir.Program, l Launch) (*Resul
 
 // launchOn compiles prog on b, dispatches it once and releases the pipeline.
 func (h *Host) launchOn(ctx context.Context, b *Backend, prog *ir.Program, l Launch) (*Result, error) {
-	pl, err := b.Compile(ctx, prog, l.CompileOptions)
+	opts := l.CompileOptions
+	// A launch by Grid never follows an autotune record: skip the lookup and
+	// the tuned compile it would not run.
+	opts.byGrid = l.Invocations == ([3]uint32{})
+	pl, err := b.Compile(ctx, prog, opts)
 	if err != nil {
 		return nil, err
 	}

@@ -102,7 +102,7 @@ func TestRecordsFollowAGPUAcrossReordering(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer second.Close()
-	res, err := second.Dispatch(ctx, prog, Launch{Work: fixtureWork()})
+	res, err := second.Dispatch(ctx, prog, Launch{Work: fixtureWorkByInvocations()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,7 +112,7 @@ func TestRecordsFollowAGPUAcrossReordering(t *testing.T) {
 	if !res.Tuned || res.WorkgroupSize != tuned {
 		t.Fatalf("on GPU-A (now fx-twins:1): tuned %v, workgroup %v; want its record %v", res.Tuned, res.WorkgroupSize, tuned)
 	}
-	other, err := second.Dispatch(ctx, prog, Launch{Backend: "fx-twins:0", Work: fixtureWork()})
+	other, err := second.Dispatch(ctx, prog, Launch{Backend: "fx-twins:0", Work: fixtureWorkByInvocations()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -518,11 +518,9 @@ func (p *plugin) dropLocked(proc *process, exit string) {
 	p.proc = nil
 	p.crashes++
 	p.notBefore = time.Now().Add(p.backoff())
-	p.failures.add(time.Now(), exit, proc.stderr.summary())
-	if !p.failures.failing && p.failures.recent(time.Now(), p.set.failWindow) >= p.set.failThreshold {
-		p.failures.failing = true
-		p.log.Error("plugin is failing; it is not chosen implicitly until a dispatch on it succeeds", "crashes", p.failures.recent(time.Now(), p.set.failWindow), "window", p.set.failWindow)
-	}
+	now := time.Now()
+	p.failures.add(now, exit, proc.stderr.summary())
+	p.tripLocked(now)
 }
 
 // hung is the hang monitor's verdict on proc: it stopped answering health

@@ -82,7 +82,7 @@ func TestTwoHostsShareThroughTheFleetTier(t *testing.T) {
 			if _, err := first.routes.Save(ctx); err != nil {
 				t.Fatal(err)
 			}
-			res, err := h1.Dispatch(ctx, prog, Launch{Backend: "fx-blob", Work: fixtureWork()})
+			res, err := h1.Dispatch(ctx, prog, Launch{Backend: "fx-blob", Work: fixtureWorkByInvocations()})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -95,7 +95,7 @@ func TestTwoHostsShareThroughTheFleetTier(t *testing.T) {
 
 			second := newMachine(t)
 			h2 := openWith(t, second.options(url), "fx-blob", "fx-zeros")
-			res, err = h2.Dispatch(ctx, prog, Launch{Backend: "fx-blob", Work: fixtureWork()})
+			res, err = h2.Dispatch(ctx, prog, Launch{Backend: "fx-blob", Work: fixtureWorkByInvocations()})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -106,14 +106,14 @@ func TestTwoHostsShareThroughTheFleetTier(t *testing.T) {
 			if res.Cache != CacheRemoteHit || verdict != 1 {
 				t.Fatalf("second host: cache %q, plugin got blob verdict %d; want a remote hit sent to the plugin", res.Cache, verdict)
 			}
-			res, err = h2.Dispatch(ctx, prog, Launch{Work: fixtureWork()})
+			res, err = h2.Dispatch(ctx, prog, Launch{Work: fixtureWorkByInvocations()})
 			if err != nil {
 				t.Fatal(err)
 			}
 			if res.Backend != other || !strings.HasPrefix(res.Selection, "pgo route") {
 				t.Fatalf("second host ran on %s because %q; the first host's route names %s", res.Backend, res.Selection, other)
 			}
-			res, err = h2.Dispatch(ctx, prog, Launch{Backend: "fx-blob", Work: fixtureWork()})
+			res, err = h2.Dispatch(ctx, prog, Launch{Backend: "fx-blob", Work: fixtureWorkByInvocations()})
 			if err != nil || res.Cache != CacheHit {
 				t.Fatalf("second host, again: %v, cache %q; want a local hit", err, res.Cache)
 			}

@@ -250,7 +250,8 @@ type Tuning struct {
 }
 
 // Tuning returns the autotune record for prog with spec on b's device, the one
-// kiln tune saved. Compile applies the record's workgroup size by itself, but
+// kiln tune saved. Compile applies the record's workgroup size by itself (to
+// launches by Invocations only; a launch by Grid keeps the program's size), but
 // never its Params: a tunable can change how many invocations a launch needs
 // (matmul_reg's bm and bn), which only the caller can recompute. A caller that
 // can (kiln run does, for the corpus kernels) compiles with spec plus Params and
@@ -369,7 +370,7 @@ func (t *PGOBackend) Dispatch(ctx context.Context, p *ir.Program, inputs [][]byt
 		if err := t.Close(ctx); err != nil {
 			return 0, err
 		}
-		pl, err := t.b.Compile(ctx, p, CompileOptions{Spec: l.Spec, WorkgroupSize: l.WorkgroupSize})
+		pl, err := t.b.Compile(ctx, p, CompileOptions{Spec: l.Spec, WorkgroupSize: l.WorkgroupSize, byGrid: true})
 		if err != nil {
 			return 0, err
 		}

@@ -440,7 +440,8 @@ func TestAutotuneRecordSetsTheWorkgroupSize(t *testing.T) {
 	prog := fourBuffers(t)
 	run := func(l Launch) (*Result, [3]uint32) {
 		t.Helper()
-		l.Backend, l.Work = "fx-blob", fixtureWork()
+		// A record sets the size of launches by Invocations only.
+		l.Backend, l.Work = "fx-blob", fixtureWorkByInvocations()
 		res, err := h.Dispatch(ctx, prog, l)
 		if err != nil {
 			t.Fatal(err)
@@ -458,6 +459,13 @@ func TestAutotuneRecordSetsTheWorkgroupSize(t *testing.T) {
 	}
 	if res, got := run(Launch{}); !res.Tuned || got != tuned || res.WorkgroupSize != tuned {
 		t.Fatalf("with a record: tuned %v, plugin got %v, ran with %v; want %v", res.Tuned, got, res.WorkgroupSize, tuned)
+	}
+	byGrid, err := h.Dispatch(ctx, prog, Launch{Backend: "fx-blob", Work: fixtureWork()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, got := blobReport(t, byGrid); byGrid.Tuned || got != ([3]uint32{}) || byGrid.WorkgroupSize != prog.WorkgroupSize {
+		t.Fatalf("a launch by Grid with a record: tuned %v, plugin got %v, ran with %v; want the program's size", byGrid.Tuned, got, byGrid.WorkgroupSize)
 	}
 	override := Launch{CompileOptions: CompileOptions{WorkgroupSize: [3]uint32{16, 1, 1}}}
 	if res, got := run(override); res.Tuned || got != override.WorkgroupSize {

@@ -30,7 +30,8 @@ func Bind(buf *Buffer) Binding { return Binding{Buffer: buf} }
 type BoundWork struct {
 	// Grid is the number of workgroups per axis; Invocations, when set instead,
 	// is the number of invocations per axis (the grid is its ceiling division by
-	// the pipeline's workgroup size).
+	// the pipeline's workgroup size). A dispatch by Grid runs with the program's
+	// workgroup size (or the compile's override), never a tuned one.
 	Grid, Invocations [3]uint32
 	// Bindings holds one range per program buffer, by binding. Write buffers are
 	// not cleared: elements the kernel does not store keep their bytes on
@@ -145,14 +146,20 @@ func (pd *Pending) wait(ctx context.Context) (*SubmitResult, error) {
 	pd.b.p.v2.forget(pd)
 	if err != nil {
 		if he := pd.b.hostError(pd.proc, "submit", err); he != nil {
+			pd.b.p.badResult(pd.proc, he)
 			return nil, he
 		}
 		err = pd.b.p.classify(ctx, pd.proc, pd.b.Name(), "submit", pd.began, err)
 		return nil, crashed(err, pd.bufs...)
 	}
+	took := time.Since(pd.began)
+	if err := checkTimes(pd.b.Name(), "submit", res.HostNanos, res.DeviceNanos, took); err != nil {
+		pd.b.p.badResult(pd.proc, err)
+		return nil, err
+	}
 	pd.b.p.healthy()
 	return &SubmitResult{
-		Backend: pd.b.Name(), Commands: pd.n, Submit: time.Since(pd.began),
+		Backend: pd.b.Name(), Commands: pd.n, Submit: took,
 		PluginTime: time.Duration(res.HostNanos), DeviceTime: time.Duration(res.DeviceNanos),
 	}, nil
 }
@@ -337,6 +344,10 @@ func (b *Backend) planDispatch(i int, pc *plannedCmd, plan *batchPlan) error {
 	if pl == nil || pl.backend.p != b.p || pl.backend.adapter.Index != b.adapter.Index {
 		return &LaunchError{Program: "<pipeline>", Detail: fmt.Sprintf("command %d: the pipeline was not compiled on %s. Fix: compile it with this backend's Compile", i, b.Name())}
 	}
+	// A launch by Grid runs with the program's workgroup size even when an
+	// autotune record tuned pl (see Pipeline.Tuned).
+	pl = pl.forLaunch(w.Invocations)
+	pc.pipeline = pl
 	prog := pl.prog
 	bad := func(format string, args ...any) error {
 		return &LaunchError{Program: prog.Name, Detail: fmt.Sprintf("command %d: ", i) + fmt.Sprintf(format, args...)}
@@ -469,6 +480,7 @@ func (b *Backend) submitResident(ctx context.Context, proc *process, plan *batch
 		return nil, b.nothingRanTwice(proc, "submit")
 	}
 	if err != nil {
+		b.p.badResult(proc, err)
 		return nil, crashed(err, plan.bufs...)
 	}
 	pd := &Pending{b: b, proc: proc, inner: inner, bufs: plan.bufs, began: began, n: len(cmds)}
@@ -540,6 +552,7 @@ func (b *Backend) dispatchHosted(ctx context.Context, c plannedCmd) (*pluginapi.
 			return nil, err
 		}
 		req.Pipeline = handle
+		began := time.Now()
 		res, err = b.dispatchOn(ctx, proc, pl, req, sizes, limit)
 		if err == errNothingRan {
 			if attempt > 0 {
@@ -547,13 +560,14 @@ func (b *Backend) dispatchHosted(ctx context.Context, c plannedCmd) (*pluginapi.
 			}
 			continue
 		}
+		if err == nil {
+			err = checkResult(b.Name(), prog, sizes, res, time.Since(began))
+		}
 		if err != nil {
+			b.p.badResult(proc, err)
 			return nil, err
 		}
 		break
-	}
-	if err := checkOutputs(b.Name(), prog, sizes, res.Outputs); err != nil {
-		return nil, err
 	}
 	for i, bi := range prog.Outputs() {
 		s := c.bindings[bi]
