@@ -31,19 +31,8 @@ type Emitted struct {
 // needs the device. An error of the artifact request says "NAME cannot emit
 // KIND".
 func (h *Host) Emit(ctx context.Context, name string, prog *ir.Program, opts CompileOptions, kind string) (*Emitted, error) {
-	if err := h.checkOpen(); err != nil {
-		return nil, err
-	}
-	id, index, err := parseName(name)
+	p, index, err := h.findNamed(ctx, name)
 	if err != nil {
-		return nil, err
-	}
-	p, err := h.find(ctx, id)
-	if err != nil {
-		var nf *NotFoundError
-		if errors.As(err, &nf) {
-			nf.Name = name
-		}
 		return nil, err
 	}
 	adapter, pickErr := pickAdapter(p.desc, name, index)

@@ -591,19 +591,8 @@ func parseName(name string) (id string, adapter int, err error) {
 // is waited for (see Open); a plugin that is down is relaunched, waiting out its
 // backoff within ctx.
 func (h *Host) Acquire(ctx context.Context, name string) (*Backend, error) {
-	if err := h.checkOpen(); err != nil {
-		return nil, err
-	}
-	id, index, err := parseName(name)
+	p, index, err := h.findNamed(ctx, name)
 	if err != nil {
-		return nil, err
-	}
-	p, err := h.find(ctx, id)
-	if err != nil {
-		var nf *NotFoundError
-		if errors.As(err, &nf) {
-			nf.Name = name
-		}
 		return nil, err
 	}
 	adapter, err := pickAdapter(p.desc, name, index)
@@ -615,6 +604,27 @@ func (h *Host) Acquire(ctx context.Context, name string) (*Backend, error) {
 		return nil, err
 	}
 	return b, nil
+}
+
+// findNamed finds the plugin of a backend name ("vulkan", "vulkan:1") on an
+// open host, and the adapter index the name gives (-1: none).
+func (h *Host) findNamed(ctx context.Context, name string) (*plugin, int, error) {
+	if err := h.checkOpen(); err != nil {
+		return nil, 0, err
+	}
+	id, index, err := parseName(name)
+	if err != nil {
+		return nil, 0, err
+	}
+	p, err := h.find(ctx, id)
+	if err != nil {
+		var nf *NotFoundError
+		if errors.As(err, &nf) {
+			nf.Name = name
+		}
+		return nil, 0, err
+	}
+	return p, index, nil
 }
 
 // pickAdapter finds adapter index of d (the first available one when index < 0).

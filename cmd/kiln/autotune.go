@@ -175,17 +175,7 @@ wrote meanwhile.`,
 			if _, err := st.SaveIfDirty(cmd.Context()); err != nil {
 				return err
 			}
-			if a.json {
-				return a.printJSON(struct {
-					Store     string   `json:"store"`
-					Forgotten []string `json:"forgotten"`
-				}{path, append([]string{}, forgotten...)})
-			}
-			fmt.Fprintf(a.out, "forgot %d record(s) in %s\n", len(forgotten), path)
-			for _, f := range forgotten {
-				fmt.Fprintf(a.out, "  %s\n", f)
-			}
-			return nil
+			return a.printForgotten("store", "record(s)", path, forgotten)
 		},
 	}
 	f := cmd.Flags()
@@ -231,4 +221,18 @@ func (t *forgetTarget) matches(key autotune.Key, rec autotune.Record) bool {
 		return true
 	}
 	return t.prog != nil && autotune.KeyFor(t.prog, ir.SpecMap{}, key.Adapter()) == key
+}
+
+// printForgotten reports what a forget command removed from the file at path:
+// with --json an object {where: path, "forgotten": [...]}, else a count of
+// what and one line per entry.
+func (a *app) printForgotten(where, what, path string, forgotten []string) error {
+	if a.json {
+		return a.printJSON(map[string]any{where: path, "forgotten": append([]string{}, forgotten...)})
+	}
+	fmt.Fprintf(a.out, "forgot %d %s in %s\n", len(forgotten), what, path)
+	for _, f := range forgotten {
+		fmt.Fprintf(a.out, "  %s\n", f)
+	}
+	return nil
 }

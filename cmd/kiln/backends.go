@@ -78,16 +78,11 @@ mem_bw_gbps with mem_bw_status, memory_bytes and memory_free_bytes, 0 when
 unknown). The DEVICE column shows the fingerprint's first 8 digits.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			h, err := a.open(cmd.Context())
+			h, rows, err := a.surveyDevices(cmd.Context(), wait)
 			if err != nil {
 				return err
 			}
 			defer h.Close()
-			rows, err := h.Survey(cmd.Context())
-			if err != nil {
-				return err
-			}
-			refreshDevices(cmd.Context(), h, rows, wait)
 			if a.json {
 				out := make([]backendJSON, len(rows))
 				for i, r := range rows {

@@ -109,16 +109,11 @@ measured, estimated, unmeasured), timing_quality, memory_bytes,
 memory_free_bytes (0: unknown)}.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			h, err := a.open(cmd.Context())
+			h, rows, err := a.surveyDevices(cmd.Context(), wait)
 			if err != nil {
 				return err
 			}
 			defer h.Close()
-			rows, err := h.Survey(cmd.Context())
-			if err != nil {
-				return err
-			}
-			refreshDevices(cmd.Context(), h, rows, wait)
 			if a.json {
 				out := make([]deviceJSON, 0, len(rows))
 				for _, r := range rows {
@@ -154,6 +149,23 @@ func toDeviceJSON(r host.BackendStatus) deviceJSON {
 // ready adapter says its bandwidth is being measured it asks again, every
 // 100 ms, until wait has passed. A plugin that cannot describe itself keeps
 // the description of its start.
+// surveyDevices opens a host, surveys every backend and waits up to wait for
+// the bandwidth measurements still running (see refreshDevices). The caller
+// closes the host.
+func (a *app) surveyDevices(ctx context.Context, wait time.Duration) (*host.Host, []host.BackendStatus, error) {
+	h, err := a.open(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	rows, err := h.Survey(ctx)
+	if err != nil {
+		h.Close()
+		return nil, nil, err
+	}
+	refreshDevices(ctx, h, rows, wait)
+	return h, rows, nil
+}
+
 func refreshDevices(ctx context.Context, h *host.Host, rows []host.BackendStatus, wait time.Duration) {
 	deadline := time.Now().Add(wait)
 	pending := map[string]bool{}

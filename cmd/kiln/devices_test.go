@@ -38,7 +38,7 @@ func TestBackendsShowsDeviceInfo(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
-	for _, want := range []string{"MEM BW", "MEMORY", "LIMITS", "DRIVER", "not measured", " free of ", "wg 1024, sg -, bind 1.0 GiB", "wg 256, sg -, bind 1.0 MiB"} {
+	for _, want := range []string{"MEM BW", "MEMORY", "LIMITS", "DRIVER", "not measured", " free of ", "wg 1024, sg -, bind 1 GiB", "wg 256, sg -, bind 1 MiB"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("table lacks %q:\n%s", want, out)
 		}

@@ -165,17 +165,7 @@ meanwhile. Routes in the fleet tier ($KILN_REMOTE) are not removed.`,
 			if _, err := table.Save(cmd.Context()); err != nil {
 				return err
 			}
-			if a.json {
-				return a.printJSON(struct {
-					Table     string   `json:"table"`
-					Forgotten []string `json:"forgotten"`
-				}{path, append([]string{}, forgotten...)})
-			}
-			fmt.Fprintf(a.out, "forgot %d route(s) in %s\n", len(forgotten), path)
-			for _, op := range forgotten {
-				fmt.Fprintf(a.out, "  %s\n", op)
-			}
-			return nil
+			return a.printForgotten("table", "route(s)", path, forgotten)
 		},
 	}
 	f := cmd.Flags()
