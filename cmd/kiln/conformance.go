@@ -12,7 +12,7 @@ import (
 
 	"github.com/kiln-dev/kiln/cmd/kiln/internal/conform"
 	"github.com/kiln-dev/kiln/host"
-	"github.com/kiln-dev/kiln/pluginapi/conformance"
+	"github.com/kiln-dev/kiln/pluginapi/conformance/kit"
 )
 
 // conformanceJSON is `kiln conformance --json`.
@@ -111,7 +111,7 @@ change nor change the results.`,
 			if err != nil {
 				return err
 			}
-			opts := conformance.Options{Seed: seed}
+			opts := kit.Options{Seed: seed}
 			if short {
 				opts.MaxSize = 4096
 			}
@@ -173,7 +173,7 @@ func conformanceTargets(h *host.Host, names []string) ([]string, error) {
 
 // runConformance runs the kit on each target, printing as it goes (or JSON at
 // the end), and fails when anything did.
-func (a *app) runConformance(ctx context.Context, h *host.Host, blobs *conform.Blobs, targets []string, opts conformance.Options, filter conform.Filter) error {
+func (a *app) runConformance(ctx context.Context, h *host.Host, blobs *conform.Blobs, targets []string, opts kit.Options, filter conform.Filter) error {
 	report := conformanceJSON{Passed: true}
 	var failed []string
 	for i, name := range targets {
@@ -205,7 +205,7 @@ func (a *app) runConformance(ctx context.Context, h *host.Host, blobs *conform.B
 }
 
 // conformanceOn runs the kit on one adapter.
-func (a *app) conformanceOn(ctx context.Context, h *host.Host, blobs *conform.Blobs, name string, opts conformance.Options, filter conform.Filter) conformanceBackendJSON {
+func (a *app) conformanceOn(ctx context.Context, h *host.Host, blobs *conform.Blobs, name string, opts kit.Options, filter conform.Filter) conformanceBackendJSON {
 	out := conformanceBackendJSON{Name: name, Tables: []conformanceTableJSON{}, Cases: []conformanceResultJSON{}, Failures: []conformanceResultJSON{}}
 	began := time.Now()
 	b, err := h.Acquire(ctx, name)

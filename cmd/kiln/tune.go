@@ -21,8 +21,8 @@ import (
 	"github.com/kiln-dev/kiln/ir"
 	"github.com/kiln-dev/kiln/ir/interp"
 	"github.com/kiln-dev/kiln/ir/kernels"
+	"github.com/kiln-dev/kiln/ir/verify"
 	"github.com/kiln-dev/kiln/pluginapi"
-	"github.com/kiln-dev/kiln/pluginapi/conformance"
 )
 
 // tuneSaveBatch is how many winners kiln tune puts before it saves the store.
@@ -267,7 +267,7 @@ func newTuneTarget(name string, count int, sizes []string, seed uint64, file run
 	}
 	job.Launch.Backend = ""
 	return tuneTarget{name: name, prog: &p, search: &p, base: job.Launch,
-		check: func(got [][]byte) error { _, err := conformance.Verify(&p, got, oracle); return err },
+		check: func(got [][]byte) error { _, err := verify.Outputs(&p, got, oracle); return err },
 	}, nil
 }
 

@@ -5,7 +5,8 @@
 // JSON), a generator of random cases for a problem size, a plain-Go reference that
 // computes the expected outputs, and a Check that compares a backend's outputs with
 // the reference: bit for bit where the kernel does the very same rounded operations
-// as the reference, within a bound stated in the kernel's source where it does not.
+// as the reference, within a bound stated in the kernel's source where it does not
+// (package verify, ir/verify, does the comparing).
 //
 // Five kernels use IR v1.1: matmul takes its shape as uniforms (one compile for
 // every shape) and stages tiles of any depth up to the workgroup's sides;

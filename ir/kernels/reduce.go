@@ -4,6 +4,7 @@ import (
 	"math/rand/v2"
 
 	"github.com/kiln-dev/kiln/ir"
+	"github.com/kiln-dev/kiln/ir/verify"
 )
 
 // reduceWG is the workgroup width of the reductions, and the size of their shared
@@ -39,7 +40,7 @@ func reduceSum() Kernel {
 			x := BytesF32(c.Inputs[0])
 			return [][]byte{F32Bytes(partialSums(c, len(x), func(i int) float64 { return float64(x[i]) }))}
 		},
-		Check: within(Tolerance{Abs: reduceTolerance}, "partials"),
+		Check: within(ir.F32, verify.Bound{Abs: reduceTolerance}, "partials"),
 	}
 }
 
@@ -77,7 +78,7 @@ func dot() Kernel {
 				return float64(x[i]) * float64(y[i])
 			}))}
 		},
-		Check: within(Tolerance{Abs: reduceTolerance}, "partials"),
+		Check: within(ir.F32, verify.Bound{Abs: reduceTolerance}, "partials"),
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 
 	"github.com/kiln-dev/kiln/ir"
+	"github.com/kiln-dev/kiln/ir/verify"
 )
 
 // softmaxWG is the workgroup width of softmax: one workgroup per row, its lanes
@@ -18,7 +19,7 @@ const softmaxWG = 64
 // deep in the strided partials), and the division adds 3 ULP. 2e-5 relative covers
 // it with room; a wrong maximum, sum or element is far larger. The absolute 1e-9
 // covers results so small that their ULP is coarse next to Rel·|want|.
-var softmaxTolerance = Tolerance{Abs: 1e-9, Rel: 2e-5}
+var softmaxTolerance = verify.Bound{Abs: 1e-9, Rel: 2e-5}
 
 func softmax() Kernel {
 	return Kernel{
@@ -62,7 +63,7 @@ func softmax() Kernel {
 			}
 			return [][]byte{F32Bytes(y)}
 		},
-		Check: within(softmaxTolerance, "y"),
+		Check: within(ir.F32, softmaxTolerance, "y"),
 	}
 }
 

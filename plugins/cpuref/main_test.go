@@ -17,8 +17,8 @@ import (
 
 	"github.com/kiln-dev/kiln/ir/interp"
 	"github.com/kiln-dev/kiln/ir/kernels"
+	"github.com/kiln-dev/kiln/ir/verify"
 	"github.com/kiln-dev/kiln/pluginapi"
-	"github.com/kiln-dev/kiln/pluginapi/conformance"
 	"github.com/kiln-dev/kiln/plugins/cpuref/backend"
 )
 
@@ -91,7 +91,7 @@ func TestServeThroughAProcess(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rep, err := conformance.Compare(p, res.Outputs, want)
+	rep, err := verify.Compare(p, res.Outputs, want)
 	if err != nil {
 		t.Error(err)
 	}

@@ -8,7 +8,7 @@ import (
 
 	"github.com/kiln-dev/kiln/ir/interp"
 	"github.com/kiln-dev/kiln/ir/kernels"
-	"github.com/kiln-dev/kiln/pluginapi/conformance"
+	"github.com/kiln-dev/kiln/ir/verify"
 )
 
 // maxCaseInvocations keeps the interpreted corpus runs short: every size of the
@@ -50,7 +50,7 @@ func TestCorpusRunsOnInterpreter(t *testing.T) {
 				if err != nil {
 					t.Fatalf("size %d: oracle: %v", size, err)
 				}
-				if _, err := conformance.Compare(p, got, want); err != nil {
+				if _, err := verify.Compare(p, got, want); err != nil {
 					t.Errorf("size %d: differs from the oracle: %v", size, err)
 				}
 				if err := k.Check(got, k.Reference(c)); err != nil {

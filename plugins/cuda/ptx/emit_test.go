@@ -9,7 +9,7 @@ import (
 
 	"github.com/kiln-dev/kiln/ir"
 	"github.com/kiln-dev/kiln/ir/kernels"
-	"github.com/kiln-dev/kiln/pluginapi/conformance"
+	"github.com/kiln-dev/kiln/pluginapi/conformance/kit"
 	"github.com/kiln-dev/kiln/plugins/cuda/internal/edgetest"
 )
 
@@ -311,7 +311,7 @@ func TestEdgeTableCoversEveryOperation(t *testing.T) {
 	for _, c := range edgetest.Table() {
 		ir.Inspect(c.Prog.Body, note)
 	}
-	for _, p := range conformance.SemanticPrograms() {
+	for _, p := range kit.SemanticPrograms() {
 		ir.Inspect(p.Program.Body, note)
 	}
 	var want []string

@@ -11,7 +11,7 @@ import (
 
 	"github.com/kiln-dev/kiln/ir"
 	"github.com/kiln-dev/kiln/ir/kernels"
-	"github.com/kiln-dev/kiln/pluginapi/conformance"
+	"github.com/kiln-dev/kiln/pluginapi/conformance/kit"
 	"github.com/kiln-dev/kiln/plugins/cuda/internal/edgetest"
 )
 
@@ -114,7 +114,7 @@ func allPrograms() []namedProgram {
 	for _, c := range edgetest.Table() {
 		out = append(out, namedProgram{"edge." + c.Name, c.Prog, Options{Spec: c.Launch.Spec, WorkgroupSize: c.Launch.WorkgroupSize}})
 	}
-	for _, p := range conformance.SemanticPrograms() {
+	for _, p := range kit.SemanticPrograms() {
 		opts := Options{Spec: p.Spec, WorkgroupSize: p.WorkgroupSize}
 		if _, err := Emit(p.Program, opts); err == nil {
 			out = append(out, namedProgram{"kit." + p.Name, p.Program, opts})

@@ -10,7 +10,7 @@ import (
 	"github.com/kiln-dev/kiln/ir"
 	"github.com/kiln-dev/kiln/ir/kernels"
 	"github.com/kiln-dev/kiln/ir/ranges"
-	"github.com/kiln-dev/kiln/pluginapi/conformance"
+	"github.com/kiln-dev/kiln/pluginapi/conformance/kit"
 )
 
 // The tests of fold.go's simplifications: each program runs on the PTX
@@ -46,7 +46,7 @@ func runBoth(t *testing.T, name string, p *ir.Program, c kernels.Case) {
 	if err != nil {
 		t.Fatalf("%s: interpreter: %v", name, err)
 	}
-	if err := conformance.MatchOracle(p, c, got); err != nil {
+	if err := kit.MatchOracle(p, c, got); err != nil {
 		t.Errorf("%s: differs from the oracle: %v", name, err)
 	}
 }

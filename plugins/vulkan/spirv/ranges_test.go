@@ -8,7 +8,7 @@ import (
 	"github.com/kiln-dev/kiln/ir"
 	"github.com/kiln-dev/kiln/ir/kernels"
 	"github.com/kiln-dev/kiln/ir/ranges/rangetest"
-	"github.com/kiln-dev/kiln/pluginapi/conformance"
+	"github.com/kiln-dev/kiln/pluginapi/conformance/kit"
 )
 
 // The tests of bounds-check elision (see docs/design.md, "Value ranges and
@@ -89,7 +89,7 @@ func runBoth(t *testing.T, name string, p *ir.Program, m *Module, c kernels.Case
 	if err != nil {
 		t.Fatalf("%s: interpreter: %v", name, err)
 	}
-	if err := conformance.MatchOracle(p, c, got); err != nil {
+	if err := kit.MatchOracle(p, c, got); err != nil {
 		t.Errorf("%s: differs from the oracle: %v", name, err)
 	}
 }

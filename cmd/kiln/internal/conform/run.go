@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/kiln-dev/kiln/pluginapi"
-	"github.com/kiln-dev/kiln/pluginapi/conformance"
+	"github.com/kiln-dev/kiln/pluginapi/conformance/kit"
 )
 
 // The outcomes of a case.
@@ -70,19 +70,19 @@ func (f Filter) match(depth int, name string) bool {
 	return depth >= len(f) || f[depth].MatchString(name)
 }
 
-// Run runs the kit (conformance.Check) on b with opts, the subtests f
+// Run runs the kit (kit.Check) on b with opts, the subtests f
 // selects, and returns the root result: its children are the kit's parts
 // ("describe", "contract", "semantics", one per corpus kernel) and its own
 // messages say why the kit stopped early (a failed Describe, an unavailable
 // adapter). done, when set, is called as each (sub)test ends, one call at a
 // time (subtests run one after another).
-func Run(b pluginapi.Backend, opts conformance.Options, f Filter, done func(*Result)) *Result {
+func Run(b pluginapi.Backend, opts kit.Options, f Filter, done func(*Result)) *Result {
 	root := &node{filter: f, done: done, res: &Result{}}
-	root.run(func(t *node) { conformance.Check(t, b, opts) })
+	root.run(func(t *node) { kit.Check(t, b, opts) })
 	return root.res
 }
 
-// node is the kit's conformance.T for one (sub)test.
+// node is the kit's kit.T for one (sub)test.
 type node struct {
 	filter Filter
 	depth  int
@@ -95,7 +95,7 @@ type node struct {
 	cleanups []func()
 }
 
-var _ conformance.T = (*node)(nil)
+var _ kit.T = (*node)(nil)
 
 // run runs body as this test on a goroutine of its own (so that Fatalf and
 // Skipf can end it with runtime.Goexit, as package testing does), then its
@@ -183,7 +183,7 @@ func (n *node) Cleanup(f func()) {
 
 // Run runs f as the subtest name when the filter selects it, and reports
 // whether it passed or was skipped (true, as go test, when it did not run).
-func (n *node) Run(name string, f func(t conformance.T)) bool {
+func (n *node) Run(name string, f func(t kit.T)) bool {
 	name = strings.ReplaceAll(name, " ", "_")
 	if !n.filter.match(n.depth, name) {
 		return true

@@ -5,11 +5,11 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kiln-dev/kiln/pluginapi/conformance"
+	"github.com/kiln-dev/kiln/pluginapi/conformance/kit"
 )
 
 // tree runs body as the root of a run and returns the results by full name.
-func tree(t *testing.T, f Filter, body func(conformance.T)) (*Result, map[string]*Result, []string) {
+func tree(t *testing.T, f Filter, body func(kit.T)) (*Result, map[string]*Result, []string) {
 	t.Helper()
 	root := &node{filter: f, res: &Result{}}
 	var order []string
@@ -33,30 +33,30 @@ func tree(t *testing.T, f Filter, body func(conformance.T)) (*Result, map[string
 // a panic is a failure, and names are go test's (spaces become underscores).
 func TestNodeBehavesAsTestingT(t *testing.T) {
 	var events []string
-	root, got, order := tree(t, nil, func(t conformance.T) {
-		t.Run("part", func(t conformance.T) {
+	root, got, order := tree(t, nil, func(t kit.T) {
+		t.Run("part", func(t kit.T) {
 			t.Cleanup(func() { events = append(events, "cleanup 1") })
 			t.Cleanup(func() { events = append(events, "cleanup 2") })
-			t.Run("fatal case", func(t conformance.T) {
+			t.Run("fatal case", func(t kit.T) {
 				t.Fatalf("stop %d", 1)
 				events = append(events, "after Fatalf")
 			})
-			t.Run("error", func(t conformance.T) {
+			t.Run("error", func(t kit.T) {
 				t.Errorf("first")
 				t.Errorf("second")
 				events = append(events, "after Errorf")
 			})
-			t.Run("skip", func(t conformance.T) {
+			t.Run("skip", func(t kit.T) {
 				t.Skipf("no %s", "device")
 				events = append(events, "after Skipf")
 			})
-			t.Run("cleanup error", func(t conformance.T) {
+			t.Run("cleanup error", func(t kit.T) {
 				t.Cleanup(func() { t.Errorf("release failed") })
 			})
-			t.Run("panic", func(t conformance.T) { panic("boom") })
+			t.Run("panic", func(t kit.T) { panic("boom") })
 			events = append(events, "body end")
 		})
-		if ok := t.Run("passes", func(t conformance.T) { t.Logf("note") }); !ok {
+		if ok := t.Run("passes", func(t kit.T) { t.Logf("note") }); !ok {
 			events = append(events, "passes reported a failure")
 		}
 	})
@@ -97,12 +97,12 @@ func TestFilterSelectsAsGoTestRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	var ran []string
-	_, got, _ := tree(t, f, func(t conformance.T) {
+	_, got, _ := tree(t, f, func(t kit.T) {
 		for _, part := range []string{"describe", "semantics", "vector_add"} {
-			t.Run(part, func(t conformance.T) {
+			t.Run(part, func(t kit.T) {
 				for _, sub := range []string{"cast", "operator", "size=7", "size=77"} {
-					t.Run(sub, func(t conformance.T) {
-						t.Run("case", func(conformance.T) { ran = append(ran, part+"/"+sub) })
+					t.Run(sub, func(t kit.T) {
+						t.Run("case", func(kit.T) { ran = append(ran, part+"/"+sub) })
 					})
 				}
 			})

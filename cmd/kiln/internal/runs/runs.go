@@ -13,7 +13,7 @@ import (
 	"github.com/kiln-dev/kiln/host"
 	"github.com/kiln-dev/kiln/ir"
 	"github.com/kiln-dev/kiln/ir/kernels"
-	"github.com/kiln-dev/kiln/pluginapi/conformance"
+	"github.com/kiln-dev/kiln/ir/verify"
 )
 
 // Reference is the backend every run is verified against.
@@ -129,9 +129,9 @@ func applyTuning(ctx context.Context, h *host.Host, j Job) (Job, string, error) 
 	return j, params, nil
 }
 
-// Run dispatches j and, with verify, checks the outputs. A verification failure
+// Run dispatches j and, with check, verifies the outputs. A verification failure
 // returns the outcome together with a *VerifyError.
-func Run(ctx context.Context, h *host.Host, j Job, verify bool) (*Outcome, error) {
+func Run(ctx context.Context, h *host.Host, j Job, check bool) (*Outcome, error) {
 	if j.Strict {
 		if err := CheckStrict(ctx, j); err != nil {
 			return nil, err
@@ -155,7 +155,7 @@ func Run(ctx context.Context, h *host.Host, j Job, verify bool) (*Outcome, error
 	if j.Kernel != nil {
 		o.Kernel, o.Size = j.Kernel.Name, j.Case.Size
 	}
-	if !verify {
+	if !check {
 		return o, nil
 	}
 	fail := func(err error) (*Outcome, error) {
@@ -172,7 +172,7 @@ func Run(ctx context.Context, h *host.Host, j Job, verify bool) (*Outcome, error
 		}
 		return r.Outputs, nil
 	}
-	report, err := conformance.Verify(j.Program, res.Outputs, reference)
+	report, err := verify.Outputs(j.Program, res.Outputs, reference)
 	if refErr != nil {
 		return o, fmt.Errorf("verifying %s: running it on the reference %s: %w", o.Program, Reference, refErr)
 	}

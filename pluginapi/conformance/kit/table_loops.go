@@ -1,4 +1,4 @@
-package conformance
+package kit
 
 import "github.com/kiln-dev/kiln/ir"
 

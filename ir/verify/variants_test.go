@@ -1,45 +1,15 @@
-package conformance
+package verify
 
 import (
 	"context"
+	"encoding/binary"
 	"math"
 	"strings"
 	"testing"
 
 	"github.com/kiln-dev/kiln/ir"
 	"github.com/kiln-dev/kiln/ir/interp"
-	"github.com/kiln-dev/kiln/ir/kernels"
 )
-
-// TestVariantsAreValid pins that every variant of every program the kit runs (the
-// semantics tables and the corpus) is a valid program: the rewriting never
-// shadows a name, mistypes a value or breaks a loop.
-func TestVariantsAreValid(t *testing.T) {
-	var progs []*ir.Program
-	for _, tab := range semanticTables() {
-		for _, s := range tab.cases {
-			progs = append(progs, s.prog)
-		}
-	}
-	for _, k := range kernels.All() {
-		progs = append(progs, k.Program())
-	}
-	withFma := 0
-	for _, p := range progs {
-		vs := Variants(p)
-		for _, v := range vs {
-			if err := ir.Validate(v.Program); err != nil {
-				t.Errorf("%s, %s: %v", p.Name, v.Name, err)
-			}
-		}
-		if len(vs) == 3 {
-			withFma++
-		}
-	}
-	if withFma < 2 { // fma.f32 and fma.f32.const at least
-		t.Errorf("%d programs have all three variants, want the fma cases at least", withFma)
-	}
-}
 
 func TestVariantsOfExactPrograms(t *testing.T) {
 	b := ir.NewBuilder("t.int", 1, 1, 1)
@@ -72,7 +42,7 @@ func TestFlushedVariantWhileCondition(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", q.Name, err)
 		}
-		return wordsOf(outs[0])[0]
+		return words32(outs[0])[0]
 	}
 	want := run(p)
 	for _, v := range Variants(p) {
@@ -124,39 +94,25 @@ func TestFlushedVariantFlushes(t *testing.T) {
 	if flushed == nil {
 		t.Fatal("no flushed variant")
 	}
-	inputs := [][]byte{words([]uint32{math.Float32bits(-0x1p-140), 0x7FC00000}), nil}
+	inputs := [][]byte{f32s(math.Float32bits(-0x1p-140), 0x7FC00000), nil}
 	outs, err := interp.Run(context.Background(), flushed, interp.Options{}, interp.Launch{Grid: [3]uint32{1, 1, 1}, Inputs: inputs, OutputCounts: []uint32{0, 5}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := wordsOf(outs[0])
+	got := words32(outs[0])
 	want := []uint32{0x80000000, 0, 0x7FC00000, math.Float32bits(-0x1p-140), math.Float32bits(2)}
 	for i := range want {
-		if got[i] != want[i] && !(kernels.IsNaN(got[i]) && kernels.IsNaN(want[i])) {
+		if got[i] != want[i] && !(IsNaN(got[i]) && IsNaN(want[i])) {
 			t.Errorf("out[%d] = %#x, want %#x", i, got[i], want[i])
 		}
 	}
 }
 
-// FuzzVariants feeds Variants every program the canonical decoder accepts: it
-// must never panic, and every variant of a valid program must be valid.
-func FuzzVariants(f *testing.F) {
-	for _, tab := range semanticTables() {
-		for _, s := range tab.cases {
-			if data, err := ir.Encode(s.prog); err == nil {
-				f.Add(data)
-			}
-		}
+// words32 decodes little-endian buffer data.
+func words32(b []byte) []uint32 {
+	out := make([]uint32, len(b)/4)
+	for i := range out {
+		out[i] = binary.LittleEndian.Uint32(b[4*i:])
 	}
-	f.Fuzz(func(t *testing.T, data []byte) {
-		p, err := ir.Decode(data)
-		if err != nil || ir.Validate(p) != nil {
-			return
-		}
-		for _, v := range Variants(p) {
-			if err := ir.Validate(v.Program); err != nil {
-				t.Fatalf("%s variant of a valid program is invalid: %v", v.Name, err)
-			}
-		}
-	})
+	return out
 }

@@ -1,4 +1,4 @@
-package kernels
+package verify
 
 import (
 	"math"
@@ -12,7 +12,7 @@ import (
 // [0.5, 2] (where |log x| ≤ ln 2); sin and cos: 2^-11 absolute (Vulkan's precision
 // rules for GLSL.std.450, which bound sin and cos on [-π, π] only: kiln holds them
 // to the same bound everywhere). fma needs no bound: the fused and the separately
-// rounded results are both references (conformance.Variants).
+// rounded results are both references (Variants).
 var opBounds = map[string]Bound{
 	"div":  {ULP: 3},
 	"sqrt": {ULP: 3},

@@ -1,4 +1,4 @@
-package conformance
+package kit
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/kiln-dev/kiln/ir"
+	"github.com/kiln-dev/kiln/ir/verify"
 	"github.com/kiln-dev/kiln/pluginapi"
 )
 
@@ -17,7 +18,7 @@ import (
 type expectation struct {
 	p     *ir.Program
 	sizes []uint32
-	refs  []Reference
+	refs  []verify.Reference
 }
 
 // expect builds the expectation of p on launch c; unordered sorts every output's
@@ -48,13 +49,13 @@ func (r *runner) expect(p *ir.Program, c launch, unordered bool) expectation {
 	return e
 }
 
-// verify checks got with Verify against the reference at each size: it passes
+// verify checks got with verify.Outputs against the reference at each size: it passes
 // when the outputs match at one of them, and otherwise reports the error at the
 // first size tried.
 func (e expectation) verify(got [][]byte) error {
 	var first error
 	for _, ref := range e.refs {
-		_, err := Verify(e.p, got, ref)
+		_, err := verify.Outputs(e.p, got, ref)
 		if err == nil {
 			return nil
 		}

@@ -1,4 +1,4 @@
-package conformance
+package kit
 
 import (
 	"encoding/binary"
@@ -7,13 +7,13 @@ import (
 	"slices"
 
 	"github.com/kiln-dev/kiln/ir"
-	"github.com/kiln-dev/kiln/ir/kernels"
+	"github.com/kiln-dev/kiln/ir/verify"
 	"github.com/kiln-dev/kiln/pluginapi"
 )
 
 // semantic is one case of the semantics tables: a small program that exercises
 // one rule of docs/design.md, "The program (IR)", on its edge values, with a
-// launch. The backend's outputs are compared with the CPU reference's (Verify).
+// launch. The backend's outputs are compared with the CPU reference's (verify.Outputs).
 type semantic struct {
 	name string
 	prog *ir.Program
@@ -156,11 +156,11 @@ func checkPinned(s semantic, want [][]byte) error {
 		decl := s.prog.Buffers[outs[k]]
 		for i, p := range pins {
 			w := binary.LittleEndian.Uint32(want[k][4*i:])
-			if w == p || decl.Type == ir.F32 && kernels.IsNaN(w) && kernels.IsNaN(p) {
+			if w == p || decl.Type == ir.F32 && verify.IsNaN(w) && verify.IsNaN(p) {
 				continue
 			}
 			return fmt.Errorf("program %q: %s[%d] is %s, the table says %s", s.prog.Name, decl.Name, i,
-				kernels.Format(decl.Type, w), kernels.Format(decl.Type, p))
+				verify.Format(decl.Type, w), verify.Format(decl.Type, p))
 		}
 	}
 	return nil

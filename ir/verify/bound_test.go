@@ -1,4 +1,4 @@
-package kernels
+package verify
 
 import (
 	"reflect"
@@ -17,12 +17,10 @@ func boundProgram(body func(b *ir.Builder)) *ir.Program {
 	return b.Program()
 }
 
-func loadX() ir.Expr { return ir.Load("x", ir.LitU32(0)) }
-
 func TestBoundForExactOps(t *testing.T) {
 	p := boundProgram(func(b *ir.Builder) {
-		v := b.Let("v", ir.Add(ir.Mul(loadX(), loadX()), ir.Sub(loadX(), ir.Min(loadX(), ir.Max(loadX(), ir.Abs(ir.Neg(loadX())))))))
-		b.Store("out", ir.LitU32(0), ir.Select(ir.Lt(v, loadX()), ir.Floor(v), ir.Ceil(v)))
+		v := b.Let("v", ir.Add(ir.Mul(loadX(0), loadX(0)), ir.Sub(loadX(0), ir.Min(loadX(0), ir.Max(loadX(0), ir.Abs(ir.Neg(loadX(0))))))))
+		b.Store("out", ir.LitU32(0), ir.Select(ir.Lt(v, loadX(0)), ir.Floor(v), ir.Ceil(v)))
 		b.Store("n", ir.LitU32(0), ir.Cast(ir.U32, v))
 	})
 	if got := BoundFor(p); !got.Exact() || got.String() != "bit-exact" {
@@ -51,7 +49,7 @@ func TestBoundForTracksLocalTypesThroughScopes(t *testing.T) {
 			v := then.Let("v", ir.LitU32(6))
 			then.Store("n", ir.LitU32(0), ir.Div(v, v))
 		}, func(els *ir.Block) {
-			v := els.Var("v", ir.F32, loadX())
+			v := els.Var("v", ir.F32, loadX(0))
 			els.Store("out", ir.LitU32(0), ir.Div(v, v))
 		})
 		b.For("k", ir.U32, ir.LitU32(0), ir.LitU32(4), ir.LitU32(1), func(loop *ir.Block, k ir.Expr) {
@@ -84,10 +82,10 @@ func TestBoundForInexactOps(t *testing.T) {
 	for _, c := range cases {
 		p := boundProgram(func(b *ir.Builder) {
 			if c.expr == nil {
-				b.Atomic(ir.AtomicAdd, "n", ir.Cast(ir.U32, ir.Sqrt(loadX())), ir.LitU32(1))
+				b.Atomic(ir.AtomicAdd, "n", ir.Cast(ir.U32, ir.Sqrt(loadX(0))), ir.LitU32(1))
 				return
 			}
-			b.Store("out", ir.LitU32(0), c.expr(loadX()))
+			b.Store("out", ir.LitU32(0), c.expr(loadX(0)))
 		})
 		if got := BoundFor(p); !reflect.DeepEqual(got, c.want) {
 			t.Errorf("%s: BoundFor = %+v, want %+v", c.name, got, c.want)

@@ -1,4 +1,4 @@
-package conformance_test
+package verify_test
 
 import (
 	"context"
@@ -8,13 +8,13 @@ import (
 
 	"github.com/kiln-dev/kiln/ir"
 	"github.com/kiln-dev/kiln/ir/interp"
-	"github.com/kiln-dev/kiln/pluginapi/conformance"
+	"github.com/kiln-dev/kiln/ir/verify"
 )
 
 // A backend that evaluates fma as a rounded multiply then an add returns 0 for
-// (1+2^-23)·(1+2^-23) - (1+2^-22), where the fused result is 2^-46: Verify runs
+// (1+2^-23)·(1+2^-23) - (1+2^-22), where the fused result is 2^-46: Outputs runs
 // the program's unfused variant on the reference and accepts it.
-func ExampleVerify() {
+func ExampleOutputs() {
 	b := ir.NewBuilder("example.fma", 1, 1, 1)
 	x := b.Buffer("x", ir.F32, ir.Read)
 	out := b.Buffer("out", ir.F32, ir.Write)
@@ -29,7 +29,7 @@ func ExampleVerify() {
 			interp.Launch{Grid: [3]uint32{1, 1, 1}, Inputs: [][]byte{input, nil}, OutputCounts: []uint32{0, 1}})
 	}
 	unfused := [][]byte{make([]byte, 4)} // +0
-	report, err := conformance.Verify(p, unfused, reference)
+	report, err := verify.Outputs(p, unfused, reference)
 	// The reference and its three variants (unfused, flushed, both).
 	fmt.Println(err, report.References, report.MaxULP)
 	// Output: <nil> 4 0
@@ -41,22 +41,11 @@ func ExampleVariants() {
 	out := b.Buffer("out", ir.F32, ir.ReadWrite)
 	v := b.Let("v", ir.Load(out, ir.LitU32(0)))
 	b.Store(out, ir.LitU32(0), ir.Fma(v, v, ir.LitF32(1)))
-	for _, v := range conformance.Variants(b.MustBuild()) {
+	for _, v := range verify.Variants(b.MustBuild()) {
 		fmt.Println(v.Name)
 	}
 	// Output:
 	// unfused fma
 	// flushed denormals
 	// unfused fma, flushed denormals
-}
-
-func ExampleSemanticCases() {
-	fmt.Println(conformance.SemanticCases() >= 300)
-	// Output: true
-}
-
-func ExampleSemanticPrograms() {
-	progs := conformance.SemanticPrograms()
-	fmt.Println(len(progs) == conformance.SemanticCases(), progs[0].Name)
-	// Output: true operator/neg.i32
 }

@@ -1,0 +1,183 @@
+package verify
+
+import (
+	"fmt"
+	"math"
+	"strings"
+
+	"github.com/kiln-dev/kiln/ir"
+)
+
+// Bound is how far an f32 element may be from its reference. It is kiln's one
+// float comparison: the conformance kit, the corpus checks and `kiln run
+// --verify` all compare through Bound.Element (see docs/design.md, "Conformance
+// kit"). Whatever the bound, these rules hold first:
+//
+//   - equal bits match, and any NaN matches any NaN; a NaN never matches a number;
+//   - a denormal may have been flushed: a zero of either sign matches a nonzero
+//     denormal (either side), and a zero result matches a reference of exactly
+//     ±2^-126, which a device that detects tininess before rounding flushes;
+//   - otherwise, unless the bound is exact, the element must be within ULP units in
+//     the last place (+0 and -0 are 0 apart, so an inexact bound does not ask for
+//     the sign of a zero), or,
+//     for finite values, within Abs + Rel·|want| (Abs only where |want| ≤
+//     AbsBelow, when AbsBelow is set).
+//
+// The zero Bound is bit-exact apart from NaN payloads and flushed denormals.
+type Bound struct {
+	// ULP is the largest accepted distance in units in the last place.
+	ULP uint64
+	// Exp adds exp's 2·|x| ULP to ULP, with |x| estimated from the reference
+	// element as |ln|want||.
+	Exp bool
+	// Abs and Rel accept finite elements with |got - want| ≤ Abs + Rel·|want|.
+	Abs, Rel float64
+	// AbsBelow, when positive, limits Abs to references with |want| ≤ AbsBelow.
+	AbsBelow float64
+	// Ops names the operations the bound was derived from, sorted (BoundFor).
+	Ops []string
+}
+
+// Exact reports whether the bound demands equal elements (up to NaN payloads and
+// flushed denormals).
+func (b Bound) Exact() bool { return b.ULP == 0 && !b.Exp && b.Abs == 0 && b.Rel == 0 }
+
+// String describes the bound: "bit-exact", "3 ULP (div, sqrt)", "3 ULP or
+// 0.00048828125 absolute (sin)".
+func (b Bound) String() string {
+	if b.Exact() {
+		return "bit-exact"
+	}
+	var parts []string
+	if b.ULP > 0 || b.Exp {
+		s := fmt.Sprintf("%d ULP", b.ULP)
+		if b.Exp {
+			s += " + 2·|x| ULP"
+		}
+		parts = append(parts, s)
+	}
+	if b.Abs > 0 || b.Rel > 0 {
+		var s string
+		switch {
+		case b.Rel == 0:
+			s = fmt.Sprintf("%g absolute", b.Abs)
+		case b.Abs == 0:
+			s = fmt.Sprintf("%g·|want|", b.Rel)
+		default:
+			s = fmt.Sprintf("%g + %g·|want|", b.Abs, b.Rel)
+		}
+		if b.AbsBelow > 0 {
+			s += fmt.Sprintf(" where |want| ≤ %g", b.AbsBelow)
+		}
+		parts = append(parts, s)
+	}
+	s := strings.Join(parts, " or ")
+	if len(b.Ops) > 0 {
+		s += " (" + strings.Join(b.Ops, ", ") + ")"
+	}
+	return s
+}
+
+// Verdict is the outcome of comparing one f32 element with its reference.
+type Verdict struct {
+	// OK reports whether the element is accepted.
+	OK bool
+	// ULP is the distance between the two, in units in the last place; 0 for
+	// pairs that match by rule (NaN and NaN, a flushed denormal).
+	ULP uint64
+	// Measured is false when no distance exists: a NaN facing a number.
+	Measured bool
+}
+
+// Element compares one f32 element (its bits) with its reference under b.
+func (b Bound) Element(got, want uint32) Verdict {
+	if got == want {
+		return Verdict{OK: true, Measured: true}
+	}
+	switch gn, wn := IsNaN(got), IsNaN(want); {
+	case gn && wn:
+		return Verdict{OK: true, Measured: true}
+	case gn || wn:
+		return Verdict{}
+	}
+	if flushed(got, want) || flushed(want, got) {
+		return Verdict{OK: true, Measured: true}
+	}
+	ulp := ULP(got, want)
+	limit := b.ULP
+	if b.Exp {
+		limit += expExtraULP(want)
+	}
+	if limit > 0 && ulp <= limit {
+		return Verdict{OK: true, ULP: ulp, Measured: true}
+	}
+	g, w := float64(math.Float32frombits(got)), float64(math.Float32frombits(want))
+	if math.IsInf(g, 0) || math.IsInf(w, 0) {
+		return Verdict{ULP: ulp, Measured: true}
+	}
+	abs := b.Abs
+	if b.AbsBelow > 0 && math.Abs(w) > b.AbsBelow {
+		abs = 0
+	}
+	ok := (abs > 0 || b.Rel > 0) && math.Abs(g-w) <= abs+b.Rel*math.Abs(w)
+	return Verdict{OK: ok, ULP: ulp, Measured: true}
+}
+
+// smallestNormalBits is the bit pattern of 2^-126 without its sign.
+const smallestNormalBits = 0x00800000
+
+// flushed reports whether zero is a zero that a device flushing denormals may give
+// where other is: a nonzero denormal, or ±2^-126 (a result that was denormal
+// before rounding).
+func flushed(zero, other uint32) bool {
+	if zero&0x7FFFFFFF != 0 {
+		return false
+	}
+	mag := other & 0x7FFFFFFF
+	return mag != 0 && mag <= smallestNormalBits
+}
+
+// maxExpArg caps exp's |x| estimate: beyond it an f32 exp is 0 or infinite.
+const maxExpArg = 104
+
+// expExtraULP is exp's 2·|x| ULP with x estimated as ln|want|, capped where exp
+// saturates.
+func expExtraULP(want uint32) uint64 {
+	x := math.Abs(math.Log(math.Abs(float64(math.Float32frombits(want)))))
+	if math.IsNaN(x) || x > maxExpArg {
+		x = maxExpArg
+	}
+	return uint64(math.Ceil(2 * x))
+}
+
+// IsNaN reports whether bits is an f32 NaN.
+func IsNaN(bits uint32) bool { return bits&0x7FFFFFFF > 0x7F800000 }
+
+// ULP is the distance between a and b in units in the last place: the number of
+// representable f32 values between them (neither NaN); +0 and -0 are 0 apart.
+func ULP(a, b uint32) uint64 {
+	d := ordered(a) - ordered(b)
+	if d < 0 {
+		d = -d
+	}
+	return uint64(d)
+}
+
+// ordered maps f32 bits onto integers in the order of the values they encode.
+func ordered(bits uint32) int64 {
+	if bits&0x80000000 != 0 {
+		return -int64(bits & 0x7FFFFFFF)
+	}
+	return int64(bits)
+}
+
+// Format writes an element of type t with its bit pattern: "1.5 (0x3fc00000)".
+func Format(t ir.Type, bits uint32) string {
+	switch t {
+	case ir.F32:
+		return fmt.Sprintf("%g (0x%08x)", math.Float32frombits(bits), bits)
+	case ir.I32:
+		return fmt.Sprintf("%d (0x%08x)", int32(bits), bits)
+	}
+	return fmt.Sprintf("%d (0x%08x)", bits, bits)
+}
