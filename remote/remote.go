@@ -123,12 +123,19 @@ func (s *Store) Usage() cache.TierUsage {
 		Writes: s.counts.writes.Load(), Dropped: s.counts.dropped.Load()}
 }
 
-// Drivers are the kiln packages that register the object stores' URL schemes
-// (each imports gocloud.dev's driver for it), by scheme. file:// is built in.
-var drivers = map[string]string{
-	"s3":     "github.com/kiln-dev/kiln/remote/s3",
-	"gs":     "github.com/kiln-dev/kiln/remote/gcs",
-	"azblob": "github.com/kiln-dev/kiln/remote/azure",
+// driverPackage returns the kiln package that links the driver of the object
+// store scheme names (it imports gocloud.dev's driver, which registers the
+// scheme with gocloud.dev/blob). file:// is built in.
+func driverPackage(scheme string) (string, bool) {
+	switch scheme {
+	case "s3":
+		return "github.com/kiln-dev/kiln/remote/s3", true
+	case "gs":
+		return "github.com/kiln-dev/kiln/remote/gcs", true
+	case "azblob":
+		return "github.com/kiln-dev/kiln/remote/azure", true
+	}
+	return "", false
 }
 
 // Open opens the fleet tier at rawURL: s3://bucket/prefix?region=…,
@@ -193,16 +200,18 @@ func Open(ctx context.Context, rawURL string, opts Options) (*Store, error) {
 
 // noDriver is Open's error for a URL whose scheme no imported driver serves.
 func noDriver(rawURL, scheme string) error {
-	if pkg, ok := drivers[scheme]; ok {
+	if pkg, ok := driverPackage(scheme); ok {
 		return fmt.Errorf("fleet tier URL %q: no object store driver for the %s scheme is linked into this program. Fix: import _ %q", rawURL, scheme, pkg)
 	}
-	return fmt.Errorf("fleet tier URL %q: no object store driver for the %s scheme is linked into this program (kiln knows s3, gs, azblob and file). Fix: use one of those and import its driver, e.g. import _ %q, or import the gocloud.dev/blob driver that registers %s", rawURL, scheme, drivers["s3"], scheme)
+	s3, _ := driverPackage("s3")
+	return fmt.Errorf("fleet tier URL %q: no object store driver for the %s scheme is linked into this program (kiln knows s3, gs, azblob and file). Fix: use one of those and import its driver, e.g. import _ %q, or import the gocloud.dev/blob driver that registers %s", rawURL, scheme, s3, scheme)
 }
 
 // New makes a fleet tier of a bucket the application opened itself (with the
 // gocloud.dev/blob driver it imports; blob.PrefixedBucket gives it a prefix),
-// with the same deadlines, backoff and queue as Open's. The Store does not own
-// the bucket: Close flushes but leaves it open for the application to close.
+// with the same deadlines, backoff and queue as Open's. bucket must not be nil.
+// The Store does not own the bucket: Close flushes but leaves it open for the
+// application to close.
 func New(bucket *blob.Bucket, opts Options) *Store {
 	s := newStore(bucket, opts)
 	s.name = "the application's bucket"
