@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"gocloud.dev/blob"
 
 	"github.com/kiln-dev/kiln/autotune"
 	"github.com/kiln-dev/kiln/pgo"
@@ -74,8 +75,18 @@ type Options struct {
 	// azblob://…, file:///shared/dir; see package remote): a *cache.DiskCache
 	// reads through it and uploads behind compiles, autotune records and
 	// routes are read through and published. Empty reads $KILN_REMOTE; "off"
-	// runs without one. A remote outage never fails a dispatch.
+	// runs without one. A remote outage never fails a dispatch. file:// is
+	// built in; s3://, gs:// and azblob:// need their driver imported by the
+	// application (import _ "github.com/kiln-dev/kiln/remote/s3", remote/gcs,
+	// remote/azure): a URL without one is logged, with that import as the Fix,
+	// and the host runs without the tier.
 	Remote string
+	// RemoteBucket is a fleet tier bucket the application opened itself
+	// (gocloud.dev/blob, with the driver it imports; blob.PrefixedBucket for a
+	// prefix). When set it is the fleet tier, with remote's default deadlines,
+	// and Remote and $KILN_REMOTE are not read. The host does not close it:
+	// close it after Close.
+	RemoteBucket *blob.Bucket
 	// Autotune holds tuned workgroup sizes that compiles use when the caller
 	// gives none. Nil loads autotune.DefaultPath(); NoAutotune turns it off. A
 	// store that cannot be loaded is logged and left off (kiln doctor says why).

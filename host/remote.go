@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/hashicorp/go-hclog"
+	"gocloud.dev/blob"
 
 	"github.com/kiln-dev/kiln/autotune"
 	"github.com/kiln-dev/kiln/cache"
@@ -14,21 +15,28 @@ import (
 // RemoteOff as Options.Remote or $KILN_REMOTE runs without a fleet tier.
 const RemoteOff = "off"
 
-// openRemote opens the fleet tier at url (else $KILN_REMOTE) and puts it behind
-// the stores: the pipeline cache reads through it and uploads behind compiles,
-// and the autotune records and PGO routes the stores save are published to it.
-// A URL that does not open is logged and the host runs without the tier.
-func (s *stores) openRemote(url string, getenv func(string) string, log hclog.Logger) {
-	if url == "" {
-		url = getenv(remote.Env)
-	}
-	if url == "" || url == RemoteOff {
-		return
-	}
-	r, err := remote.Open(context.Background(), url, remote.Options{Logger: log})
-	if err != nil {
-		log.Warn("running without the fleet tier", "error", err)
-		return
+// openRemote opens the fleet tier — bucket when the application gave one, else
+// the one at url (else $KILN_REMOTE) — and puts it behind the stores: the
+// pipeline cache reads through it and uploads behind compiles, and the
+// autotune records and PGO routes the stores save are published to it. A URL
+// that does not open is logged and the host runs without the tier.
+func (s *stores) openRemote(url string, bucket *blob.Bucket, getenv func(string) string, log hclog.Logger) {
+	var r *remote.Store
+	if bucket != nil {
+		r = remote.New(bucket, remote.Options{Logger: log})
+	} else {
+		if url == "" {
+			url = getenv(remote.Env)
+		}
+		if url == "" || url == RemoteOff {
+			return
+		}
+		var err error
+		r, err = remote.Open(context.Background(), url, remote.Options{Logger: log})
+		if err != nil {
+			log.Warn("running without the fleet tier", "error", err)
+			return
+		}
 	}
 	s.remote = r
 	if local, ok := s.cache.(*cache.DiskCache); ok {

@@ -107,7 +107,7 @@ func openStores(opts Options, getenv func(string) string, log hclog.Logger) *sto
 			log.Warn("running without PGO routes", "error", err)
 		}
 	}
-	s.openRemote(opts.Remote, getenv, log)
+	s.openRemote(opts.Remote, opts.RemoteBucket, getenv, log)
 	return s
 }
 

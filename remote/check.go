@@ -46,9 +46,9 @@ func (s *Store) Check(ctx context.Context) CheckReport {
 			return err
 		})
 		r.Reachable = reachErr == nil
-		r.Error = fmt.Sprintf("fleet tier %s: writing a probe object failed: %v. Fix: check the URL, the credentials and the bucket's permissions (kiln needs read, write, list and delete under kiln/)", s.url, err)
+		r.Error = fmt.Sprintf("fleet tier %s: writing a probe object failed: %v. Fix: check the URL, the credentials and the bucket's permissions (kiln needs read, write, list and delete under kiln/)", s.name, err)
 		if !r.Reachable {
-			r.Error = fmt.Sprintf("fleet tier %s is not reachable: %v. Fix: check the URL, the network and the credentials; kiln keeps working from the local stores meanwhile", s.url, err)
+			r.Error = fmt.Sprintf("fleet tier %s is not reachable: %v. Fix: check the URL, the network and the credentials; kiln keeps working from the local stores meanwhile", s.name, err)
 		}
 		return r
 	}
@@ -60,14 +60,14 @@ func (s *Store) Check(ctx context.Context) CheckReport {
 	})
 	switch {
 	case err != nil:
-		r.Error = fmt.Sprintf("fleet tier %s: reading the probe object back failed: %v. Fix: check the bucket's read permission", s.url, err)
+		r.Error = fmt.Sprintf("fleet tier %s: reading the probe object back failed: %v. Fix: check the bucket's read permission", s.name, err)
 	case !bytes.Equal(got, want):
-		r.Error = fmt.Sprintf("fleet tier %s returned %d bytes for a %d-byte probe object. Fix: check what serves the URL", s.url, len(got), len(want))
+		r.Error = fmt.Sprintf("fleet tier %s returned %d bytes for a %d-byte probe object. Fix: check what serves the URL", s.name, len(got), len(want))
 	default:
 		r.Reachable = true
 	}
 	if _, err := timed(func(ctx context.Context) error { return s.bucket.Delete(ctx, probe) }); err != nil && r.Error == "" {
-		r.Error = fmt.Sprintf("fleet tier %s: deleting the probe object failed: %v. Fix: grant delete under kiln/ (used to prune old record publications)", s.url, errors.Unwrap(err))
+		r.Error = fmt.Sprintf("fleet tier %s: deleting the probe object failed: %v. Fix: grant delete under kiln/ (used to prune old record publications)", s.name, errors.Unwrap(err))
 	}
 	return r
 }

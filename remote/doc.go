@@ -14,6 +14,21 @@
 // plus kiln_timeout (the deadline of every remote call, 3s by default) and
 // kiln_flush_timeout (how long a closing host waits for queued uploads, 10s).
 //
+// Drivers: file:// is built in. The object stores' drivers are opt-in
+// imports, as database/sql drivers are, so a program links only the cloud SDK
+// it uses:
+//
+//	import _ "github.com/kiln-dev/kiln/remote/s3"    // s3://
+//	import _ "github.com/kiln-dev/kiln/remote/gcs"   // gs://
+//	import _ "github.com/kiln-dev/kiln/remote/azure" // azblob://
+//
+// (or gocloud.dev's own gocloud.dev/blob/s3blob, gcsblob, azureblob, which
+// register the same schemes). Open of a URL whose driver is not linked is an
+// error that names the scheme and ends with the import that fixes it; the host
+// logs it and runs from its local stores. The kiln CLI imports every driver.
+// An application that already holds a *blob.Bucket passes it to New (or
+// host.Options.RemoteBucket) instead of a URL.
+//
 // Pipelines: Cache puts a Store behind a local cache.DiskCache. A local miss
 // reads the object named by the key (kiln/v1/pipelines/<key hex>), which must
 // be a whole, checksummed entry whose key echo is exactly the key — anything

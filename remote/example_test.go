@@ -11,7 +11,9 @@ import (
 )
 
 // Two machines share a fleet tier (here a shared directory; s3://, gs:// and
-// azblob:// URLs work the same): the second reads what the first compiled.
+// azblob:// URLs work the same once their driver is imported, e.g.
+// import _ "github.com/kiln-dev/kiln/remote/s3"): the second reads what the
+// first compiled.
 func ExampleCache() {
 	dir, _ := os.MkdirTemp("", "kiln-remote-example-")
 	defer os.RemoveAll(dir)

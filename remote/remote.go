@@ -14,11 +14,10 @@ import (
 	"gocloud.dev/blob"
 	"gocloud.dev/gcerrors"
 
-	// The object stores a fleet tier URL may name.
-	_ "gocloud.dev/blob/azureblob"
+	// file:// is built in: a shared directory needs no cloud SDK. The object
+	// stores' drivers are imported by the application (remote/s3, remote/gcs,
+	// remote/azure), as database/sql drivers are.
 	_ "gocloud.dev/blob/fileblob"
-	_ "gocloud.dev/blob/gcsblob"
-	_ "gocloud.dev/blob/s3blob"
 
 	"github.com/kiln-dev/kiln/cache"
 )
@@ -79,8 +78,10 @@ type Options struct {
 // logged and counted, never returned to a dispatch. It is safe for concurrent
 // use. See docs/design.md, "Fleet tier (remote)".
 type Store struct {
-	url    string // the URL as given, for messages
+	url    string // the URL as given; empty for New's
+	name   string // the URL, or what New's bucket is called, for messages
 	bucket *blob.Bucket
+	owned  bool // Close closes the bucket (Open's, not New's)
 	opts   Options
 	log    hclog.Logger
 
@@ -122,16 +123,41 @@ func (s *Store) Usage() cache.TierUsage {
 		Writes: s.counts.writes.Load(), Dropped: s.counts.dropped.Load()}
 }
 
+// driverPackage returns the kiln package that links the driver of the object
+// store scheme names (it imports gocloud.dev's driver, which registers the
+// scheme with gocloud.dev/blob). file:// is built in.
+func driverPackage(scheme string) (string, bool) {
+	switch scheme {
+	case "s3":
+		return "github.com/kiln-dev/kiln/remote/s3", true
+	case "gs":
+		return "github.com/kiln-dev/kiln/remote/gcs", true
+	case "azblob":
+		return "github.com/kiln-dev/kiln/remote/azure", true
+	}
+	return "", false
+}
+
 // Open opens the fleet tier at rawURL: s3://bucket/prefix?region=…,
 // gs://bucket/prefix, azblob://container/prefix, or file:///shared/dir. For
 // object stores a path after the bucket becomes the prefix of every object; the
 // query parameters are the driver's (see gocloud.dev/blob's URL openers), plus
 // kiln_timeout and kiln_flush_timeout (Go durations). Open makes no call to the
 // remote; an unreachable remote shows in the first call, and in Check.
+//
+// file:// is built in; the other schemes need their driver imported by the
+// application, as database/sql drivers are: import _
+// "github.com/kiln-dev/kiln/remote/s3" (or remote/gcs, remote/azure), or
+// gocloud.dev's own driver package (gocloud.dev/blob/s3blob, …), which
+// registers the same scheme. A URL whose scheme no imported driver serves is
+// an error that names the scheme and the import. The kiln CLI imports them all.
 func Open(ctx context.Context, rawURL string, opts Options) (*Store, error) {
 	u, err := url.Parse(rawURL)
 	if err != nil || u.Scheme == "" {
 		return nil, fmt.Errorf("fleet tier URL %q is not a URL. Fix: set %s to s3://bucket/prefix?region=…, gs://bucket/prefix, azblob://container/prefix or file:///shared/dir", rawURL, Env)
+	}
+	if !blob.DefaultURLMux().ValidBucketScheme(u.Scheme) {
+		return nil, noDriver(rawURL, u.Scheme)
 	}
 	q := u.Query()
 	for param, into := range map[string]*time.Duration{timeoutParam: &opts.Timeout, flushTimeoutParam: &opts.FlushTimeout} {
@@ -163,6 +189,37 @@ func Open(ctx context.Context, rawURL string, opts Options) (*Store, error) {
 		u.Path = ""
 	}
 	u.RawQuery = q.Encode()
+	bucket, err := blob.OpenBucket(ctx, u.String())
+	if err != nil {
+		return nil, fmt.Errorf("open fleet tier %s: %w. Fix: check the URL's scheme and parameters (s3, gs, azblob or file)", rawURL, err)
+	}
+	s := newStore(bucket, opts)
+	s.url, s.name, s.owned = rawURL, rawURL, true
+	return s, nil
+}
+
+// noDriver is Open's error for a URL whose scheme no imported driver serves.
+func noDriver(rawURL, scheme string) error {
+	if pkg, ok := driverPackage(scheme); ok {
+		return fmt.Errorf("fleet tier URL %q: no object store driver for the %s scheme is linked into this program. Fix: import _ %q", rawURL, scheme, pkg)
+	}
+	s3, _ := driverPackage("s3")
+	return fmt.Errorf("fleet tier URL %q: no object store driver for the %s scheme is linked into this program (kiln knows s3, gs, azblob and file). Fix: use one of those and import its driver, e.g. import _ %q, or import the gocloud.dev/blob driver that registers %s", rawURL, scheme, s3, scheme)
+}
+
+// New makes a fleet tier of a bucket the application opened itself (with the
+// gocloud.dev/blob driver it imports; blob.PrefixedBucket gives it a prefix),
+// with the same deadlines, backoff and queue as Open's. bucket must not be nil.
+// The Store does not own the bucket: Close flushes but leaves it open for the
+// application to close.
+func New(bucket *blob.Bucket, opts Options) *Store {
+	s := newStore(bucket, opts)
+	s.name = "the application's bucket"
+	return s
+}
+
+// newStore is a Store of bucket with opts' zero fields defaulted.
+func newStore(bucket *blob.Bucket, opts Options) *Store {
 	if opts.Timeout <= 0 {
 		opts.Timeout = DefaultTimeout
 	}
@@ -178,24 +235,24 @@ func Open(ctx context.Context, rawURL string, opts Options) (*Store, error) {
 	if opts.Logger == nil {
 		opts.Logger = hclog.NewNullLogger()
 	}
-	bucket, err := blob.OpenBucket(ctx, u.String())
-	if err != nil {
-		return nil, fmt.Errorf("open fleet tier %s: %w. Fix: check the URL's scheme and parameters (s3, gs, azblob or file)", rawURL, err)
-	}
-	s := &Store{url: rawURL, bucket: bucket, opts: opts, log: opts.Logger.Named("remote")}
+	s := &Store{bucket: bucket, opts: opts, log: opts.Logger.Named("remote")}
 	s.queue = newQueue(s)
-	return s, nil
+	return s
 }
 
-// URL returns the URL the Store was opened with.
+// URL returns the URL the Store was opened with, empty for New's.
 func (s *Store) URL() string { return s.url }
 
 // Timeout returns the deadline of every remote call.
 func (s *Store) Timeout() time.Duration { return s.opts.Timeout }
 
-// Close waits for queued uploads (see Flush) and closes the bucket.
+// Close waits for queued uploads (see Flush) and closes the bucket Open
+// opened; a bucket given to New stays open.
 func (s *Store) Close(ctx context.Context) error {
 	s.Flush(ctx)
+	if !s.owned {
+		return nil
+	}
 	return s.bucket.Close()
 }
 
@@ -243,7 +300,7 @@ func (s *Store) fail(op string, err error) {
 	backoff := s.backoff
 	s.mu.Unlock()
 	if wasUp {
-		s.log.Warn("fleet tier call failed; working from the local stores", "op", op, "url", s.url, "error", err, "retry_in", backoff)
+		s.log.Warn("fleet tier call failed; working from the local stores", "op", op, "url", s.name, "error", err, "retry_in", backoff)
 	} else {
 		s.log.Debug("fleet tier call failed", "op", op, "error", err, "retry_in", backoff)
 	}

@@ -12,6 +12,9 @@ import (
 
 	"github.com/johannesboyne/gofakes3"
 	"github.com/johannesboyne/gofakes3/backend/s3mem"
+
+	// The URLs S3 and S3URL return need the s3:// driver.
+	_ "github.com/kiln-dev/kiln/remote/s3"
 )
 
 // Bucket is the bucket the S3 server holds.
