@@ -4,7 +4,7 @@
 // shared directory (file://) — so a team's machines pay a cold compile, a
 // tuning run or a certification once for the fleet, not once per machine.
 //
-// Open takes the URL (host.Options.Remote, or $KILN_REMOTE):
+// [Open] takes the URL (host.Options.Remote, or $KILN_REMOTE):
 //
 //	s3://bucket/prefix?region=eu-west-1
 //	gs://bucket/prefix
@@ -14,18 +14,19 @@
 // plus kiln_timeout (the deadline of every remote call, 3s by default) and
 // kiln_flush_timeout (how long a closing host waits for queued uploads, 10s).
 //
-// Pipelines: Cache puts a Store behind a local cache.DiskCache. A local miss
-// reads the object named by the key (kiln/v1/pipelines/<key hex>), which must
-// be a whole, checksummed entry whose key echo is exactly the key — anything
-// else is a miss with its reason — and keeps it locally; a compile's new entry
-// is queued for upload (write-behind, bounded in bytes and in time at flush),
-// never uploaded on the compile's path. Tuning records and PGO routes are
-// published as one small object per publication, never overwritten, the newest
-// measurement winning (PublishTuning, PublishRoute, Tuning, Route); a host
-// reads them through, and Push and Pull seed a fleet from one machine.
+// Pipelines: [Cache] puts a [Store] behind a local [cache.DiskCache]. A local
+// miss reads the object named by the key (kiln/v1/pipelines/<key hex>), which
+// must be a whole, checksummed entry whose key echo is exactly the key —
+// anything else is a miss with its reason — and keeps it locally; a compile's
+// new entry is queued for upload (write-behind, bounded in bytes and in time at
+// flush), never uploaded on the compile's path. Tuning records and PGO routes
+// are published as one small object per publication, never overwritten, the
+// newest measurement winning ([Store.PublishTuning], [Store.PublishRoute],
+// [Store.Tuning], [Store.Route]); a host reads them through, and [Store.Push]
+// and [Store.Pull] seed a fleet from one machine.
 //
-// Every call has a deadline; a failed call is logged, counted (Usage) and
-// marks the remote down for a backoff during which calls are skipped at no
+// Every call has a deadline; a failed call is logged, counted ([Store.Usage])
+// and marks the remote down for a backoff during which calls are skipped at no
 // cost. A remote outage never fails a dispatch. See docs/design.md, "Fleet tier
 // (remote)".
 package remote
