@@ -23,8 +23,9 @@ import (
 // DefaultMaxBytes is the default cap on the total size of a cache's entry files.
 const DefaultMaxBytes = 1 << 30
 
-// MaxBytesEnv is the environment variable that overrides DefaultMaxBytes: a byte
-// count, optionally with a KiB, MiB or GiB suffix ("1073741824", "512MiB").
+// MaxBytesEnv is the environment variable that overrides [DefaultMaxBytes]: a
+// byte count, optionally with a KiB, MiB or GiB suffix ("1073741824",
+// "512MiB").
 const MaxBytesEnv = "KILN_CACHE_MAX_BYTES"
 
 const (
@@ -47,15 +48,17 @@ const (
 	maxSyncWorkers = 16
 )
 
-// DiskCache is a directory of compiled-pipeline blobs keyed by Key: one file per
-// entry, sharded into subdirectories named by the first two hex digits of the
-// key's digest. It is safe for concurrent use by goroutines and by processes
-// sharing the directory: entries are installed by atomic rename, every entry
-// carries its key and a checksum, and a bad entry is a miss, never an error.
+// DiskCache is a directory of compiled-pipeline blobs keyed by [Key]: one file
+// per entry, sharded into subdirectories named by the first two hex digits of
+// the key's digest. It is safe for concurrent use by goroutines and by
+// processes sharing the directory: entries are installed by atomic rename,
+// every entry carries its key and a checksum, and a bad entry is a miss, never
+// an error.
 //
-// Hits, misses (by reason) and writes are counted per DiskCache from Open and
-// added to the directory's usage file at each Flush; entry counts and sizes
-// come from the directory (see Stats and Usage).
+// Hits, misses (by reason) and writes are counted per DiskCache from [Open] and
+// added to the directory's usage file at each [DiskCache.Flush]; entry counts
+// and sizes come from the directory (see [DiskCache.Stats] and
+// [DiskCache.Usage]).
 type DiskCache struct {
 	root     string
 	maxBytes int64
@@ -89,17 +92,17 @@ func (c *DiskCache) countMiss(r MissReason) {
 	}
 }
 
-// Options configure OpenOptions.
+// Options configure [OpenOptions].
 type Options struct {
 	// MaxBytes caps the total size of the entry files. Zero means: the value of
-	// MaxBytesEnv read through Getenv, else DefaultMaxBytes.
+	// [MaxBytesEnv] read through Getenv, else [DefaultMaxBytes].
 	MaxBytes int64
-	// Getenv reads MaxBytesEnv; nil reads nothing.
+	// Getenv reads [MaxBytesEnv]; nil reads nothing.
 	Getenv func(string) string
 }
 
 // Open opens (creating it if needed) the cache rooted at root, with its size cap
-// from MaxBytesEnv in the process environment, else DefaultMaxBytes.
+// from [MaxBytesEnv] in the process environment, else [DefaultMaxBytes].
 func Open(root string) (*DiskCache, error) {
 	return OpenOptions(root, Options{Getenv: os.Getenv})
 }
@@ -126,7 +129,7 @@ func OpenOptions(root string, opts Options) (*DiskCache, error) {
 }
 
 // ParseBytes reads a positive byte count with an optional KiB, MiB or GiB suffix
-// ("1073741824", "512MiB"), as MaxBytesEnv and kiln cache trim --max take it.
+// ("1073741824", "512MiB"), as [MaxBytesEnv] and kiln cache trim --max take it.
 func ParseBytes(s string) (int64, error) {
 	unit := int64(1)
 	for _, u := range []struct {
@@ -167,7 +170,7 @@ func (c *DiskCache) Root() string { return c.root }
 func (c *DiskCache) MaxBytes() int64 { return c.maxBytes }
 
 // PathFor returns the file that holds key's entry: root/<hh>/<hex>.bin, where hex
-// is Key.Hex and hh its first two digits.
+// is [Key.Hex] and hh its first two digits.
 func (c *DiskCache) PathFor(key Key) string { return c.pathForHex(key.Hex()) }
 
 func (c *DiskCache) pathForHex(h string) string {
@@ -178,7 +181,7 @@ func (c *DiskCache) pathForHex(h string) string {
 type Lookup struct {
 	// Payload is the entry's payload on a hit, nil on a miss.
 	Payload []byte
-	// Miss is MissNone on a hit, else why there was no usable entry.
+	// Miss is [MissNone] on a hit, else why there was no usable entry.
 	Miss MissReason
 	// Remote is set when the hit came from the fleet tier behind the local
 	// cache (package remote) rather than from the local directory.
@@ -188,7 +191,7 @@ type Lookup struct {
 // Hit reports whether the read found a usable entry.
 func (l Lookup) Hit() bool { return l.Miss == MissNone }
 
-// Get returns key's entry. A missing entry is a miss (MissAbsent); so is an
+// Get returns key's entry. A missing entry is a miss ([MissAbsent]); so is an
 // entry that is truncated, fails its checksum, belongs to another key or is
 // larger than an entry can be, which is also removed (unless another process
 // has meanwhile replaced it) and counted by its reason. A file that exists but
@@ -244,10 +247,10 @@ func (c *DiskCache) drop(path string, opened fs.FileInfo, why MissReason) Lookup
 
 // Write installs payload as key's entry, replacing any earlier one atomically:
 // readers see the old entry or the new, never a mix. A payload over
-// MaxEntryBytes is refused before anything is written. The entry is not yet
-// durable; Flush makes it so. Once a quarter of the size cap has been written
-// since the last trim, Write starts a background flush, which trims: a
-// long-running process keeps its cache bounded without calling Flush.
+// [MaxEntryBytes] is refused before anything is written. The entry is not yet
+// durable; [DiskCache.Flush] makes it so. Once a quarter of the size cap has
+// been written since the last trim, Write starts a background flush, which
+// trims: a long-running process keeps its cache bounded without calling Flush.
 func (c *DiskCache) Write(key Key, payload []byte) error {
 	entry, err := EncodeEntry(key, payload)
 	if err != nil {
@@ -298,16 +301,16 @@ func (c *DiskCache) flushInBackground(done chan struct{}) {
 
 // Flush makes the entries written since the last Flush durable: it fsyncs the
 // files, then their directories, each step with up to 16 fsyncs in parallel.
-// Entries removed meanwhile are skipped. On failure the entries stay pending for
-// the next Flush. It first waits for a background flush Write started, and
-// returns its error too.
+// Entries removed meanwhile are skipped. On failure the entries stay pending
+// for the next Flush. It first waits for a background flush [DiskCache.Write]
+// started, and returns its error too.
 //
 // Flush then enforces the size cap when a trim is due: when the directory was
-// last trimmed over an hour ago (by any process), or this DiskCache has written
-// more than a quarter of the cap since its last trim. The trim record is taken
-// under the directory's trim lock before the trim starts, so of many processes
-// flushing at once one trims and the others see the fresh record. Last, Flush
-// adds this DiskCache's counts to the directory's usage file.
+// last trimmed over an hour ago (by any process), or this [DiskCache] has
+// written more than a quarter of the cap since its last trim. The trim record
+// is taken under the directory's trim lock before the trim starts, so of many
+// processes flushing at once one trims and the others see the fresh record.
+// Last, Flush adds this DiskCache's counts to the directory's usage file.
 func (c *DiskCache) Flush(ctx context.Context) error {
 	c.mu.Lock()
 	bg := c.background

@@ -10,8 +10,8 @@ import (
 	"github.com/cespare/xxhash/v2"
 )
 
-// MaxEntryBytes bounds the payload of one entry: Write refuses a larger blob and
-// Read refuses to load a larger file.
+// MaxEntryBytes bounds the payload of one entry: [DiskCache.Write] refuses a
+// larger blob and Read refuses to load a larger file.
 const MaxEntryBytes = 64 << 20
 
 // An entry file is a 32-byte header, the key's encoding (the key echo) and the
@@ -41,7 +41,7 @@ const MaxEntryFileBytes = maxFileBytes
 // MissReason says why a read found no usable entry.
 type MissReason string
 
-// The reasons a read misses. Every reason but MissAbsent means a file or
+// The reasons a read misses. Every reason but [MissAbsent] means a file or
 // object was there and was not used.
 const (
 	// MissNone: not a miss; the read hit.
@@ -54,7 +54,7 @@ const (
 	MissTruncated MissReason = "truncated"
 	// MissForeignKey: a valid entry, but of another key (its key echo differs).
 	MissForeignKey MissReason = "foreign-key"
-	// MissOversize: larger than any entry can be (MaxEntryFileBytes).
+	// MissOversize: larger than any entry can be ([MaxEntryFileBytes]).
 	MissOversize MissReason = "oversize"
 	// MissUnavailable: the fleet tier behind the cache (package remote)
 	// failed, ran past its deadline, or was skipped while down.
@@ -157,8 +157,8 @@ func decodeEntry(data, wantKey []byte) (key, payload []byte, err error) {
 	return key, payload, nil
 }
 
-// EncodeEntry returns the entry file for key and payload: what DiskCache stores,
-// and what the fleet tier uploads as an object named key.Hex().
+// EncodeEntry returns the entry file for key and payload: what [DiskCache]
+// stores, and what the fleet tier uploads as an object named key.Hex().
 func EncodeEntry(key Key, payload []byte) ([]byte, error) {
 	if len(payload) > MaxEntryBytes {
 		return nil, fmt.Errorf("pipeline blob of %d bytes for backend %q exceeds the %d-byte cache entry limit. Fix: the backend must return a smaller blob, or none", len(payload), key.BackendID, MaxEntryBytes)
@@ -177,8 +177,8 @@ func EncodeEntry(key Key, payload []byte) ([]byte, error) {
 
 // DecodeEntry checks data, an entry file or object that should hold key's
 // entry, and returns its payload; otherwise why it cannot be used (never
-// MissNone or MissAbsent). Nothing but a whole, checksummed entry whose key echo
-// is exactly key is ever a hit.
+// [MissNone] or [MissAbsent]). Nothing but a whole, checksummed entry whose key
+// echo is exactly key is ever a hit.
 func DecodeEntry(data []byte, key Key) ([]byte, MissReason) {
 	if len(data) > maxFileBytes {
 		return nil, MissOversize
@@ -192,7 +192,7 @@ func DecodeEntry(data []byte, key Key) ([]byte, MissReason) {
 
 // ParseEntry checks data, an entry of a key not known beforehand (an object
 // listed in the fleet tier), and returns its key and payload, or why it cannot
-// be used. The caller must still check that the key's Hex is the name the
+// be used. The caller must still check that the key's [Key.Hex] is the name the
 // entry was found under.
 func ParseEntry(data []byte) (Key, []byte, MissReason) {
 	if len(data) > maxFileBytes {

@@ -5,10 +5,11 @@ import (
 	"strings"
 )
 
-// FeatureFlags are the capability bits a pipeline was compiled to assume. They are
-// part of the Key, so a pipeline compiled with subgroup operations is never reused
-// where they are absent even when everything else matches. Bits 1<<0 .. 1<<8 are
-// assigned below and never renumbered; higher bits are reserved for additions.
+// FeatureFlags are the capability bits a pipeline was compiled to assume. They
+// are part of the [Key], so a pipeline compiled with subgroup operations is
+// never reused where they are absent even when everything else matches. Bits
+// 1<<0 .. 1<<8 are assigned below and never renumbered; higher bits are
+// reserved for additions.
 type FeatureFlags uint32
 
 // The assigned feature bits.

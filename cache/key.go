@@ -21,8 +21,8 @@ const KeyVersion uint32 = 3
 const maxKeyBytes = 4096
 
 // Key identifies a compiled pipeline. Two compilations share an entry only when
-// every field is equal; a change of any field, or of KeyVersion, gives a different
-// key.
+// every field is equal; a change of any field, or of [KeyVersion], gives a
+// different key.
 type Key struct {
 	// ProgramDigest is the digest of the program's canonical encoding.
 	ProgramDigest [32]byte
@@ -47,11 +47,11 @@ type Key struct {
 	DeviceFingerprint string
 }
 
-// Encode returns the key's unambiguous encoding: KeyVersion as 4 little-endian
-// bytes, then every field in declaration order as a 4-byte little-endian length
-// followed by its bytes (integers little-endian, the workgroup size as three
-// u32s). Because every field carries its length, no two different keys encode
-// alike. Entries echo this encoding in their header.
+// Encode returns the key's unambiguous encoding: [KeyVersion] as 4
+// little-endian bytes, then every field in declaration order as a 4-byte
+// little-endian length followed by its bytes (integers little-endian, the
+// workgroup size as three u32s). Because every field carries its length, no two
+// different keys encode alike. Entries echo this encoding in their header.
 func (k Key) Encode() []byte { return k.encode(KeyVersion) }
 
 func (k Key) encode(version uint32) []byte {
@@ -76,11 +76,11 @@ func (k Key) encode(version uint32) []byte {
 	return out
 }
 
-// Digest is the SHA-256 of Encode.
+// Digest is the SHA-256 of [Key.Encode].
 func (k Key) Digest() [32]byte { return sha256.Sum256(k.Encode()) }
 
-// Hex is Digest in lowercase hex: the entry's file name without its extension,
-// and its object name in the fleet tier.
+// Hex is [Key.Digest] in lowercase hex: the entry's file name without its
+// extension, and its object name in the fleet tier.
 func (k Key) Hex() string {
 	d := k.Digest()
 	return hex.EncodeToString(d[:])
@@ -139,8 +139,8 @@ func decodeKey(b []byte) (Key, error) {
 }
 
 // ProgramDigest is the SHA-256 of p's canonical encoding (ir.Encode): the
-// Key's ProgramDigest, and what InvalidateImpacted's digests name. It fails
-// only for a program ir.Encode refuses.
+// [Key]'s ProgramDigest, and what [DiskCache.InvalidateImpacted]'s digests
+// name. It fails only for a program ir.Encode refuses.
 func ProgramDigest(p *ir.Program) ([32]byte, error) {
 	enc, err := ir.Encode(p)
 	if err != nil {

@@ -19,8 +19,9 @@ import (
 	"github.com/kiln-dev/kiln/internal/filelock"
 )
 
-// Stats describes a cache. Entries and Bytes are read from the directory, so they
-// include every process's entries; the counts are this DiskCache's since Open.
+// Stats describes a cache, as [DiskCache.Stats] reports it. Entries and Bytes
+// are read from the directory, so they include every process's entries; the
+// counts are this [DiskCache]'s since [Open].
 type Stats struct {
 	Root     string
 	Entries  int
@@ -28,23 +29,24 @@ type Stats struct {
 	MaxBytes int64
 	// Hits and Misses count reads; MissesBy splits the misses by reason, and
 	// Corrupt counts every miss that found an unusable entry, plus the entries
-	// Verify removed.
+	// [DiskCache.Verify] removed.
 	Hits     uint64
 	Misses   uint64
 	MissesBy map[MissReason]uint64
 	Corrupt  uint64
 	// Writes counts entries written, Errors reads and writes that failed.
 	Writes, Errors uint64
-	// Trims counts the trims this DiskCache ran (Trim, or a due one in Flush).
+	// Trims counts the trims this [DiskCache] ran ([DiskCache.Trim], or a due
+	// one in [DiskCache.Flush]).
 	Trims uint64
 }
 
-// Problem is an entry file Verify removed, and why.
+// Problem is an entry file [DiskCache.Verify] removed, and why.
 type Problem struct {
 	Path, Reason string
 }
 
-// VerifyReport is what Verify found.
+// VerifyReport is what [DiskCache.Verify] found.
 type VerifyReport struct {
 	// Checked is the number of entry files read.
 	Checked int
@@ -57,7 +59,7 @@ type VerifyReport struct {
 	TempsRemoved int
 }
 
-// TrimReport is what Trim did.
+// TrimReport is what [DiskCache.Trim] did.
 type TrimReport struct {
 	// Removed entries freed Freed bytes; Entries and Bytes remain.
 	Removed int
@@ -187,7 +189,8 @@ func removeStaleTemps(temps []fileInfo) (int, error) {
 	return n, nil
 }
 
-// Stats counts the entries in the directory and reports this DiskCache's reads.
+// Stats counts the entries in the directory and reports this [DiskCache]'s
+// reads.
 func (c *DiskCache) Stats(ctx context.Context) (Stats, error) {
 	entries, _, err := c.scan(ctx)
 	if err != nil {
@@ -217,11 +220,12 @@ func (c *DiskCache) corruptCount() uint64 {
 	return n + c.verified.Load()
 }
 
-// Trim removes entries, least recently used first (oldest mtime; Get refreshes
-// it hourly), until the entry files total at most maxBytes, and removes
-// temporary files left by writers that died over an hour ago. It holds the
-// directory's trim lock and records the trim time before it starts. An entry
-// replaced by a writer after Trim listed it is kept (see removeListed).
+// Trim removes entries, least recently used first (oldest mtime;
+// [DiskCache.Get] refreshes it hourly), until the entry files total at most
+// maxBytes, and removes temporary files left by writers that died over an hour
+// ago. It holds the directory's trim lock and records the trim time before it
+// starts. An entry replaced by a writer after Trim listed it is kept (see
+// removeListed).
 func (c *DiskCache) Trim(ctx context.Context, maxBytes int64) (TrimReport, error) {
 	if maxBytes < 0 {
 		return TrimReport{}, fmt.Errorf("trim pipeline cache to %d bytes: negative size. Fix: pass 0 or more", maxBytes)
@@ -284,8 +288,8 @@ func (c *DiskCache) trimLocked(ctx context.Context, maxBytes int64) (TrimReport,
 }
 
 // Verify reads every entry in full and removes each one that is corrupt (bad
-// header, length or checksum, a file name that does not match its key, a key
-// of another KeyVersion, or a file too large to be an entry), counting them as
+// header, length or checksum, a file name that does not match its key, a key of
+// another [KeyVersion], or a file too large to be an entry), counting them as
 // corrupt in Stats; an entry a writer replaced after Verify read it is kept. It
 // also removes temporary files left by writers that died over an hour ago.
 func (c *DiskCache) Verify(ctx context.Context) (VerifyReport, error) {
@@ -389,12 +393,13 @@ func (c *DiskCache) Clear(ctx context.Context) (int, error) {
 }
 
 // InvalidateImpacted removes the entries compiled for the device with the given
-// fingerprint (every device when it is "") whose program digest is one of digests
-// (every program when digests is empty) and which assume at least one of mask's
-// features (any features when mask is zero). It returns how many it removed.
-// Use it when a driver update breaks a feature on a device, or when programs
-// change meaning. Entries whose header cannot be read are left to Verify, and an
-// entry a writer replaced after its header was read is kept.
+// fingerprint (every device when it is "") whose program digest is one of
+// digests (every program when digests is empty) and which assume at least one
+// of mask's features (any features when mask is zero). It returns how many it
+// removed. Use it when a driver update breaks a feature on a device, or when
+// programs change meaning. Entries whose header cannot be read are left to
+// [DiskCache.Verify], and an entry a writer replaced after its header was read
+// is kept.
 func (c *DiskCache) InvalidateImpacted(ctx context.Context, mask FeatureFlags, digests [][32]byte, fingerprint string) (int, error) {
 	entries, _, err := c.scan(ctx)
 	if err != nil {
@@ -458,19 +463,19 @@ func readEntryKey(path string) (Key, fs.FileInfo, error) {
 	return k, st, nil
 }
 
-// HeaderReport is what CheckHeaders found.
+// HeaderReport is what [DiskCache.CheckHeaders] found.
 type HeaderReport struct {
 	// Entries and Bytes count the entry files.
 	Entries int
 	Bytes   int64
 	// Bad lists the entries whose header or key is unreadable or belongs to
-	// another file name; Verify (or a Read of them) removes them.
+	// another file name; [DiskCache.Verify] (or a Read of them) removes them.
 	Bad []Problem
 }
 
 // CheckHeaders reads the header and key of every entry, not the payloads, and
-// changes nothing: the quick health check kiln doctor runs. Verify reads the
-// payloads as well and removes what fails.
+// changes nothing: the quick health check kiln doctor runs. [DiskCache.Verify]
+// reads the payloads as well and removes what fails.
 func (c *DiskCache) CheckHeaders(ctx context.Context) (HeaderReport, error) {
 	entries, _, err := c.scan(ctx)
 	if err != nil {
@@ -499,7 +504,7 @@ func (c *DiskCache) CheckHeaders(ctx context.Context) (HeaderReport, error) {
 	return r, nil
 }
 
-// Names returns the key hex (Key.Hex) of every entry file in the directory,
+// Names returns the key hex ([Key.Hex]) of every entry file in the directory,
 // valid or not: what `kiln cache pull` need not download again.
 func (c *DiskCache) Names(ctx context.Context) (map[string]bool, error) {
 	entries, _, err := c.scan(ctx)
@@ -513,9 +518,10 @@ func (c *DiskCache) Names(ctx context.Context) (map[string]bool, error) {
 	return names, nil
 }
 
-// Walk calls fn with the key and the whole entry file (EncodeEntry's bytes) of
-// every valid entry, as `kiln cache push` uploads them. Entries that are not
-// valid are skipped (Verify removes them); an error of fn stops the walk.
+// Walk calls fn with the key and the whole entry file ([EncodeEntry]'s bytes)
+// of every valid entry, as `kiln cache push` uploads them. Entries that are not
+// valid are skipped ([DiskCache.Verify] removes them); an error of fn stops the
+// walk.
 func (c *DiskCache) Walk(ctx context.Context, fn func(key Key, entry []byte) error) error {
 	entries, _, err := c.scan(ctx)
 	if err != nil {

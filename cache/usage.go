@@ -18,7 +18,7 @@ import (
 )
 
 // usageFile, in the cache's root, holds the counts every process using the
-// cache has added since it was created or zeroed (see Usage).
+// cache has added since it was created or zeroed (see [DiskCache.Usage]).
 const usageFile = "usage.json"
 
 // usageFormat is the usage file's format number.
@@ -80,9 +80,9 @@ func (u TierUsage) IsZero() bool {
 	return u.Hits == 0 && u.Errors == 0 && u.Writes == 0 && u.Dropped == 0 && u.MissCount() == 0
 }
 
-// Usage is what the cache's usage file holds: the counts of every process
-// that used the cache since Since, for the local directory and for the fleet
-// tier behind it. `kiln cache stats` shows it.
+// Usage is what the cache's usage file holds ([DiskCache.Usage] reads it): the
+// counts of every process that used the cache since Since, for the local
+// directory and for the fleet tier behind it. `kiln cache stats` shows it.
 type Usage struct {
 	Format int       `json:"format"`
 	Since  time.Time `json:"since"`
@@ -118,8 +118,8 @@ func (c *DiskCache) reportUsage(ctx context.Context) error {
 }
 
 // Usage reads the cache's usage file. A missing file is zero usage; one that
-// does not decode is an error (the next AddUsage starts it again from zero,
-// as it holds counters only).
+// does not decode is an error (the next [DiskCache.AddUsage] starts it again
+// from zero, as it holds counters only).
 func (c *DiskCache) Usage() (Usage, error) {
 	path := filepath.Join(c.root, usageFile)
 	data, err := os.ReadFile(path)

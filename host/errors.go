@@ -174,3 +174,17 @@ func (e *ClosedError) Error() string {
 	}
 	return fmt.Sprintf("backend %s is closed. Fix: open a new host with host.Open", e.Backend)
 }
+
+// UnsupportedError says a backend does not implement an optional interface the
+// call needs (pluginapi.Artifacts, pluginapi.HealthChecker). kiln doctor lists
+// what each plugin lacks.
+type UnsupportedError struct {
+	// Backend is the backend's name ("cpu-ref:0").
+	Backend string
+	// Interface names the missing interface ("pluginapi.Artifacts").
+	Interface string
+}
+
+func (e *UnsupportedError) Error() string {
+	return fmt.Sprintf("backend %s does not implement %s. Fix: use a backend that does (kiln doctor lists what each plugin implements)", e.Backend, e.Interface)
+}

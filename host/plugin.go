@@ -149,7 +149,7 @@ type plugin struct {
 	protocol  int
 	startTime time.Duration
 	// v2 holds protocol 2's host-side state: scratch buffers, pending submits,
-	// traffic counters (v2.go).
+	// traffic counters (conn.go).
 	v2 v2state
 
 	wg sync.WaitGroup // background launches and probes

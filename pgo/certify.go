@@ -28,16 +28,16 @@ type Launch struct {
 	Uniforms []byte
 }
 
-// Config is how Certify measures.
+// Config is how [Table.Certify] measures.
 type Config struct {
 	Launch Launch
 	// Timed is the number of timed dispatches per backend after the warm-up; 0
-	// means DefaultTimed.
+	// means [DefaultTimed].
 	Timed int
 }
 
-// Backend is what Certify measures. The host satisfies it with a thin adapter
-// over its backend handle; tests with fakes.
+// Backend is what [Table.Certify] measures. The host satisfies it with a thin
+// adapter over its backend handle; tests with fakes.
 type Backend interface {
 	// Identity returns the routing id, adapter fingerprint and plugin version.
 	Identity() Live

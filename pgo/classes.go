@@ -15,10 +15,10 @@ import (
 // ClassRoute is an op's route for one size class: the fastest backend at
 // launches of Bytes bytes, with every backend's median there.
 type ClassRoute struct {
-	// Bytes is the size the class was measured at: LaunchBytes of its launch.
+	// Bytes is the size the class was measured at: [LaunchBytes] of its launch.
 	Bytes int64
 	// Backend, AdapterFingerprint and PluginVersion name the fastest backend
-	// as Route's fields do.
+	// as [Route]'s fields do.
 	Backend            string
 	AdapterFingerprint string
 	PluginVersion      string
@@ -66,8 +66,8 @@ func (r Route) ForSize(bytes int64) Route {
 	return r
 }
 
-// FreshFor is Fresh for a launch of bytes: op's route for the nearest size
-// class (ForSize), when that is fresh against live.
+// FreshFor is [Table.Fresh] for a launch of bytes: op's route for the nearest
+// size class ([Route.ForSize]), when that is fresh against live.
 func (t *Table) FreshFor(op string, bytes int64, live []Live) (Route, string) {
 	r, ok := t.Route(op)
 	if !ok {
@@ -84,23 +84,23 @@ func (t *Table) FreshFor(op string, bytes int64, live []Live) (Route, string) {
 	return r, ""
 }
 
-// Point is one size at which CertifyClasses measures an op.
+// Point is one size at which [Table.CertifyClasses] measures an op.
 type Point struct {
 	// Inputs are by binding: read and read_write buffers, nil for write ones.
 	Inputs [][]byte
 	Launch Launch
 }
 
-// Bytes is the point's LaunchBytes.
+// Bytes is the point's [LaunchBytes].
 func (p Point) Bytes() int64 { return LaunchBytes(p.Inputs, p.Launch.OutputCounts) }
 
 // CertifyClasses measures op's program on every backend at each point — one
-// warm-up dispatch, then cfg.Timed timed ones, the median — and records a
-// route with one size class per point (points of equal bytes count once): the
-// fastest backend of each class, and at the top level the largest class's.
-// With a single point the route has no classes, as Certify records it. Any
-// failed dispatch fails the whole certification and leaves the table as it
-// was. cfg.Launch is not used; each point carries its launch.
+// warm-up dispatch, then cfg.Timed timed ones, the median — and records a route
+// with one size class per point (points of equal bytes count once): the fastest
+// backend of each class, and at the top level the largest class's. With a
+// single point the route has no classes, as [Table.Certify] records it. Any
+// failed dispatch fails the whole certification and leaves the table as it was.
+// cfg.Launch is not used; each point carries its launch.
 func (t *Table) CertifyClasses(ctx context.Context, op string, p *ir.Program, points []Point, cfg Config, backends []Backend) (Route, error) {
 	if len(points) == 0 {
 		return Route{}, fmt.Errorf("PGO certification of %s got no sizes. Fix: pass at least one point", op)

@@ -22,7 +22,8 @@ func (r Route) RoutesTo(backend string) bool {
 }
 
 // Forget removes every route that match accepts and returns their ops, sorted.
-// Like Remove, it changes the table only; Save writes the removals.
+// Like [Table.Remove], it changes the table only; [Table.Save] writes the
+// removals.
 func (t *Table) Forget(match func(op string, r Route) bool) []string {
 	var gone []string
 	for _, op := range t.Ops() {

@@ -36,15 +36,15 @@ type Route struct {
 	MeasuredAt time.Time
 	// Classes, when set, are the routes of the op at several launch sizes,
 	// smallest first; a dispatch follows the class nearest its own size (see
-	// ForSize), and Backend, AdapterFingerprint, PluginVersion and
+	// [Route.ForSize]), and Backend, AdapterFingerprint, PluginVersion and
 	// Observations above repeat the largest class, the route a reader that
 	// knows no classes follows. See docs/design.md, "PGO routes".
 	Classes []ClassRoute
 }
 
 // Table maps op ids to routes for one table file. It is safe for concurrent
-// use, and Save never holds the Table while it waits for the file's lock: Route
-// and Fresh go on meanwhile.
+// use, and [Table.Save] never holds the Table while it waits for the file's
+// lock: [Table.Route] and [Table.Fresh] go on meanwhile.
 type Table struct {
 	m *tomlstore.Map[string, Route]
 }
@@ -67,9 +67,10 @@ func defaultPath(env xdg.Env) (string, error) {
 // New returns an empty table for path without reading the file.
 func New(path string) *Table { return &Table{m: tomlstore.NewMap(path, codec)} }
 
-// Load reads the table at path. A missing file gives an empty table. A malformed
-// file, or one of a newer schema, is an error ending in a Fix, and the file is
-// left as it is; errors.As finds a *MalformedError or a *NewerSchemaError in it.
+// Load reads the table at path. A missing file gives an empty table. A
+// malformed file, or one of a newer schema, is an error ending in a Fix, and
+// the file is left as it is; errors.As finds a *[MalformedError] or a
+// *[NewerSchemaError] in it.
 func Load(path string) (*Table, error) {
 	m, err := tomlstore.LoadMap(path, codec)
 	if err != nil {
@@ -100,8 +101,8 @@ func (t *Table) Path() string { return t.m.Path() }
 // Route returns op's route, fresh or not.
 func (t *Table) Route(op string) (Route, bool) { return t.m.Get(op) }
 
-// Fastest returns the backend op's route names, fresh or not; Fresh also checks
-// the route against the live backends.
+// Fastest returns the backend op's route names, fresh or not; [Table.Fresh]
+// also checks the route against the live backends.
 func (t *Table) Fastest(op string) (string, bool) {
 	r, ok := t.Route(op)
 	return r.Backend, ok
@@ -135,7 +136,7 @@ func (t *Table) Set(op string, r Route) error {
 // Remove drops op's route and reports whether there was one.
 func (t *Table) Remove(op string) bool { return t.m.Delete(op) }
 
-// IsDirty reports whether the table has changes Save has not written.
+// IsDirty reports whether the table has changes [Table.Save] has not written.
 func (t *Table) IsDirty() bool { return t.m.IsDirty() }
 
 // OnSaved registers fn to be called after each save that wrote, with the routes
@@ -156,12 +157,12 @@ func (t *Table) Save(ctx context.Context) (bool, error) {
 	return r.Wrote, nil
 }
 
-// SaveRegenerating is Save for `kiln certify`, which regenerates a malformed
-// table: whether the file is malformed is decided under its lock, when the save
-// happens, and only then is it replaced by this table's routes (replaced
-// reports it). A file that parses is merged into as Save does, so routes
-// another process saved meanwhile are kept, and a file of a newer schema is
-// refused, never overwritten.
+// SaveRegenerating is [Table.Save] for `kiln certify`, which regenerates a
+// malformed table: whether the file is malformed is decided under its lock,
+// when the save happens, and only then is it replaced by this table's routes
+// (replaced reports it). A file that parses is merged into as Save does, so
+// routes another process saved meanwhile are kept, and a file of a newer schema
+// is refused, never overwritten.
 func (t *Table) SaveRegenerating(ctx context.Context) (wrote, replaced bool, err error) {
 	r, err := t.m.Save(ctx, tomlstore.SaveOptions{ReplaceMalformed: true})
 	if err != nil {
@@ -214,8 +215,8 @@ func (r Route) StaleReason(live []Live) string {
 }
 
 // Fresh returns op's route when it is fresh against live, with an empty reason;
-// otherwise it returns the zero Route and why ("no PGO route for …", or why it
-// is stale), for the host to report beside the backend it chose instead.
+// otherwise it returns the zero [Route] and why ("no PGO route for …", or why
+// it is stale), for the host to report beside the backend it chose instead.
 func (t *Table) Fresh(op string, live []Live) (Route, string) {
 	r, ok := t.Route(op)
 	if !ok {
@@ -227,7 +228,7 @@ func (t *Table) Fresh(op string, live []Live) (Route, string) {
 	return r, ""
 }
 
-// StaleRoute is a route Stale found, with the reason.
+// StaleRoute is a route [Table.Stale] found, with the reason.
 type StaleRoute struct {
 	Op     string
 	Route  Route

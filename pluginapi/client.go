@@ -17,7 +17,7 @@ import (
 // plugin process. Errors come back as the plugin's error kinds (see fromStatus).
 type client struct {
 	rpc kilnpb.BackendClient
-	// v2 is the protocol-2 side (client_v2.go); nil on protocol 1.
+	// v2 is the protocol-2 side (conn.go); nil on protocol 1.
 	v2 *v2client
 }
 

@@ -16,7 +16,7 @@ import (
 type server struct {
 	kilnpb.UnimplementedBackendServer
 	impl Backend
-	// device is protocol 2's Device service (server_v2.go); nil on protocol 1.
+	// device is protocol 2's Device service (device_server.go); nil on protocol 1.
 	device *deviceServer
 }
 

@@ -9,7 +9,7 @@ import (
 	"time"
 )
 
-// CheckReport is what Check found.
+// CheckReport is what [Store.Check] found.
 type CheckReport struct {
 	// URL is the fleet tier's URL.
 	URL string

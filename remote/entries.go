@@ -20,9 +20,9 @@ func entryName(hex string) string { return layout + "pipelines/" + hex }
 // GetEntry reads key's pipeline-cache entry from the remote. The object must be
 // a whole entry whose checksum holds and whose key echo is exactly key;
 // anything else is a miss with its reason (a corrupt, truncated, foreign or
-// oversize object is also deleted, best effort, so an upload can replace it).
-// A failed, slow or skipped remote is a cache.MissUnavailable miss. Hits and misses
-// are counted; GetEntry never returns an error.
+// oversize object is also deleted, best effort, so an upload can replace it). A
+// failed, slow or skipped remote is a [cache.MissUnavailable] miss. Hits and
+// misses are counted; GetEntry never returns an error.
 func (s *Store) GetEntry(ctx context.Context, key cache.Key) ([]byte, cache.MissReason) {
 	name := entryName(key.Hex())
 	var data []byte
@@ -64,10 +64,10 @@ func (s *Store) GetEntry(ctx context.Context, key cache.Key) ([]byte, cache.Miss
 	return nil, why
 }
 
-// PutEntry uploads entry (cache.EncodeEntry's bytes) as key's object, unless an
-// object for key is there already (a conditional write): entries are
-// immutable. It is a synchronous upload with the call deadline; Cache queues
-// it behind a compile instead.
+// PutEntry uploads entry ([cache.EncodeEntry]'s bytes) as key's object, unless
+// an object for key is there already (a conditional write): entries are
+// immutable. It is a synchronous upload with the call deadline; Cache queues it
+// behind a compile instead.
 func (s *Store) PutEntry(ctx context.Context, key cache.Key, entry []byte) error {
 	name := entryName(key.Hex())
 	err := s.do(ctx, "put pipeline", func(ctx context.Context) error {
@@ -87,12 +87,13 @@ func (s *Store) PutEntry(ctx context.Context, key cache.Key, entry []byte) error
 // maxRemembered bounds Cache's memory of keys the remote does not have.
 const maxRemembered = 4096
 
-// Cache is a local pipeline cache with the fleet tier behind it. Get reads the
-// local directory first; only a local miss reads the remote (once per key per
-// process: a remote miss is remembered), and a remote hit is verified, then
-// written to the local directory. Write stores locally and queues the upload
-// (write-behind), so no compile waits on the remote. It satisfies the host's
-// pipeline-cache interface. See docs/design.md, "Fleet tier (remote)".
+// Cache is a local pipeline cache with the fleet tier behind it. [Cache.Get]
+// reads the local directory first; only a local miss reads the remote (once per
+// key per process: a remote miss is remembered), and a remote hit is verified,
+// then written to the local directory. [Cache.Write] stores locally and queues
+// the upload (write-behind), so no compile waits on the remote. It satisfies
+// the host's pipeline-cache interface. See docs/design.md, "Fleet tier
+// (remote)".
 type Cache struct {
 	local  *cache.DiskCache
 	remote *Store

@@ -45,7 +45,7 @@ const (
 // TuningRecord is an autotune record as the fleet tier holds it: the record,
 // the device it was measured on, and when.
 type TuningRecord struct {
-	// Key is the autotune key's hex (autotune.Key.Hex).
+	// Key is the autotune key's hex ([autotune.Key.Hex]).
 	Key string
 	// BackendID and Fingerprint name the device: the backend's id ("vulkan")
 	// and the adapter's identity fingerprint.
@@ -261,7 +261,7 @@ func (s *Store) PublishRoute(ctx context.Context, op string, r pgo.Route) error 
 	return s.publish(ctx, "publish route", routeDir(op, r.AdapterFingerprint), r.MeasuredAt, doc)
 }
 
-// QueueTuning queues PublishTuning behind the uploads already queued
+// QueueTuning queues [Store.PublishTuning] behind the uploads already queued
 // (write-behind): the caller never waits on the remote.
 func (s *Store) QueueTuning(r TuningRecord) {
 	s.queue.add(task{op: "publish tuning record", size: maxRecordBytes, run: func(ctx context.Context) error {
@@ -269,7 +269,7 @@ func (s *Store) QueueTuning(r TuningRecord) {
 	}})
 }
 
-// QueueRoute queues PublishRoute behind the uploads already queued.
+// QueueRoute queues [Store.PublishRoute] behind the uploads already queued.
 func (s *Store) QueueRoute(op string, r pgo.Route) {
 	s.queue.add(task{op: "publish route", size: maxRecordBytes, run: func(ctx context.Context) error {
 		return s.PublishRoute(ctx, op, r)

@@ -26,7 +26,7 @@ import (
 // Options.Remote is empty.
 const Env = "KILN_REMOTE"
 
-// Defaults of Options.
+// Defaults of [Options].
 const (
 	// DefaultTimeout is the deadline of every remote call.
 	DefaultTimeout = 3 * time.Second
@@ -51,20 +51,20 @@ const (
 // and prefix; the version changes only with an incompatible layout.
 const layout = "kiln/v1/"
 
-// Options configure Open. Zero fields take the defaults; the URL's
+// Options configure [Open]. Zero fields take the defaults; the URL's
 // kiln_timeout and kiln_flush_timeout parameters override Timeout and
 // FlushTimeout.
 type Options struct {
-	// Timeout is the deadline of every remote call (DefaultTimeout).
+	// Timeout is the deadline of every remote call ([DefaultTimeout]).
 	Timeout time.Duration
 	// FlushTimeout bounds how long Flush waits for queued uploads
-	// (DefaultFlushTimeout); what is left is dropped and counted.
+	// ([DefaultFlushTimeout]); what is left is dropped and counted.
 	FlushTimeout time.Duration
-	// MaxPendingBytes bounds the write-behind queue (DefaultMaxPendingBytes);
+	// MaxPendingBytes bounds the write-behind queue ([DefaultMaxPendingBytes]);
 	// an upload that does not fit is dropped and counted.
 	MaxPendingBytes int64
 	// Backoff is how long the remote is skipped after a failed call
-	// (DefaultBackoff), doubling with each further failure up to 5 minutes.
+	// ([DefaultBackoff]), doubling with each further failure up to 5 minutes.
 	Backoff time.Duration
 	// Logger receives failures (a warning when the remote goes down, debug
 	// lines after). Nil discards them.
@@ -110,7 +110,7 @@ func (c *counters) miss(r cache.MissReason) {
 	c.misses[r]++
 }
 
-// Usage returns the Store's counts since Open: pipeline-cache hits and misses
+// Usage returns the Store's counts since [Open]: pipeline-cache hits and misses
 // (by reason), failed calls, uploads made and uploads dropped.
 func (s *Store) Usage() cache.TierUsage {
 	s.counts.mu.Lock()

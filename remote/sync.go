@@ -15,7 +15,7 @@ import (
 // transfers is how many objects Push and Pull move at once.
 const transfers = 8
 
-// PushReport is what Push did.
+// PushReport is what [Store.Push] did.
 type PushReport struct {
 	// Pipelines were uploaded; PipelinesPresent were there already.
 	Pipelines, PipelinesPresent int
@@ -27,9 +27,9 @@ type PushReport struct {
 
 // Push seeds the fleet tier from this machine: it uploads every valid local
 // pipeline entry the remote lacks, publishes every autotune record keyed by a
-// device (autotune.DeviceAdapter) and every PGO route. Any of the local stores
-// may be nil. Unlike the automatic traffic, a failure is returned: push is a
-// command a person waits on.
+// device ([autotune.DeviceAdapter]) and every PGO route. Any of the local
+// stores may be nil. Unlike the automatic traffic, a failure is returned: push
+// is a command a person waits on.
 func (s *Store) Push(ctx context.Context, local *cache.DiskCache, tune *autotune.Store, routes *pgo.Table) (PushReport, error) {
 	var r PushReport
 	if local != nil {
@@ -106,7 +106,7 @@ func (s *Store) Push(ctx context.Context, local *cache.DiskCache, tune *autotune
 	return r, nil
 }
 
-// PullReport is what Pull did.
+// PullReport is what [Store.Pull] did.
 type PullReport struct {
 	// Pipelines were downloaded; PipelinesPresent were here already;
 	// PipelinesBad were objects that are not valid entries (left alone).
@@ -119,7 +119,7 @@ type PullReport struct {
 // entry the local cache lacks (each verified against its name before it is
 // written), takes the newest publication of every tuning record that is newer
 // than the local one (or missing here), and for each op the newest route whose
-// backend is live here (see Store.Route) when the local route is missing,
+// backend is live here (see [Store.Route]) when the local route is missing,
 // stale or older; then it saves the autotune store and the PGO table. Any of
 // the local stores may be nil.
 func (s *Store) Pull(ctx context.Context, local *cache.DiskCache, tune *autotune.Store, routes *pgo.Table, live []pgo.Live) (PullReport, error) {

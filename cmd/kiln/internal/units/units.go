@@ -1,5 +1,3 @@
-// Package units formats quantities for kiln's command line, so that every
-// command writes them the same way.
 package units
 
 import (

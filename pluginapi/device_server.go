@@ -165,56 +165,5 @@ func (s *deviceServer) Health(ctx context.Context, _ *kilnpb.HealthRequest) (*ki
 // transfers are split.
 const maxChunkBytes = 64 << 20
 
-func rangeToProto(r BufferRange) *kilnpb.BufferRange {
-	return &kilnpb.BufferRange{Buffer: r.Buffer, Offset: r.Offset, Size: r.Size}
-}
-
-func rangeFromProto(r *kilnpb.BufferRange) BufferRange {
-	return BufferRange{Buffer: r.GetBuffer(), Offset: r.GetOffset(), Size: r.GetSize()}
-}
-
-func commandsToProto(cmds []SubmitCommand) ([]*kilnpb.Command, error) {
-	out := make([]*kilnpb.Command, len(cmds))
-	for i, c := range cmds {
-		switch c := c.(type) {
-		case DispatchCommand:
-			d := &kilnpb.DispatchCommand{Pipeline: c.Pipeline, GridX: c.Grid[0], GridY: c.Grid[1], GridZ: c.Grid[2], Uniforms: c.Uniforms}
-			for _, b := range c.Bindings {
-				d.Bindings = append(d.Bindings, rangeToProto(b))
-			}
-			out[i] = &kilnpb.Command{Op: &kilnpb.Command_Dispatch{Dispatch: d}}
-		case CopyCommand:
-			out[i] = &kilnpb.Command{Op: &kilnpb.Command_Copy{Copy: &kilnpb.CopyCommand{Src: rangeToProto(c.Src), Dst: rangeToProto(c.Dst)}}}
-		case FillCommand:
-			out[i] = &kilnpb.Command{Op: &kilnpb.Command_Fill{Fill: &kilnpb.FillCommand{Dst: rangeToProto(c.Dst), Value: c.Value}}}
-		default:
-			return nil, Rejected("command %d is a %T, which the SDK does not know. Fix: use DispatchCommand, CopyCommand or FillCommand", i, c)
-		}
-	}
-	return out, nil
-}
-
-func commandsFromProto(cmds []*kilnpb.Command) ([]SubmitCommand, error) {
-	out := make([]SubmitCommand, len(cmds))
-	for i, c := range cmds {
-		switch op := c.GetOp().(type) {
-		case *kilnpb.Command_Dispatch:
-			d := op.Dispatch
-			dc := DispatchCommand{Pipeline: d.GetPipeline(), Grid: [3]uint32{d.GetGridX(), d.GetGridY(), d.GetGridZ()}, Uniforms: d.GetUniforms()}
-			for _, b := range d.GetBindings() {
-				dc.Bindings = append(dc.Bindings, rangeFromProto(b))
-			}
-			out[i] = dc
-		case *kilnpb.Command_Copy:
-			out[i] = CopyCommand{Src: rangeFromProto(op.Copy.GetSrc()), Dst: rangeFromProto(op.Copy.GetDst())}
-		case *kilnpb.Command_Fill:
-			out[i] = FillCommand{Dst: rangeFromProto(op.Fill.GetDst()), Value: op.Fill.GetValue()}
-		default:
-			return nil, Rejected("command %d has no operation. Fix: update the host or the plugin so both speak the same protocol", i)
-		}
-	}
-	return out, nil
-}
-
 // errPlaneClosed reports a data plane that was closed on purpose.
 var errPlaneClosed = fmt.Errorf("kiln data plane is closed")
