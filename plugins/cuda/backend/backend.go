@@ -14,6 +14,7 @@ import (
 	"github.com/kiln-dev/kiln/pluginapi"
 	"github.com/kiln-dev/kiln/plugins/cuda/driver"
 	"github.com/kiln-dev/kiln/plugins/cuda/ptx"
+	"github.com/kiln-dev/kiln/plugins/internal/handles"
 )
 
 // ID is the backend's id in the host's registry.
@@ -50,30 +51,31 @@ type Backend struct {
 	// writing by Close, so Close never destroys what a call is using.
 	life sync.RWMutex
 
-	// mu guards the fields below; lookups (adapters, pipelines, buffers) take it
-	// for reading, so submits on different adapters do not wait for each other.
+	// mu guards the fields below; adapter lookups take it for reading, so
+	// submits on different adapters do not wait for each other.
 	mu      sync.RWMutex
 	started bool
 	closed  bool
 	drv     *driver.Driver
 	version int // cuDriverGetVersion
 	// initTook is how long loading the driver and cuInit took.
-	initTook  time.Duration
-	adapters  []*adapter
-	pipelines map[uint64]*pipeline
-	nextID    uint64
+	initTook time.Duration
+	adapters []*adapter
 	// segs are the data plane's shared-memory segments (segments.go).
 	segs segments
-	// buffers are the resident buffers of protocol 2, by handle.
-	buffers    map[uint64]*resident
-	nextBuffer uint64
+
+	// pipelines and buffers (the resident buffers of protocol 2) are by handle;
+	// each table guards itself. Adding to them takes mu too, so nothing is
+	// added after Close.
+	pipelines handles.Table[*pipeline]
+	buffers   handles.Table[*resident]
 }
 
 var _ pluginapi.Backend = (*Backend)(nil)
 
 // New returns a Backend; nothing is loaded until the first call.
 func New(cfg Config) *Backend {
-	return &Backend{cfg: cfg, pipelines: make(map[uint64]*pipeline)}
+	return &Backend{cfg: cfg}
 }
 
 var errClosed = errors.New("the cuda backend is closed. Fix: start a new backend (the host relaunches the plugin)")
@@ -282,10 +284,7 @@ func (b *Backend) Open(ctx context.Context, adapter int) error {
 func (b *Backend) Release(_ context.Context, handle uint64) error {
 	b.life.RLock()
 	defer b.life.RUnlock()
-	b.mu.Lock()
-	p, ok := b.pipelines[handle]
-	delete(b.pipelines, handle)
-	b.mu.Unlock()
+	p, ok := b.pipelines.Remove(handle)
 	if !ok {
 		return pluginapi.Rejected("cuda has no pipeline %d (never compiled or already released). Fix: release only handles returned by Compile, once", handle)
 	}
@@ -304,9 +303,8 @@ func (b *Backend) Close(context.Context) error {
 		return nil
 	}
 	b.closed = true
-	for id, p := range b.pipelines {
+	for _, p := range b.pipelines.RemoveAll() {
 		p.destroy()
-		delete(b.pipelines, id)
 	}
 	b.segs.mu.Lock()
 	for id, seg := range b.segs.m {
@@ -316,9 +314,8 @@ func (b *Backend) Close(context.Context) error {
 		delete(b.segs.m, id)
 	}
 	b.segs.mu.Unlock()
-	for handle, r := range b.buffers {
+	for _, r := range b.buffers.RemoveAll() {
 		_ = r.d.ctx.Do(func() error { return r.d.ctx.MemFree(r.ptr) })
-		delete(b.buffers, handle)
 	}
 	for _, a := range b.adapters {
 		a.close()

@@ -39,6 +39,9 @@ type pipeline struct {
 	use sync.RWMutex
 }
 
+// hold read-locks the pipeline for a dispatch: destroy waits until it is let go.
+func (p *pipeline) hold() { p.use.RLock() }
+
 // destroy waits for the pipeline's dispatches and unloads its module.
 func (p *pipeline) destroy() {
 	p.use.Lock()
@@ -96,9 +99,7 @@ func (b *Backend) Compile(ctx context.Context, req *pluginapi.CompileRequest) (*
 		pl.destroy()
 		return nil, errClosed
 	}
-	b.nextID++
-	b.pipelines[b.nextID] = pl
-	return &pluginapi.CompileResult{Pipeline: b.nextID, Blob: blob, CompileNanos: time.Since(start).Nanoseconds()}, nil
+	return &pluginapi.CompileResult{Pipeline: b.pipelines.Add(pl), Blob: blob, CompileNanos: time.Since(start).Nanoseconds()}, nil
 }
 
 // load makes a pipeline of module m on d, from the cubin in cached when it is

@@ -36,12 +36,7 @@ func (b *Backend) Dispatch(ctx context.Context, req *pluginapi.DispatchRequest) 
 	if req == nil {
 		return nil, pluginapi.Rejected("cuda: dispatch without a request. Fix: pass a DispatchRequest")
 	}
-	b.mu.RLock()
-	p, ok := b.pipelines[req.Pipeline]
-	if ok {
-		p.use.RLock()
-	}
-	b.mu.RUnlock()
+	p, ok := b.pipelines.GetHeld(req.Pipeline, (*pipeline).hold)
 	if !ok {
 		return nil, pluginapi.Rejected("cuda has no pipeline %d (never compiled or already released). Fix: dispatch a handle returned by Compile", req.Pipeline)
 	}

@@ -130,7 +130,8 @@ func TestCompileReturnsAndReusesTheCubin(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := b.pipelines[first.Pipeline].mod
+	p, _ := b.pipelines.Get(first.Pipeline)
+	m := p.mod
 	if usableBlob(first.Blob, a.driverVersion, a.lim, m.Text) == nil {
 		t.Fatalf("the blob (%d bytes) is not a cubin for this driver, device and PTX", len(first.Blob))
 	}

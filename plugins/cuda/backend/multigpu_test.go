@@ -176,9 +176,7 @@ func TestAliasedSubmit(t *testing.T) {
 		t.Fatal(err)
 	}
 	cmd := req.Commands[0].(pluginapi.DispatchCommand)
-	be.mu.RLock()
-	p := be.pipelines[cmd.Pipeline]
-	be.mu.RUnlock()
+	p, _ := be.pipelines.Get(cmd.Pipeline)
 	if !p.nc || p.safe != 0 {
 		t.Fatalf("separate buffers: nc %v, safe kernel linked %v", p.nc, p.safe != 0)
 	}

@@ -89,19 +89,12 @@ func (b *Backend) AllocBuffer(ctx context.Context, req *pluginapi.AllocRequest) 
 		_ = d.ctx.Do(func() error { return d.ctx.MemFree(r.ptr) })
 		return nil, errClosed
 	}
-	if b.buffers == nil {
-		b.buffers = map[uint64]*resident{}
-	}
-	b.nextBuffer++
-	b.buffers[b.nextBuffer] = r
-	return &pluginapi.AllocResult{Buffer: b.nextBuffer}, nil
+	return &pluginapi.AllocResult{Buffer: b.buffers.Add(r)}, nil
 }
 
 // buffer returns a live buffer; the SDK has checked that the handle is one.
 func (b *Backend) buffer(handle uint64) (*resident, error) {
-	b.mu.RLock()
-	defer b.mu.RUnlock()
-	r, ok := b.buffers[handle]
+	r, ok := b.buffers.Get(handle)
 	if !ok {
 		return nil, pluginapi.Rejected("cuda has no buffer %d (never allocated or already freed). Fix: use handles AllocBuffer returned, and free each once", handle)
 	}
@@ -113,10 +106,7 @@ func (b *Backend) buffer(handle uint64) (*resident, error) {
 func (b *Backend) FreeBuffer(ctx context.Context, handle uint64) error {
 	b.life.RLock()
 	defer b.life.RUnlock()
-	b.mu.Lock()
-	r, ok := b.buffers[handle]
-	delete(b.buffers, handle)
-	b.mu.Unlock()
+	r, ok := b.buffers.Remove(handle)
 	if !ok {
 		return pluginapi.Rejected("cuda has no buffer %d (never allocated or already freed). Fix: free each buffer once", handle)
 	}
@@ -369,13 +359,10 @@ func (b *Backend) prepare(d *device, cmds []pluginapi.SubmitCommand, s *submitSc
 // prepareDispatch finds a dispatch's pipeline, read-locks it into s and resolves
 // the dispatch.
 func (b *Backend) prepareDispatch(d *device, c pluginapi.DispatchCommand, s *submitScratch) error {
-	b.mu.RLock()
-	p, ok := b.pipelines[c.Pipeline]
+	p, ok := b.pipelines.GetHeld(c.Pipeline, (*pipeline).hold)
 	if ok {
-		p.use.RLock()
 		s.pipelines = append(s.pipelines, p)
 	}
-	b.mu.RUnlock()
 	if !ok {
 		return fmt.Errorf("no pipeline %d (never compiled or already released). Fix: dispatch a handle returned by Compile", c.Pipeline)
 	}

@@ -34,7 +34,6 @@ func fakeAdapters(tb testing.TB, n int) (*Backend, []*pluginapi.SubmitRequest) {
 	}
 	b := New(Config{})
 	b.started = true
-	b.buffers = map[uint64]*resident{}
 	var reqs []*pluginapi.SubmitRequest
 	for i := range n {
 		a := &adapter{index: i, lim: h200(), info: pluginapi.Adapter{Index: i, Name: "fake H200", Available: true}}
@@ -43,12 +42,10 @@ func fakeAdapters(tb testing.TB, n int) (*Backend, []*pluginapi.SubmitRequest) {
 		b.adapters = append(b.adapters, a)
 		args := driver.NewParams(len(m.Params))
 		tb.Cleanup(args.Free)
-		pipe := uint64(1 + i)
-		b.pipelines[pipe] = &pipeline{d: d, prog: k.Program(), mod: m, args: args, nc: true}
+		pipe := b.pipelines.Add(&pipeline{d: d, prog: k.Program(), mod: m, args: args, nc: true})
 		var bufs []pluginapi.BufferRange
-		for j := range uint64(3) {
-			h := uint64(10*i) + j + 1
-			b.buffers[h] = &resident{d: d, ptr: driver.DevicePtr(h << 20), size: 4}
+		for j := range 3 {
+			h := b.buffers.Add(&resident{d: d, ptr: driver.DevicePtr(10*i+j+1) << 20, size: 4})
 			bufs = append(bufs, pluginapi.BufferRange{Buffer: h, Size: 4})
 		}
 		reqs = append(reqs, &pluginapi.SubmitRequest{Adapter: i, Commands: []pluginapi.SubmitCommand{
@@ -128,7 +125,7 @@ func TestPrepareResolvesWithoutAllocating(t *testing.T) {
 	if n := testing.AllocsPerRun(100, prepare); n != 0 {
 		t.Errorf("preparing a 1-dispatch submit allocates %v times, want 0", n)
 	}
-	if p := b.pipelines[1]; !p.use.TryLock() {
+	if p, _ := b.pipelines.Get(1); !p.use.TryLock() {
 		t.Error("the pipeline is still read-locked after unlock")
 	} else {
 		p.use.Unlock()
@@ -160,7 +157,9 @@ func BenchmarkPrepareSmall(b *testing.B) {
 func TestAliasedBindingsUseTheSafeKernel(t *testing.T) {
 	b, d, _ := fakeSubmitState(t)
 	a := b.adapters[0]
-	b.buffers[9] = &resident{d: a.d, ptr: 9 << 20, size: 64}
+	big := &resident{d: a.d, size: 64}
+	nine := b.buffers.Add(big)
+	big.ptr = driver.DevicePtr(nine << 20)
 	r := func(h, off, size uint64) pluginapi.BufferRange {
 		return pluginapi.BufferRange{Buffer: h, Offset: off, Size: size}
 	}
@@ -173,9 +172,9 @@ func TestAliasedBindingsUseTheSafeKernel(t *testing.T) {
 		{"a is out", []pluginapi.BufferRange{r(1, 0, 4), r(2, 0, 4), r(1, 0, 4)}, true},
 		{"b is out", []pluginapi.BufferRange{r(1, 0, 4), r(3, 0, 4), r(3, 0, 4)}, true},
 		{"a is b", []pluginapi.BufferRange{r(1, 0, 4), r(1, 0, 4), r(3, 0, 4)}, false},
-		{"disjoint halves", []pluginapi.BufferRange{r(9, 0, 16), r(9, 0, 16), r(9, 16, 16)}, false},
-		{"overlapping ranges", []pluginapi.BufferRange{r(9, 0, 16), r(9, 0, 16), r(9, 12, 16)}, true},
-		{"touching ranges", []pluginapi.BufferRange{r(9, 16, 16), r(9, 32, 16), r(9, 0, 16)}, false},
+		{"disjoint halves", []pluginapi.BufferRange{r(nine, 0, 16), r(nine, 0, 16), r(nine, 16, 16)}, false},
+		{"overlapping ranges", []pluginapi.BufferRange{r(nine, 0, 16), r(nine, 0, 16), r(nine, 12, 16)}, true},
+		{"touching ranges", []pluginapi.BufferRange{r(nine, 16, 16), r(nine, 32, 16), r(nine, 0, 16)}, false},
 	} {
 		s := &d.scratch
 		s.reset()

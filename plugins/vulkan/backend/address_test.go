@@ -129,9 +129,7 @@ func TestBindingsBeyondMaxStorageBufferRange(t *testing.T) {
 		if _, err := b.Submit(ctx, &pluginapi.SubmitRequest{Commands: []pluginapi.SubmitCommand{small}}); err != nil {
 			t.Fatal(err)
 		}
-		b.mu.Lock()
-		parent := b.pipelines[pl]
-		b.mu.Unlock()
+		parent, _ := b.pipelines.Get(pl)
 		parent.addr.mu.Lock()
 		variants := len(parent.addr.variants)
 		parent.addr.mu.Unlock()

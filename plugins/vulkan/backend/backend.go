@@ -11,6 +11,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/kiln-dev/kiln/pluginapi"
+	"github.com/kiln-dev/kiln/plugins/internal/handles"
 	"github.com/kiln-dev/kiln/plugins/vulkan/vk"
 )
 
@@ -76,15 +77,14 @@ type Backend struct {
 	loader    *vk.Loader
 	instance  *vk.Instance
 	adapters  []*adapter
-	pipelines map[uint64]*pipeline
-	nextID    uint64
-	buffers   map[uint64]*resident
+	// pipelines and buffers are by handle; each table guards itself. Adding to
+	// them takes mu too, so nothing is added after Close.
+	pipelines handles.Table[*pipeline]
+	buffers   handles.Table[*resident]
 	// segMem are the data-plane segments attached, by id (see AttachSegment);
 	// segMu guards them and every device's imports of them.
 	segMu  sync.Mutex
 	segMem map[uint64][]byte
-	// nextBuffer is the last buffer handle given out.
-	nextBuffer uint64
 	// phases is how long each step of starting Vulkan took; estimate reads
 	// NVML's bandwidth estimates (vk.NVMLBandwidth; benchmarks replace it to
 	// time the start without NVML).
@@ -103,7 +103,7 @@ var _ pluginapi.Backend = (*Backend)(nil)
 
 // New returns a Backend; nothing is loaded until the first call.
 func New(cfg Config) *Backend {
-	return &Backend{cfg: cfg, pipelines: make(map[uint64]*pipeline), buffers: make(map[uint64]*resident), estimate: vk.NVMLBandwidth}
+	return &Backend{cfg: cfg, estimate: vk.NVMLBandwidth}
 }
 
 // startPhases is how long each step of the first Describe's start took (see
@@ -350,10 +350,7 @@ func (b *Backend) Release(_ context.Context, handle uint64) error {
 	b.life.RLock()
 	defer b.life.RUnlock()
 	defer b.noteValidation()
-	b.mu.Lock()
-	p, ok := b.pipelines[handle]
-	delete(b.pipelines, handle)
-	b.mu.Unlock()
+	p, ok := b.pipelines.Remove(handle)
 	if !ok {
 		return pluginapi.Rejected("vulkan has no pipeline %d (never compiled or already released). Fix: release only handles returned by Compile, once", handle)
 	}
@@ -372,13 +369,10 @@ func (b *Backend) Close(context.Context) error {
 		return nil
 	}
 	b.closed = true
-	for id, p := range b.pipelines {
+	for _, p := range b.pipelines.RemoveAll() {
 		p.destroy()
-		delete(b.pipelines, id)
 	}
-	for id := range b.buffers {
-		delete(b.buffers, id)
-	}
+	b.buffers.RemoveAll()
 	for _, a := range b.adapters {
 		a.close()
 	}

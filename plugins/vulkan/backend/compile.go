@@ -40,6 +40,9 @@ type pipeline struct {
 	pipe      vk.Pipeline
 }
 
+// hold read-locks the pipeline for a dispatch: destroy waits until it is let go.
+func (p *pipeline) hold() { p.use.RLock() }
+
 // destroy waits for the pipeline's dispatches and destroys its objects.
 func (p *pipeline) destroy() {
 	p.use.Lock()
@@ -103,9 +106,7 @@ func (b *Backend) Compile(ctx context.Context, req *pluginapi.CompileRequest) (*
 		pl.destroy()
 		return nil, errClosed
 	}
-	b.nextID++
-	b.pipelines[b.nextID] = pl
-	return &pluginapi.CompileResult{Pipeline: b.nextID, Blob: blob, CompileNanos: time.Since(start).Nanoseconds()}, nil
+	return &pluginapi.CompileResult{Pipeline: b.pipelines.Add(pl), Blob: blob, CompileNanos: time.Since(start).Nanoseconds()}, nil
 }
 
 // build creates the pipeline's Vulkan objects through a pipeline cache seeded with

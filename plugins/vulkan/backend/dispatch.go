@@ -32,12 +32,7 @@ func (b *Backend) Dispatch(ctx context.Context, req *pluginapi.DispatchRequest) 
 		b.life.RUnlock()
 		return nil, pluginapi.Rejected("vulkan: dispatch without a request. Fix: pass a DispatchRequest")
 	}
-	b.mu.Lock()
-	p, ok := b.pipelines[req.Pipeline]
-	if ok {
-		p.use.RLock()
-	}
-	b.mu.Unlock()
+	p, ok := b.pipelines.GetHeld(req.Pipeline, (*pipeline).hold)
 	if !ok {
 		b.life.RUnlock()
 		return nil, pluginapi.Rejected("vulkan has no pipeline %d (never compiled or already released). Fix: dispatch a handle returned by Compile", req.Pipeline)

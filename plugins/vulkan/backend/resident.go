@@ -98,9 +98,7 @@ func (b *Backend) AllocBuffer(ctx context.Context, req *pluginapi.AllocRequest) 
 		s.b.h.free(s)
 		return nil, errClosed
 	}
-	b.nextBuffer++
-	b.buffers[b.nextBuffer] = r
-	return &pluginapi.AllocResult{Buffer: b.nextBuffer}, nil
+	return &pluginapi.AllocResult{Buffer: b.buffers.Add(r)}, nil
 }
 
 // importShared makes req.Shared a Mapped buffer.
@@ -129,16 +127,12 @@ func (b *Backend) keep(r *resident, mapped bool) (*pluginapi.AllocResult, error)
 	if b.closed {
 		return nil, errClosed
 	}
-	b.nextBuffer++
-	b.buffers[b.nextBuffer] = r
-	return &pluginapi.AllocResult{Buffer: b.nextBuffer, Mapped: mapped}, nil
+	return &pluginapi.AllocResult{Buffer: b.buffers.Add(r), Mapped: mapped}, nil
 }
 
 // buffer returns a live buffer.
 func (b *Backend) buffer(handle uint64) (*resident, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	r, ok := b.buffers[handle]
+	r, ok := b.buffers.Get(handle)
 	if !ok {
 		return nil, pluginapi.Rejected("vulkan has no buffer %d (never allocated or already freed). Fix: use handles AllocBuffer returned, and free each once", handle)
 	}
@@ -150,10 +144,7 @@ func (b *Backend) buffer(handle uint64) (*resident, error) {
 func (b *Backend) FreeBuffer(ctx context.Context, handle uint64) error {
 	b.life.RLock()
 	defer b.life.RUnlock()
-	b.mu.Lock()
-	r, ok := b.buffers[handle]
-	delete(b.buffers, handle)
-	b.mu.Unlock()
+	r, ok := b.buffers.Remove(handle)
 	if !ok {
 		return pluginapi.Rejected("vulkan has no buffer %d (never allocated or already freed). Fix: free each buffer once", handle)
 	}
@@ -427,13 +418,10 @@ func (b *Backend) prepare(j *job, cmds []pluginapi.SubmitCommand) error {
 		fail := func(err error) error { return pluginapi.Rejected("vulkan: command %d: %w", i, err) }
 		switch c := c.(type) {
 		case pluginapi.DispatchCommand:
-			b.mu.Lock()
-			p, ok := b.pipelines[c.Pipeline]
+			p, ok := b.pipelines.GetHeld(c.Pipeline, (*pipeline).hold)
 			if ok {
-				p.use.RLock()
 				j.pipelines = append(j.pipelines, p)
 			}
-			b.mu.Unlock()
 			if !ok {
 				return fail(fmt.Errorf("no pipeline %d (never compiled or already released). Fix: dispatch a handle returned by Compile", c.Pipeline))
 			}

@@ -22,9 +22,7 @@ import (
 type overResident struct{ *Backend }
 
 func (o overResident) Dispatch(ctx context.Context, req *pluginapi.DispatchRequest) (*pluginapi.DispatchResult, error) {
-	o.mu.Lock()
-	p, ok := o.pipelines[req.Pipeline]
-	o.mu.Unlock()
+	p, ok := o.pipelines.Get(req.Pipeline)
 	if !ok {
 		return nil, pluginapi.Rejected("no pipeline %d", req.Pipeline)
 	}
@@ -632,9 +630,7 @@ func TestProtocol1TimesTheDispatchOnly(t *testing.T) {
 	own := d.direct.Swap(false)
 	defer d.direct.Store(own)
 	one := compileT(t, b, addOne())
-	b.mu.Lock()
-	p := b.pipelines[one]
-	b.mu.Unlock()
+	p, _ := b.pipelines.Get(one)
 	req := &pluginapi.DispatchRequest{Pipeline: one, Grid: [3]uint32{1, 1, 1}, Inputs: [][]byte{words([]uint32{1, 2})}, OutputCounts: []uint32{0, 2}}
 	binds, err := p.bindings(req)
 	if err != nil {
