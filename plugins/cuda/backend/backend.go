@@ -14,6 +14,7 @@ import (
 	"github.com/kiln-dev/kiln/pluginapi"
 	"github.com/kiln-dev/kiln/plugins/cuda/driver"
 	"github.com/kiln-dev/kiln/plugins/cuda/ptx"
+	"github.com/kiln-dev/kiln/plugins/internal/gpukit"
 	"github.com/kiln-dev/kiln/plugins/internal/handles"
 )
 
@@ -248,14 +249,7 @@ func (b *Backend) adapterAt(index int) (*adapter, error) {
 			return nil, err
 		}
 	}
-	if index < 0 || index >= len(adapters) {
-		return nil, pluginapi.Rejected("cuda has no adapter %d (it has %d). Fix: use an adapter index from 0 to %d as `kiln backends` lists them", index, len(adapters), len(adapters)-1)
-	}
-	a := adapters[index]
-	if !a.info.Available {
-		return nil, pluginapi.Unavailable("cuda adapter %d (%s) is unavailable: %s", index, a.info.Name, a.info.Reason)
-	}
-	return a, nil
+	return gpukit.AdapterAt(ID, adapters, index, func(a *adapter) *pluginapi.Adapter { return &a.info })
 }
 
 // deviceAt returns an available adapter and its device, opened on first use.

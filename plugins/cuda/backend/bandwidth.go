@@ -8,6 +8,7 @@ import (
 	"github.com/kiln-dev/kiln/ir"
 	"github.com/kiln-dev/kiln/plugins/cuda/driver"
 	"github.com/kiln-dev/kiln/plugins/cuda/ptx"
+	"github.com/kiln-dev/kiln/plugins/internal/gpukit"
 )
 
 // bandwidthBytes is the size of the buffer measureBandwidth copies: large enough
@@ -76,7 +77,7 @@ func (d *device) measureBandwidth(ctx context.Context) (float64, error) {
 		if err := c.MemsetD32Async(src.ptr, 0x3F800000, count, d.stream); err != nil {
 			return err
 		}
-		pl.setArgs([]*binding{{decl: p.Buffers[0], count: uint32(count), dev: src}, {decl: p.Buffers[1], count: uint32(count), dev: dst}}, nil)
+		pl.setArgs([]*binding{{Binding: gpukit.Binding{Decl: p.Buffers[0], Count: uint32(count)}, dev: src}, {Binding: gpukit.Binding{Decl: p.Buffers[1], Count: uint32(count)}, dev: dst}}, nil)
 		grid := [3]uint32{uint32((count + 255) / 256), 1, 1}
 		for r := range bandwidthRuns + 1 {
 			if err := ctx.Err(); err != nil {

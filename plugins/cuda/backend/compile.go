@@ -15,6 +15,7 @@ import (
 	"github.com/kiln-dev/kiln/pluginapi"
 	"github.com/kiln-dev/kiln/plugins/cuda/driver"
 	"github.com/kiln-dev/kiln/plugins/cuda/ptx"
+	"github.com/kiln-dev/kiln/plugins/internal/gpukit"
 )
 
 // pipeline is a loaded kernel on one device.
@@ -256,43 +257,9 @@ func usableBlob(blob []byte, driverVersion int, l limits, ptxText string) []byte
 // override, and checks them against the device's limits. It returns the workgroup
 // size the pipeline runs with.
 func checkProgram(p *ir.Program, spec ir.SpecMap, override [3]uint32, lim limits) ([3]uint32, error) {
-	if err := ir.Validate(p); err != nil {
-		return [3]uint32{}, pluginapi.Rejected("cuda: program %q is invalid: %w", p.Name, err)
-	}
-	wg := p.WorkgroupSize
-	if override != ([3]uint32{}) {
-		if err := ir.CheckWorkgroupSize(override); err != nil {
-			return [3]uint32{}, pluginapi.Rejected("cuda: program %q: bad workgroup size override: %w", p.Name, err)
-		}
-		wg = override
-	}
-	for _, name := range spec.Names() {
-		d, ok := p.Param(name)
-		if !ok {
-			return [3]uint32{}, pluginapi.Rejected("cuda: program %q has no parameter %q to specialize. Fix: specialize only declared parameters", p.Name, name)
-		}
-		v, _ := spec.Get(name)
-		if l, ok := v.Literal(); !ok || l.Type != d.Type {
-			return [3]uint32{}, pluginapi.Rejected("cuda: program %q: parameter %q is %s but the specialization value is %s. Fix: pass a %s value", p.Name, name, d.Type, v, d.Type)
-		}
-	}
-	for axis, n := range wg {
-		if n > lim.maxBlock[axis] {
-			return [3]uint32{}, pluginapi.Rejected("cuda: program %q: workgroup size %v exceeds the device's maximum block dimensions %v on axis %d. Fix: use a workgroup of at most %d on that axis",
-				p.Name, wg, lim.maxBlock, axis, lim.maxBlock[axis])
-		}
-	}
-	if n := uint64(wg[0]) * uint64(wg[1]) * uint64(wg[2]); n > uint64(lim.maxThreadsPerBlock) {
-		return [3]uint32{}, pluginapi.Rejected("cuda: program %q: workgroup size %v has %d invocations, more than the device's %d threads per block. Fix: use a smaller workgroup",
-			p.Name, wg, n, lim.maxThreadsPerBlock)
-	}
-	var shared uint64
-	for _, s := range p.Shared {
-		shared += 4 * uint64(s.Count)
-	}
-	if shared > uint64(lim.sharedPerBlock) {
-		return [3]uint32{}, pluginapi.Rejected("cuda: program %q uses %d bytes of shared memory, more than the device's %d per block. Fix: use smaller shared arrays",
-			p.Name, shared, lim.sharedPerBlock)
-	}
-	return wg, nil
+	return gpukit.CheckProgram(ID, p, spec, override, gpukit.ProgramLimits{
+		Workgroup: lim.maxBlock, WorkgroupName: "maximum block dimensions",
+		Invocations: lim.maxThreadsPerBlock, InvocationsText: "%d threads per block",
+		SharedBytes: lim.sharedPerBlock, SharedText: "%d per block",
+	})
 }

@@ -4,24 +4,19 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
-	"math"
 	"time"
 
 	"github.com/kiln-dev/kiln/ir"
 	"github.com/kiln-dev/kiln/pluginapi"
 	"github.com/kiln-dev/kiln/plugins/cuda/ptx"
+	"github.com/kiln-dev/kiln/plugins/internal/gpukit"
 )
 
 // binding is one buffer of a dispatch.
 type binding struct {
-	decl  ir.BufferDecl
-	count uint32
-	input []byte
-	dev   *buffer
+	gpukit.Binding
+	dev *buffer
 }
-
-// readsInput reports whether the dispatch uploads the binding's input.
-func (bd *binding) readsInput() bool { return bd.decl.Access.Readable() && bd.count > 0 }
 
 // Dispatch runs a pipeline once and returns its write and read_write buffers.
 func (b *Backend) Dispatch(ctx context.Context, req *pluginapi.DispatchRequest) (*pluginapi.DispatchResult, error) {
@@ -59,7 +54,7 @@ func (b *Backend) Dispatch(ctx context.Context, req *pluginapi.DispatchRequest) 
 		return nil, fmt.Errorf("cuda: program %q not dispatched: %w", p.prog.Name, err)
 	}
 	if req.Grid[0] == 0 || req.Grid[1] == 0 || req.Grid[2] == 0 {
-		return &pluginapi.DispatchResult{Outputs: unchangedOutputs(binds), HostNanos: time.Since(start).Nanoseconds()}, nil
+		return &pluginapi.DispatchResult{Outputs: gpukit.UnchangedOutputs(binds), HostNanos: time.Since(start).Nanoseconds()}, nil
 	}
 	d := p.d
 	if err := d.acquire(ctx); err != nil {
@@ -72,8 +67,8 @@ func (b *Backend) Dispatch(ctx context.Context, req *pluginapi.DispatchRequest) 
 	// Inputs staged in a shared-memory segment are uploaded by DMA.
 	_ = d.ctx.Do(func() error {
 		for _, bd := range binds {
-			if bd.readsInput() {
-				b.pin(d, bd.input)
+			if bd.ReadsInput() {
+				b.pin(d, bd.Input)
 			}
 		}
 		return nil
@@ -112,46 +107,8 @@ func bufferList(binds []*binding) []*buffer {
 // bindings checks the launch's buffers the way the CPU reference does and sizes
 // every binding.
 func (p *pipeline) bindings(req *pluginapi.DispatchRequest) ([]*binding, error) {
-	prog := p.prog
-	if len(req.Inputs) > len(prog.Buffers) {
-		return nil, pluginapi.Rejected("cuda: program %q has %d buffers but the dispatch gives %d inputs. Fix: pass one input per binding (nil for write buffers)",
-			prog.Name, len(prog.Buffers), len(req.Inputs))
-	}
-	maxBytes := p.d.a.lim.maxBufferBytes()
-	binds := make([]*binding, len(prog.Buffers))
-	for i, decl := range prog.Buffers {
-		bd := &binding{decl: decl}
-		if i < len(req.Inputs) {
-			bd.input = req.Inputs[i]
-		}
-		switch {
-		case decl.Access == ir.Write && len(bd.input) != 0:
-			return nil, pluginapi.Rejected("cuda: program %q: buffer %q (binding %d) is write-only but got %d input bytes. Fix: pass nil for write buffers and size them with OutputCounts",
-				prog.Name, decl.Name, decl.Binding, len(bd.input))
-		case decl.Access == ir.Write:
-			bd.count = decl.Count
-			if bd.count == 0 && i < len(req.OutputCounts) {
-				bd.count = req.OutputCounts[i]
-			}
-		case len(bd.input)%4 != 0:
-			return nil, pluginapi.Rejected("cuda: program %q: input of buffer %q (binding %d) is %d bytes, not a multiple of 4. Fix: pass whole 4-byte %s elements",
-				prog.Name, decl.Name, decl.Binding, len(bd.input), decl.Type)
-		case decl.Count != 0 && uint64(len(bd.input)) != uint64(decl.Count)*4:
-			return nil, pluginapi.Rejected("cuda: program %q: buffer %q (binding %d) holds exactly %d elements but its input is %d bytes. Fix: pass %d bytes",
-				prog.Name, decl.Name, decl.Binding, decl.Count, len(bd.input), uint64(decl.Count)*4)
-		case uint64(len(bd.input))/4 > math.MaxUint32:
-			return nil, pluginapi.Rejected("cuda: program %q: input of buffer %q (binding %d) has %d elements, more than a u32 len. Fix: split the work into smaller buffers",
-				prog.Name, decl.Name, decl.Binding, len(bd.input)/4)
-		default:
-			bd.count = uint32(len(bd.input) / 4)
-		}
-		if bytes := uint64(bd.count) * 4; bytes > maxBytes {
-			return nil, pluginapi.Rejected("cuda: program %q: buffer %q (binding %d) has %d bytes, more than adapter %d's %d. Fix: split the work into buffers of at most %d elements",
-				prog.Name, decl.Name, decl.Binding, bytes, p.d.a.index, maxBytes, maxBytes/4)
-		}
-		binds[i] = bd
-	}
-	return binds, nil
+	lim := gpukit.BindingLimit{Adapter: p.d.a.index, Bytes: p.d.a.lim.maxBufferBytes(), Text: "adapter %d's %d"}
+	return gpukit.SizeBindings(ID, p.prog, req, lim, func(s gpukit.Binding) *binding { return &binding{Binding: s} })
 }
 
 // checkGrid rejects grids the device cannot launch: more than 2^32 invocations on
@@ -159,11 +116,8 @@ func (p *pipeline) bindings(req *pluginapi.DispatchRequest) ([]*binding, error) 
 // device's maximum grid dimensions.
 func (p *pipeline) checkGrid(grid [3]uint32) error {
 	wg := p.mod.WorkgroupSize
-	for axis, g := range grid {
-		if uint64(g)*uint64(wg[axis]) > math.MaxUint32+1 {
-			return pluginapi.Rejected("cuda: program %q: grid %v with workgroup size %v gives more than 2^32 invocations on axis %d, beyond a u32 global_id. Fix: use a smaller grid",
-				p.prog.Name, grid, wg, axis)
-		}
+	if err := gpukit.CheckGridInvocations(ID, p.prog.Name, grid, wg); err != nil {
+		return err
 	}
 	if grid[0] == 0 || grid[1] == 0 || grid[2] == 0 {
 		return nil
@@ -178,21 +132,6 @@ func (p *pipeline) checkGrid(grid [3]uint32) error {
 	return nil
 }
 
-// unchangedOutputs is the result of a dispatch that runs nothing: write buffers
-// zero-filled, read_write buffers as given.
-func unchangedOutputs(binds []*binding) [][]byte {
-	var outs [][]byte
-	for _, bd := range binds {
-		switch bd.decl.Access {
-		case ir.Write:
-			outs = append(outs, make([]byte, uint64(bd.count)*4))
-		case ir.ReadWrite:
-			outs = append(outs, append(make([]byte, 0, len(bd.input)), bd.input...))
-		}
-	}
-	return outs
-}
-
 // setArgs fills the kernel's parameters: each buffer's address and count, and
 // each uniform's 32 bits from the uniform block.
 func (p *pipeline) setArgs(binds []*binding, uniforms []byte) {
@@ -201,7 +140,7 @@ func (p *pipeline) setArgs(binds []*binding, uniforms []byte) {
 		case ptx.BufferPointer:
 			p.args.Set(i, uint64(binds[prm.Binding].dev.ptr))
 		case ptx.ElementCount:
-			p.args.Set(i, uint64(binds[prm.Binding].count))
+			p.args.Set(i, uint64(binds[prm.Binding].Count))
 		case ptx.UniformValue:
 			p.args.Set(i, uint64(binary.LittleEndian.Uint32(uniforms[4*prm.Binding:])))
 		}
@@ -218,20 +157,20 @@ func (p *pipeline) run(ctx context.Context, grid [3]uint32, binds []*binding, un
 	err := c.Do(func() error {
 		for _, bd := range binds {
 			var err error
-			if bd.dev, err = d.alloc(uint64(bd.count) * 4); err != nil {
-				return d.fail(fmt.Sprintf("allocating buffer %q of program %q", bd.decl.Name, p.prog.Name), err)
+			if bd.dev, err = d.alloc(uint64(bd.Count) * 4); err != nil {
+				return d.fail(fmt.Sprintf("allocating buffer %q of program %q", bd.Decl.Name, p.prog.Name), err)
 			}
 		}
 		for _, bd := range binds {
 			var err error
 			switch {
-			case bd.decl.Access == ir.Write:
-				err = c.MemsetD32Async(bd.dev.ptr, 0, uint64(bd.count), d.stream)
-			case bd.readsInput():
-				err = c.MemcpyHtoDAsync(bd.dev.ptr, bd.input, d.stream)
+			case bd.Decl.Access == ir.Write:
+				err = c.MemsetD32Async(bd.dev.ptr, 0, uint64(bd.Count), d.stream)
+			case bd.ReadsInput():
+				err = c.MemcpyHtoDAsync(bd.dev.ptr, bd.Input, d.stream)
 			}
 			if err != nil {
-				return d.fail(fmt.Sprintf("uploading buffer %q", bd.decl.Name), err)
+				return d.fail(fmt.Sprintf("uploading buffer %q", bd.Decl.Name), err)
 			}
 		}
 		p.setArgs(binds, uniforms)
@@ -260,12 +199,12 @@ func (p *pipeline) run(ctx context.Context, grid [3]uint32, binds []*binding, un
 	res := &pluginapi.DispatchResult{}
 	err = c.Do(func() error {
 		for _, bd := range binds {
-			if !bd.decl.Access.IsOutput() {
+			if !bd.Decl.Access.IsOutput() {
 				continue
 			}
-			out := make([]byte, uint64(bd.count)*4)
+			out := make([]byte, uint64(bd.Count)*4)
 			if err := c.MemcpyDtoHAsync(out, bd.dev.ptr, d.stream); err != nil {
-				return d.fail(fmt.Sprintf("reading buffer %q back", bd.decl.Name), err)
+				return d.fail(fmt.Sprintf("reading buffer %q back", bd.Decl.Name), err)
 			}
 			res.Outputs = append(res.Outputs, out)
 		}

@@ -47,7 +47,7 @@ func FuzzBindings(f *testing.F) {
 		binds, err := p.bindings(req)
 		counts := make([]uint32, len(binds))
 		for i, bd := range binds {
-			counts[i] = bd.count
+			counts[i] = bd.Count
 		}
 		return counts, err
 	}, p.checkGrid, lim.maxBufferBytes())

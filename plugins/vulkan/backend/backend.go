@@ -11,6 +11,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/kiln-dev/kiln/pluginapi"
+	"github.com/kiln-dev/kiln/plugins/internal/gpukit"
 	"github.com/kiln-dev/kiln/plugins/internal/handles"
 	"github.com/kiln-dev/kiln/plugins/vulkan/vk"
 )
@@ -313,14 +314,7 @@ func (b *Backend) adapterAt(index int) (*adapter, error) {
 	if err != nil {
 		return nil, err
 	}
-	if index < 0 || index >= len(adapters) {
-		return nil, pluginapi.Rejected("vulkan has no adapter %d (it has %d). Fix: use an adapter index from 0 to %d as `kiln backends` lists them", index, len(adapters), len(adapters)-1)
-	}
-	a := adapters[index]
-	if !a.info.Available {
-		return nil, pluginapi.Unavailable("vulkan adapter %d (%s) is unavailable: %s", index, a.info.Name, a.info.Reason)
-	}
-	return a, nil
+	return gpukit.AdapterAt(ID, adapters, index, func(a *adapter) *pluginapi.Adapter { return &a.info })
 }
 
 // deviceAt returns an available adapter and its device, opened on first use.

@@ -10,6 +10,7 @@ import (
 
 	"github.com/kiln-dev/kiln/ir"
 	"github.com/kiln-dev/kiln/pluginapi"
+	"github.com/kiln-dev/kiln/plugins/internal/gpukit"
 	"github.com/kiln-dev/kiln/plugins/vulkan/spirv"
 	"github.com/kiln-dev/kiln/plugins/vulkan/vk"
 )
@@ -175,43 +176,9 @@ func usableBlob(blob []byte, p vk.Properties) []byte {
 // override, and checks them against the device's limits. It returns the workgroup
 // size the pipeline runs with.
 func checkProgram(p *ir.Program, spec ir.SpecMap, override [3]uint32, lim vk.Limits) ([3]uint32, error) {
-	if err := ir.Validate(p); err != nil {
-		return [3]uint32{}, pluginapi.Rejected("vulkan: program %q is invalid: %w", p.Name, err)
-	}
-	wg := p.WorkgroupSize
-	if override != ([3]uint32{}) {
-		if err := ir.CheckWorkgroupSize(override); err != nil {
-			return [3]uint32{}, pluginapi.Rejected("vulkan: program %q: bad workgroup size override: %w", p.Name, err)
-		}
-		wg = override
-	}
-	for _, name := range spec.Names() {
-		d, ok := p.Param(name)
-		if !ok {
-			return [3]uint32{}, pluginapi.Rejected("vulkan: program %q has no parameter %q to specialize. Fix: specialize only declared parameters", p.Name, name)
-		}
-		v, _ := spec.Get(name)
-		if l, ok := v.Literal(); !ok || l.Type != d.Type {
-			return [3]uint32{}, pluginapi.Rejected("vulkan: program %q: parameter %q is %s but the specialization value is %s. Fix: pass a %s value", p.Name, name, d.Type, v, d.Type)
-		}
-	}
-	for axis, n := range wg {
-		if n > lim.MaxComputeWorkGroupSize[axis] {
-			return [3]uint32{}, pluginapi.Rejected("vulkan: program %q: workgroup size %v exceeds the device's maxComputeWorkGroupSize %v on axis %d. Fix: use a workgroup of at most %d on that axis",
-				p.Name, wg, lim.MaxComputeWorkGroupSize, axis, lim.MaxComputeWorkGroupSize[axis])
-		}
-	}
-	if n := uint64(wg[0]) * uint64(wg[1]) * uint64(wg[2]); n > uint64(lim.MaxComputeWorkGroupInvocations) {
-		return [3]uint32{}, pluginapi.Rejected("vulkan: program %q: workgroup size %v has %d invocations, more than the device's maxComputeWorkGroupInvocations %d. Fix: use a smaller workgroup",
-			p.Name, wg, n, lim.MaxComputeWorkGroupInvocations)
-	}
-	var shared uint64
-	for _, s := range p.Shared {
-		shared += 4 * uint64(s.Count)
-	}
-	if shared > uint64(lim.MaxComputeSharedMemorySize) {
-		return [3]uint32{}, pluginapi.Rejected("vulkan: program %q uses %d bytes of shared memory, more than the device's maxComputeSharedMemorySize %d. Fix: use smaller shared arrays",
-			p.Name, shared, lim.MaxComputeSharedMemorySize)
-	}
-	return wg, nil
+	return gpukit.CheckProgram(ID, p, spec, override, gpukit.ProgramLimits{
+		Workgroup: lim.MaxComputeWorkGroupSize, WorkgroupName: "maxComputeWorkGroupSize",
+		Invocations: lim.MaxComputeWorkGroupInvocations, InvocationsText: "maxComputeWorkGroupInvocations %d",
+		SharedBytes: lim.MaxComputeSharedMemorySize, SharedText: "maxComputeSharedMemorySize %d",
+	})
 }

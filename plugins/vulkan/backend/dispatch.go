@@ -3,25 +3,20 @@ package backend
 import (
 	"context"
 	"fmt"
-	"math"
 	"time"
 
 	"github.com/kiln-dev/kiln/ir"
 	"github.com/kiln-dev/kiln/pluginapi"
+	"github.com/kiln-dev/kiln/plugins/internal/gpukit"
 )
 
 // binding is one buffer of a protocol-1 dispatch.
 type binding struct {
-	decl  ir.BufferDecl
-	count uint32
-	input []byte
+	gpukit.Binding
 	// dev is the scratch span the shader sees; staging its host-visible copy on
 	// devices that stage (zero when nothing crosses).
 	dev, staging span
 }
-
-// readsInput reports whether the dispatch uploads the binding's input.
-func (bd *binding) readsInput() bool { return bd.decl.Access.Readable() && bd.count > 0 }
 
 // Dispatch runs a pipeline once and returns its write and read_write buffers: a
 // job over scratch spans of the device's heaps (see docs/design.md, "Vulkan").
@@ -60,7 +55,7 @@ func (b *Backend) Dispatch(ctx context.Context, req *pluginapi.DispatchRequest) 
 	}
 	if req.Grid[0] == 0 || req.Grid[1] == 0 || req.Grid[2] == 0 {
 		j.finish()
-		return &pluginapi.DispatchResult{Outputs: unchangedOutputs(binds), HostNanos: time.Since(start).Nanoseconds()}, nil
+		return &pluginapi.DispatchResult{Outputs: gpukit.UnchangedOutputs(binds), HostNanos: time.Since(start).Nanoseconds()}, nil
 	}
 	if err := j.stage(b, binds, req); err != nil {
 		j.finish()
@@ -76,11 +71,11 @@ func (b *Backend) Dispatch(ctx context.Context, req *pluginapi.DispatchRequest) 
 	}
 	res := &pluginapi.DispatchResult{DeviceNanos: ns}
 	for _, bd := range binds {
-		if !bd.decl.Access.IsOutput() {
+		if !bd.Decl.Access.IsOutput() {
 			continue
 		}
-		out := make([]byte, uint64(bd.count)*4)
-		if bd.count > 0 {
+		out := make([]byte, uint64(bd.Count)*4)
+		if bd.Count > 0 {
 			src := bd.dev
 			if !src.isMapped() {
 				src = bd.staging
@@ -110,11 +105,11 @@ func (j *job) stage(b *Backend, binds []*binding, req *pluginapi.DispatchRequest
 	var after []op
 	heap := d.heapFor()
 	for i, bd := range binds {
-		o.counts[i] = bd.count
-		if bd.count == 0 {
+		o.counts[i] = bd.Count
+		if bd.Count == 0 {
 			continue
 		}
-		size := uint64(bd.count) * 4
+		size := uint64(bd.Count) * 4
 		var err error
 		if bd.dev, err = heap.alloc(size); err != nil {
 			return d.fail(fmt.Sprintf("allocating the buffers of program %q", p.prog.Name), err)
@@ -123,8 +118,8 @@ func (j *job) stage(b *Backend, binds []*binding, req *pluginapi.DispatchRequest
 		o.binds[i] = bd.dev
 		if bd.dev.isMapped() {
 			mem := bd.dev.bytes()
-			if bd.readsInput() {
-				copy(mem, bd.input)
+			if bd.ReadsInput() {
+				copy(mem, bd.Input)
 			} else {
 				clear(mem)
 			}
@@ -133,13 +128,13 @@ func (j *job) stage(b *Backend, binds []*binding, req *pluginapi.DispatchRequest
 			}
 			continue
 		}
-		if bd.decl.Access == ir.Write {
+		if bd.Decl.Access == ir.Write {
 			j.ops = append(j.ops, op{kind: opFill, dst: bd.dev})
 		}
-		if !bd.readsInput() && !bd.decl.Access.IsOutput() {
+		if !bd.ReadsInput() && !bd.Decl.Access.IsOutput() {
 			continue
 		}
-		if seg, segRes, ok := b.segmentView(d, bd.input); ok && !bd.decl.Access.IsOutput() {
+		if seg, segRes, ok := b.segmentView(d, bd.Input); ok && !bd.Decl.Access.IsOutput() {
 			// The input is in an imported segment: the device copies it itself.
 			j.residents = append(j.residents, segRes)
 			j.ops = append(j.ops, op{kind: opCopy, src: seg, dst: bd.dev})
@@ -149,14 +144,14 @@ func (j *job) stage(b *Backend, binds []*binding, req *pluginapi.DispatchRequest
 			return d.fail("allocating staging memory", err)
 		}
 		j.scratch = append(j.scratch, bd.staging)
-		if bd.readsInput() {
-			copy(bd.staging.bytes(), bd.input)
+		if bd.ReadsInput() {
+			copy(bd.staging.bytes(), bd.Input)
 			if err := bd.staging.flush(); err != nil {
 				return d.fail("writing inputs", err)
 			}
 			j.ops = append(j.ops, op{kind: opCopy, src: bd.staging, dst: bd.dev})
 		}
-		if bd.decl.Access.IsOutput() {
+		if bd.Decl.Access.IsOutput() {
 			after = append(after, op{kind: opCopy, src: bd.dev, dst: bd.staging})
 		}
 	}
@@ -193,46 +188,8 @@ func (b *Backend) freeSpansLater(d *device, spans []span, seq uint64) {
 // bindings checks the launch's buffers the way the CPU reference does and sizes
 // every binding.
 func (p *pipeline) bindings(req *pluginapi.DispatchRequest) ([]*binding, error) {
-	prog := p.prog
-	if len(req.Inputs) > len(prog.Buffers) {
-		return nil, pluginapi.Rejected("vulkan: program %q has %d buffers but the dispatch gives %d inputs. Fix: pass one input per binding (nil for write buffers)",
-			prog.Name, len(prog.Buffers), len(req.Inputs))
-	}
-	maxBytes := p.d.a.bindingLimit()
-	binds := make([]*binding, len(prog.Buffers))
-	for i, decl := range prog.Buffers {
-		bd := &binding{decl: decl}
-		if i < len(req.Inputs) {
-			bd.input = req.Inputs[i]
-		}
-		switch {
-		case decl.Access == ir.Write && len(bd.input) != 0:
-			return nil, pluginapi.Rejected("vulkan: program %q: buffer %q (binding %d) is write-only but got %d input bytes. Fix: pass nil for write buffers and size them with OutputCounts",
-				prog.Name, decl.Name, decl.Binding, len(bd.input))
-		case decl.Access == ir.Write:
-			bd.count = decl.Count
-			if bd.count == 0 && i < len(req.OutputCounts) {
-				bd.count = req.OutputCounts[i]
-			}
-		case len(bd.input)%4 != 0:
-			return nil, pluginapi.Rejected("vulkan: program %q: input of buffer %q (binding %d) is %d bytes, not a multiple of 4. Fix: pass whole 4-byte %s elements",
-				prog.Name, decl.Name, decl.Binding, len(bd.input), decl.Type)
-		case decl.Count != 0 && uint64(len(bd.input)) != uint64(decl.Count)*4:
-			return nil, pluginapi.Rejected("vulkan: program %q: buffer %q (binding %d) holds exactly %d elements but its input is %d bytes. Fix: pass %d bytes",
-				prog.Name, decl.Name, decl.Binding, decl.Count, len(bd.input), uint64(decl.Count)*4)
-		case uint64(len(bd.input))/4 > math.MaxUint32:
-			return nil, pluginapi.Rejected("vulkan: program %q: input of buffer %q (binding %d) has %d elements, more than a u32 len. Fix: split the work into smaller buffers",
-				prog.Name, decl.Name, decl.Binding, len(bd.input)/4)
-		default:
-			bd.count = uint32(len(bd.input) / 4)
-		}
-		if bytes := uint64(bd.count) * 4; bytes > maxBytes {
-			return nil, pluginapi.Rejected("vulkan: program %q: buffer %q (binding %d) has %d bytes, more than adapter %d binds (maxStorageBufferRange %d, no buffer device addresses). Fix: split the work into buffers of at most %d elements",
-				prog.Name, decl.Name, decl.Binding, bytes, p.d.a.index, maxBytes, maxBytes/4)
-		}
-		binds[i] = bd
-	}
-	return binds, nil
+	lim := gpukit.BindingLimit{Adapter: p.d.a.index, Bytes: p.d.a.bindingLimit(), Text: "adapter %d binds (maxStorageBufferRange %d, no buffer device addresses)"}
+	return gpukit.SizeBindings(ID, p.prog, req, lim, func(s gpukit.Binding) *binding { return &binding{Binding: s} })
 }
 
 // checkGrid rejects grids the device cannot launch: more than 2^32 invocations on an
@@ -240,29 +197,11 @@ func (p *pipeline) bindings(req *pluginapi.DispatchRequest) ([]*binding, error) 
 // rejects (a grid beyond maxComputeWorkGroupCount runs as several launches; see
 // dispatchGrid).
 func (p *pipeline) checkGrid(grid [3]uint32) error {
-	for axis, g := range grid {
-		if uint64(g)*uint64(p.wg[axis]) > math.MaxUint32+1 {
-			return pluginapi.Rejected("vulkan: program %q: grid %v with workgroup size %v gives more than 2^32 invocations on axis %d, beyond a u32 global_id. Fix: use a smaller grid",
-				p.prog.Name, grid, p.wg, axis)
-		}
+	if err := gpukit.CheckGridInvocations(ID, p.prog.Name, grid, p.wg); err != nil {
+		return err
 	}
 	if grid[0] == 0 || grid[1] == 0 || grid[2] == 0 {
 		return nil
 	}
 	return p.checkLaunches(grid)
-}
-
-// unchangedOutputs is the result of a dispatch that runs nothing: write buffers
-// zero-filled, read_write buffers as given.
-func unchangedOutputs(binds []*binding) [][]byte {
-	var outs [][]byte
-	for _, bd := range binds {
-		switch bd.decl.Access {
-		case ir.Write:
-			outs = append(outs, make([]byte, uint64(bd.count)*4))
-		case ir.ReadWrite:
-			outs = append(outs, append(make([]byte, 0, len(bd.input)), bd.input...))
-		}
-	}
-	return outs
 }

@@ -38,14 +38,14 @@ func (o overResident) Dispatch(ctx context.Context, req *pluginapi.DispatchReque
 		}
 	}()
 	for _, bd := range binds {
-		size := 4 * uint64(bd.count)
+		size := 4 * uint64(bd.Count)
 		a, err := o.AllocBuffer(ctx, &pluginapi.AllocRequest{Size: size})
 		if err != nil {
 			return nil, err
 		}
 		handles = append(handles, a.Buffer)
-		if bd.readsInput() {
-			if err := o.WriteBuffer(ctx, a.Buffer, 0, bd.input); err != nil {
+		if bd.ReadsInput() {
+			if err := o.WriteBuffer(ctx, a.Buffer, 0, bd.Input); err != nil {
 				return nil, err
 			}
 		}
@@ -57,10 +57,10 @@ func (o overResident) Dispatch(ctx context.Context, req *pluginapi.DispatchReque
 	}
 	res := &pluginapi.DispatchResult{HostNanos: sub.HostNanos, DeviceNanos: sub.DeviceNanos}
 	for i, bd := range binds {
-		if !bd.decl.Access.IsOutput() {
+		if !bd.Decl.Access.IsOutput() {
 			continue
 		}
-		out := make([]byte, 4*uint64(bd.count))
+		out := make([]byte, 4*uint64(bd.Count))
 		if err := o.ReadBuffer(ctx, handles[i], 0, out); err != nil {
 			return nil, err
 		}

@@ -1,0 +1,166 @@
+package gpukit
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/kiln-dev/kiln/ir"
+	"github.com/kiln-dev/kiln/pluginapi"
+)
+
+// ProgramLimits are a device's limits on a program, and how errors name them.
+type ProgramLimits struct {
+	// Workgroup is the largest workgroup on each axis; WorkgroupName names it
+	// ("maximum block dimensions").
+	Workgroup     [3]uint32
+	WorkgroupName string
+	// Invocations is the most invocations in a workgroup; InvocationsText
+	// formats it with one %d ("%d threads per block").
+	Invocations     uint32
+	InvocationsText string
+	// SharedBytes is the most shared memory of a workgroup; SharedText formats
+	// it with one %d ("%d per block").
+	SharedBytes uint32
+	SharedText  string
+}
+
+// CheckProgram validates the program, the specialization map and the workgroup
+// override, and checks them against the device's limits. It returns the
+// workgroup size the pipeline runs with. Its errors are RejectedErrors starting
+// with backend ("cuda").
+func CheckProgram(backend string, p *ir.Program, spec ir.SpecMap, override [3]uint32, lim ProgramLimits) ([3]uint32, error) {
+	if err := ir.Validate(p); err != nil {
+		return [3]uint32{}, pluginapi.Rejected("%s: program %q is invalid: %w", backend, p.Name, err)
+	}
+	wg := p.WorkgroupSize
+	if override != ([3]uint32{}) {
+		if err := ir.CheckWorkgroupSize(override); err != nil {
+			return [3]uint32{}, pluginapi.Rejected("%s: program %q: bad workgroup size override: %w", backend, p.Name, err)
+		}
+		wg = override
+	}
+	for _, name := range spec.Names() {
+		d, ok := p.Param(name)
+		if !ok {
+			return [3]uint32{}, pluginapi.Rejected("%s: program %q has no parameter %q to specialize. Fix: specialize only declared parameters", backend, p.Name, name)
+		}
+		v, _ := spec.Get(name)
+		if l, ok := v.Literal(); !ok || l.Type != d.Type {
+			return [3]uint32{}, pluginapi.Rejected("%s: program %q: parameter %q is %s but the specialization value is %s. Fix: pass a %s value", backend, p.Name, name, d.Type, v, d.Type)
+		}
+	}
+	for axis, n := range wg {
+		if n > lim.Workgroup[axis] {
+			return [3]uint32{}, pluginapi.Rejected("%s: program %q: workgroup size %v exceeds the device's %s %v on axis %d. Fix: use a workgroup of at most %d on that axis",
+				backend, p.Name, wg, lim.WorkgroupName, lim.Workgroup, axis, lim.Workgroup[axis])
+		}
+	}
+	if n := uint64(wg[0]) * uint64(wg[1]) * uint64(wg[2]); n > uint64(lim.Invocations) {
+		return [3]uint32{}, pluginapi.Rejected("%s: program %q: workgroup size %v has %d invocations, more than the device's %s. Fix: use a smaller workgroup",
+			backend, p.Name, wg, n, fmt.Sprintf(lim.InvocationsText, lim.Invocations))
+	}
+	var shared uint64
+	for _, s := range p.Shared {
+		shared += 4 * uint64(s.Count)
+	}
+	if shared > uint64(lim.SharedBytes) {
+		return [3]uint32{}, pluginapi.Rejected("%s: program %q uses %d bytes of shared memory, more than the device's %s. Fix: use smaller shared arrays",
+			backend, p.Name, shared, fmt.Sprintf(lim.SharedText, lim.SharedBytes))
+	}
+	return wg, nil
+}
+
+// Binding is one buffer of a protocol-1 dispatch: its declaration, its element
+// count and the input bytes the request gave it.
+type Binding struct {
+	Decl  ir.BufferDecl
+	Count uint32
+	Input []byte
+}
+
+// Sized returns b; backends' bindings embed a Binding and so have it too.
+func (b *Binding) Sized() *Binding { return b }
+
+// ReadsInput reports whether the dispatch uploads the binding's input.
+func (b *Binding) ReadsInput() bool { return b.Decl.Access.Readable() && b.Count > 0 }
+
+// BindingLimit is the most bytes a device binds in one binding, and how errors
+// name it: Text formats the adapter's index and Bytes with %d and %d
+// ("adapter %d's %d").
+type BindingLimit struct {
+	Adapter int
+	Bytes   uint64
+	Text    string
+}
+
+// SizeBindings checks the launch's buffers the way the CPU reference does and
+// sizes every binding; wrap makes the backend's binding of each. Its errors are
+// RejectedErrors starting with backend ("cuda").
+func SizeBindings[B any](backend string, prog *ir.Program, req *pluginapi.DispatchRequest, lim BindingLimit, wrap func(Binding) B) ([]B, error) {
+	if len(req.Inputs) > len(prog.Buffers) {
+		return nil, pluginapi.Rejected("%s: program %q has %d buffers but the dispatch gives %d inputs. Fix: pass one input per binding (nil for write buffers)",
+			backend, prog.Name, len(prog.Buffers), len(req.Inputs))
+	}
+	binds := make([]B, len(prog.Buffers))
+	for i, decl := range prog.Buffers {
+		bd := Binding{Decl: decl}
+		if i < len(req.Inputs) {
+			bd.Input = req.Inputs[i]
+		}
+		switch {
+		case decl.Access == ir.Write && len(bd.Input) != 0:
+			return nil, pluginapi.Rejected("%s: program %q: buffer %q (binding %d) is write-only but got %d input bytes. Fix: pass nil for write buffers and size them with OutputCounts",
+				backend, prog.Name, decl.Name, decl.Binding, len(bd.Input))
+		case decl.Access == ir.Write:
+			bd.Count = decl.Count
+			if bd.Count == 0 && i < len(req.OutputCounts) {
+				bd.Count = req.OutputCounts[i]
+			}
+		case len(bd.Input)%4 != 0:
+			return nil, pluginapi.Rejected("%s: program %q: input of buffer %q (binding %d) is %d bytes, not a multiple of 4. Fix: pass whole 4-byte %s elements",
+				backend, prog.Name, decl.Name, decl.Binding, len(bd.Input), decl.Type)
+		case decl.Count != 0 && uint64(len(bd.Input)) != uint64(decl.Count)*4:
+			return nil, pluginapi.Rejected("%s: program %q: buffer %q (binding %d) holds exactly %d elements but its input is %d bytes. Fix: pass %d bytes",
+				backend, prog.Name, decl.Name, decl.Binding, decl.Count, len(bd.Input), uint64(decl.Count)*4)
+		case uint64(len(bd.Input))/4 > math.MaxUint32:
+			return nil, pluginapi.Rejected("%s: program %q: input of buffer %q (binding %d) has %d elements, more than a u32 len. Fix: split the work into smaller buffers",
+				backend, prog.Name, decl.Name, decl.Binding, len(bd.Input)/4)
+		default:
+			bd.Count = uint32(len(bd.Input) / 4)
+		}
+		if bytes := uint64(bd.Count) * 4; bytes > lim.Bytes {
+			return nil, pluginapi.Rejected("%s: program %q: buffer %q (binding %d) has %d bytes, more than %s. Fix: split the work into buffers of at most %d elements",
+				backend, prog.Name, decl.Name, decl.Binding, bytes, fmt.Sprintf(lim.Text, lim.Adapter, lim.Bytes), lim.Bytes/4)
+		}
+		binds[i] = wrap(bd)
+	}
+	return binds, nil
+}
+
+// CheckGridInvocations rejects a grid that, with workgroup size wg, has more
+// than 2^32 invocations on an axis: global_id is a u32.
+func CheckGridInvocations(backend, program string, grid, wg [3]uint32) error {
+	for axis, g := range grid {
+		if uint64(g)*uint64(wg[axis]) > math.MaxUint32+1 {
+			return pluginapi.Rejected("%s: program %q: grid %v with workgroup size %v gives more than 2^32 invocations on axis %d, beyond a u32 global_id. Fix: use a smaller grid",
+				backend, program, grid, wg, axis)
+		}
+	}
+	return nil
+}
+
+// UnchangedOutputs is the result of a dispatch that runs nothing: write buffers
+// zero-filled, read_write buffers as given.
+func UnchangedOutputs[B interface{ Sized() *Binding }](binds []B) [][]byte {
+	var outs [][]byte
+	for _, b := range binds {
+		bd := b.Sized()
+		switch bd.Decl.Access {
+		case ir.Write:
+			outs = append(outs, make([]byte, uint64(bd.Count)*4))
+		case ir.ReadWrite:
+			outs = append(outs, append(make([]byte, 0, len(bd.Input)), bd.Input...))
+		}
+	}
+	return outs
+}
