@@ -278,9 +278,9 @@ func (b *Backend) Open(ctx context.Context, adapter int) error {
 func (b *Backend) Release(_ context.Context, handle uint64) error {
 	b.life.RLock()
 	defer b.life.RUnlock()
-	p, ok := b.pipelines.Remove(handle)
-	if !ok {
-		return pluginapi.Rejected("cuda has no pipeline %d (never compiled or already released). Fix: release only handles returned by Compile, once", handle)
+	p, err := gpukit.ReleasePipeline(ID, &b.pipelines, handle)
+	if err != nil {
+		return err
 	}
 	p.destroy()
 	return nil

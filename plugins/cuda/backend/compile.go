@@ -63,11 +63,8 @@ func (p *pipeline) destroy() {
 func (b *Backend) Compile(ctx context.Context, req *pluginapi.CompileRequest) (*pluginapi.CompileResult, error) {
 	b.life.RLock()
 	defer b.life.RUnlock()
-	if req == nil || req.Program == nil {
-		return nil, pluginapi.Rejected("cuda: compile request without a program. Fix: set CompileRequest.Program")
-	}
-	if err := ctx.Err(); err != nil {
-		return nil, fmt.Errorf("cuda: compile %q: %w", req.Program.Name, err)
+	if err := gpukit.CheckCompile(ctx, ID, req); err != nil {
+		return nil, err
 	}
 	start := time.Now()
 	a, d, err := b.deviceAt(req.Adapter)

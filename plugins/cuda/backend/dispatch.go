@@ -31,9 +31,9 @@ func (b *Backend) Dispatch(ctx context.Context, req *pluginapi.DispatchRequest) 
 	if req == nil {
 		return nil, pluginapi.Rejected("cuda: dispatch without a request. Fix: pass a DispatchRequest")
 	}
-	p, ok := b.pipelines.GetHeld(req.Pipeline, (*pipeline).hold)
-	if !ok {
-		return nil, pluginapi.Rejected("cuda has no pipeline %d (never compiled or already released). Fix: dispatch a handle returned by Compile", req.Pipeline)
+	p, err := gpukit.DispatchPipeline(ID, &b.pipelines, req.Pipeline, (*pipeline).hold)
+	if err != nil {
+		return nil, err
 	}
 	defer func() {
 		if !handedOff {

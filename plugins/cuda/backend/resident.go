@@ -11,6 +11,7 @@ import (
 	"github.com/kiln-dev/kiln/pluginapi"
 	"github.com/kiln-dev/kiln/plugins/cuda/driver"
 	"github.com/kiln-dev/kiln/plugins/cuda/ptx"
+	"github.com/kiln-dev/kiln/plugins/internal/gpukit"
 )
 
 // Protocol 2 (docs/design.md, "Backends/CUDA"): buffers live in device memory
@@ -94,11 +95,7 @@ func (b *Backend) AllocBuffer(ctx context.Context, req *pluginapi.AllocRequest) 
 
 // buffer returns a live buffer; the SDK has checked that the handle is one.
 func (b *Backend) buffer(handle uint64) (*resident, error) {
-	r, ok := b.buffers.Get(handle)
-	if !ok {
-		return nil, pluginapi.Rejected("cuda has no buffer %d (never allocated or already freed). Fix: use handles AllocBuffer returned, and free each once", handle)
-	}
-	return r, nil
+	return gpukit.Buffer(ID, &b.buffers, handle)
 }
 
 // FreeBuffer frees a buffer once the adapter's stream is idle (no submit runs
@@ -106,9 +103,9 @@ func (b *Backend) buffer(handle uint64) (*resident, error) {
 func (b *Backend) FreeBuffer(ctx context.Context, handle uint64) error {
 	b.life.RLock()
 	defer b.life.RUnlock()
-	r, ok := b.buffers.Remove(handle)
-	if !ok {
-		return pluginapi.Rejected("cuda has no buffer %d (never allocated or already freed). Fix: free each buffer once", handle)
+	r, err := gpukit.FreeBuffer(ID, &b.buffers, handle)
+	if err != nil {
+		return err
 	}
 	if err := r.d.acquire(ctx); err != nil {
 		// Keep the memory rather than free it under a running kernel.

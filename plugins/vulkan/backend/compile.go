@@ -62,11 +62,8 @@ func (b *Backend) Compile(ctx context.Context, req *pluginapi.CompileRequest) (*
 	b.life.RLock()
 	defer b.life.RUnlock()
 	defer b.noteValidation()
-	if req == nil || req.Program == nil {
-		return nil, pluginapi.Rejected("vulkan: compile request without a program. Fix: set CompileRequest.Program")
-	}
-	if err := ctx.Err(); err != nil {
-		return nil, fmt.Errorf("vulkan: compile %q: %w", req.Program.Name, err)
+	if err := gpukit.CheckCompile(ctx, ID, req); err != nil {
+		return nil, err
 	}
 	start := time.Now()
 	a, d, err := b.deviceAt(req.Adapter)

@@ -27,10 +27,10 @@ func (b *Backend) Dispatch(ctx context.Context, req *pluginapi.DispatchRequest) 
 		b.life.RUnlock()
 		return nil, pluginapi.Rejected("vulkan: dispatch without a request. Fix: pass a DispatchRequest")
 	}
-	p, ok := b.pipelines.GetHeld(req.Pipeline, (*pipeline).hold)
-	if !ok {
+	p, err := gpukit.DispatchPipeline(ID, &b.pipelines, req.Pipeline, (*pipeline).hold)
+	if err != nil {
 		b.life.RUnlock()
-		return nil, pluginapi.Rejected("vulkan has no pipeline %d (never compiled or already released). Fix: dispatch a handle returned by Compile", req.Pipeline)
+		return nil, err
 	}
 	d := p.d
 	j := &job{d: d, pipelines: []*pipeline{p}, life: &b.life}

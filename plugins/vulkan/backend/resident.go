@@ -9,6 +9,7 @@ import (
 
 	"github.com/kiln-dev/kiln/ir"
 	"github.com/kiln-dev/kiln/pluginapi"
+	"github.com/kiln-dev/kiln/plugins/internal/gpukit"
 )
 
 // Protocol 2 (see docs/design.md, "Vulkan"): buffers are spans of the device's
@@ -132,11 +133,7 @@ func (b *Backend) keep(r *resident, mapped bool) (*pluginapi.AllocResult, error)
 
 // buffer returns a live buffer.
 func (b *Backend) buffer(handle uint64) (*resident, error) {
-	r, ok := b.buffers.Get(handle)
-	if !ok {
-		return nil, pluginapi.Rejected("vulkan has no buffer %d (never allocated or already freed). Fix: use handles AllocBuffer returned, and free each once", handle)
-	}
-	return r, nil
+	return gpukit.Buffer(ID, &b.buffers, handle)
 }
 
 // FreeBuffer returns the buffer's memory to its heap once no job uses it. When
@@ -144,9 +141,9 @@ func (b *Backend) buffer(handle uint64) (*resident, error) {
 func (b *Backend) FreeBuffer(ctx context.Context, handle uint64) error {
 	b.life.RLock()
 	defer b.life.RUnlock()
-	r, ok := b.buffers.Remove(handle)
-	if !ok {
-		return pluginapi.Rejected("vulkan has no buffer %d (never allocated or already freed). Fix: free each buffer once", handle)
+	r, err := gpukit.FreeBuffer(ID, &b.buffers, handle)
+	if err != nil {
+		return err
 	}
 	if r.s.b.h == r.d.imported {
 		// The caller may unmap the memory once this returns: wait for the jobs

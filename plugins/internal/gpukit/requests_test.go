@@ -1,0 +1,77 @@
+package gpukit
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/kiln-dev/kiln/ir"
+	"github.com/kiln-dev/kiln/pluginapi"
+	"github.com/kiln-dev/kiln/plugins/internal/handles"
+)
+
+func TestCheckCompile(t *testing.T) {
+	var rejected *pluginapi.RejectedError
+	for _, req := range []*pluginapi.CompileRequest{nil, {}} {
+		err := CheckCompile(context.Background(), "cuda", req)
+		if want := "cuda: compile request without a program. Fix: set CompileRequest.Program"; err == nil || err.Error() != want || !errors.As(err, &rejected) {
+			t.Errorf("%+v: got %v, want %s", req, err, want)
+		}
+	}
+	req := &pluginapi.CompileRequest{Program: &ir.Program{Name: "p"}}
+	if err := CheckCompile(context.Background(), "vulkan", req); err != nil {
+		t.Errorf("a request with a program: %v", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	err := CheckCompile(ctx, "vulkan", req)
+	if want := `vulkan: compile "p": context canceled`; err == nil || err.Error() != want || !errors.Is(err, context.Canceled) {
+		t.Errorf("an ended context: got %v, want %s", err, want)
+	}
+}
+
+func TestHandleLookups(t *testing.T) {
+	var tab handles.Table[*int]
+	one := 1
+	h := tab.Add(&one)
+	held := 0
+	hold := func(*int) { held++ }
+	if p, err := DispatchPipeline("cuda", &tab, h, hold); err != nil || p != &one || held != 1 {
+		t.Fatalf("DispatchPipeline(%d) = %v, %v (held %d)", h, p, err, held)
+	}
+	if r, err := Buffer("cuda", &tab, h); err != nil || r != &one {
+		t.Fatalf("Buffer(%d) = %v, %v", h, r, err)
+	}
+	var rejected *pluginapi.RejectedError
+	for _, tc := range []struct {
+		f    func() (*int, error)
+		want string
+	}{
+		{func() (*int, error) { return DispatchPipeline("cuda", &tab, 7, hold) },
+			"cuda has no pipeline 7 (never compiled or already released). Fix: dispatch a handle returned by Compile"},
+		{func() (*int, error) { return ReleasePipeline("vulkan", &tab, 7) },
+			"vulkan has no pipeline 7 (never compiled or already released). Fix: release only handles returned by Compile, once"},
+		{func() (*int, error) { return Buffer("cuda", &tab, 7) },
+			"cuda has no buffer 7 (never allocated or already freed). Fix: use handles AllocBuffer returned, and free each once"},
+		{func() (*int, error) { return FreeBuffer("vulkan", &tab, 7) },
+			"vulkan has no buffer 7 (never allocated or already freed). Fix: free each buffer once"},
+	} {
+		r, err := tc.f()
+		if r != nil || err == nil || err.Error() != tc.want || !errors.As(err, &rejected) {
+			t.Errorf("got %v, %v; want %s", r, err, tc.want)
+		}
+	}
+	if held != 1 {
+		t.Errorf("hold ran %d times, want once (not for a missing handle)", held)
+	}
+	if r, err := ReleasePipeline("cuda", &tab, h); err != nil || r != &one {
+		t.Fatalf("ReleasePipeline(%d) = %v, %v", h, r, err)
+	}
+	if _, err := FreeBuffer("cuda", &tab, h); err == nil {
+		t.Fatal("a released handle was freed")
+	}
+	h = tab.Add(&one)
+	if r, err := FreeBuffer("cuda", &tab, h); err != nil || r != &one || tab.Len() != 0 {
+		t.Fatalf("FreeBuffer(%d) = %v, %v", h, r, err)
+	}
+}
