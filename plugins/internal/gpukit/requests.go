@@ -24,37 +24,34 @@ func CheckCompile(ctx context.Context, backend string, req *pluginapi.CompileReq
 // [handles.Table.GetHeld]); an unknown handle is a RejectedError.
 func DispatchPipeline[T any](backend string, pipelines *handles.Table[T], h uint64, hold func(T)) (T, error) {
 	p, ok := pipelines.GetHeld(h, hold)
-	if !ok {
-		return p, pluginapi.Rejected("%s has no pipeline %d (never compiled or already released). Fix: dispatch a handle returned by Compile", backend, h)
-	}
-	return p, nil
+	return found(p, ok, backend, h, "pipeline", "never compiled or already released", "dispatch a handle returned by Compile")
 }
 
 // ReleasePipeline removes pipeline h for Release; an unknown handle is a
 // RejectedError.
 func ReleasePipeline[T any](backend string, pipelines *handles.Table[T], h uint64) (T, error) {
 	p, ok := pipelines.Remove(h)
-	if !ok {
-		return p, pluginapi.Rejected("%s has no pipeline %d (never compiled or already released). Fix: release only handles returned by Compile, once", backend, h)
-	}
-	return p, nil
+	return found(p, ok, backend, h, "pipeline", "never compiled or already released", "release only handles returned by Compile, once")
 }
 
 // Buffer returns resident buffer h; an unknown handle is a RejectedError.
 func Buffer[T any](backend string, buffers *handles.Table[T], h uint64) (T, error) {
 	r, ok := buffers.Get(h)
-	if !ok {
-		return r, pluginapi.Rejected("%s has no buffer %d (never allocated or already freed). Fix: use handles AllocBuffer returned, and free each once", backend, h)
-	}
-	return r, nil
+	return found(r, ok, backend, h, "buffer", "never allocated or already freed", "use handles AllocBuffer returned, and free each once")
 }
 
 // FreeBuffer removes resident buffer h for FreeBuffer; an unknown handle is a
 // RejectedError.
 func FreeBuffer[T any](backend string, buffers *handles.Table[T], h uint64) (T, error) {
 	r, ok := buffers.Remove(h)
+	return found(r, ok, backend, h, "buffer", "never allocated or already freed", "free each buffer once")
+}
+
+// found returns v when a lookup of handle h found it, and otherwise the
+// RejectedError "<backend> has no <what> <h> (<why>). Fix: <fix>".
+func found[T any](v T, ok bool, backend string, h uint64, what, why, fix string) (T, error) {
 	if !ok {
-		return r, pluginapi.Rejected("%s has no buffer %d (never allocated or already freed). Fix: free each buffer once", backend, h)
+		return v, pluginapi.Rejected("%s has no %s %d (%s). Fix: %s", backend, what, h, why, fix)
 	}
-	return r, nil
+	return v, nil
 }
