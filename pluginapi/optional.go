@@ -78,7 +78,8 @@ type HealthChecker interface {
 // uses it any more (a staging segment the host detaches; a mapped buffer's
 // segment after FreeBuffer, or after an AllocBuffer that did not keep it), before
 // it unmaps the memory. Notices come one at a time, in order with the requests
-// around them. mem starts on a page boundary and its length is a whole number of
+// that use the segment (for a [ConcurrentAdapters] backend they may run while
+// other requests run). mem starts on a page boundary and its length is a whole number of
 // pages; segment ids are never 0 and are not reused while the plugin runs.
 // When the data plane closes (the host went away or closed it), the staging
 // segments are detached, which may happen after [Backend.Close]: a backend
