@@ -5,6 +5,7 @@ package pluginapi
 import (
 	"context"
 	"encoding/binary"
+	"runtime"
 	"sync"
 	"testing"
 	"time"
@@ -252,4 +253,59 @@ func TestPlaneManyCallersOneAdapter(t *testing.T) {
 	if len(g.order[0]) != callers*each || len(g.order[1]) != each {
 		t.Fatalf("%d fills ran on adapter 0 and %d on adapter 1, want %d and %d", len(g.order[0]), len(g.order[1]), callers*each, each)
 	}
+}
+
+// FuzzCompletionRingProducers pins the plugin's completion ring under several
+// producers (the queues' goroutines answering at once through answer): every
+// completion arrives once, whole, and each producer's in the order it put
+// them, however the frames interleave and wrap a small ring.
+func FuzzCompletionRingProducers(f *testing.F) {
+	f.Add(uint8(4), uint16(50), []byte("done"))
+	f.Add(uint8(8), uint16(3), make([]byte, 300))
+	f.Add(uint8(1), uint16(200), []byte{})
+	f.Fuzz(func(t *testing.T, producers uint8, each uint16, msg []byte) {
+		n, k := int(producers%8)+1, int(each%200)+1
+		if len(msg) > 512 {
+			msg = msg[:512]
+		}
+		prod, cons, _ := testRings(t, 1024)
+		p := &planeServer{done: prod}
+		var wg sync.WaitGroup
+		for g := range n {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := range k {
+					if err := p.answer(encodeDone(frameSubmit, &done{seq: uint64(g)<<32 | uint64(i), status: 2, msg: string(msg)})); err != nil {
+						t.Error(err)
+						return
+					}
+				}
+			}()
+		}
+		next := make([]uint64, n)
+		var buf []byte
+		for got := 0; got < n*k; {
+			b, grown, ok, err := cons.next(buf, maxDoneBytes)
+			buf = grown
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !ok {
+				runtime.Gosched()
+				continue
+			}
+			d, err := decodeDone(b, frameSubmit, 0)
+			if err != nil {
+				t.Fatalf("completion %d: %v", got, err)
+			}
+			g, i := d.seq>>32, d.seq&(1<<32-1)
+			if g >= uint64(n) || i != next[g] || d.msg != string(msg) {
+				t.Fatalf("completion %d: seq %#x with %d bytes of message, want producer %d's %d with %d", got, d.seq, len(d.msg), g, next[min(g, uint64(n-1))], len(msg))
+			}
+			next[g]++
+			got++
+		}
+		wg.Wait()
+	})
 }
