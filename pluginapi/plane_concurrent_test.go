@@ -3,6 +3,7 @@
 package pluginapi
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"runtime"
@@ -20,14 +21,15 @@ type gateBackend struct {
 	gate       chan struct{} // nil: no submit waits
 	entered    chan struct{} // a submit on adapter 0 reached the gate
 
-	mu    sync.Mutex
-	order map[int][]uint32
-	ran   []int // the adapter of every submit, in the order they ran
+	mu        sync.Mutex
+	order     map[int][]uint32
+	ran       []int // the adapter of every submit, in the order they ran
+	adapterOf map[uint64]int
 }
 
 func newGateBackend(concurrent bool, gated bool) *gateBackend {
 	g := &gateBackend{memBackend: newMemBackend(), concurrent: concurrent, order: map[int][]uint32{},
-		entered: make(chan struct{}, 1)}
+		adapterOf: map[uint64]int{}, entered: make(chan struct{}, 1)}
 	if gated {
 		g.gate = make(chan struct{})
 	}
@@ -36,17 +38,46 @@ func newGateBackend(concurrent bool, gated bool) *gateBackend {
 
 func (g *gateBackend) ConcurrentAdapters() bool { return g.concurrent }
 
+// hold waits for the gate when there is one and adapter is 0.
+func (g *gateBackend) hold(ctx context.Context, adapter int) error {
+	if adapter != 0 || g.gate == nil {
+		return nil
+	}
+	select {
+	case g.entered <- struct{}{}:
+	default:
+	}
+	select {
+	case <-g.gate:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (g *gateBackend) AllocBuffer(ctx context.Context, req *AllocRequest) (*AllocResult, error) {
+	res, err := g.memBackend.AllocBuffer(ctx, req)
+	if err == nil {
+		g.mu.Lock()
+		g.adapterOf[res.Buffer] = req.Adapter
+		g.mu.Unlock()
+	}
+	return res, err
+}
+
+func (g *gateBackend) WriteBuffer(ctx context.Context, h, off uint64, src []byte) error {
+	g.mu.Lock()
+	a := g.adapterOf[h]
+	g.mu.Unlock()
+	if err := g.hold(ctx, a); err != nil {
+		return err
+	}
+	return g.memBackend.WriteBuffer(ctx, h, off, src)
+}
+
 func (g *gateBackend) Submit(ctx context.Context, req *SubmitRequest) (*SubmitResult, error) {
-	if req.Adapter == 0 && g.gate != nil {
-		select {
-		case g.entered <- struct{}{}:
-		default:
-		}
-		select {
-		case <-g.gate:
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		}
+	if err := g.hold(ctx, req.Adapter); err != nil {
+		return nil, err
 	}
 	g.mu.Lock()
 	g.ran = append(g.ran, req.Adapter)
@@ -104,7 +135,56 @@ func TestPlaneAdapterRunsWhileAnotherIsBusy(t *testing.T) {
 		t.Fatal(err)
 	}
 	<-g.entered
+	adapterOneRuns(t, p, b1)
 
+	close(g.gate)
+	if _, _, err := p.wait(ctxT(t), held); err != nil {
+		t.Fatalf("adapter 0's submit: %v", err)
+	}
+	got := make([]byte, 16)
+	if err := transferOnPlane(ctxT(t), p, frameRead, a0, 0, got); err != nil {
+		t.Fatal(err)
+	}
+	if v := binary.LittleEndian.Uint32(got[12:]); v != 7 {
+		t.Fatalf("adapter 0's buffer reads % x, want the fill of 7", got)
+	}
+}
+
+// TestPlaneAdapterRunsWhileATransferIsBusy is the same with a write of 8 MiB
+// into a buffer of adapter 0 held in the backend: a long transfer on one
+// adapter does not hold up another adapter's work.
+func TestPlaneAdapterRunsWhileATransferIsBusy(t *testing.T) {
+	const size = 8 << 20
+	g := newGateBackend(true, true)
+	_, p := gatedPlane(t, g)
+	a0, b1 := allocOn(t, p, 0, size), allocOn(t, p, 1, 16)
+
+	src := make([]byte, size)
+	for i := range src {
+		src[i] = byte(i * 7)
+	}
+	wrote := make(chan error, 1)
+	go func() { wrote <- transferOnPlane(ctxT(t), p, frameWrite, a0, 0, src) }()
+	<-g.entered
+	adapterOneRuns(t, p, b1)
+
+	close(g.gate)
+	if err := <-wrote; err != nil {
+		t.Fatalf("adapter 0's write: %v", err)
+	}
+	got := make([]byte, size)
+	if err := transferOnPlane(ctxT(t), p, frameRead, a0, 0, got); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, src) {
+		t.Fatal("adapter 0's buffer does not hold what was written")
+	}
+}
+
+// adapterOneRuns writes, fills and reads b1 on adapter 1 within a bounded
+// time, while adapter 0 is held.
+func adapterOneRuns(t *testing.T, p *plane, b1 uint64) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(ctxT(t), 20*time.Second)
 	defer cancel()
 	if err := transferOnPlane(ctx, p, frameWrite, b1, 0, make([]byte, 16)); err != nil {
@@ -119,17 +199,6 @@ func TestPlaneAdapterRunsWhileAnotherIsBusy(t *testing.T) {
 	}
 	if v := binary.LittleEndian.Uint32(got[4:]); v != 9 || binary.LittleEndian.Uint32(got) != 0 {
 		t.Fatalf("adapter 1's buffer reads % x, want the fill of 9 at [4, 12)", got)
-	}
-
-	close(g.gate)
-	if _, _, err := p.wait(ctxT(t), held); err != nil {
-		t.Fatalf("adapter 0's submit: %v", err)
-	}
-	if err := transferOnPlane(ctxT(t), p, frameRead, a0, 0, got); err != nil {
-		t.Fatal(err)
-	}
-	if v := binary.LittleEndian.Uint32(got[12:]); v != 7 {
-		t.Fatalf("adapter 0's buffer reads % x, want the fill of 7", got)
 	}
 }
 
