@@ -86,6 +86,26 @@
 //
 // [CapabilitiesOf] reports which ones a backend implements.
 //
+// # Concurrent calls
+//
+// What a backend may assume about the calls of the data plane (the Buffers,
+// Submitter and Segments methods and the inline Dispatch): the calls for one
+// adapter (AllocBuffer on it, WriteBuffer, ReadBuffer and FreeBuffer of its
+// buffers, Submit on it) arrive one at a time, in the order the host sent them,
+// so a write and then a submit that reads the buffer, or a submit and then a
+// free, stay in that order. A backend that implements [ConcurrentAdapters]
+// (returning true) gets one queue per adapter: calls for different adapters, a
+// Dispatch, and the Segments notices of staging segments may run at the same
+// time, and it must be safe for that (a device lock per adapter, its tables
+// under a mutex). Any other backend gets every data-plane call one at a time in
+// the host's order, as a backend written for serial calls expects; the SDK still
+// reads the host's next requests while one runs. Calls over gRPC (Describe,
+// Compile, Release, and every call without a data plane) may come concurrently
+// with anything, as [Backend] says. Completions go back in the order calls
+// finish; across adapters there is no order (the host's caller orders them by
+// waiting). Each queue holds at most 64 requests: when one is full the SDK stops
+// reading until it has room, so the host's callers wait and nothing is dropped.
+//
 // # Protocols and the data plane
 //
 // Protocol 1 ([ProtocolV1]) is the Backend gRPC service alone. Protocol 2

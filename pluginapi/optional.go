@@ -78,7 +78,8 @@ type HealthChecker interface {
 // uses it any more (a staging segment the host detaches; a mapped buffer's
 // segment after FreeBuffer, or after an AllocBuffer that did not keep it), before
 // it unmaps the memory. Notices come one at a time, in order with the requests
-// around them. mem starts on a page boundary and its length is a whole number of
+// that use the segment (for a [ConcurrentAdapters] backend they may run while
+// other requests run). mem starts on a page boundary and its length is a whole number of
 // pages; segment ids are never 0 and are not reused while the plugin runs.
 // When the data plane closes (the host went away or closed it), the staging
 // segments are detached, which may happen after [Backend.Close]: a backend
@@ -201,4 +202,20 @@ func (e *UnimplementedError) Error() string {
 		who = "backend " + e.Backend
 	}
 	return fmt.Sprintf("%s does not implement %s. Fix: use a backend that implements it, or ask the plugin's author to implement it", who, e.Interface)
+}
+
+// ConcurrentAdapters is implemented by a backend whose calls for different
+// adapters may run at the same time. On the data plane the SDK then keeps one
+// ordered queue per adapter: the calls for one adapter (AllocBuffer, the
+// WriteBuffer, ReadBuffer and FreeBuffer of its buffers, Submit) still come one
+// at a time in the order the host sent them, while calls for other adapters,
+// Dispatch, and the [Segments] notices of staging segments run concurrently
+// with them. A backend without it (or whose method returns false) gets every
+// data-plane call one at a time in the host's order, as a backend written for
+// serial calls expects; the SDK still reads the host's next requests while one
+// runs. See docs/design.md, "Ordering on the data plane".
+type ConcurrentAdapters interface {
+	// ConcurrentAdapters reports whether calls for different adapters may run
+	// concurrently; it is asked once, when the data plane opens.
+	ConcurrentAdapters() bool
 }

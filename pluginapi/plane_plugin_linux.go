@@ -23,17 +23,46 @@ import (
 // acceptTimeout bounds how long an opened data plane waits for its host.
 const acceptTimeout = 30 * time.Second
 
+// planeQueueDepth bounds the requests waiting in one queue of the plugin's data
+// plane; the request reader waits when a queue is full, so a busy adapter
+// holds back the host's callers instead of the plugin's memory growing.
+const planeQueueDepth = 64
+
+// maxPlaneQueues bounds the per-adapter queues: requests for an adapter index
+// beyond it (which the SDK rejects anyway) share the unbound queue.
+const maxPlaneQueues = 64
+
+// unboundQueue is the key of the queue of requests tied to no adapter
+// (dispatches, and transfers of a buffer the plane does not know).
+const unboundQueue = ^uint32(0)
+
+// planeJob is one request waiting in a queue, with its descriptor and the
+// context that Cancel ends.
+type planeJob struct {
+	req *request
+	fd  int
+	ctx context.Context
+}
+
 // planeServer is the plugin's side of the data plane: it accepts the host's one
 // connection on a private unix socket, receives the ring segment with the hello
-// frame, and runs each request frame of the request ring in order, on one
-// goroutine, answering each with a completion frame on the completion ring. Requests go through the
-// SDK's device, so a backend sees only checked requests and []byte views of the
-// shared segments.
+// frame, and reads the request frames of the request ring on one goroutine,
+// which hands each to a queue without waiting for earlier ones to finish. A
+// backend that implements [ConcurrentAdapters] gets a queue per adapter (and one
+// for requests tied to no adapter), each drained in order by a goroutine of its
+// own, so adapters run in parallel; any other backend gets one queue, so its
+// calls stay serial in the host's order. Staging segments are attached and
+// detached by the reader itself for a concurrent backend (the host uses a
+// staging segment for one request at a time and detaches only idle ones), and
+// in the one queue otherwise. Completions go onto the completion ring in the
+// order requests finish. Requests go through the SDK's device, so a backend
+// sees only checked requests and []byte views of the shared segments.
 type planeServer struct {
-	dev   *device
-	dir   string
-	ln    *net.UnixListener
-	token []byte
+	dev        *device
+	dir        string
+	ln         *net.UnixListener
+	token      []byte
+	concurrent bool
 
 	mu      sync.Mutex
 	conn    *rawConn
@@ -44,13 +73,22 @@ type planeServer struct {
 	// called; a wait on the request ring ends then.
 	gone atomic.Bool
 
+	segMu      sync.Mutex          // guards the three maps below
+	segs       map[uint32]*segment // staging segments and mapped buffers' segments
+	bufSeg     map[uint64]*segment // mapped buffer → its segment
+	bufAdapter map[uint64]uint32   // live buffer → the adapter it was allocated on
+
+	// doneMu serializes the producers of the completion ring (the queues'
+	// goroutines and the reader).
+	doneMu sync.Mutex
+
 	// Owned by the serving goroutine.
-	segs   map[uint32]*segment // staging segments and mapped buffers' segments
-	bufSeg map[uint64]*segment // mapped buffer → its segment
-	rings  []byte              // the ring segment's mapping (set under mu)
-	req    *ring               // consumer side
-	done   *ring               // producer side
-	in     []byte              // the request frame being served
+	queues  map[uint32]chan planeJob
+	workers sync.WaitGroup
+	rings   []byte // the ring segment's mapping (set under mu)
+	req     *ring  // consumer side
+	done    *ring  // producer side (under doneMu once the queues run)
+	in      []byte // the request frame being read
 }
 
 // listenPlane opens a unix socket in a new private directory and serves the
@@ -71,8 +109,10 @@ func listenPlane(dev *device) (*planeServer, error) {
 		os.RemoveAll(dir)
 		return nil, fmt.Errorf("data plane token: %w", err)
 	}
-	p := &planeServer{dev: dev, dir: dir, ln: ln, token: token, running: map[uint64]context.CancelFunc{},
-		segs: map[uint32]*segment{}, bufSeg: map[uint64]*segment{}}
+	c, ok := dev.impl.(ConcurrentAdapters)
+	p := &planeServer{dev: dev, dir: dir, ln: ln, token: token, concurrent: ok && c.ConcurrentAdapters(),
+		running: map[uint64]context.CancelFunc{}, segs: map[uint32]*segment{}, bufSeg: map[uint64]*segment{},
+		bufAdapter: map[uint64]uint32{}, queues: map[uint32]chan planeJob{}}
 	go p.serve()
 	return p, nil
 }
@@ -132,6 +172,7 @@ func (p *planeServer) serve() {
 		return
 	}
 	go p.watch(conn, watched)
+	defer p.stopQueues()
 	spin := false
 	for {
 		b, err := p.nextRequest(spin)
@@ -148,12 +189,104 @@ func (p *planeServer) serve() {
 				return
 			}
 		}
-		if err := p.answer(encodeDone(req.kind, p.handle(req, fd))); err != nil {
+		job := planeJob{req: req, fd: fd, ctx: p.start(req.seq)}
+		if p.concurrent && (req.kind == frameAttach || req.kind == frameDetach) {
+			if err := p.answer(encodeDone(req.kind, p.handle(job))); err != nil {
+				return
+			}
+		} else if !p.enqueue(p.queueFor(req), job, watched) {
+			p.finish(req.seq)
+			if fd >= 0 {
+				unix.Close(fd)
+			}
 			return
 		}
 		// The host's next request tends to follow at once (a loop of small
 		// dispatches): poll for it a while before sleeping.
 		spin = true
+	}
+}
+
+// queueFor returns the key of the queue req goes to: the one queue of a
+// backend that is not [ConcurrentAdapters]; else the queue of the adapter it
+// names (alloc, submit) or of the adapter its buffer was allocated on (write,
+// read, free), so that the host's order on one adapter holds; else the
+// unbound queue.
+func (p *planeServer) queueFor(req *request) uint32 {
+	if !p.concurrent {
+		return 0
+	}
+	a := unboundQueue
+	switch req.kind {
+	case frameAlloc, frameSubmit:
+		a = req.adapter
+	case frameWrite, frameRead, frameFree:
+		p.segMu.Lock()
+		if known, ok := p.bufAdapter[req.buffer]; ok {
+			a = known
+		}
+		p.segMu.Unlock()
+	}
+	if a >= maxPlaneQueues {
+		return unboundQueue
+	}
+	return a
+}
+
+// enqueue hands job to queue key, starting the queue's goroutine on first use;
+// it waits while the queue is full, and gives up (false) when the host's end of
+// the socket closed (watched is closed then).
+func (p *planeServer) enqueue(key uint32, job planeJob, watched <-chan struct{}) bool {
+	q := p.queues[key]
+	if q == nil {
+		q = make(chan planeJob, planeQueueDepth)
+		p.queues[key] = q
+		p.workers.Add(1)
+		go p.drain(q)
+	}
+	select {
+	case q <- job:
+		return true
+	case <-watched:
+		return false
+	}
+}
+
+// drain runs the jobs of one queue in order, answering each; once the plane is
+// gone, or an answer could not be put, the rest are dropped unrun.
+func (p *planeServer) drain(q <-chan planeJob) {
+	defer p.workers.Done()
+	for job := range q {
+		if p.gone.Load() {
+			p.finish(job.req.seq)
+			if job.fd >= 0 {
+				unix.Close(job.fd)
+			}
+			continue
+		}
+		if err := p.answer(encodeDone(job.req.kind, p.handle(job))); err != nil {
+			p.hangUp()
+		}
+	}
+}
+
+// stopQueues closes every queue and waits until their goroutines have run or
+// dropped what was in them.
+func (p *planeServer) stopQueues() {
+	p.gone.Store(true) // an answer waiting for room in the completion ring gives up
+	for _, q := range p.queues {
+		close(q)
+	}
+	p.workers.Wait()
+}
+
+// hangUp ends the plane from the plugin's side: the reader wakes and returns.
+func (p *planeServer) hangUp() {
+	p.gone.Store(true)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.conn != nil {
+		p.conn.shutdown()
 	}
 }
 
@@ -233,8 +366,10 @@ func (p *planeServer) nextRequest(spin bool) ([]byte, error) {
 }
 
 // answer puts a completion frame into the completion ring, waiting for room
-// while the host is there.
+// while the host is there; one producer at a time.
 func (p *planeServer) answer(b []byte) error {
+	p.doneMu.Lock()
+	defer p.doneMu.Unlock()
 	var until time.Time
 	for {
 		err := p.done.put(b)
@@ -266,14 +401,21 @@ func (p *planeServer) shutdown(conn *rawConn, r *fdReader, watched chan struct{}
 	for fd := r.popFD(); fd >= 0; fd = r.popFD() {
 		unix.Close(fd)
 	}
+	p.segMu.Lock()
+	var staging []*segment
 	for id, s := range p.segs {
 		if !p.isBufferSegment(s) {
-			_ = p.detach(context.Background(), s) // the host is gone: nobody to tell
+			staging = append(staging, s)
 		}
 		delete(p.segs, id)
 	}
+	p.segMu.Unlock()
+	for _, s := range staging {
+		_ = p.detach(context.Background(), s) // the host is gone: nobody to tell
+	}
 }
 
+// isBufferSegment reports whether s is a mapped buffer's segment; segMu is held.
 func (p *planeServer) isBufferSegment(s *segment) bool {
 	for _, b := range p.bufSeg {
 		if b == s {
@@ -283,20 +425,32 @@ func (p *planeServer) isBufferSegment(s *segment) bool {
 	return false
 }
 
-// handle runs one request and returns its completion.
-func (p *planeServer) handle(req *request, fd int) *done {
+// start returns the context of request seq, which Cancel ends from the moment
+// the request is read, queued or running.
+func (p *planeServer) start(seq uint64) context.Context {
 	ctx, cancel := context.WithCancel(context.Background())
 	p.mu.Lock()
-	p.running[req.seq] = cancel
+	p.running[seq] = cancel
 	p.mu.Unlock()
-	defer func() {
-		p.mu.Lock()
-		delete(p.running, req.seq)
-		p.mu.Unlock()
+	return ctx
+}
+
+// finish forgets request seq and ends its context.
+func (p *planeServer) finish(seq uint64) {
+	p.mu.Lock()
+	cancel := p.running[seq]
+	delete(p.running, seq)
+	p.mu.Unlock()
+	if cancel != nil {
 		cancel()
-	}()
-	d := &done{seq: req.seq}
-	err := p.run(ctx, req, fd, d)
+	}
+}
+
+// handle runs one request and returns its completion.
+func (p *planeServer) handle(job planeJob) *done {
+	defer p.finish(job.req.seq)
+	d := &done{seq: job.req.seq}
+	err := p.run(job.ctx, job.req, job.fd, d)
 	if err != nil {
 		d.status, d.msg = statusOf(err), err.Error()
 	}
@@ -307,7 +461,7 @@ func (p *planeServer) handle(req *request, fd int) *done {
 func (p *planeServer) run(ctx context.Context, req *request, fd int, d *done) error {
 	switch req.kind {
 	case frameAttach:
-		if _, dup := p.segs[req.segment]; dup {
+		if p.attached(req.segment) {
 			unix.Close(fd)
 			return Rejected("segment %d is already attached", req.segment)
 		}
@@ -315,14 +469,21 @@ func (p *planeServer) run(ctx context.Context, req *request, fd int, d *done) er
 		if err != nil {
 			return err
 		}
+		p.segMu.Lock()
 		p.segs[req.segment] = s
+		p.segMu.Unlock()
 		return nil
 	case frameDetach:
+		p.segMu.Lock()
 		s, ok := p.segs[req.segment]
-		if !ok || p.isBufferSegment(s) {
+		staging := ok && !p.isBufferSegment(s)
+		if staging {
+			delete(p.segs, req.segment)
+		}
+		p.segMu.Unlock()
+		if !staging {
 			return Rejected("detach of segment %d, which is not a staging segment", req.segment)
 		}
-		delete(p.segs, req.segment)
 		return p.detach(ctx, s)
 	case frameAlloc:
 		return p.alloc(ctx, req, fd, d)
@@ -330,9 +491,15 @@ func (p *planeServer) run(ctx context.Context, req *request, fd int, d *done) er
 		if err := p.dev.free(ctx, req.buffer); err != nil {
 			return err
 		}
-		if s := p.bufSeg[req.buffer]; s != nil {
+		p.segMu.Lock()
+		s := p.bufSeg[req.buffer]
+		delete(p.bufAdapter, req.buffer)
+		if s != nil {
 			delete(p.bufSeg, req.buffer)
 			delete(p.segs, s.id)
+		}
+		p.segMu.Unlock()
+		if s != nil {
 			return p.detach(ctx, s)
 		}
 		return nil
@@ -361,7 +528,7 @@ func (p *planeServer) run(ctx context.Context, req *request, fd int, d *done) er
 func (p *planeServer) alloc(ctx context.Context, req *request, fd int, d *done) error {
 	var s *segment
 	if req.segment != 0 {
-		if _, dup := p.segs[req.segment]; dup {
+		if p.attached(req.segment) {
 			unix.Close(fd)
 			return Rejected("segment %d is already attached", req.segment)
 		}
@@ -386,15 +553,27 @@ func (p *planeServer) alloc(ctx context.Context, req *request, fd int, d *done) 
 		return err
 	}
 	d.buffer, d.mapped = res.Buffer, res.Mapped
-	if s != nil {
-		if res.Mapped {
-			p.segs[s.id] = s
-			p.bufSeg[res.Buffer] = s
-		} else if err := p.detach(ctx, s); err != nil {
+	p.segMu.Lock()
+	p.bufAdapter[res.Buffer] = req.adapter
+	if s != nil && res.Mapped {
+		p.segs[s.id] = s
+		p.bufSeg[res.Buffer] = s
+	}
+	p.segMu.Unlock()
+	if s != nil && !res.Mapped {
+		if err := p.detach(ctx, s); err != nil {
 			return fmt.Errorf("buffer %d was allocated, but detaching the shared memory it declined failed: %w", res.Buffer, err)
 		}
 	}
 	return nil
+}
+
+// attached reports whether segment id is attached.
+func (p *planeServer) attached(id uint32) bool {
+	p.segMu.Lock()
+	defer p.segMu.Unlock()
+	_, ok := p.segs[id]
+	return ok
 }
 
 // attach maps a received segment and announces it to the backend
@@ -425,8 +604,11 @@ func (p *planeServer) view(r segRange) ([]byte, error) {
 	if r.size == 0 {
 		return []byte{}, nil
 	}
+	p.segMu.Lock()
 	s, ok := p.segs[r.segment]
-	if !ok || p.isBufferSegment(s) {
+	staging := ok && !p.isBufferSegment(s)
+	p.segMu.Unlock()
+	if !staging {
 		return nil, Rejected("staged range names segment %d, which is not a staging segment", r.segment)
 	}
 	v, ok := s.view(r.offset, r.size)

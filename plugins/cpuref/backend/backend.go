@@ -36,6 +36,11 @@ type Backend struct {
 	buffers    map[uint64][]byte
 }
 
+// ConcurrentAdapters opts into concurrent data-plane calls: cpu-ref has one
+// adapter, so this only lets a Dispatch (which runs on its staged inputs, not
+// on buffers) run beside the adapter's queue; the tables are under mu.
+func (b *Backend) ConcurrentAdapters() bool { return true }
+
 // New returns a Backend with no pipelines and no buffers.
 func New() *Backend {
 	return &Backend{kernels: make(map[uint64]*interp.Kernel), buffers: make(map[uint64][]byte)}

@@ -74,6 +74,12 @@ type Backend struct {
 
 var _ pluginapi.Backend = (*Backend)(nil)
 
+// ConcurrentAdapters opts into one data-plane queue per adapter: every call
+// that touches a device takes that device's lock (device.acquire), the tables
+// are under mu, the segments under segs.mu, and life is only read-held by
+// calls, so calls on different adapters run side by side.
+func (b *Backend) ConcurrentAdapters() bool { return true }
+
 // New returns a Backend; nothing is loaded until the first call.
 func New(cfg Config) *Backend {
 	return &Backend{cfg: cfg}

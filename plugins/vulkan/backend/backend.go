@@ -102,6 +102,12 @@ const maxMessageText = 1 << 20
 
 var _ pluginapi.Backend = (*Backend)(nil)
 
+// ConcurrentAdapters opts into one data-plane queue per adapter: every call
+// that records or submits on a device holds that device's lock, the tables are
+// under mu, the segments and their imports under segMu, and life is only
+// read-held by calls, so calls on different adapters run side by side.
+func (b *Backend) ConcurrentAdapters() bool { return true }
+
 // New returns a Backend; nothing is loaded until the first call.
 func New(cfg Config) *Backend {
 	return &Backend{cfg: cfg, estimate: vk.NVMLBandwidth}
