@@ -9,9 +9,12 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/kiln-dev/kiln/internal/echoplugin"
 )
 
 func TestMain(m *testing.M) {
+	echoplugin.ServeIfAsked() // BenchmarkStart's bare go-plugin plugin is this binary
 	// Hosts opened with default stores must not touch the user's cache and
 	// config: point the XDG homes at a directory of this test binary's own.
 	// The go builds below keep using the user's build cache, not one under the
@@ -87,7 +90,7 @@ func (b *pluginBuilds) build() {
 
 // pluginDir returns a fresh plugins directory holding the named plugins: "cpuref"
 // or a fixture mode ("fx-panic"), each linked as kiln-backend-<name>.
-func pluginDir(t *testing.T, names ...string) string {
+func pluginDir(t testing.TB, names ...string) string {
 	t.Helper()
 	binaries.once.Do(binaries.build)
 	if binaries.err != nil {
