@@ -9,12 +9,9 @@ import (
 	"strings"
 	"sync"
 	"testing"
-
-	"github.com/kiln-dev/kiln/internal/echoplugin"
 )
 
 func TestMain(m *testing.M) {
-	echoplugin.ServeIfAsked() // BenchmarkStart's bare go-plugin plugin is this binary
 	// Hosts opened with default stores must not touch the user's cache and
 	// config: point the XDG homes at a directory of this test binary's own.
 	// The go builds below keep using the user's build cache, not one under the
@@ -42,12 +39,13 @@ func TestMain(m *testing.M) {
 
 // pluginBuilds builds the real plugin executables once per test binary: the CPU
 // reference and the fixture (which plays every misbehaving plugin by file name),
-// and the minimal host the orphan test kills.
+// the minimal host the orphan test kills, and the bare go-plugin plugin
+// BenchmarkStart compares with.
 type pluginBuilds struct {
 	once sync.Once
 	dir  string
 	err  error            // creating dir failed
-	errs map[string]error // by binary: "cpuref", "fixture", "killhost"
+	errs map[string]error // by binary: "cpuref", "fixture", "killhost", "echo"
 }
 
 var binaries pluginBuilds
@@ -67,6 +65,7 @@ func (b *pluginBuilds) build() {
 		"cpuref":   "github.com/kiln-dev/kiln/plugins/cpuref",
 		"fixture":  "github.com/kiln-dev/kiln/host/testdata/fixture",
 		"killhost": "github.com/kiln-dev/kiln/host/testdata/killhost",
+		"echo":     "github.com/kiln-dev/kiln/internal/echoplugin/echo",
 	}
 	b.errs = map[string]error{}
 	var wg sync.WaitGroup

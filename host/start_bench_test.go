@@ -2,7 +2,7 @@ package host
 
 import (
 	"context"
-	"os"
+	"path/filepath"
 	"slices"
 	"testing"
 	"time"
@@ -11,17 +11,17 @@ import (
 )
 
 // BenchmarkStart measures, interleaved in one run, a bare go-plugin plugin's
-// start + handshake + one RPC (this test binary as internal/echoplugin) and a
+// start + handshake + one RPC (internal/echoplugin/echo) and a
 // kiln plugin's start + handshake + Describe (the fixture, with the default
 // mutual TLS and with NoMTLS). It reports the medians in ms and the ratio of
 // kiln's (mTLS) to the bare start; docs/design.md, "Plugin transport
 // authentication", asks for at most 1.25.
 func BenchmarkStart(b *testing.B) {
-	exe, err := os.Executable()
-	if err != nil {
+	dir := pluginDir(b, "fx-env")
+	if err := binaries.errs["echo"]; err != nil {
 		b.Fatal(err)
 	}
-	dir := pluginDir(b, "fx-env")
+	exe := filepath.Join(binaries.dir, "echo")
 	ctx := context.Background()
 	kiln := func(opts Options) time.Duration {
 		opts.PluginDir, opts.NoCache, opts.NoPinning = dir, true, true
