@@ -142,7 +142,7 @@ type Host struct {
 // waits for all. A plugin that fails (bad handshake, junk on stdout, exit,
 // hang, duplicate id, refused pin) is recorded with the reason and never stops
 // the others; Open itself fails only when the plugins directory cannot be
-// determined.
+// determined (or, unless NoMTLS, the host's transport key cannot be generated).
 func Open(ctx context.Context, opts Options) (*Host, error) {
 	env := processEnvironment()
 	dir, source, err := resolvePluginDir(opts.PluginDir, env)
