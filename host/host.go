@@ -59,9 +59,13 @@ type Options struct {
 	// matches run; pins of other directories do not matter. NoPinning ignores it.
 	PinFile   string
 	NoPinning bool
-	// NoMTLS turns off go-plugin's AutoMTLS on the plugin connections. The
-	// plugin's socket still lives in a directory only this user can enter; mTLS
-	// costs each start two certificate generations (tens of milliseconds).
+	// NoMTLS turns off the mutual TLS of the plugin connections. By default
+	// the host generates one P-256 key per Host and issues each plugin start a
+	// certificate signed by it; the plugin accepts only connections that
+	// present the host's certificate (docs/design.md, "Plugin transport
+	// authentication"). Plugins built with an older SDK fall back to
+	// go-plugin's AutoMTLS. Without mTLS the plugin's socket still lives in a
+	// directory only this user can enter.
 	NoMTLS bool
 
 	// Cache is the pipeline cache every compile goes through: the host reads the
@@ -138,7 +142,7 @@ type Host struct {
 // waits for all. A plugin that fails (bad handshake, junk on stdout, exit,
 // hang, duplicate id, refused pin) is recorded with the reason and never stops
 // the others; Open itself fails only when the plugins directory cannot be
-// determined.
+// determined (or, unless NoMTLS, the host's transport key cannot be generated).
 func Open(ctx context.Context, opts Options) (*Host, error) {
 	env := processEnvironment()
 	dir, source, err := resolvePluginDir(opts.PluginDir, env)
@@ -163,10 +167,15 @@ func Open(ctx context.Context, opts Options) (*Host, error) {
 		failThreshold: opts.FailureThreshold,
 		failWindow:    orDefault(opts.FailureWindow, time.Minute),
 		logRate:       opts.LogLinesPerSecond,
-		mtls:          !opts.NoMTLS,
 		log:           log,
 		ctx:           hctx,
 		maxProtocol:   opts.MaxProtocol,
+	}
+	if !opts.NoMTLS {
+		if set.auth, err = newTransportAuth(); err != nil {
+			cancel()
+			return nil, err
+		}
 	}
 	if set.failThreshold <= 0 {
 		set.failThreshold = 3

@@ -39,12 +39,13 @@ func TestMain(m *testing.M) {
 
 // pluginBuilds builds the real plugin executables once per test binary: the CPU
 // reference and the fixture (which plays every misbehaving plugin by file name),
-// and the minimal host the orphan test kills.
+// the minimal host the orphan test kills, and the bare go-plugin plugin
+// BenchmarkStart compares with.
 type pluginBuilds struct {
 	once sync.Once
 	dir  string
 	err  error            // creating dir failed
-	errs map[string]error // by binary: "cpuref", "fixture", "killhost"
+	errs map[string]error // by binary: "cpuref", "fixture", "killhost", "echo"
 }
 
 var binaries pluginBuilds
@@ -64,6 +65,7 @@ func (b *pluginBuilds) build() {
 		"cpuref":   "github.com/kiln-dev/kiln/plugins/cpuref",
 		"fixture":  "github.com/kiln-dev/kiln/host/testdata/fixture",
 		"killhost": "github.com/kiln-dev/kiln/host/testdata/killhost",
+		"echo":     "github.com/kiln-dev/kiln/internal/echoplugin/echo",
 	}
 	b.errs = map[string]error{}
 	var wg sync.WaitGroup
@@ -87,7 +89,7 @@ func (b *pluginBuilds) build() {
 
 // pluginDir returns a fresh plugins directory holding the named plugins: "cpuref"
 // or a fixture mode ("fx-panic"), each linked as kiln-backend-<name>.
-func pluginDir(t *testing.T, names ...string) string {
+func pluginDir(t testing.TB, names ...string) string {
 	t.Helper()
 	binaries.once.Do(binaries.build)
 	if binaries.err != nil {

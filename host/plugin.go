@@ -115,8 +115,10 @@ type settings struct {
 	failThreshold int
 	failWindow    time.Duration
 	logRate       int
-	mtls          bool // go-plugin's AutoMTLS on the connection
-	log           hclog.Logger
+	// auth authenticates the plugin connections (mutual TLS with host-issued
+	// certificates); nil with Options.NoMTLS.
+	auth *transportAuth
+	log  hclog.Logger
 	// stores are the host's persistent stores, which compiles go through.
 	stores *stores
 	// pins are the trusted checksums; nil when pinning is off.
@@ -242,7 +244,14 @@ func (p *plugin) launch(ctx context.Context) (*process, *pluginapi.Description, 
 	check := func() error { return p.set.pins.check(p.path) }
 	cfg := pluginapi.ClientConfig(nil, p.set.log)
 	cfg.Cmd = nil
-	cfg.RunnerFunc = runnerFunc(p.path, check, tail, p.logs, func(r *pluginRunner) {
+	var env []string
+	if p.set.auth != nil {
+		var err error
+		if env, cfg.TLSConfig, err = p.set.auth.issue(); err != nil {
+			return nil, nil, &StartError{Path: p.path, Stage: StartRefused, Detail: err.Error(), Timeout: p.set.startTimeout}
+		}
+	}
+	cfg.RunnerFunc = runnerFunc(p.path, env, check, tail, p.logs, func(r *pluginRunner) {
 		proc.runner = r
 		p.mu.Lock()
 		p.runner = r
@@ -254,7 +263,6 @@ func (p *plugin) launch(ctx context.Context) (*process, *pluginapi.Description, 
 	})
 	cfg.StartTimeout = p.set.startTimeout
 	limitProtocols(cfg, p.set.maxProtocol)
-	cfg.AutoMTLS = p.set.mtls
 	cfg.SyncStdout = &limitedWriter{w: p.log.Named("stdout").StandardWriter(&hclog.StandardLoggerOptions{ForceLevel: hclog.Info}), limit: p.logs}
 	// What the plugin's code writes to os.Stderr after the handshake crosses
 	// go-plugin's stdio stream; the crash report's tail keeps it too.

@@ -53,10 +53,11 @@ var _ runner.Runner = (*pluginRunner)(nil)
 
 // newRunner prepares the command for path. spec is go-plugin's command
 // template, whose environment carries the handshake variables (magic cookie,
-// protocol versions, mTLS certificate, socket directory).
-func newRunner(path string, spec *exec.Cmd, tail *stderrTail, limit *lineLimiter) (*pluginRunner, error) {
+// protocol versions, socket directory); env adds the host's (the transport
+// certificates).
+func newRunner(path string, spec *exec.Cmd, env []string, tail *stderrTail, limit *lineLimiter) (*pluginRunner, error) {
 	cmd := pluginapi.Command(path)
-	cmd.Env = append(append([]string(nil), spec.Env...), cmd.Env...)
+	cmd.Env = append(append(append([]string(nil), spec.Env...), env...), cmd.Env...)
 	cmd.Stdin = nil // go-plugin sets the host's stdin on its template; a plugin gets none
 	setProcessGroup(cmd)
 	r := &pluginRunner{cmd: cmd, path: path, tail: tail, limit: limit, exitCh: make(chan struct{})}
@@ -292,12 +293,12 @@ func (l *lineRecorder) Close() error { return l.r.Close() }
 
 // runnerFunc returns the go-plugin RunnerFunc that starts path after check
 // (the pin check) passes, and hands the runner to got.
-func runnerFunc(path string, check func() error, tail *stderrTail, limit *lineLimiter, got func(*pluginRunner)) func(hclog.Logger, *exec.Cmd, string) (runner.Runner, error) {
+func runnerFunc(path string, env []string, check func() error, tail *stderrTail, limit *lineLimiter, got func(*pluginRunner)) func(hclog.Logger, *exec.Cmd, string) (runner.Runner, error) {
 	return func(_ hclog.Logger, spec *exec.Cmd, _ string) (runner.Runner, error) {
 		if err := check(); err != nil {
 			return nil, err
 		}
-		r, err := newRunner(path, spec, tail, limit)
+		r, err := newRunner(path, spec, env, tail, limit)
 		if err != nil {
 			return nil, err
 		}

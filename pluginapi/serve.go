@@ -213,6 +213,7 @@ func serveConfig(b Backend, logger hclog.Logger, versions ...int) *plugin.ServeC
 		VersionedPlugins: pluginSets(b, versions),
 		GRPCServer:       newGRPCServer,
 		Logger:           logger,
+		TLSProvider:      serveTLS,
 	}
 }
 

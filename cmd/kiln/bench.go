@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"os"
 	"text/tabwriter"
 	"time"
 
@@ -23,7 +24,11 @@ shared memory and the fast path where the plugin has them) next to protocol 1
 (the same plugin through a host that offers only protocol 1: every byte inline
 over gRPC):
 
-  - plugin start + handshake + description, median of --starts starts
+  - plugin start + handshake + description, median of --starts starts, next
+    to a bare go-plugin plugin's start + handshake + one RPC (this binary in
+    a hidden mode, so no go tool is needed; it is larger than a plugin, which
+    slows its start: go test -bench Start ./host compares with a tiny one),
+    each timed right after the other
   - round trip of a 1-element dispatch through the v1 API (inputs in, outputs
     out), median and mean of --round-trips, on both protocols; and of a submit
     of one 1-element dispatch over a resident buffer, with the median time the
@@ -48,6 +53,9 @@ Figures depend on the machine; nothing is asserted.`,
 			}
 			defer h.Close()
 			opts.Bytes = mib << 20
+			if exe, err := os.Executable(); err == nil {
+				opts.EchoPlugin = exe
+			}
 			bar := a.progressBar()
 			opts.Progress = bar.update
 			r, err := bench.Run(cmd.Context(), h, opts)
@@ -91,6 +99,9 @@ func (a *app) printBench(r *bench.Report) {
 	tw := tabwriter.NewWriter(a.out, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "\tprotocol 2\tprotocol 1\n")
 	fmt.Fprintf(tw, "plugin start + handshake + describe\tmedian %v, min %v\t\n", d(r.StartMedianNs), d(r.StartMinNs))
+	if r.BareStartMedianNs > 0 {
+		fmt.Fprintf(tw, "bare go-plugin start + handshake + 1 RPC (this binary)\tmedian %v, min %v (kiln %.2fx)\t\n", d(r.BareStartMedianNs), d(r.BareStartMinNs), float64(r.StartMedianNs)/float64(r.BareStartMedianNs))
+	}
 	fmt.Fprintf(tw, "1-element dispatch round trip (v1 API, %d)\t%s\t%s\n", r.RoundTrip.N, lat(r.RoundTrip), lat(r.RoundTripV1))
 	fmt.Fprintf(tw, "1-element submit over a resident buffer\t%s\t-\n", lat(r.RoundTripSubmit))
 	size := units.Bytes(r.Bytes)

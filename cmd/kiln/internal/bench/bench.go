@@ -15,6 +15,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/kiln-dev/kiln/host"
+	"github.com/kiln-dev/kiln/internal/echoplugin"
 	"github.com/kiln-dev/kiln/ir"
 	"github.com/kiln-dev/kiln/ir/interp"
 	"github.com/kiln-dev/kiln/pluginapi"
@@ -27,6 +28,11 @@ type Options struct {
 	Backend string
 	// Starts is how many times the plugin is started (default 5).
 	Starts int
+	// EchoPlugin is an executable that serves internal/echoplugin (the kiln
+	// binary does): each plugin start is timed right after a start of it, a
+	// bare go-plugin plugin, so that load on the machine weighs on both alike.
+	// Empty skips the bare starts.
+	EchoPlugin string
 	// RoundTrips is how many 1-element dispatches are timed per path (default
 	// 1000).
 	RoundTrips int
@@ -101,6 +107,11 @@ type Report struct {
 	StartMedianNs int64 `json:"start_median_ns"`
 	StartMinNs    int64 `json:"start_min_ns"`
 	Starts        int   `json:"starts"`
+	// BareStartMedianNs and BareStartMinNs: a bare go-plugin plugin's start +
+	// handshake + one RPC (internal/echoplugin), interleaved with the plugin's
+	// starts; 0 without Options.EchoPlugin.
+	BareStartMedianNs int64 `json:"bare_start_median_ns"`
+	BareStartMinNs    int64 `json:"bare_start_min_ns"`
 	// RoundTrip is a 1-element dispatch through the v1 API (inputs in, outputs
 	// out) on protocol 2; RoundTripSubmit a submit of one 1-element dispatch
 	// over a resident buffer; RoundTripV1 the v1 API on protocol 1.
@@ -254,8 +265,15 @@ func acquire(ctx context.Context, dir string, opts Options, maxProtocol int) (*h
 // measureStarts opens a host on dir opts.Starts times and records the plugin's
 // start time.
 func measureStarts(ctx context.Context, dir string, opts Options, r *Report) error {
-	var starts []time.Duration
+	var starts, bare []time.Duration
 	for range opts.Starts {
+		if opts.EchoPlugin != "" {
+			d, err := echoplugin.Start(ctx, opts.EchoPlugin)
+			if err != nil {
+				return fmt.Errorf("bench: the bare go-plugin start: %w", err)
+			}
+			bare = append(bare, d)
+		}
 		one, err := host.Open(ctx, host.Options{PluginDir: dir, Logger: opts.Logger, NoCache: true, NoAutotune: true, NoPGO: true})
 		if err != nil {
 			return err
@@ -269,6 +287,9 @@ func measureStarts(ctx context.Context, dir string, opts Options, r *Report) err
 	}
 	r.Starts = len(starts)
 	r.StartMedianNs, r.StartMinNs = median(starts).Nanoseconds(), slices.Min(starts).Nanoseconds()
+	if len(bare) > 0 {
+		r.BareStartMedianNs, r.BareStartMinNs = median(bare).Nanoseconds(), slices.Min(bare).Nanoseconds()
+	}
 	return nil
 }
 
