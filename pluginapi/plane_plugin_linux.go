@@ -263,7 +263,11 @@ func (p *planeServer) enqueue(key uint32, job planeJob, watched <-chan struct{})
 // gone, or an answer could not be put, the rest are dropped unrun.
 func (p *planeServer) drain(q <-chan planeJob) {
 	defer p.workers.Done()
-	for job := range q {
+	for {
+		job, ok := p.receive(q)
+		if !ok {
+			return
+		}
 		if p.gone.Load() {
 			p.finish(job.req.seq)
 			if job.fd >= 0 {
@@ -275,6 +279,28 @@ func (p *planeServer) drain(q <-chan planeJob) {
 			p.hangUp()
 		}
 	}
+}
+
+// receive returns the next job of q (false once q is closed). On a machine
+// where the ring sides spin (p.req.busy > 0: enough CPUs that the reader runs
+// elsewhere) it polls q for spinWait first, yielding to the scheduler between
+// polls, so that in a loop of small requests the next one finds its goroutine
+// running instead of parked: a parked one costs the reader a thread wake-up and
+// the request a scheduling delay on its way to the backend.
+func (p *planeServer) receive(q <-chan planeJob) (planeJob, bool) {
+	if p.req.busy > 0 {
+		until := time.Now().Add(spinWait)
+		for time.Now().Before(until) {
+			select {
+			case job, ok := <-q:
+				return job, ok
+			default:
+			}
+			runtime.Gosched()
+		}
+	}
+	job, ok := <-q
+	return job, ok
 }
 
 // stopQueues closes every queue and waits until their goroutines have run or
