@@ -193,7 +193,7 @@ again.`,
 }
 
 func (a *app) printCacheStats(j cacheStatsJSON) {
-	fmt.Fprintf(a.out, "pipeline cache %s\n  entries  %d\n  size     %s of %s\n", j.Root, j.Entries, byteSize(j.Bytes), byteSize(j.MaxBytes))
+	fmt.Fprintf(a.out, "pipeline cache %s\n  entries  %d\n  size     %s of %s\n", j.Root, j.Entries, units.Bytes(j.Bytes), units.Bytes(j.MaxBytes))
 	if j.UsageError != "" {
 		fmt.Fprintf(a.out, "  problem: %s\n", j.UsageError)
 	}
@@ -258,7 +258,7 @@ died over an hour ago. Removing is safe: a missing entry is compiled again.`,
 				return a.printJSON(j)
 			}
 			fmt.Fprintf(a.out, "pipeline cache %s: %d entries checked, %d valid (%s), %d corrupt removed, %d stale temporary files removed\n",
-				c.Root(), r.Checked, r.Valid, byteSize(r.ValidBytes), len(r.Removed), r.TempsRemoved)
+				c.Root(), r.Checked, r.Valid, units.Bytes(r.ValidBytes), len(r.Removed), r.TempsRemoved)
 			for _, p := range r.Removed {
 				fmt.Fprintf(a.out, "  removed %s: %s\n", p.Path, p.Reason)
 			}
@@ -292,7 +292,7 @@ func (a *app) cacheTrimCommand() *cobra.Command {
 				return a.printJSON(cacheTrimJSON{Root: c.Root(), MaxBytes: maxBytes, Removed: r.Removed, Freed: r.Freed, Entries: r.Entries, Bytes: r.Bytes, TempsRemoved: r.TempsRemoved})
 			}
 			fmt.Fprintf(a.out, "pipeline cache %s: removed %d entries (%s); %d entries (%s) remain, cap %s\n",
-				c.Root(), r.Removed, byteSize(r.Freed), r.Entries, byteSize(r.Bytes), byteSize(maxBytes))
+				c.Root(), r.Removed, units.Bytes(r.Freed), r.Entries, units.Bytes(r.Bytes), units.Bytes(maxBytes))
 			return nil
 		},
 	}
@@ -442,6 +442,3 @@ are started to learn this machine's devices.`,
 	cmd.Flags().StringVar(&url, "remote", "", "fleet tier URL (default $"+remote.Env+")")
 	return cmd
 }
-
-// byteSize writes a byte count as every kiln command does (units.Bytes).
-func byteSize(n int64) string { return units.Bytes(n) }

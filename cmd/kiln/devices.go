@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/kiln-dev/kiln/cmd/kiln/internal/units"
 	"github.com/kiln-dev/kiln/host"
 	"github.com/kiln-dev/kiln/pluginapi"
 )
@@ -234,9 +235,9 @@ func memoryText(p pluginapi.DeviceProfile) string {
 	}
 	free := "-"
 	if p.MemoryFreeBytes > 0 {
-		free = byteSize(int64(p.MemoryFreeBytes))
+		free = units.Bytes(int64(p.MemoryFreeBytes))
 	}
-	return free + " free of " + byteSize(int64(p.MemoryBytes))
+	return free + " free of " + units.Bytes(int64(p.MemoryBytes))
 }
 
 // limitsText is the LIMITS column: invocations per workgroup, subgroup size
@@ -249,7 +250,7 @@ func limitsText(p pluginapi.DeviceProfile) string {
 	if p.SubgroupSize > 0 {
 		sg = fmt.Sprint(p.SubgroupSize)
 	}
-	return fmt.Sprintf("wg %d, sg %s, bind %s", p.MaxInvocationsPerWorkgroup, sg, byteSize(int64(p.MaxStorageBufferBindingSize)))
+	return fmt.Sprintf("wg %d, sg %s, bind %s", p.MaxInvocationsPerWorkgroup, sg, units.Bytes(int64(p.MaxStorageBufferBindingSize)))
 }
 
 // orDash is s, or "-" when it is empty.
@@ -303,7 +304,7 @@ func printDevices(w io.Writer, h *host.Host, rows []host.BackendStatus) {
 			sg = fmt.Sprint(p.SubgroupSize)
 		}
 		line("limits", fmt.Sprintf("%s per storage binding, %d invocations per workgroup, subgroup size %s",
-			byteSize(int64(p.MaxStorageBufferBindingSize)), p.MaxInvocationsPerWorkgroup, sg))
+			units.Bytes(int64(p.MaxStorageBufferBindingSize)), p.MaxInvocationsPerWorkgroup, sg))
 		has, lacks := features(p)
 		line("features", orDash(strings.Join(has, ", ")))
 		line("lacks", orDash(strings.Join(lacks, ", ")))

@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/kiln-dev/kiln/cmd/kiln/internal/units"
 	"github.com/kiln-dev/kiln/ir"
 	"github.com/kiln-dev/kiln/ir/kernels"
 	"github.com/kiln-dev/kiln/pgo"
@@ -109,7 +110,7 @@ median_ns, observations}).`,
 				}
 				classes := []string{}
 				for _, c := range r.Classes {
-					classes = append(classes, fmt.Sprintf("%s→%s", byteSize(c.Bytes), c.Backend))
+					classes = append(classes, fmt.Sprintf("%s→%s", units.Bytes(c.Bytes), c.Backend))
 				}
 				if len(classes) == 0 {
 					classes = []string{"-"}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/kiln-dev/kiln/autotune"
 	"github.com/kiln-dev/kiln/cache"
+	"github.com/kiln-dev/kiln/cmd/kiln/internal/units"
 	"github.com/kiln-dev/kiln/host"
 	"github.com/kiln-dev/kiln/pgo"
 	"github.com/kiln-dev/kiln/remote"
@@ -194,7 +195,7 @@ func (a *app) printStores(s storesJSON) {
 	line := fmt.Sprintf("  pipeline cache  %s: %s", pc.Path, pc.Health)
 	switch {
 	case pc.Health == healthOK || len(pc.BadEntries) > 0:
-		line += fmt.Sprintf(", %d entries, %s of %s", pc.Entries, byteSize(pc.Bytes), byteSize(pc.MaxBytes))
+		line += fmt.Sprintf(", %d entries, %s of %s", pc.Entries, units.Bytes(pc.Bytes), units.Bytes(pc.MaxBytes))
 	case pc.Health == healthOff:
 		line += fmt.Sprintf(" (%s=off)", host.CacheEnv)
 	case pc.Health == healthEmpty:
@@ -208,7 +209,7 @@ func (a *app) printStores(s storesJSON) {
 		line := fmt.Sprintf("  %-15s %s: %s", label, f.Path, f.Health)
 		switch f.Health {
 		case healthOK:
-			line += fmt.Sprintf(", %d %s, %s", f.Records, unit, byteSize(f.Bytes))
+			line += fmt.Sprintf(", %d %s, %s", f.Records, unit, units.Bytes(f.Bytes))
 		case healthEmpty:
 			line += " (no file yet)"
 		}
