@@ -64,6 +64,7 @@ func (b *Builder) Program() *Program {
 	p.Uniforms = append([]UniformDecl(nil), b.prog.Uniforms...)
 	p.Buffers = append([]BufferDecl(nil), b.prog.Buffers...)
 	p.Shared = append([]SharedDecl(nil), b.prog.Shared...)
+	p.Matrices = append([]MatrixDecl(nil), b.prog.Matrices...)
 	p.Body = append([]Stmt(nil), b.stmts...)
 	return &p
 }

@@ -1,6 +1,10 @@
 package ir
 
-import "math"
+import (
+	"math"
+
+	"github.com/kiln-dev/kiln/ir/half"
+)
 
 // Expr is an expression node. The concrete types are Literal, LocalRef, ParamRef,
 // BuiltinRef, LoadExpr, LenExpr, UnaryExpr, BinaryExpr, FmaExpr, SelectExpr and
@@ -293,6 +297,12 @@ func ParseBinaryOp(name string) (BinaryOp, bool) {
 
 // LitF32 is an f32 literal.
 func LitF32(v float32) Literal { return Literal{Type: F32, Bits: math.Float32bits(v)} }
+
+// LitF16 returns an f16 literal: v rounded to binary16, ties to even (IR v1.2).
+func LitF16(v float32) Literal { return Literal{Type: F16, Bits: uint32(half.NewFloat16(v))} }
+
+// LitBF16 returns a bf16 literal: v rounded to bfloat16, ties to even (IR v1.2).
+func LitBF16(v float32) Literal { return Literal{Type: BF16, Bits: uint32(half.NewBFloat16(v))} }
 
 // LitU32 is a u32 literal.
 func LitU32(v uint32) Literal { return Literal{Type: U32, Bits: v} }

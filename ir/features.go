@@ -38,6 +38,12 @@ func anyExpr(stmts []Stmt, f func(Expr) bool) bool {
 			xs, blocks = []Expr{s.Cond}, [][]Stmt{s.Body}
 		case AtomicStmt:
 			xs = []Expr{s.Index, s.Value, s.Compare}
+		case MatrixFillStmt:
+			xs = []Expr{s.Value}
+		case MatrixLoadStmt:
+			xs = append([]Expr{s.Offset, s.Stride}, s.Bound.exprs()...)
+		case MatrixStoreStmt:
+			xs = append([]Expr{s.Offset, s.Stride}, s.Bound.exprs()...)
 		}
 		for _, x := range xs {
 			if exprAny(x, f) {
@@ -51,6 +57,39 @@ func anyExpr(stmts []Stmt, f func(Expr) bool) bool {
 		}
 	}
 	return false
+}
+
+// anyStmt reports whether f holds for a statement anywhere in stmts, nested blocks
+// included.
+func anyStmt(stmts []Stmt, f func(Stmt) bool) bool {
+	for _, s := range stmts {
+		if f(s) {
+			return true
+		}
+		var blocks [][]Stmt
+		switch s := s.(type) {
+		case IfStmt:
+			blocks = [][]Stmt{s.Then, s.Else}
+		case ForStmt:
+			blocks = [][]Stmt{s.Body}
+		case WhileStmt:
+			blocks = [][]Stmt{s.Body}
+		}
+		for _, b := range blocks {
+			if anyStmt(b, f) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// exprs returns the bound's expressions, none for a nil bound.
+func (b *MatrixBound) exprs() []Expr {
+	if b == nil {
+		return nil
+	}
+	return []Expr{b.Rows, b.Cols}
 }
 
 func exprAny(x Expr, f func(Expr) bool) bool {

@@ -3,10 +3,13 @@ package ir
 import (
 	"fmt"
 	"math"
+
+	"github.com/kiln-dev/kiln/ir/half"
 )
 
-// Type is the scalar type of a value, a buffer element, a shared array element or a
-// parameter. IR v1 has four types; none converts implicitly to another.
+// Type is the scalar type of a value, a buffer element, a shared array element, a
+// matrix element or a parameter. IR v1 has four types and IR v1.2 adds the 16-bit
+// floats F16 and BF16; none converts implicitly to another.
 type Type uint8
 
 // The IR v1 types. The zero Type is invalid, so a forgotten type is caught by Validate.
@@ -15,6 +18,11 @@ const (
 	I32
 	U32
 	F32
+	// F16 is IEEE binary16 (IR v1.2): an arithmetic type, 2 bytes in memory.
+	F16
+	// BF16 is bfloat16 (IR v1.2): float32's sign and exponent with 7 fraction bits,
+	// a storage and matrix type (load, store, cast, select), 2 bytes in memory.
+	BF16
 	typeEnd // one past the last type; keep it last
 )
 
@@ -27,7 +35,7 @@ func Types() []Type {
 	return out
 }
 
-var typeNames = [...]string{Bool: "bool", I32: "i32", U32: "u32", F32: "f32"}
+var typeNames = [...]string{Bool: "bool", I32: "i32", U32: "u32", F32: "f32", F16: "f16", BF16: "bf16"}
 
 // String returns the type's name as written in the JSON form ("f32").
 func (t Type) String() string {
@@ -43,7 +51,23 @@ func (t Type) Valid() bool { return t > 0 && t < typeEnd }
 // IsInteger reports whether t is i32 or u32.
 func (t Type) IsInteger() bool { return t == I32 || t == U32 }
 
-// IsNumeric reports whether t is i32, u32 or f32.
+// IsFloat reports whether t is f32, f16 or bf16.
+func (t Type) IsFloat() bool { return t == F32 || t == F16 || t == BF16 }
+
+// Is16Bit reports whether t is one of IR v1.2's 16-bit floats, f16 or bf16.
+func (t Type) Is16Bit() bool { return t == F16 || t == BF16 }
+
+// Size returns the bytes one element of type t takes in a buffer or shared array:
+// 2 for f16 and bf16, 4 for the others (bool included).
+func (t Type) Size() uint32 {
+	if t.Is16Bit() {
+		return 2
+	}
+	return 4
+}
+
+// IsNumeric reports whether t is i32, u32 or f32 (the IR v1 numeric types; f16's
+// arithmetic is checked separately).
 func (t Type) IsNumeric() bool { return t == I32 || t == U32 || t == F32 }
 
 // ParseType turns a type name ("u32") into a Type.
@@ -120,6 +144,9 @@ type Program struct {
 	Buffers []BufferDecl
 	// Shared are the workgroup-local arrays.
 	Shared []SharedDecl
+	// Matrices are the workgroup matrices (IR v1.2): tiles held by the workgroup as
+	// a whole and used only by the matrix statements. See docs/design.md, "IR v1.2".
+	Matrices []MatrixDecl
 	// Body is run by every invocation.
 	Body []Stmt
 }
@@ -173,6 +200,35 @@ type SharedDecl struct {
 	Name  string
 	Type  Type
 	Count uint32
+}
+
+// MatrixDecl declares a workgroup matrix of Rows×Cols elements of Type (f16, bf16
+// or f32). Rows and Cols are multiples of 16, at most MaxMatrixDim.
+type MatrixDecl struct {
+	Name       string
+	Type       Type
+	Rows, Cols uint32
+}
+
+// Bytes returns the matrix's size in bytes.
+func (m MatrixDecl) Bytes() uint32 { return m.Rows * m.Cols * m.Type.Size() }
+
+// Limits on workgroup matrices (IR v1.2): each side a multiple of MatrixDimStep and
+// at most MaxMatrixDim; all of a program's matrices together at most MaxMatrixBytes.
+const (
+	MatrixDimStep  = 16
+	MaxMatrixDim   = 256
+	MaxMatrixBytes = 64 << 10
+)
+
+// Matrix returns the matrix declaration named name.
+func (p *Program) Matrix(name string) (MatrixDecl, bool) {
+	for _, m := range p.Matrices {
+		if m.Name == name {
+			return m, true
+		}
+	}
+	return MatrixDecl{}, false
 }
 
 // Buffer returns the buffer declaration named name.
@@ -256,8 +312,9 @@ func GridFor(invocations, wg [3]uint32) [3]uint32 {
 	return g
 }
 
-// Literal is a typed constant. Bits holds the value's 32-bit pattern: the IEEE-754
-// bits for f32 (so NaN payloads survive), two's complement for i32, 0 or 1 for bool.
+// Literal is a typed constant. Bits holds the value's bit pattern: the IEEE-754 bits
+// for f32 (so NaN payloads survive), the 16 bits of an f16 or bf16 in the low half,
+// two's complement for i32, 0 or 1 for bool.
 type Literal struct {
 	Type Type
 	Bits uint32
@@ -265,6 +322,17 @@ type Literal struct {
 
 // F32 returns the literal's value as a float32.
 func (l Literal) F32() float32 { return math.Float32frombits(l.Bits) }
+
+// Float32 returns the value of an f32, f16 or bf16 literal as a float32 (exact).
+func (l Literal) Float32() float32 {
+	switch l.Type {
+	case F16:
+		return half.Float16(l.Bits).Float32()
+	case BF16:
+		return half.BFloat16(l.Bits).Float32()
+	}
+	return math.Float32frombits(l.Bits)
+}
 
 // I32 returns the literal's value as an int32.
 func (l Literal) I32() int32 { return int32(l.Bits) }

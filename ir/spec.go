@@ -105,6 +105,8 @@ var dtypeTags = map[Type]uint32{
 	I32:  0x02,
 	Bool: 0x06,
 	F32:  0x0B,
+	F16:  0x09,
+	BF16: 0x0A,
 }
 
 // DTypeTag returns the stable tag of t; unknown types get 0xFFFFFFFF.

@@ -2,8 +2,9 @@ package ir
 
 // Stmt is a statement node. The concrete types are LetStmt, VarStmt, AssignStmt,
 // StoreStmt, IfStmt, ForStmt, WhileStmt, BreakStmt, BarrierStmt, AtomicStmt and
-// ReturnStmt, and since IR v1.1 ContinueStmt (values, not pointers); no other type
-// implements Stmt.
+// ReturnStmt, since IR v1.1 ContinueStmt, and since IR v1.2 the matrix statements
+// MatrixFillStmt, MatrixLoadStmt, MatrixStoreStmt, MatrixMMAStmt and
+// MatrixConvertStmt (values, not pointers); no other type implements Stmt.
 type Stmt interface{ isStmt() }
 
 // LetStmt binds an immutable local.
@@ -98,6 +99,12 @@ func (AtomicStmt) isStmt()  {}
 func (ReturnStmt) isStmt()  {}
 
 func (ContinueStmt) isStmt() {}
+
+func (MatrixFillStmt) isStmt()    {}
+func (MatrixLoadStmt) isStmt()    {}
+func (MatrixStoreStmt) isStmt()   {}
+func (MatrixMMAStmt) isStmt()     {}
+func (MatrixConvertStmt) isStmt() {}
 
 // AtomicOp is an atomic read-modify-write operation.
 type AtomicOp uint8
