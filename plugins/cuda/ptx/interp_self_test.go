@@ -1,6 +1,7 @@
 package ptx
 
 import (
+	"encoding/binary"
 	"strings"
 	"testing"
 )
@@ -55,7 +56,7 @@ func TestInterpreterRejectsUnspecifiedBehaviour(t *testing.T) {
 	} {
 		mod, err := parseModule(kernelText(c.body))
 		if err == nil {
-			err = launch(mod, [3]uint32{1, 1, 1}, [][]uint32{{7}}, []uint32{1})
+			err = launch(mod, [3]uint32{1, 1, 1}, [][]byte{{7, 0, 0, 0}}, []uint32{1})
 		}
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: %v, want an error mentioning %q", c.name, err, c.want)
@@ -65,8 +66,8 @@ func TestInterpreterRejectsUnspecifiedBehaviour(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	buf := [][]uint32{{7}}
-	if err := launch(mod, [3]uint32{1, 1, 1}, buf, []uint32{1}); err != nil || buf[0][0] != 0 {
-		t.Errorf("shl by 33 = %#x, %v; PTX clamps the amount to 32, giving 0", buf[0][0], err)
+	buf := [][]byte{{7, 0, 0, 0}}
+	if err := launch(mod, [3]uint32{1, 1, 1}, buf, []uint32{1}); err != nil || binary.LittleEndian.Uint32(buf[0]) != 0 {
+		t.Errorf("shl by 33 = %#x, %v; PTX clamps the amount to 32, giving 0", buf[0], err)
 	}
 }

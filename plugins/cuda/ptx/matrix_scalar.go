@@ -1,0 +1,259 @@
+package ptx
+
+import (
+	"fmt"
+
+	"github.com/kiln-dev/kiln/ir"
+)
+
+// The scalar matrix path. Every matrix is a tile in shared memory (a .shared
+// variable kiln_matrix<i>, row-major, 2 or 4 bytes an element), and a matrix
+// statement is lowered to IR that the emitter writes like any other: each
+// invocation of the workgroup handles the elements e (row-major index) with
+// e mod W = its linear local id, W the workgroup's invocations, in a loop over
+// e. A matrix statement is collective and in uniform control flow, so the
+// lowering may put barriers in: one (bar.sync 0) before every matrix statement
+// orders it after the previous ones, whose elements other invocations wrote or
+// read (an mma reads whole rows and columns, a load may read what a store
+// wrote). Every tile is zeroed at the start of the kernel, so a matrix read
+// before anything was written into it reads 0, as the reference does outside
+// strict mode.
+//
+//   - fill: every element gets the value.
+//   - load and store: element (r, c) is at offset + r·stride + c ("row") or
+//     offset + c·stride + r ("col"), in wrapping u32 arithmetic, read and
+//     written with the IR's own load and store, which give 0 and write nothing
+//     out of range; an element outside the bound gets the index 0xFFFFFFFF,
+//     out of range of every array.
+//   - mma: element (r, c) of the accumulator starts from its value and adds
+//     A[r][k]·B[k][c] for k = 0, 1, ..., K−1 in order, each product and each sum
+//     rounded to f32 (add.rn, mul.rn: never fused). f16 and bf16 operands
+//     convert to f32 exactly and their products are exact; tf32 is computed in
+//     full f32, which the bound allows.
+//   - convert: each element through f32 to the destination's type, as cast.
+//
+// The tiles and the program's shared arrays must fit the 48 KiB of static
+// shared memory a kernel has; a program whose tiles do not is rejected at
+// compile with the sizes and a Fix.
+
+// maxStaticShared is the most static shared memory (.shared variables) a CUDA
+// kernel may declare.
+const maxStaticShared = 48 << 10
+
+// Names of the lowering's arrays and locals; IR names are identifiers, so a dot
+// keeps them apart from the program's.
+const (
+	matElem   = "kiln.e"
+	matRow    = "kiln.r"
+	matCol    = "kiln.c"
+	matK      = "kiln.k"
+	matSum    = "kiln.s"
+	matOffset = "kiln.offset"
+	matStride = "kiln.stride"
+	matRows   = "kiln.rows"
+	matCols   = "kiln.cols"
+	matValue  = "kiln.value"
+	matIndex  = "kiln.index"
+)
+
+// tileName is the array name of matrix m's tile.
+func tileName(m string) string { return "kiln.matrix." + m }
+
+// outOfRange is an index no array has.
+const outOfRange = 0xFFFFFFFF
+
+// declareScalarMatrices declares a shared tile per matrix, checks the static
+// shared memory limit and zeroes every tile.
+func (e *emitter) declareScalarMatrices() error {
+	for i, m := range e.prog.Matrices {
+		e.declareShared(tileName(m.Name), fmt.Sprintf("kiln_matrix%d", i), m.Type, m.Rows*m.Cols,
+			fmt.Sprintf("matrix %s: %dx%d %s, scalar path (a shared tile; element e computed by invocation e mod %d)", m.Name, m.Rows, m.Cols, m.Type, e.invocations()))
+	}
+	if e.sharedBytes > maxStaticShared {
+		var tiles uint32
+		for _, m := range e.prog.Matrices {
+			tiles += sharedBytes(m.Type, m.Rows*m.Cols)
+		}
+		return fmt.Errorf("its matrices take %d bytes of shared memory as the scalar path's tiles, and with its shared arrays (%d bytes) the kernel needs %d bytes, more than the %d bytes of static shared memory a CUDA kernel has. Fix: use smaller or fewer matrices, or smaller shared arrays",
+			tiles, e.sharedBytes-tiles, e.sharedBytes, maxStaticShared)
+	}
+	var zero []ir.Stmt
+	for _, m := range e.prog.Matrices {
+		zero = append(zero, e.eachElement(m, store(tileName(m.Name), ir.Local(matElem), ir.Literal{Type: m.Type})))
+	}
+	return e.block(zero)
+}
+
+// invocations is the workgroup's number of invocations.
+func (e *emitter) invocations() uint32 { return e.wg[0] * e.wg[1] * e.wg[2] }
+
+// eachElement is a loop over the elements of m this invocation handles, with the
+// element's index in matElem.
+func (e *emitter) eachElement(m ir.MatrixDecl, body ...ir.Stmt) ir.Stmt {
+	linear := ir.Add(ir.LocalID(0), ir.Mul(ir.LitU32(e.wg[0]), ir.Add(ir.LocalID(1), ir.Mul(ir.LitU32(e.wg[1]), ir.LocalID(2)))))
+	return ir.ForStmt{Var: matElem, Type: ir.U32, From: linear, To: ir.LitU32(m.Rows * m.Cols), Step: ir.LitU32(e.invocations()), Body: body}
+}
+
+// rowCol binds matRow and matCol to element matElem's row and column in m.
+func rowCol(m ir.MatrixDecl) []ir.Stmt {
+	return []ir.Stmt{
+		ir.LetStmt{Name: matRow, Value: ir.Div(ir.Local(matElem), ir.LitU32(m.Cols))},
+		ir.LetStmt{Name: matCol, Value: ir.Rem(ir.Local(matElem), ir.LitU32(m.Cols))},
+	}
+}
+
+// scalarMatrixStmt emits a matrix statement on the scalar path.
+func (e *emitter) scalarMatrixStmt(s ir.Stmt) error {
+	if last := len(e.body) - 1; last < 0 || e.body[last] != "\tbar.sync 0;" {
+		e.inst("bar.sync 0")
+	}
+	var lowered []ir.Stmt
+	var err error
+	switch s := s.(type) {
+	case ir.MatrixFillStmt:
+		lowered, err = e.scalarFill(s)
+	case ir.MatrixLoadStmt:
+		lowered, err = e.scalarLoad(s)
+	case ir.MatrixStoreStmt:
+		lowered, err = e.scalarStore(s)
+	case ir.MatrixMMAStmt:
+		lowered, err = e.scalarMMA(s)
+	case ir.MatrixConvertStmt:
+		lowered, err = e.scalarConvert(s)
+	default:
+		err = fmt.Errorf("statement %T is not a matrix statement. Fix: report this kiln bug", s)
+	}
+	if err != nil {
+		return err
+	}
+	e.assigned[matSum] = true
+	return e.block(lowered)
+}
+
+func (e *emitter) scalarFill(s ir.MatrixFillStmt) ([]ir.Stmt, error) {
+	m, err := e.matrix(s.Matrix)
+	if err != nil {
+		return nil, err
+	}
+	return []ir.Stmt{
+		ir.LetStmt{Name: matValue, Value: s.Value},
+		e.eachElement(m, store(tileName(m.Name), ir.Local(matElem), ir.Local(matValue))),
+	}, nil
+}
+
+// addressing binds the offset, stride and bound of a load or store, and
+// returns the statements that bind matIndex, in each element's loop, to the
+// element's index in the array (outOfRange outside the bound).
+func addressing(m ir.MatrixDecl, offset, stride ir.Expr, layout ir.MatrixLayout, bound *ir.MatrixBound) (outer, inner []ir.Stmt, err error) {
+	outer = []ir.Stmt{ir.LetStmt{Name: matOffset, Value: offset}, ir.LetStmt{Name: matStride, Value: stride}}
+	if bound != nil {
+		outer = append(outer, ir.LetStmt{Name: matRows, Value: bound.Rows}, ir.LetStmt{Name: matCols, Value: bound.Cols})
+	}
+	major, minor := ir.Local(matRow), ir.Local(matCol)
+	switch layout {
+	case ir.RowMajor:
+	case ir.ColMajor:
+		major, minor = minor, major
+	default:
+		return nil, nil, fmt.Errorf("matrix layout %d is not defined. Fix: use row or col", layout)
+	}
+	var index ir.Expr = ir.Add(ir.Add(ir.Local(matOffset), ir.Mul(major, ir.Local(matStride))), minor)
+	if bound != nil {
+		inside := ir.LAnd(ir.Lt(ir.Local(matRow), ir.Local(matRows)), ir.Lt(ir.Local(matCol), ir.Local(matCols)))
+		index = ir.Select(inside, index, ir.LitU32(outOfRange))
+	}
+	inner = append(rowCol(m), ir.LetStmt{Name: matIndex, Value: index})
+	return outer, inner, nil
+}
+
+func (e *emitter) scalarLoad(s ir.MatrixLoadStmt) ([]ir.Stmt, error) {
+	m, err := e.matrix(s.Matrix)
+	if err != nil {
+		return nil, err
+	}
+	outer, inner, err := addressing(m, s.Offset, s.Stride, s.Layout, s.Bound)
+	if err != nil {
+		return nil, err
+	}
+	inner = append(inner, store(tileName(m.Name), ir.Local(matElem), ir.Load(s.From, ir.Local(matIndex))))
+	return append(outer, e.eachElement(m, inner...)), nil
+}
+
+func (e *emitter) scalarStore(s ir.MatrixStoreStmt) ([]ir.Stmt, error) {
+	m, err := e.matrix(s.Matrix)
+	if err != nil {
+		return nil, err
+	}
+	outer, inner, err := addressing(m, s.Offset, s.Stride, s.Layout, s.Bound)
+	if err != nil {
+		return nil, err
+	}
+	inner = append(inner, store(s.To, ir.Local(matIndex), ir.Load(tileName(m.Name), ir.Local(matElem))))
+	return append(outer, e.eachElement(m, inner...)), nil
+}
+
+// toF32 converts x of type t to f32 (exactly, for the matrix types).
+func toF32(t ir.Type, x ir.Expr) ir.Expr {
+	if t == ir.F32 {
+		return x
+	}
+	return ir.Cast(ir.F32, x)
+}
+
+func (e *emitter) scalarMMA(s ir.MatrixMMAStmt) ([]ir.Stmt, error) {
+	acc, err := e.matrix(s.Acc)
+	if err != nil {
+		return nil, err
+	}
+	a, err := e.matrix(s.A)
+	if err != nil {
+		return nil, err
+	}
+	b, err := e.matrix(s.B)
+	if err != nil {
+		return nil, err
+	}
+	if acc.Type != ir.F32 || a.Type != b.Type || a.Rows != acc.Rows || b.Cols != acc.Cols || a.Cols != b.Rows {
+		return nil, fmt.Errorf("matrix_mma %s += %s·%s: shapes %dx%d %s += %dx%d %s · %dx%d %s do not fit. Fix: run ir.Validate and correct the program",
+			s.Acc, s.A, s.B, acc.Rows, acc.Cols, acc.Type, a.Rows, a.Cols, a.Type, b.Rows, b.Cols, b.Type)
+	}
+	k := ir.Local(matK)
+	product := ir.Mul(toF32(a.Type, ir.Load(tileName(a.Name), ir.Add(ir.Mul(ir.Local(matRow), ir.LitU32(a.Cols)), k))),
+		toF32(b.Type, ir.Load(tileName(b.Name), ir.Add(ir.Mul(k, ir.LitU32(b.Cols)), ir.Local(matCol)))))
+	body := append(rowCol(acc),
+		ir.VarStmt{Name: matSum, Type: ir.F32, Value: ir.Load(tileName(acc.Name), ir.Local(matElem))},
+		ir.ForStmt{Var: matK, Type: ir.U32, From: ir.LitU32(0), To: ir.LitU32(a.Cols), Step: ir.LitU32(1), Body: []ir.Stmt{
+			ir.AssignStmt{Name: matSum, Value: ir.Add(ir.Local(matSum), product)},
+		}},
+		store(tileName(acc.Name), ir.Local(matElem), ir.Local(matSum)),
+	)
+	return []ir.Stmt{e.eachElement(acc, body...)}, nil
+}
+
+func (e *emitter) scalarConvert(s ir.MatrixConvertStmt) ([]ir.Stmt, error) {
+	dst, err := e.matrix(s.Matrix)
+	if err != nil {
+		return nil, err
+	}
+	src, err := e.matrix(s.From)
+	if err != nil {
+		return nil, err
+	}
+	if dst.Rows != src.Rows || dst.Cols != src.Cols {
+		return nil, fmt.Errorf("matrix_convert %s from %s: shapes %dx%d and %dx%d differ. Fix: run ir.Validate and correct the program",
+			s.Matrix, s.From, dst.Rows, dst.Cols, src.Rows, src.Cols)
+	}
+	var v ir.Expr = ir.Load(tileName(src.Name), ir.Local(matElem))
+	if src.Type != dst.Type {
+		v = toF32(src.Type, v)
+		if dst.Type != ir.F32 {
+			v = ir.Cast(dst.Type, v)
+		}
+	}
+	return []ir.Stmt{e.eachElement(dst, store(tileName(dst.Name), ir.Local(matElem), v))}, nil
+}
+
+// store is a store statement.
+func store(target string, index, value ir.Expr) ir.Stmt {
+	return ir.StoreStmt{Target: target, Index: index, Value: value}
+}
