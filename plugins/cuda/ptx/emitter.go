@@ -79,11 +79,11 @@ type emitter struct {
 	sharedBytes uint32
 
 	nr, np, nd, nh, nl int
-	consts         map[ir.Literal]string
-	hoisted        map[hoistKey]string
-	arrays         map[string]array
-	scopes         []map[string]local
-	loops          []loop
+	consts             map[ir.Literal]string
+	hoisted            map[hoistKey]string
+	arrays             map[string]array
+	scopes             []map[string]local
+	loops              []loop
 	// facts are the bounds the enclosing ifs' conditions established.
 	facts []boundFact
 	// cond is the predicate of the predicated if being emitted, or "".

@@ -97,12 +97,12 @@ type thread struct {
 	h []uint16
 	// pdef, rdef, ddef and hdef say which registers an instruction wrote.
 	pdef, rdef, ddef, hdef []bool
-	pc               int
-	done             bool
-	tid              [3]uint32
-	ctaid            [3]uint32
-	shared           []byte
-	barrier          bool
+	pc                     int
+	done                   bool
+	tid                    [3]uint32
+	ctaid                  [3]uint32
+	shared                 []byte
+	barrier                bool
 	// linear is the thread's index in its block (x fastest), from which CUDA
 	// builds warps: lane linear % 32 of warp linear / 32.
 	linear int
