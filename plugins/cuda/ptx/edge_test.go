@@ -9,7 +9,8 @@ import (
 
 // TestEdgeTableOnInterpreter runs the semantic edge table on the PTX interpreter
 // and compares every output with the CPU reference interpreter under the table's
-// rules (bit for bit but for exp, log, sin and cos).
+// rules (bit for bit but for exp, log, sin and cos), and the IR v1.2 rows with
+// the outputs ir/half computes for them.
 func TestEdgeTableOnInterpreter(t *testing.T) {
 	for _, c := range edgetest.Table() {
 		t.Run(c.Name, func(t *testing.T) {
@@ -17,12 +18,28 @@ func TestEdgeTableOnInterpreter(t *testing.T) {
 			if err != nil {
 				t.Fatalf("oracle: %v", err)
 			}
-			got, err := dispatchCase(c.Prog, c.Launch, c.Launch.Uniforms)
+			got, err := dispatch12(c.Prog, c.Launch, c.Launch.Uniforms)
 			if err != nil {
 				t.Fatalf("interpreter: %v", err)
 			}
 			for _, msg := range c.Compare(got, want) {
 				t.Error(msg)
+			}
+		})
+	}
+}
+
+// TestEdgeTableHalfRowsMatchTheOracle checks the outputs the IR v1.2 rows
+// expect against the CPU reference interpreter, where it runs them.
+func TestEdgeTableHalfRowsMatchTheOracle(t *testing.T) {
+	for _, c := range edgetest.HalfCases() {
+		t.Run(c.Name, func(t *testing.T) {
+			bad, err := c.OracleAgrees(context.Background())
+			if err != nil {
+				t.Skipf("the oracle does not run this IR v1.2 program yet: %v", err)
+			}
+			for _, msg := range bad {
+				t.Error("oracle: " + msg)
 			}
 		})
 	}

@@ -144,7 +144,10 @@ func TestModuleInterface(t *testing.T) {
 			}
 			var shared uint32
 			for _, s := range p.Shared {
-				shared += 4 * s.Count
+				shared += sharedBytes(s.Type, s.Count)
+			}
+			for _, mat := range p.Matrices {
+				shared += sharedBytes(mat.Type, mat.Rows*mat.Cols)
 			}
 			if m.SharedBytes != shared {
 				t.Errorf("%s: SharedBytes %d, want %d", np.name, m.SharedBytes, shared)
