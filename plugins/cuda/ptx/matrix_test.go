@@ -392,8 +392,8 @@ func matCases() []matCase {
 		mmaCase("mma.f32", ir.F32, 16, 32, 32, false, [3]uint32{32, 4, 1}),
 		mmaCase("mma.tf32", ir.F32, 48, 16, 16, true, [3]uint32{256, 1, 1}),
 		{name: "mma.k.loop.shared.transpose", wg: [3]uint32{64, 1, 1}, grid: 2,
-			mats: []ir.MatrixDecl{mat("acc", ir.F32, 16, 32), mat("a", ir.F16, 16, 16), mat("b", ir.F16, 16, 32), mat("t", ir.F32, 32, 16)},
-			bufs: []mbuf{in("x", ir.F16, 16*48), in("y", ir.F16, 48*32), out("out", ir.F32, 2*512)},
+			mats:   []ir.MatrixDecl{mat("acc", ir.F32, 16, 32), mat("a", ir.F16, 16, 16), mat("b", ir.F16, 16, 32), mat("t", ir.F32, 32, 16)},
+			bufs:   []mbuf{in("x", ir.F16, 16*48), in("y", ir.F16, 48*32), out("out", ir.F32, 2*512)},
 			shared: []ir.SharedDecl{{Name: "s", Type: ir.F32, Count: 512}},
 			ops: []mop{
 				{kind: "fill", m: "acc", value: math.Float32bits(0.25)},
@@ -419,8 +419,8 @@ func matCases() []matCase {
 				{kind: "store", m: "acc", other: "out", offset: addr{perGroup: 256}, stride: addr{base: 16}, layout: ir.RowMajor},
 			}},
 		{name: "convert.chain.shared.f16", wg: [3]uint32{64, 1, 1}, grid: 1,
-			mats: []ir.MatrixDecl{mat("f", ir.F32, 32, 16), mat("h", ir.F16, 32, 16), mat("g", ir.BF16, 32, 16), mat("back", ir.F32, 32, 16), mat("h2", ir.F16, 32, 16)},
-			bufs: []mbuf{{name: "x", t: ir.F32, access: ir.Read, data: convertInputs(rng, 512)}, out("o32", ir.F32, 512), out("o16", ir.F16, 512), out("ob", ir.BF16, 512)},
+			mats:   []ir.MatrixDecl{mat("f", ir.F32, 32, 16), mat("h", ir.F16, 32, 16), mat("g", ir.BF16, 32, 16), mat("back", ir.F32, 32, 16), mat("h2", ir.F16, 32, 16)},
+			bufs:   []mbuf{{name: "x", t: ir.F32, access: ir.Read, data: convertInputs(rng, 512)}, out("o32", ir.F32, 512), out("o16", ir.F16, 512), out("ob", ir.BF16, 512)},
 			shared: []ir.SharedDecl{{Name: "s", Type: ir.F16, Count: 513}},
 			ops: []mop{
 				row("f", "x", 0, 16),
