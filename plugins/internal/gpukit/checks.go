@@ -61,7 +61,7 @@ func CheckProgram(backend string, p *ir.Program, spec ir.SpecMap, override [3]ui
 	}
 	var shared uint64
 	for _, s := range p.Shared {
-		shared += 4 * uint64(s.Count)
+		shared += uint64(s.Type.Size()) * uint64(s.Count)
 	}
 	if shared > uint64(lim.SharedBytes) {
 		return [3]uint32{}, pluginapi.Rejected("%s: program %q uses %d bytes of shared memory, more than the device's %s. Fix: use smaller shared arrays",
@@ -80,6 +80,10 @@ type Binding struct {
 
 // Sized returns b; backends' bindings embed a Binding and so have it too.
 func (b *Binding) Sized() *Binding { return b }
+
+// Bytes is the binding's size in bytes: its count of 4-byte elements, or of
+// 2-byte ones for f16 and bf16.
+func (b *Binding) Bytes() uint64 { return uint64(b.Count) * uint64(b.Decl.Type.Size()) }
 
 // ReadsInput reports whether the dispatch uploads the binding's input.
 func (b *Binding) ReadsInput() bool { return b.Decl.Access.Readable() && b.Count > 0 }
@@ -104,6 +108,7 @@ func SizeBindings[B any](backend string, prog *ir.Program, req *pluginapi.Dispat
 	binds := make([]B, len(prog.Buffers))
 	for i, decl := range prog.Buffers {
 		bd := Binding{Decl: decl}
+		size := uint64(decl.Type.Size())
 		if i < len(req.Inputs) {
 			bd.Input = req.Inputs[i]
 		}
@@ -116,21 +121,21 @@ func SizeBindings[B any](backend string, prog *ir.Program, req *pluginapi.Dispat
 			if bd.Count == 0 && i < len(req.OutputCounts) {
 				bd.Count = req.OutputCounts[i]
 			}
-		case len(bd.Input)%4 != 0:
-			return nil, pluginapi.Rejected("%s: program %q: input of buffer %q (binding %d) is %d bytes, not a multiple of 4. Fix: pass whole 4-byte %s elements",
-				backend, prog.Name, decl.Name, decl.Binding, len(bd.Input), decl.Type)
-		case decl.Count != 0 && uint64(len(bd.Input)) != uint64(decl.Count)*4:
+		case uint64(len(bd.Input))%size != 0:
+			return nil, pluginapi.Rejected("%s: program %q: input of buffer %q (binding %d) is %d bytes, not a multiple of %d. Fix: pass whole %d-byte %s elements",
+				backend, prog.Name, decl.Name, decl.Binding, len(bd.Input), size, size, decl.Type)
+		case decl.Count != 0 && uint64(len(bd.Input)) != uint64(decl.Count)*size:
 			return nil, pluginapi.Rejected("%s: program %q: buffer %q (binding %d) holds exactly %d elements but its input is %d bytes. Fix: pass %d bytes",
-				backend, prog.Name, decl.Name, decl.Binding, decl.Count, len(bd.Input), uint64(decl.Count)*4)
-		case uint64(len(bd.Input))/4 > math.MaxUint32:
+				backend, prog.Name, decl.Name, decl.Binding, decl.Count, len(bd.Input), uint64(decl.Count)*size)
+		case uint64(len(bd.Input))/size > math.MaxUint32:
 			return nil, pluginapi.Rejected("%s: program %q: input of buffer %q (binding %d) has %d elements, more than a u32 len. Fix: split the work into smaller buffers",
-				backend, prog.Name, decl.Name, decl.Binding, len(bd.Input)/4)
+				backend, prog.Name, decl.Name, decl.Binding, uint64(len(bd.Input))/size)
 		default:
-			bd.Count = uint32(len(bd.Input) / 4)
+			bd.Count = uint32(uint64(len(bd.Input)) / size)
 		}
-		if bytes := uint64(bd.Count) * 4; bytes > lim.Bytes {
+		if bytes := bd.Bytes(); bytes > lim.Bytes {
 			return nil, pluginapi.Rejected("%s: program %q: buffer %q (binding %d) has %d bytes, more than %s. Fix: split the work into buffers of at most %d elements",
-				backend, prog.Name, decl.Name, decl.Binding, bytes, fmt.Sprintf(lim.Text, lim.Adapter, lim.Bytes), lim.Bytes/4)
+				backend, prog.Name, decl.Name, decl.Binding, bytes, fmt.Sprintf(lim.Text, lim.Adapter, lim.Bytes), lim.Bytes/size)
 		}
 		binds[i] = wrap(bd)
 	}
@@ -157,7 +162,7 @@ func UnchangedOutputs[B interface{ Sized() *Binding }](binds []B) [][]byte {
 		bd := b.Sized()
 		switch bd.Decl.Access {
 		case ir.Write:
-			outs = append(outs, make([]byte, uint64(bd.Count)*4))
+			outs = append(outs, make([]byte, bd.Bytes()))
 		case ir.ReadWrite:
 			outs = append(outs, append(make([]byte, 0, len(bd.Input)), bd.Input...))
 		}
