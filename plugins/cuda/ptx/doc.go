@@ -21,8 +21,9 @@
 //     bool is a u32 0 or 1, so a poisoned element reads as true), 2 for f16
 //     and bf16 (IR v1.2), rounded up to whole words. Buffers of f16 and bf16
 //     hold 2-byte elements, and their count parameter counts those.
-//   - Workgroup matrices (IR v1.2) are .shared tiles of the kernel on the
-//     scalar path (matrix.go, matrix_scalar.go); Module.SharedBytes counts them.
+//   - Workgroup matrices (IR v1.2) take the scalar path (matrix.go,
+//     matrix_scalar.go): those an mma multiplies are .shared tiles, which
+//     Module.SharedBytes counts, the others per-invocation .local arrays.
 //
 // How IR v1's exact semantics are kept (see docs/design.md, "Backends/CUDA"):
 //

@@ -31,16 +31,20 @@ type local struct {
 	variable bool
 }
 
-// array is a buffer or a shared array.
+// array is a buffer, a shared array or a per-invocation local array (the
+// scalar matrix path's private slices).
 type array struct {
 	elem   ir.Type
 	shared bool
-	// base is the global address (a .b64 register) of a buffer, or the shared
-	// address (a .b32 register) of a shared array.
+	// local marks a per-invocation array in the .local state space.
+	local bool
+	// base is the global address (a .b64 register) of a buffer, the shared
+	// address (a .b32 register) of a shared array, or the local address (a .b64
+	// register) of a local array.
 	base string
 	// count is the register holding a buffer's element count.
 	count string
-	// fixed is a shared array's element count.
+	// fixed is a shared or local array's element count.
 	fixed uint32
 	// nc marks a read buffer loaded through the non-coherent path.
 	nc bool
@@ -77,6 +81,9 @@ type emitter struct {
 	pre, body   []string
 	shared      []string
 	sharedBytes uint32
+	// locals declares the per-invocation local arrays; localBytes is their size.
+	locals     []string
+	localBytes uint32
 
 	nr, np, nd, nh, nl int
 	consts             map[ir.Literal]string
@@ -96,8 +103,10 @@ type emitter struct {
 	// assigned are the vars some assign sets; the others keep the range of
 	// their initial value.
 	assigned map[string]bool
-	// matrixPath is the path the program's matrices take (see matrix.go).
-	matrixPath matrixPath
+	// matrixPath is the path the program's matrices take (see matrix.go);
+	// privateMatrix marks the scalar path's matrices held per invocation.
+	matrixPath    matrixPath
+	privateMatrix map[string]bool
 }
 
 // twoBlocksMaxThreads is the largest workgroup for which a module asks ptxas to
@@ -242,6 +251,17 @@ func (e *emitter) declareShared(name, sym string, t ir.Type, count uint32, comme
 	e.arrays[name] = array{elem: t, shared: true, base: base, fixed: count}
 }
 
+// declareLocal declares a .local variable sym, an array of count elements of
+// type t in every invocation, and makes it the array name.
+func (e *emitter) declareLocal(name, sym string, t ir.Type, count uint32, comment string) {
+	bytes := sharedBytes(t, count)
+	e.locals = append(e.locals, fmt.Sprintf("\t.local .align 4 .b8 %s[%d]; // %s", sym, bytes, comment))
+	e.localBytes += bytes
+	base := e.rd()
+	e.preInst("mov.u64 %s, %s", base, sym)
+	e.arrays[name] = array{elem: t, local: true, base: base, fixed: count}
+}
+
 // sharedBytes is the size of the .shared variable of count elements of t.
 func sharedBytes(t ir.Type, count uint32) uint32 { return (t.Size()*count + 3) &^ 3 }
 
@@ -270,6 +290,9 @@ func (e *emitter) assemble(m *Module) string {
 		fmt.Fprintf(&s, "\t.reg .b16 %%h<%d>;\n", e.nh+1)
 	}
 	for _, line := range e.shared {
+		s.WriteString(line + "\n")
+	}
+	for _, line := range e.locals {
 		s.WriteString(line + "\n")
 	}
 	for _, line := range e.pre {

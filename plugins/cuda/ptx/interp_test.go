@@ -82,7 +82,10 @@ type pmodule struct {
 	nregs      map[byte]int // declared registers by class
 	shared     map[string][2]uint32
 	sharedSize uint32
-	code       []pinst
+	// local and localSize are the per-thread .local variables.
+	local     map[string][2]uint32
+	localSize uint32
+	code      []pinst
 }
 
 // maxSteps bounds one dispatch, so a miscompiled loop fails instead of hanging.
@@ -102,6 +105,7 @@ type thread struct {
 	tid                    [3]uint32
 	ctaid                  [3]uint32
 	shared                 []byte
+	local                  []byte
 	barrier                bool
 	// linear is the thread's index in its block (x fastest), from which CUDA
 	// builds warps: lane linear % 32 of warp linear / 32.
@@ -140,7 +144,7 @@ func (t *thread) fail(in *pinst, format string, args ...any) error {
 
 // parseModule decodes the text Emit writes.
 func parseModule(text string) (*pmodule, error) {
-	m := &pmodule{params: map[string]int{}, nregs: map[byte]int{}, shared: map[string][2]uint32{}}
+	m := &pmodule{params: map[string]int{}, nregs: map[byte]int{}, shared: map[string][2]uint32{}, local: map[string][2]uint32{}}
 	labels := map[string]int{}
 	var pending []int // instructions whose branch target is resolved at the end
 	lines := strings.Split(text, "\n")
@@ -212,18 +216,22 @@ func parseModule(text string) (*pmodule, error) {
 				return nil, fmt.Errorf("line %d: unexpected register declaration %q", lineNo, line)
 			}
 			m.nregs[cls[0]] = count
-		case strings.HasPrefix(line, ".shared "):
+		case strings.HasPrefix(line, ".shared "), strings.HasPrefix(line, ".local "):
 			f := strings.Fields(strings.TrimSuffix(line, ";"))
 			if len(f) != 5 || f[1] != ".align" || f[2] != "4" || f[3] != ".b8" {
-				return nil, fmt.Errorf("line %d: bad .shared %q", lineNo, line)
+				return nil, fmt.Errorf("line %d: bad %s %q", lineNo, f[0], line)
 			}
 			name, size, _ := strings.Cut(f[4], "[")
 			bytes, err := strconv.ParseUint(strings.TrimSuffix(size, "]"), 10, 32)
 			if err != nil || bytes == 0 || bytes%4 != 0 {
-				return nil, fmt.Errorf("line %d: bad .shared size %q", lineNo, size)
+				return nil, fmt.Errorf("line %d: bad %s size %q", lineNo, f[0], size)
 			}
-			m.shared[name] = [2]uint32{m.sharedSize, m.sharedSize + uint32(bytes)}
-			m.sharedSize += uint32(bytes)
+			vars, total := m.shared, &m.sharedSize
+			if f[0] == ".local" {
+				vars, total = m.local, &m.localSize
+			}
+			vars[name] = [2]uint32{*total, *total + uint32(bytes)}
+			*total += uint32(bytes)
 		case strings.HasSuffix(line, ":"):
 			labels[strings.TrimSuffix(line, ":")] = len(m.code)
 		default:
@@ -650,13 +658,17 @@ func (t *thread) cell(in *pinst, space string, addr uint64, size uint64) ([]byte
 	if addr%size != 0 {
 		return nil, t.fail(in, "misaligned %s address %#x", space, addr)
 	}
-	if space == "shared" {
-		for _, r := range t.m.mod.shared {
+	if space == "shared" || space == "local" {
+		vars, mem := t.m.mod.shared, t.shared
+		if space == "local" {
+			vars, mem = t.m.mod.local, t.local
+		}
+		for _, r := range vars {
 			if addr >= uint64(r[0]) && addr+size <= uint64(r[1]) {
-				return t.shared[addr : addr+size], nil
+				return mem[addr : addr+size], nil
 			}
 		}
-		return nil, t.fail(in, "shared address %#x is outside every shared variable", addr)
+		return nil, t.fail(in, "%s address %#x is outside every %s variable", space, addr, space)
 	}
 	for b := range t.m.buffers {
 		mem := &t.m.buffers[b]
@@ -710,7 +722,7 @@ func (m *pmodule) address(in *pinst, k int, space string) (func(t *thread) (uint
 	tmp := *in
 	tmp.args = append([]opnd(nil), in.args...)
 	tmp.args[k] = o
-	if space == "global" {
+	if space == "global" || space == "local" {
 		r, err := m.src64(&tmp, k)
 		return r, err
 	}
@@ -807,6 +819,17 @@ func (m *pmodule) decode(in *pinst) error {
 		default:
 			return fmt.Errorf("line %d: unknown special register %q", in.line, name)
 		}
+		return nil
+	case in.op == "mov.u64" && len(in.args) == 2 && in.args[1].kind == opndSym:
+		dst, err := m.dst64(in)
+		if err != nil {
+			return err
+		}
+		r, ok := m.local[in.args[1].name]
+		if !ok {
+			return fmt.Errorf("line %d: %q is not a local variable", in.line, in.args[1].name)
+		}
+		in.exec = func(t *thread) error { dst(t, uint64(r[0])); return nil }
 		return nil
 	case in.op == "mov.u32" && len(in.args) == 2 && in.args[1].kind == opndSym:
 		dst, err := m.dst32(in)
@@ -1037,7 +1060,7 @@ func (m *pmodule) decode(in *pinst) error {
 			return nil
 		}
 		return nil
-	case parts[0] == "ld" && len(parts) == 3 && (parts[2] == "b32" || parts[2] == "u16") && (parts[1] == "global" || parts[1] == "shared"):
+	case parts[0] == "ld" && len(parts) == 3 && (parts[2] == "b32" || parts[2] == "u16") && (parts[1] == "global" || parts[1] == "shared" || parts[1] == "local"):
 		size := uint64(4)
 		if parts[2] == "u16" {
 			size = 2
@@ -1063,7 +1086,7 @@ func (m *pmodule) decode(in *pinst) error {
 			return nil
 		}
 		return nil
-	case parts[0] == "st" && len(parts) == 3 && (parts[2] == "b32" || parts[2] == "b16") && (parts[1] == "global" || parts[1] == "shared"):
+	case parts[0] == "st" && len(parts) == 3 && (parts[2] == "b32" || parts[2] == "b16") && (parts[1] == "global" || parts[1] == "shared" || parts[1] == "local"):
 		size := uint64(4)
 		if parts[2] == "b16" {
 			size = 2
@@ -1310,13 +1333,20 @@ func (mc *machine) block(ctaid [3]uint32) error {
 	for i := 0; i+4 <= len(shared); i += 4 {
 		binary.LittleEndian.PutUint32(shared[i:], 0xDEADBEEF) // shared memory starts undefined
 	}
+	poisoned := func(n uint32) []byte {
+		mem := make([]byte, n)
+		for i := 0; i+4 <= len(mem); i += 4 {
+			binary.LittleEndian.PutUint32(mem[i:], 0xDEADBEEF) // so does local memory
+		}
+		return mem
+	}
 	var threads []*thread
 	wg := mod.reqntid
 	for z := uint32(0); z < wg[2]; z++ {
 		for y := uint32(0); y < wg[1]; y++ {
 			for x := uint32(0); x < wg[0]; x++ {
 				threads = append(threads, &thread{
-					m: mc, tid: [3]uint32{x, y, z}, ctaid: ctaid, shared: shared, linear: len(threads), warpOp: -1,
+					m: mc, tid: [3]uint32{x, y, z}, ctaid: ctaid, shared: shared, local: poisoned(mod.localSize), linear: len(threads), warpOp: -1,
 					p: make([]bool, mod.nregs['p']), r: make([]uint32, mod.nregs['r']), d: make([]uint64, mod.nregs['d']), h: make([]uint16, mod.nregs['h']),
 					pdef: make([]bool, mod.nregs['p']), rdef: make([]bool, mod.nregs['r']), ddef: make([]bool, mod.nregs['d']), hdef: make([]bool, mod.nregs['h']),
 				})

@@ -6,18 +6,22 @@ import (
 	"github.com/kiln-dev/kiln/ir"
 )
 
-// The scalar matrix path. Every matrix is a tile in shared memory (a .shared
-// variable kiln_matrix<i>, row-major, 2 or 4 bytes an element), and a matrix
-// statement is lowered to IR that the emitter writes like any other: each
-// invocation of the workgroup handles the elements e (row-major index) with
-// e mod W = its linear local id, W the workgroup's invocations, in a loop over
-// e. A matrix statement is collective and in uniform control flow, so the
-// lowering may put barriers in: one (bar.sync 0) before every matrix statement
-// orders it after the previous ones, whose elements other invocations wrote or
-// read (an mma reads whole rows and columns, a load may read what a store
-// wrote). Every tile is zeroed at the start of the kernel, so a matrix read
-// before anything was written into it reads 0, as the reference does outside
-// strict mode.
+// The scalar matrix path. A matrix statement is lowered to IR that the emitter
+// writes like any other: each invocation of the workgroup handles the elements
+// e (row-major index) with e mod W = its linear local id, W the workgroup's
+// invocations, in a loop over e. Only an mma reads elements other invocations
+// handle (whole rows of A and columns of B), so a matrix that is some mma's A or
+// B is a tile in shared memory (a .shared variable kiln_matrix<i>, row-major,
+// 2 or 4 bytes an element), and every other matrix (accumulators, matrices only
+// filled, loaded, stored or converted) is private: each invocation holds its
+// elements in a .local array kiln_matrix<i>, element e at slot e / W, which
+// costs no shared memory. A matrix statement is collective and in uniform
+// control flow, so the lowering may put barriers in: one (bar.sync 0) before
+// every matrix statement orders it after the previous ones, whose elements
+// other invocations wrote or read (an mma reads whole rows and columns, a load
+// may read what a store wrote). Every matrix is zeroed at the start of the
+// kernel, so a matrix read before anything was written into it reads 0, as the
+// reference does outside strict mode.
 //
 //   - fill: every element gets the value.
 //   - load and store: element (r, c) is at offset + r·stride + c ("row") or
@@ -32,9 +36,9 @@ import (
 //     full f32, which the bound allows.
 //   - convert: each element through f32 to the destination's type, as cast.
 //
-// The tiles and the program's shared arrays must fit the 48 KiB of static
-// shared memory a kernel has; a program whose tiles do not is rejected at
-// compile with the sizes and a Fix.
+// The shared tiles and the program's shared arrays must fit the 48 KiB of
+// static shared memory a kernel has; a program whose tiles do not is rejected
+// at compile with the sizes and a Fix.
 
 // maxStaticShared is the most static shared memory (.shared variables) a CUDA
 // kernel may declare.
@@ -62,26 +66,51 @@ func tileName(m string) string { return "kiln.matrix." + m }
 // outOfRange is an index no array has.
 const outOfRange = 0xFFFFFFFF
 
-// declareScalarMatrices declares a shared tile per matrix, checks the static
-// shared memory limit and zeroes every tile.
+// declareScalarMatrices declares a shared tile for every matrix some mma
+// multiplies and a private array for every other one, checks the static shared
+// memory limit and zeroes every matrix.
 func (e *emitter) declareScalarMatrices() error {
+	operands := map[string]bool{}
+	ir.Inspect(e.prog.Body, func(n any) bool {
+		if s, ok := n.(ir.MatrixMMAStmt); ok {
+			operands[s.A], operands[s.B] = true, true
+		}
+		return true
+	})
+	e.privateMatrix = map[string]bool{}
+	w := e.invocations()
+	var tiles uint32
 	for i, m := range e.prog.Matrices {
-		e.declareShared(tileName(m.Name), fmt.Sprintf("kiln_matrix%d", i), m.Type, m.Rows*m.Cols,
-			fmt.Sprintf("matrix %s: %dx%d %s, scalar path (a shared tile; element e computed by invocation e mod %d)", m.Name, m.Rows, m.Cols, m.Type, e.invocations()))
+		sym := fmt.Sprintf("kiln_matrix%d", i)
+		n := m.Rows * m.Cols
+		if operands[m.Name] {
+			e.declareShared(tileName(m.Name), sym, m.Type, n,
+				fmt.Sprintf("matrix %s: %dx%d %s, scalar path: a shared tile, element e computed by invocation e mod %d", m.Name, m.Rows, m.Cols, m.Type, w))
+			tiles += sharedBytes(m.Type, n)
+			continue
+		}
+		e.privateMatrix[m.Name] = true
+		e.declareLocal(tileName(m.Name), sym, m.Type, (n+w-1)/w,
+			fmt.Sprintf("matrix %s: %dx%d %s, scalar path: private, element e held by invocation e mod %d at slot e / %d", m.Name, m.Rows, m.Cols, m.Type, w, w))
 	}
 	if e.sharedBytes > maxStaticShared {
-		var tiles uint32
-		for _, m := range e.prog.Matrices {
-			tiles += sharedBytes(m.Type, m.Rows*m.Cols)
-		}
-		return fmt.Errorf("its matrices take %d bytes of shared memory as the scalar path's tiles, and with its shared arrays (%d bytes) the kernel needs %d bytes, more than the %d bytes of static shared memory a CUDA kernel has. Fix: use smaller or fewer matrices, or smaller shared arrays",
+		return fmt.Errorf("the matrices its mma statements multiply take %d bytes of shared memory as the scalar path's tiles, and with its shared arrays (%d bytes) the kernel needs %d bytes, more than the %d bytes of static shared memory a CUDA kernel has. Fix: multiply smaller matrices, or use smaller shared arrays",
 			tiles, e.sharedBytes-tiles, e.sharedBytes, maxStaticShared)
 	}
 	var zero []ir.Stmt
 	for _, m := range e.prog.Matrices {
-		zero = append(zero, e.eachElement(m, store(tileName(m.Name), ir.Local(matElem), ir.Literal{Type: m.Type})))
+		zero = append(zero, e.eachElement(m, store(tileName(m.Name), e.slot(m), ir.Literal{Type: m.Type})))
 	}
 	return e.block(zero)
+}
+
+// slot is the index in m's array of element matElem: the element itself in a
+// shared tile, matElem / W in a private array.
+func (e *emitter) slot(m ir.MatrixDecl) ir.Expr {
+	if e.privateMatrix[m.Name] {
+		return ir.Div(ir.Local(matElem), ir.LitU32(e.invocations()))
+	}
+	return ir.Local(matElem)
 }
 
 // invocations is the workgroup's number of invocations.
@@ -137,7 +166,7 @@ func (e *emitter) scalarFill(s ir.MatrixFillStmt) ([]ir.Stmt, error) {
 	}
 	return []ir.Stmt{
 		ir.LetStmt{Name: matValue, Value: s.Value},
-		e.eachElement(m, store(tileName(m.Name), ir.Local(matElem), ir.Local(matValue))),
+		e.eachElement(m, store(tileName(m.Name), e.slot(m), ir.Local(matValue))),
 	}, nil
 }
 
@@ -175,7 +204,7 @@ func (e *emitter) scalarLoad(s ir.MatrixLoadStmt) ([]ir.Stmt, error) {
 	if err != nil {
 		return nil, err
 	}
-	inner = append(inner, store(tileName(m.Name), ir.Local(matElem), ir.Load(s.From, ir.Local(matIndex))))
+	inner = append(inner, store(tileName(m.Name), e.slot(m), ir.Load(s.From, ir.Local(matIndex))))
 	return append(outer, e.eachElement(m, inner...)), nil
 }
 
@@ -188,7 +217,7 @@ func (e *emitter) scalarStore(s ir.MatrixStoreStmt) ([]ir.Stmt, error) {
 	if err != nil {
 		return nil, err
 	}
-	inner = append(inner, store(s.To, ir.Local(matIndex), ir.Load(tileName(m.Name), ir.Local(matElem))))
+	inner = append(inner, store(s.To, ir.Local(matIndex), ir.Load(tileName(m.Name), e.slot(m))))
 	return append(outer, e.eachElement(m, inner...)), nil
 }
 
@@ -221,11 +250,11 @@ func (e *emitter) scalarMMA(s ir.MatrixMMAStmt) ([]ir.Stmt, error) {
 	product := ir.Mul(toF32(a.Type, ir.Load(tileName(a.Name), ir.Add(ir.Mul(ir.Local(matRow), ir.LitU32(a.Cols)), k))),
 		toF32(b.Type, ir.Load(tileName(b.Name), ir.Add(ir.Mul(k, ir.LitU32(b.Cols)), ir.Local(matCol)))))
 	body := append(rowCol(acc),
-		ir.VarStmt{Name: matSum, Type: ir.F32, Value: ir.Load(tileName(acc.Name), ir.Local(matElem))},
+		ir.VarStmt{Name: matSum, Type: ir.F32, Value: ir.Load(tileName(acc.Name), e.slot(acc))},
 		ir.ForStmt{Var: matK, Type: ir.U32, From: ir.LitU32(0), To: ir.LitU32(a.Cols), Step: ir.LitU32(1), Body: []ir.Stmt{
 			ir.AssignStmt{Name: matSum, Value: ir.Add(ir.Local(matSum), product)},
 		}},
-		store(tileName(acc.Name), ir.Local(matElem), ir.Local(matSum)),
+		store(tileName(acc.Name), e.slot(acc), ir.Local(matSum)),
 	)
 	return []ir.Stmt{e.eachElement(acc, body...)}, nil
 }
@@ -243,14 +272,14 @@ func (e *emitter) scalarConvert(s ir.MatrixConvertStmt) ([]ir.Stmt, error) {
 		return nil, fmt.Errorf("matrix_convert %s from %s: shapes %dx%d and %dx%d differ. Fix: run ir.Validate and correct the program",
 			s.Matrix, s.From, dst.Rows, dst.Cols, src.Rows, src.Cols)
 	}
-	var v ir.Expr = ir.Load(tileName(src.Name), ir.Local(matElem))
+	var v ir.Expr = ir.Load(tileName(src.Name), e.slot(src))
 	if src.Type != dst.Type {
 		v = toF32(src.Type, v)
 		if dst.Type != ir.F32 {
 			v = ir.Cast(dst.Type, v)
 		}
 	}
-	return []ir.Stmt{e.eachElement(dst, store(tileName(dst.Name), ir.Local(matElem), v))}, nil
+	return []ir.Stmt{e.eachElement(dst, store(tileName(dst.Name), e.slot(dst), v))}, nil
 }
 
 // store is a store statement.

@@ -519,19 +519,34 @@ func TestMatrixPathIsNamed(t *testing.T) {
 	}
 }
 
-// TestMatrixTilesBeyondStaticSharedAreRejected: tiles that, with the shared
-// arrays, exceed the 48 KiB of static shared memory make Emit fail with the
-// sizes and a Fix.
+// TestMatrixTilesBeyondStaticSharedAreRejected: shared tiles that, with the
+// shared arrays, exceed the 48 KiB of static shared memory make Emit fail with
+// the sizes and a Fix; matrices no mma multiplies are private and take none.
 func TestMatrixTilesBeyondStaticSharedAreRejected(t *testing.T) {
-	b := ir.NewBuilder("big", 256, 1, 1)
-	out := b.Buffer("out", ir.F32, ir.Write)
-	b.Shared("s", ir.U32, 1024)
-	b.Matrix("acc", ir.F32, 128, 64)
-	b.Matrix("a", ir.F16, 128, 64)
-	b.MatrixFill("acc", ir.LitF32(1))
-	b.MatrixStore("acc", out, ir.LitU32(0), ir.LitU32(64), ir.RowMajor)
-	_, err := emit12(b.Program(), Options{})
+	program := func(sharedWords uint32) *ir.Program {
+		b := ir.NewBuilder("big", 256, 1, 1)
+		out := b.Buffer("out", ir.F32, ir.Write)
+		b.Shared("s", ir.U32, sharedWords)
+		b.Matrix("acc", ir.F32, 16, 16)
+		b.Matrix("a", ir.F32, 16, 256)
+		b.Matrix("b", ir.F32, 256, 16)
+		b.Matrix("big", ir.F16, 128, 96)
+		b.MatrixFill("a", ir.LitF32(1))
+		b.MatrixFill("b", ir.LitF32(1))
+		b.MatrixMMA("acc", "a", "b")
+		b.MatrixStore("acc", out, ir.LitU32(0), ir.LitU32(16), ir.RowMajor)
+		b.MatrixFill("big", ir.LitF16(2))
+		return b.Program()
+	}
+	_, err := emit12(program(6144), Options{})
 	if err == nil || !strings.Contains(err.Error(), "49152") || !strings.Contains(err.Error(), "Fix:") {
-		t.Errorf("Emit = %v, want a rejection naming the 49152-byte limit with a Fix", err)
+		t.Errorf("tiles of 32 KiB and 24 KiB of shared arrays: Emit = %v, want a rejection naming the 49152-byte limit with a Fix", err)
+	}
+	m, err := emit12(program(4096), Options{})
+	if err != nil {
+		t.Fatalf("tiles of 32 KiB and 16 KiB of shared arrays: %v", err)
+	}
+	if m.SharedBytes != 48<<10 || !strings.Contains(m.Text, "matrix big: 128x96 f16, scalar path: private") {
+		t.Errorf("%d bytes of shared memory, want 49152 (the private matrix takes none)", m.SharedBytes)
 	}
 }

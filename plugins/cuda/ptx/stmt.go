@@ -177,14 +177,15 @@ func (e *emitter) target(name, what string) (array, error) {
 
 // inBounds returns a predicate that is index < count, or "" when that is known:
 // an enclosing if has established it for a buffer (see fold.go), or the index's
-// range lies below a shared array's fixed count (see docs/design.md, "Value
-// ranges and bounds-check elision").
+// range lies below a shared or local array's fixed count (see docs/design.md,
+// "Value ranges and bounds-check elision").
 func (e *emitter) inBounds(a array, index value) string {
-	if a.shared && index.rng.Below(a.fixed) || !a.shared && e.known(index.reg, a.count) {
+	fixed := a.shared || a.local
+	if fixed && index.rng.Below(a.fixed) || !fixed && e.known(index.reg, a.count) {
 		return ""
 	}
 	p := e.p()
-	if a.shared {
+	if fixed {
 		e.inst("setp.lt.u32 %s, %s, %d", p, index.reg, a.fixed)
 	} else {
 		e.inst("setp.lt.u32 %s, %s, %s", p, index.reg, a.count)
@@ -204,6 +205,9 @@ func (e *emitter) address(a array, index string) (addr, space string) {
 	off, addr := e.rd(), e.rd()
 	e.inst("mul.wide.u32 %s, %s, %d", off, index, size)
 	e.inst("add.s64 %s, %s, %s", addr, a.base, off)
+	if a.local {
+		return addr, "local"
+	}
 	return addr, "global"
 }
 
