@@ -328,6 +328,9 @@ func (g codecGen) block(depth int) []Stmt {
 }
 
 func (g codecGen) stmt(depth int) Stmt {
+	if g.v12 && g.r.IntN(4) == 0 {
+		return g.matrixStmt()
+	}
 	kind := g.r.IntN(12)
 	if depth <= 0 && (kind == 4 || kind == 5 || kind == 6) {
 		kind = 0
@@ -392,6 +395,11 @@ func (g codecGen) program() *Program {
 	for n := g.r.IntN(3); n > 0; n-- {
 		p.Shared = append(p.Shared, SharedDecl{Name: g.name(), Type: g.typ(), Count: g.r.Uint32()})
 	}
+	if g.v12 {
+		for n := g.r.IntN(3); n > 0; n-- {
+			p.Matrices = append(p.Matrices, MatrixDecl{Name: g.name(), Type: g.typ(), Rows: g.r.Uint32(), Cols: g.r.Uint32()})
+		}
+	}
 	p.Body = g.block(3)
 	return p
 }
@@ -414,10 +422,15 @@ func codecCorpus() map[string]*Program {
 		"every_op":     codecEveryOp(),
 		"kitchen_v11":  codecKitchenSinkV11(),
 		"every_op_v11": codecEveryOpV11(),
+		"kitchen_v12":  codecKitchenSinkV12(),
+		"every_op_v12": codecEveryOpV12(),
 		"empty":        {Name: "", WorkgroupSize: [3]uint32{1, 1, 1}},
 	}
 	for i, p := range codecRandomPrograms(300) {
 		m[fmt.Sprintf("random%03d", i)] = p
+	}
+	for i, p := range codecRandomProgramsV12(200) {
+		m[fmt.Sprintf("random_v12_%03d", i)] = p
 	}
 	return m
 }
@@ -1265,14 +1278,15 @@ func BenchmarkDigest(b *testing.B) {
 }
 
 func FuzzDecode(f *testing.F) {
-	for _, p := range []*Program{codecSaxpy(), codecKitchenSink(), codecEveryOp(), codecKitchenSinkV11(), codecEveryOpV11(), {Name: "e"}} {
+	for _, p := range []*Program{codecSaxpy(), codecKitchenSink(), codecEveryOp(), codecKitchenSinkV11(), codecEveryOpV11(),
+		codecKitchenSinkV12(), codecEveryOpV12(), {Name: "e"}} {
 		b, err := Encode(p)
 		if err != nil {
 			f.Fatal(err)
 		}
 		f.Add(b)
 	}
-	for _, p := range codecRandomPrograms(8) {
+	for _, p := range append(codecRandomPrograms(8), codecRandomProgramsV12(8)...) {
 		b, err := Encode(p)
 		if err != nil {
 			f.Fatal(err)

@@ -73,9 +73,9 @@ func (w *jwalker) half(t Type, v jvalue, what string) (uint32, error) {
 	return 0, w.typeErr(v, what, "a number or a string such as \"nan\"")
 }
 
-// halfJSON writes the t (F16 or BF16) bits b: finite values in the shortest decimal
-// form that reads back to the same bits (-0 stays -0), the others as "nan", "inf",
-// "-inf" or their bits ("0x7e01").
+// halfJSON writes the t (F16 or BF16) bits b: integers below 10^7 exactly, other
+// finite values in the shortest decimal form that reads back to the same bits (-0
+// stays -0), the others as "nan", "inf", "-inf" or their bits ("0x7e01").
 func halfJSON(t Type, b uint16) string {
 	x := value16(t, b)
 	switch {
@@ -87,6 +87,9 @@ func halfJSON(t Type, b uint16) string {
 		return `"` + jsonInf + `"`
 	case math.IsInf(x, -1):
 		return `"` + jsonNegInf + `"`
+	}
+	if x == math.Trunc(x) && math.Abs(x) < 1e7 {
+		return strconv.FormatFloat(x, 'f', -1, 64)
 	}
 	for prec := 1; prec < 17; prec++ {
 		s := strconv.FormatFloat(x, 'g', prec, 64)
