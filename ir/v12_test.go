@@ -455,7 +455,7 @@ func TestJSONHalfLiterals(t *testing.T) {
 		{F16, `"0x7e01"`, 0x7e01, `"0x7e01"`},
 		{BF16, "-2.0", 0xc000, "-2"},
 		{BF16, "3.14159", 0x4049, "3.14"},
-		{BF16, "1.00390625", 0x3f80, "1"},  // tie: to even (down)
+		{BF16, "1.00390625", 0x3f80, "1"},     // tie: to even (down)
 		{BF16, "1.01171875", 0x3f82, "1.016"}, // tie: to even (up)
 		{BF16, `"nan"`, 0x7fc0, `"nan"`},
 		{BF16, `"inf"`, 0x7f80, `"inf"`},
