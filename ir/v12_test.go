@@ -561,3 +561,23 @@ func TestMarshalJSONOmitsV12Fields(t *testing.T) {
 		t.Errorf("precision written when default, or not when tf32:\n%s", s)
 	}
 }
+
+// TestSpecAndLiteralStringsV12: 16-bit literals print their value, and the dtype
+// spec values of f16 and bf16 are distinct keys named by the type.
+func TestSpecAndLiteralStringsV12(t *testing.T) {
+	if got := LitF16(1.5).String(); got != "1.5" {
+		t.Errorf("LitF16(1.5).String() = %q", got)
+	}
+	if got := LitBF16(-2).String(); got != "-2" {
+		t.Errorf("LitBF16(-2).String() = %q", got)
+	}
+	if got := SpecDType(BF16).String(); got != "dtype bf16" {
+		t.Errorf("SpecDType(BF16).String() = %q", got)
+	}
+	var a, b SpecMap
+	a.Set("type", SpecDType(F16))
+	b.Set("type", SpecDType(BF16))
+	if a.CacheHash() == b.CacheHash() {
+		t.Error("f16 and bf16 dtype specs hash equal")
+	}
+}
