@@ -159,8 +159,16 @@ func (u *uniformity) stmt(s Stmt, path, ctx string) {
 				inner = fmt.Sprintf("the condition at %s.cond, which %s", path, why)
 			}
 		}
+		// A return in one branch does not reach the other: each starts with what
+		// came before, and the code after the if sees either.
+		before := u.diverged
 		u.walk(s.Then, path+".then", inner)
+		afterThen := u.diverged
+		u.diverged = before
 		u.walk(s.Else, path+".else", inner)
+		if u.diverged == "" {
+			u.diverged = afterThen
+		}
 	case WhileStmt:
 		inner := ctx
 		if inner == "" {

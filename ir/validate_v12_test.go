@@ -59,7 +59,8 @@ func TestValidateAcceptsV12Programs(t *testing.T) {
 	// Uniform control flow the analysis must not reject: a varying value that
 	// never reaches a matrix statement, a loop whose break is under a uniform
 	// condition, a local reassigned from uniform values, y-axis ids of a 1-high
-	// workgroup, and a varying return after the last matrix statement.
+	// workgroup, a varying return in one branch of a uniform if with a matrix
+	// statement in the other, and a varying return after the last matrix statement.
 	b := NewBuilder("kiln.test.uniform", 64, 1, 1)
 	b.Buffer("a", U32, ReadWrite)
 	b.Matrix("m", F32, 16, 16)
@@ -73,6 +74,11 @@ func TestValidateAcceptsV12Programs(t *testing.T) {
 	})
 	b.Uniform("n", U32)
 	b.MatrixStore("m", "mf", Local("off"), LitU32(16), RowMajor)
+	b.IfElse(Eq(Uniform("n"), LitU32(0)), func(then *Block) {
+		then.If(Lt(Local("lid"), LitU32(3)), func(inner *Block) { inner.Return() })
+	}, func(els *Block) {
+		els.MatrixFill("m", LitF32(1))
+	})
 	b.If(Lt(Local("lid"), LitU32(3)), func(then *Block) { then.Return() })
 	if _, err := b.Build(); err != nil {
 		t.Errorf("uniform program: %v", err)
