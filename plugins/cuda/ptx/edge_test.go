@@ -18,7 +18,7 @@ func TestEdgeTableOnInterpreter(t *testing.T) {
 			if err != nil {
 				t.Fatalf("oracle: %v", err)
 			}
-			got, err := dispatch12(c.Prog, c.Launch, c.Launch.Uniforms)
+			got, err := dispatchCase(c.Prog, c.Launch, c.Launch.Uniforms)
 			if err != nil {
 				t.Fatalf("interpreter: %v", err)
 			}

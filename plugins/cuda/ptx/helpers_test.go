@@ -87,7 +87,7 @@ func numbered(text string) string {
 // mustEmit emits p or fails the test.
 func mustEmit(t testing.TB, name string, p *ir.Program, opts Options) *Module {
 	t.Helper()
-	m, err := emit12(p, opts)
+	m, err := Emit(p, opts)
 	if err != nil {
 		t.Fatalf("%s: Emit: %v", name, err)
 	}

@@ -460,7 +460,7 @@ func TestMatrixStatementsOnInterpreter(t *testing.T) {
 			}
 			p := c.build()
 			for _, target := range []Target{{SM: 70}, {SM: 80}} {
-				got, err := dispatch12On(target, p, c.launch(), nil)
+				got, err := dispatchOn(target, p, c.launch(), nil)
 				if err != nil {
 					t.Fatalf("%s: %v", target, err)
 				}
@@ -510,7 +510,7 @@ func firstDiff(got, want []byte) string {
 // TestMatrixPathIsNamed: the module says which path each matrix took.
 func TestMatrixPathIsNamed(t *testing.T) {
 	c := matCases()[0]
-	m, err := emit12(c.build(), Options{})
+	m, err := Emit(c.build(), Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -538,11 +538,11 @@ func TestMatrixTilesBeyondStaticSharedAreRejected(t *testing.T) {
 		b.MatrixFill("big", ir.LitF16(2))
 		return b.Program()
 	}
-	_, err := emit12(program(6144), Options{})
+	_, err := Emit(program(6144), Options{})
 	if err == nil || !strings.Contains(err.Error(), "49152") || !strings.Contains(err.Error(), "Fix:") {
 		t.Errorf("tiles of 32 KiB and 24 KiB of shared arrays: Emit = %v, want a rejection naming the 49152-byte limit with a Fix", err)
 	}
-	m, err := emit12(program(4096), Options{})
+	m, err := Emit(program(4096), Options{})
 	if err != nil {
 		t.Fatalf("tiles of 32 KiB and 16 KiB of shared arrays: %v", err)
 	}

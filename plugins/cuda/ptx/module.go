@@ -116,11 +116,6 @@ func Emit(p *ir.Program, opts Options) (*Module, error) {
 	if err := ir.Validate(p); err != nil {
 		return nil, fmt.Errorf("ptx: program %q is not valid IR, so no kernel was emitted: %w", p.Name, err)
 	}
-	return emit(p, opts)
-}
-
-// emit is Emit for a program ir.Validate accepted.
-func emit(p *ir.Program, opts Options) (*Module, error) {
 	if opts.Target.SM == 0 {
 		opts.Target.SM = 70
 	}

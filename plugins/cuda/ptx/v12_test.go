@@ -11,30 +11,13 @@ import (
 	"github.com/kiln-dev/kiln/plugins/cuda/internal/edgetest"
 )
 
-// dispatch12 is dispatchCase for IR v1.2 programs. Until ir.Validate takes
-// every v1.2 program (the validation lands on its own branch), a program it
-// rejects is emitted past it, with emit, so the emitter's v1.2 code is pinned
-// already; once Validate accepts the program this is dispatchCase.
-func dispatch12(p *ir.Program, c kernels.Case, uniformBlock []byte) ([][]byte, error) {
-	return dispatch12On(Target{}, p, c, uniformBlock)
-}
-
-// dispatch12On is dispatch12 for a module emitted for target.
-func dispatch12On(target Target, p *ir.Program, c kernels.Case, uniformBlock []byte) ([][]byte, error) {
-	m, err := emit12(p, Options{Target: target, Spec: c.Spec, WorkgroupSize: c.WorkgroupSize, NonCoherentReads: true})
+// dispatchOn is dispatchCase for a module emitted for target.
+func dispatchOn(target Target, p *ir.Program, c kernels.Case, uniformBlock []byte) ([][]byte, error) {
+	m, err := Emit(p, Options{Target: target, Spec: c.Spec, WorkgroupSize: c.WorkgroupSize, NonCoherentReads: true})
 	if err != nil {
 		return nil, err
 	}
 	return runModule(m, p, c, uniformBlock)
-}
-
-// emit12 is Emit, but for an IR v1.2 program ir.Validate does not take yet,
-// which it emits past the validation (see dispatch12).
-func emit12(p *ir.Program, opts Options) (*Module, error) {
-	if ir.Validate(p) != nil && (p.Uses16BitTypes() || p.UsesMatrices()) {
-		return emit(p, opts)
-	}
-	return Emit(p, opts)
 }
 
 // TestSixteenBitMemory pins 2-byte elements: buffers of an odd element count,
@@ -64,7 +47,7 @@ func TestSixteenBitMemory(t *testing.T) {
 		inBits = append(inBits, uint32(half.NewFloat16(v)))
 	}
 	outBits := []uint32{0x1111, 0x2222, 0x3333, 0x4444, 0x5555, 0x6666, 0x7777, 0x0888, 0x0999}
-	got, err := dispatch12(p, kernels.Case{Grid: [3]uint32{1, 1, 1}, Inputs: [][]byte{encode(ir.F16, inBits), encode(ir.BF16, outBits), nil},
+	got, err := dispatchCase(p, kernels.Case{Grid: [3]uint32{1, 1, 1}, Inputs: [][]byte{encode(ir.F16, inBits), encode(ir.BF16, outBits), nil},
 		OutputCounts: []uint32{0, 0, 2}}, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -104,14 +87,14 @@ func TestBF16CastByTarget(t *testing.T) {
 			continue
 		}
 		for _, target := range []Target{{SM: 70}, {SM: 80}} {
-			m, err := emit12(c.Prog, Options{Target: target})
+			m, err := Emit(c.Prog, Options{Target: target})
 			if err != nil {
 				t.Fatal(err)
 			}
 			if has := strings.Contains(m.Text, "cvt.rn.bf16.f32"); has != (target.SM >= 80) {
 				t.Errorf("%s: cvt.rn.bf16.f32 in the module: %v", target, has)
 			}
-			got, err := dispatch12On(target, c.Prog, c.Launch, nil)
+			got, err := dispatchOn(target, c.Prog, c.Launch, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
