@@ -102,9 +102,9 @@ type namedProgram struct {
 }
 
 // allPrograms is every corpus kernel, every edge-table program (the IR v1.2
-// rows included), every program of the conformance kit's semantics tables that
-// the emitter takes (it rejects subgroup sizes beyond a warp, which the kit then
-// skips), the matrix scripts and the simplification tests' programs, each
+// rows, matrix scripts included), every program of the conformance kit's
+// semantics tables that the emitter takes (it rejects subgroup sizes beyond a
+// warp, which the kit then skips) and the simplification tests' programs, each
 // with the specialization and workgroup size of its launch.
 func allPrograms() []namedProgram {
 	var out []namedProgram
@@ -119,9 +119,6 @@ func allPrograms() []namedProgram {
 		if _, err := Emit(p.Program, opts); err == nil {
 			out = append(out, namedProgram{"kit." + p.Name, p.Program, opts})
 		}
-	}
-	for _, c := range matCases() {
-		out = append(out, namedProgram{"matrix." + c.name, c.build(), Options{}})
 	}
 	return append(out, optPrograms()...)
 }

@@ -47,7 +47,7 @@ func TestSixteenBitMemory(t *testing.T) {
 		inBits = append(inBits, uint32(half.NewFloat16(v)))
 	}
 	outBits := []uint32{0x1111, 0x2222, 0x3333, 0x4444, 0x5555, 0x6666, 0x7777, 0x0888, 0x0999}
-	got, err := dispatchCase(p, kernels.Case{Grid: [3]uint32{1, 1, 1}, Inputs: [][]byte{encode(ir.F16, inBits), encode(ir.BF16, outBits), nil},
+	got, err := dispatchCase(p, kernels.Case{Grid: [3]uint32{1, 1, 1}, Inputs: [][]byte{edgetest.Encode(ir.F16, inBits), edgetest.Encode(ir.BF16, outBits), nil},
 		OutputCounts: []uint32{0, 0, 2}}, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -71,10 +71,10 @@ func TestSixteenBitMemory(t *testing.T) {
 			want[i+2] = uint32(half.NewBFloat16(s))
 		}
 	}
-	if !bytes.Equal(got[0], encode(ir.BF16, want)) {
-		t.Errorf("out = % x, want % x", got[0], encode(ir.BF16, want))
+	if !bytes.Equal(got[0], edgetest.Encode(ir.BF16, want)) {
+		t.Errorf("out = % x, want % x", got[0], edgetest.Encode(ir.BF16, want))
 	}
-	if !bytes.Equal(got[1], encode(ir.U32, []uint32{7, 9})) {
+	if !bytes.Equal(got[1], edgetest.Encode(ir.U32, []uint32{7, 9})) {
 		t.Errorf("len = % x, want 7 and 9", got[1])
 	}
 }

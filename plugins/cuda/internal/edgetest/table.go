@@ -128,10 +128,10 @@ func pairs(xs []uint32) [][]uint32 {
 	return [][]uint32{a, b}
 }
 
-// Table returns the whole edge table: ValueCases, SubgroupCases and
-// HalfCases.
+// Table returns the whole edge table: ValueCases, SubgroupCases, HalfCases and
+// MatrixCases.
 func Table() []Case {
-	return append(append(ValueCases(), SubgroupCases()...), HalfCases()...)
+	return append(append(append(ValueCases(), SubgroupCases()...), HalfCases()...), MatrixCases()...)
 }
 
 // ValueCases applies every unary and binary operator to every type it accepts
