@@ -144,7 +144,7 @@ func TestModuleInterface(t *testing.T) {
 			}
 			var shared uint32
 			for _, s := range p.Shared {
-				shared += sharedBytes(s.Type, s.Count)
+				shared += arrayBytes(s.Type, s.Count)
 			}
 			// The scalar matrix path keeps the matrices an mma multiplies in
 			// shared tiles, the others private.
@@ -157,7 +157,7 @@ func TestModuleInterface(t *testing.T) {
 			})
 			for _, mat := range p.Matrices {
 				if operands[mat.Name] {
-					shared += sharedBytes(mat.Type, mat.Rows*mat.Cols)
+					shared += arrayBytes(mat.Type, mat.Rows*mat.Cols)
 				}
 			}
 			if m.SharedBytes != shared {

@@ -81,9 +81,8 @@ type emitter struct {
 	pre, body   []string
 	shared      []string
 	sharedBytes uint32
-	// locals declares the per-invocation local arrays; localBytes is their size.
-	locals     []string
-	localBytes uint32
+	// locals declares the per-invocation local arrays.
+	locals []string
 
 	nr, np, nd, nh, nl int
 	consts             map[ir.Literal]string
@@ -243,7 +242,7 @@ func (e *emitter) emitKernel() error {
 // of type t (4 bytes each, 2 for f16 and bf16, rounded up to whole words) and
 // makes it the array name.
 func (e *emitter) declareShared(name, sym string, t ir.Type, count uint32, comment string) {
-	bytes := sharedBytes(t, count)
+	bytes := arrayBytes(t, count)
 	e.shared = append(e.shared, fmt.Sprintf("\t.shared .align 4 .b8 %s[%d]; // %s", sym, bytes, comment))
 	e.sharedBytes += bytes
 	base := e.r()
@@ -254,16 +253,15 @@ func (e *emitter) declareShared(name, sym string, t ir.Type, count uint32, comme
 // declareLocal declares a .local variable sym, an array of count elements of
 // type t in every invocation, and makes it the array name.
 func (e *emitter) declareLocal(name, sym string, t ir.Type, count uint32, comment string) {
-	bytes := sharedBytes(t, count)
+	bytes := arrayBytes(t, count)
 	e.locals = append(e.locals, fmt.Sprintf("\t.local .align 4 .b8 %s[%d]; // %s", sym, bytes, comment))
-	e.localBytes += bytes
 	base := e.rd()
 	e.preInst("mov.u64 %s, %s", base, sym)
 	e.arrays[name] = array{elem: t, local: true, base: base, fixed: count}
 }
 
-// sharedBytes is the size of the .shared variable of count elements of t.
-func sharedBytes(t ir.Type, count uint32) uint32 { return (t.Size()*count + 3) &^ 3 }
+// arrayBytes is the size of a .shared or .local variable of count elements of t.
+func arrayBytes(t ir.Type, count uint32) uint32 { return (t.Size()*count + 3) &^ 3 }
 
 // assemble lays the module out: header, the kernel's signature, register and
 // shared declarations, preamble, body.

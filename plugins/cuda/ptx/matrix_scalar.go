@@ -86,7 +86,7 @@ func (e *emitter) declareScalarMatrices() error {
 		if operands[m.Name] {
 			e.declareShared(tileName(m.Name), sym, m.Type, n,
 				fmt.Sprintf("matrix %s: %dx%d %s, scalar path: a shared tile, element e computed by invocation e mod %d", m.Name, m.Rows, m.Cols, m.Type, w))
-			tiles += sharedBytes(m.Type, n)
+			tiles += arrayBytes(m.Type, n)
 			continue
 		}
 		e.privateMatrix[m.Name] = true
