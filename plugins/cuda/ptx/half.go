@@ -12,7 +12,8 @@ import (
 // f32. It is loaded and stored as 16 bits (ld.u16 zero-extends into the
 // register, st.b16 writes its low half). The f16 instructions, which take
 // 16-bit registers, run on a .b16 copy (%h, cvt.u16.u32) whose result is
-// zero-extended back (cvt.u32.u16): plain register moves (whether ptxas folds them is unmeasured).
+// zero-extended back (cvt.u32.u16): plain register moves (whether ptxas folds
+// them away is not measured).
 //
 //   - f16 add, sub, mul and fma are add.rn.f16, sub.rn.f16, mul.rn.f16 and
 //     fma.rn.f16: correctly rounded, never contracted.
