@@ -85,7 +85,7 @@ type worker struct {
 	mats       [][]uint32
 	written    []bool
 	mulA, mulB []float32
-	halted bool
+	halted     bool
 }
 
 func registers(n, lanes int) [][]uint32 {
