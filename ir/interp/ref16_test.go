@@ -69,7 +69,6 @@ var (
 
 func (f refFormat) bias() int       { return 1<<(f.expBits-1) - 1 }
 func (f refFormat) infBits() uint16 { return uint16(1<<f.expBits-1) << f.fracBits }
-func (f refFormat) maxFinite() int  { return int(f.infBits()) - 1 }
 func (f refFormat) isNaN(b uint16) bool {
 	return b&0x7FFF > f.infBits()
 }
