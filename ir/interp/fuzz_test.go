@@ -627,8 +627,10 @@ func FuzzDecodedPrograms(f *testing.F) {
 		for j := range seed {
 			seed[j] = byte(i*37 + j*11)
 		}
-		seeds = append(seeds, genProgram(seed))
+		seeds = append(seeds, genProgram(seed), genProgram12(seed))
 	}
+	seeds = append(seeds, mmaProgram(ir.BF16, 16, 32, 16, false), mmaProgram(ir.F32, 16, 16, 16, true),
+		matrixSharedProgram(true), memory16Program())
 	for i, p := range seeds {
 		data, err := ir.Encode(p)
 		if err != nil {

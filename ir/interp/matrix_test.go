@@ -516,6 +516,13 @@ func strictErr(t *testing.T, p *ir.Program, l Launch) *StrictError {
 		l.Grid = [3]uint32{1, 1, 1}
 	}
 	_, err := v12Run(p, Options{Strict: true}, l)
+	return asStrictErr(t, err)
+}
+
+// asStrictErr returns err as a *StrictError, failing the test if it is not one
+// or lacks a Fix.
+func asStrictErr(t *testing.T, err error) *StrictError {
+	t.Helper()
 	var se *StrictError
 	if !errors.As(err, &se) {
 		t.Fatalf("want a *StrictError, got %v", err)
@@ -612,7 +619,8 @@ func TestMatrixStrictRaces(t *testing.T) {
 }
 
 // TestMatrixPartialWorkgroup: a matrix statement reached by part of the workgroup
-// is an error in and out of strict mode, as a divergent barrier is.
+// is an error in and out of strict mode, as a divergent barrier is. Validate
+// rejects these programs statically; the run-time check stands behind it.
 func TestMatrixPartialWorkgroup(t *testing.T) {
 	for _, stmt := range []string{"matrix_fill", "matrix_store", "matrix_mma"} {
 		b := ir.NewBuilder("test.mpartial", 16, 1, 1)
@@ -635,7 +643,7 @@ func TestMatrixPartialWorkgroup(t *testing.T) {
 			}
 		})
 		for _, strict := range []bool{false, true} {
-			_, err := v12Run(b.Program(), Options{Strict: strict}, Launch{Grid: [3]uint32{1, 1, 1}, OutputCounts: []uint32{256}})
+			_, err := dynamicRun(t, b.Program(), Options{Strict: strict}, Launch{Grid: [3]uint32{1, 1, 1}, OutputCounts: []uint32{256}})
 			if err == nil || !strings.Contains(err.Error(), stmt+" at body[4].then[0] reached by only 3 of 16 invocations") ||
 				!strings.Contains(err.Error(), "local id (3,0,0)") || !strings.Contains(err.Error(), "Fix: ") {
 				t.Errorf("%s, strict %v: %v", stmt, strict, err)
@@ -647,22 +655,22 @@ func TestMatrixPartialWorkgroup(t *testing.T) {
 	C := b.Matrix("C", ir.F32, 16, 16)
 	b.If(ir.Eq(lid, u32(5)), func(k *ir.Block) { k.Return() })
 	b.MatrixFill(C, ir.LitF32(0))
-	k, err := compile(b.Program(), Options{}) // Validate rejects this statically
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := runKernel(k, Launch{Grid: [3]uint32{1, 1, 1}}); err == nil || !strings.Contains(err.Error(), "matrix_fill at body[1] reached by only 7 of 8") {
+	if _, err := dynamicRun(t, b.Program(), Options{}, Launch{Grid: [3]uint32{1, 1, 1}}); err == nil ||
+		!strings.Contains(err.Error(), "matrix_fill at body[1] reached by only 7 of 8") {
 		t.Errorf("after a return: %v", err)
 	}
 	// A branch no invocation takes skips its matrix statements.
 	b = ir.NewBuilder("test.mnone", 8, 1, 1)
 	C = b.Matrix("C", ir.F32, 16, 16)
 	b.If(ir.Gt(lid, u32(100)), func(k *ir.Block) { k.MatrixFill(C, ir.LitF32(0)) })
-	mustRun12(t, b.Program(), Options{Strict: true}, Launch{Grid: [3]uint32{1, 1, 1}})
+	if _, err := dynamicRun(t, b.Program(), Options{Strict: true}, Launch{Grid: [3]uint32{1, 1, 1}}); err != nil {
+		t.Errorf("a matrix statement no invocation reaches: %v", err)
+	}
 }
 
 // TestMatrixNonUniformOperands: strict mode reports invocations that disagree on
-// an operand; outside it, the invocation with local id (0,0,0) decides.
+// an operand; outside it, the invocation with local id (0,0,0) decides. Validate
+// rejects these programs statically; the run-time check stands behind it.
 func TestMatrixNonUniformOperands(t *testing.T) {
 	build := func(operand string) *ir.Program {
 		b := ir.NewBuilder("test.mnonuniform", 8, 1, 1)
@@ -696,7 +704,8 @@ func TestMatrixNonUniformOperands(t *testing.T) {
 	l := Launch{Grid: [3]uint32{1, 1, 1}, Inputs: [][]byte{f32Bytes(in...)}, OutputCounts: []uint32{0, 256}}
 	for _, op := range []string{"offset", "stride", "bound rows", "value"} {
 		p := build(op)
-		se := strictErr(t, p, l)
+		_, err := dynamicRun(t, p, Options{Strict: true}, l)
+		se := asStrictErr(t, err)
 		want := map[string][2]uint32{"offset": {16, 0}, "stride": {32, 16}, "bound rows": {0, 16},
 			"value": {math.Float32bits(16), 0}}[op]
 		if se.Hazard != NonUniformOperand || se.Operand != op || se.Invocation != [3]uint32{3, 0, 0} ||
@@ -704,7 +713,10 @@ func TestMatrixNonUniformOperands(t *testing.T) {
 			t.Errorf("%s: %+v", op, se)
 		}
 		// Non-strict: lane 0's values, so the plain tile (or zeros for the fill).
-		outs := mustRun12(t, p, Options{}, l)
+		outs, err := dynamicRun(t, p, Options{}, l)
+		if err != nil {
+			t.Fatal(err)
+		}
 		got := bytesU32(outs[0])
 		for i := range 256 {
 			w := float32(i)

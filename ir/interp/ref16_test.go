@@ -15,15 +15,31 @@ import (
 // ir/half: values decoded from the bit fields by hand, and rounding by searching
 // the sorted finite values of the format for the nearest one with math/big.
 
-// v12Compile compiles an IR v1.2 program. ir.Validate does not know IR v1.2 yet
-// (it is being written on its own branch), so this skips it for now.
-func v12Compile(p *ir.Program, opts Options) (*Kernel, error) { return compile(p, opts) }
+// v12Compile compiles an IR v1.2 program through Compile, which validates it.
+func v12Compile(p *ir.Program, opts Options) (*Kernel, error) { return Compile(p, opts) }
 
 // v12Run compiles p with v12Compile and runs it under a generous deadline.
 func v12Run(p *ir.Program, opts Options, l Launch) ([][]byte, error) {
 	k, err := v12Compile(p, opts)
 	if err != nil {
 		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	return k.Run(ctx, l)
+}
+
+// dynamicRun runs a program that ir.Validate rejects (the test checks that it
+// does) with the interpreter's own compiler, to reach the run-time checks that
+// stand behind validation.
+func dynamicRun(t testing.TB, p *ir.Program, opts Options, l Launch) ([][]byte, error) {
+	t.Helper()
+	if err := ir.Validate(p); err == nil {
+		t.Fatalf("ir.Validate accepts %s; the test means a program it rejects", p.Name)
+	}
+	k, err := compile(p, opts)
+	if err != nil {
+		t.Fatalf("compile %s: %v", p.Name, err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()

@@ -253,15 +253,22 @@ func TestCast16ToF32(t *testing.T) {
 }
 
 func TestCasts16Rejected(t *testing.T) {
+	// Validate rejects these, and so does the interpreter's own compiler.
 	for _, c := range []struct{ from, to ir.Type }{
 		{ir.F16, ir.BF16}, {ir.BF16, ir.F16}, {ir.U32, ir.F16}, {ir.F16, ir.I32}, {ir.Bool, ir.BF16}, {ir.BF16, ir.U32},
 	} {
 		b := ir.NewBuilder("test.cast.bad", 1, 1, 1)
-		x := b.Buffer("x", c.from, ir.Read)
-		out := b.Buffer("out", c.to, ir.Write)
-		b.Store(out, u32(0), ir.Cast(c.to, ir.Load(x, u32(0))))
-		if _, err := v12Compile(b.Program(), Options{}); err == nil || !strings.Contains(err.Error(), "cast from") {
-			t.Errorf("cast %s -> %s: err %v, want a rejected cast", c.from, c.to, err)
+		x := b.Var("x", c.from, ir.Cast(c.from, ir.LitU32(0)))
+		if c.from.Is16Bit() {
+			x = b.Var("x", c.from, ir.Literal{Type: c.from})
+		}
+		b.Var("y", c.to, ir.Cast(c.to, x))
+		p := b.Program()
+		if _, err := v12Compile(p, Options{}); err == nil {
+			t.Errorf("cast %s -> %s compiled", c.from, c.to)
+		}
+		if _, err := compile(p, Options{}); err == nil || !strings.Contains(err.Error(), "cast from") {
+			t.Errorf("cast %s -> %s: err %v, want the interpreter's rejected cast", c.from, c.to, err)
 		}
 	}
 	for _, op := range []ir.BinaryOp{ir.OpAdd, ir.OpEq, ir.OpMin} {
@@ -272,12 +279,18 @@ func TestCasts16Rejected(t *testing.T) {
 		if _, err := v12Compile(b.Program(), Options{}); err == nil {
 			t.Errorf("bf16 %s compiled", op)
 		}
+		if _, err := compile(b.Program(), Options{}); err == nil {
+			t.Errorf("bf16 %s compiled without validation", op)
+		}
 	}
 	b := ir.NewBuilder("test.f16.exp", 1, 1, 1)
 	out := b.Buffer("out", ir.F16, ir.Write)
 	b.Store(out, u32(0), ir.Exp(ir.LitF16(1)))
 	if _, err := v12Compile(b.Program(), Options{}); err == nil {
 		t.Error("f16 exp compiled")
+	}
+	if _, err := compile(b.Program(), Options{}); err == nil {
+		t.Error("f16 exp compiled without validation")
 	}
 }
 
