@@ -292,6 +292,27 @@ func TestCasts16Rejected(t *testing.T) {
 	if _, err := compile(b.Program(), Options{}); err == nil {
 		t.Error("f16 exp compiled without validation")
 	}
+	// No 16-bit subgroup operations, bitcasts or atomics.
+	for name, e := range map[string]ir.Expr{
+		"subgroup_shuffle": ir.SubgroupExpr{Op: ir.SubgroupOpShuffle, X: ir.LitF16(1), Lane: u32(0)},
+		"subgroup_add":     ir.SubgroupExpr{Op: ir.SubgroupOpAdd, X: ir.LitF16(1)},
+		"bitcast":          ir.Bitcast(ir.F16, u32(1)),
+	} {
+		b := ir.NewBuilder("test.f16.rejected", 32, 1, 1)
+		b.Var("x", ir.F16, e)
+		if _, err := v12Compile(b.Program(), Options{}); err == nil {
+			t.Errorf("f16 %s compiled", name)
+		}
+		if _, err := compile(b.Program(), Options{}); err == nil {
+			t.Errorf("f16 %s compiled without validation", name)
+		}
+	}
+	b = ir.NewBuilder("test.f16.atomic", 1, 1, 1)
+	s := b.Shared("s", ir.F16, 2)
+	b.Atomic(ir.AtomicExchange, s, u32(0), ir.LitF16(1))
+	if _, err := compile(b.Program(), Options{}); err == nil {
+		t.Error("an f16 atomic compiled without validation")
+	}
 }
 
 // TestLiterals16 stores literals and 16-bit values through let, var, assign and
