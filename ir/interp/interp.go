@@ -28,9 +28,11 @@ type Options struct {
 	// Strict turns on strict mode: a run that races on shared memory — a lane
 	// reading or writing a word another lane wrote, read or updated atomically since
 	// the last barrier, two lanes writing one word — or that reads shared memory no
-	// lane of the workgroup wrote, or indexes a shared array out of bounds, stops
-	// with a *StrictError instead of returning outputs. See docs/design.md, "The
-	// oracle and strict mode".
+	// lane of the workgroup wrote, or indexes a shared array out of bounds — or
+	// whose matrix statements (IR v1.2) get operands that differ between
+	// invocations, read a matrix the workgroup has not written, or race with the
+	// invocations' own shared accesses — stops with a *StrictError instead of
+	// returning outputs. See docs/design.md, "The oracle and strict mode".
 	Strict bool
 }
 
