@@ -9,7 +9,7 @@
 // every f16 operator and 16-bit cast; MatrixCases: scripts of matrix statements
 // on the scalar matrix path) carry the outputs they must give (Case.Want),
 // computed with ir/half and a Go model of the matrix semantics, which the tests
-// also check against the oracle where it runs them.
+// also check against the oracle.
 //
 // The rules are CUDA's, tighter than the cross-backend bounds of docs/design.md, "Conformance kit", because the
 // PTX the backend emits is IEEE-exact where the ISA allows it: every result must
