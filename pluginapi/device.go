@@ -18,6 +18,7 @@ type device struct {
 	artifacts Artifacts
 	health    HealthChecker
 	segments  Segments
+	peer      PeerCopier
 
 	mu    sync.Mutex
 	table bufferTable
@@ -30,6 +31,7 @@ func newDevice(impl Backend) *device {
 	d.artifacts, _ = impl.(Artifacts)
 	d.health, _ = impl.(HealthChecker)
 	d.segments, _ = impl.(Segments)
+	d.peer, _ = impl.(PeerCopier)
 	return d
 }
 
@@ -39,6 +41,7 @@ func (d *device) caps() Capabilities {
 		Submit:    d.buffers != nil && d.submitter != nil,
 		Artifacts: d.artifacts != nil,
 		Health:    d.health != nil,
+		PeerCopy:  d.buffers != nil && d.peer != nil,
 	}
 }
 
@@ -47,6 +50,7 @@ var (
 	errNoSubmit    = &UnimplementedError{Interface: "pluginapi.Submitter"}
 	errNoArtifacts = &UnimplementedError{Interface: "pluginapi.Artifacts"}
 	errNoHealth    = &UnimplementedError{Interface: "pluginapi.HealthChecker"}
+	errNoPeerCopy  = &UnimplementedError{Interface: "pluginapi.PeerCopier"}
 )
 
 // alloc checks the request, asks the backend and records the buffer.
@@ -127,6 +131,21 @@ func (d *device) read(ctx context.Context, buffer, offset uint64, dst []byte) er
 		return err
 	}
 	return d.buffers.ReadBuffer(ctx, buffer, offset, dst)
+}
+
+// copyPeer checks both ranges against the table (equal sizes, no overlap
+// within one buffer) and runs the backend's PeerCopy.
+func (d *device) copyPeer(ctx context.Context, dst, src BufferRange) error {
+	if d.buffers == nil || d.peer == nil {
+		return errNoPeerCopy
+	}
+	d.mu.Lock()
+	err := d.table.checkCopy("peer copy", dst, src)
+	d.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	return d.peer.PeerCopy(ctx, dst, src)
 }
 
 // submit checks every command's ranges and runs the batch.
