@@ -3,6 +3,7 @@ package host
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"math/rand/v2"
 	"strings"
@@ -15,10 +16,7 @@ func pattern(n int, seed uint64) []byte {
 	r := rand.New(rand.NewPCG(seed, 7))
 	b := make([]byte, n)
 	for i := 0; i+8 <= n; i += 8 {
-		v := r.Uint64()
-		for k := range 8 {
-			b[i+k] = byte(v >> (8 * k))
-		}
+		binary.LittleEndian.PutUint64(b[i:], r.Uint64())
 	}
 	for i := n &^ 7; i < n; i++ {
 		b[i] = byte(r.Uint32())
