@@ -23,6 +23,12 @@ func (p *peerBackend) PeerCopy(_ context.Context, dst, src BufferRange) error {
 	return nil
 }
 
+func (p *peerBackend) copyCount() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.copies)
+}
+
 // A copy frame reaches the backend's PeerCopy on the data plane; over gRPC,
 // and for a backend without PeerCopier, the host's side says unimplemented
 // (the host then copies through its memory).
@@ -66,8 +72,8 @@ func TestPeerCopyOnThePlane(t *testing.T) {
 		if !bytes.Equal(got, want) {
 			t.Fatalf("destination %q, want %q", got, want)
 		}
-		if len(pb.copies) != 1 {
-			t.Fatalf("the backend got %d copies, want 1", len(pb.copies))
+		if n := pb.copyCount(); n != 1 {
+			t.Fatalf("the backend got %d copies, want 1", n)
 		}
 	})
 	plain := serveV2(t, newMemBackend())
@@ -110,8 +116,8 @@ func TestPeerCopyRangesCheckedInThePlugin(t *testing.T) {
 			t.Errorf("%s: %v, want a RejectedError", tc.name, err)
 		}
 	}
-	if len(pb.copies) != 0 {
-		t.Fatalf("the backend got %d refused copies", len(pb.copies))
+	if n := pb.copyCount(); n != 0 {
+		t.Fatalf("the backend got %d refused copies", n)
 	}
 	if err := d.copyPeer(ctx, BufferRange{Buffer: bufs[0], Offset: 16, Size: 16}, BufferRange{Buffer: bufs[0], Size: 16}); err != nil {
 		t.Fatalf("a copy between disjoint ranges of one buffer: %v", err)
