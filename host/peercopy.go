@@ -148,7 +148,7 @@ func copyThroughHost(ctx context.Context, dst *Buffer, dstProc *process, dstOffs
 	if n > chunk {
 		bufs[1] = make([]byte, chunk)
 	}
-	ctx, cancel := context.WithCancel(ctx)
+	rctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	free := make(chan int, 2)
 	free <- 0
@@ -161,16 +161,16 @@ func copyThroughHost(ctx context.Context, dst *Buffer, dstProc *process, dstOffs
 			var i int
 			select {
 			case i = <-free:
-			case <-ctx.Done():
+			case <-rctx.Done():
 				return
 			}
-			if err := src.move(ctx, srcProc, "read", srcOffset+at, bufs[i][:min(chunk, n-at)]); err != nil {
+			if err := src.move(rctx, srcProc, "read", srcOffset+at, bufs[i][:min(chunk, n-at)]); err != nil {
 				readErr = err
 				return
 			}
 			select {
 			case full <- i:
-			case <-ctx.Done():
+			case <-rctx.Done():
 				return
 			}
 		}
@@ -179,10 +179,11 @@ func copyThroughHost(ctx context.Context, dst *Buffer, dstProc *process, dstOffs
 		i, ok := <-full
 		if !ok {
 			// The reader stopped early; readErr is set before full closed.
+			// Without one, the caller's context ended between two chunks.
 			if readErr != nil {
 				return readErr
 			}
-			return ctx.Err()
+			return waitError(ctx, src.backend.Name(), "a copy into "+dst.Name())
 		}
 		if err := dst.move(ctx, dstProc, "write", dstOffset+at, bufs[i][:min(chunk, n-at)]); err != nil {
 			cancel()

@@ -263,3 +263,23 @@ func BenchmarkCopyBuffer(b *testing.B) {
 		})
 	}
 }
+
+// A copy whose deadline has passed is a TimeoutError, and both buffers stay
+// usable.
+func TestCopyBufferDeadline(t *testing.T) {
+	h := openHost(t, "cpuref", "fx-resident")
+	cpu, res := acquire(t, h, "cpu-ref"), acquire(t, h, "fx-resident")
+	data := pattern(4<<20, 10)
+	src, dst := filled(t, cpu, data, 0), alloc(t, res, 4<<20, 0)
+	ctx, cancel := context.WithTimeout(context.Background(), -1)
+	defer cancel()
+	err := CopyBuffer(ctx, dst, 0, src, 0, 4<<20)
+	var timeout *TimeoutError
+	if !errors.As(err, &timeout) || !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("copy past its deadline: %v (%T), want a TimeoutError matching context.DeadlineExceeded", err, err)
+	}
+	if err := CopyBuffer(context.Background(), dst, 0, src, 0, 4<<20); err != nil {
+		t.Fatalf("copy after a timed-out one: %v", err)
+	}
+	checkCopied(t, dst, make([]byte, 4<<20), 0, data)
+}
