@@ -83,6 +83,9 @@
 //     copy from and to it directly; [AllocRequest.SharedSegment] and
 //     [AllocRequest.SharedOffset] place a mapped buffer in its segment, and
 //     [ViewOffset] places any other view the SDK hands over.
+//   - [PeerCopier]: copies between two of the backend's buffers, on one adapter
+//     or across two (CUDA peer access), without the bytes leaving the plugin;
+//     without it the host's CopyBuffer moves them through the host.
 //
 // [CapabilitiesOf] reports which ones a backend implements.
 //
