@@ -283,3 +283,62 @@ func TestCopyBufferDeadline(t *testing.T) {
 	}
 	checkCopied(t, dst, make([]byte, 4<<20), 0, data)
 }
+
+// A batch's copy may reach a buffer of another adapter of a plugin with
+// PeerCopier: it runs in order with the batch's other commands (a fill before
+// it, a copy on the adapter after it) and moves no bytes across the boundary.
+// Without PeerCopier the batch is refused before it is sent.
+func TestBatchCopyBetweenAdapters(t *testing.T) {
+	ctx := context.Background()
+	h := openHost(t, "fx-peers")
+	b0, b1 := acquire(t, h, "fx-peers:0"), acquire(t, h, "fx-peers:1")
+	data := pattern(4096, 11)
+	other := filled(t, b0, data, 0)
+	dst, next := alloc(t, b1, 4096, 0), alloc(t, b1, 4096, 0)
+	var bt Batch
+	bt.Fill(Binding{Buffer: dst, Size: 4096}, 0x01010101)
+	bt.Copy(Binding{Buffer: dst, Offset: 100, Size: 1000}, Binding{Buffer: other, Offset: 7, Size: 1000})
+	bt.Copy(Bind(next), Bind(dst))
+	before := trafficOf(b1)
+	if _, err := b1.Submit(ctx, &bt); err != nil {
+		t.Fatal(err)
+	}
+	if moved := trafficOf(b1) - before; moved != 0 {
+		t.Errorf("the batch moved %d bytes across the boundary, want 0", moved)
+	}
+	want := bytes.Repeat([]byte{1}, 4096)
+	copy(want[100:], data[7:1007])
+	checkCopied(t, next, want, 0, nil)
+	checkCopied(t, dst, want, 0, nil)
+
+	res := openHost(t, "fx-resident", "cpuref")
+	r0, c0 := acquire(t, res, "fx-resident"), acquire(t, res, "cpu-ref")
+	a, c := alloc(t, r0, 64, 0), alloc(t, c0, 64, 0)
+	var across Batch
+	across.Copy(Bind(a), Bind(c))
+	var be *BufferError
+	if _, err := r0.Submit(ctx, &across); !errors.As(err, &be) || !strings.Contains(err.Error(), "host.CopyBuffer") {
+		t.Fatalf("a batch copy from another plugin: %v, want a BufferError pointing to host.CopyBuffer", err)
+	}
+}
+
+// A backend that cannot copy between a pair of adapters (its PeerCopy answers
+// unimplemented) fails a batch copy between them with an UnsupportedError and
+// writes nothing; host.CopyBuffer is the way then.
+func TestBatchCopyBetweenAdaptersNeedsPeerCopier(t *testing.T) {
+	t.Setenv("KILN_FIXTURE_NO_PEER", "1")
+	ctx := context.Background()
+	h := openHost(t, "fx-peers")
+	b0, b1 := acquire(t, h, "fx-peers:0"), acquire(t, h, "fx-peers:1")
+	src, dst := filled(t, b0, pattern(64, 12), 0), alloc(t, b1, 64, 0)
+	var bt Batch
+	bt.Copy(Bind(dst), Bind(src))
+	_, err := b1.Submit(ctx, &bt)
+	var unsupported *UnsupportedError
+	if !errors.As(err, &unsupported) {
+		t.Fatalf("a batch copy between adapters whose PeerCopy is unimplemented: %v (%T), want an UnsupportedError", err, err)
+	}
+	if got := readAll(t, dst); !bytes.Equal(got, make([]byte, 64)) {
+		t.Error("the refused copy wrote into the destination")
+	}
+}

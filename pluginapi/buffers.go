@@ -131,7 +131,10 @@ func (DispatchCommand) command() {}
 func (CopyCommand) command()     {}
 func (FillCommand) command()     {}
 
-// SubmitRequest is an ordered batch of commands on one adapter.
+// SubmitRequest is an ordered batch of commands on one adapter. A copy whose
+// source or destination lives on another adapter is run by the SDK through
+// [PeerCopier], between the backend's Submit calls for the commands around it,
+// so Submitter.Submit never gets one.
 type SubmitRequest struct {
 	Adapter  int
 	Commands []SubmitCommand

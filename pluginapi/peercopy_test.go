@@ -123,3 +123,53 @@ func TestPeerCopyRangesCheckedInThePlugin(t *testing.T) {
 		t.Fatalf("a copy between disjoint ranges of one buffer: %v", err)
 	}
 }
+
+// A batch with a copy between adapters runs in order: the commands before it
+// as one Submit, the copy through PeerCopy, the rest as another Submit; a
+// backend without PeerCopier gets a RejectedError and no command runs.
+func TestSubmitCopyAcrossAdapters(t *testing.T) {
+	ctx := context.Background()
+	for _, peer := range []bool{true, false} {
+		mb := newMemBackend()
+		var impl Backend = mb
+		pb := &peerBackend{memBackend: mb}
+		if peer {
+			impl = pb
+		}
+		d := newDevice(impl)
+		var bufs [3]uint64
+		for i, adapter := range []int{0, 1, 1} {
+			r, err := d.alloc(ctx, &AllocRequest{Adapter: adapter, Size: 16})
+			if err != nil {
+				t.Fatal(err)
+			}
+			bufs[i] = r.Buffer
+		}
+		whole := func(b uint64) BufferRange { return BufferRange{Buffer: b, Size: 16} }
+		_, err := d.submit(ctx, &SubmitRequest{Adapter: 1, Commands: []SubmitCommand{
+			FillCommand{Dst: whole(bufs[0]), Value: 7}, // adapter 0's buffer, filled by adapter 1's batch: not a copy, left to the backend
+			CopyCommand{Src: whole(bufs[0]), Dst: whole(bufs[1])},
+			CopyCommand{Src: whole(bufs[1]), Dst: whole(bufs[2])},
+		}})
+		if !peer {
+			var rej *RejectedError
+			if !errors.As(err, &rej) {
+				t.Fatalf("copy between adapters without PeerCopier: %v, want a RejectedError", err)
+			}
+			if got := mb.view(whole(bufs[0])); !bytes.Equal(got, make([]byte, 16)) {
+				t.Fatalf("a refused batch ran its fill: %v", got)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := bytes.Repeat([]byte{7, 0, 0, 0}, 4)
+		if got := mb.view(whole(bufs[2])); !bytes.Equal(got, want) {
+			t.Fatalf("the last buffer holds %v, want %v: the commands ran out of order", got, want)
+		}
+		if n := pb.copyCount(); n != 1 {
+			t.Fatalf("PeerCopy ran %d times, want 1 (only the copy between adapters)", n)
+		}
+	}
+}
