@@ -1,0 +1,53 @@
+package ptx
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/kiln-dev/kiln/ir"
+)
+
+// tcBenchConfigs are the kernels scripts/gpu-tc-run.sh measures.
+func tcBenchConfigs() []TCConfig {
+	base := TCConfig{Target: Target{SM: 80}, Buffers: 3, Uniforms: 3, A: 0, B: 1, C: 2, M: 0, N: 1, K: 2}
+	var out []TCConfig
+	add := func(t ir.Type, tm, tn, tk, wm, wn, st uint32) {
+		c := base
+		c.Operand, c.TileM, c.TileN, c.TileK, c.WarpsM, c.WarpsN, c.Stages = t, tm, tn, tk, wm, wn, st
+		out = append(out, c)
+	}
+	for _, t := range []ir.Type{ir.BF16, ir.F16} {
+		add(t, 128, 128, 32, 2, 2, 3)
+		add(t, 128, 128, 32, 2, 4, 3)
+		add(t, 128, 64, 32, 2, 2, 4)
+		add(t, 64, 64, 32, 2, 2, 4)
+	}
+	add(ir.F32, 128, 128, 16, 2, 2, 3)
+	add(ir.F32, 128, 128, 16, 2, 4, 3)
+	add(ir.F32, 64, 64, 16, 2, 2, 4)
+	return out
+}
+
+func tcFileName(c TCConfig) string {
+	return fmt.Sprintf("tc_%s_%dx%dx%d_w%dx%d_s%d.ptx", tcOperandName(c.Operand), c.TileM, c.TileN, c.TileK, c.WarpsM, c.WarpsN, c.Stages)
+}
+
+// TestTensorCorePTXDump writes the benchmark kernels into $KILN_TC_PTX_DIR
+// for scripts/gpu-tc-run.sh (skipped without it).
+func TestTensorCorePTXDump(t *testing.T) {
+	dir := os.Getenv("KILN_TC_PTX_DIR")
+	if dir == "" {
+		t.Skip("KILN_TC_PTX_DIR not set")
+	}
+	for _, c := range tcBenchConfigs() {
+		text, ok, why := emitTensorCoreMatmul(c)
+		if !ok {
+			t.Fatalf("%s: %s", tcFileName(c), why)
+		}
+		if err := os.WriteFile(filepath.Join(dir, tcFileName(c)), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
