@@ -106,7 +106,7 @@ func matchTensorCoreMatmul(p *ir.Program) (cfg TCConfig, ok bool, reason string)
 	}
 	warps := wg[0] / 32
 	wm := uint32(1)
-	for wm*wm*2 <= warps && warps%(wm*2) == 0 {
+	for wm*wm*4 <= warps && warps%(wm*2) == 0 {
 		wm *= 2
 	}
 	cfg = TCConfig{
