@@ -30,7 +30,9 @@ device)
 	: >"$out/ptxas.txt"
 	for f in "$ptxdir"/tc_*.ptx; do
 		b=$(basename "$f" .ptx)
-		for arch in sm_90a sm_80; do
+		archs="sm_90a sm_80"
+		case "$b" in tc_wg*) archs=sm_90a ;; esac # wgmma is sm_90a only
+		for arch in $archs; do
 			if ptxas -arch=$arch -v "$f" -o "/tmp/tcbin/$b.$arch.cubin" >"/tmp/tcbin/$b.$arch.log" 2>&1; then
 				r=$(grep -o 'Used [0-9]* registers' "/tmp/tcbin/$b.$arch.log" | head -1)
 				sp=$(grep -o '[0-9]* bytes spill stores' "/tmp/tcbin/$b.$arch.log" | head -1)
@@ -75,7 +77,7 @@ class Kernel:
     def __init__(self, path):
         self.name = os.path.basename(path)[:-4]
         m = re.match(r"tc_(\w+?)_(\d+)x(\d+)x(\d+)_w(\d+)x(\d+)_s(\d+)", self.name)
-        self.op = m.group(1)
+        self.op = m.group(1).removeprefix("wg")
         self.tm, self.tn = int(m.group(2)), int(m.group(3))
         self.threads = 32 * int(m.group(5)) * int(m.group(6))
         text = open(path, "rb").read() + b"\0"

@@ -51,6 +51,11 @@ type TCConfig struct {
 	A, B, C uint32
 	// M, N, K are the indices of the uniforms holding the sizes.
 	M, N, K uint32
+	// Wgmma selects Hopper's warpgroup path (target sm_90a, bf16 and f16): each
+	// warpgroup (4 warps) computes a 64×TileN block with wgmma.mma_async, its
+	// operands read from the swizzled shared stages through matrix descriptors;
+	// WarpsM is then 4·TileM/64 and WarpsN 1.
+	Wgmma bool
 }
 
 // tcMaxStaticShared is the most static shared memory a kernel may declare;
@@ -96,6 +101,20 @@ func (c TCConfig) mmaInst() string {
 // check says why the configuration cannot be emitted ("" when it can).
 func (c TCConfig) check() string {
 	pow2 := func(v uint32) bool { return v != 0 && v&(v-1) == 0 }
+	if c.Wgmma {
+		switch {
+		case c.Operand != ir.BF16 && c.Operand != ir.F16:
+			return fmt.Sprintf("operand type %s has no wgmma path here (bf16 and f16 do; tf32 wgmma needs k-major b)", c.Operand)
+		case c.Target.SM < 90:
+			return fmt.Sprintf("target %s has no wgmma (sm_90a does)", c.Target)
+		case c.TileM == 0 || c.TileM%64 != 0 || c.WarpsM != 4*c.TileM/64 || c.WarpsN != 1:
+			return fmt.Sprintf("wgmma tile %d rows over %d×%d warps is not one warpgroup per 64 rows", c.TileM, c.WarpsM, c.WarpsN)
+		case c.TileN == 0 || c.TileN%64 != 0 || c.TileN > 256:
+			return fmt.Sprintf("wgmma tile %d columns is not a multiple of 64 up to 256", c.TileN)
+		case c.TileK != 16 && c.TileK != 32 && c.TileK != 64:
+			return fmt.Sprintf("wgmma k step %d is not 16, 32 or 64 (a 32-, 64- or 128-byte swizzled row)", c.TileK)
+		}
+	}
 	switch {
 	case c.Operand != ir.BF16 && c.Operand != ir.F16 && c.Operand != ir.F32:
 		return fmt.Sprintf("operand type %s has no tensor-core mma (bf16, f16 and f32 as tf32 do)", c.Operand)
@@ -160,6 +179,7 @@ type tcWriter struct {
 	m, n, k               string
 	smem                  string
 	aligned               string
+	scaleD                string
 	boundM, boundN        string
 	ktiles                string
 	acc                   []string
@@ -173,6 +193,8 @@ type tcWriter struct {
 // tcLoader is one invocation's share of copying a tile from global to shared.
 type tcLoader struct {
 	rows, chunks, iters, rowStep uint32
+	// sRow is the distance in shared memory of the tile's consecutive rows.
+	sRow uint32
 	// row and chunk are the invocation's first row and its chunk of the tile;
 	// idx the buffer index of its first element at k step 0 (u32, wrapping as
 	// the IR's index).
@@ -202,9 +224,13 @@ func (w *tcWriter) comment(s string) { w.body.WriteString("\t// " + s + "\n") }
 func (w *tcWriter) assemble() string {
 	c := w.cfg
 	var s strings.Builder
-	fmt.Fprintf(&s, "// kiln tensor-core matmul (path: mma.sync %s, tile %dx%dx%d, warps %dx%d, %d cp.async stages)\n",
-		tcOperandName(c.Operand), c.TileM, c.TileN, c.TileK, c.WarpsM, c.WarpsN, c.Stages)
-	fmt.Fprintf(&s, ".version %s\n.target %s\n.address_size 64\n\n", tcISA, c.Target)
+	path, isa, target, align := "mma.sync", tcISA, c.Target.String(), 128
+	if c.Wgmma {
+		path, isa, target, align = "wgmma", tcWgmmaISA, "sm_90a", 1024
+	}
+	fmt.Fprintf(&s, "// kiln tensor-core matmul (path: %s %s, tile %dx%dx%d, warps %dx%d, %d cp.async stages)\n",
+		path, tcOperandName(c.Operand), c.TileM, c.TileN, c.TileK, c.WarpsM, c.WarpsN, c.Stages)
+	fmt.Fprintf(&s, ".version %s\n.target %s\n.address_size 64\n\n", isa, target)
 	fmt.Fprintf(&s, ".visible .entry %s(\n", EntryPoint)
 	var params []string
 	for b := range c.Buffers {
@@ -220,7 +246,7 @@ func (w *tcWriter) assemble() string {
 	fmt.Fprintf(&s, "\n)\n.reqntid %d, 1, 1\n{\n", c.Threads())
 	fmt.Fprintf(&s, "\t.reg .pred %%p<%d>;\n\t.reg .b32 %%r<%d>;\n\t.reg .b64 %%rd<%d>;\n\t.reg .f32 %%f<%d>;\n",
 		w.np+1, w.nr+1, w.nrd+1, w.nf+1)
-	fmt.Fprintf(&s, "\t.shared .align 128 .b8 kiln_tc_smem[%d];\n\n", c.SharedBytes())
+	fmt.Fprintf(&s, "\t.shared .align %d .b8 kiln_tc_smem[%d];\n\n", align, c.SharedBytes())
 	s.WriteString(w.body.String())
 	s.WriteString("}\n")
 	return s.String()
@@ -229,6 +255,9 @@ func (w *tcWriter) assemble() string {
 // tcISA is the PTX ISA the tensor-core modules declare: 7.0 has cp.async,
 // ldmatrix and the bf16 and tf32 mma shapes.
 const tcISA = "7.0"
+
+// tcWgmmaISA is the ISA of the wgmma modules: 8.0 has wgmma and sm_90a.
+const tcWgmmaISA = "8.0"
 
 func tcOperandName(t ir.Type) string {
 	if t == ir.F32 {
@@ -320,24 +349,34 @@ func (w *tcWriter) kernel() {
 	w.i("mul.lo.u32 %s, %s, %s", w.ldA.idx, t, w.k)
 	w.i("mad.lo.u32 %s, %s, %d, %s", w.ldA.idx, w.ldA.chunk, epc, w.ldA.idx)
 	w.ldB = w.loader(c.TileK, c.rowBytesB()/16, c.rowBytesB())
+	if c.Wgmma {
+		w.panelOffsets(&w.ldB)
+	}
 	// b's element (k0 + r, col0 + chunk·epc): r·n + col0 + chunk·epc, k0·n added per step.
 	w.ldB.idx = w.r()
 	w.i("mad.lo.u32 %s, %s, %s, %s", w.ldB.idx, w.ldB.row, w.n, col0)
 	w.i("mad.lo.u32 %s, %s, %d, %s", w.ldB.idx, w.ldB.chunk, epc, w.ldB.idx)
 
-	w.fragmentOffsets()
+	if !c.Wgmma {
+		w.fragmentOffsets()
+	}
 	w.acc = make([]string, w.mTiles()*w.nTiles()*4)
 	for j := range w.acc {
 		w.acc[j] = w.f()
 		w.i("mov.f32 %s, 0f00000000", w.acc[j])
 	}
-	w.aFrag = make([]string, w.mTiles()*4)
-	for j := range w.aFrag {
-		w.aFrag[j] = w.r()
-	}
-	w.bFrag = make([]string, w.nTiles()*2)
-	for j := range w.bFrag {
-		w.bFrag[j] = w.r()
+	if c.Wgmma {
+		w.scaleD = w.p()
+		w.i("setp.lt.u32 %s, %s, 1024", w.scaleD, w.tid) // always: scale-d on
+	} else {
+		w.aFrag = make([]string, w.mTiles()*4)
+		for j := range w.aFrag {
+			w.aFrag[j] = w.r()
+		}
+		w.bFrag = make([]string, w.nTiles()*2)
+		for j := range w.bFrag {
+			w.bFrag[j] = w.r()
+		}
 	}
 
 	w.comment(fmt.Sprintf("prologue: k steps 0..%d into stages 0..%d", c.Stages-2, c.Stages-2))
@@ -365,9 +404,17 @@ func (w *tcWriter) kernel() {
 	w.i("setp.ge.u32 %s, %s, %s", pl, kt, w.ktiles)
 	w.i("@%s bra %s", pl, done)
 	w.i("cp.async.wait_group %d", c.Stages-2)
+	if c.Wgmma {
+		// the copies (generic proxy) are read by wgmma (async proxy)
+		w.i("fence.proxy.async.shared::cta")
+	}
 	w.i("bar.sync 0")
 	w.loadStep()
-	w.compute()
+	if c.Wgmma {
+		w.computeWgmma()
+	} else {
+		w.compute()
+	}
 	w.i("add.u32 %s, %s, 1", kt, kt)
 	w.i("add.u32 %s, %s, 1", w.ldTile, w.ldTile)
 	w.advance(w.stage)
@@ -408,7 +455,7 @@ func (w *tcWriter) alignment() {
 // chunk t mod chunks of rows t/chunks + i·rowStep.
 func (w *tcWriter) loader(rows, chunks, rowBytes uint32) tcLoader {
 	t := w.cfg.Threads()
-	l := tcLoader{rows: rows, chunks: chunks, iters: rows * chunks / t, rowStep: t / chunks}
+	l := tcLoader{rows: rows, chunks: chunks, iters: rows * chunks / t, rowStep: t / chunks, sRow: rowBytes}
 	l.row, l.chunk = w.r(), w.r()
 	w.i("div.u32 %s, %s, %d", l.row, w.tid, chunks)
 	w.i("rem.u32 %s, %s, %d", l.chunk, w.tid, chunks)
@@ -477,7 +524,7 @@ func (w *tcWriter) copyTile(l tcLoader, sBase, idx, base, count, rowBound, colBo
 			if len(l.sOff) > 1 {
 				w.i("add.u32 %s, %s, %s", dst, sBase, l.sOff[it])
 			} else {
-				w.i("add.u32 %s, %s, %d", dst, dst, l.rowStep*rowBytes)
+				w.i("add.u32 %s, %s, %d", dst, dst, l.rowStep*l.sRow)
 			}
 		}
 		slow, next := w.label(), w.label()
@@ -534,10 +581,86 @@ func (w *tcWriter) copyTile(l tcLoader, sBase, idx, base, count, rowBound, colBo
 	}
 }
 
-func (w *tcWriter) warpTileM() uint32 { return w.cfg.TileM / w.cfg.WarpsM }
+// panelOffsets replaces a B loader's shared offsets by the wgmma panel layout:
+// chunk c of row k at (c/8)·TileK·128 + k·128 + ((c mod 8) ^ (k mod 8))·16.
+func (w *tcWriter) panelOffsets(l *tcLoader) {
+	c := w.cfg
+	l.sRow = 128
+	rows := []string{l.row}
+	if l.rowStep%8 != 0 {
+		for it := uint32(1); it < l.iters; it++ {
+			r := w.r()
+			w.i("add.u32 %s, %s, %d", r, l.row, it*l.rowStep)
+			rows = append(rows, r)
+		}
+	}
+	panel, within := w.r(), w.r()
+	w.i("shr.u32 %s, %s, 3", panel, l.chunk)
+	w.i("and.b32 %s, %s, 7", within, l.chunk)
+	l.sOff = l.sOff[:0]
+	for _, r := range rows {
+		o := w.sharedOffset(r, within, 128)
+		w.i("mad.lo.u32 %s, %s, %d, %s", o, panel, c.TileK*128, o)
+		l.sOff = append(l.sOff, o)
+	}
+}
+
+func (w *tcWriter) warpTileM() uint32 {
+	if w.cfg.Wgmma {
+		return 16
+	}
+	return w.cfg.TileM / w.cfg.WarpsM
+}
 func (w *tcWriter) warpTileN() uint32 { return w.cfg.TileN / w.cfg.WarpsN }
-func (w *tcWriter) mTiles() uint32    { return w.warpTileM() / 16 }
-func (w *tcWriter) nTiles() uint32    { return w.warpTileN() / 8 }
+
+// tcDescriptor is a wgmma shared-memory matrix descriptor's constant bits:
+// leading and stride byte offsets (in 16-byte units) and the swizzle mode for
+// rows of rowBytes (1: 128 bytes, 2: 64, 3: 32).
+func tcDescriptor(lbo, sbo, rowBytes uint32) uint64 {
+	mode := map[uint32]uint64{128: 1, 64: 2, 32: 3}[rowBytes]
+	return uint64(lbo>>4)<<16 | uint64(sbo>>4)<<32 | mode<<62
+}
+
+// computeWgmma runs the stage at w.stage on the warpgroup's wgmma: A (64 rows of
+// the warpgroup, K-major, rows of TileK elements swizzled as the stage holds
+// them) and B (N-major panels) by descriptor, k steps of 16 advancing A's start
+// by 32 bytes within its rows and B's by 16 rows; then waits for them, so the
+// stage may be refilled after the next barrier.
+func (w *tcWriter) computeWgmma() {
+	c := w.cfg
+	sA, sB := w.r(), w.r()
+	w.i("add.u32 %s, %s, %s", sA, w.smem, w.stage)
+	w.i("add.u32 %s, %s, %d", sB, sA, c.TileM*c.rowBytesA())
+	wg := w.r()
+	w.i("shr.u32 %s, %s, 7", wg, w.tid)
+	w.i("mad.lo.u32 %s, %s, %d, %s", sA, wg, 64*c.rowBytesA(), sA)
+	descA, descB := w.rd(), w.rd()
+	desc := func(d, addr string, bits uint64) {
+		t := w.rd()
+		w.i("cvt.u64.u32 %s, %s", t, addr)
+		w.i("shr.u64 %s, %s, 4", t, t)
+		w.i("and.b64 %s, %s, 16383", t, t)
+		w.i("or.b64 %s, %s, %d", d, t, bits)
+	}
+	desc(descA, sA, tcDescriptor(16, 8*c.rowBytesA(), c.rowBytesA()))
+	desc(descB, sB, tcDescriptor(c.TileK*128, 1024, 128))
+	w.i("wgmma.fence.sync.aligned")
+	inst := fmt.Sprintf("wgmma.mma_async.sync.aligned.m64n%dk16.f32.%s.%s", c.TileN, c.Operand, c.Operand)
+	acc := "{" + strings.Join(w.acc, ", ") + "}"
+	for kk := range c.TileK / 16 {
+		da, db := descA, descB
+		if kk > 0 {
+			da, db = w.rd(), w.rd()
+			w.i("add.s64 %s, %s, %d", da, descA, kk*32>>4)
+			w.i("add.s64 %s, %s, %d", db, descB, kk*16*128>>4)
+		}
+		w.i("%s %s, %s, %s, %s, 1, 1, 0, 1", inst, acc, da, db, w.scaleD)
+	}
+	w.i("wgmma.commit_group.sync.aligned")
+	w.i("wgmma.wait_group.sync.aligned 0")
+}
+func (w *tcWriter) mTiles() uint32 { return w.warpTileM() / 16 }
+func (w *tcWriter) nTiles() uint32 { return w.warpTileN() / 8 }
 
 // fragmentOffsets computes each lane's ldmatrix and shared-load offsets within a
 // stage.
@@ -655,10 +778,18 @@ func (w *tcWriter) store(row0, col0 string) {
 	tig, g := w.r(), w.r()
 	w.i("and.b32 %s, %s, 3", tig, w.lane)
 	w.i("shr.u32 %s, %s, 2", g, w.lane)
+	// the warp's first row and column: on the wgmma path warp w holds rows
+	// 16w.. of the tile (warpgroup w/4, its quarter w mod 4) and every column.
 	r0, c0 := w.r(), w.r()
-	w.i("mad.lo.u32 %s, %s, %d, %s", r0, w.wm, w.warpTileM(), g)
-	w.i("mad.lo.u32 %s, %s, %d, %s", c0, w.wn, w.warpTileN(), tig)
-	w.i("add.u32 %s, %s, %s", c0, c0, tig)
+	if w.cfg.Wgmma {
+		w.i("shr.u32 %s, %s, 5", r0, w.tid)
+		w.i("mad.lo.u32 %s, %s, 16, %s", r0, r0, g)
+		w.i("add.u32 %s, %s, %s", c0, tig, tig)
+	} else {
+		w.i("mad.lo.u32 %s, %s, %d, %s", r0, w.wm, w.warpTileM(), g)
+		w.i("mad.lo.u32 %s, %s, %d, %s", c0, w.wn, w.warpTileN(), tig)
+		w.i("add.u32 %s, %s, %s", c0, c0, tig)
+	}
 	// pairOK: c's base 8-byte aligned and n even, so every pair (even column) is.
 	pairOK, t := w.p(), w.r()
 	w.i("cvt.u32.u64 %s, %s", t, w.cBase)

@@ -24,6 +24,14 @@ func tcBenchConfigs() []TCConfig {
 		add(t, 128, 64, 32, 2, 2, 4)
 		add(t, 64, 64, 32, 2, 2, 4)
 	}
+	for _, t := range []ir.Type{ir.BF16, ir.F16} {
+		for _, s := range [][4]uint32{{128, 128, 32, 3}, {128, 128, 16, 6}, {128, 256, 32, 2}, {128, 256, 16, 4}} {
+			c := base
+			c.Operand, c.TileM, c.TileN, c.TileK, c.Stages = t, s[0], s[1], s[2], s[3]
+			c.WarpsM, c.WarpsN, c.Wgmma, c.Target = 4*s[0]/64, 1, true, Target{SM: 90}
+			out = append(out, c)
+		}
+	}
 	add(ir.F32, 128, 128, 16, 2, 2, 3)
 	add(ir.F32, 128, 128, 16, 2, 4, 3)
 	add(ir.F32, 64, 64, 16, 2, 2, 4)
@@ -31,7 +39,11 @@ func tcBenchConfigs() []TCConfig {
 }
 
 func tcFileName(c TCConfig) string {
-	return fmt.Sprintf("tc_%s_%dx%dx%d_w%dx%d_s%d.ptx", tcOperandName(c.Operand), c.TileM, c.TileN, c.TileK, c.WarpsM, c.WarpsN, c.Stages)
+	path := ""
+	if c.Wgmma {
+		path = "wg"
+	}
+	return fmt.Sprintf("tc_%s%s_%dx%dx%d_w%dx%d_s%d.ptx", path, tcOperandName(c.Operand), c.TileM, c.TileN, c.TileK, c.WarpsM, c.WarpsN, c.Stages)
 }
 
 // TestTensorCorePTXDump writes the benchmark kernels into $KILN_TC_PTX_DIR

@@ -69,11 +69,20 @@ func TestTensorCorePTXStructure(t *testing.T) {
 			w := &tcWriter{cfg: c}
 			steps := c.TileK / c.kStep()
 			count := func(s string) int { return strings.Count(text, s) }
-			if n := count("\tmma.sync.aligned."); n != int(steps*w.mTiles()*w.nTiles()) {
+			if c.Wgmma {
+				if n := count("\twgmma.mma_async.sync.aligned.m64n"); n != int(c.TileK/16) {
+					t.Errorf("%d wgmma instructions, want %d", n, c.TileK/16)
+				}
+				if count("wgmma.fence.sync.aligned") != 1 || count("wgmma.wait_group.sync.aligned 0") != 1 || count("fence.proxy.async.shared::cta") != 1 {
+					t.Error("wgmma without its fences and wait")
+				}
+			} else if n := count("\tmma.sync.aligned."); n != int(steps*w.mTiles()*w.nTiles()) {
 				t.Errorf("%d mma instructions, want %d", n, steps*w.mTiles()*w.nTiles())
 			}
 			wantLdm := steps * w.mTiles()
-			if c.Operand != ir.F32 {
+			if c.Wgmma {
+				wantLdm = 0
+			} else if c.Operand != ir.F32 {
 				wantLdm += steps * w.nTiles() / 2
 			}
 			if n := count("\tldmatrix.sync.aligned.m8n8.x4"); n != int(wantLdm) {
