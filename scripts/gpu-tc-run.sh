@@ -37,7 +37,7 @@ device)
 				r=$(grep -o 'Used [0-9]* registers' "/tmp/tcbin/$b.$arch.log" | head -1)
 				sp=$(grep -o '[0-9]* bytes spill stores' "/tmp/tcbin/$b.$arch.log" | head -1)
 				sass=$(cuobjdump --dump-sass "/tmp/tcbin/$b.$arch.cubin")
-				echo "$b $arch ok: $r, ${sp:-no spill line}, HMMA $(grep -c HMMA <<<"$sass" || true), HGMMA $(grep -c HGMMA <<<"$sass" || true), LDSM $(grep -c LDSM <<<"$sass" || true), LDGSTS $(grep -c LDGSTS <<<"$sass" || true), LDL/STL $(grep -cE 'LDL|STL' <<<"$sass" || true)" >>"$out/ptxas.txt"
+				echo "$b $arch ok: $r, ${sp:-no spill line}, HMMA $(grep -c HMMA <<<"$sass" || true), HGMMA $(grep -c HGMMA <<<"$sass" || true), LDSM $(grep -c LDSM <<<"$sass" || true), LDGSTS $(grep -c LDGSTS <<<"$sass" || true), LDL/STL $(grep -cE 'LDL|STL' <<<"$sass" || true), $(grep -ci warning "/tmp/tcbin/$b.$arch.log" || true) warnings $(grep -i -m1 warning "/tmp/tcbin/$b.$arch.log" | cut -c1-160 || true)" >>"$out/ptxas.txt"
 			else
 				echo "$b $arch FAILED: $(head -5 "/tmp/tcbin/$b.$arch.log" | tr '\n' ' ')" >>"$out/ptxas.txt"
 			fi
@@ -81,6 +81,8 @@ class Kernel:
         self.tm, self.tn = int(m.group(2)), int(m.group(3))
         self.threads = 32 * int(m.group(5)) * int(m.group(6))
         text = open(path, "rb").read() + b"\0"
+        dyn = re.search(rb"dynamic shared memory (\d+) bytes", text)
+        self.shmem = int(dyn.group(1)) if dyn else 0
         logbuf = ctypes.create_string_buffer(1 << 16)
         opts = (ctypes.c_int * 2)(5, 6)  # CU_JIT_ERROR_LOG_BUFFER, _SIZE_BYTES
         vals = (ctypes.c_void_p * 2)(ctypes.cast(logbuf, ctypes.c_void_p), ctypes.c_void_p(1 << 16))
@@ -90,6 +92,8 @@ class Kernel:
             raise RuntimeError(f"{self.name}: load failed {r}: {logbuf.value.decode(errors='replace')}")
         self.fn = ctypes.c_void_p()
         chk(cu.cuModuleGetFunction(ctypes.byref(self.fn), self.mod, b"kiln_main"), "get function")
+        if self.shmem:  # CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+            chk(cu.cuFuncSetAttribute(self.fn, 8, self.shmem), "dynamic shared memory")
 
     def launch(self, a, b, c, M, N, K, lens):
         args = [ctypes.c_uint64(a.data_ptr()), ctypes.c_uint64(b.data_ptr()), ctypes.c_uint64(c.data_ptr()),
@@ -97,7 +101,7 @@ class Kernel:
                 ctypes.c_uint32(M), ctypes.c_uint32(N), ctypes.c_uint32(K)]
         arr = (ctypes.c_void_p * len(args))(*[ctypes.cast(ctypes.pointer(x), ctypes.c_void_p) for x in args])
         gx, gy = (N + self.tn - 1) // self.tn, (M + self.tm - 1) // self.tm
-        chk(cu.cuLaunchKernel(self.fn, max(gx, 1), max(gy, 1), 1, self.threads, 1, 1, 0, None, arr, None), "launch")
+        chk(cu.cuLaunchKernel(self.fn, max(gx, 1), max(gy, 1), 1, self.threads, 1, 1, self.shmem, None, arr, None), "launch")
 
 
 DT = {"bf16": torch.bfloat16, "f16": torch.float16, "tf32": torch.float32}

@@ -56,11 +56,25 @@ type TCConfig struct {
 	// operands read from the swizzled shared stages through matrix descriptors;
 	// WarpsM is then 4·TileM/64 and WarpsN 1.
 	Wgmma bool
+	// Overlap (wgmma only, Stages ≥ 3) keeps one k step's wgmma running while
+	// the next step waits for its copies: the ring then prefetches Stages-2 steps
+	// ahead, since the stage of step kt-1 is still being read when step kt
+	// refills one.
+	Overlap bool
+	// DynamicShared declares the shared stages as dynamic shared memory (extern),
+	// for rings over the 48 KiB a kernel may declare statically: the launch must
+	// pass SharedBytes() as its dynamic shared memory, after raising the
+	// function's CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES to it.
+	DynamicShared bool
 }
 
 // tcMaxStaticShared is the most static shared memory a kernel may declare;
 // more needs the dynamic shared memory attribute, which the backend does not set.
 const tcMaxStaticShared = 48 << 10
+
+// tcMaxDynamicShared is the most shared memory a workgroup may have on sm_90
+// (227 KiB); sm_80 allows 163 KiB.
+const tcMaxDynamicShared = 227 << 10
 
 // Threads is the workgroup's invocation count.
 func (c TCConfig) Threads() uint32 { return 32 * c.WarpsM * c.WarpsN }
@@ -78,6 +92,14 @@ func (c TCConfig) stageBytes() uint32 {
 
 // SharedBytes is the kernel's static shared memory.
 func (c TCConfig) SharedBytes() uint32 { return c.Stages * c.stageBytes() }
+
+// prefetch is how many k steps the ring holds ahead of the one computed.
+func (c TCConfig) prefetch() uint32 {
+	if c.Overlap {
+		return c.Stages - 2
+	}
+	return c.Stages - 1
+}
 
 // kStep is the k extent of one mma instruction.
 func (c TCConfig) kStep() uint32 {
@@ -146,8 +168,14 @@ func (c TCConfig) check() string {
 			return fmt.Sprintf("a %d×%d-chunk tile does not split evenly over %d invocations", l.rows, l.chunks, t)
 		}
 	}
-	if s := c.SharedBytes(); s > tcMaxStaticShared {
-		return fmt.Sprintf("%d stages need %d bytes of shared memory, over the %d a kernel may declare", c.Stages, s, tcMaxStaticShared)
+	if c.Overlap && (!c.Wgmma || c.Stages < 3) {
+		return "overlap needs the wgmma path and at least 3 stages"
+	}
+	if s := c.SharedBytes(); s > tcMaxStaticShared && !c.DynamicShared {
+		return fmt.Sprintf("%d stages need %d bytes of shared memory, over the %d a kernel may declare statically (dynamic shared memory allows more)", c.Stages, s, tcMaxStaticShared)
+	}
+	if s := c.SharedBytes(); s > tcMaxDynamicShared {
+		return fmt.Sprintf("%d stages need %d bytes of shared memory, over the %d a workgroup may have", c.Stages, s, tcMaxDynamicShared)
 	}
 	return ""
 }
@@ -231,6 +259,11 @@ func (w *tcWriter) assemble() string {
 	fmt.Fprintf(&s, "// kiln tensor-core matmul (path: %s %s, tile %dx%dx%d, warps %dx%d, %d cp.async stages)\n",
 		path, tcOperandName(c.Operand), c.TileM, c.TileN, c.TileK, c.WarpsM, c.WarpsN, c.Stages)
 	fmt.Fprintf(&s, ".version %s\n.target %s\n.address_size 64\n\n", isa, target)
+	if c.DynamicShared {
+		// module scope: the launch sizes it
+		fmt.Fprintf(&s, "// dynamic shared memory %d bytes\n", c.SharedBytes())
+		fmt.Fprintf(&s, ".extern .shared .align %d .b8 kiln_tc_smem[];\n\n", align)
+	}
 	fmt.Fprintf(&s, ".visible .entry %s(\n", EntryPoint)
 	var params []string
 	for b := range c.Buffers {
@@ -246,7 +279,9 @@ func (w *tcWriter) assemble() string {
 	fmt.Fprintf(&s, "\n)\n.reqntid %d, 1, 1\n{\n", c.Threads())
 	fmt.Fprintf(&s, "\t.reg .pred %%p<%d>;\n\t.reg .b32 %%r<%d>;\n\t.reg .b64 %%rd<%d>;\n\t.reg .f32 %%f<%d>;\n",
 		w.np+1, w.nr+1, w.nrd+1, w.nf+1)
-	fmt.Fprintf(&s, "\t.shared .align %d .b8 kiln_tc_smem[%d];\n\n", align, c.SharedBytes())
+	if !c.DynamicShared {
+		fmt.Fprintf(&s, "\t.shared .align %d .b8 kiln_tc_smem[%d];\n\n", align, c.SharedBytes())
+	}
 	s.WriteString(w.body.String())
 	s.WriteString("}\n")
 	return s.String()
@@ -379,14 +414,15 @@ func (w *tcWriter) kernel() {
 		}
 	}
 
-	w.comment(fmt.Sprintf("prologue: k steps 0..%d into stages 0..%d", c.Stages-2, c.Stages-2))
+	depth := c.prefetch()
+	w.comment(fmt.Sprintf("prologue: k steps 0..%d into stages 0..%d", depth-1, depth-1))
 	w.stage, w.wstage, w.ldTile = w.r(), w.r(), w.r()
 	w.i("mov.u32 %s, 0", w.ldTile)
 	w.i("mov.u32 %s, 0", w.wstage)
 	pro, proEnd := w.label(), w.label()
 	w.at(pro)
 	pp := w.p()
-	w.i("setp.ge.u32 %s, %s, %d", pp, w.ldTile, c.Stages-1)
+	w.i("setp.ge.u32 %s, %s, %d", pp, w.ldTile, depth)
 	w.i("@%s bra %s", pp, proEnd)
 	w.loadStep()
 	w.i("add.u32 %s, %s, 1", w.ldTile, w.ldTile)
@@ -403,7 +439,7 @@ func (w *tcWriter) kernel() {
 	pl := w.p()
 	w.i("setp.ge.u32 %s, %s, %s", pl, kt, w.ktiles)
 	w.i("@%s bra %s", pl, done)
-	w.i("cp.async.wait_group %d", c.Stages-2)
+	w.i("cp.async.wait_group %d", depth-1)
 	if c.Wgmma {
 		// the copies (generic proxy) are read by wgmma (async proxy)
 		w.i("fence.proxy.async.shared::cta")
@@ -422,6 +458,9 @@ func (w *tcWriter) kernel() {
 	w.i("bra.uni %s", loop)
 	w.at(done)
 	w.i("cp.async.wait_all")
+	if c.Overlap {
+		w.i("wgmma.wait_group.sync.aligned 0")
+	}
 	w.store(row0, col0)
 	w.i("ret")
 }
@@ -657,7 +696,11 @@ func (w *tcWriter) computeWgmma() {
 		w.i("%s %s, %s, %s, %s, 1, 1, 0, 1", inst, acc, da, db, w.scaleD)
 	}
 	w.i("wgmma.commit_group.sync.aligned")
-	w.i("wgmma.wait_group.sync.aligned 0")
+	if c.Overlap {
+		w.i("wgmma.wait_group.sync.aligned 1")
+	} else {
+		w.i("wgmma.wait_group.sync.aligned 0")
+	}
 }
 func (w *tcWriter) mTiles() uint32 { return w.warpTileM() / 16 }
 func (w *tcWriter) nTiles() uint32 { return w.warpTileN() / 8 }

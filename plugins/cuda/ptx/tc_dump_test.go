@@ -25,10 +25,14 @@ func tcBenchConfigs() []TCConfig {
 		add(t, 64, 64, 32, 2, 2, 4)
 	}
 	for _, t := range []ir.Type{ir.BF16, ir.F16} {
-		for _, s := range [][4]uint32{{128, 128, 32, 3}, {128, 128, 16, 6}, {128, 256, 32, 2}, {128, 256, 16, 4}} {
+		// tile m, n, k, stages, overlap, dynamic shared memory
+		for _, s := range [][6]uint32{{128, 128, 32, 3, 0, 0}, {128, 128, 32, 3, 1, 0}, {128, 128, 64, 4, 0, 1},
+			{128, 128, 64, 4, 1, 1}, {128, 256, 64, 3, 1, 1}, {128, 256, 64, 4, 1, 1}, {128, 256, 32, 4, 1, 1},
+			{256, 128, 64, 4, 1, 1}, {256, 128, 64, 3, 0, 1}} {
 			c := base
 			c.Operand, c.TileM, c.TileN, c.TileK, c.Stages = t, s[0], s[1], s[2], s[3]
 			c.WarpsM, c.WarpsN, c.Wgmma, c.Target = 4*s[0]/64, 1, true, Target{SM: 90}
+			c.Overlap, c.DynamicShared = s[4] == 1, s[5] == 1
 			out = append(out, c)
 		}
 	}
@@ -43,7 +47,14 @@ func tcFileName(c TCConfig) string {
 	if c.Wgmma {
 		path = "wg"
 	}
-	return fmt.Sprintf("tc_%s%s_%dx%dx%d_w%dx%d_s%d.ptx", path, tcOperandName(c.Operand), c.TileM, c.TileN, c.TileK, c.WarpsM, c.WarpsN, c.Stages)
+	var flags string
+	if c.Overlap {
+		flags += "_ov"
+	}
+	if c.DynamicShared {
+		flags += "_dyn"
+	}
+	return fmt.Sprintf("tc_%s%s_%dx%dx%d_w%dx%d_s%d%s.ptx", path, tcOperandName(c.Operand), c.TileM, c.TileN, c.TileK, c.WarpsM, c.WarpsN, c.Stages, flags)
 }
 
 // TestTensorCorePTXDump writes the benchmark kernels into $KILN_TC_PTX_DIR

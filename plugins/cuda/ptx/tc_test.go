@@ -73,7 +73,11 @@ func TestTensorCorePTXStructure(t *testing.T) {
 				if n := count("\twgmma.mma_async.sync.aligned.m64n"); n != int(c.TileK/16) {
 					t.Errorf("%d wgmma instructions, want %d", n, c.TileK/16)
 				}
-				if count("wgmma.fence.sync.aligned") != 1 || count("wgmma.wait_group.sync.aligned 0") != 1 || count("fence.proxy.async.shared::cta") != 1 {
+				waits := "wgmma.wait_group.sync.aligned 0;"
+				if c.Overlap {
+					waits = "wgmma.wait_group.sync.aligned 1;"
+				}
+				if count("wgmma.fence.sync.aligned") != 1 || count(waits) != 1 || count("fence.proxy.async.shared::cta") != 1 {
 					t.Error("wgmma without its fences and wait")
 				}
 			} else if n := count("\tmma.sync.aligned."); n != int(steps*w.mTiles()*w.nTiles()) {
@@ -95,10 +99,14 @@ func TestTensorCorePTXStructure(t *testing.T) {
 			if n := count("cp.async.commit_group"); n != 2 {
 				t.Errorf("%d commit_group, want 2", n)
 			}
-			if !strings.Contains(text, fmt.Sprintf("cp.async.wait_group %d;", c.Stages-2)) {
+			if !strings.Contains(text, fmt.Sprintf("cp.async.wait_group %d;", c.prefetch()-1)) {
 				t.Error("no wait_group for the ring depth")
 			}
-			if c.SharedBytes() > tcMaxStaticShared || !strings.Contains(text, fmt.Sprintf("kiln_tc_smem[%d]", c.SharedBytes())) {
+			if c.DynamicShared {
+				if !strings.Contains(text, ".extern .shared .align 1024 .b8 kiln_tc_smem[];") {
+					t.Error("no extern shared array")
+				}
+			} else if c.SharedBytes() > tcMaxStaticShared || !strings.Contains(text, fmt.Sprintf("kiln_tc_smem[%d]", c.SharedBytes())) {
 				t.Errorf("shared memory %d", c.SharedBytes())
 			}
 		})
