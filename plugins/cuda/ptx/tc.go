@@ -125,16 +125,18 @@ func (c TCConfig) check() string {
 	pow2 := func(v uint32) bool { return v != 0 && v&(v-1) == 0 }
 	if c.Wgmma {
 		switch {
-		case c.Operand != ir.BF16 && c.Operand != ir.F16:
-			return fmt.Sprintf("operand type %s has no wgmma path here (bf16 and f16 do; tf32 wgmma needs k-major b)", c.Operand)
+		case c.Operand != ir.BF16 && c.Operand != ir.F16 && c.Operand != ir.F32:
+			return fmt.Sprintf("operand type %s has no wgmma (bf16, f16 and f32 as tf32 do)", c.Operand)
 		case c.Target.SM < 90:
 			return fmt.Sprintf("target %s has no wgmma (sm_90a does)", c.Target)
 		case c.TileM == 0 || c.TileM%64 != 0 || c.WarpsM != 4*c.TileM/64 || c.WarpsN != 1:
 			return fmt.Sprintf("wgmma tile %d rows over %d×%d warps is not one warpgroup per 64 rows", c.TileM, c.WarpsM, c.WarpsN)
 		case c.TileN == 0 || c.TileN%64 != 0 || c.TileN > 256:
 			return fmt.Sprintf("wgmma tile %d columns is not a multiple of 64 up to 256", c.TileN)
-		case c.TileK != 16 && c.TileK != 32 && c.TileK != 64:
-			return fmt.Sprintf("wgmma k step %d is not 16, 32 or 64 (a 32-, 64- or 128-byte swizzled row)", c.TileK)
+		case c.rowBytesA() != 32 && c.rowBytesA() != 64 && c.rowBytesA() != 128:
+			return fmt.Sprintf("wgmma k step %d does not make a 32-, 64- or 128-byte swizzled row", c.TileK)
+		case c.Operand == ir.F32 && (c.Threads()%c.TileK != 0 || (4*c.Threads()/c.TileK)%8 != 0):
+			return fmt.Sprintf("tf32 wgmma: %d invocations do not transpose b's %d-row tiles in whole 8-column steps", c.Threads(), c.TileK)
 		}
 	}
 	switch {
@@ -201,12 +203,16 @@ type tcWriter struct {
 	nr, nrd, np, nf, nlab int
 
 	// registers set up once
-	tid, lane, wm, wn     string
-	aBase, bBase, cBase   string
-	lenA, lenB, lenC      string
-	m, n, k               string
-	smem                  string
-	aligned               string
+	tid, lane, wm, wn   string
+	aBase, bBase, cBase string
+	lenA, lenB, lenC    string
+	m, n, k             string
+	smem                string
+	aligned             string
+	col0                string
+	// the tf32 wgmma B loader (transposeOffsets)
+	tKRow, tChunk, tIdx   string
+	tOff                  []string
 	scaleD                string
 	boundM, boundN        string
 	ktiles                string
@@ -360,6 +366,7 @@ func (w *tcWriter) kernel() {
 	row0, col0 := w.r(), w.r()
 	w.i("mul.lo.u32 %s, %s, %d", row0, by, c.TileM)
 	w.i("mul.lo.u32 %s, %s, %d", col0, bx, c.TileN)
+	w.col0 = col0
 	w.comment("bounds as the IR states them: rows < m - row0, cols < n - col0 (u32)")
 	w.boundM, w.boundN = w.r(), w.r()
 	w.i("sub.u32 %s, %s, %s", w.boundM, w.m, row0)
@@ -384,7 +391,10 @@ func (w *tcWriter) kernel() {
 	w.i("mul.lo.u32 %s, %s, %s", w.ldA.idx, t, w.k)
 	w.i("mad.lo.u32 %s, %s, %d, %s", w.ldA.idx, w.ldA.chunk, epc, w.ldA.idx)
 	w.ldB = w.loader(c.TileK, c.rowBytesB()/16, c.rowBytesB())
-	if c.Wgmma {
+	switch {
+	case c.Wgmma && c.Operand == ir.F32:
+		w.transposeOffsets()
+	case c.Wgmma:
 		w.panelOffsets(&w.ldB)
 	}
 	// b's element (k0 + r, col0 + chunk·epc): r·n + col0 + chunk·epc, k0·n added per step.
@@ -445,10 +455,13 @@ func (w *tcWriter) kernel() {
 		w.i("fence.proxy.async.shared::cta")
 	}
 	w.i("bar.sync 0")
-	w.loadStep()
 	if c.Wgmma {
+		// the wgmma run while this step's copies are issued
 		w.computeWgmma()
+		w.loadStep()
+		w.waitWgmma()
 	} else {
+		w.loadStep()
 		w.compute()
 	}
 	w.i("add.u32 %s, %s, 1", kt, kt)
@@ -533,7 +546,11 @@ func (w *tcWriter) loadStep() {
 	w.copyTile(w.ldA, sA, idxA, w.aBase, w.lenA, w.boundM, kLeft, w.k, c.rowBytesA())
 	idxB := w.r()
 	w.i("mad.lo.u32 %s, %s, %s, %s", idxB, k0, w.n, w.ldB.idx)
-	w.copyTile(w.ldB, sB, idxB, w.bBase, w.lenB, kLeft, w.boundN, w.n, c.rowBytesB())
+	if c.Wgmma && c.Operand == ir.F32 {
+		w.copyTileT(sB, k0, kLeft)
+	} else {
+		w.copyTile(w.ldB, sB, idxB, w.bBase, w.lenB, kLeft, w.boundN, w.n, c.rowBytesB())
+	}
 	w.at(skip)
 	w.i("cp.async.commit_group")
 }
@@ -682,24 +699,126 @@ func (w *tcWriter) computeWgmma() {
 		w.i("or.b64 %s, %s, %d", d, t, bits)
 	}
 	desc(descA, sA, tcDescriptor(16, 8*c.rowBytesA(), c.rowBytesA()))
-	desc(descB, sB, tcDescriptor(c.TileK*128, 1024, 128))
-	w.i("wgmma.fence.sync.aligned")
+	// B: N-major panels (16-bit), or K-major like A (tf32, transposed when copied)
 	inst := fmt.Sprintf("wgmma.mma_async.sync.aligned.m64n%dk16.f32.%s.%s", c.TileN, c.Operand, c.Operand)
+	tail, bStep := "1, 1, 0, 1", uint32(16*128)
+	if c.Operand == ir.F32 {
+		desc(descB, sB, tcDescriptor(16, 8*c.rowBytesA(), c.rowBytesA()))
+		inst = fmt.Sprintf("wgmma.mma_async.sync.aligned.m64n%dk8.f32.tf32.tf32", c.TileN)
+		tail, bStep = "1, 1", 32
+	} else {
+		desc(descB, sB, tcDescriptor(c.TileK*128, 1024, 128))
+	}
+	w.i("wgmma.fence.sync.aligned")
 	acc := "{" + strings.Join(w.acc, ", ") + "}"
-	for kk := range c.TileK / 16 {
+	for kk := range c.TileK / c.kStep() {
 		da, db := descA, descB
 		if kk > 0 {
 			da, db = w.rd(), w.rd()
 			w.i("add.s64 %s, %s, %d", da, descA, kk*32>>4)
-			w.i("add.s64 %s, %s, %d", db, descB, kk*16*128>>4)
+			w.i("add.s64 %s, %s, %d", db, descB, kk*bStep>>4)
 		}
-		w.i("%s %s, %s, %s, %s, 1, 1, 0, 1", inst, acc, da, db, w.scaleD)
+		w.i("%s %s, %s, %s, %s, %s", inst, acc, da, db, w.scaleD, tail)
 	}
 	w.i("wgmma.commit_group.sync.aligned")
-	if c.Overlap {
+}
+
+// waitWgmma waits for the wgmma groups that read the stage the next step
+// refills: all of them, or with Overlap all but the one just issued.
+func (w *tcWriter) waitWgmma() {
+	if w.cfg.Overlap {
 		w.i("wgmma.wait_group.sync.aligned 1")
 	} else {
 		w.i("wgmma.wait_group.sync.aligned 0")
+	}
+}
+
+// transposeOffsets sets up the tf32 wgmma B loader: b's tile (TileK rows of
+// TileN f32) is stored transposed, K-major like A (TileN rows of TileK
+// values, swizzled), since tf32 wgmma reads only K-major operands. Invocation t
+// copies k row t mod TileK, 4-column chunks t/TileK + i·(threads/TileK); its
+// chunk's column j lands in row n = 4·chunk + j at column k, the offsets
+// repeating every 8 rows (one register per j).
+func (w *tcWriter) transposeOffsets() {
+	c := w.cfg
+	rb := c.rowBytesA()
+	w.tKRow, w.tChunk = w.r(), w.r()
+	w.i("rem.u32 %s, %s, %d", w.tKRow, w.tid, c.TileK)
+	w.i("div.u32 %s, %s, %d", w.tChunk, w.tid, c.TileK)
+	kc, kw := w.r(), w.r()
+	w.i("shr.u32 %s, %s, 2", kc, w.tKRow)
+	w.i("and.b32 %s, %s, 3", kw, w.tKRow)
+	w.i("shl.b32 %s, %s, 2", kw, kw)
+	w.tOff = nil
+	for j := range uint32(4) {
+		n := w.r()
+		w.i("mad.lo.u32 %s, %s, 4, %d", n, w.tChunk, j)
+		o := w.sharedOffset(n, kc, rb)
+		w.i("add.u32 %s, %s, %s", o, o, kw)
+		w.tOff = append(w.tOff, o)
+	}
+	// b's element (k0 + k row, col0 + 4·chunk): k row·n + col0 + 4·chunk, k0·n added per step.
+	w.tIdx = w.r()
+	w.i("mad.lo.u32 %s, %s, %s, %s", w.tIdx, w.tKRow, w.n, w.col0)
+	w.i("mad.lo.u32 %s, %s, 4, %s", w.tIdx, w.tChunk, w.tIdx)
+}
+
+// copyTileT copies and transposes an invocation's part of b's tile for k step
+// k0 (see transposeOffsets): 16 bytes from global memory when aligned and
+// inside the bounds, else element by element (0 outside), then four 4-byte
+// shared stores.
+func (w *tcWriter) copyTileT(sB, k0, kLeft string) {
+	c := w.cfg
+	t := c.Threads()
+	step := t / c.TileK // chunks between an invocation's chunks
+	iters := c.TileK * c.TileN / 4 / t
+	rowIn := w.p()
+	w.i("setp.lt.u32 %s, %s, %s", rowIn, w.tKRow, kLeft)
+	cur, col := w.r(), w.r()
+	w.i("mad.lo.u32 %s, %s, %s, %s", cur, k0, w.n, w.tIdx)
+	w.i("shl.b32 %s, %s, 2", col, w.tChunk)
+	for it := range iters {
+		if it > 0 {
+			w.i("add.u32 %s, %s, %d", cur, cur, 4*step)
+			w.i("add.u32 %s, %s, %d", col, col, 4*step)
+		}
+		vals := [4]string{w.r(), w.r(), w.r(), w.r()}
+		slow, next := w.label(), w.label()
+		fast, ce, last := w.p(), w.r(), w.r()
+		w.i("add.u32 %s, %s, 4", ce, col)
+		w.i("setp.le.u32 %s, %s, %s", fast, ce, w.boundN)
+		w.i("sub.u32 %s, %s, 4", last, w.lenB)
+		w.i("@%s setp.le.u32 %s, %s, %s", fast, fast, cur, last)
+		w.i("@%s setp.ge.u32 %s, %s, 4", fast, fast, w.lenB)
+		w.i("and.pred %s, %s, %s", fast, fast, rowIn)
+		w.i("and.pred %s, %s, %s", fast, fast, w.aligned)
+		w.i("@!%s bra %s", fast, slow)
+		a := w.rd()
+		w.i("mul.wide.u32 %s, %s, 4", a, cur)
+		w.i("add.u64 %s, %s, %s", a, a, w.bBase)
+		w.i("ld.global.v4.b32 {%s, %s, %s, %s}, [%s]", vals[0], vals[1], vals[2], vals[3], a)
+		w.i("bra.uni %s", next)
+		w.at(slow)
+		for j := range uint32(4) {
+			ie, cj, pe, pc := w.r(), w.r(), w.p(), w.p()
+			w.i("mov.b32 %s, 0", vals[j])
+			w.i("add.u32 %s, %s, %d", ie, cur, j)
+			w.i("add.u32 %s, %s, %d", cj, col, j)
+			w.i("setp.lt.u32 %s, %s, %s", pe, ie, w.lenB)
+			w.i("setp.lt.u32 %s, %s, %s", pc, cj, w.boundN)
+			w.i("and.pred %s, %s, %s", pe, pe, pc)
+			w.i("and.pred %s, %s, %s", pe, pe, rowIn)
+			ea := w.rd()
+			w.i("mul.wide.u32 %s, %s, 4", ea, ie)
+			w.i("add.u64 %s, %s, %s", ea, ea, w.bBase)
+			w.i("@%s ld.global.b32 %s, [%s]", pe, vals[j], ea)
+		}
+		w.at(next)
+		for j := range 4 {
+			d := w.r()
+			w.i("add.u32 %s, %s, %s", d, sB, w.tOff[j])
+			w.i("st.shared.b32 [%s+%d], %s", d, it*4*step*c.rowBytesA(), vals[j])
+		}
 	}
 }
 func (w *tcWriter) mTiles() uint32 { return w.warpTileM() / 16 }

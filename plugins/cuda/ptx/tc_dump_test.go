@@ -36,6 +36,13 @@ func tcBenchConfigs() []TCConfig {
 			out = append(out, c)
 		}
 	}
+	for _, s := range [][6]uint32{{128, 128, 32, 4, 1, 1}, {256, 128, 32, 4, 1, 1}, {128, 256, 32, 3, 1, 1}, {128, 128, 32, 3, 0, 1}} {
+		c := base
+		c.Operand, c.TileM, c.TileN, c.TileK, c.Stages = ir.F32, s[0], s[1], s[2], s[3]
+		c.WarpsM, c.WarpsN, c.Wgmma, c.Target = 4*s[0]/64, 1, true, Target{SM: 90}
+		c.Overlap, c.DynamicShared = s[4] == 1, s[5] == 1
+		out = append(out, c)
+	}
 	add(ir.F32, 128, 128, 16, 2, 2, 3)
 	add(ir.F32, 128, 128, 16, 2, 4, 3)
 	add(ir.F32, 64, 64, 16, 2, 2, 4)

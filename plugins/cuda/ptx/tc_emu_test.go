@@ -37,6 +37,18 @@ type tcEmu struct {
 	shared []byte
 	eager  bool
 	steps  int
+	// wgmma holds each warp's committed wgmma groups (oldest first) and open
+	// holds the ones not yet committed: they read shared memory and write the
+	// accumulators when wgmma.wait_group retires them.
+	wgmma map[uint32][][]tcWgmma
+	open  map[uint32][]tcWgmma
+}
+
+// tcWgmma is one issued wgmma.mma_async of a warp.
+type tcWgmma struct {
+	in           *tcInst
+	descA, descB uint64
+	scaleD       bool
 }
 
 type tcInst struct {
@@ -151,6 +163,9 @@ func (e *tcEmu) val(t *tcThread, in *tcInst, s string) (uint64, error) {
 	case s == "kiln_tc_smem":
 		return tcSharedBase, nil
 	}
+	if u, err := strconv.ParseUint(s, 10, 64); err == nil {
+		return u, nil
+	}
 	v, err := strconv.ParseInt(s, 10, 64)
 	if err != nil {
 		return 0, fmt.Errorf("line %d: operand %q: %w", in.line, s, err)
@@ -223,7 +238,8 @@ func (e *tcEmu) step(t *tcThread) (collective bool, err error) {
 			return false, nil
 		}
 	}
-	if in.op == "bar.sync" || strings.HasPrefix(in.op, "ldmatrix") || strings.HasPrefix(in.op, "mma.") {
+	if in.op == "bar.sync" || strings.HasPrefix(in.op, "ldmatrix") || strings.HasPrefix(in.op, "mma.") ||
+		(strings.HasPrefix(in.op, "wgmma.") && in.op != "wgmma.fence.sync.aligned") {
 		return true, nil
 	}
 	a := in.args
@@ -276,6 +292,40 @@ func (e *tcEmu) step(t *tcThread) (collective bool, err error) {
 		e.set(t, a[0], uint64(u(1)>>u(2)))
 	case "or.b64":
 		e.set(t, a[0], v(1)|v(2))
+	case "and.b64":
+		e.set(t, a[0], v(1)&v(2))
+	case "shr.u64":
+		e.set(t, a[0], v(1)>>v(2))
+	case "add.s64":
+		e.set(t, a[0], v(1)+v(2))
+	case "cvt.u64.u32":
+		e.set(t, a[0], uint64(uint32(v(1))))
+	case "wgmma.fence.sync.aligned", "fence.proxy.async.shared::cta":
+	case "ld.global.v4.b32":
+		ad, aerr := e.addr(t, in, a[1])
+		if aerr != nil {
+			return false, aerr
+		}
+		if ad%16 != 0 {
+			return false, fmt.Errorf("line %d: misaligned v4 load at %#x", in.line, ad)
+		}
+		m, gerr := e.global(in, ad, 16)
+		if gerr != nil {
+			return false, gerr
+		}
+		for i, r := range vector(a[0]) {
+			e.set(t, r, uint64(binary.LittleEndian.Uint32(m[4*i:])))
+		}
+	case "st.shared.b32":
+		ad, aerr := e.addr(t, in, a[0])
+		if aerr != nil {
+			return false, aerr
+		}
+		m, serr := e.sharedAt(in, ad, 4)
+		if serr != nil {
+			return false, serr
+		}
+		binary.LittleEndian.PutUint32(m, uint32(v(1)))
 	case "add.u64":
 		e.set(t, a[0], v(1)+v(2))
 	case "cvt.u32.u64":
@@ -441,6 +491,31 @@ func (e *tcEmu) warpOp(ts []*tcThread) error {
 		}
 	case strings.HasPrefix(in.op, "mma.sync.aligned"):
 		return e.mma(ts, in)
+	case strings.HasPrefix(in.op, "wgmma.mma_async"):
+		t := ts[0]
+		w := t.tid / 32
+		da, db := t.regs[e.reg(in.args[1])], t.regs[e.reg(in.args[2])]
+		for _, o := range ts {
+			if o.regs[e.reg(in.args[1])] != da || o.regs[e.reg(in.args[2])] != db {
+				return fmt.Errorf("line %d: wgmma descriptors differ across the warp", in.line)
+			}
+		}
+		e.open[w] = append(e.open[w], tcWgmma{in: in, descA: da, descB: db, scaleD: t.regs[e.reg(in.args[3])] != 0})
+	case in.op == "wgmma.commit_group.sync.aligned":
+		w := ts[0].tid / 32
+		e.wgmma[w] = append(e.wgmma[w], e.open[w])
+		e.open[w] = nil
+	case in.op == "wgmma.wait_group.sync.aligned":
+		w := ts[0].tid / 32
+		keep, _ := strconv.Atoi(in.args[0])
+		for len(e.wgmma[w]) > keep {
+			for _, op := range e.wgmma[w][0] {
+				if err := e.runWgmma(ts, op); err != nil {
+					return err
+				}
+			}
+			e.wgmma[w] = e.wgmma[w][1:]
+		}
 	default:
 		return fmt.Errorf("line %d: no collective %s", in.line, in.op)
 	}
@@ -506,11 +581,110 @@ func (e *tcEmu) mma(ts []*tcThread, in *tcInst) error {
 	return nil
 }
 
+// tcSmemElem reads the operand element at a shared address after the
+// descriptor's swizzle (address bits 4.. XOR bits 7.., 1 to 3 of them).
+func (e *tcEmu) tcSmemElem(in *tcInst, addr uint64, bits uint, kind string) (float64, error) {
+	addr ^= (addr >> 7 & (1<<bits - 1)) << 4
+	size := 2
+	if kind == "tf32" {
+		size = 4
+	}
+	m, err := e.sharedAt(in, addr, size)
+	if err != nil {
+		return 0, err
+	}
+	switch kind {
+	case "bf16":
+		return float64(half.BFloat16(binary.LittleEndian.Uint16(m)).Float32()), nil
+	case "f16":
+		return half.Float16(binary.LittleEndian.Uint16(m)).Float64(), nil
+	}
+	return float64(math.Float32frombits(binary.LittleEndian.Uint32(m) & 0xffffe000)), nil
+}
+
+// runWgmma retires one wgmma.mma_async for a warp: its 16 rows of the 64-row
+// product (warp w mod 4 of the warpgroup), A K-major and B K-major or (16-bit,
+// imm-trans-b 1) N-major, read through the descriptors: start address, leading
+// and stride byte offsets, swizzle mode (1: 128 bytes, 2: 64, 3: 32). A
+// K-major element (r, k) is at start + (r/8)·SBO + (r mod 8)·W + k·size; an
+// N-major B element (k, n) at start + (n/(W/size))·LBO + (k/8)·SBO + (k mod 8)·W
+// + (n mod (W/size))·size, W the swizzle width.
+func (e *tcEmu) runWgmma(ts []*tcThread, op tcWgmma) error {
+	in := op.in
+	var n, k int
+	var kind string
+	if _, err := fmt.Sscanf(strings.TrimPrefix(in.op, "wgmma.mma_async.sync.aligned.m64n"), "%dk%d", &n, &k); err != nil {
+		return fmt.Errorf("line %d: shape of %s: %w", in.line, in.op, err)
+	}
+	kind = in.op[strings.LastIndex(in.op, ".")+1:]
+	size := uint64(2)
+	if kind == "tf32" {
+		size = 4
+	}
+	transB := len(in.args) == 8 && in.args[7] == "1"
+	dec := func(d uint64) (start, lbo, sbo, w uint64, bits uint, err error) {
+		start, lbo, sbo = (d&0x3fff)<<4, (d>>16&0x3fff)<<4, (d>>32&0x3fff)<<4
+		switch d >> 62 {
+		case 1:
+			return start, lbo, sbo, 128, 3, nil
+		case 2:
+			return start, lbo, sbo, 64, 2, nil
+		case 3:
+			return start, lbo, sbo, 32, 1, nil
+		}
+		return 0, 0, 0, 0, 0, fmt.Errorf("line %d: descriptor %#x without a swizzle mode", in.line, d)
+	}
+	sa, _, sbA, wA, bA, err := dec(op.descA)
+	if err != nil {
+		return err
+	}
+	sb, lbB, sbB, wB, bB, err := dec(op.descB)
+	if err != nil {
+		return err
+	}
+	quarter := int(ts[0].tid/32) % 4
+	acc := vector(in.args[0])
+	if len(acc) != n/2 {
+		return fmt.Errorf("line %d: %d accumulators for n = %d", in.line, len(acc), n)
+	}
+	for l, t := range ts {
+		g, tig := l/4, l%4
+		for i, r := range acc {
+			row, col := 16*quarter+g+8*(i%4/2), 8*(i/4)+2*tig+i%2
+			s := 0.0
+			if op.scaleD {
+				s = float64(math.Float32frombits(uint32(t.regs[e.reg(r)])))
+			}
+			for kk := range k {
+				a, err := e.tcSmemElem(in, sa+uint64(row/8)*sbA+uint64(row%8)*wA+uint64(kk)*size, bA, kind)
+				if err != nil {
+					return err
+				}
+				var ba uint64
+				if transB {
+					per := wB / size
+					ba = sb + uint64(col)/per*lbB + uint64(kk/8)*sbB + uint64(kk%8)*wB + uint64(col)%per*size
+				} else {
+					ba = sb + uint64(col/8)*sbB + uint64(col%8)*wB + uint64(kk)*size
+				}
+				b, err := e.tcSmemElem(in, ba, bB, kind)
+				if err != nil {
+					return err
+				}
+				s += a * b
+			}
+			e.set(t, r, uint64(math.Float32bits(float32(s))))
+		}
+	}
+	return nil
+}
+
 // run executes the grid; threads per workgroup from the config.
 func (e *tcEmu) run(gridX, gridY, threads uint32, sharedBytes uint32) error {
 	for by := range gridY {
 		for bx := range gridX {
 			e.shared = make([]byte, sharedBytes)
+			e.wgmma, e.open = map[uint32][][]tcWgmma{}, map[uint32][]tcWgmma{}
 			for i := range e.shared {
 				e.shared[i] = 0xA5 // poison: a read before a write gives garbage
 			}

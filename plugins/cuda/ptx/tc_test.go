@@ -19,6 +19,12 @@ func tcCfg(t ir.Type, tm, tn, tk, wm, wn, st uint32) TCConfig {
 		Target: Target{SM: 80}, Buffers: 3, Uniforms: 3, A: 0, B: 1, C: 2, M: 0, N: 1, K: 2}
 }
 
+func tcWgmmaCfg(t ir.Type, tm, tn, tk, st uint32, overlap, dynamic bool) TCConfig {
+	c := tcCfg(t, tm, tn, tk, 4*tm/64, 1, st)
+	c.Wgmma, c.Overlap, c.DynamicShared, c.Target = true, overlap, dynamic, Target{SM: 90}
+	return c
+}
+
 // TestTensorCorePTXStructure checks every benchmark kernel's text: ASCII only
 // (ptxas rejects anything else), declared registers cover every one used, every
 // branch goes to a label defined once, Emit's parameters in order, and the
@@ -70,8 +76,8 @@ func TestTensorCorePTXStructure(t *testing.T) {
 			steps := c.TileK / c.kStep()
 			count := func(s string) int { return strings.Count(text, s) }
 			if c.Wgmma {
-				if n := count("\twgmma.mma_async.sync.aligned.m64n"); n != int(c.TileK/16) {
-					t.Errorf("%d wgmma instructions, want %d", n, c.TileK/16)
+				if n := count("\twgmma.mma_async.sync.aligned.m64n"); n != int(steps) {
+					t.Errorf("%d wgmma instructions, want %d", n, steps)
 				}
 				waits := "wgmma.wait_group.sync.aligned 0;"
 				if c.Overlap {
@@ -93,6 +99,14 @@ func TestTensorCorePTXStructure(t *testing.T) {
 				t.Errorf("%d ldmatrix, want %d", n, wantLdm)
 			}
 			chunks := (c.TileM*c.rowBytesA() + c.TileK*c.rowBytesB()) / 16 / c.Threads()
+			if c.Wgmma && c.Operand == ir.F32 {
+				// b goes through registers, transposed: four 4-byte stores a chunk
+				chunks = c.TileM * c.rowBytesA() / 16 / c.Threads()
+				bChunks := c.TileK * c.rowBytesB() / 16 / c.Threads()
+				if n := count("\tst.shared.b32"); n != int(2*4*bChunks) {
+					t.Errorf("%d transposing stores, want %d", n, 2*4*bChunks)
+				}
+			}
 			if n := count("\tcp.async.cg.shared.global"); n != int(2*chunks) {
 				t.Errorf("%d cp.async, want %d (prologue and loop)", n, 2*chunks)
 			}
@@ -302,6 +316,11 @@ func TestTensorCoreEmulated(t *testing.T) {
 		tcCfg(ir.BF16, 128, 128, 32, 2, 4, 3),
 		tcCfg(ir.F32, 64, 64, 16, 2, 2, 4),
 		tcCfg(ir.F32, 128, 128, 16, 2, 2, 3),
+		tcWgmmaCfg(ir.BF16, 128, 128, 32, 3, false, false),
+		tcWgmmaCfg(ir.F16, 64, 64, 16, 4, true, false),
+		tcWgmmaCfg(ir.BF16, 128, 64, 64, 4, true, true),
+		tcWgmmaCfg(ir.F32, 64, 64, 32, 3, false, true),
+		tcWgmmaCfg(ir.F32, 128, 128, 32, 4, true, true),
 	}
 	sizes := []struct{ m, n, k, shortB int }{
 		{80, 136, 96, 0},
