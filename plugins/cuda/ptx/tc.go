@@ -455,12 +455,19 @@ func (w *tcWriter) kernel() {
 		w.i("fence.proxy.async.shared::cta")
 	}
 	w.i("bar.sync 0")
-	if c.Wgmma {
-		// the wgmma run while this step's copies are issued
+	switch {
+	case c.Wgmma && c.Operand == ir.F32:
+		// b's copies wait for their loads: issue the wgmma first, so the
+		// tensor cores run meanwhile
 		w.computeWgmma()
 		w.loadStep()
 		w.waitWgmma()
-	} else {
+	case c.Wgmma:
+		// cp.async copies cost only their issue: start them first
+		w.loadStep()
+		w.computeWgmma()
+		w.waitWgmma()
+	default:
 		w.loadStep()
 		w.compute()
 	}
@@ -765,8 +772,8 @@ func (w *tcWriter) transposeOffsets() {
 
 // copyTileT copies and transposes an invocation's part of b's tile for k step
 // k0 (see transposeOffsets): 16 bytes from global memory when aligned and
-// inside the bounds, else element by element (0 outside), then four 4-byte
-// shared stores.
+// inside the bounds, else element by element (0 outside), every chunk's loads
+// before the first shared store, then four 4-byte shared stores a chunk.
 func (w *tcWriter) copyTileT(sB, k0, kLeft string) {
 	c := w.cfg
 	t := c.Threads()
@@ -777,12 +784,14 @@ func (w *tcWriter) copyTileT(sB, k0, kLeft string) {
 	cur, col := w.r(), w.r()
 	w.i("mad.lo.u32 %s, %s, %s, %s", cur, k0, w.n, w.tIdx)
 	w.i("shl.b32 %s, %s, 2", col, w.tChunk)
+	all := make([][4]string, iters)
 	for it := range iters {
 		if it > 0 {
 			w.i("add.u32 %s, %s, %d", cur, cur, 4*step)
 			w.i("add.u32 %s, %s, %d", col, col, 4*step)
 		}
 		vals := [4]string{w.r(), w.r(), w.r(), w.r()}
+		all[it] = vals
 		slow, next := w.label(), w.label()
 		fast, ce, last := w.p(), w.r(), w.r()
 		w.i("add.u32 %s, %s, 4", ce, col)
@@ -814,10 +823,12 @@ func (w *tcWriter) copyTileT(sB, k0, kLeft string) {
 			w.i("@%s ld.global.b32 %s, [%s]", pe, vals[j], ea)
 		}
 		w.at(next)
-		for j := range 4 {
-			d := w.r()
-			w.i("add.u32 %s, %s, %s", d, sB, w.tOff[j])
-			w.i("st.shared.b32 [%s+%d], %s", d, it*4*step*c.rowBytesA(), vals[j])
+	}
+	for j := range 4 {
+		d := w.r()
+		w.i("add.u32 %s, %s, %s", d, sB, w.tOff[j])
+		for it, vals := range all {
+			w.i("st.shared.b32 [%s+%d], %s", d, uint32(it)*4*step*c.rowBytesA(), vals[j])
 		}
 	}
 }

@@ -18,34 +18,27 @@ func tcBenchConfigs() []TCConfig {
 		c.Operand, c.TileM, c.TileN, c.TileK, c.WarpsM, c.WarpsN, c.Stages = t, tm, tn, tk, wm, wn, st
 		out = append(out, c)
 	}
-	for _, t := range []ir.Type{ir.BF16, ir.F16} {
-		add(t, 128, 128, 32, 2, 2, 3)
-		add(t, 128, 128, 32, 2, 4, 3)
-		add(t, 128, 64, 32, 2, 2, 4)
-		add(t, 64, 64, 32, 2, 2, 4)
-	}
-	for _, t := range []ir.Type{ir.BF16, ir.F16} {
-		// tile m, n, k, stages, overlap, dynamic shared memory
-		for _, s := range [][6]uint32{{128, 128, 32, 3, 0, 0}, {128, 128, 32, 3, 1, 0}, {128, 128, 64, 4, 0, 1},
-			{128, 128, 64, 4, 1, 1}, {128, 256, 64, 3, 1, 1}, {128, 256, 64, 4, 1, 1}, {128, 256, 32, 4, 1, 1},
-			{256, 128, 64, 4, 1, 1}, {256, 128, 64, 3, 0, 1}} {
-			c := base
-			c.Operand, c.TileM, c.TileN, c.TileK, c.Stages = t, s[0], s[1], s[2], s[3]
-			c.WarpsM, c.WarpsN, c.Wgmma, c.Target = 4*s[0]/64, 1, true, Target{SM: 90}
-			c.Overlap, c.DynamicShared = s[4] == 1, s[5] == 1
-			out = append(out, c)
-		}
-	}
-	for _, s := range [][6]uint32{{128, 128, 32, 4, 1, 1}, {256, 128, 32, 4, 1, 1}, {128, 256, 32, 3, 1, 1}, {128, 128, 32, 3, 0, 1}} {
+	// wgmma: tile m, n, k, stages, overlap, dynamic shared memory
+	wg := func(t ir.Type, s [6]uint32) {
 		c := base
-		c.Operand, c.TileM, c.TileN, c.TileK, c.Stages = ir.F32, s[0], s[1], s[2], s[3]
+		c.Operand, c.TileM, c.TileN, c.TileK, c.Stages = t, s[0], s[1], s[2], s[3]
 		c.WarpsM, c.WarpsN, c.Wgmma, c.Target = 4*s[0]/64, 1, true, Target{SM: 90}
 		c.Overlap, c.DynamicShared = s[4] == 1, s[5] == 1
 		out = append(out, c)
 	}
+	for _, t := range []ir.Type{ir.BF16, ir.F16} {
+		add(t, 128, 128, 32, 2, 4, 3)
+		add(t, 128, 64, 32, 2, 2, 4)
+		for _, s := range [][6]uint32{{128, 128, 32, 3, 0, 0}, {128, 256, 32, 4, 1, 1}, {128, 256, 64, 4, 1, 1},
+			{256, 128, 64, 3, 0, 1}, {256, 128, 64, 4, 1, 1}} {
+			wg(t, s)
+		}
+	}
 	add(ir.F32, 128, 128, 16, 2, 2, 3)
 	add(ir.F32, 128, 128, 16, 2, 4, 3)
-	add(ir.F32, 64, 64, 16, 2, 2, 4)
+	for _, s := range [][6]uint32{{128, 128, 32, 3, 0, 1}, {128, 128, 32, 4, 1, 1}, {256, 128, 32, 3, 0, 1}, {256, 128, 32, 4, 1, 1}} {
+		wg(ir.F32, s)
+	}
 	return out
 }
 
