@@ -78,7 +78,10 @@ class Kernel:
         self.name = os.path.basename(path)[:-4]
         m = re.match(r"tc_(\w+?)_(\d+)x(\d+)x(\d+)_w(\d+)x(\d+)_s(\d+)", self.name)
         self.op = m.group(1).removeprefix("wg")
-        self.tm, self.tn = int(m.group(2)), int(m.group(3))
+        self.tm, self.tn, tk = int(m.group(2)), int(m.group(3)), int(m.group(4))
+        es = 4 if self.op == "tf32" else 2
+        # IR v1.2 allows at most 64 KiB of matrices: acc (f32), A and B
+        self.legal = 4 * self.tm * self.tn + es * (self.tm * tk + tk * self.tn) <= 65536
         self.threads = 32 * int(m.group(5)) * int(m.group(6))
         text = open(path, "rb").read() + b"\0"
         dyn = re.search(rb"dynamic shared memory (\d+) bytes", text)
@@ -213,7 +216,7 @@ for size in (4096, 8192):
         flops = 2.0 * M * N * K
         tref, cl = bench(lambda: torch.matmul(a, b))
         say(f"{size}^3 {op} torch.matmul: {flops / tref / 1e9:.1f} TFLOP/s ({tref:.3f} ms) clocks {cl}")
-        best = None
+        best, best_legal = None, None
         for k in kernels:
             if k.op != op:
                 continue
@@ -223,10 +226,15 @@ for size in (4096, 8192):
             say(f"{size}^3 {op} {k.name}: {tf:.1f} TFLOP/s ({t:.3f} ms) clocks {cl}")
             if best is None or tf > best[1]:
                 best = (k, tf)
+            if k.legal and (best_legal is None or tf > best_legal[1]):
+                best_legal = (k, tf)
         if best:
             sel = torch.randint(0, M, (256,), device="cuda")
             res, _ = run_check(best[0], M, N, K, "rand", rows=sel)
             rows.append((f"{size}^3 {op}", best[0].name, best[1], flops / tref / 1e9, res))
+            if best_legal and best_legal[0] is not best[0]:
+                res, _ = run_check(best_legal[0], M, N, K, "rand", rows=sel)
+                rows.append((f"{size}^3 {op} IR-tile", best_legal[0].name, best_legal[1], flops / tref / 1e9, res))
 torch.backends.cuda.matmul.allow_tf32 = False
 say("== summary (same process, same GPU)")
 for r in rows:

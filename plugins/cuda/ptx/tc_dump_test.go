@@ -26,17 +26,20 @@ func tcBenchConfigs() []TCConfig {
 		c.Overlap, c.DynamicShared = s[4] == 1, s[5] == 1
 		out = append(out, c)
 	}
+	// Tiles the IR allows (all matrices within 64 KiB: acc 128x64 or 64x128 f32
+	// and its operands), then two larger ones for reference.
 	for _, t := range []ir.Type{ir.BF16, ir.F16} {
-		add(t, 128, 128, 32, 2, 4, 3)
 		add(t, 128, 64, 32, 2, 2, 4)
-		for _, s := range [][6]uint32{{128, 128, 32, 3, 0, 0}, {128, 256, 32, 4, 1, 1}, {128, 256, 64, 4, 1, 1},
-			{256, 128, 64, 3, 0, 1}, {256, 128, 64, 4, 1, 1}} {
+		add(t, 128, 64, 32, 2, 4, 3)
+		for _, s := range [][6]uint32{{128, 64, 32, 4, 1, 0}, {128, 64, 64, 4, 1, 1}, {64, 128, 32, 4, 1, 0},
+			{64, 128, 64, 4, 1, 1}, {128, 128, 32, 3, 0, 0}, {256, 128, 64, 4, 1, 1}} {
 			wg(t, s)
 		}
 	}
+	add(ir.F32, 128, 64, 16, 2, 2, 4)
+	add(ir.F32, 128, 64, 16, 2, 4, 3)
 	add(ir.F32, 128, 128, 16, 2, 2, 3)
-	add(ir.F32, 128, 128, 16, 2, 4, 3)
-	for _, s := range [][6]uint32{{128, 128, 32, 3, 0, 1}, {128, 128, 32, 4, 1, 1}, {256, 128, 32, 3, 0, 1}, {256, 128, 32, 4, 1, 1}} {
+	for _, s := range [][6]uint32{{128, 64, 32, 3, 0, 1}, {64, 128, 32, 3, 0, 1}, {256, 128, 32, 3, 0, 1}} {
 		wg(ir.F32, s)
 	}
 	return out

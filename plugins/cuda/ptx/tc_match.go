@@ -46,12 +46,17 @@ func tcBody(nm tcNames, tileM, tileN, tileK uint32, prec ir.MatrixPrecision) []i
 }
 
 // matchTensorCoreMatmul recognises a program of the matmul_tc shape (see tcBody)
-// and returns the tensor-core configuration that runs it: tiles from its
-// matrices, warps from its workgroup size (x only, a multiple of 32), the
-// interface from its buffers and uniforms, 3 stages where they fit in shared
-// memory (else 2), target sm_80. ok is false, with the reason, for any other
-// program: the emitter then takes the scalar matrix path.
-func matchTensorCoreMatmul(p *ir.Program) (cfg TCConfig, ok bool, reason string) {
+// and returns the tensor-core configuration that runs it on target: tiles from
+// its matrices, warps from its workgroup size (x only, a multiple of 32), the
+// interface from its buffers and uniforms. On sm_90 and later a bf16 or f16
+// program whose workgroup has one warpgroup (128 invocations) per 64 rows of
+// its tile takes the wgmma path, 4 stages with one wgmma group in flight where
+// they fit (the fastest on an H200); everything else takes mma.sync with 3
+// stages (fewer where they do not fit). Rings over 48 KiB are used only when
+// dynamicShared says the backend launches with dynamic shared memory (see
+// TCConfig.DynamicShared). ok is false, with the reason, for any other program
+// or configuration: the emitter then takes the scalar matrix path.
+func matchTensorCoreMatmul(p *ir.Program, target Target, dynamicShared bool) (cfg TCConfig, ok bool, reason string) {
 	nm, why := tcNamesOf(p)
 	if why != "" {
 		return TCConfig{}, false, "not the matmul_tc shape: " + why
@@ -111,17 +116,38 @@ func matchTensorCoreMatmul(p *ir.Program) (cfg TCConfig, ok bool, reason string)
 	}
 	cfg = TCConfig{
 		Operand: ma.Type, TileM: acc.Rows, TileN: acc.Cols, TileK: ma.Cols,
-		WarpsM: wm, WarpsN: warps / wm, Stages: 3, Target: Target{SM: 80},
+		WarpsM: wm, WarpsN: warps / wm, Target: target,
 		Buffers: uint32(len(p.Buffers)), Uniforms: uint32(len(p.Uniforms)),
 		A: a.Binding, B: b.Binding, C: c.Binding, M: m, N: n, K: k,
 	}
-	if cfg.SharedBytes() > tcMaxStaticShared {
-		cfg.Stages = 2
+	if target.SM >= 90 && ma.Type.Is16Bit() && warps == 4*acc.Rows/64 && acc.Rows%64 == 0 {
+		wgc := cfg
+		wgc.WarpsM, wgc.WarpsN, wgc.Wgmma = warps, 1, true
+		if c, ok := tcStages(wgc, []uint32{4, 3, 2}, dynamicShared); ok {
+			return c, true, ""
+		}
 	}
-	if r := cfg.check(); r != "" {
-		return TCConfig{}, false, r
+	if c, ok := tcStages(cfg, []uint32{3, 2}, dynamicShared); ok {
+		return c, true, ""
 	}
-	return cfg, true, ""
+	cfg.Stages = 2
+	return TCConfig{}, false, cfg.check()
+}
+
+// tcStages returns cfg with the first of stages that it can be emitted with
+// (with one wgmma group in flight from 4 stages on), in dynamic shared memory
+// where that is allowed and needed.
+func tcStages(cfg TCConfig, stages []uint32, dynamicShared bool) (TCConfig, bool) {
+	for _, s := range stages {
+		c := cfg
+		c.Stages = s
+		c.Overlap = c.Wgmma && s >= 4
+		c.DynamicShared = dynamicShared && c.SharedBytes() > tcMaxStaticShared
+		if c.check() == "" {
+			return c, true
+		}
+	}
+	return cfg, false
 }
 
 // tcNamesOf reads the names off a body that looks like tcBody, or says what

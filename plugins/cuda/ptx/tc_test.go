@@ -182,19 +182,48 @@ func tcProgram(op ir.Type, tm, tn, tk, threads uint32, tf32 bool) *ir.Program {
 }
 
 func TestMatchTensorCoreMatmul(t *testing.T) {
-	cfg, ok, why := matchTensorCoreMatmul(tcProgram(ir.BF16, 128, 128, 32, 256, false))
-	if !ok {
-		t.Fatal(why)
+	sm80, sm90 := Target{SM: 80}, Target{SM: 90}
+	for _, p := range []*ir.Program{tcProgram(ir.BF16, 128, 64, 32, 256, false), tcProgram(ir.F32, 64, 64, 16, 128, true),
+		tcProgram(ir.BF16, 64, 128, 64, 128, false)} {
+		if err := ir.Validate(p); err != nil {
+			t.Fatalf("the matmul_tc program is not valid IR: %v", err)
+		}
 	}
-	want := tcCfg(ir.BF16, 128, 128, 32, 2, 4, 3)
-	if cfg != want {
-		t.Fatalf("got %+v, want %+v", cfg, want)
+	cases := []struct {
+		name    string
+		p       *ir.Program
+		target  Target
+		dynamic bool
+		want    TCConfig
+	}{
+		{"mma.sync", tcProgram(ir.BF16, 128, 64, 32, 256, false), sm80, false, tcCfg(ir.BF16, 128, 64, 32, 2, 4, 3)},
+		{"wgmma", tcProgram(ir.BF16, 128, 64, 32, 256, false), sm90, false, func() TCConfig {
+			c := tcWgmmaCfg(ir.BF16, 128, 64, 32, 4, true, false)
+			c.Target = sm90
+			return c
+		}()},
+		{"wgmma, static only", tcProgram(ir.F16, 64, 128, 64, 128, false), sm90, false, tcWgmmaCfg(ir.F16, 64, 128, 64, 2, false, false)},
+		{"wgmma, dynamic", tcProgram(ir.F16, 64, 128, 64, 128, false), sm90, true, tcWgmmaCfg(ir.F16, 64, 128, 64, 4, true, true)},
+		{"tf32 on mma.sync", tcProgram(ir.F32, 64, 64, 16, 128, true), sm90, true, func() TCConfig {
+			c := tcCfg(ir.F32, 64, 64, 16, 2, 2, 3)
+			c.Target = sm90
+			return c
+		}()},
+		{"not a warpgroup per 64 rows", tcProgram(ir.BF16, 128, 64, 32, 128, false), sm90, false, func() TCConfig {
+			c := tcCfg(ir.BF16, 128, 64, 32, 2, 2, 3)
+			c.Target = sm90
+			return c
+		}()},
 	}
-	if cfg, ok, why := matchTensorCoreMatmul(tcProgram(ir.F32, 64, 64, 16, 128, true)); !ok || cfg.Operand != ir.F32 || cfg.WarpsM != 2 || cfg.WarpsN != 2 {
-		t.Fatalf("tf32: %+v %v %s", cfg, ok, why)
-	}
-	if _, ok, why := emitTensorCoreMatmul(cfg); !ok {
-		t.Fatal(why)
+	for _, tc := range cases {
+		cfg, ok, why := matchTensorCoreMatmul(tc.p, tc.target, tc.dynamic)
+		if !ok || cfg != tc.want {
+			t.Errorf("%s: got %+v (ok %v, %s), want %+v", tc.name, cfg, ok, why, tc.want)
+			continue
+		}
+		if _, ok, why := emitTensorCoreMatmul(cfg); !ok {
+			t.Errorf("%s: %s", tc.name, why)
+		}
 	}
 	rejects := map[string]*ir.Program{
 		"precision tf32": tcProgram(ir.F32, 64, 64, 16, 128, false),
@@ -221,7 +250,7 @@ func TestMatchTensorCoreMatmul(t *testing.T) {
 		}(),
 	}
 	for want, p := range rejects {
-		if _, ok, why := matchTensorCoreMatmul(p); ok || !strings.Contains(why, want) {
+		if _, ok, why := matchTensorCoreMatmul(p, sm80, false); ok || !strings.Contains(why, want) {
 			t.Errorf("%s: ok %v, reason %q", want, ok, why)
 		}
 	}
