@@ -234,6 +234,7 @@ type tcWriter struct {
 	// the tf32 wgmma B loader (transposeOffsets)
 	tKRow, tChunk, tIdx   string
 	tOff                  []string
+	tVals                 [][4]string
 	scaleD                string
 	boundM, boundN        string
 	ktiles                string
@@ -445,6 +446,19 @@ func (w *tcWriter) kernel() {
 		}
 	}
 
+	if c.Wgmma && c.Operand == ir.F32 {
+		w.tVals = make([][4]string, c.TileK*c.TileN/4/c.Threads())
+		for it := range w.tVals {
+			w.tVals[it] = [4]string{w.r(), w.r(), w.r(), w.r()}
+		}
+		none, z := w.label(), w.r()
+		pz := w.p()
+		w.i("setp.eq.u32 %s, %s, 0", pz, w.ktiles)
+		w.i("@%s bra %s", pz, none)
+		w.i("mov.u32 %s, 0", z)
+		w.loadBT(z)
+		w.at(none)
+	}
 	depth := c.prefetch()
 	w.comment(fmt.Sprintf("prologue: k steps 0..%d into stages 0..%d", depth-1, depth-1))
 	w.stage, w.wstage, w.ldTile = w.r(), w.r(), w.r()
@@ -575,7 +589,16 @@ func (w *tcWriter) loadStep() {
 	idxB := w.r()
 	w.i("mad.lo.u32 %s, %s, %s, %s", idxB, k0, w.n, w.ldB.idx)
 	if c.Wgmma && c.Operand == ir.F32 {
-		w.copyTileT(sB, k0, kLeft)
+		// this step's b, loaded one step ago; then the next step's
+		w.storeBT(sB)
+		last, nk0 := w.p(), w.r()
+		w.i("add.u32 %s, %s, 1", nk0, w.ldTile)
+		w.i("setp.ge.u32 %s, %s, %s", last, nk0, w.ktiles)
+		noLoad := w.label()
+		w.i("@%s bra %s", last, noLoad)
+		w.i("add.u32 %s, %s, %d", nk0, k0, c.TileK)
+		w.loadBT(nk0)
+		w.at(noLoad)
 	} else {
 		w.copyTile(w.ldB, sB, idxB, w.bBase, w.lenB, kLeft, w.boundN, w.n, c.rowBytesB())
 	}
@@ -791,28 +814,25 @@ func (w *tcWriter) transposeOffsets() {
 	w.i("mad.lo.u32 %s, %s, 4, %s", w.tIdx, w.tChunk, w.tIdx)
 }
 
-// copyTileT copies and transposes an invocation's part of b's tile for k step
-// k0 (see transposeOffsets): 16 bytes from global memory when aligned and
-// inside the bounds, else element by element (0 outside), every chunk's loads
-// before the first shared store, then four 4-byte shared stores a chunk.
-func (w *tcWriter) copyTileT(sB, k0, kLeft string) {
+// loadBT loads an invocation's part of b's tile for the k step starting at k0
+// into the registers w.tVals (see transposeOffsets): 16 bytes from global
+// memory when aligned and inside the bounds, else element by element (0
+// outside). The values wait there for storeBT one step later, so the loads
+// have a whole step to arrive.
+func (w *tcWriter) loadBT(k0 string) {
 	c := w.cfg
-	t := c.Threads()
-	step := t / c.TileK // chunks between an invocation's chunks
-	iters := c.TileK * c.TileN / 4 / t
-	rowIn := w.p()
+	step := c.Threads() / c.TileK // chunks between an invocation's chunks
+	kLeft, rowIn := w.r(), w.p()
+	w.i("sub.u32 %s, %s, %s", kLeft, w.k, k0)
 	w.i("setp.lt.u32 %s, %s, %s", rowIn, w.tKRow, kLeft)
 	cur, col := w.r(), w.r()
 	w.i("mad.lo.u32 %s, %s, %s, %s", cur, k0, w.n, w.tIdx)
 	w.i("shl.b32 %s, %s, 2", col, w.tChunk)
-	all := make([][4]string, iters)
-	for it := range iters {
+	for it, vals := range w.tVals {
 		if it > 0 {
 			w.i("add.u32 %s, %s, %d", cur, cur, 4*step)
 			w.i("add.u32 %s, %s, %d", col, col, 4*step)
 		}
-		vals := [4]string{w.r(), w.r(), w.r(), w.r()}
-		all[it] = vals
 		slow, next := w.label(), w.label()
 		fast, ce, last := w.p(), w.r(), w.r()
 		w.i("add.u32 %s, %s, 4", ce, col)
@@ -845,10 +865,17 @@ func (w *tcWriter) copyTileT(sB, k0, kLeft string) {
 		}
 		w.at(next)
 	}
+}
+
+// storeBT stores w.tVals transposed into the B tile at sB: four 4-byte shared
+// stores a chunk.
+func (w *tcWriter) storeBT(sB string) {
+	c := w.cfg
+	step := c.Threads() / c.TileK
 	for j := range 4 {
 		d := w.r()
 		w.i("add.u32 %s, %s, %s", d, sB, w.tOff[j])
-		for it, vals := range all {
+		for it, vals := range w.tVals {
 			w.i("st.shared.b32 [%s+%d], %s", d, uint32(it)*4*step*c.rowBytesA(), vals[j])
 		}
 	}
