@@ -41,12 +41,13 @@ import (
 // Stores are masked by the bound and the buffer's element count.
 //
 // Measured on an H200 (scripts/gpu-tc-run.sh, next to torch.matmul in the same
-// process; TFLOP/s at 4096³ unless said): wgmma with the tiles the IR allows
-// (64 KiB of matrices: 64×128×32, 4 stages) bf16 369 (55% of torch), f16 349;
-// with a 256×128×64 tile, which needs 512 invocations and 192 KiB of dynamic
-// shared memory and is more than a program may declare, bf16 458-481 (71-72%),
-// f16 446-459, 8192³ bf16 510-530 (68%); mma.sync bf16 ~290 (45%), tf32 145 (40%;
-// tf32 wgmma 137, held back by the transposing copy).
+// process, last run; TFLOP/s at 4096³ unless said): wgmma with the tiles the IR
+// allows (64 KiB of matrices: 64×128×32, 4 stages overlapped) bf16 365 (54% of
+// torch's 673), f16 342 (55%), 8192³ bf16 332 (43%); with a 256×128×64 tile,
+// which needs 512 invocations and 192 KiB of dynamic shared memory and is more
+// than a program may declare, bf16 472 (70%), f16 439 (70%), 8192³ bf16 501
+// (65%); mma.sync bf16 277 (41%); tf32 on wgmma 256×128×32 175 (47% of 373),
+// on mma.sync 148 (40%), 135 with a tile the IR allows.
 
 // TCConfig selects a tensor-core matmul kernel and its interface.
 type TCConfig struct {
