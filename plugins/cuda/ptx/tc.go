@@ -232,16 +232,17 @@ type tcWriter struct {
 	smem                string
 	aligned             string
 	col0                string
+	// scaleD is the wgmma scale-d predicate (always true)
+	scaleD string
 	// the tf32 wgmma B loader (transposeOffsets)
 	tKRow, tChunk, tIdx   string
 	tOff                  []string
 	tVals                 [][4]string
-	scaleD                string
 	boundM, boundN        string
 	ktiles                string
 	acc                   []string
 	offA                  []string // per k step: A's ldmatrix lane offset within a stage
-	offB                  []string // B's lane offsets within a stage (see fragmentsB)
+	offB                  []string // B's lane offsets within a stage (see fragmentOffsets)
 	ldA, ldB              tcLoader
 	aFrag, bFrag          []string
 	stage, wstage, ldTile string
@@ -249,7 +250,7 @@ type tcWriter struct {
 
 // tcLoader is one invocation's share of copying a tile from global to shared.
 type tcLoader struct {
-	rows, chunks, iters, rowStep uint32
+	iters, rowStep uint32
 	// sRow is the distance in shared memory of the tile's consecutive rows.
 	sRow uint32
 	// row and chunk are the invocation's first row and its chunk of the tile;
@@ -413,17 +414,18 @@ func (w *tcWriter) kernel() {
 	w.i("add.u32 %s, %s, %s", t, row0, w.ldA.row)
 	w.i("mul.lo.u32 %s, %s, %s", w.ldA.idx, t, w.k)
 	w.i("mad.lo.u32 %s, %s, %d, %s", w.ldA.idx, w.ldA.chunk, epc, w.ldA.idx)
-	w.ldB = w.loader(c.TileK, c.rowBytesB()/16, c.rowBytesB())
-	switch {
-	case c.Wgmma && c.Operand == ir.F32:
+	if c.Wgmma && c.Operand == ir.F32 {
 		w.transposeOffsets()
-	case c.Wgmma:
-		w.panelOffsets(&w.ldB)
+	} else {
+		w.ldB = w.loader(c.TileK, c.rowBytesB()/16, c.rowBytesB())
+		if c.Wgmma {
+			w.panelOffsets(&w.ldB)
+		}
+		// b's element (k0 + r, col0 + chunk·epc): r·n + col0 + chunk·epc, k0·n added per step.
+		w.ldB.idx = w.r()
+		w.i("mad.lo.u32 %s, %s, %s, %s", w.ldB.idx, w.ldB.row, w.n, col0)
+		w.i("mad.lo.u32 %s, %s, %d, %s", w.ldB.idx, w.ldB.chunk, epc, w.ldB.idx)
 	}
-	// b's element (k0 + r, col0 + chunk·epc): r·n + col0 + chunk·epc, k0·n added per step.
-	w.ldB.idx = w.r()
-	w.i("mad.lo.u32 %s, %s, %s, %s", w.ldB.idx, w.ldB.row, w.n, col0)
-	w.i("mad.lo.u32 %s, %s, %d, %s", w.ldB.idx, w.ldB.chunk, epc, w.ldB.idx)
 
 	if !c.Wgmma {
 		w.fragmentOffsets()
@@ -550,7 +552,7 @@ func (w *tcWriter) alignment() {
 // chunk t mod chunks of rows t/chunks + i·rowStep.
 func (w *tcWriter) loader(rows, chunks, rowBytes uint32) tcLoader {
 	t := w.cfg.Threads()
-	l := tcLoader{rows: rows, chunks: chunks, iters: rows * chunks / t, rowStep: t / chunks, sRow: rowBytes}
+	l := tcLoader{iters: rows * chunks / t, rowStep: t / chunks, sRow: rowBytes}
 	l.row, l.chunk = w.r(), w.r()
 	w.i("div.u32 %s, %s, %d", l.row, w.tid, chunks)
 	w.i("rem.u32 %s, %s, %d", l.chunk, w.tid, chunks)
@@ -587,8 +589,6 @@ func (w *tcWriter) loadStep() {
 	idxA := w.r()
 	w.i("add.u32 %s, %s, %s", idxA, w.ldA.idx, k0)
 	w.copyTile(w.ldA, sA, idxA, w.aBase, w.lenA, w.boundM, kLeft, w.k, c.rowBytesA())
-	idxB := w.r()
-	w.i("mad.lo.u32 %s, %s, %s, %s", idxB, k0, w.n, w.ldB.idx)
 	if c.Wgmma && c.Operand == ir.F32 {
 		// this step's b, loaded one step ago; then the next step's
 		w.storeBT(sB)
@@ -601,6 +601,8 @@ func (w *tcWriter) loadStep() {
 		w.loadBT(nk0)
 		w.at(noLoad)
 	} else {
+		idxB := w.r()
+		w.i("mad.lo.u32 %s, %s, %s, %s", idxB, k0, w.n, w.ldB.idx)
 		w.copyTile(w.ldB, sB, idxB, w.bBase, w.lenB, kLeft, w.boundN, w.n, c.rowBytesB())
 	}
 	w.at(skip)

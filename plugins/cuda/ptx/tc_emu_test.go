@@ -13,19 +13,27 @@ import (
 
 // tcEmu runs a tensor-core kernel of emitTensorCoreMatmul on the CPU, for the
 // instructions that generator writes (and no others: anything else is an error).
-// Threads run one at a time up to a collective instruction (bar.sync for the
-// workgroup; ldmatrix and mma.sync for the warp), which then runs for all of
-// them; the other instructions are per thread.
+// Each warp runs on its own as far as it can (its threads one at a time up to a
+// warp collective, ldmatrix, mma.sync or wgmma, which then runs for the warp)
+// until bar.sync, which waits for the whole workgroup; so a warp runs ahead of
+// the others wherever no barrier holds it.
 //
 // What is emulated: integer and predicate arithmetic, branches, parameter, global
 // and shared loads and stores (every access bounds-checked against its buffer or
 // the kernel's shared array: an access outside is an error), ldmatrix (.x4,
 // .trans) and mma.sync (m16n8k16 bf16/f16, m16n8k8 tf32 truncating its inputs to
-// tf32) with the PTX ISA's fragment layouts, the products summed in float64 and
-// rounded once to f32 (exact for inputs whose partial sums are exact in f32), and
-// cp.async as a per-thread queue of commit groups that reaches shared memory at
+// tf32) with the PTX ISA's fragment layouts; wgmma.mma_async with its operands
+// read through the shared-memory matrix descriptors (swizzle modes, leading and
+// stride byte offsets, K-major or N-major B: the layout the H200 runs confirmed
+// bit-exact), each warp computing its 16 rows of the warpgroup's 64, when
+// wgmma.wait_group retires its group (so a stage refilled before its wgmma
+// retired gives a wrong result); the products summed in float64 and rounded once
+// to f32 (exact for inputs whose partial sums are exact in f32); cp.async as a
+// per-thread queue of commit groups that reaches shared memory at
 // cp.async.wait_group (lazy) or at issue (eager), so a missing wait (lazy) or a
-// copy into a stage still being read (eager) changes the result.
+// copy into a stage still being read (eager) changes the result. Not emulated:
+// fence.proxy.async and wgmma.fence (no-ops here: a missing one goes unnoticed),
+// timing, and the hardware's own rounding of the k-sums.
 type tcEmu struct {
 	insts  []tcInst
 	labels map[string]int
