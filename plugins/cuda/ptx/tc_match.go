@@ -189,3 +189,45 @@ func tcNamesOf(p *ir.Program) (tcNames, string) {
 		m: mx.Name, n: nx.Name, k: kx.Name,
 	}, ""
 }
+
+// tensorCoreModule is the tensor-core module for p when p has the matmul_tc
+// shape and opts' target has tensor cores (sm_80 and later; wgmma from sm_90),
+// with Emit's interface: the same kernel name, parameters in Emit's order, the
+// workgroup size (opts' override or the program's) as .reqntid. dynamicShared
+// says whether the backend can launch with dynamic shared memory; when the module
+// uses it, dynamicSharedBytes is what the launch must pass (after raising the
+// function's CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES to it) and
+// m.SharedBytes is 0. ok is false, with the reason, when p takes another path.
+// The caller validates p first, as Emit does.
+func tensorCoreModule(p *ir.Program, opts Options, dynamicShared bool) (m *Module, dynamicSharedBytes uint32, ok bool, reason string) {
+	if opts.Target.SM < 80 {
+		return nil, 0, false, fmt.Sprintf("target %s has no tensor cores kiln uses (sm_80 and later)", opts.Target)
+	}
+	q := *p
+	if opts.WorkgroupSize != ([3]uint32{}) {
+		q.WorkgroupSize = opts.WorkgroupSize
+	}
+	cfg, ok, why := matchTensorCoreMatmul(&q, opts.Target, dynamicShared)
+	if !ok {
+		return nil, 0, false, why
+	}
+	text, ok, why := emitTensorCoreMatmul(cfg)
+	if !ok {
+		return nil, 0, false, why
+	}
+	m = &Module{Text: text, Entry: EntryPoint, Target: opts.Target, WorkgroupSize: q.WorkgroupSize}
+	for _, b := range q.Buffers {
+		m.Params = append(m.Params, Param{Kind: BufferPointer, Binding: b.Binding, Name: bufParam(b.Binding)})
+	}
+	for _, b := range q.Buffers {
+		m.Params = append(m.Params, Param{Kind: ElementCount, Binding: b.Binding, Name: lenParam(b.Binding)})
+	}
+	for i := range q.Uniforms {
+		m.Params = append(m.Params, Param{Kind: UniformValue, Binding: uint32(i), Name: uniformParam(uint32(i))})
+	}
+	if cfg.DynamicShared {
+		return m, cfg.SharedBytes(), true, ""
+	}
+	m.SharedBytes = cfg.SharedBytes()
+	return m, 0, true, ""
+}

@@ -373,3 +373,36 @@ func TestTensorCoreEmulated(t *testing.T) {
 		})
 	}
 }
+
+// TestTensorCoreModule pins the module tensorCoreModule builds: Emit's
+// interface, the path per target, dynamic shared memory only when allowed.
+func TestTensorCoreModule(t *testing.T) {
+	p := tcProgram(ir.BF16, 64, 128, 64, 128, false)
+	m, dyn, ok, why := tensorCoreModule(p, Options{Target: Target{SM: 90}}, true)
+	if !ok {
+		t.Fatal(why)
+	}
+	want := []Param{
+		{BufferPointer, 0, "kiln_buf0"}, {BufferPointer, 1, "kiln_buf1"}, {BufferPointer, 2, "kiln_buf2"},
+		{ElementCount, 0, "kiln_len0"}, {ElementCount, 1, "kiln_len1"}, {ElementCount, 2, "kiln_len2"},
+		{UniformValue, 0, "kiln_uni0"}, {UniformValue, 1, "kiln_uni1"}, {UniformValue, 2, "kiln_uni2"},
+	}
+	if fmt.Sprint(m.Params) != fmt.Sprint(want) || m.Entry != EntryPoint || m.WorkgroupSize != [3]uint32{128, 1, 1} {
+		t.Fatalf("interface %+v %s %v", m.Params, m.Entry, m.WorkgroupSize)
+	}
+	if dyn != 4*(64*128+64*256) || m.SharedBytes != 0 || !strings.Contains(m.Text, "path: wgmma bf16") {
+		t.Fatalf("sm_90 with dynamic shared memory: %d dynamic, %d static, %.80s", dyn, m.SharedBytes, m.Text)
+	}
+	m, dyn, ok, _ = tensorCoreModule(p, Options{Target: Target{SM: 90}}, false)
+	if !ok || dyn != 0 || m.SharedBytes != 2*(64*128+64*256) {
+		t.Fatalf("sm_90 static: ok %v, %d dynamic, %d static", ok, dyn, m.SharedBytes)
+	}
+	m, _, ok, _ = tensorCoreModule(p, Options{Target: Target{SM: 80}, WorkgroupSize: [3]uint32{256, 1, 1}}, false)
+	if !ok || !strings.Contains(m.Text, "path: mma.sync bf16") || m.WorkgroupSize != [3]uint32{256, 1, 1} ||
+		!strings.Contains(m.Text, ".reqntid 256, 1, 1") {
+		t.Fatalf("sm_80 with a workgroup override: ok %v, %v", ok, m.WorkgroupSize)
+	}
+	if _, _, ok, why := tensorCoreModule(p, Options{Target: Target{SM: 70}}, false); ok || !strings.Contains(why, "sm_80") {
+		t.Fatalf("sm_70: ok %v, %q", ok, why)
+	}
+}
