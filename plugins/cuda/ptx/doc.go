@@ -22,8 +22,8 @@
 //     and bf16 (IR v1.2), rounded up to whole words. Buffers of f16 and bf16
 //     hold 2-byte elements, and their count parameter counts those.
 //   - Workgroup matrices (IR v1.2) take the scalar path (matrix.go,
-//     matrix_scalar.go): those an mma multiplies are .shared tiles, which
-//     Module.SharedBytes counts, the others per-invocation .local arrays.
+//     matrix_scalar.go): per-invocation .local arrays, with a .shared staging
+//     buffer for mma, which Module.SharedBytes counts.
 //
 // How IR v1's exact semantics are kept (see docs/design.md, "Backends/CUDA"):
 //

@@ -103,9 +103,9 @@ type emitter struct {
 	// their initial value.
 	assigned map[string]bool
 	// matrixPath is the path the program's matrices take (see matrix.go);
-	// privateMatrix marks the scalar path's matrices held per invocation.
-	matrixPath    matrixPath
-	privateMatrix map[string]bool
+	// stageBytes is the shared memory the scalar path's mma staging may take.
+	matrixPath matrixPath
+	stageBytes uint32
 }
 
 // twoBlocksMaxThreads is the largest workgroup for which a module asks ptxas to

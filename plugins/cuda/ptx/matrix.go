@@ -19,8 +19,8 @@ type matrixPath uint8
 
 // The matrix paths.
 const (
-	// scalarPath keeps every matrix in a shared-memory tile and computes each
-	// element on one invocation's scalar units.
+	// scalarPath spreads every matrix's elements over the invocations, which
+	// compute them on their scalar units (matrix_scalar.go).
 	scalarPath matrixPath = iota + 1
 )
 

@@ -9,19 +9,20 @@ import (
 // The scalar matrix path. A matrix statement is lowered to IR that the emitter
 // writes like any other: each invocation of the workgroup handles the elements
 // e (row-major index) with e mod W = its linear local id, W the workgroup's
-// invocations, in a loop over e. Only an mma reads elements other invocations
-// handle (whole rows of A and columns of B), so a matrix that is some mma's A or
-// B is a tile in shared memory (a .shared variable kiln_matrix<i>, row-major,
-// 2 or 4 bytes an element), and every other matrix (accumulators, matrices only
-// filled, loaded, stored or converted) is private: each invocation holds its
-// elements in a .local array kiln_matrix<i>, element e at slot e / W, which
-// costs no shared memory. A matrix statement is collective and in uniform
-// control flow, so the lowering may put barriers in: one (bar.sync 0) before
-// every matrix statement orders it after the previous ones, whose elements
-// other invocations wrote or read (an mma reads whole rows and columns, a load
-// may read what a store wrote). Every matrix is zeroed at the start of the
-// kernel, so a matrix read before anything was written into it reads 0, as the
-// reference does outside strict mode.
+// invocations, in a loop over e. Every matrix is private: each invocation holds
+// its elements in a .local array kiln_matrix<i>, element e at slot e / W. Only
+// an mma reads elements other invocations hold (whole rows of A and columns of
+// B), so it runs in chunks of kc steps of k through one shared staging buffer
+// (kiln_matrix_stage, sized to what the program's shared arrays leave of the
+// 48 KiB of static shared memory): the owners copy A[:, k0:k0+kc] and
+// B[k0:k0+kc, :] into it, and each invocation adds those steps to its
+// accumulator elements, chunk after chunk, so any matrix size runs. A matrix
+// statement is collective and in uniform control flow, so the lowering may put
+// barriers in: one (bar.sync 0) before every matrix statement orders it after
+// the previous ones (a load may read what a store wrote), and one before and
+// after each staging. Every matrix is zeroed at the start of the kernel, so a
+// matrix read before anything was written into it reads 0, as the reference
+// does outside strict mode.
 //
 //   - fill: every element gets the value.
 //   - load and store: element (r, c) is at offset + r·stride + c ("row") or
@@ -30,15 +31,11 @@ import (
 //     out of range; an element outside the bound gets the index 0xFFFFFFFF,
 //     out of range of every array.
 //   - mma: element (r, c) of the accumulator starts from its value and adds
-//     A[r][k]·B[k][c] for k = 0, 1, ..., K−1 in order, each product and each sum
-//     rounded to f32 (add.rn, mul.rn: never fused). f16 and bf16 operands
-//     convert to f32 exactly and their products are exact; tf32 is computed in
-//     full f32, which the bound allows.
+//     A[r][k]·B[k][c] for k = 0, 1, ..., K−1 in order (chunk after chunk), each
+//     product and each sum rounded to f32 (add.rn, mul.rn: never fused). f16
+//     and bf16 operands convert to f32 exactly and their products are exact;
+//     tf32 is computed in full f32, which the bound allows.
 //   - convert: each element through f32 to the destination's type, as cast.
-//
-// The shared tiles and the program's shared arrays must fit the 48 KiB of
-// static shared memory a kernel has; a program whose tiles do not is rejected
-// at compile with the sizes and a Fix.
 
 // maxStaticShared is the most static shared memory (.shared variables) a CUDA
 // kernel may declare.
@@ -58,6 +55,7 @@ const (
 	matCols   = "kiln.cols"
 	matValue  = "kiln.value"
 	matIndex  = "kiln.index"
+	matChunk  = "kiln.k0"
 )
 
 // tileName is the array name of matrix m's tile.
@@ -66,51 +64,64 @@ func tileName(m string) string { return "kiln.matrix." + m }
 // outOfRange is an index no array has.
 const outOfRange = 0xFFFFFFFF
 
-// declareScalarMatrices declares a shared tile for every matrix some mma
-// multiplies and a private array for every other one, checks the static shared
-// memory limit and zeroes every matrix.
+// stageName is the array name of the staging buffer's view as elements of t.
+func stageName(t ir.Type) string { return "kiln.stage." + t.String() }
+
+// declareScalarMatrices declares a private array for every matrix and the
+// staging buffer the mma statements need, and zeroes every matrix.
 func (e *emitter) declareScalarMatrices() error {
-	operands := map[string]bool{}
+	w := e.invocations()
+	e.stageBytes = maxStaticShared - e.sharedBytes
+	var stage uint32
 	ir.Inspect(e.prog.Body, func(n any) bool {
 		if s, ok := n.(ir.MatrixMMAStmt); ok {
-			operands[s.A], operands[s.B] = true, true
+			a, aok := e.prog.Matrix(s.A)
+			b, bok := e.prog.Matrix(s.B)
+			if aok && bok && a.Cols == b.Rows {
+				kc := e.chunk(a, b)
+				stage = max(stage, arrayBytes(a.Type, (a.Rows+b.Cols)*kc))
+			}
 		}
 		return true
 	})
-	e.privateMatrix = map[string]bool{}
-	w := e.invocations()
-	var tiles uint32
-	for i, m := range e.prog.Matrices {
-		sym := fmt.Sprintf("kiln_matrix%d", i)
-		n := m.Rows * m.Cols
-		if operands[m.Name] {
-			e.declareShared(tileName(m.Name), sym, m.Type, n,
-				fmt.Sprintf("matrix %s: %dx%d %s, scalar path: a shared tile, element e computed by invocation e mod %d", m.Name, m.Rows, m.Cols, m.Type, w))
-			tiles += arrayBytes(m.Type, n)
-			continue
+	if stage > 0 {
+		sym := "kiln_matrix_stage"
+		e.shared = append(e.shared, fmt.Sprintf("\t.shared .align 4 .b8 %s[%d]; // the scalar matrix path's mma staging buffer", sym, stage))
+		e.sharedBytes += stage
+		base := e.r()
+		e.preInst("mov.u32 %s, %s", base, sym)
+		for _, t := range []ir.Type{ir.F16, ir.BF16, ir.F32} {
+			e.arrays[stageName(t)] = array{elem: t, shared: true, base: base, fixed: stage / t.Size()}
 		}
-		e.privateMatrix[m.Name] = true
-		e.declareLocal(tileName(m.Name), sym, m.Type, (n+w-1)/w,
-			fmt.Sprintf("matrix %s: %dx%d %s, scalar path: private, element e held by invocation e mod %d at slot e / %d", m.Name, m.Rows, m.Cols, m.Type, w, w))
 	}
-	if e.sharedBytes > maxStaticShared {
-		return fmt.Errorf("the matrices its mma statements multiply take %d bytes of shared memory as the scalar path's tiles, and with its shared arrays (%d bytes) the kernel needs %d bytes, more than the %d bytes of static shared memory a CUDA kernel has. Fix: multiply smaller matrices, or use smaller shared arrays",
-			tiles, e.sharedBytes-tiles, e.sharedBytes, maxStaticShared)
+	for i, m := range e.prog.Matrices {
+		e.declareLocal(tileName(m.Name), fmt.Sprintf("kiln_matrix%d", i), m.Type, (m.Rows*m.Cols+w-1)/w,
+			fmt.Sprintf("matrix %s: %dx%d %s, scalar path: private, element e held by invocation e mod %d at slot e / %d", m.Name, m.Rows, m.Cols, m.Type, w, w))
 	}
 	var zero []ir.Stmt
 	for _, m := range e.prog.Matrices {
-		zero = append(zero, e.eachElement(m, store(tileName(m.Name), e.slot(m), ir.Literal{Type: m.Type})))
+		zero = append(zero, e.eachElement(m, store(tileName(m.Name), e.slot(), ir.Literal{Type: m.Type})))
 	}
 	return e.block(zero)
 }
 
-// slot is the index in m's array of element matElem: the element itself in a
-// shared tile, matElem / W in a private array.
-func (e *emitter) slot(m ir.MatrixDecl) ir.Expr {
-	if e.privateMatrix[m.Name] {
-		return ir.Div(ir.Local(matElem), ir.LitU32(e.invocations()))
+// chunk is the steps of k an mma of a by b stages at a time: the largest
+// divisor of K whose columns of a and rows of b fit the staging buffer's room
+// (at least 8: the program's shared arrays take at most 32 KiB, so 16 KiB is
+// left, and a step of k takes at most (256 + 256)·4 bytes), or 0 when none does.
+func (e *emitter) chunk(a, b ir.MatrixDecl) uint32 {
+	step := (a.Rows + b.Cols) * a.Type.Size()
+	for kc := a.Cols; kc > 0; kc-- {
+		if a.Cols%kc == 0 && kc*step <= e.stageBytes {
+			return kc
+		}
 	}
-	return ir.Local(matElem)
+	return 0
+}
+
+// slot is the index in a matrix's private array of element matElem.
+func (e *emitter) slot() ir.Expr {
+	return ir.Div(ir.Local(matElem), ir.LitU32(e.invocations()))
 }
 
 // invocations is the workgroup's number of invocations.
@@ -166,7 +177,7 @@ func (e *emitter) scalarFill(s ir.MatrixFillStmt) ([]ir.Stmt, error) {
 	}
 	return []ir.Stmt{
 		ir.LetStmt{Name: matValue, Value: s.Value},
-		e.eachElement(m, store(tileName(m.Name), e.slot(m), ir.Local(matValue))),
+		e.eachElement(m, store(tileName(m.Name), e.slot(), ir.Local(matValue))),
 	}, nil
 }
 
@@ -204,7 +215,7 @@ func (e *emitter) scalarLoad(s ir.MatrixLoadStmt) ([]ir.Stmt, error) {
 	if err != nil {
 		return nil, err
 	}
-	inner = append(inner, store(tileName(m.Name), e.slot(m), ir.Load(s.From, ir.Local(matIndex))))
+	inner = append(inner, store(tileName(m.Name), e.slot(), ir.Load(s.From, ir.Local(matIndex))))
 	return append(outer, e.eachElement(m, inner...)), nil
 }
 
@@ -217,7 +228,7 @@ func (e *emitter) scalarStore(s ir.MatrixStoreStmt) ([]ir.Stmt, error) {
 	if err != nil {
 		return nil, err
 	}
-	inner = append(inner, store(s.To, ir.Local(matIndex), ir.Load(tileName(m.Name), e.slot(m))))
+	inner = append(inner, store(s.To, ir.Local(matIndex), ir.Load(tileName(m.Name), e.slot())))
 	return append(outer, e.eachElement(m, inner...)), nil
 }
 
@@ -246,17 +257,42 @@ func (e *emitter) scalarMMA(s ir.MatrixMMAStmt) ([]ir.Stmt, error) {
 		return nil, fmt.Errorf("matrix_mma %s += %s·%s: shapes %dx%d %s += %dx%d %s · %dx%d %s do not fit. Fix: run ir.Validate and correct the program",
 			s.Acc, s.A, s.B, acc.Rows, acc.Cols, acc.Type, a.Rows, a.Cols, a.Type, b.Rows, b.Cols, b.Type)
 	}
-	k := ir.Local(matK)
-	product := ir.Mul(toF32(a.Type, ir.Load(tileName(a.Name), ir.Add(ir.Mul(ir.Local(matRow), ir.LitU32(a.Cols)), k))),
-		toF32(b.Type, ir.Load(tileName(b.Name), ir.Add(ir.Mul(k, ir.LitU32(b.Cols)), ir.Local(matCol)))))
-	body := append(rowCol(acc),
-		ir.VarStmt{Name: matSum, Type: ir.F32, Value: ir.Load(tileName(acc.Name), e.slot(acc))},
-		ir.ForStmt{Var: matK, Type: ir.U32, From: ir.LitU32(0), To: ir.LitU32(a.Cols), Step: ir.LitU32(1), Body: []ir.Stmt{
+	kc := e.chunk(a, b)
+	if kc == 0 {
+		return nil, fmt.Errorf("matrix_mma %s += %s·%s: one step of k (%d bytes) does not fit the %d bytes of shared memory the program's shared arrays leave. Fix: use smaller shared arrays",
+			s.Acc, s.A, s.B, (a.Rows+b.Cols)*a.Type.Size(), e.stageBytes)
+	}
+	m, n, k0 := a.Rows, b.Cols, ir.Local(matChunk)
+	stage := stageName(a.Type)
+	// inChunk is the staged index of element matElem, whose step of k is k,
+	// or outOfRange outside the chunk.
+	inChunk := func(k, index ir.Expr) ir.Expr {
+		return ir.Select(ir.Lt(ir.Sub(k, k0), ir.LitU32(kc)), index, ir.LitU32(outOfRange))
+	}
+	// A[r][k] goes to stage[r·kc + k − k0], B[k][c] to stage[M·kc + (k − k0)·N + c].
+	stageA := e.eachElement(a,
+		ir.LetStmt{Name: matRow, Value: ir.Div(ir.Local(matElem), ir.LitU32(a.Cols))},
+		ir.LetStmt{Name: matK, Value: ir.Rem(ir.Local(matElem), ir.LitU32(a.Cols))},
+		store(stage, inChunk(ir.Local(matK), ir.Add(ir.Mul(ir.Local(matRow), ir.LitU32(kc)), ir.Sub(ir.Local(matK), k0))),
+			ir.Load(tileName(a.Name), e.slot())))
+	stageB := e.eachElement(b,
+		ir.LetStmt{Name: matK, Value: ir.Div(ir.Local(matElem), ir.LitU32(b.Cols))},
+		ir.LetStmt{Name: matCol, Value: ir.Rem(ir.Local(matElem), ir.LitU32(b.Cols))},
+		store(stage, inChunk(ir.Local(matK), ir.Add(ir.LitU32(m*kc), ir.Add(ir.Mul(ir.Sub(ir.Local(matK), k0), ir.LitU32(n)), ir.Local(matCol)))),
+			ir.Load(tileName(b.Name), e.slot())))
+	kk := ir.Local(matK)
+	product := ir.Mul(toF32(a.Type, ir.Load(stage, ir.Add(ir.Mul(ir.Local(matRow), ir.LitU32(kc)), kk))),
+		toF32(b.Type, ir.Load(stage, ir.Add(ir.LitU32(m*kc), ir.Add(ir.Mul(kk, ir.LitU32(n)), ir.Local(matCol))))))
+	accumulate := e.eachElement(acc, append(rowCol(acc),
+		ir.VarStmt{Name: matSum, Type: ir.F32, Value: ir.Load(tileName(acc.Name), e.slot())},
+		ir.ForStmt{Var: matK, Type: ir.U32, From: ir.LitU32(0), To: ir.LitU32(kc), Step: ir.LitU32(1), Body: []ir.Stmt{
 			ir.AssignStmt{Name: matSum, Value: ir.Add(ir.Local(matSum), product)},
 		}},
-		store(tileName(acc.Name), e.slot(acc), ir.Local(matSum)),
-	)
-	return []ir.Stmt{e.eachElement(acc, body...)}, nil
+		store(tileName(acc.Name), e.slot(), ir.Local(matSum)),
+	)...)
+	return []ir.Stmt{ir.ForStmt{Var: matChunk, Type: ir.U32, From: ir.LitU32(0), To: ir.LitU32(a.Cols), Step: ir.LitU32(kc), Body: []ir.Stmt{
+		ir.BarrierStmt{}, stageA, stageB, ir.BarrierStmt{}, accumulate,
+	}}}, nil
 }
 
 func (e *emitter) scalarConvert(s ir.MatrixConvertStmt) ([]ir.Stmt, error) {
@@ -272,14 +308,14 @@ func (e *emitter) scalarConvert(s ir.MatrixConvertStmt) ([]ir.Stmt, error) {
 		return nil, fmt.Errorf("matrix_convert %s from %s: shapes %dx%d and %dx%d differ. Fix: run ir.Validate and correct the program",
 			s.Matrix, s.From, dst.Rows, dst.Cols, src.Rows, src.Cols)
 	}
-	var v ir.Expr = ir.Load(tileName(src.Name), e.slot(src))
+	var v ir.Expr = ir.Load(tileName(src.Name), e.slot())
 	if src.Type != dst.Type {
 		v = toF32(src.Type, v)
 		if dst.Type != ir.F32 {
 			v = ir.Cast(dst.Type, v)
 		}
 	}
-	return []ir.Stmt{e.eachElement(dst, store(tileName(dst.Name), e.slot(dst), v))}, nil
+	return []ir.Stmt{e.eachElement(dst, store(tileName(dst.Name), e.slot(), v))}, nil
 }
 
 // store is a store statement.
