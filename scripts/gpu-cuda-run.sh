@@ -65,7 +65,7 @@ if [ "$MODE" != bench ]; then
   say "ptxas -arch=sm_90 over $n emitted modules: $bad rejected"
   say "== ptxas over the IR v1.2 modules (f16/bf16 arithmetic, casts and memory, the scalar matrix path) for sm_80 and sm_90"
   n=0; bad80=0; bad90=0
-  for f in $(grep -l -E '\.f16|\.bf16|\.u16|kiln_matrix' $W/ptx/*.ptx); do
+  for f in $(grep -l -E '\.f16|\.bf16|\.u16|kiln_matrix' $W/ptx/*.ptx | xargs -r grep -l -E '^\.target sm_(70|80)$'); do
     n=$((n+1))
     ptxas -arch=sm_80 "$f" -o $W/x.cubin 2>>$S || { bad80=$((bad80+1)); say "ptxas -arch=sm_80 rejects $f"; }
     ptxas -arch=sm_90 "$f" -o $W/x.cubin 2>>$S || { bad90=$((bad90+1)); say "ptxas -arch=sm_90 rejects $f"; }
