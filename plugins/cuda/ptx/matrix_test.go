@@ -1,6 +1,7 @@
 package ptx
 
 import (
+	"context"
 	"strings"
 	"testing"
 
@@ -60,4 +61,33 @@ func TestMatrixStagingFitsStaticShared(t *testing.T) {
 		return
 	}
 	t.Fatal("the edge table has no matrix.mma.chunked.f32 row")
+}
+
+// TestRandomMatrixScripts runs random matrix scripts on the interpreter (sm_70
+// and sm_80) and on the oracle, and compares both with the model bit for bit.
+func TestRandomMatrixScripts(t *testing.T) {
+	n := 40
+	if testing.Short() || raceEnabled {
+		n = 8
+	}
+	for _, c := range edgetest.RandomMatrixCases(2026, n) {
+		t.Run(c.Name, func(t *testing.T) {
+			for _, target := range []Target{{SM: 70}, {SM: 80}} {
+				got, err := dispatchOn(target, c.Prog, c.Launch, nil)
+				if err != nil {
+					t.Fatalf("%s: %v", target, err)
+				}
+				for _, msg := range c.Compare(got, c.Want) {
+					t.Errorf("%s: %s", target, msg)
+				}
+			}
+			bad, err := c.OracleAgrees(context.Background())
+			if err != nil {
+				t.Fatalf("oracle: %v", err)
+			}
+			for _, msg := range bad {
+				t.Error("oracle: " + msg)
+			}
+		})
+	}
 }

@@ -467,3 +467,63 @@ func MatrixCases() []Case {
 	}
 	return out
 }
+
+// RandomMatrixCases returns n random matrix scripts from seed, with the outputs
+// the model computes: A and B (f16, bf16 or f32, sides of 16 to 48) loaded from
+// buffers of random sizes in either layout with random offsets, strides and
+// bounds, an accumulator filled or loaded, mma (tf32 at random for f32),
+// a convert of the accumulator to a random type, and both stored in random
+// layouts and bounds, on workgroups of 32 to 128 invocations.
+func RandomMatrixCases(seed uint64, n int) []Case {
+	rng := rand.New(rand.NewPCG(seed, 0x6d6d61))
+	types := []ir.Type{ir.F16, ir.BF16, ir.F32}
+	side := func() uint32 { return 16 * (1 + rng.Uint32N(3)) }
+	layout := func() ir.MatrixLayout { return ir.MatrixLayout(1 + rng.IntN(2)) }
+	access := func(kind, m, arr string, rows, cols uint32) mop {
+		o := mop{kind: kind, m: m, other: arr, layout: layout(), offset: addr{base: rng.Uint32N(24)}}
+		if o.layout == ir.RowMajor {
+			o.stride = addr{base: cols + rng.Uint32N(8)}
+		} else {
+			o.stride = addr{base: rows + rng.Uint32N(8)}
+		}
+		if rng.IntN(2) == 0 {
+			o.bound = &[2]addr{{base: rng.Uint32N(rows + 4)}, {base: rng.Uint32N(cols + 4)}}
+		}
+		return o
+	}
+	size := func(rows, cols uint32) uint32 { return rows*cols/2 + rng.Uint32N(2*rows*cols) }
+	var out []Case
+	for i := range n {
+		t, u := types[rng.IntN(3)], types[rng.IntN(3)]
+		m, k, nn := side(), side(), side()
+		wgs := []uint32{32, 48, 64, 96, 128}
+		c := matCase{name: fmt.Sprintf("random.%d", i), wg: [3]uint32{wgs[rng.IntN(len(wgs))], 1, 1}, grid: 1,
+			mats: []ir.MatrixDecl{{Name: "acc", Type: ir.F32, Rows: m, Cols: nn}, {Name: "a", Type: t, Rows: m, Cols: k},
+				{Name: "b", Type: t, Rows: k, Cols: nn}, {Name: "c", Type: u, Rows: m, Cols: nn}},
+			bufs: []mbuf{
+				{name: "x", t: t, access: ir.Read, data: random(rng, t, int(size(m, k)))},
+				{name: "y", t: t, access: ir.Read, data: random(rng, t, int(size(k, nn)))},
+				{name: "z", t: ir.F32, access: ir.Read, data: random(rng, ir.F32, int(size(m, nn)))},
+				{name: "out", t: ir.F32, access: ir.Write, count: size(m, nn)},
+				{name: "out2", t: u, access: ir.ReadWrite, data: random(rng, u, int(size(m, nn)))},
+			}}
+		c.ops = append(c.ops, access("load", "a", "x", m, k), access("load", "b", "y", k, nn))
+		if rng.IntN(2) == 0 {
+			c.ops = append(c.ops, mop{kind: "fill", m: "acc", value: math.Float32bits(float32(rng.IntN(9)) - 4)})
+		} else {
+			c.ops = append(c.ops, access("load", "acc", "z", m, nn))
+		}
+		kind := "mma"
+		if t == ir.F32 && rng.IntN(2) == 0 {
+			kind = "tf32"
+		}
+		c.ops = append(c.ops, mop{kind: kind, m: "acc", other: "a", b: "b"}, mop{kind: "convert", m: "c", other: "acc"},
+			access("store", "acc", "out", m, nn), access("store", "c", "out2", m, nn))
+		want, err := c.reference()
+		if err != nil {
+			panic(fmt.Sprintf("edgetest: random matrix script %d: %v", i, err))
+		}
+		out = append(out, Case{Name: "matrix." + c.name, Prog: c.build(), Launch: c.launch(), Want: want})
+	}
+	return out
+}
