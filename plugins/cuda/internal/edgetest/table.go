@@ -128,10 +128,11 @@ func pairs(xs []uint32) [][]uint32 {
 	return [][]uint32{a, b}
 }
 
-// Table returns the whole edge table: ValueCases, SubgroupCases, HalfCases and
-// MatrixCases.
+// Table returns the whole edge table: ValueCases, SubgroupCases, HalfCases,
+// MatrixCases and 8 random matrix scripts (RandomMatrixCases).
 func Table() []Case {
-	return append(append(append(ValueCases(), SubgroupCases()...), HalfCases()...), MatrixCases()...)
+	out := append(append(ValueCases(), SubgroupCases()...), HalfCases()...)
+	return append(append(out, MatrixCases()...), RandomMatrixCases(1, 8)...)
 }
 
 // ValueCases applies every unary and binary operator to every type it accepts
