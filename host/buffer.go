@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"time"
 
+	"github.com/kiln-dev/kiln/host/trace"
 	"github.com/kiln-dev/kiln/pluginapi"
 )
 
@@ -224,6 +226,14 @@ func (bf *Buffer) transfer(ctx context.Context, op string, offset int64, b []byt
 	}
 	if err := bf.backend.drain(ctx); err != nil {
 		return err
+	}
+	if tr := p.set.obs.tracer(); tr != nil {
+		began := time.Now()
+		defer func() {
+			if err == nil {
+				tr.span(op, began, time.Now(), trace.String("backend", bf.backend.Name()), trace.Int("bytes", int64(len(b))))
+			}
+		}()
 	}
 	err = bf.backend.callConn(ctx, proc, op, bf.Name(), func(ctx context.Context, conn pluginapi.Conn) error {
 		if op == "write" {
