@@ -172,13 +172,25 @@ type tracer struct {
 	file  *os.File // opened by the host (TraceFile, $KILN_TRACE); closed by it
 
 	mu      sync.Mutex
-	devices map[string]int // backend name → its device track
-	plugins map[int]bool   // plugin pids named
+	devices map[deviceKey]deviceTrack
+	plugins map[int]bool // plugin pids named
+}
+
+// deviceKey is an adapter of a plugin.
+type deviceKey struct {
+	p       *plugin
+	adapter int
+}
+
+// deviceTrack is an adapter's track and its backend's name.
+type deviceTrack struct {
+	pid     int
+	backend string
 }
 
 func newTracer(w io.Writer, file *os.File) *tracer {
 	clock := trace.NewClock()
-	t := &tracer{w: trace.NewWriter(w, clock.Now()), clock: clock, pid: os.Getpid(), file: file, devices: map[string]int{}, plugins: map[int]bool{}}
+	t := &tracer{w: trace.NewWriter(w, clock.Now()), clock: clock, pid: os.Getpid(), file: file, devices: map[deviceKey]deviceTrack{}, plugins: map[int]bool{}}
 	t.w.Process(t.pid, "kiln host (pid "+strconv.Itoa(t.pid)+")", "host", 0)
 	return t
 }
@@ -211,23 +223,23 @@ func (t *tracer) plugin(pid int, path string) {
 }
 
 // device returns the track of backend b's adapter, naming it the first time.
-func (t *tracer) device(b *Backend) int {
-	name := b.Name()
+func (t *tracer) device(b *Backend) deviceTrack {
+	k := deviceKey{b.p, b.adapter.Index}
 	t.mu.Lock()
-	pid, ok := t.devices[name]
+	d, ok := t.devices[k]
 	if !ok {
-		pid = deviceTrackBase + len(t.devices)
-		t.devices[name] = pid
+		d = deviceTrack{pid: deviceTrackBase + len(t.devices), backend: b.Name()}
+		t.devices[k] = d
 	}
 	t.mu.Unlock()
 	if !ok {
-		label := "device " + name
+		label := "device " + d.backend
 		if b.adapter.Name != "" {
 			label += " (" + b.adapter.Name + ")"
 		}
-		t.w.Process(pid, label, "queue", 2+pid-deviceTrackBase)
+		t.w.Process(d.pid, label, "queue", 2+d.pid-deviceTrackBase)
 	}
-	return pid
+	return d
 }
 
 // roundTrip writes one request to a plugin and its answer: the host's slices
@@ -240,39 +252,44 @@ func (t *tracer) device(b *Backend) int {
 func (t *tracer) roundTrip(b *Backend, proc *process, name string, began, sent, waitFrom, end time.Time, spans []pluginapi.Span, deviceNanos int64, args ...trace.Arg) {
 	lo, hi := t.clock.At(began), t.clock.At(end)
 	clamp := func(v int64) int64 { return min(max(v, lo), hi) }
-	backend := trace.String("backend", b.Name())
-	args = append(args, backend)
+	dev := t.device(b)
+	var all [4]trace.Arg
+	args = append(append(all[:0], args...), trace.String("backend", dev.backend))
 	first, okFirst := t.w.Span(t.pid, name, "host", lo, min(t.clock.At(sent), hi), args...)
 	last, okLast, lastAt := first, okFirst, lo
 	if sent.Before(end) {
 		lastAt = clamp(t.clock.At(waitFrom))
-		last, okLast = t.w.Span(t.pid, "wait", "host", lastAt, hi, args...)
+		last, okLast = t.w.Span(t.pid, "wait", "host", lastAt, hi)
 	}
 	// The flow's points: host, then each plugin run and device span, then
 	// host again; a point goes only where its slice holds it in time order.
-	var points []trace.Track
-	var times []int64
+	var points [pluginapiMaxPoints]trace.Track
+	var times [pluginapiMaxPoints]int64
+	n := 0
 	at := lo
 	step := func(tr trace.Track, ok bool, start, stop int64) {
-		if ok && max(at, start) <= stop {
+		if ok && max(at, start) <= stop && n < len(points) {
 			at = max(at, start)
-			points, times = append(points, tr), append(times, at)
+			points[n], times[n] = tr, at
+			n++
 		}
 	}
+	if proc != nil && len(spans) > 0 {
+		t.plugin(proc.pid, b.p.path)
+	}
 	device := false
-	var run *pluginapi.Span
+	var run pluginapi.Span
 	for _, s := range spans {
 		start, stop := clamp(s.Start), clamp(s.End)
 		switch {
 		case s.Kind == pluginapi.SpanDevice:
 			device = true
-			tr, ok := t.w.Span(t.device(b), name, "device", start, stop, backend)
+			tr, ok := t.w.Span(dev.pid, name, "device", start, stop)
 			step(tr, ok, start, stop)
 		case proc != nil:
-			t.plugin(proc.pid, b.p.path)
-			tr, ok := t.w.Span(proc.pid, s.Kind.String(), "plugin", start, stop, backend)
+			tr, ok := t.w.Span(proc.pid, s.Kind.String(), "plugin", start, stop)
 			if s.Kind == pluginapi.SpanRun {
-				run = &s
+				run = s
 				step(tr, ok, start, stop)
 			}
 		}
@@ -281,11 +298,11 @@ func (t *tracer) roundTrip(b *Backend, proc *process, name string, began, sent, 
 	case device:
 	case deviceNanos > 0:
 		start := clamp(hi - deviceNanos)
-		tr, ok := t.w.Span(t.device(b), name, "device", start, hi, backend, trace.String("timed", "device time, placed to end when the answer came"))
+		tr, ok := t.w.Span(dev.pid, name, "device", start, hi, trace.String("timed", "device time, placed to end when the answer came"))
 		step(tr, ok, start, hi)
-	case run != nil:
+	case run.Kind == pluginapi.SpanRun:
 		start, stop := clamp(run.Start), clamp(run.End)
-		tr, ok := t.w.Span(t.device(b), name, "device", start, stop, backend, trace.String("timed", "the backend's run: it has no device timer"))
+		tr, ok := t.w.Span(dev.pid, name, "device", start, stop, trace.String("timed", "the backend's run: it has no device timer"))
 		step(tr, ok, start, stop)
 	}
 	if !okFirst || !okLast {
@@ -293,8 +310,12 @@ func (t *tracer) roundTrip(b *Backend, proc *process, name string, began, sent, 
 	}
 	flow := t.w.NewFlow()
 	t.w.Flow(flow, 's', name, first, lo)
-	for i, tr := range points {
-		t.w.Flow(flow, 't', name, tr, times[i])
+	for i := range n {
+		t.w.Flow(flow, 't', name, points[i], times[i])
 	}
 	t.w.Flow(flow, 'f', name, last, max(at, lastAt))
 }
+
+// pluginapiMaxPoints bounds a flow's points between its ends: the plugin's
+// spans of one completion are bounded too.
+const pluginapiMaxPoints = 8

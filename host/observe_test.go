@@ -8,8 +8,10 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/kiln-dev/kiln/host/trace"
+	"github.com/kiln-dev/kiln/pluginapi"
 )
 
 // checkLinkedTrace parses a trace, checks it against the trace-event format
@@ -220,3 +222,66 @@ func TestHookSeesDispatchSubmitCompile(t *testing.T) {
 		t.Errorf("the refused submit reached the hook without its error: %+v", refused)
 	}
 }
+
+// TestTraceBoundsAHostilePluginsSpans pins what a plugin's spans can do to the
+// host's trace: the wire admits at most 8 spans of known kinds per completion
+// (pluginapi's TestPlaneRefusesHostileSpans), and the host places even those
+// inside its own window of the request, so made-up times (far in the past or
+// future, out of order) neither break the format nor grow one request's
+// events beyond a fixed bound.
+func TestTraceBoundsAHostilePluginsSpans(t *testing.T) {
+	var out bytes.Buffer
+	tr := newTracer(&out, nil)
+	b := &Backend{p: &plugin{path: "/plugins/kiln-backend-evil", desc: &pluginapi.Description{ID: "evil"}}, adapter: pluginapi.Adapter{Index: 0, Name: "evil GPU"}}
+	proc := &process{pid: 4242}
+	const requests = 50
+	for i := range requests {
+		began := time.Now()
+		sent := began.Add(time.Microsecond)
+		end := began.Add(10 * time.Microsecond)
+		now := tr.clock.At(began)
+		hostile := []pluginapi.Span{
+			{Kind: pluginapi.SpanDevice, Start: 1, End: 1 << 62},
+			{Kind: pluginapi.SpanRun, Start: now + int64(time.Hour), End: now + 2*int64(time.Hour)},
+			{Kind: pluginapi.SpanDecode, Start: now - int64(time.Hour), End: now - int64(time.Hour) + 5},
+			{Kind: pluginapi.SpanRun, Start: now + 5000, End: now + 6000},
+			{Kind: pluginapi.SpanQueue, Start: 1, End: 2},
+			{Kind: pluginapi.SpanRun, Start: now + 1000, End: now + 9000},
+			{Kind: pluginapi.SpanDevice, Start: now + 8000, End: now + 8500},
+			{Kind: pluginapi.SpanRun, Start: now + int64(i), End: now + int64(i) + 1},
+		}
+		tr.roundTrip(b, proc, "submit", began, sent, sent, end, hostile, 1<<40)
+	}
+	if err := tr.close(); err != nil {
+		t.Fatal(err)
+	}
+	f, err := trace.ParseBytes(out.Bytes())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Check(); err != nil {
+		t.Fatalf("hostile spans broke the trace:\n%v", err)
+	}
+	var hostLo, hostHi float64 = 1e300, -1
+	for _, e := range f.TraceEvents {
+		if e.Ph == "X" && e.Cat == "host" {
+			hostLo, hostHi = min(hostLo, e.Ts), max(hostHi, e.End())
+		}
+	}
+	for _, e := range f.TraceEvents {
+		if e.Ph == "X" && e.Cat != "host" && (e.Ts < hostLo-1e-6 || e.End() > hostHi+1e-6) {
+			t.Errorf("%s slice %q [%.3f, %.3f] outside every host window [%.3f, %.3f]", e.Cat, e.Name, e.Ts, e.End(), hostLo, hostHi)
+		}
+	}
+	// Per request: 2 host slices, 8 spans, 10 flow points at most; then the
+	// names of the host, the plugin, the device and their lanes.
+	if limit := requests*(2+8+10) + 3*2 + 3*maxLanesPerTrack*2; len(f.TraceEvents) > limit {
+		t.Errorf("%d events for %d requests, more than %d", len(f.TraceEvents), requests, limit)
+	}
+	if per := out.Len() / requests; per > 4096 {
+		t.Errorf("%d bytes of trace per request", per)
+	}
+}
+
+// maxLanesPerTrack is the trace package's bound on one process's lanes.
+const maxLanesPerTrack = 64

@@ -123,8 +123,15 @@ type Pending struct {
 	// ended brackets the batch for the hang monitor: the process counts it as
 	// a call in flight until it completes.
 	ended sync.Once
-	// With an observer: when the submit was sent, its first dispatch's
-	// program, and reported, which reports the completion once.
+	// obs is set when the host has an observer (nil keeps the fast path's
+	// Pending small).
+	obs *pendingObs
+}
+
+// pendingObs is what an observer needs of a resident submit: when it was
+// sent, its first dispatch's program, and reported, which reports its
+// completion once.
+type pendingObs struct {
 	sent     time.Time
 	program  string
 	reported sync.Once
@@ -141,14 +148,13 @@ func (pd *Pending) Wait(ctx context.Context) (*SubmitResult, error) {
 		return pd.result, pd.err
 	}
 	var waitFrom time.Time
-	o := pd.b.p.set.obs
-	if o != nil {
+	if pd.obs != nil {
 		waitFrom = time.Now()
 	}
 	res, raw, err := pd.wait(ctx)
 	err = pd.b.p.stats.failed(err)
-	if o != nil {
-		pd.reported.Do(func() { pd.report(ctx, o, waitFrom, res, raw, err) })
+	if pd.obs != nil {
+		pd.obs.reported.Do(func() { pd.report(ctx, pd.b.p.set.obs, waitFrom, res, raw, err) })
 	}
 	return res, err
 }
@@ -157,9 +163,9 @@ func (pd *Pending) Wait(ctx context.Context) (*SubmitResult, error) {
 func (pd *Pending) report(ctx context.Context, o *observer, waitFrom time.Time, res *SubmitResult, raw *pluginapi.SubmitResult, err error) {
 	if o.tr != nil && err == nil {
 		end := pd.began.Add(res.Submit)
-		o.tr.roundTrip(pd.b, pd.proc, "submit", pd.began, pd.sent, waitFrom, end, raw.Spans(), raw.DeviceNanos, trace.Int("commands", int64(pd.n)), trace.String("program", pd.program))
+		o.tr.roundTrip(pd.b, pd.proc, "submit", pd.began, pd.obs.sent, waitFrom, end, raw.Spans(), raw.DeviceNanos, trace.Int("commands", int64(pd.n)), trace.String("program", pd.obs.program))
 	}
-	o.submitted(ctx, pd.b, pd.program, pd.n, pd.began, res, err)
+	o.submitted(ctx, pd.b, pd.obs.program, pd.n, pd.began, res, err)
 }
 
 // wait returns the result and the plugin's.
@@ -532,10 +538,10 @@ func (b *Backend) submitResident(ctx context.Context, proc *process, plan *batch
 	}
 	pd := &Pending{b: b, proc: proc, inner: inner, bufs: plan.bufs, began: began, n: len(cmds)}
 	if b.p.set.obs != nil {
-		pd.sent = time.Now()
+		pd.obs = &pendingObs{sent: time.Now()}
 		for _, c := range plan.cmds {
 			if c.kind == cmdDispatch {
-				pd.program = c.pipeline.prog.Name
+				pd.obs.program = c.pipeline.prog.Name
 				break
 			}
 		}

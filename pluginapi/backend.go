@@ -243,5 +243,5 @@ type DispatchResult struct {
 	// DeviceNanos is the device-measured time, zero when the backend cannot tell.
 	DeviceNanos int64
 
-	spans []Span // the SDK's, on the host's side (Spans)
+	spans *[]Span // the SDK's, on the host's side (Spans); a pointer keeps the result small
 }

@@ -145,7 +145,7 @@ type SubmitResult struct {
 	// DeviceNanos is the device-measured time, zero when the backend cannot tell.
 	DeviceNanos int64
 
-	spans []Span // the SDK's, on the host's side (Spans)
+	spans *[]Span // the SDK's, on the host's side (Spans); a pointer keeps the result small
 }
 
 // ArtifactRequest asks for the device code of a program.

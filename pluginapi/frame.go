@@ -540,8 +540,9 @@ type done struct {
 	hostNanos, deviceNanos int64
 	// dispatch: the size of each output written into its staged range
 	sizes []uint64
-	// submit, dispatch: the phases the plugin timed (spans.go)
-	spans []Span
+	// submit, dispatch: the phases the plugin timed (spans.go); a pointer
+	// keeps the completions without them small
+	spans *[]Span
 }
 
 // encodeDone encodes a completion of a request of kind.
@@ -578,9 +579,9 @@ func encodeDone(kind frameKind, c *done) []byte {
 	}
 	e.bytes([]byte(msg))
 	var flags uint8
-	if len(c.spans) > 0 && (kind == frameSubmit || kind == frameDispatch) {
+	if c.spans != nil && len(*c.spans) > 0 && (kind == frameSubmit || kind == frameDispatch) {
 		flags = flagSpans
-		encodeSpans(e, c.spans)
+		encodeSpans(e, *c.spans)
 	}
 	putHeader(e.b, frameHeader{size: uint32(len(e.b)), kind: frameDone, flags: flags, seq: c.seq})
 	return e.b
@@ -637,9 +638,11 @@ func decodeDone(b []byte, kind frameKind, outputs int) (*done, error) {
 		if kind != frameSubmit && kind != frameDispatch {
 			return nil, errNoSpans
 		}
-		if c.spans, err = decodeSpans(d); err != nil {
+		spans, err := decodeSpans(d)
+		if err != nil {
 			return nil, err
 		}
+		c.spans = &spans
 	}
 	if err := d.end(); err != nil {
 		return nil, err

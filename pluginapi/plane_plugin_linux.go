@@ -501,7 +501,8 @@ func (p *planeServer) handle(job planeJob) *done {
 	if err != nil {
 		d.status, d.msg = statusOf(err), err.Error()
 	} else if timed {
-		d.spans = p.timer.spans(job.spans, began, p.timer.clock.now(), d.deviceNanos)
+		spans := p.timer.spans(job.spans, began, p.timer.clock.now(), d.deviceNanos)
+		d.spans = &spans
 	}
 	return d
 }

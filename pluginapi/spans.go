@@ -54,11 +54,18 @@ type Span struct {
 
 // Spans returns the phases the plugin timed for this submit: empty unless the
 // plugin was started with SpansEnv and the submit went over the data plane.
-func (r *SubmitResult) Spans() []Span { return r.spans }
+func (r *SubmitResult) Spans() []Span { return deref(r.spans) }
 
 // Spans returns the phases the plugin timed for this dispatch, as
 // SubmitResult.Spans.
-func (r *DispatchResult) Spans() []Span { return r.spans }
+func (r *DispatchResult) Spans() []Span { return deref(r.spans) }
+
+func deref(s *[]Span) []Span {
+	if s == nil {
+		return nil
+	}
+	return *s
+}
 
 // flagSpans marks a completion that carries a spans trailer after its message.
 const flagSpans = 2

@@ -30,8 +30,8 @@ func submitOnPlane(t *testing.T, p *plane) *done {
 // it, none.
 func TestPlaneShipsSpansWhenAsked(t *testing.T) {
 	_, quiet := planePair(t)
-	if d := submitOnPlane(t, quiet); len(d.spans) != 0 {
-		t.Fatalf("spans without %s: %+v", SpansEnv, d.spans)
+	if d := submitOnPlane(t, quiet); d.spans != nil {
+		t.Fatalf("spans without %s: %+v", SpansEnv, *d.spans)
 	}
 	t.Setenv(SpansEnv, "1")
 	_, p := planePair(t)
@@ -39,12 +39,13 @@ func TestPlaneShipsSpansWhenAsked(t *testing.T) {
 	before := clock.now()
 	d := submitOnPlane(t, p)
 	after := clock.now()
+	spans := deref(d.spans)
 	want := []SpanKind{SpanDecode, SpanQueue, SpanRun, SpanDevice} // memBackend reports device time
-	if len(d.spans) != len(want) {
-		t.Fatalf("spans %+v, want %v", d.spans, want)
+	if len(spans) != len(want) {
+		t.Fatalf("spans %+v, want %v", spans, want)
 	}
 	last := before
-	for i, s := range d.spans[:3] {
+	for i, s := range spans[:3] {
 		if s.Kind != want[i] {
 			t.Errorf("span %d is %v, want %v", i, s.Kind, want[i])
 		}
@@ -56,8 +57,8 @@ func TestPlaneShipsSpansWhenAsked(t *testing.T) {
 		}
 		last = s.End
 	}
-	if dev := d.spans[3]; dev.End != d.spans[2].End || dev.End-dev.Start != d.deviceNanos {
-		t.Errorf("device span %+v does not end with the run (%+v) or last the device's %d ns", dev, d.spans[2], d.deviceNanos)
+	if dev := spans[3]; dev.End != spans[2].End || dev.End-dev.Start != d.deviceNanos {
+		t.Errorf("device span %+v does not end with the run (%+v) or last the device's %d ns", dev, spans[2], d.deviceNanos)
 	}
 }
 
@@ -67,12 +68,12 @@ func TestPlaneShipsSpansWhenAsked(t *testing.T) {
 func TestPlaneRefusesHostileSpans(t *testing.T) {
 	cases := map[string]func(r *request) []byte{
 		"too many spans": func(r *request) []byte {
-			b := encodeDone(frameDispatch, &done{seq: r.seq, sizes: []uint64{4}, spans: sampleSpans()[:1]})
+			b := encodeDone(frameDispatch, &done{seq: r.seq, sizes: []uint64{4}, spans: ptr(sampleSpans()[:1])})
 			b[len(b)-spanBytes-8] = maxSpans + 1
 			return b
 		},
 		"unknown span kind": func(r *request) []byte {
-			return encodeDone(frameDispatch, &done{seq: r.seq, sizes: []uint64{4}, spans: []Span{{Kind: 77, Start: 1, End: 2}}})
+			return encodeDone(frameDispatch, &done{seq: r.seq, sizes: []uint64{4}, spans: ptr([]Span{{Kind: 77, Start: 1, End: 2}})})
 		},
 	}
 	for name, reply := range cases {
@@ -94,7 +95,7 @@ func TestPlaneRefusesHostileSpans(t *testing.T) {
 		if r.kind != frameDispatch {
 			return encodeDone(r.kind, &done{seq: r.seq})
 		}
-		return encodeDone(frameDispatch, &done{seq: r.seq, sizes: []uint64{4}, spans: sampleSpans()})
+		return encodeDone(frameDispatch, &done{seq: r.seq, sizes: []uint64{4}, spans: ptr(sampleSpans())})
 	})
 	res, err := dispatchOnPlane(ctxT(t), p, &DispatchRequest{Pipeline: 1, OutputCounts: []uint32{1}}, []int{4})
 	if err != nil || len(res.Spans()) != len(sampleSpans()) {

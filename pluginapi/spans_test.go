@@ -7,6 +7,8 @@ import (
 	"testing"
 )
 
+func ptr(s []Span) *[]Span { return &s }
+
 func sampleSpans() []Span {
 	return []Span{
 		{Kind: SpanDecode, Start: 100, End: 110},
@@ -24,8 +26,8 @@ func TestFrameDoneSpansRoundTrip(t *testing.T) {
 		outputs int
 		d       *done
 	}{
-		{frameSubmit, 0, &done{seq: 2, hostNanos: 100, deviceNanos: 7, spans: sampleSpans()}},
-		{frameDispatch, 1, &done{seq: 3, hostNanos: 1, sizes: []uint64{16}, spans: sampleSpans()[:1]}},
+		{frameSubmit, 0, &done{seq: 2, hostNanos: 100, deviceNanos: 7, spans: ptr(sampleSpans())}},
+		{frameDispatch, 1, &done{seq: 3, hostNanos: 1, sizes: []uint64{16}, spans: ptr(sampleSpans()[:1])}},
 	} {
 		b := encodeDone(c.kind, c.d)
 		if b[5] != flagSpans {
@@ -49,11 +51,11 @@ func TestFrameDoneSpansAreBounded(t *testing.T) {
 	for i := range many {
 		many[i] = Span{Kind: SpanRun, Start: int64(i + 1), End: int64(i + 2)}
 	}
-	if d, err := decodeDone(encodeDone(frameSubmit, &done{seq: 1, spans: many}), frameSubmit, 0); err != nil || len(d.spans) != maxSpans {
-		t.Fatalf("the encoder kept %d spans (%v), want %d", len(d.spans), err, maxSpans)
+	if d, err := decodeDone(encodeDone(frameSubmit, &done{seq: 1, spans: ptr(many)}), frameSubmit, 0); err != nil || len(deref(d.spans)) != maxSpans {
+		t.Fatalf("the encoder kept %d spans (%v), want %d", len(deref(d.spans)), err, maxSpans)
 	}
 	withCount := func(n uint32) []byte {
-		b := encodeDone(frameSubmit, &done{seq: 1, spans: sampleSpans()[:1]})
+		b := encodeDone(frameSubmit, &done{seq: 1, spans: ptr(sampleSpans()[:1])})
 		binary.LittleEndian.PutUint32(b[len(b)-spanBytes-8:], n)
 		return b
 	}
@@ -61,17 +63,17 @@ func TestFrameDoneSpansAreBounded(t *testing.T) {
 		"more spans than allowed":  withCount(maxSpans + 1),
 		"a count beyond the frame": withCount(1 << 31),
 		"no spans under the flag":  withCount(0)[:len(withCount(0))-spanBytes],
-		"unknown kind":             encodeDone(frameSubmit, &done{seq: 1, spans: []Span{{Kind: 9, Start: 1, End: 2}}}),
-		"ends before it starts":    encodeDone(frameSubmit, &done{seq: 1, spans: []Span{{Kind: SpanRun, Start: 5, End: 2}}}),
-		"starts at zero":           encodeDone(frameSubmit, &done{seq: 1, spans: []Span{{Kind: SpanRun, Start: 0, End: 2}}}),
-		"negative start":           encodeDone(frameSubmit, &done{seq: 1, spans: []Span{{Kind: SpanRun, Start: -5, End: 2}}}),
+		"unknown kind":             encodeDone(frameSubmit, &done{seq: 1, spans: ptr([]Span{{Kind: 9, Start: 1, End: 2}})}),
+		"ends before it starts":    encodeDone(frameSubmit, &done{seq: 1, spans: ptr([]Span{{Kind: SpanRun, Start: 5, End: 2}})}),
+		"starts at zero":           encodeDone(frameSubmit, &done{seq: 1, spans: ptr([]Span{{Kind: SpanRun, Start: 0, End: 2}})}),
+		"negative start":           encodeDone(frameSubmit, &done{seq: 1, spans: ptr([]Span{{Kind: SpanRun, Start: -5, End: 2}})}),
 	}
 	for name, b := range bad {
 		if _, err := decodeDone(b, frameSubmit, 0); err == nil {
 			t.Errorf("%s: decoded", name)
 		}
 	}
-	onAlloc := encodeDone(frameSubmit, &done{seq: 1, spans: sampleSpans()})
+	onAlloc := encodeDone(frameSubmit, &done{seq: 1, spans: ptr(sampleSpans())})
 	if _, err := decodeDone(onAlloc, frameFree, 0); err == nil || !strings.Contains(err.Error(), "spans") {
 		t.Errorf("spans on a free's completion: %v", err)
 	}

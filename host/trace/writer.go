@@ -264,6 +264,16 @@ func appendMicros(b []byte, ns int64) []byte {
 // appendString writes s as a JSON string; invalid UTF-8 becomes U+FFFD.
 func appendString(b []byte, s string) []byte {
 	const hex = "0123456789abcdef"
+	plain := true
+	for i := 0; i < len(s) && plain; i++ {
+		c := s[i]
+		plain = c >= 0x20 && c < utf8.RuneSelf && c != '"' && c != '\\'
+	}
+	if plain {
+		b = append(b, '"')
+		b = append(b, s...)
+		return append(b, '"')
+	}
 	b = append(b, '"')
 	for i := 0; i < len(s); {
 		c := s[i]
