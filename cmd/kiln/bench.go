@@ -77,6 +77,7 @@ Figures depend on the machine; nothing is asserted.`,
 	f.IntVar(&mib, "mib", 256, "size of the bulk buffer in MiB")
 	f.IntVar(&opts.Repeats, "repeats", 5, "bulk dispatches per side; the fastest counts")
 	f.IntVar(&opts.Chain, "chain", 100, "dependent 1-element dispatches in one submit")
+	a.traceFlag(cmd)
 	return cmd
 }
 

@@ -223,6 +223,7 @@ it: "explicit", "pgo route: ...", "preferred: ..."), workgroup_size and tuned
 	f.StringVar(&file.Invocations, "invocations", "", "X,Y,Z invocations; the grid is their ceiling division by the workgroup size (program files)")
 	f.StringVar(&file.WorkgroupSize, "wg", "", "X,Y,Z workgroup size override (program files)")
 	f.StringVar(&out, "out", "", "directory to write every output buffer to, as <buffer>.bin")
+	a.traceFlag(cmd)
 	return cmd
 }
 

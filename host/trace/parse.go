@@ -226,14 +226,21 @@ func (f *File) Flows() []Flow {
 			slices[e.Track()] = append(slices[e.Track()], e)
 		}
 	}
+	for _, list := range slices {
+		sort.Slice(list, func(i, j int) bool { return list[i].Ts < list[j].Ts })
+	}
+	// holder is the latest-starting slice of p's thread that holds p: the
+	// search starts at the last slice starting no later than p and walks
+	// back a bounded way (lanes hold few nested slices).
 	holder := func(p *Event) *Event {
-		var best *Event
-		for _, s := range slices[p.Track()] {
-			if s.Ts <= p.Ts+eps && p.Ts <= s.End()+eps && (best == nil || s.Ts >= best.Ts) {
-				best = s
+		list := slices[p.Track()]
+		i := sort.Search(len(list), func(i int) bool { return list[i].Ts > p.Ts+eps })
+		for j := i - 1; j >= 0 && j >= i-64; j-- {
+			if p.Ts <= list[j].End()+eps {
+				return list[j]
 			}
 		}
-		return best
+		return nil
 	}
 	type key struct {
 		cat string
