@@ -110,9 +110,10 @@ type Options struct {
 	// outcome, submits, waits, transfers, dispatches), each plugin's (decode,
 	// queue, run) and each adapter's device time, tied together by flows
 	// across the processes (docs/design.md, "Tracing"). TraceFile names a
-	// file for it instead; with neither, $KILN_TRACE does. Close ends the
-	// document (and closes a file the host opened). Nil and empty: no trace,
-	// and the host times nothing for one.
+	// file for it instead (created anew: a second Host on the same file
+	// replaces it); with neither, $KILN_TRACE does; "off" turns both off.
+	// Close ends the document (and closes a file the host opened). Nil and
+	// empty: no trace, and the host times nothing for one.
 	Trace     io.Writer
 	TraceFile string
 	// Hook, when set, sees every dispatch, submit and compile as it ends

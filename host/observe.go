@@ -80,7 +80,7 @@ func newObserver(opts Options, getenv func(string) string) (*observer, error) {
 		if path == "" {
 			path = getenv(TraceEnv)
 		}
-		if path != "" {
+		if path != "" && path != "off" {
 			f, err := os.Create(path)
 			if err != nil {
 				return nil, fmt.Errorf("open the trace file: %w. Fix: name a file in a directory you can write (Options.TraceFile, --trace or %s)", err, TraceEnv)

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kiln-dev/kiln/cmd/kiln/internal/bench"
+	"github.com/kiln-dev/kiln/host"
 	"github.com/kiln-dev/kiln/cmd/kiln/internal/units"
 )
 
@@ -47,12 +48,16 @@ over gRPC):
 Figures depend on the machine; nothing is asserted.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			h, err := a.open(cmd.Context())
+			// The measuring hosts are bench's own: the trace is the
+			// protocol-2 one's.
+			trace := a.trace
+			a.trace = ""
+			h, err := a.openWith(cmd.Context(), host.Options{TraceFile: "off"})
 			if err != nil {
 				return err
 			}
 			defer h.Close()
-			opts.Bytes = mib << 20
+			opts.Bytes, opts.TraceFile = mib<<20, trace
 			if exe, err := os.Executable(); err == nil {
 				opts.EchoPlugin = exe
 			}
