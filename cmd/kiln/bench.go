@@ -9,8 +9,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kiln-dev/kiln/cmd/kiln/internal/bench"
-	"github.com/kiln-dev/kiln/host"
 	"github.com/kiln-dev/kiln/cmd/kiln/internal/units"
+	"github.com/kiln-dev/kiln/host"
 )
 
 func (a *app) benchCommand() *cobra.Command {
