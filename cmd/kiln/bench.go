@@ -16,6 +16,7 @@ import (
 func (a *app) benchCommand() *cobra.Command {
 	var opts bench.Options
 	var mib int
+	var kb kernelBench
 	cmd := &cobra.Command{
 		Use:   "bench",
 		Short: "Measure the plugin boundary: start, round trips, bulk transfer, resident buffers",
@@ -45,9 +46,19 @@ over gRPC):
   - a saxpy over two resident --mib MiB buffers, with the bytes the host's
     traffic counter saw cross for it (0: the data stays in the plugin)
 
-Figures depend on the machine; nothing is asserted.`,
+Figures depend on the machine; nothing is asserted.
+
+With --kernel NAME it times a corpus kernel instead, on every ready backend
+(--on picks them; cpu-ref only when named) side by side: each verified
+against the reference first, then timed as kiln run --repeat times it
+(buffers on the backend, a warm-up, --repeat timed submits), with the median
+and minimum device and submit times and the throughput:
+  kiln bench --kernel matmul_reg --size 1024 --repeat 50`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if kb.kernel != "" {
+				return kb.run(a, cmd)
+			}
 			// The measuring hosts are bench's own: the trace is the
 			// protocol-2 one's.
 			trace := a.trace
@@ -82,6 +93,7 @@ Figures depend on the machine; nothing is asserted.`,
 	f.IntVar(&mib, "mib", 256, "size of the bulk buffer in MiB")
 	f.IntVar(&opts.Repeats, "repeats", 5, "bulk dispatches per side; the fastest counts")
 	f.IntVar(&opts.Chain, "chain", 100, "dependent 1-element dispatches in one submit")
+	kb.flags(cmd)
 	a.traceFlag(cmd)
 	return cmd
 }
