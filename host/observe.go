@@ -27,6 +27,19 @@ type Hook interface {
 	Observe(ctx context.Context, op Operation)
 }
 
+// Hooks is a Hook that passes each operation to every hook in it, in order
+// (a nil one is skipped): Options.Hook takes one.
+type Hooks []Hook
+
+// Observe implements Hook.
+func (hs Hooks) Observe(ctx context.Context, op Operation) {
+	for _, h := range hs {
+		if h != nil {
+			h.Observe(ctx, op)
+		}
+	}
+}
+
 // Operation kinds, as Operation.Kind names them.
 const (
 	OpDispatch = "dispatch"
