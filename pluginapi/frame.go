@@ -547,7 +547,11 @@ type done struct {
 
 // encodeDone encodes a completion of a request of kind.
 func encodeDone(kind frameKind, c *done) []byte {
-	e := &enc{b: make([]byte, frameHeaderBytes, 64)}
+	size := 64
+	if c.spans != nil {
+		size += spansBytes
+	}
+	e := &enc{b: make([]byte, frameHeaderBytes, size)}
 	msg := c.msg
 	if len(msg) > maxMessageBytes {
 		msg = msg[:maxMessageBytes]
