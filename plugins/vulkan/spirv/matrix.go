@@ -207,7 +207,7 @@ func addressing(offset, stride ir.Expr, bound *ir.MatrixBound) ([]ir.Stmt, ir.Ex
 		return lets, nil
 	}
 	lets = append(lets, ir.LetStmt{Name: mxRows, Value: bound.Rows}, ir.LetStmt{Name: mxCols, Value: bound.Cols})
-	return lets, ir.And(lt(loc(mxRow), loc(mxRows)), lt(loc(mxCol), loc(mxCols)))
+	return lets, ir.LAnd(lt(loc(mxRow), loc(mxRows)), lt(loc(mxCol), loc(mxCols)))
 }
 
 // element binds the row, column and array index of element kiln.e of m.
@@ -240,7 +240,7 @@ func (e *emitter) lowerStore(m ir.MatrixDecl, s ir.MatrixStoreStmt) []ir.Stmt {
 	}
 	distinct := ir.Expr(ir.Ge(loc(mxStride), lit(inner)))
 	if outer > 1 {
-		distinct = ir.And(distinct, ir.Le(loc(mxStride), lit((^uint32(0)-(inner-1))/(outer-1))))
+		distinct = ir.LAnd(distinct, ir.Le(loc(mxStride), lit((^uint32(0)-(inner-1))/(outer-1))))
 	}
 	serial := ir.ForStmt{Var: mxElem, Type: ir.U32, From: lit(0), To: lit(m.Rows * m.Cols), Step: lit(1), Body: body}
 	return append(lets, ir.IfStmt{Cond: distinct,
