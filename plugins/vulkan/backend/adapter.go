@@ -97,7 +97,7 @@ func target(p vk.Properties, f vk.Features) spirv.Target {
 	t.SignedZeroInfNanPreserve = p.FloatControls != nil && p.FloatControls.SignedZeroInfNanPreserveFloat32
 	t.SignedZeroInfNanPreserve16 = p.FloatControls != nil && p.FloatControls.SignedZeroInfNanPreserveFloat16
 	t.DenormPreserve = p.FloatControls != nil && p.FloatControls.DenormPreserveFloat32
-	t.Float16, t.Storage16 = f.ShaderFloat16, f.StorageBuffer16BitAccess
+	t.Float16, t.Storage16, t.Int16 = f.ShaderFloat16, f.StorageBuffer16BitAccess, f.ShaderInt16
 	t.LoopGuard = endsLongLoops(p)
 	if p.Subgroup.Stages&vk.StageCompute != 0 {
 		t.Subgroups = spirv.SubgroupFeatures(p.Subgroup.Operations) &

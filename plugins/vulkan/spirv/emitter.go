@@ -402,6 +402,9 @@ func (e *emitter) declareBuffers() {
 		}
 		a := array{elem: b.Type, binding: b.Binding}
 		if _, ok := e.layout.addresses[b.Binding]; ok {
+			if b.Type == ir.BF16 {
+				e.int16(b.Name)
+			}
 			if coherent && b.Access == ir.ReadWrite {
 				e.memberDecorate(st, 0, decorationCoherent)
 			}

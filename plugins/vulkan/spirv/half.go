@@ -33,6 +33,7 @@ import (
 // The capabilities, and the extension, of 16-bit types.
 const (
 	capabilityFloat16                  = 9
+	capabilityInt16                    = 22
 	capabilityStorageBuffer16BitAccess = 4433
 	extension16BitStorage              = "SPV_KHR_16bit_storage"
 	opFConvert                         = 115
@@ -73,6 +74,16 @@ func (e *emitter) storage16(t ir.Type) {
 		e.fail(fmt.Errorf("buffers of %s need 16-bit storage buffer access (storageBuffer16BitAccess), which the device does not support. Fix: run the program on a device whose profile reports %s, or use f32 buffers", t, t))
 	}
 	e.capability(capabilityStorageBuffer16BitAccess)
+}
+
+// int16 records that the module needs 16-bit integers anywhere, for the bf16
+// buffer name reached through a device address, or an error when the target
+// lacks them.
+func (e *emitter) int16(name string) {
+	if !e.target.Int16 {
+		e.fail(fmt.Errorf("bf16 buffer %q is larger than a descriptor binds, and reaching it through a device address needs 16-bit integers (shaderInt16), which the device does not support. Fix: bind at most maxStorageBufferRange bytes to it", name))
+	}
+	e.capability(capabilityInt16)
 }
 
 // memType is the SPIR-V type of one element of a in memory: a 2-byte type for

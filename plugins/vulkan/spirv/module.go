@@ -123,6 +123,10 @@ type Target struct {
 	// needs one the target lacks is an error that names it (IR v1.2; see
 	// half.go).
 	Float16, Storage16 bool
+	// Int16 says that the device has shaderInt16: a bf16 buffer reached
+	// through a device address (BufferAddresses) needs it, since its 16-bit
+	// integer elements then appear in the push constants' pointer type.
+	Int16 bool
 	// SignedZeroInfNanPreserve16 makes modules with f16 arithmetic declare
 	// SignedZeroInfNanPreserve for 16-bit floats, for a device whose
 	// shaderSignedZeroInfNanPreserveFloat16 is true.

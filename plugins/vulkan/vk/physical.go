@@ -155,6 +155,9 @@ type Features struct {
 	// StorageBuffer16BitAccess is VkPhysicalDevice16BitStorageFeatures'
 	// storageBuffer16BitAccess (Vulkan 1.1): 16-bit types in storage buffers.
 	StorageBuffer16BitAccess bool
+	// ShaderInt16 is VkPhysicalDeviceFeatures' shaderInt16: 16-bit integers
+	// anywhere (for bf16 buffers reached through device addresses).
+	ShaderInt16 bool
 }
 
 // MemoryPropertyFlags is a VkMemoryPropertyFlags mask.
@@ -337,10 +340,10 @@ func (p PhysicalDevice) chain() C.kiln_chain {
 
 // Features reads the device's features.
 func (p PhysicalDevice) Features() Features {
-	var f16, sc, full, s16 C.uint32_t
-	C.kiln_get_features(p.inst.in, p.pd, C.uint32_t(p.inst.apiVersion), p.chain(), &f16, &sc, &full, &s16)
+	var f16, sc, full, s16, i16 C.uint32_t
+	C.kiln_get_features(p.inst.in, p.pd, C.uint32_t(p.inst.apiVersion), p.chain(), &f16, &sc, &full, &s16, &i16)
 	return Features{ShaderFloat16: f16 != 0, SubgroupSizeControl: sc != 0, ComputeFullSubgroups: full != 0,
-		StorageBuffer16BitAccess: s16 != 0}
+		StorageBuffer16BitAccess: s16 != 0, ShaderInt16: i16 != 0}
 }
 
 // MemoryProperties reads the device's memory types and heaps.
@@ -456,6 +459,8 @@ type DeviceOptions struct {
 	// ShaderFloat16 and StorageBuffer16BitAccess enable those features (the
 	// device must support them: Features), for IR v1.2's f16 and bf16.
 	ShaderFloat16, StorageBuffer16BitAccess bool
+	// ShaderInt16 enables shaderInt16 (the device must support it: Features).
+	ShaderInt16 bool
 }
 
 // CreateDevice creates a logical device with one queue of queueFamily.
@@ -491,6 +496,9 @@ func (p PhysicalDevice) CreateDevice(queueFamily uint32, opts DeviceOptions) (*D
 	}
 	if opts.StorageBuffer16BitAccess {
 		co.storage16 = 1
+	}
+	if opts.ShaderInt16 {
+		co.int16 = 1
 	}
 	r := C.kiln_create_device(p.inst.in, p.pd, C.uint32_t(queueFamily), co, &d, &missing)
 	if missing != nil {
