@@ -145,6 +145,8 @@ func invocations(k Kernel, c Case) [3]int {
 		return [3]int{(c.Size + 2 + 3) / 4, (c.Size + 3) / 4, 1}
 	case "softmax":
 		return [3]int{c.Size * 64, 1, 1} // one workgroup per row
+	case "vector_add": // four elements per invocation at the default epi
+		return [3]int{(c.Size + 3) / 4, 1, 1}
 	}
 	return [3]int{c.Size, 1, 1}
 }
