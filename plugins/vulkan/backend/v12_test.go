@@ -22,6 +22,18 @@ func TestV12(t *testing.T) {
 	}
 }
 
+// TestV12OverResidentBuffers runs the IR v1.2 checks through AllocBuffer,
+// WriteBuffer, Submit and ReadBuffer (2-byte elements bound by byte ranges,
+// odd element counts included).
+func TestV12OverResidentBuffers(t *testing.T) {
+	b := newTestBackend(t)
+	bothMemoryPaths(t, b, func(t *testing.T) {
+		for _, c := range gputest.V12Checks() {
+			t.Run(c.Name, func(t *testing.T) { c.Check(t, overResident{b}) })
+		}
+	})
+}
+
 // TestV12Capabilities pins what the profile reports and that a device without
 // f16 arithmetic or 16-bit storage rejects programs that need them at compile,
 // with a reason naming the feature.
