@@ -507,10 +507,14 @@ func (e *emitter) declareShared() {
 }
 
 // declareWorkgroupArray declares a Workgroup variable of count elements of
-// type t (bf16 in u32 words), named debug in the module and key among the
+// type t (in memType's form), named debug in the module and key among the
 // arrays.
 func (e *emitter) declareWorkgroupArray(debug, key string, t ir.Type, count uint32) {
-	elem := e.scalar(t)
+	a := array{elem: t, shared: true, count: count}
+	elem := e.memType(a)
+	if e.narrowBF16(a) {
+		e.capability(capabilityInt16)
+	}
 	n := e.cu32(count)
 	at := e.typ(typeKey{op: opTypeArray, a: elem, b: n}, elem, n)
 	v := e.global(opVariable, true, e.pointer(storageWorkgroup, at), storageWorkgroup)

@@ -167,7 +167,7 @@ func (e *emitter) load(x ir.LoadExpr) (value, error) {
 // buffer's 16-bit element is widened to the u32 that holds a bf16 value.
 func (e *emitter) loadFrom(a array, index uint32) uint32 {
 	v := e.op(opLoad, e.memType(a), append([]uint32{e.elemPtr(a, index)}, access(a)...)...)
-	if a.elem == ir.BF16 && !a.shared {
+	if e.narrowBF16(a) {
 		return e.op(opUConvert, e.u32(), v)
 	}
 	return v

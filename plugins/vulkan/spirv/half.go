@@ -26,9 +26,11 @@ import (
 //   - Buffers of f16 and bf16 hold 2-byte elements (capability
 //     StorageBuffer16BitAccess, the device's storageBuffer16BitAccess): f16
 //     elements are 16-bit floats, bf16 elements 16-bit unsigned integers
-//     converted to and from the u32 value (OpUConvert). Shared arrays of f16
-//     hold 16-bit floats (allowed by Float16), shared arrays of bf16 one u32
-//     word per element, so no workgroup 16-bit layout is needed.
+//     converted to and from the u32 value (OpUConvert). Shared arrays (and
+//     workgroup matrices) of f16 hold 16-bit floats (allowed by Float16), of
+//     bf16 16-bit integers where the device has shaderInt16 (capability Int16)
+//     and one u32 word per element elsewhere, so no workgroup 16-bit layout is
+//     needed.
 
 // The capabilities, and the extension, of 16-bit types.
 const (
@@ -89,10 +91,27 @@ func (e *emitter) int16(name string) {
 // memType is the SPIR-V type of one element of a in memory: a 2-byte type for
 // 16-bit buffers, the value's type otherwise.
 func (e *emitter) memType(a array) uint32 {
-	if a.elem == ir.BF16 && !a.shared {
+	if e.narrowBF16(a) {
 		return e.u16()
 	}
 	return e.scalar(a.elem)
+}
+
+// narrowBF16 reports whether a holds bf16 elements as 16-bit integers: in
+// buffers always, in workgroup memory where the target has Int16 (elsewhere
+// one u32 word each).
+func (e *emitter) narrowBF16(a array) bool {
+	return a.elem == ir.BF16 && (!a.shared || e.target.Int16)
+}
+
+// workgroupElemBytes is the size of one element of type t in workgroup memory:
+// f16 2 bytes, bf16 2 bytes where the target has Int16 (4 elsewhere), the
+// others (bool included) 4.
+func (e *emitter) workgroupElemBytes(t ir.Type) uint32 {
+	if t == ir.F16 || t == ir.BF16 && e.target.Int16 {
+		return 2
+	}
+	return 4
 }
 
 // bits16 is the bits of an f16 value in the low half of a u32 (the value

@@ -64,26 +64,17 @@ func (e *emitter) declareMatrices() error {
 	}
 	var bytes uint64
 	for _, s := range e.prog.Shared {
-		bytes += uint64(s.Count) * uint64(workgroupElemBytes(s.Type))
+		bytes += uint64(s.Count) * uint64(e.workgroupElemBytes(s.Type))
 	}
 	var tiles uint64
 	for _, m := range e.prog.Matrices {
-		tiles += uint64(m.Rows) * uint64(m.Cols) * uint64(workgroupElemBytes(m.Type))
+		tiles += uint64(m.Rows) * uint64(m.Cols) * uint64(e.workgroupElemBytes(m.Type))
 	}
 	if limit := e.target.MaxSharedBytes; limit != 0 && bytes+tiles > uint64(limit) {
-		return fmt.Errorf("the shared arrays (%d bytes) and the workgroup matrices (%d bytes on the scalar matrix path, which holds bf16 elements in 4 bytes) need %d bytes of workgroup memory, more than the device's %d (maxComputeSharedMemorySize). Fix: use smaller matrices or shared arrays",
+		return fmt.Errorf("the shared arrays (%d bytes) and the workgroup matrices (%d bytes on the scalar matrix path) need %d bytes of workgroup memory, more than the device's %d (maxComputeSharedMemorySize). Fix: use smaller matrices or shared arrays",
 			bytes, tiles, bytes+tiles, limit)
 	}
 	return nil
-}
-
-// workgroupElemBytes is the size of one element of type t in workgroup memory:
-// bf16 and bool are held in 4-byte words.
-func workgroupElemBytes(t ir.Type) uint32 {
-	if t == ir.F16 {
-		return 2
-	}
-	return 4
 }
 
 // matrixDecl resolves a matrix.

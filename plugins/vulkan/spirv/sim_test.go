@@ -29,6 +29,9 @@ type simBackend struct {
 	// whose guard flag is set is rejected, as the Vulkan backend rejects it.
 	guard     bool
 	loopLimit int
+	// wide16 emits without Int16 (and without device addresses, which a bf16
+	// buffer needs it for), so bf16 shared arrays hold u32 words.
+	wide16 bool
 
 	mu        sync.Mutex
 	next      uint64
@@ -69,6 +72,9 @@ func (b *simBackend) Compile(_ context.Context, req *pluginapi.CompileRequest) (
 		target.FoldSpec = &spec
 	}
 	target.LoopGuard = b.guard
+	if b.wide16 {
+		target.Int16, target.BufferAddresses = false, 0
+	}
 	m, err := EmitFor(req.Program, target)
 	if err != nil {
 		return nil, pluginapi.Rejected("spirv-sim: %w", err)

@@ -300,7 +300,7 @@ func (e *emitter) storeAt(a array, index value, v uint32) {
 // storeTo is the OpStore of v to a[index], without a check; a bf16 value is
 // narrowed to a bf16 buffer's 16-bit element.
 func (e *emitter) storeTo(a array, index, v uint32) {
-	if a.elem == ir.BF16 && !a.shared {
+	if e.narrowBF16(a) {
 		v = e.op(opUConvert, e.u16(), v)
 	}
 	e.inst(opStore, append([]uint32{e.elemPtr(a, index), v}, access(a)...)...)

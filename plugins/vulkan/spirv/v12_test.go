@@ -116,14 +116,15 @@ func v12Programs(tb testing.TB) []namedProgram {
 }
 
 // TestV12OnTheInterpreter runs the IR v1.2 checks on emitted SPIR-V,
-// interpreted, with spirv-val on every module.
+// interpreted, with spirv-val on every module: specialized and folded, and
+// with bf16 shared arrays in 16-bit integers (Int16) and in u32 words.
 func TestV12OnTheInterpreter(t *testing.T) {
 	val, err := exec.LookPath("spirv-val")
 	if err != nil {
 		val = spirvVal(t)
 	}
 	for _, fold := range []bool{false, true} {
-		b := &simBackend{t: t, val: val, fold: fold, pipelines: map[uint64]simPipeline{}}
+		b := &simBackend{t: t, val: val, fold: fold, wide16: fold, pipelines: map[uint64]simPipeline{}}
 		for _, c := range gputest.V12Checks() {
 			t.Run(c.Name, func(t *testing.T) {
 				b.t = t
@@ -151,8 +152,10 @@ func TestV12DeviceFeatures(t *testing.T) {
 		{f16, Target{Storage16: true}, "shaderFloat16", nil},
 		{f16, Target{Float16: true}, "storageBuffer16BitAccess", nil},
 		{casts, Target{Float16: true}, "storageBuffer16BitAccess", nil},
-		// bf16 alone needs no f16 arithmetic.
-		{shared, Target{Storage16: true}, "", []string{"OpCapability StorageBuffer16BitAccess"}},
+		// bf16 alone needs no f16 arithmetic; its tiles are 16-bit integers
+		// with Int16, u32 words without.
+		{shared, Target{Storage16: true}, "", []string{"OpCapability StorageBuffer16BitAccess", "OpTypeArray %uint %uint_512"}},
+		{shared, Target{Storage16: true, Int16: true}, "", []string{"OpCapability Int16", "OpTypeArray %ushort %uint_512"}},
 	} {
 		m, err := EmitFor(c.p, c.t)
 		switch {
