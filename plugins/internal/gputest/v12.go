@@ -521,13 +521,16 @@ func V12MatrixMMA(t *testing.T, b pluginapi.Backend) {
 // V12MatrixAddressing loads and stores with bounds at odd edges, both
 // layouts, strides below and above the tile's width, an offset whose u32
 // addresses wrap, buffers of odd element counts with elements out of range,
-// and a store whose elements overlap (the last in row-major order wins).
+// and stores whose elements overlap, in both layouts, bounded and with stride
+// 0 (the last element in row-major order wins).
 func V12MatrixAddressing(t *testing.T, b pluginapi.Backend) {
 	bld := ir.NewBuilder("matrix_addressing", 96, 1, 1)
 	bld.Buffer("S", ir.F32, ir.Read)
 	bld.Buffer("D", ir.F32, ir.ReadWrite)
 	bld.Buffer("D2", ir.F32, ir.ReadWrite)
 	bld.Buffer("D3", ir.F32, ir.ReadWrite)
+	bld.Buffer("D4", ir.F32, ir.ReadWrite)
+	bld.Buffer("D5", ir.F32, ir.ReadWrite)
 	bld.Buffer("H", ir.F16, ir.Read)
 	bld.Buffer("HO", ir.F16, ir.ReadWrite)
 	bld.Uniform("off", ir.U32)
@@ -538,6 +541,8 @@ func V12MatrixAddressing(t *testing.T, b pluginapi.Backend) {
 	bld.MatrixLoad(tm, "S", lit(0xFFFFFFF0), lit(1), ir.RowMajor)
 	bld.MatrixStore(tm, "D2", lit(200), lit(33), ir.ColMajor)
 	bld.MatrixStore(tm, "D3", lit(1), lit(3), ir.RowMajor)
+	bld.MatrixStoreBounded(tm, "D4", lit(2), lit(5), ir.ColMajor, lit(20), lit(9))
+	bld.MatrixStoreBounded(tm, "D5", lit(4), lit(0), ir.RowMajor, lit(30), lit(13))
 	bld.MatrixLoad(u, "H", lit(2), lit(5), ir.ColMajor)
 	bld.MatrixStoreBounded(u, "HO", lit(1), lit(37), ir.RowMajor, lit(15), lit(31))
 	p := bld.MustBuild()
@@ -552,7 +557,7 @@ func V12MatrixAddressing(t *testing.T, b pluginapi.Backend) {
 		}
 		return out
 	}
-	d, d2, d3, ho := fill(700, -7), fill(700, -8), fill(100, -9), fill(601, -10)
+	d, d2, d3, d4, d5, ho := fill(700, -7), fill(700, -8), fill(100, -9), fill(90, -11), fill(20, -12), fill(601, -10)
 	const stride = 40
 	uniforms := binary.LittleEndian.AppendUint32(nil, stride)
 	c, err := b.Compile(context.Background(), &pluginapi.CompileRequest{Program: p})
@@ -561,7 +566,7 @@ func V12MatrixAddressing(t *testing.T, b pluginapi.Backend) {
 	}
 	defer b.Release(context.Background(), c.Pipeline)
 	res, err := b.Dispatch(context.Background(), &pluginapi.DispatchRequest{Pipeline: c.Pipeline, Grid: [3]uint32{1, 1, 1},
-		Inputs: [][]byte{floats(s), floats(d), floats(d2), floats(d3), encode(ir.F16, h), encode(ir.F16, ho)}, Uniforms: uniforms})
+		Inputs: [][]byte{floats(s), floats(d), floats(d2), floats(d3), floats(d4), floats(d5), encode(ir.F16, h), encode(ir.F16, ho)}, Uniforms: uniforms})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -571,12 +576,16 @@ func V12MatrixAddressing(t *testing.T, b pluginapi.Backend) {
 	ref.load(s, 0xFFFFFFF0, 1, ir.RowMajor, math.MaxUint32, math.MaxUint32)
 	ref.store(d2, 200, 33, ir.ColMajor, math.MaxUint32, math.MaxUint32)
 	ref.store(d3, 1, 3, ir.RowMajor, math.MaxUint32, math.MaxUint32)
+	ref.store(d4, 2, 5, ir.ColMajor, 20, 9)
+	ref.store(d5, 4, 0, ir.RowMajor, 30, 13)
 	refU.load(h, 2, 5, ir.ColMajor, math.MaxUint32, math.MaxUint32)
 	refU.store(ho, 1, 37, ir.RowMajor, 15, 31)
 	sameFloats(t, "D", floatsOf(res.Outputs[0]), d)
 	sameFloats(t, "D2", floatsOf(res.Outputs[1]), d2)
 	sameFloats(t, "D3", floatsOf(res.Outputs[2]), d3)
-	sameFloats(t, "HO", decode(ir.F16, res.Outputs[3]), ho)
+	sameFloats(t, "D4", floatsOf(res.Outputs[3]), d4)
+	sameFloats(t, "D5", floatsOf(res.Outputs[4]), d5)
+	sameFloats(t, "HO", decode(ir.F16, res.Outputs[5]), ho)
 }
 
 // V12MatrixSharedAndConvert runs two workgroups, each on its own tile:

@@ -131,6 +131,10 @@ type array struct {
 	addressed bool
 	member    uint32
 	block     uint32
+	// private arrays (shared is also set: a fixed count) are Function
+	// variables: the slices of workgroup matrices each invocation holds
+	// (matrix.go).
+	private bool
 }
 
 func newEmitter(p *ir.Program, t Target) *emitter {

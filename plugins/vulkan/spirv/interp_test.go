@@ -61,6 +61,9 @@ type machine struct {
 	// 16-bit value is held in the low bits of a cell, and a 16-bit element
 	// in a word of memory of its own.
 	halfTypes, pairTypes, u16Types map[uint32]bool
+	// arrays is the length of each Function variable of an array type (the
+	// scalar matrix path's private slices); the others hold one value.
+	arrays map[uint32]int
 }
 
 // errLoopCut is what dispatchLimited returns when a guarded module set the
@@ -199,7 +202,7 @@ func load(words []uint32, spec map[uint32]uint32, buffers [][]uint32, push []uin
 	}
 	mc := &machine{labels: map[uint32]int{}, storage: map[uint32]uint32{}, shared: map[uint32]int{}, builtin: map[uint32]uint32{},
 		pushOffsets: map[uint32]int{}, addressTypes: map[uint32]bool{}, backEdges: map[uint32][2]uint32{},
-		halfTypes: map[uint32]bool{}, pairTypes: map[uint32]bool{}, u16Types: map[uint32]bool{}}
+		halfTypes: map[uint32]bool{}, pairTypes: map[uint32]bool{}, u16Types: map[uint32]bool{}, arrays: map[uint32]int{}}
 	for i := headerSize; i < len(words); {
 		n := int(words[i] >> 16)
 		if n == 0 || i+n > len(words) {
@@ -261,6 +264,9 @@ func load(words []uint32, spec map[uint32]uint32, buffers [][]uint32, push []uin
 		case opVariable:
 			class := a[2]
 			if class == storageFunction {
+				if arr := byID[byID[a[0]].args[2]]; arr.op == opTypeArray {
+					mc.arrays[a[1]] = int(mc.init[arr.args[2]].bits)
+				}
 				continue
 			}
 			mc.storage[a[1]] = class
@@ -416,7 +422,7 @@ func (mc *machine) run(inv *invocation) (barrier bool, err error) {
 		case opControlBarrier:
 			return true, nil
 		case opVariable:
-			v[a[1]] = cell{mem: make([]uint32, 1)}
+			v[a[1]] = cell{mem: make([]uint32, max(1, mc.arrays[a[1]]))}
 		case opPhi:
 			found := false
 			for k := 2; k+1 < len(a); k += 2 {

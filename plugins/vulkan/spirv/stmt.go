@@ -216,6 +216,8 @@ func (e *emitter) inBounds(a array, index uint32) uint32 {
 func (e *emitter) elemPtr(a array, index uint32) uint32 {
 	t := e.memType(a)
 	switch {
+	case a.private:
+		return e.op(opAccessChain, e.pointer(storageFunction, t), a.varID, index)
 	case a.shared:
 		return e.op(opAccessChain, e.pointer(storageWorkgroup, t), a.varID, index)
 	case a.addressed:

@@ -181,7 +181,9 @@ func TestV12DeviceFeatures(t *testing.T) {
 		t.Errorf("the scalar matrix path's arrays are not named kiln_matrix_<name> (err %v)", err)
 	}
 	limited := fullTarget
-	limited.MaxSharedBytes = 32 * 48 * 4
+	// The mma's a and b are Workgroup arrays (32×16 + 16×48 f32: 5120 bytes);
+	// its accumulator is private.
+	limited.MaxSharedBytes = 5120 - 4
 	if _, err := EmitFor(progs["v12.matrix_mma_f32"], limited); err == nil || !strings.Contains(err.Error(), "maxComputeSharedMemorySize") {
 		t.Errorf("matrices beyond the workgroup memory: %v, want an error naming maxComputeSharedMemorySize", err)
 	}
