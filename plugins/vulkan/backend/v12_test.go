@@ -48,6 +48,11 @@ func TestV12Capabilities(t *testing.T) {
 			t.Errorf("features %+v: profile f16 %v bf16 %v tensor cores %v, want %v %v false", c.f, p.SupportsF16, p.SupportsBF16, p.SupportsTensorCores, c.f16, c.b16)
 		}
 	}
+	full := target(vk.Properties{FloatControls: &vk.FloatControls{SignedZeroInfNanPreserveFloat16: true}},
+		vk.Features{ShaderFloat16: true, StorageBuffer16BitAccess: true, ShaderInt16: true})
+	if !full.Float16 || !full.Storage16 || !full.Int16 || !full.SignedZeroInfNanPreserve16 {
+		t.Errorf("target with every 16-bit feature = %+v", full)
+	}
 	b := newTestBackend(t)
 	a := b.adapters[0]
 	if prof := a.info.Profile; prof.SupportsF16 != (a.features.ShaderFloat16 && a.features.StorageBuffer16BitAccess) || prof.SupportsTensorCores {
