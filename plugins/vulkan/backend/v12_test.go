@@ -13,13 +13,15 @@ import (
 )
 
 // TestV12 runs the IR v1.2 checks on the device (lavapipe in `make test`, under
-// the validation layer): f16 arithmetic, the casts, bf16 storage and every
-// matrix statement on the scalar matrix path.
+// the validation layer), with buffers mapped and staged: f16 arithmetic, the
+// casts, bf16 storage and every matrix statement on the scalar matrix path.
 func TestV12(t *testing.T) {
 	b := newTestBackend(t)
-	for _, c := range gputest.V12Checks() {
-		t.Run(c.Name, func(t *testing.T) { c.Check(t, b) })
-	}
+	bothMemoryPaths(t, b, func(t *testing.T) {
+		for _, c := range gputest.V12Checks() {
+			t.Run(c.Name, func(t *testing.T) { c.Check(t, b) })
+		}
+	})
 }
 
 // TestV12OverResidentBuffers runs the IR v1.2 checks through AllocBuffer,
