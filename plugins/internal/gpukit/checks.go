@@ -61,7 +61,7 @@ func CheckProgram(backend string, p *ir.Program, spec ir.SpecMap, override [3]ui
 	}
 	var shared uint64
 	for _, s := range p.Shared {
-		shared += uint64(s.Type.Size()) * uint64(s.Count)
+		shared += 4 * uint64(s.Count)
 	}
 	if shared > uint64(lim.SharedBytes) {
 		return [3]uint32{}, pluginapi.Rejected("%s: program %q uses %d bytes of shared memory, more than the device's %s. Fix: use smaller shared arrays",
@@ -81,12 +81,12 @@ type Binding struct {
 // Sized returns b; backends' bindings embed a Binding and so have it too.
 func (b *Binding) Sized() *Binding { return b }
 
-// Bytes is the binding's size in bytes: its count of 4-byte elements, or of
-// 2-byte ones for f16 and bf16.
-func (b *Binding) Bytes() uint64 { return uint64(b.Count) * uint64(b.Decl.Type.Size()) }
-
 // ReadsInput reports whether the dispatch uploads the binding's input.
 func (b *Binding) ReadsInput() bool { return b.Decl.Access.Readable() && b.Count > 0 }
+
+// Bytes is the size of the binding's elements: Count elements of its type's
+// size (2 bytes for f16 and bf16, 4 for the others).
+func (b *Binding) Bytes() uint64 { return uint64(b.Count) * uint64(b.Decl.Type.Size()) }
 
 // BindingLimit is the most bytes a device binds in one binding, and how errors
 // name it: Text formats the adapter's index and Bytes with %d and %d
@@ -108,7 +108,7 @@ func SizeBindings[B any](backend string, prog *ir.Program, req *pluginapi.Dispat
 	binds := make([]B, len(prog.Buffers))
 	for i, decl := range prog.Buffers {
 		bd := Binding{Decl: decl}
-		size := uint64(decl.Type.Size())
+		size := uint64(decl.Type.Size()) // 2 for IR v1.2's f16 and bf16
 		if i < len(req.Inputs) {
 			bd.Input = req.Inputs[i]
 		}
@@ -133,7 +133,7 @@ func SizeBindings[B any](backend string, prog *ir.Program, req *pluginapi.Dispat
 		default:
 			bd.Count = uint32(uint64(len(bd.Input)) / size)
 		}
-		if bytes := bd.Bytes(); bytes > lim.Bytes {
+		if bytes := uint64(bd.Count) * size; bytes > lim.Bytes {
 			return nil, pluginapi.Rejected("%s: program %q: buffer %q (binding %d) has %d bytes, more than %s. Fix: split the work into buffers of at most %d elements",
 				backend, prog.Name, decl.Name, decl.Binding, bytes, fmt.Sprintf(lim.Text, lim.Adapter, lim.Bytes), lim.Bytes/size)
 		}
