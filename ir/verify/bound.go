@@ -23,10 +23,10 @@ var opBounds = map[string]Bound{
 	"sqrt":     {ULP: 3},
 	"div.f16":  {ULP: f16ULPInF32, ULP16: 1},
 	"sqrt.f16": {ULP: f16ULPInF32, ULP16: 1},
-	"exp":  {ULP: 3, Exp: true},
-	"log":  {ULP: 3, Abs: 0x1p-21, AbsBelow: logAbsBelow},
-	"sin":  {ULP: 3, Abs: 0x1p-11},
-	"cos":  {ULP: 3, Abs: 0x1p-11},
+	"exp":      {ULP: 3, Exp: true},
+	"log":      {ULP: 3, Abs: 0x1p-21, AbsBelow: logAbsBelow},
+	"sin":      {ULP: 3, Abs: 0x1p-11},
+	"cos":      {ULP: 3, Abs: 0x1p-11},
 }
 
 // f16ULPInF32 is one ULP of an f16 in units of an f32 of the same exponent:
