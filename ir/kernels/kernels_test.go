@@ -148,6 +148,8 @@ func invocations(k Kernel, c Case) [3]int {
 	case "matmul_tc": // a workgroup per 64×64 tile of c at the defaults
 		tiles := (c.Size + 63) / 64
 		return [3]int{tiles * 128, tiles, 1}
+	case "vector_add", "vector_add_f16": // four elements per invocation at the default epi
+		return [3]int{(c.Size + 3) / 4, 1, 1}
 	}
 	return [3]int{c.Size, 1, 1}
 }
