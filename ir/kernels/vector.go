@@ -130,7 +130,7 @@ func vectorAddF16() Kernel {
 		Name: "vector_add_f16",
 		OpID: "kiln.vector.add.f16",
 		Doc: "out[i] = a[i] + b[i] on f16 (IR v1.2), correctly rounded in f16; each invocation adds epi elements " +
-			"(parameter, default 1, tunable 1, 2, 4, 8) a grid apart; size is the number of elements",
+			"(parameter, default 4, tunable 1, 2, 4, 8) a grid apart; size is the number of elements",
 		Sizes:       vectorSizes(),
 		Program:     func() *ir.Program { return vectorAddOf("kiln.vector.add.f16", ir.F16) },
 		Invocations: inv,

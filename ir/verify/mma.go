@@ -26,10 +26,11 @@ const (
 // inner dimension (the sum of the chain's), absAcc = |acc| and absProducts =
 // Σ_k |a_k·b_k| (exact values),
 //
-//	γ_n·(absAcc + absProducts) + τ·absProducts + n·2^-126,  γ_n = n·u/(1 - n·u),
+//	γ_n·(absAcc + (1+τ)·absProducts) + τ·absProducts + n·2^-126,  γ_n = n·u/(1 - n·u),
 //
 // u = 2^-23 and τ = 2^-9 + 2^-20 when the operands may be rounded to tf32, else
-// 0. It is +Inf where n·u ≥ 1. Inputs with a NaN, an infinity, or absAcc +
+// 0 (γ_n·τ·absProducts bounds the summation error of the rounded products,
+// whose magnitudes exceed the exact ones by up to τ). It is +Inf where n·u ≥ 1. Inputs with a NaN, an infinity, or absAcc +
 // absProducts ≥ 2^126 are outside the bound (Matmul treats them apart).
 func MMABound(k int, tf32 bool, absAcc, absProducts float64) float64 {
 	n := float64(k) + 1
@@ -41,7 +42,7 @@ func MMABound(k int, tf32 bool, absAcc, absProducts float64) float64 {
 	if tf32 {
 		tau = tf32Slack
 	}
-	return gamma*(absAcc+absProducts) + tau*absProducts + n*flushSlack
+	return gamma*(absAcc+(1+tau)*absProducts) + tau*absProducts + n*flushSlack
 }
 
 // Matmul is C = Acc + A·B, what a chain of matrix_mma statements computes over
