@@ -146,8 +146,7 @@ func vectorAddF16() Kernel {
 			a, b := c.Inputs[0], c.Inputs[1]
 			out := make([]byte, 2*c.OutputCounts[2])
 			for i := 0; i < len(out); i += 2 {
-				// Not through float32: a sum of two f16 values may take 40 bits,
-				// and rounding it to f32 first could round twice.
+				// The correctly rounded f16 add, as the oracle computes it.
 				sum := half.Add(half.Float16(binary.LittleEndian.Uint16(a[i:])), half.Float16(binary.LittleEndian.Uint16(b[i:])))
 				binary.LittleEndian.PutUint16(out[i:], uint16(sum))
 			}
