@@ -1,4 +1,4 @@
-// The canonical binary encoding of a Program, format versions 1 and 2. It is the
+// The canonical binary encoding of a Program, format versions 1, 2 and 3. It is the
 // only form in which a program crosses the host/plugin boundary, and Digest hashes
 // it, so any change to it must add a format version. Each program has exactly one
 // encoding: Encode produces it, and Decode accepts nothing else, so
@@ -10,6 +10,12 @@
 // the same bytes and the same Digest as before version 2 existed, and version 2 only
 // for programs that need it. Decode reads both and rejects a version 2 encoding of a
 // program that version 1 can carry, and any v2 code or tag in a version 1 encoding.
+//
+// Version 3 adds IR v1.2: the types f16 and bf16, the matrices declarations and the
+// matrix statements (the codes and tags marked "v3"). Encode writes it only for a
+// program that uses one of them, so v1 and v1.1 programs keep their bytes and
+// digests; Decode rejects a version 3 encoding of a program that uses nothing of
+// IR v1.2, and any v3 code or tag in a version 1 or 2 encoding.
 //
 // Primitives
 //
@@ -26,27 +32,31 @@
 // Program
 //
 //	magic      6 bytes "KILNIR" (4B 49 4C 4E 49 52)
-//	version    uvarint, 1 or 2
+//	version    uvarint, 1, 2 or 3
 //	name       string
 //	wg         u32 u32 u32                 workgroup size x, y, z
-//	subgroup   u32                         v2 only: required subgroup size (0: any)
+//	subgroup   u32                         v2 and v3: required subgroup size (0: any)
 //	params     list(string type literal)   name, type, default
-//	uniforms   list(string type)           v2 only: name, type
+//	uniforms   list(string type)           v2 and v3: name, type
 //	buffers    list(string u32 type access u32)
 //	                                       name, binding, element type, access,
 //	                                       count (0: the dispatch decides)
 //	shared     list(string type u32)       name, element type, count
+//	matrices   list(string type u32 u32)   v3 only: name, element type, rows, cols
 //	body       block
 //
 // Nothing may follow the body.
 //
 //	block      list(stmt)
 //	literal    type bits32   (f32: IEEE-754 bits, NaN payloads kept; i32: two's
-//	                          complement; u32; bool: 0 false, 1 true)
+//	                          complement; u32; bool: 0 false, 1 true; f16, bf16:
+//	                          the 16 bits in the low half)
 //
-// Enumerations, one byte each (codes marked v2 only in version 2)
+// Enumerations, one byte each (codes marked v2 from version 2 on, v3 only in
+// version 3)
 //
-//	type       0x01 u32, 0x02 i32, 0x06 bool, 0x0B f32   (the DTypeTag values)
+//	type       0x01 u32, 0x02 i32, 0x06 bool, 0x0B f32,
+//	           0x09 f16 (v3), 0x0A bf16 (v3)   (the DTypeTag values)
 //	access     0x01 read, 0x02 write, 0x03 read_write
 //	builtin    0x01 global_id, 0x02 local_id, 0x03 workgroup_id,
 //	           0x04 num_workgroups, 0x05 workgroup_size,
@@ -62,6 +72,8 @@
 //	           0x07 exchange, 0x08 cas (v2)
 //	subgroup   0x01 subgroup_add, 0x02 subgroup_min, 0x03 subgroup_max,
 //	           0x04 subgroup_shuffle, 0x05 subgroup_broadcast   (all v2)
+//	layout     0x01 row, 0x02 col                       (v3)
+//	precision  0x00 default, 0x01 tf32                  (v3)
 //
 // Expressions: a tag byte, then the fields
 //
@@ -96,6 +108,15 @@
 //	               string (result local; empty: none)
 //	0x0B return
 //	0x0C continue  v2
+//	0x0D matrix_fill     string (matrix), expr (value)                        v3
+//	0x0E matrix_load     string (matrix), string (from), expr (offset),
+//	                     expr (stride), layout, bound                           v3
+//	0x0F matrix_store    string (matrix), string (to), expr (offset),
+//	                     expr (stride), layout, bound                           v3
+//	0x10 matrix_mma      string (acc), string (a), string (b), precision        v3
+//	0x11 matrix_convert  string (matrix), string (from)                         v3
+//
+//	bound      0x00 (none), or 0x01 then expr (rows), expr (cols)
 //
 // Nesting is counted as Validate counts it: the statements of the body are at depth
 // 1, the statements of a block nested in a statement at depth d are at depth d+1,
@@ -125,8 +146,12 @@ import (
 
 // FormatVersion is the newest version of the canonical binary encoding: Decode reads
 // versions 1 to FormatVersion, and Encode writes the lowest one that carries the
-// program (FormatVersionV1 for every program of IR v1).
-const FormatVersion = 2
+// program (FormatVersionV1 for every program of IR v1, 2 for IR v1.1, 3 only for a
+// program that uses IR v1.2).
+const FormatVersion = 3
+
+// FormatVersionV11 is the version of the encoding of IR v1.1 programs.
+const FormatVersionV11 = 2
 
 // FormatVersionV1 is the version of the encoding of IR v1 programs, which Encode
 // keeps writing for them so their bytes and digests never change.
@@ -166,7 +191,12 @@ const (
 	tagBarrier
 	tagAtomic
 	tagReturn
-	tagContinue // v2
+	tagContinue      // v2
+	tagMatrixFill    // v3
+	tagMatrixLoad    // v3
+	tagMatrixStore   // v3
+	tagMatrixMMA     // v3
+	tagMatrixConvert // v3
 	stmtTagEnd
 )
 
@@ -201,7 +231,7 @@ func (t wireTable[T]) value(code byte) (T, bool) {
 // The wire codes of every enumeration, as documented at the top of this file. Never
 // renumber them; a value missing here makes Encode refuse it and fails the tests.
 var (
-	wireTypes    = wireTable[Type]{{U32, 0x01}, {I32, 0x02}, {Bool, 0x06}, {F32, 0x0B}}
+	wireTypes    = wireTable[Type]{{U32, 0x01}, {I32, 0x02}, {Bool, 0x06}, {F32, 0x0B}, {F16, 0x09}, {BF16, 0x0A}}
 	wireAccesses = wireTable[Access]{{Read, 0x01}, {Write, 0x02}, {ReadWrite, 0x03}}
 	wireBuiltins = wireTable[BuiltinKind]{
 		{GlobalIDBuiltin, 0x01}, {LocalIDBuiltin, 0x02}, {WorkgroupIDBuiltin, 0x03},
@@ -227,6 +257,8 @@ var (
 		{SubgroupOpAdd, 0x01}, {SubgroupOpMin, 0x02}, {SubgroupOpMax, 0x03},
 		{SubgroupOpShuffle, 0x04}, {SubgroupOpBroadcast, 0x05},
 	}
+	wireLayouts    = wireTable[MatrixLayout]{{RowMajor, 0x01}, {ColMajor, 0x02}}
+	wirePrecisions = wireTable[MatrixPrecision]{{PrecisionDefault, 0x00}, {PrecisionTF32, 0x01}}
 )
 
 // The first code of each table, tag list and enumeration that only version 2 has;
@@ -238,6 +270,7 @@ const (
 	v2Subgroup byte = 0x01
 	v2ExprTag       = tagUniform
 	v2StmtTag       = tagContinue
+	v3StmtTag       = tagMatrixFill
 	noV2       byte = 0xFF
 )
 
@@ -292,54 +325,81 @@ func Encode(p *Program) ([]byte, error) {
 	if p == nil {
 		return nil, &pathError{op: "encode", msg: "program is nil", fix: "pass a program built with ir.NewBuilder or ir.ParseJSON"}
 	}
-	// The body is encoded first: whether it uses IR v1.1 decides the version, and so
-	// the header, written in front of it.
+	// The parts are encoded first, each on its own: whether they use IR v1.1 or
+	// v1.2 decides the version, and so the header fields written in front of them.
+	params := &encoder{}
+	params.uvarint(uint64(len(p.Params)))
+	for i, d := range p.Params {
+		if err := params.param(d); err != nil {
+			return nil, within("params"+index(i), err)
+		}
+	}
+	uniforms := &encoder{}
+	uniforms.uvarint(uint64(len(p.Uniforms)))
+	for i, u := range p.Uniforms {
+		if err := uniforms.uniform(u); err != nil {
+			return nil, within("uniforms"+index(i), err)
+		}
+	}
+	arrays := &encoder{}
+	arrays.uvarint(uint64(len(p.Buffers)))
+	for i, b := range p.Buffers {
+		if err := arrays.buffer(b); err != nil {
+			return nil, within("buffers"+index(i), err)
+		}
+	}
+	arrays.uvarint(uint64(len(p.Shared)))
+	for i, s := range p.Shared {
+		if err := arrays.shared(s); err != nil {
+			return nil, within("shared"+index(i), err)
+		}
+	}
+	matrices := &encoder{}
+	matrices.uvarint(uint64(len(p.Matrices)))
+	for i, m := range p.Matrices {
+		if err := matrices.matrix(m); err != nil {
+			return nil, within("matrices"+index(i), err)
+		}
+	}
 	body := &encoder{buf: make([]byte, 0, 256)}
 	if err := body.block(p.Body, 1); err != nil {
 		return nil, within("body", err)
 	}
-	v2 := body.v2 || p.SubgroupSize != 0 || len(p.Uniforms) > 0
-	e := &encoder{buf: make([]byte, 0, 64+len(body.buf))}
-	e.buf = append(e.buf, wireMagic...)
-	if v2 {
-		e.uvarint(FormatVersion)
-	} else {
-		e.uvarint(FormatVersionV1)
+	parts := []*encoder{params, uniforms, arrays, matrices, body}
+	version := FormatVersionV1
+	for _, part := range parts {
+		if part.v2 {
+			version = max(version, FormatVersionV11)
+		}
+		if part.v3 {
+			version = FormatVersion
+		}
 	}
+	if p.SubgroupSize != 0 || len(p.Uniforms) > 0 {
+		version = max(version, FormatVersionV11)
+	}
+	if len(p.Matrices) > 0 {
+		version = FormatVersion
+	}
+	e := &encoder{buf: make([]byte, 0, 64+len(arrays.buf)+len(body.buf))}
+	e.buf = append(e.buf, wireMagic...)
+	e.uvarint(uint64(version))
 	if err := e.str(p.Name); err != nil {
 		return nil, within("name", err)
 	}
 	for _, n := range p.WorkgroupSize {
 		e.uvarint(uint64(n))
 	}
-	if v2 {
+	if version >= FormatVersionV11 {
 		e.uvarint(uint64(p.SubgroupSize))
 	}
-	e.uvarint(uint64(len(p.Params)))
-	for i, d := range p.Params {
-		if err := e.param(d); err != nil {
-			return nil, within("params"+index(i), err)
-		}
+	e.buf = append(e.buf, params.buf...)
+	if version >= FormatVersionV11 {
+		e.buf = append(e.buf, uniforms.buf...)
 	}
-	if v2 {
-		e.uvarint(uint64(len(p.Uniforms)))
-		for i, u := range p.Uniforms {
-			if err := e.uniform(u); err != nil {
-				return nil, within("uniforms"+index(i), err)
-			}
-		}
-	}
-	e.uvarint(uint64(len(p.Buffers)))
-	for i, b := range p.Buffers {
-		if err := e.buffer(b); err != nil {
-			return nil, within("buffers"+index(i), err)
-		}
-	}
-	e.uvarint(uint64(len(p.Shared)))
-	for i, s := range p.Shared {
-		if err := e.shared(s); err != nil {
-			return nil, within("shared"+index(i), err)
-		}
+	e.buf = append(e.buf, arrays.buf...)
+	if version >= FormatVersion {
+		e.buf = append(e.buf, matrices.buf...)
 	}
 	return append(e.buf, body.buf...), nil
 }
@@ -399,7 +459,8 @@ func BindingSignature(p *Program) uint64 {
 
 type encoder struct {
 	buf []byte
-	v2  bool // something only version 2 carries was encoded
+	v2  bool // something only version 2 and later carry was encoded
+	v3  bool // something only version 3 carries was encoded
 }
 
 // encodeCode appends an enumeration's wire code, noting a version 2 code.
@@ -433,7 +494,10 @@ func (e *encoder) str(s string) error {
 func (e *encoder) typ(t Type) error {
 	c, ok := wireTypes.code(t)
 	if !ok {
-		return encodeErr("use bool, i32, u32 or f32", "type %d has no wire code", t)
+		return encodeErr("use bool, i32, u32, f32, f16 or bf16", "type %d has no wire code", t)
+	}
+	if t.Is16Bit() {
+		e.v3 = true
 	}
 	e.buf = append(e.buf, c)
 	return nil
@@ -442,6 +506,10 @@ func (e *encoder) typ(t Type) error {
 func (e *encoder) literal(l Literal) error {
 	if err := e.typ(l.Type); err != nil {
 		return err
+	}
+	if l.Type.Is16Bit() && l.Bits > 0xffff {
+		return encodeErr("keep the 16 bits of an f16 or bf16 literal in the low half of Bits (build it with ir.LitF16 or ir.LitBF16)",
+			"%s literal has bits %#x", l.Type, l.Bits)
 	}
 	e.buf = binary.LittleEndian.AppendUint32(e.buf, l.Bits)
 	return nil
@@ -697,6 +765,9 @@ func (e *encoder) stmt(s Stmt, depth int) error {
 		e.v2 = true
 		e.buf = append(e.buf, tagContinue)
 		return nil
+	case MatrixFillStmt, MatrixLoadStmt, MatrixStoreStmt, MatrixMMAStmt, MatrixConvertStmt:
+		e.v3 = true
+		return e.matrixStmt(s, depth)
 	case nil:
 		return encodeErr("remove the empty statement", "statement is nil")
 	default:
@@ -781,13 +852,29 @@ func Decode(data []byte) (*Program, error) {
 	if p.Shared, err = decodeList(d, "shared arrays", minSharedBytes, (*decoder).shared); err != nil {
 		return nil, err
 	}
+	if d.version >= 3 {
+		if p.Matrices, err = decodeList(d, "matrices", minMatrixBytes, (*decoder).matrix); err != nil {
+			return nil, err
+		}
+	}
 	if p.Body, err = d.block(1); err != nil {
 		return nil, err
 	}
 	if d.off != len(d.data) {
 		return nil, d.failAt(d.off, "expected the end of the program, got %d more bytes", len(d.data)-d.off)
 	}
-	if d.version >= 2 && !d.v2 && p.SubgroupSize == 0 && len(p.Uniforms) == 0 {
+	v2 := d.v2 || p.SubgroupSize != 0 || len(p.Uniforms) > 0
+	v3 := d.v3 || len(p.Matrices) > 0
+	switch {
+	case d.version == 3 && !v3:
+		canonical := FormatVersionV1
+		if v2 {
+			canonical = FormatVersionV11
+		}
+		return nil, &DecodeError{Offset: len(wireMagic),
+			Msg: fmt.Sprintf("format version 3 for a program that uses nothing of IR v1.2; its canonical encoding is version %d", canonical),
+			Fix: decodeFix}
+	case d.version == 2 && !v2:
 		return nil, &DecodeError{Offset: len(wireMagic),
 			Msg: "format version 2 for a program that uses nothing of IR v1.1; its canonical encoding is version 1",
 			Fix: decodeFix}
@@ -799,7 +886,8 @@ type decoder struct {
 	data    []byte
 	off     int
 	version int
-	v2      bool // something only version 2 carries was decoded
+	v2      bool // something only version 2 and later carry was decoded
+	v3      bool // something only version 3 carries was decoded
 }
 
 func (d *decoder) failAt(off int, format string, args ...any) error {
@@ -926,7 +1014,29 @@ func decodeEnum[T comparable](d *decoder, t wireTable[T], firstV2 byte, what str
 	return v, nil
 }
 
-func (d *decoder) typ() (Type, error) { return decodeEnum(d, wireTypes, noV2, "a type") }
+// typ reads a type; f16 and bf16 exist only in version 3.
+func (d *decoder) typ() (Type, error) {
+	start := d.off
+	c, err := d.next("a type")
+	if err != nil {
+		return 0, err
+	}
+	t, ok := wireTypes.value(c)
+	if ok && t.Is16Bit() {
+		ok = d.version >= 3
+		d.v3 = true
+	}
+	if !ok {
+		var codes []string
+		for _, w := range wireTypes {
+			if !w.v.Is16Bit() || d.version >= 3 {
+				codes = append(codes, fmt.Sprintf("%#02x", w.code))
+			}
+		}
+		return 0, d.failAt(start, "expected a type (one of %s), got %#02x", strings.Join(codes, " "), c)
+	}
+	return t, nil
+}
 
 func (d *decoder) uniform() (UniformDecl, error) {
 	var u UniformDecl
@@ -947,6 +1057,9 @@ func (d *decoder) literal() (Literal, error) {
 		return Literal{}, d.failAt(d.off, "expected 4 bytes of literal bits, got %d", len(d.data)-d.off)
 	}
 	bits := binary.LittleEndian.Uint32(d.data[d.off:])
+	if t.Is16Bit() && bits > 0xffff {
+		return Literal{}, d.failAt(d.off, "expected %s literal bits at most 0xffff, got %#x", t, bits)
+	}
 	d.off += 4
 	return Literal{Type: t, Bits: bits}, nil
 }
@@ -1154,11 +1267,18 @@ func (d *decoder) stmt(depth int) (Stmt, error) {
 		return nil, err
 	}
 	end := stmtTagEnd
-	if d.version < 2 {
+	switch d.version {
+	case 1:
 		end = v2StmtTag
+	case 2:
+		end = v3StmtTag
 	}
 	if tag < tagLet || tag >= end {
 		return nil, d.failAt(start, "expected a statement tag (%#02x..%#02x), got %#02x", tagLet, end-1, tag)
+	}
+	if tag >= v3StmtTag {
+		d.v3 = true
+		return d.matrixStmt(tag, depth)
 	}
 	if tag >= v2StmtTag {
 		d.v2 = true

@@ -118,12 +118,28 @@ func codecKitchenSink() *Program {
 	return b.Program()
 }
 
-// codecLiteral returns a literal of type t with the given bits, made valid for bool.
+// codecLiteral returns a literal of type t with the given bits, made valid for bool
+// and the 16-bit types.
 func codecLiteral(t Type, bits uint32) Literal {
-	if t == Bool {
+	switch {
+	case t == Bool:
 		bits &= 1
+	case t.Is16Bit():
+		bits &= 0xffff
 	}
 	return Literal{Type: t, Bits: bits}
+}
+
+// codecTypesV1 lists the types of IR v1 and v1.1 (Types without IR v1.2's f16 and
+// bf16), so the programs of those versions keep their golden digests.
+func codecTypesV1() []Type {
+	var out []Type
+	for _, t := range Types() {
+		if !t.Is16Bit() {
+			out = append(out, t)
+		}
+	}
+	return out
 }
 
 // codecBuiltins lists every defined builtin.
@@ -162,7 +178,7 @@ func codecV1[T comparable](tab wireTable[T], all []T, firstV2 byte) []T {
 // IR v1.1.
 func codecEveryOp() *Program {
 	b := NewBuilder("kiln.test.every_op", 1, 1, 1)
-	for _, t := range Types() {
+	for _, t := range codecTypesV1() {
 		b.Param("p_"+t.String(), t, codecLiteral(t, 0xdeadbeef))
 		b.Shared("s_"+t.String(), t, 3)
 		for _, a := range codecAccesses() {
@@ -174,7 +190,7 @@ func codecEveryOp() *Program {
 		b.Let(fmt.Sprintf("v%d", n), x)
 		n++
 	}
-	for _, t := range Types() {
+	for _, t := range codecTypesV1() {
 		lit := codecLiteral(t, 0x80000001)
 		let(lit)
 		for _, op := range codecV1(wireUnaryOps, UnaryOps(), v2Unary) {
@@ -183,7 +199,7 @@ func codecEveryOp() *Program {
 		for _, op := range BinaryOps() {
 			let(BinaryExpr{Op: op, X: lit, Y: Param("p_" + t.String())})
 		}
-		for _, to := range Types() {
+		for _, to := range codecTypesV1() {
 			let(Cast(to, lit))
 		}
 		b.Var("var_"+t.String(), t, lit)
@@ -218,14 +234,23 @@ func codecEveryOp() *Program {
 var codecNames = []string{"a", "b", "x_1", "acc", "Longer_Name_42", "ü", "tab\there", "quote\"back\\slash", "nl\n", "\x01"}
 
 // codecGen makes random programs that both encodings can carry (bool literals are 0
-// or 1, and every parameter's default has the parameter's type).
+// or 1, and every parameter's default has the parameter's type). Only with v12 set
+// do they use IR v1.2 (16-bit types, matrices); without it the stream of programs is
+// the one from before IR v1.2.
 type codecGen struct {
-	r *rand.Rand
+	r   *rand.Rand
+	v12 bool
 }
 
 func (g codecGen) name() string { return codecNames[g.r.IntN(len(codecNames))] }
 
-func (g codecGen) typ() Type { return Types()[g.r.IntN(len(Types()))] }
+func (g codecGen) typ() Type {
+	types := codecTypesV1()
+	if g.v12 {
+		types = Types()
+	}
+	return types[g.r.IntN(len(types))]
+}
 
 func (g codecGen) lit() Literal {
 	t := g.typ()
@@ -303,6 +328,9 @@ func (g codecGen) block(depth int) []Stmt {
 }
 
 func (g codecGen) stmt(depth int) Stmt {
+	if g.v12 && g.r.IntN(4) == 0 {
+		return g.matrixStmt()
+	}
 	kind := g.r.IntN(12)
 	if depth <= 0 && (kind == 4 || kind == 5 || kind == 6) {
 		kind = 0
@@ -367,6 +395,11 @@ func (g codecGen) program() *Program {
 	for n := g.r.IntN(3); n > 0; n-- {
 		p.Shared = append(p.Shared, SharedDecl{Name: g.name(), Type: g.typ(), Count: g.r.Uint32()})
 	}
+	if g.v12 {
+		for n := g.r.IntN(3); n > 0; n-- {
+			p.Matrices = append(p.Matrices, MatrixDecl{Name: g.name(), Type: g.typ(), Rows: g.r.Uint32(), Cols: g.r.Uint32()})
+		}
+	}
 	p.Body = g.block(3)
 	return p
 }
@@ -389,10 +422,15 @@ func codecCorpus() map[string]*Program {
 		"every_op":     codecEveryOp(),
 		"kitchen_v11":  codecKitchenSinkV11(),
 		"every_op_v11": codecEveryOpV11(),
+		"kitchen_v12":  codecKitchenSinkV12(),
+		"every_op_v12": codecEveryOpV12(),
 		"empty":        {Name: "", WorkgroupSize: [3]uint32{1, 1, 1}},
 	}
 	for i, p := range codecRandomPrograms(300) {
 		m[fmt.Sprintf("random%03d", i)] = p
+	}
+	for i, p := range codecRandomProgramsV12(200) {
+		m[fmt.Sprintf("random_v12_%03d", i)] = p
 	}
 	return m
 }
@@ -489,7 +527,7 @@ func codecEverything() []string {
 		WhileStmt{}, BreakStmt{}, BarrierStmt{}, AtomicStmt{}, ReturnStmt{}} {
 		want = append(want, fmt.Sprintf("stmt:%T", s))
 	}
-	for _, t := range Types() {
+	for _, t := range codecTypesV1() {
 		want = append(want, "type:"+t.String(), "literal:"+t.String(), "cast:"+t.String())
 	}
 	for _, a := range codecAccesses() {
@@ -654,6 +692,8 @@ func TestWireTables(t *testing.T) {
 	codecTableChecks(t, "binary", wireBinaryOps, BinaryOps())
 	codecTableChecks(t, "atomic", wireAtomicOps, AtomicOps())
 	codecTableChecks(t, "subgroup", wireSubgroupOps, SubgroupOps())
+	codecTableChecks(t, "layout", wireLayouts, []MatrixLayout{RowMajor, ColMajor})
+	codecTableChecks(t, "precision", wirePrecisions, []MatrixPrecision{PrecisionDefault, PrecisionTF32})
 	for _, ty := range Types() {
 		if c, _ := wireTypes.code(ty); uint32(c) != DTypeTag(ty) {
 			t.Errorf("type %s: wire code %#02x, DTypeTag %#x; the format documents them as equal", ty, c, DTypeTag(ty))
@@ -709,6 +749,17 @@ func codecDocTableChecks[T interface {
 	}
 }
 
+// codecPrecisionDoc names the precisions as the format comment does: the default,
+// whose JSON name is empty, as "default".
+type codecPrecisionDoc MatrixPrecision
+
+func (p codecPrecisionDoc) String() string {
+	if MatrixPrecision(p) == PrecisionDefault {
+		return "default"
+	}
+	return MatrixPrecision(p).String()
+}
+
 // TestFormatCommentMatchesTables keeps the format comment, which plugin authors in
 // other languages implement from, in step with the code.
 func TestFormatCommentMatchesTables(t *testing.T) {
@@ -720,12 +771,19 @@ func TestFormatCommentMatchesTables(t *testing.T) {
 	codecDocTableChecks(t, doc, "binary", wireBinaryOps)
 	codecDocTableChecks(t, doc, "atomic", wireAtomicOps)
 	codecDocTableChecks(t, doc, "subgroup", wireSubgroupOps)
+	codecDocTableChecks(t, doc, "layout", wireLayouts)
+	var precisions wireTable[codecPrecisionDoc]
+	for _, c := range wirePrecisions {
+		precisions = append(precisions, wireCode[codecPrecisionDoc]{codecPrecisionDoc(c.v), c.code})
+	}
+	codecDocTableChecks(t, doc, "precision", precisions)
 	exprTags := map[byte]string{tagLiteral: "literal", tagLocal: "local", tagParam: "param", tagBuiltin: "builtin",
 		tagLoad: "load", tagLen: "len", tagUnary: "unary", tagBinary: "binary", tagFma: "fma", tagSelect: "select",
 		tagCast: "cast", tagUniform: "uniform", tagBitcast: "bitcast", tagSubgroup: "subgroup"}
 	stmtTags := map[byte]string{tagLet: "let", tagVar: "var", tagAssign: "assign", tagStore: "store", tagIf: "if",
 		tagFor: "for", tagWhile: "while", tagBreak: "break", tagBarrier: "barrier", tagAtomic: "atomic", tagReturn: "return",
-		tagContinue: "continue"}
+		tagContinue: "continue", tagMatrixFill: "matrix_fill", tagMatrixLoad: "matrix_load", tagMatrixStore: "matrix_store",
+		tagMatrixMMA: "matrix_mma", tagMatrixConvert: "matrix_convert"}
 	if len(exprTags) != int(exprTagEnd-tagLiteral) || len(stmtTags) != int(stmtTagEnd-tagLet) {
 		t.Fatal("a tag is missing from this test's tables")
 	}
@@ -824,7 +882,7 @@ func TestEncodeRefuses(t *testing.T) {
 		{"bad param type", &Program{Params: []ParamDecl{{Name: "a", Type: 9, Default: LitU32(0)}}}, "params[0]: type 9 has no wire code"},
 		{"bad default type", &Program{Params: []ParamDecl{{Name: "a", Type: U32}}}, "params[0].default: type 0"},
 		{"bad access", &Program{Buffers: []BufferDecl{{Name: "b", Type: U32}}}, "buffers[0]: access 0 has no wire code"},
-		{"bad shared type", &Program{Shared: []SharedDecl{{Name: "s", Type: typeEnd}}}, "shared[0]: type 5 has no wire code"},
+		{"bad shared type", &Program{Shared: []SharedDecl{{Name: "s", Type: typeEnd}}}, fmt.Sprintf("shared[0]: type %d has no wire code", typeEnd)},
 		{"bad builtin", codecLetProgram(BuiltinRef{Kind: builtinEnd}), "builtin 8 has no wire code"},
 		{"bad unary", codecLetProgram(UnaryExpr{Op: unaryEnd, X: LitF32(1)}), "unary operator 15 has no wire code"},
 		{"bad binary", codecLetProgram(BinaryExpr{Op: 0, X: LitF32(1), Y: LitF32(1)}), "binary operator 0 has no wire code"},
@@ -945,7 +1003,7 @@ func codecHeader() codecWire {
 // codecHeaderV2 is codecHeader in format version 2, with subgroup size sg and one
 // u32 uniform "u" when uniform is set.
 func codecHeaderV2(sg uint64, uniform bool) codecWire {
-	w := codecWire(wireMagic).uv(FormatVersion).str("p").uv(1).uv(1).uv(1).uv(sg).uv(0)
+	w := codecWire(wireMagic).uv(FormatVersionV11).str("p").uv(1).uv(1).uv(1).uv(sg).uv(0)
 	if uniform {
 		w = w.uv(1).str("u").raw(0x01)
 	} else {
@@ -964,7 +1022,7 @@ func TestDecodeRejects(t *testing.T) {
 	}{
 		{"empty", nil, 0, `expected the magic "KILNIR", got ""`},
 		{"wrong magic", []byte("KILNIX\x01"), 0, `got "KILNIX"`},
-		{"version 3", codecWire(wireMagic).uv(3), 6, "format version 3, this build reads versions 1 to 2"},
+		{"version 4", codecWire(wireMagic).uv(4), 6, "format version 4, this build reads versions 1 to 3"},
 		{"v2 without v1.1", codecHeaderV2(0, false).uv(0), 6, "format version 2 for a program that uses nothing of IR v1.1"},
 		{"v2 continue in v1", codecHeader().uv(1).raw(tagContinue), 16, "expected a statement tag (0x01..0x0b), got 0x0c"},
 		{"v2 bad statement tag", codecHeaderV2(32, false).uv(1).raw(0x0d), 18, "expected a statement tag (0x01..0x0c), got 0x0d"},
@@ -1220,14 +1278,15 @@ func BenchmarkDigest(b *testing.B) {
 }
 
 func FuzzDecode(f *testing.F) {
-	for _, p := range []*Program{codecSaxpy(), codecKitchenSink(), codecEveryOp(), codecKitchenSinkV11(), codecEveryOpV11(), {Name: "e"}} {
+	for _, p := range []*Program{codecSaxpy(), codecKitchenSink(), codecEveryOp(), codecKitchenSinkV11(), codecEveryOpV11(),
+		codecKitchenSinkV12(), codecEveryOpV12(), {Name: "e"}} {
 		b, err := Encode(p)
 		if err != nil {
 			f.Fatal(err)
 		}
 		f.Add(b)
 	}
-	for _, p := range codecRandomPrograms(8) {
+	for _, p := range append(codecRandomPrograms(8), codecRandomProgramsV12(8)...) {
 		b, err := Encode(p)
 		if err != nil {
 			f.Fatal(err)

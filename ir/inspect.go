@@ -3,10 +3,12 @@ package ir
 // Inspect walks stmts in program order, depth first. It calls visit with each
 // statement and, when visit returns true, goes on into the statement's
 // expressions in field order and its nested blocks (an if's condition, then
-// its then and else blocks; a for's from, to and step, then its body); it calls
+// its then and else blocks; a for's from, to and step, then its body; a matrix
+// load's or store's offset, stride, then its bound's rows and cols); it calls
 // visit with each expression and, when visit returns true, goes on into its
 // operands. Absent expressions (an atomic's nil Compare, a subgroup
-// operation's nil Lane) are not visited. Nodes are the Stmt and Expr values.
+// operation's nil Lane, a matrix load's or store's nil Bound) are not visited.
+// Nodes are the Stmt and Expr values.
 func Inspect(stmts []Stmt, visit func(node any) bool) {
 	for _, s := range stmts {
 		if !visit(s) {
@@ -38,7 +40,22 @@ func Inspect(stmts []Stmt, visit func(node any) bool) {
 			inspectExpr(s.Index, visit)
 			inspectExpr(s.Value, visit)
 			inspectExpr(s.Compare, visit)
+		case MatrixFillStmt:
+			inspectExpr(s.Value, visit)
+		case MatrixLoadStmt:
+			inspectAddressing(s.Offset, s.Stride, s.Bound, visit)
+		case MatrixStoreStmt:
+			inspectAddressing(s.Offset, s.Stride, s.Bound, visit)
 		}
+	}
+}
+
+func inspectAddressing(offset, stride Expr, bound *MatrixBound, visit func(node any) bool) {
+	inspectExpr(offset, visit)
+	inspectExpr(stride, visit)
+	if bound != nil {
+		inspectExpr(bound.Rows, visit)
+		inspectExpr(bound.Cols, visit)
 	}
 }
 

@@ -61,6 +61,31 @@ func TestInspectVisitsInProgramOrder(t *testing.T) {
 	}
 }
 
+// TestInspectVisitsMatrixStatements: a matrix statement's expressions, in field
+// order (IR v1.2); a nil bound is skipped.
+func TestInspectVisitsMatrixStatements(t *testing.T) {
+	b := ir.NewBuilder("t.inspect.v12", 64, 1, 1)
+	b.Buffer("x", ir.F16, ir.ReadWrite)
+	b.Matrix("m", ir.F16, 16, 16)
+	b.Matrix("acc", ir.F32, 16, 16)
+	b.MatrixFill("m", ir.LitF16(0))
+	b.MatrixLoadBounded("m", "x", ir.LitU32(1), ir.LitU32(2), ir.RowMajor, ir.LitU32(3), ir.LitU32(4))
+	b.MatrixStore("m", "x", ir.LitU32(5), ir.LitU32(6), ir.ColMajor)
+	b.MatrixMMA("acc", "m", "m")
+	b.MatrixConvert("m", "acc")
+	p := b.MustBuild()
+	var got []string
+	ir.Inspect(p.Body, func(n any) bool {
+		got = append(got, label(n))
+		return true
+	})
+	want := []string{"MatrixFillStmt", "0", "MatrixLoadStmt", "1", "2", "3", "4", "MatrixStoreStmt", "5", "6",
+		"MatrixMMAStmt", "MatrixConvertStmt"}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("walk\n%v\nwant\n%v", got, want)
+	}
+}
+
 // Inspect finds what a program reads: here, the buffers it loads from.
 func ExampleInspect() {
 	b := ir.NewBuilder("example.inspect", 64, 1, 1)

@@ -14,7 +14,7 @@ import (
 )
 
 // The JSON file form (see docs/design.md, "The program (IR)"): one object whose "kiln" key
-// is jsonVersion, then name, workgroup_size, params, buffers, shared and body, with
+// is jsonVersion, then name, workgroup_size, params, buffers, shared, matrices (IR v1.2) and body, with
 // one object per expression and statement, named by its single node key.
 
 const jsonVersion = 1
@@ -79,7 +79,7 @@ func stmtShape(key string) (extras []string, ok bool) {
 	case "break", "barrier", "return", "continue":
 		return nil, true
 	}
-	return nil, false
+	return matrixStmtShape(key)
 }
 
 func exprKeysHelp() string {
@@ -93,12 +93,12 @@ func exprKeysHelp() string {
 	for _, o := range SubgroupOps() {
 		ops = append(ops, o.String())
 	}
-	return "f32, u32, i32, bool, local, param, uniform, builtin, load, len, fma, select, cast, bitcast or an operator (" +
+	return "f32, u32, i32, bool, f16, bf16, local, param, uniform, builtin, load, len, fma, select, cast, bitcast or an operator (" +
 		strings.Join(ops, ", ") + ")"
 }
 
 func stmtKeysHelp() string {
-	return "let, var, assign, store, if, for, while, break, continue, barrier, atomic or return"
+	return "let, var, assign, store, if, for, while, break, continue, barrier, atomic, return, matrix_fill, matrix_load, matrix_store, matrix_mma or matrix_convert"
 }
 
 // ParseJSON reads a program in the JSON file form and runs Validate on it. Unknown
@@ -469,7 +469,7 @@ func (w *jwalker) typeName(v jvalue, what string) (Type, error) {
 	}
 	t, ok := ParseType(name)
 	if !ok {
-		return 0, w.errAt(v, "use bool, i32, u32 or f32", "%s %q is not a type", what, name)
+		return 0, w.errAt(v, "use bool, i32, u32, f32, f16 or bf16", "%s %q is not a type", what, name)
 	}
 	return t, nil
 }
@@ -494,6 +494,9 @@ func (w *jwalker) literal(t Type, v jvalue) (Literal, error) {
 	case U32:
 		n, err := w.u32(v, what)
 		return LitU32(n), err
+	case F16, BF16:
+		bits, err := w.half(t, v, what)
+		return Literal{Type: t, Bits: bits}, err
 	}
 	bits, err := w.f32(v, what)
 	return Literal{Type: F32, Bits: bits}, err
@@ -501,7 +504,7 @@ func (w *jwalker) literal(t Type, v jvalue) (Literal, error) {
 
 func (w *jwalker) program(v jvalue) (*Program, error) {
 	const what = "the program"
-	m, err := w.fields(v, what, "kiln", "name", "workgroup_size", "subgroup_size", "params", "uniforms", "buffers", "shared", "body")
+	m, err := w.fields(v, what, "kiln", "name", "workgroup_size", "subgroup_size", "params", "uniforms", "buffers", "shared", "matrices", "body")
 	if err != nil {
 		return nil, err
 	}
@@ -547,6 +550,9 @@ func (w *jwalker) program(v jvalue) (*Program, error) {
 		return nil, err
 	}
 	if p.Shared, err = jsonList(w, m, "shared", (*jwalker).shared); err != nil {
+		return nil, err
+	}
+	if p.Matrices, err = jsonList(w, m, "matrices", (*jwalker).matrixDecl); err != nil {
 		return nil, err
 	}
 	bv, err := w.need(m, v, "body", what)
@@ -967,8 +973,10 @@ func (w *jwalker) stmt(v jvalue, depth int) (Stmt, error) {
 		return ContinueStmt{}, w.flag(val, key)
 	case "barrier":
 		return BarrierStmt{}, w.flag(val, key)
+	case "return":
+		return ReturnStmt{}, w.flag(val, key)
 	}
-	return ReturnStmt{}, w.flag(val, key)
+	return w.matrixStmt(key, v, m, depth)
 }
 
 func (w *jwalker) ifStmt(v jvalue, m map[string]jvalue, depth int) (Stmt, error) {
@@ -1068,7 +1076,7 @@ func (w *jwalker) atomicStmt(v jvalue, m map[string]jvalue, depth int) (Stmt, er
 
 // MarshalJSON writes p in the JSON file form: deterministic, 2-space indented, one
 // declaration or statement per line with its expressions inline, "kiln": 1 first,
-// then name, workgroup_size, params, buffers, shared and body, and a final newline.
+// then name, workgroup_size, params, buffers, shared, matrices (only when there are any) and body, and a final newline.
 // A buffer's "count" appears only when it is fixed, an if's "else" only when it is
 // not empty, an atomic's "result" only when it is set. Finite f32 values are written
 // in the shortest form that reads back to the same bits (-0 stays -0), the others
@@ -1108,6 +1116,12 @@ func MarshalJSON(p *Program) ([]byte, error) {
 	w.raw(",\n  \"shared\": ")
 	if err := jsonDecls(w, "shared", p.Shared, (*jwriter).shared); err != nil {
 		return nil, err
+	}
+	if len(p.Matrices) > 0 {
+		w.raw(",\n  \"matrices\": ")
+		if err := jsonDecls(w, "matrices", p.Matrices, (*jwriter).matrixDecl); err != nil {
+			return nil, err
+		}
 	}
 	w.raw(",\n  \"body\": ")
 	if err := w.block(p.Body, 2, 1); err != nil {
@@ -1179,7 +1193,7 @@ func jsonDecls[T any](w *jwriter, key string, decls []T, item func(*jwriter, T) 
 
 func (w *jwriter) typeName(t Type) error {
 	if !t.Valid() {
-		return marshalErr("use bool, i32, u32 or f32", "type %d is not defined", t)
+		return marshalErr("use bool, i32, u32, f32, f16 or bf16", "type %d is not defined", t)
 	}
 	return w.quote(t.String())
 }
@@ -1198,8 +1212,13 @@ func (w *jwriter) value(l Literal) error {
 		w.b = strconv.AppendUint(w.b, uint64(l.Bits), 10)
 	case F32:
 		w.raw(f32JSON(l.Bits))
+	case F16, BF16:
+		if l.Bits > 0xffff {
+			return marshalErr("keep the 16 bits of an f16 or bf16 literal in the low half of Bits", "%s literal has bits %#x", l.Type, l.Bits)
+		}
+		w.raw(halfJSON(l.Type, uint16(l.Bits)))
 	default:
-		return marshalErr("use bool, i32, u32 or f32", "literal type %d is not defined", l.Type)
+		return marshalErr("use bool, i32, u32, f32, f16 or bf16", "literal type %d is not defined", l.Type)
 	}
 	return nil
 }
@@ -1429,6 +1448,10 @@ func (w *jwriter) stmt(s Stmt, ind, depth int) error {
 		w.raw(`{"barrier": true`)
 	case ReturnStmt:
 		w.raw(`{"return": true`)
+	case MatrixFillStmt, MatrixLoadStmt, MatrixStoreStmt, MatrixMMAStmt, MatrixConvertStmt:
+		if err := w.matrixStmt(s, depth); err != nil {
+			return err
+		}
 	case AtomicStmt:
 		if !s.Op.Valid() {
 			return marshalErr("use one of ir.AtomicOps()", "atomic operation %d is not defined", s.Op)
@@ -1491,7 +1514,7 @@ func (w *jwriter) expr(x Expr, depth int) error {
 	switch x := x.(type) {
 	case Literal:
 		if !x.Type.Valid() {
-			return marshalErr("use bool, i32, u32 or f32", "literal type %d is not defined", x.Type)
+			return marshalErr("use bool, i32, u32, f32, f16 or bf16", "literal type %d is not defined", x.Type)
 		}
 		w.raw(`{"` + x.Type.String() + `": `)
 		if err := w.value(x); err != nil {

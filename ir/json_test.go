@@ -519,7 +519,9 @@ func BenchmarkParseJSON(b *testing.B) {
 func FuzzParseJSON(f *testing.F) {
 	f.Add([]byte(codecDesignSaxpy))
 	f.Add([]byte(codecDesignV11))
-	for _, p := range []*Program{codecSaxpy(), codecKitchenSink(), codecEveryOp(), codecKitchenSinkV11(), codecEveryOpV11()} {
+	f.Add([]byte(codecDesignV12))
+	for _, p := range []*Program{codecSaxpy(), codecKitchenSink(), codecEveryOp(), codecKitchenSinkV11(), codecEveryOpV11(),
+		codecKitchenSinkV12(), codecEveryOpV12(), codecRandomProgramsV12(1)[0]} {
 		text, err := MarshalJSON(p)
 		if err != nil {
 			f.Fatal(err)

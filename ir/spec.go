@@ -214,8 +214,8 @@ func ArtifactKey(cacheVersion uint32, specHash, backendFingerprint string) strin
 // String formats the literal's value ("1.5", "-3", "true", "7").
 func (l Literal) String() string {
 	switch l.Type {
-	case F32:
-		return fmt.Sprint(l.F32())
+	case F32, F16, BF16:
+		return fmt.Sprint(l.Float32())
 	case I32:
 		return fmt.Sprint(l.I32())
 	case Bool:

@@ -64,7 +64,7 @@ func codecKitchenSinkV11() *Program {
 func codecEveryOpV11() *Program {
 	b := NewBuilder("kiln.test.every_op_v11", 1, 1, 1)
 	b.RequireSubgroupSize(64)
-	for _, t := range Types() {
+	for _, t := range codecTypesV1() {
 		b.Uniform("u_"+t.String(), t)
 		b.Shared("s_"+t.String(), t, 3)
 	}
@@ -73,12 +73,12 @@ func codecEveryOpV11() *Program {
 		b.Let(fmt.Sprintf("v%d", n), x)
 		n++
 	}
-	for _, t := range Types() {
+	for _, t := range codecTypesV1() {
 		lit := codecLiteral(t, 0x80000001)
 		for _, op := range UnaryOps() {
 			let(UnaryExpr{Op: op, X: lit})
 		}
-		for _, to := range Types() {
+		for _, to := range codecTypesV1() {
 			let(Bitcast(to, lit))
 		}
 		for _, op := range SubgroupOps() {
@@ -277,8 +277,8 @@ func TestEncodeWritesTheLowestVersion(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
-		if v := codecVersionOf(t, b); v != FormatVersion {
-			t.Errorf("%s: encodes as version %d, want %d", name, v, FormatVersion)
+		if v := codecVersionOf(t, b); v != FormatVersionV11 {
+			t.Errorf("%s: encodes as version %d, want %d", name, v, FormatVersionV11)
 		}
 		q, err := Decode(b)
 		if err != nil || !reflect.DeepEqual(p, q) {

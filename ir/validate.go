@@ -55,11 +55,21 @@ func Validate(p *Program) error {
 	if p == nil {
 		return &ValidationError{Msg: "program is nil", Fix: "build a program with ir.NewBuilder or ir.ParseJSON"}
 	}
-	c := &checker{prog: p, arrays: map[string]arrayInfo{}, params: map[string]Type{}, uniforms: map[string]Type{}}
+	c := &checker{prog: p, arrays: map[string]arrayInfo{}, params: map[string]Type{}, uniforms: map[string]Type{},
+		matrices: map[string]matrixInfo{}}
 	if err := c.header(); err != nil {
 		return err
 	}
-	return c.block(p.Body, "body", 1)
+	if err := c.matrixDecls(); err != nil {
+		return err
+	}
+	if err := c.block(p.Body, "body", 1); err != nil {
+		return err
+	}
+	if len(p.Matrices) > 0 {
+		return checkCollective(p)
+	}
+	return nil
 }
 
 type arrayInfo struct {
@@ -82,6 +92,8 @@ type checker struct {
 	params map[string]Type
 	// uniforms holds the uniforms' types (IR v1.1).
 	uniforms map[string]Type
+	// matrices holds the workgroup matrices (IR v1.2).
+	matrices map[string]matrixInfo
 	scopes   []map[string]local
 	loops    int
 }
@@ -146,6 +158,10 @@ func (c *checker) header() error {
 		if !d.Type.Valid() {
 			return verr(path, "use bool, i32, u32 or f32", "parameter %q has invalid type %d", d.Name, d.Type)
 		}
+		if d.Type.Is16Bit() {
+			return verr(path, "declare the parameter as f32 and cast it where an f16 or bf16 is needed",
+				"parameter %q has type %s; IR v1.2 has no 16-bit parameters", d.Name, d.Type)
+		}
 		if d.Default.Type != d.Type {
 			return verr(path, "give the default the parameter's type",
 				"parameter %q of type %s has a default of type %s", d.Name, d.Type, d.Default.Type)
@@ -169,6 +185,10 @@ func (c *checker) header() error {
 		}
 		if uniforms[u.Name] {
 			return verr(path, "give each uniform its own name", "uniform %q is declared twice", u.Name)
+		}
+		if u.Type.Is16Bit() {
+			return verr(path, "declare the uniform as f32 and cast it where an f16 or bf16 is needed",
+				"uniform %q has type %s; IR v1.2 has no 16-bit uniforms", u.Name, u.Type)
 		}
 		if u.Type != I32 && u.Type != U32 && u.Type != F32 {
 			return verr(path, "use i32, u32 or f32 (pass a flag as a u32 0 or 1)", "uniform %q has type %s", u.Name, u.Type)
@@ -207,7 +227,7 @@ func (c *checker) header() error {
 		case b.Type == Bool:
 			return verr(path, "store booleans as u32 0/1", "buffer %q has element type bool; buffers cannot hold bool", b.Name)
 		case !b.Type.Valid():
-			return verr(path, "use i32, u32 or f32", "buffer %q has invalid element type %d", b.Name, b.Type)
+			return verr(path, "use i32, u32, f32, f16 or bf16", "buffer %q has invalid element type %d", b.Name, b.Type)
 		case !b.Access.Valid():
 			return verr(path, "use read, write or read_write", "buffer %q has invalid access %d", b.Name, b.Access)
 		}
@@ -224,14 +244,14 @@ func (c *checker) header() error {
 				"%q is already declared at %s", s.Name, prev.path)
 		}
 		if !s.Type.Valid() {
-			return verr(path, "use bool, i32, u32 or f32", "shared array %q has invalid element type %d", s.Name, s.Type)
+			return verr(path, "use bool, i32, u32, f32, f16 or bf16", "shared array %q has invalid element type %d", s.Name, s.Type)
 		}
 		if s.Count == 0 {
 			return verr(path, "give the shared array a positive element count", "shared array %q has count 0", s.Name)
 		}
-		sharedBytes += 4 * uint64(s.Count)
+		sharedBytes += uint64(s.Type.Size()) * uint64(s.Count)
 		if sharedBytes > MaxSharedBytes {
-			return verr(path, fmt.Sprintf("keep all shared arrays together within %d bytes (4 bytes per element)", MaxSharedBytes),
+			return verr(path, fmt.Sprintf("keep all shared arrays together within %d bytes (4 bytes per element, 2 for f16 and bf16)", MaxSharedBytes),
 				"shared array %q brings shared memory to %d bytes", s.Name, sharedBytes)
 		}
 		c.arrays[s.Name] = arrayInfo{elem: s.Type, shared: true, path: path}
@@ -279,6 +299,10 @@ func checkLiteral(l Literal, path string) error {
 	if l.Type == Bool && l.Bits > 1 {
 		return verr(path, "use 0 (false) or 1 (true)", "bool literal has bits %#x", l.Bits)
 	}
+	if l.Type.Is16Bit() && l.Bits > 0xffff {
+		return verr(path, "keep the 16 bits of an f16 or bf16 literal in the low half of Bits (build it with ir.LitF16 or ir.LitBF16)",
+			"%s literal has bits %#x, more than 16", l.Type, l.Bits)
+	}
 	return nil
 }
 
@@ -297,6 +321,9 @@ func (c *checker) declare(name, path, kind string, t Type, mutable bool) error {
 	}
 	if prev, ok := c.lookup(name); ok {
 		return verr(path, "choose another name", "%q is already declared by the %s at %s", name, prev.kind, prev.path)
+	}
+	if m, ok := c.matrices[name]; ok {
+		return verr(path, "choose another name: matrices share the one namespace", "%q is already declared as a matrix at %s", name, m.path)
 	}
 	c.scopes[len(c.scopes)-1][name] = local{typ: t, mutable: mutable, path: path, kind: kind}
 	return nil
@@ -437,6 +464,8 @@ func (c *checker) stmt(s Stmt, path string, depth int) error {
 		return nil
 	case BarrierStmt, ReturnStmt:
 		return nil
+	case MatrixFillStmt, MatrixLoadStmt, MatrixStoreStmt, MatrixMMAStmt, MatrixConvertStmt:
+		return c.matrixStmt(s, path, depth)
 	case AtomicStmt:
 		if !s.Op.Valid() {
 			return verr(path, "use add, min, max, and, or, xor, exchange or cas", "atomic: invalid operation %d", s.Op)
@@ -524,6 +553,10 @@ func (c *checker) expr(e Expr, path string, depth int) (Type, error) {
 		if err != nil {
 			return 0, err
 		}
+		if e.To.Is16Bit() || from.Is16Bit() {
+			return 0, verr(path, "bitcast only between i32, u32 and f32; convert f16 and bf16 with cast through f32",
+				"bitcast: %s to %s is not allowed: bitcast does not take 16-bit types", from, e.To)
+		}
 		if !e.To.IsNumeric() {
 			return 0, verr(path, "bitcast to i32, u32 or f32", "bitcast: target type %s is not allowed", e.To)
 		}
@@ -561,12 +594,25 @@ func (c *checker) expr(e Expr, path string, depth int) (Type, error) {
 	case BinaryExpr:
 		return c.binary(e, path, depth)
 	case FmaExpr:
+		var ts [3]Type
 		for i, x := range []Expr{e.A, e.B, e.C} {
-			if err := c.want(x, fmt.Sprintf("%s.args[%d]", path, i), depth+1, F32, "fma operand"); err != nil {
+			t, err := c.expr(x, fmt.Sprintf("%s.args[%d]", path, i), depth+1)
+			if err != nil {
 				return 0, err
 			}
+			ts[i] = t
 		}
-		return F32, nil
+		want := F32
+		if ts[0] == F16 {
+			want = F16
+		}
+		for i, t := range ts {
+			if t != want {
+				return 0, verr(fmt.Sprintf("%s.args[%d]", path, i), fmt.Sprintf("make it %s, with a cast if needed", want),
+					"fma operand must be %s, got %s", want, t)
+			}
+		}
+		return want, nil
 	case SelectExpr:
 		if err := c.want(e.Cond, path+".args[0]", depth+1, Bool, "select condition"); err != nil {
 			return 0, err
@@ -595,6 +641,10 @@ func (c *checker) expr(e Expr, path string, depth int) (Type, error) {
 			return 0, verr(path, "go through u32, or use select / a comparison with 0.0",
 				"cast: %s to %s is not allowed", from, e.To)
 		}
+		if (from.Is16Bit() || e.To.Is16Bit()) && from != F32 && e.To != F32 {
+			return 0, verr(path, "cast through f32: f16 and bf16 convert only to and from f32",
+				"cast: %s to %s is not allowed", from, e.To)
+		}
 		return e.To, nil
 	case nil:
 		return 0, verr(path, "supply an expression", "expression is missing")
@@ -614,15 +664,20 @@ func (c *checker) unary(e UnaryExpr, path string, depth int) (Type, error) {
 	ok := false
 	switch e.Op {
 	case OpNeg:
-		ok = t.IsNumeric()
+		ok = t.IsNumeric() || t == F16
 	case OpNot:
 		ok = t == Bool || t.IsInteger()
 	case OpAbs:
-		ok = t == I32 || t == F32
+		ok = t == I32 || t == F32 || t == F16
 	case OpClz, OpPopcount:
 		ok = t.IsInteger()
+	case OpSqrt:
+		ok = t == F32 || t == F16
 	default:
 		ok = t == F32
+	}
+	if !ok && t.Is16Bit() {
+		return 0, verr(path, f16Fix(t), "%s: operand type %s is not supported", e.Op, t)
 	}
 	if !ok {
 		return 0, verr(path, "cast the operand to a type the operator accepts (see the ir package's UnaryOp docs)",
@@ -649,13 +704,16 @@ func (c *checker) binary(e BinaryExpr, path string, depth int) (Type, error) {
 	ok := false
 	switch e.Op {
 	case OpAdd, OpSub, OpMul, OpDiv, OpMin, OpMax, OpLt, OpLe, OpGt, OpGe:
-		ok = x.IsNumeric()
+		ok = x.IsNumeric() || x == F16
 	case OpRem, OpAnd, OpOr, OpXor, OpShl, OpShr:
 		ok = x.IsInteger()
 	case OpEq, OpNe:
-		ok = true
+		ok = x != BF16
 	case OpLAnd, OpLOr:
 		ok = x == Bool
+	}
+	if !ok && x.Is16Bit() {
+		return 0, verr(path, f16Fix(x), "%s: operand type %s is not supported", e.Op, x)
 	}
 	if !ok {
 		return 0, verr(path, "cast the operands to a type the operator accepts (see the ir package's BinaryOp docs)",
@@ -675,6 +733,10 @@ func (c *checker) subgroup(e SubgroupExpr, path string, depth int) (Type, error)
 	t, err := c.expr(e.X, path+".args[0]", depth+1)
 	if err != nil {
 		return 0, err
+	}
+	if t.Is16Bit() {
+		return 0, verr(path, "cast the operand to f32 first: IR v1.2 has no 16-bit subgroup operations",
+			"%s: operand type %s is not supported", e.Op, t)
 	}
 	if e.Op.HasLane() {
 		if e.Lane == nil {

@@ -246,6 +246,7 @@ func FuzzValidate(f *testing.F) {
 	f.Add([]byte{1, 2, 3, 4, 5, 6, 7, 8, 9})
 	f.Add([]byte("a program of some bytes to start the fuzzer with"))
 	f.Add([]byte{64, 1, 1, 32, 2, 1, 3, 2, 4, 1, 2, 3, 11, 1, 13, 2, 11, 12, 3, 9, 8, 1, 13, 3, 0, 1, 11, 4})
+	f.Add([]byte{16, 1, 0, 0, 0, 1, 0, 5, 3, 0, 2, 1, 2, 5, 1, 1, 4, 1, 1, 3, 12, 0, 0, 4, 0, 15, 0, 0, 0, 1, 16, 1, 0})
 	f.Fuzz(func(t *testing.T, data []byte) {
 		g := &progGen{data: data}
 		_ = Validate(g.program())
@@ -291,8 +292,18 @@ func (g *progGen) program() *Program {
 	for n := g.next() % 2; n > 0; n-- {
 		p.Shared = append(p.Shared, SharedDecl{Name: g.name(), Type: g.typ(), Count: uint32(g.next())})
 	}
+	for n := g.next() % 3; n > 0; n-- {
+		p.Matrices = append(p.Matrices, MatrixDecl{Name: g.name(), Type: g.typ(), Rows: 16 * uint32(g.next()%3), Cols: 16 * uint32(g.next()%3)})
+	}
 	p.Body = g.block(0)
 	return p
+}
+
+func (g *progGen) bound() *MatrixBound {
+	if g.next()%2 == 0 {
+		return nil
+	}
+	return &MatrixBound{g.expr(0), g.expr(0)}
 }
 
 func (g *progGen) block(depth int) []Stmt {
@@ -304,7 +315,7 @@ func (g *progGen) block(depth int) []Stmt {
 }
 
 func (g *progGen) stmt(depth int) Stmt {
-	switch g.next() % 14 {
+	switch g.next() % 18 {
 	case 0:
 		return LetStmt{g.name(), g.expr(0)}
 	case 1:
@@ -333,6 +344,16 @@ func (g *progGen) stmt(depth int) Stmt {
 		return ReturnStmt{}
 	case 11:
 		return ContinueStmt{}
+	case 12:
+		return MatrixFillStmt{g.name(), g.expr(0)}
+	case 13:
+		return MatrixLoadStmt{g.name(), g.name(), g.expr(0), g.expr(0), MatrixLayout(g.next() % 4), g.bound()}
+	case 14:
+		return MatrixStoreStmt{g.name(), g.name(), g.expr(0), g.expr(0), MatrixLayout(g.next() % 4), g.bound()}
+	case 15:
+		return MatrixMMAStmt{g.name(), g.name(), g.name(), MatrixPrecision(g.next() % 3)}
+	case 16:
+		return MatrixConvertStmt{g.name(), g.name()}
 	}
 	return nil
 }
