@@ -51,8 +51,8 @@ var (
 	// f32Rounding are f32 values at the edges of f16's and bf16's rounding:
 	// ties, just above ties, overflow thresholds, subnormal results.
 	f32Rounding = f32Bits(1+0x1p-11, 1+3*0x1p-11, 1+0x1p-11+0x1p-20, 65504, 65519, 65520, -65520, 1e10, 0x1p-24, 0x1p-25,
-		3*0x1p-25, 0x1p-26, 0x1p-14, 0x1.ff8p-15, 1+0x1p-8, 1+3*0x1p-8, 1+0x1p-8+0x1p-20, 0x1p-133, 0x1p-134,
-		0x1.fffffep127, 0x1.ff0000p127, 0x1.ff8p127, -0.1, 0.1, 1e-8)
+		3*0x1p-25, 0x1p-26, 0x1p-14, 0x1.ffcp-15, 0x1.ff8p-15, 1+0x1p-8, 1+3*0x1p-8, 1+0x1p-8+0x1p-20, 0x1p-133, 0x1p-134,
+		0x1.fffffep127, 0x1.fdp127, 0x1.fep127, 0x1.ffp127, -0.1, 0.1, 1e-8)
 )
 
 // f16Cases is the f16 table.
@@ -125,11 +125,11 @@ func cast16Cases() []opCase {
 			pinned: [][]uint32{{f(1), h(1)}, {f(65504), h16Max}, {f(65519), h16Max}, {f(65520), h16Inf}, {f(-65520), h16NegInf},
 				{f(1 + 0x1p-11), h(1)}, {f(1 + 3*0x1p-11), h(1 + 0x1p-9)}, {f(1 + 0x1p-11 + 0x1p-20), h(1 + 0x1p-10)},
 				{f(0x1p-24), h16MinSub}, {f(0x1p-25), 0}, {f(3 * 0x1p-25), 0x0002}, {f(0x1p-26), 0}, {f(-0x1p-26), h16NegZero},
-				{f(0x1p-14), h16MinNorm}, {f(0x1.ff8p-15), h16MinNorm}, {negZero, h16NegZero}, {nanBits, h16NaN},
+				{f(0x1p-14), h16MinNorm}, {f(0x1.ffcp-15), h16MinNorm}, {f(0x1.ff8p-15), h16MaxSub}, {negZero, h16NegZero}, {nanBits, h16NaN},
 				{infBits, h16Inf}, {f(0.1), 0x2E66}, {f(1e10), h16Inf}}},
 		{name: "cast.f32.bf16", in: ir.F32, out: ir.BF16, fn: castTo(ir.BF16), cols: [][]uint32{f32In}, consts: [][]uint32{f32Consts16},
 			pinned: [][]uint32{{f(1), 0x3F80}, {f(1 + 0x1p-8), 0x3F80}, {f(1 + 3*0x1p-8), 0x3F82}, {f(1 + 0x1p-8 + 0x1p-20), 0x3F81},
-				{maxF32Bits, bf16Inf}, {f(0x1.ff0000p127), 0x7F7F}, {f(0x1.ff8p127), bf16Inf}, {f(0x1p-133), 0x0001},
+				{maxF32Bits, bf16Inf}, {f(0x1.fdp127), 0x7F7E}, {f(0x1.fep127), 0x7F7F}, {f(0x1.ffp127), bf16Inf}, {f(0x1p-133), 0x0001},
 				{f(0x1p-134), 0}, {negZero, 0x8000}, {negNaNBits, 0xFFC0}, {negInfBits, bf16NegInf}, {f(0.1), 0x3DCD}}},
 		{name: "cast.f16.f32", in: ir.F16, out: ir.F32, fn: castTo(ir.F32), cols: [][]uint32{f16Edges}, consts: [][]uint32{f16Consts},
 			pinned: [][]uint32{{h16MinSub, f(0x1p-24)}, {h16Max, f(65504)}, {h16NegInf, negInfBits}, {h16NegZero, negZero},
