@@ -276,7 +276,7 @@ func (s span) rng() pluginapi.BufferRange {
 // holds the range (aligned to 4 bytes when aligned). what describes the
 // binding for an error; it is called only then, so that a submit of small
 // dispatches formats nothing.
-func (b *Backend) resolve(what func() string, bd Binding, aligned bool, plan *batchPlan) (span, error) {
+func (b *Backend) resolve(what func() string, bd Binding, align int64, plan *batchPlan) (span, error) {
 	bf := bd.Buffer
 	if bf == nil {
 		return span{}, &BufferError{Buffer: "<nil>", Detail: what() + " has no buffer. Fix: bind a buffer from Alloc"}
@@ -296,8 +296,8 @@ func (b *Backend) resolve(what func() string, bd Binding, aligned bool, plan *ba
 	if err := bf.checkRange(bd.Offset, size); err != nil {
 		return span{}, err
 	}
-	if aligned && (bd.Offset%pluginapi.ElementBytes != 0 || size%pluginapi.ElementBytes != 0) {
-		return span{}, &BufferError{Buffer: bf.Name(), Detail: fmt.Sprintf("%s: range [%d, %d+%d) is not aligned to 4-byte elements. Fix: use offsets and sizes that are multiples of 4", what(), bd.Offset, bd.Offset, size)}
+	if bd.Offset%align != 0 || size%align != 0 {
+		return span{}, &BufferError{Buffer: bf.Name(), Detail: fmt.Sprintf("%s: range [%d, %d+%d) is not aligned to %d-byte elements. Fix: use offsets and sizes that are multiples of %d", what(), bd.Offset, bd.Offset, size, align, align)}
 	}
 	if !slices.Contains(plan.bufs, bf) {
 		plan.bufs = append(plan.bufs, bf)
@@ -316,10 +316,10 @@ func (b *Backend) planBatch(bt *Batch) (*batchPlan, error) {
 			err = b.planDispatch(i, &pc, plan)
 		case cmdCopy:
 			what := fmt.Sprintf("command %d (copy)", i)
-			if pc.src, err = b.resolve(func() string { return what + " source" }, c.src, false, plan); err != nil {
+			if pc.src, err = b.resolve(func() string { return what + " source" }, c.src, 1, plan); err != nil {
 				break
 			}
-			if pc.dst, err = b.resolve(func() string { return what + " destination" }, c.dst, false, plan); err != nil {
+			if pc.dst, err = b.resolve(func() string { return what + " destination" }, c.dst, 1, plan); err != nil {
 				break
 			}
 			switch {
@@ -329,7 +329,7 @@ func (b *Backend) planBatch(bt *Batch) (*batchPlan, error) {
 				err = &BufferError{Buffer: pc.dst.buf.Name(), Detail: what + ": source and destination overlap. Fix: copy through a second buffer"}
 			}
 		case cmdFill:
-			pc.dst, err = b.resolve(func() string { return fmt.Sprintf("command %d (fill)", i) }, c.dst, true, plan)
+			pc.dst, err = b.resolve(func() string { return fmt.Sprintf("command %d (fill)", i) }, c.dst, pluginapi.ElementBytes, plan)
 		}
 		if err != nil {
 			return nil, err
@@ -371,14 +371,17 @@ func (b *Backend) planDispatch(i int, pc *plannedCmd, plan *batchPlan) error {
 		describe := func() string {
 			return fmt.Sprintf("command %d (dispatch of %s), binding %d (%s)", i, prog.Name, d.Binding, d.Name)
 		}
-		s, err := b.resolve(describe, w.Bindings[d.Binding], true, plan)
+		// A binding holds whole elements of its buffer's type: 4 bytes, or 2
+		// for f16 and bf16 (IR v1.2).
+		size := int64(d.Type.Size())
+		s, err := b.resolve(describe, w.Bindings[d.Binding], size, plan)
 		if err != nil {
 			return err
 		}
-		if d.Count > 0 && s.size != int64(d.Count)*pluginapi.ElementBytes {
-			return bad("buffer %s (binding %d) has a fixed count of %d elements but is bound to %d bytes. Fix: bind exactly %d bytes", d.Name, d.Binding, d.Count, s.size, int64(d.Count)*pluginapi.ElementBytes)
+		if d.Count > 0 && s.size != int64(d.Count)*size {
+			return bad("buffer %s (binding %d) has a fixed count of %d elements but is bound to %d bytes. Fix: bind exactly %d bytes", d.Name, d.Binding, d.Count, s.size, int64(d.Count)*size)
 		}
-		if s.size/pluginapi.ElementBytes > 1<<32-1 {
+		if s.size/size > 1<<32-1 {
 			return bad("buffer %s (binding %d) is bound to %d bytes, more than a u32 len counts. Fix: bind a smaller range", d.Name, d.Binding, s.size)
 		}
 		pc.bindings[d.Binding], pc.sizes[d.Binding] = s, s.size
@@ -529,7 +532,7 @@ func (b *Backend) dispatchHosted(ctx context.Context, c plannedCmd) (*pluginapi.
 		if d.Access.Readable() {
 			req.Inputs[d.Binding] = s.mem[s.offset : s.offset+s.size]
 		} else {
-			req.OutputCounts[d.Binding] = uint32(s.size / pluginapi.ElementBytes)
+			req.OutputCounts[d.Binding] = uint32(s.size / int64(d.Type.Size()))
 		}
 	}
 	for _, bi := range prog.Outputs() {

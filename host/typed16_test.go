@@ -2,6 +2,7 @@ package host
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"reflect"
 	"strings"
@@ -63,5 +64,38 @@ func TestPlan16BitBuffers(t *testing.T) {
 	}
 	if _, err := OutputAs[float32](res, "out"); err == nil {
 		t.Error("an f16 output read as float32")
+	}
+}
+
+// TestDispatch16BitThroughCPURef pins 16-bit buffers of an odd element count
+// end to end through a real plugin (cpu-ref, resident buffers): 2n-byte
+// bindings, a write buffer's zero fill on whole words, 2-byte outputs, typed
+// inputs and outputs.
+func TestDispatch16BitThroughCPURef(t *testing.T) {
+	b := ir.NewBuilder("t.add.f16", 64, 1, 1)
+	x := b.Buffer("x", ir.F16, ir.Read)
+	y := b.Buffer("y", ir.BF16, ir.Read)
+	o := b.Buffer("out", ir.F16, ir.Write)
+	i := b.Let("i", ir.GlobalID(0))
+	b.If(ir.Lt(i, ir.Len(o)), func(then *ir.Block) {
+		then.Store(o, i, ir.Add(ir.Load(x, i), ir.Cast(ir.F16, ir.Cast(ir.F32, ir.Load(y, i)))))
+	})
+	p := b.MustBuild()
+	h := openHost(t, "cpuref")
+	res, err := h.Dispatch(context.Background(), p, Launch{Backend: "cpu-ref", Work: Work{
+		Invocations:  [3]uint32{7, 1, 1},
+		Named:        []NamedInput{Input(x, Float16s([]float32{1, 2, 3, 0.5, -1, 65504, 1e-7})), Input(y, BFloat16s([]float32{1, 1, 1, 1, 1, 8, 0}))},
+		OutputCounts: []uint32{0, 0, 7},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := OutputAs[half.Float16](res, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []float32{2, 3, 4, 1.5, 0, 65504, half.NewFloat16(1e-7).Float32()}
+	if got := Float32s(out); !reflect.DeepEqual(got, want) {
+		t.Errorf("out = %v, want %v", got, want)
 	}
 }

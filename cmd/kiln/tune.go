@@ -22,7 +22,6 @@ import (
 	"github.com/kiln-dev/kiln/ir/interp"
 	"github.com/kiln-dev/kiln/ir/kernels"
 	"github.com/kiln-dev/kiln/ir/verify"
-	"github.com/kiln-dev/kiln/pluginapi"
 )
 
 // tuneSaveBatch is how many winners kiln tune puts before it saves the store.
@@ -419,9 +418,9 @@ func (r *hostRunner) allocate(ctx context.Context, w host.Work) error {
 			r.inputs[d.Binding] = w.Inputs[d.Binding]
 			size = int64(len(w.Inputs[d.Binding]))
 		case d.Count > 0:
-			size = int64(d.Count) * pluginapi.ElementBytes
+			size = int64(d.Count) * int64(d.Type.Size())
 		case int(d.Binding) < len(w.OutputCounts):
-			size = int64(w.OutputCounts[d.Binding]) * pluginapi.ElementBytes
+			size = int64(w.OutputCounts[d.Binding]) * int64(d.Type.Size())
 		}
 		bf, err := r.b.Alloc(ctx, size, 0)
 		if err != nil {
