@@ -2,11 +2,13 @@ package runs
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/kiln-dev/kiln/host"
 	"github.com/kiln-dev/kiln/ir"
 	"github.com/kiln-dev/kiln/ir/kernels"
 )
@@ -95,5 +97,58 @@ func TestFileJob16BitSizes(t *testing.T) {
 	paths, err := WriteOutputs(filepath.Join(dir, "out"), j.Program, [][]byte{le16(0x3C00, 0x7E00)})
 	if err != nil || len(paths) != 1 || !strings.HasSuffix(paths[0], "out.bin") {
 		t.Errorf("WriteOutputs: %v, %v", paths, err)
+	}
+}
+
+// TestStrictCoversMatrices pins that --strict reaches IR v1.2's matrix
+// checks: a matrix stored before anything wrote it fails the run, naming the
+// hazard, and the same program with a fill passes.
+func TestStrictCoversMatrices(t *testing.T) {
+	build := func(fill bool) *ir.Program {
+		b := ir.NewBuilder("t.strict.matrix", 32, 1, 1)
+		o := b.Buffer("out", ir.F32, ir.Write)
+		m := b.Matrix("m", ir.F32, 16, 16)
+		if fill {
+			b.MatrixFill(m, ir.LitF32(1))
+		}
+		b.MatrixStore(m, o, ir.LitU32(0), ir.LitU32(16), ir.RowMajor)
+		return b.MustBuild()
+	}
+	job := func(p *ir.Program) Job {
+		return Job{Program: p, Launch: host.Launch{Work: host.Work{Grid: [3]uint32{1, 1, 1}, OutputCounts: []uint32{256}}}}
+	}
+	err := CheckStrict(context.Background(), job(build(false)))
+	if err == nil || !strings.Contains(err.Error(), "--strict") || !strings.Contains(err.Error(), `"m"`) {
+		t.Fatalf("a store of a never-written matrix under --strict: %v", err)
+	}
+	if err := CheckStrict(context.Background(), job(build(true))); err != nil {
+		t.Errorf("a filled matrix under --strict: %v", err)
+	}
+}
+
+// TestConfigureKernelOptions pins `kiln run --kernel matmul_tc --spec
+// type=f16`: options build the kernel, bad values say how to fix them.
+func TestConfigureKernelOptions(t *testing.T) {
+	k, _ := kernels.Lookup("matmul_tc")
+	built, spec, err := ConfigureKernel(k, []string{"type=f16", "tk=16"})
+	if err != nil || built.OpID != "kiln.matrix.matmul_tc.f16" || spec.Len() != 0 {
+		t.Fatalf("ConfigureKernel(type=f16, tk=16) = %q, %v, %v", built.OpID, spec.Names(), err)
+	}
+	if a, _ := built.Program().Buffer("a"); a.Type != ir.F16 {
+		t.Errorf("buffer a is %s", a.Type)
+	}
+	j := KernelJobWith(built, 33, 1, "", spec)
+	if len(j.Launch.Inputs[0]) != 2*33*33 {
+		t.Errorf("input a has %d bytes, want 2·33·33", len(j.Launch.Inputs[0]))
+	}
+	for _, c := range []struct{ spec, want string }{
+		{"type=f64", "is not a type"},
+		{"tf32=maybe", "is not true or false"},
+		{"tf32=true", "tf32 is a precision for f32 operands"},
+		{"tm=7", "tm=7 is not a matrix side"},
+	} {
+		if _, _, err := ConfigureKernel(k, []string{c.spec}); err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), "Fix:") {
+			t.Errorf("--spec %s: %v, want %q with a Fix", c.spec, err, c.want)
+		}
 	}
 }
