@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"sync"
 	"time"
 
@@ -21,7 +22,7 @@ type Backend struct {
 }
 
 // Name is the backend's explicit name, "id:adapter".
-func (b *Backend) Name() string { return fmt.Sprintf("%s:%d", b.p.desc.ID, b.adapter.Index) }
+func (b *Backend) Name() string { return b.p.desc.ID + ":" + strconv.Itoa(b.adapter.Index) }
 
 // ID is the backend's id.
 func (b *Backend) ID() string { return b.p.desc.ID }
@@ -412,8 +413,9 @@ func (b *Backend) dispatch(ctx context.Context, pl *Pipeline, w Work) (*Result, 
 			continue
 		}
 		took := time.Since(began)
+		name := b.Name()
 		if err == nil {
-			err = checkResult(b.Name(), pl.prog, sizes, res, took)
+			err = checkResult(name, pl.prog, sizes, res, took)
 		}
 		if err != nil {
 			b.p.launchFailed(proc, pl, w, in+want, err)
@@ -426,7 +428,7 @@ func (b *Backend) dispatch(ctx context.Context, pl *Pipeline, w Work) (*Result, 
 		b.p.stats.dispatched(took, in, out)
 		b.p.healthy()
 		return &Result{
-			Outputs: res.Outputs, Backend: b.Name(), Compile: compileTime, Dispatch: took,
+			Outputs: res.Outputs, Backend: name, Compile: compileTime, Dispatch: took,
 			PluginTime: time.Duration(res.HostNanos), DeviceTime: time.Duration(res.DeviceNanos),
 			Cache: cacheStatus, WorkgroupSize: pl.WorkgroupSize(), Tuned: pl.tuned, prog: pl.prog,
 		}, nil

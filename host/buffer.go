@@ -213,6 +213,12 @@ func (bf *Buffer) transfer(ctx context.Context, op string, offset int64, b []byt
 	if err := bf.checkRange(offset, int64(len(b))); err != nil {
 		return err
 	}
+	return bf.move(ctx, proc, op, offset, b)
+}
+
+// move is transfer once the buffer is locked, live on proc (nil: host-kept)
+// and the range checked.
+func (bf *Buffer) move(ctx context.Context, proc *process, op string, offset int64, b []byte) error {
 	p := bf.backend.p
 	if proc == nil {
 		if op == "write" {
@@ -225,7 +231,7 @@ func (bf *Buffer) transfer(ctx context.Context, op string, offset int64, b []byt
 	if err := bf.backend.drain(ctx); err != nil {
 		return err
 	}
-	err = bf.backend.callConn(ctx, proc, op, bf.Name(), func(ctx context.Context, conn pluginapi.Conn) error {
+	err := bf.backend.callConn(ctx, proc, op, bf.Name(), func(ctx context.Context, conn pluginapi.Conn) error {
 		if op == "write" {
 			return conn.WriteBuffer(ctx, bf.handle, uint64(offset), b)
 		}

@@ -153,7 +153,7 @@ func (b *Backend) dispatchResident(ctx context.Context, proc *process, pl *Pipel
 			b.putScratch(context.WithoutCancel(ctx), conn, proc, bufs)
 		}()
 		cmd := pluginapi.DispatchCommand{Pipeline: req.Pipeline, Grid: req.Grid, Bindings: make([]pluginapi.BufferRange, n), Uniforms: req.Uniforms}
-		var cmds []pluginapi.SubmitCommand
+		cmds := make([]pluginapi.SubmitCommand, 0, n+1)
 		for i := range n {
 			// A 16-bit buffer binds 2n bytes of a buffer of whole 4-byte
 			// words, so that its zero fill covers it (fills are word-sized).
@@ -183,8 +183,9 @@ func (b *Backend) dispatchResident(ctx context.Context, proc *process, pl *Pipel
 		if err != nil {
 			return err
 		}
-		res = &pluginapi.DispatchResult{HostNanos: sub.HostNanos, DeviceNanos: sub.DeviceNanos}
-		for _, bi := range prog.Outputs() {
+		outputs := prog.Outputs()
+		res = &pluginapi.DispatchResult{HostNanos: sub.HostNanos, DeviceNanos: sub.DeviceNanos, Outputs: make([][]byte, 0, len(outputs))}
+		for _, bi := range outputs {
 			s := bufs[bi]
 			var o []byte
 			if s.mem != nil {

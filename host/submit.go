@@ -75,7 +75,12 @@ func (bt *Batch) Dispatch(pl *Pipeline, w BoundWork) *Batch {
 }
 
 // Copy records a copy of src's bytes into dst; both must have the same size (a
-// Size of 0 selects the rest of each buffer) and must not overlap.
+// Size of 0 selects the rest of each buffer) and must not overlap. One of the two
+// may live on another adapter of the batch's plugin when the plugin copies
+// between its adapters (pluginapi.PeerCopier, as the CUDA plugin does; for
+// host-kept buffers always): the copy runs in order within the batch, and it
+// sees that other adapter's work only once the caller has waited for it (there
+// is no order across adapters). Between plugins, use [CopyBuffer].
 func (bt *Batch) Copy(dst, src Binding) *Batch {
 	bt.cmds = append(bt.cmds, batchCmd{kind: cmdCopy, src: src, dst: dst})
 	return bt
@@ -233,6 +238,9 @@ func (b *Backend) submitAsync(ctx context.Context, bt *Batch) (*Pending, error) 
 	if err != nil {
 		return nil, err
 	}
+	if plan.across != nil && plan.resident && !b.p.capsOf(proc).PeerCopy {
+		return nil, &BufferError{Buffer: plan.across.Name(), Detail: fmt.Sprintf("command %d (copy) reaches a buffer of %s, another adapter than the batch's %s, and the plugin does not copy between its adapters (no pluginapi.PeerCopier). Fix: copy with host.CopyBuffer", plan.acrossCmd, plan.across.backend.Name(), b.Name())}
+	}
 	if plan.resident {
 		return b.submitResident(ctx, proc, plan, began)
 	}
@@ -250,6 +258,11 @@ type batchPlan struct {
 	bufs     []*Buffer // every buffer the batch uses, once
 	resident bool      // the buffers live in the plugin
 	proc     *process  // their process (resident only)
+	// across is the first buffer of a copy that lives on another adapter of
+	// the plugin than the batch's, and acrossCmd that copy's index; nil when
+	// every buffer is the batch adapter's.
+	across    *Buffer
+	acrossCmd int
 }
 
 type plannedCmd struct {
@@ -272,17 +285,25 @@ func (s span) rng() pluginapi.BufferRange {
 	return pluginapi.BufferRange{Buffer: s.handle, Offset: uint64(s.offset), Size: uint64(s.size)}
 }
 
-// resolve checks a binding: the buffer belongs to this backend, is not freed and
-// holds the range (aligned to 4 bytes when aligned). what describes the
+// resolve checks a binding: the buffer belongs to this backend (or, for the
+// copy command cmd when cmd >= 0, to any adapter of its plugin), is not freed
+// and holds the range (its offset and size multiples of align). what describes the
 // binding for an error; it is called only then, so that a submit of small
 // dispatches formats nothing.
-func (b *Backend) resolve(what func() string, bd Binding, align int64, plan *batchPlan) (span, error) {
+func (b *Backend) resolve(what func() string, bd Binding, align int64, plan *batchPlan, cmd int) (span, error) {
 	bf := bd.Buffer
 	if bf == nil {
 		return span{}, &BufferError{Buffer: "<nil>", Detail: what() + " has no buffer. Fix: bind a buffer from Alloc"}
 	}
-	if bf.backend.p != b.p || bf.backend.adapter.Index != b.adapter.Index {
-		return span{}, &BufferError{Buffer: bf.Name(), Detail: fmt.Sprintf("%s: it belongs to backend %s, not %s. Fix: allocate it on the backend that runs the batch", what(), bf.backend.Name(), b.Name())}
+	if bf.backend.p != b.p || (cmd < 0 && bf.backend.adapter.Index != b.adapter.Index) {
+		fix := "allocate it on the backend that runs the batch"
+		if cmd >= 0 {
+			fix += ", or copy between backends with host.CopyBuffer"
+		}
+		return span{}, &BufferError{Buffer: bf.Name(), Detail: fmt.Sprintf("%s: it belongs to backend %s, not %s. Fix: %s", what(), bf.backend.Name(), b.Name(), fix)}
+	}
+	if bf.backend.adapter.Index != b.adapter.Index && plan.across == nil {
+		plan.across, plan.acrossCmd = bf, cmd
 	}
 	bf.mu.Lock()
 	defer bf.mu.Unlock()
@@ -316,10 +337,10 @@ func (b *Backend) planBatch(bt *Batch) (*batchPlan, error) {
 			err = b.planDispatch(i, &pc, plan)
 		case cmdCopy:
 			what := fmt.Sprintf("command %d (copy)", i)
-			if pc.src, err = b.resolve(func() string { return what + " source" }, c.src, 1, plan); err != nil {
+			if pc.src, err = b.resolve(func() string { return what + " source" }, c.src, 1, plan, i); err != nil {
 				break
 			}
-			if pc.dst, err = b.resolve(func() string { return what + " destination" }, c.dst, 1, plan); err != nil {
+			if pc.dst, err = b.resolve(func() string { return what + " destination" }, c.dst, 1, plan, i); err != nil {
 				break
 			}
 			switch {
@@ -329,7 +350,7 @@ func (b *Backend) planBatch(bt *Batch) (*batchPlan, error) {
 				err = &BufferError{Buffer: pc.dst.buf.Name(), Detail: what + ": source and destination overlap. Fix: copy through a second buffer"}
 			}
 		case cmdFill:
-			pc.dst, err = b.resolve(func() string { return fmt.Sprintf("command %d (fill)", i) }, c.dst, pluginapi.ElementBytes, plan)
+			pc.dst, err = b.resolve(func() string { return fmt.Sprintf("command %d (fill)", i) }, c.dst, pluginapi.ElementBytes, plan, -1)
 		}
 		if err != nil {
 			return nil, err
@@ -374,7 +395,7 @@ func (b *Backend) planDispatch(i int, pc *plannedCmd, plan *batchPlan) error {
 		// A binding holds whole elements of its buffer's type: 4 bytes, or 2
 		// for f16 and bf16 (IR v1.2).
 		size := int64(d.Type.Size())
-		s, err := b.resolve(describe, w.Bindings[d.Binding], size, plan)
+		s, err := b.resolve(describe, w.Bindings[d.Binding], size, plan, -1)
 		if err != nil {
 			return err
 		}

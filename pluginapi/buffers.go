@@ -136,7 +136,10 @@ func (DispatchCommand) command() {}
 func (CopyCommand) command()     {}
 func (FillCommand) command()     {}
 
-// SubmitRequest is an ordered batch of commands on one adapter.
+// SubmitRequest is an ordered batch of commands on one adapter. A copy whose
+// source or destination lives on another adapter is run by the SDK through
+// [PeerCopier], between the backend's Submit calls for the commands around it,
+// so Submitter.Submit never gets one.
 type SubmitRequest struct {
 	Adapter  int
 	Commands []SubmitCommand
@@ -205,6 +208,24 @@ func (t bufferTable) valid(r BufferRange, align uint64) bool {
 	return ok && !overflow && end <= size && r.Offset%align == 0 && r.Size%align == 0
 }
 
+// checkCopy rejects a copy with a range outside its buffer, sizes that differ
+// or ranges that overlap in one buffer.
+func (t bufferTable) checkCopy(what string, dst, src BufferRange) error {
+	if !t.valid(src, 1) {
+		return t.checkRange(what+" source", src, 1)
+	}
+	if !t.valid(dst, 1) {
+		return t.checkRange(what+" destination", dst, 1)
+	}
+	if src.Size != dst.Size {
+		return Rejected("%s copies %d bytes into a range of %d. Fix: give both ranges the same size", what, src.Size, dst.Size)
+	}
+	if src.Buffer == dst.Buffer && src.Offset < dst.Offset+dst.Size && dst.Offset < src.Offset+src.Size {
+		return Rejected("%s: source and destination overlap in buffer %d. Fix: copy through a second buffer", what, src.Buffer)
+	}
+	return nil
+}
+
 // checkCommands rejects a batch with a range outside its buffer, an unaligned
 // binding or fill, a copy whose sizes differ or whose ranges overlap, or an
 // unknown command.
@@ -218,18 +239,8 @@ func (t bufferTable) checkCommands(cmds []SubmitCommand) error {
 				}
 			}
 		case CopyCommand:
-			what := fmt.Sprintf("command %d (copy)", i)
-			if !t.valid(c.Src, 1) {
-				return t.checkRange(what+" source", c.Src, 1)
-			}
-			if !t.valid(c.Dst, 1) {
-				return t.checkRange(what+" destination", c.Dst, 1)
-			}
-			if c.Src.Size != c.Dst.Size {
-				return Rejected("%s copies %d bytes into a range of %d. Fix: give both ranges the same size", what, c.Src.Size, c.Dst.Size)
-			}
-			if c.Src.Buffer == c.Dst.Buffer && c.Src.Offset < c.Dst.Offset+c.Dst.Size && c.Dst.Offset < c.Src.Offset+c.Src.Size {
-				return Rejected("%s: source and destination overlap in buffer %d. Fix: copy through a second buffer", what, c.Src.Buffer)
+			if err := t.checkCopy(fmt.Sprintf("command %d (copy)", i), c.Dst, c.Src); err != nil {
+				return err
 			}
 		case FillCommand:
 			if !t.valid(c.Dst, ElementBytes) {

@@ -83,6 +83,9 @@
 //     copy from and to it directly; [AllocRequest.SharedSegment] and
 //     [AllocRequest.SharedOffset] place a mapped buffer in its segment, and
 //     [ViewOffset] places any other view the SDK hands over.
+//   - [PeerCopier]: copies between two of the backend's buffers, on one adapter
+//     or across two (CUDA peer access), without the bytes leaving the plugin;
+//     without it the host's CopyBuffer moves them through the host.
 //
 // [CapabilitiesOf] reports which ones a backend implements.
 //
@@ -195,6 +198,8 @@
 //	9 dispatch  u64 pipeline, u32 grid x, y, z, u32 n, n bindings (u32 has-input,
 //	            u32 output count, staged range of the input), u32 m, u32 uniform
 //	            length, m staged ranges for the outputs, the uniform bytes
+//	11 copy     source, then destination, each u64 buffer, u64 offset, u64 size
+//	            (PeerCopier.PeerCopy; sent only to a plugin that reported it)
 //
 // A submit command is u8 opcode, three zero bytes, u32 length of the record (these
 // 8 bytes included), then: opcode 1 dispatch — u64 pipeline, u32 grid x, y, z,

@@ -54,6 +54,7 @@ const (
 	frameSubmit   frameKind = 8  // Submit
 	frameDispatch frameKind = 9  // Backend.Dispatch with inputs and outputs in staging ranges
 	frameDone     frameKind = 10 // the completion of a request
+	frameCopy     frameKind = 11 // PeerCopy between two buffers of the plugin
 )
 
 // flagFD marks a frame that carries a file descriptor (SCM_RIGHTS on the byte
@@ -214,6 +215,8 @@ type request struct {
 
 	commands []SubmitCommand // submit
 
+	src, dst BufferRange // copy
+
 	dispatch *DispatchRequest // dispatch
 	inputs   []segRange       // dispatch: by binding; size 0 with segment 0 is no input
 	outputs  []segRange       // dispatch: where each output goes
@@ -256,6 +259,9 @@ func encodeRequest(r *request) ([]byte, error) {
 		e.u64(r.buffer)
 		e.u64(r.offset)
 		e.seg(r.data)
+	case frameCopy:
+		e.rng(r.src)
+		e.rng(r.dst)
 	case frameSubmit:
 		e.u32(r.adapter)
 		e.u32(uint32(len(r.commands)))
@@ -395,6 +401,8 @@ func decodeRequest(b []byte) (*request, error) {
 		r.buffer = d.u64()
 		r.offset = d.u64()
 		r.data = d.seg()
+	case frameCopy:
+		r.src, r.dst = d.rng(), d.rng()
 	case frameSubmit:
 		r.adapter = d.u32()
 		n := d.u32()

@@ -30,6 +30,7 @@ func sampleRequests() []*request {
 			inputs:   []segRange{{segment: 1, size: 16}, {}},
 			outputs:  []segRange{{segment: 1, offset: 64, size: 16}},
 		},
+		{kind: frameCopy, seq: 11, src: BufferRange{Buffer: 7, Offset: 8, Size: 1 << 30}, dst: BufferRange{Buffer: 9, Size: 1 << 30}},
 	}
 }
 

@@ -217,7 +217,7 @@ func (p *planeServer) serve() {
 // queueFor returns the key of the queue req goes to: the one queue of a
 // backend that is not [ConcurrentAdapters]; else the queue of the adapter it
 // names (alloc, submit) or of the adapter its buffer was allocated on (write,
-// read, free), so that the host's order on one adapter holds; else the
+// read, free; a copy's destination), so that the host's order on one adapter holds; else the
 // unbound queue.
 func (p *planeServer) queueFor(req *request) uint32 {
 	if !p.concurrent {
@@ -227,9 +227,13 @@ func (p *planeServer) queueFor(req *request) uint32 {
 	switch req.kind {
 	case frameAlloc, frameSubmit:
 		a = req.adapter
-	case frameWrite, frameRead, frameFree:
+	case frameWrite, frameRead, frameFree, frameCopy:
+		buffer := req.buffer
+		if req.kind == frameCopy {
+			buffer = req.dst.Buffer
+		}
 		p.segMu.Lock()
-		if known, ok := p.bufAdapter[req.buffer]; ok {
+		if known, ok := p.bufAdapter[buffer]; ok {
 			a = known
 		}
 		p.segMu.Unlock()
@@ -554,6 +558,8 @@ func (p *planeServer) run(ctx context.Context, req *request, fd int, d *done) er
 		return nil
 	case frameDispatch:
 		return p.dispatch(ctx, req, d)
+	case frameCopy:
+		return p.dev.copyPeer(ctx, req.dst, req.src)
 	}
 	return Rejected("request kind %d is not served on the data plane", req.kind)
 }
