@@ -52,7 +52,7 @@ func plan(prog *ir.Program, wg [3]uint32, w Work) (*pluginapi.DispatchRequest, [
 		switch {
 		case d.Access.Readable():
 			if len(in)%size != 0 {
-				return bad("input for buffer %s (binding %d) is %d bytes, not a whole number of %d-byte %s elements. Fix: pass little-endian %d-byte elements", d.Name, d.Binding, len(in), size, d.Type, size)
+				return bad("input for buffer %s (binding %d, %s) is %d bytes, not a whole number of %d-byte elements. Fix: pass little-endian %d-byte elements", d.Name, d.Binding, d.Type, len(in), size, size)
 			}
 			if d.Count > 0 && len(in) != int(d.Count)*size {
 				return bad("buffer %s (binding %d) has a fixed count of %d elements but its input has %d bytes. Fix: pass exactly %d bytes", d.Name, d.Binding, d.Count, len(in), int(d.Count)*size)

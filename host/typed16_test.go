@@ -46,7 +46,7 @@ func TestPlan16BitBuffers(t *testing.T) {
 	}{
 		"bf16 values for f16": {Work{Named: []NamedInput{Input("h", BFloat16s([]float32{1}))}}, "holds f16, its input is half.BFloat16. Fix: pass []half.Float16"},
 		"f32 for bf16":        {Work{Named: []NamedInput{Input("bf", []float32{1})}}, "holds 2-byte bf16 elements, its input has 4-byte float32 elements"},
-		"odd bytes":           {Work{Inputs: [][]byte{{1, 2, 3}}}, "not a whole number of 2-byte f16 elements"},
+		"odd bytes":           {Work{Inputs: [][]byte{{1, 2, 3}}}, "(binding 0, f16) is 3 bytes, not a whole number of 2-byte elements"},
 	} {
 		_, _, err := plan(p, [3]uint32{}, c.w)
 		var le *LaunchError
