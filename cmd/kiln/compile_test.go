@@ -10,6 +10,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/kiln-dev/kiln/ir"
 )
 
 // closedPipe returns the write end of a pipe whose reader is already closed, as
@@ -131,5 +133,21 @@ func TestCompileEmitsPTXWithoutADriver(t *testing.T) {
 	status, _, errOut = kiln(t, "--plugins", dir, "compile", "--kernel", "saxpy", "--backend", "cuda", "--emit", "cubin", "-o", filepath.Join(work, "saxpy.cubin"))
 	if status == 0 || !strings.Contains(errOut, "cuda:0 cannot emit cubin without a device") || !strings.Contains(errOut, "not found") || !strings.Contains(errOut, "Fix:") {
 		t.Fatalf("compile --emit cubin without a driver: exit %d, %q; want the driver's absence with a Fix", status, errOut)
+	}
+}
+
+// TestCompileTargetTakesKernelOptions pins `kiln compile --kernel matmul_tc
+// --spec type=f16`: options build the kernel, other values are parameters.
+func TestCompileTargetTakesKernelOptions(t *testing.T) {
+	p, spec, err := compileTarget("matmul_tc", nil, []string{"type=f16", "tk=16"})
+	if err != nil || p.Name != "kiln.matrix.matmul_tc.f16" || spec.Len() != 0 {
+		t.Fatalf("matmul_tc type=f16: %v, %v, %v", p, spec.Names(), err)
+	}
+	p, spec, err = compileTarget("vector_add", nil, []string{"epi=2"})
+	if v, _ := spec.Get("epi"); err != nil || p.Name != "kiln.vector.add.f32" || v != ir.SpecU32(2) {
+		t.Fatalf("vector_add epi=2: %v, %v, %v", p.Name, spec.Names(), err)
+	}
+	if _, _, err := compileTarget("matmul_tc", nil, []string{"type=u32"}); err == nil || !strings.Contains(err.Error(), "Fix:") {
+		t.Errorf("type=u32: %v", err)
 	}
 }
