@@ -91,6 +91,12 @@ func freshPrefix(p *ir.Program) string {
 	for _, d := range p.Shared {
 		names[d.Name] = true
 	}
+	for _, d := range p.Uniforms {
+		names[d.Name] = true
+	}
+	for _, d := range p.Matrices {
+		names[d.Name] = true
+	}
 	collectLocals(p.Body, names)
 	prefix := "kiln_flush"
 	for {
