@@ -19,7 +19,7 @@ const (
 // tcTiles and tcSteps are the tile sides and K steps a tuner may try; a
 // combination whose matrices exceed ir.MaxMatrixBytes does not build.
 var (
-	tcTiles = []uint32{32, 64, 128}
+	tcTiles = []uint32{32, 64, 128, 256}
 	tcSteps = []uint32{16, 32, 64}
 )
 

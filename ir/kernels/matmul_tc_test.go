@@ -69,7 +69,7 @@ func TestMatmulTCOptionErrors(t *testing.T) {
 		{options("type", ir.SpecDType(ir.U32)), "not a matrix operand type"},
 		{options("tf32", ir.SpecBool(true)), "tf32 is a precision for f32 operands"},
 		{options("tm", ir.SpecU32(24)), "tm=24 is not a matrix side"},
-		{options("type", ir.SpecDType(ir.F32), "tm", ir.SpecU32(128), "tn", ir.SpecU32(128)), "over the 65536"},
+		{options("type", ir.SpecDType(ir.F32), "tm", ir.SpecU32(256), "tn", ir.SpecU32(256)), "over the 196608"},
 		{options("type", ir.SpecU32(1)), "option type of matmul_tc is a type, not a u32"},
 	} {
 		if _, _, err := k.Configure(c.opts); err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), "Fix:") {
