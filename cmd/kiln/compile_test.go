@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"os/exec"
@@ -150,4 +151,35 @@ func TestCompileTargetTakesKernelOptions(t *testing.T) {
 	if _, _, err := compileTarget("matmul_tc", nil, []string{"type=u32"}); err == nil || !strings.Contains(err.Error(), "Fix:") {
 		t.Errorf("type=u32: %v", err)
 	}
+}
+
+// TestRunListShowsKernelOptions pins `kiln run --list --json`: a kernel with
+// options lists them with their defaults and candidates, as --spec spells
+// them.
+func TestRunListShowsKernelOptions(t *testing.T) {
+	code, out, errOut := kiln(t, "run", "--list", "--json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	var rows []struct {
+		Name    string `json:"name"`
+		Options []struct {
+			Name       string   `json:"name"`
+			Default    string   `json:"default"`
+			Candidates []string `json:"candidates"`
+		} `json:"options"`
+	}
+	if err := json.Unmarshal([]byte(out), &rows); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	for _, r := range rows {
+		if r.Name != "matmul_tc" {
+			continue
+		}
+		if len(r.Options) == 0 || r.Options[0].Name != "type" || r.Options[0].Default != "bf16" || strings.Join(r.Options[0].Candidates, ",") != "bf16,f16,f32" {
+			t.Fatalf("matmul_tc's options: %+v", r.Options)
+		}
+		return
+	}
+	t.Fatalf("no matmul_tc in %s", out)
 }

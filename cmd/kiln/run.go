@@ -335,15 +335,31 @@ func (a *app) printRun(j runJSON, verify bool) {
 
 func (a *app) listKernels() error {
 	if a.json {
+		// optionJSON is a kernel option (--spec NAME=VALUE builds the kernel).
+		type optionJSON struct {
+			Name       string   `json:"name"`
+			Doc        string   `json:"doc"`
+			Default    string   `json:"default"`
+			Candidates []string `json:"candidates"`
+		}
 		type kernelJSON struct {
-			Name  string `json:"name"`
-			OpID  string `json:"op_id"`
-			Doc   string `json:"doc"`
-			Sizes []int  `json:"sizes"`
+			Name    string       `json:"name"`
+			OpID    string       `json:"op_id"`
+			Doc     string       `json:"doc"`
+			Sizes   []int        `json:"sizes"`
+			Options []optionJSON `json:"options,omitempty"`
 		}
 		var out []kernelJSON
 		for _, k := range kernels.All() {
-			out = append(out, kernelJSON{k.Name, k.OpID, k.Doc, k.Sizes})
+			j := kernelJSON{Name: k.Name, OpID: k.OpID, Doc: k.Doc, Sizes: k.Sizes}
+			for _, o := range k.Options {
+				oj := optionJSON{Name: o.Name, Doc: o.Doc, Default: kernels.OptionString(o.Default)}
+				for _, c := range o.Candidates {
+					oj.Candidates = append(oj.Candidates, kernels.OptionString(c))
+				}
+				j.Options = append(j.Options, oj)
+			}
+			out = append(out, j)
 		}
 		return a.printJSON(out)
 	}

@@ -70,13 +70,14 @@ func (k Kernel) ParseOption(name, value string) (v ir.SpecValue, ok bool, err er
 func (o Option) candidates() string {
 	var s []string
 	for _, c := range o.Candidates {
-		s = append(s, optionString(c))
+		s = append(s, OptionString(c))
 	}
 	return strings.Join(s, ", ")
 }
 
-// optionString writes an option value as the command line spells it.
-func optionString(v ir.SpecValue) string {
+// OptionString writes an option value as --spec spells it: "bf16", "true",
+// "64".
+func OptionString(v ir.SpecValue) string {
 	if t, ok := v.DType(); ok {
 		return t.String()
 	}
