@@ -23,6 +23,7 @@ void kiln_coop_get_features(kiln_instance *in, VkPhysicalDevice pd, int has_coop
 	in->vkGetPhysicalDeviceFeatures2(pd, &f);
 	out->cooperative_matrix = cm.cooperativeMatrix;
 	out->vulkan_memory_model = mm.vulkanMemoryModel;
+	out->vulkan_memory_model_device_scope = mm.vulkanMemoryModelDeviceScope;
 	out->bfloat16_type = bf.shaderBFloat16Type;
 	out->bfloat16_cooperative_matrix = bf.shaderBFloat16CooperativeMatrix;
 }
@@ -58,7 +59,7 @@ typedef struct kiln_coop_chain_mem {
 	VkPhysicalDeviceShaderBfloat16FeaturesKHR bf;
 } kiln_coop_chain_mem;
 
-void *kiln_coop_chain(int coop, int memory_model, int bf16, void **mem) {
+void *kiln_coop_chain(int coop, int memory_model, int device_scope, int bf16, void **mem) {
 	*mem = NULL;
 	if (!coop && !memory_model && !bf16) {
 		return NULL;
@@ -79,6 +80,7 @@ void *kiln_coop_chain(int coop, int memory_model, int bf16, void **mem) {
 	if (memory_model) {
 		m->mm.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_MEMORY_MODEL_FEATURES;
 		m->mm.vulkanMemoryModel = VK_TRUE;
+		m->mm.vulkanMemoryModelDeviceScope = device_scope ? VK_TRUE : VK_FALSE;
 		m->mm.pNext = head;
 		head = &m->mm;
 	}

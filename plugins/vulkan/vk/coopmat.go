@@ -113,6 +113,9 @@ type CoopMatrixSupport struct {
 	// VulkanMemoryModel: the vulkanMemoryModel feature (Vulkan 1.2), which
 	// SPIR-V modules with cooperative matrices must use.
 	VulkanMemoryModel bool
+	// VulkanMemoryModelDeviceScope: vulkanMemoryModelDeviceScope, for
+	// device-scope atomics in such modules.
+	VulkanMemoryModelDeviceScope bool
 	// BFloat16: VK_KHR_shader_bfloat16 with shaderBFloat16Type and
 	// shaderBFloat16CooperativeMatrix, so bf16 matrices can be declared.
 	BFloat16 bool
@@ -162,6 +165,7 @@ func (p PhysicalDevice) CooperativeMatrices() (CoopMatrixSupport, error) {
 	C.kiln_coop_get_features(p.inst.in, p.pd, cbool(s.Extension), cbool(hasBF16), cbool(memoryModel), &f)
 	s.Feature = f.cooperative_matrix != 0
 	s.VulkanMemoryModel = f.vulkan_memory_model != 0
+	s.VulkanMemoryModelDeviceScope = f.vulkan_memory_model_device_scope != 0
 	s.BFloat16 = f.bfloat16_type != 0 && f.bfloat16_cooperative_matrix != 0
 	if !s.Extension {
 		return s, nil
@@ -191,17 +195,17 @@ func (p PhysicalDevice) CooperativeMatrices() (CoopMatrixSupport, error) {
 // enables; the caller also lists the extensions (ExtCooperativeMatrix,
 // ExtShaderBFloat16) in DeviceOptions.Extensions.
 type CoopMatrixEnable struct {
-	// Matrix enables cooperativeMatrix, MemoryModel vulkanMemoryModel,
-	// BFloat16 shaderBFloat16Type (and shaderBFloat16CooperativeMatrix with
-	// Matrix).
-	Matrix, MemoryModel, BFloat16 bool
+	// Matrix enables cooperativeMatrix, MemoryModel vulkanMemoryModel (with
+	// vulkanMemoryModelDeviceScope when DeviceScope), BFloat16
+	// shaderBFloat16Type (and shaderBFloat16CooperativeMatrix with Matrix).
+	Matrix, MemoryModel, DeviceScope, BFloat16 bool
 }
 
 // chain points co.next at the feature structs e enables and returns the C
 // memory to free after vkCreateDevice (nil when e enables nothing).
 func (e CoopMatrixEnable) chain(co *C.kiln_device_options) unsafe.Pointer {
 	var mem unsafe.Pointer
-	co.next = C.kiln_coop_chain(cbool(e.Matrix), cbool(e.MemoryModel), cbool(e.BFloat16), &mem)
+	co.next = C.kiln_coop_chain(cbool(e.Matrix), cbool(e.MemoryModel), cbool(e.MemoryModel && e.DeviceScope), cbool(e.BFloat16), &mem)
 	return mem
 }
 

@@ -54,6 +54,7 @@ typedef struct VkPhysicalDeviceShaderBfloat16FeaturesKHR {
 typedef struct kiln_coop_features {
 	uint32_t cooperative_matrix;
 	uint32_t vulkan_memory_model;
+	uint32_t vulkan_memory_model_device_scope;
 	uint32_t bfloat16_type;
 	uint32_t bfloat16_cooperative_matrix;
 } kiln_coop_features;
@@ -72,9 +73,9 @@ VkResult kiln_coop_properties(kiln_instance *in, VkPhysicalDevice pd, uint32_t c
 
 /* kiln_coop_chain allocates the feature structs that enable cooperativeMatrix,
  * vulkanMemoryModel and the bfloat16 type and cooperative matrices, as asked,
- * and returns their chain, ending in NULL, for kiln_device_options.next; *mem
+ * (with vulkanMemoryModelDeviceScope when device_scope) and returns their chain, ending in NULL, for kiln_device_options.next; *mem
  * is the allocation to free() after vkCreateDevice. NULL when nothing is asked
  * or out of memory. */
-void *kiln_coop_chain(int coop, int memory_model, int bf16, void **mem);
+void *kiln_coop_chain(int coop, int memory_model, int device_scope, int bf16, void **mem);
 
 #endif

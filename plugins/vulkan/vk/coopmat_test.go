@@ -22,7 +22,8 @@ func TestCooperativeMatrices(t *testing.T) {
 	}
 	_, sizeControl, exts := pd.Needs()
 	f := pd.Features()
-	enable := CoopMatrixEnable{Matrix: s.Usable(), MemoryModel: s.VulkanMemoryModel, BFloat16: s.Usable() && s.BFloat16}
+	enable := CoopMatrixEnable{Matrix: s.Usable(), MemoryModel: s.VulkanMemoryModel, DeviceScope: s.VulkanMemoryModelDeviceScope,
+		BFloat16: s.Usable() && s.BFloat16}
 	if enable.Matrix {
 		exts = append(exts, ExtCooperativeMatrix)
 		for _, p := range s.Properties {
