@@ -147,3 +147,89 @@ func TestCoopMatmulOnTheInterpreter(t *testing.T) {
 		})
 	}
 }
+
+// coopVariety exercises every matrix statement on the cooperative path:
+// a register accumulator loaded column-major from a buffer (bounded), an
+// operand loaded from a buffer and stored to a shared array, an operand
+// loaded column-major from that shared array, a fill, two cooperative mmas,
+// converts out of and into the register matrix (spill, reload), an f32 mma
+// on the scalar lowering with the register matrix as its accumulator, and
+// bounded stores of the register matrix and a converted one. Uniforms u0..u7:
+// acc's offset, stride and bound rows, cols; the store's offset, stride and
+// bound rows, cols.
+func coopVariety(inv uint32) *ir.Program {
+	b := ir.NewBuilder("coop_variety", inv, 1, 1)
+	var u [8]ir.Expr
+	for i := range u {
+		u[i] = b.Uniform(fmt.Sprintf("u%d", i), ir.U32)
+	}
+	x := b.Buffer("x", ir.F16, ir.Read)
+	y := b.Buffer("y", ir.F32, ir.Read)
+	o := b.Buffer("o", ir.F32, ir.Write)
+	o16 := b.Buffer("o16", ir.F16, ir.Write)
+	s := b.Shared("s", ir.F16, 32*16)
+	acc := b.Matrix("acc", ir.F32, 32, 32)
+	a := b.Matrix("a", ir.F16, 32, 16)
+	bt := b.Matrix("b", ir.F16, 16, 32)
+	h := b.Matrix("h", ir.F16, 32, 32)
+	f := b.Matrix("f", ir.F32, 32, 16)
+	g := b.Matrix("g", ir.F32, 16, 32)
+	b.MatrixLoadBounded(acc, y, u[0], u[1], ir.ColMajor, u[2], u[3])
+	b.MatrixLoad(a, x, ir.LitU32(8), ir.LitU32(24), ir.RowMajor)
+	b.MatrixStore(a, s, ir.LitU32(0), ir.LitU32(16), ir.RowMajor)
+	b.MatrixLoad(bt, s, ir.LitU32(0), ir.LitU32(16), ir.ColMajor)
+	b.MatrixMMA(acc, a, bt)
+	b.MatrixConvert(h, acc)
+	b.MatrixFill(bt, ir.LitF16(0.5))
+	b.MatrixMMA(acc, a, bt)
+	b.MatrixConvert(f, a)
+	b.MatrixFill(g, ir.LitF32(0.25))
+	b.MatrixMMA(acc, f, g)
+	b.MatrixStoreBounded(acc, o, u[4], u[5], ir.RowMajor, u[6], u[7])
+	b.MatrixStore(h, o16, ir.LitU32(0), ir.LitU32(32), ir.RowMajor)
+	b.MatrixConvert(acc, h)
+	b.MatrixStoreBounded(acc, o, ir.Add(u[4], ir.LitU32(2048)), u[5], ir.ColMajor, u[6], u[7])
+	return b.MustBuild()
+}
+
+// TestCoopVarietyOnTheInterpreter runs coopVariety on the cooperative path,
+// interpreted, against the scalar path: tiles moved directly (aligned, in
+// range), through the lowering (misaligned offsets and strides, bounds inside
+// the matrix, buffers too short, overlapping stores of a stride below the
+// row), with 64 and 128 invocations.
+func TestCoopVarietyOnTheInterpreter(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	f32s := func(n int) []byte {
+		out := make([]byte, 4*n)
+		for i := range n {
+			binary.LittleEndian.PutUint32(out[4*i:], math.Float32bits(float32(rng.IntN(9)-4)/4))
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name   string
+		yCount int
+		oCount uint32
+		u      [8]uint32
+	}{
+		{"direct", 4096, 4096, [8]uint32{64, 40, 32, 32, 0, 32, 32, 32}},
+		{"misaligned", 4096, 4096, [8]uint32{3, 37, 32, 32, 5, 33, 32, 32}},
+		{"bounded", 4096, 4096, [8]uint32{0, 32, 17, 30, 0, 32, 20, 9}},
+		{"short buffers", 700, 1500, [8]uint32{4, 32, 32, 32, 8, 40, 32, 32}},
+		{"overlapping store", 4096, 4096, [8]uint32{0, 32, 32, 32, 16, 8, 32, 32}},
+		{"wrapping store", 4096, 4096, [8]uint32{0, 32, 32, 32, 100, 0x80000000, 32, 32}},
+	} {
+		for _, inv := range []uint32{64, 128} {
+			t.Run(fmt.Sprintf("%s/wg%d", tc.name, inv), func(t *testing.T) {
+				c := kernels.Case{
+					WorkgroupSize: [3]uint32{inv, 1, 1},
+					Grid:          [3]uint32{1, 1, 1},
+					Inputs:        [][]byte{halfInputs(rng, ir.F16, 8+31*24+16, true), f32s(tc.yCount), nil, nil},
+					OutputCounts:  []uint32{0, 0, tc.oCount, 32 * 32},
+					Uniforms:      kernels.U32Bytes(tc.u[:]),
+				}
+				coopRun(t, coopVariety(inv), coopTarget, MatrixPathCooperative, c)
+			})
+		}
+	}
+}
