@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"sync"
 	"time"
 
 	"github.com/kiln-dev/kiln/cache"
+	"github.com/kiln-dev/kiln/host/trace"
 	"github.com/kiln-dev/kiln/ir"
 	"github.com/kiln-dev/kiln/pluginapi"
 )
@@ -21,7 +23,7 @@ type Backend struct {
 }
 
 // Name is the backend's explicit name, "id:adapter".
-func (b *Backend) Name() string { return fmt.Sprintf("%s:%d", b.p.desc.ID, b.adapter.Index) }
+func (b *Backend) Name() string { return b.p.desc.ID + ":" + strconv.Itoa(b.adapter.Index) }
 
 // ID is the backend's id.
 func (b *Backend) ID() string { return b.p.desc.ID }
@@ -285,6 +287,9 @@ func (pl *Pipeline) compileOnce(ctx context.Context) (*process, uint64, time.Dur
 	if err == errNothingRan {
 		return proc, 0, 0, err
 	}
+	if o := b.p.set.obs; o != nil {
+		o.compiled(ctx, b, pl.prog.Name, status, began, err)
+	}
 	if err != nil {
 		return nil, 0, 0, err
 	}
@@ -366,8 +371,17 @@ type Result struct {
 // (or the compile's override) even when an autotune record tuned pl; only a
 // launch by w.Invocations follows the record (see Pipeline.Tuned).
 func (b *Backend) Dispatch(ctx context.Context, pl *Pipeline, w Work) (*Result, error) {
+	o := b.p.set.obs
+	var began time.Time
+	if o != nil {
+		began = time.Now()
+	}
 	res, err := b.dispatch(ctx, pl, w)
-	return res, b.p.stats.failed(err)
+	err = b.p.stats.failed(err)
+	if o != nil {
+		o.dispatched(ctx, b, pl, began, res, err)
+	}
+	return res, err
 }
 
 func (b *Backend) dispatch(ctx context.Context, pl *Pipeline, w Work) (*Result, error) {
@@ -404,7 +418,7 @@ func (b *Backend) dispatch(ctx context.Context, pl *Pipeline, w Work) (*Result, 
 		}
 		req.Pipeline = handle
 		began := time.Now()
-		res, err := b.dispatchOn(ctx, proc, pl, req, sizes, limit)
+		res, spans, err := b.dispatchOn(ctx, proc, pl, req, sizes, limit)
 		if err == errNothingRan {
 			if attempt > 0 {
 				return nil, b.nothingRanTwice(proc, "dispatch")
@@ -412,12 +426,17 @@ func (b *Backend) dispatch(ctx context.Context, pl *Pipeline, w Work) (*Result, 
 			continue
 		}
 		took := time.Since(began)
+		name := b.Name()
 		if err == nil {
-			err = checkResult(b.Name(), pl.prog, sizes, res, took)
+			err = checkResult(name, pl.prog, sizes, res, took)
 		}
 		if err != nil {
 			b.p.launchFailed(proc, pl, w, in+want, err)
 			return nil, err
+		}
+		if tr := b.p.set.obs.tracer(); tr != nil {
+			end := began.Add(took)
+			tr.roundTrip(b, proc, "dispatch", began, end, end, end, spans, res.DeviceNanos, trace.String("program", pl.prog.Name))
 		}
 		out := 0
 		for _, o := range res.Outputs {
@@ -426,7 +445,7 @@ func (b *Backend) dispatch(ctx context.Context, pl *Pipeline, w Work) (*Result, 
 		b.p.stats.dispatched(took, in, out)
 		b.p.healthy()
 		return &Result{
-			Outputs: res.Outputs, Backend: b.Name(), Compile: compileTime, Dispatch: took,
+			Outputs: res.Outputs, Backend: name, Compile: compileTime, Dispatch: took,
 			PluginTime: time.Duration(res.HostNanos), DeviceTime: time.Duration(res.DeviceNanos),
 			Cache: cacheStatus, WorkgroupSize: pl.WorkgroupSize(), Tuned: pl.tuned, prog: pl.prog,
 		}, nil

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/kiln-dev/kiln/host/trace"
 	"github.com/kiln-dev/kiln/ir"
 	"github.com/kiln-dev/kiln/pluginapi"
 )
@@ -75,7 +76,12 @@ func (bt *Batch) Dispatch(pl *Pipeline, w BoundWork) *Batch {
 }
 
 // Copy records a copy of src's bytes into dst; both must have the same size (a
-// Size of 0 selects the rest of each buffer) and must not overlap.
+// Size of 0 selects the rest of each buffer) and must not overlap. One of the two
+// may live on another adapter of the batch's plugin when the plugin copies
+// between its adapters (pluginapi.PeerCopier, as the CUDA plugin does; for
+// host-kept buffers always): the copy runs in order within the batch, and it
+// sees that other adapter's work only once the caller has waited for it (there
+// is no order across adapters). Between plugins, use [CopyBuffer].
 func (bt *Batch) Copy(dst, src Binding) *Batch {
 	bt.cmds = append(bt.cmds, batchCmd{kind: cmdCopy, src: src, dst: dst})
 	return bt
@@ -122,6 +128,18 @@ type Pending struct {
 	// ended brackets the batch for the hang monitor: the process counts it as
 	// a call in flight until it completes.
 	ended sync.Once
+	// obs is set when the host has an observer (nil keeps the fast path's
+	// Pending small).
+	obs *pendingObs
+}
+
+// pendingObs is what an observer needs of a resident submit: when it was
+// sent, its first dispatch's program, and reported, which reports its
+// completion once.
+type pendingObs struct {
+	sent     time.Time
+	program  string
+	reported sync.Once
 }
 
 // end takes the batch off the process's calls in flight.
@@ -134,11 +152,29 @@ func (pd *Pending) Wait(ctx context.Context) (*SubmitResult, error) {
 	if pd.inner == nil {
 		return pd.result, pd.err
 	}
-	res, err := pd.wait(ctx)
-	return res, pd.b.p.stats.failed(err)
+	var waitFrom time.Time
+	if pd.obs != nil {
+		waitFrom = time.Now()
+	}
+	res, raw, err := pd.wait(ctx)
+	err = pd.b.p.stats.failed(err)
+	if pd.obs != nil {
+		pd.obs.reported.Do(func() { pd.report(ctx, pd.b.p.set.obs, waitFrom, res, raw, err) })
+	}
+	return res, err
 }
 
-func (pd *Pending) wait(ctx context.Context) (*SubmitResult, error) {
+// report writes a resident submit to the trace and the hook once it ended.
+func (pd *Pending) report(ctx context.Context, o *observer, waitFrom time.Time, res *SubmitResult, raw *pluginapi.SubmitResult, err error) {
+	if o.tr != nil && err == nil {
+		end := pd.began.Add(res.Submit)
+		o.tr.roundTrip(pd.b, pd.proc, "submit", pd.began, pd.obs.sent, waitFrom, end, raw.Spans(), raw.DeviceNanos, trace.Int("commands", int64(pd.n)), trace.String("program", pd.obs.program))
+	}
+	o.submitted(ctx, pd.b, pd.obs.program, pd.n, pd.began, res, err)
+}
+
+// wait returns the result and the plugin's.
+func (pd *Pending) wait(ctx context.Context) (*SubmitResult, *pluginapi.SubmitResult, error) {
 	res, err := pd.inner.Wait(ctx)
 	if pd.inner.Ready() {
 		pd.end()
@@ -147,21 +183,21 @@ func (pd *Pending) wait(ctx context.Context) (*SubmitResult, error) {
 	if err != nil {
 		if he := pd.b.hostError(pd.proc, "submit", err); he != nil {
 			pd.b.p.badResult(pd.proc, he)
-			return nil, he
+			return nil, nil, he
 		}
 		err = pd.b.p.classify(ctx, pd.proc, pd.b.Name(), "submit", pd.began, err)
-		return nil, crashed(err, pd.bufs...)
+		return nil, nil, crashed(err, pd.bufs...)
 	}
 	took := time.Since(pd.began)
 	if err := checkTimes(pd.b.Name(), "submit", res.HostNanos, res.DeviceNanos, took); err != nil {
 		pd.b.p.badResult(pd.proc, err)
-		return nil, err
+		return nil, nil, err
 	}
 	pd.b.p.healthy()
 	return &SubmitResult{
 		Backend: pd.b.Name(), Commands: pd.n, Submit: took,
 		PluginTime: time.Duration(res.HostNanos), DeviceTime: time.Duration(res.DeviceNanos),
-	}, nil
+	}, res, nil
 }
 
 // forget drops pd and every finished submit from the pending list.
@@ -217,7 +253,29 @@ func (b *Backend) Submit(ctx context.Context, bt *Batch) (*SubmitResult, error) 
 // is sent; a buffer of a plugin process that died is a [*LostBufferError].
 func (b *Backend) SubmitAsync(ctx context.Context, bt *Batch) (*Pending, error) {
 	pd, err := b.submitAsync(ctx, bt)
-	return pd, b.p.stats.failed(err)
+	err = b.p.stats.failed(err)
+	if o := b.p.set.obs; o != nil && (err != nil || pd.inner == nil) {
+		// Refused, or run here at once: nothing is left for Wait to report.
+		var res *SubmitResult
+		if pd != nil {
+			res = pd.result
+		}
+		o.submitted(ctx, b, firstProgram(bt), bt.Len(), time.Now(), res, err)
+	}
+	return pd, err
+}
+
+// firstProgram names the program of bt's first dispatch ("" without one).
+func firstProgram(bt *Batch) string {
+	if bt == nil {
+		return ""
+	}
+	for _, c := range bt.cmds {
+		if c.kind == cmdDispatch && c.pipeline != nil {
+			return c.pipeline.prog.Name
+		}
+	}
+	return ""
 }
 
 func (b *Backend) submitAsync(ctx context.Context, bt *Batch) (*Pending, error) {
@@ -232,6 +290,9 @@ func (b *Backend) submitAsync(ctx context.Context, bt *Batch) (*Pending, error) 
 	proc, err := b.batchProcess(ctx, plan)
 	if err != nil {
 		return nil, err
+	}
+	if plan.across != nil && plan.resident && !b.p.capsOf(proc).PeerCopy {
+		return nil, &BufferError{Buffer: plan.across.Name(), Detail: fmt.Sprintf("command %d (copy) reaches a buffer of %s, another adapter than the batch's %s, and the plugin does not copy between its adapters (no pluginapi.PeerCopier). Fix: copy with host.CopyBuffer", plan.acrossCmd, plan.across.backend.Name(), b.Name())}
 	}
 	if plan.resident {
 		return b.submitResident(ctx, proc, plan, began)
@@ -250,6 +311,11 @@ type batchPlan struct {
 	bufs     []*Buffer // every buffer the batch uses, once
 	resident bool      // the buffers live in the plugin
 	proc     *process  // their process (resident only)
+	// across is the first buffer of a copy that lives on another adapter of
+	// the plugin than the batch's, and acrossCmd that copy's index; nil when
+	// every buffer is the batch adapter's.
+	across    *Buffer
+	acrossCmd int
 }
 
 type plannedCmd struct {
@@ -272,17 +338,25 @@ func (s span) rng() pluginapi.BufferRange {
 	return pluginapi.BufferRange{Buffer: s.handle, Offset: uint64(s.offset), Size: uint64(s.size)}
 }
 
-// resolve checks a binding: the buffer belongs to this backend, is not freed and
-// holds the range (aligned to 4 bytes when aligned). what describes the
+// resolve checks a binding: the buffer belongs to this backend (or, for the
+// copy command cmd when cmd >= 0, to any adapter of its plugin), is not freed
+// and holds the range (aligned to 4 bytes when aligned). what describes the
 // binding for an error; it is called only then, so that a submit of small
 // dispatches formats nothing.
-func (b *Backend) resolve(what func() string, bd Binding, aligned bool, plan *batchPlan) (span, error) {
+func (b *Backend) resolve(what func() string, bd Binding, aligned bool, plan *batchPlan, cmd int) (span, error) {
 	bf := bd.Buffer
 	if bf == nil {
 		return span{}, &BufferError{Buffer: "<nil>", Detail: what() + " has no buffer. Fix: bind a buffer from Alloc"}
 	}
-	if bf.backend.p != b.p || bf.backend.adapter.Index != b.adapter.Index {
-		return span{}, &BufferError{Buffer: bf.Name(), Detail: fmt.Sprintf("%s: it belongs to backend %s, not %s. Fix: allocate it on the backend that runs the batch", what(), bf.backend.Name(), b.Name())}
+	if bf.backend.p != b.p || (cmd < 0 && bf.backend.adapter.Index != b.adapter.Index) {
+		fix := "allocate it on the backend that runs the batch"
+		if cmd >= 0 {
+			fix += ", or copy between backends with host.CopyBuffer"
+		}
+		return span{}, &BufferError{Buffer: bf.Name(), Detail: fmt.Sprintf("%s: it belongs to backend %s, not %s. Fix: %s", what(), bf.backend.Name(), b.Name(), fix)}
+	}
+	if bf.backend.adapter.Index != b.adapter.Index && plan.across == nil {
+		plan.across, plan.acrossCmd = bf, cmd
 	}
 	bf.mu.Lock()
 	defer bf.mu.Unlock()
@@ -316,10 +390,10 @@ func (b *Backend) planBatch(bt *Batch) (*batchPlan, error) {
 			err = b.planDispatch(i, &pc, plan)
 		case cmdCopy:
 			what := fmt.Sprintf("command %d (copy)", i)
-			if pc.src, err = b.resolve(func() string { return what + " source" }, c.src, false, plan); err != nil {
+			if pc.src, err = b.resolve(func() string { return what + " source" }, c.src, false, plan, i); err != nil {
 				break
 			}
-			if pc.dst, err = b.resolve(func() string { return what + " destination" }, c.dst, false, plan); err != nil {
+			if pc.dst, err = b.resolve(func() string { return what + " destination" }, c.dst, false, plan, i); err != nil {
 				break
 			}
 			switch {
@@ -329,7 +403,7 @@ func (b *Backend) planBatch(bt *Batch) (*batchPlan, error) {
 				err = &BufferError{Buffer: pc.dst.buf.Name(), Detail: what + ": source and destination overlap. Fix: copy through a second buffer"}
 			}
 		case cmdFill:
-			pc.dst, err = b.resolve(func() string { return fmt.Sprintf("command %d (fill)", i) }, c.dst, true, plan)
+			pc.dst, err = b.resolve(func() string { return fmt.Sprintf("command %d (fill)", i) }, c.dst, true, plan, -1)
 		}
 		if err != nil {
 			return nil, err
@@ -371,7 +445,7 @@ func (b *Backend) planDispatch(i int, pc *plannedCmd, plan *batchPlan) error {
 		describe := func() string {
 			return fmt.Sprintf("command %d (dispatch of %s), binding %d (%s)", i, prog.Name, d.Binding, d.Name)
 		}
-		s, err := b.resolve(describe, w.Bindings[d.Binding], true, plan)
+		s, err := b.resolve(describe, w.Bindings[d.Binding], true, plan, -1)
 		if err != nil {
 			return err
 		}
@@ -484,6 +558,15 @@ func (b *Backend) submitResident(ctx context.Context, proc *process, plan *batch
 		return nil, crashed(err, plan.bufs...)
 	}
 	pd := &Pending{b: b, proc: proc, inner: inner, bufs: plan.bufs, began: began, n: len(cmds)}
+	if b.p.set.obs != nil {
+		pd.obs = &pendingObs{sent: time.Now()}
+		for _, c := range plan.cmds {
+			if c.kind == cmdDispatch {
+				pd.obs.program = c.pipeline.prog.Name
+				break
+			}
+		}
+	}
 	proc.begin()
 	v := &b.p.v2
 	v.mu.Lock()
@@ -553,19 +636,25 @@ func (b *Backend) dispatchHosted(ctx context.Context, c plannedCmd) (*pluginapi.
 		}
 		req.Pipeline = handle
 		began := time.Now()
-		res, err = b.dispatchOn(ctx, proc, pl, req, sizes, limit)
+		var spans []pluginapi.Span
+		res, spans, err = b.dispatchOn(ctx, proc, pl, req, sizes, limit)
 		if err == errNothingRan {
 			if attempt > 0 {
 				return nil, b.nothingRanTwice(proc, "dispatch")
 			}
 			continue
 		}
+		took := time.Since(began)
 		if err == nil {
-			err = checkResult(b.Name(), prog, sizes, res, time.Since(began))
+			err = checkResult(b.Name(), prog, sizes, res, took)
 		}
 		if err != nil {
 			b.p.badResult(proc, err)
 			return nil, err
+		}
+		if tr := b.p.set.obs.tracer(); tr != nil {
+			end := began.Add(took)
+			tr.roundTrip(b, proc, "dispatch", began, end, end, end, spans, res.DeviceNanos, trace.String("program", prog.Name))
 		}
 		break
 	}

@@ -142,10 +142,10 @@ func TestValidateRejectsV12(t *testing.T) {
 		{"matrix rows not multiple", func(b *Builder) { b.Matrix("m", F16, 24, 16) }, []string{"matrices[0]", `matrix "m" has rows 24`, "multiple of 16"}},
 		{"matrix cols zero", func(b *Builder) { b.Matrix("m", F16, 16, 0) }, []string{`matrix "m" has cols 0`}},
 		{"matrix too big", func(b *Builder) { b.Matrix("m", F16, 272, 16) }, []string{`matrix "m" has rows 272`}},
-		{"matrices over 64 KiB", func(b *Builder) {
-			b.Matrix("m", F32, 128, 128)
+		{"matrices over 192 KiB", func(b *Builder) {
+			b.Matrix("m", F32, 256, 192)
 			b.Matrix("n", F16, 16, 16)
-		}, []string{"matrices[1]", `matrix "n" brings the matrices to 66048 bytes`}},
+		}, []string{"matrices[1]", `matrix "n" brings the matrices to 197120 bytes`}},
 		{"matrix name", func(b *Builder) { b.Matrix("9m", F16, 16, 16) }, []string{`matrix name "9m" is not a valid identifier`}},
 		{"matrix twice", func(b *Builder) {
 			b.Matrix("m", F16, 16, 16)

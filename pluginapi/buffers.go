@@ -131,7 +131,10 @@ func (DispatchCommand) command() {}
 func (CopyCommand) command()     {}
 func (FillCommand) command()     {}
 
-// SubmitRequest is an ordered batch of commands on one adapter.
+// SubmitRequest is an ordered batch of commands on one adapter. A copy whose
+// source or destination lives on another adapter is run by the SDK through
+// [PeerCopier], between the backend's Submit calls for the commands around it,
+// so Submitter.Submit never gets one.
 type SubmitRequest struct {
 	Adapter  int
 	Commands []SubmitCommand
@@ -144,6 +147,8 @@ type SubmitResult struct {
 	HostNanos int64
 	// DeviceNanos is the device-measured time, zero when the backend cannot tell.
 	DeviceNanos int64
+
+	spans *[]Span // the SDK's, on the host's side (Spans); a pointer keeps the result small
 }
 
 // ArtifactRequest asks for the device code of a program.
@@ -200,6 +205,24 @@ func (t bufferTable) valid(r BufferRange, aligned bool) bool {
 	return ok && !overflow && end <= size && (!aligned || (r.Offset%ElementBytes == 0 && r.Size%ElementBytes == 0))
 }
 
+// checkCopy rejects a copy with a range outside its buffer, sizes that differ
+// or ranges that overlap in one buffer.
+func (t bufferTable) checkCopy(what string, dst, src BufferRange) error {
+	if !t.valid(src, false) {
+		return t.checkRange(what+" source", src, false)
+	}
+	if !t.valid(dst, false) {
+		return t.checkRange(what+" destination", dst, false)
+	}
+	if src.Size != dst.Size {
+		return Rejected("%s copies %d bytes into a range of %d. Fix: give both ranges the same size", what, src.Size, dst.Size)
+	}
+	if src.Buffer == dst.Buffer && src.Offset < dst.Offset+dst.Size && dst.Offset < src.Offset+src.Size {
+		return Rejected("%s: source and destination overlap in buffer %d. Fix: copy through a second buffer", what, src.Buffer)
+	}
+	return nil
+}
+
 // checkCommands rejects a batch with a range outside its buffer, an unaligned
 // binding or fill, a copy whose sizes differ or whose ranges overlap, or an
 // unknown command.
@@ -213,18 +236,8 @@ func (t bufferTable) checkCommands(cmds []SubmitCommand) error {
 				}
 			}
 		case CopyCommand:
-			what := fmt.Sprintf("command %d (copy)", i)
-			if !t.valid(c.Src, false) {
-				return t.checkRange(what+" source", c.Src, false)
-			}
-			if !t.valid(c.Dst, false) {
-				return t.checkRange(what+" destination", c.Dst, false)
-			}
-			if c.Src.Size != c.Dst.Size {
-				return Rejected("%s copies %d bytes into a range of %d. Fix: give both ranges the same size", what, c.Src.Size, c.Dst.Size)
-			}
-			if c.Src.Buffer == c.Dst.Buffer && c.Src.Offset < c.Dst.Offset+c.Dst.Size && c.Dst.Offset < c.Src.Offset+c.Src.Size {
-				return Rejected("%s: source and destination overlap in buffer %d. Fix: copy through a second buffer", what, c.Src.Buffer)
+			if err := t.checkCopy(fmt.Sprintf("command %d (copy)", i), c.Dst, c.Src); err != nil {
+				return err
 			}
 		case FillCommand:
 			if !t.valid(c.Dst, true) {

@@ -30,6 +30,10 @@ type Conn interface {
 	Submitter
 	Artifacts
 	HealthChecker
+	// PeerCopier copies between two of the plugin's buffers on the data plane;
+	// it is an *UnimplementedError when the plugin lacks it or there is no data
+	// plane (gRPC fallback), and the host copies through its memory then.
+	PeerCopier
 	// Capabilities is what the plugin reported, with the connection's protocol
 	// and data plane.
 	Capabilities() Capabilities
@@ -131,6 +135,7 @@ func (v *v2client) describe(ctx context.Context) (*Description, error) {
 	v.id = d.ID
 	v.caps.Buffers, v.caps.Submit = c.GetBuffers(), c.GetBuffers() && c.GetSubmit()
 	v.caps.Artifacts, v.caps.Health = c.GetArtifacts(), c.GetHealth()
+	v.caps.PeerCopy = c.GetBuffers() && c.GetPeerCopy()
 	open := v.plane != nil || v.caps.DataPlane != ""
 	v.mu.Unlock()
 	if !open {
@@ -418,6 +423,27 @@ func (v *v2client) transferGRPC(ctx context.Context, kind frameKind, buffer, off
 	return nil
 }
 
+// PeerCopy implements PeerCopier: one copy frame on the data plane, both ranges
+// checked against the host's table first.
+func (c *client) PeerCopy(ctx context.Context, dst, src BufferRange) error {
+	v, err := c.need("pluginapi.PeerCopier", func(c Capabilities) bool { return c.PeerCopy && c.SharedMemory })
+	if err != nil {
+		return err
+	}
+	v.mu.Lock()
+	err = v.table.checkCopy("peer copy", dst, src)
+	v.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	_, pl := v.snapshot()
+	if pl == nil {
+		return &UnimplementedError{Interface: "pluginapi.PeerCopier", Backend: v.backendID()}
+	}
+	_, err = pl.roundTrip(ctx, &request{kind: frameCopy, src: src, dst: dst}, -1, 0)
+	return err
+}
+
 // Submit implements Submitter: SubmitAsync, then Wait.
 func (c *client) Submit(ctx context.Context, req *SubmitRequest) (*SubmitResult, error) {
 	p, err := c.SubmitAsync(ctx, req)
@@ -555,7 +581,7 @@ func (p *Pending) Wait(ctx context.Context) (*SubmitResult, error) {
 	if p.plane != nil {
 		d, _, err := p.plane.wait(ctx, p.call)
 		if err == nil {
-			p.res = &SubmitResult{HostNanos: d.hostNanos, DeviceNanos: d.deviceNanos}
+			p.res = &SubmitResult{HostNanos: d.hostNanos, DeviceNanos: d.deviceNanos, spans: d.spans}
 		}
 		p.finished, p.err = true, err
 		return p.res, p.err

@@ -3,6 +3,7 @@ package pluginapi
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"time"
 )
@@ -18,18 +19,22 @@ type device struct {
 	artifacts Artifacts
 	health    HealthChecker
 	segments  Segments
+	peer      PeerCopier
 
 	mu    sync.Mutex
 	table bufferTable
+	// adapters is the adapter each live buffer was allocated on.
+	adapters map[uint64]int
 }
 
 func newDevice(impl Backend) *device {
-	d := &device{impl: impl, table: bufferTable{}}
+	d := &device{impl: impl, table: bufferTable{}, adapters: map[uint64]int{}}
 	d.buffers, _ = impl.(Buffers)
 	d.submitter, _ = impl.(Submitter)
 	d.artifacts, _ = impl.(Artifacts)
 	d.health, _ = impl.(HealthChecker)
 	d.segments, _ = impl.(Segments)
+	d.peer, _ = impl.(PeerCopier)
 	return d
 }
 
@@ -39,6 +44,7 @@ func (d *device) caps() Capabilities {
 		Submit:    d.buffers != nil && d.submitter != nil,
 		Artifacts: d.artifacts != nil,
 		Health:    d.health != nil,
+		PeerCopy:  d.buffers != nil && d.peer != nil,
 	}
 }
 
@@ -47,6 +53,7 @@ var (
 	errNoSubmit    = &UnimplementedError{Interface: "pluginapi.Submitter"}
 	errNoArtifacts = &UnimplementedError{Interface: "pluginapi.Artifacts"}
 	errNoHealth    = &UnimplementedError{Interface: "pluginapi.HealthChecker"}
+	errNoPeerCopy  = &UnimplementedError{Interface: "pluginapi.PeerCopier"}
 )
 
 // alloc checks the request, asks the backend and records the buffer.
@@ -79,6 +86,7 @@ func (d *device) alloc(ctx context.Context, req *AllocRequest) (*AllocResult, er
 		return nil, DeviceFailed("backend AllocBuffer returned handle %d, which is already a live buffer", res.Buffer)
 	}
 	d.table[res.Buffer] = req.Size
+	d.adapters[res.Buffer] = req.Adapter
 	return res, nil
 }
 
@@ -98,6 +106,7 @@ func (d *device) free(ctx context.Context, buffer uint64) error {
 	}
 	d.mu.Lock()
 	delete(d.table, buffer)
+	delete(d.adapters, buffer)
 	d.mu.Unlock()
 	return nil
 }
@@ -129,6 +138,86 @@ func (d *device) read(ctx context.Context, buffer, offset uint64, dst []byte) er
 	return d.buffers.ReadBuffer(ctx, buffer, offset, dst)
 }
 
+// copyPeer checks both ranges against the table (equal sizes, no overlap
+// within one buffer) and runs the backend's PeerCopy.
+func (d *device) copyPeer(ctx context.Context, dst, src BufferRange) error {
+	if d.buffers == nil || d.peer == nil {
+		return errNoPeerCopy
+	}
+	d.mu.Lock()
+	err := d.table.checkCopy("peer copy", dst, src)
+	d.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	return d.peer.PeerCopy(ctx, dst, src)
+}
+
+// crossAdapterLocked returns the index of the first copy of req with a range on
+// another adapter than req's (-1: none), or a RejectedError when there is one
+// and the backend has no PeerCopier. d.mu is held.
+func (d *device) crossAdapterLocked(req *SubmitRequest) (int, error) {
+	first := -1
+	for i, c := range req.Commands {
+		cp, ok := c.(CopyCommand)
+		if !ok || (d.adapters[cp.Src.Buffer] == req.Adapter && d.adapters[cp.Dst.Buffer] == req.Adapter) {
+			continue
+		}
+		if d.peer == nil {
+			return -1, Rejected("command %d copies between adapters %d and %d, and the backend does not implement pluginapi.PeerCopier. Fix: copy with the host's CopyBuffer instead", i, d.adapters[cp.Src.Buffer], d.adapters[cp.Dst.Buffer])
+		}
+		if first < 0 {
+			first = i
+		}
+	}
+	return first, nil
+}
+
+// submitAcross runs a batch with copies between adapters, the first at index
+// from: the commands between such copies go to the backend's Submit as batches
+// of their own, each copy to PeerCopy, in order. The device times add up.
+func (d *device) submitAcross(ctx context.Context, req *SubmitRequest, from int) (*SubmitResult, error) {
+	var total SubmitResult
+	run := func(cmds []SubmitCommand) error {
+		if len(cmds) == 0 {
+			return nil
+		}
+		res, err := d.submitter.Submit(ctx, &SubmitRequest{Adapter: req.Adapter, Commands: cmds})
+		if err != nil {
+			return err
+		}
+		if res == nil {
+			return errors.New("backend Submit returned no result and no error")
+		}
+		total.DeviceNanos += res.DeviceNanos
+		return nil
+	}
+	start := 0
+	for i := from; i < len(req.Commands); i++ {
+		cp, ok := req.Commands[i].(CopyCommand)
+		if !ok {
+			continue
+		}
+		d.mu.Lock()
+		across := d.adapters[cp.Src.Buffer] != req.Adapter || d.adapters[cp.Dst.Buffer] != req.Adapter
+		d.mu.Unlock()
+		if !across {
+			continue
+		}
+		if err := run(req.Commands[start:i]); err != nil {
+			return nil, err
+		}
+		if err := d.peer.PeerCopy(ctx, cp.Dst, cp.Src); err != nil {
+			return nil, fmt.Errorf("command %d (copy between adapters): %w", i, err)
+		}
+		start = i + 1
+	}
+	if err := run(req.Commands[start:]); err != nil {
+		return nil, err
+	}
+	return &total, nil
+}
+
 // submit checks every command's ranges and runs the batch.
 func (d *device) submit(ctx context.Context, req *SubmitRequest) (*SubmitResult, error) {
 	switch {
@@ -142,12 +231,21 @@ func (d *device) submit(ctx context.Context, req *SubmitRequest) (*SubmitResult,
 	}
 	d.mu.Lock()
 	err := d.table.checkCommands(req.Commands)
+	cross := -1
+	if err == nil {
+		cross, err = d.crossAdapterLocked(req)
+	}
 	d.mu.Unlock()
 	if err != nil {
 		return nil, err
 	}
 	start := time.Now()
-	res, err := d.submitter.Submit(ctx, req)
+	var res *SubmitResult
+	if cross < 0 {
+		res, err = d.submitter.Submit(ctx, req)
+	} else {
+		res, err = d.submitAcross(ctx, req, cross)
+	}
 	elapsed := time.Since(start).Nanoseconds()
 	if err != nil {
 		return nil, err

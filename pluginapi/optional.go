@@ -118,6 +118,11 @@ type Capabilities struct {
 	Protocol int
 	// Buffers, Submit, Artifacts and Health report the optional interfaces.
 	Buffers, Submit, Artifacts, Health bool
+	// PeerCopy reports [PeerCopier]: copies between the plugin's buffers, on
+	// one adapter or across two, without the bytes leaving the plugin. The host
+	// sends them on the data plane only; without it (or without a data plane)
+	// it copies through its own memory.
+	PeerCopy bool
 	// SharedMemory reports whether buffer bytes and submits travel through the
 	// shared-memory data plane (fixed frames in shared-memory rings, memfd
 	// segments mapped by both processes) instead of gRPC messages.
@@ -137,7 +142,8 @@ func CapabilitiesOf(b Backend) Capabilities {
 	_, submit := b.(Submitter)
 	_, artifacts := b.(Artifacts)
 	_, health := b.(HealthChecker)
-	return Capabilities{Buffers: buffers, Submit: submit && buffers, Artifacts: artifacts, Health: health}
+	_, peer := b.(PeerCopier)
+	return Capabilities{Buffers: buffers, Submit: submit && buffers, Artifacts: artifacts, Health: health, PeerCopy: peer && buffers}
 }
 
 // Resident reports whether buffers live in the plugin: the backend implements
@@ -175,7 +181,7 @@ func (c Capabilities) String() string {
 	for _, f := range []struct {
 		on   bool
 		name string
-	}{{c.Buffers, "buffers"}, {c.Submit, "submit"}, {c.Artifacts, "artifacts"}, {c.Health, "health"}, {c.SharedMemory, "shared memory"}} {
+	}{{c.Buffers, "buffers"}, {c.Submit, "submit"}, {c.Artifacts, "artifacts"}, {c.Health, "health"}, {c.PeerCopy, "peer copy"}, {c.SharedMemory, "shared memory"}} {
 		if f.on {
 			have = append(have, f.name)
 		}
@@ -218,4 +224,24 @@ type ConcurrentAdapters interface {
 	// ConcurrentAdapters reports whether calls for different adapters may run
 	// concurrently; it is asked once, when the data plane opens.
 	ConcurrentAdapters() bool
+}
+
+// PeerCopier is implemented by a backend with [Buffers] that copies between its
+// own buffers without the bytes leaving the plugin: across two adapters (CUDA
+// peer access, or staging in the plugin's pinned memory) or within one. The
+// host's CopyBuffer (package host) sends such a copy on the data plane as one request;
+// without PeerCopier, without a data plane, or between buffers of two plugins,
+// the host reads the source and writes the destination through its own memory
+// in bounded chunks. See docs/design.md, "Copies between adapters".
+//
+// The SDK has checked both ranges against its table: they lie inside live
+// buffers, have the same size and do not overlap when they share a buffer. On a
+// [ConcurrentAdapters] backend the call comes in the destination adapter's
+// queue, while calls of the source's adapter may run; the host sends it only
+// after the calls it depends on are done on both. It returns when the copy is
+// complete. A backend that cannot copy between a pair of adapters returns an
+// [*UnimplementedError], and the host copies through its memory instead.
+type PeerCopier interface {
+	// PeerCopy copies src's bytes into dst (same size).
+	PeerCopy(ctx context.Context, dst, src BufferRange) error
 }

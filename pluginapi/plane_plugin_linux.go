@@ -40,9 +40,10 @@ const unboundQueue = ^uint32(0)
 // planeJob is one request waiting in a queue, with its descriptor and the
 // context that Cancel ends.
 type planeJob struct {
-	req *request
-	fd  int
-	ctx context.Context
+	req   *request
+	fd    int
+	ctx   context.Context
+	spans jobSpans // when the host asked for spans
 }
 
 // planeServer is the plugin's side of the data plane: it accepts the host's one
@@ -64,6 +65,7 @@ type planeServer struct {
 	ln         *net.UnixListener
 	token      []byte
 	concurrent bool
+	timer      *spanTimer // nil unless the host asked for spans (SpansEnv)
 
 	mu      sync.Mutex
 	conn    *rawConn
@@ -111,7 +113,7 @@ func listenPlane(dev *device) (*planeServer, error) {
 		return nil, fmt.Errorf("data plane token: %w", err)
 	}
 	c, ok := dev.impl.(ConcurrentAdapters)
-	p := &planeServer{dev: dev, dir: dir, ln: ln, token: token, concurrent: ok && c.ConcurrentAdapters(),
+	p := &planeServer{dev: dev, dir: dir, ln: ln, token: token, concurrent: ok && c.ConcurrentAdapters(), timer: newSpanTimer(),
 		running: map[uint64]context.CancelFunc{}, segs: map[uint32]*segment{}, bufSeg: map[uint64]*segment{},
 		bufAdapter: map[uint64]uint32{}, queues: map[uint32]chan planeJob{}}
 	go p.serve()
@@ -180,9 +182,16 @@ func (p *planeServer) serve() {
 		if err != nil {
 			return
 		}
+		var js jobSpans
+		if p.timer != nil {
+			js.read = p.timer.clock.now()
+		}
 		req, err := decodeRequest(b)
 		if err != nil {
 			return
+		}
+		if p.timer != nil {
+			js.decoded = p.timer.clock.now()
 		}
 		fd := -1
 		if req.fd {
@@ -190,7 +199,7 @@ func (p *planeServer) serve() {
 				return
 			}
 		}
-		job := planeJob{req: req, fd: fd, ctx: p.start(req.seq)}
+		job := planeJob{req: req, fd: fd, ctx: p.start(req.seq), spans: js}
 		if p.concurrent && (req.kind == frameAttach || req.kind == frameDetach) {
 			if err := p.answer(encodeDone(req.kind, p.handle(job))); err != nil {
 				return
@@ -217,7 +226,7 @@ func (p *planeServer) serve() {
 // queueFor returns the key of the queue req goes to: the one queue of a
 // backend that is not [ConcurrentAdapters]; else the queue of the adapter it
 // names (alloc, submit) or of the adapter its buffer was allocated on (write,
-// read, free), so that the host's order on one adapter holds; else the
+// read, free; a copy's destination), so that the host's order on one adapter holds; else the
 // unbound queue.
 func (p *planeServer) queueFor(req *request) uint32 {
 	if !p.concurrent {
@@ -227,9 +236,13 @@ func (p *planeServer) queueFor(req *request) uint32 {
 	switch req.kind {
 	case frameAlloc, frameSubmit:
 		a = req.adapter
-	case frameWrite, frameRead, frameFree:
+	case frameWrite, frameRead, frameFree, frameCopy:
+		buffer := req.buffer
+		if req.kind == frameCopy {
+			buffer = req.dst.Buffer
+		}
 		p.segMu.Lock()
-		if known, ok := p.bufAdapter[req.buffer]; ok {
+		if known, ok := p.bufAdapter[buffer]; ok {
 			a = known
 		}
 		p.segMu.Unlock()
@@ -483,9 +496,17 @@ func (p *planeServer) finish(seq uint64) {
 func (p *planeServer) handle(job planeJob) *done {
 	defer p.finish(job.req.seq)
 	d := &done{seq: job.req.seq}
+	timed := p.timer != nil && (job.req.kind == frameSubmit || job.req.kind == frameDispatch)
+	var began int64
+	if timed {
+		began = p.timer.clock.now()
+	}
 	err := p.run(job.ctx, job.req, job.fd, d)
 	if err != nil {
 		d.status, d.msg = statusOf(err), err.Error()
+	} else if timed {
+		spans := p.timer.spans(job.spans, began, p.timer.clock.now(), d.deviceNanos)
+		d.spans = &spans
 	}
 	return d
 }
@@ -554,6 +575,8 @@ func (p *planeServer) run(ctx context.Context, req *request, fd int, d *done) er
 		return nil
 	case frameDispatch:
 		return p.dispatch(ctx, req, d)
+	case frameCopy:
+		return p.dev.copyPeer(ctx, req.dst, req.src)
 	}
 	return Rejected("request kind %d is not served on the data plane", req.kind)
 }

@@ -17,7 +17,9 @@
 #   - cold vs warm compile of the corpus matmul, the matmul at 4096^3 vs
 #     torch.matmul with TF32 off;
 #   - on a machine with several GPUs, a vector add on all of them at once
-#     (VectorAddAllGPUs; TestEveryGPUAtOnce runs with the backend tests).
+#     (VectorAddAllGPUs; TestEveryGPUAtOnce runs with the backend tests);
+#   - the load test: 1, 4, 16 and 64 goroutines sharing one host, dispatching
+#     1-element work (kiln bench --load, on cuda and on cpu-ref).
 #
 # Prepare on the build machine, from the repository root (the carried tree must
 # stay under 64 MiB, hence the tarball):
@@ -105,6 +107,14 @@ if [ "$MODE" != tests ]; then
   CUDA_CACHE_DISABLE=1 bench 100 $B/backend.test -test.bench 'CompileMatmul' -test.benchtime 10x
   say "-- every GPU at once (vector add 256M f32 each)"
   bench 300 $B/backend.test -test.bench 'VectorAddAllGPUs' -test.benchtime 5x
+  if $B/kiln bench --help 2>&1 | grep -q -- '--load'; then
+    for be in cuda cpu-ref; do
+      say "-- load test on $be: 1-element dispatches (v1 API) by 1, 4, 16, 64 goroutines sharing one host (kiln bench --load)"
+      clock
+      timeout 200 $B/kiln --plugins $B/plugins bench --backend $be --load --load-duration 3s > $OUT/load-$be.txt 2>&1; say "rc=$?"
+      tail -7 $OUT/load-$be.txt | tee -a $S
+    done
+  fi
   clock
   kill $SMI
   say "== torch reference"

@@ -4,6 +4,7 @@
 # corpus and the conformance kit on every adapter, `kiln run --backend cuda:1`
 # checked by the UUID of the GPU its memory lands on, concurrent vector adds on
 # all GPUs from one application (examples/multigpu) against each GPU alone, a
+# 1 GiB cuda:0 -> cuda:1 copy (host.CopyBuffer) against PyTorch's y.copy_(x), a
 # SIGKILLed plugin losing only its own adapters' work, and a tuning record
 # following its GPU when CUDA_VISIBLE_DEVICES reorders them.
 #
@@ -69,6 +70,40 @@ for be in cuda vulkan; do
 done
 kill $SMI
 say "SM clocks during the runs (MHz: samples):"; awk -F', ' '{print "gpu" $1 " " $2}' $OUT/multi-clocks.txt | sort | uniq -c | sort -rn | head -6 | tee -a $S
+say "== GPU-to-GPU copy: 1 GiB cuda:0 -> cuda:1 with host.CopyBuffer, next to PyTorch's y.copy_(x)"
+nvidia-smi topo -m 2>&1 | head -12 | tee -a $S
+KILN_REQUIRE_CUDA=1 timeout 300 $B/cuda-backend.test -test.run '^TestPeerCopy$' -test.count=1 -test.v > $OUT/peer-test.txt 2>&1
+say "TestPeerCopy (direct and staged, both ways): rc=$? $(grep -E '^(--- |ok|FAIL)' $OUT/peer-test.txt | tr '\n' ' ')"
+timeout 300 $B/multigpu -plugins $B/plugins -copy cuda:0,cuda:1 -mib 1024 -reps 20 > $OUT/copy-kiln.txt 2>&1; say "multigpu -copy rc=$?"
+tee -a $S < $OUT/copy-kiln.txt
+PYTHONUNBUFFERED=1 timeout 300 python3 - $OUT/copy-kiln.txt <<'PY' 2>&1 | tee -a $S
+import re, sys, time
+try:
+    import torch
+except Exception as e:
+    print("torch reference skipped: cannot import torch:", e); sys.exit(0)
+if torch.cuda.device_count() < 2:
+    print("torch reference skipped: fewer than 2 GPUs"); sys.exit(0)
+print("torch peer access 0->1:", torch.cuda.can_device_access_peer(0, 1), "1->0:", torch.cuda.can_device_access_peer(1, 0))
+n = 1 << 30
+res = {}
+for a, b in ((0, 1), (1, 0)):
+    x = torch.randint(0, 256, (n,), dtype=torch.uint8, device=f'cuda:{a}')
+    y = torch.empty(n, dtype=torch.uint8, device=f'cuda:{b}')
+    def once():
+        s = time.perf_counter(); y.copy_(x); torch.cuda.synchronize(a); torch.cuda.synchronize(b); return time.perf_counter() - s
+    for _ in range(3): once()
+    assert torch.equal(y.cpu(), x.cpu())
+    ts = sorted(once() for _ in range(20))
+    res[(a, b)] = n / ts[len(ts) // 2] / 1e9
+    print(f"torch y.copy_(x) cuda:{a} -> cuda:{b}: 1024 MiB, median of 20: {ts[len(ts)//2]*1e3:.3f} ms, {res[(a, b)]:.1f} GB/s (best {n / ts[0] / 1e9:.1f} GB/s)")
+    del x, y; torch.cuda.empty_cache()
+for line in open(sys.argv[1]):
+    m = re.match(r"copy cuda:(\d) -> cuda:(\d): .* ([0-9.]+) GB/s \(best", line)
+    if m and (int(m[1]), int(m[2])) in res:
+        k = (int(m[1]), int(m[2]))
+        print(f"kiln/torch cuda:{k[0]} -> cuda:{k[1]}: {float(m[3]) / res[k] * 100:.1f}% (target >= 90%)")
+PY
 say "== SIGKILL of the cuda plugin while cuda and vulkan run"
 timeout 120 $B/multigpu -plugins $B/plugins -backend cuda,vulkan -kill cuda -mib 64 -window 4s 2>&1 | tee -a $S
 say "== a tuning record follows its GPU under CUDA_VISIBLE_DEVICES=1,0"

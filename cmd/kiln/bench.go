@@ -10,11 +10,15 @@ import (
 
 	"github.com/kiln-dev/kiln/cmd/kiln/internal/bench"
 	"github.com/kiln-dev/kiln/cmd/kiln/internal/units"
+	"github.com/kiln-dev/kiln/host"
 )
 
 func (a *app) benchCommand() *cobra.Command {
 	var opts bench.Options
 	var mib int
+	var load []int
+	var loadFor time.Duration
+	var kb kernelBench
 	cmd := &cobra.Command{
 		Use:   "bench",
 		Short: "Measure the plugin boundary: start, round trips, bulk transfer, resident buffers",
@@ -44,15 +48,39 @@ over gRPC):
   - a saxpy over two resident --mib MiB buffers, with the bytes the host's
     traffic counter saw cross for it (0: the data stays in the plugin)
 
-Figures depend on the machine; nothing is asserted.`,
+With --load it runs the load test instead: for each count in the list
+(--load alone: 1,4,16,64), that many goroutines share one host and one
+pipeline and dispatch 1-element work through the v1 API back to back, each
+checking its results, for --load-duration after a tenth of it as warm-up; it
+prints dispatches per second (and the ratio to the first row) and the p50 and
+p99 latency per count. Pass the list with '=': --load=1,8.
+
+Figures depend on the machine; nothing is asserted.
+
+With --kernel NAME it times a corpus kernel instead, on every ready backend
+(--on picks them; cpu-ref only when named) side by side: each verified
+against the reference first, then timed as kiln run --repeat times it
+(buffers on the backend, a warm-up, --repeat timed submits), with the median
+and minimum device and submit times and the throughput:
+  kiln bench --kernel matmul_reg --size 1024 --repeat 50`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			h, err := a.open(cmd.Context())
+			if kb.kernel != "" {
+				return kb.run(a, cmd)
+			}
+			// The measuring hosts are bench's own: the trace is the
+			// protocol-2 one's.
+			trace := a.trace
+			a.trace = ""
+			h, err := a.openWith(cmd.Context(), host.Options{TraceFile: "off"})
 			if err != nil {
 				return err
 			}
 			defer h.Close()
-			opts.Bytes = mib << 20
+			if cmd.Flags().Changed("load") {
+				return a.benchLoad(cmd, h, bench.LoadOptions{Backend: opts.Backend, Goroutines: load, Duration: loadFor})
+			}
+			opts.Bytes, opts.TraceFile = mib<<20, trace
 			if exe, err := os.Executable(); err == nil {
 				opts.EchoPlugin = exe
 			}
@@ -77,7 +105,34 @@ Figures depend on the machine; nothing is asserted.`,
 	f.IntVar(&mib, "mib", 256, "size of the bulk buffer in MiB")
 	f.IntVar(&opts.Repeats, "repeats", 5, "bulk dispatches per side; the fastest counts")
 	f.IntVar(&opts.Chain, "chain", 100, "dependent 1-element dispatches in one submit")
+	f.IntSliceVar(&load, "load", nil, "instead, the load test with these numbers of goroutines (--load alone: 1,4,16,64)")
+	f.Lookup("load").NoOptDefVal = "1,4,16,64"
+	f.DurationVar(&loadFor, "load-duration", 2*time.Second, "how long each row of the load test is measured")
+	kb.flags(cmd)
+	a.traceFlag(cmd)
 	return cmd
+}
+
+// benchLoad runs and prints the load test.
+func (a *app) benchLoad(cmd *cobra.Command, h *host.Host, opts bench.LoadOptions) error {
+	bar := a.progressBar()
+	opts.Progress = bar.update
+	r, err := bench.Load(cmd.Context(), h, opts)
+	bar.finish()
+	if err != nil {
+		return err
+	}
+	if a.json {
+		return a.printJSON(r)
+	}
+	fmt.Fprintf(a.out, "kiln bench --load on %s (%s)\n%s\n1-element dispatches (v1 API) by goroutines sharing one host, %v per row\n\n", r.Backend, r.Machine, r.Capabilities, time.Duration(r.DurationNs))
+	tw := tabwriter.NewWriter(a.out, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(tw, "goroutines\tdispatches/s\tvs first\tp50\tp99\t\n")
+	for _, row := range r.Rows {
+		fmt.Fprintf(tw, "%d\t%.0f\t%.2fx\t%v\t%v\t\n", row.Goroutines, row.PerSecond, row.VsFirst,
+			time.Duration(row.P50Ns).Round(time.Microsecond), time.Duration(row.P99Ns).Round(time.Microsecond))
+	}
+	return tw.Flush()
 }
 
 func (a *app) printBench(r *bench.Report) {

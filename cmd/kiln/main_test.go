@@ -271,6 +271,40 @@ func TestRunAllTable(t *testing.T) {
 	}
 }
 
+// kiln bench --load runs each count of goroutines and reports a rate and
+// latencies per row, in JSON and as a table.
+func TestBenchLoad(t *testing.T) {
+	dir := plugins(t, "cpuref")
+	code, out, errOut := kiln(t, "--plugins", dir, "bench", "--json", "--load=1,3", "--load-duration", "300ms")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	var r struct {
+		Backend string `json:"backend"`
+		Rows    []struct {
+			Goroutines int     `json:"goroutines"`
+			Dispatches int     `json:"dispatches"`
+			PerSecond  float64 `json:"dispatches_per_second"`
+			P50, P99   int64
+		} `json:"rows"`
+	}
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	if r.Backend != "cpu-ref:0" || len(r.Rows) != 2 || r.Rows[0].Goroutines != 1 || r.Rows[1].Goroutines != 3 {
+		t.Fatalf("report %+v, want rows for 1 and 3 goroutines on cpu-ref:0", r)
+	}
+	for _, row := range r.Rows {
+		if row.Dispatches <= 0 || row.PerSecond <= 0 {
+			t.Errorf("row %+v: want dispatches and a rate", row)
+		}
+	}
+	code, out, errOut = kiln(t, "--plugins", dir, "bench", "--load=2", "--load-duration", "100ms")
+	if code != 0 || !strings.Contains(out, "dispatches/s") || !strings.Contains(out, "p99") {
+		t.Fatalf("exit %d, table:\n%s\n%s", code, out, errOut)
+	}
+}
+
 func TestBenchJSON(t *testing.T) {
 	code, out, errOut := kiln(t, "--plugins", plugins(t, "cpuref"), "bench", "--json", "--mib", "1", "--round-trips", "5", "--starts", "1", "--repeats", "1")
 	if code != 0 {

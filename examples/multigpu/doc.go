@@ -10,8 +10,13 @@
 // SIGKILLed; that backend's adapters report their lost buffers and every other
 // adapter finishes its work, verified.
 //
+// With -copy SRC,DST it instead copies -mib MiB from one backend's buffer into
+// another's (host.CopyBuffer: peer access between two CUDA GPUs, through the
+// host between plugins), each way, and prints the bandwidth.
+//
 //	go run ./examples/multigpu -plugins bin/plugins -backend cuda -mib 1024
 //	go run ./examples/multigpu -plugins bin/plugins -backend cuda,vulkan -kill cuda
+//	go run ./examples/multigpu -plugins bin/plugins -copy cuda:0,cuda:1 -mib 1024 -reps 20
 //
 // See docs/design.md, "Several GPUs".
 package main

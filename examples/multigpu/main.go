@@ -26,6 +26,7 @@ func main() {
 	flag.IntVar(&cfg.reps, "reps", 20, "vector adds per adapter in one submit")
 	flag.StringVar(&cfg.kill, "kill", "", "SIGKILL this backend's plugin while every adapter runs, and check that only its adapters lose work")
 	flag.DurationVar(&cfg.window, "window", 3*time.Second, "how long every adapter runs in the -kill experiment")
+	flag.StringVar(&cfg.copy, "copy", "", "instead, copy -mib MiB between two backends (\"cuda:0,cuda:1\") with host.CopyBuffer, -reps times each way, and print GB/s")
 	flag.Parse()
 	if err := run(context.Background(), cfg, os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "multigpu:", err)
@@ -36,6 +37,7 @@ func main() {
 // config is the command line.
 type config struct {
 	plugins, backends, kill string
+	copy                    string
 	mib, reps               int
 	window                  time.Duration
 }
@@ -59,6 +61,9 @@ func run(ctx context.Context, cfg config, out io.Writer) error {
 		return err
 	}
 	defer h.Close()
+	if cfg.copy != "" {
+		return copyBench(ctx, h, cfg.copy, cfg.mib, cfg.reps, out)
+	}
 	var workers []*worker
 	defer func() {
 		for _, w := range workers {

@@ -3,12 +3,16 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/kiln-dev/kiln/host"
 )
 
 // pluginDir builds the CPU reference plugin and the example plugin into a
@@ -62,6 +66,56 @@ func TestKillingOnePluginLosesOnlyItsAdapters(t *testing.T) {
 	for _, want := range []string{"SIGKILLed backend cpu-ref's plugin", "cpu-ref:0: lost its work after", "example-cpu:0: ", "unaffected, verified"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("output lacks %q:\n%s", want, out.String())
+		}
+	}
+}
+
+// -copy copies between plugins through the host, verified, both ways: the CPU
+// reference's resident buffers and the example plugin's host-kept ones.
+func TestCopyBetweenBackends(t *testing.T) {
+	var out bytes.Buffer
+	cfg := config{plugins: pluginDir(t), copy: "cpu-ref:0,example-cpu:0", mib: 3, reps: 2}
+	if err := run(context.Background(), cfg, &out); err != nil {
+		t.Fatalf("%v\n%s", err, out.String())
+	}
+	for _, want := range []string{"copy cpu-ref:0 -> example-cpu:0: 3 MiB, verified", "copy example-cpu:0 -> cpu-ref:0: 3 MiB, verified", "GB/s"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, out.String())
+		}
+	}
+}
+
+// -copy between the CPU reference and Vulkan (lavapipe here): resident buffers
+// of two plugins, byte for byte both ways. It skips without a Vulkan adapter,
+// unless KILN_REQUIRE_VULKAN=1.
+func TestCopyBetweenCPURefAndVulkan(t *testing.T) {
+	dir := pluginDir(t)
+	out, err := exec.Command("go", "build", "-o", filepath.Join(dir, "kiln-backend-vulkan"), "github.com/kiln-dev/kiln/plugins/vulkan").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go build plugins/vulkan: %v\n%s", err, out)
+	}
+	ctx := context.Background()
+	h, err := host.Open(ctx, host.Options{PluginDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := h.Description("vulkan")
+	h.Close()
+	if err != nil || len(d.Adapters) == 0 || !d.Adapters[0].Available {
+		msg := fmt.Sprintf("no available Vulkan adapter (%v); install mesa-vulkan-drivers for lavapipe", err)
+		if os.Getenv("KILN_REQUIRE_VULKAN") == "1" {
+			t.Fatal(msg + " (KILN_REQUIRE_VULKAN=1 makes this a failure)")
+		}
+		t.Skip(msg)
+	}
+	var res bytes.Buffer
+	cfg := config{plugins: dir, copy: "cpu-ref:0,vulkan:0", mib: 40, reps: 1}
+	if err := run(ctx, cfg, &res); err != nil {
+		t.Fatalf("%v\n%s", err, res.String())
+	}
+	for _, want := range []string{"copy cpu-ref:0 -> vulkan:0: 40 MiB, verified", "copy vulkan:0 -> cpu-ref:0: 40 MiB, verified"} {
+		if !strings.Contains(res.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, res.String())
 		}
 	}
 }

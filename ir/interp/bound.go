@@ -10,15 +10,17 @@ import (
 // RunBound executes the kernel once over memory the caller owns, used in place,
 // with the program's uniform block (4 little-endian bytes per uniform, as in
 // Launch.Uniforms): bufs is indexed by binding and holds each buffer's little-endian bytes (length
-// a multiple of 4; exactly Count*4 for a buffer with a fixed Count). Loads read
+// a multiple of the element size, 2 bytes for f16 and bf16 and 4 for the other
+// types; exactly Count elements for a buffer with a fixed Count). Loads read
 // that memory and stores write it; write buffers are not cleared first, so
 // elements the kernel does not store keep their bytes. This is how a backend runs
 // a dispatch over resident buffers without copying them. Read buffers may be
 // bound to the same memory as others; the caller must keep the memory alive and
 // unchanged by others until RunBound returns.
 //
-// On a big-endian machine, or for memory not aligned to 4 bytes, each buffer is
-// converted into words and back.
+// On a big-endian machine, for memory not aligned to 4 bytes, and for f16 and
+// bf16 buffers, a buffer is converted into words, and a writable one back after
+// the run.
 func (k *Kernel) RunBound(ctx context.Context, grid [3]uint32, uniforms []byte, bufs [][]byte) error {
 	p := k.prog
 	if err := ctx.Err(); err != nil {
@@ -34,23 +36,30 @@ func (k *Kernel) RunBound(ctx context.Context, grid [3]uint32, uniforms []byte, 
 	var copied []int // bindings converted into words, written back after the run
 	for _, d := range p.Buffers {
 		b := bufs[d.Binding]
+		size := elemSize(d.Type)
 		switch {
-		case len(b)%4 != 0:
-			return fmt.Errorf("interp: program %q: buffer %q (binding %d) is bound to %d bytes, not a multiple of 4. Fix: bind whole 4-byte elements", p.Name, d.Name, d.Binding, len(b))
-		case d.Count != 0 && uint64(len(b)) != uint64(d.Count)*4:
-			return fmt.Errorf("interp: program %q: buffer %q (binding %d) holds exactly %d elements but is bound to %d bytes. Fix: bind %d bytes", p.Name, d.Name, d.Binding, d.Count, len(b), uint64(d.Count)*4)
-		case uint64(len(b))/4 > math.MaxUint32:
-			return fmt.Errorf("interp: program %q: buffer %q (binding %d) has %d elements, more than a u32 len. Fix: bind a smaller range", p.Name, d.Name, d.Binding, len(b)/4)
+		case len(b)%size != 0:
+			return fmt.Errorf("interp: program %q: buffer %q (binding %d) is bound to %d bytes, not a multiple of %d. Fix: bind whole %d-byte elements", p.Name, d.Name, d.Binding, len(b), size, size)
+		case d.Count != 0 && uint64(len(b)) != uint64(d.Count)*uint64(size):
+			return fmt.Errorf("interp: program %q: buffer %q (binding %d) holds exactly %d elements but is bound to %d bytes. Fix: bind %d bytes", p.Name, d.Name, d.Binding, d.Count, len(b), uint64(d.Count)*uint64(size))
+		case uint64(len(b))/uint64(size) > math.MaxUint32:
+			return fmt.Errorf("interp: program %q: buffer %q (binding %d) has %d elements, more than a u32 len. Fix: bind a smaller range", p.Name, d.Name, d.Binding, len(b)/size)
 		}
-		words, inPlace := wordsInPlace(b)
-		if !inPlace {
+		var words []uint32
+		inPlace := false
+		if size == 4 {
+			words, inPlace = wordsInPlace(b)
+		} else {
+			words = decodeElems(b, size)
+		}
+		if !inPlace && d.Access.Writable() {
 			copied = append(copied, int(d.Binding))
 		}
 		r.bind(d.Binding, words)
 	}
 	err = r.run(ctx)
 	for _, b := range copied {
-		writeWords(bufs[b], r.bufs[b])
+		writeElems(bufs[b], r.bufs[b], k.elemSizes[b])
 	}
 	return err
 }

@@ -37,6 +37,7 @@ type compiler struct {
 	k       *Kernel
 	buffers map[string]ir.BufferDecl
 	shared  map[string]int
+	mats    map[string]int // matrices by name: their index in the program
 	scopes  []map[string]*local
 	consts  map[uint32][]uint32
 	loops   int
@@ -53,10 +54,18 @@ func compileProgram(k *Kernel) error {
 		k:       k,
 		buffers: make(map[string]ir.BufferDecl, len(p.Buffers)),
 		shared:  make(map[string]int, len(p.Shared)),
+		mats:    make(map[string]int, len(p.Matrices)),
 		consts:  make(map[uint32][]uint32),
 	}
 	c.declare()
 	k.atomicBuf = make([]bool, len(p.Buffers))
+	k.elemSizes = make([]int, len(p.Buffers))
+	for _, b := range p.Buffers {
+		if int(b.Binding) >= len(p.Buffers) {
+			return fmt.Errorf("interp: program %q: buffer %q has binding %d of %d buffers. Fix: number the bindings 0..n-1", p.Name, b.Name, b.Binding, len(p.Buffers))
+		}
+		k.elemSizes[b.Binding] = elemSize(b.Type)
+	}
 	markAtomicTargets(p.Body, c.buffers, k.atomicBuf)
 	k.returns = endsLanes(p.Body, false)
 	k.nMasks = 1 // mask 0 is the workgroup's root mask
@@ -69,7 +78,7 @@ func compileProgram(k *Kernel) error {
 	return nil
 }
 
-// declare records the buffers and shared arrays (Validate has checked their names
+// declare records the buffers, shared arrays and matrices (Validate has checked their names
 // and dense, unique bindings).
 func (c *compiler) declare() {
 	for _, b := range c.k.prog.Buffers {
@@ -77,6 +86,9 @@ func (c *compiler) declare() {
 	}
 	for i, s := range c.k.prog.Shared {
 		c.shared[s.Name] = i
+	}
+	for i, m := range c.k.prog.Matrices {
+		c.mats[m.Name] = i
 	}
 }
 
@@ -140,8 +152,9 @@ func (c *compiler) lookup(name string) *local {
 func (c *compiler) bind(name string, l *local) error {
 	_, isBuf := c.buffers[name]
 	_, isShared := c.shared[name]
-	if name == "" || isBuf || isShared || c.lookup(name) != nil {
-		return fmt.Errorf("local %q is empty or already declared (or names a buffer or shared array). Fix: use a new name",
+	_, isMatrix := c.mats[name]
+	if name == "" || isBuf || isShared || isMatrix || c.lookup(name) != nil {
+		return fmt.Errorf("local %q is empty or already declared (or names a buffer, shared array or matrix). Fix: use a new name",
 			name)
 	}
 	c.scopes[len(c.scopes)-1][name] = l
@@ -242,6 +255,16 @@ func (c *compiler) stmtInner(s ir.Stmt, path string) (stmtFn, error) {
 		return c.barrier(path), nil
 	case ir.AtomicStmt:
 		return c.atomic(s)
+	case ir.MatrixFillStmt:
+		return c.matrixFill(s, path)
+	case ir.MatrixLoadStmt:
+		return c.matrixLoad(s, path)
+	case ir.MatrixStoreStmt:
+		return c.matrixStore(s, path)
+	case ir.MatrixMMAStmt:
+		return c.matrixMMA(s, path)
+	case ir.MatrixConvertStmt:
+		return c.matrixConvert(s, path)
 	}
 	return nil, fmt.Errorf("unknown statement %T. Fix: build programs from the ir statement types", s)
 }
@@ -644,13 +667,13 @@ func (c *compiler) whileStmt(s ir.WhileStmt, path string) (stmtFn, error) {
 
 func (c *compiler) barrier(path string) stmtFn {
 	return func(w *worker, m *mask) {
-		if m.lo == 0 && m.hi == w.run.k.group && m.dense {
+		if w.whole(m) {
 			if w.strict != nil {
 				w.strict.barrier()
 			}
 			return
 		}
-		w.fail(w.divergence(m, path))
+		w.fail(w.divergence(m, "barrier", path))
 	}
 }
 

@@ -1,4 +1,4 @@
-// Package interp is kiln's CPU reference interpreter: it runs an IR v1.1 program
+// Package interp is kiln's CPU reference interpreter: it runs an IR v1.2 program
 // with exactly the semantics of docs/design.md, "The program (IR)", and is the
 // oracle every GPU backend is checked against. Compile validates a program and
 // turns it into closures once; Kernel.Run executes one dispatch and is safe for
@@ -10,7 +10,7 @@
 // A workgroup runs in lockstep, SIMD style. Every invocation is a lane, and every
 // expression node is a closure that computes its value for a range of lanes into a
 // register (one uint32 per lane: f32 as IEEE bits, i32 as two's complement, bool as
-// 0 or 1). Leaves return registers directly: literals and parameters are filled once
+// 0 or 1, f16 and bf16 as their 16 bits in the low half). Leaves return registers directly: literals and parameters are filled once
 // at compile time, len and num_workgroups once per run, workgroup_id and global_id
 // once per workgroup, local_id once per kernel. A let bound to such a value reads it
 // without a copy.
@@ -51,11 +51,26 @@
 // and the statement, as a divergent barrier does. The interpreter emulates any
 // subgroup size the program allows (Options.SubgroupSize).
 //
+// Workgroup matrices (IR v1.2) are held once per worker, row-major in register
+// form, for the workgroup it runs, and read as zeros in each new workgroup. A
+// matrix statement runs once for the workgroup: like a barrier it needs every
+// invocation in its mask (else Run stops with an error naming the statement and
+// a missing invocation, in strict mode or not), and it takes its operands
+// (offset, stride, bound, fill value), which every invocation computes, from the
+// invocation with local id (0,0,0). Matrix statements run in program order, so
+// they are ordered among themselves. Programs with matrices run one workgroup per
+// unit.
+//
 // Strict mode keeps a shadow of each shared word: the lanes that wrote, read and
 // atomically updated it since the last barrier, and whether the workgroup wrote it
 // at all. Only the active lanes of a statement count; lanes outside a branch that
 // compute its loads on the side are not checked. The first hazard stops the run
-// with a *StrictError. Buffer atomics use sync/atomic, and a buffer that any
+// with a *StrictError. A matrix statement's shared-array accesses are recorded as
+// the whole workgroup's: they race with any invocation's access of the word in
+// the same interval (one of the two writing), never with another matrix
+// statement's. Strict mode also reports a matrix statement whose operands differ
+// between invocations and one that reads a matrix the workgroup has not written
+// (outside strict mode such a matrix reads as 0). Buffer atomics use sync/atomic, and a buffer that any
 // atomic targets is loaded and stored atomically everywhere; shared-array atomics are
 // plain, since one worker runs a whole workgroup. Cancelling the context stops a run
 // between workgroups and inside loops (each iteration checks a stop flag), so even an
@@ -63,7 +78,11 @@
 //
 // Buffers are little-endian words. On a little-endian host, read inputs are used in
 // place (they are never written) and outputs are returned without a copy; read_write
-// inputs are always copied, so the caller's inputs are never modified.
+// inputs are always copied, so the caller's inputs are never modified. Buffers of
+// f16 and bf16 are 2 little-endian bytes per element to the caller (len counts
+// elements, so a buffer may hold an odd count); the interpreter copies them into
+// one word per element and back. Shared arrays of them start with the poison's
+// low 16 bits, 0xBEEF.
 //
 // # Math
 //
@@ -99,4 +118,18 @@
 //     bool to an integer is 0 or 1, an integer to bool is != 0.
 //   - Out-of-bounds loads give 0; out-of-bounds stores and atomics do nothing and an
 //     atomic's result is then 0.
+//   - f16 (IR v1.2) add, sub, mul, div, sqrt and fma are ir/half's, each correctly
+//     rounded in binary16 (fma fused), never rounded through float32 first. neg and
+//     abs flip or clear the sign bit; min, max and the comparisons follow f32's
+//     rules. Denormals are kept. bf16 has no arithmetic.
+//   - cast f32 to f16 or bf16 rounds to nearest even (overflow gives ±inf, NaN a
+//     quiet NaN, subnormals are kept); f16 and bf16 to f32 is exact.
+//   - matrix_load gives element (r, c) the array's element offset + r·stride + c
+//     (row) or offset + c·stride + r (col) in u32 arithmetic, 0 where (r, c) is
+//     outside the bound or the index outside the array; matrix_store writes the
+//     same elements, in row-major order of the tile, and skips the others.
+//   - matrix_mma adds to each accumulator element its products in order of k:
+//     acc = fl32(acc + fl32(a·b)) for k = 0..K-1 (the products of f16 and bf16
+//     values are exact; tf32 precision is ignored, the f32 operands used as
+//     they are). matrix_convert goes through f32 exactly, then rounds as cast.
 package interp

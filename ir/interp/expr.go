@@ -68,7 +68,10 @@ func (c *compiler) expr(e ir.Expr, t int) (value, error) {
 	switch e := e.(type) {
 	case ir.Literal:
 		if !e.Type.Valid() {
-			return value{}, fmt.Errorf("literal of invalid type %d. Fix: use a bool, i32, u32 or f32 literal", e.Type)
+			return value{}, fmt.Errorf("literal of invalid type %d. Fix: use a bool, i32, u32, f32, f16 or bf16 literal", e.Type)
+		}
+		if e.Type.Is16Bit() && e.Bits > 0xFFFF {
+			return value{}, fmt.Errorf("%s literal with bits %#x, more than 16. Fix: build it with ir.LitF16 or ir.LitBF16", e.Type, e.Bits)
 		}
 		return c.constant(e.Type, e.Bits), nil
 	case ir.LocalRef:
@@ -349,15 +352,20 @@ func (c *compiler) fma(e ir.FmaExpr, t int) (value, error) {
 	if err != nil {
 		return value{}, err
 	}
-	if vs[0].typ != ir.F32 || vs[1].typ != ir.F32 || vs[2].typ != ir.F32 {
-		return value{}, fmt.Errorf("fma of %s, %s and %s. Fix: fma takes three f32 operands", vs[0].typ, vs[1].typ, vs[2].typ)
+	typ := vs[0].typ
+	if (typ != ir.F32 && typ != ir.F16) || vs[1].typ != typ || vs[2].typ != typ {
+		return value{}, fmt.Errorf("fma of %s, %s and %s. Fix: fma takes three f32 or three f16 operands", vs[0].typ, vs[1].typ, vs[2].typ)
+	}
+	lanes := fmaLanes
+	if typ == ir.F16 {
+		lanes = fmaF16Lanes
 	}
 	return value{fn: func(w *worker, lo, hi int) []uint32 {
 		a, b, cc := vs[0].fn(w, lo, hi), vs[1].fn(w, lo, hi), vs[2].fn(w, lo, hi)
 		d := w.temps[t]
-		fmaLanes(d[lo:hi], a[lo:hi], b[lo:hi], cc[lo:hi])
+		lanes(d[lo:hi], a[lo:hi], b[lo:hi], cc[lo:hi])
 		return d
-	}, typ: ir.F32}, nil
+	}, typ: typ}, nil
 }
 
 func (c *compiler) selectExpr(e ir.SelectExpr, t int) (value, error) {
@@ -384,7 +392,7 @@ func (c *compiler) cast(e ir.CastExpr, t int) (value, error) {
 	}
 	loop, identity, ok := castLoop(x.typ, e.To)
 	if !ok {
-		return value{}, fmt.Errorf("cast from %s to %s. Fix: cast between i32, u32 and f32, or between bool and i32/u32", x.typ, e.To)
+		return value{}, fmt.Errorf("cast from %s to %s. Fix: cast between i32, u32 and f32, between bool and i32/u32, or between f32 and f16/bf16 (go through f32)", x.typ, e.To)
 	}
 	if identity {
 		return value{fn: x.fn, typ: e.To, stable: x.stable}, nil

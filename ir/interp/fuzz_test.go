@@ -20,6 +20,11 @@ type gen struct {
 	names  int
 	locals []genLocal
 	loops  int
+	// v12 adds IR v1.2: f16 and bf16 values, arrays and matrix statements, which
+	// stay at the top level and before any return so that they are reached by
+	// the whole workgroup (ended: a return was generated).
+	v12   bool
+	ended bool
 }
 
 type genLocal struct {
@@ -47,17 +52,38 @@ func (g *gen) name() string {
 	return fmt.Sprintf("v%d", g.names)
 }
 
-var genTypes = []ir.Type{ir.U32, ir.I32, ir.F32, ir.Bool}
+var (
+	genTypes   = []ir.Type{ir.U32, ir.I32, ir.F32, ir.Bool}
+	genTypes12 = []ir.Type{ir.U32, ir.I32, ir.F32, ir.Bool, ir.F16, ir.BF16}
+)
+
+// types is the list of value types the generator uses.
+func (g *gen) types() []ir.Type {
+	if g.v12 {
+		return genTypes12
+	}
+	return genTypes
+}
 
 // readable and writable arrays of each element type, as declared by genProgram.
 var (
-	genLoads  = map[ir.Type][]string{ir.U32: {"iu", "ou", "su"}, ir.I32: {"ii", "si"}, ir.F32: {"if", "sf"}, ir.Bool: {"sb"}}
-	genStores = map[ir.Type][]string{ir.U32: {"ou", "su"}, ir.I32: {"oi", "si"}, ir.F32: {"of", "sf"}, ir.Bool: {"sb"}}
-	genAtoms  = map[ir.Type][]string{ir.U32: {"ou", "su"}, ir.I32: {"oi", "si"}}
+	genLoads = map[ir.Type][]string{ir.U32: {"iu", "ou", "su"}, ir.I32: {"ii", "si"}, ir.F32: {"if", "sf"}, ir.Bool: {"sb"},
+		ir.F16: {"ih", "oh", "sh"}, ir.BF16: {"ib", "ob", "sbf"}}
+	genStores = map[ir.Type][]string{ir.U32: {"ou", "su"}, ir.I32: {"oi", "si"}, ir.F32: {"of", "sf"}, ir.Bool: {"sb"},
+		ir.F16: {"oh", "sh"}, ir.BF16: {"ob", "sbf"}}
+	// genMatrices are the 16×16 matrices of each element type genProgram12 declares.
+	genMatrices = map[ir.Type][]string{ir.F16: {"MA", "MA2"}, ir.BF16: {"MB"}, ir.F32: {"MC", "MF"}}
+	genAtoms    = map[ir.Type][]string{ir.U32: {"ou", "su"}, ir.I32: {"oi", "si"}}
 )
 
-func genProgram(data []byte) *ir.Program {
-	g := &gen{data: data}
+func genProgram(data []byte) *ir.Program { return genProgramV(data, false) }
+
+// genProgram12 builds a random IR v1.2 program: genProgram's declarations and
+// statements plus 16-bit buffers, shared arrays, values and matrix statements.
+func genProgram12(data []byte) *ir.Program { return genProgramV(data, true) }
+
+func genProgramV(data []byte, v12 bool) *ir.Program {
+	g := &gen{data: data, v12: v12}
 	b := ir.NewBuilder("fuzz.gen", []uint32{1, 2, 3, 4, 8, 32, 64}[g.n(7)], uint32(1+g.n(2)), 1)
 	b.Param("pu", ir.U32, ir.LitU32(uint32(g.byte())))
 	b.Param("pf", ir.F32, ir.Literal{Type: ir.F32, Bits: g.word()})
@@ -73,6 +99,19 @@ func genProgram(data []byte) *ir.Program {
 	b.Shared("sb", ir.Bool, 8)
 	b.Shared("si", ir.I32, 8)
 	b.Shared("sf", ir.F32, 4)
+	if v12 {
+		b.Buffer("ih", ir.F16, ir.Read)
+		b.Buffer("oh", ir.F16, ir.ReadWrite)
+		b.Buffer("ib", ir.BF16, ir.Read)
+		b.FixedBuffer("ob", ir.BF16, ir.ReadWrite, 7)
+		b.Shared("sh", ir.F16, 17)
+		b.Shared("sbf", ir.BF16, 5)
+		for _, t := range []ir.Type{ir.F16, ir.BF16, ir.F32} {
+			for _, m := range genMatrices[t] {
+				b.Matrix(m, t, 16, 16)
+			}
+		}
+	}
 	g.block(&b.Block, 0)
 	return b.Program()
 }
@@ -99,11 +138,15 @@ func (g *gen) pick(t ir.Type, mutable bool) (string, bool) {
 }
 
 func (g *gen) stmt(k *ir.Block, depth int) {
-	choice := g.n(13)
+	choices := 13
+	if g.v12 {
+		choices = 17
+	}
+	choice := g.n(choices)
 	if depth >= 4 && choice >= 4 && choice <= 7 {
 		choice = 0 // no deeper nesting
 	}
-	t := genTypes[g.n(len(genTypes))]
+	t := g.types()[g.n(len(g.types()))]
 	switch choice {
 	case 0:
 		name := g.name()
@@ -184,10 +227,100 @@ func (g *gen) stmt(k *ir.Block, depth int) {
 	case 10:
 		if g.n(4) == 0 {
 			k.Return()
+			g.ended = true
 		}
 	case 11:
 		if g.loops > 0 {
 			k.Continue()
+		}
+	case 13, 14, 15, 16:
+		if depth == 0 && !g.ended {
+			g.matrixStmt(k)
+		}
+	}
+}
+
+// uniformU32 is a u32 expression with the same value on every invocation of a
+// workgroup, as matrix statements' operands must be.
+func (g *gen) uniformU32(depth int) ir.Expr {
+	switch g.n(7) {
+	case 0:
+		return ir.WorkgroupID(uint8(g.n(3)))
+	case 1:
+		return ir.Param("pu")
+	case 2:
+		return ir.Uniform("uu")
+	case 3:
+		return ir.Len([]string{"iu", "ih", "ib", "oh"}[g.n(4)])
+	case 4:
+		if depth < 2 {
+			ops := []ir.BinaryOp{ir.OpAdd, ir.OpMul, ir.OpSub, ir.OpRem}
+			return ir.BinaryExpr{Op: ops[g.n(len(ops))], X: g.uniformU32(depth + 1), Y: g.uniformU32(depth + 1)}
+		}
+	case 5:
+		return ir.LitU32(g.word())
+	}
+	return ir.LitU32(uint32(g.n(40)))
+}
+
+// matrixStmt adds a matrix statement with uniform operands.
+func (g *gen) matrixStmt(k *ir.Block) {
+	types := []ir.Type{ir.F16, ir.BF16, ir.F32}
+	t := types[g.n(len(types))]
+	ms := genMatrices[t]
+	m := ms[g.n(len(ms))]
+	layout := []ir.MatrixLayout{ir.RowMajor, ir.ColMajor}[g.n(2)]
+	switch g.n(5) {
+	case 0:
+		var v ir.Expr
+		switch {
+		case t != ir.F32 || g.n(3) == 0:
+			v = g.literal(t)
+		case g.n(2) == 0:
+			v = ir.Param("pf")
+		default:
+			v = ir.Cast(ir.F32, g.uniformU32(0))
+		}
+		k.MatrixFill(m, v)
+	case 1, 2:
+		store := g.n(2) == 0
+		arrays := genLoads[t]
+		if store {
+			arrays = genStores[t]
+		}
+		arr := arrays[g.n(len(arrays))]
+		off, stride := g.uniformU32(0), g.uniformU32(0)
+		bounded := g.n(2) == 0
+		var rows, cols ir.Expr
+		if bounded {
+			rows, cols = g.uniformU32(0), g.uniformU32(0)
+		}
+		switch {
+		case store && bounded:
+			k.MatrixStoreBounded(m, arr, off, stride, layout, rows, cols)
+		case store:
+			k.MatrixStore(m, arr, off, stride, layout)
+		case bounded:
+			k.MatrixLoadBounded(m, arr, off, stride, layout, rows, cols)
+		default:
+			k.MatrixLoad(m, arr, off, stride, layout)
+		}
+	case 3:
+		ops := genMatrices[t]
+		if t == ir.F32 {
+			ops = []string{"MF"}
+		}
+		a, b := ops[g.n(len(ops))], ops[g.n(len(ops))]
+		if t == ir.F32 && g.n(2) == 0 {
+			k.MatrixMMATF32("MC", a, b)
+		} else {
+			k.MatrixMMA("MC", a, b)
+		}
+	case 4:
+		all := []string{"MA", "MA2", "MB", "MC", "MF"}
+		src := all[g.n(len(all))]
+		if src != m {
+			k.MatrixConvert(m, src)
 		}
 	}
 }
@@ -211,6 +344,12 @@ func (g *gen) literal(t ir.Type) ir.Expr {
 			return ir.LitF32(specials[i])
 		}
 		return ir.Literal{Type: ir.F32, Bits: g.word()}
+	case ir.F16, ir.BF16:
+		specials := []uint16{0, 0x8000, 0x3C00, 0xBC00, 0x0001, 0x7C00, 0x7E00, 0x7BFF, 0x3555}
+		if i := g.n(len(specials) + 1); i < len(specials) {
+			return ir.Literal{Type: t, Bits: uint32(specials[i])}
+		}
+		return ir.Literal{Type: t, Bits: g.word() & 0xFFFF}
 	}
 	v := uint32(g.n(8))
 	if g.n(4) == 0 {
@@ -266,11 +405,15 @@ func (g *gen) expr(t ir.Type, depth int) ir.Expr {
 		return ir.Select(g.expr(ir.Bool, d), g.expr(t, d), g.expr(t, d))
 	case 5:
 		var from []ir.Type
-		switch t {
-		case ir.Bool:
+		switch {
+		case t == ir.Bool:
 			from = []ir.Type{ir.U32, ir.I32}
-		case ir.F32:
+		case t == ir.F32 && g.v12:
+			from = []ir.Type{ir.U32, ir.I32, ir.F32, ir.F16, ir.BF16}
+		case t == ir.F32:
 			from = []ir.Type{ir.U32, ir.I32, ir.F32}
+		case t.Is16Bit():
+			from = []ir.Type{ir.F32}
 		default:
 			from = genTypes
 		}
@@ -279,11 +422,11 @@ func (g *gen) expr(t ir.Type, depth int) ir.Expr {
 		targets := genLoads[t]
 		return ir.Load(targets[g.n(len(targets))], g.index())
 	case 7:
-		if t == ir.F32 {
+		if t == ir.F32 || t == ir.F16 {
 			return ir.Fma(g.expr(t, d), g.expr(t, d), g.expr(t, d))
 		}
 	case 8:
-		if t != ir.Bool {
+		if t != ir.Bool && !t.Is16Bit() {
 			from := []ir.Type{ir.U32, ir.I32, ir.F32}[g.n(3)]
 			if from != t {
 				return ir.Bitcast(t, g.expr(from, d))
@@ -292,6 +435,9 @@ func (g *gen) expr(t ir.Type, depth int) ir.Expr {
 	case 9:
 		ops := ir.SubgroupOps()
 		op := ops[g.n(len(ops))]
+		if t.Is16Bit() {
+			break
+		}
 		if op.HasLane() {
 			return ir.SubgroupExpr{Op: op, X: g.expr(t, d), Lane: g.expr(ir.U32, d)}
 		}
@@ -311,6 +457,10 @@ func (g *gen) unary(t ir.Type, d int) ir.Expr {
 		ops = []ir.UnaryOp{ir.OpNeg, ir.OpNot, ir.OpClz, ir.OpPopcount}
 	case ir.I32:
 		ops = []ir.UnaryOp{ir.OpNeg, ir.OpNot, ir.OpAbs, ir.OpClz, ir.OpPopcount}
+	case ir.F16:
+		ops = []ir.UnaryOp{ir.OpNeg, ir.OpAbs, ir.OpSqrt}
+	case ir.BF16:
+		return g.leaf(t)
 	default:
 		ops = []ir.UnaryOp{ir.OpNeg, ir.OpAbs, ir.OpSqrt, ir.OpExp, ir.OpLog, ir.OpSin, ir.OpCos, ir.OpFloor, ir.OpCeil,
 			ir.OpTrunc, ir.OpRound}
@@ -323,15 +473,20 @@ func (g *gen) binary(t ir.Type, d int) ir.Expr {
 	x := t
 	switch t {
 	case ir.Bool:
-		x = genTypes[g.n(len(genTypes))]
+		x = g.types()[g.n(len(g.types()))]
+		if x == ir.BF16 {
+			x = ir.F16 // bf16 has no comparisons
+		}
 		switch x {
 		case ir.Bool:
 			ops = []ir.BinaryOp{ir.OpLAnd, ir.OpLOr, ir.OpEq, ir.OpNe}
 		default:
 			ops = []ir.BinaryOp{ir.OpEq, ir.OpNe, ir.OpLt, ir.OpLe, ir.OpGt, ir.OpGe}
 		}
-	case ir.F32:
+	case ir.F32, ir.F16:
 		ops = []ir.BinaryOp{ir.OpAdd, ir.OpSub, ir.OpMul, ir.OpDiv, ir.OpMin, ir.OpMax}
+	case ir.BF16:
+		return g.leaf(t)
 	default:
 		ops = []ir.BinaryOp{ir.OpAdd, ir.OpSub, ir.OpMul, ir.OpDiv, ir.OpRem, ir.OpMin, ir.OpMax,
 			ir.OpAnd, ir.OpOr, ir.OpXor, ir.OpShl, ir.OpShr}
@@ -353,7 +508,10 @@ func fuzzLaunch(p *ir.Program, grid byte) (Launch, bool) {
 	}
 	for i, d := range p.Buffers {
 		n := d.Count
-		if n == 0 {
+		switch {
+		case n == 0 && p.UsesMatrices():
+			n = 300 // room for 16×16 tiles
+		case n == 0:
 			n = 16
 		}
 		if n > 1<<12 {
@@ -367,7 +525,7 @@ func fuzzLaunch(p *ir.Program, grid byte) (Launch, bool) {
 		for j := range words {
 			words[j] = uint32(j)*0x9E3779B9 ^ uint32(grid)
 		}
-		l.Inputs[i] = u32Bytes(words...)
+		l.Inputs[i] = elemBytes(d.Type, words)
 	}
 	return l, true
 }
@@ -419,6 +577,47 @@ func FuzzGeneratedPrograms(f *testing.F) {
 	})
 }
 
+// FuzzGeneratedV12Programs is FuzzGeneratedPrograms with IR v1.2: 16-bit values
+// and arrays and matrix statements, in and out of strict mode; where strict mode
+// finds no hazard, both modes must give the same outputs.
+func FuzzGeneratedV12Programs(f *testing.F) {
+	for i := range 64 {
+		seed := make([]byte, 96)
+		for j := range seed {
+			seed[j] = byte(i*131 + j*j*17 + j*3)
+		}
+		f.Add(seed, byte(i))
+	}
+	f.Fuzz(func(t *testing.T, data []byte, grid byte) {
+		p := genProgram12(data)
+		var outs [2][][]byte
+		for i, strict := range []bool{false, true} {
+			k, err := v12Compile(p, Options{Strict: strict})
+			if err != nil {
+				t.Fatalf("generated program rejected: %v", err)
+			}
+			fuzzRun(t, k, grid)
+			l, ok := fuzzLaunch(p, grid)
+			if !ok {
+				return
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+			outs[i], err = k.Run(ctx, l)
+			cancel()
+			if err != nil {
+				return
+			}
+		}
+		// A program strict mode accepts has one result, which strict mode must not
+		// change.
+		for i := range outs[0] {
+			if !bytes.Equal(outs[0][i], outs[1][i]) {
+				t.Fatalf("output %d differs between a run in strict mode and one outside it", i)
+			}
+		}
+	})
+}
+
 func FuzzDecodedPrograms(f *testing.F) {
 	seeds := []*ir.Program{vectorAddProgram(), matmulProgram(), infiniteLoop(), specProgram(), copyProgram(),
 		recordLoop(ir.I32, ir.LitI32(-5), ir.LitI32(5), ir.LitI32(3), 6),
@@ -428,8 +627,10 @@ func FuzzDecodedPrograms(f *testing.F) {
 		for j := range seed {
 			seed[j] = byte(i*37 + j*11)
 		}
-		seeds = append(seeds, genProgram(seed))
+		seeds = append(seeds, genProgram(seed), genProgram12(seed))
 	}
+	seeds = append(seeds, mmaProgram(ir.BF16, 16, 32, 16, false), mmaProgram(ir.F32, 16, 16, 16, true),
+		matrixSharedProgram(true), memory16Program())
 	for i, p := range seeds {
 		data, err := ir.Encode(p)
 		if err != nil {

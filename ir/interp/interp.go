@@ -28,9 +28,11 @@ type Options struct {
 	// Strict turns on strict mode: a run that races on shared memory — a lane
 	// reading or writing a word another lane wrote, read or updated atomically since
 	// the last barrier, two lanes writing one word — or that reads shared memory no
-	// lane of the workgroup wrote, or indexes a shared array out of bounds, stops
-	// with a *StrictError instead of returning outputs. See docs/design.md, "The
-	// oracle and strict mode".
+	// lane of the workgroup wrote, or indexes a shared array out of bounds — or
+	// whose matrix statements (IR v1.2) get operands that differ between
+	// invocations, read a matrix the workgroup has not written, or race with the
+	// invocations' own shared accesses — stops with a *StrictError instead of
+	// returning outputs. See docs/design.md, "The oracle and strict mode".
 	Strict bool
 }
 
@@ -40,9 +42,10 @@ type Launch struct {
 	// outputs are still returned).
 	Grid [3]uint32
 	// Inputs is indexed by binding: the little-endian data of read and read_write
-	// buffers (length a multiple of 4; exactly Count*4 bytes for a buffer with a fixed
-	// Count), nil for write buffers. It may be shorter than the buffer list when the
-	// missing bindings are write buffers or empty inputs.
+	// buffers (whole elements: 2 bytes each for f16 and bf16, 4 for the other types;
+	// exactly Count elements for a buffer with a fixed Count), nil for write buffers.
+	// It may be shorter than the buffer list when the missing bindings are write
+	// buffers or empty inputs. Outputs come back in the same layout.
 	Inputs [][]byte
 	// OutputCounts is indexed by binding and may be shorter or nil: the element count
 	// of each write buffer without a fixed Count (missing means 0). Other entries are
@@ -76,6 +79,7 @@ type Kernel struct {
 	usesGlobal [3]bool
 	usesGroup  [3]bool
 	atomicBuf  []bool // by binding: buffer is an atomic target, so every access is atomic
+	elemSizes  []int  // by binding: the bytes of one element in the caller's memory
 	returns    bool   // the program has a return statement
 	nLocals    int
 	nTemps     int
@@ -94,6 +98,12 @@ func Compile(p *ir.Program, opts Options) (*Kernel, error) {
 	if err := ir.Validate(p); err != nil {
 		return nil, fmt.Errorf("interp: program %q is invalid: %w", p.Name, err)
 	}
+	return compile(p, opts)
+}
+
+// compile compiles a non-nil program that Validate accepted; the compiler still
+// checks what it relies on (types, names, shapes) and errs instead of panicking.
+func compile(p *ir.Program, opts Options) (*Kernel, error) {
 	wg := p.WorkgroupSize
 	if opts.WorkgroupSize != ([3]uint32{}) {
 		wg = opts.WorkgroupSize
@@ -112,7 +122,7 @@ func Compile(p *ir.Program, opts Options) (*Kernel, error) {
 	}
 	k := &Kernel{prog: p, wg: wg, group: n, batch: 1, sgSize: int(sg), strict: opts.Strict, params: params, pool: &scratchPool{},
 		linear: wg[1] == 1 && wg[2] == 1}
-	if len(p.Shared) == 0 && !hasBarrier(p.Body) {
+	if len(p.Shared) == 0 && len(p.Matrices) == 0 && !hasBarrier(p.Body) {
 		// Independent workgroups run batch at a time, in registers of about
 		// batchLanes lanes, so per-workgroup overhead is paid once per batch.
 		k.batch = max(1, batchLanes/n)

@@ -212,6 +212,10 @@ func binaryLoop(op ir.BinaryOp, t ir.Type) binLoop {
 	switch {
 	case t == ir.F32:
 		return binaryF32(op)
+	case t == ir.F16:
+		return binaryF16(op)
+	case t == ir.BF16:
+		return nil // bf16 is a storage type
 	case isInt:
 		if f := binaryInt(op, t == ir.I32); f != nil {
 			return f
@@ -373,6 +377,12 @@ func absI32(x uint32) uint32 {
 // unaryLoop returns the lane loop of op on an operand of type t, or nil when IR v1
 // does not define op on t.
 func unaryLoop(op ir.UnaryOp, t ir.Type) unLoop {
+	switch t {
+	case ir.F16:
+		return unaryF16(op)
+	case ir.BF16:
+		return nil // bf16 is a storage type
+	}
 	switch op {
 	case ir.OpNeg:
 		switch {
@@ -458,8 +468,12 @@ func intToBool(d, x []uint32) {
 
 // castLoop returns the lane loop converting from to to. identity is true when the
 // bits do not change (same type, i32 and u32 reinterpretation, bool to an integer);
-// ok is false for a cast IR v1 rejects.
+// ok is false for a cast the IR rejects.
 func castLoop(from, to ir.Type) (f unLoop, identity, ok bool) {
+	if from != to && (from.Is16Bit() || to.Is16Bit()) {
+		f, ok := cast16(from, to)
+		return f, false, ok
+	}
 	switch {
 	case from == to, from.IsInteger() && to.IsInteger(), from == ir.Bool && to.IsInteger():
 		return nil, true, from.Valid()

@@ -16,6 +16,15 @@ import (
 // shared memory before writing it sees this, never zeros (a bool reads as true).
 const poison = 0xDEADBEEF
 
+// poisonOf is the poison of a shared array of t: an f16 or bf16 element holds the
+// low 16 bits, as registers hold such values.
+func poisonOf(t ir.Type) uint32 {
+	if t.Is16Bit() {
+		return poison & 0xFFFF
+	}
+	return poison
+}
+
 // runState is one dispatch: its storage and the uniform registers all workers read.
 type runState struct {
 	k      *Kernel
@@ -70,7 +79,13 @@ type worker struct {
 	active *mask
 	// strict is strict mode's record of shared-memory accesses (nil when off).
 	strict *shadowMemory
-	halted bool
+	// mats holds the workgroup's matrices (IR v1.2), by index in the program, each
+	// row-major in register form; written says which the workgroup has written
+	// (an unwritten one holds zeros). mulA and mulB hold an mma's operands as f32.
+	mats       [][]uint32
+	written    []bool
+	mulA, mulB []float32
+	halted     bool
 }
 
 func registers(n, lanes int) [][]uint32 {
@@ -115,7 +130,27 @@ func newWorker(r *runState) *worker {
 	if k.strict && len(w.shared) > 0 {
 		w.strict = newShadowMemory(w.shared)
 	}
+	w.mats = make([][]uint32, len(k.prog.Matrices))
+	w.written = make([]bool, len(k.prog.Matrices))
+	elems := 0
+	for i, m := range k.prog.Matrices {
+		w.mats[i] = make([]uint32, int(m.Rows)*int(m.Cols))
+		elems = max(elems, len(w.mats[i]))
+	}
+	if elems > 0 {
+		w.mulA, w.mulB = make([]float32, elems), make([]float32, elems)
+	}
 	return w
+}
+
+// resetMatrices gives a new workgroup matrices that read as zeros, none written.
+func (w *worker) resetMatrices() {
+	for i, done := range w.written {
+		if done {
+			clear(w.mats[i])
+			w.written[i] = false
+		}
+	}
 }
 
 func (w *worker) fail(err error) {
@@ -157,9 +192,10 @@ func (w *worker) unit(u uint64) {
 	w.count = int(min(uint64(k.batch), gx-x0))
 	w.linBase = w.wgID[0] * k.wg[0]
 	w.filledGlobal, w.filledGroup = [3]bool{}, [3]bool{}
-	for _, s := range w.shared {
-		fillWords(s, poison)
+	for i, s := range w.shared {
+		fillWords(s, poisonOf(k.prog.Shared[i].Type))
 	}
+	w.resetMatrices()
 	if w.strict != nil {
 		w.strict.startWorkgroup()
 	}
@@ -229,9 +265,14 @@ func fillWords(d []uint32, v uint32) {
 	}
 }
 
-// divergence describes a barrier that m does not cover entirely. Programs with
-// barriers run one workgroup per unit.
-func (w *worker) divergence(m *mask, path string) error {
+// whole reports whether m holds every invocation of the workgroup, as a barrier
+// and a matrix statement need. Programs with barriers or matrices run one
+// workgroup per unit.
+func (w *worker) whole(m *mask) bool { return m.lo == 0 && m.hi == w.run.k.group && m.dense }
+
+// divergence describes a barrier or matrix statement (what) that m does not cover
+// entirely.
+func (w *worker) divergence(m *mask, what, path string) error {
 	k := w.run.k
 	missing := 0
 	for i := range k.group {
@@ -240,9 +281,13 @@ func (w *worker) divergence(m *mask, path string) error {
 			break
 		}
 	}
-	return fmt.Errorf("interp: program %q: barrier at %s reached by only %d of %d invocations of workgroup (%d,%d,%d); the invocation with local id (%d,%d,%d) did not reach it (it returned, left a loop or took another branch). Fix: keep barriers in uniform control flow, so every invocation of a workgroup reaches each one",
-		k.prog.Name, path, m.count(), k.group, w.wgID[0], w.wgID[1], w.wgID[2],
-		k.localID[0][missing], k.localID[1][missing], k.localID[2][missing])
+	fix := "keep barriers in uniform control flow, so every invocation of a workgroup reaches each one"
+	if what != "barrier" {
+		fix = "keep matrix statements in uniform control flow, so every invocation of a workgroup reaches each one (a matrix statement is collective, like a barrier)"
+	}
+	return fmt.Errorf("interp: program %q: %s at %s reached by only %d of %d invocations of workgroup (%d,%d,%d); the invocation with local id (%d,%d,%d) did not reach it (it returned, left a loop or took another branch). Fix: %s",
+		k.prog.Name, what, path, m.count(), k.group, w.wgID[0], w.wgID[1], w.wgID[2],
+		k.localID[0][missing], k.localID[1][missing], k.localID[2][missing], fix)
 }
 
 // Run executes the kernel once; it returns one byte slice per output buffer (write
@@ -261,7 +306,7 @@ func (k *Kernel) Run(ctx context.Context, l Launch) ([][]byte, error) {
 	}
 	var outs [][]byte
 	for _, b := range k.prog.Outputs() {
-		outs = append(outs, wordsBytes(r.bufs[b]))
+		outs = append(outs, encodeElems(r.bufs[b], k.elemSizes[b]))
 	}
 	return outs, nil
 }
@@ -408,19 +453,23 @@ func (k *Kernel) bufferWords(d ir.BufferDecl, in []byte, counts []uint32) ([]uin
 		}
 		return make([]uint32, n), nil
 	}
-	if len(in)%4 != 0 {
-		return nil, fmt.Errorf("interp: program %q: input of buffer %q (binding %d) is %d bytes, not a multiple of 4. Fix: pass whole 4-byte %s elements",
-			name, d.Name, d.Binding, len(in), d.Type)
+	size := elemSize(d.Type)
+	if len(in)%size != 0 {
+		return nil, fmt.Errorf("interp: program %q: input of buffer %q (binding %d) is %d bytes, not a multiple of %d. Fix: pass whole %d-byte %s elements",
+			name, d.Name, d.Binding, len(in), size, size, d.Type)
 	}
-	if d.Count != 0 && uint64(len(in)) != uint64(d.Count)*4 {
+	if d.Count != 0 && uint64(len(in)) != uint64(d.Count)*uint64(size) {
 		return nil, fmt.Errorf("interp: program %q: buffer %q (binding %d) holds exactly %d elements but its input is %d bytes. Fix: pass %d bytes",
-			name, d.Name, d.Binding, d.Count, len(in), uint64(d.Count)*4)
+			name, d.Name, d.Binding, d.Count, len(in), uint64(d.Count)*uint64(size))
 	}
-	if uint64(len(in))/4 > math.MaxUint32 {
+	if uint64(len(in))/uint64(size) > math.MaxUint32 {
 		return nil, fmt.Errorf("interp: program %q: input of buffer %q (binding %d) has %d elements, more than a u32 len. Fix: split the work into smaller buffers",
-			name, d.Name, d.Binding, len(in)/4)
+			name, d.Name, d.Binding, len(in)/size)
 	}
-	if d.Access == ir.Read {
+	switch {
+	case size != 4:
+		return decodeElems(in, size), nil
+	case d.Access == ir.Read:
 		return bytesWords(in), nil
 	}
 	return copyWords(in), nil

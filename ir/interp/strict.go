@@ -32,11 +32,20 @@ const (
 	UninitializedRead
 	// OutOfBounds: a shared-array index at or beyond the array's count.
 	OutOfBounds
+	// NonUniformOperand: the invocations of a workgroup computed different values
+	// for an operand of a matrix statement (IR v1.2), which must be the same on
+	// every invocation.
+	NonUniformOperand
+	// UnwrittenMatrix: a matrix statement read a matrix (mma a, b or acc, a store's
+	// matrix, a convert's source) that the workgroup had not filled, loaded,
+	// converted into or accumulated into.
+	UnwrittenMatrix
 )
 
 var hazardNames = [...]string{
 	ReadAfterWrite: "read after write", WriteAfterRead: "write after read", WriteAfterWrite: "write after write",
 	AtomicRace: "atomic race", UninitializedRead: "uninitialized read", OutOfBounds: "out of bounds",
+	NonUniformOperand: "non-uniform matrix operand", UnwrittenMatrix: "unwritten matrix",
 }
 
 func (h Hazard) String() string {
@@ -46,8 +55,11 @@ func (h Hazard) String() string {
 	return "invalid"
 }
 
-// StrictError is a shared-memory hazard strict mode found. The invocations are
-// named by workgroup id and local id; the statements by path (body[3].then[1]).
+// StrictError is a hazard strict mode found: a shared-memory race or misuse, or a
+// misused workgroup matrix. The invocations are named by workgroup id and local
+// id; the statements by path (body[3].then[1]). A matrix statement's shared-memory
+// accesses are the whole workgroup's: such an access is named by Collective (or
+// OtherCollective) instead of an invocation.
 type StrictError struct {
 	Program string
 	Hazard  Hazard
@@ -65,10 +77,31 @@ type StrictError struct {
 	// are unset for UninitializedRead and OutOfBounds.
 	Other          [3]uint32
 	OtherStatement string
+	// Collective: the access at Statement is a matrix statement's (IR v1.2), made
+	// by the workgroup as a whole, and Invocation is unset; OtherCollective says
+	// the same of the access at OtherStatement.
+	Collective      bool
+	OtherCollective bool
+	// Matrix names the matrix of an UnwrittenMatrix hazard. For NonUniformOperand,
+	// Operand names the operand ("offset", "stride", "bound rows", "bound cols",
+	// "value"), and Value and OtherValue are its bits as computed by Invocation and
+	// by Other (the invocation with local id (0,0,0), whose values a run outside
+	// strict mode uses).
+	Matrix     string
+	Operand    string
+	Value      uint32
+	OtherValue uint32
 }
 
 func (e *StrictError) Error() string {
 	inv := func(id [3]uint32) string { return fmt.Sprintf("invocation (%d,%d,%d)", id[0], id[1], id[2]) }
+	who, other := inv(e.Invocation), inv(e.Other)
+	if e.Collective {
+		who = "the workgroup's matrix statement"
+	}
+	if e.OtherCollective {
+		other = "the workgroup's matrix statement"
+	}
 	head := fmt.Sprintf("interp: strict: program %q, workgroup (%d,%d,%d): %s: ", e.Program,
 		e.Workgroup[0], e.Workgroup[1], e.Workgroup[2], e.Hazard)
 	word := fmt.Sprintf("shared %q[%d]", e.Array, e.Index)
@@ -76,19 +109,25 @@ func (e *StrictError) Error() string {
 	switch e.Hazard {
 	case ReadAfterWrite:
 		return head + fmt.Sprintf("%s reads %s at %s, which %s wrote at %s with no barrier in between. Fix: put a barrier between the write and the read",
-			inv(e.Invocation), word, e.Statement, inv(e.Other), e.OtherStatement)
+			who, word, e.Statement, other, e.OtherStatement)
 	case WriteAfterRead:
 		return head + fmt.Sprintf("%s writes %s at %s, which %s read at %s with no barrier in between, so the read may see either value. %s",
-			inv(e.Invocation), word, e.Statement, inv(e.Other), e.OtherStatement, sync)
+			who, word, e.Statement, other, e.OtherStatement, sync)
 	case WriteAfterWrite:
 		return head + fmt.Sprintf("%s writes %s at %s, which %s also wrote at %s with no barrier in between, so either value may remain. %s",
-			inv(e.Invocation), word, e.Statement, inv(e.Other), e.OtherStatement, sync)
+			who, word, e.Statement, other, e.OtherStatement, sync)
 	case AtomicRace:
 		return head + fmt.Sprintf("%s accesses %s at %s, which %s accessed at %s with no barrier in between, one atomically and one not. Fix: use atomics for every access of the word between barriers, or separate the accesses with a barrier",
-			inv(e.Invocation), word, e.Statement, inv(e.Other), e.OtherStatement)
+			who, word, e.Statement, other, e.OtherStatement)
 	case UninitializedRead:
 		return head + fmt.Sprintf("%s reads %s at %s, which no invocation of the workgroup has written; shared memory starts undefined. Fix: store to the word (and put a barrier after the store) before reading it",
-			inv(e.Invocation), word, e.Statement)
+			who, word, e.Statement)
+	case NonUniformOperand:
+		return head + fmt.Sprintf("%s computes the %s of the matrix statement at %s as %#x, but %s computes %#x; a matrix statement's operands must be the same on every invocation of the workgroup. Fix: compute them from values every invocation shares (workgroup_id, parameters, uniforms, len, uniform loop counters)",
+			who, e.Operand, e.Statement, e.Value, other, e.OtherValue)
+	case UnwrittenMatrix:
+		return head + fmt.Sprintf("the matrix statement at %s reads matrix %q, which the workgroup has not filled, loaded or converted into (outside strict mode it reads as 0). Fix: matrix_fill, matrix_load or matrix_convert it first",
+			e.Statement, e.Matrix)
 	case OutOfBounds:
 		return head + fmt.Sprintf("%s indexes %s at %s, beyond its %d elements (the IR makes such a load 0 and such a store nothing, but it is usually an indexing bug). Fix: keep shared indices below the array's count, also in both operands of a select",
 			inv(e.Invocation), word, e.Statement, e.Count)
@@ -110,6 +149,11 @@ func (c *compiler) site(t target) int {
 }
 
 const noLane = -1
+
+// matrixLane stands for the workgroup as a whole in the shadow: the accesses of
+// the matrix statements (IR v1.2), which are ordered among themselves but race
+// with any invocation's access that no barrier separates from them.
+const matrixLane = -2
 
 // shadowWord is what strict mode knows about one shared word. Its lane and site
 // fields describe interval iv only; an older iv means no access yet.
@@ -181,15 +225,24 @@ func note(set, sites *[2]int32, lane, at int32) {
 }
 
 // report stops the run with a StrictError for lane's access at site at; other is
-// the conflicting lane and its site, when there is one.
+// the conflicting lane and its site, when there is one. Either lane may be
+// matrixLane.
 func (w *worker) report(h Hazard, at int, lane int, k uint32, otherLane, otherSite int32, hasOther bool) {
 	kr := w.run.k
 	s := kr.sites[at]
-	wg, lid := w.laneWorkgroup(lane)
 	e := &StrictError{Program: kr.prog.Name, Hazard: h, Array: s.array, Index: k,
-		Count: uint32(len(w.shared[s.index])), Workgroup: wg, Invocation: lid, Statement: s.path}
+		Count: uint32(len(w.shared[s.index])), Workgroup: w.wgID, Statement: s.path}
+	if lane == matrixLane {
+		e.Collective = true
+	} else {
+		e.Workgroup, e.Invocation = w.laneWorkgroup(lane)
+	}
 	if hasOther {
-		_, e.Other = w.laneWorkgroup(int(otherLane))
+		if otherLane == matrixLane {
+			e.OtherCollective = true
+		} else {
+			_, e.Other = w.laneWorkgroup(int(otherLane))
+		}
 		e.OtherStatement = kr.sites[otherSite].path
 	}
 	w.fail(e)
@@ -292,6 +345,49 @@ func (w *worker) strictAtomic(at, i int, k uint32, n int) bool {
 	}
 	note(&sw.atomics, &sw.asites, lane, int32(at))
 	sw.written = s.stamp
+	return true
+}
+
+// strictMatrixRead checks a matrix statement's read of word k of the shared array
+// of site at and records it; false means the run stops. Matrix statements do not
+// conflict with each other, only with invocations' own accesses.
+func (w *worker) strictMatrixRead(at int, k uint32) bool {
+	s := w.strict
+	sw := s.word(w.run.k.sites[at].index, k)
+	switch {
+	case sw.written != s.stamp:
+		w.report(UninitializedRead, at, matrixLane, k, 0, 0, false)
+		return false
+	case sw.writer != noLane && sw.writer != matrixLane:
+		w.report(ReadAfterWrite, at, matrixLane, k, sw.writer, sw.wsite, true)
+		return false
+	}
+	if l, ls, ok := other(sw.atomics, sw.asites, matrixLane); ok {
+		w.report(AtomicRace, at, matrixLane, k, l, ls, true)
+		return false
+	}
+	note(&sw.readers, &sw.rsites, matrixLane, int32(at))
+	return true
+}
+
+// strictMatrixWrite checks a matrix statement's write of word k of the shared
+// array of site at and records it; false means the run stops.
+func (w *worker) strictMatrixWrite(at int, k uint32) bool {
+	s := w.strict
+	sw := s.word(w.run.k.sites[at].index, k)
+	if sw.writer != noLane && sw.writer != matrixLane {
+		w.report(WriteAfterWrite, at, matrixLane, k, sw.writer, sw.wsite, true)
+		return false
+	}
+	if l, ls, ok := other(sw.readers, sw.rsites, matrixLane); ok {
+		w.report(WriteAfterRead, at, matrixLane, k, l, ls, true)
+		return false
+	}
+	if l, ls, ok := other(sw.atomics, sw.asites, matrixLane); ok {
+		w.report(AtomicRace, at, matrixLane, k, l, ls, true)
+		return false
+	}
+	sw.writer, sw.wsite, sw.written = matrixLane, int32(at), s.stamp
 	return true
 }
 

@@ -120,7 +120,7 @@ func subgroupOp(op ir.SubgroupOp, t ir.Type) (sgOp, error) {
 			return acc
 		}), nil
 	case ir.SubgroupOpShuffle, ir.SubgroupOpBroadcast:
-		if !t.Valid() {
+		if !t.Valid() || t.Is16Bit() {
 			return nil, bad
 		}
 		return shuffleLanes, nil

@@ -3,6 +3,8 @@ package interp
 import (
 	"encoding/binary"
 	"unsafe"
+
+	"github.com/kiln-dev/kiln/ir"
 )
 
 // Buffers are little-endian words. On a little-endian host a byte slice and a word
@@ -48,4 +50,49 @@ func wordsBytes(w []uint32) []byte {
 		binary.LittleEndian.PutUint32(b[4*i:], v)
 	}
 	return b
+}
+
+// IR v1.2's 16-bit types (f16, bf16) take 2 little-endian bytes per element in a
+// buffer, but the interpreter holds every element in a word of its own, its 16
+// bits in the low half (the form registers hold them in): loads, stores, len and
+// strict mode's shadow then work per element as for 32-bit types. Such a buffer
+// is always a converted copy.
+
+// elemSize is the bytes one element of t takes in a buffer.
+func elemSize(t ir.Type) int { return int(t.Size()) }
+
+// decodeElems decodes b, little-endian elements of size bytes each, into new words.
+func decodeElems(b []byte, size int) []uint32 {
+	if size == 4 {
+		return copyWords(b)
+	}
+	w := make([]uint32, len(b)/2)
+	for i := range w {
+		w[i] = uint32(binary.LittleEndian.Uint16(b[2*i:]))
+	}
+	return w
+}
+
+// encodeElems returns w as little-endian elements of size bytes each, sharing
+// w's memory where wordsBytes does.
+func encodeElems(w []uint32, size int) []byte {
+	if size == 4 {
+		return wordsBytes(w)
+	}
+	b := make([]byte, 2*len(w))
+	for i, v := range w {
+		binary.LittleEndian.PutUint16(b[2*i:], uint16(v))
+	}
+	return b
+}
+
+// writeElems stores w into b as little-endian elements of size bytes each.
+func writeElems(b []byte, w []uint32, size int) {
+	if size == 4 {
+		writeWords(b, w)
+		return
+	}
+	for i, v := range w {
+		binary.LittleEndian.PutUint16(b[2*i:], uint16(v))
+	}
 }

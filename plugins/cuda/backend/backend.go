@@ -64,6 +64,8 @@ type Backend struct {
 	adapters []*adapter
 	// segs are the data plane's shared-memory segments (segments.go).
 	segs segments
+	// peer is the state of copies between devices (peer.go).
+	peer peers
 
 	// pipelines and buffers (the resident buffers of protocol 2) are by handle;
 	// each table guards itself. Adding to them takes mu too, so nothing is
@@ -317,6 +319,7 @@ func (b *Backend) Close(context.Context) error {
 	for _, r := range b.buffers.RemoveAll() {
 		_ = r.d.ctx.Do(func() error { return r.d.ctx.MemFree(r.ptr) })
 	}
+	b.closePeers()
 	for _, a := range b.adapters {
 		a.close()
 	}

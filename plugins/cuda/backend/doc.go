@@ -59,6 +59,12 @@
 // for it, or for its own deadline). A grid with a zero axis runs nothing and
 // returns zeroed write buffers and unchanged read_write buffers.
 //
+// Copies between buffers (pluginapi.PeerCopier, peer.go): on one device
+// cuMemcpyDtoDAsync; between two, cuMemcpyPeerAsync with peer access enabled
+// both ways where cuDeviceCanAccessPeer allows it, else staged through two
+// pinned 32 MiB host buffers. A copy holds both devices' streams, taken in
+// adapter order.
+//
 // Errors: programs, launches and limits the device cannot take are
 // pluginapi.RejectedError, unusable adapters pluginapi.UnavailableError, and
 // driver failures while working pluginapi.DeviceError. After a sticky failure (an

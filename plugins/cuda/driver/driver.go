@@ -56,6 +56,13 @@ const (
 	fnModuleGetFunction
 	fnFuncGetAttribute
 	fnLaunchKernel
+	// The optional functions (see optional): a driver without them still
+	// loads, and their methods return a *SymbolMissingError.
+	fnDeviceCanAccessPeer
+	fnCtxEnablePeerAccess
+	fnMemcpyPeerAsync
+	fnMemHostAlloc
+	fnMemFreeHost
 	fnCount
 )
 
@@ -103,7 +110,17 @@ var symbols = [fnCount]string{
 	fnModuleGetFunction:  "cuModuleGetFunction",
 	fnFuncGetAttribute:   "cuFuncGetAttribute",
 	fnLaunchKernel:       "cuLaunchKernel",
+	// optional
+	fnDeviceCanAccessPeer: "cuDeviceCanAccessPeer",
+	fnCtxEnablePeerAccess: "cuCtxEnablePeerAccess",
+	fnMemcpyPeerAsync:     "cuMemcpyPeerAsync",
+	fnMemHostAlloc:        "cuMemHostAlloc",
+	fnMemFreeHost:         "cuMemFreeHost",
 }
+
+// optional reports whether the binding loads without function f: the
+// functions of peer copies, which a stub or a reduced driver library may lack.
+func optional(f fn) bool { return f >= fnDeviceCanAccessPeer }
 
 // LibraryMissingError means the driver library could not be opened.
 type LibraryMissingError struct {
@@ -153,6 +170,9 @@ func Load(library string) (*Driver, error) {
 			// Drivers before CUDA 11.4 only have the first version.
 			addr, err = purego.Dlsym(h, "cuDeviceGetUuid")
 		}
+		if (err != nil || addr == 0) && optional(fn(f)) {
+			continue
+		}
 		if err != nil || addr == 0 {
 			return nil, &SymbolMissingError{Library: library, Symbol: name}
 		}
@@ -171,6 +191,15 @@ func (d *Driver) Library() string { return d.library }
 func (d *Driver) call(f fn, args ...uintptr) Result {
 	r, _, _ := purego.SyscallN(d.fns[f], args...)
 	return Result(int32(uint32(r)))
+}
+
+// has reports whether the library has function f (always true but for the
+// optional ones).
+func (d *Driver) has(f fn) bool { return d.fns[f] != 0 }
+
+// missing is the error of a call of an optional function the library lacks.
+func (d *Driver) missing(f fn) error {
+	return &SymbolMissingError{Library: d.library, Symbol: symbols[f]}
 }
 
 // check turns a result of function f into an *Error, or nil for success.

@@ -345,3 +345,29 @@ func TestHostRegisteredCopies(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// The functions of peer copies are optional: a library without them loads,
+// and their methods say which symbol is missing instead of calling address 0.
+func TestPeerFunctionsAreOptional(t *testing.T) {
+	for f := fn(0); f < fnCount; f++ {
+		want := f == fnDeviceCanAccessPeer || f == fnCtxEnablePeerAccess || f == fnMemcpyPeerAsync || f == fnMemHostAlloc || f == fnMemFreeHost
+		if optional(f) != want {
+			t.Errorf("%s: optional %v, want %v", symbols[f], optional(f), want)
+		}
+	}
+	d := &Driver{library: "libcuda-without-peers.so"}
+	c := &Context{d: d, dev: Device{d: d}}
+	var sm *SymbolMissingError
+	if _, err := (Device{d: d}).CanAccessPeer(Device{d: d}); !errors.As(err, &sm) || sm.Symbol != "cuDeviceCanAccessPeer" {
+		t.Errorf("CanAccessPeer without the symbol: %v", err)
+	}
+	if err := c.EnablePeerAccess(c); !errors.As(err, &sm) || sm.Symbol != "cuCtxEnablePeerAccess" {
+		t.Errorf("EnablePeerAccess without the symbol: %v", err)
+	}
+	if err := c.MemcpyPeerAsync(0, c, 0, 4, 0); !errors.As(err, &sm) || sm.Symbol != "cuMemcpyPeerAsync" {
+		t.Errorf("MemcpyPeerAsync without the symbol: %v", err)
+	}
+	if _, err := c.MemHostAlloc(4); !errors.As(err, &sm) || sm.Symbol != "cuMemHostAlloc" {
+		t.Errorf("MemHostAlloc without the symbol: %v", err)
+	}
+}

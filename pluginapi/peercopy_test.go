@@ -1,0 +1,175 @@
+package pluginapi
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"sync"
+	"testing"
+)
+
+// peerBackend is memBackend with PeerCopier, recording the copies it gets.
+type peerBackend struct {
+	*memBackend
+	mu     sync.Mutex
+	copies [][2]BufferRange
+}
+
+func (p *peerBackend) PeerCopy(_ context.Context, dst, src BufferRange) error {
+	p.mu.Lock()
+	p.copies = append(p.copies, [2]BufferRange{dst, src})
+	p.mu.Unlock()
+	copy(p.view(dst), p.view(src))
+	return nil
+}
+
+func (p *peerBackend) copyCount() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.copies)
+}
+
+// A copy frame reaches the backend's PeerCopy on the data plane; over gRPC,
+// and for a backend without PeerCopier, the host's side says unimplemented
+// (the host then copies through its memory).
+func TestPeerCopyOnThePlane(t *testing.T) {
+	planes(t, func(t *testing.T, shared bool) {
+		ctx := context.Background()
+		pb := &peerBackend{memBackend: newMemBackend()}
+		conn := serveV2(t, pb)
+		if !conn.Capabilities().PeerCopy {
+			t.Fatalf("capabilities %v: want peer copy", conn.Capabilities())
+		}
+		var bufs [2]uint64
+		for i := range bufs {
+			r, err := conn.AllocBuffer(ctx, &AllocRequest{Size: 64})
+			if err != nil {
+				t.Fatal(err)
+			}
+			bufs[i] = r.Buffer
+		}
+		src := bytes.Repeat([]byte("0123456789abcdef"), 4)
+		if err := conn.WriteBuffer(ctx, bufs[0], 0, src); err != nil {
+			t.Fatal(err)
+		}
+		err := conn.PeerCopy(ctx, BufferRange{Buffer: bufs[1], Offset: 8, Size: 40}, BufferRange{Buffer: bufs[0], Offset: 3, Size: 40})
+		var unimpl *UnimplementedError
+		if !shared {
+			if !errors.As(err, &unimpl) {
+				t.Fatalf("peer copy over gRPC: %v, want an UnimplementedError", err)
+			}
+			return
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := make([]byte, 64)
+		if err := conn.ReadBuffer(ctx, bufs[1], 0, got); err != nil {
+			t.Fatal(err)
+		}
+		want := make([]byte, 64)
+		copy(want[8:], src[3:43])
+		if !bytes.Equal(got, want) {
+			t.Fatalf("destination %q, want %q", got, want)
+		}
+		if n := pb.copyCount(); n != 1 {
+			t.Fatalf("the backend got %d copies, want 1", n)
+		}
+	})
+	plain := serveV2(t, newMemBackend())
+	if plain.Capabilities().PeerCopy {
+		t.Fatal("a backend without PeerCopier reports peer copy")
+	}
+	var unimpl *UnimplementedError
+	if err := plain.PeerCopy(context.Background(), BufferRange{}, BufferRange{}); !errors.As(err, &unimpl) {
+		t.Fatalf("peer copy on a backend without PeerCopier: %v, want an UnimplementedError", err)
+	}
+}
+
+// The plugin's SDK checks a copy's ranges against its table before the backend
+// sees it, whatever the host sent.
+func TestPeerCopyRangesCheckedInThePlugin(t *testing.T) {
+	ctx := context.Background()
+	pb := &peerBackend{memBackend: newMemBackend()}
+	d := newDevice(pb)
+	var bufs [2]uint64
+	for i := range bufs {
+		r, err := d.alloc(ctx, &AllocRequest{Size: 64})
+		if err != nil {
+			t.Fatal(err)
+		}
+		bufs[i] = r.Buffer
+	}
+	for _, tc := range []struct {
+		name     string
+		dst, src BufferRange
+	}{
+		{"source past the end", BufferRange{Buffer: bufs[1], Size: 16}, BufferRange{Buffer: bufs[0], Offset: 60, Size: 16}},
+		{"destination past the end", BufferRange{Buffer: bufs[1], Offset: 56, Size: 16}, BufferRange{Buffer: bufs[0], Size: 16}},
+		{"offset overflow", BufferRange{Buffer: bufs[1], Offset: ^uint64(0) - 3, Size: 16}, BufferRange{Buffer: bufs[0], Size: 16}},
+		{"unknown buffer", BufferRange{Buffer: 99, Size: 16}, BufferRange{Buffer: bufs[0], Size: 16}},
+		{"sizes differ", BufferRange{Buffer: bufs[1], Size: 8}, BufferRange{Buffer: bufs[0], Size: 16}},
+		{"overlap in one buffer", BufferRange{Buffer: bufs[0], Offset: 8, Size: 16}, BufferRange{Buffer: bufs[0], Size: 16}},
+	} {
+		var rej *RejectedError
+		if err := d.copyPeer(ctx, tc.dst, tc.src); !errors.As(err, &rej) {
+			t.Errorf("%s: %v, want a RejectedError", tc.name, err)
+		}
+	}
+	if n := pb.copyCount(); n != 0 {
+		t.Fatalf("the backend got %d refused copies", n)
+	}
+	if err := d.copyPeer(ctx, BufferRange{Buffer: bufs[0], Offset: 16, Size: 16}, BufferRange{Buffer: bufs[0], Size: 16}); err != nil {
+		t.Fatalf("a copy between disjoint ranges of one buffer: %v", err)
+	}
+}
+
+// A batch with a copy between adapters runs in order: the commands before it
+// as one Submit, the copy through PeerCopy, the rest as another Submit; a
+// backend without PeerCopier gets a RejectedError and no command runs.
+func TestSubmitCopyAcrossAdapters(t *testing.T) {
+	ctx := context.Background()
+	for _, peer := range []bool{true, false} {
+		mb := newMemBackend()
+		var impl Backend = mb
+		pb := &peerBackend{memBackend: mb}
+		if peer {
+			impl = pb
+		}
+		d := newDevice(impl)
+		var bufs [3]uint64
+		for i, adapter := range []int{0, 1, 1} {
+			r, err := d.alloc(ctx, &AllocRequest{Adapter: adapter, Size: 16})
+			if err != nil {
+				t.Fatal(err)
+			}
+			bufs[i] = r.Buffer
+		}
+		whole := func(b uint64) BufferRange { return BufferRange{Buffer: b, Size: 16} }
+		_, err := d.submit(ctx, &SubmitRequest{Adapter: 1, Commands: []SubmitCommand{
+			FillCommand{Dst: whole(bufs[0]), Value: 7}, // adapter 0's buffer, filled by adapter 1's batch: not a copy, left to the backend
+			CopyCommand{Src: whole(bufs[0]), Dst: whole(bufs[1])},
+			CopyCommand{Src: whole(bufs[1]), Dst: whole(bufs[2])},
+		}})
+		if !peer {
+			var rej *RejectedError
+			if !errors.As(err, &rej) {
+				t.Fatalf("copy between adapters without PeerCopier: %v, want a RejectedError", err)
+			}
+			if got := mb.view(whole(bufs[0])); !bytes.Equal(got, make([]byte, 16)) {
+				t.Fatalf("a refused batch ran its fill: %v", got)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := bytes.Repeat([]byte{7, 0, 0, 0}, 4)
+		if got := mb.view(whole(bufs[2])); !bytes.Equal(got, want) {
+			t.Fatalf("the last buffer holds %v, want %v: the commands ran out of order", got, want)
+		}
+		if n := pb.copyCount(); n != 1 {
+			t.Fatalf("PeerCopy ran %d times, want 1 (only the copy between adapters)", n)
+		}
+	}
+}

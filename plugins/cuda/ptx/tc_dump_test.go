@@ -1,0 +1,80 @@
+package ptx
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/kiln-dev/kiln/ir"
+)
+
+// tcBenchConfigs are the kernels scripts/gpu-tc-run.sh measures.
+func tcBenchConfigs() []TCConfig {
+	base := TCConfig{Target: Target{SM: 80}, Buffers: 3, Uniforms: 3, A: 0, B: 1, C: 2, M: 0, N: 1, K: 2}
+	var out []TCConfig
+	add := func(t ir.Type, tm, tn, tk, wm, wn, st uint32) {
+		c := base
+		c.Operand, c.TileM, c.TileN, c.TileK, c.WarpsM, c.WarpsN, c.Stages = t, tm, tn, tk, wm, wn, st
+		out = append(out, c)
+	}
+	// wgmma: tile m, n, k, stages, overlap, dynamic shared memory
+	wg := func(t ir.Type, s [6]uint32) {
+		c := base
+		c.Operand, c.TileM, c.TileN, c.TileK, c.Stages = t, s[0], s[1], s[2], s[3]
+		c.WarpsM, c.WarpsN, c.Wgmma, c.Target = 4*s[0]/64, 1, true, Target{SM: 90}
+		c.Overlap, c.DynamicShared = s[4] == 1, s[5] == 1
+		out = append(out, c)
+	}
+	// Tiles the IR allows (all matrices within 64 KiB: acc 128x64 or 64x128 f32
+	// and its operands), then two larger ones for reference.
+	for _, t := range []ir.Type{ir.BF16, ir.F16} {
+		add(t, 128, 64, 32, 2, 2, 4)
+		add(t, 128, 64, 32, 2, 4, 3)
+		for _, s := range [][6]uint32{{128, 64, 32, 4, 1, 0}, {128, 64, 64, 4, 1, 1}, {64, 128, 32, 4, 1, 0},
+			{64, 128, 64, 4, 1, 1}, {128, 128, 32, 3, 0, 0}, {256, 128, 64, 4, 1, 1}} {
+			wg(t, s)
+		}
+	}
+	add(ir.F32, 128, 64, 16, 2, 2, 4)
+	add(ir.F32, 128, 64, 16, 2, 4, 3)
+	add(ir.F32, 128, 128, 16, 2, 2, 3)
+	for _, s := range [][6]uint32{{128, 64, 32, 3, 0, 1}, {64, 128, 32, 3, 0, 1}, {256, 128, 32, 3, 0, 1},
+		{256, 128, 32, 4, 1, 1}, {128, 128, 32, 4, 0, 1}} {
+		wg(ir.F32, s)
+	}
+	return out
+}
+
+func tcFileName(c TCConfig) string {
+	path := ""
+	if c.Wgmma {
+		path = "wg"
+	}
+	var flags string
+	if c.Overlap {
+		flags += "_ov"
+	}
+	if c.DynamicShared {
+		flags += "_dyn"
+	}
+	return fmt.Sprintf("tc_%s%s_%dx%dx%d_w%dx%d_s%d%s.ptx", path, tcOperandName(c.Operand), c.TileM, c.TileN, c.TileK, c.WarpsM, c.WarpsN, c.Stages, flags)
+}
+
+// TestTensorCorePTXDump writes the benchmark kernels into $KILN_TC_PTX_DIR
+// for scripts/gpu-tc-run.sh (skipped without it).
+func TestTensorCorePTXDump(t *testing.T) {
+	dir := os.Getenv("KILN_TC_PTX_DIR")
+	if dir == "" {
+		t.Skip("KILN_TC_PTX_DIR not set")
+	}
+	for _, c := range tcBenchConfigs() {
+		text, ok, why := emitTensorCoreMatmul(c)
+		if !ok {
+			t.Fatalf("%s: %s", tcFileName(c), why)
+		}
+		if err := os.WriteFile(filepath.Join(dir, tcFileName(c)), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}

@@ -1,0 +1,250 @@
+#!/usr/bin/env bash
+# The tensor-core matmul kernels of plugins/cuda/ptx/tc.go on a GPU (issue 27).
+#
+#   scripts/gpu-tc-run.sh build    # here (Go): writes the kernels' PTX to .devbin/
+#   scripts/gpu-tc-run.sh device [DIR]  # on the GPU machine, DIR (default
+#                                  # .devbin) holding the PTX, carried: ptxas for
+#                                  # sm_90a and sm_80, SASS instruction counts,
+#                                  # correctness against torch (bit-exact on small
+#                                  # integers, the design's matrix_mma bound on
+#                                  # random inputs, edge sizes, a short b buffer),
+#                                  # then TFLOP/s next to torch.matmul in the same
+#                                  # process after a warm-up, with SM clocks.
+# Logs go to $OUT (or .devbin/out) and the summary table is printed last.
+set -euo pipefail
+mode=${1:-}
+ptxdir=${2:-.devbin}
+case "$mode" in
+build)
+	cd "$(dirname "$0")/.."
+	mkdir -p .devbin
+	rm -f .devbin/tc_*.ptx
+	KILN_TC_PTX_DIR="$PWD/.devbin" go test ./plugins/cuda/ptx -run '^TestTensorCorePTXDump$' -count=1
+	ls .devbin/tc_*.ptx
+	;;
+device)
+	out=${OUT:-$ptxdir/out}
+	mkdir -p "$out" /tmp/tcbin
+	export PATH=/usr/local/cuda/bin:$PATH
+	nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv,noheader | tee "$out/gpu.txt"
+	: >"$out/ptxas.txt"
+	for f in "$ptxdir"/tc_*.ptx; do
+		b=$(basename "$f" .ptx)
+		archs="sm_90a sm_80"
+		case "$b" in tc_wg*) archs=sm_90a ;; esac # wgmma is sm_90a only
+		for arch in $archs; do
+			if ptxas -arch=$arch -v "$f" -o "/tmp/tcbin/$b.$arch.cubin" >"/tmp/tcbin/$b.$arch.log" 2>&1; then
+				r=$(grep -o 'Used [0-9]* registers' "/tmp/tcbin/$b.$arch.log" | head -1)
+				sp=$(grep -o '[0-9]* bytes spill stores' "/tmp/tcbin/$b.$arch.log" | head -1)
+				sass=$(cuobjdump --dump-sass "/tmp/tcbin/$b.$arch.cubin")
+				echo "$b $arch ok: $r, ${sp:-no spill line}, HMMA $(grep -c HMMA <<<"$sass" || true), HGMMA $(grep -c HGMMA <<<"$sass" || true), LDSM $(grep -c LDSM <<<"$sass" || true), LDGSTS $(grep -c LDGSTS <<<"$sass" || true), LDL/STL $(grep -cE 'LDL|STL' <<<"$sass" || true), $(grep -ci warning "/tmp/tcbin/$b.$arch.log" || true) warnings $(grep -i -m1 warning "/tmp/tcbin/$b.$arch.log" | cut -c1-160 || true)" >>"$out/ptxas.txt"
+			else
+				echo "$b $arch FAILED: $(head -5 "/tmp/tcbin/$b.$arch.log" | tr '\n' ' ')" >>"$out/ptxas.txt"
+			fi
+		done
+	done
+	cat "$out/ptxas.txt"
+	PYTHONUNBUFFERED=1 python3 - "$ptxdir" "$out" <<'PY' 2>&1 | tee "$out/tc.log"
+import ctypes, glob, os, re, statistics, subprocess, sys, time
+import torch
+
+src, out = sys.argv[1], sys.argv[2]
+torch.zeros(1, device="cuda")
+cu = ctypes.CDLL("libcuda.so.1")
+LOG = []
+
+
+def say(*a):
+    s = " ".join(str(x) for x in a)
+    print(s)
+    LOG.append(s)
+
+
+def chk(r, what):
+    if r != 0:
+        p = ctypes.c_char_p()
+        cu.cuGetErrorString(r, ctypes.byref(p))
+        raise RuntimeError(f"{what}: CUDA error {r} {p.value}")
+
+
+def clocks():
+    q = subprocess.run(["nvidia-smi", "--query-gpu=clocks.sm,power.draw,temperature.gpu", "--format=csv,noheader"],
+                       capture_output=True, text=True).stdout.strip()
+    return q
+
+
+class Kernel:
+    def __init__(self, path):
+        self.name = os.path.basename(path)[:-4]
+        m = re.match(r"tc_(\w+?)_(\d+)x(\d+)x(\d+)_w(\d+)x(\d+)_s(\d+)", self.name)
+        self.op = m.group(1).removeprefix("wg")
+        self.tm, self.tn, tk = int(m.group(2)), int(m.group(3)), int(m.group(4))
+        es = 4 if self.op == "tf32" else 2
+        # IR v1.2 allows at most 64 KiB of matrices: acc (f32), A and B
+        self.legal = 4 * self.tm * self.tn + es * (self.tm * tk + tk * self.tn) <= 65536
+        self.threads = 32 * int(m.group(5)) * int(m.group(6))
+        text = open(path, "rb").read() + b"\0"
+        dyn = re.search(rb"dynamic shared memory (\d+) bytes", text)
+        self.shmem = int(dyn.group(1)) if dyn else 0
+        logbuf = ctypes.create_string_buffer(1 << 16)
+        opts = (ctypes.c_int * 2)(5, 6)  # CU_JIT_ERROR_LOG_BUFFER, _SIZE_BYTES
+        vals = (ctypes.c_void_p * 2)(ctypes.cast(logbuf, ctypes.c_void_p), ctypes.c_void_p(1 << 16))
+        self.mod = ctypes.c_void_p()
+        r = cu.cuModuleLoadDataEx(ctypes.byref(self.mod), text, 2, opts, vals)
+        if r != 0:
+            raise RuntimeError(f"{self.name}: load failed {r}: {logbuf.value.decode(errors='replace')}")
+        self.fn = ctypes.c_void_p()
+        chk(cu.cuModuleGetFunction(ctypes.byref(self.fn), self.mod, b"kiln_main"), "get function")
+        if self.shmem:  # CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+            chk(cu.cuFuncSetAttribute(self.fn, 8, self.shmem), "dynamic shared memory")
+
+    def launch(self, a, b, c, M, N, K, lens):
+        args = [ctypes.c_uint64(a.data_ptr()), ctypes.c_uint64(b.data_ptr()), ctypes.c_uint64(c.data_ptr()),
+                ctypes.c_uint32(lens[0]), ctypes.c_uint32(lens[1]), ctypes.c_uint32(lens[2]),
+                ctypes.c_uint32(M), ctypes.c_uint32(N), ctypes.c_uint32(K)]
+        arr = (ctypes.c_void_p * len(args))(*[ctypes.cast(ctypes.pointer(x), ctypes.c_void_p) for x in args])
+        gx, gy = (N + self.tn - 1) // self.tn, (M + self.tm - 1) // self.tm
+        chk(cu.cuLaunchKernel(self.fn, max(gx, 1), max(gy, 1), 1, self.threads, 1, 1, self.shmem, None, arr, None), "launch")
+
+
+DT = {"bf16": torch.bfloat16, "f16": torch.float16, "tf32": torch.float32}
+U = 2.0 ** -23
+
+
+def bound(a64, b64, K, tf32):
+    n = K + 1
+    T = a64.abs() @ b64.abs()
+    g = n * U / (1 - n * U)
+    tau = (2.0 ** -9 + 2.0 ** -20) if tf32 else 0.0
+    return g * T + tau * T + n * 2.0 ** -126
+
+
+def run_check(k, M, N, K, kind, short_b=0, rows=None):
+    dt = DT[k.op]
+    if kind == "int":
+        a = torch.randint(-3, 4, (M, K), device="cuda").to(dt)
+        b = torch.randint(-3, 4, (K, N), device="cuda").to(dt)
+    else:
+        a = (torch.rand(M, K, device="cuda", dtype=torch.float32) * 2 - 1).to(dt)
+        b = (torch.rand(K, N, device="cuda", dtype=torch.float32) * 2 - 1).to(dt)
+    guard = 64
+    c = torch.full((M * N + guard,), float("nan"), device="cuda", dtype=torch.float32)
+    lenb = K * N - short_b
+    k.launch(a, b, c, M, N, K, (M * K, lenb, M * N))
+    chk(cu.cuCtxSynchronize(), "sync")
+    got = c[: M * N].view(M, N)
+    b_eff = b.clone().reshape(-1)
+    if short_b:
+        b_eff[lenb:] = 0
+    b_eff = b_eff.view(K, N)
+    if rows is not None:
+        got, a = got[rows], a[rows]
+    a64, b64 = a.double(), b_eff.double()
+    ref = a64 @ b64
+    guard_ok = bool(torch.isnan(c[M * N:]).all())
+    if got.isnan().any():
+        return f"UNWRITTEN/NaN {int(got.isnan().sum())}", guard_ok
+    if kind == "int":
+        bad = int((got.double() != ref).sum())
+        return ("bit-exact" if bad == 0 else f"MISMATCH {bad}"), guard_ok
+    err = (got.double() - ref).abs()
+    bd = bound(a64, b64, K, k.op == "tf32")
+    over = int((err > bd).sum())
+    rel = float(err.norm() / ref.norm())
+    return (f"within bound (rel {rel:.2e}, max err/bound {float((err / bd).max()):.3f})" if over == 0
+            else f"OVER BOUND {over} (rel {rel:.2e})"), guard_ok
+
+
+def bench(fn, iters=20):
+    for _ in range(3):
+        fn()
+    torch.cuda.synchronize()
+    ts = []
+    for _ in range(iters):
+        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        s.record()
+        fn()
+        e.record()
+        e.synchronize()
+        ts.append(s.elapsed_time(e))
+    return statistics.median(ts), clocks()
+
+
+kernels = []
+for p in sorted(glob.glob(os.path.join(src, "tc_*.ptx"))):
+    try:
+        kernels.append(Kernel(p))
+    except RuntimeError as e:
+        say("LOAD FAIL", e)
+say("device:", torch.cuda.get_device_name(), "clocks idle:", clocks())
+
+say("== correctness")
+ok_all = True
+for k in kernels:
+    cases = [(256, 256, 256, "int", 0), (1000, 1003, 1001, "int", 0), (17, 33, 15, "int", 0), (1, 1, 1, "int", 0),
+             (130, 70, 0, "int", 0), (200, 136, 96, "int", 7), (512, 384, 640, "rand", 0), (333, 257, 999, "rand", 0)]
+    for M, N, K, kind, sb in cases:
+        try:
+            res, guard = run_check(k, M, N, K, kind, sb)
+        except RuntimeError as e:
+            res, guard = f"ERROR {e}", False
+        good = (res.startswith("bit") or res.startswith("within")) and guard
+        ok_all &= good
+        if not good or (M, N, K) == (1000, 1003, 1001):
+            say(f"{k.name} {M}x{N}x{K} {kind}{' shortb' if sb else ''}: {res}, guard {'intact' if guard else 'OVERWRITTEN'}")
+say("correctness all ok" if ok_all else "CORRECTNESS FAILURES above")
+
+say("== warm-up")
+x = torch.randn(8192, 8192, device="cuda", dtype=torch.bfloat16)
+t0 = time.time()
+while time.time() - t0 < 2.0:
+    x @ x
+torch.cuda.synchronize()
+say("after warm-up:", clocks())
+
+rows = []
+for size in (4096, 8192):
+    for op in ("bf16", "f16", "tf32"):
+        if size == 8192 and op != "bf16":
+            continue
+        dt = DT[op]
+        M = N = K = size
+        a = torch.randn(M, K, device="cuda").to(dt)
+        b = torch.randn(K, N, device="cuda").to(dt)
+        c = torch.empty(M, N, device="cuda", dtype=torch.float32)
+        torch.backends.cuda.matmul.allow_tf32 = op == "tf32"
+        flops = 2.0 * M * N * K
+        tref, cl = bench(lambda: torch.matmul(a, b))
+        say(f"{size}^3 {op} torch.matmul: {flops / tref / 1e9:.1f} TFLOP/s ({tref:.3f} ms) clocks {cl}")
+        best, best_legal = None, None
+        for k in kernels:
+            if k.op != op:
+                continue
+            t, cl = bench(lambda: k.launch(a, b, c, M, N, K, (M * K, K * N, M * N)))
+            chk(cu.cuCtxSynchronize(), "sync")
+            tf = flops / t / 1e9
+            say(f"{size}^3 {op} {k.name}: {tf:.1f} TFLOP/s ({t:.3f} ms) clocks {cl}")
+            if best is None or tf > best[1]:
+                best = (k, tf)
+            if k.legal and (best_legal is None or tf > best_legal[1]):
+                best_legal = (k, tf)
+        if best:
+            sel = torch.randint(0, M, (256,), device="cuda")
+            res, _ = run_check(best[0], M, N, K, "rand", rows=sel)
+            rows.append((f"{size}^3 {op}", best[0].name, best[1], flops / tref / 1e9, res))
+            if best_legal and best_legal[0] is not best[0]:
+                res, _ = run_check(best_legal[0], M, N, K, "rand", rows=sel)
+                rows.append((f"{size}^3 {op} IR-tile", best_legal[0].name, best_legal[1], flops / tref / 1e9, res))
+torch.backends.cuda.matmul.allow_tf32 = False
+say("== summary (same process, same GPU)")
+for r in rows:
+    say(f"{r[0]:>10} best {r[1]:<32} {r[2]:7.1f} TFLOP/s  torch {r[3]:7.1f}  ({100 * r[2] / r[3]:.0f}%)  check: {r[4]}")
+say("clocks at end:", clocks())
+open(os.path.join(out, "summary.txt"), "w").write("\n".join(LOG) + "\n")
+PY
+	;;
+*)
+	echo "usage: $0 build|device" >&2
+	exit 2
+	;;
+esac
