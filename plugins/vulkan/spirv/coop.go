@@ -92,7 +92,8 @@ type coopPlan struct {
 	// declaration order.
 	regs  map[string]*coopReg
 	order []string
-	// bf16 is set when a bf16 matrix takes part.
+	// bf16 is set when a bf16 matrix takes part and the target runs bf16
+	// cooperative matrices.
 	bf16 bool
 	// sgid is the SubgroupId value (loaded in the entry block), semantics the
 	// barrier semantics constant with the memory model's MakeAvailable and
@@ -190,7 +191,7 @@ func planCoop(p *ir.Program, t Target, wg [3]uint32) (*coopPlan, string) {
 		if _, ok := c.regs[m.Name]; ok {
 			c.order = append(c.order, m.Name)
 		}
-		c.bf16 = c.bf16 || m.Type == ir.BF16
+		c.bf16 = c.bf16 || (m.Type == ir.BF16 && coopOperand(t, ir.BF16))
 	}
 	return c, ""
 }

@@ -82,10 +82,6 @@ const (
 // matrixPathPrefix starts the OpSourceExtension that names the matrix path.
 const matrixPathPrefix = "kiln matrix path: "
 
-// narrow reports whether a holds bf16 elements in 16-bit words (buffers, and
-// the workgroup arrays of bf16 matrices on the cooperative path).
-func (a array) narrow() bool { return a.elem == ir.BF16 && (!a.shared || a.u16) }
-
 // declareCoop plans the matrix path of the program and, for the cooperative
 // path, declares the matrices' arrays, the register tiles and what the module
 // needs; done is false for the scalar path, which declareMatrices then
@@ -95,6 +91,16 @@ func (e *emitter) declareCoop() (done bool, err error) {
 		return false, nil
 	}
 	c, why := planCoop(e.prog, e.target, e.wg)
+	var bytes uint64
+	for _, s := range e.prog.Shared {
+		bytes += uint64(s.Count) * uint64(e.workgroupElemBytes(s.Type))
+	}
+	for _, m := range e.prog.Matrices {
+		bytes += uint64(m.Rows) * uint64(m.Cols) * uint64(e.workgroupElemBytes(m.Type))
+	}
+	if limit := e.target.MaxSharedBytes; c != nil && limit != 0 && bytes > uint64(limit) {
+		c, why = nil, fmt.Sprintf("the shared arrays and the matrices need %d bytes of workgroup memory on the cooperative path (which keeps a copy of every matrix there), more than the device's %d", bytes, limit)
+	}
 	if c == nil {
 		e.matrixPath, e.matrixWhy = MatrixPathScalar, why
 		return false, nil
@@ -107,27 +113,8 @@ func (e *emitter) declareCoop() (done bool, err error) {
 	}
 	e.matrixPath = MatrixPathCooperative
 	e.matrixWhy = fmt.Sprintf("VK_KHR_cooperative_matrix 16x16x16, %d subgroups of %d; %s", c.groups, c.sg, strings.Join(parts, ", "))
-	var bytes uint64
-	for _, s := range e.prog.Shared {
-		bytes += uint64(s.Count) * uint64(workgroupElemBytes(s.Type))
-	}
 	for _, m := range e.prog.Matrices {
-		n := m.Rows * m.Cols
-		bytes += uint64(n) * uint64(m.Type.Size())
-		if m.Type != ir.BF16 {
-			e.declareWorkgroupArray(matrixArrayPrefix+m.Name, m.Name, m.Type, n)
-			continue
-		}
-		e.capability(capabilityInt16)
-		elem := e.u16()
-		at := e.typ(typeKey{op: opTypeArray, a: elem, b: e.cu32(n)}, elem, e.cu32(n))
-		v := e.global(opVariable, true, e.pointer(storageWorkgroup, at), storageWorkgroup)
-		e.name(v, matrixArrayPrefix+m.Name)
-		e.arrays[m.Name] = array{varID: v, elem: ir.BF16, shared: true, count: n, u16: true}
-	}
-	if limit := e.target.MaxSharedBytes; limit != 0 && bytes > uint64(limit) {
-		return true, fmt.Errorf("the shared arrays and the workgroup matrices need %d bytes of workgroup memory on the cooperative matrix path, more than the device's %d (maxComputeSharedMemorySize). Fix: use smaller matrices or shared arrays",
-			bytes, limit)
+		e.declareWorkgroupArray(matrixArrayPrefix+m.Name, m.Name, m.Type, m.Rows*m.Cols)
 	}
 	if err := e.needSubgroups(SubgroupBasic, "the cooperative matrix path"); err != nil {
 		return true, err
@@ -349,7 +336,7 @@ func (e *emitter) coopAddressing(offset, stride ir.Expr, bound *ir.MatrixBound) 
 // aligned to 16 bytes, and for a store no two elements on one index. It is
 // false, a constant, for an array the tiles cannot reach.
 func (e *emitter) coopFast(m ir.MatrixDecl, a array, name string, layout ir.MatrixLayout, bounded, store bool) (value, error) {
-	if a.addressed || (a.elem == ir.BF16 && !a.narrow()) {
+	if a.addressed || !e.coopMovable(m.Type) || (a.elem == ir.BF16 && !e.narrowBF16(a)) {
 		return e.literal(ir.LitBool(false)), nil
 	}
 	inner, outer := m.Cols, m.Rows
@@ -372,6 +359,19 @@ func (e *emitter) coopFast(m ir.MatrixDecl, a array, name string, layout ir.Matr
 		cond = ir.LAnd(cond, ir.LAnd(ir.Ge(loc(mxRows), lit(m.Rows)), ir.Ge(loc(mxCols), lit(m.Cols))))
 	}
 	return e.typedValue(cond, ir.Bool, "the cooperative path's test")
+}
+
+// coopMovable reports whether tiles of type t can be cooperative matrices in
+// the module: f32 always, f16 and bf16 when the path runs them (bf16 then in
+// 16-bit words in workgroup memory).
+func (e *emitter) coopMovable(t ir.Type) bool {
+	switch t {
+	case ir.F16:
+		return coopOperand(e.target, ir.F16)
+	case ir.BF16:
+		return e.coop.bf16
+	}
+	return true
 }
 
 // coopBranch emits fast when cond holds and slow otherwise, as a selection
