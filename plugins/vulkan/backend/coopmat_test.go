@@ -14,6 +14,7 @@ import (
 	"github.com/kiln-dev/kiln/ir/kernels"
 	"github.com/kiln-dev/kiln/pluginapi"
 	"github.com/kiln-dev/kiln/plugins/internal/gputest"
+	"github.com/kiln-dev/kiln/plugins/vulkan/spirv"
 )
 
 // tcProgram is matmul_tc's shape (ir/kernels on branch kit12): workgroup
@@ -181,5 +182,32 @@ func BenchmarkCoopMatmul(b *testing.B) {
 				b.ReportMetric(2*math.Pow(s, 3)*reps/float64(st.BestDevice)/1e3, "TFLOP/s")
 			})
 		}
+	}
+}
+
+// TestArtifactNamesMatrixPath: `kiln compile` shows the path a program's
+// matrices took (the artifact's matrix_path), cooperative exactly where the
+// profile claims tensor cores, and nothing for a program without matrices.
+func TestArtifactNamesMatrixPath(t *testing.T) {
+	b := newTestBackend(t)
+	ctx := context.Background()
+	want := spirv.MatrixPathScalar
+	if b.adapters[0].info.Profile.SupportsTensorCores {
+		want = spirv.MatrixPathCooperative
+	}
+	art, err := b.Artifact(ctx, &pluginapi.ArtifactRequest{Program: tcProgram(ir.F16, 64, 64, 32, 128), Kind: ArtifactSPIRV})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := art.Info["matrix_path"]; got != want {
+		t.Errorf("matrix_path %q, want %q (Info %v)", got, want, art.Info)
+	}
+	k, _ := kernels.Lookup("saxpy")
+	art, err = b.Artifact(ctx, &pluginapi.ArtifactRequest{Program: k.Program(), Kind: ArtifactSPIRV})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, ok := art.Info["matrix_path"]; ok {
+		t.Errorf("saxpy has matrix_path %q", got)
 	}
 }
