@@ -65,6 +65,7 @@ const (
 	semanticsMakeVisible                   = 0x4000
 	builtInSubgroupID                      = 40
 	fpEncodingBFloat16KHR                  = 0
+	memoryAccessNonPrivatePointer          = 0x20
 	extCooperativeMatrix                   = "SPV_KHR_cooperative_matrix"
 	extVulkanMemoryModel                   = "SPV_KHR_vulkan_memory_model"
 	extBFloat16                            = "SPV_KHR_bfloat16"
@@ -359,6 +360,41 @@ func (e *emitter) coopFast(m ir.MatrixDecl, a array, name string, layout ir.Matr
 		cond = ir.LAnd(cond, ir.LAnd(ir.Ge(loc(mxRows), lit(m.Rows)), ir.Ge(loc(mxCols), lit(m.Cols))))
 	}
 	return e.typedValue(cond, ir.Bool, "the cooperative path's test")
+}
+
+// nonPrivate returns the operands of instruction op with NonPrivatePointer in
+// the memory operands of a load or store through a pointer to buffer or
+// workgroup memory (cooperative ones included), recording the storage class
+// of pointer types and values on the way.
+func (e *emitter) nonPrivate(op uint32, args []uint32, ptrClass, class map[uint32]uint32) []uint32 {
+	mask := -1 // the index of the memory operand mask, or where it goes
+	var ptr uint32
+	switch op {
+	case opTypePointer:
+		ptrClass[args[0]] = args[1]
+	case opVariable, opAccessChain:
+		class[args[1]] = ptrClass[args[0]]
+	case opLoad:
+		class[args[1]] = ptrClass[args[0]]
+		ptr, mask = args[2], 3
+	case opStore:
+		ptr, mask = args[0], 2
+	case opCooperativeMatrixLoadKHR:
+		ptr, mask = args[2], 5
+	case opCooperativeMatrixStoreKHR:
+		ptr, mask = args[0], 4
+	}
+	switch class[ptr] {
+	case storageStorageBuffer, storageWorkgroup, storagePhysicalStorageBuffer:
+	default:
+		return args
+	}
+	out := append([]uint32(nil), args...)
+	if mask < len(out) {
+		out[mask] |= memoryAccessNonPrivatePointer
+		return out
+	}
+	return append(out, memoryAccessNonPrivatePointer)
 }
 
 // coopMovable reports whether tiles of type t can be cooperative matrices in
@@ -664,8 +700,10 @@ func (e *emitter) coopMMA(s ir.MatrixMMAStmt) error {
 
 // finishMatrices completes an assembled module with matrices: an
 // OpSourceExtension naming the matrix path and, on the cooperative path, the
-// extensions, the Vulkan memory model (OpMemoryModel, barriers with
-// MakeAvailable and MakeVisible, no Coherent buffers).
+// extensions and the Vulkan memory model: OpMemoryModel, barriers with
+// MakeAvailable and MakeVisible, no Coherent buffers, and every access to
+// buffer and workgroup memory NonPrivatePointer, so that the barriers order
+// it for the other invocations as Coherent did.
 func (e *emitter) finishMatrices(words []uint32) []uint32 {
 	if e.matrixPath == "" {
 		return words
@@ -673,10 +711,16 @@ func (e *emitter) finishMatrices(words []uint32) []uint32 {
 	out := make([]uint32, 0, len(words)+64)
 	out = append(out, words[:headerSize]...)
 	named := false
+	// ptrClass is each pointer type's storage class, class each pointer
+	// value's.
+	ptrClass, class := map[uint32]uint32{}, map[uint32]uint32{}
 	for i := headerSize; i < len(words); {
 		n := int(words[i] >> 16)
 		op, args := words[i]&0xffff, words[i+1:i+n]
 		i += n
+		if e.coop != nil {
+			args = e.nonPrivate(op, args, ptrClass, class)
+		}
 		if op == opName && !named {
 			out = appendInst(out, opSourceExtension, stringWords(matrixPathPrefix+e.matrixPath+": "+e.matrixWhy)...)
 			named = true

@@ -133,7 +133,8 @@ func TestPartition(t *testing.T) {
 // validator knows SPV_KHR_cooperative_matrix (Debian's spirv-val 2023.1
 // rejects capability 6022): the capabilities, extensions (after every
 // capability, before the memory model), the Vulkan memory model, no
-// Coherent buffer, barriers that make memory available and visible, the
+// Coherent buffer, NonPrivatePointer accesses to buffer and workgroup memory,
+// barriers that make memory available and visible, the
 // cooperative matrix types (Subgroup scope, 16×16, uses A, B and
 // accumulator, bf16 with the BFloat16KHR encoding), MulAdd's operand types,
 // the loads' and stores' layouts, pointers and strides, the SubgroupId
@@ -293,6 +294,29 @@ func checkCoopModule(t *testing.T, typ ir.Type, m *Module) {
 	// One K step of 32 on a 2×2 block of tiles: 2 k tiles × 4 products.
 	if mulAdds != 8 || loads == 0 || stores == 0 {
 		t.Errorf("%d MulAdds (want 8), %d loads, %d stores", mulAdds, loads, stores)
+	}
+	// Every access to buffer and workgroup memory is NonPrivatePointer.
+	for _, in := range insts {
+		var ptr uint32
+		mask := 0
+		switch in.op {
+		case opLoad:
+			ptr, mask = in.args[2], 3
+		case opStore:
+			ptr, mask = in.args[0], 2
+		case opCooperativeMatrixLoadKHR:
+			ptr, mask = in.args[2], 5
+		case opCooperativeMatrixStoreKHR:
+			ptr, mask = in.args[0], 4
+		default:
+			continue
+		}
+		switch byID[typeOf(ptr)].args[1] {
+		case storageStorageBuffer, storageWorkgroup, storagePhysicalStorageBuffer:
+			if len(in.args) <= mask || in.args[mask]&memoryAccessNonPrivatePointer == 0 {
+				t.Errorf("opcode %d through %d: memory operands %v lack NonPrivatePointer", in.op, ptr, in.args[min(mask, len(in.args)):])
+			}
+		}
 	}
 	found := false
 	for id, d := range decorations(insts) {
