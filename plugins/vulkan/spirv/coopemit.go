@@ -10,8 +10,9 @@ import (
 
 // Emission of the cooperative-matrix path (coop.go says when it is taken):
 //
-//   - Every matrix has its workgroup array, as on the scalar path (bf16 in
-//     16-bit words here, so cooperative loads and stores can reach it). A
+//   - Every matrix has a workgroup array of all its elements, as the scalar
+//     path's mma operands do (bf16 in 16-bit words: the bf16 path needs
+//     shaderInt16, so cooperative loads and stores can reach them). A
 //     matrix that is the accumulator of a cooperative matmul lives in
 //     registers: each subgroup holds its block of 16×16 tiles
 //     (OpTypeCooperativeMatrixKHR, Subgroup scope, MatrixAccumulatorKHR) in
