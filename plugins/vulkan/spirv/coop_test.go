@@ -233,3 +233,49 @@ func TestCoopVarietyOnTheInterpreter(t *testing.T) {
 		}
 	}
 }
+
+// TestCorpusMatmulTCOnTheCooperativePath runs the corpus's matmul_tc (bf16
+// and f16, default tiles) on the cooperative path, interpreted, against the
+// kernel's own Go reference at its sizes up to 100.
+func TestCorpusMatmulTCOnTheCooperativePath(t *testing.T) {
+	base, ok := kernels.Lookup("matmul_tc")
+	if !ok {
+		t.Fatal("no matmul_tc in the corpus")
+	}
+	for _, typ := range []ir.Type{ir.BF16, ir.F16} {
+		var opts ir.SpecMap
+		for _, o := range base.Options {
+			opts.Set(o.Name, o.Default)
+		}
+		opts.Set("type", ir.SpecDType(typ))
+		k, err := base.Build(opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, size := range k.Sizes {
+			if size > 100 {
+				continue
+			}
+			t.Run(fmt.Sprintf("%s/%d", typ, size), func(t *testing.T) {
+				c := k.NewCase(rand.New(rand.NewPCG(uint64(size), 5)), size)
+				p := k.Program()
+				target := coopTarget
+				target.WorkgroupSize = c.WorkgroupSize
+				m, err := EmitFor(p, target)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if m.MatrixPath != MatrixPathCooperative {
+					t.Fatalf("matrix path %q", m.MatrixPath)
+				}
+				got, err := dispatchCase(p, m, c, c.Uniforms, [3]uint32{1 << 16, 1 << 16, 1 << 16})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := k.Check(got, k.Reference(c)); err != nil {
+					t.Error(err)
+				}
+			})
+		}
+	}
+}
