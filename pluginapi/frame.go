@@ -5,97 +5,15 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+
+	"github.com/kiln-dev/kiln/internal/wire"
 )
 
 // The fast path's frames: fixed little-endian binary records in the data plane's
-// rings (the hello frame alone on its unix socket). pluginapi/doc.go and
+// rings (the hello frame alone on its unix socket). internal/wire/doc.go and
 // docs/design.md ("Fast path: frames") give the format; the encoders and
 // decoders here are its only implementation, and the decoders of both sides are
 // fuzzed.
-
-// SegmentName is the memfd name of every shared segment of the data plane;
-// /proc/PID/maps shows each mapping as "/memfd:kiln-shm (deleted)".
-const SegmentName = "kiln-shm"
-
-// RingSegmentName is the memfd name of a data plane's ring segment (one per
-// plane: the request and completion rings); /proc/PID/maps shows it as
-// "/memfd:kiln-ring (deleted)".
-const RingSegmentName = "kiln-ring"
-
-// frameHeaderBytes is the size of every frame's header: u32 size (the whole
-// frame), u8 kind, u8 flags, u16 zero, u64 sequence number.
-const frameHeaderBytes = 16
-
-// maxRequestFrameBytes bounds a frame the host sends, so a plugin never buffers
-// more for one request; a batch whose encoding is larger is refused before it is
-// sent.
-const maxRequestFrameBytes = 1 << 20
-
-// maxMessageBytes bounds the error message of a completion; the plugin's SDK
-// shortens longer ones.
-const maxMessageBytes = 16 << 10
-
-// maxTokenBytes bounds the hello frame's token.
-const maxTokenBytes = 64
-
-// frameKind says what a frame is.
-type frameKind uint8
-
-// The frame kinds. Requests go from host to plugin; every request gets exactly one
-// frameDone with its sequence number.
-const (
-	frameHello    frameKind = 1  // token: the host proves it is the host that opened the plane
-	frameAttach   frameKind = 2  // a staging segment (its memfd rides with the frame)
-	frameDetach   frameKind = 3  // forget a staging segment
-	frameAlloc    frameKind = 4  // AllocBuffer, optionally with the buffer's shared segment
-	frameFree     frameKind = 5  // FreeBuffer
-	frameWrite    frameKind = 6  // WriteBuffer from a staging range
-	frameRead     frameKind = 7  // ReadBuffer into a staging range
-	frameSubmit   frameKind = 8  // Submit
-	frameDispatch frameKind = 9  // Backend.Dispatch with inputs and outputs in staging ranges
-	frameDone     frameKind = 10 // the completion of a request
-	frameCopy     frameKind = 11 // PeerCopy between two buffers of the plugin
-)
-
-// flagFD marks a frame that carries a file descriptor (SCM_RIGHTS on the byte
-// stream, in the order of the frames that carry one).
-const flagFD = 1
-
-// frameHeader is a decoded header.
-type frameHeader struct {
-	size  uint32
-	kind  frameKind
-	flags uint8
-	seq   uint64
-}
-
-func putHeader(b []byte, h frameHeader) {
-	binary.LittleEndian.PutUint32(b[0:], h.size)
-	b[4] = byte(h.kind)
-	b[5] = h.flags
-	b[6], b[7] = 0, 0
-	binary.LittleEndian.PutUint64(b[8:], h.seq)
-}
-
-// parseHeader decodes a header and checks the size against limit.
-func parseHeader(b []byte, limit int) (frameHeader, error) {
-	if len(b) < frameHeaderBytes {
-		return frameHeader{}, fmt.Errorf("frame header of %d bytes, want %d", len(b), frameHeaderBytes)
-	}
-	h := frameHeader{
-		size:  binary.LittleEndian.Uint32(b[0:]),
-		kind:  frameKind(b[4]),
-		flags: b[5],
-		seq:   binary.LittleEndian.Uint64(b[8:]),
-	}
-	if b[6] != 0 || b[7] != 0 || h.flags&^(flagFD|flagSpans) != 0 {
-		return frameHeader{}, fmt.Errorf("frame header has reserved bits set (flags %#x, %#x %#x)", h.flags, b[6], b[7])
-	}
-	if h.size < frameHeaderBytes || int64(h.size) > int64(limit) {
-		return frameHeader{}, fmt.Errorf("frame of %d bytes is outside [%d, %d]", h.size, frameHeaderBytes, limit)
-	}
-	return h, nil
-}
 
 // enc appends little-endian fields.
 type enc struct{ b []byte }
@@ -197,7 +115,7 @@ func (d *dec) seg() segRange {
 
 // request is a decoded request frame (the plugin's side).
 type request struct {
-	kind frameKind
+	kind wire.FrameKind
 	seq  uint64
 	fd   bool
 
@@ -234,46 +152,46 @@ const maxBindings = 64
 
 // encodeRequest encodes r as one frame.
 func encodeRequest(r *request) ([]byte, error) {
-	e := &enc{b: make([]byte, frameHeaderBytes, 256)}
+	e := &enc{b: make([]byte, wire.FrameHeaderBytes, 256)}
 	switch r.kind {
-	case frameHello:
+	case wire.FrameHello:
 		e.u32(uint32(len(r.token)))
 		e.u32(0)
 		e.bytes(r.token)
-	case frameAttach:
+	case wire.FrameAttach:
 		e.u32(r.segment)
 		e.u32(0)
 		e.u64(r.size)
-	case frameDetach:
+	case wire.FrameDetach:
 		e.u32(r.segment)
 		e.u32(0)
-	case frameAlloc:
+	case wire.FrameAlloc:
 		e.u32(r.adapter)
 		e.u32(uint32(r.usage))
 		e.u64(r.size)
 		e.u32(r.segment)
 		e.u32(0)
-	case frameFree:
+	case wire.FrameFree:
 		e.u64(r.buffer)
-	case frameWrite, frameRead:
+	case wire.FrameWrite, wire.FrameRead:
 		e.u64(r.buffer)
 		e.u64(r.offset)
 		e.seg(r.data)
-	case frameCopy:
+	case wire.FrameCopy:
 		e.rng(r.src)
 		e.rng(r.dst)
-	case frameSubmit:
+	case wire.FrameSubmit:
 		e.u32(r.adapter)
 		e.u32(uint32(len(r.commands)))
 		for i, c := range r.commands {
 			if err := encodeCommand(e, c); err != nil {
 				return nil, fmt.Errorf("command %d: %w", i, err)
 			}
-			if len(e.b) > maxRequestFrameBytes {
+			if len(e.b) > wire.MaxRequestFrameBytes {
 				break
 			}
 		}
-	case frameDispatch:
+	case wire.FrameDispatch:
 		d := r.dispatch
 		e.u64(d.Pipeline)
 		e.u32(d.Grid[0])
@@ -302,14 +220,14 @@ func encodeRequest(r *request) ([]byte, error) {
 	default:
 		return nil, fmt.Errorf("no request frame of kind %d", r.kind)
 	}
-	if len(e.b) > maxRequestFrameBytes {
-		return nil, fmt.Errorf("the request encodes to %d bytes, more than a frame's %d", len(e.b), maxRequestFrameBytes)
+	if len(e.b) > wire.MaxRequestFrameBytes {
+		return nil, fmt.Errorf("the request encodes to %d bytes, more than a frame's %d", len(e.b), wire.MaxRequestFrameBytes)
 	}
 	var flags uint8
 	if r.fd {
-		flags = flagFD
+		flags = wire.FlagFD
 	}
-	putHeader(e.b, frameHeader{size: uint32(len(e.b)), kind: r.kind, flags: flags, seq: r.seq})
+	wire.PutHeader(e.b, wire.FrameHeader{Size: uint32(len(e.b)), Kind: r.kind, Flags: flags, Seq: r.seq})
 	return e.b, nil
 }
 
@@ -320,8 +238,8 @@ func encodeCommand(e *enc, c SubmitCommand) error {
 		if len(c.Bindings) > maxBindings {
 			return fmt.Errorf("%d bindings, more than %d", len(c.Bindings), maxBindings)
 		}
-		if len(c.Uniforms) > maxRequestFrameBytes {
-			return fmt.Errorf("%d uniform bytes, more than a frame's %d", len(c.Uniforms), maxRequestFrameBytes)
+		if len(c.Uniforms) > wire.MaxRequestFrameBytes {
+			return fmt.Errorf("%d uniform bytes, more than a frame's %d", len(c.Uniforms), wire.MaxRequestFrameBytes)
 		}
 		e.u8(opDispatch)
 		e.b = append(e.b, 0, 0, 0, 0, 0, 0, 0) // pad + length, set below
@@ -358,26 +276,26 @@ func encodeCommand(e *enc, c SubmitCommand) error {
 // frame's structure only (counts against the bytes present, reserved fields);
 // ranges are checked against the tables by the caller.
 func decodeRequest(b []byte) (*request, error) {
-	h, err := parseHeader(b, maxRequestFrameBytes)
+	h, err := wire.ParseHeader(b, wire.MaxRequestFrameBytes)
 	if err != nil {
 		return nil, err
 	}
-	if int(h.size) != len(b) || h.flags&flagSpans != 0 {
-		return nil, fmt.Errorf("frame says %d bytes but %d were given (flags %#x)", h.size, len(b), h.flags)
+	if int(h.Size) != len(b) || h.Flags&wire.FlagSpans != 0 {
+		return nil, fmt.Errorf("frame says %d bytes but %d were given (flags %#x)", h.Size, len(b), h.Flags)
 	}
-	r := &request{kind: h.kind, seq: h.seq, fd: h.flags&flagFD != 0}
-	d := &dec{b: b[frameHeaderBytes:]}
+	r := &request{kind: h.Kind, seq: h.Seq, fd: h.Flags&wire.FlagFD != 0}
+	d := &dec{b: b[wire.FrameHeaderBytes:]}
 	wantFD := false
-	switch h.kind {
-	case frameHello:
+	switch h.Kind {
+	case wire.FrameHello:
 		n := d.u32()
 		d.pad()
-		if n > maxTokenBytes {
-			return nil, fmt.Errorf("hello token of %d bytes, more than %d", n, maxTokenBytes)
+		if n > wire.MaxTokenBytes {
+			return nil, fmt.Errorf("hello token of %d bytes, more than %d", n, wire.MaxTokenBytes)
 		}
 		r.token = d.bytes(n)
 		wantFD = true // the ring segment
-	case frameAttach:
+	case wire.FrameAttach:
 		r.segment = d.u32()
 		d.pad()
 		r.size = d.u64()
@@ -385,25 +303,25 @@ func decodeRequest(b []byte) (*request, error) {
 		if r.segment == 0 || r.size == 0 {
 			return nil, fmt.Errorf("attach of segment %d with %d bytes", r.segment, r.size)
 		}
-	case frameDetach:
+	case wire.FrameDetach:
 		r.segment = d.u32()
 		d.pad()
-	case frameAlloc:
+	case wire.FrameAlloc:
 		r.adapter = d.u32()
 		r.usage = BufferUsage(d.u32())
 		r.size = d.u64()
 		r.segment = d.u32()
 		d.pad()
 		wantFD = r.segment != 0
-	case frameFree:
+	case wire.FrameFree:
 		r.buffer = d.u64()
-	case frameWrite, frameRead:
+	case wire.FrameWrite, wire.FrameRead:
 		r.buffer = d.u64()
 		r.offset = d.u64()
 		r.data = d.seg()
-	case frameCopy:
+	case wire.FrameCopy:
 		r.src, r.dst = d.rng(), d.rng()
-	case frameSubmit:
+	case wire.FrameSubmit:
 		r.adapter = d.u32()
 		n := d.u32()
 		if uint64(n)*24 > uint64(len(d.b)) {
@@ -417,7 +335,7 @@ func decodeRequest(b []byte) (*request, error) {
 			}
 			r.commands = append(r.commands, c)
 		}
-	case frameDispatch:
+	case wire.FrameDispatch:
 		dr := &DispatchRequest{Pipeline: d.u64()}
 		dr.Grid = [3]uint32{d.u32(), d.u32(), d.u32()}
 		n := d.u32()
@@ -461,13 +379,13 @@ func decodeRequest(b []byte) (*request, error) {
 		}
 		r.dispatch = dr
 	default:
-		return nil, fmt.Errorf("unknown request kind %d", h.kind)
+		return nil, fmt.Errorf("unknown request kind %d", h.Kind)
 	}
 	if err := d.end(); err != nil {
 		return nil, err
 	}
 	if r.fd != wantFD {
-		return nil, fmt.Errorf("request kind %d carries fd flag %v, want %v", h.kind, r.fd, wantFD)
+		return nil, fmt.Errorf("request kind %d carries fd flag %v, want %v", h.Kind, r.fd, wantFD)
 	}
 	return r, nil
 }
@@ -554,21 +472,21 @@ type done struct {
 }
 
 // encodeDone encodes a completion of a request of kind.
-func encodeDone(kind frameKind, c *done) []byte {
+func encodeDone(kind wire.FrameKind, c *done) []byte {
 	size := 64
 	if c.spans != nil {
 		size += spansBytes
 	}
-	e := &enc{b: make([]byte, frameHeaderBytes, size)}
+	e := &enc{b: make([]byte, wire.FrameHeaderBytes, size)}
 	msg := c.msg
-	if len(msg) > maxMessageBytes {
-		msg = msg[:maxMessageBytes]
+	if len(msg) > wire.MaxMessageBytes {
+		msg = msg[:wire.MaxMessageBytes]
 	}
 	e.u32(c.status)
 	e.u32(uint32(len(msg)))
 	if c.status == statusOK {
 		switch kind {
-		case frameAlloc:
+		case wire.FrameAlloc:
 			e.u64(c.buffer)
 			var m uint32
 			if c.mapped {
@@ -576,10 +494,10 @@ func encodeDone(kind frameKind, c *done) []byte {
 			}
 			e.u32(m)
 			e.u32(0)
-		case frameSubmit:
+		case wire.FrameSubmit:
 			e.u64(uint64(c.hostNanos))
 			e.u64(uint64(c.deviceNanos))
-		case frameDispatch:
+		case wire.FrameDispatch:
 			e.u64(uint64(c.hostNanos))
 			e.u64(uint64(c.deviceNanos))
 			e.u32(uint32(len(c.sizes)))
@@ -591,38 +509,38 @@ func encodeDone(kind frameKind, c *done) []byte {
 	}
 	e.bytes([]byte(msg))
 	var flags uint8
-	if c.spans != nil && len(*c.spans) > 0 && (kind == frameSubmit || kind == frameDispatch) {
-		flags = flagSpans
+	if c.spans != nil && len(*c.spans) > 0 && (kind == wire.FrameSubmit || kind == wire.FrameDispatch) {
+		flags = wire.FlagSpans
 		encodeSpans(e, *c.spans)
 	}
-	putHeader(e.b, frameHeader{size: uint32(len(e.b)), kind: frameDone, flags: flags, seq: c.seq})
+	wire.PutHeader(e.b, wire.FrameHeader{Size: uint32(len(e.b)), Kind: wire.FrameDone, Flags: flags, Seq: c.seq})
 	return e.b
 }
 
 // maxDoneBytes bounds a completion frame: the largest result (a dispatch's
 // output sizes), the longest message and the largest spans trailer.
-const maxDoneBytes = frameHeaderBytes + 8 + 24 + 8*maxBindings + maxMessageBytes + 8 + spansBytes
+const maxDoneBytes = wire.FrameHeaderBytes + 8 + 24 + 8*maxBindings + wire.MaxMessageBytes + 8 + spansBytes
 
 // decodeDone decodes the completion of a request of kind that expected outputs
 // output sizes (dispatch only). Anything but exactly the fields that request
 // expects is an error.
-func decodeDone(b []byte, kind frameKind, outputs int) (*done, error) {
-	h, err := parseHeader(b, maxDoneBytes)
+func decodeDone(b []byte, kind wire.FrameKind, outputs int) (*done, error) {
+	h, err := wire.ParseHeader(b, maxDoneBytes)
 	if err != nil {
 		return nil, err
 	}
-	if int(h.size) != len(b) || h.kind != frameDone || h.flags&^flagSpans != 0 {
-		return nil, fmt.Errorf("completion frame of kind %d, flags %d, %d bytes for %d given", h.kind, h.flags, h.size, len(b))
+	if int(h.Size) != len(b) || h.Kind != wire.FrameDone || h.Flags&^wire.FlagSpans != 0 {
+		return nil, fmt.Errorf("completion frame of kind %d, flags %d, %d bytes for %d given", h.Kind, h.Flags, h.Size, len(b))
 	}
-	d := &dec{b: b[frameHeaderBytes:]}
-	c := &done{seq: h.seq, status: d.u32()}
+	d := &dec{b: b[wire.FrameHeaderBytes:]}
+	c := &done{seq: h.Seq, status: d.u32()}
 	n := d.u32()
-	if c.status >= statusCount || n > maxMessageBytes {
+	if c.status >= statusCount || n > wire.MaxMessageBytes {
 		return nil, fmt.Errorf("completion status %d with a message of %d bytes", c.status, n)
 	}
 	if c.status == statusOK {
 		switch kind {
-		case frameAlloc:
+		case wire.FrameAlloc:
 			c.buffer = d.u64()
 			m := d.u32()
 			d.pad()
@@ -630,9 +548,9 @@ func decodeDone(b []byte, kind frameKind, outputs int) (*done, error) {
 				return nil, fmt.Errorf("alloc completion with buffer %d, mapped flag %d", c.buffer, m)
 			}
 			c.mapped = m == 1
-		case frameSubmit:
+		case wire.FrameSubmit:
 			c.hostNanos, c.deviceNanos = int64(d.u64()), int64(d.u64())
-		case frameDispatch:
+		case wire.FrameDispatch:
 			c.hostNanos, c.deviceNanos = int64(d.u64()), int64(d.u64())
 			m := d.u32()
 			d.pad()
@@ -646,8 +564,8 @@ func decodeDone(b []byte, kind frameKind, outputs int) (*done, error) {
 		}
 	}
 	c.msg = string(d.bytes(n))
-	if h.flags&flagSpans != 0 {
-		if kind != frameSubmit && kind != frameDispatch {
+	if h.Flags&wire.FlagSpans != 0 {
+		if kind != wire.FrameSubmit && kind != wire.FrameDispatch {
 			return nil, errNoSpans
 		}
 		spans, err := decodeSpans(d)

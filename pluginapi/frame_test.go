@@ -5,32 +5,34 @@ import (
 	"encoding/binary"
 	"reflect"
 	"testing"
+
+	"github.com/kiln-dev/kiln/internal/wire"
 )
 
 // sampleRequests covers every request kind, for the round-trip test and as fuzz
 // seeds.
 func sampleRequests() []*request {
 	return []*request{
-		{kind: frameHello, seq: 1, token: []byte("0123456789abcdef0123456789abcdef"), fd: true},
-		{kind: frameAttach, seq: 2, segment: 3, size: 1 << 20, fd: true},
-		{kind: frameDetach, seq: 3, segment: 3},
-		{kind: frameAlloc, seq: 4, adapter: 1, usage: UsageMap | UsageStorage, size: 4096, segment: 9, fd: true},
-		{kind: frameAlloc, seq: 5, size: 16},
-		{kind: frameFree, seq: 6, buffer: 7},
-		{kind: frameWrite, seq: 7, buffer: 7, offset: 8, data: segRange{segment: 3, offset: 64, size: 16}},
-		{kind: frameRead, seq: 8, buffer: 7, data: segRange{segment: 3, size: 4}},
-		{kind: frameSubmit, seq: 9, adapter: 2, commands: []SubmitCommand{
+		{kind: wire.FrameHello, seq: 1, token: []byte("0123456789abcdef0123456789abcdef"), fd: true},
+		{kind: wire.FrameAttach, seq: 2, segment: 3, size: 1 << 20, fd: true},
+		{kind: wire.FrameDetach, seq: 3, segment: 3},
+		{kind: wire.FrameAlloc, seq: 4, adapter: 1, usage: UsageMap | UsageStorage, size: 4096, segment: 9, fd: true},
+		{kind: wire.FrameAlloc, seq: 5, size: 16},
+		{kind: wire.FrameFree, seq: 6, buffer: 7},
+		{kind: wire.FrameWrite, seq: 7, buffer: 7, offset: 8, data: segRange{segment: 3, offset: 64, size: 16}},
+		{kind: wire.FrameRead, seq: 8, buffer: 7, data: segRange{segment: 3, size: 4}},
+		{kind: wire.FrameSubmit, seq: 9, adapter: 2, commands: []SubmitCommand{
 			DispatchCommand{Pipeline: 5, Grid: [3]uint32{4, 2, 1}, Bindings: []BufferRange{{Buffer: 1, Size: 16}, {Buffer: 2, Offset: 4, Size: 8}}, Uniforms: []byte{1, 2, 3}},
 			CopyCommand{Src: BufferRange{Buffer: 1, Size: 8}, Dst: BufferRange{Buffer: 2, Offset: 8, Size: 8}},
 			FillCommand{Dst: BufferRange{Buffer: 2, Size: 16}, Value: 0xdeadbeef},
 			DispatchCommand{Pipeline: 6},
 		}},
-		{kind: frameDispatch, seq: 10,
+		{kind: wire.FrameDispatch, seq: 10,
 			dispatch: &DispatchRequest{Pipeline: 3, Grid: [3]uint32{1, 1, 1}, Inputs: [][]byte{{}, nil}, OutputCounts: []uint32{0, 4}, Uniforms: []byte{1, 0, 0, 0, 2}},
 			inputs:   []segRange{{segment: 1, size: 16}, {}},
 			outputs:  []segRange{{segment: 1, offset: 64, size: 16}},
 		},
-		{kind: frameCopy, seq: 11, src: BufferRange{Buffer: 7, Offset: 8, Size: 1 << 30}, dst: BufferRange{Buffer: 9, Size: 1 << 30}},
+		{kind: wire.FrameCopy, seq: 11, src: BufferRange{Buffer: 7, Offset: 8, Size: 1 << 30}, dst: BufferRange{Buffer: 9, Size: 1 << 30}},
 	}
 }
 
@@ -55,16 +57,16 @@ func TestFrameRequestRoundTrip(t *testing.T) {
 
 func TestFrameDoneRoundTrip(t *testing.T) {
 	cases := []struct {
-		kind    frameKind
+		kind    wire.FrameKind
 		outputs int
 		d       *done
 	}{
-		{frameAlloc, 0, &done{seq: 1, buffer: 5, mapped: true}},
-		{frameSubmit, 0, &done{seq: 2, hostNanos: 100, deviceNanos: 7}},
-		{frameDispatch, 2, &done{seq: 3, hostNanos: 1, sizes: []uint64{16, 0}}},
-		{frameFree, 0, &done{seq: 4}},
-		{frameSubmit, 0, &done{seq: 5, status: statusRejected, msg: "command 0: no. Fix: yes"}},
-		{frameDispatch, 3, &done{seq: 6, status: statusBadResult, msg: "2 outputs"}},
+		{wire.FrameAlloc, 0, &done{seq: 1, buffer: 5, mapped: true}},
+		{wire.FrameSubmit, 0, &done{seq: 2, hostNanos: 100, deviceNanos: 7}},
+		{wire.FrameDispatch, 2, &done{seq: 3, hostNanos: 1, sizes: []uint64{16, 0}}},
+		{wire.FrameFree, 0, &done{seq: 4}},
+		{wire.FrameSubmit, 0, &done{seq: 5, status: statusRejected, msg: "command 0: no. Fix: yes"}},
+		{wire.FrameDispatch, 3, &done{seq: 6, status: statusBadResult, msg: "2 outputs"}},
 	}
 	for _, c := range cases {
 		got, err := decodeDone(encodeDone(c.kind, c.d), c.kind, c.outputs)
@@ -86,10 +88,10 @@ func TestFrameDecodersRefuse(t *testing.T) {
 		"size mismatch":  mutate(func(b []byte) []byte { return b[:len(b)-8] }),
 		"reserved bits":  mutate(func(b []byte) []byte { b[6] = 1; return b }),
 		"unknown flag":   mutate(func(b []byte) []byte { b[5] = 2; return b }),
-		"fd on submit":   mutate(func(b []byte) []byte { b[5] = flagFD; return b }),
+		"fd on submit":   mutate(func(b []byte) []byte { b[5] = wire.FlagFD; return b }),
 		"unknown kind":   mutate(func(b []byte) []byte { b[4] = 77; return b }),
 		"huge command count": mutate(func(b []byte) []byte {
-			binary.LittleEndian.PutUint32(b[frameHeaderBytes+4:], 1<<30)
+			binary.LittleEndian.PutUint32(b[wire.FrameHeaderBytes+4:], 1<<30)
 			return b
 		}),
 	}
@@ -98,15 +100,15 @@ func TestFrameDecodersRefuse(t *testing.T) {
 			t.Errorf("%s: decoded", name)
 		}
 	}
-	d := encodeDone(frameDispatch, &done{seq: 1, sizes: []uint64{4}})
-	if _, err := decodeDone(d, frameDispatch, 2); err == nil {
+	d := encodeDone(wire.FrameDispatch, &done{seq: 1, sizes: []uint64{4}})
+	if _, err := decodeDone(d, wire.FrameDispatch, 2); err == nil {
 		t.Error("a dispatch completion with 1 size decoded where 2 were expected")
 	}
-	if _, err := decodeDone(d, frameSubmit, 0); err == nil {
+	if _, err := decodeDone(d, wire.FrameSubmit, 0); err == nil {
 		t.Error("a dispatch completion decoded as a submit completion")
 	}
-	a := encodeDone(frameAlloc, &done{seq: 1, buffer: 0})
-	if _, err := decodeDone(a, frameAlloc, 0); err == nil {
+	a := encodeDone(wire.FrameAlloc, &done{seq: 1, buffer: 0})
+	if _, err := decodeDone(a, wire.FrameAlloc, 0); err == nil {
 		t.Error("an alloc completion with handle 0 decoded")
 	}
 }
@@ -128,7 +130,7 @@ func FuzzDecodeRequest(f *testing.F) {
 		if err != nil {
 			t.Fatalf("decoded request does not encode: %v", err)
 		}
-		if r.kind != frameDispatch && !bytes.Equal(again, b) {
+		if r.kind != wire.FrameDispatch && !bytes.Equal(again, b) {
 			t.Fatalf("re-encoding differs:\n in %x\nout %x", b, again)
 		}
 	})
@@ -137,20 +139,20 @@ func FuzzDecodeRequest(f *testing.F) {
 // FuzzDecodeDone is the host side's decoder of completions, for every request
 // kind it waits on.
 func FuzzDecodeDone(f *testing.F) {
-	f.Add(encodeDone(frameAlloc, &done{seq: 1, buffer: 5, mapped: true}), uint8(frameAlloc), uint8(0))
-	f.Add(encodeDone(frameSubmit, &done{seq: 2, hostNanos: 3}), uint8(frameSubmit), uint8(0))
-	f.Add(encodeDone(frameDispatch, &done{seq: 3, sizes: []uint64{1, 2}}), uint8(frameDispatch), uint8(2))
-	f.Add(encodeDone(frameFree, &done{seq: 4, status: statusDevice, msg: "lost"}), uint8(frameFree), uint8(0))
-	f.Add(encodeDone(frameSubmit, &done{seq: 5, hostNanos: 3, spans: &[]Span{{Kind: SpanRun, Start: 1, End: 2}}}), uint8(frameSubmit), uint8(0))
+	f.Add(encodeDone(wire.FrameAlloc, &done{seq: 1, buffer: 5, mapped: true}), uint8(wire.FrameAlloc), uint8(0))
+	f.Add(encodeDone(wire.FrameSubmit, &done{seq: 2, hostNanos: 3}), uint8(wire.FrameSubmit), uint8(0))
+	f.Add(encodeDone(wire.FrameDispatch, &done{seq: 3, sizes: []uint64{1, 2}}), uint8(wire.FrameDispatch), uint8(2))
+	f.Add(encodeDone(wire.FrameFree, &done{seq: 4, status: statusDevice, msg: "lost"}), uint8(wire.FrameFree), uint8(0))
+	f.Add(encodeDone(wire.FrameSubmit, &done{seq: 5, hostNanos: 3, spans: &[]Span{{Kind: SpanRun, Start: 1, End: 2}}}), uint8(wire.FrameSubmit), uint8(0))
 	f.Fuzz(func(t *testing.T, b []byte, kind, outputs uint8) {
-		d, err := decodeDone(b, frameKind(kind), int(outputs))
+		d, err := decodeDone(b, wire.FrameKind(kind), int(outputs))
 		if err != nil {
 			return
 		}
-		if d.status == statusOK && frameKind(kind) == frameDispatch && len(d.sizes) != int(outputs) {
+		if d.status == statusOK && wire.FrameKind(kind) == wire.FrameDispatch && len(d.sizes) != int(outputs) {
 			t.Fatalf("%d sizes for %d outputs", len(d.sizes), outputs)
 		}
-		if !bytes.Equal(encodeDone(frameKind(kind), d), b) {
+		if !bytes.Equal(encodeDone(wire.FrameKind(kind), d), b) {
 			t.Fatalf("re-encoding differs")
 		}
 	})

@@ -6,11 +6,14 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"net"
 	"os"
 	"testing"
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/kiln-dev/kiln/internal/wire"
 )
 
 // liar is a plugin side that answers every request frame with whatever reply
@@ -35,10 +38,10 @@ func liar(t *testing.T, reply func(r *request) []byte) *plane {
 // also scribble on directly.
 type fakePeer struct {
 	t         *testing.T
-	conn      *rawConn
+	conn      *wire.RawConn
 	r         *fdReader
 	mem       []byte
-	req, done *ring
+	req, done *wire.Ring
 	in        []byte
 }
 
@@ -51,26 +54,26 @@ func fakePlugin(t *testing.T, serve func(fp *fakePeer)) *plane {
 	if err != nil {
 		t.Fatal(err)
 	}
-	host, peer := &rawConn{fd: fds[0]}, &rawConn{fd: fds[1]}
+	host, peer := rawConn(t, fds[0]), rawConn(t, fds[1])
 	served := make(chan struct{})
 	go func() {
 		defer close(served)
-		defer peer.close()
+		defer peer.Close()
 		fp := &fakePeer{t: t, conn: peer, r: &fdReader{conn: peer}}
-		b, err := fp.r.frame(maxRequestFrameBytes)
+		b, err := fp.r.frame(wire.MaxRequestFrameBytes)
 		if err != nil {
 			return
 		}
 		hello, err := decodeRequest(b)
-		if err != nil || hello.kind != frameHello {
+		if err != nil || hello.kind != wire.FrameHello {
 			return
 		}
-		if fp.mem, err = mapRingSegment(fp.r.popFD()); err != nil {
+		if fp.mem, err = wire.MapRingSegment(fp.r.popFD()); err != nil {
 			return
 		}
 		defer unix.Munmap(fp.mem)
-		fp.req, fp.done = ringPair(fp.mem)
-		if !fp.answer(encodeDone(frameHello, &done{seq: hello.seq})) {
+		fp.req, fp.done = wire.RingPair(fp.mem)
+		if !fp.answer(encodeDone(wire.FrameHello, &done{seq: hello.seq})) {
 			return
 		}
 		serve(fp)
@@ -90,16 +93,16 @@ func fakePlugin(t *testing.T, serve func(fp *fakePeer)) *plane {
 // the frame is broken.
 func (fp *fakePeer) request() (*request, bool) {
 	for {
-		b, in, ok, err := fp.req.next(fp.in, maxRequestFrameBytes)
+		b, in, ok, err := fp.req.Next(fp.in, wire.MaxRequestFrameBytes)
 		fp.in = in
 		if err != nil {
 			return nil, false
 		}
 		if !ok {
-			if hungUp(fp.conn.fd) {
+			if wire.HungUp(fp.conn.FD()) {
 				return nil, false
 			}
-			fp.req.sleep(10*time.Millisecond, func() bool { return false })
+			fp.req.Sleep(10*time.Millisecond, func() bool { return false })
 			continue
 		}
 		req, err := decodeRequest(b)
@@ -120,11 +123,11 @@ func (fp *fakePeer) request() (*request, bool) {
 // answer publishes a frame on the completion ring.
 func (fp *fakePeer) answer(b []byte) bool {
 	for {
-		switch err := fp.done.put(b); err {
+		switch err := fp.done.Put(b); err {
 		case nil:
 			return true
-		case errRingFull:
-			if hungUp(fp.conn.fd) {
+		case wire.ErrRingFull:
+			if wire.HungUp(fp.conn.FD()) {
 				return false
 			}
 			time.Sleep(time.Millisecond)
@@ -142,8 +145,8 @@ func ctxT(t *testing.T) context.Context {
 
 func TestPlaneRefusesAnOutputLargerThanAskedFor(t *testing.T) {
 	p := liar(t, func(r *request) []byte {
-		if r.kind == frameDispatch {
-			return encodeDone(frameDispatch, &done{seq: r.seq, sizes: []uint64{1 << 40}})
+		if r.kind == wire.FrameDispatch {
+			return encodeDone(wire.FrameDispatch, &done{seq: r.seq, sizes: []uint64{1 << 40}})
 		}
 		return encodeDone(r.kind, &done{seq: r.seq})
 	})
@@ -161,15 +164,15 @@ func TestPlaneClosesOnBrokenCompletions(t *testing.T) {
 	cases := map[string]func(r *request) []byte{
 		"unknown sequence number": func(r *request) []byte { return encodeDone(r.kind, &done{seq: r.seq + 100}) },
 		"completion beyond its size limit": func(r *request) []byte {
-			b := make([]byte, frameHeaderBytes)
-			putHeader(b, frameHeader{size: 1 << 30, kind: frameDone, seq: r.seq})
+			b := make([]byte, wire.FrameHeaderBytes)
+			wire.PutHeader(b, wire.FrameHeader{Size: 1 << 30, Kind: wire.FrameDone, Seq: r.seq})
 			return b
 		},
 		"wrong number of output sizes": func(r *request) []byte {
-			return encodeDone(frameDispatch, &done{seq: r.seq, sizes: []uint64{4, 4, 4}})
+			return encodeDone(wire.FrameDispatch, &done{seq: r.seq, sizes: []uint64{4, 4, 4}})
 		},
 		"request frame instead of a completion": func(r *request) []byte {
-			b, _ := encodeRequest(&request{kind: frameFree, seq: r.seq, buffer: 1})
+			b, _ := encodeRequest(&request{kind: wire.FrameFree, seq: r.seq, buffer: 1})
 			return b
 		},
 	}
@@ -205,7 +208,7 @@ func TestPlaneLostPeerOrphansSegments(t *testing.T) {
 	if err != nil || !res.Mapped || seg == nil {
 		t.Fatalf("mapped alloc: %+v, %v", res, err)
 	}
-	seg.mem[0] = 7
+	seg.Mem[0] = 7
 	if n := memfdMappings(t); n < 1 {
 		t.Fatalf("%d memfd mappings after a mapped alloc", n)
 	}
@@ -213,12 +216,12 @@ func TestPlaneLostPeerOrphansSegments(t *testing.T) {
 	if n := memfdMappings(t); n != 0 {
 		t.Errorf("%d memfd mappings after the plane closed, want 0", n)
 	}
-	if seg.mem[0] != 0 {
+	if seg.Mem[0] != 0 {
 		t.Error("an orphaned segment still shows the shared bytes")
 	}
-	seg.mem[1] = 1 // the address stays writable
+	seg.Mem[1] = 1 // the address stays writable
 	p.dropSegment(seg)
-	if _, err := p.roundTrip(ctxT(t), &request{kind: frameFree, buffer: 1}, -1, 0); err == nil {
+	if _, err := p.roundTrip(ctxT(t), &request{kind: wire.FrameFree, buffer: 1}, -1, 0); err == nil {
 		t.Error("a closed plane accepted a request")
 	}
 	if _, err := p.lease(ctxT(t), 100); err == nil {
@@ -236,5 +239,21 @@ func memfdMappings(t *testing.T) int {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return bytes.Count(b, []byte("/memfd:"+SegmentName))
+	return bytes.Count(b, []byte("/memfd:"+wire.SegmentName))
+}
+
+// rawConn takes over one end of a socket pair as a data-plane socket.
+func rawConn(t *testing.T, fd int) *wire.RawConn {
+	t.Helper()
+	f := os.NewFile(uintptr(fd), "socket")
+	defer f.Close()
+	c, err := net.FileConn(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc, err := wire.RawFrom(c.(*net.UnixConn))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rc
 }

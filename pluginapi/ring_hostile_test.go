@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 	"unsafe"
+
+	"github.com/kiln-dev/kiln/internal/wire"
 )
 
 // TestPlaneRefusesAHostileCompletionRing pins the host's distrust of the
@@ -20,28 +22,28 @@ import (
 func TestPlaneRefusesAHostileCompletionRing(t *testing.T) {
 	cases := map[string]func(fp *fakePeer, r *request){
 		"head far beyond the ring": func(fp *fakePeer, r *request) {
-			atomic.StoreUint64(fp.done.head, 1<<62)
+			atomic.StoreUint64(fp.done.Head(), 1<<62)
 		},
 		"head moved back": func(fp *fakePeer, r *request) {
-			atomic.StoreUint64(fp.done.head, 0)
+			atomic.StoreUint64(fp.done.Head(), 0)
 		},
 		"part of a header": func(fp *fakePeer, r *request) {
-			atomic.StoreUint64(fp.done.head, fp.done.pos+8)
+			atomic.StoreUint64(fp.done.Head(), fp.done.Pos()+8)
 		},
 		"size beyond what was published": func(fp *fakePeer, r *request) {
 			b := encodeDone(r.kind, &done{seq: r.seq})
 			binary.LittleEndian.PutUint32(b, uint32(len(b)+64))
-			fp.done.copyIn(b, fp.done.pos)
-			atomic.StoreUint64(fp.done.head, fp.done.pos+uint64(len(b)))
+			fp.done.CopyIn(b, fp.done.Pos())
+			atomic.StoreUint64(fp.done.Head(), fp.done.Pos()+uint64(len(b)))
 		},
 		"size beyond the completion limit": func(fp *fakePeer, r *request) {
 			b := make([]byte, 4096)
-			putHeader(b, frameHeader{size: uint32(len(b)) + maxDoneBytes, kind: frameDone, seq: r.seq})
-			fp.done.copyIn(b, fp.done.pos)
-			atomic.StoreUint64(fp.done.head, fp.done.pos+uint64(len(b)))
+			wire.PutHeader(b, wire.FrameHeader{Size: uint32(len(b)) + maxDoneBytes, Kind: wire.FrameDone, Seq: r.seq})
+			fp.done.CopyIn(b, fp.done.Pos())
+			atomic.StoreUint64(fp.done.Head(), fp.done.Pos()+uint64(len(b)))
 		},
 		"request ring tail past its head": func(fp *fakePeer, r *request) {
-			atomic.StoreUint64(fp.req.tail, 1<<40)
+			atomic.StoreUint64(fp.req.Tail(), 1<<40)
 			fp.answer(encodeDone(r.kind, &done{seq: r.seq, sizes: []uint64{4}}))
 		},
 	}
@@ -53,14 +55,14 @@ func TestPlaneRefusesAHostileCompletionRing(t *testing.T) {
 					return
 				}
 				lie(fp, r)
-				fp.done.interrupt()
+				fp.done.Interrupt()
 				fp.request() // keeps the socket open until the host closes the plane
 			})
 			ctx := ctxT(t)
 			_, err := dispatchOnPlane(ctx, p, &DispatchRequest{Pipeline: 1, OutputCounts: []uint32{1}}, []int{4})
 			if err == nil && strings.HasPrefix(name, "request ring") {
 				// The lie shows on the next request the host sends.
-				_, err = p.roundTrip(ctx, &request{kind: frameFree, buffer: 1}, -1, 0)
+				_, err = p.roundTrip(ctx, &request{kind: wire.FrameFree, buffer: 1}, -1, 0)
 			}
 			var pe *ProtocolError
 			if !errors.As(err, &pe) {
@@ -82,9 +84,9 @@ func TestPlaneNoticesAPeerThatDies(t *testing.T) {
 			return
 		}
 		time.Sleep(50 * time.Millisecond) // the host is asleep on the ring by now
-		fp.conn.shutdown()
+		fp.conn.Shutdown()
 	})
-	_, err := p.roundTrip(ctxT(t), &request{kind: frameFree, buffer: 1}, -1, 0)
+	_, err := p.roundTrip(ctxT(t), &request{kind: wire.FrameFree, buffer: 1}, -1, 0)
 	if err == nil || errors.Is(err, ctxT(t).Err()) {
 		t.Fatalf("a request to a plugin that died: %v, want the lost plane", err)
 	}
@@ -124,7 +126,7 @@ func ringDescriptors(t *testing.T) int {
 	}
 	n := 0
 	for _, e := range entries {
-		if l, err := os.Readlink("/proc/self/fd/" + e.Name()); err == nil && strings.Contains(l, RingSegmentName) {
+		if l, err := os.Readlink("/proc/self/fd/" + e.Name()); err == nil && strings.Contains(l, wire.RingSegmentName) {
 			n++
 		}
 	}
@@ -137,7 +139,7 @@ func ringDescriptors(t *testing.T) int {
 func hostilePlane(t *testing.T) *plane {
 	t.Helper()
 	_, p := planePair(t)
-	if _, err := p.roundTrip(ctxT(t), &request{kind: frameAlloc, size: 16}, -1, 0); err != nil {
+	if _, err := p.roundTrip(ctxT(t), &request{kind: wire.FrameAlloc, size: 16}, -1, 0); err != nil {
 		t.Fatalf("a well-formed request: %v", err)
 	}
 	return p
@@ -173,32 +175,32 @@ func TestPluginRefusesAHostileRequestRing(t *testing.T) {
 		}
 		return b
 	}
-	cases := map[string]func(q *ring){
-		"head far beyond the ring": func(q *ring) { atomic.StoreUint64(q.head, 1<<62) },
-		"head moved back":          func(q *ring) { atomic.StoreUint64(q.head, 0) },
-		"part of a header":         func(q *ring) { atomic.StoreUint64(q.head, q.pos+8) },
-		"size beyond what was published": func(q *ring) {
-			b := frame(&request{kind: frameFree, buffer: 1})
+	cases := map[string]func(q *wire.Ring){
+		"head far beyond the ring": func(q *wire.Ring) { atomic.StoreUint64(q.Head(), 1<<62) },
+		"head moved back":          func(q *wire.Ring) { atomic.StoreUint64(q.Head(), 0) },
+		"part of a header":         func(q *wire.Ring) { atomic.StoreUint64(q.Head(), q.Pos()+8) },
+		"size beyond what was published": func(q *wire.Ring) {
+			b := frame(&request{kind: wire.FrameFree, buffer: 1})
 			binary.LittleEndian.PutUint32(b, uint32(len(b)+64))
-			q.copyIn(b, q.pos)
-			atomic.StoreUint64(q.head, q.pos+uint64(len(b)))
+			q.CopyIn(b, q.Pos())
+			atomic.StoreUint64(q.Head(), q.Pos()+uint64(len(b)))
 		},
-		"size beyond the request limit": func(q *ring) {
+		"size beyond the request limit": func(q *wire.Ring) {
 			b := make([]byte, 64)
-			putHeader(b, frameHeader{size: maxRequestFrameBytes + 8, kind: frameFree})
-			q.copyIn(b, q.pos)
-			atomic.StoreUint64(q.head, q.pos+uint64(len(b)))
+			wire.PutHeader(b, wire.FrameHeader{Size: wire.MaxRequestFrameBytes + 8, Kind: wire.FrameFree})
+			q.CopyIn(b, q.Pos())
+			atomic.StoreUint64(q.Head(), q.Pos()+uint64(len(b)))
 		},
-		"a frame that does not decode": func(q *ring) {
-			b := frame(&request{kind: frameFree, buffer: 1})
+		"a frame that does not decode": func(q *wire.Ring) {
+			b := frame(&request{kind: wire.FrameFree, buffer: 1})
 			b[4] = 99
-			_ = q.put(b)
+			_ = q.Put(b)
 		},
-		"a descriptor flag without a descriptor": func(q *ring) {
-			_ = q.put(frame(&request{kind: frameAttach, segment: 7, size: 4096, fd: true}))
+		"a descriptor flag without a descriptor": func(q *wire.Ring) {
+			_ = q.Put(frame(&request{kind: wire.FrameAttach, segment: 7, size: 4096, fd: true}))
 		},
-		"a second hello in the ring": func(q *ring) {
-			_ = q.put(frame(&request{kind: frameHello, token: []byte("x"), fd: true}))
+		"a second hello in the ring": func(q *wire.Ring) {
+			_ = q.Put(frame(&request{kind: wire.FrameHello, token: []byte("x"), fd: true}))
 		},
 	}
 	for name, lie := range cases {
@@ -206,7 +208,7 @@ func TestPluginRefusesAHostileRequestRing(t *testing.T) {
 			p := hostilePlane(t)
 			p.wlock <- struct{}{}
 			lie(p.req)
-			p.req.interrupt()
+			p.req.Interrupt()
 			<-p.wlock
 			if !eventually(func() bool { return p.closed() != nil }) {
 				t.Fatal("the plugin kept the plane open")
@@ -248,11 +250,11 @@ func TestPlaneBurstLargerThanBothRings(t *testing.T) {
 		t.Fatal(err)
 	}
 	req := &SubmitRequest{Commands: []SubmitCommand{FillCommand{Dst: BufferRange{Buffer: buf.Buffer, Size: 4}, Value: 1}}}
-	frame, err := encodeRequest(&request{kind: frameSubmit, commands: req.Commands})
+	frame, err := encodeRequest(&request{kind: wire.FrameSubmit, commands: req.Commands})
 	if err != nil {
 		t.Fatal(err)
 	}
-	n := ringRequestSize/len(frame) + ringDoneSize/len(encodeDone(frameSubmit, &done{})) + 1000
+	n := wire.RingRequestSize/len(frame) + wire.RingDoneSize/len(encodeDone(wire.FrameSubmit, &done{})) + 1000
 	pending := make([]*Pending, 0, n)
 	for range n {
 		p, err := conn.SubmitAsync(ctx, req)

@@ -67,9 +67,6 @@ func deref(s *[]Span) []Span {
 	return *s
 }
 
-// flagSpans marks a completion that carries a spans trailer after its message.
-const flagSpans = 2
-
 // maxSpans bounds the spans of one completion; spanBytes is one span's size
 // on the wire (u32 kind, u32 zero, u64 start, u64 end) and spansBytes the
 // largest trailer (u32 count, u32 zero, the spans).

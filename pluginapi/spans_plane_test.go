@@ -7,17 +7,19 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/kiln-dev/kiln/internal/wire"
 )
 
 // submitOnPlane sends one fill of a fresh buffer and returns its completion.
 func submitOnPlane(t *testing.T, p *plane) *done {
 	t.Helper()
 	ctx := ctxT(t)
-	a, err := p.roundTrip(ctx, &request{kind: frameAlloc, size: 16}, -1, 0)
+	a, err := p.roundTrip(ctx, &request{kind: wire.FrameAlloc, size: 16}, -1, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &request{kind: frameSubmit, commands: []SubmitCommand{FillCommand{Dst: BufferRange{Buffer: a.buffer, Size: 16}, Value: 7}}}
+	r := &request{kind: wire.FrameSubmit, commands: []SubmitCommand{FillCommand{Dst: BufferRange{Buffer: a.buffer, Size: 16}, Value: 7}}}
 	d, err := p.roundTrip(ctx, r, -1, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -69,18 +71,18 @@ func TestPlaneShipsSpansWhenAsked(t *testing.T) {
 func TestPlaneRefusesHostileSpans(t *testing.T) {
 	cases := map[string]func(r *request) []byte{
 		"too many spans": func(r *request) []byte {
-			b := encodeDone(frameDispatch, &done{seq: r.seq, sizes: []uint64{4}, spans: ptr(sampleSpans()[:1])})
+			b := encodeDone(wire.FrameDispatch, &done{seq: r.seq, sizes: []uint64{4}, spans: ptr(sampleSpans()[:1])})
 			b[len(b)-spanBytes-8] = maxSpans + 1
 			return b
 		},
 		"unknown span kind": func(r *request) []byte {
-			return encodeDone(frameDispatch, &done{seq: r.seq, sizes: []uint64{4}, spans: ptr([]Span{{Kind: 77, Start: 1, End: 2}})})
+			return encodeDone(wire.FrameDispatch, &done{seq: r.seq, sizes: []uint64{4}, spans: ptr([]Span{{Kind: 77, Start: 1, End: 2}})})
 		},
 	}
 	for name, reply := range cases {
 		t.Run(name, func(t *testing.T) {
 			p := liar(t, func(r *request) []byte {
-				if r.kind != frameDispatch {
+				if r.kind != wire.FrameDispatch {
 					return encodeDone(r.kind, &done{seq: r.seq}) // the staging segment's attach
 				}
 				return reply(r)
@@ -93,10 +95,10 @@ func TestPlaneRefusesHostileSpans(t *testing.T) {
 		})
 	}
 	p := liar(t, func(r *request) []byte {
-		if r.kind != frameDispatch {
+		if r.kind != wire.FrameDispatch {
 			return encodeDone(r.kind, &done{seq: r.seq})
 		}
-		return encodeDone(frameDispatch, &done{seq: r.seq, sizes: []uint64{4}, spans: ptr(sampleSpans())})
+		return encodeDone(wire.FrameDispatch, &done{seq: r.seq, sizes: []uint64{4}, spans: ptr(sampleSpans())})
 	})
 	res, err := dispatchOnPlane(ctxT(t), p, &DispatchRequest{Pipeline: 1, OutputCounts: []uint32{1}}, []int{4})
 	if err != nil || len(res.Spans()) != len(sampleSpans()) {
@@ -117,8 +119,8 @@ func BenchmarkSpansOnCompletion(b *testing.B) {
 		js.decoded = timer.clock.now()
 		began := timer.clock.now()
 		spans := timer.spans(js, began, timer.clock.now(), 100)
-		frame := encodeDone(frameSubmit, &done{seq: 1, hostNanos: 5, deviceNanos: 100, spans: &spans})
-		if _, err := decodeDone(frame, frameSubmit, 0); err != nil {
+		frame := encodeDone(wire.FrameSubmit, &done{seq: 1, hostNanos: 5, deviceNanos: 100, spans: &spans})
+		if _, err := decodeDone(frame, wire.FrameSubmit, 0); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -5,6 +5,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/kiln-dev/kiln/internal/wire"
 )
 
 func ptr(s []Span) *[]Span { return &s }
@@ -22,15 +24,15 @@ func sampleSpans() []Span {
 // dispatch's completion carry the plugin's spans to the host unchanged.
 func TestFrameDoneSpansRoundTrip(t *testing.T) {
 	for _, c := range []struct {
-		kind    frameKind
+		kind    wire.FrameKind
 		outputs int
 		d       *done
 	}{
-		{frameSubmit, 0, &done{seq: 2, hostNanos: 100, deviceNanos: 7, spans: ptr(sampleSpans())}},
-		{frameDispatch, 1, &done{seq: 3, hostNanos: 1, sizes: []uint64{16}, spans: ptr(sampleSpans()[:1])}},
+		{wire.FrameSubmit, 0, &done{seq: 2, hostNanos: 100, deviceNanos: 7, spans: ptr(sampleSpans())}},
+		{wire.FrameDispatch, 1, &done{seq: 3, hostNanos: 1, sizes: []uint64{16}, spans: ptr(sampleSpans()[:1])}},
 	} {
 		b := encodeDone(c.kind, c.d)
-		if b[5] != flagSpans {
+		if b[5] != wire.FlagSpans {
 			t.Fatalf("flags %#x, want the spans flag", b[5])
 		}
 		got, err := decodeDone(b, c.kind, c.outputs)
@@ -51,11 +53,11 @@ func TestFrameDoneSpansAreBounded(t *testing.T) {
 	for i := range many {
 		many[i] = Span{Kind: SpanRun, Start: int64(i + 1), End: int64(i + 2)}
 	}
-	if d, err := decodeDone(encodeDone(frameSubmit, &done{seq: 1, spans: ptr(many)}), frameSubmit, 0); err != nil || len(deref(d.spans)) != maxSpans {
+	if d, err := decodeDone(encodeDone(wire.FrameSubmit, &done{seq: 1, spans: ptr(many)}), wire.FrameSubmit, 0); err != nil || len(deref(d.spans)) != maxSpans {
 		t.Fatalf("the encoder kept %d spans (%v), want %d", len(deref(d.spans)), err, maxSpans)
 	}
 	withCount := func(n uint32) []byte {
-		b := encodeDone(frameSubmit, &done{seq: 1, spans: ptr(sampleSpans()[:1])})
+		b := encodeDone(wire.FrameSubmit, &done{seq: 1, spans: ptr(sampleSpans()[:1])})
 		binary.LittleEndian.PutUint32(b[len(b)-spanBytes-8:], n)
 		return b
 	}
@@ -63,29 +65,29 @@ func TestFrameDoneSpansAreBounded(t *testing.T) {
 		"more spans than allowed":  withCount(maxSpans + 1),
 		"a count beyond the frame": withCount(1 << 31),
 		"no spans under the flag":  withCount(0)[:len(withCount(0))-spanBytes],
-		"unknown kind":             encodeDone(frameSubmit, &done{seq: 1, spans: ptr([]Span{{Kind: 9, Start: 1, End: 2}})}),
-		"ends before it starts":    encodeDone(frameSubmit, &done{seq: 1, spans: ptr([]Span{{Kind: SpanRun, Start: 5, End: 2}})}),
-		"starts at zero":           encodeDone(frameSubmit, &done{seq: 1, spans: ptr([]Span{{Kind: SpanRun, Start: 0, End: 2}})}),
-		"negative start":           encodeDone(frameSubmit, &done{seq: 1, spans: ptr([]Span{{Kind: SpanRun, Start: -5, End: 2}})}),
+		"unknown kind":             encodeDone(wire.FrameSubmit, &done{seq: 1, spans: ptr([]Span{{Kind: 9, Start: 1, End: 2}})}),
+		"ends before it starts":    encodeDone(wire.FrameSubmit, &done{seq: 1, spans: ptr([]Span{{Kind: SpanRun, Start: 5, End: 2}})}),
+		"starts at zero":           encodeDone(wire.FrameSubmit, &done{seq: 1, spans: ptr([]Span{{Kind: SpanRun, Start: 0, End: 2}})}),
+		"negative start":           encodeDone(wire.FrameSubmit, &done{seq: 1, spans: ptr([]Span{{Kind: SpanRun, Start: -5, End: 2}})}),
 	}
 	for name, b := range bad {
-		if _, err := decodeDone(b, frameSubmit, 0); err == nil {
+		if _, err := decodeDone(b, wire.FrameSubmit, 0); err == nil {
 			t.Errorf("%s: decoded", name)
 		}
 	}
-	onAlloc := encodeDone(frameSubmit, &done{seq: 1, spans: ptr(sampleSpans())})
-	if _, err := decodeDone(onAlloc, frameFree, 0); err == nil || !strings.Contains(err.Error(), "spans") {
+	onAlloc := encodeDone(wire.FrameSubmit, &done{seq: 1, spans: ptr(sampleSpans())})
+	if _, err := decodeDone(onAlloc, wire.FrameFree, 0); err == nil || !strings.Contains(err.Error(), "spans") {
 		t.Errorf("spans on a free's completion: %v", err)
 	}
-	req, err := encodeRequest(&request{kind: frameFree, seq: 1, buffer: 1})
+	req, err := encodeRequest(&request{kind: wire.FrameFree, seq: 1, buffer: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
-	req[5] = flagSpans
+	req[5] = wire.FlagSpans
 	if _, err := decodeRequest(req); err == nil {
 		t.Error("a request with the spans flag decoded")
 	}
-	if maxDoneBytes-spansBytes < len(encodeDone(frameDispatch, &done{seq: 1, sizes: make([]uint64, maxBindings), msg: strings.Repeat("x", maxMessageBytes)})) {
+	if maxDoneBytes-spansBytes < len(encodeDone(wire.FrameDispatch, &done{seq: 1, sizes: make([]uint64, maxBindings), msg: strings.Repeat("x", wire.MaxMessageBytes)})) {
 		t.Error("the spans trailer does not fit maxDoneBytes beside the largest completion")
 	}
 }
