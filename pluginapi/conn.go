@@ -327,7 +327,7 @@ func (c *client) FreeBuffer(ctx context.Context, buffer uint64) error {
 	}
 	_, pl := v.snapshot()
 	if pl != nil {
-		_, err = pl.roundTrip(ctx, &request{kind: wire.FrameFree, buffer: buffer}, -1, 0)
+		_, err = pl.roundTrip(ctx, &wire.Request{Kind: wire.FrameFree, Buffer: buffer}, -1, 0)
 	} else if _, err = v.rpc.FreeBuffer(ctx, &kilnpb.FreeBufferRequest{Buffer: buffer}); err != nil {
 		err = v.status(ctx, "FreeBuffer", "pluginapi.Buffers", err)
 	}
@@ -441,7 +441,7 @@ func (c *client) PeerCopy(ctx context.Context, dst, src BufferRange) error {
 	if pl == nil {
 		return &UnimplementedError{Interface: "pluginapi.PeerCopier", Backend: v.backendID()}
 	}
-	_, err = pl.roundTrip(ctx, &request{kind: wire.FrameCopy, src: src, dst: dst}, -1, 0)
+	_, err = pl.roundTrip(ctx, &wire.Request{Kind: wire.FrameCopy, Src: rangeToWire(src), Dst: rangeToWire(dst)}, -1, 0)
 	return err
 }
 
@@ -472,7 +472,11 @@ func (c *client) SubmitAsync(ctx context.Context, req *SubmitRequest) (*Pending,
 		return nil, err
 	}
 	if _, pl := v.snapshot(); pl != nil {
-		r := &request{kind: wire.FrameSubmit, adapter: adapter, commands: req.Commands}
+		cmds, err := commandsToWire(req.Commands)
+		if err != nil {
+			return nil, err
+		}
+		r := &wire.Request{Kind: wire.FrameSubmit, Adapter: adapter, Commands: cmds}
 		call, err := pl.send(ctx, r, -1, 0, nil)
 		if err != nil {
 			return nil, err
@@ -511,12 +515,8 @@ func (c *client) SubmitAsync(ctx context.Context, req *SubmitRequest) (*Pending,
 }
 
 // submitSize is a batch's frame size, for a LimitError.
-func submitSize(cmds []SubmitCommand) uint64 {
-	e := &enc{}
-	for _, c := range cmds {
-		_ = encodeCommand(e, c) // unknown commands were refused by the table check
-	}
-	return uint64(wire.FrameHeaderBytes + 8 + len(e.b))
+func submitSize(cmds []wire.Command) uint64 {
+	return uint64(wire.FrameHeaderBytes + 8 + wire.CommandsBytes(cmds))
 }
 
 // Pending is a submitted batch that may still be running (Conn.SubmitAsync).
@@ -582,7 +582,7 @@ func (p *Pending) Wait(ctx context.Context) (*SubmitResult, error) {
 	if p.plane != nil {
 		d, _, err := p.plane.wait(ctx, p.call)
 		if err == nil {
-			p.res = &SubmitResult{HostNanos: d.hostNanos, DeviceNanos: d.deviceNanos, spans: d.spans}
+			p.res = &SubmitResult{HostNanos: d.HostNanos, DeviceNanos: d.DeviceNanos, spans: spansFromWire(d.Spans)}
 		}
 		p.finished, p.err = true, err
 		return p.res, p.err

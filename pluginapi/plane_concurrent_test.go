@@ -118,9 +118,9 @@ func allocOn(t *testing.T, p *plane, adapter uint32, size uint64) uint64 {
 	return res.Buffer
 }
 
-func fill(adapter uint32, buffer, offset, size uint64, v uint32) *request {
-	return &request{kind: wire.FrameSubmit, adapter: adapter,
-		commands: []SubmitCommand{FillCommand{Dst: BufferRange{Buffer: buffer, Offset: offset, Size: size}, Value: v}}}
+func fill(adapter uint32, buffer, offset, size uint64, v uint32) *wire.Request {
+	return &wire.Request{Kind: wire.FrameSubmit, Adapter: adapter,
+		Commands: []wire.Command{{Op: wire.OpFill, Dst: wire.Range{Buffer: buffer, Offset: offset, Size: size}, Value: v}}}
 }
 
 // TestPlaneAdapterRunsWhileAnotherIsBusy pins the concurrent plugin runtime:
@@ -348,7 +348,7 @@ func FuzzCompletionRingProducers(f *testing.F) {
 			go func() {
 				defer wg.Done()
 				for i := range k {
-					if err := p.answer(encodeDone(wire.FrameSubmit, &done{seq: uint64(g)<<32 | uint64(i), status: 2, msg: string(msg)})); err != nil {
+					if err := p.answer(wire.EncodeDone(wire.FrameSubmit, &wire.Done{Seq: uint64(g)<<32 | uint64(i), Status: 2, Msg: string(msg)})); err != nil {
 						t.Error(err)
 						return
 					}
@@ -358,7 +358,7 @@ func FuzzCompletionRingProducers(f *testing.F) {
 		next := make([]uint64, n)
 		var buf []byte
 		for got := 0; got < n*k; {
-			b, grown, ok, err := cons.Next(buf, maxDoneBytes)
+			b, grown, ok, err := cons.Next(buf, wire.MaxDoneBytes)
 			buf = grown
 			if err != nil {
 				t.Fatal(err)
@@ -367,13 +367,13 @@ func FuzzCompletionRingProducers(f *testing.F) {
 				runtime.Gosched()
 				continue
 			}
-			d, err := decodeDone(b, wire.FrameSubmit, 0)
+			d, err := wire.DecodeDone(b, wire.FrameSubmit, 0)
 			if err != nil {
 				t.Fatalf("completion %d: %v", got, err)
 			}
-			g, i := d.seq>>32, d.seq&(1<<32-1)
-			if g >= uint64(n) || i != next[g] || d.msg != string(msg) {
-				t.Fatalf("completion %d: seq %#x with %d bytes of message, want producer %d's %d with %d", got, d.seq, len(d.msg), g, next[min(g, uint64(n-1))], len(msg))
+			g, i := d.Seq>>32, d.Seq&(1<<32-1)
+			if g >= uint64(n) || i != next[g] || d.Msg != string(msg) {
+				t.Fatalf("completion %d: seq %#x with %d bytes of message, want producer %d's %d with %d", got, d.Seq, len(d.Msg), g, next[min(g, uint64(n-1))], len(msg))
 			}
 			next[g]++
 			got++

@@ -87,7 +87,7 @@ type call struct {
 	seq     uint64
 	kind    wire.FrameKind
 	outputs int
-	ch      chan *done // receives the completion, or nil when the plane closed
+	ch      chan *wire.Done // receives the completion, or nil when the plane closed
 	// fin is closed once the completion (or the plane's closing) arrived;
 	// delivered says so under the plane's mu.
 	fin       chan struct{}
@@ -110,7 +110,7 @@ func (c *call) ready() bool {
 
 // deliverLocked hands d (nil: the plane closed) to c, once, and reports
 // whether this was the first delivery; the plane's mu is held.
-func (c *call) deliverLocked(d *done) bool {
+func (c *call) deliverLocked(d *wire.Done) bool {
 	if c.delivered {
 		return false
 	}
@@ -155,7 +155,7 @@ func startPlane(ctx context.Context, conn *wire.RawConn, token []byte, cancel fu
 	p.lead <- struct{}{}
 	go p.watch()
 	go p.janitor()
-	_, err = p.roundTrip(ctx, &request{kind: wire.FrameHello, token: token}, fd, 0)
+	_, err = p.roundTrip(ctx, &wire.Request{Kind: wire.FrameHello, Token: token}, fd, 0)
 	unix.Close(fd)
 	if err != nil {
 		p.fail(err)
@@ -259,7 +259,7 @@ func (p *plane) signal() {
 
 // finish delivers a completion (nil: the plane closed) to its call, unless the
 // call already ended (the plane closed meanwhile).
-func (p *plane) finish(c *call, d *done) {
+func (p *plane) finish(c *call, d *wire.Done) {
 	p.mu.Lock()
 	abandoned := c.abandoned
 	first := c.deliverLocked(d)
@@ -298,7 +298,7 @@ var (
 func (p *plane) readFrame(spin bool, stop func() bool) ([]byte, error) {
 	until := time.Now().Add(wire.SpinWait)
 	for {
-		b, in, ok, err := p.done.Next(p.in, maxDoneBytes)
+		b, in, ok, err := p.done.Next(p.in, wire.MaxDoneBytes)
 		p.in = in
 		switch {
 		case err != nil:
@@ -327,7 +327,7 @@ func (p *plane) readFrame(spin bool, stop func() bool) ([]byte, error) {
 // deliver matches a completion frame to its call and hands it over. A frame
 // that fits no waiting request closes the plane.
 func (p *plane) deliver(b []byte) error {
-	h, err := wire.ParseHeader(b, maxDoneBytes)
+	h, err := wire.ParseHeader(b, wire.MaxDoneBytes)
 	if err != nil {
 		return &ProtocolError{Detail: err.Error()}
 	}
@@ -338,7 +338,7 @@ func (p *plane) deliver(b []byte) error {
 	if c == nil {
 		return &ProtocolError{Detail: fmt.Sprintf("completion for request %d, which is not waiting", h.Seq)}
 	}
-	d, err := decodeDone(b, c.kind, c.outputs)
+	d, err := wire.DecodeDone(b, c.kind, c.outputs)
 	if err != nil {
 		p.finish(c, nil)
 		return &ProtocolError{Detail: err.Error()}
@@ -419,7 +419,7 @@ func (p *plane) drain() {
 	}
 	defer func() { p.lead <- struct{}{} }()
 	for p.closed() == nil {
-		b, in, ok, err := p.done.Next(p.in, maxDoneBytes)
+		b, in, ok, err := p.done.Next(p.in, wire.MaxDoneBytes)
 		p.in = in
 		if err != nil {
 			p.fail(&ProtocolError{Detail: "completion ring: " + err.Error()})
@@ -438,7 +438,7 @@ func (p *plane) drain() {
 // roundTrip sends r (with fd, when not -1, riding along) and waits for its
 // completion. outputs is the number of output sizes a dispatch completion must
 // carry. When ctx ends first the request is cancelled and abandoned.
-func (p *plane) roundTrip(ctx context.Context, r *request, fd int, outputs int) (*done, error) {
+func (p *plane) roundTrip(ctx context.Context, r *wire.Request, fd int, outputs int) (*wire.Done, error) {
 	c, err := p.send(ctx, r, fd, outputs, nil)
 	if err != nil {
 		return nil, err
@@ -451,32 +451,32 @@ func (p *plane) roundTrip(ctx context.Context, r *request, fd int, outputs int) 
 // staged; it runs only if the caller abandons the call (see wait). When ctx
 // ends while the request waits to be written (the plugin reads no requests),
 // nothing was sent and send returns ctx's error.
-func (p *plane) send(ctx context.Context, r *request, fd int, outputs int, release func()) (*call, error) {
-	c := &call{seq: 0, kind: r.kind, outputs: outputs, ch: make(chan *done, 1), fin: make(chan struct{}), release: release}
+func (p *plane) send(ctx context.Context, r *wire.Request, fd int, outputs int, release func()) (*call, error) {
+	c := &call{seq: 0, kind: r.Kind, outputs: outputs, ch: make(chan *wire.Done, 1), fin: make(chan struct{}), release: release}
 	p.mu.Lock()
 	if p.err != nil {
 		p.mu.Unlock()
 		return nil, p.unavailable()
 	}
 	p.seq++
-	r.seq, c.seq = p.seq, p.seq
-	p.pending[r.seq] = c
+	r.Seq, c.seq = p.seq, p.seq
+	p.pending[r.Seq] = c
 	p.mu.Unlock()
-	r.fd = fd >= 0
-	b, err := encodeRequest(r)
+	r.FD = fd >= 0
+	b, err := wire.EncodeRequest(r)
 	if err != nil {
 		p.mu.Lock()
-		delete(p.pending, r.seq)
+		delete(p.pending, r.Seq)
 		p.mu.Unlock()
-		if r.kind == wire.FrameSubmit {
-			return nil, &LimitError{What: fmt.Sprintf("submit of %d commands", len(r.commands)), Size: submitSize(r.commands), Limit: wire.MaxRequestFrameBytes}
+		if r.Kind == wire.FrameSubmit {
+			return nil, &LimitError{What: fmt.Sprintf("submit of %d commands", len(r.Commands)), Size: submitSize(r.Commands), Limit: wire.MaxRequestFrameBytes}
 		}
 		return nil, Rejected("%v. Fix: split the request", err)
 	}
-	if err := p.write(ctx, b, r.kind, fd); err != nil {
+	if err := p.write(ctx, b, r.Kind, fd); err != nil {
 		if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
 			p.mu.Lock()
-			delete(p.pending, r.seq)
+			delete(p.pending, r.Seq)
 			p.mu.Unlock()
 			return nil, err
 		}
@@ -489,7 +489,7 @@ func (p *plane) send(ctx context.Context, r *request, fd int, outputs int, relea
 // reports that the caller still owns what the request staged (it must release
 // it); it is false when ctx ended first: the request is then cancelled and its
 // release runs when the plugin is done with it.
-func (p *plane) wait(ctx context.Context, c *call) (d *done, owned bool, err error) {
+func (p *plane) wait(ctx context.Context, c *call) (d *wire.Done, owned bool, err error) {
 	for d == nil {
 		select {
 		case d = <-c.ch:
@@ -525,7 +525,7 @@ func (p *plane) wait(ctx context.Context, c *call) (d *done, owned bool, err err
 			}
 		}
 	}
-	return d, true, d.err()
+	return d, true, doneErr(d)
 }
 
 // finishClosed ends c as failed if the closing plane has not already.
@@ -726,7 +726,7 @@ func (p *plane) lease(ctx context.Context, size uint64) (*wire.Segment, error) {
 	if err != nil {
 		return nil, err
 	}
-	_, err = p.roundTrip(ctx, &request{kind: wire.FrameAttach, segment: s.ID, size: want}, fd, 0)
+	_, err = p.roundTrip(ctx, &wire.Request{Kind: wire.FrameAttach, Segment: s.ID, Size: want}, fd, 0)
 	unix.Close(fd)
 	if err != nil {
 		p.dropSegment(s)
@@ -758,7 +758,7 @@ func (p *plane) unlease(s *wire.Segment) {
 // janitor detaches the staging segments unlease gave up, until the plane closes.
 func (p *plane) janitor() {
 	for s := range p.detach {
-		_, _ = p.roundTrip(context.Background(), &request{kind: wire.FrameDetach, segment: s.ID}, -1, 0)
+		_, _ = p.roundTrip(context.Background(), &wire.Request{Kind: wire.FrameDetach, Segment: s.ID}, -1, 0)
 		p.dropSegment(s)
 	}
 }
@@ -770,7 +770,7 @@ func (p *plane) close() { p.fail(errPlaneClosed) }
 // offered a shared segment, which it keeps when the plugin maps it (seg is then
 // returned for the host's table).
 func allocOnPlane(ctx context.Context, pl *plane, adapter uint32, req *AllocRequest) (*AllocResult, *wire.Segment, error) {
-	r := &request{kind: wire.FrameAlloc, adapter: adapter, usage: req.Usage, size: req.Size}
+	r := &wire.Request{Kind: wire.FrameAlloc, Adapter: adapter, Usage: uint32(req.Usage), Size: req.Size}
 	var seg *wire.Segment
 	fd := -1
 	if req.Usage&UsageMap != 0 && req.Size > 0 {
@@ -778,16 +778,16 @@ func allocOnPlane(ctx context.Context, pl *plane, adapter uint32, req *AllocRequ
 		if seg, fd, err = pl.newSegment(req.Size); err != nil {
 			return nil, nil, err
 		}
-		r.segment = seg.ID
+		r.Segment = seg.ID
 	}
 	d, err := pl.roundTrip(ctx, r, fd, 0)
 	if fd >= 0 {
 		unix.Close(fd)
 	}
-	if err == nil && d.mapped && seg == nil {
-		err = &ResultError{Detail: fmt.Sprintf("the plugin reports buffer %d as mapped, but no shared memory was offered for it", d.buffer)}
+	if err == nil && d.Mapped && seg == nil {
+		err = &ResultError{Detail: fmt.Sprintf("the plugin reports buffer %d as mapped, but no shared memory was offered for it", d.Buffer)}
 	}
-	if err != nil || !d.mapped {
+	if err != nil || !d.Mapped {
 		if seg != nil {
 			pl.dropSegment(seg)
 		}
@@ -796,7 +796,7 @@ func allocOnPlane(ctx context.Context, pl *plane, adapter uint32, req *AllocRequ
 		}
 		seg = nil
 	}
-	return &AllocResult{Buffer: d.buffer, Mapped: d.mapped}, seg, nil
+	return &AllocResult{Buffer: d.Buffer, Mapped: d.Mapped}, seg, nil
 }
 
 // transferOnPlane writes or reads b through a staging segment.
@@ -808,7 +808,7 @@ func transferOnPlane(ctx context.Context, pl *plane, kind wire.FrameKind, buffer
 	if kind == wire.FrameWrite {
 		copy(s.Mem, b)
 	}
-	c, err := pl.send(ctx, &request{kind: kind, buffer: buffer, offset: offset, data: segRange{segment: s.ID, size: uint64(len(b))}}, -1, 0, func() { pl.unlease(s) })
+	c, err := pl.send(ctx, &wire.Request{Kind: kind, Buffer: buffer, Offset: offset, Data: wire.SegRange{Segment: s.ID, Size: uint64(len(b))}}, -1, 0, func() { pl.unlease(s) })
 	if err != nil {
 		pl.unlease(s)
 		return err
@@ -833,8 +833,8 @@ func alignUp(n uint64) uint64 { return (n + stagingAlign - 1) &^ (stagingAlign -
 // shared segment.
 func dispatchOnPlane(ctx context.Context, pl *plane, req *DispatchRequest, outputs []int) (*DispatchResult, error) {
 	n := max(len(req.Inputs), len(req.OutputCounts))
-	if n > maxBindings || len(outputs) > maxBindings {
-		return nil, Rejected("dispatch with %d bindings and %d outputs, more than %d. Fix: use fewer buffers", n, len(outputs), maxBindings)
+	if n > wire.MaxBindings || len(outputs) > wire.MaxBindings {
+		return nil, Rejected("dispatch with %d bindings and %d outputs, more than %d. Fix: use fewer buffers", n, len(outputs), wire.MaxBindings)
 	}
 	var total uint64
 	for _, in := range req.Inputs {
@@ -853,19 +853,19 @@ func dispatchOnPlane(ctx context.Context, pl *plane, req *DispatchRequest, outpu
 			return nil, err
 		}
 	}
-	r := &request{kind: wire.FrameDispatch, dispatch: req, inputs: make([]segRange, n), outputs: make([]segRange, len(outputs))}
+	r := &wire.Request{Kind: wire.FrameDispatch, Dispatch: dispatchToWire(req), Inputs: make([]wire.SegRange, n), Outputs: make([]wire.SegRange, len(outputs))}
 	var at uint64
 	for i, in := range req.Inputs {
 		if len(in) == 0 {
 			continue
 		}
 		copy(s.Mem[at:], in)
-		r.inputs[i] = segRange{segment: s.ID, offset: at, size: uint64(len(in))}
+		r.Inputs[i] = wire.SegRange{Segment: s.ID, Offset: at, Size: uint64(len(in))}
 		at += alignUp(uint64(len(in)))
 	}
 	for i, size := range outputs {
 		if size > 0 {
-			r.outputs[i] = segRange{segment: s.ID, offset: at, size: uint64(size)}
+			r.Outputs[i] = wire.SegRange{Segment: s.ID, Offset: at, Size: uint64(size)}
 			at += alignUp(uint64(size))
 		}
 	}
@@ -887,15 +887,15 @@ func dispatchOnPlane(ctx context.Context, pl *plane, req *DispatchRequest, outpu
 	if err != nil {
 		return nil, err
 	}
-	res := &DispatchResult{HostNanos: d.hostNanos, DeviceNanos: d.deviceNanos, Outputs: make([][]byte, len(outputs)), spans: d.spans}
-	for i, size := range d.sizes {
+	res := &DispatchResult{HostNanos: d.HostNanos, DeviceNanos: d.DeviceNanos, Outputs: make([][]byte, len(outputs)), spans: spansFromWire(d.Spans)}
+	for i, size := range d.Sizes {
 		if size > uint64(outputs[i]) {
 			return nil, &ResultError{Detail: fmt.Sprintf("output %d is %d bytes, the launch makes it %d; the host refused it unread", i, size, outputs[i])}
 		}
 		out := []byte{}
 		if size > 0 {
 			// A clone allocates without zeroing first.
-			o := r.outputs[i].offset
+			o := r.Outputs[i].Offset
 			out = bytes.Clone(s.Mem[o : o+size])
 		}
 		res.Outputs[i] = out

@@ -24,20 +24,20 @@ func (*call) ready() bool { return true }
 
 func dialPlane(context.Context, string, []byte, func(uint64)) (*plane, error) { return nil, errNoPlane }
 
-func (*plane) closed() error          { return errNoPlane }
-func (*plane) stalled() time.Duration { return 0 }
-func (*plane) alive() error           { return errNoPlane }
-func (*plane) close()                 {}
-func (*plane) cancel(uint64)          {}
-func (*plane) dropSegment(*wire.Segment)   {}
-func (*plane) roundTrip(context.Context, *request, int, int) (*done, error) {
+func (*plane) closed() error             { return errNoPlane }
+func (*plane) stalled() time.Duration    { return 0 }
+func (*plane) alive() error              { return errNoPlane }
+func (*plane) close()                    {}
+func (*plane) cancel(uint64)             {}
+func (*plane) dropSegment(*wire.Segment) {}
+func (*plane) roundTrip(context.Context, *wire.Request, int, int) (*wire.Done, error) {
 	return nil, errNoPlane
 }
-func (*plane) send(context.Context, *request, int, int, func()) (*call, error) {
+func (*plane) send(context.Context, *wire.Request, int, int, func()) (*call, error) {
 	return nil, errNoPlane
 }
 func (*plane) await(context.Context, *call) error { return errNoPlane }
-func (*plane) wait(context.Context, *call) (*done, bool, error) {
+func (*plane) wait(context.Context, *call) (*wire.Done, bool, error) {
 	return nil, true, errNoPlane
 }
 

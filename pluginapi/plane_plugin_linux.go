@@ -42,7 +42,7 @@ const unboundQueue = ^uint32(0)
 // planeJob is one request waiting in a queue, with its descriptor and the
 // context that Cancel ends.
 type planeJob struct {
-	req   *request
+	req   *wire.Request
 	fd    int
 	ctx   context.Context
 	spans jobSpans // when the host asked for spans
@@ -188,7 +188,7 @@ func (p *planeServer) serve() {
 		if p.timer != nil {
 			js.read = p.timer.clock.now()
 		}
-		req, err := decodeRequest(b)
+		req, err := wire.DecodeRequest(b)
 		if err != nil {
 			return
 		}
@@ -196,18 +196,18 @@ func (p *planeServer) serve() {
 			js.decoded = p.timer.clock.now()
 		}
 		fd := -1
-		if req.fd {
-			if fd, err = r.note(req.seq); err != nil {
+		if req.FD {
+			if fd, err = r.note(req.Seq); err != nil {
 				return
 			}
 		}
-		job := planeJob{req: req, fd: fd, ctx: p.start(req.seq), spans: js}
-		if p.concurrent && (req.kind == wire.FrameAttach || req.kind == wire.FrameDetach) {
-			if err := p.answer(encodeDone(req.kind, p.handle(job))); err != nil {
+		job := planeJob{req: req, fd: fd, ctx: p.start(req.Seq), spans: js}
+		if p.concurrent && (req.Kind == wire.FrameAttach || req.Kind == wire.FrameDetach) {
+			if err := p.answer(wire.EncodeDone(req.Kind, p.handle(job))); err != nil {
 				return
 			}
 		} else if !p.enqueue(p.queueFor(req), job, watched) {
-			p.finish(req.seq)
+			p.finish(req.Seq)
 			if fd >= 0 {
 				unix.Close(fd)
 			}
@@ -230,18 +230,18 @@ func (p *planeServer) serve() {
 // names (alloc, submit) or of the adapter its buffer was allocated on (write,
 // read, free; a copy's destination), so that the host's order on one adapter holds; else the
 // unbound queue.
-func (p *planeServer) queueFor(req *request) uint32 {
+func (p *planeServer) queueFor(req *wire.Request) uint32 {
 	if !p.concurrent {
 		return 0
 	}
 	a := unboundQueue
-	switch req.kind {
+	switch req.Kind {
 	case wire.FrameAlloc, wire.FrameSubmit:
-		a = req.adapter
+		a = req.Adapter
 	case wire.FrameWrite, wire.FrameRead, wire.FrameFree, wire.FrameCopy:
-		buffer := req.buffer
-		if req.kind == wire.FrameCopy {
-			buffer = req.dst.Buffer
+		buffer := req.Buffer
+		if req.Kind == wire.FrameCopy {
+			buffer = req.Dst.Buffer
 		}
 		p.segMu.Lock()
 		if known, ok := p.bufAdapter[buffer]; ok {
@@ -284,13 +284,13 @@ func (p *planeServer) drain(q <-chan planeJob) {
 			return
 		}
 		if p.gone.Load() {
-			p.finish(job.req.seq)
+			p.finish(job.req.Seq)
 			if job.fd >= 0 {
 				unix.Close(job.fd)
 			}
 			continue
 		}
-		if err := p.answer(encodeDone(job.req.kind, p.handle(job))); err != nil {
+		if err := p.answer(wire.EncodeDone(job.req.Kind, p.handle(job))); err != nil {
 			p.hangUp()
 		}
 	}
@@ -360,15 +360,15 @@ func (p *planeServer) hello(r *fdReader) bool {
 	if err != nil {
 		return false
 	}
-	req, err := decodeRequest(b)
-	if err != nil || req.kind != wire.FrameHello {
+	req, err := wire.DecodeRequest(b)
+	if err != nil || req.Kind != wire.FrameHello {
 		return false
 	}
 	fd := r.popFD()
 	if fd < 0 {
 		return false
 	}
-	if subtle.ConstantTimeCompare(req.token, p.token) != 1 {
+	if subtle.ConstantTimeCompare(req.Token, p.token) != 1 {
 		unix.Close(fd)
 		return false
 	}
@@ -380,7 +380,7 @@ func (p *planeServer) hello(r *fdReader) bool {
 	p.rings = mem
 	p.mu.Unlock()
 	p.req, p.done = wire.RingPair(mem)
-	return p.answer(encodeDone(wire.FrameHello, &done{seq: req.seq})) == nil
+	return p.answer(wire.EncodeDone(wire.FrameHello, &wire.Done{Seq: req.Seq})) == nil
 }
 
 // nextRequest returns the next request frame, copied out of the request ring
@@ -495,63 +495,62 @@ func (p *planeServer) finish(seq uint64) {
 }
 
 // handle runs one request and returns its completion.
-func (p *planeServer) handle(job planeJob) *done {
-	defer p.finish(job.req.seq)
-	d := &done{seq: job.req.seq}
-	timed := p.timer != nil && (job.req.kind == wire.FrameSubmit || job.req.kind == wire.FrameDispatch)
+func (p *planeServer) handle(job planeJob) *wire.Done {
+	defer p.finish(job.req.Seq)
+	d := &wire.Done{Seq: job.req.Seq}
+	timed := p.timer != nil && (job.req.Kind == wire.FrameSubmit || job.req.Kind == wire.FrameDispatch)
 	var began int64
 	if timed {
 		began = p.timer.clock.now()
 	}
 	err := p.run(job.ctx, job.req, job.fd, d)
 	if err != nil {
-		d.status, d.msg = statusOf(err), err.Error()
+		d.Status, d.Msg = statusOf(err), err.Error()
 	} else if timed {
-		spans := p.timer.spans(job.spans, began, p.timer.clock.now(), d.deviceNanos)
-		d.spans = &spans
+		d.Spans = spansToWire(p.timer.spans(job.spans, began, p.timer.clock.now(), d.DeviceNanos))
 	}
 	return d
 }
 
 // run executes req, filling d's result fields.
-func (p *planeServer) run(ctx context.Context, req *request, fd int, d *done) error {
-	switch req.kind {
+func (p *planeServer) run(ctx context.Context, req *wire.Request, fd int, d *wire.Done) error {
+	switch req.Kind {
 	case wire.FrameAttach:
-		if p.attached(req.segment) {
+		if p.attached(req.Segment) {
 			unix.Close(fd)
-			return Rejected("segment %d is already attached", req.segment)
+			return Rejected("segment %d is already attached", req.Segment)
 		}
-		s, err := p.attach(ctx, req.segment, fd, req.size)
+		s, err := p.attach(ctx, req.Segment, fd, req.Size)
 		if err != nil {
 			return err
 		}
 		p.segMu.Lock()
-		p.segs[req.segment] = s
+		p.segs[req.Segment] = s
 		p.segMu.Unlock()
 		return nil
 	case wire.FrameDetach:
 		p.segMu.Lock()
-		s, ok := p.segs[req.segment]
+		s, ok := p.segs[req.Segment]
 		staging := ok && !p.isBufferSegment(s)
 		if staging {
-			delete(p.segs, req.segment)
+			delete(p.segs, req.Segment)
 		}
 		p.segMu.Unlock()
 		if !staging {
-			return Rejected("detach of segment %d, which is not a staging segment", req.segment)
+			return Rejected("detach of segment %d, which is not a staging segment", req.Segment)
 		}
 		return p.detach(ctx, s)
 	case wire.FrameAlloc:
 		return p.alloc(ctx, req, fd, d)
 	case wire.FrameFree:
-		if err := p.dev.free(ctx, req.buffer); err != nil {
+		if err := p.dev.free(ctx, req.Buffer); err != nil {
 			return err
 		}
 		p.segMu.Lock()
-		s := p.bufSeg[req.buffer]
-		delete(p.bufAdapter, req.buffer)
+		s := p.bufSeg[req.Buffer]
+		delete(p.bufAdapter, req.Buffer)
 		if s != nil {
-			delete(p.bufSeg, req.buffer)
+			delete(p.bufSeg, req.Buffer)
 			delete(p.segs, s.ID)
 		}
 		p.segMu.Unlock()
@@ -560,48 +559,48 @@ func (p *planeServer) run(ctx context.Context, req *request, fd int, d *done) er
 		}
 		return nil
 	case wire.FrameWrite, wire.FrameRead:
-		view, err := p.view(req.data)
+		view, err := p.view(req.Data)
 		if err != nil {
 			return err
 		}
-		if req.kind == wire.FrameWrite {
-			return p.dev.write(ctx, req.buffer, req.offset, view)
+		if req.Kind == wire.FrameWrite {
+			return p.dev.write(ctx, req.Buffer, req.Offset, view)
 		}
-		return p.dev.read(ctx, req.buffer, req.offset, view)
+		return p.dev.read(ctx, req.Buffer, req.Offset, view)
 	case wire.FrameSubmit:
-		res, err := p.dev.submit(ctx, &SubmitRequest{Adapter: int(req.adapter), Commands: req.commands})
+		res, err := p.dev.submit(ctx, &SubmitRequest{Adapter: int(req.Adapter), Commands: commandsFromWire(req.Commands)})
 		if err != nil {
 			return err
 		}
-		d.hostNanos, d.deviceNanos = res.HostNanos, res.DeviceNanos
+		d.HostNanos, d.DeviceNanos = res.HostNanos, res.DeviceNanos
 		return nil
 	case wire.FrameDispatch:
 		return p.dispatch(ctx, req, d)
 	case wire.FrameCopy:
-		return p.dev.copyPeer(ctx, req.dst, req.src)
+		return p.dev.copyPeer(ctx, rangeFromWire(req.Dst), rangeFromWire(req.Src))
 	}
-	return Rejected("request kind %d is not served on the data plane", req.kind)
+	return Rejected("request kind %d is not served on the data plane", req.Kind)
 }
 
-func (p *planeServer) alloc(ctx context.Context, req *request, fd int, d *done) error {
+func (p *planeServer) alloc(ctx context.Context, req *wire.Request, fd int, d *wire.Done) error {
 	var s *wire.Segment
-	if req.segment != 0 {
-		if p.attached(req.segment) {
+	if req.Segment != 0 {
+		if p.attached(req.Segment) {
 			unix.Close(fd)
-			return Rejected("segment %d is already attached", req.segment)
+			return Rejected("segment %d is already attached", req.Segment)
 		}
-		if req.size == 0 {
+		if req.Size == 0 {
 			unix.Close(fd)
 			return Rejected("a shared segment for an empty buffer")
 		}
 		var err error
-		if s, err = p.attach(ctx, req.segment, fd, req.size); err != nil {
+		if s, err = p.attach(ctx, req.Segment, fd, req.Size); err != nil {
 			return err
 		}
 	}
-	ar := &AllocRequest{Adapter: int(req.adapter), Size: req.size, Usage: req.usage}
+	ar := &AllocRequest{Adapter: int(req.Adapter), Size: req.Size, Usage: BufferUsage(req.Usage)}
 	if s != nil {
-		ar.Shared, ar.SharedSegment = s.Mem[:req.size:req.size], uint64(s.ID)
+		ar.Shared, ar.SharedSegment = s.Mem[:req.Size:req.Size], uint64(s.ID)
 	}
 	res, err := p.dev.alloc(ctx, ar)
 	if err != nil {
@@ -610,9 +609,9 @@ func (p *planeServer) alloc(ctx context.Context, req *request, fd int, d *done) 
 		}
 		return err
 	}
-	d.buffer, d.mapped = res.Buffer, res.Mapped
+	d.Buffer, d.Mapped = res.Buffer, res.Mapped
 	p.segMu.Lock()
-	p.bufAdapter[res.Buffer] = req.adapter
+	p.bufAdapter[res.Buffer] = req.Adapter
 	if s != nil && res.Mapped {
 		p.segs[s.ID] = s
 		p.bufSeg[res.Buffer] = s
@@ -658,20 +657,20 @@ func (p *planeServer) detach(ctx context.Context, s *wire.Segment) error {
 
 // view returns a staged range, or a RejectedError when it lies outside its
 // segment or names none.
-func (p *planeServer) view(r segRange) ([]byte, error) {
-	if r.size == 0 {
+func (p *planeServer) view(r wire.SegRange) ([]byte, error) {
+	if r.Size == 0 {
 		return []byte{}, nil
 	}
 	p.segMu.Lock()
-	s, ok := p.segs[r.segment]
+	s, ok := p.segs[r.Segment]
 	staging := ok && !p.isBufferSegment(s)
 	p.segMu.Unlock()
 	if !staging {
-		return nil, Rejected("staged range names segment %d, which is not a staging segment", r.segment)
+		return nil, Rejected("staged range names segment %d, which is not a staging segment", r.Segment)
 	}
-	v, ok := s.View(r.offset, r.size)
+	v, ok := s.View(r.Offset, r.Size)
 	if !ok {
-		return nil, Rejected("staged range [%d, %d+%d) lies outside segment %d of %d bytes", r.offset, r.offset, r.size, r.segment, len(s.Mem))
+		return nil, Rejected("staged range [%d, %d+%d) lies outside segment %d of %d bytes", r.Offset, r.Offset, r.Size, r.Segment, len(s.Mem))
 	}
 	return v, nil
 }
@@ -679,9 +678,9 @@ func (p *planeServer) view(r segRange) ([]byte, error) {
 // dispatch runs Backend.Dispatch on staged inputs and copies each output into its
 // staged range, reporting every output's true size; an output longer than its
 // range is not copied, and the host refuses it.
-func (p *planeServer) dispatch(ctx context.Context, req *request, d *done) error {
-	dr := req.dispatch
-	for i, in := range req.inputs {
+func (p *planeServer) dispatch(ctx context.Context, req *wire.Request, d *wire.Done) error {
+	dr := req.Dispatch
+	for i, in := range req.Inputs {
 		if dr.Inputs[i] == nil {
 			continue
 		}
@@ -691,29 +690,29 @@ func (p *planeServer) dispatch(ctx context.Context, req *request, d *done) error
 		}
 		dr.Inputs[i] = v
 	}
-	outs := make([][]byte, len(req.outputs))
-	for i, o := range req.outputs {
+	outs := make([][]byte, len(req.Outputs))
+	for i, o := range req.Outputs {
 		v, err := p.view(o)
 		if err != nil {
 			return err
 		}
 		outs[i] = v
 	}
-	res, err := p.dev.dispatch(ctx, dr)
+	res, err := p.dev.dispatch(ctx, dispatchFromWire(dr))
 	if err != nil {
 		return err
 	}
 	if len(res.Outputs) != len(outs) {
 		return &badResult{fmt.Sprintf("%d outputs, the host expects %d", len(res.Outputs), len(outs))}
 	}
-	d.sizes = make([]uint64, len(outs))
+	d.Sizes = make([]uint64, len(outs))
 	for i, o := range res.Outputs {
-		d.sizes[i] = uint64(len(o))
+		d.Sizes[i] = uint64(len(o))
 		if len(o) <= len(outs[i]) {
 			copy(outs[i], o)
 		}
 	}
-	d.hostNanos, d.deviceNanos = res.HostNanos, res.DeviceNanos
+	d.HostNanos, d.DeviceNanos = res.HostNanos, res.DeviceNanos
 	return nil
 }
 

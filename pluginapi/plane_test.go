@@ -18,7 +18,7 @@ import (
 
 // liar is a plugin side that answers every request frame with whatever reply
 // makes, to check what the host accepts from a plugin that breaks the rules.
-func liar(t *testing.T, reply func(r *request) []byte) *plane {
+func liar(t *testing.T, reply func(r *wire.Request) []byte) *plane {
 	t.Helper()
 	return fakePlugin(t, func(fp *fakePeer) {
 		for {
@@ -64,8 +64,8 @@ func fakePlugin(t *testing.T, serve func(fp *fakePeer)) *plane {
 		if err != nil {
 			return
 		}
-		hello, err := decodeRequest(b)
-		if err != nil || hello.kind != wire.FrameHello {
+		hello, err := wire.DecodeRequest(b)
+		if err != nil || hello.Kind != wire.FrameHello {
 			return
 		}
 		if fp.mem, err = wire.MapRingSegment(fp.r.popFD()); err != nil {
@@ -73,7 +73,7 @@ func fakePlugin(t *testing.T, serve func(fp *fakePeer)) *plane {
 		}
 		defer unix.Munmap(fp.mem)
 		fp.req, fp.done = wire.RingPair(fp.mem)
-		if !fp.answer(encodeDone(wire.FrameHello, &done{seq: hello.seq})) {
+		if !fp.answer(wire.EncodeDone(wire.FrameHello, &wire.Done{Seq: hello.Seq})) {
 			return
 		}
 		serve(fp)
@@ -91,7 +91,7 @@ func fakePlugin(t *testing.T, serve func(fp *fakePeer)) *plane {
 
 // request waits for the next request frame; false once the host is gone or
 // the frame is broken.
-func (fp *fakePeer) request() (*request, bool) {
+func (fp *fakePeer) request() (*wire.Request, bool) {
 	for {
 		b, in, ok, err := fp.req.Next(fp.in, wire.MaxRequestFrameBytes)
 		fp.in = in
@@ -105,12 +105,12 @@ func (fp *fakePeer) request() (*request, bool) {
 			fp.req.Sleep(10*time.Millisecond, func() bool { return false })
 			continue
 		}
-		req, err := decodeRequest(b)
+		req, err := wire.DecodeRequest(b)
 		if err != nil {
 			return nil, false
 		}
-		if req.fd {
-			fd, err := fp.r.note(req.seq)
+		if req.FD {
+			fd, err := fp.r.note(req.Seq)
 			if err != nil {
 				return nil, false
 			}
@@ -144,11 +144,11 @@ func ctxT(t *testing.T) context.Context {
 }
 
 func TestPlaneRefusesAnOutputLargerThanAskedFor(t *testing.T) {
-	p := liar(t, func(r *request) []byte {
-		if r.kind == wire.FrameDispatch {
-			return encodeDone(wire.FrameDispatch, &done{seq: r.seq, sizes: []uint64{1 << 40}})
+	p := liar(t, func(r *wire.Request) []byte {
+		if r.Kind == wire.FrameDispatch {
+			return wire.EncodeDone(wire.FrameDispatch, &wire.Done{Seq: r.Seq, Sizes: []uint64{1 << 40}})
 		}
-		return encodeDone(r.kind, &done{seq: r.seq})
+		return wire.EncodeDone(r.Kind, &wire.Done{Seq: r.Seq})
 	})
 	_, err := dispatchOnPlane(ctxT(t), p, &DispatchRequest{Pipeline: 1, OutputCounts: []uint32{4}}, []int{16})
 	var re *ResultError
@@ -161,18 +161,18 @@ func TestPlaneRefusesAnOutputLargerThanAskedFor(t *testing.T) {
 }
 
 func TestPlaneClosesOnBrokenCompletions(t *testing.T) {
-	cases := map[string]func(r *request) []byte{
-		"unknown sequence number": func(r *request) []byte { return encodeDone(r.kind, &done{seq: r.seq + 100}) },
-		"completion beyond its size limit": func(r *request) []byte {
+	cases := map[string]func(r *wire.Request) []byte{
+		"unknown sequence number": func(r *wire.Request) []byte { return wire.EncodeDone(r.Kind, &wire.Done{Seq: r.Seq + 100}) },
+		"completion beyond its size limit": func(r *wire.Request) []byte {
 			b := make([]byte, wire.FrameHeaderBytes)
-			wire.PutHeader(b, wire.FrameHeader{Size: 1 << 30, Kind: wire.FrameDone, Seq: r.seq})
+			wire.PutHeader(b, wire.FrameHeader{Size: 1 << 30, Kind: wire.FrameDone, Seq: r.Seq})
 			return b
 		},
-		"wrong number of output sizes": func(r *request) []byte {
-			return encodeDone(wire.FrameDispatch, &done{seq: r.seq, sizes: []uint64{4, 4, 4}})
+		"wrong number of output sizes": func(r *wire.Request) []byte {
+			return wire.EncodeDone(wire.FrameDispatch, &wire.Done{Seq: r.Seq, Sizes: []uint64{4, 4, 4}})
 		},
-		"request frame instead of a completion": func(r *request) []byte {
-			b, _ := encodeRequest(&request{kind: wire.FrameFree, seq: r.seq, buffer: 1})
+		"request frame instead of a completion": func(r *wire.Request) []byte {
+			b, _ := wire.EncodeRequest(&wire.Request{Kind: wire.FrameFree, Seq: r.Seq, Buffer: 1})
 			return b
 		},
 	}
@@ -192,8 +192,8 @@ func TestPlaneClosesOnBrokenCompletions(t *testing.T) {
 }
 
 func TestPlaneRefusesAMappingItDidNotOffer(t *testing.T) {
-	p := liar(t, func(r *request) []byte {
-		return encodeDone(r.kind, &done{seq: r.seq, buffer: 1, mapped: true})
+	p := liar(t, func(r *wire.Request) []byte {
+		return wire.EncodeDone(r.Kind, &wire.Done{Seq: r.Seq, Buffer: 1, Mapped: true})
 	})
 	_, _, err := allocOnPlane(ctxT(t), p, 0, &AllocRequest{Size: 64})
 	var re *ResultError
@@ -203,7 +203,9 @@ func TestPlaneRefusesAMappingItDidNotOffer(t *testing.T) {
 }
 
 func TestPlaneLostPeerOrphansSegments(t *testing.T) {
-	p := liar(t, func(r *request) []byte { return encodeDone(r.kind, &done{seq: r.seq, buffer: 1, mapped: true}) })
+	p := liar(t, func(r *wire.Request) []byte {
+		return wire.EncodeDone(r.Kind, &wire.Done{Seq: r.Seq, Buffer: 1, Mapped: true})
+	})
 	res, seg, err := allocOnPlane(ctxT(t), p, 0, &AllocRequest{Size: 4096, Usage: UsageMap})
 	if err != nil || !res.Mapped || seg == nil {
 		t.Fatalf("mapped alloc: %+v, %v", res, err)
@@ -221,7 +223,7 @@ func TestPlaneLostPeerOrphansSegments(t *testing.T) {
 	}
 	seg.Mem[1] = 1 // the address stays writable
 	p.dropSegment(seg)
-	if _, err := p.roundTrip(ctxT(t), &request{kind: wire.FrameFree, buffer: 1}, -1, 0); err == nil {
+	if _, err := p.roundTrip(ctxT(t), &wire.Request{Kind: wire.FrameFree, Buffer: 1}, -1, 0); err == nil {
 		t.Error("a closed plane accepted a request")
 	}
 	if _, err := p.lease(ctxT(t), 100); err == nil {

@@ -36,7 +36,7 @@ func untilHangUp(fp *fakePeer) {
 // sent, the plane stays open, and the plane reports the stall.
 func TestPlaneCallsReturnByTheirDeadlineWhenThePluginReadsNothing(t *testing.T) {
 	p := fakePlugin(t, untilHangUp)
-	frame := &request{kind: wire.FrameFree, buffer: 1}
+	frame := &wire.Request{Kind: wire.FrameFree, Buffer: 1}
 	n := 0
 	for ; ; n++ {
 		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
@@ -64,7 +64,7 @@ func TestPlaneCallsReturnByTheirDeadlineWhenThePluginReadsNothing(t *testing.T) 
 			ctx, cancel := context.WithTimeout(context.Background(), d)
 			defer cancel()
 			began := time.Now()
-			_, err := p.roundTrip(ctx, &request{kind: wire.FrameFree, buffer: 2}, -1, 0)
+			_, err := p.roundTrip(ctx, &wire.Request{Kind: wire.FrameFree, Buffer: 2}, -1, 0)
 			if took := time.Since(began); took > d+deadlineSlack || !errors.Is(err, context.DeadlineExceeded) {
 				t.Errorf("caller %d on a full ring: %v after %v, want the deadline of %v", i, err, took, d)
 			}
@@ -110,7 +110,7 @@ func hostCPUWaiting(t *testing.T, window time.Duration, peer func(fp *fakePeer, 
 	defer runtime.UnlockOSThread()
 	ctx, cancel := context.WithTimeout(context.Background(), window)
 	defer cancel()
-	c, err := p.send(ctx, &request{kind: wire.FrameFree, buffer: 1}, -1, 0, nil)
+	c, err := p.send(ctx, &wire.Request{Kind: wire.FrameFree, Buffer: 1}, -1, 0, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

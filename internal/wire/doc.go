@@ -94,5 +94,4 @@
 // started with pluginapi.SpansEnv) a spans trailer follows: u32 n (1 to 8), u32 0, n × (u32
 // kind, u32 0, i64 start, i64 end) on CLOCK_MONOTONIC. A request whose caller gave
 // up is cancelled with the Device service's Cancel call.
-//
 package wire
