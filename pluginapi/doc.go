@@ -5,7 +5,7 @@
 // [Conn]). The pluginapi/conformance package checks a Backend against the CPU
 // reference on the standard kernel corpus.
 //
-// The wire (pluginapi/proto) carries the program in ir's canonical encoding; the SDK
+// The wire (internal/wire/proto) carries the program in ir's canonical encoding; the SDK
 // decodes it and runs ir.Validate before a backend sees it, checks the
 // specialization map against the program's parameters and the workgroup override's
 // shape, and rejects anything else with a [RejectedError]. Buffers are byte slices
