@@ -5,8 +5,8 @@
 // [Conn]). The pluginapi/conformance package checks a Backend against the CPU
 // reference on the standard kernel corpus.
 //
-// The wire (internal/wire/proto) carries the program in ir's canonical encoding; the SDK
-// decodes it and runs ir.Validate before a backend sees it, checks the
+// The wire (internal/wire/proto) carries the program in ir's canonical encoding;
+// the SDK decodes it and runs ir.Validate before a backend sees it, checks the
 // specialization map against the program's parameters and the workgroup override's
 // shape, and rejects anything else with a [RejectedError]. Buffers are byte slices
 // on both sides. Typed errors ([RejectedError], [UnavailableError], [DeviceError])
@@ -117,20 +117,11 @@
 // inline Dispatch without gRPC. [Serve] offers both (limit them with [Protocols] or
 // $KILN_PLUGIN_PROTOCOLS); go-plugin picks the newest the host also offers.
 //
-// The data plane: after Describe, the host asks the plugin to open it; the plugin
-// listens on a unix socket in a new private directory and returns its path and a
-// random token; the host connects (the plugin checks the peer's user and removes
-// the socket) and sends the token in its first frame, the hello, together with
-// the ring segment (below). Buffer bytes travel in memfd segments both processes
-// map, each handed to the plugin with SCM_RIGHTS (the memfd holds the announced
-// size rounded up to whole pages, and both sides map all of it); the backend only
-// ever sees []byte views of them, and a backend with [Segments] is told of each
-// one. The host checks every size it gets back against what it asked for, and a
-// frame or ring index that breaks the format closes the plane ([ProtocolError]).
-// [ServeInProcess] runs all of it inside one process, for a plugin's own tests.
-//
-// The rings and the frames that carry all of it are the internal/wire package's;
-// its documentation gives their format.
+// What a backend sees of the data plane: buffer bytes in shared memory, handed
+// over as []byte views (a backend with [Segments] is told of each segment), and
+// the calls of "Concurrent calls" above. The sockets, rings and frames are the
+// SDK's business, not the backend's: their format is package internal/wire's.
+// [ServeInProcess] runs both sides inside one process, for a plugin's own tests.
 //
 // docs/design.md ("Protocol v2: buffers, submits, shared memory, fast path") tells
 // the whole story.
