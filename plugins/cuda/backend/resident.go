@@ -271,6 +271,7 @@ func (d *device) run(ctx context.Context, s *submitScratch) (finished bool, ms f
 			_ = d.ctx.StreamSynchronize(d.stream)
 			return err
 		}
+		pluginapi.MarkLaunched(ctx) // a trace's launch ends here, its completion wait begins
 		var err error
 		if finished, err = d.poll(ctx, d.end); err != nil || !finished {
 			if err != nil {
