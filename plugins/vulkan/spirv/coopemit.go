@@ -116,6 +116,15 @@ func (e *emitter) declareCoop() (done bool, err error) {
 	}
 	e.matrixPath = MatrixPathCooperative
 	e.matrixWhy = fmt.Sprintf("VK_KHR_cooperative_matrix 16x16x16, %d subgroups of %d; %s", c.groups, c.sg, strings.Join(parts, ", "))
+	var fused []string
+	for _, m := range e.prog.Matrices {
+		if c.fused[m.Name] {
+			fused = append(fused, m.Name)
+		}
+	}
+	if len(fused) > 0 {
+		e.matrixWhy += "; " + strings.Join(fused, ", ") + " loaded from their buffers straight into the matrix_mma when in bounds"
+	}
 	for _, m := range e.prog.Matrices {
 		e.declareWorkgroupArray(matrixArrayPrefix+m.Name, m.Name, m.Type, m.Rows*m.Cols)
 	}

@@ -342,7 +342,7 @@ func checkCoopModule(t *testing.T, typ ir.Type, m *Module) {
 	if !found {
 		t.Error("no SubgroupId input")
 	}
-	if got := sourceExtension(insts); !strings.HasPrefix(got, matrixPathPrefix+"cooperative: VK_KHR_cooperative_matrix 16x16x16, 4 subgroups of 32; acc 64x64 as 2x2 subgroups of 2x2 tiles") {
+	if got := sourceExtension(insts); !strings.HasPrefix(got, matrixPathPrefix+"cooperative: VK_KHR_cooperative_matrix 16x16x16, 4 subgroups of 32; acc 64x64 as 2x2 subgroups of 2x2 tiles; a_tile, b_tile loaded from their buffers straight into the matrix_mma when in bounds") {
 		t.Errorf("OpSourceExtension %q", got)
 	}
 }
