@@ -217,6 +217,17 @@ func TestTargetFor(t *testing.T) {
 			t.Errorf("TargetFor(%d, %d) = %v, want an error with a Fix", c[0], c[1], err)
 		}
 	}
+	for _, c := range []struct {
+		major, minor, driver, sm int
+	}{{9, 0, 12000, 90}, {9, 0, 13000, 90}, {9, 0, 11080, 80}, {8, 0, 13000, 80}, {8, 9, 12000, 80}, {10, 0, 13000, 80}, {12, 0, 13000, 80}, {7, 5, 13000, 70}} {
+		got, err := TargetForDriver(c.major, c.minor, c.driver)
+		if err != nil || got.SM != c.sm {
+			t.Errorf("TargetForDriver(%d, %d, %d) = %v, %v; want sm_%d", c.major, c.minor, c.driver, got, err, c.sm)
+		}
+	}
+	if _, err := TargetForDriver(6, 1, 13000); err == nil || !strings.Contains(err.Error(), "Fix:") {
+		t.Errorf("TargetForDriver(6, 1) = %v, want an error with a Fix", err)
+	}
 	if s := (Target{SM: 80}).String(); s != "sm_80" {
 		t.Errorf("String = %q", s)
 	}

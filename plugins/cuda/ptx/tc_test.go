@@ -155,6 +155,36 @@ func TestTensorCoreRejects(t *testing.T) {
 	}
 }
 
+// tcLetProgram is tcProgram as the corpus kernel matmul_tc (ir/kernels) writes
+// it, the bounds named by lets (rows, cols, and depth in the loop); swapped
+// exchanges rows and cols in the store's bound, which the matcher must refuse.
+func tcLetProgram(op ir.Type, tm, tn, tk, threads uint32, swapped bool) *ir.Program {
+	b := ir.NewBuilder("kiln.matrix.matmul_tc", threads, 1, 1)
+	m, n, k := b.Uniform("m", ir.U32), b.Uniform("n", ir.U32), b.Uniform("k", ir.U32)
+	a := b.Buffer("a", op, ir.Read)
+	bb := b.Buffer("b", op, ir.Read)
+	c := b.Buffer("c", ir.F32, ir.Write)
+	acc := b.Matrix("acc", ir.F32, tm, tn)
+	at := b.Matrix("a_tile", op, tm, tk)
+	bt := b.Matrix("b_tile", op, tk, tn)
+	row0 := b.Let("row0", ir.Mul(ir.WorkgroupID(1), ir.LitU32(tm)))
+	col0 := b.Let("col0", ir.Mul(ir.WorkgroupID(0), ir.LitU32(tn)))
+	rows := b.Let("rows", ir.Sub(m, row0))
+	cols := b.Let("cols", ir.Sub(n, col0))
+	b.MatrixFill(acc, ir.LitF32(0))
+	b.For("k0", ir.U32, ir.LitU32(0), k, ir.LitU32(tk), func(loop *ir.Block, k0 ir.Expr) {
+		depth := loop.Let("depth", ir.Sub(k, k0))
+		loop.MatrixLoadBounded(at, a, ir.Add(ir.Mul(row0, k), k0), k, ir.RowMajor, rows, depth)
+		loop.MatrixLoadBounded(bt, bb, ir.Add(ir.Mul(k0, n), col0), n, ir.RowMajor, depth, cols)
+		loop.MatrixMMA(acc, at, bt)
+	})
+	if swapped {
+		rows, cols = cols, rows
+	}
+	b.MatrixStoreBounded(acc, c, ir.Add(ir.Mul(row0, n), col0), n, ir.RowMajor, rows, cols)
+	return b.MustBuild()
+}
+
 // tcProgram builds a matmul_tc program (the shape of tcBody) with builder calls.
 func tcProgram(op ir.Type, tm, tn, tk, threads uint32, tf32 bool) *ir.Program {
 	b := ir.NewBuilder("kiln.matrix.matmul_tc", threads, 1, 1)
@@ -204,17 +234,21 @@ func TestMatchTensorCoreMatmul(t *testing.T) {
 		}()},
 		{"wgmma, static only", tcProgram(ir.F16, 64, 128, 64, 128, false), sm90, false, tcWgmmaCfg(ir.F16, 64, 128, 64, 2, false, false)},
 		{"wgmma, dynamic", tcProgram(ir.F16, 64, 128, 64, 128, false), sm90, true, tcWgmmaCfg(ir.F16, 64, 128, 64, 4, true, true)},
-		{"tf32 on mma.sync", tcProgram(ir.F32, 64, 64, 16, 128, true), sm90, true, func() TCConfig {
-			c := tcCfg(ir.F32, 64, 64, 16, 2, 2, 3)
-			c.Target = sm90
-			return c
-		}()},
+		{"tf32 on mma.sync", tcProgram(ir.F32, 64, 64, 16, 128, true), sm80, true, tcCfg(ir.F32, 64, 64, 16, 2, 2, 3)},
+		{"tf32 on wgmma", tcProgram(ir.F32, 64, 64, 16, 128, true), sm90, true, tcWgmmaCfg(ir.F32, 64, 64, 16, 4, true, false)},
 		{"not a warpgroup per 64 rows", tcProgram(ir.BF16, 128, 64, 32, 128, false), sm90, false, func() TCConfig {
 			c := tcCfg(ir.BF16, 128, 64, 32, 2, 2, 3)
 			c.Target = sm90
 			return c
 		}()},
 	}
+	cases = append(cases, struct {
+		name    string
+		p       *ir.Program
+		target  Target
+		dynamic bool
+		want    TCConfig
+	}{"the corpus kernel's lets", tcLetProgram(ir.BF16, 64, 128, 32, 128, false), sm90, false, tcWgmmaCfg(ir.BF16, 64, 128, 32, 4, true, false)})
 	for _, tc := range cases {
 		cfg, ok, why := matchTensorCoreMatmul(tc.p, tc.target, tc.dynamic)
 		if !ok || cfg != tc.want {
@@ -243,13 +277,16 @@ func TestMatchTensorCoreMatmul(t *testing.T) {
 			p.Body[3] = loop
 			return p
 		}(),
-		"5": func() *ir.Program {
+		"not 3": func() *ir.Program {
 			p := tcProgram(ir.BF16, 64, 64, 32, 128, false)
 			p.Body = p.Body[:4]
 			return p
 		}(),
 	}
+	// lets that change what the bounds compute
+	rejects["canonical tiled loop"+" (lets)"] = tcLetProgram(ir.BF16, 64, 64, 32, 128, true)
 	for want, p := range rejects {
+		want = strings.TrimSuffix(want, " (lets)")
 		if _, ok, why := matchTensorCoreMatmul(p, sm80, false); ok || !strings.Contains(why, want) {
 			t.Errorf("%s: ok %v, reason %q", want, ok, why)
 		}
@@ -378,7 +415,7 @@ func TestTensorCoreEmulated(t *testing.T) {
 // interface, the path per target, dynamic shared memory only when allowed.
 func TestTensorCoreModule(t *testing.T) {
 	p := tcProgram(ir.BF16, 64, 128, 64, 128, false)
-	m, dyn, ok, why := tensorCoreModule(p, Options{Target: Target{SM: 90}}, true)
+	m, ok, why := tensorCoreModule(p, Options{Target: Target{SM: 90}, DynamicShared: true})
 	if !ok {
 		t.Fatal(why)
 	}
@@ -390,19 +427,19 @@ func TestTensorCoreModule(t *testing.T) {
 	if fmt.Sprint(m.Params) != fmt.Sprint(want) || m.Entry != EntryPoint || m.WorkgroupSize != [3]uint32{128, 1, 1} {
 		t.Fatalf("interface %+v %s %v", m.Params, m.Entry, m.WorkgroupSize)
 	}
-	if dyn != 4*(64*128+64*256) || m.SharedBytes != 0 || !strings.Contains(m.Text, "path: wgmma bf16") {
-		t.Fatalf("sm_90 with dynamic shared memory: %d dynamic, %d static, %.80s", dyn, m.SharedBytes, m.Text)
+	if m.DynamicSharedBytes != 4*(64*128+64*256) || m.SharedBytes != 0 || !strings.Contains(m.Text, "path: wgmma bf16") {
+		t.Fatalf("sm_90 with dynamic shared memory: %d dynamic, %d static, %.80s", m.DynamicSharedBytes, m.SharedBytes, m.Text)
 	}
-	m, dyn, ok, _ = tensorCoreModule(p, Options{Target: Target{SM: 90}}, false)
-	if !ok || dyn != 0 || m.SharedBytes != 2*(64*128+64*256) {
-		t.Fatalf("sm_90 static: ok %v, %d dynamic, %d static", ok, dyn, m.SharedBytes)
+	m, ok, _ = tensorCoreModule(p, Options{Target: Target{SM: 90}})
+	if !ok || m.DynamicSharedBytes != 0 || m.SharedBytes != 2*(64*128+64*256) {
+		t.Fatalf("sm_90 static: ok %v, %d dynamic, %d static", ok, m.DynamicSharedBytes, m.SharedBytes)
 	}
-	m, _, ok, _ = tensorCoreModule(p, Options{Target: Target{SM: 80}, WorkgroupSize: [3]uint32{256, 1, 1}}, false)
+	m, ok, _ = tensorCoreModule(p, Options{Target: Target{SM: 80}, WorkgroupSize: [3]uint32{256, 1, 1}})
 	if !ok || !strings.Contains(m.Text, "path: mma.sync bf16") || m.WorkgroupSize != [3]uint32{256, 1, 1} ||
 		!strings.Contains(m.Text, ".reqntid 256, 1, 1") {
 		t.Fatalf("sm_80 with a workgroup override: ok %v, %v", ok, m.WorkgroupSize)
 	}
-	if _, _, ok, why := tensorCoreModule(p, Options{Target: Target{SM: 70}}, false); ok || !strings.Contains(why, "sm_80") {
+	if _, ok, why := tensorCoreModule(p, Options{Target: Target{SM: 70}}); ok || !strings.Contains(why, "sm_80") {
 		t.Fatalf("sm_70: ok %v, %q", ok, why)
 	}
 }
