@@ -11,6 +11,7 @@ import (
 	"github.com/kiln-dev/kiln/ir/kernels"
 	"github.com/kiln-dev/kiln/pluginapi"
 	"github.com/kiln-dev/kiln/plugins/cuda/driver"
+	"github.com/kiln-dev/kiln/plugins/cuda/ptx"
 	"github.com/kiln-dev/kiln/plugins/internal/gputest"
 )
 
@@ -70,7 +71,8 @@ func TestProfileFromLimits(t *testing.T) {
 	volta := h200()
 	volta.ccMajor, volta.ccMinor, volta.totalMem = 7, 0, 12<<30
 	got = profile(volta)
-	if got.SupportsBF16 || !got.SupportsF16 || !got.SupportsTensorCores || got.MaxStorageBufferBindingSize != 12<<30 {
+	// kiln's tensor-core matmul needs sm_80 (mma.sync with bf16 and tf32, cp.async)
+	if got.SupportsBF16 || !got.SupportsF16 || got.SupportsTensorCores || got.MaxStorageBufferBindingSize != 12<<30 {
 		t.Errorf("sm_70 profile = %+v", got)
 	}
 	if got.SupportsIndirectDispatch || got.SupportsHardwareCounters {
@@ -236,4 +238,73 @@ func TestSizeClasses(t *testing.T) {
 	if got := poolLimit(8 << 30); got != 1<<30 {
 		t.Errorf("poolLimit(8 GiB) = %d", got)
 	}
+}
+
+// fakeSetter records SetFunctionAttribute calls: the driver's, in a test.
+type fakeSetter struct {
+	calls [][3]int
+	err   error
+}
+
+func (f *fakeSetter) SetFunctionAttribute(fn driver.Function, a driver.FuncAttribute, value int) error {
+	f.calls = append(f.calls, [3]int{int(fn), int(a), value})
+	return f.err
+}
+
+// TestRaiseDynamicShared pins that a module with dynamic shared memory raises
+// its kernel's CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES to it before any
+// launch (the matmul_tc module of a 256x128x64 tile on an H200 needs 192 KiB),
+// that the module Emit gives carries the size the launches pass, and that one
+// without sets nothing.
+func TestRaiseDynamicShared(t *testing.T) {
+	m, err := ptx.Emit(matmulTC(256, 128, 64), ptx.Options{Target: ptx.Target{SM: 90}, WorkgroupSize: [3]uint32{512, 1, 1},
+		MaxDynamicSharedBytes: 227 << 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.DynamicSharedBytes != 4*(256*64+64*128)*2 || m.SharedBytes != 0 {
+		t.Fatalf("matmul_tc 256x128x64 bf16: %d bytes dynamic, %d static shared memory; want 196608 dynamic", m.DynamicSharedBytes, m.SharedBytes)
+	}
+	var f fakeSetter
+	if err := raiseDynamicShared(&f, 7, m); err != nil || len(f.calls) != 1 || f.calls[0] != [3]int{7, int(driver.FuncMaxDynamicSharedSizeBytes), 196608} {
+		t.Errorf("raiseDynamicShared: %v, calls %v", err, f.calls)
+	}
+	f = fakeSetter{err: errors.New("CUDA_ERROR_INVALID_VALUE")}
+	if err := raiseDynamicShared(&f, 7, m); err == nil {
+		t.Error("a failing cuFuncSetAttribute was not reported")
+	}
+	small, err := ptx.Emit(addOne(), ptx.Options{Target: ptx.Target{SM: 90}, MaxDynamicSharedBytes: 227 << 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f = fakeSetter{}
+	if err := raiseDynamicShared(&f, 7, small); err != nil || len(f.calls) != 0 || small.DynamicSharedBytes != 0 {
+		t.Errorf("a module without dynamic shared memory: %v, calls %v", err, f.calls)
+	}
+}
+
+// matmulTC is the corpus kernel matmul_tc's program for bf16 and a tm×tn tile
+// in k steps of tk.
+func matmulTC(tm, tn, tk uint32) *ir.Program {
+	b := ir.NewBuilder("kiln.matrix.matmul_tc.bf16", 128, 1, 1)
+	m, n, k := b.Uniform("m", ir.U32), b.Uniform("n", ir.U32), b.Uniform("k", ir.U32)
+	a := b.Buffer("a", ir.BF16, ir.Read)
+	bb := b.Buffer("b", ir.BF16, ir.Read)
+	c := b.Buffer("c", ir.F32, ir.Write)
+	acc := b.Matrix("acc", ir.F32, tm, tn)
+	at := b.Matrix("a_tile", ir.BF16, tm, tk)
+	bt := b.Matrix("b_tile", ir.BF16, tk, tn)
+	row0 := b.Let("row0", ir.Mul(ir.WorkgroupID(1), ir.LitU32(tm)))
+	col0 := b.Let("col0", ir.Mul(ir.WorkgroupID(0), ir.LitU32(tn)))
+	rows := b.Let("rows", ir.Sub(m, row0))
+	cols := b.Let("cols", ir.Sub(n, col0))
+	b.MatrixFill(acc, ir.LitF32(0))
+	b.For("k0", ir.U32, ir.LitU32(0), k, ir.LitU32(tk), func(loop *ir.Block, k0 ir.Expr) {
+		depth := loop.Let("depth", ir.Sub(k, k0))
+		loop.MatrixLoadBounded(at, a, ir.Add(ir.Mul(row0, k), k0), k, ir.RowMajor, rows, depth)
+		loop.MatrixLoadBounded(bt, bb, ir.Add(ir.Mul(k0, n), col0), n, ir.RowMajor, depth, cols)
+		loop.MatrixMMA(acc, at, bt)
+	})
+	b.MatrixStoreBounded(acc, c, ir.Add(ir.Mul(row0, n), col0), n, ir.RowMajor, rows, cols)
+	return b.MustBuild()
 }

@@ -81,7 +81,7 @@ func (b *Backend) Compile(ctx context.Context, req *pluginapi.CompileRequest) (*
 	}
 	// The module a dispatch runs unless its bindings alias (see pipeline.nc); it
 	// is the one whose cubin the host caches.
-	opts := ptx.Options{Target: a.target, Spec: req.Spec, WorkgroupSize: wg, NonCoherentReads: true}
+	opts := ptx.Options{Target: a.target, Spec: req.Spec, WorkgroupSize: wg, NonCoherentReads: true, MaxDynamicSharedBytes: a.maxDynamicShared}
 	m, err := ptx.Emit(p, opts)
 	if err != nil {
 		return nil, pluginapi.Rejected("cuda: %w", err)
@@ -127,6 +127,10 @@ func (d *device) load(p *ir.Program, m *ptx.Module, cached []byte) (*pipeline, [
 			_ = d.ctx.ModuleUnload(pl.module)
 			return d.fail(fmt.Sprintf("finding the kernel of program %q", p.Name), err)
 		}
+		if err := raiseDynamicShared(d.ctx, pl.fn, m); err != nil {
+			_ = d.ctx.ModuleUnload(pl.module)
+			return d.fail(fmt.Sprintf("allowing the kernel of program %q %d bytes of dynamic shared memory", p.Name, m.DynamicSharedBytes), err)
+		}
 		maxThreads, err := d.ctx.FunctionAttribute(pl.fn, driver.FuncMaxThreadsPerBlock)
 		wg := m.WorkgroupSize
 		if n := uint64(wg[0]) * uint64(wg[1]) * uint64(wg[2]); err == nil && uint64(maxThreads) < n {
@@ -169,6 +173,10 @@ func (p *pipeline) loadSafe() error {
 		_ = d.ctx.ModuleUnload(module)
 		return d.fail(fmt.Sprintf("finding the kernel of program %q", p.prog.Name), err)
 	}
+	if err := raiseDynamicShared(d.ctx, fn, m); err != nil {
+		_ = d.ctx.ModuleUnload(module)
+		return d.fail(fmt.Sprintf("allowing the kernel of program %q %d bytes of dynamic shared memory", p.prog.Name, m.DynamicSharedBytes), err)
+	}
 	wg := m.WorkgroupSize
 	if maxThreads, err := d.ctx.FunctionAttribute(fn, driver.FuncMaxThreadsPerBlock); err == nil && uint64(maxThreads) < uint64(wg[0])*uint64(wg[1])*uint64(wg[2]) {
 		_ = d.ctx.ModuleUnload(module)
@@ -177,6 +185,23 @@ func (p *pipeline) loadSafe() error {
 	}
 	p.safeModule, p.safe = module, fn
 	return nil
+}
+
+// attributeSetter sets a kernel's attributes: a *driver.Context.
+type attributeSetter interface {
+	SetFunctionAttribute(f driver.Function, a driver.FuncAttribute, value int) error
+}
+
+// raiseDynamicShared lets fn, the kernel of m, launch with m's dynamic shared
+// memory: over 48 KiB a launch fails unless the function's
+// CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES was raised first. Every launch
+// of a pipeline passes m.DynamicSharedBytes. A module without dynamic shared
+// memory sets nothing.
+func raiseDynamicShared(c attributeSetter, fn driver.Function, m *ptx.Module) error {
+	if m.DynamicSharedBytes == 0 {
+		return nil
+	}
+	return c.SetFunctionAttribute(fn, driver.FuncMaxDynamicSharedSizeBytes, int(m.DynamicSharedBytes))
 }
 
 // linkFailure explains a JIT link that failed: a driver too old for the PTX is

@@ -82,12 +82,14 @@ type Options struct {
 	// nothing writes that memory while the kernel runs: no write or read_write
 	// binding of the same dispatch may overlap a read binding.
 	NonCoherentReads bool
-	// DynamicShared says that the backend can launch a kernel with dynamic shared
-	// memory over the 48 KiB a kernel may declare statically (it raises the
+	// MaxDynamicSharedBytes is the most dynamic shared memory the backend can
+	// launch a kernel with (the device's CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_
+	// PER_BLOCK_OPTIN: 227 KiB on sm_90, 163 KiB on sm_80), 0 when it cannot go
+	// over the 48 KiB a kernel may declare statically. The backend raises the
 	// function's CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES to the module's
-	// DynamicSharedBytes and passes them to cuLaunchKernel). The tensor-core
-	// matmul uses it for pipelines of large tiles (up to 227 KiB).
-	DynamicShared bool
+	// DynamicSharedBytes and passes them to cuLaunchKernel. The tensor-core
+	// matmul uses it for the pipelines of large tiles.
+	MaxDynamicSharedBytes uint32
 }
 
 // ParamKind says what a kernel parameter carries.
@@ -136,7 +138,7 @@ type Module struct {
 	// SharedBytes is the static shared memory of the kernel.
 	SharedBytes uint32
 	// DynamicSharedBytes is the dynamic shared memory the kernel needs (0 for
-	// none; only with Options.DynamicShared): the launch raises the function's
+	// none; at most Options.MaxDynamicSharedBytes): the launch raises the function's
 	// CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES to it and passes it as
 	// cuLaunchKernel's sharedMemBytes.
 	DynamicSharedBytes uint32

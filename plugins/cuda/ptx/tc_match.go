@@ -54,10 +54,10 @@ func tcBody(nm tcNames, tileM, tileN, tileK uint32, prec ir.MatrixPrecision) []i
 // per 64 rows of its tile takes the wgmma path, 4 stages with one wgmma group in flight where
 // they fit (the fastest on an H200); everything else takes mma.sync with 3
 // stages (fewer where they do not fit). Rings over 48 KiB are used only when
-// dynamicShared says the backend launches with dynamic shared memory (see
-// TCConfig.DynamicShared). ok is false, with the reason, for any other program
+// maxDynamicShared is the most dynamic shared memory the backend can launch with
+// (see TCConfig.DynamicShared; 0 for none). ok is false, with the reason, for any other program
 // or configuration: the emitter then takes the scalar matrix path.
-func matchTensorCoreMatmul(p *ir.Program, target Target, dynamicShared bool) (cfg TCConfig, ok bool, reason string) {
+func matchTensorCoreMatmul(p *ir.Program, target Target, maxDynamicShared uint32) (cfg TCConfig, ok bool, reason string) {
 	body := tcInline(p.Body, nil)
 	nm, why := tcNamesOf(body)
 	if why != "" {
@@ -125,11 +125,11 @@ func matchTensorCoreMatmul(p *ir.Program, target Target, dynamicShared bool) (cf
 	if target.SM >= 90 && warps == 4*acc.Rows/64 && acc.Rows%64 == 0 {
 		wgc := cfg
 		wgc.WarpsM, wgc.WarpsN, wgc.Wgmma = warps, 1, true
-		if c, ok := tcStages(wgc, []uint32{4, 3, 2}, dynamicShared); ok {
+		if c, ok := tcStages(wgc, []uint32{4, 3, 2}, maxDynamicShared); ok {
 			return c, true, ""
 		}
 	}
-	if c, ok := tcStages(cfg, []uint32{3, 2}, dynamicShared); ok {
+	if c, ok := tcStages(cfg, []uint32{3, 2}, maxDynamicShared); ok {
 		return c, true, ""
 	}
 	cfg.Stages = 2
@@ -138,14 +138,14 @@ func matchTensorCoreMatmul(p *ir.Program, target Target, dynamicShared bool) (cf
 
 // tcStages returns cfg with the first of stages that it can be emitted with
 // (with one wgmma group in flight from 4 stages on), in dynamic shared memory
-// where that is allowed and needed.
-func tcStages(cfg TCConfig, stages []uint32, dynamicShared bool) (TCConfig, bool) {
+// where that is needed and maxDynamicShared allows it.
+func tcStages(cfg TCConfig, stages []uint32, maxDynamicShared uint32) (TCConfig, bool) {
 	for _, s := range stages {
 		c := cfg
 		c.Stages = s
 		c.Overlap = c.Wgmma && s >= 4
-		c.DynamicShared = dynamicShared && c.SharedBytes() > tcMaxStaticShared
-		if c.check() == "" {
+		c.DynamicShared = c.SharedBytes() > tcMaxStaticShared
+		if c.check() == "" && (!c.DynamicShared || c.SharedBytes() <= maxDynamicShared) {
 			return c, true
 		}
 	}
@@ -256,8 +256,8 @@ func tcInlineExpr(e ir.Expr, env map[string]ir.Expr) ir.Expr {
 // tensorCoreModule is the tensor-core module for p when p has the matmul_tc
 // shape and opts' target has tensor cores (sm_80 and later; wgmma on sm_90),
 // with Emit's interface: the same kernel name, parameters in Emit's order, the
-// workgroup size (opts' override or the program's) as .reqntid. With
-// opts.DynamicShared a ring over 48 KiB is dynamic shared memory: then
+// workgroup size (opts' override or the program's) as .reqntid. A ring over
+// 48 KiB is dynamic shared memory, up to opts.MaxDynamicSharedBytes: then
 // m.DynamicSharedBytes is what the launch must pass (after raising the
 // function's CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES to it) and
 // m.SharedBytes is 0. ok is false, with the reason, when p takes another path.
@@ -270,7 +270,7 @@ func tensorCoreModule(p *ir.Program, opts Options) (m *Module, ok bool, reason s
 	if opts.WorkgroupSize != ([3]uint32{}) {
 		q.WorkgroupSize = opts.WorkgroupSize
 	}
-	cfg, ok, why := matchTensorCoreMatmul(&q, opts.Target, opts.DynamicShared)
+	cfg, ok, why := matchTensorCoreMatmul(&q, opts.Target, opts.MaxDynamicSharedBytes)
 	if !ok {
 		return nil, false, why
 	}

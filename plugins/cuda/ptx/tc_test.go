@@ -250,7 +250,11 @@ func TestMatchTensorCoreMatmul(t *testing.T) {
 		want    TCConfig
 	}{"the corpus kernel's lets", tcLetProgram(ir.BF16, 64, 128, 32, 128, false), sm90, false, tcWgmmaCfg(ir.BF16, 64, 128, 32, 4, true, false)})
 	for _, tc := range cases {
-		cfg, ok, why := matchTensorCoreMatmul(tc.p, tc.target, tc.dynamic)
+		var maxDyn uint32
+		if tc.dynamic {
+			maxDyn = tcMaxDynamicShared
+		}
+		cfg, ok, why := matchTensorCoreMatmul(tc.p, tc.target, maxDyn)
 		if !ok || cfg != tc.want {
 			t.Errorf("%s: got %+v (ok %v, %s), want %+v", tc.name, cfg, ok, why, tc.want)
 			continue
@@ -287,7 +291,7 @@ func TestMatchTensorCoreMatmul(t *testing.T) {
 	rejects["canonical tiled loop"+" (lets)"] = tcLetProgram(ir.BF16, 64, 64, 32, 128, true)
 	for want, p := range rejects {
 		want = strings.TrimSuffix(want, " (lets)")
-		if _, ok, why := matchTensorCoreMatmul(p, sm80, false); ok || !strings.Contains(why, want) {
+		if _, ok, why := matchTensorCoreMatmul(p, sm80, 0); ok || !strings.Contains(why, want) {
 			t.Errorf("%s: ok %v, reason %q", want, ok, why)
 		}
 	}
@@ -415,7 +419,7 @@ func TestTensorCoreEmulated(t *testing.T) {
 // interface, the path per target, dynamic shared memory only when allowed.
 func TestTensorCoreModule(t *testing.T) {
 	p := tcProgram(ir.BF16, 64, 128, 64, 128, false)
-	m, ok, why := tensorCoreModule(p, Options{Target: Target{SM: 90}, DynamicShared: true})
+	m, ok, why := tensorCoreModule(p, Options{Target: Target{SM: 90}, MaxDynamicSharedBytes: tcMaxDynamicShared})
 	if !ok {
 		t.Fatal(why)
 	}
