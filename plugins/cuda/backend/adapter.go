@@ -24,13 +24,13 @@ type limits struct {
 	sharedPerBlock     uint32
 	// sharedOptIn is the most shared memory a block may have when its kernel
 	// opts in (CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN).
-	sharedOptIn uint32
-	warp               uint32
-	sms                uint32
-	totalMem           uint64
-	ccMajor, ccMinor   int
-	integrated         bool
-	prohibited         bool
+	sharedOptIn      uint32
+	warp             uint32
+	sms              uint32
+	totalMem         uint64
+	ccMajor, ccMinor int
+	integrated       bool
+	prohibited       bool
 	// memClockKHz and busBits are the memory's clock (kHz) and bus width (bits),
 	// for the bandwidth estimate of a device not measured yet.
 	memClockKHz, busBits uint64
