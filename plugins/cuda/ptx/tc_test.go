@@ -158,6 +158,7 @@ func TestTensorCoreRejects(t *testing.T) {
 // tcLetProgram is tcProgram as the corpus kernel matmul_tc (ir/kernels) writes
 // it, the bounds named by lets (rows, cols, and depth in the loop); swapped
 // exchanges rows and cols in the store's bound, which the matcher must refuse.
+// f32 operands are multiplied at tf32 precision.
 func tcLetProgram(op ir.Type, tm, tn, tk, threads uint32, swapped bool) *ir.Program {
 	b := ir.NewBuilder("kiln.matrix.matmul_tc", threads, 1, 1)
 	m, n, k := b.Uniform("m", ir.U32), b.Uniform("n", ir.U32), b.Uniform("k", ir.U32)
@@ -176,7 +177,11 @@ func tcLetProgram(op ir.Type, tm, tn, tk, threads uint32, swapped bool) *ir.Prog
 		depth := loop.Let("depth", ir.Sub(k, k0))
 		loop.MatrixLoadBounded(at, a, ir.Add(ir.Mul(row0, k), k0), k, ir.RowMajor, rows, depth)
 		loop.MatrixLoadBounded(bt, bb, ir.Add(ir.Mul(k0, n), col0), n, ir.RowMajor, depth, cols)
-		loop.MatrixMMA(acc, at, bt)
+		if op == ir.F32 {
+			loop.MatrixMMATF32(acc, at, bt)
+		} else {
+			loop.MatrixMMA(acc, at, bt)
+		}
 	})
 	if swapped {
 		rows, cols = cols, rows
@@ -306,6 +311,23 @@ func tcRun(t *testing.T, cfg TCConfig, m, n, k, shortB int, eager bool, rng *ran
 	if !ok {
 		t.Fatal(why)
 	}
+	tcRunText(t, text, tcGeometry{cfg.Operand, cfg.TileM, cfg.TileN, cfg.Threads(), cfg.SharedBytes()}, m, n, k, shortB, eager, rng)
+}
+
+// tcGeometry is what running a tensor-core module takes besides its text: the
+// operand type, the tile (the grid is ceil(n/TileN) × ceil(m/TileM)), the
+// workgroup's invocations and its shared memory, static and dynamic.
+type tcGeometry struct {
+	operand      ir.Type
+	tileM, tileN uint32
+	threads      uint32
+	shared       uint32
+}
+
+// tcRunText is tcRun for a module's text.
+func tcRunText(t *testing.T, text string, g tcGeometry, m, n, k, shortB int, eager bool, rng *rand.Rand) {
+	t.Helper()
+	cfg := TCConfig{Operand: g.operand, TileM: g.tileM, TileN: g.tileN}
 	e, err := newTCEmu(text)
 	if err != nil {
 		t.Fatal(err)
@@ -350,7 +372,7 @@ func tcRun(t *testing.T, cfg TCConfig, m, n, k, shortB int, eager bool, rng *ran
 		"kiln_uni0": uint64(m), "kiln_uni1": uint64(n), "kiln_uni2": uint64(k),
 	}
 	gx, gy := (uint32(n)+cfg.TileN-1)/cfg.TileN, (uint32(m)+cfg.TileM-1)/cfg.TileM
-	if err := e.run(max(gx, 1), max(gy, 1), cfg.Threads(), cfg.SharedBytes()); err != nil {
+	if err := e.run(max(gx, 1), max(gy, 1), g.threads, g.shared); err != nil {
 		t.Fatalf("%dx%dx%d: %v", m, n, k, err)
 	}
 	for r := range m {

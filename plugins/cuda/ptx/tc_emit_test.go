@@ -1,0 +1,98 @@
+package ptx
+
+import (
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"github.com/kiln-dev/kiln/ir"
+)
+
+// backendOptions are the options the CUDA backend emits with on a device of
+// target t that allows 227 KiB of dynamic shared memory (an H200's opt-in limit).
+func backendOptions(t Target, wg uint32) Options {
+	return Options{Target: t, NonCoherentReads: true, MaxDynamicSharedBytes: 227 << 10, WorkgroupSize: [3]uint32{wg, 1, 1}}
+}
+
+// TestEmitTensorCorePaths pins the path Emit takes for the matmul_tc program
+// per target and workgroup, and that the module's first line names it (what
+// `kiln compile --emit ptx` shows): wgmma (.target sm_90a, PTX ISA 8.0) on sm_90
+// with a warpgroup per 64 rows, mma.sync (.target sm_80) on sm_80 and on sm_90
+// otherwise, the scalar path with the reason on sm_70.
+func TestEmitTensorCorePaths(t *testing.T) {
+	for _, c := range []struct {
+		name       string
+		op         ir.Type
+		tm, tn, tk uint32
+		wg         uint32
+		target     Target
+		first      string
+		arch       string
+		moduleSM   int
+		dynamic    uint32
+	}{
+		{"bf16 sm_90 64x128x32", ir.BF16, 64, 128, 32, 128, Target{SM: 90}, "path: wgmma bf16, tile 64x128x32, warps 4x1, 4 cp.async stages", ".target sm_90a", 90, 0},
+		{"bf16 sm_90 256x128x64", ir.BF16, 256, 128, 64, 512, Target{SM: 90}, "path: wgmma bf16, tile 256x128x64, warps 16x1, 4 cp.async stages", ".target sm_90a", 90, 4 * (256*64 + 64*128) * 2},
+		{"f16 sm_90, two warps per 64 rows", ir.F16, 64, 64, 32, 256, Target{SM: 90}, "path: mma.sync f16", ".target sm_80", 80, 0},
+		{"tf32 sm_90", ir.F32, 64, 64, 16, 128, Target{SM: 90}, "path: wgmma tf32", ".target sm_90a", 90, 0},
+		{"bf16 sm_80", ir.BF16, 64, 128, 32, 128, Target{SM: 80}, "path: mma.sync bf16, tile 64x128x32, warps 2x2, 3 cp.async stages", ".target sm_80", 80, 0},
+	} {
+		m, err := Emit(tcLetProgram(c.op, c.tm, c.tn, c.tk, 128, false), backendOptions(c.target, c.wg))
+		if err != nil {
+			t.Errorf("%s: %v", c.name, err)
+			continue
+		}
+		first, _, _ := strings.Cut(m.Text, "\n")
+		if !strings.Contains(first, c.first) || !strings.Contains(m.Text, c.arch+"\n") || m.Target.SM != c.moduleSM ||
+			m.DynamicSharedBytes != c.dynamic || m.WorkgroupSize != [3]uint32{c.wg, 1, 1} {
+			t.Errorf("%s: first line %q, target %v, %d bytes dynamic shared, workgroup %v; want %q, %s, %d bytes",
+				c.name, first, m.Target, m.DynamicSharedBytes, m.WorkgroupSize, c.first, c.arch, c.dynamic)
+		}
+	}
+	// without dynamic shared memory the 256x128x64 ring shrinks to what a kernel
+	// declares statically, or the program takes the scalar path
+	opts := backendOptions(Target{SM: 90}, 512)
+	opts.MaxDynamicSharedBytes = 0
+	if m, err := Emit(tcLetProgram(ir.BF16, 256, 128, 64, 128, false), opts); err == nil && m.DynamicSharedBytes != 0 {
+		t.Errorf("without dynamic shared memory: %d bytes dynamic", m.DynamicSharedBytes)
+	}
+}
+
+// TestTensorCoreCorpusEmulated runs the matmul_tc program as the backend emits
+// it (Emit with the backend's options) on the emulator, against the exact
+// product: a ragged size (element-wise edges) and an aligned one with a short b.
+func TestTensorCoreCorpusEmulated(t *testing.T) {
+	type run struct {
+		op         ir.Type
+		tm, tn, tk uint32
+		wg         uint32
+		target     Target
+	}
+	runs := []run{
+		{ir.BF16, 64, 128, 32, 128, Target{SM: 90}},
+		{ir.F16, 64, 64, 32, 128, Target{SM: 80}},
+		{ir.F32, 64, 64, 16, 128, Target{SM: 90}},
+		{ir.BF16, 256, 128, 64, 512, Target{SM: 90}},
+	}
+	sizes := []struct{ m, n, k, shortB int }{{70, 45, 37, 0}, {80, 136, 96, 5}}
+	if testing.Short() || raceEnabled {
+		runs, sizes = runs[:2], sizes[:1]
+	}
+	rng := rand.New(rand.NewPCG(27, 2))
+	for _, r := range runs {
+		m, err := Emit(tcLetProgram(r.op, r.tm, r.tn, r.tk, 128, false), backendOptions(r.target, r.wg))
+		if err != nil {
+			t.Fatal(err)
+		}
+		first, _, _ := strings.Cut(m.Text, "\n")
+		t.Run(strings.TrimPrefix(first, "// "), func(t *testing.T) {
+			if !strings.Contains(first, "tensor-core") {
+				t.Fatalf("not the tensor-core module: %s", first)
+			}
+			g := tcGeometry{r.op, r.tm, r.tn, r.wg, m.SharedBytes + m.DynamicSharedBytes}
+			for _, s := range sizes {
+				tcRunText(t, m.Text, g, s.m, s.n, s.k, s.shortB, false, rng)
+			}
+		})
+	}
+}
