@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/kiln-dev/kiln/cache"
+	"github.com/kiln-dev/kiln/host/trace"
 	"github.com/kiln-dev/kiln/ir"
 	"github.com/kiln-dev/kiln/pluginapi"
 )
@@ -286,6 +287,9 @@ func (pl *Pipeline) compileOnce(ctx context.Context) (*process, uint64, time.Dur
 	if err == errNothingRan {
 		return proc, 0, 0, err
 	}
+	if o := b.p.set.obs; o != nil {
+		o.compiled(ctx, b, pl.prog.Name, status, began, err)
+	}
 	if err != nil {
 		return nil, 0, 0, err
 	}
@@ -367,8 +371,17 @@ type Result struct {
 // (or the compile's override) even when an autotune record tuned pl; only a
 // launch by w.Invocations follows the record (see Pipeline.Tuned).
 func (b *Backend) Dispatch(ctx context.Context, pl *Pipeline, w Work) (*Result, error) {
+	o := b.p.set.obs
+	var began time.Time
+	if o != nil {
+		began = time.Now()
+	}
 	res, err := b.dispatch(ctx, pl, w)
-	return res, b.p.stats.failed(err)
+	err = b.p.stats.failed(err)
+	if o != nil {
+		o.dispatched(ctx, b, pl, began, res, err)
+	}
+	return res, err
 }
 
 func (b *Backend) dispatch(ctx context.Context, pl *Pipeline, w Work) (*Result, error) {
@@ -405,7 +418,7 @@ func (b *Backend) dispatch(ctx context.Context, pl *Pipeline, w Work) (*Result, 
 		}
 		req.Pipeline = handle
 		began := time.Now()
-		res, err := b.dispatchOn(ctx, proc, pl, req, sizes, limit)
+		res, spans, err := b.dispatchOn(ctx, proc, pl, req, sizes, limit)
 		if err == errNothingRan {
 			if attempt > 0 {
 				return nil, b.nothingRanTwice(proc, "dispatch")
@@ -420,6 +433,10 @@ func (b *Backend) dispatch(ctx context.Context, pl *Pipeline, w Work) (*Result, 
 		if err != nil {
 			b.p.launchFailed(proc, pl, w, in+want, err)
 			return nil, err
+		}
+		if tr := b.p.set.obs.tracer(); tr != nil {
+			end := began.Add(took)
+			tr.roundTrip(b, proc, "dispatch", began, end, end, end, spans, res.DeviceNanos, trace.String("program", pl.prog.Name))
 		}
 		out := 0
 		for _, o := range res.Outputs {

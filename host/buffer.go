@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"time"
 
+	"github.com/kiln-dev/kiln/host/trace"
 	"github.com/kiln-dev/kiln/pluginapi"
 )
 
@@ -218,7 +220,7 @@ func (bf *Buffer) transfer(ctx context.Context, op string, offset int64, b []byt
 
 // move is transfer once the buffer is locked, live on proc (nil: host-kept)
 // and the range checked.
-func (bf *Buffer) move(ctx context.Context, proc *process, op string, offset int64, b []byte) error {
+func (bf *Buffer) move(ctx context.Context, proc *process, op string, offset int64, b []byte) (err error) {
 	p := bf.backend.p
 	if proc == nil {
 		if op == "write" {
@@ -231,7 +233,15 @@ func (bf *Buffer) move(ctx context.Context, proc *process, op string, offset int
 	if err := bf.backend.drain(ctx); err != nil {
 		return err
 	}
-	err := bf.backend.callConn(ctx, proc, op, bf.Name(), func(ctx context.Context, conn pluginapi.Conn) error {
+	if tr := p.set.obs.tracer(); tr != nil {
+		began := time.Now()
+		defer func() {
+			if err == nil {
+				tr.span(op, began, time.Now(), trace.String("backend", bf.backend.Name()), trace.Int("bytes", int64(len(b))))
+			}
+		}()
+	}
+	err = bf.backend.callConn(ctx, proc, op, bf.Name(), func(ctx context.Context, conn pluginapi.Conn) error {
 		if op == "write" {
 			return conn.WriteBuffer(ctx, bf.handle, uint64(offset), b)
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"sort"
 	"strconv"
@@ -16,6 +17,7 @@ import (
 	"gocloud.dev/blob"
 
 	"github.com/kiln-dev/kiln/autotune"
+	"github.com/kiln-dev/kiln/host/trace"
 	"github.com/kiln-dev/kiln/pgo"
 	"github.com/kiln-dev/kiln/pluginapi"
 )
@@ -102,6 +104,23 @@ type Options struct {
 	PGO   *pgo.Table
 	NoPGO bool
 
+	// Trace, when set, receives a timeline of the host's work as Chrome
+	// trace-event JSON (open it in ui.perfetto.dev or chrome://tracing):
+	// the host's slices (open, plugin starts, compiles with their cache
+	// outcome, submits, waits, transfers, dispatches), each plugin's (decode,
+	// queue, run) and each adapter's device time, tied together by flows
+	// across the processes (docs/design.md, "Tracing"). TraceFile names a
+	// file for it instead (created anew: a second Host on the same file
+	// replaces it); with neither, $KILN_TRACE does; "off" turns both off.
+	// Close ends the document (and closes a file the host opened). Nil and
+	// empty: no trace, and the host times nothing for one.
+	Trace     io.Writer
+	TraceFile string
+	// Hook, when set, sees every dispatch, submit and compile as it ends
+	// (package host/hostotel makes OpenTelemetry spans of them, package
+	// host/hostprom histograms). Nil costs nothing.
+	Hook Hook
+
 	// MaxProtocol caps the wire protocol the host offers its plugins:
 	// pluginapi.ProtocolV1 runs every plugin as a protocol-1 plugin (no
 	// buffers kept in the plugin, bytes inline over gRPC). 0 offers the newest.
@@ -127,6 +146,8 @@ type Host struct {
 	plugins []*plugin // one per accepted file, in path order; fixed at Open
 
 	failovers atomic.Uint64 // launches that ran on another backend after a failure
+
+	obs *observer // the trace and the hook; nil when neither
 
 	mu      sync.Mutex
 	closed  bool
@@ -157,8 +178,13 @@ func Open(ctx context.Context, opts Options) (*Host, error) {
 	default:
 		log = hclog.NewNullLogger()
 	}
+	began := time.Now()
+	obs, err := newObserver(opts, env.xdg.Getenv)
+	if err != nil {
+		return nil, err
+	}
 	hctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	h := &Host{dir: dir, dirSource: source, log: log, byID: map[string]*plugin{}, changed: make(chan struct{}), ctx: hctx, cancel: cancel}
+	h := &Host{obs: obs, dir: dir, dirSource: source, log: log, byID: map[string]*plugin{}, changed: make(chan struct{}), ctx: hctx, cancel: cancel}
 	set := settings{
 		startTimeout:  orDefault(opts.StartTimeout, 10*time.Second),
 		backoff:       orDefault(opts.RestartBackoff, 100*time.Millisecond),
@@ -170,10 +196,12 @@ func Open(ctx context.Context, opts Options) (*Host, error) {
 		log:           log,
 		ctx:           hctx,
 		maxProtocol:   opts.MaxProtocol,
+		obs:           obs,
 	}
 	if !opts.NoMTLS {
 		if set.auth, err = newTransportAuth(); err != nil {
 			cancel()
+			_ = obs.close()
 			return nil, err
 		}
 	}
@@ -205,6 +233,9 @@ func Open(ctx context.Context, opts Options) (*Host, error) {
 		if f.Accepted {
 			h.plugins = append(h.plugins, newPlugin(f.Path, set))
 		}
+	}
+	if obs != nil && obs.tr != nil {
+		obs.tr.span("open", began, time.Now(), trace.String("plugins", dir), trace.Int("files", int64(len(h.files))))
 	}
 	return h, nil
 }
@@ -397,7 +428,11 @@ func (h *Host) Close() error {
 		p.close(context.Background()) // a start that ended during the first round
 		p.wait()
 	}
-	return h.stores.flush(context.Background())
+	err := h.stores.flush(context.Background())
+	if terr := h.obs.close(); err == nil && terr != nil {
+		err = fmt.Errorf("write the trace: %w", terr)
+	}
+	return err
 }
 
 func (h *Host) checkOpen() error {

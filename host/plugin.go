@@ -17,6 +17,7 @@ import (
 	"google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/status"
 
+	"github.com/kiln-dev/kiln/host/trace"
 	"github.com/kiln-dev/kiln/pluginapi"
 )
 
@@ -128,6 +129,8 @@ type settings struct {
 	ctx context.Context
 	// maxProtocol caps the wire protocol offered to plugins (0: the newest).
 	maxProtocol int
+	// obs is the host's trace and hook; nil when it has neither.
+	obs *observer
 }
 
 // plugin supervises one plugin executable: it launches the process, relaunches it
@@ -251,6 +254,12 @@ func (p *plugin) launch(ctx context.Context) (*process, *pluginapi.Description, 
 			return nil, nil, &StartError{Path: p.path, Stage: StartRefused, Detail: err.Error(), Timeout: p.set.startTimeout}
 		}
 	}
+	tr := p.set.obs.tracer()
+	var began time.Time
+	if tr != nil {
+		env = append(env, pluginapi.SpansEnv+"=1") // ship each submit's phases back
+		began = time.Now()
+	}
 	cfg.RunnerFunc = runnerFunc(p.path, env, check, tail, p.logs, func(r *pluginRunner) {
 		proc.runner = r
 		p.mu.Lock()
@@ -310,6 +319,12 @@ func (p *plugin) launch(ctx context.Context) (*process, *pluginapi.Description, 
 		return fail(stage, detail)
 	}
 	proc.pid = proc.runner.processID()
+	var handshook time.Time
+	if tr != nil {
+		handshook = time.Now()
+		tr.plugin(proc.pid, p.path)
+		tr.span("plugin handshake", began, handshook, trace.String("plugin", filepath.Base(p.path)), trace.Int("pid", int64(proc.pid)))
+	}
 	if v := proc.client.NegotiatedVersion(); pluginapi.PluginSets()[v] == nil {
 		return fail(StartProtocol, fmt.Sprintf("it negotiated kiln protocol version %d", v))
 	}
@@ -341,6 +356,11 @@ func (p *plugin) launch(ctx context.Context) (*process, *pluginapi.Description, 
 	}
 	if p.desc != nil && desc.ID != p.desc.ID {
 		return fail(StartDescribeFailed, fmt.Sprintf("the plugin now reports id %q instead of %q", desc.ID, p.desc.ID))
+	}
+	if tr != nil {
+		now := time.Now()
+		tr.span("plugin describe", handshook, now, trace.String("plugin", desc.ID))
+		tr.span("plugin start", began, now, trace.String("plugin", desc.ID), trace.Int("pid", int64(proc.pid)))
 	}
 	go proc.monitor(p.set.hangTimeout, func() { p.hung(proc) })
 	return proc, desc, nil
@@ -580,6 +600,9 @@ func (p *plugin) open(ctx context.Context, proc *process, adapter int) (time.Dur
 		return 0, err
 	}
 	took := time.Since(began)
+	if tr := p.set.obs.tracer(); tr != nil {
+		tr.span("adapter open", began, began.Add(took), trace.String("plugin", p.name()), trace.Int("adapter", int64(adapter)))
+	}
 	p.mu.Lock()
 	proc.opened[adapter] = true
 	p.acquisition[adapter] = took

@@ -12,7 +12,9 @@ import (
 // each way), else inline (pluginapi.Conn.DispatchSized: shared memory when the
 // plugin has the data plane, gRPC messages otherwise).
 // limit is the receive limit of an inline response over gRPC.
-func (b *Backend) dispatchOn(ctx context.Context, proc *process, pl *Pipeline, req *pluginapi.DispatchRequest, sizes []int, limit int) (*pluginapi.DispatchResult, error) {
+//
+// spans are the plugin's timed phases (empty unless the host traces).
+func (b *Backend) dispatchOn(ctx context.Context, proc *process, pl *Pipeline, req *pluginapi.DispatchRequest, sizes []int, limit int) (res *pluginapi.DispatchResult, spans []pluginapi.Span, err error) {
 	var in int64
 	for _, d := range req.Inputs {
 		in += int64(len(d))
@@ -20,20 +22,19 @@ func (b *Backend) dispatchOn(ctx context.Context, proc *process, pl *Pipeline, r
 	if b.p.capsOf(proc).Resident() {
 		return b.dispatchResident(ctx, proc, pl, req, in)
 	}
-	var res *pluginapi.DispatchResult
-	err := b.callConn(ctx, proc, "dispatch", pl.prog.Name, func(ctx context.Context, conn pluginapi.Conn) error {
+	err = b.callConn(ctx, proc, "dispatch", pl.prog.Name, func(ctx context.Context, conn pluginapi.Conn) error {
 		var err error
 		res, err = conn.DispatchSized(pluginapi.WithReceiveLimit(ctx, limit), req, sizes)
 		return err
 	})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	b.p.v2.toPlugin.Add(in)
 	for _, o := range res.Outputs {
 		b.p.v2.fromPlugin.Add(int64(len(o)))
 	}
-	return res, nil
+	return res, res.Spans(), nil
 }
 
 // scratchBuffer is a buffer the v1 API dispatches through.
@@ -128,7 +129,7 @@ func (b *Backend) dropScratch(conn pluginapi.Conn, bufs []*scratchBuffer) {
 // dispatchResident runs a v1 dispatch on a plugin that keeps buffers: inputs go
 // into scratch buffers (in place when mapped), write buffers are zeroed, one
 // submit runs the pipeline, and the outputs are read back.
-func (b *Backend) dispatchResident(ctx context.Context, proc *process, pl *Pipeline, req *pluginapi.DispatchRequest, in int64) (*pluginapi.DispatchResult, error) {
+func (b *Backend) dispatchResident(ctx context.Context, proc *process, pl *Pipeline, req *pluginapi.DispatchRequest, in int64) (*pluginapi.DispatchResult, []pluginapi.Span, error) {
 	prog := pl.prog
 	n := len(prog.Buffers)
 	bind := make([]uint64, n) // bytes bound per binding
@@ -140,6 +141,7 @@ func (b *Backend) dispatchResident(ctx context.Context, proc *process, pl *Pipel
 		}
 	}
 	var res *pluginapi.DispatchResult
+	var spans []pluginapi.Span
 	var out int64
 	err := b.callConn(ctx, proc, "dispatch", prog.Name, func(ctx context.Context, conn pluginapi.Conn) (err error) {
 		bufs := make([]*scratchBuffer, 0, n)
@@ -183,6 +185,7 @@ func (b *Backend) dispatchResident(ctx context.Context, proc *process, pl *Pipel
 		}
 		outputs := prog.Outputs()
 		res = &pluginapi.DispatchResult{HostNanos: sub.HostNanos, DeviceNanos: sub.DeviceNanos, Outputs: make([][]byte, 0, len(outputs))}
+		spans = sub.Spans()
 		for _, bi := range outputs {
 			s := bufs[bi]
 			var o []byte
@@ -203,9 +206,9 @@ func (b *Backend) dispatchResident(ctx context.Context, proc *process, pl *Pipel
 		return nil
 	})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	b.p.v2.toPlugin.Add(in)
 	b.p.v2.fromPlugin.Add(out)
-	return res, nil
+	return res, spans, nil
 }

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/kiln-dev/kiln/host/trace"
 	"github.com/kiln-dev/kiln/ir"
 	"github.com/kiln-dev/kiln/pluginapi"
 )
@@ -127,6 +128,18 @@ type Pending struct {
 	// ended brackets the batch for the hang monitor: the process counts it as
 	// a call in flight until it completes.
 	ended sync.Once
+	// obs is set when the host has an observer (nil keeps the fast path's
+	// Pending small).
+	obs *pendingObs
+}
+
+// pendingObs is what an observer needs of a resident submit: when it was
+// sent, its first dispatch's program, and reported, which reports its
+// completion once.
+type pendingObs struct {
+	sent     time.Time
+	program  string
+	reported sync.Once
 }
 
 // end takes the batch off the process's calls in flight.
@@ -139,11 +152,29 @@ func (pd *Pending) Wait(ctx context.Context) (*SubmitResult, error) {
 	if pd.inner == nil {
 		return pd.result, pd.err
 	}
-	res, err := pd.wait(ctx)
-	return res, pd.b.p.stats.failed(err)
+	var waitFrom time.Time
+	if pd.obs != nil {
+		waitFrom = time.Now()
+	}
+	res, raw, err := pd.wait(ctx)
+	err = pd.b.p.stats.failed(err)
+	if pd.obs != nil {
+		pd.obs.reported.Do(func() { pd.report(ctx, pd.b.p.set.obs, waitFrom, res, raw, err) })
+	}
+	return res, err
 }
 
-func (pd *Pending) wait(ctx context.Context) (*SubmitResult, error) {
+// report writes a resident submit to the trace and the hook once it ended.
+func (pd *Pending) report(ctx context.Context, o *observer, waitFrom time.Time, res *SubmitResult, raw *pluginapi.SubmitResult, err error) {
+	if o.tr != nil && err == nil {
+		end := pd.began.Add(res.Submit)
+		o.tr.roundTrip(pd.b, pd.proc, "submit", pd.began, pd.obs.sent, waitFrom, end, raw.Spans(), raw.DeviceNanos, trace.Int("commands", int64(pd.n)), trace.String("program", pd.obs.program))
+	}
+	o.submitted(ctx, pd.b, pd.obs.program, pd.n, pd.began, res, err)
+}
+
+// wait returns the result and the plugin's.
+func (pd *Pending) wait(ctx context.Context) (*SubmitResult, *pluginapi.SubmitResult, error) {
 	res, err := pd.inner.Wait(ctx)
 	if pd.inner.Ready() {
 		pd.end()
@@ -152,21 +183,21 @@ func (pd *Pending) wait(ctx context.Context) (*SubmitResult, error) {
 	if err != nil {
 		if he := pd.b.hostError(pd.proc, "submit", err); he != nil {
 			pd.b.p.badResult(pd.proc, he)
-			return nil, he
+			return nil, nil, he
 		}
 		err = pd.b.p.classify(ctx, pd.proc, pd.b.Name(), "submit", pd.began, err)
-		return nil, crashed(err, pd.bufs...)
+		return nil, nil, crashed(err, pd.bufs...)
 	}
 	took := time.Since(pd.began)
 	if err := checkTimes(pd.b.Name(), "submit", res.HostNanos, res.DeviceNanos, took); err != nil {
 		pd.b.p.badResult(pd.proc, err)
-		return nil, err
+		return nil, nil, err
 	}
 	pd.b.p.healthy()
 	return &SubmitResult{
 		Backend: pd.b.Name(), Commands: pd.n, Submit: took,
 		PluginTime: time.Duration(res.HostNanos), DeviceTime: time.Duration(res.DeviceNanos),
-	}, nil
+	}, res, nil
 }
 
 // forget drops pd and every finished submit from the pending list.
@@ -222,7 +253,29 @@ func (b *Backend) Submit(ctx context.Context, bt *Batch) (*SubmitResult, error) 
 // is sent; a buffer of a plugin process that died is a [*LostBufferError].
 func (b *Backend) SubmitAsync(ctx context.Context, bt *Batch) (*Pending, error) {
 	pd, err := b.submitAsync(ctx, bt)
-	return pd, b.p.stats.failed(err)
+	err = b.p.stats.failed(err)
+	if o := b.p.set.obs; o != nil && (err != nil || pd.inner == nil) {
+		// Refused, or run here at once: nothing is left for Wait to report.
+		var res *SubmitResult
+		if pd != nil {
+			res = pd.result
+		}
+		o.submitted(ctx, b, firstProgram(bt), bt.Len(), time.Now(), res, err)
+	}
+	return pd, err
+}
+
+// firstProgram names the program of bt's first dispatch ("" without one).
+func firstProgram(bt *Batch) string {
+	if bt == nil {
+		return ""
+	}
+	for _, c := range bt.cmds {
+		if c.kind == cmdDispatch && c.pipeline != nil {
+			return c.pipeline.prog.Name
+		}
+	}
+	return ""
 }
 
 func (b *Backend) submitAsync(ctx context.Context, bt *Batch) (*Pending, error) {
@@ -505,6 +558,15 @@ func (b *Backend) submitResident(ctx context.Context, proc *process, plan *batch
 		return nil, crashed(err, plan.bufs...)
 	}
 	pd := &Pending{b: b, proc: proc, inner: inner, bufs: plan.bufs, began: began, n: len(cmds)}
+	if b.p.set.obs != nil {
+		pd.obs = &pendingObs{sent: time.Now()}
+		for _, c := range plan.cmds {
+			if c.kind == cmdDispatch {
+				pd.obs.program = c.pipeline.prog.Name
+				break
+			}
+		}
+	}
 	proc.begin()
 	v := &b.p.v2
 	v.mu.Lock()
@@ -574,19 +636,25 @@ func (b *Backend) dispatchHosted(ctx context.Context, c plannedCmd) (*pluginapi.
 		}
 		req.Pipeline = handle
 		began := time.Now()
-		res, err = b.dispatchOn(ctx, proc, pl, req, sizes, limit)
+		var spans []pluginapi.Span
+		res, spans, err = b.dispatchOn(ctx, proc, pl, req, sizes, limit)
 		if err == errNothingRan {
 			if attempt > 0 {
 				return nil, b.nothingRanTwice(proc, "dispatch")
 			}
 			continue
 		}
+		took := time.Since(began)
 		if err == nil {
-			err = checkResult(b.Name(), prog, sizes, res, time.Since(began))
+			err = checkResult(b.Name(), prog, sizes, res, took)
 		}
 		if err != nil {
 			b.p.badResult(proc, err)
 			return nil, err
+		}
+		if tr := b.p.set.obs.tracer(); tr != nil {
+			end := began.Add(took)
+			tr.roundTrip(b, proc, "dispatch", began, end, end, end, spans, res.DeviceNanos, trace.String("program", prog.Name))
 		}
 		break
 	}

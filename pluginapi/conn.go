@@ -581,7 +581,7 @@ func (p *Pending) Wait(ctx context.Context) (*SubmitResult, error) {
 	if p.plane != nil {
 		d, _, err := p.plane.wait(ctx, p.call)
 		if err == nil {
-			p.res = &SubmitResult{HostNanos: d.hostNanos, DeviceNanos: d.deviceNanos}
+			p.res = &SubmitResult{HostNanos: d.hostNanos, DeviceNanos: d.deviceNanos, spans: d.spans}
 		}
 		p.finished, p.err = true, err
 		return p.res, p.err

@@ -178,7 +178,8 @@
 //
 //	offset 0  u32  size of the frame, header included
 //	offset 4  u8   kind
-//	offset 5  u8   flags: bit 0 set when a file descriptor rides with the frame
+//	offset 5  u8   flags: bit 0 set when a file descriptor rides with the frame;
+//	               bit 1 set on a completion that carries a spans trailer
 //	offset 6  u16  zero
 //	offset 8  u64  sequence number (the host's; a completion repeats its request's)
 //
@@ -213,8 +214,10 @@
 // status of 0 the result of the request's kind — alloc: u64 buffer, u32 mapped (0
 // or 1), u32 0; submit: i64 host nanoseconds, i64 device nanoseconds; dispatch: the
 // two times, u32 m (the request's output count), u32 0, m × u64 output size — and
-// the message. A request whose caller gave up is cancelled with the Device
-// service's Cancel call.
+// the message; with flag bit 1 (a submit's or dispatch's completion, from a plugin
+// started with SpansEnv) a spans trailer follows: u32 n (1 to 8), u32 0, n × (u32
+// kind, u32 0, i64 start, i64 end) on CLOCK_MONOTONIC. A request whose caller gave
+// up is cancelled with the Device service's Cancel call.
 //
 // docs/design.md ("Protocol v2: buffers, submits, shared memory, fast path") tells
 // the whole story.

@@ -88,7 +88,7 @@ func parseHeader(b []byte, limit int) (frameHeader, error) {
 		flags: b[5],
 		seq:   binary.LittleEndian.Uint64(b[8:]),
 	}
-	if b[6] != 0 || b[7] != 0 || h.flags&^flagFD != 0 {
+	if b[6] != 0 || b[7] != 0 || h.flags&^(flagFD|flagSpans) != 0 {
 		return frameHeader{}, fmt.Errorf("frame header has reserved bits set (flags %#x, %#x %#x)", h.flags, b[6], b[7])
 	}
 	if h.size < frameHeaderBytes || int64(h.size) > int64(limit) {
@@ -362,8 +362,8 @@ func decodeRequest(b []byte) (*request, error) {
 	if err != nil {
 		return nil, err
 	}
-	if int(h.size) != len(b) {
-		return nil, fmt.Errorf("frame says %d bytes but %d were given", h.size, len(b))
+	if int(h.size) != len(b) || h.flags&flagSpans != 0 {
+		return nil, fmt.Errorf("frame says %d bytes but %d were given (flags %#x)", h.size, len(b), h.flags)
 	}
 	r := &request{kind: h.kind, seq: h.seq, fd: h.flags&flagFD != 0}
 	d := &dec{b: b[frameHeaderBytes:]}
@@ -548,11 +548,18 @@ type done struct {
 	hostNanos, deviceNanos int64
 	// dispatch: the size of each output written into its staged range
 	sizes []uint64
+	// submit, dispatch: the phases the plugin timed (spans.go); a pointer
+	// keeps the completions without them small
+	spans *[]Span
 }
 
 // encodeDone encodes a completion of a request of kind.
 func encodeDone(kind frameKind, c *done) []byte {
-	e := &enc{b: make([]byte, frameHeaderBytes, 64)}
+	size := 64
+	if c.spans != nil {
+		size += spansBytes
+	}
+	e := &enc{b: make([]byte, frameHeaderBytes, size)}
 	msg := c.msg
 	if len(msg) > maxMessageBytes {
 		msg = msg[:maxMessageBytes]
@@ -583,13 +590,18 @@ func encodeDone(kind frameKind, c *done) []byte {
 		}
 	}
 	e.bytes([]byte(msg))
-	putHeader(e.b, frameHeader{size: uint32(len(e.b)), kind: frameDone, seq: c.seq})
+	var flags uint8
+	if c.spans != nil && len(*c.spans) > 0 && (kind == frameSubmit || kind == frameDispatch) {
+		flags = flagSpans
+		encodeSpans(e, *c.spans)
+	}
+	putHeader(e.b, frameHeader{size: uint32(len(e.b)), kind: frameDone, flags: flags, seq: c.seq})
 	return e.b
 }
 
 // maxDoneBytes bounds a completion frame: the largest result (a dispatch's
-// output sizes) and the longest message.
-const maxDoneBytes = frameHeaderBytes + 8 + 24 + 8*maxBindings + maxMessageBytes + 8
+// output sizes), the longest message and the largest spans trailer.
+const maxDoneBytes = frameHeaderBytes + 8 + 24 + 8*maxBindings + maxMessageBytes + 8 + spansBytes
 
 // decodeDone decodes the completion of a request of kind that expected outputs
 // output sizes (dispatch only). Anything but exactly the fields that request
@@ -599,7 +611,7 @@ func decodeDone(b []byte, kind frameKind, outputs int) (*done, error) {
 	if err != nil {
 		return nil, err
 	}
-	if int(h.size) != len(b) || h.kind != frameDone || h.flags != 0 {
+	if int(h.size) != len(b) || h.kind != frameDone || h.flags&^flagSpans != 0 {
 		return nil, fmt.Errorf("completion frame of kind %d, flags %d, %d bytes for %d given", h.kind, h.flags, h.size, len(b))
 	}
 	d := &dec{b: b[frameHeaderBytes:]}
@@ -634,6 +646,16 @@ func decodeDone(b []byte, kind frameKind, outputs int) (*done, error) {
 		}
 	}
 	c.msg = string(d.bytes(n))
+	if h.flags&flagSpans != 0 {
+		if kind != frameSubmit && kind != frameDispatch {
+			return nil, errNoSpans
+		}
+		spans, err := decodeSpans(d)
+		if err != nil {
+			return nil, err
+		}
+		c.spans = &spans
+	}
 	if err := d.end(); err != nil {
 		return nil, err
 	}

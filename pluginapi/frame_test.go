@@ -141,6 +141,7 @@ func FuzzDecodeDone(f *testing.F) {
 	f.Add(encodeDone(frameSubmit, &done{seq: 2, hostNanos: 3}), uint8(frameSubmit), uint8(0))
 	f.Add(encodeDone(frameDispatch, &done{seq: 3, sizes: []uint64{1, 2}}), uint8(frameDispatch), uint8(2))
 	f.Add(encodeDone(frameFree, &done{seq: 4, status: statusDevice, msg: "lost"}), uint8(frameFree), uint8(0))
+	f.Add(encodeDone(frameSubmit, &done{seq: 5, hostNanos: 3, spans: &[]Span{{Kind: SpanRun, Start: 1, End: 2}}}), uint8(frameSubmit), uint8(0))
 	f.Fuzz(func(t *testing.T, b []byte, kind, outputs uint8) {
 		d, err := decodeDone(b, frameKind(kind), int(outputs))
 		if err != nil {

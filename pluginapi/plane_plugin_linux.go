@@ -40,9 +40,10 @@ const unboundQueue = ^uint32(0)
 // planeJob is one request waiting in a queue, with its descriptor and the
 // context that Cancel ends.
 type planeJob struct {
-	req *request
-	fd  int
-	ctx context.Context
+	req   *request
+	fd    int
+	ctx   context.Context
+	spans jobSpans // when the host asked for spans
 }
 
 // planeServer is the plugin's side of the data plane: it accepts the host's one
@@ -64,6 +65,7 @@ type planeServer struct {
 	ln         *net.UnixListener
 	token      []byte
 	concurrent bool
+	timer      *spanTimer // nil unless the host asked for spans (SpansEnv)
 
 	mu      sync.Mutex
 	conn    *rawConn
@@ -111,7 +113,7 @@ func listenPlane(dev *device) (*planeServer, error) {
 		return nil, fmt.Errorf("data plane token: %w", err)
 	}
 	c, ok := dev.impl.(ConcurrentAdapters)
-	p := &planeServer{dev: dev, dir: dir, ln: ln, token: token, concurrent: ok && c.ConcurrentAdapters(),
+	p := &planeServer{dev: dev, dir: dir, ln: ln, token: token, concurrent: ok && c.ConcurrentAdapters(), timer: newSpanTimer(),
 		running: map[uint64]context.CancelFunc{}, segs: map[uint32]*segment{}, bufSeg: map[uint64]*segment{},
 		bufAdapter: map[uint64]uint32{}, queues: map[uint32]chan planeJob{}}
 	go p.serve()
@@ -180,9 +182,16 @@ func (p *planeServer) serve() {
 		if err != nil {
 			return
 		}
+		var js jobSpans
+		if p.timer != nil {
+			js.read = p.timer.clock.now()
+		}
 		req, err := decodeRequest(b)
 		if err != nil {
 			return
+		}
+		if p.timer != nil {
+			js.decoded = p.timer.clock.now()
 		}
 		fd := -1
 		if req.fd {
@@ -190,7 +199,7 @@ func (p *planeServer) serve() {
 				return
 			}
 		}
-		job := planeJob{req: req, fd: fd, ctx: p.start(req.seq)}
+		job := planeJob{req: req, fd: fd, ctx: p.start(req.seq), spans: js}
 		if p.concurrent && (req.kind == frameAttach || req.kind == frameDetach) {
 			if err := p.answer(encodeDone(req.kind, p.handle(job))); err != nil {
 				return
@@ -487,9 +496,17 @@ func (p *planeServer) finish(seq uint64) {
 func (p *planeServer) handle(job planeJob) *done {
 	defer p.finish(job.req.seq)
 	d := &done{seq: job.req.seq}
+	timed := p.timer != nil && (job.req.kind == frameSubmit || job.req.kind == frameDispatch)
+	var began int64
+	if timed {
+		began = p.timer.clock.now()
+	}
 	err := p.run(job.ctx, job.req, job.fd, d)
 	if err != nil {
 		d.status, d.msg = statusOf(err), err.Error()
+	} else if timed {
+		spans := p.timer.spans(job.spans, began, p.timer.clock.now(), d.deviceNanos)
+		d.spans = &spans
 	}
 	return d
 }

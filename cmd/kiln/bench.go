@@ -18,6 +18,7 @@ func (a *app) benchCommand() *cobra.Command {
 	var mib int
 	var load []int
 	var loadFor time.Duration
+	var kb kernelBench
 	cmd := &cobra.Command{
 		Use:   "bench",
 		Short: "Measure the plugin boundary: start, round trips, bulk transfer, resident buffers",
@@ -54,10 +55,24 @@ checking its results, for --load-duration after a tenth of it as warm-up; it
 prints dispatches per second (and the ratio to the first row) and the p50 and
 p99 latency per count. Pass the list with '=': --load=1,8.
 
-Figures depend on the machine; nothing is asserted.`,
+Figures depend on the machine; nothing is asserted.
+
+With --kernel NAME it times a corpus kernel instead, on every ready backend
+(--on picks them; cpu-ref only when named) side by side: each verified
+against the reference first, then timed as kiln run --repeat times it
+(buffers on the backend, a warm-up, --repeat timed submits), with the median
+and minimum device and submit times and the throughput:
+  kiln bench --kernel matmul_reg --size 1024 --repeat 50`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			h, err := a.open(cmd.Context())
+			if kb.kernel != "" {
+				return kb.run(a, cmd)
+			}
+			// The measuring hosts are bench's own: the trace is the
+			// protocol-2 one's.
+			trace := a.trace
+			a.trace = ""
+			h, err := a.openWith(cmd.Context(), host.Options{TraceFile: "off"})
 			if err != nil {
 				return err
 			}
@@ -65,7 +80,7 @@ Figures depend on the machine; nothing is asserted.`,
 			if cmd.Flags().Changed("load") {
 				return a.benchLoad(cmd, h, bench.LoadOptions{Backend: opts.Backend, Goroutines: load, Duration: loadFor})
 			}
-			opts.Bytes = mib << 20
+			opts.Bytes, opts.TraceFile = mib<<20, trace
 			if exe, err := os.Executable(); err == nil {
 				opts.EchoPlugin = exe
 			}
@@ -93,6 +108,8 @@ Figures depend on the machine; nothing is asserted.`,
 	f.IntSliceVar(&load, "load", nil, "instead, the load test with these numbers of goroutines (--load alone: 1,4,16,64)")
 	f.Lookup("load").NoOptDefVal = "1,4,16,64"
 	f.DurationVar(&loadFor, "load-duration", 2*time.Second, "how long each row of the load test is measured")
+	kb.flags(cmd)
+	a.traceFlag(cmd)
 	return cmd
 }
 

@@ -184,6 +184,7 @@ when any kernel got no route.`,
 	f.Uint64Var(&opts.Seed, "seed", 1, "random seed for the inputs")
 	f.IntVar(&opts.Timed, "timed", pgo.DefaultTimed, "timed dispatches per backend, after one warm-up")
 	f.IntVar(&opts.Classes, "classes", certify.DefaultClasses, "size classes per kernel: --size, --size/16, --size/256, … (1 records one route per op)")
+	a.traceFlag(cmd)
 	return cmd
 }
 

@@ -23,6 +23,7 @@ type app struct {
 	startTimeout time.Duration
 	timeout      time.Duration
 	json         bool
+	trace        string             // --trace: the file the host writes its timeline to
 	cancel       context.CancelFunc // ends the --timeout context
 	deadline     context.Context    // the --timeout context, nil without --timeout
 	started      time.Time          // when the --timeout clock started
@@ -117,7 +118,7 @@ Shell completion: "kiln completion bash|zsh|fish|powershell --help".`,
 	root.AddCommand(a.pluginsCommand(), a.statsCommand())
 	root.AddCommand(a.tuneCommand(), a.autotuneCommand())
 	root.AddCommand(a.routesCommand(), a.versionCommand())
-	root.AddCommand(a.conformanceCommand(), a.devicesCommand())
+	root.AddCommand(a.conformanceCommand(), a.devicesCommand(), a.traceCommand())
 	// The completion command now, not at Execute, so that the walk below covers
 	// it; it writes to the output set before it is made.
 	root.SetOut(a.out)
@@ -205,6 +206,9 @@ func (a *app) openWith(ctx context.Context, opts host.Options) (*host.Host, erro
 	}
 	logger := hclog.New(&hclog.LoggerOptions{Name: "kiln", Level: level, Output: a.errOut})
 	opts.PluginDir, opts.Logger, opts.StartTimeout = a.pluginDir, logger, a.startTimeout
+	if a.trace != "" {
+		opts.TraceFile = a.trace
+	}
 	return host.Open(ctx, opts)
 }
 

@@ -34,6 +34,32 @@ type runJSON struct {
 	Failover []failoverJSON `json:"failover,omitempty"`
 	Outputs  []string       `json:"outputs,omitempty"`
 	Error    string         `json:"error,omitempty"`
+	// With --repeat: the timed runs' medians and minimums, and the
+	// throughput at the median device time (the submit's without one).
+	Runs        int     `json:"runs,omitempty"`
+	WarmupRuns  int     `json:"warmup_runs,omitempty"`
+	DeviceNs    int64   `json:"device_ns,omitempty"`
+	DeviceMinNs int64   `json:"device_min_ns,omitempty"`
+	SubmitNs    int64   `json:"submit_ns,omitempty"`
+	SubmitMinNs int64   `json:"submit_min_ns,omitempty"`
+	Gflops      float64 `json:"gflops,omitempty"`
+	Gbps        float64 `json:"gbps,omitempty"`
+}
+
+// flopRate formats GFLOP/s, as TFLOP/s from 1000 up.
+func flopRate(gflops float64) string {
+	if gflops >= 1000 {
+		return fmt.Sprintf("%.3f TFLOP/s", gflops/1000)
+	}
+	return fmt.Sprintf("%.3f GFLOP/s", gflops)
+}
+
+// addTiming sets j's --repeat figures.
+func (j *runJSON) addTiming(t *runs.Timing) {
+	j.Runs, j.WarmupRuns = t.Runs, t.WarmupRuns
+	j.DeviceNs, j.DeviceMinNs = t.DeviceMedian.Nanoseconds(), t.DeviceMin.Nanoseconds()
+	j.SubmitNs, j.SubmitMinNs = t.SubmitMedian.Nanoseconds(), t.SubmitMin.Nanoseconds()
+	j.Gflops, j.Gbps = t.GFlops(), t.GBps()
 }
 
 // failoverJSON is one backend a run failed over from.
@@ -69,6 +95,8 @@ func (a *app) runCommand() *cobra.Command {
 		seed              uint64
 		verify, all, list bool
 		strict, fallback  bool
+		repeat            int
+		warmup            time.Duration
 	)
 	cmd := &cobra.Command{
 		Use:   "run [PROGRAM.json]",
@@ -110,6 +138,19 @@ autotune record for the program on the backend sets the workgroup size; without
 --backend the program's fresh PGO route (kiln certify) picks the backend when
 that backend is healthy.
 
+--repeat N times the kernel as a kernel benchmark does (triton's do_bench):
+after the run above, its buffers are allocated on the backend that ran it and
+written once, one dispatch is submitted untimed for --warmup (and on until
+five in a row agree within 10%, so that a GPU has left its idle clock), then N
+times, timed; it prints the median and minimum device time (the backend's
+timestamps; none on cpu-ref) and submit time (host-measured, the plugin
+boundary included), and TFLOP/s for corpus kernels that count their
+floating-point operations, and GB/s of the bytes the buffers bind (read ones
+plus written ones), both at the median device time (the submit's on a backend
+without device timestamps). With --json: runs, warmup_runs, device_ns,
+device_min_ns, submit_ns, submit_min_ns, gflops (corpus kernels that count
+them) and gbps.
+
 --json prints an object with backend, program, verified, max_ulp, compile_ns,
 dispatch_ns, cache ("hit", "miss" or "off"), selection (why the backend ran
 it: "explicit", "pgo route: ...", "preferred: ..."), workgroup_size and tuned
@@ -131,6 +172,9 @@ it: "explicit", "pgo route: ...", "preferred: ..."), workgroup_size and tuned
 			}
 			if all && fallback {
 				return errors.New("--fallback applies to one run; --all runs every kernel on every backend by name. Fix: drop --fallback, or run one --kernel or program file")
+			}
+			if repeat < 0 || (repeat > 0 && all) {
+				return errors.New("--repeat times one run. Fix: pass --repeat N (N > 0) with --kernel or a program file, not --all")
 			}
 			if all {
 				size := 0
@@ -190,6 +234,13 @@ it: "explicit", "pgo route: ...", "preferred: ..."), workgroup_size and tuned
 				return runErr
 			}
 			j := toRunJSON(o, runErr)
+			if repeat > 0 && runErr == nil {
+				t, err := runs.Repeat(ctx, h, job, o.Backend, runs.RepeatOptions{Runs: repeat, Warmup: warmup})
+				if err != nil {
+					return err
+				}
+				j.addTiming(t)
+			}
 			if out != "" {
 				if j.Outputs, err = runs.WriteOutputs(out, job.Program, o.Outputs); err != nil {
 					return err
@@ -223,6 +274,9 @@ it: "explicit", "pgo route: ...", "preferred: ..."), workgroup_size and tuned
 	f.StringVar(&file.Invocations, "invocations", "", "X,Y,Z invocations; the grid is their ceiling division by the workgroup size (program files)")
 	f.StringVar(&file.WorkgroupSize, "wg", "", "X,Y,Z workgroup size override (program files)")
 	f.StringVar(&out, "out", "", "directory to write every output buffer to, as <buffer>.bin")
+	f.IntVar(&repeat, "repeat", 0, "time N more runs over buffers kept on the backend, after a warm-up, and print the median and minimum device and submit times and the throughput")
+	f.DurationVar(&warmup, "warmup", 300*time.Millisecond, "with --repeat: the least time of untimed runs before the timed ones")
+	a.traceFlag(cmd)
 	return cmd
 }
 
@@ -253,6 +307,20 @@ func (a *app) printRun(j runJSON, verify bool) {
 	}
 	for _, p := range j.Outputs {
 		fmt.Fprintf(a.out, "  wrote     %s\n", p)
+	}
+	if j.Runs > 0 {
+		d := func(ns int64) string { return time.Duration(ns).Round(100 * time.Nanosecond).String() }
+		device := "not timed (the backend has no device timestamps)"
+		if j.DeviceNs > 0 {
+			device = fmt.Sprintf("median %s, min %s", d(j.DeviceNs), d(j.DeviceMinNs))
+		}
+		fmt.Fprintf(a.out, "  repeat    %d runs after %d warm-up runs\n  device    %s\n  submit    median %s, min %s\n", j.Runs, j.WarmupRuns, device, d(j.SubmitNs), d(j.SubmitMinNs))
+		if j.Gflops > 0 {
+			fmt.Fprintf(a.out, "  compute   %s\n", flopRate(j.Gflops))
+		}
+		if j.Gbps > 0 {
+			fmt.Fprintf(a.out, "  memory    %.2f GB/s\n", j.Gbps)
+		}
 	}
 }
 

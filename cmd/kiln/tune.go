@@ -192,6 +192,7 @@ to stderr on a terminal; plain lines otherwise.`,
 	f.StringArrayVar(&file.Spec, "spec", nil, "NAME=VALUE: fix parameter NAME; a tunable fixed here is not searched (for a kernel, only its tunables)")
 	f.StringArrayVar(&file.Uniforms, "uniform", nil, "NAME=VALUE: set uniform NAME (program files)")
 	f.StringVar(&file.Invocations, "invocations", "", "X,Y,Z invocations; each candidate's grid is their ceiling division by its workgroup size (program files)")
+	a.traceFlag(cmd)
 	return cmd
 }
 

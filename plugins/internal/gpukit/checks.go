@@ -84,6 +84,10 @@ func (b *Binding) Sized() *Binding { return b }
 // ReadsInput reports whether the dispatch uploads the binding's input.
 func (b *Binding) ReadsInput() bool { return b.Decl.Access.Readable() && b.Count > 0 }
 
+// Bytes is the size of the binding's elements: Count elements of its type's
+// size (2 bytes for f16 and bf16, 4 for the others).
+func (b *Binding) Bytes() uint64 { return uint64(b.Count) * uint64(b.Decl.Type.Size()) }
+
 // BindingLimit is the most bytes a device binds in one binding, and how errors
 // name it: Text formats the adapter's index and Bytes with %d and %d
 // ("adapter %d's %d").
@@ -104,6 +108,7 @@ func SizeBindings[B any](backend string, prog *ir.Program, req *pluginapi.Dispat
 	binds := make([]B, len(prog.Buffers))
 	for i, decl := range prog.Buffers {
 		bd := Binding{Decl: decl}
+		size := uint64(decl.Type.Size()) // 2 for IR v1.2's f16 and bf16
 		if i < len(req.Inputs) {
 			bd.Input = req.Inputs[i]
 		}
@@ -116,21 +121,21 @@ func SizeBindings[B any](backend string, prog *ir.Program, req *pluginapi.Dispat
 			if bd.Count == 0 && i < len(req.OutputCounts) {
 				bd.Count = req.OutputCounts[i]
 			}
-		case len(bd.Input)%4 != 0:
-			return nil, pluginapi.Rejected("%s: program %q: input of buffer %q (binding %d) is %d bytes, not a multiple of 4. Fix: pass whole 4-byte %s elements",
-				backend, prog.Name, decl.Name, decl.Binding, len(bd.Input), decl.Type)
-		case decl.Count != 0 && uint64(len(bd.Input)) != uint64(decl.Count)*4:
+		case uint64(len(bd.Input))%size != 0:
+			return nil, pluginapi.Rejected("%s: program %q: input of buffer %q (binding %d) is %d bytes, not a multiple of %d. Fix: pass whole %d-byte %s elements",
+				backend, prog.Name, decl.Name, decl.Binding, len(bd.Input), size, size, decl.Type)
+		case decl.Count != 0 && uint64(len(bd.Input)) != uint64(decl.Count)*size:
 			return nil, pluginapi.Rejected("%s: program %q: buffer %q (binding %d) holds exactly %d elements but its input is %d bytes. Fix: pass %d bytes",
-				backend, prog.Name, decl.Name, decl.Binding, decl.Count, len(bd.Input), uint64(decl.Count)*4)
-		case uint64(len(bd.Input))/4 > math.MaxUint32:
+				backend, prog.Name, decl.Name, decl.Binding, decl.Count, len(bd.Input), uint64(decl.Count)*size)
+		case uint64(len(bd.Input))/size > math.MaxUint32:
 			return nil, pluginapi.Rejected("%s: program %q: input of buffer %q (binding %d) has %d elements, more than a u32 len. Fix: split the work into smaller buffers",
-				backend, prog.Name, decl.Name, decl.Binding, len(bd.Input)/4)
+				backend, prog.Name, decl.Name, decl.Binding, uint64(len(bd.Input))/size)
 		default:
-			bd.Count = uint32(len(bd.Input) / 4)
+			bd.Count = uint32(uint64(len(bd.Input)) / size)
 		}
-		if bytes := uint64(bd.Count) * 4; bytes > lim.Bytes {
+		if bytes := uint64(bd.Count) * size; bytes > lim.Bytes {
 			return nil, pluginapi.Rejected("%s: program %q: buffer %q (binding %d) has %d bytes, more than %s. Fix: split the work into buffers of at most %d elements",
-				backend, prog.Name, decl.Name, decl.Binding, bytes, fmt.Sprintf(lim.Text, lim.Adapter, lim.Bytes), lim.Bytes/4)
+				backend, prog.Name, decl.Name, decl.Binding, bytes, fmt.Sprintf(lim.Text, lim.Adapter, lim.Bytes), lim.Bytes/size)
 		}
 		binds[i] = wrap(bd)
 	}
@@ -157,7 +162,7 @@ func UnchangedOutputs[B interface{ Sized() *Binding }](binds []B) [][]byte {
 		bd := b.Sized()
 		switch bd.Decl.Access {
 		case ir.Write:
-			outs = append(outs, make([]byte, uint64(bd.Count)*4))
+			outs = append(outs, make([]byte, bd.Bytes()))
 		case ir.ReadWrite:
 			outs = append(outs, append(make([]byte, 0, len(bd.Input)), bd.Input...))
 		}

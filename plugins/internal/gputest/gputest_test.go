@@ -37,3 +37,12 @@ func TestBadLaunchesOnTheReference(t *testing.T) {
 	}
 	gputest.DispatchRejects(t, b, gputest.BadLaunches(c.Pipeline))
 }
+
+// TestV12ChecksOnTheReference runs the IR v1.2 checks on the CPU reference
+// (the oracle, ir/interp), so their plain-Go expectations agree with it.
+func TestV12ChecksOnTheReference(t *testing.T) {
+	b := open(t)
+	for _, c := range gputest.V12Checks() {
+		t.Run(c.Name, func(t *testing.T) { c.Check(t, b) })
+	}
+}

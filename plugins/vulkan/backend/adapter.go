@@ -79,7 +79,7 @@ func newAdapter(index int, pd vk.PhysicalDevice) *adapter {
 	a.features = pd.Features()
 	a.addresses = pd.BufferDeviceAddress()
 	a.hostReset = pd.HostQueryReset()
-	a.target = target(props)
+	a.target = target(props, a.features)
 	a.info.Note = floatNote(a.target)
 	a.info.Profile = profile(props, a.features, exts, a.timestamps)
 	a.info.Profile.MaxStorageBufferBindingSize = a.bindingLimit()
@@ -89,12 +89,15 @@ func newAdapter(index int, pd vk.PhysicalDevice) *adapter {
 }
 
 // target is what the emitter may use on a device: float controls when 32-bit
-// operations can keep signed zeros, infinities and NaN, and denormals, and the subgroup
-// operation classes the device supports in compute shaders.
-func target(p vk.Properties) spirv.Target {
+// (and 16-bit) operations can keep signed zeros, infinities and NaN, and
+// denormals, the subgroup operation classes the device supports in compute
+// shaders, and f16 arithmetic and 16-bit storage (IR v1.2) where it has them.
+func target(p vk.Properties, f vk.Features) spirv.Target {
 	var t spirv.Target
 	t.SignedZeroInfNanPreserve = p.FloatControls != nil && p.FloatControls.SignedZeroInfNanPreserveFloat32
+	t.SignedZeroInfNanPreserve16 = p.FloatControls != nil && p.FloatControls.SignedZeroInfNanPreserveFloat16
 	t.DenormPreserve = p.FloatControls != nil && p.FloatControls.DenormPreserveFloat32
+	t.Float16, t.Storage16, t.Int16 = f.ShaderFloat16, f.StorageBuffer16BitAccess, f.ShaderInt16
 	t.LoopGuard = endsLongLoops(p)
 	if p.Subgroup.Stages&vk.StageCompute != 0 {
 		t.Subgroups = spirv.SubgroupFeatures(p.Subgroup.Operations) &
@@ -113,6 +116,7 @@ func (a *adapter) targetFor(wg [3]uint32, spec ir.SpecMap) spirv.Target {
 	t.WorkgroupSize = wg
 	t.FoldSpec = &spec
 	t.MaxPushConstantBytes = a.props.Limits.MaxPushConstantsSize
+	t.MaxSharedBytes = a.props.Limits.MaxComputeSharedMemorySize
 	return t
 }
 
@@ -219,7 +223,11 @@ func (a *adapter) subgroupRequirement(p *ir.Program, wg [3]uint32) (vk.SubgroupR
 // indirect dispatch and no hardware counters (the backend records neither).
 // MemBWGBps is filled in by the bandwidth measurement (MemBWStatus says how
 // far it got); until one starts the figure is not measured.
-func profile(p vk.Properties, _ vk.Features, _ []string, timestamps bool) pluginapi.DeviceProfile {
+// profile is the device's profile. It reports f16 where the device has both f16
+// arithmetic (shaderFloat16) and 16-bit storage buffers, bf16 where it has 16-bit
+// storage buffers (bf16 needs no arithmetic), and never tensor cores: matrices
+// run on the scalar path (spirv/matrix.go).
+func profile(p vk.Properties, f vk.Features, _ []string, timestamps bool) pluginapi.DeviceProfile {
 	compute := p.Subgroup.Stages&vk.StageCompute != 0
 	ops := p.Subgroup.Operations
 	q := pluginapi.HostEnqueueWait
@@ -233,6 +241,8 @@ func profile(p vk.Properties, _ vk.Features, _ []string, timestamps bool) plugin
 		SupportsSubgroupOps:         compute && ops&(vk.SubgroupBasic|vk.SubgroupArithmetic) == vk.SubgroupBasic|vk.SubgroupArithmetic,
 		HasSubgroupShuffle:          compute && ops&vk.SubgroupShuffle != 0,
 		HasSharedMemory:             p.Limits.MaxComputeSharedMemorySize > 0,
+		SupportsF16:                 f.ShaderFloat16 && f.StorageBuffer16BitAccess,
+		SupportsBF16:                f.StorageBuffer16BitAccess,
 		SupportsDeviceTimestamps:    timestamps,
 		TimingQuality:               q,
 		MemBWStatus:                 pluginapi.BandwidthUnmeasured,

@@ -78,8 +78,11 @@ func TestDescribeReportsTheDevice(t *testing.T) {
 	if prof.MemBWGBps != 0 && !strings.HasPrefix(a.Identity.Instance, "GPU-") {
 		t.Errorf("the first Describe reports a bandwidth (%v) it cannot have measured yet (NoBandwidth) nor estimated (no NVIDIA GPU)", prof.MemBWGBps)
 	}
-	if prof.SupportsF16 || prof.SupportsBF16 || prof.SupportsTensorCores || prof.SupportsIndirectDispatch || prof.SupportsHardwareCounters {
+	if prof.SupportsTensorCores || prof.SupportsIndirectDispatch || prof.SupportsHardwareCounters {
 		t.Errorf("profile %+v claims features the backend cannot run", prof)
+	}
+	if f := b.adapters[0].features; prof.SupportsF16 != (f.ShaderFloat16 && f.StorageBuffer16BitAccess) || prof.SupportsBF16 != f.StorageBuffer16BitAccess {
+		t.Errorf("profile f16 %v bf16 %v with features %+v", prof.SupportsF16, prof.SupportsBF16, f)
 	}
 	if want := pluginapi.BandwidthUnmeasured; prof.MemBWStatus != want && prof.MemBWStatus != pluginapi.BandwidthEstimated {
 		t.Errorf("bandwidth status %v without a measurement (NoBandwidth), want %v, or estimated on NVIDIA", prof.MemBWStatus, want)

@@ -98,7 +98,9 @@ func newDevice(a *adapter) (*device, error) {
 	control := a.sizeControl()
 	dev, err := a.pd.CreateDevice(a.family, vk.DeviceOptions{Extensions: a.enable,
 		SubgroupSizeControl: control, ComputeFullSubgroups: control && a.features.ComputeFullSubgroups,
-		BufferDeviceAddress: a.addresses, HostQueryReset: a.hostReset})
+		BufferDeviceAddress: a.addresses, HostQueryReset: a.hostReset,
+		ShaderFloat16: a.features.ShaderFloat16, StorageBuffer16BitAccess: a.features.StorageBuffer16BitAccess,
+		ShaderInt16: a.features.ShaderInt16})
 	if err != nil {
 		return nil, err
 	}

@@ -74,7 +74,7 @@ func (b *Backend) Dispatch(ctx context.Context, req *pluginapi.DispatchRequest) 
 		if !bd.Decl.Access.IsOutput() {
 			continue
 		}
-		out := make([]byte, uint64(bd.Count)*4)
+		out := make([]byte, bd.Bytes())
 		if bd.Count > 0 {
 			src := bd.dev
 			if !src.isMapped() {
@@ -109,7 +109,9 @@ func (j *job) stage(b *Backend, binds []*binding, req *pluginapi.DispatchRequest
 		if bd.Count == 0 {
 			continue
 		}
-		size := uint64(bd.Count) * 4
+		// A span holds whole 4-byte words (fills and copies work on words);
+		// an odd count of 2-byte elements leaves 2 bytes of padding.
+		size := (bd.Bytes() + 3) &^ 3
 		var err error
 		if bd.dev, err = heap.alloc(size); err != nil {
 			return d.fail(fmt.Sprintf("allocating the buffers of program %q", p.prog.Name), err)

@@ -501,20 +501,21 @@ func (b *Backend) prepareDispatch(j *job, p *pipeline, c pluginapi.DispatchComma
 	var before, after []op
 	for i, r := range c.Bindings {
 		decl := prog.Buffers[i]
-		if r.Size%4 != 0 || r.Size/4 > math.MaxUint32 {
-			return fmt.Errorf("buffer %q is bound to %d bytes, not a whole number of at most 2^32-1 elements. Fix: bind whole 4-byte elements", decl.Name, r.Size)
+		size := uint64(decl.Type.Size())
+		if r.Size%size != 0 || r.Size/size > math.MaxUint32 {
+			return fmt.Errorf("buffer %q is bound to %d bytes, not a whole number of at most 2^32-1 elements. Fix: bind whole %d-byte %s elements", decl.Name, r.Size, size, decl.Type)
 		}
-		if decl.Count != 0 && r.Size != 4*uint64(decl.Count) {
-			return fmt.Errorf("buffer %q holds exactly %d elements but is bound to %d bytes. Fix: bind %d bytes", decl.Name, decl.Count, r.Size, 4*uint64(decl.Count))
+		if decl.Count != 0 && r.Size != size*uint64(decl.Count) {
+			return fmt.Errorf("buffer %q holds exactly %d elements but is bound to %d bytes. Fix: bind %d bytes", decl.Name, decl.Count, r.Size, size*uint64(decl.Count))
 		}
 		if r.Size > maxBytes {
-			return fmt.Errorf("buffer %q is bound to %d bytes, more than adapter %d binds (maxStorageBufferRange %d, no buffer device addresses). Fix: bind at most %d elements per binding", decl.Name, r.Size, d.a.index, maxBytes, maxBytes/4)
+			return fmt.Errorf("buffer %q is bound to %d bytes, more than adapter %d binds (maxStorageBufferRange %d, no buffer device addresses). Fix: bind at most %d elements per binding", decl.Name, r.Size, d.a.index, maxBytes, maxBytes/size)
 		}
 		s, err := b.rangeOf(j, r)
 		if err != nil {
 			return err
 		}
-		o.counts[i] = uint32(r.Size / 4)
+		o.counts[i] = uint32(r.Size / size)
 		if s.size > 0 && (s.off%align != 0 || !d.reachable(s)) {
 			scratch, err := d.heapFor().alloc(s.size)
 			if err != nil {

@@ -38,7 +38,7 @@ func (o overResident) Dispatch(ctx context.Context, req *pluginapi.DispatchReque
 		}
 	}()
 	for _, bd := range binds {
-		size := 4 * uint64(bd.Count)
+		size := bd.Bytes()
 		a, err := o.AllocBuffer(ctx, &pluginapi.AllocRequest{Size: size})
 		if err != nil {
 			return nil, err
@@ -60,7 +60,7 @@ func (o overResident) Dispatch(ctx context.Context, req *pluginapi.DispatchReque
 		if !bd.Decl.Access.IsOutput() {
 			continue
 		}
-		out := make([]byte, 4*uint64(bd.Count))
+		out := make([]byte, bd.Bytes())
 		if err := o.ReadBuffer(ctx, handles[i], 0, out); err != nil {
 			return nil, err
 		}

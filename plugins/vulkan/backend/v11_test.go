@@ -22,17 +22,17 @@ func TestTargetFromProperties(t *testing.T) {
 		FloatControls: &vk.FloatControls{SignedZeroInfNanPreserveFloat32: true, DenormPreserveFloat32: true}}
 	want := spirv.Target{SignedZeroInfNanPreserve: true, DenormPreserve: true,
 		Subgroups: spirv.SubgroupBasic | spirv.SubgroupArithmetic | spirv.SubgroupBallot | spirv.SubgroupShuffle}
-	if got := target(p); got != want {
+	if got := target(p, vk.Features{}); got != want {
 		t.Errorf("target = %+v, want %+v", got, want)
 	}
 	p.Subgroup.Stages = 0
 	p.FloatControls.SignedZeroInfNanPreserveFloat32 = false
 	p.FloatControls.DenormPreserveFloat32 = false
-	if got := target(p); got != (spirv.Target{}) {
+	if got := target(p, vk.Features{}); got != (spirv.Target{}) {
 		t.Errorf("target without compute subgroups or float controls = %+v", got)
 	}
 	p.FloatControls = nil
-	if got := target(p); got != (spirv.Target{}) {
+	if got := target(p, vk.Features{}); got != (spirv.Target{}) {
 		t.Errorf("target without float controls = %+v", got)
 	}
 }

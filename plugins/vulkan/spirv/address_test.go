@@ -49,9 +49,13 @@ func TestAddressedBuffers(t *testing.T) {
 				if in.op == opLoad {
 					ptr, rest = in.args[2], in.args[3:]
 				}
-				if pt, ok := byID[byID[ptr].args[0]]; ok && pt.op == opTypePointer && pt.args[1] == storagePhysicalStorageBuffer &&
-					!slices.Equal(rest, []uint32{memoryAccessAligned, 4}) {
-					t.Errorf("%s: access %v through a PhysicalStorageBuffer pointer without Aligned 4", np.name, in)
+				pt, ok := byID[byID[ptr].args[0]]
+				if !ok || pt.op != opTypePointer || pt.args[1] != storagePhysicalStorageBuffer {
+					continue
+				}
+				// Elements are 4 bytes, or 2 for IR v1.2's 16-bit types.
+				if size := byID[pt.args[2]].args[1] / 8; !slices.Equal(rest, []uint32{memoryAccessAligned, size}) {
+					t.Errorf("%s: access %v through a PhysicalStorageBuffer pointer without Aligned %d", np.name, in, size)
 				}
 			}
 		}

@@ -1,14 +1,16 @@
-// Package spirv compiles an IR program (v1 and v1.1) to a SPIR-V 1.3 compute
+// Package spirv compiles an IR program (v1, v1.1 and v1.2) to a SPIR-V 1.3 compute
 // shader for the Vulkan backend (Vulkan 1.1 and later; every module passes
 // `spirv-val --target-env vulkan1.1`). EmitFor takes a Target, what the device
-// offers (subgroup operation classes, float controls) and how the pipeline runs
+// offers (subgroup operation classes, float controls, f16 arithmetic and 16-bit
+// storage, workgroup memory) and how the pipeline runs
 // (workgroup size, bindings reached through buffer device addresses, disjoint
 // bindings). See docs/design.md, "Vulkan", for the whole account.
 //
 // The module's interface, which the backend follows:
 //
 //   - Entry point "main", execution model GLCompute.
-//   - Buffers: a Block struct holding a runtime array of 4-byte elements, read
+//   - Buffers: a Block struct holding a runtime array of 4-byte elements (2-byte
+//     for f16 and bf16, IR v1.2: see half.go; their counts are elements), read
 //     buffers NonWritable, write buffers without atomics NonReadable, all Restrict
 //     when Target.DisjointBindings says no two bindings overlap. A binding is a
 //     StorageBuffer variable at set 0, binding = the ir binding, or, when it is
@@ -23,6 +25,8 @@
 //     module reads them (Module.PushConstantBytes bytes in all). len reads the counts and every
 //     bounds check uses them; the backend binds at least 4 bytes to every buffer,
 //     also to an empty one, whose count is 0.
+//   - Workgroup matrices (IR v1.2) run on the scalar path (matrix.go): Workgroup
+//     arrays named kiln_matrix_<name>, each statement between two barriers.
 //   - Grid: workgroup_id, num_workgroups and global_id are logical, computed from
 //     the physical WorkgroupId and the grid words, so the backend may run one
 //     logical grid as several launches of at most maxComputeWorkGroupCount

@@ -131,6 +131,10 @@ type array struct {
 	addressed bool
 	member    uint32
 	block     uint32
+	// private arrays (shared is also set: a fixed count) are Function
+	// variables: the slices of workgroup matrices each invocation holds
+	// (matrix.go).
+	private bool
 }
 
 func newEmitter(p *ir.Program, t Target) *emitter {
@@ -154,6 +158,16 @@ func newEmitter(p *ir.Program, t Target) *emitter {
 		params:   map[string]value{},
 		assigned: ranges.Assigned(p.Body),
 	}
+}
+
+// hasCapability reports whether the module needs capability c.
+func (e *emitter) hasCapability(c uint32) bool {
+	for _, have := range e.caps {
+		if have == c {
+			return true
+		}
+	}
+	return false
 }
 
 // capability records that the module needs capability c.
@@ -219,9 +233,11 @@ func (e *emitter) scalar(t ir.Type) uint32 {
 		return e.typ(typeKey{op: opTypeInt, a: 32, b: 1}, 32, 1)
 	case ir.F32:
 		return e.typ(typeKey{op: opTypeFloat, a: 32}, 32)
-	case ir.U32:
+	case ir.F16:
+		return e.f16()
+	case ir.U32, ir.BF16: // a bf16 value is a u32 holding its bits (half.go)
 	default:
-		e.fail(fmt.Errorf("type %d has no SPIR-V form. Fix: use bool, i32, u32 or f32", t))
+		e.fail(fmt.Errorf("type %d has no SPIR-V form. Fix: use bool, i32, u32, f32, f16 or bf16", t))
 	}
 	return e.typ(typeKey{op: opTypeInt, a: 32}, 32, 0)
 }
@@ -250,6 +266,9 @@ func (e *emitter) pointer(storage, pointee uint32) uint32 {
 
 // constant returns the id of a deduplicated constant of l's type and bits.
 func (e *emitter) constant(l ir.Literal) uint32 {
+	if l.Type == ir.BF16 {
+		l = ir.LitU32(l.Bits) // a bf16 value is a u32 holding its bits
+	}
 	if id, ok := e.consts[l]; ok {
 		return id
 	}
@@ -275,7 +294,7 @@ func (e *emitter) literal(l ir.Literal) value {
 // ranged gives v the range r, and makes it the constant when r holds one value
 // (an integer or bool v only).
 func (e *emitter) ranged(v value, r ranges.Range) value {
-	if v.t == ir.F32 {
+	if v.t.IsFloat() {
 		return v
 	}
 	if c, ok := r.Const(); ok {
@@ -308,10 +327,16 @@ func (e *emitter) emitModule() error {
 		return err
 	}
 	e.declareShared()
+	if err := e.declareMatrices(); err != nil {
+		return err
+	}
 	e.mainID = e.id()
 	e.name(e.mainID, EntryPoint)
 	e.startID = e.id()
 	e.label(e.startID)
+	if err := e.zeroMatrices(); err != nil {
+		return err
+	}
 	if err := e.block(e.prog.Body); err != nil {
 		return err
 	}
@@ -363,7 +388,12 @@ func (e *emitter) declareBuffers() {
 	atomics := map[string]bool{}
 	atomicTargets(e.prog.Body, atomics)
 	for _, b := range e.prog.Buffers {
-		st := e.global(opTypeStruct, false, e.runtimeArray(e.scalar(b.Type)))
+		elem := e.scalar(b.Type)
+		if b.Type.Is16Bit() {
+			e.storage16(b.Type)
+			elem = e.memType(array{elem: b.Type})
+		}
+		st := e.global(opTypeStruct, false, e.runtimeArray(elem, b.Type.Size()))
 		e.decorate(st, decorationBlock)
 		e.memberDecorate(st, 0, decorationOffset, 0)
 		switch b.Access {
@@ -376,6 +406,9 @@ func (e *emitter) declareBuffers() {
 		}
 		a := array{elem: b.Type, binding: b.Binding}
 		if _, ok := e.layout.addresses[b.Binding]; ok {
+			if b.Type == ir.BF16 {
+				e.int16(b.Name)
+			}
 			if coherent && b.Access == ir.ReadWrite {
 				e.memberDecorate(st, 0, decorationCoherent)
 			}
@@ -399,15 +432,15 @@ func (e *emitter) declareBuffers() {
 	}
 }
 
-// runtimeArray returns the runtime array type of 4-byte elements elem,
-// declaring it (ArrayStride 4) on first use.
-func (e *emitter) runtimeArray(elem uint32) uint32 {
+// runtimeArray returns the runtime array type of elements elem of size bytes
+// (4, or 2 for 16-bit types), declaring it (ArrayStride size) on first use.
+func (e *emitter) runtimeArray(elem, size uint32) uint32 {
 	k := typeKey{op: opTypeRuntimeArray, a: elem}
 	if rt, ok := e.types[k]; ok {
 		return rt
 	}
 	rt := e.typ(k, elem)
-	e.decorate(rt, decorationArrayStride, 4)
+	e.decorate(rt, decorationArrayStride, size)
 	return rt
 }
 
@@ -473,13 +506,24 @@ func (e *emitter) finishPushConstants() {
 // length.
 func (e *emitter) declareShared() {
 	for _, s := range e.prog.Shared {
-		elem := e.scalar(s.Type)
-		n := e.cu32(s.Count)
-		at := e.typ(typeKey{op: opTypeArray, a: elem, b: n}, elem, n)
-		v := e.global(opVariable, true, e.pointer(storageWorkgroup, at), storageWorkgroup)
-		e.name(v, s.Name)
-		e.arrays[s.Name] = array{varID: v, elem: s.Type, shared: true, count: s.Count}
+		e.declareWorkgroupArray(s.Name, s.Name, s.Type, s.Count)
 	}
+}
+
+// declareWorkgroupArray declares a Workgroup variable of count elements of
+// type t (in memType's form), named debug in the module and key among the
+// arrays.
+func (e *emitter) declareWorkgroupArray(debug, key string, t ir.Type, count uint32) {
+	a := array{elem: t, shared: true, count: count}
+	elem := e.memType(a)
+	if e.narrowBF16(a) {
+		e.capability(capabilityInt16)
+	}
+	n := e.cu32(count)
+	at := e.typ(typeKey{op: opTypeArray, a: elem, b: n}, elem, n)
+	v := e.global(opVariable, true, e.pointer(storageWorkgroup, at), storageWorkgroup)
+	e.name(v, debug)
+	e.arrays[key] = array{varID: v, elem: t, shared: true, count: count}
 }
 
 // atomicTargets adds the name of every array an atomic in stmts applies to.
@@ -499,10 +543,12 @@ func atomicTargets(stmts []ir.Stmt, names map[string]bool) {
 	}
 }
 
+// hasBarrier reports whether stmts hold a barrier, or a matrix statement (which
+// has barriers inside, matrix.go).
 func hasBarrier(stmts []ir.Stmt) bool {
 	for _, s := range stmts {
 		switch s := s.(type) {
-		case ir.BarrierStmt:
+		case ir.BarrierStmt, ir.MatrixFillStmt, ir.MatrixLoadStmt, ir.MatrixStoreStmt, ir.MatrixMMAStmt, ir.MatrixConvertStmt:
 			return true
 		case ir.IfStmt:
 			if hasBarrier(s.Then) || hasBarrier(s.Else) {
@@ -695,14 +741,20 @@ func (e *emitter) assemble() []uint32 {
 	for _, c := range e.caps {
 		head = appendInst(head, opCapability, c)
 	}
-	if e.target.SignedZeroInfNanPreserve {
+	// Modules with f16 arithmetic keep 16-bit signed zeros, infinities and NaN
+	// where the device can.
+	preserve16 := e.target.SignedZeroInfNanPreserve16 && e.hasCapability(capabilityFloat16)
+	if e.target.SignedZeroInfNanPreserve || preserve16 {
 		head = appendInst(head, opCapability, capabilitySignedZeroInfNanPreserve)
 	}
 	if e.target.DenormPreserve {
 		head = appendInst(head, opCapability, capabilityDenormPreserve)
 	}
-	if e.target.SignedZeroInfNanPreserve || e.target.DenormPreserve {
+	if e.target.SignedZeroInfNanPreserve || preserve16 || e.target.DenormPreserve {
 		head = appendInst(head, opExtension, stringWords("SPV_KHR_float_controls")...)
+	}
+	if e.hasCapability(capabilityStorageBuffer16BitAccess) {
+		head = appendInst(head, opExtension, stringWords(extension16BitStorage)...)
 	}
 	addressing := uint32(addressingLogical)
 	if len(e.layout.addresses) > 0 {
@@ -718,6 +770,9 @@ func (e *emitter) assemble() []uint32 {
 	head = appendInst(head, opExecutionMode, e.mainID, executionModeLocalSize, e.wg[0], e.wg[1], e.wg[2])
 	if e.target.SignedZeroInfNanPreserve {
 		head = appendInst(head, opExecutionMode, e.mainID, executionModeSignedZeroInfNanPreserve, 32)
+	}
+	if preserve16 {
+		head = appendInst(head, opExecutionMode, e.mainID, executionModeSignedZeroInfNanPreserve, 16)
 	}
 	if e.target.DenormPreserve {
 		head = appendInst(head, opExecutionMode, e.mainID, executionModeDenormPreserve, 32)

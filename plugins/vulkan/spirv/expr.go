@@ -58,13 +58,25 @@ func (e *emitter) expr(x ir.Expr) (value, error) {
 	case ir.BinaryExpr:
 		return e.binary(x)
 	case ir.FmaExpr:
-		var args [3]uint32
-		for i, a := range []ir.Expr{x.A, x.B, x.C} {
-			id, err := e.typed(a, ir.F32, "an fma operand")
+		first, err := e.expr(x.A)
+		if err != nil {
+			return value{}, err
+		}
+		if first.t != ir.F16 && first.t != ir.F32 {
+			return value{}, unsupported("fma", first.t)
+		}
+		args := [3]uint32{first.id}
+		for i, a := range []ir.Expr{x.B, x.C} {
+			id, err := e.typed(a, first.t, "an fma operand")
 			if err != nil {
 				return value{}, err
 			}
-			args[i] = id
+			args[i+1] = id
+		}
+		if first.t == ir.F16 {
+			// A rounded multiply, then an add: one of the two results IR v1.2
+			// accepts for an f16 fma.
+			return value{id: e.hop(opFAdd, e.hop(opFMul, args[0], args[1]), args[2]), t: ir.F16}, nil
 		}
 		return value{id: e.ext(e.f32(), glslFma, args[:]...), t: ir.F32}, nil
 	case ir.SelectExpr:
@@ -105,6 +117,8 @@ func (e *emitter) sel(t, cond, a, b uint32) uint32 {
 	switch {
 	case t == e.bool():
 		return e.op(opSelect, t, cond, a, b)
+	case e.target.Float16 && t == e.f16():
+		return e.half16(e.blend(e.u32(), cond, e.bits16(a), e.bits16(b)))
 	case t == e.f32() || !e.dynamic[a] && !e.dynamic[b]:
 		return e.blend(t, cond, a, b)
 	}
@@ -140,14 +154,23 @@ func (e *emitter) load(x ir.LoadExpr) (value, error) {
 		r = ranges.Bool()
 	}
 	if e.provablyInBounds(a, index) {
-		v := e.op(opLoad, t, append([]uint32{e.elemPtr(a, index.id)}, access(a)...)...)
-		return value{id: v, t: a.elem, rng: r}, nil
+		return value{id: e.loadFrom(a, index.id), t: a.elem, rng: r}, nil
 	}
 	zero := e.zero(a.elem)
 	ok := e.inBounds(a, index.id)
 	safe := e.sel(e.u32(), ok, index.id, e.cu32(0))
-	v := e.op(opLoad, t, append([]uint32{e.elemPtr(a, safe)}, access(a)...)...)
+	v := e.loadFrom(a, safe)
 	return value{id: e.sel(t, ok, v, zero), t: a.elem, rng: r}, nil
+}
+
+// loadFrom is the OpLoad of a[index], without a check, as a value: a bf16
+// buffer's 16-bit element is widened to the u32 that holds a bf16 value.
+func (e *emitter) loadFrom(a array, index uint32) uint32 {
+	v := e.op(opLoad, e.memType(a), append([]uint32{e.elemPtr(a, index)}, access(a)...)...)
+	if e.narrowBF16(a) {
+		return e.op(opUConvert, e.u32(), v)
+	}
+	return v
 }
 
 func (e *emitter) selectExpr(x ir.SelectExpr) (value, error) {
@@ -204,8 +227,12 @@ func (e *emitter) unary(x ir.UnaryExpr) (value, error) {
 	if err != nil {
 		return value{}, err
 	}
+	if v.t == ir.F16 {
+		id, err := e.unaryF16(x.Op, v.id)
+		return value{id: id, t: v.t}, err
+	}
 	r := ranges.Unary(x.Op, v.t, v.rng)
-	if c, ok := r.Const(); ok && v.t != ir.F32 {
+	if c, ok := r.Const(); ok && !v.t.IsFloat() {
 		return e.literal(ir.Literal{Type: v.t, Bits: c}), nil
 	}
 	t := e.scalar(v.t)
@@ -252,6 +279,10 @@ func (e *emitter) binary(x ir.BinaryExpr) (value, error) {
 	rt := a.t
 	if x.Op.IsComparison() {
 		rt = ir.Bool
+	}
+	if a.t == ir.F16 {
+		id, err := e.binaryF16(x.Op, a.id, bv.id)
+		return value{id: id, t: rt}, err
 	}
 	r := ranges.Binary(x.Op, a.t, a.rng, bv.rng)
 	if c, ok := r.Const(); ok && rt != ir.F32 {
@@ -420,17 +451,21 @@ func (e *emitter) fdiv(x, y uint32) uint32 {
 // yields the other operand (NaN when both are); otherwise the operands compare by
 // orderedBits, in which -0 is below +0, so min(-0, +0) = -0 and max(-0, +0) = +0.
 func (e *emitter) fminmax(isMin bool, x, y uint32) uint32 {
+	return e.floatOf(e.minmaxBits(isMin, e.bitsOf(x), e.bitsOf(y), e.isNaN))
+}
+
+// minmaxBits is fminmax on the bits of two floats laid out as f32's (sign in
+// bit 31, then the magnitude), with isNaN testing such bits.
+func (e *emitter) minmaxBits(isMin bool, xb, yb uint32, isNaN func(uint32) uint32) uint32 {
 	u := e.u32()
-	xb, yb := e.bitsOf(x), e.bitsOf(y)
 	xo, yo := e.orderedBits(xb), e.orderedBits(yb)
 	takeY := e.op(opSLessThan, e.bool(), yo, xo)
 	if !isMin {
 		takeY = e.op(opSLessThan, e.bool(), xo, yo)
 	}
 	r := e.sel(u, takeY, yb, xb)
-	r = e.sel(u, e.isNaN(yb), xb, r)
-	r = e.sel(u, e.isNaN(xb), yb, r)
-	return e.floatOf(r)
+	r = e.sel(u, isNaN(yb), xb, r)
+	return e.sel(u, isNaN(xb), yb, r)
 }
 
 // orderedBits maps the bits of a non-NaN f32 to an i32 that orders like the
@@ -456,6 +491,15 @@ func (e *emitter) cast(x ir.CastExpr) (value, error) {
 		return value{}, err
 	}
 	from := v.t
+	if from == x.To {
+		return v, nil
+	}
+	if from.Is16Bit() || x.To.Is16Bit() {
+		if id, ok := e.cast16(from, x.To, v.id); ok {
+			return value{id: id, t: x.To}, nil
+		}
+		return value{}, fmt.Errorf("cast from %s to %s has no SPIR-V form. Fix: cast f16 and bf16 only to and from f32", from, x.To)
+	}
 	r := ranges.Cast(from, x.To, v.rng)
 	if c, ok := r.Const(); ok && x.To != ir.F32 {
 		return e.literal(ir.Literal{Type: x.To, Bits: c}), nil
@@ -463,8 +507,6 @@ func (e *emitter) cast(x ir.CastExpr) (value, error) {
 	to := e.scalar(x.To)
 	out := func(id uint32) (value, error) { return e.ranged(value{id: id, t: x.To}, r), nil }
 	switch {
-	case from == x.To:
-		return v, nil
 	case from.IsInteger() && x.To.IsInteger():
 		return out(e.op(opBitcast, to, v.id))
 	case from == ir.Bool && x.To.IsInteger():

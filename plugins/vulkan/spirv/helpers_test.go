@@ -53,7 +53,8 @@ func validate(t *testing.T, val, name string, m *Module) {
 // fullTarget is a device with every subgroup class and float controls, so every
 // valid program emits.
 var fullTarget = Target{SignedZeroInfNanPreserve: true,
-	Subgroups: SubgroupBasic | SubgroupArithmetic | SubgroupBallot | SubgroupShuffle}
+	Subgroups: SubgroupBasic | SubgroupArithmetic | SubgroupBallot | SubgroupShuffle,
+	Float16:   true, Storage16: true, Int16: true, SignedZeroInfNanPreserve16: true}
 
 // mustEmit emits p for fullTarget or fails the test.
 func mustEmit(t testing.TB, name string, p *ir.Program) *Module {
@@ -112,7 +113,7 @@ func resultIDs(insts []inst) map[uint32]inst {
 func hasResultType(op uint32) bool {
 	switch op {
 	case opConstantTrue, opConstantFalse, opConstant, opSpecConstantTrue, opSpecConstantFalse, opSpecConstant,
-		opSpecConstantComposite, opFunction, opVariable, opLoad, opAccessChain, opCompositeExtract, opExtInst, opPhi:
+		opSpecConstantComposite, opFunction, opVariable, opLoad, opAccessChain, opCompositeConstruct, opCompositeExtract, opExtInst, opPhi:
 		return true
 	}
 	return op >= opConvertFToU && op <= opAtomicXor && op != opStore && op != opControlBarrier

@@ -8,6 +8,7 @@ import (
 	"math/bits"
 
 	"github.com/kiln-dev/kiln/ir"
+	"github.com/kiln-dev/kiln/ir/half"
 	"github.com/kiln-dev/kiln/ir/kernels"
 )
 
@@ -28,6 +29,9 @@ type cell struct {
 	mem   []uint32
 	idx   int
 	block bool
+	// pair marks a vector of two f16 (vec[0] and vec[1] hold their bits), which
+	// the emitter builds only to reinterpret an f16's bits (half.go).
+	pair bool
 }
 
 type machine struct {
@@ -52,6 +56,14 @@ type machine struct {
 	// merge block.
 	loopLimit int
 	backEdges map[uint32][2]uint32
+	// halfTypes, pairTypes and u16Types are the ids of the 16-bit float type,
+	// the vector of two of them and the 16-bit integer type (IR v1.2). A
+	// 16-bit value is held in the low bits of a cell, and a 16-bit element
+	// in a word of memory of its own.
+	halfTypes, pairTypes, u16Types map[uint32]bool
+	// arrays is the length of each Function variable of an array type (the
+	// scalar matrix path's private slices); the others hold one value.
+	arrays map[uint32]int
 }
 
 // errLoopCut is what dispatchLimited returns when a guarded module set the
@@ -100,6 +112,12 @@ func dispatchLimited(p *ir.Program, m *Module, c kernels.Case, uniforms []byte, 
 	for _, b := range p.Buffers {
 		var mem []uint32
 		switch {
+		case b.Access.Readable() && int(b.Binding) < len(c.Inputs) && c.Inputs[b.Binding] != nil && b.Type.Is16Bit():
+			in := c.Inputs[b.Binding]
+			mem = make([]uint32, len(in)/2)
+			for i := range mem {
+				mem[i] = uint32(binary.LittleEndian.Uint16(in[2*i:]))
+			}
 		case b.Access.Readable() && int(b.Binding) < len(c.Inputs) && c.Inputs[b.Binding] != nil:
 			in := c.Inputs[b.Binding]
 			mem = make([]uint32, len(in)/4)
@@ -162,8 +180,13 @@ func dispatchLimited(p *ir.Program, m *Module, c kernels.Case, uniforms []byte, 
 	}
 	var outs [][]byte
 	for _, binding := range p.Outputs() {
-		out := make([]byte, 4*counts[binding])
+		size := p.Buffers[binding].Type.Size()
+		out := make([]byte, size*counts[binding])
 		for i := range counts[binding] {
+			if size == 2 {
+				binary.LittleEndian.PutUint16(out[2*i:], uint16(buffers[binding][i]))
+				continue
+			}
 			binary.LittleEndian.PutUint32(out[4*i:], buffers[binding][i])
 		}
 		outs = append(outs, out)
@@ -178,7 +201,8 @@ func load(words []uint32, spec map[uint32]uint32, buffers [][]uint32, push []uin
 		return nil, fmt.Errorf("not a SPIR-V module")
 	}
 	mc := &machine{labels: map[uint32]int{}, storage: map[uint32]uint32{}, shared: map[uint32]int{}, builtin: map[uint32]uint32{},
-		pushOffsets: map[uint32]int{}, addressTypes: map[uint32]bool{}, backEdges: map[uint32][2]uint32{}}
+		pushOffsets: map[uint32]int{}, addressTypes: map[uint32]bool{}, backEdges: map[uint32][2]uint32{},
+		halfTypes: map[uint32]bool{}, pairTypes: map[uint32]bool{}, u16Types: map[uint32]bool{}, arrays: map[uint32]int{}}
 	for i := headerSize; i < len(words); {
 		n := int(words[i] >> 16)
 		if n == 0 || i+n > len(words) {
@@ -222,6 +246,12 @@ func load(words []uint32, spec map[uint32]uint32, buffers [][]uint32, push []uin
 			for k := range 3 {
 				mc.init[a[1]].vec[k] = mc.init[a[2+k]].bits
 			}
+		case opTypeFloat:
+			mc.halfTypes[a[0]] = a[1] == 16
+		case opTypeInt:
+			mc.u16Types[a[0]] = a[1] == 16
+		case opTypeVector:
+			mc.pairTypes[a[0]] = mc.halfTypes[a[1]]
 		case opTypePointer:
 			if a[1] == storagePhysicalStorageBuffer {
 				mc.addressTypes[a[0]] = true
@@ -234,6 +264,9 @@ func load(words []uint32, spec map[uint32]uint32, buffers [][]uint32, push []uin
 		case opVariable:
 			class := a[2]
 			if class == storageFunction {
+				if arr := byID[byID[a[0]].args[2]]; arr.op == opTypeArray {
+					mc.arrays[a[1]] = int(mc.init[arr.args[2]].bits)
+				}
 				continue
 			}
 			mc.storage[a[1]] = class
@@ -389,7 +422,7 @@ func (mc *machine) run(inv *invocation) (barrier bool, err error) {
 		case opControlBarrier:
 			return true, nil
 		case opVariable:
-			v[a[1]] = cell{mem: make([]uint32, 1)}
+			v[a[1]] = cell{mem: make([]uint32, max(1, mc.arrays[a[1]]))}
 		case opPhi:
 			found := false
 			for k := 2; k+1 < len(a); k += 2 {
@@ -463,7 +496,27 @@ func (mc *machine) run(inv *invocation) (barrier bool, err error) {
 				v[a[1]] = v[a[4]]
 			}
 		case opBitcast:
-			v[a[1]] = cell{bits: v[a[2]].bits}
+			x := v[a[2]]
+			if x.pair {
+				x = cell{bits: x.vec[0]&0xffff | x.vec[1]<<16}
+			}
+			if mc.pairTypes[a[0]] {
+				x = cell{vec: [3]uint32{x.bits & 0xffff, x.bits >> 16}, pair: true}
+			}
+			v[a[1]] = cell{bits: x.bits, vec: x.vec, pair: x.pair}
+		case opCompositeConstruct:
+			v[a[1]] = cell{vec: [3]uint32{v[a[2]].bits, v[a[3]].bits}, pair: true}
+		case opFConvert:
+			if mc.halfTypes[a[0]] {
+				v[a[1]].bits = uint32(half.NewFloat16(f32(v[a[2]].bits)))
+			} else {
+				v[a[1]].bits = fbits(half.Float16(v[a[2]].bits).Float32())
+			}
+		case opUConvert:
+			v[a[1]].bits = v[a[2]].bits
+			if mc.u16Types[a[0]] {
+				v[a[1]].bits &= 0xffff
+			}
 		case opSNegate:
 			v[a[1]].bits = -v[a[2]].bits
 		case opNot:
@@ -528,12 +581,17 @@ func (mc *machine) run(inv *invocation) (barrier bool, err error) {
 			bin(func(x, y uint32) uint32 { return b2u(int32(x) > int32(y)) })
 		case opSGreaterThanEqual:
 			bin(func(x, y uint32) uint32 { return b2u(int32(x) >= int32(y)) })
-		case opFAdd:
-			fbin(func(x, y float32) float32 { return x + y })
-		case opFSub:
-			fbin(func(x, y float32) float32 { return x - y })
-		case opFMul:
-			fbin(func(x, y float32) float32 { return x * y })
+		case opFAdd, opFSub, opFMul:
+			if mc.halfTypes[a[0]] {
+				op := map[uint32]func(x, y half.Float16) half.Float16{opFAdd: half.Add, opFSub: half.Sub, opFMul: half.Mul}[in.op]
+				bin(func(x, y uint32) uint32 { return uint32(op(half.Float16(x), half.Float16(y))) })
+				continue
+			}
+			fbin(map[uint32]func(x, y float32) float32{
+				opFAdd: func(x, y float32) float32 { return x + y },
+				opFSub: func(x, y float32) float32 { return x - y },
+				opFMul: func(x, y float32) float32 { return x * y },
+			}[in.op])
 		case opFDiv:
 			fbin(vulkanDiv)
 		case opFOrdEqual:

@@ -72,7 +72,7 @@ func (e *emitter) enterLoop() uint32 {
 // never in the entry block.
 func (e *emitter) declareGuard() {
 	u := e.u32()
-	st := e.global(opTypeStruct, false, e.runtimeArray(u))
+	st := e.global(opTypeStruct, false, e.runtimeArray(u, 4))
 	e.decorate(st, decorationBlock)
 	e.memberDecorate(st, 0, decorationOffset, 0)
 	v := e.global(opVariable, true, e.pointer(storageStorageBuffer, st), storageStorageBuffer)

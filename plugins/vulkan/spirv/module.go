@@ -117,6 +117,25 @@ type Target struct {
 	// 32-bit floats, for a device whose shaderDenormPreserveFloat32 is true:
 	// denormal operands and results are kept, not flushed to zero.
 	DenormPreserve bool
+	// Float16 says that the device has shaderFloat16, so f16 values and
+	// arithmetic (SPIR-V Float16) can be emitted; Storage16 that it has
+	// storageBuffer16BitAccess, so buffers of f16 and bf16 can. A program that
+	// needs one the target lacks is an error that names it (IR v1.2; see
+	// half.go).
+	Float16, Storage16 bool
+	// Int16 says that the device has shaderInt16: a bf16 buffer reached
+	// through a device address (BufferAddresses) needs it, since its 16-bit
+	// integer elements then appear in the push constants' pointer type.
+	Int16 bool
+	// SignedZeroInfNanPreserve16 makes modules with f16 arithmetic declare
+	// SignedZeroInfNanPreserve for 16-bit floats, for a device whose
+	// shaderSignedZeroInfNanPreserveFloat16 is true.
+	SignedZeroInfNanPreserve16 bool
+	// MaxSharedBytes is the device's maxComputeSharedMemorySize: a program
+	// whose shared arrays and workgroup matrices (held in workgroup memory on
+	// the scalar matrix path, matrix.go) need more is an error. 0 checks
+	// nothing.
+	MaxSharedBytes uint32
 	// Subgroups are the subgroup operation classes the device supports in
 	// compute shaders; a program that needs another is rejected.
 	Subgroups SubgroupFeatures

@@ -29,6 +29,9 @@ type simBackend struct {
 	// whose guard flag is set is rejected, as the Vulkan backend rejects it.
 	guard     bool
 	loopLimit int
+	// wide16 emits without Int16 (and without device addresses, which a bf16
+	// buffer needs it for), so bf16 shared arrays hold u32 words.
+	wide16 bool
 
 	mu        sync.Mutex
 	next      uint64
@@ -41,11 +44,12 @@ type simPipeline struct {
 	spec ir.SpecMap
 }
 
-// simTarget is the target the simulated device offers: float controls, no
+// simTarget is the target the simulated device offers: float controls, f16
+// arithmetic and 16-bit storage (IR v1.2), no
 // subgroups. Its pipelines reach the odd bindings through buffer device
 // addresses, and it launches at most simLimit workgroups per axis at a time, so
 // the whole kit runs through both buffer paths and split grids.
-var simTarget = Target{SignedZeroInfNanPreserve: true}
+var simTarget = Target{SignedZeroInfNanPreserve: true, Float16: true, Storage16: true, Int16: true, SignedZeroInfNanPreserve16: true}
 
 var simLimit = [3]uint32{3, 2, 2}
 
@@ -53,7 +57,7 @@ func (b *simBackend) Describe(context.Context) (*pluginapi.Description, error) {
 	return &pluginapi.Description{
 		ID: "spirv-sim", Version: "0", Dispatches: true, Features: []string{"ir.v1", "ir.v1.1"},
 		Adapters: []pluginapi.Adapter{{Index: 0, Name: "SPIR-V interpreter", Available: true,
-			Profile: pluginapi.DeviceProfile{MaxInvocationsPerWorkgroup: 1024, HasSharedMemory: true}}},
+			Profile: pluginapi.DeviceProfile{MaxInvocationsPerWorkgroup: 1024, HasSharedMemory: true, SupportsF16: true, SupportsBF16: true}}},
 	}, nil
 }
 
@@ -68,6 +72,9 @@ func (b *simBackend) Compile(_ context.Context, req *pluginapi.CompileRequest) (
 		target.FoldSpec = &spec
 	}
 	target.LoopGuard = b.guard
+	if b.wide16 {
+		target.Int16, target.BufferAddresses = false, 0
+	}
 	m, err := EmitFor(req.Program, target)
 	if err != nil {
 		return nil, pluginapi.Rejected("spirv-sim: %w", err)

@@ -159,6 +159,8 @@ func (e *emitter) stmt(s ir.Stmt) error {
 	case ir.ReturnStmt:
 		e.terminate(opReturn)
 		return nil
+	case ir.MatrixFillStmt, ir.MatrixLoadStmt, ir.MatrixStoreStmt, ir.MatrixMMAStmt, ir.MatrixConvertStmt:
+		return e.matrixStmt(s)
 	}
 	return fmt.Errorf("statement %T has no SPIR-V form. Fix: build statements with the ir package's types", s)
 }
@@ -212,8 +214,10 @@ func (e *emitter) inBounds(a array, index uint32) uint32 {
 
 // elemPtr is a pointer to element index of a.
 func (e *emitter) elemPtr(a array, index uint32) uint32 {
-	t := e.scalar(a.elem)
+	t := e.memType(a)
 	switch {
+	case a.private:
+		return e.op(opAccessChain, e.pointer(storageFunction, t), a.varID, index)
 	case a.shared:
 		return e.op(opAccessChain, e.pointer(storageWorkgroup, t), a.varID, index)
 	case a.addressed:
@@ -223,10 +227,10 @@ func (e *emitter) elemPtr(a array, index uint32) uint32 {
 }
 
 // access is the memory operands of a load or store through a pointer into a:
-// a PhysicalStorageBuffer access must state its alignment, 4 bytes.
+// a PhysicalStorageBuffer access must state its alignment, the element size.
 func access(a array) []uint32 {
 	if a.addressed {
-		return []uint32{memoryAccessAligned, 4}
+		return []uint32{memoryAccessAligned, a.elem.Size()}
 	}
 	return nil
 }
@@ -295,8 +299,12 @@ func (e *emitter) storeAt(a array, index value, v uint32) {
 	e.guarded(e.inBounds(a, index.id), func() { e.storeTo(a, index.id, v) })
 }
 
-// storeTo is the OpStore of v to a[index], without a check.
+// storeTo is the OpStore of v to a[index], without a check; a bf16 value is
+// narrowed to a bf16 buffer's 16-bit element.
 func (e *emitter) storeTo(a array, index, v uint32) {
+	if e.narrowBF16(a) {
+		v = e.op(opUConvert, e.u16(), v)
+	}
 	e.inst(opStore, append([]uint32{e.elemPtr(a, index), v}, access(a)...)...)
 }
 

@@ -15,8 +15,8 @@ import (
 // continue in every kind of loop, and a compare-exchange loop.
 func v11Programs(tb testing.TB, seen map[string]int) []namedProgram {
 	var out []namedProgram
-	for _, from := range ir.Types() {
-		for _, to := range ir.Types() {
+	for _, from := range v1Types {
+		for _, to := range v1Types {
 			name := fmt.Sprintf("bitcast.%s.%s", from, to)
 			h := newHarness(name)
 			for k := 0; k < 6; k++ {
@@ -29,7 +29,7 @@ func v11Programs(tb testing.TB, seen map[string]int) []namedProgram {
 		}
 	}
 	for _, op := range ir.SubgroupOps() {
-		for _, t := range ir.Types() {
+		for _, t := range v1Types {
 			for _, size := range []uint32{0, 32} {
 				name := fmt.Sprintf("subgroup.%s.%s.size%d", op, t, size)
 				h := newHarness(name)

@@ -295,12 +295,14 @@ void kiln_get_properties(kiln_instance *in, VkPhysicalDevice pd, uint32_t instan
 }
 
 void kiln_get_features(kiln_instance *in, VkPhysicalDevice pd, uint32_t instance_api, kiln_chain chain,
-	uint32_t *float16, uint32_t *size_control, uint32_t *full_subgroups) {
+	uint32_t *float16, uint32_t *size_control, uint32_t *full_subgroups, uint32_t *storage16, uint32_t *int16) {
 	int with_float16 = kiln_min_version(in, pd, instance_api) >= VK_API_VERSION_1_2;
 	VkPhysicalDeviceShaderFloat16Int8Features f16 = {VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES};
 	VkPhysicalDeviceSubgroupSizeControlFeatures sc = {VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_SIZE_CONTROL_FEATURES};
+	VkPhysicalDevice16BitStorageFeatures s16 = {VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES};
 	VkPhysicalDeviceFeatures2 f = {VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
-	void **next = &f.pNext;
+	f.pNext = &s16;
+	void **next = &s16.pNext;
 	if (with_float16) {
 		*next = &f16;
 		next = &f16.pNext;
@@ -313,6 +315,8 @@ void kiln_get_features(kiln_instance *in, VkPhysicalDevice pd, uint32_t instance
 	*float16 = with_float16 ? f16.shaderFloat16 : 0;
 	*size_control = chain.size_control ? sc.subgroupSizeControl : 0;
 	*full_subgroups = chain.size_control ? sc.computeFullSubgroups : 0;
+	*storage16 = s16.storageBuffer16BitAccess;
+	*int16 = f.features.shaderInt16;
 }
 
 void kiln_get_memory_properties(kiln_instance *in, VkPhysicalDevice pd, VkPhysicalDeviceMemoryProperties *out) {
@@ -372,6 +376,21 @@ VkResult kiln_create_device(kiln_instance *in, VkPhysicalDevice pd, uint32_t que
 		hqr.pNext = (void *)ci.pNext;
 		ci.pNext = &hqr;
 	}
+	VkPhysicalDeviceShaderFloat16Int8Features f16 = {VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES};
+	if (opts.float16) {
+		f16.shaderFloat16 = VK_TRUE;
+		f16.pNext = (void *)ci.pNext;
+		ci.pNext = &f16;
+	}
+	VkPhysicalDevice16BitStorageFeatures s16 = {VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES};
+	if (opts.storage16) {
+		s16.storageBuffer16BitAccess = VK_TRUE;
+		s16.pNext = (void *)ci.pNext;
+		ci.pNext = &s16;
+	}
+	VkPhysicalDeviceFeatures core = {0};
+	core.shaderInt16 = opts.int16 ? VK_TRUE : VK_FALSE;
+	ci.pEnabledFeatures = &core;
 	VkResult r = in->vkCreateDevice(pd, &ci, NULL, &d->device);
 	if (r != VK_SUCCESS) {
 		free(d);

@@ -164,6 +164,9 @@ typedef struct kiln_device_options {
 	int full_subgroups;   /* enable computeFullSubgroups */
 	int device_address;   /* enable bufferDeviceAddress (Vulkan 1.2) */
 	int host_query_reset; /* enable hostQueryReset (Vulkan 1.2) */
+	int float16;          /* enable shaderFloat16 (Vulkan 1.2) */
+	int storage16;        /* enable storageBuffer16BitAccess (Vulkan 1.1) */
+	int int16;            /* enable shaderInt16 */
 } kiln_device_options;
 
 int kiln_load(const char *name, kiln_loader **out, char *err, size_t errlen);
@@ -179,7 +182,7 @@ VkResult kiln_enumerate_physical_devices(kiln_instance *in, uint32_t *count, VkP
 void kiln_get_basic_properties(kiln_instance *in, VkPhysicalDevice pd, VkPhysicalDeviceProperties *out);
 void kiln_get_properties(kiln_instance *in, VkPhysicalDevice pd, uint32_t instance_api, kiln_chain chain, kiln_props *out);
 void kiln_get_features(kiln_instance *in, VkPhysicalDevice pd, uint32_t instance_api, kiln_chain chain,
-	uint32_t *float16, uint32_t *size_control, uint32_t *full_subgroups);
+	uint32_t *float16, uint32_t *size_control, uint32_t *full_subgroups, uint32_t *storage16, uint32_t *int16);
 void kiln_get_memory_properties(kiln_instance *in, VkPhysicalDevice pd, VkPhysicalDeviceMemoryProperties *out);
 /* kiln_get_memory_budget reads VK_EXT_memory_budget's budget and usage of every
  * heap (VK_MAX_MEMORY_HEAPS entries each); the caller checked that the device

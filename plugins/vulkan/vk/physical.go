@@ -120,6 +120,8 @@ type FloatControls struct {
 	// SignedZeroInfNanPreserveFloat32: 32-bit float operations can be made to
 	// keep the sign of zero, infinities and NaN (SPIR-V SignedZeroInfNanPreserve).
 	SignedZeroInfNanPreserveFloat32 bool
+	// SignedZeroInfNanPreserveFloat16 is the same for 16-bit float operations.
+	SignedZeroInfNanPreserveFloat16 bool
 	// DenormPreserveFloat32: 32-bit float operations can be made to keep
 	// denormals (SPIR-V DenormPreserve).
 	DenormPreserveFloat32 bool
@@ -150,6 +152,12 @@ type Features struct {
 	// VkPhysicalDeviceSubgroupSizeControlFeatures; false without subgroup size
 	// control (see Properties.SubgroupSizeControl).
 	SubgroupSizeControl, ComputeFullSubgroups bool
+	// StorageBuffer16BitAccess is VkPhysicalDevice16BitStorageFeatures'
+	// storageBuffer16BitAccess (Vulkan 1.1): 16-bit types in storage buffers.
+	StorageBuffer16BitAccess bool
+	// ShaderInt16 is VkPhysicalDeviceFeatures' shaderInt16: 16-bit integers
+	// anywhere (for bf16 buffers reached through device addresses).
+	ShaderInt16 bool
 }
 
 // MemoryPropertyFlags is a VkMemoryPropertyFlags mask.
@@ -254,7 +262,8 @@ func (p PhysicalDevice) Properties() Properties {
 	}
 	if kp.has_float_controls != 0 {
 		out.FloatControls = &FloatControls{SignedZeroInfNanPreserveFloat32: kp.float_controls.shaderSignedZeroInfNanPreserveFloat32 != 0,
-			DenormPreserveFloat32: kp.float_controls.shaderDenormPreserveFloat32 != 0}
+			SignedZeroInfNanPreserveFloat16: kp.float_controls.shaderSignedZeroInfNanPreserveFloat16 != 0,
+			DenormPreserveFloat32:           kp.float_controls.shaderDenormPreserveFloat32 != 0}
 	}
 	if kp.has_id != 0 {
 		for i := range out.DeviceUUID {
@@ -331,9 +340,10 @@ func (p PhysicalDevice) chain() C.kiln_chain {
 
 // Features reads the device's features.
 func (p PhysicalDevice) Features() Features {
-	var f16, sc, full C.uint32_t
-	C.kiln_get_features(p.inst.in, p.pd, C.uint32_t(p.inst.apiVersion), p.chain(), &f16, &sc, &full)
-	return Features{ShaderFloat16: f16 != 0, SubgroupSizeControl: sc != 0, ComputeFullSubgroups: full != 0}
+	var f16, sc, full, s16, i16 C.uint32_t
+	C.kiln_get_features(p.inst.in, p.pd, C.uint32_t(p.inst.apiVersion), p.chain(), &f16, &sc, &full, &s16, &i16)
+	return Features{ShaderFloat16: f16 != 0, SubgroupSizeControl: sc != 0, ComputeFullSubgroups: full != 0,
+		StorageBuffer16BitAccess: s16 != 0, ShaderInt16: i16 != 0}
 }
 
 // MemoryProperties reads the device's memory types and heaps.
@@ -446,6 +456,11 @@ type DeviceOptions struct {
 	// HostQueryReset enables hostQueryReset (the device must support it:
 	// PhysicalDevice.HostQueryReset), for Device.ResetQueriesOnHost.
 	HostQueryReset bool
+	// ShaderFloat16 and StorageBuffer16BitAccess enable those features (the
+	// device must support them: Features), for IR v1.2's f16 and bf16.
+	ShaderFloat16, StorageBuffer16BitAccess bool
+	// ShaderInt16 enables shaderInt16 (the device must support it: Features).
+	ShaderInt16 bool
 }
 
 // CreateDevice creates a logical device with one queue of queueFamily.
@@ -475,6 +490,15 @@ func (p PhysicalDevice) CreateDevice(queueFamily uint32, opts DeviceOptions) (*D
 	}
 	if opts.HostQueryReset {
 		co.host_query_reset = 1
+	}
+	if opts.ShaderFloat16 {
+		co.float16 = 1
+	}
+	if opts.StorageBuffer16BitAccess {
+		co.storage16 = 1
+	}
+	if opts.ShaderInt16 {
+		co.int16 = 1
 	}
 	r := C.kiln_create_device(p.inst.in, p.pd, C.uint32_t(queueFamily), co, &d, &missing)
 	if missing != nil {

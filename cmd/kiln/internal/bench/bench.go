@@ -44,6 +44,10 @@ type Options struct {
 	// Chain is the number of dependent 1-element dispatches in one submit
 	// (default 100).
 	Chain int
+	// TraceFile, when set, is where the protocol-2 host, which runs the
+	// round trips and the resident measurements, writes its trace
+	// (host.Options.TraceFile).
+	TraceFile string
 	// Logger receives the hosts' logs; nil discards them.
 	Logger hclog.Logger
 	// Progress, when not nil, is told before each measurement: done of total
@@ -250,7 +254,13 @@ func privateDir(h *host.Host, backend string) (string, error) {
 
 // acquire opens a host on dir (capped at maxProtocol) and acquires the backend.
 func acquire(ctx context.Context, dir string, opts Options, maxProtocol int) (*host.Host, *host.Backend, error) {
-	h, err := host.Open(ctx, host.Options{PluginDir: dir, Logger: opts.Logger, MaxProtocol: maxProtocol, NoCache: true, NoAutotune: true, NoPGO: true})
+	o := host.Options{PluginDir: dir, Logger: opts.Logger, MaxProtocol: maxProtocol, NoCache: true, NoAutotune: true, NoPGO: true}
+	if maxProtocol == 0 {
+		o.TraceFile = opts.TraceFile
+	} else {
+		o.TraceFile = "off" // the protocol-2 host's trace alone, also under KILN_TRACE
+	}
+	h, err := host.Open(ctx, o)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -274,7 +284,7 @@ func measureStarts(ctx context.Context, dir string, opts Options, r *Report) err
 			}
 			bare = append(bare, d)
 		}
-		one, err := host.Open(ctx, host.Options{PluginDir: dir, Logger: opts.Logger, NoCache: true, NoAutotune: true, NoPGO: true})
+		one, err := host.Open(ctx, host.Options{PluginDir: dir, Logger: opts.Logger, NoCache: true, NoAutotune: true, NoPGO: true, TraceFile: "off"})
 		if err != nil {
 			return err
 		}

@@ -1,0 +1,110 @@
+package main
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"github.com/kiln-dev/kiln/host"
+	"github.com/kiln-dev/kiln/host/trace"
+)
+
+// traceFlag adds --trace FILE to cmd: the host writes its timeline there.
+func (a *app) traceFlag(cmd *cobra.Command) {
+	cmd.Flags().StringVar(&a.trace, "trace", "", "write a timeline of the host's, the plugins' and the devices' work to FILE as Chrome trace-event JSON (open it in ui.perfetto.dev or chrome://tracing; `kiln trace summary FILE` reads it); default $"+host.TraceEnv)
+}
+
+func (a *app) traceCommand() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "trace",
+		Short: "Read a trace that --trace (or KILN_TRACE) wrote",
+		Long: `Read a trace that kiln run|bench|tune|certify --trace FILE, KILN_TRACE=FILE or
+host.Options.Trace wrote: Chrome trace-event JSON, which ui.perfetto.dev and
+chrome://tracing open (both work offline once the page is loaded).
+
+  kiln trace summary FILE   per-track totals and the longest slices
+  kiln trace svg FILE       the timeline as an SVG picture, one row per process
+                            and adapter (-o OUT.svg; default FILE.svg)
+  kiln trace check FILE     check the file against the trace-event format`,
+	}
+	var top int
+	summary := &cobra.Command{
+		Use:   "summary FILE",
+		Short: "Print per-track totals and the longest slices of a trace",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(_ *cobra.Command, args []string) error {
+			f, err := readTrace(args[0])
+			if err != nil {
+				return err
+			}
+			s := trace.Summarize(f, top)
+			if a.json {
+				return a.printJSON(s)
+			}
+			return s.Print(a.out, f.ProcessNames())
+		},
+	}
+	summary.Flags().IntVar(&top, "top", 10, "how many of the longest slices to list")
+	var out string
+	svg := &cobra.Command{
+		Use:   "svg FILE",
+		Short: "Draw a trace's timeline as SVG",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(_ *cobra.Command, args []string) error {
+			f, err := readTrace(args[0])
+			if err != nil {
+				return err
+			}
+			if out == "" {
+				out = args[0] + ".svg"
+			}
+			w, err := os.Create(out)
+			if err != nil {
+				return fmt.Errorf("%w. Fix: name a file you can write with -o", err)
+			}
+			if err := trace.WriteSVG(w, f); err != nil {
+				w.Close()
+				return err
+			}
+			if err := w.Close(); err != nil {
+				return err
+			}
+			fmt.Fprintln(a.out, "wrote", out)
+			return nil
+		},
+	}
+	svg.Flags().StringVarP(&out, "out", "o", "", "the SVG file to write (default FILE.svg)")
+	check := &cobra.Command{
+		Use:   "check FILE",
+		Short: "Check a trace against the trace-event format",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(_ *cobra.Command, args []string) error {
+			f, err := readTrace(args[0])
+			if err != nil {
+				return err
+			}
+			if err := f.Check(); err != nil {
+				return fmt.Errorf("%s breaks the trace-event format:\n%w\nFix: report it with the file", args[0], err)
+			}
+			fmt.Fprintf(a.out, "%s: %d events, %d flows, valid\n", args[0], len(f.TraceEvents), len(f.Flows()))
+			return nil
+		},
+	}
+	cmd.AddCommand(summary, svg, check)
+	return cmd
+}
+
+// readTrace parses the trace file at path.
+func readTrace(path string) (*trace.File, error) {
+	r, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("%w. Fix: name the file --trace wrote", err)
+	}
+	defer r.Close()
+	f, err := trace.Parse(r)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w. Fix: pass a file that --trace or KILN_TRACE wrote", path, err)
+	}
+	return f, nil
+}

@@ -1,0 +1,77 @@
+//go:build linux
+
+package pluginapi
+
+import (
+	"os"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// spanTimer times a request's phases on the plugin's side; nil when the host
+// asked for none.
+type spanTimer struct{ clock monoClock }
+
+// jobSpans are the times a request's phases started and ended.
+type jobSpans struct {
+	read, decoded int64 // SDK: the frame was read; it was decoded and queued
+}
+
+// spans builds the completion's spans of a request that was read and decoded
+// in js, began running at began and ended at ended, with the device time the
+// backend measured.
+func (t *spanTimer) spans(js jobSpans, began, ended, deviceNanos int64) []Span {
+	s := []Span{
+		{Kind: SpanDecode, Start: js.read, End: js.decoded},
+		{Kind: SpanQueue, Start: js.decoded, End: began},
+		{Kind: SpanRun, Start: began, End: ended},
+	}
+	if deviceNanos > 0 {
+		s = append(s, Span{Kind: SpanDevice, Start: max(began, ended-deviceNanos), End: ended})
+	}
+	return s
+}
+
+// monoClock reads the machine's monotonic clock (CLOCK_MONOTONIC on Linux)
+// through Go's own monotonic time: mono is the clock's reading at base.
+type monoClock struct {
+	base time.Time
+	mono int64
+}
+
+// now is the monotonic clock's reading, in nanoseconds.
+func (c monoClock) now() int64 { return c.mono + int64(time.Since(c.base)) }
+
+// newMonoClock pairs Go's monotonic time with a CLOCK_MONOTONIC reading: of
+// three tries, the one whose time.Now readings lie closest around the system
+// call.
+func newMonoClock() monoClock {
+	var best monoClock
+	gap := time.Duration(1<<63 - 1)
+	for range 3 {
+		var ts unix.Timespec
+		before := time.Now()
+		if unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts) != nil {
+			continue
+		}
+		after := time.Now()
+		if d := after.Sub(before); d < gap {
+			gap = d
+			best = monoClock{base: before.Add(d / 2), mono: ts.Nano()}
+		}
+	}
+	if gap == time.Duration(1<<63-1) {
+		return monoClock{base: time.Now(), mono: 1} // the host clamps what it cannot place
+	}
+	return best
+}
+
+// newSpanTimer returns a timer when the host asked for spans (SpansEnv), else
+// nil.
+func newSpanTimer() *spanTimer {
+	if os.Getenv(SpansEnv) != "1" {
+		return nil
+	}
+	return &spanTimer{clock: newMonoClock()}
+}
