@@ -257,7 +257,7 @@ func (f *fakeSetter) SetFunctionAttribute(fn driver.Function, a driver.FuncAttri
 // that the module Emit gives carries the size the launches pass, and that one
 // without sets nothing.
 func TestRaiseDynamicShared(t *testing.T) {
-	m, err := ptx.Emit(matmulTC(256, 128, 64), ptx.Options{Target: ptx.Target{SM: 90}, WorkgroupSize: [3]uint32{512, 1, 1},
+	m, err := ptx.Emit(matmulTC(ir.BF16, 256, 128, 64), ptx.Options{Target: ptx.Target{SM: 90}, WorkgroupSize: [3]uint32{512, 1, 1},
 		MaxDynamicSharedBytes: 227 << 10})
 	if err != nil {
 		t.Fatal(err)
@@ -283,28 +283,3 @@ func TestRaiseDynamicShared(t *testing.T) {
 	}
 }
 
-// matmulTC is the corpus kernel matmul_tc's program for bf16 and a tm×tn tile
-// in k steps of tk.
-func matmulTC(tm, tn, tk uint32) *ir.Program {
-	b := ir.NewBuilder("kiln.matrix.matmul_tc.bf16", 128, 1, 1)
-	m, n, k := b.Uniform("m", ir.U32), b.Uniform("n", ir.U32), b.Uniform("k", ir.U32)
-	a := b.Buffer("a", ir.BF16, ir.Read)
-	bb := b.Buffer("b", ir.BF16, ir.Read)
-	c := b.Buffer("c", ir.F32, ir.Write)
-	acc := b.Matrix("acc", ir.F32, tm, tn)
-	at := b.Matrix("a_tile", ir.BF16, tm, tk)
-	bt := b.Matrix("b_tile", ir.BF16, tk, tn)
-	row0 := b.Let("row0", ir.Mul(ir.WorkgroupID(1), ir.LitU32(tm)))
-	col0 := b.Let("col0", ir.Mul(ir.WorkgroupID(0), ir.LitU32(tn)))
-	rows := b.Let("rows", ir.Sub(m, row0))
-	cols := b.Let("cols", ir.Sub(n, col0))
-	b.MatrixFill(acc, ir.LitF32(0))
-	b.For("k0", ir.U32, ir.LitU32(0), k, ir.LitU32(tk), func(loop *ir.Block, k0 ir.Expr) {
-		depth := loop.Let("depth", ir.Sub(k, k0))
-		loop.MatrixLoadBounded(at, a, ir.Add(ir.Mul(row0, k), k0), k, ir.RowMajor, rows, depth)
-		loop.MatrixLoadBounded(bt, bb, ir.Add(ir.Mul(k0, n), col0), n, ir.RowMajor, depth, cols)
-		loop.MatrixMMA(acc, at, bt)
-	})
-	b.MatrixStoreBounded(acc, c, ir.Add(ir.Mul(row0, n), col0), n, ir.RowMajor, rows, cols)
-	return b.MustBuild()
-}

@@ -81,7 +81,7 @@ func (b *Backend) Compile(ctx context.Context, req *pluginapi.CompileRequest) (*
 	}
 	// The module a dispatch runs unless its bindings alias (see pipeline.nc); it
 	// is the one whose cubin the host caches.
-	opts := ptx.Options{Target: a.target, Spec: req.Spec, WorkgroupSize: wg, NonCoherentReads: true, MaxDynamicSharedBytes: a.maxDynamicShared}
+	opts := emitOptions(a, req.Spec, wg)
 	m, err := ptx.Emit(p, opts)
 	if err != nil {
 		return nil, pluginapi.Rejected("cuda: %w", err)
@@ -98,6 +98,14 @@ func (b *Backend) Compile(ctx context.Context, req *pluginapi.CompileRequest) (*
 		return nil, errClosed
 	}
 	return &pluginapi.CompileResult{Pipeline: b.pipelines.Add(pl), Blob: blob, CompileNanos: time.Since(start).Nanoseconds()}, nil
+}
+
+// emitOptions are the options of the module a pipeline of adapter a runs with
+// the parameter values spec at workgroup size wg: reads through the
+// non-coherent path (see pipeline.nc), dynamic shared memory up to the device's
+// opt-in limit.
+func emitOptions(a *adapter, spec ir.SpecMap, wg [3]uint32) ptx.Options {
+	return ptx.Options{Target: a.target, Spec: spec, WorkgroupSize: wg, NonCoherentReads: true, MaxDynamicSharedBytes: a.maxDynamicShared}
 }
 
 // load makes a pipeline of module m on d, from the cubin in cached when it is
