@@ -282,4 +282,3 @@ func TestRaiseDynamicShared(t *testing.T) {
 		t.Errorf("a module without dynamic shared memory: %v, calls %v", err, f.calls)
 	}
 }
-
