@@ -14,8 +14,9 @@ import (
 )
 
 // TestEveryModuleAssembles runs ptxas on every corpus kernel and edge-table
-// program, emitted for sm_80 and for sm_70 (each plain and with non-coherent
-// reads), and assembled for the H200's sm_90 and
+// program, emitted for sm_90 (an H200 on a CUDA 12+ driver: tensor-core
+// modules take wgmma, .target sm_90a), sm_80 and sm_70 (each plain and with
+// non-coherent reads), and assembled for sm_90a, the H200's sm_90 and
 // for the oldest architecture each target runs on that CUDA 13's ptxas still
 // knows (sm_80; sm_75, since CUDA 13 dropped sm_70).
 func TestEveryModuleAssembles(t *testing.T) {
@@ -26,13 +27,27 @@ func TestEveryModuleAssembles(t *testing.T) {
 			for _, c := range []struct {
 				target Target
 				arch   string
-			}{{Target{SM: 80}, ptxasArch}, {Target{SM: 80}, "sm_80"}, {Target{SM: 70}, ptxasArch}, {Target{SM: 70}, "sm_75"}} {
+			}{{Target{SM: 90}, ""}, {Target{SM: 80}, ptxasArch}, {Target{SM: 80}, "sm_80"}, {Target{SM: 70}, ptxasArch}, {Target{SM: 70}, "sm_75"}} {
 				opts := np.opts
 				opts.Target = c.target
-				assemble(t, ptxas, np.name, mustEmit(t, np.name, np.prog, opts), c.arch)
-				// The backend's primary module reads through the non-coherent path.
-				opts.NonCoherentReads = true
-				assemble(t, ptxas, np.name+".nc", mustEmit(t, np.name, np.prog, opts), c.arch)
+				for _, nc := range []bool{false, true} {
+					// The backend's primary module reads through the non-coherent path.
+					opts.NonCoherentReads = nc
+					name := np.name
+					if nc {
+						name += ".nc"
+					}
+					m := mustEmit(t, np.name, np.prog, opts)
+					arch := c.arch
+					if arch == "" {
+						// sm_90: sm_90a for a wgmma module, the H200's sm_90 for the others
+						arch = ptxasArch
+						if strings.Contains(m.Text, ".target sm_90a\n") {
+							arch = "sm_90a"
+						}
+					}
+					assemble(t, ptxas, name, m, arch)
+				}
 			}
 		})
 	}

@@ -1,7 +1,9 @@
 package ptx
 
 import (
+	"fmt"
 	"math/rand/v2"
+	"os/exec"
 	"strings"
 	"testing"
 
@@ -94,5 +96,53 @@ func TestTensorCoreCorpusEmulated(t *testing.T) {
 				tcRunText(t, m.Text, g, s.m, s.n, s.k, s.shortB, false, rng)
 			}
 		})
+	}
+}
+
+// TestTensorCoreModulesAssemble runs ptxas on the matmul_tc modules that
+// BenchmarkMatmulTC (package backend) measures, emitted as the backend emits
+// them for an H200 (sm_90: wgmma, .target sm_90a) and for sm_80 (mma.sync,
+// assembled for sm_80 and sm_90), and checks that the wgmma modules' machine
+// code has HGMMA. With KILN_PTX_OUT the modules and cubins stay there, named
+// matmul_tc.<type>.<tile>.wg<invocations>, for scripts/gpu-cuda-run.sh.
+func TestTensorCoreModulesAssemble(t *testing.T) {
+	ptxas := tool(t, "ptxas")
+	cuobjdump := tool(t, "cuobjdump")
+	for _, c := range []struct {
+		op         ir.Type
+		tm, tn, tk uint32
+		wg         uint32
+	}{
+		{ir.BF16, 64, 64, 32, 128}, {ir.BF16, 64, 128, 32, 128}, {ir.BF16, 256, 128, 64, 512},
+		{ir.F16, 64, 128, 32, 128}, {ir.F16, 256, 128, 64, 512},
+		{ir.F32, 64, 128, 32, 128}, {ir.F32, 256, 128, 32, 512},
+	} {
+		op := c.op.String()
+		if c.op == ir.F32 {
+			op = "tf32"
+		}
+		name := fmt.Sprintf("matmul_tc.%s.%dx%dx%d.wg%d", op, c.tm, c.tn, c.tk, c.wg)
+		for _, target := range []Target{{SM: 90}, {SM: 80}} {
+			m := mustEmit(t, name, tcLetProgram(c.op, c.tm, c.tn, c.tk, 128, false), backendOptions(target, c.wg))
+			archs := []string{"sm_80", ptxasArch}
+			if strings.Contains(m.Text, ".target sm_90a\n") {
+				archs = []string{"sm_90a"}
+			}
+			for _, arch := range archs {
+				cubin := assemble(t, ptxas, name, m, arch)
+				if arch != "sm_90a" {
+					continue
+				}
+				sass, err := exec.Command(cuobjdump, "--dump-sass", cubin).CombinedOutput()
+				if err != nil {
+					t.Fatalf("%s: cuobjdump: %v\n%s", name, err, sass)
+				}
+				if n := strings.Count(string(sass), "HGMMA"); n == 0 {
+					t.Errorf("%s for sm_90a: no HGMMA in the machine code", name)
+				} else {
+					t.Logf("%s sm_90a: %d HGMMA", name, n)
+				}
+			}
+		}
 	}
 }
