@@ -39,7 +39,10 @@
 #   tar czf $D/bin.tgz -C $D bin && rm -r $D/bin && cp scripts/gpu-cuda-run.sh $D/
 # plus the Vulkan loader .debs in .gl/ for the vulkan row of kiln run --all (see
 # the device tool's README). On the GPU machine, with OUT set to a folder for the
-# logs:  bash .devbin/cuda/gpu-cuda-run.sh [all|tests|bench]  (default all).
+# logs:  bash .devbin/cuda/gpu-cuda-run.sh [all|tests|bench|tc]  (default all;
+# tc: only the tensor-core parts — the ptx tests of the tensor-core modules and
+# ptxas over every module, the corpus/v1.2 backend tests, the tensor-core
+# benchmarks next to torch — about 10 minutes on an H200).
 # Benchmarks a build lacks (the protocol 2 ones before v2) are simply not run.
 set -u
 MODE=${1:-all}
@@ -57,68 +60,9 @@ if ls .gl/*.deb >/dev/null 2>&1; then
   echo '{"file_format_version":"1.0.1","ICD":{"library_path":"libEGL_nvidia.so.0","api_version":"1.3.0"}}' > $W/icd.json
   export VK_ICD_FILENAMES=$W/icd.json VK_DRIVER_FILES=$W/icd.json KILN_VK_VALIDATION=0
 fi
-say "== machine"
-nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,clocks.mem --format=csv 2>&1 | tee -a $S
-ptxas --version 2>&1 | tail -1 | tee -a $S
-
-if [ "$MODE" != bench ]; then
-  say "== ptx tests (KILN_REQUIRE_CUDA=1: every module through ptxas for sm_90a, sm_90, sm_80, sm_75; SASS has no FFMA without fma; the tensor-core modules' SASS has HGMMA)"
-  KILN_REQUIRE_CUDA=1 KILN_PTX_OUT=$W/ptx timeout 400 $B/ptx.test -test.count=1 -test.v > $OUT/ptx-tests.txt 2>&1; say "ptx.test rc=$?"
-  grep -E '^(--- FAIL|FAIL|ok|PASS)' $OUT/ptx-tests.txt | head -20 | tee -a $S
-  # each module for the architectures its .target allows: sm_90a modules (wgmma)
-  # for sm_90a only, the others for sm_90 and for their own target
-  n=0; bad=0
-  for f in $W/ptx/*.ptx; do
-    n=$((n+1)); tgt=$(grep -m1 -oE '^\.target sm_[0-9]+a?' "$f" | cut -d' ' -f2)
-    case $tgt in sm_90a) archs=sm_90a ;; sm_70) archs="sm_90 sm_75" ;; *) archs="sm_90 $tgt" ;; esac
-    for arch in $archs; do ptxas -arch=$arch "$f" -o $W/x.cubin 2>>$S || { bad=$((bad+1)); say "ptxas -arch=$arch rejects $f"; }; done
-  done
-  say "ptxas over $n emitted modules (sm_90a, sm_90, sm_80, sm_75 by their .target): $bad rejected"
-  say "tensor-core modules: $(ls $W/ptx | grep -c 'sm_90a.ptx$') for sm_90a (wgmma), $(grep -l 'path: mma.sync' $W/ptx/*.ptx | wc -l) mma.sync, $(grep -l 'kiln matrix path: scalar' $W/ptx/*.ptx | wc -l) scalar with the reason"
-  grep -h '^// kiln' $W/ptx/*matmul_tc*.ptx 2>/dev/null | sort | uniq -c | tee -a $S
-  say "== driver tests"
-  KILN_REQUIRE_CUDA=1 timeout 60 $B/driver.test -test.count=1 -test.v > $OUT/driver-tests.txt 2>&1; say "driver.test rc=$?"
-  grep -E '^(--- FAIL|FAIL|ok|PASS)|driver API' $OUT/driver-tests.txt | head -20 | tee -a $S
-  say "== backend tests (conformance, corpus, edge table on cuda:0)"
-  KILN_REQUIRE_CUDA=1 timeout 300 $B/backend.test -test.count=1 -test.v > $OUT/backend-tests.txt 2>&1; say "backend.test rc=$?"
-  grep -E -- '^(--- FAIL|FAIL|ok|PASS)|^    --- FAIL|cuda:0|abandoned' $OUT/backend-tests.txt | head -40 | tee -a $S
-  say "passed: $(grep -c -- '--- PASS' $OUT/backend-tests.txt), failed: $(grep -c -- '--- FAIL' $OUT/backend-tests.txt), skipped: $(grep -c -- '--- SKIP' $OUT/backend-tests.txt)"
-  say "== plugin process tests"
-  KILN_REQUIRE_CUDA=1 timeout 120 $B/plugin.test -test.count=1 -test.v > $OUT/plugin-tests.txt 2>&1; say "plugin.test rc=$?"
-  grep -E '^(--- |FAIL|ok|PASS)' $OUT/plugin-tests.txt | head | tee -a $S
-  say "== kiln backends"
-  timeout 120 $B/kiln --plugins $B/plugins backends 2>&1 | tee -a $S
-  say "== kiln run --all"
-  timeout 300 $B/kiln --plugins $B/plugins run --all 2>&1 | tee -a $S
-fi
-
-if [ "$MODE" != tests ]; then
-  say "== benchmarks (clocks sampled every 0.5 s into clocks.txt)"
-  nvidia-smi --query-gpu=clocks.sm,clocks.mem --format=csv,noheader -lms 500 > $OUT/clocks.txt 2>&1 &
-  SMI=$!
-  clock() { say "-- SM clock now: $(nvidia-smi --query-gpu=index,clocks.sm,clocks.mem --format=csv,noheader 2>&1 | tr '\n' ';')"; }
-  bench() { # bench TIMEOUT BINARY ARGS...: the SM clock, then the benchmarks (log in bench.txt, results in the summary)
-    local t=$1; shift; local bin=$1; shift
-    clock
-    timeout $t $bin -test.run '^$' "$@" 2>&1 | tee -a $OUT/bench.txt | grep -E '^Benchmark|capabilities|FAIL|panic' | tee -a $S
-  }
-  : > $OUT/bench.txt
-  say "-- vector add 256M f32 (resident; per epi when vector_add has the parameter), matmul, v1 dispatch"
-  bench 300 $B/backend.test -test.bench 'VectorAdd$|VectorAddResident|^BenchmarkMatmul|SmallDispatch' -test.benchtime 5x
-  say "-- the emitter's candidate forms for the vector add (hand PTX), and load/store forms"
-  bench 300 $B/driver.test -test.bench 'GridStride|StreamingLoads' -test.benchtime 10x
-  say "-- 1-element dispatch: plugin CPU work, in process, ways of waiting"
-  bench 60 $B/backend.test -test.bench 'PrepareSmall' -test.benchtime 100000x
-  bench 100 $B/backend.test -test.bench 'SubmitSmall' -test.benchtime 5000x
-  bench 100 $B/driver.test -test.bench 'LaunchSync' -test.benchtime 5000x
-  say "-- 1-element dispatch through the plugin (protocol 2, and v1)"
-  bench 100 $B/plugin.test -test.bench 'WireSmallDispatch|WireSubmitSmall' -test.benchtime 2000x
-  say "-- 64 MiB write and read through the plugin (segments registered with the driver: DMA)"
-  bench 100 $B/plugin.test -test.bench 'WireTransfer' -test.benchtime 20x
-  say "-- plugin start + describe (+ open) vs cuInit and enumeration alone"
-  bench 200 $B/plugin.test -test.bench 'StartDescribe|StartOpen|InitAlone' -test.benchtime 10x
-  say "-- cold (driver JIT, its compute cache off) vs warm (cubin from kiln's blob) compile"
-  CUDA_CACHE_DISABLE=1 bench 100 $B/backend.test -test.bench 'CompileMatmul' -test.benchtime 10x
+# tc_bench: the tensor-core benchmarks (issue 27), after the ptx tests kept the
+# modules in $W/ptx.
+tc_bench() {
   say "-- tensor cores: matmul_tc through the backend (resident buffers, warm-up, best of 20), bf16/f16/tf32 4096^3 and bf16 8192^3; torch.matmul on the same shapes follows"
   clock
   timeout 400 $B/backend.test -test.run '^$' -test.bench 'MatmulTC' -test.benchtime 20x -test.v > $OUT/tc-bench.txt 2>&1; say "rc=$?"
@@ -167,6 +111,82 @@ PY
     timeout 300 $B/kiln --plugins $B/plugins tune --backend cuda --kernel matmul_tc --spec type=bf16 --size 1024 --dry-run --wg 128,1,1 --wg 256,1,1 --wg 512,1,1 2>&1 | tail -15 | tee -a $S
     timeout 300 $B/kiln --plugins $B/plugins tune --backend cuda --kernel matmul_tc --spec type=bf16 --spec tm=256 --spec tn=128 --spec tk=64 --size 1024 --dry-run --wg 512,1,1 2>&1 | tail -8 | tee -a $S
   fi
+}
+clock() { say "-- SM clock now: $(nvidia-smi --query-gpu=index,clocks.sm,clocks.mem --format=csv,noheader 2>&1 | tr '\n' ';')"; }
+say "== machine"
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,clocks.mem --format=csv 2>&1 | tee -a $S
+ptxas --version 2>&1 | tail -1 | tee -a $S
+
+PTXRUN=.
+[ "$MODE" = tc ] && PTXRUN='TensorCore|EveryModuleAssembles'
+if [ "$MODE" != bench ]; then
+  say "== ptx tests (KILN_REQUIRE_CUDA=1: every module through ptxas for sm_90a, sm_90, sm_80, sm_75; SASS has no FFMA without fma; the tensor-core modules' SASS has HGMMA)"
+  KILN_REQUIRE_CUDA=1 KILN_PTX_OUT=$W/ptx timeout 400 $B/ptx.test -test.run "$PTXRUN" -test.count=1 -test.v > $OUT/ptx-tests.txt 2>&1; say "ptx.test rc=$?"
+  grep -E '^(--- FAIL|FAIL|ok|PASS)' $OUT/ptx-tests.txt | head -20 | tee -a $S
+  # each module for the architectures its .target allows: sm_90a modules (wgmma)
+  # for sm_90a only, the others for sm_90 and for their own target
+  n=0; bad=0
+  for f in $W/ptx/*.ptx; do
+    n=$((n+1)); tgt=$(grep -m1 -oE '^\.target sm_[0-9]+a?' "$f" | cut -d' ' -f2)
+    case $tgt in sm_90a) archs=sm_90a ;; sm_70) archs="sm_90 sm_75" ;; *) archs="sm_90 $tgt" ;; esac
+    for arch in $archs; do ptxas -arch=$arch "$f" -o $W/x.cubin 2>>$S || { bad=$((bad+1)); say "ptxas -arch=$arch rejects $f"; }; done
+  done
+  say "ptxas over $n emitted modules (sm_90a, sm_90, sm_80, sm_75 by their .target): $bad rejected"
+  say "tensor-core modules: $(ls $W/ptx | grep -c 'sm_90a.ptx$') for sm_90a (wgmma), $(grep -l 'path: mma.sync' $W/ptx/*.ptx | wc -l) mma.sync, $(grep -l 'kiln matrix path: scalar' $W/ptx/*.ptx | wc -l) scalar with the reason"
+  grep -h '^// kiln' $W/ptx/*matmul_tc*.ptx 2>/dev/null | sort | uniq -c | tee -a $S
+fi
+if [ "$MODE" = tc ]; then
+  say "== backend tests of the tensor-core path (the corpus with matmul_tc, IR v1.2, dynamic shared memory) on cuda:0"
+  KILN_REQUIRE_CUDA=1 timeout 300 $B/backend.test -test.run 'Corpus|V12|DynamicShared|Conformance' -test.count=1 -test.v > $OUT/backend-tests.txt 2>&1; say "backend.test rc=$?"
+  grep -E -- '^(--- FAIL|FAIL|ok|PASS)|^    --- FAIL|matmul_tc' $OUT/backend-tests.txt | head -40 | tee -a $S
+  say "== benchmarks"
+  tc_bench
+  exit 0
+fi
+if [ "$MODE" != bench ]; then
+  say "== driver tests"
+  KILN_REQUIRE_CUDA=1 timeout 60 $B/driver.test -test.count=1 -test.v > $OUT/driver-tests.txt 2>&1; say "driver.test rc=$?"
+  grep -E '^(--- FAIL|FAIL|ok|PASS)|driver API' $OUT/driver-tests.txt | head -20 | tee -a $S
+  say "== backend tests (conformance, corpus, edge table on cuda:0)"
+  KILN_REQUIRE_CUDA=1 timeout 300 $B/backend.test -test.count=1 -test.v > $OUT/backend-tests.txt 2>&1; say "backend.test rc=$?"
+  grep -E -- '^(--- FAIL|FAIL|ok|PASS)|^    --- FAIL|cuda:0|abandoned' $OUT/backend-tests.txt | head -40 | tee -a $S
+  say "passed: $(grep -c -- '--- PASS' $OUT/backend-tests.txt), failed: $(grep -c -- '--- FAIL' $OUT/backend-tests.txt), skipped: $(grep -c -- '--- SKIP' $OUT/backend-tests.txt)"
+  say "== plugin process tests"
+  KILN_REQUIRE_CUDA=1 timeout 120 $B/plugin.test -test.count=1 -test.v > $OUT/plugin-tests.txt 2>&1; say "plugin.test rc=$?"
+  grep -E '^(--- |FAIL|ok|PASS)' $OUT/plugin-tests.txt | head | tee -a $S
+  say "== kiln backends"
+  timeout 120 $B/kiln --plugins $B/plugins backends 2>&1 | tee -a $S
+  say "== kiln run --all"
+  timeout 300 $B/kiln --plugins $B/plugins run --all 2>&1 | tee -a $S
+fi
+
+if [ "$MODE" != tests ]; then
+  say "== benchmarks (clocks sampled every 0.5 s into clocks.txt)"
+  nvidia-smi --query-gpu=clocks.sm,clocks.mem --format=csv,noheader -lms 500 > $OUT/clocks.txt 2>&1 &
+  SMI=$!
+  bench() { # bench TIMEOUT BINARY ARGS...: the SM clock, then the benchmarks (log in bench.txt, results in the summary)
+    local t=$1; shift; local bin=$1; shift
+    clock
+    timeout $t $bin -test.run '^$' "$@" 2>&1 | tee -a $OUT/bench.txt | grep -E '^Benchmark|capabilities|FAIL|panic' | tee -a $S
+  }
+  : > $OUT/bench.txt
+  say "-- vector add 256M f32 (resident; per epi when vector_add has the parameter), matmul, v1 dispatch"
+  bench 300 $B/backend.test -test.bench 'VectorAdd$|VectorAddResident|^BenchmarkMatmul|SmallDispatch' -test.benchtime 5x
+  say "-- the emitter's candidate forms for the vector add (hand PTX), and load/store forms"
+  bench 300 $B/driver.test -test.bench 'GridStride|StreamingLoads' -test.benchtime 10x
+  say "-- 1-element dispatch: plugin CPU work, in process, ways of waiting"
+  bench 60 $B/backend.test -test.bench 'PrepareSmall' -test.benchtime 100000x
+  bench 100 $B/backend.test -test.bench 'SubmitSmall' -test.benchtime 5000x
+  bench 100 $B/driver.test -test.bench 'LaunchSync' -test.benchtime 5000x
+  say "-- 1-element dispatch through the plugin (protocol 2, and v1)"
+  bench 100 $B/plugin.test -test.bench 'WireSmallDispatch|WireSubmitSmall' -test.benchtime 2000x
+  say "-- 64 MiB write and read through the plugin (segments registered with the driver: DMA)"
+  bench 100 $B/plugin.test -test.bench 'WireTransfer' -test.benchtime 20x
+  say "-- plugin start + describe (+ open) vs cuInit and enumeration alone"
+  bench 200 $B/plugin.test -test.bench 'StartDescribe|StartOpen|InitAlone' -test.benchtime 10x
+  say "-- cold (driver JIT, its compute cache off) vs warm (cubin from kiln's blob) compile"
+  CUDA_CACHE_DISABLE=1 bench 100 $B/backend.test -test.bench 'CompileMatmul' -test.benchtime 10x
+  tc_bench
   say "-- every GPU at once (vector add 256M f32 each)"
   bench 300 $B/backend.test -test.bench 'VectorAddAllGPUs' -test.benchtime 5x
   if $B/kiln bench --help 2>&1 | grep -q -- '--load'; then
