@@ -49,6 +49,11 @@ func TestDriverMissingIsReportedNotFatal(t *testing.T) {
 	if err != nil || !strings.Contains(art.PTX, ".target sm_80") || !strings.Contains(art.PTX, ".reqntid 32, 2, 1") || art.Cubin != nil {
 		t.Errorf("PTX without a device: %v, %+v", err, art)
 	}
+	// kiln compile --emit ptx shows the path of a program's matrices
+	art, err = b.Artifacts(ctx, 0, matmulTC(ir.BF16, 64, 128, 32), ir.SpecMap{}, [3]uint32{}, false)
+	if err != nil || !strings.HasPrefix(art.PTX, "// kiln tensor-core matmul (path: mma.sync bf16, tile 64x128x32") {
+		t.Errorf("matmul_tc's PTX without a device: %v, %.100q", err, art.PTX)
+	}
 	if _, err := b.Artifacts(ctx, 0, addOne(), ir.SpecMap{}, [3]uint32{}, true); !errors.As(err, &unavailable) {
 		t.Errorf("a cubin without a device = %v, want an UnavailableError", err)
 	}
