@@ -9,7 +9,9 @@ import (
 	"github.com/kiln-dev/kiln/pluginapi"
 )
 
-// elementBytes is the size of every buffer element in IR v1.
+// elementBytes is the size of a 32-bit element (every buffer element of IR v1
+// and v1.1, and one push-constant word); IR v1.2's f16 and bf16 elements take
+// 2 (ir.Type.Size).
 const elementBytes = 4
 
 // plan checks w against prog (with the workgroup-size override wg) and returns
@@ -46,13 +48,14 @@ func plan(prog *ir.Program, wg [3]uint32, w Work) (*pluginapi.DispatchRequest, [
 			return bad("buffer %s has binding %d outside 0..%d. Fix: validate the program", d.Name, d.Binding, n-1)
 		}
 		in := req.Inputs[d.Binding]
+		size := int(d.Type.Size())
 		switch {
 		case d.Access.Readable():
-			if len(in)%elementBytes != 0 {
-				return bad("input for buffer %s (binding %d) is %d bytes, not a whole number of 4-byte elements. Fix: pass little-endian 4-byte elements", d.Name, d.Binding, len(in))
+			if len(in)%size != 0 {
+				return bad("input for buffer %s (binding %d, %s) is %d bytes, not a whole number of %d-byte elements. Fix: pass little-endian %d-byte elements", d.Name, d.Binding, d.Type, len(in), size, size)
 			}
-			if d.Count > 0 && len(in) != int(d.Count)*elementBytes {
-				return bad("buffer %s (binding %d) has a fixed count of %d elements but its input has %d bytes. Fix: pass exactly %d bytes", d.Name, d.Binding, d.Count, len(in), int(d.Count)*elementBytes)
+			if d.Count > 0 && len(in) != int(d.Count)*size {
+				return bad("buffer %s (binding %d) has a fixed count of %d elements but its input has %d bytes. Fix: pass exactly %d bytes", d.Name, d.Binding, d.Count, len(in), int(d.Count)*size)
 			}
 			sizes[d.Binding] = len(in)
 		default:
@@ -69,7 +72,7 @@ func plan(prog *ir.Program, wg [3]uint32, w Work) (*pluginapi.DispatchRequest, [
 				return bad("write buffer %s (binding %d) has no fixed count and the launch gives none. Fix: set OutputCounts[%d] to its element count", d.Name, d.Binding, d.Binding)
 			}
 			req.OutputCounts[d.Binding] = count
-			sizes[d.Binding] = int(count) * elementBytes
+			sizes[d.Binding] = int(count) * size
 		}
 	}
 	if w.Invocations != [3]uint32{} {

@@ -137,7 +137,7 @@ func (b *Backend) dispatchResident(ctx context.Context, proc *process, pl *Pipel
 		if d.Access.Readable() {
 			bind[d.Binding] = uint64(len(req.Inputs[d.Binding]))
 		} else {
-			bind[d.Binding] = uint64(req.OutputCounts[d.Binding]) * pluginapi.ElementBytes
+			bind[d.Binding] = uint64(req.OutputCounts[d.Binding]) * uint64(d.Type.Size())
 		}
 	}
 	var res *pluginapi.DispatchResult
@@ -157,7 +157,9 @@ func (b *Backend) dispatchResident(ctx context.Context, proc *process, pl *Pipel
 		cmd := pluginapi.DispatchCommand{Pipeline: req.Pipeline, Grid: req.Grid, Bindings: make([]pluginapi.BufferRange, n), Uniforms: req.Uniforms}
 		cmds := make([]pluginapi.SubmitCommand, 0, n+1)
 		for i := range n {
-			s, err := b.takeScratch(ctx, conn, proc, bind[i])
+			// A 16-bit buffer binds 2n bytes of a buffer of whole 4-byte
+			// words, so that its zero fill covers it (fills are word-sized).
+			s, err := b.takeScratch(ctx, conn, proc, roundUp(bind[i], pluginapi.ElementBytes))
 			if err != nil {
 				return err
 			}
@@ -175,7 +177,7 @@ func (b *Backend) dispatchResident(ctx context.Context, proc *process, pl *Pipel
 			case s.mem != nil:
 				clear(s.mem[:bind[i]])
 			default:
-				cmds = append(cmds, pluginapi.FillCommand{Dst: r})
+				cmds = append(cmds, pluginapi.FillCommand{Dst: pluginapi.BufferRange{Buffer: s.handle, Size: roundUp(bind[i], pluginapi.ElementBytes)}})
 			}
 		}
 		cmds = append(cmds, cmd)
@@ -212,3 +214,6 @@ func (b *Backend) dispatchResident(ctx context.Context, proc *process, pl *Pipel
 	b.p.v2.fromPlugin.Add(out)
 	return res, spans, nil
 }
+
+// roundUp rounds n up to a multiple of m.
+func roundUp(n, m uint64) uint64 { return (n + m - 1) / m * m }

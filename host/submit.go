@@ -340,10 +340,10 @@ func (s span) rng() pluginapi.BufferRange {
 
 // resolve checks a binding: the buffer belongs to this backend (or, for the
 // copy command cmd when cmd >= 0, to any adapter of its plugin), is not freed
-// and holds the range (aligned to 4 bytes when aligned). what describes the
+// and holds the range (its offset and size multiples of align). what describes the
 // binding for an error; it is called only then, so that a submit of small
 // dispatches formats nothing.
-func (b *Backend) resolve(what func() string, bd Binding, aligned bool, plan *batchPlan, cmd int) (span, error) {
+func (b *Backend) resolve(what func() string, bd Binding, align int64, plan *batchPlan, cmd int) (span, error) {
 	bf := bd.Buffer
 	if bf == nil {
 		return span{}, &BufferError{Buffer: "<nil>", Detail: what() + " has no buffer. Fix: bind a buffer from Alloc"}
@@ -370,8 +370,8 @@ func (b *Backend) resolve(what func() string, bd Binding, aligned bool, plan *ba
 	if err := bf.checkRange(bd.Offset, size); err != nil {
 		return span{}, err
 	}
-	if aligned && (bd.Offset%pluginapi.ElementBytes != 0 || size%pluginapi.ElementBytes != 0) {
-		return span{}, &BufferError{Buffer: bf.Name(), Detail: fmt.Sprintf("%s: range [%d, %d+%d) is not aligned to 4-byte elements. Fix: use offsets and sizes that are multiples of 4", what(), bd.Offset, bd.Offset, size)}
+	if bd.Offset%align != 0 || size%align != 0 {
+		return span{}, &BufferError{Buffer: bf.Name(), Detail: fmt.Sprintf("%s: range [%d, %d+%d) is not aligned to %d-byte elements. Fix: use offsets and sizes that are multiples of %d", what(), bd.Offset, bd.Offset, size, align, align)}
 	}
 	if !slices.Contains(plan.bufs, bf) {
 		plan.bufs = append(plan.bufs, bf)
@@ -390,10 +390,10 @@ func (b *Backend) planBatch(bt *Batch) (*batchPlan, error) {
 			err = b.planDispatch(i, &pc, plan)
 		case cmdCopy:
 			what := fmt.Sprintf("command %d (copy)", i)
-			if pc.src, err = b.resolve(func() string { return what + " source" }, c.src, false, plan, i); err != nil {
+			if pc.src, err = b.resolve(func() string { return what + " source" }, c.src, 1, plan, i); err != nil {
 				break
 			}
-			if pc.dst, err = b.resolve(func() string { return what + " destination" }, c.dst, false, plan, i); err != nil {
+			if pc.dst, err = b.resolve(func() string { return what + " destination" }, c.dst, 1, plan, i); err != nil {
 				break
 			}
 			switch {
@@ -403,7 +403,7 @@ func (b *Backend) planBatch(bt *Batch) (*batchPlan, error) {
 				err = &BufferError{Buffer: pc.dst.buf.Name(), Detail: what + ": source and destination overlap. Fix: copy through a second buffer"}
 			}
 		case cmdFill:
-			pc.dst, err = b.resolve(func() string { return fmt.Sprintf("command %d (fill)", i) }, c.dst, true, plan, -1)
+			pc.dst, err = b.resolve(func() string { return fmt.Sprintf("command %d (fill)", i) }, c.dst, pluginapi.ElementBytes, plan, -1)
 		}
 		if err != nil {
 			return nil, err
@@ -445,14 +445,17 @@ func (b *Backend) planDispatch(i int, pc *plannedCmd, plan *batchPlan) error {
 		describe := func() string {
 			return fmt.Sprintf("command %d (dispatch of %s), binding %d (%s)", i, prog.Name, d.Binding, d.Name)
 		}
-		s, err := b.resolve(describe, w.Bindings[d.Binding], true, plan, -1)
+		// A binding holds whole elements of its buffer's type: 4 bytes, or 2
+		// for f16 and bf16 (IR v1.2).
+		size := int64(d.Type.Size())
+		s, err := b.resolve(describe, w.Bindings[d.Binding], size, plan, -1)
 		if err != nil {
 			return err
 		}
-		if d.Count > 0 && s.size != int64(d.Count)*pluginapi.ElementBytes {
-			return bad("buffer %s (binding %d) has a fixed count of %d elements but is bound to %d bytes. Fix: bind exactly %d bytes", d.Name, d.Binding, d.Count, s.size, int64(d.Count)*pluginapi.ElementBytes)
+		if d.Count > 0 && s.size != int64(d.Count)*size {
+			return bad("buffer %s (binding %d) has a fixed count of %d elements but is bound to %d bytes. Fix: bind exactly %d bytes", d.Name, d.Binding, d.Count, s.size, int64(d.Count)*size)
 		}
-		if s.size/pluginapi.ElementBytes > 1<<32-1 {
+		if s.size/size > 1<<32-1 {
 			return bad("buffer %s (binding %d) is bound to %d bytes, more than a u32 len counts. Fix: bind a smaller range", d.Name, d.Binding, s.size)
 		}
 		pc.bindings[d.Binding], pc.sizes[d.Binding] = s, s.size
@@ -612,7 +615,7 @@ func (b *Backend) dispatchHosted(ctx context.Context, c plannedCmd) (*pluginapi.
 		if d.Access.Readable() {
 			req.Inputs[d.Binding] = s.mem[s.offset : s.offset+s.size]
 		} else {
-			req.OutputCounts[d.Binding] = uint32(s.size / pluginapi.ElementBytes)
+			req.OutputCounts[d.Binding] = uint32(s.size / int64(d.Type.Size()))
 		}
 	}
 	for _, bi := range prog.Outputs() {

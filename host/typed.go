@@ -10,12 +10,15 @@ import (
 	"strings"
 
 	"github.com/kiln-dev/kiln/ir"
+	"github.com/kiln-dev/kiln/ir/half"
 )
 
 // Element is a Go type a buffer's elements are read and written as: float32,
 // int32 and uint32 for the IR's f32, i32 and u32 (and u32 or i32 for bool),
-// and uint16 for the raw bits of 2-byte storage such as f16 and bf16. Types
-// derived from them (type Celsius float32) are elements too.
+// and uint16 for the raw bits of 2-byte storage: half.Float16 for f16 and
+// half.BFloat16 for bf16 (IR v1.2; Float16s and BFloat16s convert float32
+// values), or plain uint16 bits for either. Types derived from them (type
+// Celsius float32) are elements too.
 type Element interface {
 	~float32 | ~int32 | ~uint32 | ~uint16
 }
@@ -126,19 +129,32 @@ type NamedInput struct {
 	data []byte
 	size int
 	kind reflect.Kind
+	typ  reflect.Type
 }
 
 // Input is the input xs for the program's buffer name, for Work.Named.
 func Input[T Element](name string, xs []T) NamedInput {
-	return NamedInput{name: name, data: Bytes(xs), size: elementSize[T](), kind: elementKind[T]()}
+	var zero T
+	return NamedInput{name: name, data: Bytes(xs), size: elementSize[T](), kind: elementKind[T](), typ: reflect.TypeOf(zero)}
 }
 
 // Name is the buffer's name in the program.
 func (in NamedInput) Name() string { return in.name }
 
-// kindFits reports whether Go elements of kind may fill a buffer of IR type t.
-func kindFits(kind reflect.Kind, t ir.Type) bool {
+var (
+	float16Type  = reflect.TypeOf(half.Float16(0))
+	bfloat16Type = reflect.TypeOf(half.BFloat16(0))
+)
+
+// kindFits reports whether Go elements of type typ (of kind) may fill a buffer
+// of IR type t: a 16-bit buffer takes uint16 bits, or half's type of its own
+// format, never the other format's.
+func kindFits(kind reflect.Kind, typ reflect.Type, t ir.Type) bool {
 	switch t {
+	case ir.F16:
+		return kind == reflect.Uint16 && typ != bfloat16Type
+	case ir.BF16:
+		return kind == reflect.Uint16 && typ != float16Type
 	case ir.F32:
 		return kind == reflect.Float32
 	case ir.I32:
@@ -160,6 +176,10 @@ func goType(t ir.Type) string {
 		return "int32"
 	case ir.Bool:
 		return "uint32 (0 or 1)"
+	case ir.F16:
+		return "half.Float16"
+	case ir.BF16:
+		return "half.BFloat16"
 	}
 	return "uint32"
 }
@@ -184,10 +204,10 @@ func placeNamed(prog *ir.Program, named []NamedInput, inputs [][]byte) error {
 			return fmt.Errorf("buffer %s (binding %d) is write-only; it takes no input. Fix: drop it from Work.Named and set its output count if it has no fixed count", d.Name, d.Binding)
 		case int(d.Binding) < len(inputs) && inputs[d.Binding] != nil:
 			return fmt.Errorf("buffer %s (binding %d) has an input both by name and by binding. Fix: give it in Work.Named or in Work.Inputs, not both", d.Name, d.Binding)
-		case in.size != elementBytes:
-			return fmt.Errorf("buffer %s (binding %d) holds %d-byte %s elements, its input has %d-byte %s elements. Fix: pass []%s made with host.Input", d.Name, d.Binding, elementBytes, d.Type, in.size, in.kind, goType(d.Type))
-		case !kindFits(in.kind, d.Type):
-			return fmt.Errorf("buffer %s (binding %d) holds %s, its input is %s. Fix: pass []%s (or the raw bits by binding in Work.Inputs)", d.Name, d.Binding, d.Type, in.kind, goType(d.Type))
+		case in.size != int(d.Type.Size()):
+			return fmt.Errorf("buffer %s (binding %d) holds %d-byte %s elements, its input has %d-byte %s elements. Fix: pass []%s made with host.Input", d.Name, d.Binding, d.Type.Size(), d.Type, in.size, in.typ, goType(d.Type))
+		case !kindFits(in.kind, in.typ, d.Type):
+			return fmt.Errorf("buffer %s (binding %d) holds %s, its input is %s. Fix: pass []%s (or the raw bits by binding in Work.Inputs)", d.Name, d.Binding, d.Type, in.typ, goType(d.Type))
 		case int(d.Binding) >= len(inputs):
 			return fmt.Errorf("buffer %s has binding %d outside 0..%d. Fix: validate the program", d.Name, d.Binding, len(inputs)-1)
 		}
@@ -251,8 +271,39 @@ func OutputAs[T Element](r *Result, name string) ([]T, error) {
 	if err != nil {
 		return nil, err
 	}
-	if elementSize[T]() != elementBytes || !kindFits(elementKind[T](), decl.Type) {
-		return nil, &LaunchError{Program: r.prog.Name, Detail: fmt.Sprintf("output buffer %s holds %s, not %s. Fix: read it as []%s", name, decl.Type, elementKind[T](), goType(decl.Type))}
+	var zero T
+	typ := reflect.TypeOf(zero)
+	if elementSize[T]() != int(decl.Type.Size()) || !kindFits(elementKind[T](), typ, decl.Type) {
+		return nil, &LaunchError{Program: r.prog.Name, Detail: fmt.Sprintf("output buffer %s holds %s, not %s. Fix: read it as []%s", name, decl.Type, typ, goType(decl.Type))}
 	}
 	return Values[T](data)
+}
+
+// Float16s rounds xs to f16, to nearest even, for an f16 buffer (IR v1.2):
+// host.Input("a", host.Float16s(xs)).
+func Float16s(xs []float32) []half.Float16 {
+	out := make([]half.Float16, len(xs))
+	for i, x := range xs {
+		out[i] = half.NewFloat16(x)
+	}
+	return out
+}
+
+// BFloat16s rounds xs to bf16, to nearest even, for a bf16 buffer (IR v1.2).
+func BFloat16s(xs []float32) []half.BFloat16 {
+	out := make([]half.BFloat16, len(xs))
+	for i, x := range xs {
+		out[i] = half.NewBFloat16(x)
+	}
+	return out
+}
+
+// Float32s converts 16-bit values (half.Float16 or half.BFloat16, as an
+// output read with OutputAs) to float32, exactly.
+func Float32s[T interface{ Float32() float32 }](xs []T) []float32 {
+	out := make([]float32, len(xs))
+	for i, x := range xs {
+		out[i] = x.Float32()
+	}
+	return out
 }

@@ -48,9 +48,14 @@ func (u BufferUsage) String() string {
 	return strings.Join(parts, "|")
 }
 
-// ElementBytes is the size of every buffer element in IR v1: offsets and sizes of
-// dispatch bindings and fills are multiples of it.
+// ElementBytes is the size of a buffer element of IR v1 and v1.1: offsets and
+// sizes of fills are multiples of it.
 const ElementBytes = 4
+
+// BindingAlign is what offsets and sizes of dispatch bindings are multiples
+// of: the smallest element, IR v1.2's 2-byte f16 and bf16 (a buffer of them
+// may hold an odd number).
+const BindingAlign = 2
 
 // MaxBufferBytes is the largest buffer the wire can describe: a binding's length
 // is a u32 element count in the IR.
@@ -175,10 +180,10 @@ type Artifact struct {
 // sees them, the host's checks what it sends.
 type bufferTable map[uint64]uint64
 
-// checkRange rejects a range outside its buffer, of an unknown buffer, or (when
-// aligned) whose offset or size is not a whole number of elements.
-func (t bufferTable) checkRange(what string, r BufferRange, aligned bool) error {
-	if t.valid(r, aligned) {
+// checkRange rejects a range outside its buffer, of an unknown buffer, or whose
+// offset or size is not a multiple of align (1 for any range).
+func (t bufferTable) checkRange(what string, r BufferRange, align uint64) error {
+	if t.valid(r, align) {
 		return nil
 	}
 	size, ok := t[r.Buffer]
@@ -189,8 +194,8 @@ func (t bufferTable) checkRange(what string, r BufferRange, aligned bool) error 
 	if overflow || end > size {
 		return Rejected("%s: range [%d, %d+%d) lies outside buffer %d of %d bytes. Fix: keep offsets and sizes within the buffer", what, r.Offset, r.Offset, r.Size, r.Buffer, size)
 	}
-	if aligned && (r.Offset%ElementBytes != 0 || r.Size%ElementBytes != 0) {
-		return Rejected("%s: range [%d, %d+%d) of buffer %d is not aligned to %d-byte elements. Fix: use offsets and sizes that are multiples of %d", what, r.Offset, r.Offset, r.Size, r.Buffer, ElementBytes, ElementBytes)
+	if r.Offset%align != 0 || r.Size%align != 0 {
+		return Rejected("%s: range [%d, %d+%d) of buffer %d is not aligned to %d-byte elements. Fix: use offsets and sizes that are multiples of %d", what, r.Offset, r.Offset, r.Size, r.Buffer, align, align)
 	}
 	return nil
 }
@@ -199,20 +204,20 @@ func (t bufferTable) checkRange(what string, r BufferRange, aligned bool) error 
 // first and describe the range only for an error: a submit of small dispatches
 // costs microseconds, and formatting every binding's description was a tenth
 // of a 1-element round trip.
-func (t bufferTable) valid(r BufferRange, aligned bool) bool {
+func (t bufferTable) valid(r BufferRange, align uint64) bool {
 	size, ok := t[r.Buffer]
 	end, overflow := r.end()
-	return ok && !overflow && end <= size && (!aligned || (r.Offset%ElementBytes == 0 && r.Size%ElementBytes == 0))
+	return ok && !overflow && end <= size && r.Offset%align == 0 && r.Size%align == 0
 }
 
 // checkCopy rejects a copy with a range outside its buffer, sizes that differ
 // or ranges that overlap in one buffer.
 func (t bufferTable) checkCopy(what string, dst, src BufferRange) error {
-	if !t.valid(src, false) {
-		return t.checkRange(what+" source", src, false)
+	if !t.valid(src, 1) {
+		return t.checkRange(what+" source", src, 1)
 	}
-	if !t.valid(dst, false) {
-		return t.checkRange(what+" destination", dst, false)
+	if !t.valid(dst, 1) {
+		return t.checkRange(what+" destination", dst, 1)
 	}
 	if src.Size != dst.Size {
 		return Rejected("%s copies %d bytes into a range of %d. Fix: give both ranges the same size", what, src.Size, dst.Size)
@@ -231,8 +236,8 @@ func (t bufferTable) checkCommands(cmds []SubmitCommand) error {
 		switch c := c.(type) {
 		case DispatchCommand:
 			for b, r := range c.Bindings {
-				if !t.valid(r, true) {
-					return t.checkRange(fmt.Sprintf("command %d (dispatch), binding %d", i, b), r, true)
+				if !t.valid(r, BindingAlign) {
+					return t.checkRange(fmt.Sprintf("command %d (dispatch), binding %d", i, b), r, BindingAlign)
 				}
 			}
 		case CopyCommand:
@@ -240,8 +245,8 @@ func (t bufferTable) checkCommands(cmds []SubmitCommand) error {
 				return err
 			}
 		case FillCommand:
-			if !t.valid(c.Dst, true) {
-				return t.checkRange(fmt.Sprintf("command %d (fill)", i), c.Dst, true)
+			if !t.valid(c.Dst, ElementBytes) {
+				return t.checkRange(fmt.Sprintf("command %d (fill)", i), c.Dst, ElementBytes)
 			}
 		default:
 			return Rejected("command %d is a %T, which the SDK does not know. Fix: use DispatchCommand, CopyCommand or FillCommand", i, c)

@@ -347,7 +347,7 @@ func (c *client) FreeBuffer(ctx context.Context, buffer uint64) error {
 func (v *v2client) checkRange(what string, r BufferRange) error {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	return v.table.checkRange(what, r, false)
+	return v.table.checkRange(what, r, 1)
 }
 
 // WriteBuffer implements Buffers: a mapped buffer is written in place, otherwise

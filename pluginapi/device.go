@@ -112,17 +112,17 @@ func (d *device) free(ctx context.Context, buffer uint64) error {
 }
 
 // checkRange checks one range against the table.
-func (d *device) checkRange(what string, r BufferRange, aligned bool) error {
+func (d *device) checkRange(what string, r BufferRange) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	return d.table.checkRange(what, r, aligned)
+	return d.table.checkRange(what, r, 1)
 }
 
 func (d *device) write(ctx context.Context, buffer, offset uint64, src []byte) error {
 	if d.buffers == nil {
 		return errNoBuffers
 	}
-	if err := d.checkRange("write", BufferRange{Buffer: buffer, Offset: offset, Size: uint64(len(src))}, false); err != nil {
+	if err := d.checkRange("write", BufferRange{Buffer: buffer, Offset: offset, Size: uint64(len(src))}); err != nil {
 		return err
 	}
 	return d.buffers.WriteBuffer(ctx, buffer, offset, src)
@@ -132,7 +132,7 @@ func (d *device) read(ctx context.Context, buffer, offset uint64, dst []byte) er
 	if d.buffers == nil {
 		return errNoBuffers
 	}
-	if err := d.checkRange("read", BufferRange{Buffer: buffer, Offset: offset, Size: uint64(len(dst))}, false); err != nil {
+	if err := d.checkRange("read", BufferRange{Buffer: buffer, Offset: offset, Size: uint64(len(dst))}); err != nil {
 		return err
 	}
 	return d.buffers.ReadBuffer(ctx, buffer, offset, dst)

@@ -106,7 +106,7 @@ func (s *deviceServer) ReadBuffer(ctx context.Context, req *kilnpb.ReadBufferReq
 	if size > maxChunkBytes {
 		return nil, deviceStatus(Rejected("read of %d bytes in one message, more than %d. Fix: read in chunks", size, maxChunkBytes))
 	}
-	if err := s.dev.checkRange("read", BufferRange{Buffer: req.GetBuffer(), Offset: req.GetOffset(), Size: size}, false); err != nil {
+	if err := s.dev.checkRange("read", BufferRange{Buffer: req.GetBuffer(), Offset: req.GetOffset(), Size: size}); err != nil {
 		return nil, deviceStatus(err)
 	}
 	dst := make([]byte, size)

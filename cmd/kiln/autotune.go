@@ -201,7 +201,7 @@ func resolveForgetTarget(s string, records map[autotune.Key]autotune.Record) (*f
 		return &forgetTarget{prog: p, name: p.Name}, nil
 	}
 	if _, err := os.Stat(s); err == nil {
-		p, err := loadProgram("", []string{s})
+		p, err := loadProgram(s)
 		if err != nil {
 			return nil, err
 		}

@@ -71,11 +71,7 @@ constant ids, ...) are printed, or with --json are its "info".`,
 			case dis && emit != "spirv":
 				return fmt.Errorf("--dis disassembles SPIR-V, not %s. Fix: drop --dis, or pass --emit spirv", emit)
 			}
-			prog, err := loadProgram(kernel, args)
-			if err != nil {
-				return err
-			}
-			spec, err := runs.ParseSpec(prog, specs)
+			prog, spec, err := compileTarget(kernel, args, specs)
 			if err != nil {
 				return err
 			}
@@ -149,27 +145,43 @@ constant ids, ...) are printed, or with --json are its "info".`,
 	f.StringVar(&emit, "emit", "spirv", "kind of code to emit (vulkan: spirv; cuda: ptx, cubin)")
 	f.StringVarP(&output, "output", "o", "", "file to write the code to; - for stdout")
 	f.BoolVar(&dis, "dis", false, "print the disassembly of SPIR-V (spirv-dis)")
-	f.StringArrayVar(&specs, "spec", nil, "NAME=VALUE: set parameter NAME (repeatable)")
+	f.StringArrayVar(&specs, "spec", nil, "NAME=VALUE: set parameter NAME, or an option of a --kernel (matmul_tc's type=f16) (repeatable)")
 	f.StringVar(&wg, "wg", "", "X,Y,Z workgroup size to compile for (default: the program's)")
 	return cmd
 }
 
-// loadProgram returns the corpus kernel's program, or the program file's.
-func loadProgram(kernel string, args []string) (*ir.Program, error) {
+// compileTarget returns the program to compile and its specialization: a
+// corpus kernel built for the options --spec sets (matmul_tc's type=f16) with
+// the other values as its parameters, or a program file with its parameters.
+func compileTarget(kernel string, args, specs []string) (*ir.Program, ir.SpecMap, error) {
 	if kernel != "" {
 		k, ok := kernels.Lookup(kernel)
 		if !ok {
-			return nil, fmt.Errorf("no corpus kernel %q. Fix: pick one of the names `kiln run --list` prints", kernel)
+			return nil, ir.SpecMap{}, fmt.Errorf("no corpus kernel %q. Fix: pick one of the names `kiln run --list` prints", kernel)
 		}
-		return k.Program(), nil
+		built, spec, err := runs.ConfigureKernel(k, specs)
+		if err != nil {
+			return nil, ir.SpecMap{}, err
+		}
+		return built.Program(), spec, nil
 	}
-	data, err := os.ReadFile(args[0])
+	prog, err := loadProgram(args[0])
 	if err != nil {
-		return nil, fmt.Errorf("read program %s: %w. Fix: pass the path of a kiln JSON program", args[0], err)
+		return nil, ir.SpecMap{}, err
+	}
+	spec, err := runs.ParseSpec(prog, specs)
+	return prog, spec, err
+}
+
+// loadProgram reads and parses the program file path.
+func loadProgram(path string) (*ir.Program, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read program %s: %w. Fix: pass the path of a kiln JSON program", path, err)
 	}
 	p, err := ir.ParseJSON(data)
 	if err != nil {
-		return nil, fmt.Errorf("program %s: %w", args[0], err)
+		return nil, fmt.Errorf("program %s: %w", path, err)
 	}
 	return p, nil
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"os/exec"
@@ -10,6 +11,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/kiln-dev/kiln/ir"
 )
 
 // closedPipe returns the write end of a pipe whose reader is already closed, as
@@ -132,4 +135,51 @@ func TestCompileEmitsPTXWithoutADriver(t *testing.T) {
 	if status == 0 || !strings.Contains(errOut, "cuda:0 cannot emit cubin without a device") || !strings.Contains(errOut, "not found") || !strings.Contains(errOut, "Fix:") {
 		t.Fatalf("compile --emit cubin without a driver: exit %d, %q; want the driver's absence with a Fix", status, errOut)
 	}
+}
+
+// TestCompileTargetTakesKernelOptions pins `kiln compile --kernel matmul_tc
+// --spec type=f16`: options build the kernel, other values are parameters.
+func TestCompileTargetTakesKernelOptions(t *testing.T) {
+	p, spec, err := compileTarget("matmul_tc", nil, []string{"type=f16", "tk=16"})
+	if err != nil || p.Name != "kiln.matrix.matmul_tc.f16" || spec.Len() != 0 {
+		t.Fatalf("matmul_tc type=f16: %v, %v, %v", p, spec.Names(), err)
+	}
+	p, spec, err = compileTarget("vector_add", nil, []string{"epi=2"})
+	if v, _ := spec.Get("epi"); err != nil || p.Name != "kiln.vector.add.f32" || v != ir.SpecU32(2) {
+		t.Fatalf("vector_add epi=2: %v, %v, %v", p.Name, spec.Names(), err)
+	}
+	if _, _, err := compileTarget("matmul_tc", nil, []string{"type=u32"}); err == nil || !strings.Contains(err.Error(), "Fix:") {
+		t.Errorf("type=u32: %v", err)
+	}
+}
+
+// TestRunListShowsKernelOptions pins `kiln run --list --json`: a kernel with
+// options lists them with their defaults and candidates, as --spec spells
+// them.
+func TestRunListShowsKernelOptions(t *testing.T) {
+	code, out, errOut := kiln(t, "run", "--list", "--json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	var rows []struct {
+		Name    string `json:"name"`
+		Options []struct {
+			Name       string   `json:"name"`
+			Default    string   `json:"default"`
+			Candidates []string `json:"candidates"`
+		} `json:"options"`
+	}
+	if err := json.Unmarshal([]byte(out), &rows); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	for _, r := range rows {
+		if r.Name != "matmul_tc" {
+			continue
+		}
+		if len(r.Options) == 0 || r.Options[0].Name != "type" || r.Options[0].Default != "bf16" || strings.Join(r.Options[0].Candidates, ",") != "bf16,f16,f32" {
+			t.Fatalf("matmul_tc's options: %+v", r.Options)
+		}
+		return
+	}
+	t.Fatalf("no matmul_tc in %s", out)
 }

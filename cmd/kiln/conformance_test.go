@@ -67,7 +67,7 @@ func TestConformanceFailsABrokenPlugin(t *testing.T) {
 		t.Errorf("cpu-ref was checked without being named, or the error is wrong:\n%s\n%s", out, errOut)
 	}
 
-	code, j, _ := conformanceRun(t, "--plugins", dir, "--backend", "fx-zeros", "--run", "contract|vector_add/cached|size=7$")
+	code, j, _ := conformanceRun(t, "--plugins", dir, "--backend", "fx-zeros", "--run", "contract|^vector_add$/cached|size=7$")
 	if code != 1 || j.Passed || len(j.Backends) != 1 {
 		t.Fatalf("exit %d: %+v", code, j)
 	}
@@ -106,7 +106,7 @@ func TestConformanceRefusesToCheckNothing(t *testing.T) {
 func TestConformanceOnVulkan(t *testing.T) {
 	dir := emitterPlugins(t)
 	requireVulkanBackend(t, dir)
-	code, j, errOut := conformanceRun(t, "--plugins", dir, "--backend", "vulkan:0", "--short", "--run", "semantics|vector_add/control|memory|size=1021")
+	code, j, errOut := conformanceRun(t, "--plugins", dir, "--backend", "vulkan:0", "--short", "--run", "semantics|^vector_add$/control|memory|size=1021")
 	if code != 0 || !j.Passed {
 		t.Fatalf("exit %d: %s\n%+v", code, errOut, j)
 	}

@@ -109,7 +109,12 @@ A corpus kernel, with random inputs:
 A program file (the JSON form of docs/design.md, "The program (IR)"), inputs as raw little-endian files:
   kiln run prog.json --input x=@x.bin --input y=@y.bin --size out=4096 \
       --grid 16,1,1 --spec a=2.5 --out results/
-writes results/<buffer>.bin for every output buffer.
+writes results/<buffer>.bin for every output buffer. Buffers of f16 and bf16
+(IR v1.2) hold 2-byte elements: --input and --out files are raw 2-byte
+little-endian elements and --size and --zero count elements; --input NAME=V,V,...
+gives values inline, each rounded to the buffer's type (to nearest even).
+--spec also sets a corpus kernel's options, which choose its program:
+  kiln run --kernel matmul_tc --spec type=f16 --size 256 --verify
 
 Every corpus kernel on every ready backend (cpu-ref included), verified, as
 one table; exits 1 if any run fails (with --backend, on that backend only):
@@ -216,10 +221,14 @@ it: "explicit", "pgo route: ...", "preferred: ..."), workgroup_size and tuned
 			}
 			var job runs.Job
 			if kernel != "" {
+				k, params, err := runs.ConfigureKernel(k, file.Spec)
+				if err != nil {
+					return err
+				}
 				if err := lim.CheckKernel(k, n); err != nil {
 					return err
 				}
-				job = runs.KernelJob(k, n, seed, file.Backend)
+				job = runs.KernelJobWith(k, n, seed, file.Backend, params)
 			} else {
 				file.Path, file.Sizes, file.Limits = args[0], sizes, lim
 				if job, err = runs.FileJob(file); err != nil {
@@ -265,9 +274,9 @@ it: "explicit", "pgo route: ...", "preferred: ..."), workgroup_size and tuned
 	f.StringVar(&file.Backend, "backend", "", "backend id or id:adapter (default: the preferred backend; cpu-ref only when named)")
 	f.BoolVar(&fallback, "fallback", false, "when the named --backend crashes, hangs, loses its device or is unavailable, run on the next backend in selection order (runs without --backend always do)")
 	f.BoolVar(&verify, "verify", false, "compare the outputs with the cpu-ref backend's")
-	f.StringArrayVar(&file.Inputs, "input", nil, "NAME=@FILE: raw little-endian bytes of buffer NAME (program files)")
+	f.StringArrayVar(&file.Inputs, "input", nil, "NAME=@FILE: raw little-endian elements of buffer NAME (2 bytes for f16 and bf16), or NAME=V,V,...: values parsed by its type, rounded to f16/bf16 (program files)")
 	f.StringArrayVar(&file.Zero, "zero", nil, "NAME[=COUNT]: run read buffer NAME on COUNT zero elements (its fixed count, or none) instead of an --input (program files)")
-	f.StringArrayVar(&file.Spec, "spec", nil, "NAME=VALUE: set parameter NAME (program files)")
+	f.StringArrayVar(&file.Spec, "spec", nil, "NAME=VALUE: set parameter NAME; for --kernel, a parameter or an option of the kernel (matmul_tc's type=bf16, see --list)")
 	f.StringArrayVar(&file.Uniforms, "uniform", nil, "NAME=VALUE: set uniform NAME for this dispatch (program files)")
 	f.BoolVar(&strict, "strict", false, "check the program for shared-memory races on the reference interpreter's strict mode first")
 	f.StringVar(&file.Grid, "grid", "", "X,Y,Z workgroups (program files)")
@@ -326,15 +335,31 @@ func (a *app) printRun(j runJSON, verify bool) {
 
 func (a *app) listKernels() error {
 	if a.json {
+		// optionJSON is a kernel option (--spec NAME=VALUE builds the kernel).
+		type optionJSON struct {
+			Name       string   `json:"name"`
+			Doc        string   `json:"doc"`
+			Default    string   `json:"default"`
+			Candidates []string `json:"candidates"`
+		}
 		type kernelJSON struct {
-			Name  string `json:"name"`
-			OpID  string `json:"op_id"`
-			Doc   string `json:"doc"`
-			Sizes []int  `json:"sizes"`
+			Name    string       `json:"name"`
+			OpID    string       `json:"op_id"`
+			Doc     string       `json:"doc"`
+			Sizes   []int        `json:"sizes"`
+			Options []optionJSON `json:"options,omitempty"`
 		}
 		var out []kernelJSON
 		for _, k := range kernels.All() {
-			out = append(out, kernelJSON{k.Name, k.OpID, k.Doc, k.Sizes})
+			j := kernelJSON{Name: k.Name, OpID: k.OpID, Doc: k.Doc, Sizes: k.Sizes}
+			for _, o := range k.Options {
+				oj := optionJSON{Name: o.Name, Doc: o.Doc, Default: kernels.OptionString(o.Default)}
+				for _, c := range o.Candidates {
+					oj.Candidates = append(oj.Candidates, kernels.OptionString(c))
+				}
+				j.Options = append(j.Options, oj)
+			}
+			out = append(out, j)
 		}
 		return a.printJSON(out)
 	}

@@ -22,7 +22,6 @@ import (
 	"github.com/kiln-dev/kiln/ir/interp"
 	"github.com/kiln-dev/kiln/ir/kernels"
 	"github.com/kiln-dev/kiln/ir/verify"
-	"github.com/kiln-dev/kiln/pluginapi"
 )
 
 // tuneSaveBatch is how many winners kiln tune puts before it saves the store.
@@ -189,7 +188,7 @@ to stderr on a terminal; plain lines otherwise.`,
 	f.StringArrayVar(&wgFlags, "wg", nil, "X,Y,Z: a workgroup size to try (repeatable; default: sizes proposed for the program's axes; the program's own is always tried)")
 	f.StringArrayVar(&file.Inputs, "input", nil, "NAME=@FILE: raw little-endian bytes of buffer NAME (program files)")
 	f.StringArrayVar(&file.Zero, "zero", nil, "NAME[=COUNT]: run read buffer NAME on zeros (program files)")
-	f.StringArrayVar(&file.Spec, "spec", nil, "NAME=VALUE: fix parameter NAME; a tunable fixed here is not searched (for a kernel, only its tunables)")
+	f.StringArrayVar(&file.Spec, "spec", nil, "NAME=VALUE: fix parameter NAME; a tunable fixed here is not searched (for a kernel, its tunables, or an option that builds it: matmul_tc's type=bf16)")
 	f.StringArrayVar(&file.Uniforms, "uniform", nil, "NAME=VALUE: set uniform NAME (program files)")
 	f.StringVar(&file.Invocations, "invocations", "", "X,Y,Z invocations; each candidate's grid is their ceiling division by its workgroup size (program files)")
 	a.traceFlag(cmd)
@@ -199,6 +198,26 @@ to stderr on a terminal; plain lines otherwise.`,
 // newTuneTarget resolves --kernel name: a corpus kernel, else a program file.
 func newTuneTarget(name string, count int, sizes []string, seed uint64, file runs.FileArgs) (tuneTarget, error) {
 	if k, ok := kernels.Lookup(name); ok {
+		// Options (matmul_tc's type=bf16) build the kernel; the other --spec
+		// values fix its tunables.
+		var opts ir.SpecMap
+		var fixed []string
+		for _, kv := range file.Spec {
+			on, value, _ := strings.Cut(kv, "=")
+			v, isOption, err := k.ParseOption(on, value)
+			switch {
+			case err != nil:
+				return tuneTarget{}, fmt.Errorf("--spec %s: %w", kv, err)
+			case isOption:
+				opts.Set(on, v)
+			default:
+				fixed = append(fixed, kv)
+			}
+		}
+		k, _, err := k.Configure(opts)
+		if err != nil {
+			return tuneTarget{}, err
+		}
 		if k.Invocations == nil {
 			return tuneTarget{}, fmt.Errorf("kernel %s computes a result that depends on its launch geometry, so it cannot be tuned. Fix: tune vector_add, matmul or matmul_reg, or a program file", k.Name)
 		}
@@ -218,7 +237,7 @@ func newTuneTarget(name string, count int, sizes []string, seed uint64, file run
 		}
 		c := k.NewCase(rand.New(rand.NewPCG(seed, uint64(size))), size)
 		prog := k.Program()
-		search, err := narrowed(prog, file.Spec)
+		search, err := narrowed(prog, fixed)
 		if err != nil {
 			return tuneTarget{}, err
 		}
@@ -420,9 +439,9 @@ func (r *hostRunner) allocate(ctx context.Context, w host.Work) error {
 			r.inputs[d.Binding] = w.Inputs[d.Binding]
 			size = int64(len(w.Inputs[d.Binding]))
 		case d.Count > 0:
-			size = int64(d.Count) * pluginapi.ElementBytes
+			size = int64(d.Count) * int64(d.Type.Size())
 		case int(d.Binding) < len(w.OutputCounts):
-			size = int64(w.OutputCounts[d.Binding]) * pluginapi.ElementBytes
+			size = int64(w.OutputCounts[d.Binding]) * int64(d.Type.Size())
 		}
 		bf, err := r.b.Alloc(ctx, size, 0)
 		if err != nil {

@@ -18,6 +18,13 @@
 // memory. A Case carries the uniform block its dispatch needs (Case.Uniforms).
 // Every kernel runs clean under the interpreter's strict mode.
 //
+// Two kernels use IR v1.2: vector_add_f16 adds f16 vectors, and matmul_tc
+// multiplies on workgroup matrices (bf16, f16 or f32 operands, f32
+// accumulation) with small-integer inputs whose sums are exact on every
+// backend. A matrix's shape is fixed in its program, so matmul_tc's element
+// type and tile shape are options (Option, Kernel.Configure) that build its
+// program; `--spec type=f16` sets them.
+//
 // vector_add, matmul and matmul_reg declare tunables (parameters with
 // candidates) that change speed, never results, and set Kernel.Invocations, so
 // a tuner may vary their workgroup size and tunables (Kernel.Retune); see

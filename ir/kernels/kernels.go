@@ -37,6 +37,12 @@ type Kernel struct {
 	// Flops, when set, counts the floating-point operations of a case, for
 	// throughput figures.
 	Flops func(c Case) float64
+	// Options, when set, are choices that build the kernel's program (element
+	// types, tile shapes; see Option), and Build builds the kernel for a value
+	// of every option (Configure fills in the defaults); All lists the kernel
+	// at the defaults.
+	Options []Option
+	Build   func(opts ir.SpecMap) (Kernel, error)
 }
 
 // Retune returns c set to run with workgroup size wg (zero: the program's) and
@@ -103,6 +109,8 @@ func All() []Kernel {
 		subgroupSum(),
 		scatterAdd(),
 		softmax(),
+		vectorAddF16(),
+		matmulTC(),
 	}
 }
 

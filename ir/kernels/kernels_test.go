@@ -111,7 +111,7 @@ func TestNamesUniqueAndDocumented(t *testing.T) {
 		names = append(names, k.Name)
 	}
 	wantOrder := []string{"vector_add", "saxpy", "reduce_sum", "dot", "histogram", "exclusive_scan", "transpose", "matmul", "matmul_reg", "collatz",
-		"subgroup_sum", "scatter_add", "softmax"}
+		"subgroup_sum", "scatter_add", "softmax", "vector_add_f16", "matmul_tc"}
 	if !slices.Equal(names, wantOrder) {
 		t.Errorf("All() order %v, want %v", names, wantOrder)
 	}
@@ -145,7 +145,10 @@ func invocations(k Kernel, c Case) [3]int {
 		return [3]int{(c.Size + 2 + 3) / 4, (c.Size + 3) / 4, 1}
 	case "softmax":
 		return [3]int{c.Size * 64, 1, 1} // one workgroup per row
-	case "vector_add": // four elements per invocation at the default epi
+	case "matmul_tc": // a workgroup per 64×64 tile of c at the defaults
+		tiles := (c.Size + 63) / 64
+		return [3]int{tiles * 128, tiles, 1}
+	case "vector_add", "vector_add_f16": // four elements per invocation at the default epi
 		return [3]int{(c.Size + 3) / 4, 1, 1}
 	}
 	return [3]int{c.Size, 1, 1}
@@ -156,6 +159,8 @@ func inputLen(k Kernel, n int, buffer string) int {
 	switch {
 	case k.Name == "transpose":
 		return n * (n + 3)
+	case k.Name == "matmul_tc":
+		return n * n
 	case strings.HasPrefix(k.Name, "matmul") && buffer == "a":
 		return n * (n + 1)
 	case strings.HasPrefix(k.Name, "matmul"):
@@ -181,6 +186,9 @@ func TestCasesAreConsistent(t *testing.T) {
 				ragged = ragged || n[axis]%int(wg[axis]) != 0
 			}
 		}
+		// matmul_tc's ragged edges are inside its tiles (bounded loads and
+		// stores): its workgroups cover whole tiles.
+		ragged = ragged || k.Name == "matmul_tc" && slices.ContainsFunc(k.Sizes, func(s int) bool { return s%64 != 0 })
 		if !slices.Contains(k.Sizes, 0) || !slices.Contains(k.Sizes, 1) || !multiple || !ragged {
 			t.Errorf("%s: Sizes %v must hold 0, 1, a multiple of the workgroup size %v on some axis, and a non-multiple",
 				k.Name, k.Sizes, wg)
@@ -207,11 +215,12 @@ func checkCase(t *testing.T, k Kernel, p *ir.Program, c Case) {
 	wantSizes := map[string]int{}
 	for _, b := range p.Buffers {
 		in, count := c.Inputs[b.Binding], c.OutputCounts[b.Binding]
+		size := int(b.Type.Size())
 		switch {
-		case b.Access.Readable() && (in == nil && c.Size > 0 || len(in)%4 != 0):
+		case b.Access.Readable() && (in == nil && c.Size > 0 || len(in)%size != 0):
 			t.Errorf("%s: input %s has %d bytes", name, b.Name, len(in))
-		case b.Access.Readable() && len(in) != 4*inputLen(k, c.Size, b.Name):
-			t.Errorf("%s: input %s has %d elements, want %d", name, b.Name, len(in)/4, inputLen(k, c.Size, b.Name))
+		case b.Access.Readable() && len(in) != size*inputLen(k, c.Size, b.Name):
+			t.Errorf("%s: input %s has %d elements, want %d", name, b.Name, len(in)/size, inputLen(k, c.Size, b.Name))
 		case !b.Access.Readable() && in != nil:
 			t.Errorf("%s: write buffer %s has input data", name, b.Name)
 		case b.Access != ir.Write && count != 0, b.Count != 0 && count != 0:
@@ -221,9 +230,9 @@ func checkCase(t *testing.T, k Kernel, p *ir.Program, c Case) {
 		case b.Access == ir.ReadWrite:
 			wantSizes[b.Name] = len(in)
 		case b.Access == ir.Write && b.Count != 0:
-			wantSizes[b.Name] = 4 * int(b.Count)
+			wantSizes[b.Name] = size * int(b.Count)
 		case b.Access == ir.Write:
-			wantSizes[b.Name] = 4 * int(count)
+			wantSizes[b.Name] = size * int(count)
 		}
 	}
 	for _, name := range c.Spec.Names() {
@@ -268,11 +277,14 @@ func checkDetects(t *testing.T, k Kernel, p *ir.Program, name string, want [][]b
 		got := make([][]byte, len(want))
 		copy(got, want)
 		got[i] = slices.Clone(want[i])
-		last := len(got[i]) - 4
-		got[i][last+3] ^= 0x40 // bit 30: 2^30 on integers, a factor 2^±128 or ±2 on f32
 		b := p.Buffers[binding]
+		size := int(b.Type.Size())
+		last := len(got[i]) - size
+		// The top byte's bit 6: bit 30 of 32 (2^30 on integers, a factor 2^±128
+		// or ±2 on f32), bit 14 of 16 (the top exponent bit of f16 and bf16).
+		got[i][last+size-1] ^= 0x40
 		err := k.Check(got, want)
-		wantMsg := "output " + b.Name + "[" + strconv.Itoa(last/4) + "]"
+		wantMsg := "output " + b.Name + "[" + strconv.Itoa(last/size) + "]"
 		if err == nil || !strings.Contains(err.Error(), wantMsg) {
 			t.Errorf("%s: Check of a corrupted %s returned %v, want an error naming %s", name, b.Name, err, wantMsg)
 		}

@@ -64,9 +64,15 @@ func matmul() Kernel {
 // goroutines: tuning a 4096³ matmul checks against it.
 func matmulReference(c Case) [][]byte {
 	u := BytesU32(c.Uniforms)
-	m, n, k := int(u[0]), int(u[1]), int(u[2])
-	a, b := BytesF32(c.Inputs[0]), BytesF32(c.Inputs[1])
 	out := make([]float32, c.OutputCounts[2])
+	matmulInto(out, BytesF32(c.Inputs[0]), BytesF32(c.Inputs[1]), int(u[0]), int(u[1]), int(u[2]))
+	return [][]byte{F32Bytes(out)}
+}
+
+// matmulInto adds a·b (a m×k, b k×n, row-major) into out (m×n), each element
+// summed over e in order with a rounded multiply and a rounded add, rows split
+// across goroutines.
+func matmulInto(out, a, b []float32, m, n, k int) {
 	rows := func(from, to int) {
 		for row := from; row < to; row++ {
 			acc := out[row*n : row*n+n]
@@ -89,7 +95,6 @@ func matmulReference(c Case) [][]byte {
 		}()
 	}
 	wg.Wait()
-	return [][]byte{F32Bytes(out)}
 }
 
 // matmulProgram gives each invocation one element of c (axis 0 the column, axis 1

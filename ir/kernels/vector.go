@@ -1,10 +1,13 @@
 package kernels
 
 import (
+	"encoding/binary"
 	"fmt"
+	"math"
 	"math/rand/v2"
 
 	"github.com/kiln-dev/kiln/ir"
+	"github.com/kiln-dev/kiln/ir/half"
 )
 
 // vectorWG is the workgroup width of the elementwise kernels.
@@ -72,12 +75,17 @@ func vectorAdd() Kernel {
 // are constants once a backend folds the parameter, so only the lanes in use
 // remain. An epi beyond vectorLanes (a value outside the candidates) adds the
 // remaining elements in a plain loop (behind a guard that folds away too).
-func vectorAddProgram() *ir.Program {
-	b := ir.NewBuilder("kiln.vector.add.f32", vectorWG, 1, 1)
+func vectorAddProgram() *ir.Program { return vectorAddOf("kiln.vector.add.f32", ir.F32) }
+
+// vectorAddOf is vectorAddProgram named name on elements of float type t
+// (vector_add_f16 is it on f16).
+func vectorAddOf(name string, t ir.Type) *ir.Program {
+	b := ir.NewBuilder(name, vectorWG, 1, 1)
 	epi := b.Tunable("epi", ir.U32, ir.LitU32(vectorEPI), u32Literals(epiCandidates)...)
-	x := b.Buffer("a", ir.F32, ir.Read)
-	y := b.Buffer("b", ir.F32, ir.Read)
-	out := b.Buffer("out", ir.F32, ir.Write)
+	x := b.Buffer("a", t, ir.Read)
+	y := b.Buffer("b", t, ir.Read)
+	out := b.Buffer("out", t, ir.Write)
+	zero := ir.Literal{Type: t} // +0 in every float type
 	g := b.Let("g", ir.GlobalID(0))
 	total := b.Let("total", ir.Mul(ir.NumWorkgroups(0), ir.WorkgroupSize(0)))
 	index := func(blk *ir.Block, name string, j ir.Expr) ir.Expr {
@@ -85,8 +93,8 @@ func vectorAddProgram() *ir.Program {
 	}
 	xv, yv := func(j int) string { return fmt.Sprintf("x_%d", j) }, func(j int) string { return fmt.Sprintf("y_%d", j) }
 	for j := range vectorLanes {
-		b.Var(xv(j), ir.F32, ir.LitF32(0))
-		b.Var(yv(j), ir.F32, ir.LitF32(0))
+		b.Var(xv(j), t, zero)
+		b.Var(yv(j), t, zero)
 	}
 	for j := range vectorLanes {
 		b.If(ir.Lt(ir.LitU32(uint32(j)), epi), func(then *ir.Block) {
@@ -112,6 +120,53 @@ func vectorAddProgram() *ir.Program {
 		})
 	})
 	return b.MustBuild()
+}
+
+func vectorAddF16() Kernel {
+	inv := func(c Case) [3]uint32 {
+		return [3]uint32{cover(c.Size, max(specU32(c, "epi", vectorEPI), 1)), 1, 1}
+	}
+	return Kernel{
+		Name: "vector_add_f16",
+		OpID: "kiln.vector.add.f16",
+		Doc: "out[i] = a[i] + b[i] on f16 (IR v1.2), correctly rounded in f16; each invocation adds epi elements " +
+			"(parameter, default 4, tunable 1, 2, 4, 8) a grid apart; size is the number of elements",
+		Sizes:       vectorSizes(),
+		Program:     func() *ir.Program { return vectorAddOf("kiln.vector.add.f16", ir.F16) },
+		Invocations: inv,
+		NewCase: func(rng *rand.Rand, size int) Case {
+			return withInvocations(Case{
+				Size:         size,
+				Inputs:       [][]byte{F16Bytes(randomF16(rng, size)), F16Bytes(randomF16(rng, size)), nil},
+				OutputCounts: []uint32{0, 0, uint32(size)},
+			}, inv, [3]uint32{vectorWG, 1, 1})
+		},
+		Flops: func(c Case) float64 { return float64(c.Size) },
+		Reference: func(c Case) [][]byte {
+			a, b := c.Inputs[0], c.Inputs[1]
+			out := make([]byte, 2*c.OutputCounts[2])
+			for i := 0; i < len(out); i += 2 {
+				// The correctly rounded f16 add, as the oracle computes it.
+				sum := half.Add(half.Float16(binary.LittleEndian.Uint16(a[i:])), half.Float16(binary.LittleEndian.Uint16(b[i:])))
+				binary.LittleEndian.PutUint16(out[i:], uint16(sum))
+			}
+			return [][]byte{out}
+		},
+		// One correctly rounded f16 add per element, as in the reference.
+		Check: exact(ir.F16, "out"),
+	}
+}
+
+// randomF16 draws n values from [-1, 1) scaled by 2^e for e in [-16, 15]
+// (f16's subnormals, about 2^-24 to 2^-15, through its largest values)
+// and rounded to f16, so sums round, overflow and reach subnormals.
+func randomF16(rng *rand.Rand, n int) []float32 {
+	out := make([]float32, n)
+	for i := range out {
+		v := (2*rng.Float32() - 1) * float32(math.Ldexp(1, rng.IntN(32)-16))
+		out[i] = half.NewFloat16(v).Float32()
+	}
+	return out
 }
 
 // saxpyDefaultA is the default of saxpy's parameter a.

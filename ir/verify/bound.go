@@ -13,14 +13,25 @@ import (
 // rules for GLSL.std.450, which bound sin and cos on [-π, π] only: kiln holds them
 // to the same bound everywhere). fma needs no bound: the fused and the separately
 // rounded results are both references (Variants).
+//
+// IR v1.2: f16 div and sqrt are within 1 ULP of f16 (ULP16 1), which is 2^13
+// ULP of an f32 that holds the result cast exactly; and since a cast to f16 or
+// bf16 of an inexact f32 may round the other way, any inexact operation lets
+// 16-bit outputs be 1 ULP of their type off.
 var opBounds = map[string]Bound{
-	"div":  {ULP: 3},
-	"sqrt": {ULP: 3},
-	"exp":  {ULP: 3, Exp: true},
-	"log":  {ULP: 3, Abs: 0x1p-21, AbsBelow: logAbsBelow},
-	"sin":  {ULP: 3, Abs: 0x1p-11},
-	"cos":  {ULP: 3, Abs: 0x1p-11},
+	"div":      {ULP: 3},
+	"sqrt":     {ULP: 3},
+	"div.f16":  {ULP: f16ULPInF32, ULP16: 1},
+	"sqrt.f16": {ULP: f16ULPInF32, ULP16: 1},
+	"exp":      {ULP: 3, Exp: true},
+	"log":      {ULP: 3, Abs: 0x1p-21, AbsBelow: logAbsBelow},
+	"sin":      {ULP: 3, Abs: 0x1p-11},
+	"cos":      {ULP: 3, Abs: 0x1p-11},
 }
+
+// f16ULPInF32 is one ULP of an f16 in units of an f32 of the same exponent:
+// f32 carries 13 more fraction bits.
+const f16ULPInF32 = 1 << 13
 
 // subgroupAddBound is the bound of an f32 subgroup_add, which a backend may sum in
 // any order: docs/design.md allows (S-1)·2^-23·Σ|x| for subgroups of S lanes,
@@ -39,8 +50,11 @@ func subgroupAddBound(p *ir.Program) Bound {
 // that, and larger only outside it.
 const logAbsBelow = 0.6931472
 
-// BoundFor walks p and returns the bound for its f32 outputs: the loosest bound of
-// the inexact f32 operations it uses anywhere (exact programs get the zero Bound).
+// BoundFor walks p and returns the bound for its float outputs: the loosest bound
+// of the inexact f32 and f16 operations it uses anywhere (exact programs get the
+// zero Bound). matrix_mma adds nothing: its outputs are compared bit for bit,
+// which holds for inputs whose partial sums are exact in f32 (docs/design.md, "IR
+// v1.2 semantics"); MMABound and Matmul check other inputs.
 // The bound is per operation, not a propagated error analysis: a program whose
 // outputs amplify an inexact result (cancellation after a div, an integer derived
 // from a sqrt) can differ by more and should round robustly. p must be valid
@@ -56,6 +70,7 @@ func BoundFor(p *ir.Program) Bound {
 			ob = subgroupAddBound(p)
 		}
 		b.ULP = max(b.ULP, ob.ULP)
+		b.ULP16 = max(b.ULP16, ob.ULP16, 1)
 		b.Exp = b.Exp || ob.Exp
 		b.Rel = math.Max(b.Rel, ob.Rel)
 		if ob.Abs > 0 {
@@ -67,6 +82,9 @@ func BoundFor(p *ir.Program) Bound {
 	}
 	if everywhere {
 		b.AbsBelow = 0
+	}
+	if !p.Uses16BitTypes() {
+		b.ULP16 = 0 // no 16-bit element to hold to it
 	}
 	sort.Strings(b.Ops)
 	return b
@@ -172,24 +190,24 @@ func (w *walker) expr(e ir.Expr) ir.Type {
 		t := w.expr(e.X)
 		switch e.Op {
 		case ir.OpSqrt, ir.OpExp, ir.OpLog, ir.OpSin, ir.OpCos:
-			w.ops[e.Op.String()] = true
+			w.ops[opName(e.Op.String(), t)] = true
 		}
 		return t
 	case ir.BinaryExpr:
 		t := w.expr(e.X)
 		w.expr(e.Y)
-		if e.Op == ir.OpDiv && t == ir.F32 {
-			w.ops["div"] = true
+		if e.Op == ir.OpDiv && (t == ir.F32 || t == ir.F16) {
+			w.ops[opName("div", t)] = true
 		}
 		if e.Op.IsComparison() || e.Op == ir.OpLAnd || e.Op == ir.OpLOr {
 			return ir.Bool
 		}
 		return t
 	case ir.FmaExpr:
-		w.expr(e.A)
+		t := w.expr(e.A)
 		w.expr(e.B)
 		w.expr(e.C)
-		return ir.F32
+		return t
 	case ir.SelectExpr:
 		w.expr(e.Cond)
 		t := w.expr(e.A)
@@ -212,4 +230,13 @@ func (w *walker) expr(e ir.Expr) ir.Type {
 		return t
 	}
 	return 0
+}
+
+// opName is the key of an inexact operation of type t in opBounds: "div" for
+// f32, "div.f16" for f16.
+func opName(op string, t ir.Type) string {
+	if t == ir.F16 {
+		return op + ".f16"
+	}
+	return op
 }

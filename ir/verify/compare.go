@@ -27,6 +27,9 @@ type Report struct {
 	// Pairs that match by rule (NaN and NaN, a flushed denormal) count as 0; a NaN
 	// opposite a number is a mismatch and does not count.
 	MaxULP uint64
+	// MaxULP16 is MaxULP for f16 and bf16 output elements (IR v1.2), in units
+	// in the last place of their own type.
+	MaxULP16 uint64
 	// Mismatches is the number of elements that match no reference.
 	Mismatches int
 }
@@ -42,8 +45,9 @@ const maxExamples = 3
 
 // Buffers compares outputs (got, one per buffer of bufs) with accepted
 // references (refs, each shaped as got): byte lengths equal to the references',
-// in whole 4-byte elements; integer elements equal to the same element of some
-// reference, f32 elements within b of it (Bound.Element). The error counts the
+// in whole elements (2 bytes for f16 and bf16, 4 for the others); integer
+// elements equal to the same element of some reference, f32 elements within b of
+// it (Bound.Element), f16 and bf16 elements within b's ULP16 (Bound.Element16). The error counts the
 // elements that differ and describes the first few with both values and how far
 // apart they are. The Report is filled in either way. The corpus checks its
 // kernels' outputs against their plain-Go references with it.
@@ -80,25 +84,30 @@ func compare(bufs []Buffer, b Bound, against string, got [][]byte, refs [][][]by
 	for i, buf := range bufs {
 		g, w0 := got[i], refs[0][i]
 		rep.Outputs++
-		for off := 0; off < len(w0); off += 4 {
+		size := int(elementSize(buf.Type))
+		for off := 0; off < len(w0); off += size {
 			rep.Elements++
-			gb := binary.LittleEndian.Uint32(g[off:])
+			gb := word(g[off:], size)
 			var best Verdict
 			for k, ref := range refs {
-				v := element(buf.Type, b, gb, binary.LittleEndian.Uint32(ref[i][off:]))
+				v := element(buf.Type, b, gb, word(ref[i][off:], size))
 				if k == 0 || better(v, best) {
 					best = v
 				}
 			}
-			if best.Measured && buf.Type == ir.F32 {
+			switch {
+			case !best.Measured:
+			case buf.Type == ir.F32:
 				rep.MaxULP = max(rep.MaxULP, best.ULP)
+			case buf.Type.Is16Bit():
+				rep.MaxULP16 = max(rep.MaxULP16, best.ULP)
 			}
 			if best.OK {
 				continue
 			}
 			rep.Mismatches++
 			if len(examples) < maxExamples {
-				examples = append(examples, describe(buf, off/4, gb, binary.LittleEndian.Uint32(w0[off:]), best))
+				examples = append(examples, describe(buf, off/size, gb, word(w0[off:], size), best))
 			}
 		}
 	}
@@ -107,14 +116,14 @@ func compare(bufs []Buffer, b Bound, against string, got [][]byte, refs [][][]by
 		if len(refs) > 1 {
 			refNote = fmt.Sprintf(" and its %d accepted variants (unfused fma, flushed denormals)", len(refs)-1)
 		}
-		return rep, fmt.Errorf("%d of %d output elements differ from %s%s beyond the bound (f32: %s; integers: bit-exact): %s",
+		return rep, fmt.Errorf("%d of %d output elements differ from %s%s beyond the bound (floats: %s; integers: bit-exact): %s",
 			rep.Mismatches, rep.Elements, against, refNote, b, strings.Join(examples, "; "))
 	}
 	return rep, nil
 }
 
 // checkShapes checks that got and every reference have one buffer per output,
-// of equal lengths in whole 4-byte elements.
+// of equal lengths in whole elements.
 func checkShapes(bufs []Buffer, got [][]byte, refs [][][]byte) error {
 	if len(refs) == 0 {
 		return errors.New("no reference outputs to compare with")
@@ -134,12 +143,13 @@ func checkShapes(bufs []Buffer, got [][]byte, refs [][][]byte) error {
 				return fmt.Errorf("output %s of the references differ in length (%d and %d bytes)", buf.Name, len(w0), len(ref[i]))
 			}
 		}
+		size := elementSize(buf.Type)
 		if len(got[i]) != len(w0) {
 			return fmt.Errorf("output %s: got %d bytes (%d elements), want %d bytes (%d elements)",
-				buf.Name, len(got[i]), len(got[i])/4, len(w0), len(w0)/4)
+				buf.Name, len(got[i]), len(got[i])/size, len(w0), len(w0)/size)
 		}
-		if len(w0)%4 != 0 {
-			return fmt.Errorf("output %s: %d bytes, not whole 4-byte elements", buf.Name, len(w0))
+		if len(w0)%size != 0 {
+			return fmt.Errorf("output %s: %d bytes, not whole %d-byte elements", buf.Name, len(w0), size)
 		}
 	}
 	return nil
@@ -154,12 +164,32 @@ func names(bufs []Buffer) string {
 }
 
 // element compares one element of type t: integers and bools bit for bit, f32
-// under b.
+// under b, f16 and bf16 under b's ULP16.
 func element(t ir.Type, b Bound, got, want uint32) Verdict {
-	if t == ir.F32 {
+	switch {
+	case t == ir.F32:
 		return b.Element(got, want)
+	case t.Is16Bit():
+		return b.Element16(t, got, want)
 	}
 	return Verdict{OK: got == want, Measured: true}
+}
+
+// elementSize is the byte size of an element of type t in a buffer: 2 for f16
+// and bf16, 4 for the others.
+func elementSize(t ir.Type) int {
+	if t.Is16Bit() {
+		return 2
+	}
+	return 4
+}
+
+// word reads a little-endian element of size bytes (2 or 4).
+func word(b []byte, size int) uint32 {
+	if size == 2 {
+		return uint32(binary.LittleEndian.Uint16(b))
+	}
+	return binary.LittleEndian.Uint32(b)
 }
 
 // better reports whether verdict a is a closer match than b: accepted over
@@ -178,13 +208,13 @@ func better(a, b Verdict) bool {
 // want 1 (0x3f800000) (1 ULP apart, difference 1.1920929e-07)".
 func describe(b Buffer, index int, got, want uint32, v Verdict) string {
 	s := fmt.Sprintf("output %s[%d]: got %s, want %s", b.Name, index, Format(b.Type, got), Format(b.Type, want))
-	if b.Type != ir.F32 {
+	if !b.Type.IsFloat() {
 		return s
 	}
 	if !v.Measured {
 		return s + " (NaN against a number)"
 	}
-	d := math.Abs(float64(math.Float32frombits(got)) - float64(math.Float32frombits(want)))
+	d := math.Abs(value(b.Type, got) - value(b.Type, want))
 	return s + fmt.Sprintf(" (%d ULP apart, difference %g)", v.ULP, d)
 }
 

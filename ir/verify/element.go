@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/kiln-dev/kiln/ir"
+	"github.com/kiln-dev/kiln/ir/half"
 )
 
 // Bound is how far an f32 element may be from its reference. It is kiln's one
@@ -34,13 +35,19 @@ type Bound struct {
 	Abs, Rel float64
 	// AbsBelow, when positive, limits Abs to references with |want| ≤ AbsBelow.
 	AbsBelow float64
+	// ULP16 is the largest accepted distance for f16 and bf16 elements, in
+	// units in the last place of their own type (IR v1.2); zero is bit-exact.
+	// ULP, Abs and Rel apply to f32 elements only.
+	ULP16 uint64
 	// Ops names the operations the bound was derived from, sorted (BoundFor).
 	Ops []string
 }
 
 // Exact reports whether the bound demands equal elements (up to NaN payloads and
 // flushed denormals).
-func (b Bound) Exact() bool { return b.ULP == 0 && !b.Exp && b.Abs == 0 && b.Rel == 0 }
+func (b Bound) Exact() bool {
+	return b.ULP == 0 && !b.Exp && b.Abs == 0 && b.Rel == 0 && b.ULP16 == 0
+}
 
 // String describes the bound: "bit-exact", "3 ULP (div, sqrt)", "3 ULP or
 // 0.00048828125 absolute (sin)".
@@ -72,6 +79,12 @@ func (b Bound) String() string {
 		parts = append(parts, s)
 	}
 	s := strings.Join(parts, " or ")
+	if b.ULP16 > 0 {
+		if s == "" {
+			s = "f32 bit-exact"
+		}
+		s += fmt.Sprintf("; f16/bf16 %d ULP", b.ULP16)
+	}
 	if len(b.Ops) > 0 {
 		s += " (" + strings.Join(b.Ops, ", ") + ")"
 	}
@@ -171,13 +184,93 @@ func ordered(bits uint32) int64 {
 	return int64(bits)
 }
 
-// Format writes an element of type t with its bit pattern: "1.5 (0x3fc00000)".
+// Format writes an element of type t with its bit pattern: "1.5 (0x3fc00000)";
+// f16 and bf16 elements (IR v1.2) in their low 16 bits: "1.5 (0x3e00)".
 func Format(t ir.Type, bits uint32) string {
 	switch t {
 	case ir.F32:
 		return fmt.Sprintf("%g (0x%08x)", math.Float32frombits(bits), bits)
+	case ir.F16, ir.BF16:
+		return fmt.Sprintf("%g (0x%04x)", value(t, bits), bits&0xFFFF)
 	case ir.I32:
 		return fmt.Sprintf("%d (0x%08x)", int32(bits), bits)
 	}
 	return fmt.Sprintf("%d (0x%08x)", bits, bits)
+}
+
+// Element16 compares one f16 or bf16 element (t; the bits in the low 16 bits of
+// got and want) with its reference under b (IR v1.2), with Element's rules in
+// the element's own format: equal bits match, any NaN matches any NaN and never
+// a number, a zero of either sign matches a nonzero subnormal of t or ±(t's
+// smallest normal) (a flushed denormal), and otherwise the two must be at most
+// b.ULP16 units in the last place of t apart (+0 and -0 are 0 apart). Any other
+// t compares bit for bit.
+func (b Bound) Element16(t ir.Type, got, want uint32) Verdict {
+	f, ok := formats16[t]
+	if !ok {
+		return Verdict{OK: got == want, Measured: true}
+	}
+	g, w := uint16(got), uint16(want)
+	if g == w {
+		return Verdict{OK: true, Measured: true}
+	}
+	switch gn, wn := f.isNaN(g), f.isNaN(w); {
+	case gn && wn:
+		return Verdict{OK: true, Measured: true}
+	case gn || wn:
+		return Verdict{}
+	}
+	if f.flushed(g, w) || f.flushed(w, g) {
+		return Verdict{OK: true, Measured: true}
+	}
+	ulp := ULP16(g, w)
+	return Verdict{OK: b.ULP16 > 0 && ulp <= b.ULP16, ULP: ulp, Measured: true}
+}
+
+// format16 describes a 16-bit float format by its exponent field.
+type format16 struct{ expMask, fracMask uint16 }
+
+var formats16 = map[ir.Type]format16{
+	ir.F16:  {expMask: 0x7C00, fracMask: 0x03FF},
+	ir.BF16: {expMask: 0x7F80, fracMask: 0x007F},
+}
+
+func (f format16) isNaN(bits uint16) bool { return bits&f.expMask == f.expMask && bits&f.fracMask != 0 }
+
+// flushed reports whether zero is a zero a device flushing denormals may give
+// where other is: a nonzero subnormal, or ± the smallest normal.
+func (f format16) flushed(zero, other uint16) bool {
+	if zero&0x7FFF != 0 {
+		return false
+	}
+	mag := other & 0x7FFF
+	return mag != 0 && mag <= f.fracMask+1
+}
+
+// ULP16 is the distance between two f16 values, or two bf16 values, in units in
+// the last place of their type (neither NaN): both formats order their bits as
+// sign and magnitude, as f32 does. +0 and -0 are 0 apart.
+func ULP16(a, b uint16) uint64 {
+	ord := func(bits uint16) int64 {
+		if bits&0x8000 != 0 {
+			return -int64(bits & 0x7FFF)
+		}
+		return int64(bits)
+	}
+	d := ord(a) - ord(b)
+	if d < 0 {
+		d = -d
+	}
+	return uint64(d)
+}
+
+// value is the value of an element of float type t.
+func value(t ir.Type, bits uint32) float64 {
+	switch t {
+	case ir.F16:
+		return half.Float16(bits).Float64()
+	case ir.BF16:
+		return half.BFloat16(bits).Float64()
+	}
+	return float64(math.Float32frombits(bits))
 }

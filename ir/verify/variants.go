@@ -24,8 +24,8 @@ type Variant struct {
 //   - "unfused fma": every fma(a, b, c) becomes add(mul(a, b), c);
 //   - "flushed denormals": every operand and every f32 result of an f32 operation
 //     (arithmetic, math functions, rounding, neg, abs, min, max, comparisons,
-//     subgroup add, min and max) is flushed: a denormal becomes the zero of its
-//     sign. Loads, stores, selects, casts, bitcasts, shuffles and broadcasts move
+//     subgroup add, min and max), and of an f16 operation (IR v1.2), is
+//     flushed: a denormal becomes the zero of its sign. Loads, stores, selects, casts, bitcasts, shuffles and broadcasts move
 //     values unchanged, as they do on hardware that flushes;
 //   - both rewritings together.
 //
@@ -54,8 +54,12 @@ func Variants(p *ir.Program) []Variant {
 	return out
 }
 
-// smallestNormal is 2^-126: an f32 of smaller magnitude is zero or denormal.
-const smallestNormal = 0x1p-126
+// smallestNormal is 2^-126: an f32 of smaller magnitude is zero or denormal;
+// smallestNormalF16 is f16's, 2^-14.
+const (
+	smallestNormal    = 0x1p-126
+	smallestNormalF16 = 0x1p-14
+)
 
 // rewriter rewrites a program's body, tracking the types of locals through block
 // scopes. Flushing hoists the values it tests into fresh lets placed before the
@@ -85,6 +89,12 @@ func freshPrefix(p *ir.Program) string {
 		names[d.Name] = true
 	}
 	for _, d := range p.Shared {
+		names[d.Name] = true
+	}
+	for _, d := range p.Uniforms {
+		names[d.Name] = true
+	}
+	for _, d := range p.Matrices {
 		names[d.Name] = true
 	}
 	collectLocals(p.Body, names)
@@ -240,11 +250,11 @@ func (r *rewriter) expr(e ir.Expr, pre *[]ir.Stmt) (ir.Expr, ir.Type) {
 		return ir.LoadExpr{Target: e.Target, Index: i}, r.elemType(e.Target)
 	case ir.UnaryExpr:
 		x, t := r.expr(e.X, pre)
-		if t != ir.F32 {
+		if !arith(t) {
 			return ir.UnaryExpr{Op: e.Op, X: x}, t
 		}
 		r.sawF32Op = true
-		return r.flushed(ir.UnaryExpr{Op: e.Op, X: r.flushed(x, pre)}, pre), t
+		return r.flushed(ir.UnaryExpr{Op: e.Op, X: r.flushed(x, t, pre)}, t, pre), t
 	case ir.BinaryExpr:
 		x, t := r.expr(e.X, pre)
 		y, _ := r.expr(e.Y, pre)
@@ -252,25 +262,25 @@ func (r *rewriter) expr(e ir.Expr, pre *[]ir.Stmt) (ir.Expr, ir.Type) {
 		if e.Op.IsComparison() || e.Op == ir.OpLAnd || e.Op == ir.OpLOr {
 			rt = ir.Bool
 		}
-		if t != ir.F32 {
+		if !arith(t) {
 			return ir.BinaryExpr{Op: e.Op, X: x, Y: y}, rt
 		}
 		r.sawF32Op = true
-		res := ir.Expr(ir.BinaryExpr{Op: e.Op, X: r.flushed(x, pre), Y: r.flushed(y, pre)})
-		if rt == ir.F32 {
-			res = r.flushed(res, pre)
+		res := ir.Expr(ir.BinaryExpr{Op: e.Op, X: r.flushed(x, t, pre), Y: r.flushed(y, t, pre)})
+		if rt == t {
+			res = r.flushed(res, t, pre)
 		}
 		return res, rt
 	case ir.FmaExpr:
 		r.sawFma, r.sawF32Op = true, true
-		a, _ := r.expr(e.A, pre)
+		a, t := r.expr(e.A, pre)
 		b, _ := r.expr(e.B, pre)
 		c, _ := r.expr(e.C, pre)
-		a, b, c = r.flushed(a, pre), r.flushed(b, pre), r.flushed(c, pre)
+		a, b, c = r.flushed(a, t, pre), r.flushed(b, t, pre), r.flushed(c, t, pre)
 		if r.unfuse {
-			return r.flushed(ir.Add(r.flushed(ir.Mul(a, b), pre), c), pre), ir.F32
+			return r.flushed(ir.Add(r.flushed(ir.Mul(a, b), t, pre), c), t, pre), t
 		}
-		return r.flushed(ir.FmaExpr{A: a, B: b, C: c}, pre), ir.F32
+		return r.flushed(ir.FmaExpr{A: a, B: b, C: c}, t, pre), t
 	case ir.SelectExpr:
 		c, _ := r.expr(e.Cond, pre)
 		a, t := r.expr(e.A, pre)
@@ -293,15 +303,19 @@ func (r *rewriter) expr(e ir.Expr, pre *[]ir.Stmt) (ir.Expr, ir.Type) {
 			return ir.SubgroupExpr{Op: e.Op, X: x, Lane: lane}, t
 		}
 		r.sawF32Op = true
-		return r.flushed(ir.SubgroupExpr{Op: e.Op, X: r.flushed(x, pre), Lane: lane}, pre), t
+		return r.flushed(ir.SubgroupExpr{Op: e.Op, X: r.flushed(x, t, pre), Lane: lane}, t, pre), t
 	}
 	return e, 0
 }
 
-// flushed returns x (an f32) with a denormal replaced by the zero of its sign
-// when the rewriter flushes, x itself otherwise. A compound x is bound to a fresh
-// let first, since the flush reads it three times.
-func (r *rewriter) flushed(x ir.Expr, pre *[]ir.Stmt) ir.Expr {
+// arith reports whether t is a type whose operations the flushed-denormals
+// variant flushes: f32, and f16 (IR v1.2), the float types with arithmetic.
+func arith(t ir.Type) bool { return t == ir.F32 || t == ir.F16 }
+
+// flushed returns x (of type t, f32 or f16) with a denormal replaced by the
+// zero of its sign when the rewriter flushes, x itself otherwise. A compound x
+// is bound to a fresh let first, since the flush reads it three times.
+func (r *rewriter) flushed(x ir.Expr, t ir.Type, pre *[]ir.Stmt) ir.Expr {
 	if !r.flush {
 		return x
 	}
@@ -314,5 +328,8 @@ func (r *rewriter) flushed(x ir.Expr, pre *[]ir.Stmt) ir.Expr {
 	}
 	// A denormal times +0 is the zero of its sign; NaN and infinities fail the
 	// test and pass through.
+	if t == ir.F16 {
+		return ir.Select(ir.Lt(ir.Abs(x), ir.LitF16(smallestNormalF16)), ir.Mul(x, ir.LitF16(0)), x)
+	}
 	return ir.Select(ir.Lt(ir.Abs(x), ir.LitF32(smallestNormal)), ir.Mul(x, ir.LitF32(0)), x)
 }

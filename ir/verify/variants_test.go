@@ -116,3 +116,27 @@ func words32(b []byte) []uint32 {
 	}
 	return out
 }
+
+// TestFlushedVariantNamesAvoidMatricesAndUniforms pins that the prefix also
+// avoids uniform and matrix names (IR v1.2: one namespace), and that f16
+// arithmetic is flushed with f16's smallest normal.
+func TestFlushedVariantNamesAvoidMatricesAndUniforms(t *testing.T) {
+	b := ir.NewBuilder("t.names16", 32, 1, 1)
+	out := b.Buffer("out", ir.F16, ir.ReadWrite)
+	b.Uniform("kiln_flush", ir.U32)
+	m := b.Matrix("kiln_flush_", ir.F16, 16, 16)
+	b.MatrixFill(m, ir.LitF16(1))
+	b.MatrixStore(m, out, ir.LitU32(0), ir.LitU32(16), ir.RowMajor)
+	b.Store(out, ir.LitU32(0), ir.Add(ir.Load(out, ir.LitU32(0)), ir.LitF16(1)))
+	p := b.MustBuild()
+	if prefix := freshPrefix(p); !strings.HasPrefix(prefix, "kiln_flush__") {
+		t.Errorf("prefix %q is a prefix of a uniform or matrix name", prefix)
+	}
+	vs := Variants(p)
+	if len(vs) != 1 || vs[0].Name != "flushed denormals" {
+		t.Fatalf("variants %v, want flushed denormals for f16 arithmetic", vs)
+	}
+	if err := ir.Validate(vs[0].Program); err != nil {
+		t.Errorf("the flushed variant: %v", err)
+	}
+}

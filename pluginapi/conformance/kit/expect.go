@@ -70,9 +70,10 @@ func (e expectation) verify(got [][]byte) error {
 }
 
 // compileOrSkip compiles p for the launch and releases the pipeline when the test
-// ends. A program that uses subgroups may be rejected (pluginapi.RejectedError)
-// by a backend whose adapter profile does not claim what it needs; the test is
-// then skipped with the reason. Any other failure fails the test.
+// ends. A program that uses subgroups, or f16 or bf16 (IR v1.2), may be
+// rejected (pluginapi.RejectedError) by a backend whose adapter profile does
+// not claim what it needs; the test is then skipped with the reason ("not
+// supported" for the 16-bit types). Any other failure fails the test.
 func (r *runner) compileOrSkip(t T, p *ir.Program, c launch, blob []byte) *pluginapi.CompileResult {
 	t.Helper()
 	res, err := r.tryCompile(p, c, blob)
@@ -81,6 +82,10 @@ func (r *runner) compileOrSkip(t T, p *ir.Program, c launch, blob []byte) *plugi
 		if uses, _ := subgroupUse(p.Body); uses && errors.As(err, &rejected) && !r.claims(p) {
 			t.Skipf("the backend rejects this subgroup program, and its profile (subgroup size %d, subgroup operations %v, shuffles %v) does not claim it: %v",
 				r.profile.SubgroupSize, r.profile.SupportsSubgroupOps, r.profile.HasSubgroupShuffle, err)
+		}
+		if f16, bf16 := types16(p); (f16 || bf16) && errors.As(err, &rejected) && !r.claims16(f16, bf16) {
+			t.Skipf("not supported: the backend rejects this program's 16-bit types, and its profile (supports_f16 %v, supports_bf16 %v) does not claim them: %v",
+				r.profile.SupportsF16, r.profile.SupportsBF16, err)
 		}
 		t.Fatalf("Compile %s: %v", p.Name, err)
 	}
@@ -122,6 +127,43 @@ func (r *runner) claims(p *ir.Program) bool {
 	}
 	_, lanes := subgroupUse(p.Body)
 	return pr.HasSubgroupShuffle || !lanes
+}
+
+// types16 reports whether p uses f16 and whether it uses bf16 (IR v1.2): in a
+// buffer, shared array or matrix declaration, or in an expression or local of
+// its body.
+func types16(p *ir.Program) (f16, bf16 bool) {
+	note := func(t ir.Type) {
+		f16 = f16 || t == ir.F16
+		bf16 = bf16 || t == ir.BF16
+	}
+	for _, d := range p.Buffers {
+		note(d.Type)
+	}
+	for _, d := range p.Shared {
+		note(d.Type)
+	}
+	for _, d := range p.Matrices {
+		note(d.Type)
+	}
+	ir.Inspect(p.Body, func(n any) bool {
+		switch x := n.(type) {
+		case ir.Literal:
+			note(x.Type)
+		case ir.CastExpr:
+			note(x.To)
+		case ir.VarStmt:
+			note(x.Type)
+		}
+		return true
+	})
+	return f16, bf16
+}
+
+// claims16 reports whether the adapter's profile claims the 16-bit types a
+// program uses: supports_f16 for f16, supports_bf16 for bf16.
+func (r *runner) claims16(f16, bf16 bool) bool {
+	return (!f16 || r.profile.SupportsF16) && (!bf16 || r.profile.SupportsBF16)
 }
 
 // subgroupUse reports whether stmts use subgroup builtins or operations, and

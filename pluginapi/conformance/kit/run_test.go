@@ -29,6 +29,9 @@ type interpBackend struct {
 	// them does; profile is the adapter's profile.
 	noSubgroups bool
 	profile     pluginapi.DeviceProfile
+	// no16 rejects every program that uses f16 or bf16, as a device without
+	// 16-bit support does.
+	no16 bool
 
 	mu      sync.Mutex
 	next    uint64
@@ -48,6 +51,9 @@ func (b *interpBackend) Compile(_ context.Context, req *pluginapi.CompileRequest
 	p := req.Program
 	if uses, _ := subgroupUse(p.Body); uses && b.noSubgroups {
 		return nil, pluginapi.Rejected("test-interp: %q uses subgroups, which this backend does not run. Fix: run it elsewhere", p.Name)
+	}
+	if f16, bf16 := types16(p); (f16 || bf16) && b.no16 {
+		return nil, pluginapi.Rejected("test-interp: %q uses f16 or bf16, which this backend does not run. Fix: run it elsewhere", p.Name)
 	}
 	if b.rewrite != nil {
 		p = b.rewrite(p)

@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/kiln-dev/kiln/ir"
+	"github.com/kiln-dev/kiln/ir/half"
 	"github.com/kiln-dev/kiln/ir/verify"
 	"github.com/kiln-dev/kiln/pluginapi"
 )
@@ -49,6 +50,8 @@ func semanticTables() []table {
 		{"atomic", atomicCases()},
 		{"uniform", uniformCases()},
 		{"subgroup", subgroupCases()},
+		{"f16", f16Cases()},
+		{"matrix", matrixCases()},
 	}
 }
 
@@ -150,13 +153,17 @@ func sortWords(bufs [][]byte) [][]byte {
 func checkPinned(s semantic, want [][]byte) error {
 	outs := s.prog.Outputs()
 	for k, pins := range s.pinned {
-		if k >= len(want) || 4*len(pins) > len(want[k]) {
+		if k >= len(want) {
 			return fmt.Errorf("program %q: output %d is shorter than the %d values the table states", s.prog.Name, k, len(pins))
 		}
 		decl := s.prog.Buffers[outs[k]]
+		size := int(decl.Type.Size())
+		if size*len(pins) > len(want[k]) {
+			return fmt.Errorf("program %q: output %d is shorter than the %d values the table states", s.prog.Name, k, len(pins))
+		}
 		for i, p := range pins {
-			w := binary.LittleEndian.Uint32(want[k][4*i:])
-			if w == p || decl.Type == ir.F32 && verify.IsNaN(w) && verify.IsNaN(p) {
+			w := element(want[k], size, i)
+			if w == p || decl.Type.IsFloat() && isNaN(decl.Type, w) && isNaN(decl.Type, p) {
 				continue
 			}
 			return fmt.Errorf("program %q: %s[%d] is %s, the table says %s", s.prog.Name, decl.Name, i,
@@ -180,6 +187,39 @@ func wordsOf(b []byte) []uint32 {
 	out := make([]uint32, len(b)/4)
 	for i := range out {
 		out[i] = binary.LittleEndian.Uint32(b[4*i:])
+	}
+	return out
+}
+
+// element reads element i of size bytes (2 or 4) from little-endian data.
+func element(data []byte, size, i int) uint32 {
+	if size == 2 {
+		return uint32(binary.LittleEndian.Uint16(data[2*i:]))
+	}
+	return binary.LittleEndian.Uint32(data[4*i:])
+}
+
+// isNaN reports whether bits is a NaN of float type t: f32, or f16 or bf16 in
+// the low 16 bits.
+func isNaN(t ir.Type, bits uint32) bool {
+	switch t {
+	case ir.F16:
+		return half.Float16(bits).IsNaN()
+	case ir.BF16:
+		return half.BFloat16(bits).IsNaN()
+	}
+	return verify.IsNaN(bits)
+}
+
+// encode writes values of type t as little-endian buffer data: 2 bytes each
+// for f16 and bf16 (the low 16 bits), 4 for the others.
+func encode(t ir.Type, values []uint32) []byte {
+	if !t.Is16Bit() {
+		return words(values)
+	}
+	out := make([]byte, 2*len(values))
+	for i, v := range values {
+		binary.LittleEndian.PutUint16(out[2*i:], uint16(v))
 	}
 	return out
 }

@@ -185,7 +185,7 @@ func (c opCase) loaded() semantic {
 			x = ir.Cast(ir.Bool, x)
 		}
 		args = append(args, x)
-		inputs = append(inputs, words(col))
+		inputs = append(inputs, encode(storage(c.in), col))
 	}
 	out := b.Buffer("out", storage(c.out), ir.Write)
 	b.If(ir.Lt(gid, ir.Len(out)), func(then *ir.Block) { then.Store(out, gid, c.result(args)) })

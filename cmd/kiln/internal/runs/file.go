@@ -1,6 +1,7 @@
 package runs
 
 import (
+	"encoding/binary"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -9,13 +10,17 @@ import (
 
 	"github.com/kiln-dev/kiln/host"
 	"github.com/kiln-dev/kiln/ir"
+	"github.com/kiln-dev/kiln/ir/half"
 )
 
 // FileArgs are kiln run's arguments for a program file.
 type FileArgs struct {
 	// Path is the program's JSON file.
 	Path string
-	// Inputs are NAME=@FILE: buffer NAME's bytes come from FILE (raw little-endian).
+	// Inputs are NAME=@FILE: buffer NAME's bytes come from FILE (raw
+	// little-endian elements: 2 bytes each for f16 and bf16), or NAME=V,V,...:
+	// the values, parsed by the buffer's element type (f16 and bf16 values are
+	// rounded to nearest even once from their decimal).
 	Inputs []string
 	// Sizes are NAME=COUNT: the element count of write buffer NAME.
 	Sizes []string
@@ -67,7 +72,13 @@ func FileJob(a FileArgs) (Job, error) {
 		}
 		path, ok := strings.CutPrefix(file, "@")
 		if !ok {
-			return Job{}, fmt.Errorf("--input %s: the value must be @FILE. Fix: write %s=@%s", kv, name, file)
+			if l.Inputs[d.Binding], err = parseValues(d.Type, file); err != nil {
+				return Job{}, fmt.Errorf("--input %s: %w. Fix: write %s=@FILE (raw little-endian %s elements) or comma-separated %s values", kv, err, name, d.Type, d.Type)
+			}
+			if err := a.Limits.Check("--input "+kv, uint64(len(l.Inputs[d.Binding]))); err != nil {
+				return Job{}, err
+			}
+			continue
 		}
 		st, err := os.Stat(path)
 		if err != nil {
@@ -101,7 +112,7 @@ func FileJob(a FileArgs) (Job, error) {
 		if err != nil {
 			return Job{}, fmt.Errorf("--size %s: %q is not an element count. Fix: write %s=<count>", kv, value, name)
 		}
-		if err := a.Limits.Check("--size "+kv, count*4); err != nil {
+		if err := a.Limits.Check("--size "+kv, count*uint64(d.Type.Size())); err != nil {
 			return Job{}, err
 		}
 		l.OutputCounts[d.Binding] = uint32(count)
@@ -158,10 +169,11 @@ func zeroInputs(prog *ir.Program, a FileArgs, inputs [][]byte) error {
 				return fmt.Errorf("--zero %s: buffer %q has a fixed count of %d. Fix: write --zero %s", z, name, d.Count, name)
 			}
 		}
-		if err := a.Limits.Check("--zero "+z, n*4); err != nil {
+		size := uint64(d.Type.Size())
+		if err := a.Limits.Check("--zero "+z, n*size); err != nil {
 			return err
 		}
-		inputs[d.Binding] = make([]byte, n*4)
+		inputs[d.Binding] = make([]byte, n*size)
 		zeroed[name] = true
 	}
 	for _, d := range prog.Buffers {
@@ -347,4 +359,33 @@ func WriteOutputs(dir string, p *ir.Program, outputs [][]byte) ([]string, error)
 		paths = append(paths, path)
 	}
 	return paths, nil
+}
+
+// parseValues parses comma-separated values of element type t into buffer
+// bytes: integers for i32 and u32, true or false for bool, decimals (or
+// inf, -inf, nan) for f32, and for f16 and bf16 decimals parsed to float64 and
+// rounded once to the type, ties to even (docs/design.md, "IR v1.2 semantics").
+func parseValues(t ir.Type, text string) ([]byte, error) {
+	var out []byte
+	for i, v := range strings.Split(text, ",") {
+		v = strings.TrimSpace(v)
+		if t.Is16Bit() {
+			f, err := strconv.ParseFloat(v, 64)
+			if err != nil {
+				return nil, fmt.Errorf("value %d, %q, is not a number", i, v)
+			}
+			bits := uint16(half.Float16FromFloat64(f))
+			if t == ir.BF16 {
+				bits = uint16(half.BFloat16FromFloat64(f))
+			}
+			out = binary.LittleEndian.AppendUint16(out, bits)
+			continue
+		}
+		lit, err := ir.ParseLiteral(t, v)
+		if err != nil {
+			return nil, fmt.Errorf("value %d: %w", i, err)
+		}
+		out = binary.LittleEndian.AppendUint32(out, lit.Bits)
+	}
+	return out, nil
 }

@@ -115,9 +115,9 @@ func caseBytes(k kernels.Kernel, size int) []uint64 {
 	for _, d := range p.Buffers {
 		n := uint64(len(c.Inputs[d.Binding]))
 		if !d.Access.Readable() {
-			n = uint64(d.Count) * 4
+			n = uint64(d.Count) * uint64(d.Type.Size())
 			if d.Count == 0 && int(d.Binding) < len(c.OutputCounts) {
-				n = uint64(c.OutputCounts[d.Binding]) * 4
+				n = uint64(c.OutputCounts[d.Binding]) * uint64(d.Type.Size())
 			}
 		}
 		out[d.Binding] = n

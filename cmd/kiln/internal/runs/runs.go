@@ -36,7 +36,25 @@ type Job struct {
 
 // KernelJob draws a random case of size for the corpus kernel k.
 func KernelJob(k kernels.Kernel, size int, seed uint64, backend string) Job {
+	return KernelJobWith(k, size, seed, backend, ir.SpecMap{})
+}
+
+// KernelJobWith is KernelJob with k's program's parameters set to spec, over
+// the case's own values; a kernel that sizes its launch by its parameters
+// (Kernel.Invocations) is relaunched for them.
+func KernelJobWith(k kernels.Kernel, size int, seed uint64, backend string, spec ir.SpecMap) Job {
 	c := k.NewCase(rand.New(rand.NewPCG(seed, uint64(size))), size)
+	if spec.Len() > 0 {
+		merged := c.Spec
+		for _, name := range spec.Names() {
+			v, _ := spec.Get(name)
+			merged.Set(name, v)
+		}
+		c.Spec = merged
+		if retuned, ok := k.Retune(c, c.WorkgroupSize, merged); ok {
+			c = retuned
+		}
+	}
 	w := host.Work{Grid: c.Grid, Inputs: c.Inputs, OutputCounts: c.OutputCounts, Uniforms: c.Uniforms}
 	if c.Invocations != ([3]uint32{}) {
 		// The grid follows the workgroup size an autotune record may choose.
@@ -52,6 +70,40 @@ func KernelJob(k kernels.Kernel, size int, seed uint64, backend string) Job {
 			Work:           w,
 		},
 	}
+}
+
+// ConfigureKernel applies `kiln run --kernel`'s --spec NAME=VALUE flags to the
+// corpus kernel k: a NAME that is one of k's options (Kernel.Options, such as
+// matmul_tc's type=bf16) builds the kernel for that value; any other NAME is a
+// parameter of the built kernel's program, parsed by its type. It returns the
+// kernel as built and the parameters' values, for KernelJobWith.
+func ConfigureKernel(k kernels.Kernel, kvs []string) (kernels.Kernel, ir.SpecMap, error) {
+	var opts ir.SpecMap
+	var params []string
+	for _, kv := range kvs {
+		name, value, err := pair("--spec", kv)
+		if err != nil {
+			return kernels.Kernel{}, ir.SpecMap{}, err
+		}
+		v, isOption, err := k.ParseOption(name, value)
+		switch {
+		case err != nil:
+			return kernels.Kernel{}, ir.SpecMap{}, fmt.Errorf("--spec %s: %w", kv, err)
+		case isOption:
+			opts.Set(name, v)
+		default:
+			params = append(params, kv)
+		}
+	}
+	built, _, err := k.Configure(opts)
+	if err != nil {
+		return kernels.Kernel{}, ir.SpecMap{}, fmt.Errorf("--spec %s: %w", strings.Join(kvs, " --spec "), err)
+	}
+	spec, err := ParseSpec(built.Program(), params)
+	if err != nil {
+		return kernels.Kernel{}, ir.SpecMap{}, err
+	}
+	return built, spec, nil
 }
 
 // Outcome is what a run did.
