@@ -16,38 +16,25 @@ import (
 	"github.com/kiln-dev/kiln/plugins/internal/gputest"
 )
 
-// matmulTC is the program of the corpus kernel matmul_tc (ir/kernels) for
-// operands of type op (f32 at tf32 precision) and a tm×tn tile in k steps of tk.
-func matmulTC(op ir.Type, tm, tn, tk uint32) *ir.Program {
-	name := "kiln.matrix.matmul_tc." + op.String()
-	if op == ir.F32 {
-		name += ".tf32"
+// matmulTC is the corpus kernel matmul_tc's program (ir/kernels) for operands
+// of type op (f32 at tf32 precision) and a tm×tn tile in k steps of tk.
+func matmulTC(t testing.TB, op ir.Type, tm, tn, tk uint32) *ir.Program {
+	t.Helper()
+	k, ok := kernels.Lookup("matmul_tc")
+	if !ok {
+		t.Fatal("no matmul_tc in the corpus")
 	}
-	b := ir.NewBuilder(name, 128, 1, 1)
-	m, n, k := b.Uniform("m", ir.U32), b.Uniform("n", ir.U32), b.Uniform("k", ir.U32)
-	a := b.Buffer("a", op, ir.Read)
-	bb := b.Buffer("b", op, ir.Read)
-	c := b.Buffer("c", ir.F32, ir.Write)
-	acc := b.Matrix("acc", ir.F32, tm, tn)
-	at := b.Matrix("a_tile", op, tm, tk)
-	bt := b.Matrix("b_tile", op, tk, tn)
-	row0 := b.Let("row0", ir.Mul(ir.WorkgroupID(1), ir.LitU32(tm)))
-	col0 := b.Let("col0", ir.Mul(ir.WorkgroupID(0), ir.LitU32(tn)))
-	rows := b.Let("rows", ir.Sub(m, row0))
-	cols := b.Let("cols", ir.Sub(n, col0))
-	b.MatrixFill(acc, ir.LitF32(0))
-	b.For("k0", ir.U32, ir.LitU32(0), k, ir.LitU32(tk), func(loop *ir.Block, k0 ir.Expr) {
-		depth := loop.Let("depth", ir.Sub(k, k0))
-		loop.MatrixLoadBounded(at, a, ir.Add(ir.Mul(row0, k), k0), k, ir.RowMajor, rows, depth)
-		loop.MatrixLoadBounded(bt, bb, ir.Add(ir.Mul(k0, n), col0), n, ir.RowMajor, depth, cols)
-		if op == ir.F32 {
-			loop.MatrixMMATF32(acc, at, bt)
-		} else {
-			loop.MatrixMMA(acc, at, bt)
-		}
-	})
-	b.MatrixStoreBounded(acc, c, ir.Add(ir.Mul(row0, n), col0), n, ir.RowMajor, rows, cols)
-	return b.MustBuild()
+	var o ir.SpecMap
+	o.Set("type", ir.SpecDType(op))
+	o.Set("tf32", ir.SpecBool(op == ir.F32))
+	o.Set("tm", ir.SpecU32(tm))
+	o.Set("tn", ir.SpecU32(tn))
+	o.Set("tk", ir.SpecU32(tk))
+	built, _, err := k.Configure(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return built.Program()
 }
 
 // tcBench is one matmul_tc measurement: operands, size, tile and workgroup.
@@ -106,7 +93,7 @@ func BenchmarkMatmulTC(b *testing.B) {
 			be, adapter := benchBackend(b)
 			ctx := context.Background()
 			s := tb.s
-			p := matmulTC(tb.op, tb.tm, tb.tn, tb.tk)
+			p := matmulTC(b, tb.op, tb.tm, tb.tn, tb.tk)
 			c, err := be.Compile(ctx, &pluginapi.CompileRequest{Adapter: adapter, Program: p, WorkgroupSize: [3]uint32{tb.wg, 1, 1}})
 			if err != nil {
 				b.Fatal(err)

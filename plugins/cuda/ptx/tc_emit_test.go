@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/kiln-dev/kiln/ir"
+	"github.com/kiln-dev/kiln/ir/kernels"
 )
 
 // backendOptions are the options the CUDA backend emits with on a device of
@@ -39,7 +40,7 @@ func TestEmitTensorCorePaths(t *testing.T) {
 		{"tf32 sm_90", ir.F32, 64, 64, 16, 128, Target{SM: 90}, "path: wgmma tf32", ".target sm_90a", 90, 0},
 		{"bf16 sm_80", ir.BF16, 64, 128, 32, 128, Target{SM: 80}, "path: mma.sync bf16, tile 64x128x32, warps 2x2, 3 cp.async stages", ".target sm_80", 80, 0},
 	} {
-		m, err := Emit(tcLetProgram(c.op, c.tm, c.tn, c.tk, 128, false), backendOptions(c.target, c.wg))
+		m, err := Emit(corpusTC(t, c.op, c.tm, c.tn, c.tk), backendOptions(c.target, c.wg))
 		if err != nil {
 			t.Errorf("%s: %v", c.name, err)
 			continue
@@ -55,8 +56,24 @@ func TestEmitTensorCorePaths(t *testing.T) {
 	// declares statically, or the program takes the scalar path
 	opts := backendOptions(Target{SM: 90}, 512)
 	opts.MaxDynamicSharedBytes = 0
-	if m, err := Emit(tcLetProgram(ir.BF16, 256, 128, 64, 128, false), opts); err == nil && m.DynamicSharedBytes != 0 {
+	if m, err := Emit(corpusTC(t, ir.BF16, 256, 128, 64), opts); err == nil && m.DynamicSharedBytes != 0 {
 		t.Errorf("without dynamic shared memory: %d bytes dynamic", m.DynamicSharedBytes)
+	}
+}
+
+// TestCorpusMatmulTCDefault pins matmul_tc's default build (ir/kernels): the
+// 64×128×32 bf16 tile and 128 invocations, which take wgmma on an H200 as the
+// backend compiles it (no workgroup override), mma.sync on sm_80.
+func TestCorpusMatmulTCDefault(t *testing.T) {
+	k, _ := kernels.Lookup("matmul_tc")
+	for target, want := range map[Target]string{
+		{SM: 90}: "// kiln tensor-core matmul (path: wgmma bf16, tile 64x128x32, warps 4x1, 4 cp.async stages)",
+		{SM: 80}: "// kiln tensor-core matmul (path: mma.sync bf16, tile 64x128x32, warps 2x2, 3 cp.async stages)",
+	} {
+		m := mustEmit(t, "matmul_tc", k.Program(), Options{Target: target, NonCoherentReads: true, MaxDynamicSharedBytes: 227 << 10})
+		if first, _, _ := strings.Cut(m.Text, "\n"); first != want || m.WorkgroupSize != [3]uint32{128, 1, 1} {
+			t.Errorf("%s: %q, workgroup %v; want %q, 128", target, first, m.WorkgroupSize, want)
+		}
 	}
 }
 
@@ -82,7 +99,7 @@ func TestTensorCoreCorpusEmulated(t *testing.T) {
 	}
 	rng := rand.New(rand.NewPCG(27, 2))
 	for _, r := range runs {
-		m, err := Emit(tcLetProgram(r.op, r.tm, r.tn, r.tk, 128, false), backendOptions(r.target, r.wg))
+		m, err := Emit(corpusTC(t, r.op, r.tm, r.tn, r.tk), backendOptions(r.target, r.wg))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -123,7 +140,7 @@ func TestTensorCoreModulesAssemble(t *testing.T) {
 		}
 		name := fmt.Sprintf("matmul_tc.%s.%dx%dx%d.wg%d", op, c.tm, c.tn, c.tk, c.wg)
 		for _, target := range []Target{{SM: 90}, {SM: 80}} {
-			m := mustEmit(t, name, tcLetProgram(c.op, c.tm, c.tn, c.tk, 128, false), backendOptions(target, c.wg))
+			m := mustEmit(t, name, corpusTC(t, c.op, c.tm, c.tn, c.tk), backendOptions(target, c.wg))
 			archs := []string{"sm_80", ptxasArch}
 			if strings.Contains(m.Text, ".target sm_90a\n") {
 				archs = []string{"sm_90a"}
