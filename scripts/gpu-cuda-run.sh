@@ -1,7 +1,8 @@
 #!/bin/bash
 # The GPU experiment behind the CUDA figures: kiln's CUDA backend on NVIDIA GPUs
 # (ptxas over every emitted module, sm_90a/sm_90/sm_80 by each module's .target,
-# the tensor-core modules with their SASS, the driver/emitter/backend/plugin tests with
+# the IR v1.2 ones for sm_80 and sm_90 apart, the tensor-core modules with their
+# SASS, the driver/emitter/backend/plugin tests with
 # KILN_REQUIRE_CUDA=1, kiln backends, kiln run --all on cpu-ref, vulkan and cuda),
 # then benchmarks next to PyTorch, each printed with the SM clock at that moment:
 #   - vector add 256M f32 over resident buffers per elements-per-invocation value
@@ -134,6 +135,14 @@ if [ "$MODE" != bench ]; then
   say "ptxas over $n emitted modules (sm_90a, sm_90, sm_80, sm_75 by their .target): $bad rejected"
   say "tensor-core modules: $(ls $W/ptx | grep -c 'sm_90a.ptx$') for sm_90a (wgmma), $(grep -l 'path: mma.sync' $W/ptx/*.ptx | wc -l) mma.sync, $(grep -l 'kiln matrix path: scalar' $W/ptx/*.ptx | wc -l) scalar with the reason"
   grep -h '^// kiln' $W/ptx/*matmul_tc*.ptx 2>/dev/null | sort | uniq -c | tee -a $S
+  say "== ptxas over the IR v1.2 modules (f16/bf16 arithmetic, casts and memory, the scalar matrix path) for sm_80 and sm_90"
+  n=0; bad80=0; bad90=0
+  for f in $(grep -l -E '\.f16|\.bf16|\.u16|kiln_matrix' $W/ptx/*.ptx | xargs -r grep -l -E '^\.target sm_(70|80)$'); do
+    n=$((n+1))
+    ptxas -arch=sm_80 "$f" -o $W/x.cubin 2>>$S || { bad80=$((bad80+1)); say "ptxas -arch=sm_80 rejects $f"; }
+    ptxas -arch=sm_90 "$f" -o $W/x.cubin 2>>$S || { bad90=$((bad90+1)); say "ptxas -arch=sm_90 rejects $f"; }
+  done
+  say "ptxas over $n IR v1.2 modules: $bad80 rejected for sm_80, $bad90 for sm_90"
 fi
 if [ "$MODE" = tc ]; then
   say "== backend tests of the tensor-core path (the corpus with matmul_tc, IR v1.2, dynamic shared memory) on cuda:0"

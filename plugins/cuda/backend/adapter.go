@@ -157,10 +157,13 @@ func newAdapter(d *driver.Driver, ordinal int, driverText string, log hclog.Logg
 
 // profile builds the DeviceProfile from the device's attributes but for
 // MemBWGBps (see adapter.describe). Subgroups are warps of 32 with shuffles on
-// every device kiln accepts; f16 from compute capability 5.3, bf16 from 8.0,
-// tensor cores from 8.0 (the tensor-core matmul's mma.sync path, wgmma on 9.0:
-// see package ptx; kiln uses none on 7.x). The driver API has no indirect dispatch; CUDA events
-// time on the device.
+// every device kiln accepts. f16 arithmetic and storage run from compute
+// capability 5.3 (add.rn.f16 and friends), so on every device kiln accepts
+// (7.0 and later); bf16 storage runs on all of them too: cvt.rn.bf16.f32 from
+// 8.0, an integer round to nearest even on 7.x (see package ptx). Tensor cores
+// from 8.0: the matmul_tc shape runs on mma.sync there and on wgmma on 9.0 (see
+// package ptx); 7.x runs workgroup matrices on the scalar path only. The driver
+// API has no indirect dispatch; CUDA events time on the device.
 func profile(l limits) pluginapi.DeviceProfile {
 	cc := 10*l.ccMajor + l.ccMinor
 	return pluginapi.DeviceProfile{
@@ -171,7 +174,7 @@ func profile(l limits) pluginapi.DeviceProfile {
 		HasSubgroupShuffle:          true,
 		HasSharedMemory:             l.sharedPerBlock > 0,
 		SupportsF16:                 cc >= 53,
-		SupportsBF16:                cc >= 80,
+		SupportsBF16:                cc >= 70,
 		SupportsTensorCores:         cc >= 80,
 		SupportsDeviceTimestamps:    true,
 		TimingQuality:               pluginapi.DeviceTimestamps,

@@ -11,6 +11,12 @@ import (
 	"github.com/kiln-dev/kiln/ir/kernels"
 )
 
+// isTensorCoreModule reports whether m is the tensor-core matmul (tc.go), whose
+// instructions tcEmu runs rather than the interpreter of interp_test.go.
+func isTensorCoreModule(m *Module) bool {
+	return strings.HasPrefix(m.Text, "// kiln tensor-core matmul")
+}
+
 // backendOptions are the options the CUDA backend emits with on a device of
 // target t that allows 227 KiB of dynamic shared memory (an H200's opt-in limit).
 func backendOptions(t Target, wg uint32) Options {
@@ -21,7 +27,8 @@ func backendOptions(t Target, wg uint32) Options {
 // per target and workgroup, and that the module's first line names it (what
 // `kiln compile --emit ptx` shows): wgmma (.target sm_90a, PTX ISA 8.0) on sm_90
 // with a warpgroup per 64 rows, mma.sync (.target sm_80) on sm_80 and on sm_90
-// otherwise, the scalar path with the reason on sm_70.
+// otherwise, the scalar path with the reason on sm_70 and for a workgroup that
+// is not whole warps (its module declares sm_80 on an sm_90 target).
 func TestEmitTensorCorePaths(t *testing.T) {
 	for _, c := range []struct {
 		name       string
@@ -50,6 +57,27 @@ func TestEmitTensorCorePaths(t *testing.T) {
 			m.DynamicSharedBytes != c.dynamic || m.WorkgroupSize != [3]uint32{c.wg, 1, 1} {
 			t.Errorf("%s: first line %q, target %v, %d bytes dynamic shared, workgroup %v; want %q, %s, %d bytes",
 				c.name, first, m.Target, m.DynamicSharedBytes, m.WorkgroupSize, c.first, c.arch, c.dynamic)
+		}
+	}
+	// the scalar path, its first line saying why not the tensor cores
+	for _, c := range []struct {
+		target Target
+		wg     uint32
+		why    string
+	}{
+		{Target{SM: 70}, 128, "target sm_70 has no tensor cores kiln uses (sm_80 and later)"},
+		{Target{SM: 90}, 48, "workgroup 48x1x1 is not a row of whole warps"},
+	} {
+		m, err := Emit(corpusTC(t, ir.BF16, 64, 128, 32), backendOptions(c.target, c.wg))
+		if err != nil {
+			t.Fatalf("%s, %d invocations: %v", c.target, c.wg, err)
+		}
+		want := "// kiln matrix path: scalar (tensor cores not used: " + c.why + ")"
+		if first, _, _ := strings.Cut(m.Text, "\n"); first != want || m.Target.SM > 80 || m.DynamicSharedBytes != 0 {
+			t.Errorf("%s, %d invocations: %q, target %s; want %q", c.target, c.wg, first, m.Target, want)
+		}
+		if _, err := parseModule(m.Text); err != nil {
+			t.Errorf("%s, %d invocations: the scalar module does not parse: %v", c.target, c.wg, err)
 		}
 	}
 	// without dynamic shared memory the 256x128x64 ring shrinks to what a kernel
