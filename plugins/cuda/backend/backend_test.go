@@ -69,7 +69,7 @@ func TestProfileFromLimits(t *testing.T) {
 	got := profile(h200())
 	want := pluginapi.DeviceProfile{MaxStorageBufferBindingSize: 4 * (1<<32 - 1), MaxInvocationsPerWorkgroup: 1024, SubgroupSize: 32,
 		SupportsSubgroupOps: true, HasSubgroupShuffle: true, HasSharedMemory: true, SupportsF16: true, SupportsBF16: true,
-		SupportsDeviceTimestamps: true, TimingQuality: pluginapi.DeviceTimestamps}
+		SupportsTensorCores: true, SupportsDeviceTimestamps: true, TimingQuality: pluginapi.DeviceTimestamps}
 	if got != want {
 		t.Errorf("profile =\n%+v, want\n%+v", got, want)
 	}
