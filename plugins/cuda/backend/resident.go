@@ -478,7 +478,7 @@ func (d *device) enqueue(s *submitScratch) error {
 			if l.safe {
 				fn = l.p.safe
 			}
-			err = c.Launch(fn, l.grid, l.p.mod.WorkgroupSize, d.stream, l.p.args)
+			err = c.Launch(fn, l.grid, l.p.mod.WorkgroupSize, l.p.mod.DynamicSharedBytes, d.stream, l.p.args)
 		case launchCopy:
 			err = c.MemcpyDtoDAsync(l.dst, l.src, l.n, d.stream)
 		case launchFill:
