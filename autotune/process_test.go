@@ -1,16 +1,16 @@
 package autotune
 
 import (
-	"bufio"
 	"context"
 	"fmt"
-	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/kiln-dev/kiln/internal/proctest"
 )
 
 // The re-executed test binary acts on the store file named by pathEnv. Roles:
@@ -51,17 +51,14 @@ func TestHelperProcess(t *testing.T) {
 			os.Exit(4)
 		}
 		if i == 0 && role == "loop" {
-			os.Stdout.WriteString("ready\n")
+			proctest.Ready()
 		}
 	}
 	os.Exit(0)
 }
 
 func storeChild(role, path string, w int) *exec.Cmd {
-	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperProcess$")
-	cmd.Env = append(os.Environ(), roleEnv+"="+role, pathEnv+"="+path, writerEnv+"="+strconv.Itoa(w))
-	cmd.Stderr = os.Stderr
-	return cmd
+	return proctest.Child(roleEnv+"="+role, pathEnv+"="+path, writerEnv+"="+strconv.Itoa(w))
 }
 
 func TestEightProcessesSavingFiftyRecordsEachLoseNothing(t *testing.T) {
@@ -72,17 +69,10 @@ func TestEightProcessesSavingFiftyRecordsEachLoseNothing(t *testing.T) {
 	start := time.Now()
 	var cmds []*exec.Cmd
 	for w := 0; w < 8; w++ {
-		cmd := storeChild("put50", path, w)
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		cmds = append(cmds, cmd)
+		cmds = append(cmds, storeChild("put50", path, w))
 	}
-	for _, cmd := range cmds {
-		if err := cmd.Wait(); err != nil {
-			t.Fatalf("writer process: %v", err)
-		}
-	}
+	proctest.Start(t, cmds...)
+	proctest.Wait(t, "writer process", cmds...)
 	elapsed := time.Since(start)
 	s := load(t, path)
 	if s.Len() != 400 {
@@ -104,24 +94,7 @@ func TestProcessKilledWhileSavingNeverLeavesAnUnparsableFile(t *testing.T) {
 	}
 	path := storePath(t)
 	for round := 0; round < 30; round++ {
-		cmd := storeChild("loop", path, round%4)
-		out, err := cmd.StdoutPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		if line, err := bufio.NewReader(out).ReadString('\n'); err != nil || line != "ready\n" {
-			cmd.Process.Kill()
-			cmd.Wait()
-			t.Fatalf("child did not start: %q, %v", line, err)
-		}
-		time.Sleep(time.Duration(rand.IntN(15_000)) * time.Microsecond)
-		if err := cmd.Process.Kill(); err != nil {
-			t.Fatal(err)
-		}
-		cmd.Wait()
+		proctest.KillWhenReady(t, storeChild("loop", path, round%4), 15*time.Millisecond)
 		if _, err := Load(path); err != nil {
 			t.Fatalf("round %d: after a SIGKILL mid-save the file does not parse: %v", round, err)
 		}

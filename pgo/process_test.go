@@ -1,15 +1,15 @@
 package pgo
 
 import (
-	"bufio"
 	"context"
 	"fmt"
-	"math/rand/v2"
 	"os"
 	"os/exec"
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/kiln-dev/kiln/internal/proctest"
 )
 
 // The re-executed test binary certifies ops into the table named by pathEnv.
@@ -46,17 +46,14 @@ func TestHelperProcess(t *testing.T) {
 			os.Exit(4)
 		}
 		if i == 0 && role == "loop" {
-			os.Stdout.WriteString("ready\n")
+			proctest.Ready()
 		}
 	}
 	os.Exit(0)
 }
 
 func tableChild(role, path string, w int) *exec.Cmd {
-	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperProcess$")
-	cmd.Env = append(os.Environ(), roleEnv+"="+role, pathEnv+"="+path, writerEnv+"="+strconv.Itoa(w))
-	cmd.Stderr = os.Stderr
-	return cmd
+	return proctest.Child(roleEnv+"="+role, pathEnv+"="+path, writerEnv+"="+strconv.Itoa(w))
 }
 
 func TestProcessesSavingRoutesLoseNothing(t *testing.T) {
@@ -66,17 +63,10 @@ func TestProcessesSavingRoutesLoseNothing(t *testing.T) {
 	path := tablePath(t)
 	var cmds []*exec.Cmd
 	for w := 0; w < 4; w++ {
-		cmd := tableChild("certify25", path, w)
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		cmds = append(cmds, cmd)
+		cmds = append(cmds, tableChild("certify25", path, w))
 	}
-	for _, cmd := range cmds {
-		if err := cmd.Wait(); err != nil {
-			t.Fatalf("writer process: %v", err)
-		}
-	}
+	proctest.Start(t, cmds...)
+	proctest.Wait(t, "writer process", cmds...)
 	tbl := loadTable(t, path)
 	if tbl.Len() != 100 {
 		t.Fatalf("%d routes, want 100 (4 processes × 25)", tbl.Len())
@@ -97,22 +87,7 @@ func TestProcessKilledWhileSavingNeverLeavesAnUnparsableTable(t *testing.T) {
 	}
 	path := tablePath(t)
 	for round := 0; round < 15; round++ {
-		cmd := tableChild("loop", path, round)
-		out, err := cmd.StdoutPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		if line, err := bufio.NewReader(out).ReadString('\n'); err != nil || line != "ready\n" {
-			cmd.Process.Kill()
-			cmd.Wait()
-			t.Fatalf("child did not start: %q, %v", line, err)
-		}
-		time.Sleep(time.Duration(rand.IntN(15_000)) * time.Microsecond)
-		cmd.Process.Kill()
-		cmd.Wait()
+		proctest.KillWhenReady(t, tableChild("loop", path, round), 15*time.Millisecond)
 		if _, err := Load(path); err != nil {
 			t.Fatalf("round %d: after a SIGKILL mid-save the table does not parse: %v", round, err)
 		}
