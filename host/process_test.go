@@ -18,6 +18,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/kiln-dev/kiln/internal/syncbuf"
 	"github.com/kiln-dev/kiln/ir"
 	"github.com/kiln-dev/kiln/pluginapi"
 )
@@ -580,26 +581,8 @@ func TestBackoffDoublesUpToTheLimit(t *testing.T) {
 	}
 }
 
-// lockedBuffer is a bytes.Buffer safe for the logger's and the test's goroutines.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf strings.Builder
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 func TestPluginOutputIsLoggedUnderItsName(t *testing.T) {
-	var logs lockedBuffer
+	var logs syncbuf.Buffer
 	logger := hclog.New(&hclog.LoggerOptions{Name: "app", Level: hclog.Debug, Output: &logs})
 	h, err := Open(context.Background(), Options{PluginDir: pluginDir(t, "fx-zeros"), Logger: logger})
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"github.com/kiln-dev/kiln/internal/syncbuf"
 )
 
 // openWithOptions opens a host on a plugins directory with the named plugins and
@@ -336,7 +337,7 @@ func TestOversizeResponseIsRefusedFromItsLength(t *testing.T) {
 // TestPluginLogsAreRateLimited: a plugin flooding stderr (before and after the
 // handshake) has its lines dropped over the rate and counted.
 func TestPluginLogsAreRateLimited(t *testing.T) {
-	var logs lockedBuffer
+	var logs syncbuf.Buffer
 	logger := hclog.New(&hclog.LoggerOptions{Name: "app", Level: hclog.Debug, Output: &logs})
 	h := openWithOptions(t, Options{Logger: logger, LogLinesPerSecond: 20}, "fx-chatty")
 	if _, err := h.Dispatch(context.Background(), fourBuffers(t), Launch{Backend: "fx-chatty", Work: fixtureWork()}); err != nil {
