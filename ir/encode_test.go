@@ -40,15 +40,7 @@ func codecGolden(t *testing.T, name string, got []byte) {
 
 // codecSaxpy is the example of docs/design.md, y = a*x + y.
 func codecSaxpy() *Program {
-	b := NewBuilder("example.saxpy.f32", 256, 1, 1)
-	a := b.Param("a", F32, LitF32(2))
-	x := b.Buffer("x", F32, Read)
-	y := b.Buffer("y", F32, ReadWrite)
-	i := b.Let("i", GlobalID(0))
-	b.If(Lt(i, Len(y)), func(then *Block) {
-		then.Store(y, i, Add(Mul(a, Load(x, i)), Load(y, i)))
-	})
-	return b.Program()
+	return saxpy().Program()
 }
 
 // codecKitchenSink is a valid program that uses every expression and statement kind,
