@@ -2,7 +2,6 @@ package ranges_test
 
 import (
 	"context"
-	"encoding/binary"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -10,6 +9,7 @@ import (
 
 	"github.com/kiln-dev/kiln/ir"
 	"github.com/kiln-dev/kiln/ir/interp"
+	"github.com/kiln-dev/kiln/ir/kernels"
 	"github.com/kiln-dev/kiln/ir/ranges"
 )
 
@@ -21,21 +21,9 @@ import (
 const lanes = 8192
 
 // encode packs words little-endian, as interp takes buffers.
-func encode(words []uint32) []byte {
-	out := make([]byte, 4*len(words))
-	for i, w := range words {
-		binary.LittleEndian.PutUint32(out[4*i:], w)
-	}
-	return out
-}
+func encode(words []uint32) []byte { return kernels.U32Bytes(words) }
 
-func decode(b []byte) []uint32 {
-	out := make([]uint32, len(b)/4)
-	for i := range out {
-		out[i] = binary.LittleEndian.Uint32(b[4*i:])
-	}
-	return out
-}
+func decode(b []byte) []uint32 { return kernels.BytesU32(b) }
 
 // run evaluates f on the elements of inputs (one buffer each, of type in; a bool
 // input is read as u32 != 0) in the interpreter and returns f's results as
