@@ -2,10 +2,8 @@ package host
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
-	"math"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -20,6 +18,7 @@ import (
 
 	"github.com/kiln-dev/kiln/internal/syncbuf"
 	"github.com/kiln-dev/kiln/ir"
+	"github.com/kiln-dev/kiln/ir/kernels"
 	"github.com/kiln-dev/kiln/pluginapi"
 )
 
@@ -41,21 +40,9 @@ func saxpy(t *testing.T) *ir.Program {
 	return p
 }
 
-func f32Bytes(v ...float32) []byte {
-	out := make([]byte, 4*len(v))
-	for i, f := range v {
-		binary.LittleEndian.PutUint32(out[4*i:], math.Float32bits(f))
-	}
-	return out
-}
+func f32Bytes(v ...float32) []byte { return kernels.F32Bytes(v) }
 
-func bytesF32(b []byte) []float32 {
-	out := make([]float32, len(b)/4)
-	for i := range out {
-		out[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
-	}
-	return out
-}
+func bytesF32(b []byte) []float32 { return kernels.BytesF32(b) }
 
 // saxpyLaunch dispatches saxpy of n elements, x[i] = i and y[i] = 1.
 func saxpyLaunch(backend string, n int) Launch {
