@@ -54,7 +54,7 @@ func TestForgedPluginTimesAreBadResults(t *testing.T) {
 // preferred.
 func TestBadResultsSidelineAPlugin(t *testing.T) {
 	ctx := context.Background()
-	h := openWithOptions(t, Options{RestartBackoff: time.Minute, MaxRestartBackoff: time.Minute}, "fx-bad-every", "fx-zeros")
+	h := openWith(t, Options{RestartBackoff: time.Minute, MaxRestartBackoff: time.Minute}, "fx-bad-every", "fx-zeros")
 	pick := func() string {
 		t.Helper()
 		b, err := h.AcquirePreferred(ctx)
@@ -91,7 +91,7 @@ func TestBadResultsSidelineAPlugin(t *testing.T) {
 // instead of being preferred again for the next caller to break on.
 func TestHalfOpenProbeReplaysTheFailedLaunch(t *testing.T) {
 	ctx := context.Background()
-	h := openWithOptions(t, Options{FailureThreshold: 1, RestartBackoff: 20 * time.Millisecond, MaxRestartBackoff: 20 * time.Millisecond}, "fx-bad-next", "fx-zeros")
+	h := openWith(t, Options{FailureThreshold: 1, RestartBackoff: 20 * time.Millisecond, MaxRestartBackoff: 20 * time.Millisecond}, "fx-bad-next", "fx-zeros")
 	_, err := h.Dispatch(ctx, fourBuffers(t), Launch{Backend: "fx-bad-next", Work: fixtureWork()})
 	if ErrorKind(err) != KindBadResult {
 		t.Fatalf("got %v, want a bad result", err)

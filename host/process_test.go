@@ -140,14 +140,7 @@ func TestCPURefSaxpyEndToEnd(t *testing.T) {
 
 func TestConcurrentDispatches(t *testing.T) {
 	h := openHost(t, "cpuref")
-	b, err := h.Acquire(context.Background(), "cpu-ref:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	pl, err := b.Compile(context.Background(), saxpy(t), CompileOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	b, pl := compileOn(t, h, "cpu-ref:0", saxpy(t))
 	var wg sync.WaitGroup
 	errs := make(chan error, 8)
 	for range 8 {
@@ -279,18 +272,11 @@ func TestCrashMidDispatch(t *testing.T) {
 
 func TestDeadlineCancelsTheCallAndKeepsThePlugin(t *testing.T) {
 	h := openHost(t, "cpuref", "fx-hang")
-	b, err := h.Acquire(context.Background(), "fx-hang")
-	if err != nil {
-		t.Fatal(err)
-	}
-	pl, err := b.Compile(context.Background(), fourBuffers(t), CompileOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	b, pl := compileOn(t, h, "fx-hang", fourBuffers(t))
 	pid := pidOf(t, h, "fx-hang")
 	for round := range 2 {
 		ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
-		_, err = b.Dispatch(ctx, pl, fixtureWork())
+		_, err := b.Dispatch(ctx, pl, fixtureWork())
 		cancel()
 		var timeout *TimeoutError
 		if !errors.As(err, &timeout) || timeout.Backend != "fx-hang:0" || timeout.Op != "dispatch" || timeout.Hung {
@@ -403,15 +389,8 @@ func TestAcquirePreferredWithProcesses(t *testing.T) {
 // recompiles the pipeline and runs, with no error.
 func TestPipelineSurvivesAnOutsideKill(t *testing.T) {
 	h := openHost(t, "fx-zeros")
-	b, err := h.Acquire(context.Background(), "fx-zeros")
-	if err != nil {
-		t.Fatal(err)
-	}
 	prog := fourBuffers(t)
-	pl, err := b.Compile(context.Background(), prog, CompileOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	b, pl := compileOn(t, h, "fx-zeros", prog)
 	prog.Buffers = nil // the pipeline keeps its own copy for the recompile
 	for round := range 2 {
 		pid := pidOf(t, h, "fx-zeros")

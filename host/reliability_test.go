@@ -11,21 +11,9 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+
 	"github.com/kiln-dev/kiln/internal/syncbuf"
 )
-
-// openWithOptions opens a host on a plugins directory with the named plugins and
-// opts, and closes it when the test ends.
-func openWithOptions(t *testing.T, opts Options, names ...string) *Host {
-	t.Helper()
-	opts.PluginDir = pluginDir(t, names...)
-	h, err := Open(context.Background(), opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { h.Close() })
-	return h
-}
 
 // statsOf returns the stats of backend id.
 func statsOf(t *testing.T, h *Host, id string) BackendStats {
@@ -54,14 +42,7 @@ func eventually(t *testing.T, what string, cond func() bool) {
 // result.
 func TestOneCallersDeadlineDoesNotKillAnothersWork(t *testing.T) {
 	h := openHost(t, "fx-busy")
-	b, err := h.Acquire(context.Background(), "fx-busy")
-	if err != nil {
-		t.Fatal(err)
-	}
-	pl, err := b.Compile(context.Background(), fourBuffers(t), CompileOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	b, pl := compileOn(t, h, "fx-busy", fourBuffers(t))
 	pid := pidOf(t, h, "fx-busy")
 	var wg sync.WaitGroup
 	var patient error
@@ -89,7 +70,7 @@ func TestOneCallersDeadlineDoesNotKillAnothersWork(t *testing.T) {
 // TestBusyPluginRunsToCompletion: a plugin that answers health checks is busy,
 // not hung, however long its kernel runs past the hang timeout.
 func TestBusyPluginRunsToCompletion(t *testing.T) {
-	h := openWithOptions(t, Options{HangTimeout: time.Second}, "fx-busy")
+	h := openWith(t, Options{HangTimeout: time.Second}, "fx-busy")
 	res, err := h.Dispatch(context.Background(), fourBuffers(t), Launch{Backend: "fx-busy", Work: fixtureWork()})
 	if err != nil {
 		t.Fatalf("a long dispatch in a responsive plugin: %v", err)
@@ -106,7 +87,7 @@ func TestBusyPluginRunsToCompletion(t *testing.T) {
 // (SIGSTOP mid-dispatch) is killed after the hang timeout, and the call fails
 // with a hung TimeoutError even without a deadline.
 func TestWedgedPluginIsKilledAfterTheHangTimeout(t *testing.T) {
-	h := openWithOptions(t, Options{HangTimeout: 500 * time.Millisecond}, "cpuref", "fx-wedge")
+	h := openWith(t, Options{HangTimeout: 500 * time.Millisecond}, "cpuref", "fx-wedge")
 	b, err := h.Acquire(context.Background(), "fx-wedge")
 	if err != nil {
 		t.Fatal(err)
@@ -133,7 +114,7 @@ func TestWedgedPluginIsKilledAfterTheHangTimeout(t *testing.T) {
 // than a relaunch still get the plugin back: the relaunch is the host's, not
 // theirs.
 func TestRelaunchRunsUnderTheHostsStartTimeout(t *testing.T) {
-	h := openWithOptions(t, Options{RestartBackoff: 10 * time.Millisecond}, "fx-slow-describe")
+	h := openWith(t, Options{RestartBackoff: 10 * time.Millisecond}, "fx-slow-describe")
 	b, err := h.Acquire(context.Background(), "fx-slow-describe")
 	if err != nil {
 		t.Fatal(err)
@@ -183,7 +164,7 @@ func TestPlainPluginErrorIsTypedAndImmediate(t *testing.T) {
 // selection at once; one that crashed FailureThreshold times is failing (with
 // its last exit and stderr) and not preferred until a probe succeeds.
 func TestSickPluginIsSidelined(t *testing.T) {
-	h := openWithOptions(t, Options{RestartBackoff: 300 * time.Millisecond, MaxRestartBackoff: 300 * time.Millisecond}, "fx-flaky", "fx-zeros")
+	h := openWith(t, Options{RestartBackoff: 300 * time.Millisecond, MaxRestartBackoff: 300 * time.Millisecond}, "fx-flaky", "fx-zeros")
 	ctx := context.Background()
 	pick := func() string {
 		t.Helper()
@@ -247,7 +228,7 @@ const healedEnv = "KILN_FIXTURE_HEALED"
 // TestNamedBackendWaitsOnlyForItsPlugin: a plugin hanging in Describe does not
 // hold up a backend named explicitly: it is not even started.
 func TestNamedBackendWaitsOnlyForItsPlugin(t *testing.T) {
-	h := openWithOptions(t, Options{StartTimeout: time.Minute}, "cpuref", "fx-describe-hang", "fx-zz-twin")
+	h := openWith(t, Options{StartTimeout: time.Minute}, "cpuref", "fx-describe-hang", "fx-zz-twin")
 	healthyDispatch(t, h)
 	// fx-zz-twin provides fx-zeros under another file name: asking for it
 	// starts the others, and returns once the twin has described itself,
@@ -286,7 +267,7 @@ func TestStartFailuresAreDiagnosed(t *testing.T) {
 	for n := range want {
 		names = append(names, n)
 	}
-	h := openWithOptions(t, Options{StartTimeout: 3 * time.Second}, names...)
+	h := openWith(t, Options{StartTimeout: 3 * time.Second}, names...)
 	seen := map[string]bool{}
 	for _, p := range h.Report().Plugins {
 		name := fileID(p.Path)
@@ -339,7 +320,7 @@ func TestOversizeResponseIsRefusedFromItsLength(t *testing.T) {
 func TestPluginLogsAreRateLimited(t *testing.T) {
 	var logs syncbuf.Buffer
 	logger := hclog.New(&hclog.LoggerOptions{Name: "app", Level: hclog.Debug, Output: &logs})
-	h := openWithOptions(t, Options{Logger: logger, LogLinesPerSecond: 20}, "fx-chatty")
+	h := openWith(t, Options{Logger: logger, LogLinesPerSecond: 20}, "fx-chatty")
 	if _, err := h.Dispatch(context.Background(), fourBuffers(t), Launch{Backend: "fx-chatty", Work: fixtureWork()}); err != nil {
 		t.Fatal(err)
 	}
@@ -373,7 +354,7 @@ func TestPluginsGetNoStdinAndMutualTLS(t *testing.T) {
 	if d.Version != "stdin=/dev/null mtls=yes" {
 		t.Fatalf("the plugin reports %q, want stdin=/dev/null mtls=yes", d.Version)
 	}
-	plain := openWithOptions(t, Options{NoMTLS: true}, "fx-env")
+	plain := openWith(t, Options{NoMTLS: true}, "fx-env")
 	if d, err := plain.Description("fx-env"); err != nil || d.Version != "stdin=/dev/null mtls=no" {
 		t.Fatalf("with NoMTLS: %v, %v", d, err)
 	}

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/hashicorp/go-hclog"
+
 	"github.com/kiln-dev/kiln/internal/syncbuf"
 )
 
