@@ -155,13 +155,7 @@ func ParseBytes(s string) (int64, error) {
 // (~/.cache, ~/Library/Caches on macOS, %LocalAppData% on Windows).
 func DefaultRoot() (string, error) { return defaultRoot(xdg.Process()) }
 
-func defaultRoot(env xdg.Env) (string, error) {
-	dir, err := xdg.CacheHome(env)
-	if err != nil {
-		return "", err
-	}
-	return filepath.Join(dir, "kiln", "pipelines"), nil
-}
+func defaultRoot(env xdg.Env) (string, error) { return xdg.Join(xdg.CacheHome, env, "kiln", "pipelines") }
 
 // Root returns the cache's directory.
 func (c *DiskCache) Root() string { return c.root }
