@@ -48,7 +48,9 @@ var codec = tomlstore.Codec[Key, Record]{Parse: parse, Encode: encode, LoadError
 // (~/.config, ~/Library/Application Support on macOS, %AppData% on Windows).
 func DefaultPath() (string, error) { return defaultPath(xdg.Process()) }
 
-func defaultPath(env xdg.Env) (string, error) { return xdg.Join(xdg.ConfigHome, env, "kiln", "autotune.toml") }
+func defaultPath(env xdg.Env) (string, error) {
+	return xdg.Join(xdg.ConfigHome, env, "kiln", "autotune.toml")
+}
 
 // Load reads the store file at path. A missing file gives an empty store (saved
 // to path by SaveIfDirty). A malformed file, or one of a newer schema, is an

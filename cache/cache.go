@@ -155,7 +155,9 @@ func ParseBytes(s string) (int64, error) {
 // (~/.cache, ~/Library/Caches on macOS, %LocalAppData% on Windows).
 func DefaultRoot() (string, error) { return defaultRoot(xdg.Process()) }
 
-func defaultRoot(env xdg.Env) (string, error) { return xdg.Join(xdg.CacheHome, env, "kiln", "pipelines") }
+func defaultRoot(env xdg.Env) (string, error) {
+	return xdg.Join(xdg.CacheHome, env, "kiln", "pipelines")
+}
 
 // Root returns the cache's directory.
 func (c *DiskCache) Root() string { return c.root }

@@ -55,7 +55,9 @@ var codec = tomlstore.Codec[string, Route]{Parse: parse, Encode: encode, LoadErr
 // (~/.config, ~/Library/Application Support on macOS, %AppData% on Windows).
 func DefaultPath() (string, error) { return defaultPath(xdg.Process()) }
 
-func defaultPath(env xdg.Env) (string, error) { return xdg.Join(xdg.ConfigHome, env, "kiln", "pgo.toml") }
+func defaultPath(env xdg.Env) (string, error) {
+	return xdg.Join(xdg.ConfigHome, env, "kiln", "pgo.toml")
+}
 
 // New returns an empty table for path without reading the file.
 func New(path string) *Table { return &Table{m: tomlstore.NewMap(path, codec)} }
