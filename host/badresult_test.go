@@ -55,15 +55,7 @@ func TestForgedPluginTimesAreBadResults(t *testing.T) {
 func TestBadResultsSidelineAPlugin(t *testing.T) {
 	ctx := context.Background()
 	h := openWith(t, Options{RestartBackoff: time.Minute, MaxRestartBackoff: time.Minute}, "fx-bad-every", "fx-zeros")
-	pick := func() string {
-		t.Helper()
-		b, err := h.AcquirePreferred(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return b.Name()
-	}
-	if got := pick(); got != "fx-bad-every:0" {
+	if got := preferred(t, h); got != "fx-bad-every:0" {
 		t.Fatalf("preferred %s, want fx-bad-every:0 (its adapter scores higher)", got)
 	}
 	for range 3 {
@@ -72,7 +64,7 @@ func TestBadResultsSidelineAPlugin(t *testing.T) {
 			t.Fatalf("got %v, want a bad result", err)
 		}
 	}
-	if got := pick(); got != "fx-zeros:0" {
+	if got := preferred(t, h); got != "fx-zeros:0" {
 		t.Fatalf("after 3 bad results, preferred %s; want fx-zeros:0", got)
 	}
 	s := statsOf(t, h, "fx-bad-every")

@@ -126,6 +126,16 @@ func openHost(t *testing.T, names ...string) *Host {
 	return h
 }
 
+// preferred returns the name of the backend h prefers now.
+func preferred(t *testing.T, h *Host) string {
+	t.Helper()
+	b, err := h.AcquirePreferred(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b.Name()
+}
+
 // compileOn acquires backend name of h and compiles prog on it, failing the
 // test on an error.
 func compileOn(t *testing.T, h *Host, name string, prog *ir.Program) (*Backend, *Pipeline) {

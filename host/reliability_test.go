@@ -166,15 +166,7 @@ func TestPlainPluginErrorIsTypedAndImmediate(t *testing.T) {
 func TestSickPluginIsSidelined(t *testing.T) {
 	h := openWith(t, Options{RestartBackoff: 300 * time.Millisecond, MaxRestartBackoff: 300 * time.Millisecond}, "fx-flaky", "fx-zeros")
 	ctx := context.Background()
-	pick := func() string {
-		t.Helper()
-		b, err := h.AcquirePreferred(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return b.Name()
-	}
-	if got := pick(); got != "fx-flaky:0" {
+	if got := preferred(t, h); got != "fx-flaky:0" {
 		t.Fatalf("preferred %s, want fx-flaky:0 (its adapter scores higher)", got)
 	}
 	crash := func() {
@@ -186,7 +178,7 @@ func TestSickPluginIsSidelined(t *testing.T) {
 		}
 	}
 	crash()
-	if got := pick(); got != "fx-zeros:0" {
+	if got := preferred(t, h); got != "fx-zeros:0" {
 		t.Fatalf("right after fx-flaky crashed, preferred %s; want fx-zeros:0 without waiting out the backoff", got)
 	}
 	crash()
@@ -211,12 +203,12 @@ func TestSickPluginIsSidelined(t *testing.T) {
 	}
 	// Failing stays failing past its backoff: the background probe crashes too.
 	time.Sleep(400 * time.Millisecond)
-	if got := pick(); got != "fx-zeros:0" {
+	if got := preferred(t, h); got != "fx-zeros:0" {
 		t.Fatalf("a failing plugin was preferred: %s", got)
 	}
 	// Healed, the next probe succeeds and fx-flaky is preferred again.
 	t.Setenv(healedEnv, "1")
-	eventually(t, "fx-flaky preferred again after a successful probe", func() bool { return pick() == "fx-flaky:0" })
+	eventually(t, "fx-flaky preferred again after a successful probe", func() bool { return preferred(t, h) == "fx-flaky:0" })
 	if s := statsOf(t, h, "fx-flaky"); s.State != StateReady || s.Errors[KindCrashed] < 3 {
 		t.Fatalf("stats %+v", s)
 	}
