@@ -27,34 +27,27 @@ func writerKey(w, i int) Key {
 }
 
 func TestHelperProcess(t *testing.T) {
-	role := os.Getenv(roleEnv)
-	if role == "" {
-		return
-	}
 	path := os.Getenv(pathEnv)
 	w, _ := strconv.Atoi(os.Getenv(writerEnv))
 	ctx := context.Background()
-	for i := 0; role == "loop" || i < 50; i++ {
+	proctest.RunChild(roleEnv, 50, func(role string, i int) int {
 		s, err := Load(path)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, err)
-			os.Exit(2)
+			return 2
 		}
 		if err := s.Put(writerKey(w, i%500), Record{WorkgroupSize: [3]uint32{uint32(i), 1, 1}, Unroll: uint32(w), RecordedAt: "2026-05-02"}); err != nil {
-			os.Exit(3)
+			return 3
 		}
 		if role == "loop" && i%3 == 2 {
 			s.Forget(writerKey(w, (i-1)%500))
 		}
 		if _, err := s.SaveIfDirty(ctx); err != nil {
 			fmt.Fprintln(os.Stderr, err)
-			os.Exit(4)
+			return 4
 		}
-		if i == 0 && role == "loop" {
-			proctest.Ready()
-		}
-	}
-	os.Exit(0)
+		return 0
+	})
 }
 
 func storeChild(role, path string, w int) *exec.Cmd {
@@ -67,12 +60,7 @@ func TestEightProcessesSavingFiftyRecordsEachLoseNothing(t *testing.T) {
 	}
 	path := storePath(t)
 	start := time.Now()
-	var cmds []*exec.Cmd
-	for w := 0; w < 8; w++ {
-		cmds = append(cmds, storeChild("put50", path, w))
-	}
-	proctest.Start(t, cmds...)
-	proctest.Wait(t, "writer process", cmds...)
+	proctest.RunAll(t, "writer process", 8, func(w int) *exec.Cmd { return storeChild("put50", path, w) })
 	elapsed := time.Since(start)
 	s := load(t, path)
 	if s.Len() != 400 {

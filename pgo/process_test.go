@@ -23,33 +23,26 @@ const (
 )
 
 func TestHelperProcess(t *testing.T) {
-	role := os.Getenv(roleEnv)
-	if role == "" {
-		return
-	}
 	path := os.Getenv(pathEnv)
 	w, _ := strconv.Atoi(os.Getenv(writerEnv))
 	ctx := context.Background()
-	for i := 0; role == "loop" || i < 25; i++ {
+	proctest.RunChild(roleEnv, 25, func(_ string, i int) int {
 		tbl, err := Load(path)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, err)
-			os.Exit(2)
+			return 2
 		}
 		op := fmt.Sprintf("op.%d.%d", w, i%200)
 		backends := []Backend{fake("vulkan:0", time.Duration(w+1)), fake("cpu-ref", time.Duration(100+i))}
 		if _, err := tbl.Certify(ctx, op, testProgram, nil, Config{}, backends); err != nil {
-			os.Exit(3)
+			return 3
 		}
 		if _, err := tbl.Save(ctx); err != nil {
 			fmt.Fprintln(os.Stderr, err)
-			os.Exit(4)
+			return 4
 		}
-		if i == 0 && role == "loop" {
-			proctest.Ready()
-		}
-	}
-	os.Exit(0)
+		return 0
+	})
 }
 
 func tableChild(role, path string, w int) *exec.Cmd {
@@ -61,12 +54,7 @@ func TestProcessesSavingRoutesLoseNothing(t *testing.T) {
 		t.Skip("starts 4 processes")
 	}
 	path := tablePath(t)
-	var cmds []*exec.Cmd
-	for w := 0; w < 4; w++ {
-		cmds = append(cmds, tableChild("certify25", path, w))
-	}
-	proctest.Start(t, cmds...)
-	proctest.Wait(t, "writer process", cmds...)
+	proctest.RunAll(t, "writer process", 4, func(w int) *exec.Cmd { return tableChild("certify25", path, w) })
 	tbl := loadTable(t, path)
 	if tbl.Len() != 100 {
 		t.Fatalf("%d routes, want 100 (4 processes × 25)", tbl.Len())

@@ -200,12 +200,7 @@ func TestLockSerialisesProcesses(t *testing.T) {
 		t.Skip("starts 4 processes")
 	}
 	target := filepath.Join(t.TempDir(), "counter")
-	var cmds []*exec.Cmd
-	for i := 0; i < 4; i++ {
-		cmds = append(cmds, child(t, "count", target))
-	}
-	proctest.Start(t, cmds...)
-	proctest.Wait(t, "counter child", cmds...)
+	proctest.RunAll(t, "counter child", 4, func(int) *exec.Cmd { return child(t, "count", target) })
 	data, err := os.ReadFile(target)
 	if err != nil {
 		t.Fatal(err)

@@ -70,3 +70,36 @@ func KillWhenReady(t testing.TB, cmd *exec.Cmd, maxDelay time.Duration) {
 	}
 	cmd.Wait()
 }
+
+// RunAll starts the children child(0), ..., child(n-1) together and waits for
+// them all, failing the test with "<what>: <error>" if one fails.
+func RunAll(t testing.TB, what string, n int, child func(w int) *exec.Cmd) {
+	t.Helper()
+	cmds := make([]*exec.Cmd, n)
+	for w := range cmds {
+		cmds[w] = child(w)
+	}
+	Start(t, cmds...)
+	Wait(t, what, cmds...)
+}
+
+// RunChild is the child side of a TestHelperProcess. When the variable roleEnv
+// is set it calls step with its value and i = 0, 1, ...: n times, or until the
+// child is killed for the role "loop" (which says Ready after the first step);
+// then it exits with status 0, or at once with a nonzero status step returns.
+// In the parent (roleEnv unset) it returns at once.
+func RunChild(roleEnv string, n int, step func(role string, i int) (status int)) {
+	role := os.Getenv(roleEnv)
+	if role == "" {
+		return
+	}
+	for i := 0; role == "loop" || i < n; i++ {
+		if status := step(role, i); status != 0 {
+			os.Exit(status)
+		}
+		if i == 0 && role == "loop" {
+			Ready()
+		}
+	}
+	os.Exit(0)
+}
