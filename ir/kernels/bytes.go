@@ -30,6 +30,18 @@ func BytesU32(data []byte) []uint32 {
 	return decodeEach(data, 4, binary.LittleEndian.Uint32)
 }
 
+// U16Bytes encodes values as little-endian 2-byte buffer data: raw f16 or bf16
+// bit patterns (IR v1.2).
+func U16Bytes(values []uint16) []byte {
+	return encodeEach(values, 2, binary.LittleEndian.PutUint16)
+}
+
+// BytesU16 decodes little-endian 2-byte buffer data to its bit patterns; a
+// trailing partial element is ignored.
+func BytesU16(data []byte) []uint16 {
+	return decodeEach(data, 2, binary.LittleEndian.Uint16)
+}
+
 // F16Bytes encodes values, rounded to f16 (ties to even), as little-endian
 // 2-byte buffer data (IR v1.2).
 func F16Bytes(values []float32) []byte {
