@@ -164,18 +164,24 @@ func TestBinarySound(t *testing.T) {
 	}
 }
 
+// samples draws lanes random ranges of typ and a value in each (bools 0 or 1).
+func samples(rng *rand.Rand, typ ir.Type) ([]ranges.Range, []uint32) {
+	ra, xs := make([]ranges.Range, lanes), make([]uint32, lanes)
+	for i := range lanes {
+		ra[i] = randomRange(rng, typ)
+		xs[i] = sample(rng, ra[i])
+		if typ == ir.Bool {
+			xs[i] = min(xs[i], 1)
+		}
+	}
+	return ra, xs
+}
+
 func TestUnarySound(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	for _, typ := range []ir.Type{ir.U32, ir.I32, ir.Bool} {
 		for _, op := range ir.UnaryOps() {
-			ra, xs := make([]ranges.Range, lanes), make([]uint32, lanes)
-			for i := range lanes {
-				ra[i] = randomRange(rng, typ)
-				xs[i] = sample(rng, ra[i])
-				if typ == ir.Bool {
-					xs[i] = min(xs[i], 1)
-				}
-			}
+			ra, xs := samples(rng, typ)
 			got, ok := run(t, typ, typ, [][]uint32{xs}, func(a []ir.Expr) ir.Expr { return ir.UnaryExpr{Op: op, X: a[0]} })
 			if !ok {
 				continue
@@ -194,14 +200,7 @@ func TestCastAndSelectSound(t *testing.T) {
 	types := []ir.Type{ir.U32, ir.I32, ir.Bool}
 	for _, from := range types {
 		for _, to := range types {
-			ra, xs := make([]ranges.Range, lanes), make([]uint32, lanes)
-			for i := range lanes {
-				ra[i] = randomRange(rng, from)
-				xs[i] = sample(rng, ra[i])
-				if from == ir.Bool {
-					xs[i] = min(xs[i], 1)
-				}
-			}
+			ra, xs := samples(rng, from)
 			got, _ := run(t, from, to, [][]uint32{xs}, func(a []ir.Expr) ir.Expr { return ir.Cast(to, a[0]) })
 			for i, v := range got {
 				if r := ranges.Cast(from, to, ra[i]); !r.Contains(v) {
