@@ -24,14 +24,37 @@ var (
 )
 
 // NewFloat16 rounds x to the nearest binary16 value, ties to even.
-func NewFloat16(x float32) Float16 { return Float16(binary16.round(float64(x))) }
+func NewFloat16(x float32) Float16 {
+	b := math.Float32bits(x)
+	sign := uint32(b>>16) & 0x8000
+	exp := int32(b>>23&0xff) - 127 + 15
+	if exp <= 0 || exp >= 31 { // zero, subnormal, overflow, inf or NaN: the general rounding
+		return Float16(binary16.round(float64(x)))
+	}
+	// A normal binary16 exponent: keep 10 of the 23 fraction bits, ties to even;
+	// a carry out of the fraction steps the exponent (to inf past the largest).
+	mant := b & 0x7fffff
+	h := uint32(exp)<<10 | mant>>13
+	if rest := mant & 0x1fff; rest > 0x1000 || rest == 0x1000 && h&1 == 1 {
+		h++
+	}
+	return Float16(sign | h)
+}
 
 // Float16FromFloat64 rounds x to the nearest binary16 value, ties to even, in one
 // rounding (no pass through float32).
 func Float16FromFloat64(x float64) Float16 { return Float16(binary16.round(x)) }
 
 // NewBFloat16 rounds x to the nearest bfloat16 value, ties to even.
-func NewBFloat16(x float32) BFloat16 { return BFloat16(bfloat16.round(float64(x))) }
+func NewBFloat16(x float32) BFloat16 {
+	b := math.Float32bits(x)
+	if b&0x7f800000 == 0x7f800000 { // inf or NaN
+		return BFloat16(bfloat16.round(float64(x)))
+	}
+	// bfloat16 is float32's upper half: round the lower half away, ties to
+	// even; a carry steps the exponent (to inf past the largest).
+	return BFloat16((b + 0x7fff + (b>>16)&1) >> 16)
+}
 
 // BFloat16FromFloat64 rounds x to the nearest bfloat16 value, ties to even, in one
 // rounding.
@@ -42,6 +65,9 @@ func (h Float16) Float64() float64 { return binary16.value(uint16(h)) }
 
 // Float32 returns h's value exactly.
 func (h Float16) Float32() float32 {
+	if e := uint32(h>>10) & 0x1f; e != 0 && e != 31 { // normal: rebias the exponent
+		return math.Float32frombits(uint32(h&0x8000)<<16 | (e+127-15)<<23 | uint32(h&0x3ff)<<13)
+	}
 	if h.IsNaN() {
 		return math.Float32frombits(uint32(h&0x8000)<<16 | 0x7fc00000 | uint32(h&0x3ff)<<13)
 	}

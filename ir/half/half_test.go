@@ -207,3 +207,36 @@ func TestFMARoundsOnce(t *testing.T) {
 		t.Fatal("the unfused form should lose the tiny addend here; the test no longer pins FMA")
 	}
 }
+
+// TestFastConversionsMatchTheGeneralRounding pins NewFloat16's and
+// NewBFloat16's bit-level fast paths to the general rounding they skip, on
+// random float32 bit patterns and on every float32 with a 16-bit tail around
+// each binary16 and bfloat16 rounding boundary.
+func TestFastConversionsMatchTheGeneralRounding(t *testing.T) {
+	check := func(b uint32) {
+		x := math.Float32frombits(b)
+		if h, want := NewFloat16(x), Float16(binary16.round(float64(x))); h != want && !(h.IsNaN() && want.IsNaN()) {
+			t.Fatalf("NewFloat16(%#08x) = %#04x, general rounding %#04x", b, h, want)
+		}
+		if h, want := NewBFloat16(x), BFloat16(bfloat16.round(float64(x))); h != want && !(h.IsNaN() && want.IsNaN()) {
+			t.Fatalf("NewBFloat16(%#08x) = %#04x, general rounding %#04x", b, h, want)
+		}
+	}
+	r := rand.New(rand.NewPCG(5, 6))
+	for range 1 << 20 {
+		check(r.Uint32())
+	}
+	for hi := uint32(0); hi < 1<<16; hi += 97 {
+		for _, lo := range []uint32{0, 1, 0x0fff, 0x1000, 0x1001, 0x1fff, 0x2000, 0x7fff, 0x8000, 0x8001, 0xffff} {
+			check(hi<<16 | lo)
+		}
+	}
+}
+
+func BenchmarkNewFloat16(b *testing.B) {
+	var sink Float16
+	for i := range b.N {
+		sink ^= NewFloat16(float32(i&1023) * 0.37)
+	}
+	_ = sink
+}
