@@ -42,7 +42,17 @@ func TestRunRepeat(t *testing.T) {
 		})
 	}
 	dir := plugins(t, "cpuref")
-	code, out, errOut := kiln(t, "--plugins", dir, "run", "--kernel", "vector_add", "--size", "1000", "--backend", "cpu-ref", "--repeat", "3", "--warmup", "1ms")
+	// 16-bit buffers count 2 bytes an element: the output binding is 2n bytes
+	// (a 4n-byte one would double len(out) and the bytes moved).
+	code, out, errOut := kiln(t, "--plugins", dir, "--json", "run", "--kernel", "vector_add_f16", "--size", "1001", "--backend", "cpu-ref", "--repeat", "3", "--warmup", "1ms")
+	var j16 runJSON
+	if code != 0 || json.Unmarshal([]byte(out), &j16) != nil {
+		t.Fatalf("vector_add_f16: exit %d: %s\n%s", code, errOut, out)
+	}
+	if want := 1001 * 2 * 3 / float64(j16.SubmitNs); j16.Gbps/want-1 > 1e-9 || j16.Gbps/want-1 < -1e-9 {
+		t.Errorf("vector_add_f16 gbps %v, want %v (6 bytes an element)", j16.Gbps, want)
+	}
+	code, out, errOut = kiln(t, "--plugins", dir, "run", "--kernel", "vector_add", "--size", "1000", "--backend", "cpu-ref", "--repeat", "3", "--warmup", "1ms")
 	if code != 0 || !strings.Contains(out, "3 runs after") || !strings.Contains(out, "GB/s") || !strings.Contains(out, "no device timestamps") {
 		t.Errorf("exit %d: %s\n%s", code, errOut, out)
 	}

@@ -92,13 +92,14 @@ func Repeat(ctx context.Context, h *host.Host, j Job, backend string, opts Repea
 	}
 	bound := boundOf(w)
 	for _, d := range j.Program.Buffers {
-		size := int64(d.Count) * pluginapi.ElementBytes
+		elem := int64(d.Type.Size()) // 2 for f16 and bf16 (IR v1.2)
+		size := int64(d.Count) * elem
 		switch {
 		case d.Count > 0:
 		case d.Access.Readable() && int(d.Binding) < len(w.Inputs):
 			size = int64(len(w.Inputs[d.Binding]))
 		case int(d.Binding) < len(w.OutputCounts):
-			size = int64(w.OutputCounts[d.Binding]) * pluginapi.ElementBytes
+			size = int64(w.OutputCounts[d.Binding]) * elem
 		}
 		buf, err := b.Alloc(ctx, max(size, pluginapi.ElementBytes), 0)
 		if err != nil {
@@ -110,7 +111,7 @@ func Repeat(ctx context.Context, h *host.Host, j Job, backend string, opts Repea
 				return nil, err
 			}
 		}
-		bound.Bindings = append(bound.Bindings, host.Binding{Buffer: buf, Size: max(size, pluginapi.ElementBytes)})
+		bound.Bindings = append(bound.Bindings, host.Binding{Buffer: buf, Size: max(size, elem)})
 		if d.Access.Readable() {
 			t.Bytes += size
 		}
