@@ -1,0 +1,71 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io/fs"
+	"os"
+	"strings"
+	"testing"
+	"time"
+)
+
+// testApp is the app of one kiln invocation with plugins from dir and the
+// default global flags, for calling a command's run function directly; out
+// and errOut are its streams.
+func testApp(dir string, asJSON bool) (a *app, out, errOut *bytes.Buffer) {
+	out, errOut = &bytes.Buffer{}, &bytes.Buffer{}
+	return &app{out: out, errOut: errOut, pluginDir: dir, logLevel: "off", startTimeout: 10 * time.Second, json: asJSON}, out, errOut
+}
+
+// decode decodes what a run function printed with --json into v.
+func decode(t *testing.T, out *bytes.Buffer, v any) {
+	t.Helper()
+	if err := json.Unmarshal(out.Bytes(), v); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+}
+
+// TestRunTuneWithOptions calls kiln tune's run function with an options
+// struct: it refuses what cannot tune before starting a plugin, and a dry run
+// on cpu-ref reports a winner and records nothing.
+func TestRunTuneWithOptions(t *testing.T) {
+	paths := freshHomes(t)
+	ctx := context.Background()
+	a, _, _ := testApp(t.TempDir(), false)
+	for _, tc := range []struct {
+		o    tuneOptions
+		want string
+	}{
+		{tuneOptions{Backend: "cpu-ref", Runs: 1}, "no --kernel"},
+		{tuneOptions{Targets: []string{"vector_add"}, Runs: 1}, "no --backend"},
+		{tuneOptions{Targets: []string{"vector_add"}, Backend: "cpu-ref"}, "--runs must be at least 1"},
+		{tuneOptions{Targets: []string{"vector_add"}, Backend: "cpu-ref", Runs: 1, Workgroups: []string{"0"}}, "not a positive count"},
+	} {
+		tc.o.app = a
+		if err := runTune(ctx, &tc.o); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("runTune(%+v) = %v, want %q", tc.o, err, tc.want)
+		}
+	}
+
+	a, out, _ := testApp(plugins(t, "cpuref"), true)
+	o := &tuneOptions{app: a, Targets: []string{"vector_add"}, Sizes: []string{"1021"}, Backend: "cpu-ref", Seed: 1,
+		Runs: 1, DryRun: true, Workgroups: []string{"64", "128"}}
+	if err := runTune(ctx, o); err != nil {
+		t.Fatal(err)
+	}
+	var j tuneJSON
+	decode(t, out, &j)
+	if !j.DryRun || j.Store != paths.Autotune || len(j.Results) != 1 || j.Results[0].Winner == "" || j.Results[0].Key != "" {
+		t.Fatalf("dry run = %+v", j)
+	}
+	// The program's own workgroup (256) is always tried: 3 sizes × epi 1, 2, 4, 8.
+	if r := j.Results[0]; r.Candidates != 12 || r.Measured != 12 {
+		t.Fatalf("result = %+v", r)
+	}
+	if _, err := os.Stat(paths.Autotune); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("a dry run wrote %s (%v)", paths.Autotune, err)
+	}
+}
