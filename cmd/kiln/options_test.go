@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/kiln-dev/kiln/cmd/kiln/internal/runs"
 )
 
 // testApp is the app of one kiln invocation with plugins from dir and the
@@ -67,5 +69,49 @@ func TestRunTuneWithOptions(t *testing.T) {
 	}
 	if _, err := os.Stat(paths.Autotune); !errors.Is(err, fs.ErrNotExist) {
 		t.Fatalf("a dry run wrote %s (%v)", paths.Autotune, err)
+	}
+}
+
+// TestRunRunWithOptions calls kiln run's run function with an options
+// struct: a corpus kernel verified on cpu-ref, the kernel list, and the
+// refusals of what does not say one thing to run.
+func TestRunRunWithOptions(t *testing.T) {
+	freshHomes(t)
+	ctx := context.Background()
+	dir := plugins(t, "cpuref")
+	for _, tc := range []struct {
+		o    runOptions
+		want string
+	}{
+		{runOptions{}, "say what to run"},
+		{runOptions{Kernel: "saxpy", All: true}, "say what to run"},
+		{runOptions{All: true, Fallback: true}, "--fallback applies to one run"},
+		{runOptions{All: true, Repeat: 2}, "--repeat times one run"},
+		{runOptions{Kernel: "nope", Sizes: []string{"4"}}, `no corpus kernel "nope"`},
+		{runOptions{Kernel: "saxpy"}, "--kernel needs one --size N"},
+	} {
+		a, _, _ := testApp(dir, false)
+		tc.o.app = a
+		if err := runRun(ctx, &tc.o); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("runRun(%+v) = %v, want %q", tc.o, err, tc.want)
+		}
+	}
+
+	a, out, _ := testApp(dir, true)
+	if err := runRun(ctx, &runOptions{app: a, Kernel: "saxpy", Sizes: []string{"64"}, Seed: 1, Verify: true, File: runs.FileArgs{Backend: "cpu-ref"}}); err != nil {
+		t.Fatal(err)
+	}
+	var j runJSON
+	decode(t, out, &j)
+	if !strings.HasPrefix(j.Backend, "cpu-ref") || j.Kernel != "saxpy" || j.Size != 64 || !j.Verified || j.Selection != "explicit" {
+		t.Fatalf("run = %+v", j)
+	}
+
+	a, out, _ = testApp(dir, false)
+	if err := runRun(ctx, &runOptions{app: a, List: true}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(out.String(), "KERNEL") || !strings.Contains(out.String(), "saxpy") {
+		t.Fatalf("run --list:\n%s", out)
 	}
 }
