@@ -11,7 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kiln-dev/kiln/cache"
 	"github.com/kiln-dev/kiln/cmd/kiln/internal/runs"
+	"github.com/kiln-dev/kiln/remote"
 )
 
 // testApp is the app of one kiln invocation with plugins from dir and the
@@ -113,5 +115,73 @@ func TestRunRunWithOptions(t *testing.T) {
 	}
 	if !strings.HasPrefix(out.String(), "KERNEL") || !strings.Contains(out.String(), "saxpy") {
 		t.Fatalf("run --list:\n%s", out)
+	}
+}
+
+// TestCacheRunFunctionsWithOptions calls the kiln cache subcommands' run
+// functions directly: stats, trim (and its --max refusal), clear, verify, and
+// push and pull through a file:// fleet tier named by --remote.
+func TestCacheRunFunctionsWithOptions(t *testing.T) {
+	paths := freshHomes(t)
+	t.Setenv(remote.Env, "")
+	ctx := context.Background()
+	c, err := cache.Open(paths.PipelineCache)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 2 {
+		if err := c.Write(cache.Key{BackendID: "test", SpecHash: uint64(i)}, bytes.Repeat([]byte{byte(i)}, 100)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	a, out, _ := testApp(t.TempDir(), true)
+	if err := runCacheStats(ctx, &cacheStatsOptions{app: a, Zero: true}); err != nil {
+		t.Fatal(err)
+	}
+	var stats cacheStatsJSON
+	decode(t, out, &stats)
+	if stats.Root != paths.PipelineCache || stats.Entries != 2 || !stats.UsageZeroed {
+		t.Fatalf("stats = %+v", stats)
+	}
+
+	a, out, _ = testApp(t.TempDir(), false)
+	if err := runCacheTrim(ctx, &cacheTrimOptions{app: a, Max: "lots"}); err == nil || !strings.Contains(err.Error(), "--max \"lots\"") {
+		t.Fatalf("trim --max lots = %v", err)
+	}
+	if err := runCacheVerify(ctx, a); err != nil || !strings.Contains(out.String(), "2 entries checked, 2 valid") {
+		t.Fatalf("verify = %v:\n%s", err, out)
+	}
+
+	fleet := "file://" + t.TempDir()
+	if err := runCachePush(ctx, &fleetOptions{app: a}); err == nil || !strings.Contains(err.Error(), remote.Env) {
+		t.Fatalf("push without a fleet tier = %v", err)
+	}
+	a, out, _ = testApp(t.TempDir(), true)
+	if err := runCachePush(ctx, &fleetOptions{app: a, Remote: fleet}); err != nil {
+		t.Fatal(err)
+	}
+	var push cachePushJSON
+	decode(t, out, &push)
+	if push.Remote != fleet || push.Pipelines != 2 {
+		t.Fatalf("push = %+v", push)
+	}
+
+	a, out, _ = testApp(t.TempDir(), true)
+	if err := runCacheClear(ctx, a); err != nil {
+		t.Fatal(err)
+	}
+	var clear cacheClearJSON
+	decode(t, out, &clear)
+	if clear.Removed != 2 {
+		t.Fatalf("clear = %+v", clear)
+	}
+	a, out, _ = testApp(t.TempDir(), true)
+	if err := runCachePull(ctx, &fleetOptions{app: a, Remote: fleet}); err != nil {
+		t.Fatal(err)
+	}
+	var pull cachePullJSON
+	decode(t, out, &pull)
+	if pull.Pipelines != 2 || pull.PipelinesBad != 0 {
+		t.Fatalf("pull = %+v", pull)
 	}
 }
