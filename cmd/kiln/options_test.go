@@ -185,3 +185,43 @@ func TestCacheRunFunctionsWithOptions(t *testing.T) {
 		t.Fatalf("pull = %+v", pull)
 	}
 }
+
+// TestRunDevicesAndBackendsWithOptions calls kiln devices' and kiln backends'
+// run functions directly, as JSON and as text, and on an empty plugins
+// directory (an empty JSON list, never null).
+func TestRunDevicesAndBackendsWithOptions(t *testing.T) {
+	ctx := context.Background()
+	dir := plugins(t, "cpuref")
+	a, out, _ := testApp(dir, true)
+	if err := runDevices(ctx, &surveyOptions{app: a}); err != nil {
+		t.Fatal(err)
+	}
+	var devs []deviceJSON
+	decode(t, out, &devs)
+	if len(devs) != 1 || devs[0].ID != "cpu-ref" || !devs[0].ReferenceOracle || devs[0].Profile.MaxInvocationsPerWorkgroup != 1024 {
+		t.Fatalf("devices = %+v", devs)
+	}
+	a, out, _ = testApp(dir, false)
+	if err := runDevices(ctx, &surveyOptions{app: a}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "oracle        yes: used only when named") {
+		t.Fatalf("devices:\n%s", out)
+	}
+	a, out, _ = testApp(dir, false)
+	if err := runBackends(ctx, &surveyOptions{app: a}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(out.String(), "BACKEND") || !strings.Contains(out.String(), "cpu-ref") {
+		t.Fatalf("backends:\n%s", out)
+	}
+	for _, run := range []func(context.Context, *surveyOptions) error{runDevices, runBackends} {
+		a, out, _ = testApp(t.TempDir(), true)
+		if err := run(ctx, &surveyOptions{app: a}); err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.TrimSpace(out.String()); got != "[]" {
+			t.Fatalf("no plugins: %s, want []", got)
+		}
+	}
+}
