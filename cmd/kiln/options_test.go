@@ -7,6 +7,8 @@ import (
 	"errors"
 	"io/fs"
 	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -223,5 +225,52 @@ func TestRunDevicesAndBackendsWithOptions(t *testing.T) {
 		if got := strings.TrimSpace(out.String()); got != "[]" {
 			t.Fatalf("no plugins: %s, want []", got)
 		}
+	}
+}
+
+// TestRunCompileWithOptions calls kiln compile's run function directly: the
+// refusals of what does not say what to compile or where it goes, then a
+// corpus kernel's SPIR-V written to a file, described as JSON and as text.
+func TestRunCompileWithOptions(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		o    compileOptions
+		want string
+	}{
+		{compileOptions{Output: "-"}, "say what to compile"},
+		{compileOptions{Kernel: "saxpy", Program: "p.json", Output: "-"}, "say what to compile"},
+		{compileOptions{Kernel: "saxpy"}, "no output"},
+		{compileOptions{Kernel: "saxpy", Output: "-", Dis: true, Emit: "spirv"}, "both write to stdout"},
+		{compileOptions{Kernel: "saxpy", Dis: true, Emit: "ptx"}, "--dis disassembles SPIR-V, not ptx"},
+		{compileOptions{Kernel: "nope", Output: "-"}, `no corpus kernel "nope"`},
+		{compileOptions{Kernel: "saxpy", Output: "-", WG: "1,2,3,4"}, "1,2,3,4"},
+	} {
+		a, _, _ := testApp(t.TempDir(), false)
+		tc.o.app = a
+		if err := runCompile(ctx, &tc.o); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("runCompile(%+v) = %v, want %q", tc.o, err, tc.want)
+		}
+	}
+
+	dir := emitterPlugins(t)
+	spv := filepath.Join(t.TempDir(), "saxpy.spv")
+	a, out, _ := testApp(dir, true)
+	o := &compileOptions{app: a, Kernel: "saxpy", Backend: "vulkan", Emit: "spirv", Output: spv}
+	if err := runCompile(ctx, o); err != nil {
+		t.Fatal(err)
+	}
+	var j compileJSON
+	decode(t, out, &j)
+	code, err := os.ReadFile(spv)
+	if err != nil || j.Bytes != len(code) || j.Output != spv || j.Backend != "vulkan:0" || j.EntryPoint != "main" {
+		t.Fatalf("compile = %+v (%d bytes, %v)", j, len(code), err)
+	}
+	a, out, _ = testApp(dir, false)
+	o.app = a
+	if err := runCompile(ctx, o); err != nil {
+		t.Fatal(err)
+	}
+	if want := "wrote " + spv + ": " + strconv.Itoa(len(code)) + " bytes of spirv for kiln.vector.saxpy.f32 from vulkan:0 ("; !strings.HasPrefix(out.String(), want) {
+		t.Fatalf("compile printed %q, want the prefix %q", out, want)
 	}
 }
