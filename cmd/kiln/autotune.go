@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -108,11 +109,17 @@ func (a *app) autotuneListCommand() *cobra.Command {
 	}
 }
 
+// autotuneForgetOptions are kiln autotune forget's flags and KEY arguments.
+type autotuneForgetOptions struct {
+	*app
+	Kernel  string
+	Adapter string
+	All     bool
+	Args    []string // the arguments
+}
+
 func (a *app) autotuneForgetCommand() *cobra.Command {
-	var (
-		kernel, adapter string
-		all             bool
-	)
+	o := &autotuneForgetOptions{app: a}
 	cmd := &cobra.Command{
 		Use:   "forget [KEY[@ADAPTER]...] [--kernel NAME] [--adapter ADAPTER] [--all]",
 		Short: "Remove autotune records: by key, by kernel or program, by adapter, or all",
@@ -126,63 +133,69 @@ as "cuda" for all its devices), or --all. --adapter also narrows KEY and
 --kernel. The store is saved under its lock, merged with what other processes
 wrote meanwhile.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if len(args) == 0 && kernel == "" && adapter == "" && !all {
-				return errors.New("nothing to forget. Fix: pass a KEY, --kernel NAME, --adapter ADAPTER or --all")
-			}
-			if all && (len(args) > 0 || kernel != "") {
-				return errors.New("--all with a KEY or --kernel. Fix: pass one or the other")
-			}
-			path, err := autotune.DefaultPath()
-			if err != nil {
-				return err
-			}
-			st, err := autotune.Load(path)
-			if err != nil {
-				return err
-			}
-			var target *forgetTarget
-			if kernel != "" {
-				if target, err = resolveForgetTarget(kernel, st.Records()); err != nil {
-					return err
-				}
-			}
-			adapterMatches := func(key autotune.Key) bool {
-				if adapter == "" {
-					return true
-				}
-				id, _, _ := autotune.SplitDeviceAdapter(key.Adapter())
-				return key.Adapter() == adapter || id == adapter
-			}
-			var forgotten []string
-			for key, rec := range st.Records() {
-				match := false
-				for _, arg := range args {
-					hex, ad, hasAdapter := strings.Cut(arg, "@")
-					if key.Hex() == hex && (!hasAdapter || key.Adapter() == ad) {
-						match = true
-					}
-				}
-				if target != nil && target.matches(key, rec) {
-					match = true
-				}
-				if (all || (len(args) == 0 && target == nil)) || match {
-					if adapterMatches(key) && st.Forget(key) {
-						forgotten = append(forgotten, key.String())
-					}
-				}
-			}
-			sort.Strings(forgotten)
-			if _, err := st.SaveIfDirty(cmd.Context()); err != nil {
-				return err
-			}
-			return a.printForgotten("store", "record(s)", path, forgotten)
+			o.Args = args
+			return runAutotuneForget(cmd.Context(), o)
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&kernel, "kernel", "", "forget the records of this corpus kernel, program file (PROGRAM.json) or program name")
-	f.StringVar(&adapter, "adapter", "", "forget only records of this adapter (backend/fingerprint, or a backend id)")
-	f.BoolVar(&all, "all", false, "forget every record (narrowed by --adapter)")
+	f.StringVar(&o.Kernel, "kernel", "", "forget the records of this corpus kernel, program file (PROGRAM.json) or program name")
+	f.StringVar(&o.Adapter, "adapter", "", "forget only records of this adapter (backend/fingerprint, or a backend id)")
+	f.BoolVar(&o.All, "all", false, "forget every record (narrowed by --adapter)")
 	return cmd
+}
+
+// runAutotuneForget is kiln autotune forget.
+func runAutotuneForget(ctx context.Context, o *autotuneForgetOptions) error {
+	if len(o.Args) == 0 && o.Kernel == "" && o.Adapter == "" && !o.All {
+		return errors.New("nothing to forget. Fix: pass a KEY, --kernel NAME, --adapter ADAPTER or --all")
+	}
+	if o.All && (len(o.Args) > 0 || o.Kernel != "") {
+		return errors.New("--all with a KEY or --kernel. Fix: pass one or the other")
+	}
+	path, err := autotune.DefaultPath()
+	if err != nil {
+		return err
+	}
+	st, err := autotune.Load(path)
+	if err != nil {
+		return err
+	}
+	var target *forgetTarget
+	if o.Kernel != "" {
+		if target, err = resolveForgetTarget(o.Kernel, st.Records()); err != nil {
+			return err
+		}
+	}
+	adapterMatches := func(key autotune.Key) bool {
+		if o.Adapter == "" {
+			return true
+		}
+		id, _, _ := autotune.SplitDeviceAdapter(key.Adapter())
+		return key.Adapter() == o.Adapter || id == o.Adapter
+	}
+	var forgotten []string
+	for key, rec := range st.Records() {
+		match := false
+		for _, arg := range o.Args {
+			hex, ad, hasAdapter := strings.Cut(arg, "@")
+			if key.Hex() == hex && (!hasAdapter || key.Adapter() == ad) {
+				match = true
+			}
+		}
+		if target != nil && target.matches(key, rec) {
+			match = true
+		}
+		if (o.All || (len(o.Args) == 0 && target == nil)) || match {
+			if adapterMatches(key) && st.Forget(key) {
+				forgotten = append(forgotten, key.String())
+			}
+		}
+	}
+	sort.Strings(forgotten)
+	if _, err := st.SaveIfDirty(ctx); err != nil {
+		return err
+	}
+	return o.printForgotten("store", "record(s)", path, forgotten)
 }
 
 // forgetTarget is what `kiln autotune forget --kernel` names: records of

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -123,11 +124,16 @@ median_ns, observations}).`,
 	}
 }
 
+// routesForgetOptions are kiln routes forget's flags and OP arguments.
+type routesForgetOptions struct {
+	*app
+	Backend string
+	All     bool
+	Args    []string // the arguments
+}
+
 func (a *app) routesForgetCommand() *cobra.Command {
-	var (
-		backend string
-		all     bool
-	)
+	o := &routesForgetOptions{app: a}
 	cmd := &cobra.Command{
 		Use:   "forget [OP|KERNEL|PROGRAM.json...] [--backend ID] [--all]",
 		Short: "Remove PGO routes: by op, corpus kernel or program file, by backend, or all",
@@ -142,37 +148,43 @@ the preferred backend until kiln certify measures it again.
 The table is saved under its lock, merged with what other processes wrote
 meanwhile. Routes in the fleet tier ($KILN_REMOTE) are not removed.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if len(args) == 0 && backend == "" && !all {
-				return errors.New("nothing to forget. Fix: pass an OP, a corpus KERNEL, a PROGRAM.json, --backend ID or --all")
-			}
-			if all && len(args) > 0 {
-				return errors.New("--all with an OP. Fix: pass one or the other")
-			}
-			ops := map[string]bool{}
-			for _, arg := range args {
-				op, err := opOf(arg)
-				if err != nil {
-					return err
-				}
-				ops[op] = true
-			}
-			path, table, err := loadRoutes()
-			if err != nil {
-				return err
-			}
-			forgotten := table.Forget(func(op string, r pgo.Route) bool {
-				return (len(ops) == 0 || ops[op]) && (backend == "" || r.RoutesTo(backend))
-			})
-			if _, err := table.Save(cmd.Context()); err != nil {
-				return err
-			}
-			return a.printForgotten("table", "route(s)", path, forgotten)
+			o.Args = args
+			return runRoutesForget(cmd.Context(), o)
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&backend, "backend", "", "forget the routes that send any launch to this backend (id, or id:adapter)")
-	f.BoolVar(&all, "all", false, "forget every route (narrowed by --backend)")
+	f.StringVar(&o.Backend, "backend", "", "forget the routes that send any launch to this backend (id, or id:adapter)")
+	f.BoolVar(&o.All, "all", false, "forget every route (narrowed by --backend)")
 	return cmd
+}
+
+// runRoutesForget is kiln routes forget.
+func runRoutesForget(ctx context.Context, o *routesForgetOptions) error {
+	if len(o.Args) == 0 && o.Backend == "" && !o.All {
+		return errors.New("nothing to forget. Fix: pass an OP, a corpus KERNEL, a PROGRAM.json, --backend ID or --all")
+	}
+	if o.All && len(o.Args) > 0 {
+		return errors.New("--all with an OP. Fix: pass one or the other")
+	}
+	ops := map[string]bool{}
+	for _, arg := range o.Args {
+		op, err := opOf(arg)
+		if err != nil {
+			return err
+		}
+		ops[op] = true
+	}
+	path, table, err := loadRoutes()
+	if err != nil {
+		return err
+	}
+	forgotten := table.Forget(func(op string, r pgo.Route) bool {
+		return (len(ops) == 0 || ops[op]) && (o.Backend == "" || r.RoutesTo(o.Backend))
+	})
+	if _, err := table.Save(ctx); err != nil {
+		return err
+	}
+	return o.printForgotten("table", "route(s)", path, forgotten)
 }
 
 // loadRoutes loads the PGO table at its default path.
