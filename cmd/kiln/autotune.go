@@ -10,6 +10,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/kiln-dev/kiln/autotune"
 	"github.com/kiln-dev/kiln/ir"
@@ -118,9 +119,10 @@ type autotuneForgetOptions struct {
 	Args    []string // the arguments
 }
 
+func (o *autotuneForgetOptions) takeArgs(args []string) { o.Args = args }
+
 func (a *app) autotuneForgetCommand() *cobra.Command {
-	o := &autotuneForgetOptions{app: a}
-	cmd := &cobra.Command{
+	return command(&autotuneForgetOptions{app: a}, runAutotuneForget, &cobra.Command{
 		Use:   "forget [KEY[@ADAPTER]...] [--kernel NAME] [--adapter ADAPTER] [--all]",
 		Short: "Remove autotune records: by key, by kernel or program, by adapter, or all",
 		Long: `Forget removes the records that match: each KEY (32 hex digits, as kiln
@@ -132,16 +134,11 @@ it; every record of an --adapter ("cuda/<fingerprint>", or a backend id such
 as "cuda" for all its devices), or --all. --adapter also narrows KEY and
 --kernel. The store is saved under its lock, merged with what other processes
 wrote meanwhile.`,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			o.Args = args
-			return runAutotuneForget(cmd.Context(), o)
-		},
-	}
-	f := cmd.Flags()
-	f.StringVar(&o.Kernel, "kernel", "", "forget the records of this corpus kernel, program file (PROGRAM.json) or program name")
-	f.StringVar(&o.Adapter, "adapter", "", "forget only records of this adapter (backend/fingerprint, or a backend id)")
-	f.BoolVar(&o.All, "all", false, "forget every record (narrowed by --adapter)")
-	return cmd
+	}, func(o *autotuneForgetOptions, f *pflag.FlagSet) {
+		f.StringVar(&o.Kernel, "kernel", "", "forget the records of this corpus kernel, program file (PROGRAM.json) or program name")
+		f.StringVar(&o.Adapter, "adapter", "", "forget only records of this adapter (backend/fingerprint, or a backend id)")
+		f.BoolVar(&o.All, "all", false, "forget every record (narrowed by --adapter)")
+	})
 }
 
 // runAutotuneForget is kiln autotune forget.

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/kiln-dev/kiln/autotune"
 	"github.com/kiln-dev/kiln/cache"
@@ -153,8 +154,7 @@ type cacheStatsOptions struct {
 }
 
 func (a *app) cacheStatsCommand() *cobra.Command {
-	o := &cacheStatsOptions{app: a}
-	cmd := &cobra.Command{
+	return command(&cacheStatsOptions{app: a}, runCacheStats, &cobra.Command{
 		Use:   "stats",
 		Short: "Show the pipeline cache's entries, size, cap, and local and remote hits, misses and errors",
 		Long: `Show the pipeline cache's entries, size and cap, and what every kiln process
@@ -164,10 +164,9 @@ unavailable), errors and writes of the local cache, and of the fleet tier
 ($KILN_REMOTE) behind it, with its uploads dropped. --zero starts the counts
 again.`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return runCacheStats(cmd.Context(), o) },
-	}
-	cmd.Flags().BoolVar(&o.Zero, "zero", false, "start the hit, miss and error counts again from zero")
-	return cmd
+	}, func(o *cacheStatsOptions, f *pflag.FlagSet) {
+		f.BoolVar(&o.Zero, "zero", false, "start the hit, miss and error counts again from zero")
+	})
 }
 
 // runCacheStats is kiln cache stats.
@@ -239,15 +238,14 @@ func reasons(by map[string]uint64) string {
 }
 
 func (a *app) cacheVerifyCommand() *cobra.Command {
-	return &cobra.Command{
+	return command(a, runCacheVerify, &cobra.Command{
 		Use:   "verify",
 		Short: "Check every entry's checksum and remove the corrupt ones",
 		Long: `Read every pipeline cache entry in full and remove each one whose header,
 length, checksum or key is wrong, and temporary files left by writers that
 died over an hour ago. Removing is safe: a missing entry is compiled again.`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return runCacheVerify(cmd.Context(), a) },
-	}
+	}, nil)
 }
 
 // runCacheVerify is kiln cache verify (it has no flags of its own).
@@ -280,15 +278,13 @@ type cacheTrimOptions struct {
 }
 
 func (a *app) cacheTrimCommand() *cobra.Command {
-	o := &cacheTrimOptions{app: a}
-	cmd := &cobra.Command{
+	return command(&cacheTrimOptions{app: a}, runCacheTrim, &cobra.Command{
 		Use:   "trim",
 		Short: "Remove least recently used entries down to the size cap",
 		Args:  cobra.NoArgs,
-		RunE:  func(cmd *cobra.Command, _ []string) error { return runCacheTrim(cmd.Context(), o) },
-	}
-	cmd.Flags().StringVar(&o.Max, "max", "", "trim to this size, e.g. 256MiB (default: the cache's cap)")
-	return cmd
+	}, func(o *cacheTrimOptions, f *pflag.FlagSet) {
+		f.StringVar(&o.Max, "max", "", "trim to this size, e.g. 256MiB (default: the cache's cap)")
+	})
 }
 
 // runCacheTrim is kiln cache trim.
@@ -315,12 +311,11 @@ func runCacheTrim(ctx context.Context, o *cacheTrimOptions) error {
 }
 
 func (a *app) cacheClearCommand() *cobra.Command {
-	return &cobra.Command{
+	return command(a, runCacheClear, &cobra.Command{
 		Use:   "clear",
 		Short: "Remove every entry of the pipeline cache",
 		Args:  cobra.NoArgs,
-		RunE:  func(cmd *cobra.Command, _ []string) error { return runCacheClear(cmd.Context(), a) },
-	}
+	}, nil)
 }
 
 // runCacheClear is kiln cache clear (it has no flags of its own).
@@ -357,11 +352,10 @@ type fleetOptions struct {
 
 // fleetCommand is kiln cache push or pull: cmd with --remote, running run.
 func (a *app) fleetCommand(cmd *cobra.Command, run func(context.Context, *fleetOptions) error) *cobra.Command {
-	o := &fleetOptions{app: a}
 	cmd.Args = cobra.NoArgs
-	cmd.RunE = func(cmd *cobra.Command, _ []string) error { return run(cmd.Context(), o) }
-	cmd.Flags().StringVar(&o.Remote, "remote", "", "fleet tier URL (default $"+remote.Env+")")
-	return cmd
+	return command(&fleetOptions{app: a}, run, cmd, func(o *fleetOptions, f *pflag.FlagSet) {
+		f.StringVar(&o.Remote, "remote", "", "fleet tier URL (default $"+remote.Env+")")
+	})
 }
 
 func (a *app) cachePushCommand() *cobra.Command {

@@ -11,6 +11,7 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/kiln-dev/kiln/cmd/kiln/internal/runs"
 	"github.com/kiln-dev/kiln/host"
@@ -41,9 +42,15 @@ type compileOptions struct {
 	Dis                               bool
 }
 
+// takeArgs takes the PROGRAM.json argument (cobra allows at most one).
+func (o *compileOptions) takeArgs(args []string) {
+	if len(args) == 1 {
+		o.Program = args[0]
+	}
+}
+
 func (a *app) compileCommand() *cobra.Command {
-	o := &compileOptions{app: a}
-	cmd := &cobra.Command{
+	return command(&compileOptions{app: a}, runCompile, &cobra.Command{
 		Use:   "compile [PROGRAM.json]",
 		Short: "Emit the device code a backend compiles a program to (SPIR-V, PTX)",
 		Long: `Emit the device code a backend compiles a program to, without running it:
@@ -67,22 +74,15 @@ disassembly of SPIR-V (SPIRV-Tools must be installed); with --dis, -o is
 optional. The other facts the plugin reports (entry point, specialization
 constant ids, ...) are printed, or with --json are its "info".`,
 		Args: cobra.MaximumNArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if len(args) == 1 {
-				o.Program = args[0]
-			}
-			return runCompile(cmd.Context(), o)
-		},
-	}
-	f := cmd.Flags()
-	f.StringVar(&o.Kernel, "kernel", "", "corpus kernel to compile (see kiln run --list)")
-	f.StringVar(&o.Backend, "backend", "vulkan", "backend id or id:adapter whose code to emit")
-	f.StringVar(&o.Emit, "emit", "spirv", "kind of code to emit (vulkan: spirv; cuda: ptx, cubin)")
-	f.StringVarP(&o.Output, "output", "o", "", "file to write the code to; - for stdout")
-	f.BoolVar(&o.Dis, "dis", false, "print the disassembly of SPIR-V (spirv-dis)")
-	f.StringArrayVar(&o.Specs, "spec", nil, "NAME=VALUE: set parameter NAME, or an option of a --kernel (matmul_tc's type=f16) (repeatable)")
-	f.StringVar(&o.WG, "wg", "", "X,Y,Z workgroup size to compile for (default: the program's)")
-	return cmd
+	}, func(o *compileOptions, f *pflag.FlagSet) {
+		f.StringVar(&o.Kernel, "kernel", "", "corpus kernel to compile (see kiln run --list)")
+		f.StringVar(&o.Backend, "backend", "vulkan", "backend id or id:adapter whose code to emit")
+		f.StringVar(&o.Emit, "emit", "spirv", "kind of code to emit (vulkan: spirv; cuda: ptx, cubin)")
+		f.StringVarP(&o.Output, "output", "o", "", "file to write the code to; - for stdout")
+		f.BoolVar(&o.Dis, "dis", false, "print the disassembly of SPIR-V (spirv-dis)")
+		f.StringArrayVar(&o.Specs, "spec", nil, "NAME=VALUE: set parameter NAME, or an option of a --kernel (matmul_tc's type=f16) (repeatable)")
+		f.StringVar(&o.WG, "wg", "", "X,Y,Z workgroup size to compile for (default: the program's)")
+	})
 }
 
 // check refuses flags that do not say what to compile and where it goes.

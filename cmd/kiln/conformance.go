@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/kiln-dev/kiln/cmd/kiln/internal/conform"
 	"github.com/kiln-dev/kiln/host"
@@ -64,8 +65,7 @@ type conformanceOptions struct {
 }
 
 func (a *app) conformanceCommand() *cobra.Command {
-	o := &conformanceOptions{app: a}
-	cmd := &cobra.Command{
+	return command(&conformanceOptions{app: a}, runConformanceCommand, &cobra.Command{
 		Use:   "conformance",
 		Short: "Check installed backend plugins with the conformance kit, over the wire",
 		Long: `Run the conformance kit (pluginapi/conformance, the check a plugin author runs
@@ -100,14 +100,12 @@ The host compiles through a pipeline cache of this run only (kept in memory)
 and without autotune records or PGO routes, so the user's stores neither
 change nor change the results.`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return runConformanceCommand(cmd.Context(), o) },
-	}
-	f := cmd.Flags()
-	f.StringSliceVar(&o.Backends, "backend", nil, "backend id or adapter (vulkan:1) to check; repeatable (default: every available adapter of every backend but reference oracles)")
-	f.StringVar(&o.Run, "run", "", "run only the tables and cases matching this go test -run style pattern")
-	f.BoolVar(&o.Short, "short", false, "skip corpus sizes above 4096")
-	f.Uint64Var(&o.Seed, "seed", 0, "seed of the random inputs")
-	return cmd
+	}, func(o *conformanceOptions, f *pflag.FlagSet) {
+		f.StringSliceVar(&o.Backends, "backend", nil, "backend id or adapter (vulkan:1) to check; repeatable (default: every available adapter of every backend but reference oracles)")
+		f.StringVar(&o.Run, "run", "", "run only the tables and cases matching this go test -run style pattern")
+		f.BoolVar(&o.Short, "short", false, "skip corpus sizes above 4096")
+		f.Uint64Var(&o.Seed, "seed", 0, "seed of the random inputs")
+	})
 }
 
 // runConformanceCommand is kiln conformance: the kit on every target, with

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/kiln-dev/kiln/cmd/kiln/internal/units"
 	"github.com/kiln-dev/kiln/host"
@@ -89,11 +90,10 @@ type surveyOptions struct {
 // surveyCommand is kiln devices or backends: cmd with --bandwidth-wait,
 // running run.
 func (a *app) surveyCommand(cmd *cobra.Command, run func(context.Context, *surveyOptions) error) *cobra.Command {
-	o := &surveyOptions{app: a, BandwidthWait: defaultBandwidthWait}
 	cmd.Args = cobra.NoArgs
-	cmd.RunE = func(cmd *cobra.Command, _ []string) error { return run(cmd.Context(), o) }
-	cmd.Flags().DurationVar(&o.BandwidthWait, "bandwidth-wait", defaultBandwidthWait, "how long to wait for the plugins' bandwidth measurements (0: do not wait)")
-	return cmd
+	return command(&surveyOptions{app: a}, run, cmd, func(o *surveyOptions, f *pflag.FlagSet) {
+		f.DurationVar(&o.BandwidthWait, "bandwidth-wait", defaultBandwidthWait, "how long to wait for the plugins' bandwidth measurements (0: do not wait)")
+	})
 }
 
 func (a *app) devicesCommand() *cobra.Command {

@@ -9,6 +9,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/kiln-dev/kiln/host"
 )
@@ -175,6 +176,8 @@ type pinOptions struct {
 	Args []string // the plugins named
 }
 
+func (o *pinOptions) takeArgs(args []string) { o.Args = args }
+
 // withPins opens the host and its pin file and turns pinning off (o.Off), or
 // calls each with the plugins o.Args names (every accepted one when none).
 func (o *pinOptions) withPins(ctx context.Context, each func(h *host.Host, file string, paths []string) error) error {
@@ -198,17 +201,12 @@ func (o *pinOptions) withPins(ctx context.Context, each func(h *host.Host, file 
 }
 
 func (a *app) pinCommand() *cobra.Command {
-	o := &pinOptions{app: a}
-	cmd := &cobra.Command{
+	return command(&pinOptions{app: a}, runPin, &cobra.Command{
 		Use:   "pin [PLUGIN...]",
 		Short: "Record the SHA-256 of the plugins (all accepted ones by default); turns pinning on for the plugins directory (--off: turns it off)",
-		RunE: func(cmd *cobra.Command, args []string) error {
-			o.Args = args
-			return runPin(cmd.Context(), o)
-		},
-	}
-	cmd.Flags().BoolVar(&o.Off, "off", false, "remove every pin of the plugins directory, turning its pinning off")
-	return cmd
+	}, func(o *pinOptions, f *pflag.FlagSet) {
+		f.BoolVar(&o.Off, "off", false, "remove every pin of the plugins directory, turning its pinning off")
+	})
 }
 
 // runPin is kiln plugins pin.
@@ -260,17 +258,12 @@ func (a *app) pinningOff(ctx context.Context, h *host.Host, file string) error {
 }
 
 func (a *app) unpinCommand() *cobra.Command {
-	o := &pinOptions{app: a}
-	cmd := &cobra.Command{
+	return command(&pinOptions{app: a}, runUnpin, &cobra.Command{
 		Use:   "unpin [PLUGIN...]",
 		Short: "Remove plugins' pins; --all removes every pin of the plugins directory, turning its pinning off",
-		RunE: func(cmd *cobra.Command, args []string) error {
-			o.Args = args
-			return runUnpin(cmd.Context(), o)
-		},
-	}
-	cmd.Flags().BoolVar(&o.Off, "all", false, "remove every pin of the plugins directory (the same as kiln plugins pin --off)")
-	return cmd
+	}, func(o *pinOptions, f *pflag.FlagSet) {
+		f.BoolVar(&o.Off, "all", false, "remove every pin of the plugins directory (the same as kiln plugins pin --off)")
+	})
 }
 
 // runUnpin is kiln plugins unpin.

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/kiln-dev/kiln/cmd/kiln/internal/units"
 	"github.com/kiln-dev/kiln/ir"
@@ -132,9 +133,10 @@ type routesForgetOptions struct {
 	Args    []string // the arguments
 }
 
+func (o *routesForgetOptions) takeArgs(args []string) { o.Args = args }
+
 func (a *app) routesForgetCommand() *cobra.Command {
-	o := &routesForgetOptions{app: a}
-	cmd := &cobra.Command{
+	return command(&routesForgetOptions{app: a}, runRoutesForget, &cobra.Command{
 		Use:   "forget [OP|KERNEL|PROGRAM.json...] [--backend ID] [--all]",
 		Short: "Remove PGO routes: by op, corpus kernel or program file, by backend, or all",
 		Long: `Forget removes the routes that match: the route of each op (a program's
@@ -147,15 +149,10 @@ the preferred backend until kiln certify measures it again.
 
 The table is saved under its lock, merged with what other processes wrote
 meanwhile. Routes in the fleet tier ($KILN_REMOTE) are not removed.`,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			o.Args = args
-			return runRoutesForget(cmd.Context(), o)
-		},
-	}
-	f := cmd.Flags()
-	f.StringVar(&o.Backend, "backend", "", "forget the routes that send any launch to this backend (id, or id:adapter)")
-	f.BoolVar(&o.All, "all", false, "forget every route (narrowed by --backend)")
-	return cmd
+	}, func(o *routesForgetOptions, f *pflag.FlagSet) {
+		f.StringVar(&o.Backend, "backend", "", "forget the routes that send any launch to this backend (id, or id:adapter)")
+		f.BoolVar(&o.All, "all", false, "forget every route (narrowed by --backend)")
+	})
 }
 
 // runRoutesForget is kiln routes forget.

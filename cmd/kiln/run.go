@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/kiln-dev/kiln/cmd/kiln/internal/runs"
 	"github.com/kiln-dev/kiln/host"
@@ -104,9 +105,15 @@ type runOptions struct {
 	Warmup           time.Duration
 }
 
+// takeArgs takes the PROGRAM.json argument (cobra allows at most one).
+func (o *runOptions) takeArgs(args []string) {
+	if len(args) == 1 {
+		o.Program = args[0]
+	}
+}
+
 func (a *app) runCommand() *cobra.Command {
-	o := &runOptions{app: a}
-	cmd := &cobra.Command{
+	cmd := command(&runOptions{app: a}, runRun, &cobra.Command{
 		Use:   "run [PROGRAM.json]",
 		Short: "Run a corpus kernel or a program file on a backend",
 		Long: `Run a program and print its compile and dispatch times.
@@ -169,33 +176,27 @@ dispatch_ns, cache ("hit", "miss" or "off"), selection (why the backend ran
 it: "explicit", "pgo route: ...", "preferred: ..."), workgroup_size and tuned
 (an array of them with --all).`,
 		Args: cobra.MaximumNArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if len(args) == 1 {
-				o.Program = args[0]
-			}
-			return runRun(cmd.Context(), o)
-		},
-	}
-	f := cmd.Flags()
-	f.StringVar(&o.Kernel, "kernel", "", "corpus kernel to run (see --list)")
-	f.BoolVar(&o.List, "list", false, "list the corpus kernels and what --size means for each")
-	f.BoolVar(&o.All, "all", false, "run every corpus kernel on every ready backend (or only --backend), verified, as one table")
-	f.StringArrayVar(&o.Sizes, "size", nil, "problem size N for --kernel/--all; NAME=COUNT elements of a write buffer for a program file")
-	f.Uint64Var(&o.Seed, "seed", 1, "random seed for corpus inputs")
-	f.StringVar(&o.File.Backend, "backend", "", "backend id or id:adapter (default: the preferred backend; cpu-ref only when named)")
-	f.BoolVar(&o.Fallback, "fallback", false, "when the named --backend crashes, hangs, loses its device or is unavailable, run on the next backend in selection order (runs without --backend always do)")
-	f.BoolVar(&o.Verify, "verify", false, "compare the outputs with the cpu-ref backend's")
-	f.StringArrayVar(&o.File.Inputs, "input", nil, "NAME=@FILE: raw little-endian elements of buffer NAME (2 bytes for f16 and bf16), or NAME=V,V,...: values parsed by its type, rounded to f16/bf16 (program files)")
-	f.StringArrayVar(&o.File.Zero, "zero", nil, "NAME[=COUNT]: run read buffer NAME on COUNT zero elements (its fixed count, or none) instead of an --input (program files)")
-	f.StringArrayVar(&o.File.Spec, "spec", nil, "NAME=VALUE: set parameter NAME; for --kernel, a parameter or an option of the kernel (matmul_tc's type=bf16, see --list)")
-	f.StringArrayVar(&o.File.Uniforms, "uniform", nil, "NAME=VALUE: set uniform NAME for this dispatch (program files)")
-	f.BoolVar(&o.Strict, "strict", false, "check the program for shared-memory races on the reference interpreter's strict mode first")
-	f.StringVar(&o.File.Grid, "grid", "", "X,Y,Z workgroups (program files)")
-	f.StringVar(&o.File.Invocations, "invocations", "", "X,Y,Z invocations; the grid is their ceiling division by the workgroup size (program files)")
-	f.StringVar(&o.File.WorkgroupSize, "wg", "", "X,Y,Z workgroup size override (program files)")
-	f.StringVar(&o.Out, "out", "", "directory to write every output buffer to, as <buffer>.bin")
-	f.IntVar(&o.Repeat, "repeat", 0, "time N more runs over buffers kept on the backend, after a warm-up, and print the median and minimum device and submit times and the throughput")
-	f.DurationVar(&o.Warmup, "warmup", 300*time.Millisecond, "with --repeat: the least time of untimed runs before the timed ones")
+	}, func(o *runOptions, f *pflag.FlagSet) {
+		f.StringVar(&o.Kernel, "kernel", "", "corpus kernel to run (see --list)")
+		f.BoolVar(&o.List, "list", false, "list the corpus kernels and what --size means for each")
+		f.BoolVar(&o.All, "all", false, "run every corpus kernel on every ready backend (or only --backend), verified, as one table")
+		f.StringArrayVar(&o.Sizes, "size", nil, "problem size N for --kernel/--all; NAME=COUNT elements of a write buffer for a program file")
+		f.Uint64Var(&o.Seed, "seed", 1, "random seed for corpus inputs")
+		f.StringVar(&o.File.Backend, "backend", "", "backend id or id:adapter (default: the preferred backend; cpu-ref only when named)")
+		f.BoolVar(&o.Fallback, "fallback", false, "when the named --backend crashes, hangs, loses its device or is unavailable, run on the next backend in selection order (runs without --backend always do)")
+		f.BoolVar(&o.Verify, "verify", false, "compare the outputs with the cpu-ref backend's")
+		f.StringArrayVar(&o.File.Inputs, "input", nil, "NAME=@FILE: raw little-endian elements of buffer NAME (2 bytes for f16 and bf16), or NAME=V,V,...: values parsed by its type, rounded to f16/bf16 (program files)")
+		f.StringArrayVar(&o.File.Zero, "zero", nil, "NAME[=COUNT]: run read buffer NAME on COUNT zero elements (its fixed count, or none) instead of an --input (program files)")
+		f.StringArrayVar(&o.File.Spec, "spec", nil, "NAME=VALUE: set parameter NAME; for --kernel, a parameter or an option of the kernel (matmul_tc's type=bf16, see --list)")
+		f.StringArrayVar(&o.File.Uniforms, "uniform", nil, "NAME=VALUE: set uniform NAME for this dispatch (program files)")
+		f.BoolVar(&o.Strict, "strict", false, "check the program for shared-memory races on the reference interpreter's strict mode first")
+		f.StringVar(&o.File.Grid, "grid", "", "X,Y,Z workgroups (program files)")
+		f.StringVar(&o.File.Invocations, "invocations", "", "X,Y,Z invocations; the grid is their ceiling division by the workgroup size (program files)")
+		f.StringVar(&o.File.WorkgroupSize, "wg", "", "X,Y,Z workgroup size override (program files)")
+		f.StringVar(&o.Out, "out", "", "directory to write every output buffer to, as <buffer>.bin")
+		f.IntVar(&o.Repeat, "repeat", 0, "time N more runs over buffers kept on the backend, after a warm-up, and print the median and minimum device and submit times and the throughput")
+		f.DurationVar(&o.Warmup, "warmup", 300*time.Millisecond, "with --repeat: the least time of untimed runs before the timed ones")
+	})
 	a.traceFlag(cmd)
 	return cmd
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/kiln-dev/kiln/cmd/kiln/internal/runs"
 	"github.com/kiln-dev/kiln/cmd/kiln/internal/units"
@@ -78,8 +79,7 @@ type statsOptions struct {
 }
 
 func (a *app) statsCommand() *cobra.Command {
-	o := &statsOptions{app: a}
-	cmd := &cobra.Command{
+	return command(&statsOptions{app: a}, runStats, &cobra.Command{
 		Use:   "stats",
 		Short: "Run the corpus once and show what the host measured per backend",
 		Long: `A one-shot view of the host's metrics (host.Stats, also exported to
@@ -93,13 +93,11 @@ lines are printed.
 dispatches, compiles, errors, restarts, latency {bounds_ns, counts, count,
 sum_ns}, bytes_in, bytes_out, cache_hits, cache_misses, log_lines_dropped).`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return runStats(cmd.Context(), o) },
-	}
-	f := cmd.Flags()
-	f.StringVar(&o.Backend, "backend", "", "run on this backend only (id or id:adapter)")
-	f.IntVar(&o.Size, "size", 64, "problem size of every kernel")
-	f.Uint64Var(&o.Seed, "seed", 1, "random seed for corpus inputs")
-	return cmd
+	}, func(o *statsOptions, f *pflag.FlagSet) {
+		f.StringVar(&o.Backend, "backend", "", "run on this backend only (id or id:adapter)")
+		f.IntVar(&o.Size, "size", 64, "problem size of every kernel")
+		f.Uint64Var(&o.Seed, "seed", 1, "random seed for corpus inputs")
+	})
 }
 
 // runStats is kiln stats: the corpus once, then the host's metrics.

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/kiln-dev/kiln/autotune"
 	"github.com/kiln-dev/kiln/cmd/kiln/internal/runs"
@@ -58,8 +59,7 @@ type tuneOptions struct {
 }
 
 func (a *app) tuneCommand() *cobra.Command {
-	o := &tuneOptions{app: a}
-	cmd := &cobra.Command{
+	cmd := command(&tuneOptions{app: a}, runTune, &cobra.Command{
 		Use:   "tune --kernel NAME|PROGRAM --backend ID [--budget 30s]",
 		Short: "Search the workgroup size and tunables of a program on one device and record the fastest",
 		Long: `Tune searches the launch configurations of a program on one backend's device:
@@ -93,25 +93,24 @@ to stderr on a terminal; plain lines otherwise.`,
   kiln tune --kernel vector_add --backend vulkan:0 --size 16777216
   kiln tune --kernel prog.json --backend cpu-ref --input a=@a.bin --size out=1024 --invocations 1024`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return runTune(cmd.Context(), o) },
-	}
-	f := cmd.Flags()
-	f.StringArrayVar(&o.Targets, "kernel", nil, "corpus kernel name, or a program JSON file, to tune (repeatable for kernels)")
-	f.StringVar(&o.Backend, "backend", "", "backend id or id:adapter to tune on (required)")
-	f.DurationVar(&o.Budget, "budget", 30*time.Second, "wall-clock budget per program; 0 searches every candidate")
-	f.StringArrayVar(&o.Sizes, "size", nil, "problem size N for a kernel (default: its largest standard size); NAME=COUNT elements of a write buffer for a program file")
-	f.Uint64Var(&o.Seed, "seed", 1, "random seed for corpus inputs")
-	f.IntVar(&o.Warmup, "warmup", 1, "untimed runs per candidate")
-	f.IntVar(&o.Runs, "runs", 5, "timed runs per candidate (the median counts)")
-	f.BoolVar(&o.DryRun, "dry-run", false, "search and print, but record nothing")
-	f.BoolVar(&o.NoiseGuard, "noise-guard", true, "record a winner only when it beats the baseline by more than the spread of their timed runs")
-	f.Uint32Var(&o.MaxInvocations, "max-invocations", 0, "largest workgroup to try (default: the adapter's limit)")
-	f.StringArrayVar(&o.Workgroups, "wg", nil, "X,Y,Z: a workgroup size to try (repeatable; default: sizes proposed for the program's axes; the program's own is always tried)")
-	f.StringArrayVar(&o.File.Inputs, "input", nil, "NAME=@FILE: raw little-endian bytes of buffer NAME (program files)")
-	f.StringArrayVar(&o.File.Zero, "zero", nil, "NAME[=COUNT]: run read buffer NAME on zeros (program files)")
-	f.StringArrayVar(&o.File.Spec, "spec", nil, "NAME=VALUE: fix parameter NAME; a tunable fixed here is not searched (for a kernel, its tunables, or an option that builds it: matmul_tc's type=bf16)")
-	f.StringArrayVar(&o.File.Uniforms, "uniform", nil, "NAME=VALUE: set uniform NAME (program files)")
-	f.StringVar(&o.File.Invocations, "invocations", "", "X,Y,Z invocations; each candidate's grid is their ceiling division by its workgroup size (program files)")
+	}, func(o *tuneOptions, f *pflag.FlagSet) {
+		f.StringArrayVar(&o.Targets, "kernel", nil, "corpus kernel name, or a program JSON file, to tune (repeatable for kernels)")
+		f.StringVar(&o.Backend, "backend", "", "backend id or id:adapter to tune on (required)")
+		f.DurationVar(&o.Budget, "budget", 30*time.Second, "wall-clock budget per program; 0 searches every candidate")
+		f.StringArrayVar(&o.Sizes, "size", nil, "problem size N for a kernel (default: its largest standard size); NAME=COUNT elements of a write buffer for a program file")
+		f.Uint64Var(&o.Seed, "seed", 1, "random seed for corpus inputs")
+		f.IntVar(&o.Warmup, "warmup", 1, "untimed runs per candidate")
+		f.IntVar(&o.Runs, "runs", 5, "timed runs per candidate (the median counts)")
+		f.BoolVar(&o.DryRun, "dry-run", false, "search and print, but record nothing")
+		f.BoolVar(&o.NoiseGuard, "noise-guard", true, "record a winner only when it beats the baseline by more than the spread of their timed runs")
+		f.Uint32Var(&o.MaxInvocations, "max-invocations", 0, "largest workgroup to try (default: the adapter's limit)")
+		f.StringArrayVar(&o.Workgroups, "wg", nil, "X,Y,Z: a workgroup size to try (repeatable; default: sizes proposed for the program's axes; the program's own is always tried)")
+		f.StringArrayVar(&o.File.Inputs, "input", nil, "NAME=@FILE: raw little-endian bytes of buffer NAME (program files)")
+		f.StringArrayVar(&o.File.Zero, "zero", nil, "NAME[=COUNT]: run read buffer NAME on zeros (program files)")
+		f.StringArrayVar(&o.File.Spec, "spec", nil, "NAME=VALUE: fix parameter NAME; a tunable fixed here is not searched (for a kernel, its tunables, or an option that builds it: matmul_tc's type=bf16)")
+		f.StringArrayVar(&o.File.Uniforms, "uniform", nil, "NAME=VALUE: set uniform NAME (program files)")
+		f.StringVar(&o.File.Invocations, "invocations", "", "X,Y,Z invocations; each candidate's grid is their ceiling division by its workgroup size (program files)")
+	})
 	a.traceFlag(cmd)
 	return cmd
 }
