@@ -1,6 +1,7 @@
 #!/bin/bash
 # The GPU experiment behind the CUDA figures: kiln's CUDA backend on NVIDIA GPUs
-# (ptxas over every emitted module, the driver/emitter/backend/plugin tests with
+# (ptxas over every emitted module, the IR v1.2 ones for sm_80 and sm_90 apart,
+# the driver/emitter/backend/plugin tests with
 # KILN_REQUIRE_CUDA=1, kiln backends, kiln run --all on cpu-ref, vulkan and cuda),
 # then benchmarks next to PyTorch, each printed with the SM clock at that moment:
 #   - vector add 256M f32 over resident buffers per elements-per-invocation value
@@ -62,6 +63,14 @@ if [ "$MODE" != bench ]; then
   n=0; bad=0
   for f in $W/ptx/*.ptx; do n=$((n+1)); ptxas -arch=sm_90 "$f" -o $W/x.cubin 2>>$S || { bad=$((bad+1)); say "ptxas rejects $f"; }; done
   say "ptxas -arch=sm_90 over $n emitted modules: $bad rejected"
+  say "== ptxas over the IR v1.2 modules (f16/bf16 arithmetic, casts and memory, the scalar matrix path) for sm_80 and sm_90"
+  n=0; bad80=0; bad90=0
+  for f in $(grep -l -E '\.f16|\.bf16|\.u16|kiln_matrix' $W/ptx/*.ptx | xargs -r grep -l -E '^\.target sm_(70|80)$'); do
+    n=$((n+1))
+    ptxas -arch=sm_80 "$f" -o $W/x.cubin 2>>$S || { bad80=$((bad80+1)); say "ptxas -arch=sm_80 rejects $f"; }
+    ptxas -arch=sm_90 "$f" -o $W/x.cubin 2>>$S || { bad90=$((bad90+1)); say "ptxas -arch=sm_90 rejects $f"; }
+  done
+  say "ptxas over $n IR v1.2 modules: $bad80 rejected for sm_80, $bad90 for sm_90"
   say "== driver tests"
   KILN_REQUIRE_CUDA=1 timeout 60 $B/driver.test -test.count=1 -test.v > $OUT/driver-tests.txt 2>&1; say "driver.test rc=$?"
   grep -E '^(--- FAIL|FAIL|ok|PASS)|driver API' $OUT/driver-tests.txt | head -20 | tee -a $S

@@ -58,6 +58,8 @@ func Profile() pluginapi.DeviceProfile {
 		MaxStorageBufferBindingSize: maxBindingBytes,
 		MaxInvocationsPerWorkgroup:  1024,
 		HasSharedMemory:             true,
+		SupportsF16:                 true, // the interpreter runs all of IR v1.2
+		SupportsBF16:                true,
 		TimingQuality:               pluginapi.HostOnly,
 		MemBWStatus:                 pluginapi.BandwidthUnmeasured,
 		MemoryBytes:                 total,
@@ -73,7 +75,7 @@ func (b *Backend) Describe(context.Context) (*pluginapi.Description, error) {
 		Version:         Version,
 		ReferenceOracle: true,
 		Dispatches:      true,
-		Features:        []string{"ir.v1", "ir.v1.1", "shared", "atomics", "barrier"}, // all of IR v1.1
+		Features:        []string{"ir.v1", "ir.v1.1", "ir.v1.2", "shared", "atomics", "barrier"}, // all of IR v1.2
 		Adapters: []pluginapi.Adapter{{
 			Index:     0,
 			Name:      AdapterName,

@@ -35,12 +35,13 @@ func TestDescribe(t *testing.T) {
 	}
 	p := a.Profile
 	if p.TimingQuality != pluginapi.HostOnly || p.MaxInvocationsPerWorkgroup != 1024 || !p.HasSharedMemory ||
-		p.SubgroupSize != 0 || p.MemBWGBps != 0 || p.MaxStorageBufferBindingSize < 1<<30 {
+		p.SubgroupSize != 0 || p.MemBWGBps != 0 || p.MaxStorageBufferBindingSize < 1<<30 ||
+		!p.SupportsF16 || !p.SupportsBF16 || p.SupportsTensorCores {
 		t.Errorf("profile %+v", p)
 	}
-	// 16 (storage) + 8 + 4 (1024 invocations) + 4 (shared memory).
-	if got := p.CapabilityScore(); got != 32 {
-		t.Errorf("capability score %d, want 32", got)
+	// 16 (storage) + 8 + 4 (1024 invocations) + 4 (shared memory) + 2 (f16) + 2 (bf16).
+	if got := p.CapabilityScore(); got != 36 {
+		t.Errorf("capability score %d, want 36", got)
 	}
 }
 

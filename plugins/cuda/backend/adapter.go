@@ -146,9 +146,13 @@ func newAdapter(d *driver.Driver, ordinal int, driverText string, log hclog.Logg
 
 // profile builds the DeviceProfile from the device's attributes but for
 // MemBWGBps (see adapter.describe). Subgroups are warps of 32 with shuffles on
-// every device kiln accepts; f16 from compute capability 5.3, bf16 from 8.0,
-// tensor cores from 7.0. The driver API has no indirect dispatch; CUDA events
-// time on the device.
+// every device kiln accepts. f16 arithmetic and storage run from compute
+// capability 5.3 (add.rn.f16 and friends), so on every device kiln accepts
+// (7.0 and later); bf16 storage runs on all of them too: cvt.rn.bf16.f32 from
+// 8.0, an integer round to nearest even on 7.x (see package ptx). Workgroup
+// matrices run on the scalar path, not on the tensor cores, so
+// SupportsTensorCores stays false until a matrix path uses them. The driver API
+// has no indirect dispatch; CUDA events time on the device.
 func profile(l limits) pluginapi.DeviceProfile {
 	cc := 10*l.ccMajor + l.ccMinor
 	return pluginapi.DeviceProfile{
@@ -159,8 +163,8 @@ func profile(l limits) pluginapi.DeviceProfile {
 		HasSubgroupShuffle:          true,
 		HasSharedMemory:             l.sharedPerBlock > 0,
 		SupportsF16:                 cc >= 53,
-		SupportsBF16:                cc >= 80,
-		SupportsTensorCores:         cc >= 70,
+		SupportsBF16:                cc >= 70,
+		SupportsTensorCores:         false,
 		SupportsDeviceTimestamps:    true,
 		TimingQuality:               pluginapi.DeviceTimestamps,
 	}

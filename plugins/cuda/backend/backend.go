@@ -218,7 +218,7 @@ func (b *Backend) Describe(ctx context.Context) (*pluginapi.Description, error) 
 		Version:    Version,
 		Dispatches: true,
 		Precedence: &rank,
-		Features:   []string{"ir.v1", "ir.v1.1", "shared", "atomics", "barrier"},
+		Features:   []string{"ir.v1", "ir.v1.1", "ir.v1.2", "shared", "atomics", "barrier"},
 	}
 	for _, a := range adapters {
 		if err := ctx.Err(); err != nil {

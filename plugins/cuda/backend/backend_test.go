@@ -63,14 +63,14 @@ func TestProfileFromLimits(t *testing.T) {
 	got := profile(h200())
 	want := pluginapi.DeviceProfile{MaxStorageBufferBindingSize: 4 * (1<<32 - 1), MaxInvocationsPerWorkgroup: 1024, SubgroupSize: 32,
 		SupportsSubgroupOps: true, HasSubgroupShuffle: true, HasSharedMemory: true, SupportsF16: true, SupportsBF16: true,
-		SupportsTensorCores: true, SupportsDeviceTimestamps: true, TimingQuality: pluginapi.DeviceTimestamps}
+		SupportsDeviceTimestamps: true, TimingQuality: pluginapi.DeviceTimestamps}
 	if got != want {
 		t.Errorf("profile =\n%+v, want\n%+v", got, want)
 	}
 	volta := h200()
 	volta.ccMajor, volta.ccMinor, volta.totalMem = 7, 0, 12<<30
 	got = profile(volta)
-	if got.SupportsBF16 || !got.SupportsF16 || !got.SupportsTensorCores || got.MaxStorageBufferBindingSize != 12<<30 {
+	if !got.SupportsBF16 || !got.SupportsF16 || got.SupportsTensorCores || got.MaxStorageBufferBindingSize != 12<<30 {
 		t.Errorf("sm_70 profile = %+v", got)
 	}
 	if got.SupportsIndirectDispatch || got.SupportsHardwareCounters {

@@ -79,6 +79,9 @@ func (b *Backend) Compile(ctx context.Context, req *pluginapi.CompileRequest) (*
 	if err != nil {
 		return nil, err
 	}
+	if err := checkCapabilities(p, a.info.Profile, a.index, a.info.Name); err != nil {
+		return nil, err
+	}
 	// The module a dispatch runs unless its bindings alias (see pipeline.nc); it
 	// is the one whose cubin the host caches.
 	opts := ptx.Options{Target: a.target, Spec: req.Spec, WorkgroupSize: wg, NonCoherentReads: true}
@@ -248,6 +251,56 @@ func usableBlob(blob []byte, driverVersion int, l limits, ptxText string) []byte
 		return nil
 	}
 	return cubin
+}
+
+// checkCapabilities rejects a program that needs what the adapter's profile
+// lacks: f16 arithmetic and storage (SupportsF16) for an f16 buffer, shared
+// array, matrix, local or value, bf16 storage (SupportsBF16) for a bf16 one.
+func checkCapabilities(p *ir.Program, prof pluginapi.DeviceProfile, index int, name string) error {
+	for _, need := range []struct {
+		t    ir.Type
+		has  bool
+		what string
+	}{{ir.F16, prof.SupportsF16, "f16 arithmetic and storage"}, {ir.BF16, prof.SupportsBF16, "bf16 storage"}} {
+		if !need.has && usesType(p, need.t) {
+			return pluginapi.Rejected("cuda: program %q uses %s, which adapter %d (%s) does not run. Fix: run it on a device of compute capability %s or later, or on another backend",
+				p.Name, need.what, index, name, map[ir.Type]string{ir.F16: "5.3", ir.BF16: "7.0"}[need.t])
+		}
+	}
+	return nil
+}
+
+// usesType reports whether a buffer, shared array, matrix, var, literal or cast
+// of p has type t.
+func usesType(p *ir.Program, t ir.Type) bool {
+	for _, b := range p.Buffers {
+		if b.Type == t {
+			return true
+		}
+	}
+	for _, s := range p.Shared {
+		if s.Type == t {
+			return true
+		}
+	}
+	for _, m := range p.Matrices {
+		if m.Type == t {
+			return true
+		}
+	}
+	found := false
+	ir.Inspect(p.Body, func(n any) bool {
+		switch x := n.(type) {
+		case ir.VarStmt:
+			found = found || x.Type == t
+		case ir.Literal:
+			found = found || x.Type == t
+		case ir.CastExpr:
+			found = found || x.To == t
+		}
+		return !found
+	})
+	return found
 }
 
 // checkProgram validates the program, the specialization map and the workgroup

@@ -157,7 +157,7 @@ func (p *pipeline) run(ctx context.Context, grid [3]uint32, binds []*binding, un
 	err := c.Do(func() error {
 		for _, bd := range binds {
 			var err error
-			if bd.dev, err = d.alloc(uint64(bd.Count) * 4); err != nil {
+			if bd.dev, err = d.alloc(bd.Bytes()); err != nil {
 				return d.fail(fmt.Sprintf("allocating buffer %q of program %q", bd.Decl.Name, p.prog.Name), err)
 			}
 		}
@@ -165,7 +165,8 @@ func (p *pipeline) run(ctx context.Context, grid [3]uint32, binds []*binding, un
 			var err error
 			switch {
 			case bd.Decl.Access == ir.Write:
-				err = c.MemsetD32Async(bd.dev.ptr, 0, uint64(bd.Count), d.stream)
+				// Whole words: an allocation's size class is a multiple of 4.
+				err = c.MemsetD32Async(bd.dev.ptr, 0, (bd.Bytes()+3)/4, d.stream)
 			case bd.ReadsInput():
 				err = c.MemcpyHtoDAsync(bd.dev.ptr, bd.Input, d.stream)
 			}
@@ -202,7 +203,7 @@ func (p *pipeline) run(ctx context.Context, grid [3]uint32, binds []*binding, un
 			if !bd.Decl.Access.IsOutput() {
 				continue
 			}
-			out := make([]byte, uint64(bd.Count)*4)
+			out := make([]byte, bd.Bytes())
 			if err := c.MemcpyDtoHAsync(out, bd.dev.ptr, d.stream); err != nil {
 				return d.fail(fmt.Sprintf("reading buffer %q back", bd.Decl.Name), err)
 			}

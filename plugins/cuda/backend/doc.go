@@ -46,7 +46,8 @@
 //
 // Dispatch: each adapter has one stream and two events; dispatches and submits
 // take turns on it, and adapters do not wait for each other. Buffers are device
-// allocations of count*4 bytes (4 for an empty one); read and read_write inputs
+// allocations of count times the element size (4 bytes, 2 for f16 and bf16;
+// at least 4 bytes for an empty one); read and read_write inputs
 // are copied in, write buffers are zeroed with cuMemsetD32Async, the kernel gets
 // every buffer's address and element count as parameters, and the outputs are
 // copied back after the end event completes. Device time is the time between the

@@ -99,8 +99,8 @@ func TestCorpusMatchesReference(t *testing.T) {
 }
 
 // TestEdgeTableOnDevice runs the semantic edge table on the device and compares
-// every output with the CPU reference under the table's rules: bit for bit but
-// for exp, log, sin and cos.
+// every output with the CPU reference (the IR v1.2 rows with the outputs they
+// carry) under the table's rules: bit for bit but for exp, log, sin and cos.
 func TestEdgeTableOnDevice(t *testing.T) {
 	b := newTestBackend(t)
 	for _, c := range edgetest.Table() {

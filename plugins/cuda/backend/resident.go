@@ -400,11 +400,12 @@ func (b *Backend) resolveDispatch(d *device, p *pipeline, c pluginapi.DispatchCo
 	}
 	for i, r := range c.Bindings {
 		decl := prog.Buffers[i]
-		if r.Size%4 != 0 || r.Size/4 > 0xFFFFFFFF {
-			return fmt.Errorf("buffer %q is bound to %d bytes, not a whole number of at most 2^32-1 elements. Fix: bind whole 4-byte elements", decl.Name, r.Size)
+		size := uint64(decl.Type.Size())
+		if r.Size%size != 0 || r.Size/size > 0xFFFFFFFF {
+			return fmt.Errorf("buffer %q is bound to %d bytes, not a whole number of at most 2^32-1 elements. Fix: bind whole %d-byte elements", decl.Name, r.Size, size)
 		}
-		if decl.Count != 0 && r.Size != 4*uint64(decl.Count) {
-			return fmt.Errorf("buffer %q holds exactly %d elements but is bound to %d bytes. Fix: bind %d bytes", decl.Name, decl.Count, r.Size, 4*uint64(decl.Count))
+		if decl.Count != 0 && r.Size != size*uint64(decl.Count) {
+			return fmt.Errorf("buffer %q holds exactly %d elements but is bound to %d bytes. Fix: bind %d bytes", decl.Name, decl.Count, r.Size, size*uint64(decl.Count))
 		}
 	}
 	off := len(s.args)
@@ -419,7 +420,7 @@ func (b *Backend) resolveDispatch(d *device, p *pipeline, c pluginapi.DispatchCo
 			}
 			v = uint64(addr)
 		case ptx.ElementCount:
-			v = c.Bindings[prm.Binding].Size / 4
+			v = c.Bindings[prm.Binding].Size / uint64(prog.Buffers[prm.Binding].Type.Size())
 		case ptx.UniformValue:
 			v = uint64(binary.LittleEndian.Uint32(c.Uniforms[4*prm.Binding:]))
 		}

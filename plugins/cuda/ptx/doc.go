@@ -18,7 +18,12 @@
 //   - Specialization parameters and the workgroup size are folded into the code as
 //     constants: a specialized or retuned pipeline is another module.
 //   - Shared arrays are .shared variables of the kernel, 4 bytes per element (a
-//     bool is a u32 0 or 1, so a poisoned element reads as true).
+//     bool is a u32 0 or 1, so a poisoned element reads as true), 2 for f16
+//     and bf16 (IR v1.2), rounded up to whole words. Buffers of f16 and bf16
+//     hold 2-byte elements, and their count parameter counts those.
+//   - Workgroup matrices (IR v1.2) take the scalar path (matrix.go,
+//     matrix_scalar.go): per-invocation .local arrays, with a .shared staging
+//     buffer for mma, which Module.SharedBytes counts.
 //
 // How IR v1's exact semantics are kept (see docs/design.md, "Backends/CUDA"):
 //
@@ -63,7 +68,9 @@
 // Options.NonCoherentReads, read buffers are loaded with ld.global.nc.
 //
 // Registers: bool values live in predicates (%p), every 32-bit value in .b32
-// registers (%r), addresses in .b64 registers (%rd). Buffer pointers, element
+// registers (%r), addresses in .b64 registers (%rd). f16 and bf16 values live
+// in .b32 registers too, zero-extended, and the f16 instructions work on .b16
+// copies (%h; see half.go). Buffer pointers, element
 // counts, builtins and constants are loaded once at the top of the kernel. A var
 // is a register, read in place; a let bound to it holds a copy.
 //

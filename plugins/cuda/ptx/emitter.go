@@ -31,16 +31,20 @@ type local struct {
 	variable bool
 }
 
-// array is a buffer or a shared array.
+// array is a buffer, a shared array or a per-invocation local array (the
+// scalar matrix path's private slices).
 type array struct {
 	elem   ir.Type
 	shared bool
-	// base is the global address (a .b64 register) of a buffer, or the shared
-	// address (a .b32 register) of a shared array.
+	// local marks a per-invocation array in the .local state space.
+	local bool
+	// base is the global address (a .b64 register) of a buffer, the shared
+	// address (a .b32 register) of a shared array, or the local address (a .b64
+	// register) of a local array.
 	base string
 	// count is the register holding a buffer's element count.
 	count string
-	// fixed is a shared array's element count.
+	// fixed is a shared or local array's element count.
 	fixed uint32
 	// nc marks a read buffer loaded through the non-coherent path.
 	nc bool
@@ -77,13 +81,15 @@ type emitter struct {
 	pre, body   []string
 	shared      []string
 	sharedBytes uint32
+	// locals declares the per-invocation local arrays.
+	locals []string
 
-	nr, np, nd, nl int
-	consts         map[ir.Literal]string
-	hoisted        map[hoistKey]string
-	arrays         map[string]array
-	scopes         []map[string]local
-	loops          []loop
+	nr, np, nd, nh, nl int
+	consts             map[ir.Literal]string
+	hoisted            map[hoistKey]string
+	arrays             map[string]array
+	scopes             []map[string]local
+	loops              []loop
 	// facts are the bounds the enclosing ifs' conditions established.
 	facts []boundFact
 	// cond is the predicate of the predicated if being emitted, or "".
@@ -96,6 +102,10 @@ type emitter struct {
 	// assigned are the vars some assign sets; the others keep the range of
 	// their initial value.
 	assigned map[string]bool
+	// matrixPath is the path the program's matrices take (see matrix.go);
+	// stageBytes is the shared memory the scalar path's mma staging may take.
+	matrixPath matrixPath
+	stageBytes uint32
 }
 
 // twoBlocksMaxThreads is the largest workgroup for which a module asks ptxas to
@@ -180,7 +190,7 @@ func (e *emitter) constant(l ir.Literal) value {
 // ranged gives v the range r, and makes it the constant when r holds one value
 // (an integer or bool v only).
 func (e *emitter) ranged(v value, r ranges.Range) value {
-	if v.t == ir.F32 {
+	if v.t.IsFloat() {
 		return v
 	}
 	if c, ok := r.Const(); ok {
@@ -193,8 +203,8 @@ func (e *emitter) ranged(v value, r ranges.Range) value {
 // emitKernel declares the buffers and shared arrays, then emits the body.
 func (e *emitter) emitKernel() error {
 	for _, b := range e.prog.Buffers {
-		if !b.Type.IsNumeric() {
-			return fmt.Errorf("buffer %q has element type %s. Fix: use i32, u32 or f32", b.Name, b.Type)
+		if !b.Type.IsNumeric() && !b.Type.Is16Bit() {
+			return fmt.Errorf("buffer %q has element type %s. Fix: use i32, u32, f32, f16 or bf16", b.Name, b.Type)
 		}
 		raw, base, count := e.rd(), e.rd(), e.r()
 		e.preInst("ld.param.u64 %s, [%s]", raw, bufParam(b.Binding))
@@ -212,15 +222,12 @@ func (e *emitter) emitKernel() error {
 	}
 	for i, s := range e.prog.Shared {
 		if !s.Type.Valid() {
-			return fmt.Errorf("shared array %q has an invalid element type. Fix: use bool, i32, u32 or f32", s.Name)
+			return fmt.Errorf("shared array %q has an invalid element type. Fix: use bool, i32, u32, f32, f16 or bf16", s.Name)
 		}
-		sym := fmt.Sprintf("kiln_shared%d", i)
-		bytes := 4 * s.Count
-		e.shared = append(e.shared, fmt.Sprintf("\t.shared .align 4 .b8 %s[%d]; // %s: %d x %s", sym, bytes, s.Name, s.Count, s.Type))
-		e.sharedBytes += bytes
-		base := e.r()
-		e.preInst("mov.u32 %s, %s", base, sym)
-		e.arrays[s.Name] = array{elem: s.Type, shared: true, base: base, fixed: s.Count}
+		e.declareShared(s.Name, fmt.Sprintf("kiln_shared%d", i), s.Type, s.Count, fmt.Sprintf("%s: %d x %s", s.Name, s.Count, s.Type))
+	}
+	if err := e.declareMatrices(); err != nil {
+		return err
 	}
 	if err := e.block(e.prog.Body); err != nil {
 		return err
@@ -230,6 +237,31 @@ func (e *emitter) emitKernel() error {
 	e.inst("ret")
 	return nil
 }
+
+// declareShared declares a .shared variable sym for an array of count elements
+// of type t (4 bytes each, 2 for f16 and bf16, rounded up to whole words) and
+// makes it the array name.
+func (e *emitter) declareShared(name, sym string, t ir.Type, count uint32, comment string) {
+	bytes := arrayBytes(t, count)
+	e.shared = append(e.shared, fmt.Sprintf("\t.shared .align 4 .b8 %s[%d]; // %s", sym, bytes, comment))
+	e.sharedBytes += bytes
+	base := e.r()
+	e.preInst("mov.u32 %s, %s", base, sym)
+	e.arrays[name] = array{elem: t, shared: true, base: base, fixed: count}
+}
+
+// declareLocal declares a .local variable sym, an array of count elements of
+// type t in every invocation, and makes it the array name.
+func (e *emitter) declareLocal(name, sym string, t ir.Type, count uint32, comment string) {
+	bytes := arrayBytes(t, count)
+	e.locals = append(e.locals, fmt.Sprintf("\t.local .align 4 .b8 %s[%d]; // %s", sym, bytes, comment))
+	base := e.rd()
+	e.preInst("mov.u64 %s, %s", base, sym)
+	e.arrays[name] = array{elem: t, local: true, base: base, fixed: count}
+}
+
+// arrayBytes is the size of a .shared or .local variable of count elements of t.
+func arrayBytes(t ir.Type, count uint32) uint32 { return (t.Size()*count + 3) &^ 3 }
 
 // assemble lays the module out: header, the kernel's signature, register and
 // shared declarations, preamble, body.
@@ -252,7 +284,13 @@ func (e *emitter) assemble(m *Module) string {
 	}
 	s.WriteString("{\n")
 	fmt.Fprintf(&s, "\t.reg .pred %%p<%d>;\n\t.reg .b32 %%r<%d>;\n\t.reg .b64 %%rd<%d>;\n", e.np+1, e.nr+1, e.nd+1)
+	if e.nh > 0 {
+		fmt.Fprintf(&s, "\t.reg .b16 %%h<%d>;\n", e.nh+1)
+	}
 	for _, line := range e.shared {
+		s.WriteString(line + "\n")
+	}
+	for _, line := range e.locals {
 		s.WriteString(line + "\n")
 	}
 	for _, line := range e.pre {

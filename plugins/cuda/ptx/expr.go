@@ -33,7 +33,7 @@ func (e *emitter) expr(x ir.Expr) (value, error) {
 	switch x := x.(type) {
 	case ir.Literal:
 		if !x.Type.Valid() {
-			return value{}, fmt.Errorf("literal of invalid type %d. Fix: use bool, i32, u32 or f32", x.Type)
+			return value{}, fmt.Errorf("literal of invalid type %d. Fix: use bool, i32, u32, f32, f16 or bf16", x.Type)
 		}
 		return e.constant(x), nil
 	case ir.LocalRef:
@@ -94,17 +94,7 @@ func (e *emitter) expr(x ir.Expr) (value, error) {
 	case ir.BinaryExpr:
 		return e.binary(x)
 	case ir.FmaExpr:
-		var args [3]string
-		for i, a := range []ir.Expr{x.A, x.B, x.C} {
-			reg, err := e.typed(a, ir.F32, "an fma operand")
-			if err != nil {
-				return value{}, err
-			}
-			args[i] = reg
-		}
-		d := e.r()
-		e.inst("fma.rn.f32 %s, %s, %s, %s", d, args[0], args[1], args[2])
-		return value{reg: d, t: ir.F32}, nil
+		return e.fma(x)
 	case ir.SelectExpr:
 		return e.selectExpr(x)
 	case ir.CastExpr:
@@ -130,11 +120,16 @@ func (e *emitter) load(x ir.LoadExpr) (value, error) {
 	if a.nc {
 		space = "global.nc"
 	}
+	// A 16-bit element is zero-extended into its .b32 register.
+	kind := "b32"
+	if a.elem.Is16Bit() {
+		kind = "u16"
+	}
 	if ok == "" {
-		e.inst("ld.%s.b32 %s, [%s]", space, word, addr)
+		e.inst("ld.%s.%s %s, [%s]", space, kind, word, addr)
 	} else {
 		e.inst("mov.b32 %s, 0", word)
-		e.inst("@%s ld.%s.b32 %s, [%s]", ok, space, word, addr)
+		e.inst("@%s ld.%s.%s %s, [%s]", ok, space, kind, word, addr)
 	}
 	if a.elem == ir.Bool {
 		p := e.p()
@@ -219,8 +214,11 @@ func (e *emitter) unary(x ir.UnaryExpr) (value, error) {
 	if err != nil {
 		return value{}, err
 	}
-	r := ranges.Unary(x.Op, v.t, v.rng)
-	if c, ok := r.Const(); ok && v.t != ir.F32 {
+	r := ranges.Unknown()
+	if !v.t.IsFloat() {
+		r = ranges.Unary(x.Op, v.t, v.rng)
+	}
+	if c, ok := r.Const(); ok && !v.t.IsFloat() {
 		return e.constant(ir.Literal{Type: v.t, Bits: c}), nil
 	}
 	out := func(reg string) (value, error) { return e.ranged(value{reg: reg, t: v.t}, r), nil }
@@ -240,6 +238,12 @@ func (e *emitter) unary(x ir.UnaryExpr) (value, error) {
 		return out(e.sel(e.op1("neg.s32", v.reg), v.reg, neg))
 	case x.Op == ir.OpAbs && v.t == ir.F32:
 		return out(e.op2("and.b32", v.reg, hex(f32AbsMask)))
+	case x.Op == ir.OpNeg && v.t == ir.F16:
+		return out(e.op2("xor.b32", v.reg, hex(f16SignBit)))
+	case x.Op == ir.OpAbs && v.t == ir.F16:
+		return out(e.op2("and.b32", v.reg, hex(f16AbsMask)))
+	case x.Op == ir.OpSqrt && v.t == ir.F16:
+		return out(e.viaF32("sqrt.rn.f32", v.reg))
 	case x.Op == ir.OpClz && v.t.IsInteger():
 		return out(e.op1("clz.b32", v.reg))
 	case x.Op == ir.OpPopcount && v.t.IsInteger():
@@ -296,12 +300,20 @@ func (e *emitter) binary(x ir.BinaryExpr) (value, error) {
 	if b.t != a.t {
 		return value{}, fmt.Errorf("the second operand of %s has type %s, want %s. Fix: run ir.Validate and correct the program", x.Op, b.t, a.t)
 	}
-	r := ranges.Binary(x.Op, a.t, a.rng, b.rng)
 	rt := a.t
 	if x.Op.IsComparison() {
 		rt = ir.Bool
 	}
-	if c, ok := r.Const(); ok && rt != ir.F32 {
+	// Ranges describe integers and bools: a float operation's result has none
+	// (a comparison's is a bool's), and nothing about floats folds.
+	r := ranges.Unknown()
+	switch {
+	case !a.t.IsFloat():
+		r = ranges.Binary(x.Op, a.t, a.rng, b.rng)
+	case rt == ir.Bool:
+		r = ranges.Bool()
+	}
+	if c, ok := r.Const(); ok && !a.t.IsFloat() {
 		return e.constant(ir.Literal{Type: rt, Bits: c}), nil
 	}
 	if a.t == ir.I32 || a.t == ir.U32 {
@@ -324,6 +336,8 @@ func (e *emitter) binary(x ir.BinaryExpr) (value, error) {
 		reg, err = e.binaryInt(x.Op, a.t, a.reg, b.reg)
 	case a.t == ir.F32:
 		reg, err = e.binaryF32(x.Op, a.reg, b.reg)
+	case a.t == ir.F16:
+		reg, err = e.binaryF16(x.Op, a.reg, b.reg)
 	default:
 		err = unsupported("binary operator "+x.Op.String(), a.t)
 	}
@@ -530,7 +544,7 @@ func (e *emitter) cast(x ir.CastExpr) (value, error) {
 	}
 	from, to := v.t, x.To
 	r := ranges.Cast(from, to, v.rng)
-	if c, ok := r.Const(); ok && to != ir.F32 {
+	if c, ok := r.Const(); ok && !to.IsFloat() && !from.IsFloat() {
 		return e.constant(ir.Literal{Type: to, Bits: c}), nil
 	}
 	out := func(reg string) (value, error) { return e.ranged(value{reg: reg, t: to}, r), nil }
@@ -552,6 +566,15 @@ func (e *emitter) cast(x ir.CastExpr) (value, error) {
 		}
 		notNaN := e.sel("0", v.reg, e.pred2("nan.f32", v.reg, v.reg))
 		return out(e.op1("cvt.rzi."+kind+".f32", notNaN))
+	case from == ir.F32 && to == ir.F16:
+		return out(e.widen(e.narrow16("cvt.rn.f16.f32", v.reg)))
+	case from == ir.F16 && to == ir.F32:
+		return out(e.op1("cvt.f32.f16", e.half(v.reg)))
+	case from == ir.F32 && to == ir.BF16:
+		return out(e.toBF16(v.reg))
+	case from == ir.BF16 && to == ir.F32:
+		// bf16 is the upper half of an f32, and the register's upper bits are 0.
+		return out(e.op2("shl.b32", v.reg, "16"))
 	}
 	return value{}, fmt.Errorf("cast from %s to %s has no PTX form. Fix: cast bool and f32 through u32", from, to)
 }

@@ -156,13 +156,13 @@ func (e *emitter) staticValue(x ir.Expr) (ranges.Range, ir.Type) {
 			return l.rng, l.t
 		}
 	case ir.UnaryExpr:
-		if r, t := e.staticValue(x.X); t != 0 {
+		if r, t := e.staticValue(x.X); t != 0 && !t.IsFloat() {
 			return ranges.Unary(x.Op, t, r), t
 		}
 	case ir.BinaryExpr:
 		a, t := e.staticValue(x.X)
 		b, u := e.staticValue(x.Y)
-		if t == 0 || u != t {
+		if t == 0 || u != t || t.IsFloat() {
 			break
 		}
 		rt := t
@@ -171,7 +171,7 @@ func (e *emitter) staticValue(x ir.Expr) (ranges.Range, ir.Type) {
 		}
 		return ranges.Binary(x.Op, t, a, b), rt
 	case ir.CastExpr:
-		if r, t := e.staticValue(x.X); t != 0 {
+		if r, t := e.staticValue(x.X); t != 0 && !t.IsFloat() && !x.To.IsFloat() {
 			return ranges.Cast(t, x.To, r), x.To
 		}
 	}

@@ -101,11 +101,11 @@ type namedProgram struct {
 	opts Options
 }
 
-// allPrograms is every corpus kernel, every edge-table program, every program
-// of the conformance kit's semantics tables that the emitter takes (it rejects
-// subgroup sizes beyond a warp, which the kit then skips) and the simplification
-// tests' programs, each with the specialization and workgroup size of its
-// launch.
+// allPrograms is every corpus kernel, every edge-table program (the IR v1.2
+// rows, matrix scripts included), every program of the conformance kit's
+// semantics tables that the emitter takes (it rejects subgroup sizes beyond a
+// warp, which the kit then skips) and the simplification tests' programs, each
+// with the specialization and workgroup size of its launch.
 func allPrograms() []namedProgram {
 	var out []namedProgram
 	for _, k := range kernels.All() {

@@ -1,6 +1,7 @@
 package ptx
 
 import (
+	"encoding/binary"
 	"strings"
 	"testing"
 )
@@ -21,7 +22,9 @@ func kernelText(body string) string {
 	.reg .pred %p<4>;
 	.reg .b32 %r<8>;
 	.reg .b64 %rd<4>;
+	.reg .b16 %h<3>;
 	.shared .align 4 .b8 kiln_shared0[8];
+	.local .align 4 .b8 kiln_matrix0[8];
 	ld.param.u64 %rd1, [kiln_buf0];
 	cvta.to.global.u64 %rd2, %rd1;
 	ld.param.u32 %r1, [kiln_len0];
@@ -52,10 +55,15 @@ func TestInterpreterRejectsUnspecifiedBehaviour(t *testing.T) {
 		{"branch to nowhere", "\tbra $L9;", "undefined label"},
 		{"store after an nc load", "\tld.global.nc.b32 %r3, [%rd2];\n\tst.global.b32 [%rd2], %r3;", "read through ld.global.nc"},
 		{"nc load after a store", "\tst.global.b32 [%rd2], %r1;\n\tld.global.nc.b32 %r3, [%rd2];", "which the kernel wrote"},
+		{"undefined .b16 register", "\tcvt.u32.u16 %r3, %h1;", "before any instruction wrote it"},
+		{"misaligned 16-bit access", "\tmov.b32 %r2, 1;\n\tmul.wide.u32 %rd3, %r2, 1;\n\tadd.s64 %rd3, %rd2, %rd3;\n\tld.global.u16 %r3, [%rd3];", "misaligned"},
+		{"16-bit load past the allocation", "\tmov.b32 %r2, 4;\n\tmul.wide.u32 %rd3, %r2, 1;\n\tadd.s64 %rd3, %rd2, %rd3;\n\tld.global.u16 %r3, [%rd3];", "outside every allocation"},
+		{"local address past the variable", "\tmov.u64 %rd3, kiln_matrix0;\n\tmov.b32 %r2, 8;\n\tmul.wide.u32 %rd1, %r2, 1;\n\tadd.s64 %rd3, %rd3, %rd1;\n\tld.local.b32 %r3, [%rd3];", "outside every local variable"},
+		{"f16 instruction on a .b32 register", "\tadd.rn.f16 %h1, %r1, %r1;", "not a %h register"},
 	} {
 		mod, err := parseModule(kernelText(c.body))
 		if err == nil {
-			err = launch(mod, [3]uint32{1, 1, 1}, [][]uint32{{7}}, []uint32{1})
+			err = launch(mod, [3]uint32{1, 1, 1}, [][]byte{{7, 0, 0, 0}}, []uint32{1})
 		}
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: %v, want an error mentioning %q", c.name, err, c.want)
@@ -65,8 +73,8 @@ func TestInterpreterRejectsUnspecifiedBehaviour(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	buf := [][]uint32{{7}}
-	if err := launch(mod, [3]uint32{1, 1, 1}, buf, []uint32{1}); err != nil || buf[0][0] != 0 {
-		t.Errorf("shl by 33 = %#x, %v; PTX clamps the amount to 32, giving 0", buf[0][0], err)
+	buf := [][]byte{{7, 0, 0, 0}}
+	if err := launch(mod, [3]uint32{1, 1, 1}, buf, []uint32{1}); err != nil || binary.LittleEndian.Uint32(buf[0]) != 0 {
+		t.Errorf("shl by 33 = %#x, %v; PTX clamps the amount to 32, giving 0", buf[0], err)
 	}
 }

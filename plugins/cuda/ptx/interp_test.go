@@ -28,13 +28,16 @@ import (
 // allocated (one 4-byte element for an empty buffer) or outside a shared
 // variable, a membermask that leaves out the thread itself or names a thread that
 // exited or waits elsewhere, a shuffle from a lane outside the membermask. The
+// f16 instructions (IR v1.2) are exact binary16 arithmetic through ir/half, and
+// the 16-bit loads and stores move 2 bytes, zero-extending into a .b32 register
+// and storing its low half. The
 // approximate MUFU instructions (ex2, lg2, sin, cos) are computed
 // exactly; the backend tests bound the hardware's error.
 
 // opnd is one decoded operand.
 type opnd struct {
 	kind opndKind
-	cls  byte   // register class: 'p', 'r' or 'd'
+	cls  byte   // register class: 'p', 'r', 'd' or 'h'
 	idx  int    // register number
 	imm  uint64 // immediate bits (an f32 immediate holds its bits)
 	name string // special register, parameter or shared symbol
@@ -79,7 +82,10 @@ type pmodule struct {
 	nregs      map[byte]int // declared registers by class
 	shared     map[string][2]uint32
 	sharedSize uint32
-	code       []pinst
+	// local and localSize are the per-thread .local variables.
+	local     map[string][2]uint32
+	localSize uint32
+	code      []pinst
 }
 
 // maxSteps bounds one dispatch, so a miscompiled loop fails instead of hanging.
@@ -91,14 +97,16 @@ type thread struct {
 	p []bool
 	r []uint32
 	d []uint64
-	// pdef, rdef and ddef say which registers an instruction wrote.
-	pdef, rdef, ddef []bool
-	pc               int
-	done             bool
-	tid              [3]uint32
-	ctaid            [3]uint32
-	shared           []byte
-	barrier          bool
+	h []uint16
+	// pdef, rdef, ddef and hdef say which registers an instruction wrote.
+	pdef, rdef, ddef, hdef []bool
+	pc                     int
+	done                   bool
+	tid                    [3]uint32
+	ctaid                  [3]uint32
+	shared                 []byte
+	local                  []byte
+	barrier                bool
 	// linear is the thread's index in its block (x fastest), from which CUDA
 	// builds warps: lane linear % 32 of warp linear / 32.
 	linear int
@@ -123,7 +131,7 @@ type machine struct {
 // memory is one buffer's device allocation.
 type memory struct {
 	base  uint64
-	words []uint32
+	bytes []byte
 }
 
 // bufferBase is where buffer b's allocation starts; allocations are far apart, so
@@ -136,7 +144,7 @@ func (t *thread) fail(in *pinst, format string, args ...any) error {
 
 // parseModule decodes the text Emit writes.
 func parseModule(text string) (*pmodule, error) {
-	m := &pmodule{params: map[string]int{}, nregs: map[byte]int{}, shared: map[string][2]uint32{}}
+	m := &pmodule{params: map[string]int{}, nregs: map[byte]int{}, shared: map[string][2]uint32{}, local: map[string][2]uint32{}}
 	labels := map[string]int{}
 	var pending []int // instructions whose branch target is resolved at the end
 	lines := strings.Split(text, "\n")
@@ -203,23 +211,27 @@ func parseModule(text string) (*pmodule, error) {
 				return nil, fmt.Errorf("line %d: bad .reg", lineNo)
 			}
 			count, _ = strconv.Atoi(strings.TrimSuffix(num, ">"))
-			cls = map[string]string{".pred %p": "p", ".b32 %r": "r", ".b64 %rd": "d"}[ty+" "+name]
+			cls = map[string]string{".pred %p": "p", ".b32 %r": "r", ".b64 %rd": "d", ".b16 %h": "h"}[ty+" "+name]
 			if cls == "" {
 				return nil, fmt.Errorf("line %d: unexpected register declaration %q", lineNo, line)
 			}
 			m.nregs[cls[0]] = count
-		case strings.HasPrefix(line, ".shared "):
+		case strings.HasPrefix(line, ".shared "), strings.HasPrefix(line, ".local "):
 			f := strings.Fields(strings.TrimSuffix(line, ";"))
 			if len(f) != 5 || f[1] != ".align" || f[2] != "4" || f[3] != ".b8" {
-				return nil, fmt.Errorf("line %d: bad .shared %q", lineNo, line)
+				return nil, fmt.Errorf("line %d: bad %s %q", lineNo, f[0], line)
 			}
 			name, size, _ := strings.Cut(f[4], "[")
 			bytes, err := strconv.ParseUint(strings.TrimSuffix(size, "]"), 10, 32)
 			if err != nil || bytes == 0 || bytes%4 != 0 {
-				return nil, fmt.Errorf("line %d: bad .shared size %q", lineNo, size)
+				return nil, fmt.Errorf("line %d: bad %s size %q", lineNo, f[0], size)
 			}
-			m.shared[name] = [2]uint32{m.sharedSize, m.sharedSize + uint32(bytes)}
-			m.sharedSize += uint32(bytes)
+			vars, total := m.shared, &m.sharedSize
+			if f[0] == ".local" {
+				vars, total = m.local, &m.localSize
+			}
+			vars[name] = [2]uint32{*total, *total + uint32(bytes)}
+			*total += uint32(bytes)
 		case strings.HasSuffix(line, ":"):
 			labels[strings.TrimSuffix(line, ":")] = len(m.code)
 		default:
@@ -292,13 +304,15 @@ func parseOperand(s string) (opnd, error) {
 		return o, err
 	}
 	switch {
-	case strings.HasPrefix(s, "%rd"), strings.HasPrefix(s, "%r"), strings.HasPrefix(s, "%p"):
+	case strings.HasPrefix(s, "%rd"), strings.HasPrefix(s, "%r"), strings.HasPrefix(s, "%p"), strings.HasPrefix(s, "%h"):
 		cls, num := byte('r'), s[2:]
 		switch {
 		case strings.HasPrefix(s, "%rd"):
 			cls, num = 'd', s[3:]
 		case strings.HasPrefix(s, "%p"):
 			cls = 'p'
+		case strings.HasPrefix(s, "%h"):
+			cls = 'h'
 		}
 		n, err := strconv.Atoi(num)
 		if err != nil {
@@ -362,6 +376,34 @@ func (m *pmodule) src32(in *pinst, k int) (func(t *thread) (uint32, error), erro
 		}
 		return t.r[o.idx], nil
 	}, nil
+}
+
+// src16 returns a reader of a .b16 register.
+func (m *pmodule) src16(in *pinst, k int) (func(t *thread) (uint16, error), error) {
+	if k >= len(in.args) {
+		return nil, fmt.Errorf("line %d %q: missing operand %d", in.line, in.text, k)
+	}
+	o := in.args[k]
+	if err := m.checkReg(in, o, 'h'); err != nil {
+		return nil, err
+	}
+	return func(t *thread) (uint16, error) {
+		if !t.hdef[o.idx] {
+			return 0, t.fail(in, "reads %%h%d before any instruction wrote it", o.idx)
+		}
+		return t.h[o.idx], nil
+	}, nil
+}
+
+func (m *pmodule) dst16(in *pinst) (func(t *thread, v uint16), error) {
+	if len(in.args) == 0 {
+		return nil, fmt.Errorf("line %d %q: no destination", in.line, in.text)
+	}
+	o := in.args[0]
+	if err := m.checkReg(in, o, 'h'); err != nil {
+		return nil, err
+	}
+	return func(t *thread, v uint16) { t.h[o.idx], t.hdef[o.idx] = v, true }, nil
 }
 
 func (m *pmodule) srcPred(in *pinst, k int) (func(t *thread) (bool, error), error) {
@@ -609,42 +651,50 @@ func atomicApply(op string, old, v uint32) (uint32, error) {
 	return 0, fmt.Errorf("atom.%s is not interpreted", op)
 }
 
-// word returns the memory word an address names: in a global allocation or in a
-// shared variable. Anything else is an error.
-func (t *thread) word(in *pinst, space string, addr uint64) (*uint32, []byte, int, error) {
-	if addr%4 != 0 {
-		return nil, nil, 0, t.fail(in, "misaligned %s address %#x", space, addr)
+// cell returns the size bytes an address names: in a global allocation or in a
+// shared variable. Anything else, or an address not a multiple of size, is an
+// error.
+func (t *thread) cell(in *pinst, space string, addr uint64, size uint64) ([]byte, error) {
+	if addr%size != 0 {
+		return nil, t.fail(in, "misaligned %s address %#x", space, addr)
 	}
-	if space == "shared" {
-		for _, r := range t.m.mod.shared {
-			if addr >= uint64(r[0]) && addr+4 <= uint64(r[1]) {
-				return nil, t.shared, int(addr), nil
+	if space == "shared" || space == "local" {
+		vars, mem := t.m.mod.shared, t.shared
+		if space == "local" {
+			vars, mem = t.m.mod.local, t.local
+		}
+		for _, r := range vars {
+			if addr >= uint64(r[0]) && addr+size <= uint64(r[1]) {
+				return mem[addr : addr+size], nil
 			}
 		}
-		return nil, nil, 0, t.fail(in, "shared address %#x is outside every shared variable", addr)
+		return nil, t.fail(in, "%s address %#x is outside every %s variable", space, addr, space)
 	}
 	for b := range t.m.buffers {
 		mem := &t.m.buffers[b]
-		if addr >= mem.base && addr+4 <= mem.base+4*uint64(len(mem.words)) {
-			return &mem.words[(addr-mem.base)/4], nil, 0, nil
+		if addr >= mem.base && addr+size <= mem.base+uint64(len(mem.bytes)) {
+			off := addr - mem.base
+			return mem.bytes[off : off+size], nil
 		}
 	}
-	return nil, nil, 0, t.fail(in, "global address %#x is outside every allocation", addr)
+	return nil, t.fail(in, "global address %#x is outside every allocation", addr)
 }
 
-func (t *thread) loadWord(in *pinst, space string, addr uint64) (uint32, error) {
-	w, sh, off, err := t.word(in, space, addr)
+// load reads a 4-byte word or, with size 2, a 16-bit value zero-extended.
+func (t *thread) load(in *pinst, space string, addr, size uint64) (uint32, error) {
+	c, err := t.cell(in, space, addr, size)
 	if err != nil {
 		return 0, err
 	}
-	if w != nil {
-		return *w, nil
+	if size == 2 {
+		return uint32(binary.LittleEndian.Uint16(c)), nil
 	}
-	return binary.LittleEndian.Uint32(sh[off:]), nil
+	return binary.LittleEndian.Uint32(c), nil
 }
 
-func (t *thread) storeWord(in *pinst, space string, addr uint64, v uint32) error {
-	w, sh, off, err := t.word(in, space, addr)
+// store writes a 4-byte word or, with size 2, v's low half.
+func (t *thread) store(in *pinst, space string, addr, size uint64, v uint32) error {
+	c, err := t.cell(in, space, addr, size)
 	if err != nil {
 		return err
 	}
@@ -654,11 +704,11 @@ func (t *thread) storeWord(in *pinst, space string, addr uint64, v uint32) error
 		}
 		t.m.written[addr] = true
 	}
-	if w != nil {
-		*w = v
+	if size == 2 {
+		binary.LittleEndian.PutUint16(c, uint16(v))
 		return nil
 	}
-	binary.LittleEndian.PutUint32(sh[off:], v)
+	binary.LittleEndian.PutUint32(c, v)
 	return nil
 }
 
@@ -672,7 +722,7 @@ func (m *pmodule) address(in *pinst, k int, space string) (func(t *thread) (uint
 	tmp := *in
 	tmp.args = append([]opnd(nil), in.args...)
 	tmp.args[k] = o
-	if space == "global" {
+	if space == "global" || space == "local" {
 		r, err := m.src64(&tmp, k)
 		return r, err
 	}
@@ -769,6 +819,17 @@ func (m *pmodule) decode(in *pinst) error {
 		default:
 			return fmt.Errorf("line %d: unknown special register %q", in.line, name)
 		}
+		return nil
+	case in.op == "mov.u64" && len(in.args) == 2 && in.args[1].kind == opndSym:
+		dst, err := m.dst64(in)
+		if err != nil {
+			return err
+		}
+		r, ok := m.local[in.args[1].name]
+		if !ok {
+			return fmt.Errorf("line %d: %q is not a local variable", in.line, in.args[1].name)
+		}
+		in.exec = func(t *thread) error { dst(t, uint64(r[0])); return nil }
 		return nil
 	case in.op == "mov.u32" && len(in.args) == 2 && in.args[1].kind == opndSym:
 		dst, err := m.dst32(in)
@@ -867,6 +928,8 @@ func (m *pmodule) decode(in *pinst) error {
 			return err
 		}
 		return nil
+	case parts[0] == "setp" && len(parts) == 3 && parts[2] == "f16":
+		return m.decodeSetpF16(in, parts[1])
 	case parts[0] == "setp":
 		if len(parts) != 3 {
 			return fmt.Errorf("line %d: bad setp %q", in.line, in.op)
@@ -967,7 +1030,11 @@ func (m *pmodule) decode(in *pinst) error {
 			return nil
 		}
 		return nil
-	case in.op == "ld.global.nc.b32":
+	case in.op == "ld.global.nc.b32" || in.op == "ld.global.nc.u16":
+		size := uint64(4)
+		if in.op == "ld.global.nc.u16" {
+			size = 2
+		}
 		dst, err := m.dst32(in)
 		if err != nil {
 			return err
@@ -985,7 +1052,7 @@ func (m *pmodule) decode(in *pinst) error {
 				return t.fail(in, "reads global address %#x through ld.global.nc, which the kernel wrote", a)
 			}
 			t.m.ncRead[a] = true
-			v, err := t.loadWord(in, "global", a)
+			v, err := t.load(in, "global", a, size)
 			if err != nil {
 				return err
 			}
@@ -993,7 +1060,11 @@ func (m *pmodule) decode(in *pinst) error {
 			return nil
 		}
 		return nil
-	case parts[0] == "ld" && len(parts) == 3 && parts[2] == "b32" && (parts[1] == "global" || parts[1] == "shared"):
+	case parts[0] == "ld" && len(parts) == 3 && (parts[2] == "b32" || parts[2] == "u16") && (parts[1] == "global" || parts[1] == "shared" || parts[1] == "local"):
+		size := uint64(4)
+		if parts[2] == "u16" {
+			size = 2
+		}
 		dst, err := m.dst32(in)
 		if err != nil {
 			return err
@@ -1007,7 +1078,7 @@ func (m *pmodule) decode(in *pinst) error {
 			if err != nil {
 				return err
 			}
-			v, err := t.loadWord(in, parts[1], a)
+			v, err := t.load(in, parts[1], a, size)
 			if err != nil {
 				return err
 			}
@@ -1015,7 +1086,11 @@ func (m *pmodule) decode(in *pinst) error {
 			return nil
 		}
 		return nil
-	case parts[0] == "st" && len(parts) == 3 && parts[2] == "b32" && (parts[1] == "global" || parts[1] == "shared"):
+	case parts[0] == "st" && len(parts) == 3 && (parts[2] == "b32" || parts[2] == "b16") && (parts[1] == "global" || parts[1] == "shared" || parts[1] == "local"):
+		size := uint64(4)
+		if parts[2] == "b16" {
+			size = 2
+		}
 		addr, err := m.address(in, 0, parts[1])
 		if err != nil {
 			return err
@@ -1033,7 +1108,7 @@ func (m *pmodule) decode(in *pinst) error {
 			if err != nil {
 				return err
 			}
-			return t.storeWord(in, parts[1], a, v)
+			return t.store(in, parts[1], a, size, v)
 		}
 		return nil
 	case parts[0] == "atom" && len(parts) == 4 && (parts[1] == "global" || parts[1] == "shared"):
@@ -1075,7 +1150,7 @@ func (m *pmodule) decode(in *pinst) error {
 			if err != nil {
 				return err
 			}
-			old, err := t.loadWord(in, parts[1], a)
+			old, err := t.load(in, parts[1], a, 4)
 			if err != nil {
 				return err
 			}
@@ -1087,13 +1162,16 @@ func (m *pmodule) decode(in *pinst) error {
 				nv = v
 			}
 			dst(t, old)
-			return t.storeWord(in, parts[1], a, nv)
+			return t.store(in, parts[1], a, 4, nv)
 		}
 		return nil
 	case in.op == "shfl.sync.idx.b32" || in.op == "shfl.sync.bfly.b32":
 		return m.decodeShfl(in, parts[2])
 	case parts[0] == "redux" && len(parts) == 4 && parts[1] == "sync":
 		return m.decodeRedux(in, parts[2]+"."+parts[3])
+	}
+	if done, err := m.decodeHalf(in); done {
+		return err
 	}
 	return m.decodeArith(in)
 }
@@ -1255,15 +1333,22 @@ func (mc *machine) block(ctaid [3]uint32) error {
 	for i := 0; i+4 <= len(shared); i += 4 {
 		binary.LittleEndian.PutUint32(shared[i:], 0xDEADBEEF) // shared memory starts undefined
 	}
+	poisoned := func(n uint32) []byte {
+		mem := make([]byte, n)
+		for i := 0; i+4 <= len(mem); i += 4 {
+			binary.LittleEndian.PutUint32(mem[i:], 0xDEADBEEF) // so does local memory
+		}
+		return mem
+	}
 	var threads []*thread
 	wg := mod.reqntid
 	for z := uint32(0); z < wg[2]; z++ {
 		for y := uint32(0); y < wg[1]; y++ {
 			for x := uint32(0); x < wg[0]; x++ {
 				threads = append(threads, &thread{
-					m: mc, tid: [3]uint32{x, y, z}, ctaid: ctaid, shared: shared, linear: len(threads), warpOp: -1,
-					p: make([]bool, mod.nregs['p']), r: make([]uint32, mod.nregs['r']), d: make([]uint64, mod.nregs['d']),
-					pdef: make([]bool, mod.nregs['p']), rdef: make([]bool, mod.nregs['r']), ddef: make([]bool, mod.nregs['d']),
+					m: mc, tid: [3]uint32{x, y, z}, ctaid: ctaid, shared: shared, local: poisoned(mod.localSize), linear: len(threads), warpOp: -1,
+					p: make([]bool, mod.nregs['p']), r: make([]uint32, mod.nregs['r']), d: make([]uint64, mod.nregs['d']), h: make([]uint16, mod.nregs['h']),
+					pdef: make([]bool, mod.nregs['p']), rdef: make([]bool, mod.nregs['r']), ddef: make([]bool, mod.nregs['d']), hdef: make([]bool, mod.nregs['h']),
 				})
 			}
 		}
@@ -1491,12 +1576,13 @@ func (m *pmodule) decodeRedux(in *pinst, op string) error {
 	return nil
 }
 
-// launch runs the module over grid with the given buffers (by binding; an empty
-// buffer is allocated one dummy element), element counts and uniform values.
-func launch(mod *pmodule, grid [3]uint32, buffers [][]uint32, counts []uint32, uniforms ...uint32) error {
+// launch runs the module over grid with the given buffers' bytes (by binding; an
+// empty buffer is allocated one dummy 4-byte element), element counts and
+// uniform values.
+func launch(mod *pmodule, grid [3]uint32, buffers [][]byte, counts []uint32, uniforms ...uint32) error {
 	mc := &machine{mod: mod, grid: grid, ncRead: map[uint64]bool{}, written: map[uint64]bool{}}
-	for b, words := range buffers {
-		mc.buffers = append(mc.buffers, memory{base: bufferBase(b), words: words})
+	for b, bytes := range buffers {
+		mc.buffers = append(mc.buffers, memory{base: bufferBase(b), bytes: bytes})
 	}
 	mc.params = make([]uint64, len(mod.paramKinds))
 	for b := range buffers {
@@ -1537,29 +1623,31 @@ func dispatchCase(p *ir.Program, c kernels.Case, uniformBlock []byte) ([][]byte,
 	if err != nil {
 		return nil, err
 	}
+	return runModule(m, p, c, uniformBlock)
+}
+
+// runModule runs an emitted module of p for the case (see dispatchCase).
+func runModule(m *Module, p *ir.Program, c kernels.Case, uniformBlock []byte) ([][]byte, error) {
 	mod, err := parseModule(m.Text)
 	if err != nil {
 		return nil, err
 	}
-	buffers := make([][]uint32, len(p.Buffers))
+	buffers := make([][]byte, len(p.Buffers))
 	counts := make([]uint32, len(p.Buffers))
 	for _, b := range p.Buffers {
-		var mem []uint32
+		size := b.Type.Size()
+		var mem []byte
 		switch {
 		case b.Access.Readable() && int(b.Binding) < len(c.Inputs) && c.Inputs[b.Binding] != nil:
-			in := c.Inputs[b.Binding]
-			mem = make([]uint32, len(in)/4)
-			for i := range mem {
-				mem[i] = binary.LittleEndian.Uint32(in[4*i:])
-			}
+			mem = append([]byte(nil), c.Inputs[b.Binding]...)
 		case b.Count > 0:
-			mem = make([]uint32, b.Count)
+			mem = make([]byte, size*b.Count)
 		case int(b.Binding) < len(c.OutputCounts):
-			mem = make([]uint32, c.OutputCounts[b.Binding])
+			mem = make([]byte, size*c.OutputCounts[b.Binding])
 		}
-		counts[b.Binding] = uint32(len(mem))
+		counts[b.Binding] = uint32(len(mem)) / size
 		if len(mem) == 0 {
-			mem = []uint32{0xDEADBEEF} // the 4 bytes the backend allocates for an empty buffer
+			mem = []byte{0xEF, 0xBE, 0xAD, 0xDE} // the 4 bytes the backend allocates for an empty buffer
 		}
 		buffers[b.Binding] = mem
 	}
@@ -1576,11 +1664,7 @@ func dispatchCase(p *ir.Program, c kernels.Case, uniformBlock []byte) ([][]byte,
 	}
 	var outs [][]byte
 	for _, binding := range p.Outputs() {
-		out := make([]byte, 4*counts[binding])
-		for i := range counts[binding] {
-			binary.LittleEndian.PutUint32(out[4*i:], buffers[binding][i])
-		}
-		outs = append(outs, out)
+		outs = append(outs, buffers[binding][:counts[binding]*p.Buffers[binding].Type.Size()])
 	}
 	return outs, nil
 }

@@ -443,12 +443,16 @@ func TestNonCoherentReads(t *testing.T) {
 		kernel    string
 		nc, plain int // loads with and without .nc under NonCoherentReads
 	}{
-		{"vector_add", 2, 0}, // a, b read; out written
+		{"vector_add", 2, 0}, // a, b read (one element per invocation); out written
 		{"saxpy", 1, 1},      // x read; y read_write
 	} {
 		k, _ := kernels.Lookup(tc.kernel)
-		nc := mustEmit(t, tc.kernel, k.Program(), Options{NonCoherentReads: true})
-		plain := mustEmit(t, tc.kernel, k.Program(), Options{})
+		var one ir.SpecMap
+		if _, ok := k.Program().Param("epi"); ok {
+			one.Set("epi", ir.SpecU32(1))
+		}
+		nc := mustEmit(t, tc.kernel, k.Program(), Options{NonCoherentReads: true, Spec: one})
+		plain := mustEmit(t, tc.kernel, k.Program(), Options{Spec: one})
 		if n := count(nc, `ld\.global\.nc\.b32`); n != tc.nc {
 			t.Errorf("%s: %d nc loads, want %d\n%s", tc.kernel, n, tc.nc, numbered(nc.Text))
 		}

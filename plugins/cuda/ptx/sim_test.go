@@ -14,7 +14,7 @@ import (
 // simBackend is a pluginapi.Backend that runs emitted modules on the PTX
 // interpreter of interp_test.go, so the conformance kit checks the emitter's text
 // without a driver in between. Like a CUDA device it runs subgroups of up to 32
-// lanes and says so in its profile.
+// lanes, f16 and bf16, and says so in its profile.
 type simBackend struct {
 	mu        sync.Mutex
 	next      uint64
@@ -29,10 +29,10 @@ type simPipeline struct {
 
 func (b *simBackend) Describe(context.Context) (*pluginapi.Description, error) {
 	return &pluginapi.Description{
-		ID: "ptx-sim", Version: "0", Dispatches: true, Features: []string{"ir.v1", "ir.v1.1"},
+		ID: "ptx-sim", Version: "0", Dispatches: true, Features: []string{"ir.v1", "ir.v1.1", "ir.v1.2"},
 		Adapters: []pluginapi.Adapter{{Index: 0, Name: "PTX interpreter", Available: true,
 			Profile: pluginapi.DeviceProfile{MaxInvocationsPerWorkgroup: 1024, HasSharedMemory: true, SubgroupSize: WarpSize,
-				SupportsSubgroupOps: true, HasSubgroupShuffle: true}}},
+				SupportsSubgroupOps: true, HasSubgroupShuffle: true, SupportsF16: true, SupportsBF16: true}}},
 	}, nil
 }
 

@@ -160,6 +160,8 @@ func (e *emitter) stmt(s ir.Stmt) error {
 		e.inst("ret")
 		e.open = false
 		return nil
+	case ir.MatrixFillStmt, ir.MatrixLoadStmt, ir.MatrixStoreStmt, ir.MatrixMMAStmt, ir.MatrixConvertStmt:
+		return e.matrixStmt(s)
 	}
 	return fmt.Errorf("statement %T has no PTX form. Fix: build statements with the ir package's types", s)
 }
@@ -175,14 +177,15 @@ func (e *emitter) target(name, what string) (array, error) {
 
 // inBounds returns a predicate that is index < count, or "" when that is known:
 // an enclosing if has established it for a buffer (see fold.go), or the index's
-// range lies below a shared array's fixed count (see docs/design.md, "Value
-// ranges and bounds-check elision").
+// range lies below a shared or local array's fixed count (see docs/design.md,
+// "Value ranges and bounds-check elision").
 func (e *emitter) inBounds(a array, index value) string {
-	if a.shared && index.rng.Below(a.fixed) || !a.shared && e.known(index.reg, a.count) {
+	fixed := a.shared || a.local
+	if fixed && index.rng.Below(a.fixed) || !fixed && e.known(index.reg, a.count) {
 		return ""
 	}
 	p := e.p()
-	if a.shared {
+	if fixed {
 		e.inst("setp.lt.u32 %s, %s, %d", p, index.reg, a.fixed)
 	} else {
 		e.inst("setp.lt.u32 %s, %s, %s", p, index.reg, a.count)
@@ -193,14 +196,18 @@ func (e *emitter) inBounds(a array, index value) string {
 // address returns the address of element index of a (meaningful only in bounds)
 // and the state space to access it in.
 func (e *emitter) address(a array, index string) (addr, space string) {
+	size := a.elem.Size()
 	if a.shared {
 		addr = e.r()
-		e.inst("mad.lo.u32 %s, %s, 4, %s", addr, index, a.base)
+		e.inst("mad.lo.u32 %s, %s, %d, %s", addr, index, size, a.base)
 		return addr, "shared"
 	}
 	off, addr := e.rd(), e.rd()
-	e.inst("mul.wide.u32 %s, %s, 4", off, index)
+	e.inst("mul.wide.u32 %s, %s, %d", off, index, size)
 	e.inst("add.s64 %s, %s, %s", addr, a.base, off)
+	if a.local {
+		return addr, "local"
+	}
 	return addr, "global"
 }
 
@@ -226,7 +233,12 @@ func (e *emitter) store(s ir.StoreStmt) error {
 	}
 	ok := e.guarded(e.inBounds(a, index))
 	addr, space := e.address(a, index.reg)
-	e.inst("%sst.%s.b32 [%s], %s", guard(ok), space, addr, v)
+	// A 16-bit element is the register's low half.
+	kind := "b32"
+	if a.elem.Is16Bit() {
+		kind = "b16"
+	}
+	e.inst("%sst.%s.%s [%s], %s", guard(ok), space, kind, addr, v)
 	return nil
 }
 

@@ -35,6 +35,8 @@ type adapter struct {
 	// so timestamp queries are reset on the host before each submission rather
 	// than by a command recorded into it (exec.go).
 	hostReset bool
+	// coop is what the adapter uses of cooperative matrices (coopmat.go).
+	coop coopState
 
 	// onLost is Config.OnDeviceLost.
 	onLost func(error)
@@ -84,6 +86,7 @@ func newAdapter(index int, pd vk.PhysicalDevice) *adapter {
 	a.info.Profile = profile(props, a.features, exts, a.timestamps)
 	a.info.Profile.MaxStorageBufferBindingSize = a.bindingLimit()
 	a.info.Profile.MemoryBytes = deviceLocalBytes(a.mem)
+	a.useCoop()
 	a.info.Available = true
 	return a
 }
@@ -218,15 +221,13 @@ func (a *adapter) subgroupRequirement(p *ir.Program, wg [3]uint32) (vk.SubgroupR
 }
 
 // profile builds the DeviceProfile from what Vulkan reports, claiming only what
-// the backend can run (see the package documentation): no f16 or bf16 (IR v1
-// has no such types), no tensor cores (no cooperative matrices are emitted), no
-// indirect dispatch and no hardware counters (the backend records neither).
+// the backend can run (see the package documentation): f16 where the device has
+// both f16 arithmetic (shaderFloat16) and 16-bit storage buffers, bf16 where it
+// has 16-bit storage buffers (bf16 needs no arithmetic), no tensor cores
+// (useCoop, coopmat.go, claims them where the cooperative-matrix path is used),
+// no indirect dispatch and no hardware counters (the backend records neither).
 // MemBWGBps is filled in by the bandwidth measurement (MemBWStatus says how
 // far it got); until one starts the figure is not measured.
-// profile is the device's profile. It reports f16 where the device has both f16
-// arithmetic (shaderFloat16) and 16-bit storage buffers, bf16 where it has 16-bit
-// storage buffers (bf16 needs no arithmetic), and never tensor cores: matrices
-// run on the scalar path (spirv/matrix.go).
 func profile(p vk.Properties, f vk.Features, _ []string, timestamps bool) pluginapi.DeviceProfile {
 	compute := p.Subgroup.Stages&vk.StageCompute != 0
 	ops := p.Subgroup.Operations

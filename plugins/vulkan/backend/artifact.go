@@ -48,11 +48,17 @@ func (b *Backend) Artifact(ctx context.Context, req *pluginapi.ArtifactRequest) 
 	return &pluginapi.Artifact{Data: m.Bytes(), Info: moduleInfo(m, wg)}, nil
 }
 
-// moduleInfo describes m, built for workgroup size wg, as Artifact's Info.
+// moduleInfo describes m, built for workgroup size wg, as Artifact's Info: with
+// matrices, matrix_path says which path they took (spirv.MatrixPathCooperative
+// or spirv.MatrixPathScalar; the module's OpSourceExtension says why).
 func moduleInfo(m *spirv.Module, wg [3]uint32) map[string]string {
-	return map[string]string{
+	info := map[string]string{
 		"entry_point":         m.EntryPoint,
 		"push_constant_bytes": strconv.FormatUint(uint64(m.PushConstantBytes), 10),
 		"workgroup_size":      fmt.Sprintf("%d,%d,%d", wg[0], wg[1], wg[2]),
 	}
+	if m.MatrixPath != "" {
+		info["matrix_path"] = m.MatrixPath
+	}
+	return info
 }

@@ -100,7 +100,7 @@ func newDevice(a *adapter) (*device, error) {
 		SubgroupSizeControl: control, ComputeFullSubgroups: control && a.features.ComputeFullSubgroups,
 		BufferDeviceAddress: a.addresses, HostQueryReset: a.hostReset,
 		ShaderFloat16: a.features.ShaderFloat16, StorageBuffer16BitAccess: a.features.StorageBuffer16BitAccess,
-		ShaderInt16: a.features.ShaderInt16})
+		ShaderInt16: a.features.ShaderInt16, Cooperative: a.coop.enable})
 	if err != nil {
 		return nil, err
 	}

@@ -8,8 +8,9 @@
 // describes itself, with one unavailable adapter whose Reason says what to install.
 //
 // Profile: the DeviceProfile flags report what the backend can run on the device:
-// limits, subgroup operations and shuffles, shared memory, timestamps; never f16,
-// bf16, tensor cores, indirect dispatch or hardware counters. mem_bw_gbps is
+// limits, subgroup operations and shuffles, shared memory, timestamps; f16 and
+// bf16 where the device has them, tensor cores where the cooperative-matrix path
+// is used (coopmat.go); never indirect dispatch or hardware counters. mem_bw_gbps is
 // measured, not looked up, in the background after the first Describe (which does
 // not wait, and creates no device; 0 until the measurement ends;
 // Config.NoBandwidth skips it; Prestart starts Vulkan early): a kiln copy

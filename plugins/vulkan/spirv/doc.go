@@ -1,8 +1,9 @@
 // Package spirv compiles an IR program (v1, v1.1 and v1.2) to a SPIR-V 1.3 compute
 // shader for the Vulkan backend (Vulkan 1.1 and later; every module passes
-// `spirv-val --target-env vulkan1.1`). EmitFor takes a Target, what the device
+// `spirv-val --target-env vulkan1.1`, except those with cooperative matrices,
+// which Debian's validator predates). EmitFor takes a Target, what the device
 // offers (subgroup operation classes, float controls, f16 arithmetic and 16-bit
-// storage, workgroup memory) and how the pipeline runs
+// storage, workgroup memory, cooperative matrices) and how the pipeline runs
 // (workgroup size, bindings reached through buffer device addresses, disjoint
 // bindings). See docs/design.md, "Vulkan", for the whole account.
 //
@@ -26,7 +27,10 @@
 //     bounds check uses them; the backend binds at least 4 bytes to every buffer,
 //     also to an empty one, whose count is 0.
 //   - Workgroup matrices (IR v1.2) run on the scalar path (matrix.go): Workgroup
-//     arrays named kiln_matrix_<name>, each statement between two barriers.
+//     arrays named kiln_matrix_<name>, each statement between two barriers; or,
+//     where Target.Coop offers them, on VK_KHR_cooperative_matrix tiles
+//     (coop.go, coopemit.go: Module.MatrixPath, the Vulkan memory model, the
+//     SubgroupId input, Module.Subgroups set).
 //   - Grid: workgroup_id, num_workgroups and global_id are logical, computed from
 //     the physical WorkgroupId and the grid words, so the backend may run one
 //     logical grid as several launches of at most maxComputeWorkGroupCount

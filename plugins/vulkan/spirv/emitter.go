@@ -71,6 +71,11 @@ type emitter struct {
 	folded map[string]ir.Literal
 	// guard is the loop guard's state (Target.LoopGuard; loopguard.go).
 	guard loopGuard
+	// coop is the cooperative-matrix plan, nil on the scalar matrix path;
+	// matrixPath and matrixWhy name the path a program with matrices takes
+	// and why (coop.go).
+	coop                  *coopPlan
+	matrixPath, matrixWhy string
 }
 
 // loopExits are where break (merge) and continue (cont) branch to, and the

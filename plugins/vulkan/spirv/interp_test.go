@@ -32,6 +32,9 @@ type cell struct {
 	// pair marks a vector of two f16 (vec[0] and vec[1] hold their bits), which
 	// the emitter builds only to reinterpret an f16's bits (half.go).
 	pair bool
+	// mat is a cooperative matrix's 16×16 elements, row-major, with its
+	// component kind in bits (coopinterp_test.go).
+	mat []uint32
 }
 
 type machine struct {
@@ -64,6 +67,8 @@ type machine struct {
 	// arrays is the length of each Function variable of an array type (the
 	// scalar matrix path's private slices); the others hold one value.
 	arrays map[uint32]int
+	// coop is the cooperative-matrix path's types (coopinterp_test.go).
+	coop coopTypes
 }
 
 // errLoopCut is what dispatchLimited returns when a guarded module set the
@@ -225,6 +230,7 @@ func load(words []uint32, spec map[uint32]uint32, buffers [][]uint32, push []uin
 	var block uint32
 	for i, in := range mc.code {
 		a := in.args
+		mc.coop.declare(in)
 		switch in.op {
 		case opLoopMerge:
 			mc.backEdges[a[1]] = [2]uint32{block, a[0]}
@@ -315,6 +321,7 @@ func (mc *machine) workgroup(id, count, wg [3]uint32, physical bool) error {
 					pc:   mc.start,
 					ids: map[uint32][3]uint32{
 						builtInLocalInvocationID: {lx, ly, lz}, builtInWorkgroupID: id,
+						builtInSubgroupID: {(lx + wg[0]*(ly+wg[1]*lz)) / interpSubgroupSize},
 					},
 				}
 				if physical {
@@ -400,6 +407,12 @@ func (mc *machine) run(inv *invocation) (barrier bool, err error) {
 			v[a[1]].bits = fbits(f(f32(v[a[2]].bits), f32(v[a[3]].bits)))
 		}
 		fcmp := func(f func(x, y float32) bool) { v[a[1]].bits = b2u(f(f32(v[a[2]].bits), f32(v[a[3]].bits))) }
+		if handled, err := mc.coopStep(inv, in); handled || err != nil {
+			if err != nil {
+				return false, err
+			}
+			continue
+		}
 		switch in.op {
 		case opLabel:
 			inv.cur = a[0]

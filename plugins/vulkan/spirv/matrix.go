@@ -69,6 +69,9 @@ const (
 // and checks that the shared arrays and Workgroup matrices fit the device's
 // workgroup memory.
 func (e *emitter) declareMatrices() error {
+	if done, err := e.declareCoop(); done {
+		return err
+	}
 	operands := map[string]bool{}
 	mmaOperands(e.prog.Body, operands)
 	var tiles uint64
@@ -158,6 +161,9 @@ func (e *emitter) eachElement(n uint32, body []ir.Stmt) ir.Stmt {
 
 // matrixStmt emits a matrix statement as its lowering between two barriers.
 func (e *emitter) matrixStmt(s ir.Stmt) error {
+	if e.coop != nil {
+		return e.coopStmt(s)
+	}
 	body, err := e.lowerMatrix(s)
 	if err != nil {
 		return err
@@ -172,6 +178,7 @@ func (e *emitter) matrixStmt(s ir.Stmt) error {
 
 // zeroMatrices sets every matrix's elements to 0 at the start of the shader.
 func (e *emitter) zeroMatrices() error {
+	e.zeroCoop()
 	if len(e.prog.Matrices) == 0 {
 		return nil
 	}

@@ -48,6 +48,10 @@ type Module struct {
 	// loop the program had not finished, so the outputs are wrong (see
 	// loopguard.go).
 	LoopGuard bool
+	// MatrixPath is the path a program's workgroup matrices take:
+	// MatrixPathCooperative (matrix units, VK_KHR_cooperative_matrix),
+	// MatrixPathScalar, or "" for a program without matrices (coop.go).
+	MatrixPath string
 }
 
 // GridMode is how a module reads the grid builtins, and so how the backend may
@@ -153,6 +157,9 @@ type Target struct {
 	// parameter's, or that names no parameter, is an error. (A pointer keeps
 	// Target comparable.)
 	FoldSpec *ir.SpecMap
+	// Coop is what the device offers for the cooperative-matrix path (see
+	// SelectCoop); the zero value puts every matrix on the scalar path.
+	Coop CoopTarget
 }
 
 // SpecEntry is one VkSpecializationMapEntry: constant id, offset into the data blob
@@ -255,7 +262,7 @@ func EmitFor(p *ir.Program, t Target) (*Module, error) {
 		}
 	}
 	m := &Module{
-		Words:             e.assemble(),
+		Words:             e.finishMatrices(e.assemble()),
 		EntryPoint:        EntryPoint,
 		WorkgroupSize:     e.wg,
 		ParamIDs:          make(map[string]uint32, len(p.Params)),
@@ -266,6 +273,7 @@ func EmitFor(p *ir.Program, t Target) (*Module, error) {
 		AddressOffsets:    e.layout.addresses,
 		Subgroups:         e.subgroups,
 		LoopGuard:         e.guard.buffer != 0,
+		MatrixPath:        e.matrixPath,
 	}
 	for i, d := range p.Params {
 		if folded == nil {

@@ -142,6 +142,7 @@ VkResult kiln_create_instance(kiln_loader *l, uint32_t api_version, int validati
 		ci.ppEnabledLayerNames = layers;
 		ci.ppEnabledExtensionNames = exts;
 	}
+	in->vkGetInstanceProcAddr = l->vkGetInstanceProcAddr;
 	VkResult r = l->vkCreateInstance(&ci, NULL, &in->instance);
 	if (r != VK_SUCCESS) {
 		pthread_mutex_destroy(&in->mu);
@@ -363,6 +364,14 @@ VkResult kiln_create_device(kiln_instance *in, VkPhysicalDevice pd, uint32_t que
 	ci.ppEnabledExtensionNames = opts.extensions;
 	if (opts.size_control || opts.full_subgroups) {
 		ci.pNext = &sc;
+	}
+	if (opts.next != NULL) {
+		VkBaseOutStructure *tail = opts.next;
+		while (tail->pNext != NULL) {
+			tail = tail->pNext;
+		}
+		tail->pNext = (VkBaseOutStructure *)ci.pNext;
+		ci.pNext = opts.next;
 	}
 	VkPhysicalDeviceBufferDeviceAddressFeatures bda = {VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_BUFFER_DEVICE_ADDRESS_FEATURES};
 	if (opts.device_address) {

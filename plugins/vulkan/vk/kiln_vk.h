@@ -110,6 +110,7 @@ typedef struct kiln_loader {
 typedef struct kiln_instance {
 	VkInstance instance;
 	VkDebugUtilsMessengerEXT messenger;
+	PFN_vkGetInstanceProcAddr vkGetInstanceProcAddr; /* for optional instance functions (coopmat.c) */
 	pthread_mutex_t mu;      /* guards the message fields below */
 	uint64_t msg_count;      /* messages received since the last take */
 	char *msgs;              /* their text, one per line, capped at KILN_MSG_CAP bytes */
@@ -158,6 +159,7 @@ typedef struct kiln_chain {
 } kiln_chain;
 
 typedef struct kiln_device_options {
+	void *next; /* more feature structs to enable, a chain ending in NULL (kiln_coop_chain), or NULL */
 	const char *const *extensions;
 	uint32_t n_extensions;
 	int size_control;     /* enable subgroupSizeControl */

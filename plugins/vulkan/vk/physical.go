@@ -447,6 +447,8 @@ func (p PhysicalDevice) readExtensions() ([]string, error) {
 type DeviceOptions struct {
 	// Extensions are device extension names to enable (see Needs).
 	Extensions []string
+	// Cooperative enables the cooperative-matrix features (coopmat.go).
+	Cooperative CoopMatrixEnable
 	// SubgroupSizeControl and ComputeFullSubgroups enable those features (the
 	// device must support them: Features).
 	SubgroupSizeControl, ComputeFullSubgroups bool
@@ -478,6 +480,9 @@ func (p PhysicalDevice) CreateDevice(queueFamily uint32, opts DeviceOptions) (*D
 		}
 		co.extensions = names
 		co.n_extensions = C.uint32_t(len(opts.Extensions))
+	}
+	if mem := opts.Cooperative.chain(&co); mem != nil {
+		defer C.free(mem)
 	}
 	if opts.SubgroupSizeControl {
 		co.size_control = 1

@@ -19,10 +19,33 @@ type Case struct {
 	// Match compares element i of output out (in binding order) with the
 	// oracle's; nil means bit for bit, any NaN equal to any NaN.
 	Match func(out, i int, got, want uint32) bool
+	// Want, when set, is the outputs the case must give, computed with ir/half
+	// (the IR v1.2 cases): Reference returns them, and OracleAgrees checks them
+	// against the oracle.
+	Want [][]byte
 }
 
-// Reference runs the case on the CPU reference interpreter.
+// Reference returns the case's expected outputs: Want when set, else the CPU
+// reference interpreter's.
 func (c Case) Reference(ctx context.Context) ([][]byte, error) {
+	if c.Want != nil {
+		return c.Want, nil
+	}
+	return c.oracle(ctx)
+}
+
+// OracleAgrees runs a case with Want on the CPU reference interpreter and
+// returns the differences from Want under the case's rule; the error is the
+// oracle's.
+func (c Case) OracleAgrees(ctx context.Context) ([]string, error) {
+	got, err := c.oracle(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return c.Compare(got, c.Want), nil
+}
+
+func (c Case) oracle(ctx context.Context) ([][]byte, error) {
 	return interp.Run(ctx, c.Prog, interp.Options{WorkgroupSize: c.Launch.WorkgroupSize, Spec: c.Launch.Spec},
 		interp.Launch{Grid: c.Launch.Grid, Inputs: c.Launch.Inputs, OutputCounts: c.Launch.OutputCounts, Uniforms: c.Launch.Uniforms})
 }
@@ -40,29 +63,42 @@ func (c Case) Compare(got, want [][]byte) []string {
 	outs := c.Prog.Outputs()
 	var bad []string
 	for k := range got {
-		name := c.Prog.Buffers[outs[k]].Name
+		decl := c.Prog.Buffers[outs[k]]
+		name, size := decl.Name, int(decl.Type.Size())
+		if c.Match == nil && decl.Type.Is16Bit() {
+			match = func(_, _ int, g, w uint32) bool { return Exact16(decl.Type, g, w) }
+		}
 		if len(got[k]) != len(want[k]) {
 			bad = append(bad, fmt.Sprintf("output %s: %d bytes, want %d", name, len(got[k]), len(want[k])))
 			continue
 		}
-		for i := 0; i+4 <= len(got[k]); i += 4 {
-			g, w := binary.LittleEndian.Uint32(got[k][i:]), binary.LittleEndian.Uint32(want[k][i:])
-			if match(k, i/4, g, w) {
+		for i := 0; i+size <= len(got[k]); i += size {
+			g, w := element(got[k][i:], size), element(want[k][i:], size)
+			if match(k, i/size, g, w) {
 				continue
 			}
 			if len(bad) == 8 {
 				return bad
 			}
 			var ins []string
-			for _, in := range c.Launch.Inputs {
-				if i+4 <= len(in) {
-					ins = append(ins, fmt.Sprintf("%#08x", binary.LittleEndian.Uint32(in[i:])))
+			for b, in := range c.Launch.Inputs {
+				n := int(c.Prog.Buffers[b].Type.Size())
+				if j := i / size * n; j+n <= len(in) {
+					ins = append(ins, fmt.Sprintf("%#08x", element(in[j:], n)))
 				}
 			}
-			bad = append(bad, fmt.Sprintf("%s[%d]: got %#08x, want %#08x (inputs at that index %v)", name, i/4, g, w, ins))
+			bad = append(bad, fmt.Sprintf("%s[%d]: got %#08x, want %#08x (inputs at that index %v)", name, i/size, g, w, ins))
 		}
 	}
 	return bad
+}
+
+// element reads a little-endian element of size bytes (2 or 4).
+func element(b []byte, size int) uint32 {
+	if size == 2 {
+		return uint32(binary.LittleEndian.Uint16(b))
+	}
+	return binary.LittleEndian.Uint32(b)
 }
 
 // IsNaN reports whether bits is an f32 NaN.

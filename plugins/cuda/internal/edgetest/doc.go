@@ -5,7 +5,11 @@
 // the rule by which a result is compared with the CPU reference interpreter (the
 // oracle). Statements, memory, atomics, uniforms and launch shapes are the
 // conformance kit's tables (pluginapi/conformance), which every backend runs;
-// this table holds only what CUDA pins tighter.
+// this table holds only what CUDA pins tighter. The IR v1.2 rows (HalfCases:
+// every f16 operator and 16-bit cast; MatrixCases: scripts of matrix statements
+// on the scalar matrix path) carry the outputs they must give (Case.Want),
+// computed with ir/half and a Go model of the matrix semantics, which the tests
+// also check against the oracle.
 //
 // The rules are CUDA's, tighter than the cross-backend bounds of docs/design.md, "Conformance kit", because the
 // PTX the backend emits is IEEE-exact where the ISA allows it: every result must

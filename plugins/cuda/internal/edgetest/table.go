@@ -68,6 +68,19 @@ func Words(ws []uint32) []byte {
 	return out
 }
 
+// Encode encodes ws as little-endian elements of type t: 2 bytes each for f16
+// and bf16, 4 for the others.
+func Encode(t ir.Type, ws []uint32) []byte {
+	if !t.Is16Bit() {
+		return Words(ws)
+	}
+	out := make([]byte, 2*len(ws))
+	for i, w := range ws {
+		binary.LittleEndian.PutUint16(out[2*i:], uint16(w))
+	}
+	return out
+}
+
 // elementwise builds out[i] = f(in0[i], in1[i], ...) over the columns cols, with
 // operands of type in and a result of type out (a bool result is stored as u32).
 func elementwise(name string, in, out ir.Type, cols [][]uint32, f func(args []ir.Expr) ir.Expr) Case {
@@ -96,7 +109,7 @@ func elementwise(name string, in, out ir.Type, cols [][]uint32, f func(args []ir
 	n := uint32(len(cols[0]))
 	c := Case{Name: name, Prog: b.MustBuild(), Launch: kernels.Case{Grid: [3]uint32{(n + 63) / 64, 1, 1}}}
 	for _, col := range cols {
-		c.Launch.Inputs = append(c.Launch.Inputs, Words(col))
+		c.Launch.Inputs = append(c.Launch.Inputs, Encode(in, col))
 	}
 	c.Launch.Inputs = append(c.Launch.Inputs, nil)
 	c.Launch.OutputCounts = make([]uint32, len(cols)+1)
@@ -115,9 +128,11 @@ func pairs(xs []uint32) [][]uint32 {
 	return [][]uint32{a, b}
 }
 
-// Table returns the whole edge table: ValueCases and SubgroupCases.
+// Table returns the whole edge table: ValueCases, SubgroupCases, HalfCases,
+// MatrixCases and 8 random matrix scripts (RandomMatrixCases).
 func Table() []Case {
-	return append(ValueCases(), SubgroupCases()...)
+	out := append(append(ValueCases(), SubgroupCases()...), HalfCases()...)
+	return append(append(out, MatrixCases()...), RandomMatrixCases(1, 8)...)
 }
 
 // ValueCases applies every unary and binary operator to every type it accepts

@@ -1,0 +1,281 @@
+package spirv
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/kiln-dev/kiln/ir"
+	"github.com/kiln-dev/kiln/ir/half"
+	"github.com/kiln-dev/kiln/ir/kernels"
+)
+
+// coopTarget is an NVIDIA-like device: fullTarget with 16×16×16 f16 and bf16
+// cooperative matrices, subgroups of 32 and the memory model's device scope.
+var coopTarget = func() Target {
+	t := fullTarget
+	t.Coop = CoopTarget{F16: true, BF16: true, SubgroupSize: 32, DeviceScope: true}
+	return t
+}()
+
+// tcProgram is matmul_tc's shape (ir/kernels): workgroup (x, y) computes the
+// tm×tn tile of c = a·b in K steps of tk, every load and the store bounded by
+// the matrices' edges; a and b of type typ, tf32 for f32 operands when set.
+func tcProgram(typ ir.Type, tf32 bool, tm, tn, tk, invocations uint32) *ir.Program {
+	b := ir.NewBuilder("matmul_tc", invocations, 1, 1)
+	m := b.Uniform("m", ir.U32)
+	n := b.Uniform("n", ir.U32)
+	k := b.Uniform("k", ir.U32)
+	a := b.Buffer("a", typ, ir.Read)
+	bm := b.Buffer("b", typ, ir.Read)
+	c := b.Buffer("c", ir.F32, ir.Write)
+	acc := b.Matrix("acc", ir.F32, tm, tn)
+	at := b.Matrix("a_tile", typ, tm, tk)
+	bt := b.Matrix("b_tile", typ, tk, tn)
+	row0 := b.Let("row0", ir.Mul(ir.WorkgroupID(1), ir.LitU32(tm)))
+	col0 := b.Let("col0", ir.Mul(ir.WorkgroupID(0), ir.LitU32(tn)))
+	rows := b.Let("rows", ir.Sub(m, row0))
+	cols := b.Let("cols", ir.Sub(n, col0))
+	b.MatrixFill(acc, ir.LitF32(0))
+	b.For("k0", ir.U32, ir.LitU32(0), k, ir.LitU32(tk), func(loop *ir.Block, k0 ir.Expr) {
+		depth := loop.Let("depth", ir.Sub(k, k0))
+		loop.MatrixLoadBounded(at, a, ir.Add(ir.Mul(row0, k), k0), k, ir.RowMajor, rows, depth)
+		loop.MatrixLoadBounded(bt, bm, ir.Add(ir.Mul(k0, n), col0), n, ir.RowMajor, depth, cols)
+		if tf32 {
+			loop.MatrixMMATF32(acc, at, bt)
+		} else {
+			loop.MatrixMMA(acc, at, bt)
+		}
+	})
+	b.MatrixStoreBounded(acc, c, ir.Add(ir.Mul(row0, n), col0), n, ir.RowMajor, rows, cols)
+	return b.MustBuild()
+}
+
+// halfInputs is count random values of typ (f16 or bf16) as 2-byte elements:
+// integers in [-3, 3] when small, else values with fractions across a few
+// binades, so sums round.
+func halfInputs(rng *rand.Rand, typ ir.Type, count int, small bool) []byte {
+	out := make([]byte, 2*count)
+	for i := range count {
+		x := float32(rng.IntN(7) - 3)
+		if !small {
+			x = float32(rng.NormFloat64() * math.Exp2(float64(rng.IntN(6)-3)))
+		}
+		bits := uint16(half.NewBFloat16(x))
+		if typ == ir.F16 {
+			bits = uint16(half.NewFloat16(x))
+		}
+		binary.LittleEndian.PutUint16(out[2*i:], bits)
+	}
+	return out
+}
+
+// coopRun emits p for target with workgroup size wg, checks that it took
+// the path want, runs it on the interpreter and compares every output, bit
+// for bit, with the scalar path's (fullTarget) on the interpreter (the
+// reference interpreter, ir/interp, has no matrices yet; the scalar path is
+// checked against Go references by the IR v1.2 checks).
+func coopRun(t *testing.T, p *ir.Program, target Target, want string, c kernels.Case) {
+	t.Helper()
+	emit := func(target Target, want string) [][]byte {
+		t.Helper()
+		target.WorkgroupSize = c.WorkgroupSize
+		m, err := EmitFor(p, target)
+		if err != nil {
+			t.Fatalf("EmitFor: %v", err)
+		}
+		if m.MatrixPath != want {
+			t.Fatalf("matrix path %q, want %q", m.MatrixPath, want)
+		}
+		out, err := dispatchCase(p, m, c, c.Uniforms, [3]uint32{1 << 16, 1 << 16, 1 << 16})
+		if err != nil {
+			t.Fatalf("interpreter, %s path: %v", want, err)
+		}
+		return out
+	}
+	got := emit(target, want)
+	ref := emit(fullTarget, MatrixPathScalar)
+	for i := range ref {
+		if !bytes.Equal(got[i], ref[i]) {
+			for j := 0; j+4 <= len(ref[i]); j += 4 {
+				if !bytes.Equal(got[i][j:j+4], ref[i][j:j+4]) {
+					t.Fatalf("output %d differs first at byte %d: % x, want % x", i, j, got[i][j:j+4], ref[i][j:j+4])
+				}
+			}
+			t.Fatalf("output %d differs", i)
+		}
+	}
+}
+
+// TestCoopMatmulOnTheInterpreter runs matmul_tc on the cooperative path,
+// interpreted, bit for bit against the reference interpreter (whose sums run
+// in k order, as the interpreter's MulAdd does): whole tiles moved directly,
+// ragged edges and misaligned strides through the scalar lowering, several
+// workgroup sizes (subgroups holding 2×2, 1×2, 1×1 tiles, and idle ones).
+// Every access of the emitted module stays inside the buffers (the
+// interpreter fails on one outside).
+func TestCoopMatmulOnTheInterpreter(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for _, tc := range []struct {
+		typ        ir.Type
+		tm, tn, tk uint32
+		inv        uint32
+		m, n, k    int
+		small      bool
+	}{
+		{ir.BF16, 64, 64, 32, 128, 64, 64, 64, true},
+		{ir.F16, 64, 64, 32, 128, 128, 64, 32, false},
+		{ir.BF16, 64, 64, 32, 128, 100, 72, 40, false},
+		{ir.F16, 32, 32, 16, 64, 33, 17, 24, false},
+		{ir.F16, 32, 64, 32, 256, 64, 64, 48, true},
+		{ir.BF16, 16, 16, 16, 128, 20, 16, 16, false},
+		{ir.BF16, 32, 32, 32, 32, 32, 32, 64, false},
+	} {
+		name := fmt.Sprintf("%s/tile%dx%dx%d/wg%d/%dx%dx%d", tc.typ, tc.tm, tc.tn, tc.tk, tc.inv, tc.m, tc.n, tc.k)
+		t.Run(name, func(t *testing.T) {
+			c := kernels.Case{
+				WorkgroupSize: [3]uint32{tc.inv, 1, 1},
+				Grid:          [3]uint32{(uint32(tc.n) + tc.tn - 1) / tc.tn, (uint32(tc.m) + tc.tm - 1) / tc.tm, 1},
+				Inputs:        [][]byte{halfInputs(rng, tc.typ, tc.m*tc.k, tc.small), halfInputs(rng, tc.typ, tc.k*tc.n, tc.small), nil},
+				OutputCounts:  []uint32{0, 0, uint32(tc.m * tc.n)},
+				Uniforms:      kernels.U32Bytes([]uint32{uint32(tc.m), uint32(tc.n), uint32(tc.k)}),
+			}
+			coopRun(t, tcProgram(tc.typ, false, tc.tm, tc.tn, tc.tk, tc.inv), coopTarget, MatrixPathCooperative, c)
+		})
+	}
+}
+
+// coopVariety exercises every matrix statement on the cooperative path:
+// a register accumulator loaded column-major from a buffer (bounded), an
+// operand loaded from a buffer and stored to a shared array, an operand
+// loaded column-major from that shared array, a fill, two cooperative mmas,
+// converts out of and into the register matrix (spill, reload), an f32 mma
+// on the scalar lowering with the register matrix as its accumulator, and
+// bounded stores of the register matrix and a converted one. Uniforms u0..u7:
+// acc's offset, stride and bound rows, cols; the store's offset, stride and
+// bound rows, cols.
+func coopVariety(inv uint32) *ir.Program {
+	b := ir.NewBuilder("coop_variety", inv, 1, 1)
+	var u [8]ir.Expr
+	for i := range u {
+		u[i] = b.Uniform(fmt.Sprintf("u%d", i), ir.U32)
+	}
+	x := b.Buffer("x", ir.F16, ir.Read)
+	y := b.Buffer("y", ir.F32, ir.Read)
+	o := b.Buffer("o", ir.F32, ir.Write)
+	o16 := b.Buffer("o16", ir.F16, ir.Write)
+	s := b.Shared("s", ir.F16, 32*16)
+	acc := b.Matrix("acc", ir.F32, 32, 32)
+	a := b.Matrix("a", ir.F16, 32, 16)
+	bt := b.Matrix("b", ir.F16, 16, 32)
+	h := b.Matrix("h", ir.F16, 32, 32)
+	f := b.Matrix("f", ir.F32, 32, 16)
+	g := b.Matrix("g", ir.F32, 16, 32)
+	b.MatrixLoadBounded(acc, y, u[0], u[1], ir.ColMajor, u[2], u[3])
+	b.MatrixLoad(a, x, ir.LitU32(8), ir.LitU32(24), ir.RowMajor)
+	b.MatrixStore(a, s, ir.LitU32(0), ir.LitU32(16), ir.RowMajor)
+	b.MatrixLoad(bt, s, ir.LitU32(0), ir.LitU32(16), ir.ColMajor)
+	b.MatrixMMA(acc, a, bt)
+	b.MatrixConvert(h, acc)
+	b.MatrixFill(bt, ir.LitF16(0.5))
+	b.MatrixMMA(acc, a, bt)
+	b.MatrixConvert(f, a)
+	b.MatrixFill(g, ir.LitF32(0.25))
+	b.MatrixMMA(acc, f, g)
+	b.MatrixStoreBounded(acc, o, u[4], u[5], ir.RowMajor, u[6], u[7])
+	b.MatrixStore(h, o16, ir.LitU32(0), ir.LitU32(32), ir.RowMajor)
+	b.MatrixConvert(acc, h)
+	b.MatrixStoreBounded(acc, o, ir.Add(u[4], ir.LitU32(2048)), u[5], ir.ColMajor, u[6], u[7])
+	return b.MustBuild()
+}
+
+// TestCoopVarietyOnTheInterpreter runs coopVariety on the cooperative path,
+// interpreted, against the scalar path: tiles moved directly (aligned, in
+// range), through the lowering (misaligned offsets and strides, bounds inside
+// the matrix, buffers too short, overlapping stores of a stride below the
+// row), with 64 and 128 invocations.
+func TestCoopVarietyOnTheInterpreter(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	f32s := func(n int) []byte {
+		out := make([]byte, 4*n)
+		for i := range n {
+			binary.LittleEndian.PutUint32(out[4*i:], math.Float32bits(float32(rng.IntN(9)-4)/4))
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name   string
+		yCount int
+		oCount uint32
+		u      [8]uint32
+	}{
+		{"direct", 4096, 4096, [8]uint32{64, 40, 32, 32, 0, 32, 32, 32}},
+		{"misaligned", 4096, 4096, [8]uint32{3, 37, 32, 32, 5, 33, 32, 32}},
+		{"bounded", 4096, 4096, [8]uint32{0, 32, 17, 30, 0, 32, 20, 9}},
+		{"short buffers", 700, 1500, [8]uint32{4, 32, 32, 32, 8, 40, 32, 32}},
+		{"overlapping store", 4096, 4096, [8]uint32{0, 32, 32, 32, 16, 8, 32, 32}},
+		{"wrapping store", 4096, 4096, [8]uint32{0, 32, 32, 32, 100, 0x80000000, 32, 32}},
+	} {
+		for _, inv := range []uint32{64, 128} {
+			t.Run(fmt.Sprintf("%s/wg%d", tc.name, inv), func(t *testing.T) {
+				c := kernels.Case{
+					WorkgroupSize: [3]uint32{inv, 1, 1},
+					Grid:          [3]uint32{1, 1, 1},
+					Inputs:        [][]byte{halfInputs(rng, ir.F16, 8+31*24+16, true), f32s(tc.yCount), nil, nil},
+					OutputCounts:  []uint32{0, 0, tc.oCount, 32 * 32},
+					Uniforms:      kernels.U32Bytes(tc.u[:]),
+				}
+				coopRun(t, coopVariety(inv), coopTarget, MatrixPathCooperative, c)
+			})
+		}
+	}
+}
+
+// TestCorpusMatmulTCOnTheCooperativePath runs the corpus's matmul_tc (bf16
+// and f16, default tiles) on the cooperative path, interpreted, against the
+// kernel's own Go reference at its sizes up to 100.
+func TestCorpusMatmulTCOnTheCooperativePath(t *testing.T) {
+	base, ok := kernels.Lookup("matmul_tc")
+	if !ok {
+		t.Fatal("no matmul_tc in the corpus")
+	}
+	for _, typ := range []ir.Type{ir.BF16, ir.F16} {
+		var opts ir.SpecMap
+		for _, o := range base.Options {
+			opts.Set(o.Name, o.Default)
+		}
+		opts.Set("type", ir.SpecDType(typ))
+		k, err := base.Build(opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, size := range k.Sizes {
+			if size > 100 {
+				continue
+			}
+			t.Run(fmt.Sprintf("%s/%d", typ, size), func(t *testing.T) {
+				c := k.NewCase(rand.New(rand.NewPCG(uint64(size), 5)), size)
+				p := k.Program()
+				target := coopTarget
+				target.WorkgroupSize = c.WorkgroupSize
+				m, err := EmitFor(p, target)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if m.MatrixPath != MatrixPathCooperative {
+					t.Fatalf("matrix path %q", m.MatrixPath)
+				}
+				got, err := dispatchCase(p, m, c, c.Uniforms, [3]uint32{1 << 16, 1 << 16, 1 << 16})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := k.Check(got, k.Reference(c)); err != nil {
+					t.Error(err)
+				}
+			})
+		}
+	}
+}

@@ -1,0 +1,62 @@
+#!/bin/bash
+# The GPU experiment behind the cooperative-matrix figures (issue 28): kiln's
+# Vulkan backend on NVIDIA's driver with VK_KHR_cooperative_matrix.
+#   the device's cooperative-matrix list (vk tests), the path each matmul_tc
+#   module took (kiln compile; the OpSourceExtension "kiln matrix path: ..."),
+#   matmul_tc bf16/f16 bit-exact at ragged sizes (TestCoopMatmul), matmul_tc
+#   4096³ over resident buffers for several tiles (BenchmarkCoopMatmul), then
+#   torch.matmul bf16/f16 4096³ in the same run, the SM clock sampled.
+#
+# Prepare on the build machine, from the repository root (the carried tree must
+# stay under 64 MiB, hence the tarball; the JSON programs are matmul_tc's from
+# ir/kernels/json, kiln.matrix.matmul_tc.bf16.json and .f16.json):
+#   D=.devbin/coop; rm -rf $D; mkdir -p $D/bin/plugins; L='-ldflags=-s -w'
+#   go build "$L" -o $D/bin/kiln ./cmd/kiln
+#   go build "$L" -o $D/bin/plugins/kiln-backend-vulkan ./plugins/vulkan
+#   go test -c "$L" -o $D/bin/backend.test ./plugins/vulkan/backend
+#   go test -c "$L" -o $D/bin/vk.test ./plugins/vulkan/vk
+#   cp ir/kernels/json/kiln.matrix.matmul_tc.*.json $D/bin/
+#   tar czf $D/bin.tgz -C $D bin && rm -r $D/bin
+# plus the Vulkan loader .debs in .gl/ (see the device tool's README). On the GPU
+# machine, with OUT set to a folder for the logs:
+#   bash scripts/gpu-coop-run.sh          with carry [".devbin/coop", ".gl"].
+set -u
+W=/tmp/kiln-coop
+rm -rf $W && mkdir -p $W && tar xzf .devbin/coop/bin.tgz -C $W
+B=$W/bin
+for f in .gl/*.deb; do dpkg -x $f / ; done; ldconfig
+echo '{"file_format_version":"1.0.1","ICD":{"library_path":"libEGL_nvidia.so.0","api_version":"1.3.0"}}' > $W/icd.json
+export VK_ICD_FILENAMES=$W/icd.json VK_DRIVER_FILES=$W/icd.json KILN_VK_VALIDATION=0 KILN_REQUIRE_VULKAN=1
+export XDG_CACHE_HOME=$W/xc XDG_CONFIG_HOME=$W/xcfg XDG_DATA_HOME=$W/xd
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv | tee $OUT/gpu.txt
+cd $W
+echo "== cooperative matrices the device lists"
+$B/vk.test -test.run 'Coop' -test.v 2>&1 | grep -v '^=== RUN' | tail -6
+echo "== the path of each module"
+for f in $B/kiln.matrix.matmul_tc.*.json; do
+  n=$(basename $f .json)
+  $B/kiln --plugins $B/plugins compile $f --backend vulkan --emit spirv -o $OUT/$n.spv 2>&1 | tail -1
+  strings -n 8 $OUT/$n.spv | grep -m1 'kiln matrix path'
+done
+echo "== matmul_tc bit-exact at ragged sizes"
+$B/backend.test -test.run 'TestCoopMatmul' -test.v > $OUT/coop-tests.txt 2>&1; echo "rc=$?"
+grep -E '^(--- |    --- |PASS|FAIL|ok)' $OUT/coop-tests.txt | head -14
+nvidia-smi --query-gpu=clocks.sm --format=csv,noheader -lms 200 > $OUT/clocks.txt 2>&1 &
+SMI=$!
+echo "== matmul_tc 4096^3 (resident buffers, 8 dispatches a submit)"
+$B/backend.test -test.run '^$' -test.bench 'CoopMatmul' -test.benchtime 5x 2>&1 | grep -E '^Benchmark|FAIL|panic' | tee $OUT/bench.txt
+echo "== torch reference"
+PYTHONUNBUFFERED=1 python3 - <<'PY' 2>&1 | tee $OUT/torch.txt
+import torch
+n = 4096
+for dt in (torch.bfloat16, torch.float16):
+    a = torch.randint(-3, 4, (n, n), device='cuda').to(dt); b = torch.randint(-3, 4, (n, n), device='cuda').to(dt)
+    for _ in range(30): torch.matmul(a, b)
+    torch.cuda.synchronize()
+    s, e = torch.cuda.Event(True), torch.cuda.Event(True); best = 1e9
+    for _ in range(30):
+        s.record(); torch.matmul(a, b); e.record(); torch.cuda.synchronize(); best = min(best, s.elapsed_time(e))
+    print(f"torch.matmul {dt} {n}^3: {best:.3f} ms, {2*n**3/best/1e9:.0f} TFLOP/s")
+PY
+kill $SMI
+echo "== SM clock (MHz: samples)"; sort $OUT/clocks.txt | uniq -c | sort -rn | head -4
