@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"sort"
 	"strings"
@@ -55,59 +56,76 @@ func corpusKernelOf(key autotune.Key) string {
 }
 
 func (a *app) autotuneListCommand() *cobra.Command {
-	return &cobra.Command{
+	return command(a, runAutotuneList, &cobra.Command{
 		Use:   "list",
 		Short: "List the autotune records, naming the corpus kernel or the program of each",
 		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			path, err := autotune.DefaultPath()
-			if err != nil {
-				return err
-			}
-			st, err := autotune.Load(path)
-			if err != nil {
-				return err
-			}
-			rows := []autotuneRecordJSON{}
-			for k, r := range st.Records() {
-				rows = append(rows, autotuneRecordJSON{Key: k.Hex(), Adapter: k.Adapter(), Kernel: corpusKernelOf(k), Program: r.Program,
-					WorkgroupSize: r.WorkgroupSize, Params: r.Params, Unroll: r.Unroll, Tile: r.Tile, RecordedAt: r.RecordedAt})
-			}
-			sort.Slice(rows, func(i, j int) bool {
-				if rows[i].Adapter != rows[j].Adapter {
-					return rows[i].Adapter < rows[j].Adapter
-				}
-				return rows[i].Key < rows[j].Key
-			})
-			if a.json {
-				return a.printJSON(struct {
-					Store   string               `json:"store"`
-					Records []autotuneRecordJSON `json:"records"`
-				}{path, rows})
-			}
-			fmt.Fprintf(a.out, "autotune store %s: %d record(s)\n", path, len(rows))
-			if len(rows) == 0 {
-				return nil
-			}
-			tw := tabwriter.NewWriter(a.out, 0, 0, 2, ' ', 0)
-			fmt.Fprintln(tw, "KEY\tKERNEL\tADAPTER\tWORKGROUP\tPARAMS\tRECORDED")
-			for _, r := range rows {
-				kernel, params := r.Kernel, r.Params
-				if kernel == "" {
-					kernel = r.Program
-				}
-				if kernel == "" {
-					kernel = "-"
-				}
-				if params == "" {
-					params = "-"
-				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%d×%d×%d\t%s\t%s\n", r.Key, kernel, r.Adapter,
-					r.WorkgroupSize[0], r.WorkgroupSize[1], r.WorkgroupSize[2], params, r.RecordedAt)
-			}
-			return tw.Flush()
-		},
+	}, nil)
+}
+
+// runAutotuneList is kiln autotune list (it has no flags of its own).
+func runAutotuneList(_ context.Context, a *app) error {
+	path, st, err := loadAutotune()
+	if err != nil {
+		return err
 	}
+	rows := []autotuneRecordJSON{}
+	for k, r := range st.Records() {
+		rows = append(rows, autotuneRecordJSON{Key: k.Hex(), Adapter: k.Adapter(), Kernel: corpusKernelOf(k), Program: r.Program,
+			WorkgroupSize: r.WorkgroupSize, Params: r.Params, Unroll: r.Unroll, Tile: r.Tile, RecordedAt: r.RecordedAt})
+	}
+	sort.Slice(rows, func(i, j int) bool {
+		if rows[i].Adapter != rows[j].Adapter {
+			return rows[i].Adapter < rows[j].Adapter
+		}
+		return rows[i].Key < rows[j].Key
+	})
+	v := struct {
+		Store   string               `json:"store"`
+		Records []autotuneRecordJSON `json:"records"`
+	}{path, rows}
+	header := fmt.Sprintf("autotune store %s: %d record(s)", path, len(rows))
+	return a.showStore(v, header, len(rows), "KEY\tKERNEL\tADAPTER\tWORKGROUP\tPARAMS\tRECORDED", func(tw io.Writer) {
+		for _, r := range rows {
+			kernel, params := r.Kernel, r.Params
+			if kernel == "" {
+				kernel = r.Program
+			}
+			if kernel == "" {
+				kernel = "-"
+			}
+			if params == "" {
+				params = "-"
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%d×%d×%d\t%s\t%s\n", r.Key, kernel, r.Adapter,
+				r.WorkgroupSize[0], r.WorkgroupSize[1], r.WorkgroupSize[2], params, r.RecordedAt)
+		}
+	})
+}
+
+// loadAutotune loads the autotune store at its default path.
+func loadAutotune() (string, *autotune.Store, error) {
+	path, err := autotune.DefaultPath()
+	if err != nil {
+		return "", nil, err
+	}
+	st, err := autotune.Load(path)
+	return path, st, err
+}
+
+// showStore prints a store's listing: v with --json, else header and, when
+// the store has rows, the table of head and the lines rows writes.
+func (a *app) showStore(v any, header string, n int, head string, rows func(tw io.Writer)) error {
+	return a.render(v, func() error {
+		fmt.Fprintln(a.out, header)
+		if n == 0 {
+			return nil
+		}
+		tw := tabwriter.NewWriter(a.out, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, head)
+		rows(tw)
+		return tw.Flush()
+	})
 }
 
 // autotuneForgetOptions are kiln autotune forget's flags and KEY arguments.
@@ -116,10 +134,8 @@ type autotuneForgetOptions struct {
 	Kernel  string
 	Adapter string
 	All     bool
-	Args    []string // the arguments
+	argList
 }
-
-func (o *autotuneForgetOptions) takeArgs(args []string) { o.Args = args }
 
 func (a *app) autotuneForgetCommand() *cobra.Command {
 	return command(&autotuneForgetOptions{app: a}, runAutotuneForget, &cobra.Command{
@@ -149,11 +165,7 @@ func runAutotuneForget(ctx context.Context, o *autotuneForgetOptions) error {
 	if o.All && (len(o.Args) > 0 || o.Kernel != "") {
 		return errors.New("--all with a KEY or --kernel. Fix: pass one or the other")
 	}
-	path, err := autotune.DefaultPath()
-	if err != nil {
-		return err
-	}
-	st, err := autotune.Load(path)
+	path, st, err := loadAutotune()
 	if err != nil {
 		return err
 	}

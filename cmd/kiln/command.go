@@ -25,3 +25,19 @@ func command[O any](o O, run func(context.Context, O) error, cmd *cobra.Command,
 	}
 	return cmd
 }
+
+// programArg is the PROGRAM.json argument of kiln run and kiln compile
+// (cobra allows at most one); empty without it.
+type programArg struct{ Program string }
+
+func (p *programArg) takeArgs(args []string) {
+	if len(args) == 1 {
+		p.Program = args[0]
+	}
+}
+
+// argList is the arguments of a command that takes any number (the KEYs of
+// kiln autotune forget, the PLUGINs of kiln plugins pin).
+type argList struct{ Args []string }
+
+func (l *argList) takeArgs(args []string) { l.Args = args }

@@ -36,17 +36,10 @@ type compileJSON struct {
 // compileOptions are kiln compile's flags and its PROGRAM.json argument.
 type compileOptions struct {
 	*app
-	Program                           string // the PROGRAM.json argument
+	programArg
 	Kernel, Backend, Emit, Output, WG string
 	Specs                             []string
 	Dis                               bool
-}
-
-// takeArgs takes the PROGRAM.json argument (cobra allows at most one).
-func (o *compileOptions) takeArgs(args []string) {
-	if len(args) == 1 {
-		o.Program = args[0]
-	}
 }
 
 func (a *app) compileCommand() *cobra.Command {

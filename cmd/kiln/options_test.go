@@ -34,6 +34,17 @@ func decode(t *testing.T, out *bytes.Buffer, v any) {
 	}
 }
 
+// callJSON calls run with the options opts makes of a --json app over the
+// plugins in dir, requires success and decodes what it printed into v.
+func callJSON[O any](t *testing.T, dir string, opts func(*app) O, run func(context.Context, O) error, v any) {
+	t.Helper()
+	a, out, _ := testApp(dir, true)
+	if err := run(context.Background(), opts(a)); err != nil {
+		t.Fatal(err)
+	}
+	decode(t, out, v)
+}
+
 // TestRunTuneWithOptions calls kiln tune's run function with an options
 // struct: it refuses what cannot tune before starting a plugin, and a dry run
 // on cpu-ref reports a winner and records nothing.
@@ -136,17 +147,13 @@ func TestCacheRunFunctionsWithOptions(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	a, out, _ := testApp(t.TempDir(), true)
-	if err := runCacheStats(ctx, &cacheStatsOptions{app: a, Zero: true}); err != nil {
-		t.Fatal(err)
-	}
 	var stats cacheStatsJSON
-	decode(t, out, &stats)
+	callJSON(t, t.TempDir(), func(a *app) *cacheStatsOptions { return &cacheStatsOptions{app: a, Zero: true} }, runCacheStats, &stats)
 	if stats.Root != paths.PipelineCache || stats.Entries != 2 || !stats.UsageZeroed {
 		t.Fatalf("stats = %+v", stats)
 	}
 
-	a, out, _ = testApp(t.TempDir(), false)
+	a, out, _ := testApp(t.TempDir(), false)
 	if err := runCacheTrim(ctx, &cacheTrimOptions{app: a, Max: "lots"}); err == nil || !strings.Contains(err.Error(), "--max \"lots\"") {
 		t.Fatalf("trim --max lots = %v", err)
 	}
@@ -158,31 +165,19 @@ func TestCacheRunFunctionsWithOptions(t *testing.T) {
 	if err := runCachePush(ctx, &fleetOptions{app: a}); err == nil || !strings.Contains(err.Error(), remote.Env) {
 		t.Fatalf("push without a fleet tier = %v", err)
 	}
-	a, out, _ = testApp(t.TempDir(), true)
-	if err := runCachePush(ctx, &fleetOptions{app: a, Remote: fleet}); err != nil {
-		t.Fatal(err)
-	}
+	fleetOpts := func(a *app) *fleetOptions { return &fleetOptions{app: a, Remote: fleet} }
 	var push cachePushJSON
-	decode(t, out, &push)
+	callJSON(t, t.TempDir(), fleetOpts, runCachePush, &push)
 	if push.Remote != fleet || push.Pipelines != 2 {
 		t.Fatalf("push = %+v", push)
 	}
-
-	a, out, _ = testApp(t.TempDir(), true)
-	if err := runCacheClear(ctx, a); err != nil {
-		t.Fatal(err)
-	}
 	var clear cacheClearJSON
-	decode(t, out, &clear)
+	callJSON(t, t.TempDir(), func(a *app) *app { return a }, runCacheClear, &clear)
 	if clear.Removed != 2 {
 		t.Fatalf("clear = %+v", clear)
 	}
-	a, out, _ = testApp(t.TempDir(), true)
-	if err := runCachePull(ctx, &fleetOptions{app: a, Remote: fleet}); err != nil {
-		t.Fatal(err)
-	}
 	var pull cachePullJSON
-	decode(t, out, &pull)
+	callJSON(t, t.TempDir(), fleetOpts, runCachePull, &pull)
 	if pull.Pipelines != 2 || pull.PipelinesBad != 0 {
 		t.Fatalf("pull = %+v", pull)
 	}
@@ -194,16 +189,13 @@ func TestCacheRunFunctionsWithOptions(t *testing.T) {
 func TestRunDevicesAndBackendsWithOptions(t *testing.T) {
 	ctx := context.Background()
 	dir := plugins(t, "cpuref")
-	a, out, _ := testApp(dir, true)
-	if err := runDevices(ctx, &surveyOptions{app: a}); err != nil {
-		t.Fatal(err)
-	}
+	survey := func(a *app) *surveyOptions { return &surveyOptions{app: a} }
 	var devs []deviceJSON
-	decode(t, out, &devs)
+	callJSON(t, dir, survey, runDevices, &devs)
 	if len(devs) != 1 || devs[0].ID != "cpu-ref" || !devs[0].ReferenceOracle || devs[0].Profile.MaxInvocationsPerWorkgroup != 1024 {
 		t.Fatalf("devices = %+v", devs)
 	}
-	a, out, _ = testApp(dir, false)
+	a, out, _ := testApp(dir, false)
 	if err := runDevices(ctx, &surveyOptions{app: a}); err != nil {
 		t.Fatal(err)
 	}
@@ -218,12 +210,10 @@ func TestRunDevicesAndBackendsWithOptions(t *testing.T) {
 		t.Fatalf("backends:\n%s", out)
 	}
 	for _, run := range []func(context.Context, *surveyOptions) error{runDevices, runBackends} {
-		a, out, _ = testApp(t.TempDir(), true)
-		if err := run(ctx, &surveyOptions{app: a}); err != nil {
-			t.Fatal(err)
-		}
-		if got := strings.TrimSpace(out.String()); got != "[]" {
-			t.Fatalf("no plugins: %s, want []", got)
+		var rows []json.RawMessage
+		callJSON(t, t.TempDir(), survey, run, &rows)
+		if rows == nil || len(rows) != 0 {
+			t.Fatalf("no plugins: %v, want []", rows)
 		}
 	}
 }
@@ -238,7 +228,7 @@ func TestRunCompileWithOptions(t *testing.T) {
 		want string
 	}{
 		{compileOptions{Output: "-"}, "say what to compile"},
-		{compileOptions{Kernel: "saxpy", Program: "p.json", Output: "-"}, "say what to compile"},
+		{compileOptions{Kernel: "saxpy", programArg: programArg{"p.json"}, Output: "-"}, "say what to compile"},
 		{compileOptions{Kernel: "saxpy"}, "no output"},
 		{compileOptions{Kernel: "saxpy", Output: "-", Dis: true, Emit: "spirv"}, "both write to stdout"},
 		{compileOptions{Kernel: "saxpy", Dis: true, Emit: "ptx"}, "--dis disassembles SPIR-V, not ptx"},

@@ -172,11 +172,9 @@ func pinFileOf(h *host.Host) (string, error) {
 // unpin.
 type pinOptions struct {
 	*app
-	Off  bool     // pin --off, unpin --all: remove every pin of the directory
-	Args []string // the plugins named
+	Off bool // pin --off, unpin --all: remove every pin of the directory
+	argList
 }
-
-func (o *pinOptions) takeArgs(args []string) { o.Args = args }
 
 // withPins opens the host and its pin file and turns pinning off (o.Off), or
 // calls each with the plugins o.Args names (every accepted one when none).

@@ -4,9 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -72,7 +72,7 @@ func toRouteJSON(op string, r pgo.Route) routeJSON {
 }
 
 func (a *app) routesListCommand() *cobra.Command {
-	return &cobra.Command{
+	return command(a, runRoutesList, &cobra.Command{
 		Use:   "list",
 		Short: "List the PGO routes: op, corpus kernel, backend, median, size classes",
 		Long: `List prints every route of the PGO table, sorted by op. It reads the table
@@ -83,46 +83,42 @@ doctor" does).
 adapter_fingerprint, plugin_version, measured_at, classes {bytes, backend,
 median_ns, observations}).`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			path, table, err := loadRoutes()
-			if err != nil {
-				return err
-			}
-			rows := []routeJSON{}
-			for _, op := range table.Ops() {
-				r, _ := table.Route(op)
-				rows = append(rows, toRouteJSON(op, r))
-			}
-			if a.json {
-				return a.printJSON(struct {
-					Table  string      `json:"table"`
-					Routes []routeJSON `json:"routes"`
-				}{path, rows})
-			}
-			fmt.Fprintf(a.out, "PGO table %s: %d route(s)\n", path, len(rows))
-			if len(rows) == 0 {
-				return nil
-			}
-			tw := tabwriter.NewWriter(a.out, 0, 0, 2, ' ', 0)
-			fmt.Fprintln(tw, "OP\tKERNEL\tBACKEND\tMEDIAN\tSIZE CLASSES\tPLUGIN VERSION\tMEASURED")
-			for _, r := range rows {
-				kernel := r.Kernel
-				if kernel == "" {
-					kernel = "-"
-				}
-				classes := []string{}
-				for _, c := range r.Classes {
-					classes = append(classes, fmt.Sprintf("%s→%s", units.Bytes(c.Bytes), c.Backend))
-				}
-				if len(classes) == 0 {
-					classes = []string{"-"}
-				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%v\t%s\t%s\t%s\n", r.Op, kernel, r.Backend, time.Duration(r.MedianNs).Round(time.Microsecond),
-					strings.Join(classes, " "), r.PluginVersion, r.MeasuredAt.Format(time.RFC3339))
-			}
-			return tw.Flush()
-		},
+	}, nil)
+}
+
+// runRoutesList is kiln routes list (it has no flags of its own).
+func runRoutesList(_ context.Context, a *app) error {
+	path, table, err := loadRoutes()
+	if err != nil {
+		return err
 	}
+	rows := []routeJSON{}
+	for _, op := range table.Ops() {
+		r, _ := table.Route(op)
+		rows = append(rows, toRouteJSON(op, r))
+	}
+	v := struct {
+		Table  string      `json:"table"`
+		Routes []routeJSON `json:"routes"`
+	}{path, rows}
+	header := fmt.Sprintf("PGO table %s: %d route(s)", path, len(rows))
+	return a.showStore(v, header, len(rows), "OP\tKERNEL\tBACKEND\tMEDIAN\tSIZE CLASSES\tPLUGIN VERSION\tMEASURED", func(tw io.Writer) {
+		for _, r := range rows {
+			kernel := r.Kernel
+			if kernel == "" {
+				kernel = "-"
+			}
+			classes := []string{}
+			for _, c := range r.Classes {
+				classes = append(classes, fmt.Sprintf("%s→%s", units.Bytes(c.Bytes), c.Backend))
+			}
+			if len(classes) == 0 {
+				classes = []string{"-"}
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%v\t%s\t%s\t%s\n", r.Op, kernel, r.Backend, time.Duration(r.MedianNs).Round(time.Microsecond),
+				strings.Join(classes, " "), r.PluginVersion, r.MeasuredAt.Format(time.RFC3339))
+		}
+	})
 }
 
 // routesForgetOptions are kiln routes forget's flags and OP arguments.
@@ -130,10 +126,8 @@ type routesForgetOptions struct {
 	*app
 	Backend string
 	All     bool
-	Args    []string // the arguments
+	argList
 }
-
-func (o *routesForgetOptions) takeArgs(args []string) { o.Args = args }
 
 func (a *app) routesForgetCommand() *cobra.Command {
 	return command(&routesForgetOptions{app: a}, runRoutesForget, &cobra.Command{

@@ -93,7 +93,7 @@ func toRunJSON(o *runs.Outcome, err error) runJSON {
 // runOptions are kiln run's flags and its PROGRAM.json argument.
 type runOptions struct {
 	*app
-	Program          string // the PROGRAM.json argument
+	programArg
 	File             runs.FileArgs
 	Kernel, Out      string
 	Sizes            []string
@@ -103,13 +103,6 @@ type runOptions struct {
 	Strict, Fallback bool
 	Repeat           int
 	Warmup           time.Duration
-}
-
-// takeArgs takes the PROGRAM.json argument (cobra allows at most one).
-func (o *runOptions) takeArgs(args []string) {
-	if len(args) == 1 {
-		o.Program = args[0]
-	}
 }
 
 func (a *app) runCommand() *cobra.Command {

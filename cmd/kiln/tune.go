@@ -144,11 +144,7 @@ func runTune(ctx context.Context, o *tuneOptions) error {
 	if err != nil {
 		return err
 	}
-	path, err := autotune.DefaultPath()
-	if err != nil {
-		return err
-	}
-	st, err := autotune.Load(path)
+	path, st, err := loadAutotune()
 	if err != nil {
 		return err
 	}
