@@ -67,9 +67,9 @@ run: build
 bench: build
 	$(BIN)/kiln --plugins $(BIN)/plugins bench
 
-## proto: regenerate pluginapi/proto (installs protoc and the Go generators if missing)
+## proto: regenerate internal/wire/proto (installs protoc and the Go generators if missing)
 proto:
-	sh pluginapi/proto/gen.sh
+	sh internal/wire/proto/gen.sh
 
 clean:
 	rm -rf $(BIN)

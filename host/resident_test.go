@@ -10,6 +10,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/kiln-dev/kiln/internal/wire"
 	"github.com/kiln-dev/kiln/ir"
 	"github.com/kiln-dev/kiln/pluginapi"
 )
@@ -219,7 +220,7 @@ func memfdMappings(t *testing.T) int {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return strings.Count(string(b), "/memfd:"+pluginapi.SegmentName)
+	return strings.Count(string(b), "/memfd:"+wire.SegmentName)
 }
 
 func openFDs(t *testing.T) int {

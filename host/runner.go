@@ -15,13 +15,11 @@ import (
 	"github.com/hashicorp/go-hclog"
 	goplugin "github.com/hashicorp/go-plugin"
 	"github.com/hashicorp/go-plugin/runner"
-
-	"github.com/kiln-dev/kiln/pluginapi"
 )
 
 // pluginRunner starts and watches one plugin process for go-plugin (its
 // ClientConfig.RunnerFunc), so that the host decides how a plugin is started:
-// from pluginapi.Command (no stdin, the host's pid, a parent-death signal),
+// from pluginCommand (no stdin, the host's pid, a parent-death signal),
 // after the pin check, and with its output watched. It records the first line
 // the plugin writes to stdout (the handshake, for diagnosis), keeps the tail of
 // its stderr, rate-limits the stderr lines go-plugin logs, and notes when the
@@ -56,7 +54,7 @@ var _ runner.Runner = (*pluginRunner)(nil)
 // protocol versions, socket directory); env adds the host's (the transport
 // certificates).
 func newRunner(path string, spec *exec.Cmd, env []string, tail *stderrTail, limit *lineLimiter) (*pluginRunner, error) {
-	cmd := pluginapi.Command(path)
+	cmd := pluginCommand(path)
 	cmd.Env = append(append(append([]string(nil), spec.Env...), env...), cmd.Env...)
 	cmd.Stdin = nil // go-plugin sets the host's stdin on its template; a plugin gets none
 	setProcessGroup(cmd)

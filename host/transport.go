@@ -13,7 +13,7 @@ import (
 	"math/big"
 	"time"
 
-	"github.com/kiln-dev/kiln/pluginapi"
+	"github.com/kiln-dev/kiln/internal/wire"
 )
 
 // transportAuth authenticates the host's plugin connections with mutual TLS
@@ -22,7 +22,7 @@ import (
 // start (tens of milliseconds). The host's key signs its own certificate,
 // which is both its client certificate and the authority for the certificate
 // it issues each plugin start; the plugin gets both through its environment
-// (pluginapi.TransportCertEnv) and accepts only connections that present the
+// (wire.TransportCertEnv) and accepts only connections that present the
 // host's certificate. See docs/design.md, "Plugin transport authentication".
 type transportAuth struct {
 	key     *ecdsa.PrivateKey
@@ -86,7 +86,7 @@ func certTemplate(org string) (*x509.Certificate, error) {
 
 // issue returns, for one plugin start, the environment to pass the plugin (the
 // host's certificate in go-plugin's PLUGIN_CLIENT_CERT, the start's own
-// certificate and key in pluginapi.TransportCertEnv) and the client TLS
+// certificate and key in wire.TransportCertEnv) and the client TLS
 // configuration that trusts only that start's certificate's issuer, the host.
 func (a *transportAuth) issue() ([]string, *tls.Config, error) {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
@@ -112,7 +112,7 @@ func (a *transportAuth) issue() ([]string, *tls.Config, error) {
 	_ = pem.Encode(&issued, &pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER})
 	env := []string{
 		"PLUGIN_CLIENT_CERT=" + string(a.certPEM),
-		pluginapi.TransportCertEnv + "=" + issued.String(),
+		wire.TransportCertEnv + "=" + issued.String(),
 	}
 	return env, &tls.Config{
 		Certificates:     []tls.Certificate{a.client},

@@ -11,8 +11,9 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/kiln-dev/kiln/internal/wire"
+	kilnpb "github.com/kiln-dev/kiln/internal/wire/proto"
 	"github.com/kiln-dev/kiln/ir"
-	kilnpb "github.com/kiln-dev/kiln/pluginapi/proto"
 )
 
 // Conn is the host's side of a connection to one plugin process: what Dispense
@@ -112,14 +113,14 @@ type v2client struct {
 	id     string
 	plane  *plane
 	table  bufferTable
-	mapped map[uint64]*segment
+	mapped map[uint64]*wire.Segment
 	// tail is closed when the last gRPC submit sent is done, so that gRPC
 	// submits run in order.
 	tail chan struct{}
 }
 
 func newV2Client(rpc kilnpb.DeviceClient) *v2client {
-	return &v2client{rpc: rpc, caps: Capabilities{Protocol: 2}, table: bufferTable{}, mapped: map[uint64]*segment{}}
+	return &v2client{rpc: rpc, caps: Capabilities{Protocol: 2}, table: bufferTable{}, mapped: map[uint64]*wire.Segment{}}
 }
 
 // describe is Describe on protocol 2: the description, the capabilities, and
@@ -244,7 +245,7 @@ func (c *client) AllocBuffer(ctx context.Context, req *AllocRequest) (*AllocResu
 	}
 	_, pl := v.snapshot()
 	var res *AllocResult
-	var seg *segment
+	var seg *wire.Segment
 	if pl != nil {
 		res, seg, err = allocOnPlane(ctx, pl, adapter, req)
 	} else {
@@ -305,7 +306,7 @@ func (c *client) Mapping(buffer uint64) []byte {
 	defer c.v2.mu.Unlock()
 	if s := c.v2.mapped[buffer]; s != nil {
 		size := c.v2.table[buffer] // the segment may be longer: whole pages
-		return s.mem[:size:size]
+		return s.Mem[:size:size]
 	}
 	return nil
 }
@@ -326,7 +327,7 @@ func (c *client) FreeBuffer(ctx context.Context, buffer uint64) error {
 	}
 	_, pl := v.snapshot()
 	if pl != nil {
-		_, err = pl.roundTrip(ctx, &request{kind: frameFree, buffer: buffer}, -1, 0)
+		_, err = pl.roundTrip(ctx, &wire.Request{Kind: wire.FrameFree, Buffer: buffer}, -1, 0)
 	} else if _, err = v.rpc.FreeBuffer(ctx, &kilnpb.FreeBufferRequest{Buffer: buffer}); err != nil {
 		err = v.status(ctx, "FreeBuffer", "pluginapi.Buffers", err)
 	}
@@ -353,21 +354,21 @@ func (v *v2client) checkRange(what string, r BufferRange) error {
 // WriteBuffer implements Buffers: a mapped buffer is written in place, otherwise
 // the bytes go through staging segments (data plane) or gRPC messages, in chunks.
 func (c *client) WriteBuffer(ctx context.Context, buffer, offset uint64, src []byte) error {
-	return c.transfer(ctx, frameWrite, buffer, offset, src)
+	return c.transfer(ctx, wire.FrameWrite, buffer, offset, src)
 }
 
 // ReadBuffer implements Buffers, as WriteBuffer.
 func (c *client) ReadBuffer(ctx context.Context, buffer, offset uint64, dst []byte) error {
-	return c.transfer(ctx, frameRead, buffer, offset, dst)
+	return c.transfer(ctx, wire.FrameRead, buffer, offset, dst)
 }
 
-func (c *client) transfer(ctx context.Context, kind frameKind, buffer, offset uint64, b []byte) error {
+func (c *client) transfer(ctx context.Context, kind wire.FrameKind, buffer, offset uint64, b []byte) error {
 	v, err := c.need("pluginapi.Buffers", hasBuffers)
 	if err != nil {
 		return err
 	}
 	what := "write"
-	if kind == frameRead {
+	if kind == wire.FrameRead {
 		what = "read"
 	}
 	if err := v.checkRange(what, BufferRange{Buffer: buffer, Offset: offset, Size: uint64(len(b))}); err != nil {
@@ -381,7 +382,7 @@ func (c *client) transfer(ctx context.Context, kind frameKind, buffer, offset ui
 				return err
 			}
 		}
-		if kind == frameWrite {
+		if kind == wire.FrameWrite {
 			copy(mem[offset:], b)
 		} else {
 			copy(b, mem[offset:])
@@ -404,8 +405,8 @@ func (c *client) transfer(ctx context.Context, kind frameKind, buffer, offset ui
 	return nil
 }
 
-func (v *v2client) transferGRPC(ctx context.Context, kind frameKind, buffer, offset uint64, b []byte) error {
-	if kind == frameWrite {
+func (v *v2client) transferGRPC(ctx context.Context, kind wire.FrameKind, buffer, offset uint64, b []byte) error {
+	if kind == wire.FrameWrite {
 		if _, err := v.rpc.WriteBuffer(ctx, &kilnpb.WriteBufferRequest{Buffer: buffer, Offset: offset, Data: b}); err != nil {
 			return v.status(ctx, "WriteBuffer", "pluginapi.Buffers", err)
 		}
@@ -440,7 +441,7 @@ func (c *client) PeerCopy(ctx context.Context, dst, src BufferRange) error {
 	if pl == nil {
 		return &UnimplementedError{Interface: "pluginapi.PeerCopier", Backend: v.backendID()}
 	}
-	_, err = pl.roundTrip(ctx, &request{kind: frameCopy, src: src, dst: dst}, -1, 0)
+	_, err = pl.roundTrip(ctx, &wire.Request{Kind: wire.FrameCopy, Src: rangeToWire(src), Dst: rangeToWire(dst)}, -1, 0)
 	return err
 }
 
@@ -471,7 +472,11 @@ func (c *client) SubmitAsync(ctx context.Context, req *SubmitRequest) (*Pending,
 		return nil, err
 	}
 	if _, pl := v.snapshot(); pl != nil {
-		r := &request{kind: frameSubmit, adapter: adapter, commands: req.Commands}
+		cmds, err := commandsToWire(req.Commands)
+		if err != nil {
+			return nil, err
+		}
+		r := &wire.Request{Kind: wire.FrameSubmit, Adapter: adapter, Commands: cmds}
 		call, err := pl.send(ctx, r, -1, 0, nil)
 		if err != nil {
 			return nil, err
@@ -510,12 +515,8 @@ func (c *client) SubmitAsync(ctx context.Context, req *SubmitRequest) (*Pending,
 }
 
 // submitSize is a batch's frame size, for a LimitError.
-func submitSize(cmds []SubmitCommand) uint64 {
-	e := &enc{}
-	for _, c := range cmds {
-		_ = encodeCommand(e, c) // unknown commands were refused by the table check
-	}
-	return uint64(frameHeaderBytes + 8 + len(e.b))
+func submitSize(cmds []wire.Command) uint64 {
+	return uint64(wire.FrameHeaderBytes + 8 + wire.CommandsBytes(cmds))
 }
 
 // Pending is a submitted batch that may still be running (Conn.SubmitAsync).
@@ -581,7 +582,7 @@ func (p *Pending) Wait(ctx context.Context) (*SubmitResult, error) {
 	if p.plane != nil {
 		d, _, err := p.plane.wait(ctx, p.call)
 		if err == nil {
-			p.res = &SubmitResult{HostNanos: d.hostNanos, DeviceNanos: d.deviceNanos, spans: d.spans}
+			p.res = &SubmitResult{HostNanos: d.HostNanos, DeviceNanos: d.DeviceNanos, spans: spansFromWire(d.Spans)}
 		}
 		p.finished, p.err = true, err
 		return p.res, p.err

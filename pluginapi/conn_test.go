@@ -13,8 +13,8 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	kilnpb "github.com/kiln-dev/kiln/internal/wire/proto"
 	"github.com/kiln-dev/kiln/ir/interp"
-	kilnpb "github.com/kiln-dev/kiln/pluginapi/proto"
 )
 
 // memBackend is a protocol-2 backend for the SDK's tests: fakeBackend's core plus

@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"math"
 
+	kilnpb "github.com/kiln-dev/kiln/internal/wire/proto"
 	"github.com/kiln-dev/kiln/ir"
-	kilnpb "github.com/kiln-dev/kiln/pluginapi/proto"
 )
 
 // adapterIndex checks that an adapter index fits the wire's uint32.

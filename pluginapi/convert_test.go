@@ -6,8 +6,8 @@ import (
 	"reflect"
 	"testing"
 
+	kilnpb "github.com/kiln-dev/kiln/internal/wire/proto"
 	"github.com/kiln-dev/kiln/ir"
-	kilnpb "github.com/kiln-dev/kiln/pluginapi/proto"
 )
 
 func TestSpecRoundTripsEveryKind(t *testing.T) {

@@ -9,8 +9,8 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	kilnpb "github.com/kiln-dev/kiln/internal/wire/proto"
 	"github.com/kiln-dev/kiln/ir"
-	kilnpb "github.com/kiln-dev/kiln/pluginapi/proto"
 )
 
 // deviceServer is the plugin side of protocol 2's Device service: the gRPC form

@@ -10,6 +10,9 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unsafe"
+
+	"github.com/kiln-dev/kiln/internal/wire"
 )
 
 // gateBackend is a memory backend of two adapters whose submits on adapter 0
@@ -115,9 +118,9 @@ func allocOn(t *testing.T, p *plane, adapter uint32, size uint64) uint64 {
 	return res.Buffer
 }
 
-func fill(adapter uint32, buffer, offset, size uint64, v uint32) *request {
-	return &request{kind: frameSubmit, adapter: adapter,
-		commands: []SubmitCommand{FillCommand{Dst: BufferRange{Buffer: buffer, Offset: offset, Size: size}, Value: v}}}
+func fill(adapter uint32, buffer, offset, size uint64, v uint32) *wire.Request {
+	return &wire.Request{Kind: wire.FrameSubmit, Adapter: adapter,
+		Commands: []wire.Command{{Op: wire.OpFill, Dst: wire.Range{Buffer: buffer, Offset: offset, Size: size}, Value: v}}}
 }
 
 // TestPlaneAdapterRunsWhileAnotherIsBusy pins the concurrent plugin runtime:
@@ -142,7 +145,7 @@ func TestPlaneAdapterRunsWhileAnotherIsBusy(t *testing.T) {
 		t.Fatalf("adapter 0's submit: %v", err)
 	}
 	got := make([]byte, 16)
-	if err := transferOnPlane(ctxT(t), p, frameRead, a0, 0, got); err != nil {
+	if err := transferOnPlane(ctxT(t), p, wire.FrameRead, a0, 0, got); err != nil {
 		t.Fatal(err)
 	}
 	if v := binary.LittleEndian.Uint32(got[12:]); v != 7 {
@@ -164,7 +167,7 @@ func TestPlaneAdapterRunsWhileATransferIsBusy(t *testing.T) {
 		src[i] = byte(i * 7)
 	}
 	wrote := make(chan error, 1)
-	go func() { wrote <- transferOnPlane(ctxT(t), p, frameWrite, a0, 0, src) }()
+	go func() { wrote <- transferOnPlane(ctxT(t), p, wire.FrameWrite, a0, 0, src) }()
 	<-g.entered
 	adapterOneRuns(t, p, b1)
 
@@ -173,7 +176,7 @@ func TestPlaneAdapterRunsWhileATransferIsBusy(t *testing.T) {
 		t.Fatalf("adapter 0's write: %v", err)
 	}
 	got := make([]byte, size)
-	if err := transferOnPlane(ctxT(t), p, frameRead, a0, 0, got); err != nil {
+	if err := transferOnPlane(ctxT(t), p, wire.FrameRead, a0, 0, got); err != nil {
 		t.Fatal(err)
 	}
 	if !bytes.Equal(got, src) {
@@ -187,14 +190,14 @@ func adapterOneRuns(t *testing.T, p *plane, b1 uint64) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(ctxT(t), 20*time.Second)
 	defer cancel()
-	if err := transferOnPlane(ctx, p, frameWrite, b1, 0, make([]byte, 16)); err != nil {
+	if err := transferOnPlane(ctx, p, wire.FrameWrite, b1, 0, make([]byte, 16)); err != nil {
 		t.Fatalf("write on adapter 1 while adapter 0 is busy: %v", err)
 	}
 	if _, err := p.roundTrip(ctx, fill(1, b1, 4, 8, 9), -1, 0); err != nil {
 		t.Fatalf("submit on adapter 1 while adapter 0 is busy: %v", err)
 	}
 	got := make([]byte, 16)
-	if err := transferOnPlane(ctx, p, frameRead, b1, 0, got); err != nil {
+	if err := transferOnPlane(ctx, p, wire.FrameRead, b1, 0, got); err != nil {
 		t.Fatalf("read on adapter 1 while adapter 0 is busy: %v", err)
 	}
 	if v := binary.LittleEndian.Uint32(got[4:]); v != 9 || binary.LittleEndian.Uint32(got) != 0 {
@@ -301,7 +304,7 @@ func TestPlaneManyCallersOneAdapter(t *testing.T) {
 	}
 
 	got := make([]byte, callers*4)
-	if err := transferOnPlane(ctxT(t), p, frameRead, buf, 0, got); err != nil {
+	if err := transferOnPlane(ctxT(t), p, wire.FrameRead, buf, 0, got); err != nil {
 		t.Fatal(err)
 	}
 	for c := range callers {
@@ -337,7 +340,7 @@ func FuzzCompletionRingProducers(f *testing.F) {
 		if len(msg) > 512 {
 			msg = msg[:512]
 		}
-		prod, cons, _ := testRings(t, 1024)
+		prod, cons := testRings(t, 1024)
 		p := &planeServer{done: prod}
 		var wg sync.WaitGroup
 		for g := range n {
@@ -345,7 +348,7 @@ func FuzzCompletionRingProducers(f *testing.F) {
 			go func() {
 				defer wg.Done()
 				for i := range k {
-					if err := p.answer(encodeDone(frameSubmit, &done{seq: uint64(g)<<32 | uint64(i), status: 2, msg: string(msg)})); err != nil {
+					if err := p.answer(wire.EncodeDone(wire.FrameSubmit, &wire.Done{Seq: uint64(g)<<32 | uint64(i), Status: 2, Msg: string(msg)})); err != nil {
 						t.Error(err)
 						return
 					}
@@ -355,7 +358,7 @@ func FuzzCompletionRingProducers(f *testing.F) {
 		next := make([]uint64, n)
 		var buf []byte
 		for got := 0; got < n*k; {
-			b, grown, ok, err := cons.next(buf, maxDoneBytes)
+			b, grown, ok, err := cons.Next(buf, wire.MaxDoneBytes)
 			buf = grown
 			if err != nil {
 				t.Fatal(err)
@@ -364,17 +367,27 @@ func FuzzCompletionRingProducers(f *testing.F) {
 				runtime.Gosched()
 				continue
 			}
-			d, err := decodeDone(b, frameSubmit, 0)
+			d, err := wire.DecodeDone(b, wire.FrameSubmit, 0)
 			if err != nil {
 				t.Fatalf("completion %d: %v", got, err)
 			}
-			g, i := d.seq>>32, d.seq&(1<<32-1)
-			if g >= uint64(n) || i != next[g] || d.msg != string(msg) {
-				t.Fatalf("completion %d: seq %#x with %d bytes of message, want producer %d's %d with %d", got, d.seq, len(d.msg), g, next[min(g, uint64(n-1))], len(msg))
+			g, i := d.Seq>>32, d.Seq&(1<<32-1)
+			if g >= uint64(n) || i != next[g] || d.Msg != string(msg) {
+				t.Fatalf("completion %d: seq %#x with %d bytes of message, want producer %d's %d with %d", got, d.Seq, len(d.Msg), g, next[min(g, uint64(n-1))], len(msg))
 			}
 			next[g]++
 			got++
 		}
 		wg.Wait()
 	})
+}
+
+// testRings returns a producer's and a consumer's handle on one ring of size
+// data bytes in 8-byte aligned memory, its control block first.
+func testRings(t testing.TB, size int) (prod, cons *wire.Ring) {
+	t.Helper()
+	const data = 256
+	words := make([]uint64, (data+size)/8)
+	mem := unsafe.Slice((*byte)(unsafe.Pointer(&words[0])), len(words)*8)
+	return wire.NewRing(mem, 0, data, size), wire.NewRing(mem, 0, data, size)
 }

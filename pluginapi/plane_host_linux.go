@@ -17,6 +17,8 @@ import (
 	"golang.org/x/sys/unix"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+
+	"github.com/kiln-dev/kiln/internal/wire"
 )
 
 // Staging policy: a staging segment is at least minStagingBytes (rounded up to a
@@ -44,7 +46,7 @@ const (
 // until the plugin's end of the socket closes and then closes the plane, so a
 // dead plugin is noticed while nobody waits.
 type plane struct {
-	conn   *rawConn
+	conn   *wire.RawConn
 	cancel func(seq uint64) // asks the plugin over gRPC to cancel a request
 
 	// wlock is the write lock (capacity 1; holding it is having sent into
@@ -52,7 +54,7 @@ type plane struct {
 	// one frame at a time into the request ring (and descriptors on the
 	// socket); it guards req.
 	wlock chan struct{}
-	req   *ring // producer side; nil once the plane closed and the segment is unmapped
+	req   *wire.Ring // producer side; nil once the plane closed and the segment is unmapped
 	// wasFull: a writer found the request ring full since the last write
 	// that found room (guarded by wlock).
 	wasFull bool
@@ -60,7 +62,7 @@ type plane struct {
 	// lead is the reader token (capacity 1); its holder alone reads the
 	// completion ring (done) into in.
 	lead    chan struct{}
-	done    *ring // consumer side; nil once unmapped
+	done    *wire.Ring // consumer side; nil once unmapped
 	in      []byte
 	watched chan struct{} // closed when the watcher returned
 
@@ -74,18 +76,18 @@ type plane struct {
 	seq       uint64
 	nextSeg   uint32
 	pending   map[uint64]*call
-	segs      map[uint32]*segment
-	idle      []*segment // staging segments not leased
+	segs      map[uint32]*wire.Segment
+	idle      []*wire.Segment // staging segments not leased
 
-	detach chan *segment // staging segments to detach, for the janitor
+	detach chan *wire.Segment // staging segments to detach, for the janitor
 }
 
 // call is one request waiting for its completion.
 type call struct {
 	seq     uint64
-	kind    frameKind
+	kind    wire.FrameKind
 	outputs int
-	ch      chan *done // receives the completion, or nil when the plane closed
+	ch      chan *wire.Done // receives the completion, or nil when the plane closed
 	// fin is closed once the completion (or the plane's closing) arrived;
 	// delivered says so under the plane's mu.
 	fin       chan struct{}
@@ -108,7 +110,7 @@ func (c *call) ready() bool {
 
 // deliverLocked hands d (nil: the plane closed) to c, once, and reports
 // whether this was the first delivery; the plane's mu is held.
-func (c *call) deliverLocked(d *done) bool {
+func (c *call) deliverLocked(d *wire.Done) bool {
 	if c.delivered {
 		return false
 	}
@@ -127,12 +129,12 @@ func dialPlane(ctx context.Context, path string, token []byte, cancel func(uint6
 	if err != nil {
 		return nil, fmt.Errorf("connect to the data plane: %w", err)
 	}
-	conn, err := rawFrom(c.(*net.UnixConn))
+	conn, err := wire.RawFrom(c.(*net.UnixConn))
 	if err != nil {
 		return nil, err
 	}
-	if err := checkPeer(conn.fd); err != nil {
-		conn.close()
+	if err := wire.CheckPeer(conn.FD()); err != nil {
+		conn.Close()
 		return nil, err
 	}
 	return startPlane(ctx, conn, token, cancel)
@@ -141,19 +143,19 @@ func dialPlane(ctx context.Context, path string, token []byte, cancel func(uint6
 // startPlane starts the host's side of a plane on a connected socket: it
 // creates the ring segment and sends it with the hello frame, whose completion
 // comes back on the completion ring.
-func startPlane(ctx context.Context, conn *rawConn, token []byte, cancel func(uint64)) (*plane, error) {
-	mem, fd, err := createRingSegment()
+func startPlane(ctx context.Context, conn *wire.RawConn, token []byte, cancel func(uint64)) (*plane, error) {
+	mem, fd, err := wire.CreateRingSegment()
 	if err != nil {
-		conn.close()
+		conn.Close()
 		return nil, err
 	}
-	p := &plane{conn: conn, cancel: cancel, pending: map[uint64]*call{}, segs: map[uint32]*segment{},
-		detach: make(chan *segment, 64), lead: make(chan struct{}, 1), wlock: make(chan struct{}, 1), watched: make(chan struct{}), rings: mem}
-	p.req, p.done = ringPair(mem)
+	p := &plane{conn: conn, cancel: cancel, pending: map[uint64]*call{}, segs: map[uint32]*wire.Segment{},
+		detach: make(chan *wire.Segment, 64), lead: make(chan struct{}, 1), wlock: make(chan struct{}, 1), watched: make(chan struct{}), rings: mem}
+	p.req, p.done = wire.RingPair(mem)
 	p.lead <- struct{}{}
 	go p.watch()
 	go p.janitor()
-	_, err = p.roundTrip(ctx, &request{kind: frameHello, token: token}, fd, 0)
+	_, err = p.roundTrip(ctx, &wire.Request{Kind: wire.FrameHello, Token: token}, fd, 0)
 	unix.Close(fd)
 	if err != nil {
 		p.fail(err)
@@ -166,7 +168,7 @@ func startPlane(ctx context.Context, conn *rawConn, token []byte, cancel func(ui
 // shut down), then closes the plane.
 func (p *plane) watch() {
 	defer close(p.watched)
-	fds := []unix.PollFd{{Fd: int32(p.conn.fd), Events: unix.POLLRDHUP}}
+	fds := []unix.PollFd{{Fd: int32(p.conn.FD()), Events: unix.POLLRDHUP}}
 	for {
 		_, err := unix.Poll(fds, -1)
 		if errors.Is(err, unix.EINTR) {
@@ -196,16 +198,16 @@ func (p *plane) fail(err error) {
 	pending := p.pending
 	p.pending = nil
 	for _, s := range p.segs {
-		s.orphan()
+		s.Orphan()
 	}
 	for _, s := range p.idle {
-		delete(p.segs, s.id)
-		s.unmap()
+		delete(p.segs, s.ID)
+		s.Unmap()
 	}
 	p.idle = nil
 	close(p.detach)
 	p.mu.Unlock()
-	p.conn.shutdown()
+	p.conn.Shutdown()
 	p.signal()
 	for _, c := range pending {
 		p.finish(c, nil)
@@ -225,7 +227,7 @@ func (p *plane) fail(err error) {
 		if mem != nil {
 			_ = unix.Munmap(mem) // fails only for a mapping unix.Mmap did not make
 		}
-		p.conn.close()
+		p.conn.Close()
 	}()
 }
 
@@ -235,8 +237,8 @@ func (p *plane) fail(err error) {
 func (p *plane) alive() error {
 	p.mu.Lock()
 	// The socket is closed only after rings is cleared under mu: while mu is
-	// held and rings is set, conn.fd is this plane's.
-	open := p.err == nil && p.rings != nil && !hungUp(p.conn.fd)
+	// held and rings is set, conn.FD() is this plane's.
+	open := p.err == nil && p.rings != nil && !wire.HungUp(p.conn.FD())
 	p.mu.Unlock()
 	if open {
 		return nil
@@ -250,14 +252,14 @@ func (p *plane) signal() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.rings != nil {
-		_, done := ringPair(p.rings)
-		done.interrupt()
+		_, done := wire.RingPair(p.rings)
+		done.Interrupt()
 	}
 }
 
 // finish delivers a completion (nil: the plane closed) to its call, unless the
 // call already ended (the plane closed meanwhile).
-func (p *plane) finish(c *call, d *done) {
+func (p *plane) finish(c *call, d *wire.Done) {
 	p.mu.Lock()
 	abandoned := c.abandoned
 	first := c.deliverLocked(d)
@@ -290,13 +292,13 @@ var (
 // readFrame returns the next completion frame, copied out of the completion
 // ring (valid until the next call); errWoken when the wait ended early without
 // one (see signal; stop reports that the caller should not sleep), errSlept
-// when it timed out. With spin it first polls the ring for spinWait: a
+// when it timed out. With spin it first polls the ring for wire.SpinWait: a
 // completion that comes within that time is read without the wake-up of a
 // sleeping thread.
 func (p *plane) readFrame(spin bool, stop func() bool) ([]byte, error) {
-	until := time.Now().Add(spinWait)
+	until := time.Now().Add(wire.SpinWait)
 	for {
-		b, in, ok, err := p.done.next(p.in, maxDoneBytes)
+		b, in, ok, err := p.done.Next(p.in, wire.MaxDoneBytes)
 		p.in = in
 		switch {
 		case err != nil:
@@ -305,13 +307,13 @@ func (p *plane) readFrame(spin bool, stop func() bool) ([]byte, error) {
 			return b, nil
 		case spin:
 			spin = false
-			if p.done.spin(until) {
+			if p.done.Spin(until) {
 				continue
 			}
 		}
-		woken := p.done.sleep(ringWaitTimeout, stop)
-		if !p.done.pending() {
-			if hungUp(p.conn.fd) {
+		woken := p.done.Sleep(wire.RingWaitTimeout, stop)
+		if !p.done.Pending() {
+			if wire.HungUp(p.conn.FD()) {
 				return nil, io.EOF
 			}
 			if !woken {
@@ -325,18 +327,18 @@ func (p *plane) readFrame(spin bool, stop func() bool) ([]byte, error) {
 // deliver matches a completion frame to its call and hands it over. A frame
 // that fits no waiting request closes the plane.
 func (p *plane) deliver(b []byte) error {
-	h, err := parseHeader(b, maxDoneBytes)
+	h, err := wire.ParseHeader(b, wire.MaxDoneBytes)
 	if err != nil {
 		return &ProtocolError{Detail: err.Error()}
 	}
 	p.mu.Lock()
-	c := p.pending[h.seq]
-	delete(p.pending, h.seq)
+	c := p.pending[h.Seq]
+	delete(p.pending, h.Seq)
 	p.mu.Unlock()
 	if c == nil {
-		return &ProtocolError{Detail: fmt.Sprintf("completion for request %d, which is not waiting", h.seq)}
+		return &ProtocolError{Detail: fmt.Sprintf("completion for request %d, which is not waiting", h.Seq)}
 	}
-	d, err := decodeDone(b, c.kind, c.outputs)
+	d, err := wire.DecodeDone(b, c.kind, c.outputs)
 	if err != nil {
 		p.finish(c, nil)
 		return &ProtocolError{Detail: err.Error()}
@@ -401,7 +403,7 @@ func (p *plane) backOff(n int) {
 	if shift := n - freeWakes - 1; shift < 8 {
 		nap = min(wakeNap<<shift, maxWakeNap)
 	}
-	fds := []unix.PollFd{{Fd: int32(p.conn.fd), Events: unix.POLLRDHUP}}
+	fds := []unix.PollFd{{Fd: int32(p.conn.FD()), Events: unix.POLLRDHUP}}
 	ts := unix.NsecToTimespec(nap.Nanoseconds())
 	_, _ = unix.Ppoll(fds, &ts, nil) // EINTR or a hang-up: the caller looks again
 }
@@ -417,7 +419,7 @@ func (p *plane) drain() {
 	}
 	defer func() { p.lead <- struct{}{} }()
 	for p.closed() == nil {
-		b, in, ok, err := p.done.next(p.in, maxDoneBytes)
+		b, in, ok, err := p.done.Next(p.in, wire.MaxDoneBytes)
 		p.in = in
 		if err != nil {
 			p.fail(&ProtocolError{Detail: "completion ring: " + err.Error()})
@@ -436,7 +438,7 @@ func (p *plane) drain() {
 // roundTrip sends r (with fd, when not -1, riding along) and waits for its
 // completion. outputs is the number of output sizes a dispatch completion must
 // carry. When ctx ends first the request is cancelled and abandoned.
-func (p *plane) roundTrip(ctx context.Context, r *request, fd int, outputs int) (*done, error) {
+func (p *plane) roundTrip(ctx context.Context, r *wire.Request, fd int, outputs int) (*wire.Done, error) {
 	c, err := p.send(ctx, r, fd, outputs, nil)
 	if err != nil {
 		return nil, err
@@ -449,32 +451,32 @@ func (p *plane) roundTrip(ctx context.Context, r *request, fd int, outputs int) 
 // staged; it runs only if the caller abandons the call (see wait). When ctx
 // ends while the request waits to be written (the plugin reads no requests),
 // nothing was sent and send returns ctx's error.
-func (p *plane) send(ctx context.Context, r *request, fd int, outputs int, release func()) (*call, error) {
-	c := &call{seq: 0, kind: r.kind, outputs: outputs, ch: make(chan *done, 1), fin: make(chan struct{}), release: release}
+func (p *plane) send(ctx context.Context, r *wire.Request, fd int, outputs int, release func()) (*call, error) {
+	c := &call{seq: 0, kind: r.Kind, outputs: outputs, ch: make(chan *wire.Done, 1), fin: make(chan struct{}), release: release}
 	p.mu.Lock()
 	if p.err != nil {
 		p.mu.Unlock()
 		return nil, p.unavailable()
 	}
 	p.seq++
-	r.seq, c.seq = p.seq, p.seq
-	p.pending[r.seq] = c
+	r.Seq, c.seq = p.seq, p.seq
+	p.pending[r.Seq] = c
 	p.mu.Unlock()
-	r.fd = fd >= 0
-	b, err := encodeRequest(r)
+	r.FD = fd >= 0
+	b, err := wire.EncodeRequest(r)
 	if err != nil {
 		p.mu.Lock()
-		delete(p.pending, r.seq)
+		delete(p.pending, r.Seq)
 		p.mu.Unlock()
-		if r.kind == frameSubmit {
-			return nil, &LimitError{What: fmt.Sprintf("submit of %d commands", len(r.commands)), Size: submitSize(r.commands), Limit: maxRequestFrameBytes}
+		if r.Kind == wire.FrameSubmit {
+			return nil, &LimitError{What: fmt.Sprintf("submit of %d commands", len(r.Commands)), Size: submitSize(r.Commands), Limit: wire.MaxRequestFrameBytes}
 		}
 		return nil, Rejected("%v. Fix: split the request", err)
 	}
-	if err := p.write(ctx, b, r.kind, fd); err != nil {
+	if err := p.write(ctx, b, r.Kind, fd); err != nil {
 		if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
 			p.mu.Lock()
-			delete(p.pending, r.seq)
+			delete(p.pending, r.Seq)
 			p.mu.Unlock()
 			return nil, err
 		}
@@ -487,7 +489,7 @@ func (p *plane) send(ctx context.Context, r *request, fd int, outputs int, relea
 // reports that the caller still owns what the request staged (it must release
 // it); it is false when ctx ended first: the request is then cancelled and its
 // release runs when the plugin is done with it.
-func (p *plane) wait(ctx context.Context, c *call) (d *done, owned bool, err error) {
+func (p *plane) wait(ctx context.Context, c *call) (d *wire.Done, owned bool, err error) {
 	for d == nil {
 		select {
 		case d = <-c.ch:
@@ -523,7 +525,7 @@ func (p *plane) wait(ctx context.Context, c *call) (d *done, owned bool, err err
 			}
 		}
 	}
-	return d, true, d.err()
+	return d, true, doneErr(d)
 }
 
 // finishClosed ends c as failed if the closing plane has not already.
@@ -565,7 +567,7 @@ func (p *plane) await(ctx context.Context, c *call) error {
 // holding the frame's sequence number: the plugin finds it there when it
 // reads the frame, in ring order. Waiting for the write lock and for room in
 // the ring ends with ctx (ctx's error: nothing was sent) or with the plane.
-func (p *plane) write(ctx context.Context, b []byte, kind frameKind, fd int) error {
+func (p *plane) write(ctx context.Context, b []byte, kind wire.FrameKind, fd int) error {
 	select {
 	case p.wlock <- struct{}{}: // a free lock is taken whatever ctx says
 	default:
@@ -576,14 +578,14 @@ func (p *plane) write(ctx context.Context, b []byte, kind frameKind, fd int) err
 		}
 	}
 	defer func() { <-p.wlock }()
-	if kind == frameHello {
-		return p.conn.write(b, unix.UnixRights(fd))
+	if kind == wire.FrameHello {
+		return p.conn.Write(b, unix.UnixRights(fd))
 	}
 	if p.req == nil {
 		return errPlaneClosed
 	}
-	if len(b) > len(p.req.data) {
-		return fmt.Errorf("frame of %d bytes, more than the request ring's %d", len(b), len(p.req.data))
+	if len(b) > p.req.Size() {
+		return fmt.Errorf("frame of %d bytes, more than the request ring's %d", len(b), p.req.Size())
 	}
 	// The whole frame must fit before its descriptor's note goes out: a note
 	// whose frame never follows would break the order the plugin reads them in.
@@ -591,28 +593,28 @@ func (p *plane) write(ctx context.Context, b []byte, kind frameKind, fd int) err
 		return err
 	}
 	if fd >= 0 {
-		if err := p.conn.write(b[8:frameHeaderBytes], unix.UnixRights(fd)); err != nil {
+		if err := p.conn.Write(b[8:wire.FrameHeaderBytes], unix.UnixRights(fd)); err != nil {
 			return err
 		}
 	}
-	if err := p.req.put(b); err != nil {
+	if err := p.req.Put(b); err != nil {
 		return &ProtocolError{Detail: "request ring: " + err.Error()}
 	}
 	return nil
 }
 
-// Waiting for room in the request ring: after spinWait of yielding, the writer
-// naps, from ringNap up to maxRingNap while the plugin takes nothing.
+// Waiting for room in the request ring: after wire.SpinWait of yielding, the writer
+// naps, from wire.RingNap up to maxRingNap while the plugin takes nothing.
 const maxRingNap = 2 * time.Millisecond
 
 // room waits until the request ring has n free bytes, while ctx lasts and the
 // plane is open; the caller holds the write lock. While the ring is full it
 // records since when the plugin has taken nothing from it (see stalled).
 func (p *plane) room(ctx context.Context, n uint64) error {
-	spinUntil := time.Now().Add(spinWait)
-	nap := ringNap
+	spinUntil := time.Now().Add(wire.SpinWait)
+	nap := wire.RingNap
 	for {
-		free, err := p.req.free()
+		free, err := p.req.Free()
 		if err != nil {
 			return &ProtocolError{Detail: "request ring: " + err.Error()}
 		}
@@ -633,8 +635,8 @@ func (p *plane) room(ctx context.Context, n uint64) error {
 		// room in the completion ring), and poll, then nap, until there is
 		// room; a nap grows while the plugin takes nothing.
 		p.wasFull = true
-		if p.full(true, p.req.peer) {
-			nap = ringNap
+		if p.full(true, p.req.Peer()) {
+			nap = wire.RingNap
 		}
 		p.drain()
 		if time.Now().Before(spinUntil) {
@@ -668,7 +670,7 @@ func (p *plane) full(full bool, tail uint64) (moved bool) {
 func (p *plane) stalled() time.Duration {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.fullSince.IsZero() || p.err != nil || p.req == nil || atomic.LoadUint64(p.req.tail) != p.fullTail {
+	if p.fullSince.IsZero() || p.err != nil || p.req == nil || atomic.LoadUint64(p.req.Tail()) != p.fullTail {
 		return 0
 	}
 	return time.Since(p.fullSince)
@@ -676,36 +678,36 @@ func (p *plane) stalled() time.Duration {
 
 // newSegment creates a shared segment, registered so that it is orphaned when
 // the plane closes; the caller sends fd with a frame and closes it.
-func (p *plane) newSegment(size uint64) (*segment, int, error) {
+func (p *plane) newSegment(size uint64) (*wire.Segment, int, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.err != nil {
 		return nil, -1, unavailableErr(p.err)
 	}
 	p.nextSeg++
-	s, fd, err := createSegment(p.nextSeg, size)
+	s, fd, err := wire.CreateSegment(p.nextSeg, size)
 	if err != nil {
 		return nil, -1, err
 	}
-	p.segs[s.id] = s
+	p.segs[s.ID] = s
 	return s, fd, nil
 }
 
 // dropSegment unmaps a segment and forgets it.
-func (p *plane) dropSegment(s *segment) {
+func (p *plane) dropSegment(s *wire.Segment) {
 	p.mu.Lock()
-	delete(p.segs, s.id)
+	delete(p.segs, s.ID)
 	p.mu.Unlock()
-	s.unmap()
+	s.Unmap()
 }
 
 // lease returns a staging segment of at least size bytes for one request,
 // attaching a new one to the plugin when no idle one is large enough.
-func (p *plane) lease(ctx context.Context, size uint64) (*segment, error) {
+func (p *plane) lease(ctx context.Context, size uint64) (*wire.Segment, error) {
 	p.mu.Lock()
 	best := -1
 	for i, s := range p.idle {
-		if uint64(len(s.mem)) >= size && (best < 0 || len(s.mem) < len(p.idle[best].mem)) {
+		if uint64(len(s.Mem)) >= size && (best < 0 || len(s.Mem) < len(p.idle[best].Mem)) {
 			best = i
 		}
 	}
@@ -724,7 +726,7 @@ func (p *plane) lease(ctx context.Context, size uint64) (*segment, error) {
 	if err != nil {
 		return nil, err
 	}
-	_, err = p.roundTrip(ctx, &request{kind: frameAttach, segment: s.id, size: want}, fd, 0)
+	_, err = p.roundTrip(ctx, &wire.Request{Kind: wire.FrameAttach, Segment: s.ID, Size: want}, fd, 0)
 	unix.Close(fd)
 	if err != nil {
 		p.dropSegment(s)
@@ -735,15 +737,15 @@ func (p *plane) lease(ctx context.Context, size uint64) (*segment, error) {
 
 // unlease returns a staging segment. It never writes to the socket (the reader
 // goroutine calls it): segments beyond the idle policy go to the janitor.
-func (p *plane) unlease(s *segment) {
+func (p *plane) unlease(s *wire.Segment) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.err != nil {
-		delete(p.segs, s.id)
-		s.unmap()
+		delete(p.segs, s.ID)
+		s.Unmap()
 		return
 	}
-	if len(s.mem) > maxIdleBytes || len(p.idle) >= maxIdleSegments {
+	if len(s.Mem) > maxIdleBytes || len(p.idle) >= maxIdleSegments {
 		select {
 		case p.detach <- s:
 			return
@@ -756,7 +758,7 @@ func (p *plane) unlease(s *segment) {
 // janitor detaches the staging segments unlease gave up, until the plane closes.
 func (p *plane) janitor() {
 	for s := range p.detach {
-		_, _ = p.roundTrip(context.Background(), &request{kind: frameDetach, segment: s.id}, -1, 0)
+		_, _ = p.roundTrip(context.Background(), &wire.Request{Kind: wire.FrameDetach, Segment: s.ID}, -1, 0)
 		p.dropSegment(s)
 	}
 }
@@ -767,25 +769,25 @@ func (p *plane) close() { p.fail(errPlaneClosed) }
 // allocOnPlane allocates a buffer over the data plane; a UsageMap buffer is
 // offered a shared segment, which it keeps when the plugin maps it (seg is then
 // returned for the host's table).
-func allocOnPlane(ctx context.Context, pl *plane, adapter uint32, req *AllocRequest) (*AllocResult, *segment, error) {
-	r := &request{kind: frameAlloc, adapter: adapter, usage: req.Usage, size: req.Size}
-	var seg *segment
+func allocOnPlane(ctx context.Context, pl *plane, adapter uint32, req *AllocRequest) (*AllocResult, *wire.Segment, error) {
+	r := &wire.Request{Kind: wire.FrameAlloc, Adapter: adapter, Usage: uint32(req.Usage), Size: req.Size}
+	var seg *wire.Segment
 	fd := -1
 	if req.Usage&UsageMap != 0 && req.Size > 0 {
 		var err error
 		if seg, fd, err = pl.newSegment(req.Size); err != nil {
 			return nil, nil, err
 		}
-		r.segment = seg.id
+		r.Segment = seg.ID
 	}
 	d, err := pl.roundTrip(ctx, r, fd, 0)
 	if fd >= 0 {
 		unix.Close(fd)
 	}
-	if err == nil && d.mapped && seg == nil {
-		err = &ResultError{Detail: fmt.Sprintf("the plugin reports buffer %d as mapped, but no shared memory was offered for it", d.buffer)}
+	if err == nil && d.Mapped && seg == nil {
+		err = &ResultError{Detail: fmt.Sprintf("the plugin reports buffer %d as mapped, but no shared memory was offered for it", d.Buffer)}
 	}
-	if err != nil || !d.mapped {
+	if err != nil || !d.Mapped {
 		if seg != nil {
 			pl.dropSegment(seg)
 		}
@@ -794,27 +796,27 @@ func allocOnPlane(ctx context.Context, pl *plane, adapter uint32, req *AllocRequ
 		}
 		seg = nil
 	}
-	return &AllocResult{Buffer: d.buffer, Mapped: d.mapped}, seg, nil
+	return &AllocResult{Buffer: d.Buffer, Mapped: d.Mapped}, seg, nil
 }
 
 // transferOnPlane writes or reads b through a staging segment.
-func transferOnPlane(ctx context.Context, pl *plane, kind frameKind, buffer, offset uint64, b []byte) error {
+func transferOnPlane(ctx context.Context, pl *plane, kind wire.FrameKind, buffer, offset uint64, b []byte) error {
 	s, err := pl.lease(ctx, uint64(len(b)))
 	if err != nil {
 		return err
 	}
-	if kind == frameWrite {
-		copy(s.mem, b)
+	if kind == wire.FrameWrite {
+		copy(s.Mem, b)
 	}
-	c, err := pl.send(ctx, &request{kind: kind, buffer: buffer, offset: offset, data: segRange{segment: s.id, size: uint64(len(b))}}, -1, 0, func() { pl.unlease(s) })
+	c, err := pl.send(ctx, &wire.Request{Kind: kind, Buffer: buffer, Offset: offset, Data: wire.SegRange{Segment: s.ID, Size: uint64(len(b))}}, -1, 0, func() { pl.unlease(s) })
 	if err != nil {
 		pl.unlease(s)
 		return err
 	}
 	_, owned, err := pl.wait(ctx, c)
 	if owned {
-		if err == nil && kind == frameRead {
-			copy(b, s.mem)
+		if err == nil && kind == wire.FrameRead {
+			copy(b, s.Mem)
 		}
 		pl.unlease(s)
 	}
@@ -831,8 +833,8 @@ func alignUp(n uint64) uint64 { return (n + stagingAlign - 1) &^ (stagingAlign -
 // shared segment.
 func dispatchOnPlane(ctx context.Context, pl *plane, req *DispatchRequest, outputs []int) (*DispatchResult, error) {
 	n := max(len(req.Inputs), len(req.OutputCounts))
-	if n > maxBindings || len(outputs) > maxBindings {
-		return nil, Rejected("dispatch with %d bindings and %d outputs, more than %d. Fix: use fewer buffers", n, len(outputs), maxBindings)
+	if n > wire.MaxBindings || len(outputs) > wire.MaxBindings {
+		return nil, Rejected("dispatch with %d bindings and %d outputs, more than %d. Fix: use fewer buffers", n, len(outputs), wire.MaxBindings)
 	}
 	var total uint64
 	for _, in := range req.Inputs {
@@ -844,26 +846,26 @@ func dispatchOnPlane(ctx context.Context, pl *plane, req *DispatchRequest, outpu
 		}
 		total += alignUp(uint64(size))
 	}
-	var s *segment
+	var s *wire.Segment
 	if total > 0 {
 		var err error
 		if s, err = pl.lease(ctx, total); err != nil {
 			return nil, err
 		}
 	}
-	r := &request{kind: frameDispatch, dispatch: req, inputs: make([]segRange, n), outputs: make([]segRange, len(outputs))}
+	r := &wire.Request{Kind: wire.FrameDispatch, Dispatch: dispatchToWire(req), Inputs: make([]wire.SegRange, n), Outputs: make([]wire.SegRange, len(outputs))}
 	var at uint64
 	for i, in := range req.Inputs {
 		if len(in) == 0 {
 			continue
 		}
-		copy(s.mem[at:], in)
-		r.inputs[i] = segRange{segment: s.id, offset: at, size: uint64(len(in))}
+		copy(s.Mem[at:], in)
+		r.Inputs[i] = wire.SegRange{Segment: s.ID, Offset: at, Size: uint64(len(in))}
 		at += alignUp(uint64(len(in)))
 	}
 	for i, size := range outputs {
 		if size > 0 {
-			r.outputs[i] = segRange{segment: s.id, offset: at, size: uint64(size)}
+			r.Outputs[i] = wire.SegRange{Segment: s.ID, Offset: at, Size: uint64(size)}
 			at += alignUp(uint64(size))
 		}
 	}
@@ -885,16 +887,16 @@ func dispatchOnPlane(ctx context.Context, pl *plane, req *DispatchRequest, outpu
 	if err != nil {
 		return nil, err
 	}
-	res := &DispatchResult{HostNanos: d.hostNanos, DeviceNanos: d.deviceNanos, Outputs: make([][]byte, len(outputs)), spans: d.spans}
-	for i, size := range d.sizes {
+	res := &DispatchResult{HostNanos: d.HostNanos, DeviceNanos: d.DeviceNanos, Outputs: make([][]byte, len(outputs)), spans: spansFromWire(d.Spans)}
+	for i, size := range d.Sizes {
 		if size > uint64(outputs[i]) {
 			return nil, &ResultError{Detail: fmt.Sprintf("output %d is %d bytes, the launch makes it %d; the host refused it unread", i, size, outputs[i])}
 		}
 		out := []byte{}
 		if size > 0 {
 			// A clone allocates without zeroing first.
-			o := r.outputs[i].offset
-			out = bytes.Clone(s.mem[o : o+size])
+			o := r.Outputs[i].Offset
+			out = bytes.Clone(s.Mem[o : o+size])
 		}
 		res.Outputs[i] = out
 	}

@@ -7,17 +7,14 @@ import (
 	"errors"
 	"runtime"
 	"time"
+
+	"github.com/kiln-dev/kiln/internal/wire"
 )
 
 // Without Linux's memfd there is no shared-memory data plane: every connection
 // stays on gRPC, and these stand-ins are never reached with a plane.
 
 var errNoPlane = errors.New("the shared-memory data plane needs Linux (memfd); this is " + runtime.GOOS)
-
-type segment struct {
-	id  uint32
-	mem []byte
-}
 
 type plane struct{}
 
@@ -27,28 +24,28 @@ func (*call) ready() bool { return true }
 
 func dialPlane(context.Context, string, []byte, func(uint64)) (*plane, error) { return nil, errNoPlane }
 
-func (*plane) closed() error          { return errNoPlane }
-func (*plane) stalled() time.Duration { return 0 }
-func (*plane) alive() error           { return errNoPlane }
-func (*plane) close()                 {}
-func (*plane) cancel(uint64)          {}
-func (*plane) dropSegment(*segment)   {}
-func (*plane) roundTrip(context.Context, *request, int, int) (*done, error) {
+func (*plane) closed() error             { return errNoPlane }
+func (*plane) stalled() time.Duration    { return 0 }
+func (*plane) alive() error              { return errNoPlane }
+func (*plane) close()                    {}
+func (*plane) cancel(uint64)             {}
+func (*plane) dropSegment(*wire.Segment) {}
+func (*plane) roundTrip(context.Context, *wire.Request, int, int) (*wire.Done, error) {
 	return nil, errNoPlane
 }
-func (*plane) send(context.Context, *request, int, int, func()) (*call, error) {
+func (*plane) send(context.Context, *wire.Request, int, int, func()) (*call, error) {
 	return nil, errNoPlane
 }
 func (*plane) await(context.Context, *call) error { return errNoPlane }
-func (*plane) wait(context.Context, *call) (*done, bool, error) {
+func (*plane) wait(context.Context, *call) (*wire.Done, bool, error) {
 	return nil, true, errNoPlane
 }
 
-func allocOnPlane(context.Context, *plane, uint32, *AllocRequest) (*AllocResult, *segment, error) {
+func allocOnPlane(context.Context, *plane, uint32, *AllocRequest) (*AllocResult, *wire.Segment, error) {
 	return nil, nil, errNoPlane
 }
 
-func transferOnPlane(context.Context, *plane, frameKind, uint64, uint64, []byte) error {
+func transferOnPlane(context.Context, *plane, wire.FrameKind, uint64, uint64, []byte) error {
 	return errNoPlane
 }
 

@@ -19,6 +19,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/kiln-dev/kiln/internal/wire"
 )
 
 // acceptTimeout bounds how long an opened data plane waits for its host.
@@ -40,7 +42,7 @@ const unboundQueue = ^uint32(0)
 // planeJob is one request waiting in a queue, with its descriptor and the
 // context that Cancel ends.
 type planeJob struct {
-	req   *request
+	req   *wire.Request
 	fd    int
 	ctx   context.Context
 	spans jobSpans // when the host asked for spans
@@ -68,7 +70,7 @@ type planeServer struct {
 	timer      *spanTimer // nil unless the host asked for spans (SpansEnv)
 
 	mu      sync.Mutex
-	conn    *rawConn
+	conn    *wire.RawConn
 	closed  bool
 	running map[uint64]context.CancelFunc
 
@@ -76,10 +78,10 @@ type planeServer struct {
 	// called; a wait on the request ring ends then.
 	gone atomic.Bool
 
-	segMu      sync.Mutex          // guards the three maps below
-	segs       map[uint32]*segment // staging segments and mapped buffers' segments
-	bufSeg     map[uint64]*segment // mapped buffer → its segment
-	bufAdapter map[uint64]uint32   // live buffer → the adapter it was allocated on
+	segMu      sync.Mutex               // guards the three maps below
+	segs       map[uint32]*wire.Segment // staging segments and mapped buffers' segments
+	bufSeg     map[uint64]*wire.Segment // mapped buffer → its segment
+	bufAdapter map[uint64]uint32        // live buffer → the adapter it was allocated on
 
 	// doneMu serializes the producers of the completion ring (the queues'
 	// goroutines and the reader).
@@ -88,10 +90,10 @@ type planeServer struct {
 	// Owned by the serving goroutine.
 	queues  map[uint32]chan planeJob
 	workers sync.WaitGroup
-	rings   []byte // the ring segment's mapping (set under mu)
-	req     *ring  // consumer side
-	done    *ring  // producer side (under doneMu once the queues run)
-	in      []byte // the request frame being read
+	rings   []byte     // the ring segment's mapping (set under mu)
+	req     *wire.Ring // consumer side
+	done    *wire.Ring // producer side (under doneMu once the queues run)
+	in      []byte     // the request frame being read
 }
 
 // listenPlane opens a unix socket in a new private directory and serves the
@@ -114,7 +116,7 @@ func listenPlane(dev *device) (*planeServer, error) {
 	}
 	c, ok := dev.impl.(ConcurrentAdapters)
 	p := &planeServer{dev: dev, dir: dir, ln: ln, token: token, concurrent: ok && c.ConcurrentAdapters(), timer: newSpanTimer(),
-		running: map[uint64]context.CancelFunc{}, segs: map[uint32]*segment{}, bufSeg: map[uint64]*segment{},
+		running: map[uint64]context.CancelFunc{}, segs: map[uint32]*wire.Segment{}, bufSeg: map[uint64]*wire.Segment{},
 		bufAdapter: map[uint64]uint32{}, queues: map[uint32]chan planeJob{}}
 	go p.serve()
 	return p, nil
@@ -139,7 +141,7 @@ func (p *planeServer) close() {
 	p.gone.Store(true)
 	p.ln.Close()
 	if p.conn != nil {
-		p.conn.shutdown()
+		p.conn.Shutdown()
 	}
 }
 
@@ -151,14 +153,14 @@ func (p *planeServer) serve() {
 	if err != nil {
 		return
 	}
-	conn, err := rawFrom(uc)
+	conn, err := wire.RawFrom(uc)
 	if err != nil {
 		return
 	}
 	p.mu.Lock()
 	if p.closed {
 		p.mu.Unlock()
-		conn.close()
+		conn.Close()
 		return
 	}
 	p.conn = conn
@@ -166,7 +168,7 @@ func (p *planeServer) serve() {
 	r := &fdReader{conn: conn}
 	watched := make(chan struct{})
 	defer p.shutdown(conn, r, watched)
-	if err := checkPeer(conn.fd); err != nil {
+	if err := wire.CheckPeer(conn.FD()); err != nil {
 		close(watched)
 		return
 	}
@@ -186,7 +188,7 @@ func (p *planeServer) serve() {
 		if p.timer != nil {
 			js.read = p.timer.clock.now()
 		}
-		req, err := decodeRequest(b)
+		req, err := wire.DecodeRequest(b)
 		if err != nil {
 			return
 		}
@@ -194,18 +196,18 @@ func (p *planeServer) serve() {
 			js.decoded = p.timer.clock.now()
 		}
 		fd := -1
-		if req.fd {
-			if fd, err = r.note(req.seq); err != nil {
+		if req.FD {
+			if fd, err = r.note(req.Seq); err != nil {
 				return
 			}
 		}
-		job := planeJob{req: req, fd: fd, ctx: p.start(req.seq), spans: js}
-		if p.concurrent && (req.kind == frameAttach || req.kind == frameDetach) {
-			if err := p.answer(encodeDone(req.kind, p.handle(job))); err != nil {
+		job := planeJob{req: req, fd: fd, ctx: p.start(req.Seq), spans: js}
+		if p.concurrent && (req.Kind == wire.FrameAttach || req.Kind == wire.FrameDetach) {
+			if err := p.answer(wire.EncodeDone(req.Kind, p.handle(job))); err != nil {
 				return
 			}
 		} else if !p.enqueue(p.queueFor(req), job, watched) {
-			p.finish(req.seq)
+			p.finish(req.Seq)
 			if fd >= 0 {
 				unix.Close(fd)
 			}
@@ -228,18 +230,18 @@ func (p *planeServer) serve() {
 // names (alloc, submit) or of the adapter its buffer was allocated on (write,
 // read, free; a copy's destination), so that the host's order on one adapter holds; else the
 // unbound queue.
-func (p *planeServer) queueFor(req *request) uint32 {
+func (p *planeServer) queueFor(req *wire.Request) uint32 {
 	if !p.concurrent {
 		return 0
 	}
 	a := unboundQueue
-	switch req.kind {
-	case frameAlloc, frameSubmit:
-		a = req.adapter
-	case frameWrite, frameRead, frameFree, frameCopy:
-		buffer := req.buffer
-		if req.kind == frameCopy {
-			buffer = req.dst.Buffer
+	switch req.Kind {
+	case wire.FrameAlloc, wire.FrameSubmit:
+		a = req.Adapter
+	case wire.FrameWrite, wire.FrameRead, wire.FrameFree, wire.FrameCopy:
+		buffer := req.Buffer
+		if req.Kind == wire.FrameCopy {
+			buffer = req.Dst.Buffer
 		}
 		p.segMu.Lock()
 		if known, ok := p.bufAdapter[buffer]; ok {
@@ -282,27 +284,27 @@ func (p *planeServer) drain(q <-chan planeJob) {
 			return
 		}
 		if p.gone.Load() {
-			p.finish(job.req.seq)
+			p.finish(job.req.Seq)
 			if job.fd >= 0 {
 				unix.Close(job.fd)
 			}
 			continue
 		}
-		if err := p.answer(encodeDone(job.req.kind, p.handle(job))); err != nil {
+		if err := p.answer(wire.EncodeDone(job.req.Kind, p.handle(job))); err != nil {
 			p.hangUp()
 		}
 	}
 }
 
 // receive returns the next job of q (false once q is closed). On a machine
-// where the ring sides spin (p.req.busy > 0: enough CPUs that the reader runs
-// elsewhere) it polls q for spinWait first, yielding to the scheduler between
+// where the ring sides spin (p.req.Busy() > 0: enough CPUs that the reader runs
+// elsewhere) it polls q for wire.SpinWait first, yielding to the scheduler between
 // polls, so that in a loop of small requests the next one finds its goroutine
 // running instead of parked: a parked one costs the reader a thread wake-up and
 // the request a scheduling delay on its way to the backend.
 func (p *planeServer) receive(q <-chan planeJob) (planeJob, bool) {
-	if p.req.busy > 0 {
-		until := time.Now().Add(spinWait)
+	if p.req.Busy() > 0 {
+		until := time.Now().Add(wire.SpinWait)
 		for time.Now().Before(until) {
 			select {
 			case job, ok := <-q:
@@ -332,15 +334,15 @@ func (p *planeServer) hangUp() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.conn != nil {
-		p.conn.shutdown()
+		p.conn.Shutdown()
 	}
 }
 
 // watch sleeps until the host's end of the socket closes (or close shuts it
 // down), then wakes the serving goroutine.
-func (p *planeServer) watch(conn *rawConn, watched chan struct{}) {
+func (p *planeServer) watch(conn *wire.RawConn, watched chan struct{}) {
 	defer close(watched)
-	fds := []unix.PollFd{{Fd: int32(conn.fd), Events: unix.POLLRDHUP}}
+	fds := []unix.PollFd{{Fd: int32(conn.FD()), Events: unix.POLLRDHUP}}
 	for {
 		_, err := unix.Poll(fds, -1)
 		if !errors.Is(err, unix.EINTR) {
@@ -348,47 +350,47 @@ func (p *planeServer) watch(conn *rawConn, watched chan struct{}) {
 		}
 	}
 	p.gone.Store(true)
-	p.req.interrupt()
+	p.req.Interrupt()
 }
 
 // hello reads the first frame from the socket, which must carry the token and
 // the ring segment, maps the rings and answers on the completion ring.
 func (p *planeServer) hello(r *fdReader) bool {
-	b, err := r.frame(maxRequestFrameBytes)
+	b, err := r.frame(wire.MaxRequestFrameBytes)
 	if err != nil {
 		return false
 	}
-	req, err := decodeRequest(b)
-	if err != nil || req.kind != frameHello {
+	req, err := wire.DecodeRequest(b)
+	if err != nil || req.Kind != wire.FrameHello {
 		return false
 	}
 	fd := r.popFD()
 	if fd < 0 {
 		return false
 	}
-	if subtle.ConstantTimeCompare(req.token, p.token) != 1 {
+	if subtle.ConstantTimeCompare(req.Token, p.token) != 1 {
 		unix.Close(fd)
 		return false
 	}
-	mem, err := mapRingSegment(fd)
+	mem, err := wire.MapRingSegment(fd)
 	if err != nil {
 		return false
 	}
 	p.mu.Lock()
 	p.rings = mem
 	p.mu.Unlock()
-	p.req, p.done = ringPair(mem)
-	return p.answer(encodeDone(frameHello, &done{seq: req.seq})) == nil
+	p.req, p.done = wire.RingPair(mem)
+	return p.answer(wire.EncodeDone(wire.FrameHello, &wire.Done{Seq: req.Seq})) == nil
 }
 
 // nextRequest returns the next request frame, copied out of the request ring
 // (valid until the next call), waiting for it; with spin it polls the ring for
-// spinWait before it sleeps. It fails when the host is gone or its ring breaks
+// wire.SpinWait before it sleeps. It fails when the host is gone or its ring breaks
 // the format.
 func (p *planeServer) nextRequest(spin bool) ([]byte, error) {
-	until := time.Now().Add(spinWait)
+	until := time.Now().Add(wire.SpinWait)
 	for {
-		b, in, ok, err := p.req.next(p.in, maxRequestFrameBytes)
+		b, in, ok, err := p.req.Next(p.in, wire.MaxRequestFrameBytes)
 		p.in = in
 		switch {
 		case err != nil:
@@ -397,15 +399,15 @@ func (p *planeServer) nextRequest(spin bool) ([]byte, error) {
 			return b, nil
 		case spin:
 			spin = false
-			if p.req.spin(until) {
+			if p.req.Spin(until) {
 				continue
 			}
 		}
 		if p.gone.Load() {
 			return nil, errPlaneClosed
 		}
-		p.req.sleep(ringWaitTimeout, p.gone.Load)
-		if !p.req.pending() && hungUp(p.conn.fd) {
+		p.req.Sleep(wire.RingWaitTimeout, p.gone.Load)
+		if !p.req.Pending() && wire.HungUp(p.conn.FD()) {
 			return nil, io.EOF
 		}
 	}
@@ -418,23 +420,23 @@ func (p *planeServer) answer(b []byte) error {
 	defer p.doneMu.Unlock()
 	var until time.Time
 	for {
-		err := p.done.put(b)
-		if err != errRingFull {
+		err := p.done.Put(b)
+		if err != wire.ErrRingFull {
 			return err
 		}
 		if p.gone.Load() {
 			return errPlaneClosed
 		}
-		waitForRoom(&until)
+		wire.WaitForRoom(&until)
 	}
 }
 
 // shutdown closes the connection, the descriptors never claimed by a frame,
 // the ring segment and the staging segments. Mapped buffers' segments stay: the
 // backend may still hold them until it is closed.
-func (p *planeServer) shutdown(conn *rawConn, r *fdReader, watched chan struct{}) {
+func (p *planeServer) shutdown(conn *wire.RawConn, r *fdReader, watched chan struct{}) {
 	p.gone.Store(true)
-	conn.shutdown()
+	conn.Shutdown()
 	<-watched
 	if p.rings != nil {
 		_ = unix.Munmap(p.rings) // fails only for a mapping unix.Mmap did not make
@@ -443,12 +445,12 @@ func (p *planeServer) shutdown(conn *rawConn, r *fdReader, watched chan struct{}
 		p.mu.Unlock()
 		p.req, p.done = nil, nil
 	}
-	conn.close()
+	conn.Close()
 	for fd := r.popFD(); fd >= 0; fd = r.popFD() {
 		unix.Close(fd)
 	}
 	p.segMu.Lock()
-	var staging []*segment
+	var staging []*wire.Segment
 	for id, s := range p.segs {
 		if !p.isBufferSegment(s) {
 			staging = append(staging, s)
@@ -462,7 +464,7 @@ func (p *planeServer) shutdown(conn *rawConn, r *fdReader, watched chan struct{}
 }
 
 // isBufferSegment reports whether s is a mapped buffer's segment; segMu is held.
-func (p *planeServer) isBufferSegment(s *segment) bool {
+func (p *planeServer) isBufferSegment(s *wire.Segment) bool {
 	for _, b := range p.bufSeg {
 		if b == s {
 			return true
@@ -493,113 +495,112 @@ func (p *planeServer) finish(seq uint64) {
 }
 
 // handle runs one request and returns its completion.
-func (p *planeServer) handle(job planeJob) *done {
-	defer p.finish(job.req.seq)
-	d := &done{seq: job.req.seq}
-	timed := p.timer != nil && (job.req.kind == frameSubmit || job.req.kind == frameDispatch)
+func (p *planeServer) handle(job planeJob) *wire.Done {
+	defer p.finish(job.req.Seq)
+	d := &wire.Done{Seq: job.req.Seq}
+	timed := p.timer != nil && (job.req.Kind == wire.FrameSubmit || job.req.Kind == wire.FrameDispatch)
 	var began int64
 	if timed {
 		began = p.timer.clock.now()
 	}
 	err := p.run(job.ctx, job.req, job.fd, d)
 	if err != nil {
-		d.status, d.msg = statusOf(err), err.Error()
+		d.Status, d.Msg = statusOf(err), err.Error()
 	} else if timed {
-		spans := p.timer.spans(job.spans, began, p.timer.clock.now(), d.deviceNanos)
-		d.spans = &spans
+		d.Spans = spansToWire(p.timer.spans(job.spans, began, p.timer.clock.now(), d.DeviceNanos))
 	}
 	return d
 }
 
 // run executes req, filling d's result fields.
-func (p *planeServer) run(ctx context.Context, req *request, fd int, d *done) error {
-	switch req.kind {
-	case frameAttach:
-		if p.attached(req.segment) {
+func (p *planeServer) run(ctx context.Context, req *wire.Request, fd int, d *wire.Done) error {
+	switch req.Kind {
+	case wire.FrameAttach:
+		if p.attached(req.Segment) {
 			unix.Close(fd)
-			return Rejected("segment %d is already attached", req.segment)
+			return Rejected("segment %d is already attached", req.Segment)
 		}
-		s, err := p.attach(ctx, req.segment, fd, req.size)
+		s, err := p.attach(ctx, req.Segment, fd, req.Size)
 		if err != nil {
 			return err
 		}
 		p.segMu.Lock()
-		p.segs[req.segment] = s
+		p.segs[req.Segment] = s
 		p.segMu.Unlock()
 		return nil
-	case frameDetach:
+	case wire.FrameDetach:
 		p.segMu.Lock()
-		s, ok := p.segs[req.segment]
+		s, ok := p.segs[req.Segment]
 		staging := ok && !p.isBufferSegment(s)
 		if staging {
-			delete(p.segs, req.segment)
+			delete(p.segs, req.Segment)
 		}
 		p.segMu.Unlock()
 		if !staging {
-			return Rejected("detach of segment %d, which is not a staging segment", req.segment)
+			return Rejected("detach of segment %d, which is not a staging segment", req.Segment)
 		}
 		return p.detach(ctx, s)
-	case frameAlloc:
+	case wire.FrameAlloc:
 		return p.alloc(ctx, req, fd, d)
-	case frameFree:
-		if err := p.dev.free(ctx, req.buffer); err != nil {
+	case wire.FrameFree:
+		if err := p.dev.free(ctx, req.Buffer); err != nil {
 			return err
 		}
 		p.segMu.Lock()
-		s := p.bufSeg[req.buffer]
-		delete(p.bufAdapter, req.buffer)
+		s := p.bufSeg[req.Buffer]
+		delete(p.bufAdapter, req.Buffer)
 		if s != nil {
-			delete(p.bufSeg, req.buffer)
-			delete(p.segs, s.id)
+			delete(p.bufSeg, req.Buffer)
+			delete(p.segs, s.ID)
 		}
 		p.segMu.Unlock()
 		if s != nil {
 			return p.detach(ctx, s)
 		}
 		return nil
-	case frameWrite, frameRead:
-		view, err := p.view(req.data)
+	case wire.FrameWrite, wire.FrameRead:
+		view, err := p.view(req.Data)
 		if err != nil {
 			return err
 		}
-		if req.kind == frameWrite {
-			return p.dev.write(ctx, req.buffer, req.offset, view)
+		if req.Kind == wire.FrameWrite {
+			return p.dev.write(ctx, req.Buffer, req.Offset, view)
 		}
-		return p.dev.read(ctx, req.buffer, req.offset, view)
-	case frameSubmit:
-		res, err := p.dev.submit(ctx, &SubmitRequest{Adapter: int(req.adapter), Commands: req.commands})
+		return p.dev.read(ctx, req.Buffer, req.Offset, view)
+	case wire.FrameSubmit:
+		res, err := p.dev.submit(ctx, &SubmitRequest{Adapter: int(req.Adapter), Commands: commandsFromWire(req.Commands)})
 		if err != nil {
 			return err
 		}
-		d.hostNanos, d.deviceNanos = res.HostNanos, res.DeviceNanos
+		d.HostNanos, d.DeviceNanos = res.HostNanos, res.DeviceNanos
 		return nil
-	case frameDispatch:
+	case wire.FrameDispatch:
 		return p.dispatch(ctx, req, d)
-	case frameCopy:
-		return p.dev.copyPeer(ctx, req.dst, req.src)
+	case wire.FrameCopy:
+		return p.dev.copyPeer(ctx, rangeFromWire(req.Dst), rangeFromWire(req.Src))
 	}
-	return Rejected("request kind %d is not served on the data plane", req.kind)
+	return Rejected("request kind %d is not served on the data plane", req.Kind)
 }
 
-func (p *planeServer) alloc(ctx context.Context, req *request, fd int, d *done) error {
-	var s *segment
-	if req.segment != 0 {
-		if p.attached(req.segment) {
+func (p *planeServer) alloc(ctx context.Context, req *wire.Request, fd int, d *wire.Done) error {
+	var s *wire.Segment
+	if req.Segment != 0 {
+		if p.attached(req.Segment) {
 			unix.Close(fd)
-			return Rejected("segment %d is already attached", req.segment)
+			return Rejected("segment %d is already attached", req.Segment)
 		}
-		if req.size == 0 {
+		if req.Size == 0 {
 			unix.Close(fd)
 			return Rejected("a shared segment for an empty buffer")
 		}
 		var err error
-		if s, err = p.attach(ctx, req.segment, fd, req.size); err != nil {
+		if s, err = p.attach(ctx, req.Segment, fd, req.Size); err != nil {
 			return err
 		}
 	}
-	ar := &AllocRequest{Adapter: int(req.adapter), Size: req.size, Usage: req.usage}
+	ar := &AllocRequest{Adapter: int(req.Adapter), Size: req.Size, Usage: BufferUsage(req.Usage)}
 	if s != nil {
-		ar.Shared, ar.SharedSegment = s.mem[:req.size:req.size], uint64(s.id)
+		ar.Shared, ar.SharedSegment = s.Mem[:req.Size:req.Size], uint64(s.ID)
 	}
 	res, err := p.dev.alloc(ctx, ar)
 	if err != nil {
@@ -608,11 +609,11 @@ func (p *planeServer) alloc(ctx context.Context, req *request, fd int, d *done) 
 		}
 		return err
 	}
-	d.buffer, d.mapped = res.Buffer, res.Mapped
+	d.Buffer, d.Mapped = res.Buffer, res.Mapped
 	p.segMu.Lock()
-	p.bufAdapter[res.Buffer] = req.adapter
+	p.bufAdapter[res.Buffer] = req.Adapter
 	if s != nil && res.Mapped {
-		p.segs[s.id] = s
+		p.segs[s.ID] = s
 		p.bufSeg[res.Buffer] = s
 	}
 	p.segMu.Unlock()
@@ -634,13 +635,13 @@ func (p *planeServer) attached(id uint32) bool {
 
 // attach maps a received segment and announces it to the backend
 // ([Segments.AttachSegment]); when the backend refuses it, it is unmapped again.
-func (p *planeServer) attach(ctx context.Context, id uint32, fd int, size uint64) (*segment, error) {
-	s, err := mapSegment(id, fd, size)
+func (p *planeServer) attach(ctx context.Context, id uint32, fd int, size uint64) (*wire.Segment, error) {
+	s, err := wire.MapSegment(id, fd, size)
 	if err != nil {
 		return nil, err
 	}
-	if err := p.dev.attachSegment(ctx, uint64(id), s.mem); err != nil {
-		s.unmap()
+	if err := p.dev.attachSegment(ctx, uint64(id), s.Mem); err != nil {
+		s.Unmap()
 		return nil, err
 	}
 	return s, nil
@@ -648,28 +649,28 @@ func (p *planeServer) attach(ctx context.Context, id uint32, fd int, size uint64
 
 // detach ends a segment for the backend ([Segments.DetachSegment]) and unmaps
 // it, whatever the backend answered.
-func (p *planeServer) detach(ctx context.Context, s *segment) error {
-	err := p.dev.detachSegment(ctx, uint64(s.id))
-	s.unmap()
+func (p *planeServer) detach(ctx context.Context, s *wire.Segment) error {
+	err := p.dev.detachSegment(ctx, uint64(s.ID))
+	s.Unmap()
 	return err
 }
 
 // view returns a staged range, or a RejectedError when it lies outside its
 // segment or names none.
-func (p *planeServer) view(r segRange) ([]byte, error) {
-	if r.size == 0 {
+func (p *planeServer) view(r wire.SegRange) ([]byte, error) {
+	if r.Size == 0 {
 		return []byte{}, nil
 	}
 	p.segMu.Lock()
-	s, ok := p.segs[r.segment]
+	s, ok := p.segs[r.Segment]
 	staging := ok && !p.isBufferSegment(s)
 	p.segMu.Unlock()
 	if !staging {
-		return nil, Rejected("staged range names segment %d, which is not a staging segment", r.segment)
+		return nil, Rejected("staged range names segment %d, which is not a staging segment", r.Segment)
 	}
-	v, ok := s.view(r.offset, r.size)
+	v, ok := s.View(r.Offset, r.Size)
 	if !ok {
-		return nil, Rejected("staged range [%d, %d+%d) lies outside segment %d of %d bytes", r.offset, r.offset, r.size, r.segment, len(s.mem))
+		return nil, Rejected("staged range [%d, %d+%d) lies outside segment %d of %d bytes", r.Offset, r.Offset, r.Size, r.Segment, len(s.Mem))
 	}
 	return v, nil
 }
@@ -677,9 +678,9 @@ func (p *planeServer) view(r segRange) ([]byte, error) {
 // dispatch runs Backend.Dispatch on staged inputs and copies each output into its
 // staged range, reporting every output's true size; an output longer than its
 // range is not copied, and the host refuses it.
-func (p *planeServer) dispatch(ctx context.Context, req *request, d *done) error {
-	dr := req.dispatch
-	for i, in := range req.inputs {
+func (p *planeServer) dispatch(ctx context.Context, req *wire.Request, d *wire.Done) error {
+	dr := req.Dispatch
+	for i, in := range req.Inputs {
 		if dr.Inputs[i] == nil {
 			continue
 		}
@@ -689,36 +690,36 @@ func (p *planeServer) dispatch(ctx context.Context, req *request, d *done) error
 		}
 		dr.Inputs[i] = v
 	}
-	outs := make([][]byte, len(req.outputs))
-	for i, o := range req.outputs {
+	outs := make([][]byte, len(req.Outputs))
+	for i, o := range req.Outputs {
 		v, err := p.view(o)
 		if err != nil {
 			return err
 		}
 		outs[i] = v
 	}
-	res, err := p.dev.dispatch(ctx, dr)
+	res, err := p.dev.dispatch(ctx, dispatchFromWire(dr))
 	if err != nil {
 		return err
 	}
 	if len(res.Outputs) != len(outs) {
 		return &badResult{fmt.Sprintf("%d outputs, the host expects %d", len(res.Outputs), len(outs))}
 	}
-	d.sizes = make([]uint64, len(outs))
+	d.Sizes = make([]uint64, len(outs))
 	for i, o := range res.Outputs {
-		d.sizes[i] = uint64(len(o))
+		d.Sizes[i] = uint64(len(o))
 		if len(o) <= len(outs[i]) {
 			copy(outs[i], o)
 		}
 	}
-	d.hostNanos, d.deviceNanos = res.HostNanos, res.DeviceNanos
+	d.HostNanos, d.DeviceNanos = res.HostNanos, res.DeviceNanos
 	return nil
 }
 
 // fdReader reads frames from a unix stream socket, collecting the descriptors
 // that arrive with them (SCM_RIGHTS) in order.
 type fdReader struct {
-	conn *rawConn
+	conn *wire.RawConn
 	buf  []byte
 	r, w int
 	fds  []int
@@ -733,8 +734,8 @@ func (fr *fdReader) fillFlags(extra int) error {
 	if fr.oob == nil {
 		fr.oob = make([]byte, unix.CmsgSpace(16*4))
 	}
-	n, oobn, flags, err := fr.conn.recv(fr.buf[fr.w:], fr.oob, extra)
-	if err == errNothingYet {
+	n, oobn, flags, err := fr.conn.Recv(fr.buf[fr.w:], fr.oob, extra)
+	if err == wire.ErrNothingYet {
 		return err
 	}
 	if oobn > 0 {
@@ -778,16 +779,16 @@ func (fr *fdReader) compact() {
 // frame returns the next whole frame, valid until the next call.
 func (fr *fdReader) frame(limit int) ([]byte, error) {
 	fr.compact()
-	for fr.w < frameHeaderBytes {
+	for fr.w < wire.FrameHeaderBytes {
 		if err := fr.fill(); err != nil {
 			return nil, err
 		}
 	}
-	h, err := parseHeader(fr.buf[:frameHeaderBytes], limit)
+	h, err := wire.ParseHeader(fr.buf[:wire.FrameHeaderBytes], limit)
 	if err != nil {
 		return nil, err
 	}
-	size := int(h.size)
+	size := int(h.Size)
 	if size > len(fr.buf) {
 		grown := make([]byte, size)
 		copy(grown, fr.buf[:fr.w])
@@ -808,7 +809,7 @@ func (fr *fdReader) frame(limit int) ([]byte, error) {
 func (fr *fdReader) note(seq uint64) (int, error) {
 	fr.compact()
 	for fr.w < 8 {
-		if err := fr.fillFlags(unix.MSG_DONTWAIT); err == errNothingYet {
+		if err := fr.fillFlags(unix.MSG_DONTWAIT); err == wire.ErrNothingYet {
 			return -1, fmt.Errorf("request %d carries a descriptor, but none was sent", seq)
 		} else if err != nil {
 			return -1, err

@@ -6,16 +6,19 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"net"
 	"os"
 	"testing"
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/kiln-dev/kiln/internal/wire"
 )
 
 // liar is a plugin side that answers every request frame with whatever reply
 // makes, to check what the host accepts from a plugin that breaks the rules.
-func liar(t *testing.T, reply func(r *request) []byte) *plane {
+func liar(t *testing.T, reply func(r *wire.Request) []byte) *plane {
 	t.Helper()
 	return fakePlugin(t, func(fp *fakePeer) {
 		for {
@@ -35,10 +38,10 @@ func liar(t *testing.T, reply func(r *request) []byte) *plane {
 // also scribble on directly.
 type fakePeer struct {
 	t         *testing.T
-	conn      *rawConn
+	conn      *wire.RawConn
 	r         *fdReader
 	mem       []byte
-	req, done *ring
+	req, done *wire.Ring
 	in        []byte
 }
 
@@ -51,26 +54,26 @@ func fakePlugin(t *testing.T, serve func(fp *fakePeer)) *plane {
 	if err != nil {
 		t.Fatal(err)
 	}
-	host, peer := &rawConn{fd: fds[0]}, &rawConn{fd: fds[1]}
+	host, peer := rawConn(t, fds[0]), rawConn(t, fds[1])
 	served := make(chan struct{})
 	go func() {
 		defer close(served)
-		defer peer.close()
+		defer peer.Close()
 		fp := &fakePeer{t: t, conn: peer, r: &fdReader{conn: peer}}
-		b, err := fp.r.frame(maxRequestFrameBytes)
+		b, err := fp.r.frame(wire.MaxRequestFrameBytes)
 		if err != nil {
 			return
 		}
-		hello, err := decodeRequest(b)
-		if err != nil || hello.kind != frameHello {
+		hello, err := wire.DecodeRequest(b)
+		if err != nil || hello.Kind != wire.FrameHello {
 			return
 		}
-		if fp.mem, err = mapRingSegment(fp.r.popFD()); err != nil {
+		if fp.mem, err = wire.MapRingSegment(fp.r.popFD()); err != nil {
 			return
 		}
 		defer unix.Munmap(fp.mem)
-		fp.req, fp.done = ringPair(fp.mem)
-		if !fp.answer(encodeDone(frameHello, &done{seq: hello.seq})) {
+		fp.req, fp.done = wire.RingPair(fp.mem)
+		if !fp.answer(wire.EncodeDone(wire.FrameHello, &wire.Done{Seq: hello.Seq})) {
 			return
 		}
 		serve(fp)
@@ -88,26 +91,26 @@ func fakePlugin(t *testing.T, serve func(fp *fakePeer)) *plane {
 
 // request waits for the next request frame; false once the host is gone or
 // the frame is broken.
-func (fp *fakePeer) request() (*request, bool) {
+func (fp *fakePeer) request() (*wire.Request, bool) {
 	for {
-		b, in, ok, err := fp.req.next(fp.in, maxRequestFrameBytes)
+		b, in, ok, err := fp.req.Next(fp.in, wire.MaxRequestFrameBytes)
 		fp.in = in
 		if err != nil {
 			return nil, false
 		}
 		if !ok {
-			if hungUp(fp.conn.fd) {
+			if wire.HungUp(fp.conn.FD()) {
 				return nil, false
 			}
-			fp.req.sleep(10*time.Millisecond, func() bool { return false })
+			fp.req.Sleep(10*time.Millisecond, func() bool { return false })
 			continue
 		}
-		req, err := decodeRequest(b)
+		req, err := wire.DecodeRequest(b)
 		if err != nil {
 			return nil, false
 		}
-		if req.fd {
-			fd, err := fp.r.note(req.seq)
+		if req.FD {
+			fd, err := fp.r.note(req.Seq)
 			if err != nil {
 				return nil, false
 			}
@@ -120,11 +123,11 @@ func (fp *fakePeer) request() (*request, bool) {
 // answer publishes a frame on the completion ring.
 func (fp *fakePeer) answer(b []byte) bool {
 	for {
-		switch err := fp.done.put(b); err {
+		switch err := fp.done.Put(b); err {
 		case nil:
 			return true
-		case errRingFull:
-			if hungUp(fp.conn.fd) {
+		case wire.ErrRingFull:
+			if wire.HungUp(fp.conn.FD()) {
 				return false
 			}
 			time.Sleep(time.Millisecond)
@@ -141,11 +144,11 @@ func ctxT(t *testing.T) context.Context {
 }
 
 func TestPlaneRefusesAnOutputLargerThanAskedFor(t *testing.T) {
-	p := liar(t, func(r *request) []byte {
-		if r.kind == frameDispatch {
-			return encodeDone(frameDispatch, &done{seq: r.seq, sizes: []uint64{1 << 40}})
+	p := liar(t, func(r *wire.Request) []byte {
+		if r.Kind == wire.FrameDispatch {
+			return wire.EncodeDone(wire.FrameDispatch, &wire.Done{Seq: r.Seq, Sizes: []uint64{1 << 40}})
 		}
-		return encodeDone(r.kind, &done{seq: r.seq})
+		return wire.EncodeDone(r.Kind, &wire.Done{Seq: r.Seq})
 	})
 	_, err := dispatchOnPlane(ctxT(t), p, &DispatchRequest{Pipeline: 1, OutputCounts: []uint32{4}}, []int{16})
 	var re *ResultError
@@ -158,18 +161,18 @@ func TestPlaneRefusesAnOutputLargerThanAskedFor(t *testing.T) {
 }
 
 func TestPlaneClosesOnBrokenCompletions(t *testing.T) {
-	cases := map[string]func(r *request) []byte{
-		"unknown sequence number": func(r *request) []byte { return encodeDone(r.kind, &done{seq: r.seq + 100}) },
-		"completion beyond its size limit": func(r *request) []byte {
-			b := make([]byte, frameHeaderBytes)
-			putHeader(b, frameHeader{size: 1 << 30, kind: frameDone, seq: r.seq})
+	cases := map[string]func(r *wire.Request) []byte{
+		"unknown sequence number": func(r *wire.Request) []byte { return wire.EncodeDone(r.Kind, &wire.Done{Seq: r.Seq + 100}) },
+		"completion beyond its size limit": func(r *wire.Request) []byte {
+			b := make([]byte, wire.FrameHeaderBytes)
+			wire.PutHeader(b, wire.FrameHeader{Size: 1 << 30, Kind: wire.FrameDone, Seq: r.Seq})
 			return b
 		},
-		"wrong number of output sizes": func(r *request) []byte {
-			return encodeDone(frameDispatch, &done{seq: r.seq, sizes: []uint64{4, 4, 4}})
+		"wrong number of output sizes": func(r *wire.Request) []byte {
+			return wire.EncodeDone(wire.FrameDispatch, &wire.Done{Seq: r.Seq, Sizes: []uint64{4, 4, 4}})
 		},
-		"request frame instead of a completion": func(r *request) []byte {
-			b, _ := encodeRequest(&request{kind: frameFree, seq: r.seq, buffer: 1})
+		"request frame instead of a completion": func(r *wire.Request) []byte {
+			b, _ := wire.EncodeRequest(&wire.Request{Kind: wire.FrameFree, Seq: r.Seq, Buffer: 1})
 			return b
 		},
 	}
@@ -189,8 +192,8 @@ func TestPlaneClosesOnBrokenCompletions(t *testing.T) {
 }
 
 func TestPlaneRefusesAMappingItDidNotOffer(t *testing.T) {
-	p := liar(t, func(r *request) []byte {
-		return encodeDone(r.kind, &done{seq: r.seq, buffer: 1, mapped: true})
+	p := liar(t, func(r *wire.Request) []byte {
+		return wire.EncodeDone(r.Kind, &wire.Done{Seq: r.Seq, Buffer: 1, Mapped: true})
 	})
 	_, _, err := allocOnPlane(ctxT(t), p, 0, &AllocRequest{Size: 64})
 	var re *ResultError
@@ -200,12 +203,14 @@ func TestPlaneRefusesAMappingItDidNotOffer(t *testing.T) {
 }
 
 func TestPlaneLostPeerOrphansSegments(t *testing.T) {
-	p := liar(t, func(r *request) []byte { return encodeDone(r.kind, &done{seq: r.seq, buffer: 1, mapped: true}) })
+	p := liar(t, func(r *wire.Request) []byte {
+		return wire.EncodeDone(r.Kind, &wire.Done{Seq: r.Seq, Buffer: 1, Mapped: true})
+	})
 	res, seg, err := allocOnPlane(ctxT(t), p, 0, &AllocRequest{Size: 4096, Usage: UsageMap})
 	if err != nil || !res.Mapped || seg == nil {
 		t.Fatalf("mapped alloc: %+v, %v", res, err)
 	}
-	seg.mem[0] = 7
+	seg.Mem[0] = 7
 	if n := memfdMappings(t); n < 1 {
 		t.Fatalf("%d memfd mappings after a mapped alloc", n)
 	}
@@ -213,12 +218,12 @@ func TestPlaneLostPeerOrphansSegments(t *testing.T) {
 	if n := memfdMappings(t); n != 0 {
 		t.Errorf("%d memfd mappings after the plane closed, want 0", n)
 	}
-	if seg.mem[0] != 0 {
+	if seg.Mem[0] != 0 {
 		t.Error("an orphaned segment still shows the shared bytes")
 	}
-	seg.mem[1] = 1 // the address stays writable
+	seg.Mem[1] = 1 // the address stays writable
 	p.dropSegment(seg)
-	if _, err := p.roundTrip(ctxT(t), &request{kind: frameFree, buffer: 1}, -1, 0); err == nil {
+	if _, err := p.roundTrip(ctxT(t), &wire.Request{Kind: wire.FrameFree, Buffer: 1}, -1, 0); err == nil {
 		t.Error("a closed plane accepted a request")
 	}
 	if _, err := p.lease(ctxT(t), 100); err == nil {
@@ -236,5 +241,21 @@ func memfdMappings(t *testing.T) int {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return bytes.Count(b, []byte("/memfd:"+SegmentName))
+	return bytes.Count(b, []byte("/memfd:"+wire.SegmentName))
+}
+
+// rawConn takes over one end of a socket pair as a data-plane socket.
+func rawConn(t *testing.T, fd int) *wire.RawConn {
+	t.Helper()
+	f := os.NewFile(uintptr(fd), "socket")
+	defer f.Close()
+	c, err := net.FileConn(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc, err := wire.RawFrom(c.(*net.UnixConn))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rc
 }

@@ -10,7 +10,7 @@ import (
 	"github.com/hashicorp/go-plugin"
 	"google.golang.org/grpc"
 
-	kilnpb "github.com/kiln-dev/kiln/pluginapi/proto"
+	kilnpb "github.com/kiln-dev/kiln/internal/wire/proto"
 )
 
 // ProtocolVersion is the newest wire protocol this SDK speaks: 2 (kiln.plugin.v1's

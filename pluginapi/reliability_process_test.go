@@ -13,15 +13,17 @@ import (
 
 	"github.com/hashicorp/go-plugin"
 	"google.golang.org/grpc/health/grpc_health_v1"
+
+	"github.com/kiln-dev/kiln/internal/wire"
 )
 
 // pluginCommand is this test binary started as a "plugin" helper the way a host
-// starts a plugin, with hostPID in HostPIDEnv.
+// starts a plugin, with hostPID in wire.HostPIDEnv.
 func pluginCommand(hostPID int) *exec.Cmd {
 	h := Handshake()
 	cmd := exec.Command(os.Args[0])
 	cmd.Env = append(os.Environ(), helperEnv+"=plugin", h.MagicCookieKey+"="+h.MagicCookieValue,
-		HostPIDEnv+"="+strconv.Itoa(hostPID), "PLUGIN_PROTOCOL_VERSIONS=1")
+		wire.HostPIDEnv+"="+strconv.Itoa(hostPID), "PLUGIN_PROTOCOL_VERSIONS=1")
 	return cmd
 }
 

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/kiln-dev/kiln/internal/wire"
 )
 
 // deadlineSlack is how far past its deadline a call may return: generous, for
@@ -19,7 +21,7 @@ const deadlineSlack = 500 * time.Millisecond
 
 // untilHangUp blocks until the host's end of fp's socket closes.
 func untilHangUp(fp *fakePeer) {
-	fds := []unix.PollFd{{Fd: int32(fp.conn.fd), Events: unix.POLLRDHUP}}
+	fds := []unix.PollFd{{Fd: int32(fp.conn.FD()), Events: unix.POLLRDHUP}}
 	for {
 		if _, err := unix.Poll(fds, -1); !errors.Is(err, unix.EINTR) {
 			return
@@ -34,7 +36,7 @@ func untilHangUp(fp *fakePeer) {
 // sent, the plane stays open, and the plane reports the stall.
 func TestPlaneCallsReturnByTheirDeadlineWhenThePluginReadsNothing(t *testing.T) {
 	p := fakePlugin(t, untilHangUp)
-	frame := &request{kind: frameFree, buffer: 1}
+	frame := &wire.Request{Kind: wire.FrameFree, Buffer: 1}
 	n := 0
 	for ; ; n++ {
 		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
@@ -46,7 +48,7 @@ func TestPlaneCallsReturnByTheirDeadlineWhenThePluginReadsNothing(t *testing.T) 
 			}
 			break
 		}
-		if n > 2*ringRequestSize {
+		if n > 2*wire.RingRequestSize {
 			t.Fatal("the request ring never filled")
 		}
 	}
@@ -62,7 +64,7 @@ func TestPlaneCallsReturnByTheirDeadlineWhenThePluginReadsNothing(t *testing.T) 
 			ctx, cancel := context.WithTimeout(context.Background(), d)
 			defer cancel()
 			began := time.Now()
-			_, err := p.roundTrip(ctx, &request{kind: frameFree, buffer: 2}, -1, 0)
+			_, err := p.roundTrip(ctx, &wire.Request{Kind: wire.FrameFree, Buffer: 2}, -1, 0)
 			if took := time.Since(began); took > d+deadlineSlack || !errors.Is(err, context.DeadlineExceeded) {
 				t.Errorf("caller %d on a full ring: %v after %v, want the deadline of %v", i, err, took, d)
 			}
@@ -108,7 +110,7 @@ func hostCPUWaiting(t *testing.T, window time.Duration, peer func(fp *fakePeer, 
 	defer runtime.UnlockOSThread()
 	ctx, cancel := context.WithTimeout(context.Background(), window)
 	defer cancel()
-	c, err := p.send(ctx, &request{kind: frameFree, buffer: 1}, -1, 0, nil)
+	c, err := p.send(ctx, &wire.Request{Kind: wire.FrameFree, Buffer: 1}, -1, 0, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,7 +132,7 @@ func TestPlaneWakeStormDoesNotSpinTheHost(t *testing.T) {
 	storm := hostCPUWaiting(t, window, func(fp *fakePeer, until time.Time) {
 		for time.Now().Before(until) {
 			for range 100 {
-				fp.done.interrupt()
+				fp.done.Interrupt()
 			}
 		}
 	})

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 	"unsafe"
+
+	"github.com/kiln-dev/kiln/internal/wire"
 )
 
 // TestPlaneRefusesAHostileCompletionRing pins the host's distrust of the
@@ -18,31 +20,31 @@ import (
 // the plane with a ProtocolError (no crash, no hang, nothing read beyond what
 // was checked), and so does one that moves the request ring's tail.
 func TestPlaneRefusesAHostileCompletionRing(t *testing.T) {
-	cases := map[string]func(fp *fakePeer, r *request){
-		"head far beyond the ring": func(fp *fakePeer, r *request) {
-			atomic.StoreUint64(fp.done.head, 1<<62)
+	cases := map[string]func(fp *fakePeer, r *wire.Request){
+		"head far beyond the ring": func(fp *fakePeer, r *wire.Request) {
+			atomic.StoreUint64(fp.done.Head(), 1<<62)
 		},
-		"head moved back": func(fp *fakePeer, r *request) {
-			atomic.StoreUint64(fp.done.head, 0)
+		"head moved back": func(fp *fakePeer, r *wire.Request) {
+			atomic.StoreUint64(fp.done.Head(), 0)
 		},
-		"part of a header": func(fp *fakePeer, r *request) {
-			atomic.StoreUint64(fp.done.head, fp.done.pos+8)
+		"part of a header": func(fp *fakePeer, r *wire.Request) {
+			atomic.StoreUint64(fp.done.Head(), fp.done.Pos()+8)
 		},
-		"size beyond what was published": func(fp *fakePeer, r *request) {
-			b := encodeDone(r.kind, &done{seq: r.seq})
+		"size beyond what was published": func(fp *fakePeer, r *wire.Request) {
+			b := wire.EncodeDone(r.Kind, &wire.Done{Seq: r.Seq})
 			binary.LittleEndian.PutUint32(b, uint32(len(b)+64))
-			fp.done.copyIn(b, fp.done.pos)
-			atomic.StoreUint64(fp.done.head, fp.done.pos+uint64(len(b)))
+			fp.done.CopyIn(b, fp.done.Pos())
+			atomic.StoreUint64(fp.done.Head(), fp.done.Pos()+uint64(len(b)))
 		},
-		"size beyond the completion limit": func(fp *fakePeer, r *request) {
+		"size beyond the completion limit": func(fp *fakePeer, r *wire.Request) {
 			b := make([]byte, 4096)
-			putHeader(b, frameHeader{size: uint32(len(b)) + maxDoneBytes, kind: frameDone, seq: r.seq})
-			fp.done.copyIn(b, fp.done.pos)
-			atomic.StoreUint64(fp.done.head, fp.done.pos+uint64(len(b)))
+			wire.PutHeader(b, wire.FrameHeader{Size: uint32(len(b)) + wire.MaxDoneBytes, Kind: wire.FrameDone, Seq: r.Seq})
+			fp.done.CopyIn(b, fp.done.Pos())
+			atomic.StoreUint64(fp.done.Head(), fp.done.Pos()+uint64(len(b)))
 		},
-		"request ring tail past its head": func(fp *fakePeer, r *request) {
-			atomic.StoreUint64(fp.req.tail, 1<<40)
-			fp.answer(encodeDone(r.kind, &done{seq: r.seq, sizes: []uint64{4}}))
+		"request ring tail past its head": func(fp *fakePeer, r *wire.Request) {
+			atomic.StoreUint64(fp.req.Tail(), 1<<40)
+			fp.answer(wire.EncodeDone(r.Kind, &wire.Done{Seq: r.Seq, Sizes: []uint64{4}}))
 		},
 	}
 	for name, lie := range cases {
@@ -53,14 +55,14 @@ func TestPlaneRefusesAHostileCompletionRing(t *testing.T) {
 					return
 				}
 				lie(fp, r)
-				fp.done.interrupt()
+				fp.done.Interrupt()
 				fp.request() // keeps the socket open until the host closes the plane
 			})
 			ctx := ctxT(t)
 			_, err := dispatchOnPlane(ctx, p, &DispatchRequest{Pipeline: 1, OutputCounts: []uint32{1}}, []int{4})
 			if err == nil && strings.HasPrefix(name, "request ring") {
 				// The lie shows on the next request the host sends.
-				_, err = p.roundTrip(ctx, &request{kind: frameFree, buffer: 1}, -1, 0)
+				_, err = p.roundTrip(ctx, &wire.Request{Kind: wire.FrameFree, Buffer: 1}, -1, 0)
 			}
 			var pe *ProtocolError
 			if !errors.As(err, &pe) {
@@ -82,9 +84,9 @@ func TestPlaneNoticesAPeerThatDies(t *testing.T) {
 			return
 		}
 		time.Sleep(50 * time.Millisecond) // the host is asleep on the ring by now
-		fp.conn.shutdown()
+		fp.conn.Shutdown()
 	})
-	_, err := p.roundTrip(ctxT(t), &request{kind: frameFree, buffer: 1}, -1, 0)
+	_, err := p.roundTrip(ctxT(t), &wire.Request{Kind: wire.FrameFree, Buffer: 1}, -1, 0)
 	if err == nil || errors.Is(err, ctxT(t).Err()) {
 		t.Fatalf("a request to a plugin that died: %v, want the lost plane", err)
 	}
@@ -96,7 +98,7 @@ func TestPlaneNoticesAPeerThatDies(t *testing.T) {
 // TestPlaneUnmapsItsRingSegment pins the ring segment's lifetime in the host:
 // mapped while the plane is open, no descriptor kept, unmapped once it closed.
 func TestPlaneUnmapsItsRingSegment(t *testing.T) {
-	p := liar(t, func(r *request) []byte { return encodeDone(r.kind, &done{seq: r.seq}) })
+	p := liar(t, func(r *wire.Request) []byte { return wire.EncodeDone(r.Kind, &wire.Done{Seq: r.Seq}) })
 	p.mu.Lock()
 	at := ringAddr(p.rings)
 	p.mu.Unlock()
@@ -124,7 +126,7 @@ func ringDescriptors(t *testing.T) int {
 	}
 	n := 0
 	for _, e := range entries {
-		if l, err := os.Readlink("/proc/self/fd/" + e.Name()); err == nil && strings.Contains(l, RingSegmentName) {
+		if l, err := os.Readlink("/proc/self/fd/" + e.Name()); err == nil && strings.Contains(l, wire.RingSegmentName) {
 			n++
 		}
 	}
@@ -137,7 +139,7 @@ func ringDescriptors(t *testing.T) int {
 func hostilePlane(t *testing.T) *plane {
 	t.Helper()
 	_, p := planePair(t)
-	if _, err := p.roundTrip(ctxT(t), &request{kind: frameAlloc, size: 16}, -1, 0); err != nil {
+	if _, err := p.roundTrip(ctxT(t), &wire.Request{Kind: wire.FrameAlloc, Size: 16}, -1, 0); err != nil {
 		t.Fatalf("a well-formed request: %v", err)
 	}
 	return p
@@ -165,40 +167,40 @@ func planePair(t *testing.T) (*planeServer, *plane) {
 // the plane (its end of the socket closes, which the host sees) instead of
 // crashing or reading beyond the ring.
 func TestPluginRefusesAHostileRequestRing(t *testing.T) {
-	frame := func(r *request) []byte {
-		r.seq = 1 << 20
-		b, err := encodeRequest(r)
+	frame := func(r *wire.Request) []byte {
+		r.Seq = 1 << 20
+		b, err := wire.EncodeRequest(r)
 		if err != nil {
 			t.Fatal(err)
 		}
 		return b
 	}
-	cases := map[string]func(q *ring){
-		"head far beyond the ring": func(q *ring) { atomic.StoreUint64(q.head, 1<<62) },
-		"head moved back":          func(q *ring) { atomic.StoreUint64(q.head, 0) },
-		"part of a header":         func(q *ring) { atomic.StoreUint64(q.head, q.pos+8) },
-		"size beyond what was published": func(q *ring) {
-			b := frame(&request{kind: frameFree, buffer: 1})
+	cases := map[string]func(q *wire.Ring){
+		"head far beyond the ring": func(q *wire.Ring) { atomic.StoreUint64(q.Head(), 1<<62) },
+		"head moved back":          func(q *wire.Ring) { atomic.StoreUint64(q.Head(), 0) },
+		"part of a header":         func(q *wire.Ring) { atomic.StoreUint64(q.Head(), q.Pos()+8) },
+		"size beyond what was published": func(q *wire.Ring) {
+			b := frame(&wire.Request{Kind: wire.FrameFree, Buffer: 1})
 			binary.LittleEndian.PutUint32(b, uint32(len(b)+64))
-			q.copyIn(b, q.pos)
-			atomic.StoreUint64(q.head, q.pos+uint64(len(b)))
+			q.CopyIn(b, q.Pos())
+			atomic.StoreUint64(q.Head(), q.Pos()+uint64(len(b)))
 		},
-		"size beyond the request limit": func(q *ring) {
+		"size beyond the request limit": func(q *wire.Ring) {
 			b := make([]byte, 64)
-			putHeader(b, frameHeader{size: maxRequestFrameBytes + 8, kind: frameFree})
-			q.copyIn(b, q.pos)
-			atomic.StoreUint64(q.head, q.pos+uint64(len(b)))
+			wire.PutHeader(b, wire.FrameHeader{Size: wire.MaxRequestFrameBytes + 8, Kind: wire.FrameFree})
+			q.CopyIn(b, q.Pos())
+			atomic.StoreUint64(q.Head(), q.Pos()+uint64(len(b)))
 		},
-		"a frame that does not decode": func(q *ring) {
-			b := frame(&request{kind: frameFree, buffer: 1})
+		"a frame that does not decode": func(q *wire.Ring) {
+			b := frame(&wire.Request{Kind: wire.FrameFree, Buffer: 1})
 			b[4] = 99
-			_ = q.put(b)
+			_ = q.Put(b)
 		},
-		"a descriptor flag without a descriptor": func(q *ring) {
-			_ = q.put(frame(&request{kind: frameAttach, segment: 7, size: 4096, fd: true}))
+		"a descriptor flag without a descriptor": func(q *wire.Ring) {
+			_ = q.Put(frame(&wire.Request{Kind: wire.FrameAttach, Segment: 7, Size: 4096, FD: true}))
 		},
-		"a second hello in the ring": func(q *ring) {
-			_ = q.put(frame(&request{kind: frameHello, token: []byte("x"), fd: true}))
+		"a second hello in the ring": func(q *wire.Ring) {
+			_ = q.Put(frame(&wire.Request{Kind: wire.FrameHello, Token: []byte("x"), FD: true}))
 		},
 	}
 	for name, lie := range cases {
@@ -206,7 +208,7 @@ func TestPluginRefusesAHostileRequestRing(t *testing.T) {
 			p := hostilePlane(t)
 			p.wlock <- struct{}{}
 			lie(p.req)
-			p.req.interrupt()
+			p.req.Interrupt()
 			<-p.wlock
 			if !eventually(func() bool { return p.closed() != nil }) {
 				t.Fatal("the plugin kept the plane open")
@@ -248,11 +250,15 @@ func TestPlaneBurstLargerThanBothRings(t *testing.T) {
 		t.Fatal(err)
 	}
 	req := &SubmitRequest{Commands: []SubmitCommand{FillCommand{Dst: BufferRange{Buffer: buf.Buffer, Size: 4}, Value: 1}}}
-	frame, err := encodeRequest(&request{kind: frameSubmit, commands: req.Commands})
+	cmds, err := commandsToWire(req.Commands)
 	if err != nil {
 		t.Fatal(err)
 	}
-	n := ringRequestSize/len(frame) + ringDoneSize/len(encodeDone(frameSubmit, &done{})) + 1000
+	frame, err := wire.EncodeRequest(&wire.Request{Kind: wire.FrameSubmit, Commands: cmds})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := wire.RingRequestSize/len(frame) + wire.RingDoneSize/len(wire.EncodeDone(wire.FrameSubmit, &wire.Done{})) + 1000
 	pending := make([]*Pending, 0, n)
 	for range n {
 		p, err := conn.SubmitAsync(ctx, req)

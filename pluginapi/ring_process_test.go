@@ -10,6 +10,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/kiln-dev/kiln/internal/wire"
 )
 
 // TestProcessKilledPluginReleasesTheRings pins the ring segment's lifetime
@@ -37,7 +39,7 @@ func TestProcessKilledPluginReleasesTheRings(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := bytes.Count(maps, []byte("/memfd:"+RingSegmentName)); n != 1 {
+	if n := bytes.Count(maps, []byte("/memfd:"+wire.RingSegmentName)); n != 1 {
 		t.Errorf("the plugin maps %d ring segments, want 1", n)
 	}
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
@@ -62,7 +64,7 @@ func ringMappedAt(t *testing.T, at uintptr) bool {
 		t.Fatal(err)
 	}
 	for _, line := range strings.Split(string(b), "\n") {
-		if strings.HasPrefix(line, strconv.FormatUint(uint64(at), 16)+"-") && strings.Contains(line, "/memfd:"+RingSegmentName) {
+		if strings.HasPrefix(line, strconv.FormatUint(uint64(at), 16)+"-") && strings.Contains(line, "/memfd:"+wire.RingSegmentName) {
 			return true
 		}
 	}

@@ -14,6 +14,8 @@ import (
 	"unsafe"
 
 	"github.com/hashicorp/go-plugin"
+
+	"github.com/kiln-dev/kiln/internal/wire"
 )
 
 // segmentBackend is memBackend with Segments and Artifacts: it records every
@@ -118,7 +120,7 @@ func processMemfdMappings(t *testing.T, pid int) int {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return bytes.Count(b, []byte("/memfd:"+SegmentName))
+	return bytes.Count(b, []byte("/memfd:"+wire.SegmentName))
 }
 
 // TestProcessSegmentNotices pins the Segments notices in a real plugin process:

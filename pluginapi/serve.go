@@ -15,6 +15,8 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/go-plugin"
+
+	"github.com/kiln-dev/kiln/internal/wire"
 )
 
 // parentPollInterval is how often a plugin checks that its host is alive.
@@ -23,11 +25,6 @@ const parentPollInterval = 100 * time.Millisecond
 // LogLevelEnv names the environment variable that sets a plugin's log level
 // ("trace", "debug", "info", "warn", "error"); unset or unknown means info.
 const LogLevelEnv = "KILN_LOG_LEVEL"
-
-// HostPIDEnv names the environment variable in which a host passes its process
-// id to the plugins it starts (see [Command]). A plugin watches that process from
-// the moment the pluginapi package is initialised, before its main runs.
-const HostPIDEnv = "KILN_HOST_PID"
 
 // unixSocketDirEnv is where go-plugin tells a plugin the private directory its
 // host made for the plugin's socket.
@@ -41,12 +38,12 @@ func init() {
 	if hostWatched {
 		// A process this plugin starts is not a child of the host: it must not
 		// watch the host's pid.
-		_ = os.Unsetenv(HostPIDEnv)
+		_ = os.Unsetenv(wire.HostPIDEnv)
 	}
 }
 
 // watchHostFromStart starts the host watch when this process is a plugin started
-// by a kiln host (the magic cookie and HostPIDEnv are set): it calls gone at once
+// by a kiln host (the magic cookie and wire.HostPIDEnv are set): it calls gone at once
 // when the parent is already another process (the host died while this process
 // was starting), else as soon as the parent changes. It reports whether the
 // watch runs.
@@ -55,7 +52,7 @@ func watchHostFromStart(getenv func(string) string, getppid func() int, gone fun
 	if getenv(h.MagicCookieKey) != h.MagicCookieValue {
 		return false
 	}
-	pid, err := strconv.Atoi(getenv(HostPIDEnv))
+	pid, err := strconv.Atoi(getenv(wire.HostPIDEnv))
 	if err != nil || pid <= 0 {
 		return false
 	}
@@ -102,9 +99,9 @@ func hostGone(logger hclog.Logger) {
 //
 // Host death (see docs/design.md, "Supervision and reliability"): a host started
 // the plugin with a parent-death signal (Linux) and passed its pid in
-// [HostPIDEnv]; from package initialisation on, the plugin exits when its parent
+// $KILN_HOST_PID; from package initialisation on, the plugin exits when its parent
 // is no longer that pid, checking every 100ms, so a host SIGKILLed even while its
-// plugins start leaves no orphan. Without HostPIDEnv, Serve watches the parent it
+// plugins start leaves no orphan. Without it, Serve watches the parent it
 // has when called.
 //
 // Panics: a panic in a Backend method is not recovered; it crashes the plugin

@@ -5,8 +5,8 @@ import (
 	"errors"
 	"time"
 
+	kilnpb "github.com/kiln-dev/kiln/internal/wire/proto"
 	"github.com/kiln-dev/kiln/ir"
-	kilnpb "github.com/kiln-dev/kiln/pluginapi/proto"
 )
 
 // server is the plugin-side gRPC shim: it turns wire messages into the Backend's

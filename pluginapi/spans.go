@@ -1,7 +1,6 @@
 package pluginapi
 
 import (
-	"errors"
 	"fmt"
 )
 
@@ -66,58 +65,3 @@ func deref(s *[]Span) []Span {
 	}
 	return *s
 }
-
-// flagSpans marks a completion that carries a spans trailer after its message.
-const flagSpans = 2
-
-// maxSpans bounds the spans of one completion; spanBytes is one span's size
-// on the wire (u32 kind, u32 zero, u64 start, u64 end) and spansBytes the
-// largest trailer (u32 count, u32 zero, the spans).
-const (
-	maxSpans   = 8
-	spanBytes  = 24
-	spansBytes = 8 + maxSpans*spanBytes
-)
-
-// encodeSpans appends the trailer of spans (at most maxSpans are taken).
-func encodeSpans(e *enc, spans []Span) {
-	spans = spans[:min(len(spans), maxSpans)]
-	e.u32(uint32(len(spans)))
-	e.u32(0)
-	for _, s := range spans {
-		e.u32(uint32(s.Kind))
-		e.u32(0)
-		e.u64(uint64(s.Start))
-		e.u64(uint64(s.End))
-	}
-}
-
-// decodeSpans reads a trailer: at most maxSpans spans of known kinds, each
-// starting at a positive time and ending no earlier.
-func decodeSpans(d *dec) ([]Span, error) {
-	n := d.u32()
-	d.pad()
-	if d.err != nil {
-		return nil, d.err
-	}
-	if n == 0 || n > maxSpans {
-		return nil, fmt.Errorf("completion carries %d spans, want 1 to %d", n, maxSpans)
-	}
-	spans := make([]Span, n)
-	for i := range spans {
-		s := Span{Kind: SpanKind(d.u32())}
-		d.pad()
-		s.Start, s.End = int64(d.u64()), int64(d.u64())
-		if d.err != nil {
-			return nil, d.err
-		}
-		if s.Kind < SpanDecode || s.Kind > SpanDevice || s.Start <= 0 || s.End < s.Start {
-			return nil, fmt.Errorf("span %d of kind %d runs from %d to %d", i, s.Kind, s.Start, s.End)
-		}
-		spans[i] = s
-	}
-	return spans, nil
-}
-
-// errNoSpans refuses a spans trailer on a completion that cannot have one.
-var errNoSpans = errors.New("completion carries spans but answers no submit or dispatch")

@@ -7,17 +7,19 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/kiln-dev/kiln/internal/wire"
 )
 
 // submitOnPlane sends one fill of a fresh buffer and returns its completion.
-func submitOnPlane(t *testing.T, p *plane) *done {
+func submitOnPlane(t *testing.T, p *plane) *wire.Done {
 	t.Helper()
 	ctx := ctxT(t)
-	a, err := p.roundTrip(ctx, &request{kind: frameAlloc, size: 16}, -1, 0)
+	a, err := p.roundTrip(ctx, &wire.Request{Kind: wire.FrameAlloc, Size: 16}, -1, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &request{kind: frameSubmit, commands: []SubmitCommand{FillCommand{Dst: BufferRange{Buffer: a.buffer, Size: 16}, Value: 7}}}
+	r := &wire.Request{Kind: wire.FrameSubmit, Commands: []wire.Command{{Op: wire.OpFill, Dst: wire.Range{Buffer: a.Buffer, Size: 16}, Value: 7}}}
 	d, err := p.roundTrip(ctx, r, -1, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -31,8 +33,8 @@ func submitOnPlane(t *testing.T, p *plane) *done {
 // it, none.
 func TestPlaneShipsSpansWhenAsked(t *testing.T) {
 	_, quiet := planePair(t)
-	if d := submitOnPlane(t, quiet); d.spans != nil {
-		t.Fatalf("spans without %s: %+v", SpansEnv, *d.spans)
+	if d := submitOnPlane(t, quiet); d.Spans != nil {
+		t.Fatalf("spans without %s: %+v", SpansEnv, *d.Spans)
 	}
 	t.Setenv(SpansEnv, "1")
 	_, p := planePair(t)
@@ -40,7 +42,7 @@ func TestPlaneShipsSpansWhenAsked(t *testing.T) {
 	before := clock.now()
 	d := submitOnPlane(t, p)
 	after := clock.now()
-	spans := deref(d.spans)
+	spans := deref(spansFromWire(d.Spans))
 	want := []SpanKind{SpanDecode, SpanQueue, SpanRun, SpanDevice} // memBackend reports device time
 	if len(spans) != len(want) {
 		t.Fatalf("spans %+v, want %v", spans, want)
@@ -58,8 +60,8 @@ func TestPlaneShipsSpansWhenAsked(t *testing.T) {
 		}
 		last = s.End
 	}
-	if dev := spans[3]; dev.End != spans[2].End || dev.End-dev.Start != d.deviceNanos {
-		t.Errorf("device span %+v does not end with the run (%+v) or last the device's %d ns", dev, spans[2], d.deviceNanos)
+	if dev := spans[3]; dev.End != spans[2].End || dev.End-dev.Start != d.DeviceNanos {
+		t.Errorf("device span %+v does not end with the run (%+v) or last the device's %d ns", dev, spans[2], d.DeviceNanos)
 	}
 }
 
@@ -67,21 +69,21 @@ func TestPlaneShipsSpansWhenAsked(t *testing.T) {
 // completion with more spans than allowed, or made-up ones, closes the plane
 // with a ProtocolError like any other broken completion.
 func TestPlaneRefusesHostileSpans(t *testing.T) {
-	cases := map[string]func(r *request) []byte{
-		"too many spans": func(r *request) []byte {
-			b := encodeDone(frameDispatch, &done{seq: r.seq, sizes: []uint64{4}, spans: ptr(sampleSpans()[:1])})
-			b[len(b)-spanBytes-8] = maxSpans + 1
+	cases := map[string]func(r *wire.Request) []byte{
+		"too many spans": func(r *wire.Request) []byte {
+			b := wire.EncodeDone(wire.FrameDispatch, &wire.Done{Seq: r.Seq, Sizes: []uint64{4}, Spans: spansToWire(sampleSpans()[:1])})
+			b[len(b)-wire.SpanBytes-8] = wire.MaxSpans + 1
 			return b
 		},
-		"unknown span kind": func(r *request) []byte {
-			return encodeDone(frameDispatch, &done{seq: r.seq, sizes: []uint64{4}, spans: ptr([]Span{{Kind: 77, Start: 1, End: 2}})})
+		"unknown span kind": func(r *wire.Request) []byte {
+			return wire.EncodeDone(wire.FrameDispatch, &wire.Done{Seq: r.Seq, Sizes: []uint64{4}, Spans: spansToWire([]Span{{Kind: 77, Start: 1, End: 2}})})
 		},
 	}
 	for name, reply := range cases {
 		t.Run(name, func(t *testing.T) {
-			p := liar(t, func(r *request) []byte {
-				if r.kind != frameDispatch {
-					return encodeDone(r.kind, &done{seq: r.seq}) // the staging segment's attach
+			p := liar(t, func(r *wire.Request) []byte {
+				if r.Kind != wire.FrameDispatch {
+					return wire.EncodeDone(r.Kind, &wire.Done{Seq: r.Seq}) // the staging segment's attach
 				}
 				return reply(r)
 			})
@@ -92,11 +94,11 @@ func TestPlaneRefusesHostileSpans(t *testing.T) {
 			}
 		})
 	}
-	p := liar(t, func(r *request) []byte {
-		if r.kind != frameDispatch {
-			return encodeDone(r.kind, &done{seq: r.seq})
+	p := liar(t, func(r *wire.Request) []byte {
+		if r.Kind != wire.FrameDispatch {
+			return wire.EncodeDone(r.Kind, &wire.Done{Seq: r.Seq})
 		}
-		return encodeDone(frameDispatch, &done{seq: r.seq, sizes: []uint64{4}, spans: ptr(sampleSpans())})
+		return wire.EncodeDone(wire.FrameDispatch, &wire.Done{Seq: r.Seq, Sizes: []uint64{4}, Spans: spansToWire(sampleSpans())})
 	})
 	res, err := dispatchOnPlane(ctxT(t), p, &DispatchRequest{Pipeline: 1, OutputCounts: []uint32{1}}, []int{4})
 	if err != nil || len(res.Spans()) != len(sampleSpans()) {
@@ -117,12 +119,22 @@ func BenchmarkSpansOnCompletion(b *testing.B) {
 		js.decoded = timer.clock.now()
 		began := timer.clock.now()
 		spans := timer.spans(js, began, timer.clock.now(), 100)
-		frame := encodeDone(frameSubmit, &done{seq: 1, hostNanos: 5, deviceNanos: 100, spans: &spans})
-		if _, err := decodeDone(frame, frameSubmit, 0); err != nil {
+		frame := wire.EncodeDone(wire.FrameSubmit, &wire.Done{Seq: 1, HostNanos: 5, DeviceNanos: 100, Spans: spansToWire(spans)})
+		if _, err := wire.DecodeDone(frame, wire.FrameSubmit, 0); err != nil {
 			b.Fatal(err)
 		}
 	}
 	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &after)
 	cpu := after.Utime.Nano() + after.Stime.Nano() - before.Utime.Nano() - before.Stime.Nano()
 	b.ReportMetric(float64(cpu)/float64(b.N), "cpu-ns/op")
+}
+
+// sampleSpans is one span of each kind.
+func sampleSpans() []Span {
+	return []Span{
+		{Kind: SpanDecode, Start: 100, End: 110},
+		{Kind: SpanQueue, Start: 110, End: 120},
+		{Kind: SpanRun, Start: 120, End: 400},
+		{Kind: SpanDevice, Start: 200, End: 400},
+	}
 }

@@ -7,31 +7,25 @@ import (
 	"errors"
 	"fmt"
 	"os"
-)
 
-// TransportCertEnv names the environment variable in which a kiln host passes
-// a plugin the certificate and private key (PEM) it serves its connection
-// with. The host issued them for this start alone, signed by the host's own
-// key, whose certificate go-plugin's PLUGIN_CLIENT_CERT carries; the plugin
-// then accepts only connections that present the host's certificate. See
-// docs/design.md, "Plugin transport authentication".
-const TransportCertEnv = "KILN_PLUGIN_TLS"
+	"github.com/kiln-dev/kiln/internal/wire"
+)
 
 // clientCertEnv is where go-plugin passes the host's certificate (AutoMTLS).
 const clientCertEnv = "PLUGIN_CLIENT_CERT"
 
 // transportTLS is Serve's go-plugin TLSProvider: with the host's certificate
 // and an issued one in the environment, it serves with the issued one and
-// requires the host's; without TransportCertEnv it returns nil, leaving
+// requires the host's; without wire.TransportCertEnv it returns nil, leaving
 // go-plugin's own AutoMTLS (or no TLS) in charge. getenv and unsetenv are the
 // process environment's; the issued key is removed from it so that processes
 // the plugin starts do not inherit it.
 func transportTLS(getenv func(string) string, unsetenv func(string) error) (*tls.Config, error) {
-	issued := getenv(TransportCertEnv)
+	issued := getenv(wire.TransportCertEnv)
 	if issued == "" {
 		return nil, nil
 	}
-	_ = unsetenv(TransportCertEnv)
+	_ = unsetenv(wire.TransportCertEnv)
 	hostPEM := getenv(clientCertEnv)
 	if hostPEM == "" {
 		return nil, errors.New("the host passed a transport certificate but not its own (" + clientCertEnv + "). Fix: start the plugin from a kiln host")
@@ -43,7 +37,7 @@ func transportTLS(getenv func(string) string, unsetenv func(string) error) (*tls
 	certPEM, keyPEM := splitPEM([]byte(issued))
 	cert, err := tls.X509KeyPair(certPEM, keyPEM)
 	if err != nil {
-		return nil, fmt.Errorf("the transport certificate in %s: %w", TransportCertEnv, err)
+		return nil, fmt.Errorf("the transport certificate in %s: %w", wire.TransportCertEnv, err)
 	}
 	return &tls.Config{
 		Certificates:     []tls.Certificate{cert},

@@ -10,6 +10,8 @@ import (
 	"math/big"
 	"testing"
 	"time"
+
+	"github.com/kiln-dev/kiln/internal/wire"
 )
 
 // selfSigned returns a PEM certificate and PEM key for localhost.
@@ -31,7 +33,7 @@ func selfSigned(t testing.TB) (certPEM, keyPEM []byte) {
 	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kd})
 }
 
-// TestTransportTLS: without TransportCertEnv Serve leaves TLS to go-plugin;
+// TestTransportTLS: without wire.TransportCertEnv Serve leaves TLS to go-plugin;
 // with it, it serves the issued certificate, requires the host's, and removes
 // the issued key from the environment; broken input is an error, not a panic.
 func TestTransportTLS(t *testing.T) {
@@ -43,10 +45,10 @@ func TestTransportTLS(t *testing.T) {
 
 	env[clientCertEnv] = string(hostCert)
 	if cfg, err := transportTLS(getenv, unset); cfg != nil || err != nil {
-		t.Fatalf("without %s: %v, %v; want nil, nil (go-plugin's AutoMTLS)", TransportCertEnv, cfg, err)
+		t.Fatalf("without %s: %v, %v; want nil, nil (go-plugin's AutoMTLS)", wire.TransportCertEnv, cfg, err)
 	}
 
-	env[TransportCertEnv] = string(cert) + string(key)
+	env[wire.TransportCertEnv] = string(cert) + string(key)
 	cfg, err := transportTLS(getenv, unset)
 	if err != nil || cfg == nil {
 		t.Fatalf("with an issued certificate: %v, %v", cfg, err)
@@ -54,14 +56,14 @@ func TestTransportTLS(t *testing.T) {
 	if len(cfg.Certificates) != 1 || cfg.ClientCAs == nil || cfg.ClientAuth.String() != "RequireAndVerifyClientCert" {
 		t.Fatalf("the config does not require the host's certificate: %+v", cfg)
 	}
-	if _, ok := env[TransportCertEnv]; ok {
-		t.Fatalf("%s is still in the environment", TransportCertEnv)
+	if _, ok := env[wire.TransportCertEnv]; ok {
+		t.Fatalf("%s is still in the environment", wire.TransportCertEnv)
 	}
 
 	for name, e := range map[string]map[string]string{
-		"no host certificate": {TransportCertEnv: string(cert) + string(key)},
-		"host cert not PEM":   {TransportCertEnv: string(cert) + string(key), clientCertEnv: "junk"},
-		"no key":              {TransportCertEnv: string(cert), clientCertEnv: string(hostCert)},
+		"no host certificate": {wire.TransportCertEnv: string(cert) + string(key)},
+		"host cert not PEM":   {wire.TransportCertEnv: string(cert) + string(key), clientCertEnv: "junk"},
+		"no key":              {wire.TransportCertEnv: string(cert), clientCertEnv: string(hostCert)},
 	} {
 		env = e
 		if cfg, err := transportTLS(getenv, unset); err == nil {
@@ -77,7 +79,7 @@ func FuzzTransportTLS(f *testing.F) {
 	f.Add(string(cert), string(cert)+string(key))
 	f.Add("x", "-----BEGIN CERTIFICATE-----\n-----END CERTIFICATE-----\n")
 	f.Fuzz(func(t *testing.T, host, issued string) {
-		env := map[string]string{clientCertEnv: host, TransportCertEnv: issued}
+		env := map[string]string{clientCertEnv: host, wire.TransportCertEnv: issued}
 		_, _ = transportTLS(func(k string) string { return env[k] }, func(string) error { return nil })
 	})
 }

@@ -4,6 +4,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/kiln-dev/kiln/internal/wire"
 )
 
 // pluginEnv is the environment of a plugin started by the host with pid hostPID.
@@ -13,7 +15,7 @@ func pluginEnv(hostPID string) func(string) string {
 		switch k {
 		case h.MagicCookieKey:
 			return h.MagicCookieValue
-		case HostPIDEnv:
+		case wire.HostPIDEnv:
 			return hostPID
 		}
 		return ""
@@ -28,7 +30,7 @@ func TestWatchHostFromStartNeedsTheCookieAndAPid(t *testing.T) {
 	}
 	for _, pid := range []string{"", "x", "0", "-3"} {
 		if watchHostFromStart(pluginEnv(pid), ppid, never) {
-			t.Errorf("%s=%q started a watch", HostPIDEnv, pid)
+			t.Errorf("%s=%q started a watch", wire.HostPIDEnv, pid)
 		}
 	}
 }

@@ -79,16 +79,26 @@ func TestMapSavesOnlyItsChangesOnTopOfTheFile(t *testing.T) {
 	}
 }
 
-// hookedCtx closes waiting the first time someone selects on Done: for Save,
-// that is while it waits for the file's lock (or for another Save).
+// hookedCtx closes waiting once Done has been called more than skip times:
+// Save selects on Done once while it takes its turn among saves (before it
+// snapshots the changes) and again while it waits for the file's lock, so a
+// skip of 1 fires the hook only once the snapshot is taken. (Firing on the
+// first call let the test's change race the snapshot: a flake under load.)
 type hookedCtx struct {
 	context.Context
-	once    sync.Once
+	mu      sync.Mutex
+	calls   int
+	skip    int
 	waiting chan struct{}
 }
 
 func (c *hookedCtx) Done() <-chan struct{} {
-	c.once.Do(func() { close(c.waiting) })
+	c.mu.Lock()
+	c.calls++
+	if c.calls == c.skip+1 {
+		close(c.waiting)
+	}
+	c.mu.Unlock()
 	return c.Context.Done()
 }
 
@@ -100,7 +110,7 @@ func TestSaveWaitingForTheLockDoesNotBlockTheMap(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx := &hookedCtx{Context: context.Background(), waiting: make(chan struct{})}
+	ctx := &hookedCtx{Context: context.Background(), skip: 1, waiting: make(chan struct{})}
 	saved := make(chan error, 1)
 	go func() {
 		_, err := m.Save(ctx, SaveOptions{})

@@ -1,4 +1,4 @@
-package pluginapi
+package host
 
 import (
 	"os/exec"

@@ -1,6 +1,6 @@
 //go:build linux
 
-package pluginapi
+package wire
 
 import (
 	"fmt"
@@ -10,23 +10,23 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// segment is one memfd mapping of the data plane.
-type segment struct {
-	id  uint32
-	mem []byte
+// Segment is one memfd mapping of the data plane.
+type Segment struct {
+	ID  uint32
+	Mem []byte
 	// orphaned: the peer is gone and mem now maps private anonymous memory, so
 	// that views still held by callers stay valid until they are released.
-	orphaned bool
+	Orphaned bool
 }
 
-// createSegment makes a memfd of size bytes, rounded up to whole pages, and maps
+// CreateSegment makes a memfd of size bytes, rounded up to whole pages, and maps
 // it; the caller sends fd to the plugin and closes it.
-func createSegment(id uint32, size uint64) (*segment, int, error) {
+func CreateSegment(id uint32, size uint64) (*Segment, int, error) {
 	return createNamed(SegmentName, id, size)
 }
 
-// createNamed is createSegment with the memfd's name.
-func createNamed(name string, id uint32, size uint64) (*segment, int, error) {
+// createNamed is CreateSegment with the memfd's name.
+func createNamed(name string, id uint32, size uint64) (*Segment, int, error) {
 	if size == 0 || size > math.MaxInt-pageBytes() {
 		return nil, -1, fmt.Errorf("shared segment of %d bytes", size)
 	}
@@ -44,14 +44,14 @@ func createNamed(name string, id uint32, size uint64) (*segment, int, error) {
 		unix.Close(fd)
 		return nil, -1, fmt.Errorf("map a %d-byte shared segment: %w", size, err)
 	}
-	return &segment{id: id, mem: mem}, fd, nil
+	return &Segment{ID: id, Mem: mem}, fd, nil
 }
 
-// mapSegment maps a received memfd of at least size bytes and closes it: the
+// MapSegment maps a received memfd of at least size bytes and closes it: the
 // whole pages size spans when the memfd has them (the host rounds every segment
 // up to pages), else size bytes. The memfd must be at least as large as the
 // mapping, so no access through it can fault.
-func mapSegment(id uint32, fd int, size uint64) (*segment, error) {
+func MapSegment(id uint32, fd int, size uint64) (*Segment, error) {
 	defer unix.Close(fd)
 	var st unix.Stat_t
 	if err := unix.Fstat(fd, &st); err != nil {
@@ -67,42 +67,42 @@ func mapSegment(id uint32, fd int, size uint64) (*segment, error) {
 	if err != nil {
 		return nil, fmt.Errorf("map shared segment %d (%d bytes): %w", id, size, err)
 	}
-	return &segment{id: id, mem: mem}, nil
+	return &Segment{ID: id, Mem: mem}, nil
 }
 
-// orphan replaces the shared mapping with private zero pages at the same address:
+// Orphan replaces the shared mapping with private zero pages at the same address:
 // the memfd's memory is released, and a view a caller still holds reads zeros
 // instead of faulting.
-func (s *segment) orphan() {
-	if s.orphaned || s.mem == nil {
+func (s *Segment) Orphan() {
+	if s.Orphaned || s.Mem == nil {
 		return
 	}
-	_, err := unix.MmapPtr(-1, 0, unsafe.Pointer(unsafe.SliceData(s.mem)), uintptr(len(s.mem)),
+	_, err := unix.MmapPtr(-1, 0, unsafe.Pointer(unsafe.SliceData(s.Mem)), uintptr(len(s.Mem)),
 		unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS|unix.MAP_FIXED)
 	if err != nil {
 		// Keeping the shared mapping is safe, only wasteful: the memory is
 		// released when the segment is unmapped.
 		return
 	}
-	s.orphaned = true
+	s.Orphaned = true
 }
 
-// unmap releases the mapping; the segment must not be used afterwards.
-func (s *segment) unmap() {
-	if s.mem == nil {
+// Unmap releases the mapping; the segment must not be used afterwards.
+func (s *Segment) Unmap() {
+	if s.Mem == nil {
 		return
 	}
-	_ = unix.Munmap(s.mem) // fails only for a mapping unix.Mmap did not make
-	s.mem = nil
+	_ = unix.Munmap(s.Mem) // fails only for a mapping unix.Mmap did not make
+	s.Mem = nil
 }
 
-// view returns r's bytes in the segment, or false when r lies outside it.
-func (s *segment) view(offset, size uint64) ([]byte, bool) {
+// View returns r's bytes in the segment, or false when r lies outside it.
+func (s *Segment) View(offset, size uint64) ([]byte, bool) {
 	end := offset + size
-	if end < offset || end > uint64(len(s.mem)) {
+	if end < offset || end > uint64(len(s.Mem)) {
 		return nil, false
 	}
-	return s.mem[offset:end:end], true
+	return s.Mem[offset:end:end], true
 }
 
 // pageBytes is the system's page size.

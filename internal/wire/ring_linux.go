@@ -1,6 +1,6 @@
 //go:build linux
 
-package pluginapi
+package wire
 
 import (
 	"encoding/binary"
@@ -18,7 +18,7 @@ import (
 // The data plane's rings: two single-producer, single-consumer byte rings in one
 // shared memfd segment the host creates and hands to the plugin with its hello
 // frame. Requests go host → plugin in one, completions plugin → host in the
-// other; each carries the frames of frame.go unchanged. See docs/design.md,
+// other; each carries the frames of doc.go unchanged. See docs/design.md,
 // "Fast path: frames", for the layout and the wake protocol.
 //
 // Neither side trusts a word the other writes: the indices of the peer are
@@ -35,9 +35,9 @@ const (
 	ringRequestCtl  = 256  // control block of the request ring
 	ringDoneCtl     = 512  // control block of the completion ring
 	ringDataOffset  = 4096 // the request ring's data; the completion ring's follows
-	ringRequestSize = 2 << 20
-	ringDoneSize    = 64 << 10
-	ringSegmentSize = ringDataOffset + ringRequestSize + ringDoneSize
+	RingRequestSize = 2 << 20
+	RingDoneSize    = 64 << 10
+	RingSegmentSize = ringDataOffset + RingRequestSize + RingDoneSize
 
 	// Offsets inside a control block; each word has a cache line of its own.
 	ctlHead     = 0   // u64, written by the producer: bytes published
@@ -46,67 +46,67 @@ const (
 	ctlWake     = 192 // u32, the futex word: bumped to wake the consumer
 )
 
-// ringWaitTimeout bounds one futex sleep: a side that wakes without news checks
+// RingWaitTimeout bounds one futex sleep: a side that wakes without news checks
 // that its peer is still there before it sleeps again.
-const ringWaitTimeout = 100 * time.Millisecond
+const RingWaitTimeout = 100 * time.Millisecond
 
-// spinWait is how long a side of the data plane that expects a frame soon polls
+// SpinWait is how long a side of the data plane that expects a frame soon polls
 // its ring before it sleeps in the kernel: the host after it sent a request,
 // the plugin after it answered one. A thread asleep on an idle core takes tens
 // of microseconds to wake, which is the whole cost of a small request; the
 // bound keeps the polling to that much CPU time per request, and an idle plane
 // sleeps.
-const spinWait = 50 * time.Microsecond
+const SpinWait = 50 * time.Microsecond
 
-// ringNap is how long a producer waiting for room in a ring sleeps between
-// looks, once it has polled for spinWait.
-const ringNap = 100 * time.Microsecond
+// RingNap is how long a producer waiting for room in a ring sleeps between
+// looks, once it has polled for SpinWait.
+const RingNap = 100 * time.Microsecond
 
-// waitForRoom is one wait of a producer whose ring is full: it yields the CPU
-// for spinWait after the first call (which sets *until), then naps ringNap at a
+// WaitForRoom is one wait of a producer whose ring is full: it yields the CPU
+// for SpinWait after the first call (which sets *until), then naps RingNap at a
 // time.
-func waitForRoom(until *time.Time) {
+func WaitForRoom(until *time.Time) {
 	if until.IsZero() {
-		*until = time.Now().Add(spinWait)
+		*until = time.Now().Add(SpinWait)
 	}
 	if time.Now().Before(*until) {
 		unix.RawSyscall(unix.SYS_SCHED_YIELD, 0, 0, 0) // cannot fail on Linux
 	} else {
-		time.Sleep(ringNap)
+		time.Sleep(RingNap)
 	}
 }
 
-// busyPolls is how many times a spinning side reads the peer's index before it
+// BusyPolls is how many times a spinning side reads the peer's index before it
 // starts yielding the CPU between reads (about a microsecond).
-const busyPolls = 64
+const BusyPolls = 64
 
-// busyWaitFor is how long a spinning side reads the peer's index back to back
+// BusyWaitFor is how long a spinning side reads the peer's index back to back
 // before it yields between reads, on a machine of cpus CPUs. With at least
-// busyCPUs the peer runs on another CPU, and a yield costs a system call
+// BusyCPUs the peer runs on another CPU, and a yield costs a system call
 // (about half a microsecond on a virtual machine) between reads of an index
 // that moves a few microseconds later: reading it back to back for the first
-// busyWait of the window saved about 2 µs of a 1-element round trip on a
+// BusyWait of the window saved about 2 µs of a 1-element round trip on a
 // 16-CPU H200 host. On smaller machines the peer may wait for this very CPU,
-// so the side yields after busyPolls reads.
-func busyWaitFor(cpus int) time.Duration {
-	if cpus >= busyCPUs {
-		return busyWait
+// so the side yields after BusyPolls reads.
+func BusyWaitFor(cpus int) time.Duration {
+	if cpus >= BusyCPUs {
+		return BusyWait
 	}
 	return 0
 }
 
 const (
-	busyCPUs = 4
-	busyWait = 20 * time.Microsecond
+	BusyCPUs = 4
+	BusyWait = 20 * time.Microsecond
 )
 
-// errRingFull says a frame does not fit into the free part of a ring yet.
-var errRingFull = errors.New("ring full")
+// ErrRingFull says a frame does not fit into the free part of a ring yet.
+var ErrRingFull = errors.New("ring full")
 
-// ring is one side's handle on one direction of the data plane. The control
+// Ring is one side's handle on one direction of the data plane. The control
 // words and data live in shared memory; pos and peer are this side's own,
 // private view, which is what every check is made against.
-type ring struct {
+type Ring struct {
 	head, tail *uint64
 	sleeping   *uint32
 	wake       *uint32
@@ -119,76 +119,76 @@ type ring struct {
 	peer uint64
 
 	// hdr is the consumer's private copy of a frame header.
-	hdr [frameHeaderBytes]byte
+	hdr [FrameHeaderBytes]byte
 
-	// busy is busyWaitFor this machine: how much of a spin reads back to back.
+	// busy is BusyWaitFor this machine: how much of a spin reads back to back.
 	busy time.Duration
 }
 
-// newRing makes a handle on the ring whose control block is at ctl in mem and
+// NewRing makes a handle on the ring whose control block is at ctl in mem and
 // whose data is mem[off:off+size]; size is a power of two. mem must stay
 // mapped while the handle is used.
-func newRing(mem []byte, ctl, off, size int) *ring {
+func NewRing(mem []byte, ctl, off, size int) *Ring {
 	word := func(at int) unsafe.Pointer { return unsafe.Pointer(&mem[ctl+at]) }
-	return &ring{
+	return &Ring{
 		head:     (*uint64)(word(ctlHead)),
 		tail:     (*uint64)(word(ctlTail)),
 		sleeping: (*uint32)(word(ctlSleeping)),
 		wake:     (*uint32)(word(ctlWake)),
 		data:     mem[off : off+size : off+size],
 		mask:     uint64(size - 1),
-		busy:     busyWaitFor(runtime.NumCPU()),
+		busy:     BusyWaitFor(runtime.NumCPU()),
 	}
 }
 
-// ringPair returns the request and completion rings of a ring segment.
-func ringPair(mem []byte) (requests, completions *ring) {
-	return newRing(mem, ringRequestCtl, ringDataOffset, ringRequestSize),
-		newRing(mem, ringDoneCtl, ringDataOffset+ringRequestSize, ringDoneSize)
+// RingPair returns the request and completion rings of a ring segment.
+func RingPair(mem []byte) (requests, completions *Ring) {
+	return NewRing(mem, ringRequestCtl, ringDataOffset, RingRequestSize),
+		NewRing(mem, ringDoneCtl, ringDataOffset+RingRequestSize, RingDoneSize)
 }
 
-// initRingSegment writes the header of a new (zeroed) ring segment.
-func initRingSegment(mem []byte) {
+// InitRingSegment writes the header of a new (zeroed) ring segment.
+func InitRingSegment(mem []byte) {
 	binary.LittleEndian.PutUint64(mem[0:], ringMagic)
 	binary.LittleEndian.PutUint32(mem[8:], ringVersion)
-	binary.LittleEndian.PutUint32(mem[12:], ringRequestSize)
-	binary.LittleEndian.PutUint32(mem[16:], ringDoneSize)
+	binary.LittleEndian.PutUint32(mem[12:], RingRequestSize)
+	binary.LittleEndian.PutUint32(mem[16:], RingDoneSize)
 }
 
-// checkRingSegment checks the header and the starting indices of a ring segment
+// CheckRingSegment checks the header and the starting indices of a ring segment
 // the plugin received.
-func checkRingSegment(mem []byte) error {
-	if len(mem) < ringSegmentSize {
-		return fmt.Errorf("ring segment of %d bytes, want %d", len(mem), ringSegmentSize)
+func CheckRingSegment(mem []byte) error {
+	if len(mem) < RingSegmentSize {
+		return fmt.Errorf("ring segment of %d bytes, want %d", len(mem), RingSegmentSize)
 	}
 	magic := binary.LittleEndian.Uint64(mem[0:])
 	version := binary.LittleEndian.Uint32(mem[8:])
 	req, dn := binary.LittleEndian.Uint32(mem[12:]), binary.LittleEndian.Uint32(mem[16:])
-	if magic != ringMagic || version != ringVersion || req != ringRequestSize || dn != ringDoneSize {
+	if magic != ringMagic || version != ringVersion || req != RingRequestSize || dn != RingDoneSize {
 		return fmt.Errorf("ring segment header %#x version %d with rings of %d and %d bytes, want %#x version %d, %d and %d",
-			magic, version, req, dn, uint64(ringMagic), ringVersion, ringRequestSize, ringDoneSize)
+			magic, version, req, dn, uint64(ringMagic), ringVersion, RingRequestSize, RingDoneSize)
 	}
 	return nil
 }
 
 // copyOut copies len(dst) bytes of the ring from index at.
-func (r *ring) copyOut(dst []byte, at uint64) {
+func (r *Ring) copyOut(dst []byte, at uint64) {
 	o := at & r.mask
 	n := copy(dst, r.data[o:])
 	copy(dst[n:], r.data)
 }
 
-// copyIn copies src into the ring at index at.
-func (r *ring) copyIn(src []byte, at uint64) {
+// CopyIn copies src into the ring at index at.
+func (r *Ring) CopyIn(src []byte, at uint64) {
 	o := at & r.mask
 	n := copy(r.data[o:], src)
 	copy(r.data, src[n:])
 }
 
-// published returns how many bytes the producer published beyond this
+// Published returns how many bytes the producer published beyond this
 // consumer's tail, checking its head: it never moves back, and it is never
 // more than a ring ahead.
-func (r *ring) published() (uint64, error) {
+func (r *Ring) Published() (uint64, error) {
 	h := atomic.LoadUint64(r.head)
 	if h < r.peer || h-r.pos > uint64(len(r.data)) {
 		return 0, fmt.Errorf("ring head %d is outside [%d, %d]", h, r.peer, r.pos+uint64(len(r.data)))
@@ -197,40 +197,40 @@ func (r *ring) published() (uint64, error) {
 	return h - r.pos, nil
 }
 
-// next copies the next whole frame out of the ring into buf (grown when
+// Next copies the next whole frame out of the ring into buf (grown when
 // needed; at most limit bytes) and consumes it. ok is false when no frame is
 // there. A partial frame, a header that breaks the format or a frame larger
 // than what was published is an error: producers publish whole frames only.
-func (r *ring) next(buf []byte, limit int) (frame, grown []byte, ok bool, err error) {
-	n, err := r.published()
+func (r *Ring) Next(buf []byte, limit int) (frame, grown []byte, ok bool, err error) {
+	n, err := r.Published()
 	if err != nil || n == 0 {
 		return nil, buf, false, err
 	}
-	if n < frameHeaderBytes {
+	if n < FrameHeaderBytes {
 		return nil, buf, false, fmt.Errorf("%d bytes published, less than a frame header", n)
 	}
 	r.copyOut(r.hdr[:], r.pos)
-	h, err := parseHeader(r.hdr[:], limit)
+	h, err := ParseHeader(r.hdr[:], limit)
 	if err != nil {
 		return nil, buf, false, err
 	}
-	if uint64(h.size) > n {
-		return nil, buf, false, fmt.Errorf("frame of %d bytes, only %d published", h.size, n)
+	if uint64(h.Size) > n {
+		return nil, buf, false, fmt.Errorf("frame of %d bytes, only %d published", h.Size, n)
 	}
-	if int(h.size) > cap(buf) {
-		buf = make([]byte, h.size)
+	if int(h.Size) > cap(buf) {
+		buf = make([]byte, h.Size)
 	}
-	frame = buf[:h.size]
+	frame = buf[:h.Size]
 	copy(frame, r.hdr[:])
-	r.copyOut(frame[frameHeaderBytes:], r.pos+frameHeaderBytes)
-	r.pos += uint64(h.size)
+	r.copyOut(frame[FrameHeaderBytes:], r.pos+FrameHeaderBytes)
+	r.pos += uint64(h.Size)
 	atomic.StoreUint64(r.tail, r.pos)
 	return frame, buf, true, nil
 }
 
-// free returns how many bytes the producer may write, checking the consumer's
+// Free returns how many bytes the producer may write, checking the consumer's
 // tail: it never moves back and never passes the head.
-func (r *ring) free() (uint64, error) {
+func (r *Ring) Free() (uint64, error) {
 	t := atomic.LoadUint64(r.tail)
 	if t < r.peer || t > r.pos {
 		return 0, fmt.Errorf("ring tail %d is outside [%d, %d]", t, r.peer, r.pos)
@@ -239,44 +239,44 @@ func (r *ring) free() (uint64, error) {
 	return uint64(len(r.data)) - (r.pos - t), nil
 }
 
-// put publishes frame b when it fits (errRingFull when it does not yet), and
+// Put publishes frame b when it fits (ErrRingFull when it does not yet), and
 // wakes the consumer when it said it may sleep.
-func (r *ring) put(b []byte) error {
+func (r *Ring) Put(b []byte) error {
 	if len(b) > len(r.data) {
 		return fmt.Errorf("frame of %d bytes, more than the ring's %d", len(b), len(r.data))
 	}
-	free, err := r.free()
+	free, err := r.Free()
 	if err != nil {
 		return err
 	}
 	if free < uint64(len(b)) {
-		return errRingFull
+		return ErrRingFull
 	}
-	r.copyIn(b, r.pos)
+	r.CopyIn(b, r.pos)
 	r.pos += uint64(len(b))
 	atomic.StoreUint64(r.head, r.pos)
 	if atomic.LoadUint32(r.sleeping) != 0 {
-		r.interrupt()
+		r.Interrupt()
 	}
 	return nil
 }
 
-// pending reports whether the producer's head differs from this consumer's
+// Pending reports whether the producer's head differs from this consumer's
 // tail: a frame (or a broken index, which next reports) is there.
-func (r *ring) pending() bool { return atomic.LoadUint64(r.head) != r.pos }
+func (r *Ring) Pending() bool { return atomic.LoadUint64(r.head) != r.pos }
 
-// spin polls the ring until a frame is there or until (the end of a spinWait
-// window) has passed; the first busyPolls reads, and every read in the first
+// Spin polls the ring until a frame is there or until (the end of a SpinWait
+// window) has passed; the first BusyPolls reads, and every read in the first
 // r.busy of the window, are back to back, the rest yield the CPU between reads
 // (when the peer waits for this very CPU, a loaded machine, polling would hold
 // it off for the whole window).
-func (r *ring) spin(until time.Time) bool {
-	busy := until.Add(r.busy - spinWait)
+func (r *Ring) Spin(until time.Time) bool {
+	busy := until.Add(r.busy - SpinWait)
 	for i := 0; ; i++ {
-		if r.pending() {
+		if r.Pending() {
 			return true
 		}
-		if i < busyPolls {
+		if i < BusyPolls {
 			continue
 		}
 		now := time.Now()
@@ -290,25 +290,25 @@ func (r *ring) spin(until time.Time) bool {
 	}
 }
 
-// sleep waits until the producer publishes, interrupt is called, or timeout
+// Sleep waits until the producer publishes, interrupt is called, or timeout
 // passes, unless a frame is already there or stop reports true. It announces
 // the sleep in the control block first, so that the producer knows to wake it;
 // the order (announce, read the futex word, look at the ring, wait on that
 // word) leaves no gap in which a publish goes unnoticed. It reports whether it
 // waited and was woken (or found the word moved) before timeout: a wake that
 // brings no frame is spurious unless stop reports true.
-func (r *ring) sleep(timeout time.Duration, stop func() bool) (woken bool) {
+func (r *Ring) Sleep(timeout time.Duration, stop func() bool) (woken bool) {
 	atomic.StoreUint32(r.sleeping, 1)
 	w := atomic.LoadUint32(r.wake)
-	if !r.pending() && !stop() {
+	if !r.Pending() && !stop() {
 		woken = futexWait(r.wake, w, timeout)
 	}
 	atomic.StoreUint32(r.sleeping, 0)
 	return woken
 }
 
-// interrupt wakes whoever sleeps on the ring's futex word.
-func (r *ring) interrupt() {
+// Interrupt wakes whoever sleeps on the ring's futex word.
+func (r *Ring) Interrupt() {
 	atomic.AddUint32(r.wake, 1)
 	futexWake(r.wake)
 }
@@ -335,26 +335,47 @@ func futexWake(addr *uint32) {
 	_, _, _ = unix.Syscall6(unix.SYS_FUTEX, uintptr(unsafe.Pointer(addr)), futexWakeOp, math.MaxInt32, 0, 0, 0)
 }
 
-// createRingSegment makes and maps the ring segment of a new plane; the caller
+// CreateRingSegment makes and maps the ring segment of a new plane; the caller
 // sends fd with the hello frame and closes it.
-func createRingSegment() ([]byte, int, error) {
-	s, fd, err := createNamed(RingSegmentName, 0, ringSegmentSize)
+func CreateRingSegment() ([]byte, int, error) {
+	s, fd, err := createNamed(RingSegmentName, 0, RingSegmentSize)
 	if err != nil {
 		return nil, -1, fmt.Errorf("ring segment: %w", err)
 	}
-	initRingSegment(s.mem)
-	return s.mem, fd, nil
+	InitRingSegment(s.Mem)
+	return s.Mem, fd, nil
 }
 
-// mapRingSegment maps the ring segment the host sent (and closes fd).
-func mapRingSegment(fd int) ([]byte, error) {
-	s, err := mapSegment(0, fd, ringSegmentSize)
+// MapRingSegment maps the ring segment the host sent (and closes fd).
+func MapRingSegment(fd int) ([]byte, error) {
+	s, err := MapSegment(0, fd, RingSegmentSize)
 	if err != nil {
 		return nil, err
 	}
-	if err := checkRingSegment(s.mem); err != nil {
-		s.unmap()
+	if err := CheckRingSegment(s.Mem); err != nil {
+		s.Unmap()
 		return nil, err
 	}
-	return s.mem, nil
+	return s.Mem, nil
 }
+
+// Head is the ring's head word in shared memory (bytes published), which only
+// the producer writes; a consumer reads it through Published, which checks it.
+func (r *Ring) Head() *uint64 { return r.head }
+
+// Tail is the ring's tail word in shared memory (bytes consumed), which only
+// the consumer writes; a producer reads it through Free, which checks it.
+func (r *Ring) Tail() *uint64 { return r.tail }
+
+// Pos is this side's own index: the producer's head or the consumer's tail.
+func (r *Ring) Pos() uint64 { return r.pos }
+
+// Peer is the last index of the other side that passed this side's checks.
+func (r *Ring) Peer() uint64 { return r.peer }
+
+// Size is the number of data bytes the ring holds.
+func (r *Ring) Size() int { return len(r.data) }
+
+// Busy is how long this side reads the peer's index back to back before it
+// yields between reads ([BusyWaitFor] this machine).
+func (r *Ring) Busy() time.Duration { return r.busy }

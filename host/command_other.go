@@ -1,9 +1,9 @@
 //go:build !linux
 
-package pluginapi
+package host
 
 import "os/exec"
 
 // setParentDeathSignal does nothing where the kernel has no parent-death signal;
-// the plugin's own watch of HostPIDEnv ends it instead.
+// the plugin's own watch of wire.HostPIDEnv ends it instead.
 func setParentDeathSignal(*exec.Cmd) {}

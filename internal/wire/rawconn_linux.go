@@ -1,6 +1,6 @@
 //go:build linux
 
-package pluginapi
+package wire
 
 import (
 	"errors"
@@ -13,20 +13,20 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// rawConn is a data-plane socket used with plain blocking system calls instead
+// RawConn is a data-plane socket used with plain blocking system calls instead
 // of Go's network poller. Since the frames travel through the rings, the socket
 // carries only the hello frame and the descriptors that ride with frames, and
 // tells each side when the other is gone.
-type rawConn struct {
+type RawConn struct {
 	fd int
 
 	mu     sync.Mutex
 	closed bool
 }
 
-// rawFrom takes over a connected unix socket: a blocking duplicate of its
+// RawFrom takes over a connected unix socket: a blocking duplicate of its
 // descriptor replaces it.
-func rawFrom(c *net.UnixConn) (*rawConn, error) {
+func RawFrom(c *net.UnixConn) (*RawConn, error) {
 	f, err := c.File()
 	c.Close()
 	if err != nil {
@@ -42,19 +42,19 @@ func rawFrom(c *net.UnixConn) (*rawConn, error) {
 		unix.Close(fd)
 		return nil, fmt.Errorf("data plane socket: %w", err)
 	}
-	return &rawConn{fd: fd}, nil
+	return &RawConn{fd: fd}, nil
 }
 
-// errNothingYet says a read that must not wait found no bytes.
-var errNothingYet = errors.New("nothing to read yet")
+// ErrNothingYet says a read that must not wait found no bytes.
+var ErrNothingYet = errors.New("nothing to read yet")
 
-// recv reads bytes and any descriptors that came with them, with recvmsg's
-// extra flags (MSG_DONTWAIT: errNothingYet when no byte is there).
-func (c *rawConn) recv(b, oob []byte, extra int) (n, oobn, flags int, err error) {
+// Recv reads bytes and any descriptors that came with them, with recvmsg's
+// extra flags (MSG_DONTWAIT: ErrNothingYet when no byte is there).
+func (c *RawConn) Recv(b, oob []byte, extra int) (n, oobn, flags int, err error) {
 	for {
 		n, oobn, flags, _, err = unix.Recvmsg(c.fd, b, oob, unix.MSG_CMSG_CLOEXEC|extra)
 		if errors.Is(err, unix.EAGAIN) {
-			return 0, 0, 0, errNothingYet
+			return 0, 0, 0, ErrNothingYet
 		}
 		if errors.Is(err, unix.EINTR) {
 			continue
@@ -66,8 +66,8 @@ func (c *rawConn) recv(b, oob []byte, extra int) (n, oobn, flags int, err error)
 	}
 }
 
-// write sends all of b; oob (descriptors) rides with its first bytes.
-func (c *rawConn) write(b, oob []byte) error {
+// Write sends all of b; oob (descriptors) rides with its first bytes.
+func (c *RawConn) Write(b, oob []byte) error {
 	for len(b) > 0 {
 		var n int
 		var err error
@@ -90,8 +90,8 @@ func (c *rawConn) write(b, oob []byte) error {
 	return nil
 }
 
-// shutdown wakes a reader blocked on the socket; the reader closes it.
-func (c *rawConn) shutdown() {
+// Shutdown wakes a reader blocked on the socket; the reader closes it.
+func (c *RawConn) Shutdown() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if !c.closed {
@@ -99,9 +99,9 @@ func (c *rawConn) shutdown() {
 	}
 }
 
-// close releases the descriptor; call it from the reading goroutine once it
+// Close releases the descriptor; call it from the reading goroutine once it
 // stopped.
-func (c *rawConn) close() {
+func (c *RawConn) Close() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if !c.closed {
@@ -110,8 +110,8 @@ func (c *rawConn) close() {
 	}
 }
 
-// checkPeer accepts only a peer running as this process's user.
-func checkPeer(fd int) error {
+// CheckPeer accepts only a peer running as this process's user.
+func CheckPeer(fd int) error {
 	cred, err := unix.GetsockoptUcred(fd, unix.SOL_SOCKET, unix.SO_PEERCRED)
 	if err != nil {
 		return err
@@ -122,9 +122,12 @@ func checkPeer(fd int) error {
 	return nil
 }
 
-// hungUp reports whether the peer closed its end of the socket fd.
-func hungUp(fd int) bool {
+// HungUp reports whether the peer closed its end of the socket fd.
+func HungUp(fd int) bool {
 	fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLRDHUP}}
 	n, err := unix.Poll(fds, 0)
 	return err == nil && n > 0 && fds[0].Revents&(unix.POLLRDHUP|unix.POLLHUP|unix.POLLERR|unix.POLLNVAL) != 0
 }
+
+// FD is the socket's descriptor, for poll(2); it stays owned by c.
+func (c *RawConn) FD() int { return c.fd }
