@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -257,7 +258,8 @@ func (p *plugin) launch(ctx context.Context) (*process, *pluginapi.Description, 
 	tr := p.set.obs.tracer()
 	var began time.Time
 	if tr != nil {
-		env = append(env, pluginapi.SpansEnv+"=1") // ship each submit's phases back
+		env = append(env, pluginapi.SpansEnv+"=1", // ship each submit's phases back
+			pluginapi.SpanKindsEnv+"="+strconv.Itoa(int(pluginapi.SpanWait))) // launch and wait included
 		began = time.Now()
 	}
 	cfg.RunnerFunc = runnerFunc(p.path, env, check, tail, p.logs, func(r *pluginRunner) {

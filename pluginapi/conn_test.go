@@ -82,6 +82,7 @@ func (m *memBackend) ReadBuffer(_ context.Context, h, off uint64, dst []byte) er
 }
 
 func (m *memBackend) Submit(ctx context.Context, req *SubmitRequest) (*SubmitResult, error) {
+	MarkLaunched(ctx) // its "device" is this goroutine: all of the run is the wait
 	for _, c := range req.Commands {
 		switch c := c.(type) {
 		case DispatchCommand:

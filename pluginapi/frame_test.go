@@ -54,7 +54,7 @@ func TestWireMappingRoundTrip(t *testing.T) {
 	if spansFromWire(nil) != nil {
 		t.Error("no spans came back as some")
 	}
-	if int(SpanDevice) != wire.SpanKinds {
-		t.Errorf("the SDK names %d span kinds, the wire takes %d", SpanDevice, wire.SpanKinds)
+	if int(SpanWait) != wire.SpanKinds {
+		t.Errorf("the SDK names %d span kinds, the wire takes %d", SpanWait, wire.SpanKinds)
 	}
 }

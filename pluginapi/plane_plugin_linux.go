@@ -500,14 +500,16 @@ func (p *planeServer) handle(job planeJob) *wire.Done {
 	d := &wire.Done{Seq: job.req.Seq}
 	timed := p.timer != nil && (job.req.Kind == wire.FrameSubmit || job.req.Kind == wire.FrameDispatch)
 	var began int64
+	ctx, mark := job.ctx, (*launchMark)(nil)
 	if timed {
+		ctx, mark = p.timer.withLaunchMark(ctx)
 		began = p.timer.clock.now()
 	}
-	err := p.run(job.ctx, job.req, job.fd, d)
+	err := p.run(ctx, job.req, job.fd, d)
 	if err != nil {
 		d.Status, d.Msg = statusOf(err), err.Error()
 	} else if timed {
-		d.Spans = spansToWire(p.timer.spans(job.spans, began, p.timer.clock.now(), d.DeviceNanos))
+		d.Spans = spansToWire(p.timer.spans(job.spans, began, p.timer.clock.now(), d.DeviceNanos, mark))
 	}
 	return d
 }

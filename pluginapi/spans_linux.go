@@ -3,15 +3,30 @@
 package pluginapi
 
 import (
+	"context"
 	"os"
+	"strconv"
 	"time"
 
 	"golang.org/x/sys/unix"
 )
 
 // spanTimer times a request's phases on the plugin's side; nil when the host
-// asked for none.
-type spanTimer struct{ clock monoClock }
+// asked for none. split: the host decodes SpanLaunch and SpanWait.
+type spanTimer struct {
+	clock monoClock
+	split bool
+}
+
+// withLaunchMark returns ctx carrying a fresh mark when the host decodes the
+// split, else ctx and nil.
+func (t *spanTimer) withLaunchMark(ctx context.Context) (context.Context, *launchMark) {
+	if !t.split {
+		return ctx, nil
+	}
+	m := &launchMark{now: t.clock.now}
+	return context.WithValue(ctx, launchKey{}, m), m
+}
 
 // jobSpans are the times a request's phases started and ended.
 type jobSpans struct {
@@ -20,12 +35,18 @@ type jobSpans struct {
 
 // spans builds the completion's spans of a request that was read and decoded
 // in js, began running at began and ended at ended, with the device time the
-// backend measured.
-func (t *spanTimer) spans(js jobSpans, began, ended, deviceNanos int64) []Span {
+// backend measured; a launch mark inside the run splits it into SpanLaunch
+// and SpanWait (both inside SpanRun).
+func (t *spanTimer) spans(js jobSpans, began, ended, deviceNanos int64, mark *launchMark) []Span {
 	s := []Span{
 		{Kind: SpanDecode, Start: js.read, End: js.decoded},
 		{Kind: SpanQueue, Start: js.decoded, End: began},
 		{Kind: SpanRun, Start: began, End: ended},
+	}
+	if mark != nil {
+		if at := mark.at.Load(); at >= began && at <= ended {
+			s = append(s, Span{Kind: SpanLaunch, Start: began, End: at}, Span{Kind: SpanWait, Start: at, End: ended})
+		}
 	}
 	if deviceNanos > 0 {
 		s = append(s, Span{Kind: SpanDevice, Start: max(began, ended-deviceNanos), End: ended})
@@ -73,5 +94,6 @@ func newSpanTimer() *spanTimer {
 	if os.Getenv(SpansEnv) != "1" {
 		return nil
 	}
-	return &spanTimer{clock: newMonoClock()}
+	kinds, _ := strconv.Atoi(os.Getenv(SpanKindsEnv))
+	return &spanTimer{clock: newMonoClock(), split: kinds >= int(SpanWait)}
 }

@@ -65,6 +65,41 @@ func TestPlaneShipsSpansWhenAsked(t *testing.T) {
 	}
 }
 
+// TestPlaneSplitsTheRunAtTheLaunchMark pins MarkLaunched: when the host
+// decodes six span kinds (SpanKindsEnv), a run whose backend marked its launch
+// ships SpanLaunch and SpanWait inside SpanRun, meeting at the mark; when the
+// host decodes only four, the same backend ships none of them (an older host
+// would refuse the completion).
+func TestPlaneSplitsTheRunAtTheLaunchMark(t *testing.T) {
+	t.Setenv(SpansEnv, "1")
+	_, old := planePair(t)
+	for _, s := range deref(spansFromWire(submitOnPlane(t, old).Spans)) {
+		if s.Kind == SpanLaunch || s.Kind == SpanWait {
+			t.Fatalf("span %v shipped to a host that decodes four kinds", s.Kind)
+		}
+	}
+	t.Setenv(SpanKindsEnv, "6")
+	_, p := planePair(t)
+	spans := deref(spansFromWire(submitOnPlane(t, p).Spans))
+	var run, launch, wait Span
+	for _, s := range spans {
+		switch s.Kind {
+		case SpanRun:
+			run = s
+		case SpanLaunch:
+			launch = s
+		case SpanWait:
+			wait = s
+		}
+	}
+	if launch.Kind == 0 || wait.Kind == 0 {
+		t.Fatalf("spans %+v: no launch and wait though memBackend marks its launch", spans)
+	}
+	if launch.Start != run.Start || wait.End != run.End || launch.End != wait.Start || launch.End < launch.Start || wait.End < wait.Start {
+		t.Errorf("launch %+v and wait %+v do not split run %+v at one mark", launch, wait, run)
+	}
+}
+
 // TestPlaneRefusesHostileSpans pins the host's distrust of a plugin's spans: a
 // completion with more spans than allowed, or made-up ones, closes the plane
 // with a ProtocolError like any other broken completion.
@@ -118,7 +153,7 @@ func BenchmarkSpansOnCompletion(b *testing.B) {
 		js := jobSpans{read: timer.clock.now()}
 		js.decoded = timer.clock.now()
 		began := timer.clock.now()
-		spans := timer.spans(js, began, timer.clock.now(), 100)
+		spans := timer.spans(js, began, timer.clock.now(), 100, nil)
 		frame := wire.EncodeDone(wire.FrameSubmit, &wire.Done{Seq: 1, HostNanos: 5, DeviceNanos: 100, Spans: spansToWire(spans)})
 		if _, err := wire.DecodeDone(frame, wire.FrameSubmit, 0); err != nil {
 			b.Fatal(err)

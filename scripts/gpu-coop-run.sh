@@ -20,9 +20,13 @@
 # plus the Vulkan loader .debs in .gl/ (see the device tool's README). On the GPU
 # machine, with OUT set to a folder for the logs:
 #   bash scripts/gpu-coop-run.sh          with carry [".devbin/coop", ".gl"].
+# KILN_COOP_DIR names another folder than .devbin/coop; a bin/backend-base.test
+# there (the same test binary built from the commit before a change) runs the
+# benchmark too, on the same machine in the same call, as the baseline.
 set -u
+D=${KILN_COOP_DIR:-.devbin/coop}
 W=/tmp/kiln-coop
-rm -rf $W && mkdir -p $W && tar xzf .devbin/coop/bin.tgz -C $W
+rm -rf $W && mkdir -p $W && tar xaf $D/bin.t* -C $W
 B=$W/bin
 for f in .gl/*.deb; do dpkg -x $f / ; done; ldconfig
 echo '{"file_format_version":"1.0.1","ICD":{"library_path":"libEGL_nvidia.so.0","api_version":"1.3.0"}}' > $W/icd.json
@@ -45,6 +49,10 @@ nvidia-smi --query-gpu=clocks.sm --format=csv,noheader -lms 200 > $OUT/clocks.tx
 SMI=$!
 echo "== matmul_tc 4096^3 (resident buffers, 8 dispatches a submit)"
 $B/backend.test -test.run '^$' -test.bench 'CoopMatmul' -test.benchtime 5x 2>&1 | grep -E '^Benchmark|FAIL|panic' | tee $OUT/bench.txt
+if [ -x $B/backend-base.test ]; then
+  echo "== baseline: the same benchmark built from the commit before"
+  $B/backend-base.test -test.run '^$' -test.bench 'CoopMatmul' -test.benchtime 5x 2>&1 | grep -E '^Benchmark|FAIL|panic' | tee $OUT/bench-base.txt
+fi
 echo "== torch reference"
 PYTHONUNBUFFERED=1 python3 - <<'PY' 2>&1 | tee $OUT/torch.txt
 import torch

@@ -173,7 +173,7 @@ type Span struct {
 }
 
 // SpanKinds is the number of span kinds; pluginapi names them.
-const SpanKinds = 4
+const SpanKinds = 6
 
 // Command opcodes inside a submit frame.
 const (

@@ -3,6 +3,7 @@ package interp
 import (
 	"fmt"
 	"math"
+	"sync/atomic"
 
 	"github.com/kiln-dev/kiln/ir"
 )
@@ -225,7 +226,9 @@ func (c *compiler) matrixLoad(s ir.MatrixLoadStmt, path string) (stmtFn, error) 
 				if checked && !w.strictMatrixRead(site, k) {
 					return
 				}
-				row[col] = words[k]
+				// Atomic: other workgroups' matrix_stores may write the
+				// buffer concurrently (a racy program, but no Go data race).
+				row[col] = atomic.LoadUint32(&words[k])
 			}
 		}
 		w.written[mi] = true
@@ -270,7 +273,7 @@ func (c *compiler) matrixStore(s ir.MatrixStoreStmt, path string) (stmtFn, error
 				if checked && !w.strictMatrixWrite(site, k) {
 					return
 				}
-				words[k] = row[col]
+				atomic.StoreUint32(&words[k], row[col]) // workgroups run concurrently
 			}
 		}
 	}), nil

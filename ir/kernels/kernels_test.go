@@ -145,9 +145,8 @@ func invocations(k Kernel, c Case) [3]int {
 		return [3]int{(c.Size + 2 + 3) / 4, (c.Size + 3) / 4, 1}
 	case "softmax":
 		return [3]int{c.Size * 64, 1, 1} // one workgroup per row
-	case "matmul_tc": // a workgroup per 64×64 tile of c at the defaults
-		tiles := (c.Size + 63) / 64
-		return [3]int{tiles * 128, tiles, 1}
+	case "matmul_tc": // a workgroup of 128 per 64×128 tile of c at the defaults
+		return [3]int{(c.Size + 127) / 128 * 128, (c.Size + 63) / 64, 1}
 	case "vector_add", "vector_add_f16": // four elements per invocation at the default epi
 		return [3]int{(c.Size + 3) / 4, 1, 1}
 	}

@@ -22,12 +22,15 @@ type limits struct {
 	maxBlock           [3]uint32
 	maxGrid            [3]uint32
 	sharedPerBlock     uint32
-	warp               uint32
-	sms                uint32
-	totalMem           uint64
-	ccMajor, ccMinor   int
-	integrated         bool
-	prohibited         bool
+	// sharedOptIn is the most shared memory a block may have when its kernel
+	// opts in (CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN).
+	sharedOptIn      uint32
+	warp             uint32
+	sms              uint32
+	totalMem         uint64
+	ccMajor, ccMinor int
+	integrated       bool
+	prohibited       bool
 	// memClockKHz and busBits are the memory's clock (kHz) and bus width (bits),
 	// for the bandwidth estimate of a device not measured yet.
 	memClockKHz, busBits uint64
@@ -47,6 +50,10 @@ type adapter struct {
 	info   pluginapi.Adapter
 	// driverVersion is cuDriverGetVersion, part of every cached blob's header.
 	driverVersion int
+	// maxDynamicShared is the most dynamic shared memory a launch may pass (see
+	// ptx.Options.MaxDynamicSharedBytes): the device's opt-in limit when the
+	// driver has cuFuncSetAttribute, 0 otherwise.
+	maxDynamicShared uint32
 	// log, when set, receives the measurement's report.
 	log hclog.Logger
 
@@ -91,6 +98,7 @@ func readLimits(dev driver.Device) (limits, error) {
 	l.maxBlock = [3]uint32{u(driver.AttrMaxBlockDimX), u(driver.AttrMaxBlockDimY), u(driver.AttrMaxBlockDimZ)}
 	l.maxGrid = [3]uint32{u(driver.AttrMaxGridDimX), u(driver.AttrMaxGridDimY), u(driver.AttrMaxGridDimZ)}
 	l.sharedPerBlock = u(driver.AttrMaxSharedMemoryPerBlock)
+	l.sharedOptIn = u(driver.AttrMaxSharedMemoryPerBlockOpt)
 	l.warp = u(driver.AttrWarpSize)
 	l.sms = u(driver.AttrMultiprocessorCount)
 	l.integrated = attr(driver.AttrIntegrated) != 0
@@ -125,7 +133,10 @@ func newAdapter(d *driver.Driver, ordinal int, driverText string, log hclog.Logg
 		return a
 	}
 	a.info.Identity = identity(a.info.Name, a.uuid, a.lim, driverText)
-	if a.target, err = ptx.TargetFor(a.lim.ccMajor, a.lim.ccMinor); err != nil {
+	if d.HasSetFunctionAttribute() {
+		a.maxDynamicShared = a.lim.sharedOptIn
+	}
+	if a.target, err = ptx.TargetForDriver(a.lim.ccMajor, a.lim.ccMinor, a.driverVersion); err != nil {
 		a.info.Reason = fmt.Sprintf("device %q: %v", a.info.Name, err)
 		return a
 	}
@@ -149,10 +160,10 @@ func newAdapter(d *driver.Driver, ordinal int, driverText string, log hclog.Logg
 // every device kiln accepts. f16 arithmetic and storage run from compute
 // capability 5.3 (add.rn.f16 and friends), so on every device kiln accepts
 // (7.0 and later); bf16 storage runs on all of them too: cvt.rn.bf16.f32 from
-// 8.0, an integer round to nearest even on 7.x (see package ptx). Workgroup
-// matrices run on the scalar path, not on the tensor cores, so
-// SupportsTensorCores stays false until a matrix path uses them. The driver API
-// has no indirect dispatch; CUDA events time on the device.
+// 8.0, an integer round to nearest even on 7.x (see package ptx). Tensor cores
+// from 8.0: the matmul_tc shape runs on mma.sync there and on wgmma on 9.0 (see
+// package ptx); 7.x runs workgroup matrices on the scalar path only. The driver
+// API has no indirect dispatch; CUDA events time on the device.
 func profile(l limits) pluginapi.DeviceProfile {
 	cc := 10*l.ccMajor + l.ccMinor
 	return pluginapi.DeviceProfile{
@@ -164,7 +175,7 @@ func profile(l limits) pluginapi.DeviceProfile {
 		HasSharedMemory:             l.sharedPerBlock > 0,
 		SupportsF16:                 cc >= 53,
 		SupportsBF16:                cc >= 70,
-		SupportsTensorCores:         false,
+		SupportsTensorCores:         cc >= 80,
 		SupportsDeviceTimestamps:    true,
 		TimingQuality:               pluginapi.DeviceTimestamps,
 	}

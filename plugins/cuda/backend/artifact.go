@@ -55,7 +55,11 @@ func (b *Backend) Artifacts(ctx context.Context, adapter int, p *ir.Program, spe
 	if err != nil {
 		return nil, err
 	}
-	m, err := ptx.Emit(p, ptx.Options{Target: target, Spec: spec, WorkgroupSize: size, NonCoherentReads: true})
+	opts := ptx.Options{Target: target, Spec: spec, WorkgroupSize: size, NonCoherentReads: true}
+	if aerr == nil {
+		opts = emitOptions(a, spec, size)
+	}
+	m, err := ptx.Emit(p, opts)
 	if err != nil {
 		return nil, pluginapi.Rejected("cuda: %w", err)
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/kiln-dev/kiln/ir/kernels"
 	"github.com/kiln-dev/kiln/pluginapi"
 	"github.com/kiln-dev/kiln/plugins/cuda/driver"
+	"github.com/kiln-dev/kiln/plugins/cuda/ptx"
 	"github.com/kiln-dev/kiln/plugins/internal/gputest"
 )
 
@@ -48,6 +49,11 @@ func TestDriverMissingIsReportedNotFatal(t *testing.T) {
 	if err != nil || !strings.Contains(art.PTX, ".target sm_80") || !strings.Contains(art.PTX, ".reqntid 32, 2, 1") || art.Cubin != nil {
 		t.Errorf("PTX without a device: %v, %+v", err, art)
 	}
+	// kiln compile --emit ptx shows the path of a program's matrices
+	art, err = b.Artifacts(ctx, 0, matmulTC(t, ir.BF16, 64, 128, 32), ir.SpecMap{}, [3]uint32{}, false)
+	if err != nil || !strings.HasPrefix(art.PTX, "// kiln tensor-core matmul (path: mma.sync bf16, tile 64x128x32") {
+		t.Errorf("matmul_tc's PTX without a device: %v, %.100q", err, art.PTX)
+	}
 	if _, err := b.Artifacts(ctx, 0, addOne(), ir.SpecMap{}, [3]uint32{}, true); !errors.As(err, &unavailable) {
 		t.Errorf("a cubin without a device = %v, want an UnavailableError", err)
 	}
@@ -63,13 +69,14 @@ func TestProfileFromLimits(t *testing.T) {
 	got := profile(h200())
 	want := pluginapi.DeviceProfile{MaxStorageBufferBindingSize: 4 * (1<<32 - 1), MaxInvocationsPerWorkgroup: 1024, SubgroupSize: 32,
 		SupportsSubgroupOps: true, HasSubgroupShuffle: true, HasSharedMemory: true, SupportsF16: true, SupportsBF16: true,
-		SupportsDeviceTimestamps: true, TimingQuality: pluginapi.DeviceTimestamps}
+		SupportsTensorCores: true, SupportsDeviceTimestamps: true, TimingQuality: pluginapi.DeviceTimestamps}
 	if got != want {
 		t.Errorf("profile =\n%+v, want\n%+v", got, want)
 	}
 	volta := h200()
 	volta.ccMajor, volta.ccMinor, volta.totalMem = 7, 0, 12<<30
 	got = profile(volta)
+	// kiln's tensor-core matmul needs sm_80 (mma.sync with bf16 and tf32, cp.async)
 	if !got.SupportsBF16 || !got.SupportsF16 || got.SupportsTensorCores || got.MaxStorageBufferBindingSize != 12<<30 {
 		t.Errorf("sm_70 profile = %+v", got)
 	}
@@ -235,5 +242,48 @@ func TestSizeClasses(t *testing.T) {
 	}
 	if got := poolLimit(8 << 30); got != 1<<30 {
 		t.Errorf("poolLimit(8 GiB) = %d", got)
+	}
+}
+
+// fakeSetter records SetFunctionAttribute calls: the driver's, in a test.
+type fakeSetter struct {
+	calls [][3]int
+	err   error
+}
+
+func (f *fakeSetter) SetFunctionAttribute(fn driver.Function, a driver.FuncAttribute, value int) error {
+	f.calls = append(f.calls, [3]int{int(fn), int(a), value})
+	return f.err
+}
+
+// TestRaiseDynamicShared pins that a module with dynamic shared memory raises
+// its kernel's CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES to it before any
+// launch (the matmul_tc module of a 256x128x64 tile on an H200 needs 192 KiB),
+// that the module Emit gives carries the size the launches pass, and that one
+// without sets nothing.
+func TestRaiseDynamicShared(t *testing.T) {
+	m, err := ptx.Emit(matmulTC(t, ir.BF16, 256, 128, 64), ptx.Options{Target: ptx.Target{SM: 90}, WorkgroupSize: [3]uint32{512, 1, 1},
+		MaxDynamicSharedBytes: 227 << 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.DynamicSharedBytes != 4*(256*64+64*128)*2 || m.SharedBytes != 0 {
+		t.Fatalf("matmul_tc 256x128x64 bf16: %d bytes dynamic, %d static shared memory; want 196608 dynamic", m.DynamicSharedBytes, m.SharedBytes)
+	}
+	var f fakeSetter
+	if err := raiseDynamicShared(&f, 7, m); err != nil || len(f.calls) != 1 || f.calls[0] != [3]int{7, int(driver.FuncMaxDynamicSharedSizeBytes), 196608} {
+		t.Errorf("raiseDynamicShared: %v, calls %v", err, f.calls)
+	}
+	f = fakeSetter{err: errors.New("CUDA_ERROR_INVALID_VALUE")}
+	if err := raiseDynamicShared(&f, 7, m); err == nil {
+		t.Error("a failing cuFuncSetAttribute was not reported")
+	}
+	small, err := ptx.Emit(addOne(), ptx.Options{Target: ptx.Target{SM: 90}, MaxDynamicSharedBytes: 227 << 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f = fakeSetter{}
+	if err := raiseDynamicShared(&f, 7, small); err != nil || len(f.calls) != 0 || small.DynamicSharedBytes != 0 {
+		t.Errorf("a module without dynamic shared memory: %v, calls %v", err, f.calls)
 	}
 }

@@ -86,7 +86,7 @@ func (d *device) measureBandwidth(ctx context.Context) (float64, error) {
 			if err := c.EventRecord(d.start, d.stream); err != nil {
 				return err
 			}
-			if err := c.Launch(pl.fn, grid, m.WorkgroupSize, d.stream, pl.args); err != nil {
+			if err := c.Launch(pl.fn, grid, m.WorkgroupSize, m.DynamicSharedBytes, d.stream, pl.args); err != nil {
 				return err
 			}
 			if err := c.EventRecord(d.end, d.stream); err != nil {

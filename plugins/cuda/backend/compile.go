@@ -84,7 +84,7 @@ func (b *Backend) Compile(ctx context.Context, req *pluginapi.CompileRequest) (*
 	}
 	// The module a dispatch runs unless its bindings alias (see pipeline.nc); it
 	// is the one whose cubin the host caches.
-	opts := ptx.Options{Target: a.target, Spec: req.Spec, WorkgroupSize: wg, NonCoherentReads: true}
+	opts := emitOptions(a, req.Spec, wg)
 	m, err := ptx.Emit(p, opts)
 	if err != nil {
 		return nil, pluginapi.Rejected("cuda: %w", err)
@@ -101,6 +101,14 @@ func (b *Backend) Compile(ctx context.Context, req *pluginapi.CompileRequest) (*
 		return nil, errClosed
 	}
 	return &pluginapi.CompileResult{Pipeline: b.pipelines.Add(pl), Blob: blob, CompileNanos: time.Since(start).Nanoseconds()}, nil
+}
+
+// emitOptions are the options of the module a pipeline of adapter a runs with
+// the parameter values spec at workgroup size wg: reads through the
+// non-coherent path (see pipeline.nc), dynamic shared memory up to the device's
+// opt-in limit.
+func emitOptions(a *adapter, spec ir.SpecMap, wg [3]uint32) ptx.Options {
+	return ptx.Options{Target: a.target, Spec: spec, WorkgroupSize: wg, NonCoherentReads: true, MaxDynamicSharedBytes: a.maxDynamicShared}
 }
 
 // load makes a pipeline of module m on d, from the cubin in cached when it is
@@ -129,6 +137,10 @@ func (d *device) load(p *ir.Program, m *ptx.Module, cached []byte) (*pipeline, [
 		if pl.fn, err = d.ctx.ModuleFunction(pl.module, m.Entry); err != nil {
 			_ = d.ctx.ModuleUnload(pl.module)
 			return d.fail(fmt.Sprintf("finding the kernel of program %q", p.Name), err)
+		}
+		if err := raiseDynamicShared(d.ctx, pl.fn, m); err != nil {
+			_ = d.ctx.ModuleUnload(pl.module)
+			return d.fail(fmt.Sprintf("allowing the kernel of program %q %d bytes of dynamic shared memory", p.Name, m.DynamicSharedBytes), err)
 		}
 		maxThreads, err := d.ctx.FunctionAttribute(pl.fn, driver.FuncMaxThreadsPerBlock)
 		wg := m.WorkgroupSize
@@ -172,6 +184,10 @@ func (p *pipeline) loadSafe() error {
 		_ = d.ctx.ModuleUnload(module)
 		return d.fail(fmt.Sprintf("finding the kernel of program %q", p.prog.Name), err)
 	}
+	if err := raiseDynamicShared(d.ctx, fn, m); err != nil {
+		_ = d.ctx.ModuleUnload(module)
+		return d.fail(fmt.Sprintf("allowing the kernel of program %q %d bytes of dynamic shared memory", p.prog.Name, m.DynamicSharedBytes), err)
+	}
 	wg := m.WorkgroupSize
 	if maxThreads, err := d.ctx.FunctionAttribute(fn, driver.FuncMaxThreadsPerBlock); err == nil && uint64(maxThreads) < uint64(wg[0])*uint64(wg[1])*uint64(wg[2]) {
 		_ = d.ctx.ModuleUnload(module)
@@ -180,6 +196,23 @@ func (p *pipeline) loadSafe() error {
 	}
 	p.safeModule, p.safe = module, fn
 	return nil
+}
+
+// attributeSetter sets a kernel's attributes: a *driver.Context.
+type attributeSetter interface {
+	SetFunctionAttribute(f driver.Function, a driver.FuncAttribute, value int) error
+}
+
+// raiseDynamicShared lets fn, the kernel of m, launch with m's dynamic shared
+// memory: over 48 KiB a launch fails unless the function's
+// CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES was raised first. Every launch
+// of a pipeline passes m.DynamicSharedBytes. A module without dynamic shared
+// memory sets nothing.
+func raiseDynamicShared(c attributeSetter, fn driver.Function, m *ptx.Module) error {
+	if m.DynamicSharedBytes == 0 {
+		return nil
+	}
+	return c.SetFunctionAttribute(fn, driver.FuncMaxDynamicSharedSizeBytes, int(m.DynamicSharedBytes))
 }
 
 // linkFailure explains a JIT link that failed: a driver too old for the PTX is

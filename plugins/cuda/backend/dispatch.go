@@ -178,7 +178,7 @@ func (p *pipeline) run(ctx context.Context, grid [3]uint32, binds []*binding, un
 		if err := c.EventRecord(d.start, d.stream); err != nil {
 			return d.fail("recording the start event", err)
 		}
-		if err := c.Launch(p.fn, grid, p.mod.WorkgroupSize, d.stream, p.args); err != nil {
+		if err := c.Launch(p.fn, grid, p.mod.WorkgroupSize, p.mod.DynamicSharedBytes, d.stream, p.args); err != nil {
 			return d.fail(fmt.Sprintf("launching program %q", p.prog.Name), err)
 		}
 		if err := c.EventRecord(d.end, d.stream); err != nil {

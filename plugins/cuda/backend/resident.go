@@ -271,6 +271,7 @@ func (d *device) run(ctx context.Context, s *submitScratch) (finished bool, ms f
 			_ = d.ctx.StreamSynchronize(d.stream)
 			return err
 		}
+		pluginapi.MarkLaunched(ctx) // a trace's launch ends here, its completion wait begins
 		var err error
 		if finished, err = d.poll(ctx, d.end); err != nil || !finished {
 			if err != nil {
@@ -477,7 +478,7 @@ func (d *device) enqueue(s *submitScratch) error {
 			if l.safe {
 				fn = l.p.safe
 			}
-			err = c.Launch(fn, l.grid, l.p.mod.WorkgroupSize, d.stream, l.p.args)
+			err = c.Launch(fn, l.grid, l.p.mod.WorkgroupSize, l.p.mod.DynamicSharedBytes, d.stream, l.p.args)
 		case launchCopy:
 			err = c.MemcpyDtoDAsync(l.dst, l.src, l.n, d.stream)
 		case launchFill:

@@ -123,7 +123,7 @@ func BenchmarkStreamingLoads(b *testing.B) {
 				b.ResetTimer()
 				for r := range b.N + 1 {
 					c.EventRecord(start, s)
-					if err := c.Launch(f, grid, [3]uint32{256, 1, 1}, s, p); err != nil {
+					if err := c.Launch(f, grid, [3]uint32{256, 1, 1}, 0, s, p); err != nil {
 						return err
 					}
 					c.EventRecord(end, s)
@@ -228,7 +228,7 @@ func BenchmarkLaunchSync(b *testing.B) {
 							return err
 						}
 					}
-					if err := c.Launch(f, [3]uint32{1, 1, 1}, [3]uint32{256, 1, 1}, s, p); err != nil {
+					if err := c.Launch(f, [3]uint32{1, 1, 1}, [3]uint32{256, 1, 1}, 0, s, p); err != nil {
 						return err
 					}
 					switch mode {

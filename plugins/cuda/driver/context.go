@@ -294,11 +294,14 @@ func (c *Context) ModuleFunction(m Module, name string) (Function, error) {
 // FuncAttribute is a CUfunction_attribute.
 type FuncAttribute int32
 
-// The function attributes the backend reads.
+// The function attributes the backend reads and sets.
 const (
 	FuncMaxThreadsPerBlock FuncAttribute = 0
 	FuncSharedSizeBytes    FuncAttribute = 1
 	FuncNumRegs            FuncAttribute = 4
+	// FuncMaxDynamicSharedSizeBytes is the most dynamic shared memory a launch
+	// of the function may pass (48 KiB until raised).
+	FuncMaxDynamicSharedSizeBytes FuncAttribute = 8
 )
 
 // FunctionAttribute returns one attribute of a kernel.
@@ -308,6 +311,19 @@ func (c *Context) FunctionAttribute(f Function, a FuncAttribute) (int, error) {
 		return 0, fmt.Errorf("function attribute %d: %w", a, err)
 	}
 	return int(n), nil
+}
+
+// SetFunctionAttribute sets one attribute of a kernel (cuFuncSetAttribute), such
+// as FuncMaxDynamicSharedSizeBytes; a driver without the function gives a
+// *SymbolMissingError.
+func (c *Context) SetFunctionAttribute(f Function, a FuncAttribute, value int) error {
+	if !c.d.has(fnFuncSetAttribute) {
+		return c.d.missing(fnFuncSetAttribute)
+	}
+	if err := c.d.check(fnFuncSetAttribute, c.d.call(fnFuncSetAttribute, uintptr(f), uintptr(a), uintptr(value))); err != nil {
+		return fmt.Errorf("setting function attribute %d to %d: %w", a, value, err)
+	}
+	return nil
 }
 
 // Params holds a kernel's argument values in pinned memory, one 8-byte slot per
@@ -340,14 +356,16 @@ func (p *Params) Set(i int, v uint64) { p.vals[i] = v }
 // Free unpins the slots; the Params must not be used after.
 func (p *Params) Free() { p.pin.Unpin() }
 
-// Launch enqueues f on s over grid blocks of block threads, with its parameters
-// from p (copied by the driver before Launch returns).
-func (c *Context) Launch(f Function, grid, block [3]uint32, s Stream, p *Params) error {
+// Launch enqueues f on s over grid blocks of block threads, each with
+// sharedBytes of dynamic shared memory (over 48 KiB only after
+// SetFunctionAttribute raised FuncMaxDynamicSharedSizeBytes), with its
+// parameters from p (copied by the driver before Launch returns).
+func (c *Context) Launch(f Function, grid, block [3]uint32, sharedBytes uint32, s Stream, p *Params) error {
 	var params uintptr
 	if p.Len() > 0 {
 		params = uintptr(unsafe.Pointer(&p.ptrs[0]))
 	}
 	r := c.d.call(fnLaunchKernel, uintptr(f), uintptr(grid[0]), uintptr(grid[1]), uintptr(grid[2]),
-		uintptr(block[0]), uintptr(block[1]), uintptr(block[2]), 0, uintptr(s), params, 0)
+		uintptr(block[0]), uintptr(block[1]), uintptr(block[2]), uintptr(sharedBytes), uintptr(s), params, 0)
 	return c.d.check(fnLaunchKernel, r)
 }

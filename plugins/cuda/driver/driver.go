@@ -63,6 +63,7 @@ const (
 	fnMemcpyPeerAsync
 	fnMemHostAlloc
 	fnMemFreeHost
+	fnFuncSetAttribute
 	fnCount
 )
 
@@ -116,10 +117,12 @@ var symbols = [fnCount]string{
 	fnMemcpyPeerAsync:     "cuMemcpyPeerAsync",
 	fnMemHostAlloc:        "cuMemHostAlloc",
 	fnMemFreeHost:         "cuMemFreeHost",
+	fnFuncSetAttribute:    "cuFuncSetAttribute",
 }
 
 // optional reports whether the binding loads without function f: the
-// functions of peer copies, which a stub or a reduced driver library may lack.
+// functions of peer copies and cuFuncSetAttribute (dynamic shared memory over
+// 48 KiB), which a stub or a reduced driver library may lack.
 func optional(f fn) bool { return f >= fnDeviceCanAccessPeer }
 
 // LibraryMissingError means the driver library could not be opened.
@@ -180,6 +183,10 @@ func Load(library string) (*Driver, error) {
 	}
 	return d, nil
 }
+
+// HasSetFunctionAttribute reports whether the driver has cuFuncSetAttribute,
+// without which no launch may pass more than 48 KiB of dynamic shared memory.
+func (d *Driver) HasSetFunctionAttribute() bool { return d.has(fnFuncSetAttribute) }
 
 // Library returns the name the library was opened by.
 func (d *Driver) Library() string { return d.library }

@@ -230,7 +230,7 @@ func TestLinkLaunchAndTime(t *testing.T) {
 		if err := c.EventRecord(start, s); err != nil {
 			return err
 		}
-		if err := c.Launch(f, [3]uint32{(n + 63) / 64, 1, 1}, [3]uint32{64, 1, 1}, s, p); err != nil {
+		if err := c.Launch(f, [3]uint32{(n + 63) / 64, 1, 1}, [3]uint32{64, 1, 1}, 0, s, p); err != nil {
 			return err
 		}
 		if err := c.EventRecord(end, s); err != nil {
@@ -350,7 +350,7 @@ func TestHostRegisteredCopies(t *testing.T) {
 // and their methods say which symbol is missing instead of calling address 0.
 func TestPeerFunctionsAreOptional(t *testing.T) {
 	for f := fn(0); f < fnCount; f++ {
-		want := f == fnDeviceCanAccessPeer || f == fnCtxEnablePeerAccess || f == fnMemcpyPeerAsync || f == fnMemHostAlloc || f == fnMemFreeHost
+		want := f == fnDeviceCanAccessPeer || f == fnCtxEnablePeerAccess || f == fnMemcpyPeerAsync || f == fnMemHostAlloc || f == fnMemFreeHost || f == fnFuncSetAttribute
 		if optional(f) != want {
 			t.Errorf("%s: optional %v, want %v", symbols[f], optional(f), want)
 		}

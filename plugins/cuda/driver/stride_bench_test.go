@@ -181,7 +181,7 @@ func timeVectorAdd(b *testing.B, c *Context, text string, n uint64, params int, 
 		b.ResetTimer()
 		for r := range b.N + 1 {
 			c.EventRecord(start, s)
-			if err := c.Launch(f, grid, [3]uint32{256, 1, 1}, s, p); err != nil {
+			if err := c.Launch(f, grid, [3]uint32{256, 1, 1}, 0, s, p); err != nil {
 				return err
 			}
 			c.EventRecord(end, s)

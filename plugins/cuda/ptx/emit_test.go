@@ -14,8 +14,9 @@ import (
 )
 
 // TestEveryModuleAssembles runs ptxas on every corpus kernel and edge-table
-// program, emitted for sm_80 and for sm_70 (each plain and with non-coherent
-// reads), and assembled for the H200's sm_90 and
+// program, emitted for sm_90 (an H200 on a CUDA 12+ driver: tensor-core
+// modules take wgmma, .target sm_90a), sm_80 and sm_70 (each plain and with
+// non-coherent reads), and assembled for sm_90a, the H200's sm_90 and
 // for the oldest architecture each target runs on that CUDA 13's ptxas still
 // knows (sm_80; sm_75, since CUDA 13 dropped sm_70).
 func TestEveryModuleAssembles(t *testing.T) {
@@ -26,13 +27,27 @@ func TestEveryModuleAssembles(t *testing.T) {
 			for _, c := range []struct {
 				target Target
 				arch   string
-			}{{Target{SM: 80}, ptxasArch}, {Target{SM: 80}, "sm_80"}, {Target{SM: 70}, ptxasArch}, {Target{SM: 70}, "sm_75"}} {
+			}{{Target{SM: 90}, ""}, {Target{SM: 80}, ptxasArch}, {Target{SM: 80}, "sm_80"}, {Target{SM: 70}, ptxasArch}, {Target{SM: 70}, "sm_75"}} {
 				opts := np.opts
 				opts.Target = c.target
-				assemble(t, ptxas, np.name, mustEmit(t, np.name, np.prog, opts), c.arch)
-				// The backend's primary module reads through the non-coherent path.
-				opts.NonCoherentReads = true
-				assemble(t, ptxas, np.name+".nc", mustEmit(t, np.name, np.prog, opts), c.arch)
+				for _, nc := range []bool{false, true} {
+					// The backend's primary module reads through the non-coherent path.
+					opts.NonCoherentReads = nc
+					name := np.name
+					if nc {
+						name += ".nc"
+					}
+					m := mustEmit(t, np.name, np.prog, opts)
+					arch := c.arch
+					if arch == "" {
+						// sm_90: sm_90a for a wgmma module, the H200's sm_90 for the others
+						arch = ptxasArch
+						if strings.Contains(m.Text, ".target sm_90a\n") {
+							arch = "sm_90a"
+						}
+					}
+					assemble(t, ptxas, name, m, arch)
+				}
 			}
 		})
 	}
@@ -146,9 +161,18 @@ func TestModuleInterface(t *testing.T) {
 			for _, s := range p.Shared {
 				shared += arrayBytes(s.Type, s.Count)
 			}
-			// Matrices add the scalar path's staging buffer to the arrays.
+			// Matrices add the scalar path's staging buffer to the arrays, or
+			// the tensor-core path's ring.
 			if m.SharedBytes != shared && (len(p.Matrices) == 0 || m.SharedBytes < shared || m.SharedBytes > 48<<10) {
 				t.Errorf("%s: SharedBytes %d, want %d", np.name, m.SharedBytes, shared)
+			}
+			if isTensorCoreModule(m) {
+				// the tensor-core matmul: its own instructions, run by tcEmu
+				// (tc_test.go pins its text's interface)
+				if _, err := newTCEmu(m.Text); err != nil {
+					t.Errorf("%s: %v", np.name, err)
+				}
+				continue
 			}
 			mod, err := parseModule(m.Text)
 			if err != nil {
@@ -217,6 +241,17 @@ func TestTargetFor(t *testing.T) {
 		if _, err := TargetFor(c[0], c[1]); err == nil || !strings.Contains(err.Error(), "Fix:") {
 			t.Errorf("TargetFor(%d, %d) = %v, want an error with a Fix", c[0], c[1], err)
 		}
+	}
+	for _, c := range []struct {
+		major, minor, driver, sm int
+	}{{9, 0, 12000, 90}, {9, 0, 13000, 90}, {9, 0, 11080, 80}, {8, 0, 13000, 80}, {8, 9, 12000, 80}, {10, 0, 13000, 80}, {12, 0, 13000, 80}, {7, 5, 13000, 70}} {
+		got, err := TargetForDriver(c.major, c.minor, c.driver)
+		if err != nil || got.SM != c.sm {
+			t.Errorf("TargetForDriver(%d, %d, %d) = %v, %v; want sm_%d", c.major, c.minor, c.driver, got, err, c.sm)
+		}
+	}
+	if _, err := TargetForDriver(6, 1, 13000); err == nil || !strings.Contains(err.Error(), "Fix:") {
+		t.Errorf("TargetForDriver(6, 1) = %v, want an error with a Fix", err)
 	}
 	if s := (Target{SM: 80}).String(); s != "sm_80" {
 		t.Errorf("String = %q", s)

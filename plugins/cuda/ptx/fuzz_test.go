@@ -9,7 +9,8 @@ import (
 // FuzzEmit feeds Emit every program the canonical decoder accepts: Emit must never
 // panic, must reject exactly what ir.Validate rejects, and must turn a valid
 // program into deterministic text that declares what it uses and holds only
-// instructions of the interpreted subset.
+// instructions of the interpreted subset (the tensor-core emulator's for a
+// tensor-core module).
 func FuzzEmit(f *testing.F) {
 	for _, np := range allPrograms() {
 		data, err := ir.Encode(np.prog)
@@ -37,7 +38,11 @@ func FuzzEmit(f *testing.F) {
 		if err != nil {
 			t.Fatalf("Emit rejected a valid program: %v", err)
 		}
-		if _, err := parseModule(m.Text); err != nil {
+		parse := func(text string) error { _, err := parseModule(text); return err }
+		if isTensorCoreModule(m) {
+			parse = func(text string) error { _, err := newTCEmu(text); return err }
+		}
+		if err := parse(m.Text); err != nil {
 			t.Fatalf("the module does not parse: %v\n%s", err, numbered(m.Text))
 		}
 		again, err := Emit(p, opts)

@@ -7,12 +7,14 @@ import (
 )
 
 // Workgroup matrices (IR v1.2). Where a program's matrices live and how each
-// matrix statement runs is a path: today every matrix takes the scalar path
-// (matrix_scalar.go), which runs anywhere; a faster path (tensor cores) plugs in
-// at the two dispatch points below, declareMatrices for the storage of the
-// program's matrices and matrixStmt for each statement, and falls back to the
-// scalar path where a shape does not fit it. The emitted module's comments name
-// the path each matrix took, so `kiln compile --emit` shows it.
+// matrix statement runs is a path. A program of the matmul_tc shape on sm_80
+// and later becomes the tensor-core matmul as a whole (Emit tries
+// tensorCoreModule first: tc.go, tc_match.go); every other program's matrices
+// take the scalar path (matrix_scalar.go), which runs anywhere, through the two
+// dispatch points below, declareMatrices for the storage of the program's
+// matrices and matrixStmt for each statement. The emitted module's first line
+// and comments name the path (and why not the tensor cores), so `kiln compile
+// --emit` shows it.
 
 // matrixPath names a way of running matrix statements.
 type matrixPath uint8

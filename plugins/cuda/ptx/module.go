@@ -18,8 +18,15 @@ const ISAVersion = "7.0"
 const MinDriverVersion = 11000
 
 // Target is the virtual architecture a module is written for, as an sm number
-// (70 for sm_70).
+// (70 for sm_70). Target{SM: 90} is Hopper (compute capability 9.0) on a driver
+// that takes PTX ISA 8.0: the tensor-core matmul runs there on wgmma, in a module
+// of .target sm_90a (code for 9.0 devices only); every other module of that
+// target is written for sm_80 (see Target.scalar).
 type Target struct{ SM int }
+
+// WgmmaDriverVersion is the oldest CUDA driver API version (CUDA 12.0) whose
+// JIT accepts PTX ISA 8.0 and .target sm_90a, which wgmma needs.
+const WgmmaDriverVersion = 12000
 
 // TargetFor returns the target for a device of compute capability major.minor:
 // sm_80 from 8.0 on, sm_70 on 7.x. Older devices are refused: kiln's warp
@@ -32,6 +39,29 @@ func TargetFor(major, minor int) (Target, error) {
 		return Target{SM: 70}, nil
 	}
 	return Target{}, fmt.Errorf("compute capability %d.%d is older than the 7.0 (Volta) that kiln's PTX needs. Fix: use a GPU of compute capability 7.0 or newer", major, minor)
+}
+
+// TargetForDriver returns the target for a device of compute capability
+// major.minor on a driver of version driverVersion (cuDriverGetVersion):
+// sm_90 for a 9.0 device (H100, H200) on a driver of CUDA 12.0 or later, where
+// the tensor-core matmul takes wgmma (sm_90a code runs on 9.0 devices only, so
+// later architectures keep sm_80 and mma.sync); TargetFor's target otherwise,
+// so an older driver gets the mma.sync path.
+func TargetForDriver(major, minor, driverVersion int) (Target, error) {
+	if major == 9 && minor == 0 && driverVersion >= WgmmaDriverVersion {
+		return Target{SM: 90}, nil
+	}
+	return TargetFor(major, minor)
+}
+
+// scalar is the target of the modules that use no wgmma: sm_80 for sm_90 (their
+// PTX ISA 7.0 knows no sm_90, and nothing they use is newer than sm_80), t
+// itself otherwise.
+func (t Target) scalar() Target {
+	if t.SM > 80 {
+		return Target{SM: 80}
+	}
+	return t
 }
 
 // String is the target's PTX name ("sm_80").
@@ -52,6 +82,14 @@ type Options struct {
 	// nothing writes that memory while the kernel runs: no write or read_write
 	// binding of the same dispatch may overlap a read binding.
 	NonCoherentReads bool
+	// MaxDynamicSharedBytes is the most dynamic shared memory the backend can
+	// launch a kernel with (the device's CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_
+	// PER_BLOCK_OPTIN: 227 KiB on sm_90, 163 KiB on sm_80), 0 when it cannot go
+	// over the 48 KiB a kernel may declare statically. The backend raises the
+	// function's CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES to the module's
+	// DynamicSharedBytes and passes them to cuLaunchKernel. The tensor-core
+	// matmul uses it for the pipelines of large tiles.
+	MaxDynamicSharedBytes uint32
 }
 
 // ParamKind says what a kernel parameter carries.
@@ -99,6 +137,11 @@ type Module struct {
 	Params []Param
 	// SharedBytes is the static shared memory of the kernel.
 	SharedBytes uint32
+	// DynamicSharedBytes is the dynamic shared memory the kernel needs (0 for
+	// none; at most Options.MaxDynamicSharedBytes): the launch raises the function's
+	// CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES to it and passes it as
+	// cuLaunchKernel's sharedMemBytes.
+	DynamicSharedBytes uint32
 	// SubgroupSize is the number of lanes of a subgroup as the kernel runs them
 	// (see SubgroupSizeFor); 0 when the program uses no subgroup operation or
 	// builtin.
@@ -108,7 +151,10 @@ type Module struct {
 // Emit compiles p to a PTX module with the IR semantics of docs/design.md, "The
 // program (IR)", done in code (see the package documentation), folding the specialization values and the workgroup
 // size of opts. Emit runs ir.Validate first and returns its error, wrapped, for an
-// ill-formed program.
+// ill-formed program. A program with matrices of the matmul_tc shape (see
+// matchTensorCoreMatmul) on a target with tensor cores becomes the tensor-core
+// kernel (tc.go); any other takes the scalar path, and its module's first line
+// says why the tensor cores were not used.
 func Emit(p *ir.Program, opts Options) (*Module, error) {
 	if p == nil {
 		return nil, fmt.Errorf("ptx: no program to emit. Fix: pass a program built with ir.NewBuilder or ir.ParseJSON")
@@ -137,6 +183,15 @@ func Emit(p *ir.Program, opts Options) (*Module, error) {
 	if !usesSubgroups(p) {
 		sg = 0
 	}
+	var header string
+	if p.UsesMatrices() {
+		m, ok, why := tensorCoreModule(p, opts)
+		if ok {
+			return m, nil
+		}
+		header = "// kiln matrix path: scalar (tensor cores not used: " + why + ")\n"
+	}
+	opts.Target = opts.Target.scalar()
 	e := newEmitter(p, wg, params, opts.Target, sg)
 	e.nonCoherent = opts.NonCoherentReads
 	if err := e.emitKernel(); err != nil {
@@ -152,7 +207,7 @@ func Emit(p *ir.Program, opts Options) (*Module, error) {
 	for i := range p.Uniforms {
 		m.Params = append(m.Params, Param{Kind: UniformValue, Binding: uint32(i), Name: uniformParam(uint32(i))})
 	}
-	m.Text = e.assemble(m)
+	m.Text = header + e.assemble(m)
 	return m, nil
 }
 

@@ -91,7 +91,7 @@ type TCConfig struct {
 }
 
 // tcMaxStaticShared is the most static shared memory a kernel may declare;
-// more needs the dynamic shared memory attribute, which the backend does not set.
+// more needs dynamic shared memory (Options.DynamicShared).
 const tcMaxStaticShared = 48 << 10
 
 // tcMaxDynamicShared is the most shared memory a workgroup may have on sm_90
@@ -282,7 +282,7 @@ func (w *tcWriter) comment(s string) { w.body.WriteString("\t// " + s + "\n") }
 func (w *tcWriter) assemble() string {
 	c := w.cfg
 	var s strings.Builder
-	path, isa, target, align := "mma.sync", tcISA, c.Target.String(), 128
+	path, isa, target, align := "mma.sync", tcISA, c.Target.scalar().String(), 128
 	if c.Wgmma {
 		path, isa, target, align = "wgmma", tcWgmmaISA, "sm_90a", 1024
 	}

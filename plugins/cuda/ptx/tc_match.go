@@ -45,19 +45,21 @@ func tcBody(nm tcNames, tileM, tileN, tileK uint32, prec ir.MatrixPrecision) []i
 	}
 }
 
-// matchTensorCoreMatmul recognises a program of the matmul_tc shape (see tcBody)
-// and returns the tensor-core configuration that runs it on target: tiles from
+// matchTensorCoreMatmul recognises a program of the matmul_tc shape (tcBody, up
+// to lets: a body whose lets, substituted into their uses, give tcBody's, as
+// the corpus kernel's named bounds do) and returns the tensor-core configuration that runs it on target: tiles from
 // its matrices, warps from its workgroup size (x only, a multiple of 32), the
-// interface from its buffers and uniforms. On sm_90 and later a bf16 or f16
-// program whose workgroup has one warpgroup (128 invocations) per 64 rows of
-// its tile takes the wgmma path, 4 stages with one wgmma group in flight where
+// interface from its buffers and uniforms. On sm_90 a program (bf16, f16, or
+// f32 at tf32 precision) whose workgroup has one warpgroup (128 invocations)
+// per 64 rows of its tile takes the wgmma path, 4 stages with one wgmma group in flight where
 // they fit (the fastest on an H200); everything else takes mma.sync with 3
 // stages (fewer where they do not fit). Rings over 48 KiB are used only when
-// dynamicShared says the backend launches with dynamic shared memory (see
-// TCConfig.DynamicShared). ok is false, with the reason, for any other program
+// maxDynamicShared is the most dynamic shared memory the backend can launch with
+// (see TCConfig.DynamicShared; 0 for none). ok is false, with the reason, for any other program
 // or configuration: the emitter then takes the scalar matrix path.
-func matchTensorCoreMatmul(p *ir.Program, target Target, dynamicShared bool) (cfg TCConfig, ok bool, reason string) {
-	nm, why := tcNamesOf(p)
+func matchTensorCoreMatmul(p *ir.Program, target Target, maxDynamicShared uint32) (cfg TCConfig, ok bool, reason string) {
+	body := tcInline(p.Body, nil)
+	nm, why := tcNamesOf(body)
 	if why != "" {
 		return TCConfig{}, false, "not the matmul_tc shape: " + why
 	}
@@ -67,9 +69,9 @@ func matchTensorCoreMatmul(p *ir.Program, target Target, dynamicShared bool) (cf
 	if !okAcc || !okA || !okB {
 		return TCConfig{}, false, "not the matmul_tc shape: a matrix is not declared"
 	}
-	mma, _ := p.Body[3].(ir.ForStmt).Body[2].(ir.MatrixMMAStmt)
-	want := tcBody(nm, acc.Rows, acc.Cols, ma.Cols, mma.Precision)
-	if !reflect.DeepEqual(p.Body, want) {
+	mma, _ := body[1].(ir.ForStmt).Body[2].(ir.MatrixMMAStmt)
+	want := tcInline(tcBody(nm, acc.Rows, acc.Cols, ma.Cols, mma.Precision), nil)
+	if !reflect.DeepEqual(body, want) {
 		return TCConfig{}, false, "not the matmul_tc shape: the body differs from the canonical tiled loop"
 	}
 	switch {
@@ -120,14 +122,14 @@ func matchTensorCoreMatmul(p *ir.Program, target Target, dynamicShared bool) (cf
 		Buffers: uint32(len(p.Buffers)), Uniforms: uint32(len(p.Uniforms)),
 		A: a.Binding, B: b.Binding, C: c.Binding, M: m, N: n, K: k,
 	}
-	if target.SM >= 90 && ma.Type.Is16Bit() && warps == 4*acc.Rows/64 && acc.Rows%64 == 0 {
+	if target.SM >= 90 && warps == 4*acc.Rows/64 && acc.Rows%64 == 0 {
 		wgc := cfg
 		wgc.WarpsM, wgc.WarpsN, wgc.Wgmma = warps, 1, true
-		if c, ok := tcStages(wgc, []uint32{4, 3, 2}, dynamicShared); ok {
+		if c, ok := tcStages(wgc, []uint32{4, 3, 2}, maxDynamicShared); ok {
 			return c, true, ""
 		}
 	}
-	if c, ok := tcStages(cfg, []uint32{3, 2}, dynamicShared); ok {
+	if c, ok := tcStages(cfg, []uint32{3, 2}, maxDynamicShared); ok {
 		return c, true, ""
 	}
 	cfg.Stages = 2
@@ -136,34 +138,32 @@ func matchTensorCoreMatmul(p *ir.Program, target Target, dynamicShared bool) (cf
 
 // tcStages returns cfg with the first of stages that it can be emitted with
 // (with one wgmma group in flight from 4 stages on), in dynamic shared memory
-// where that is allowed and needed.
-func tcStages(cfg TCConfig, stages []uint32, dynamicShared bool) (TCConfig, bool) {
+// where that is needed and maxDynamicShared allows it.
+func tcStages(cfg TCConfig, stages []uint32, maxDynamicShared uint32) (TCConfig, bool) {
 	for _, s := range stages {
 		c := cfg
 		c.Stages = s
 		c.Overlap = c.Wgmma && s >= 4
-		c.DynamicShared = dynamicShared && c.SharedBytes() > tcMaxStaticShared
-		if c.check() == "" {
+		c.DynamicShared = c.SharedBytes() > tcMaxStaticShared
+		if c.check() == "" && (!c.DynamicShared || c.SharedBytes() <= maxDynamicShared) {
 			return c, true
 		}
 	}
 	return cfg, false
 }
 
-// tcNamesOf reads the names off a body that looks like tcBody, or says what
-// does not.
-func tcNamesOf(p *ir.Program) (tcNames, string) {
-	var nm tcNames
-	if len(p.Body) != 5 {
-		return nm, fmt.Sprintf("%d top-level statements, not 5", len(p.Body))
+// tcNamesOf reads the names off a body that looks like tcBody with its lets
+// substituted (see tcInline), or says what does not.
+func tcNamesOf(body []ir.Stmt) (tcNames, string) {
+	nm := tcNames{row0: "row0", col0: "col0"}
+	if len(body) != 3 {
+		return nm, fmt.Sprintf("%d top-level statements besides lets, not 3", len(body))
 	}
-	r0, ok1 := p.Body[0].(ir.LetStmt)
-	c0, ok2 := p.Body[1].(ir.LetStmt)
-	fill, ok3 := p.Body[2].(ir.MatrixFillStmt)
-	loop, ok4 := p.Body[3].(ir.ForStmt)
-	st, ok5 := p.Body[4].(ir.MatrixStoreStmt)
-	if !ok1 || !ok2 || !ok3 || !ok4 || !ok5 || len(loop.Body) != 3 {
-		return nm, "statements are not let, let, matrix_fill, for (3 statements), matrix_store"
+	fill, ok1 := body[0].(ir.MatrixFillStmt)
+	loop, ok2 := body[1].(ir.ForStmt)
+	st, ok3 := body[2].(ir.MatrixStoreStmt)
+	if !ok1 || !ok2 || !ok3 || len(loop.Body) != 3 {
+		return nm, "statements besides lets are not matrix_fill, for (3 statements), matrix_store"
 	}
 	la, ok1 := loop.Body[0].(ir.MatrixLoadStmt)
 	lb, ok2 := loop.Body[1].(ir.MatrixLoadStmt)
@@ -182,40 +182,107 @@ func tcNamesOf(p *ir.Program) (tcNames, string) {
 	if !ok1 || !ok2 {
 		return nm, "the store bound is not [m - row0, n - col0]"
 	}
-	return tcNames{
-		row0: r0.Name, col0: c0.Name, k0: loop.Var,
-		acc: fill.Matrix, ma: la.Matrix, mb: lb.Matrix,
-		a: la.From, b: lb.From, c: st.To,
-		m: mx.Name, n: nx.Name, k: kx.Name,
-	}, ""
+	nm.k0 = loop.Var
+	nm.acc, nm.ma, nm.mb = fill.Matrix, la.Matrix, lb.Matrix
+	nm.a, nm.b, nm.c = la.From, lb.From, st.To
+	nm.m, nm.n, nm.k = mx.Name, nx.Name, kx.Name
+	return nm, ""
+}
+
+// tcInline returns body without its lets, each let's value (with the lets
+// before it substituted) put in place of its uses, in the statements a matmul_tc
+// body has (matrix statements and for loops, whose variable hides an outer let
+// of its name); env holds the lets in scope. Lets bind once and expressions have
+// no effects, so the result computes what body does wherever it keeps the
+// meaning: every other statement, and any expression but a local, a binary
+// operation and a leaf, is left as it is (and then matches nothing).
+func tcInline(body []ir.Stmt, env map[string]ir.Expr) []ir.Stmt {
+	scope := make(map[string]ir.Expr, len(env))
+	for k, v := range env {
+		scope[k] = v
+	}
+	x := func(e ir.Expr) ir.Expr { return tcInlineExpr(e, scope) }
+	bound := func(b *ir.MatrixBound) *ir.MatrixBound {
+		if b == nil {
+			return nil
+		}
+		return &ir.MatrixBound{Rows: x(b.Rows), Cols: x(b.Cols)}
+	}
+	var out []ir.Stmt
+	for _, s := range body {
+		switch s := s.(type) {
+		case ir.LetStmt:
+			scope[s.Name] = x(s.Value)
+			continue
+		case ir.MatrixFillStmt:
+			s.Value = x(s.Value)
+			out = append(out, s)
+		case ir.MatrixLoadStmt:
+			s.Offset, s.Stride, s.Bound = x(s.Offset), x(s.Stride), bound(s.Bound)
+			out = append(out, s)
+		case ir.MatrixStoreStmt:
+			s.Offset, s.Stride, s.Bound = x(s.Offset), x(s.Stride), bound(s.Bound)
+			out = append(out, s)
+		case ir.ForStmt:
+			s.From, s.To, s.Step = x(s.From), x(s.To), x(s.Step)
+			inner := make(map[string]ir.Expr, len(scope))
+			for k, v := range scope {
+				inner[k] = v
+			}
+			delete(inner, s.Var)
+			s.Body = tcInline(s.Body, inner)
+			out = append(out, s)
+		default:
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// tcInlineExpr is e with the locals of env replaced by their values.
+func tcInlineExpr(e ir.Expr, env map[string]ir.Expr) ir.Expr {
+	switch e := e.(type) {
+	case ir.LocalRef:
+		if v, ok := env[e.Name]; ok {
+			return v
+		}
+	case ir.BinaryExpr:
+		e.X, e.Y = tcInlineExpr(e.X, env), tcInlineExpr(e.Y, env)
+		return e
+	}
+	return e
 }
 
 // tensorCoreModule is the tensor-core module for p when p has the matmul_tc
-// shape and opts' target has tensor cores (sm_80 and later; wgmma from sm_90),
+// shape and opts' target has tensor cores (sm_80 and later; wgmma on sm_90),
 // with Emit's interface: the same kernel name, parameters in Emit's order, the
-// workgroup size (opts' override or the program's) as .reqntid. dynamicShared
-// says whether the backend can launch with dynamic shared memory; when the module
-// uses it, dynamicSharedBytes is what the launch must pass (after raising the
+// workgroup size (opts' override or the program's) as .reqntid. A ring over
+// 48 KiB is dynamic shared memory, up to opts.MaxDynamicSharedBytes: then
+// m.DynamicSharedBytes is what the launch must pass (after raising the
 // function's CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES to it) and
 // m.SharedBytes is 0. ok is false, with the reason, when p takes another path.
 // The caller validates p first, as Emit does.
-func tensorCoreModule(p *ir.Program, opts Options, dynamicShared bool) (m *Module, dynamicSharedBytes uint32, ok bool, reason string) {
+func tensorCoreModule(p *ir.Program, opts Options) (m *Module, ok bool, reason string) {
 	if opts.Target.SM < 80 {
-		return nil, 0, false, fmt.Sprintf("target %s has no tensor cores kiln uses (sm_80 and later)", opts.Target)
+		return nil, false, fmt.Sprintf("target %s has no tensor cores kiln uses (sm_80 and later)", opts.Target)
 	}
 	q := *p
 	if opts.WorkgroupSize != ([3]uint32{}) {
 		q.WorkgroupSize = opts.WorkgroupSize
 	}
-	cfg, ok, why := matchTensorCoreMatmul(&q, opts.Target, dynamicShared)
+	cfg, ok, why := matchTensorCoreMatmul(&q, opts.Target, opts.MaxDynamicSharedBytes)
 	if !ok {
-		return nil, 0, false, why
+		return nil, false, why
 	}
 	text, ok, why := emitTensorCoreMatmul(cfg)
 	if !ok {
-		return nil, 0, false, why
+		return nil, false, why
 	}
-	m = &Module{Text: text, Entry: EntryPoint, Target: opts.Target, WorkgroupSize: q.WorkgroupSize}
+	target := opts.Target.scalar()
+	if cfg.Wgmma {
+		target = opts.Target
+	}
+	m = &Module{Text: text, Entry: EntryPoint, Target: target, WorkgroupSize: q.WorkgroupSize}
 	for _, b := range q.Buffers {
 		m.Params = append(m.Params, Param{Kind: BufferPointer, Binding: b.Binding, Name: bufParam(b.Binding)})
 	}
@@ -226,8 +293,9 @@ func tensorCoreModule(p *ir.Program, opts Options, dynamicShared bool) (m *Modul
 		m.Params = append(m.Params, Param{Kind: UniformValue, Binding: uint32(i), Name: uniformParam(uint32(i))})
 	}
 	if cfg.DynamicShared {
-		return m, cfg.SharedBytes(), true, ""
+		m.DynamicSharedBytes = cfg.SharedBytes()
+	} else {
+		m.SharedBytes = cfg.SharedBytes()
 	}
-	m.SharedBytes = cfg.SharedBytes()
-	return m, 0, true, ""
+	return m, true, ""
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/kiln-dev/kiln/ir"
 	"github.com/kiln-dev/kiln/ir/half"
+	"github.com/kiln-dev/kiln/ir/kernels"
 )
 
 func tcCfg(t ir.Type, tm, tn, tk, wm, wn, st uint32) TCConfig {
@@ -155,6 +156,27 @@ func TestTensorCoreRejects(t *testing.T) {
 	}
 }
 
+// corpusTC is the corpus kernel matmul_tc's program (ir/kernels) built with
+// operands of type op (f32 at tf32 precision) and a tm×tn tile in k steps of tk.
+func corpusTC(t testing.TB, op ir.Type, tm, tn, tk uint32) *ir.Program {
+	t.Helper()
+	k, ok := kernels.Lookup("matmul_tc")
+	if !ok {
+		t.Fatal("no matmul_tc in the corpus")
+	}
+	var o ir.SpecMap
+	o.Set("type", ir.SpecDType(op))
+	o.Set("tf32", ir.SpecBool(op == ir.F32))
+	o.Set("tm", ir.SpecU32(tm))
+	o.Set("tn", ir.SpecU32(tn))
+	o.Set("tk", ir.SpecU32(tk))
+	built, _, err := k.Configure(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return built.Program()
+}
+
 // tcProgram builds a matmul_tc program (the shape of tcBody) with builder calls.
 func tcProgram(op ir.Type, tm, tn, tk, threads uint32, tf32 bool) *ir.Program {
 	b := ir.NewBuilder("kiln.matrix.matmul_tc", threads, 1, 1)
@@ -204,19 +226,27 @@ func TestMatchTensorCoreMatmul(t *testing.T) {
 		}()},
 		{"wgmma, static only", tcProgram(ir.F16, 64, 128, 64, 128, false), sm90, false, tcWgmmaCfg(ir.F16, 64, 128, 64, 2, false, false)},
 		{"wgmma, dynamic", tcProgram(ir.F16, 64, 128, 64, 128, false), sm90, true, tcWgmmaCfg(ir.F16, 64, 128, 64, 4, true, true)},
-		{"tf32 on mma.sync", tcProgram(ir.F32, 64, 64, 16, 128, true), sm90, true, func() TCConfig {
-			c := tcCfg(ir.F32, 64, 64, 16, 2, 2, 3)
-			c.Target = sm90
-			return c
-		}()},
+		{"tf32 on mma.sync", tcProgram(ir.F32, 64, 64, 16, 128, true), sm80, true, tcCfg(ir.F32, 64, 64, 16, 2, 2, 3)},
+		{"tf32 on wgmma", tcProgram(ir.F32, 64, 64, 16, 128, true), sm90, true, tcWgmmaCfg(ir.F32, 64, 64, 16, 4, true, false)},
 		{"not a warpgroup per 64 rows", tcProgram(ir.BF16, 128, 64, 32, 128, false), sm90, false, func() TCConfig {
 			c := tcCfg(ir.BF16, 128, 64, 32, 2, 2, 3)
 			c.Target = sm90
 			return c
 		}()},
 	}
+	cases = append(cases, struct {
+		name    string
+		p       *ir.Program
+		target  Target
+		dynamic bool
+		want    TCConfig
+	}{"the corpus kernel (lets)", corpusTC(t, ir.BF16, 64, 128, 32), sm90, false, tcWgmmaCfg(ir.BF16, 64, 128, 32, 4, true, false)})
 	for _, tc := range cases {
-		cfg, ok, why := matchTensorCoreMatmul(tc.p, tc.target, tc.dynamic)
+		var maxDyn uint32
+		if tc.dynamic {
+			maxDyn = tcMaxDynamicShared
+		}
+		cfg, ok, why := matchTensorCoreMatmul(tc.p, tc.target, maxDyn)
 		if !ok || cfg != tc.want {
 			t.Errorf("%s: got %+v (ok %v, %s), want %+v", tc.name, cfg, ok, why, tc.want)
 			continue
@@ -243,14 +273,23 @@ func TestMatchTensorCoreMatmul(t *testing.T) {
 			p.Body[3] = loop
 			return p
 		}(),
-		"5": func() *ir.Program {
+		"not 3": func() *ir.Program {
 			p := tcProgram(ir.BF16, 64, 64, 32, 128, false)
 			p.Body = p.Body[:4]
 			return p
 		}(),
 	}
+	// the corpus kernel with lets that change what the bounds compute: its
+	// store's rows and columns swapped
+	swapped := corpusTC(t, ir.BF16, 64, 64, 32)
+	swapped.Body = append([]ir.Stmt(nil), swapped.Body...)
+	st := swapped.Body[len(swapped.Body)-1].(ir.MatrixStoreStmt)
+	st.Bound = &ir.MatrixBound{Rows: st.Bound.Cols, Cols: st.Bound.Rows}
+	swapped.Body[len(swapped.Body)-1] = st
+	rejects["canonical tiled loop"+" (lets)"] = swapped
 	for want, p := range rejects {
-		if _, ok, why := matchTensorCoreMatmul(p, sm80, false); ok || !strings.Contains(why, want) {
+		want = strings.TrimSuffix(want, " (lets)")
+		if _, ok, why := matchTensorCoreMatmul(p, sm80, 0); ok || !strings.Contains(why, want) {
 			t.Errorf("%s: ok %v, reason %q", want, ok, why)
 		}
 	}
@@ -265,6 +304,23 @@ func tcRun(t *testing.T, cfg TCConfig, m, n, k, shortB int, eager bool, rng *ran
 	if !ok {
 		t.Fatal(why)
 	}
+	tcRunText(t, text, tcGeometry{cfg.Operand, cfg.TileM, cfg.TileN, cfg.Threads(), cfg.SharedBytes()}, m, n, k, shortB, eager, rng)
+}
+
+// tcGeometry is what running a tensor-core module takes besides its text: the
+// operand type, the tile (the grid is ceil(n/TileN) × ceil(m/TileM)), the
+// workgroup's invocations and its shared memory, static and dynamic.
+type tcGeometry struct {
+	operand      ir.Type
+	tileM, tileN uint32
+	threads      uint32
+	shared       uint32
+}
+
+// tcRunText is tcRun for a module's text.
+func tcRunText(t *testing.T, text string, g tcGeometry, m, n, k, shortB int, eager bool, rng *rand.Rand) {
+	t.Helper()
+	cfg := TCConfig{Operand: g.operand, TileM: g.tileM, TileN: g.tileN}
 	e, err := newTCEmu(text)
 	if err != nil {
 		t.Fatal(err)
@@ -309,7 +365,7 @@ func tcRun(t *testing.T, cfg TCConfig, m, n, k, shortB int, eager bool, rng *ran
 		"kiln_uni0": uint64(m), "kiln_uni1": uint64(n), "kiln_uni2": uint64(k),
 	}
 	gx, gy := (uint32(n)+cfg.TileN-1)/cfg.TileN, (uint32(m)+cfg.TileM-1)/cfg.TileM
-	if err := e.run(max(gx, 1), max(gy, 1), cfg.Threads(), cfg.SharedBytes()); err != nil {
+	if err := e.run(max(gx, 1), max(gy, 1), g.threads, g.shared); err != nil {
 		t.Fatalf("%dx%dx%d: %v", m, n, k, err)
 	}
 	for r := range m {
@@ -378,7 +434,7 @@ func TestTensorCoreEmulated(t *testing.T) {
 // interface, the path per target, dynamic shared memory only when allowed.
 func TestTensorCoreModule(t *testing.T) {
 	p := tcProgram(ir.BF16, 64, 128, 64, 128, false)
-	m, dyn, ok, why := tensorCoreModule(p, Options{Target: Target{SM: 90}}, true)
+	m, ok, why := tensorCoreModule(p, Options{Target: Target{SM: 90}, MaxDynamicSharedBytes: tcMaxDynamicShared})
 	if !ok {
 		t.Fatal(why)
 	}
@@ -390,19 +446,19 @@ func TestTensorCoreModule(t *testing.T) {
 	if fmt.Sprint(m.Params) != fmt.Sprint(want) || m.Entry != EntryPoint || m.WorkgroupSize != [3]uint32{128, 1, 1} {
 		t.Fatalf("interface %+v %s %v", m.Params, m.Entry, m.WorkgroupSize)
 	}
-	if dyn != 4*(64*128+64*256) || m.SharedBytes != 0 || !strings.Contains(m.Text, "path: wgmma bf16") {
-		t.Fatalf("sm_90 with dynamic shared memory: %d dynamic, %d static, %.80s", dyn, m.SharedBytes, m.Text)
+	if m.DynamicSharedBytes != 4*(64*128+64*256) || m.SharedBytes != 0 || !strings.Contains(m.Text, "path: wgmma bf16") {
+		t.Fatalf("sm_90 with dynamic shared memory: %d dynamic, %d static, %.80s", m.DynamicSharedBytes, m.SharedBytes, m.Text)
 	}
-	m, dyn, ok, _ = tensorCoreModule(p, Options{Target: Target{SM: 90}}, false)
-	if !ok || dyn != 0 || m.SharedBytes != 2*(64*128+64*256) {
-		t.Fatalf("sm_90 static: ok %v, %d dynamic, %d static", ok, dyn, m.SharedBytes)
+	m, ok, _ = tensorCoreModule(p, Options{Target: Target{SM: 90}})
+	if !ok || m.DynamicSharedBytes != 0 || m.SharedBytes != 2*(64*128+64*256) {
+		t.Fatalf("sm_90 static: ok %v, %d dynamic, %d static", ok, m.DynamicSharedBytes, m.SharedBytes)
 	}
-	m, _, ok, _ = tensorCoreModule(p, Options{Target: Target{SM: 80}, WorkgroupSize: [3]uint32{256, 1, 1}}, false)
+	m, ok, _ = tensorCoreModule(p, Options{Target: Target{SM: 80}, WorkgroupSize: [3]uint32{256, 1, 1}})
 	if !ok || !strings.Contains(m.Text, "path: mma.sync bf16") || m.WorkgroupSize != [3]uint32{256, 1, 1} ||
 		!strings.Contains(m.Text, ".reqntid 256, 1, 1") {
 		t.Fatalf("sm_80 with a workgroup override: ok %v, %v", ok, m.WorkgroupSize)
 	}
-	if _, _, ok, why := tensorCoreModule(p, Options{Target: Target{SM: 70}}, false); ok || !strings.Contains(why, "sm_80") {
+	if _, ok, why := tensorCoreModule(p, Options{Target: Target{SM: 70}}); ok || !strings.Contains(why, "sm_80") {
 		t.Fatalf("sm_70: ok %v, %q", ok, why)
 	}
 }

@@ -147,7 +147,7 @@ func TestCoopMatmul(t *testing.T) {
 func BenchmarkCoopMatmul(b *testing.B) {
 	type shape struct{ tm, tn, tk, inv uint32 }
 	shapes := []shape{{64, 64, 32, 128}, {64, 64, 64, 128}, {128, 64, 32, 128}, {64, 128, 32, 128},
-		{128, 64, 32, 256}, {64, 64, 32, 256}, {128, 64, 16, 128}}
+		{128, 64, 32, 256}, {64, 64, 32, 256}, {128, 64, 16, 128}, {128, 64, 32, 64}, {64, 64, 32, 32}}
 	be := newTestBackend(b)
 	if !be.adapters[0].info.Profile.SupportsTensorCores {
 		b.Skip("the device has no cooperative matrices kiln uses")

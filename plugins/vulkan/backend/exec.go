@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/kiln-dev/kiln/pluginapi"
 	"github.com/kiln-dev/kiln/plugins/vulkan/spirv"
 	"github.com/kiln-dev/kiln/plugins/vulkan/vk"
 )
@@ -318,8 +319,10 @@ func (j *job) submit(ctx context.Context) error {
 	d.release()
 	if err != nil {
 		j.finish()
+		return err
 	}
-	return err
+	pluginapi.MarkLaunched(ctx) // a trace's launch ends at vkQueueSubmit, its completion wait begins
+	return nil
 }
 
 func (j *job) recordAndSubmit() error {

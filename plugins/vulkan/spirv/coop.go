@@ -2,6 +2,7 @@ package spirv
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/kiln-dev/kiln/ir"
 )
@@ -104,6 +105,12 @@ type coopPlan struct {
 	// length after the last matrix statement (-1 before the first).
 	read, written map[string]bool
 	mark          int
+	// fused are the mma operand matrices whose matrix_load is emitted with
+	// the matrix_mma right after it (fuseLoads); pending holds the loads
+	// deferred so far and pendingAt the body's length when the first was.
+	fused     map[string]bool
+	pending   map[string]ir.MatrixLoadStmt
+	pendingAt int
 }
 
 // coopReg is a matrix held in registers: an f32 accumulator of a cooperative
@@ -168,7 +175,8 @@ func planCoop(p *ir.Program, t Target, wg [3]uint32) (*coopPlan, string) {
 		return nil, "the device has no basic subgroup operations in compute shaders"
 	}
 	c := &coopPlan{sg: sg, groups: wg[0] * wg[1] * wg[2] / sg, regs: map[string]*coopReg{},
-		read: map[string]bool{}, written: map[string]bool{}, mark: -1}
+		read: map[string]bool{}, written: map[string]bool{}, mark: -1,
+		fused: map[string]bool{}, pending: map[string]ir.MatrixLoadStmt{}}
 	var why string
 	for _, s := range mmas {
 		if !coopMMA(p, t, s) {
@@ -193,7 +201,77 @@ func planCoop(p *ir.Program, t Target, wg [3]uint32) (*coopPlan, string) {
 		}
 		c.bf16 = c.bf16 || (m.Type == ir.BF16 && coopOperand(t, ir.BF16))
 	}
+	fuseLoads(p, t, c)
 	return c, ""
+}
+
+// fuseLoads finds the matrix_loads whose tiles can go straight from the
+// buffer to the matrix_mma's operand registers: a cooperative matrix_mma
+// into a register matrix directly preceded, in the same statement list, by
+// one matrix_load into each of its operands from a read-only buffer, where no
+// other matrix statement of the program names those operands. Their
+// workgroup arrays are then read by nothing else, so the fused statement
+// (coopFused) may skip them when the loads' run-time test passes.
+func fuseLoads(p *ir.Program, t Target, c *coopPlan) {
+	refs, loads := map[string]int{}, map[string]int{}
+	ir.Inspect(p.Body, func(n any) bool {
+		switch s := n.(type) {
+		case ir.MatrixFillStmt:
+			refs[s.Matrix]++
+		case ir.MatrixLoadStmt:
+			refs[s.Matrix]++
+			loads[s.Matrix]++
+		case ir.MatrixStoreStmt:
+			refs[s.Matrix]++
+		case ir.MatrixConvertStmt:
+			refs[s.Matrix]++
+			refs[s.From]++
+		case ir.MatrixMMAStmt:
+			refs[s.Acc]++
+			refs[s.A]++
+			if s.B != s.A {
+				refs[s.B]++
+			}
+		}
+		return true
+	})
+	var visit func([]ir.Stmt)
+	visit = func(stmts []ir.Stmt) {
+		for i, s := range stmts {
+			switch s := s.(type) {
+			case ir.IfStmt:
+				visit(s.Then)
+				visit(s.Else)
+			case ir.ForStmt:
+				visit(s.Body)
+			case ir.WhileStmt:
+				visit(s.Body)
+			}
+			mma, ok := s.(ir.MatrixMMAStmt)
+			if !ok || c.regs[mma.Acc] == nil || !coopMMA(p, t, mma) {
+				continue
+			}
+			ops := []string{mma.A}
+			if mma.B != mma.A {
+				ops = append(ops, mma.B)
+			}
+			if i < len(ops) {
+				continue
+			}
+			for _, prev := range stmts[i-len(ops) : i] {
+				ld, isLoad := prev.(ir.MatrixLoadStmt)
+				buf, isBuf := p.Buffer(ld.From)
+				ok = ok && isLoad && isBuf && buf.Access == ir.Read && slices.Contains(ops, ld.Matrix) &&
+					refs[ld.Matrix] == 2 && loads[ld.Matrix] == 1
+			}
+			if ok {
+				for _, o := range ops {
+					c.fused[o] = true
+				}
+			}
+		}
+	}
+	visit(p.Body)
 }
 
 // isShared reports whether name is one of p's shared arrays.

@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"maps"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/kiln-dev/kiln/ir"
@@ -277,5 +279,91 @@ func TestCorpusMatmulTCOnTheCooperativePath(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestFuseLoads: the matrix_loads fused into the matrix_mma after them are
+// exactly those into its operands from read-only buffers, directly before
+// it, of matrices no other matrix statement names.
+func TestFuseLoads(t *testing.T) {
+	// square is acc += t·t with t loaded column-major from x just before;
+	// change alters the program before it is built.
+	square := func(access ir.Access, change func(b *ir.Builder, x, tile string)) *ir.Program {
+		b := ir.NewBuilder("square", 64, 1, 1)
+		x := b.Buffer("x", ir.F16, access)
+		o := b.Buffer("o", ir.F32, ir.Write)
+		acc := b.Matrix("acc", ir.F32, 32, 32)
+		tile := b.Matrix("t", ir.F16, 32, 32)
+		b.MatrixFill(acc, ir.LitF32(0))
+		b.MatrixLoad(tile, x, ir.LitU32(0), ir.LitU32(32), ir.ColMajor)
+		if change != nil {
+			change(b, x, tile)
+		}
+		b.MatrixMMA(acc, tile, tile)
+		b.MatrixStore(acc, o, ir.LitU32(0), ir.LitU32(32), ir.RowMajor)
+		return b.MustBuild()
+	}
+	for _, tc := range []struct {
+		name string
+		p    *ir.Program
+		want []string
+	}{
+		{"matmul_tc", tcProgram(ir.BF16, false, 64, 64, 32, 128), []string{"a_tile", "b_tile"}},
+		{"a equals b", square(ir.Read, nil), []string{"t"}},
+		{"writable buffer", square(ir.ReadWrite, nil), nil},
+		{"a statement between", square(ir.Read, func(b *ir.Builder, _, _ string) { b.Let("z", ir.LitU32(1)) }), nil},
+		{"the operand loaded twice", square(ir.Read, func(b *ir.Builder, x, tile string) {
+			b.MatrixLoad(tile, x, ir.LitU32(16), ir.LitU32(32), ir.ColMajor)
+		}), nil},
+		{"the operand used elsewhere", func() *ir.Program {
+			p := square(ir.Read, nil)
+			p.Body = append(p.Body, ir.MatrixConvertStmt{Matrix: "acc", From: "t"})
+			return p
+		}(), nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, why := planCoop(tc.p, coopTarget, tc.p.WorkgroupSize)
+			if c == nil {
+				t.Fatalf("scalar path: %s", why)
+			}
+			got := slices.Sorted(maps.Keys(c.fused))
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("fused %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestCoopFusedOnTheInterpreter runs a fused load of both operands at once
+// (a equals b), column-major, on the interpreter against the scalar path:
+// in range and aligned (tiles straight from the buffer), and at an offset
+// that is not a multiple of 16 bytes or that runs past the buffer's end (the
+// workgroup arrays, zeros past the end).
+func TestCoopFusedOnTheInterpreter(t *testing.T) {
+	b := ir.NewBuilder("fused", 64, 1, 1)
+	off := b.Uniform("off", ir.U32)
+	x := b.Buffer("x", ir.F16, ir.Read)
+	o := b.Buffer("o", ir.F32, ir.Write)
+	acc := b.Matrix("acc", ir.F32, 32, 32)
+	tile := b.Matrix("t", ir.F16, 32, 32)
+	b.MatrixFill(acc, ir.LitF32(1))
+	b.For("i", ir.U32, ir.LitU32(0), ir.LitU32(2), ir.LitU32(1), func(loop *ir.Block, i ir.Expr) {
+		loop.MatrixLoad(tile, x, ir.Add(off, ir.Mul(i, ir.LitU32(32))), ir.LitU32(40), ir.ColMajor)
+		loop.MatrixMMA(acc, tile, tile)
+	})
+	b.MatrixStore(acc, o, ir.LitU32(0), ir.LitU32(32), ir.RowMajor)
+	p := b.MustBuild()
+	rng := rand.New(rand.NewPCG(3, 4))
+	for _, o := range []uint32{0, 8, 3, 200} {
+		t.Run(fmt.Sprint("offset ", o), func(t *testing.T) {
+			c := kernels.Case{
+				WorkgroupSize: [3]uint32{64, 1, 1},
+				Grid:          [3]uint32{1, 1, 1},
+				Inputs:        [][]byte{halfInputs(rng, ir.F16, 40*32+64, false), nil},
+				OutputCounts:  []uint32{0, 32 * 32},
+				Uniforms:      kernels.U32Bytes([]uint32{o}),
+			}
+			coopRun(t, p, coopTarget, MatrixPathCooperative, c)
+		})
 	}
 }

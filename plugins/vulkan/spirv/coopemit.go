@@ -2,6 +2,7 @@ package spirv
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -115,6 +116,15 @@ func (e *emitter) declareCoop() (done bool, err error) {
 	}
 	e.matrixPath = MatrixPathCooperative
 	e.matrixWhy = fmt.Sprintf("VK_KHR_cooperative_matrix 16x16x16, %d subgroups of %d; %s", c.groups, c.sg, strings.Join(parts, ", "))
+	var fused []string
+	for _, m := range e.prog.Matrices {
+		if c.fused[m.Name] {
+			fused = append(fused, m.Name)
+		}
+	}
+	if len(fused) > 0 {
+		e.matrixWhy += "; " + strings.Join(fused, ", ") + " loaded from their buffers straight into the matrix_mma when in bounds"
+	}
 	for _, m := range e.prog.Matrices {
 		e.declareWorkgroupArray(matrixArrayPrefix+m.Name, m.Name, m.Type, m.Rows*m.Cols)
 	}
@@ -196,11 +206,20 @@ func (e *emitter) coopStmt(s ir.Stmt) error {
 		}
 		err = e.coopScalar(s, nil, []string{s.Matrix})
 	case ir.MatrixLoadStmt:
+		if c.fused[s.Matrix] {
+			if len(c.pending) == 0 {
+				c.pendingAt = len(e.body)
+			}
+			c.pending[s.Matrix] = s
+			return nil // emitted with its matrix_mma (coopFused): no code, and the mark stays
+		}
 		err = e.coopLoad(s)
 	case ir.MatrixStoreStmt:
 		err = e.coopStore(s)
 	case ir.MatrixMMAStmt:
-		if c.regs[s.Acc] != nil && coopMMA(e.prog, e.target, s) {
+		if c.fused[s.A] {
+			err = e.coopFused(s)
+		} else if c.regs[s.Acc] != nil && coopMMA(e.prog, e.target, s) {
 			err = e.coopMMA(s)
 		} else {
 			err = e.coopScalar(s, []string{s.Acc, s.A, s.B}, []string{s.Acc})
@@ -652,22 +671,44 @@ func (e *emitter) coopStore(s ir.MatrixStoreStmt) error {
 // from their workgroup arrays and accumulates its block.
 func (e *emitter) coopMMA(s ir.MatrixMMAStmt) error {
 	e.coopFence([]string{s.Acc, s.A, s.B}, []string{s.Acc})
-	r := e.coop.regs[s.Acc]
-	a, err := e.matrixDecl(s.A, "matrix_mma")
+	a, b, err := e.mmaShapes(s)
 	if err != nil {
 		return err
-	}
-	b, err := e.matrixDecl(s.B, "matrix_mma")
-	if err != nil {
-		return err
-	}
-	if a.Rows != r.m.Rows || b.Cols != r.m.Cols || a.Cols != b.Rows {
-		return fmt.Errorf("matrix_mma: %q (%d×%d) += %q (%d×%d) · %q (%d×%d) has no valid shape. Fix: run ir.Validate and correct the program",
-			r.m.Name, r.m.Rows, r.m.Cols, a.Name, a.Rows, a.Cols, b.Name, b.Rows, b.Cols)
 	}
 	arrA, arrB := e.arrays[a.Name], e.arrays[b.Name]
-	tA, tB, tAcc := e.coopType(a.Type, coopUseA), e.coopType(b.Type, coopUseB), e.coopType(ir.F32, coopUseAcc)
 	k, n := e.cu32(a.Cols), e.cu32(b.Cols)
+	return e.coopMulAdd(e.coop.regs[s.Acc], a, b,
+		func(typ, tr, kt uint32) uint32 {
+			return e.loadTile(typ, arrA, e.tileIndex(e.cu32(0), k, tr, kt, ir.RowMajor), k, ir.RowMajor)
+		},
+		func(typ, kt, tc uint32) uint32 {
+			return e.loadTile(typ, arrB, e.tileIndex(e.cu32(0), n, kt, tc, ir.RowMajor), n, ir.RowMajor)
+		})
+}
+
+// mmaShapes are the operands of a cooperative matrix_mma, checked against its
+// accumulator.
+func (e *emitter) mmaShapes(s ir.MatrixMMAStmt) (a, b ir.MatrixDecl, err error) {
+	r := e.coop.regs[s.Acc]
+	if a, err = e.matrixDecl(s.A, "matrix_mma"); err != nil {
+		return a, b, err
+	}
+	if b, err = e.matrixDecl(s.B, "matrix_mma"); err != nil {
+		return a, b, err
+	}
+	if a.Rows != r.m.Rows || b.Cols != r.m.Cols || a.Cols != b.Rows {
+		return a, b, fmt.Errorf("matrix_mma: %q (%d×%d) += %q (%d×%d) · %q (%d×%d) has no valid shape. Fix: run ir.Validate and correct the program",
+			r.m.Name, r.m.Rows, r.m.Cols, a.Name, a.Rows, a.Cols, b.Name, b.Rows, b.Cols)
+	}
+	return a, b, nil
+}
+
+// coopMulAdd accumulates a·b into the register matrix r: each subgroup, for
+// each k tile, loads the tiles of a its block's rows need (loadA, of the
+// given type, tile row and k tile) and of b its columns need (loadB, k tile
+// and tile column), then multiplies and adds them into its block.
+func (e *emitter) coopMulAdd(r *coopReg, a, b ir.MatrixDecl, loadA, loadB func(typ, x, y uint32) uint32) error {
+	tA, tB, tAcc := e.coopType(a.Type, coopUseA), e.coopType(b.Type, coopUseB), e.coopType(ir.F32, coopUseAcc)
 	return e.eachRegion(r, func(sr, sc uint32) error {
 		u := e.u32()
 		accs := make([]uint32, len(r.vars))
@@ -678,13 +719,11 @@ func (e *emitter) coopMMA(s ir.MatrixMMAStmt) error {
 			kc := e.cu32(kt)
 			as := make([]uint32, r.rr)
 			for i := range r.rr {
-				tr := e.op(opIAdd, u, e.op(opIMul, u, sr, e.cu32(r.rr)), e.cu32(i))
-				as[i] = e.loadTile(tA, arrA, e.tileIndex(e.cu32(0), k, tr, kc, ir.RowMajor), k, ir.RowMajor)
+				as[i] = loadA(tA, e.op(opIAdd, u, e.op(opIMul, u, sr, e.cu32(r.rr)), e.cu32(i)), kc)
 			}
 			bs := make([]uint32, r.rc)
 			for j := range r.rc {
-				tc := e.op(opIAdd, u, e.op(opIMul, u, sc, e.cu32(r.rc)), e.cu32(j))
-				bs[j] = e.loadTile(tB, arrB, e.tileIndex(e.cu32(0), n, kc, tc, ir.RowMajor), n, ir.RowMajor)
+				bs[j] = loadB(tB, kc, e.op(opIAdd, u, e.op(opIMul, u, sc, e.cu32(r.rc)), e.cu32(j)))
 			}
 			for i := range r.rr {
 				for j := range r.rc {
@@ -697,6 +736,116 @@ func (e *emitter) coopMMA(s ir.MatrixMMAStmt) error {
 		}
 		return nil
 	})
+}
+
+// coopFused emits a matrix_mma with the matrix_loads into its operands
+// deferred to it (fuseLoads): when every load's run-time test (coopFast)
+// passes, each subgroup loads its operand tiles straight from the buffers
+// (no workgroup memory, no barrier: the buffers are read-only); otherwise
+// the loads through the workgroup arrays and the mma as when not fused.
+func (e *emitter) coopFused(s ir.MatrixMMAStmt) error {
+	c := e.coop
+	ops := []string{s.A}
+	if s.B != s.A {
+		ops = append(ops, s.B)
+	}
+	var loads []ir.MatrixLoadStmt
+	for _, o := range ops {
+		ld, ok := c.pending[o]
+		if !ok || c.pendingAt != len(e.body) {
+			return fmt.Errorf("the cooperative path deferred the matrix_load into %q to the matrix_mma after it, which did not follow it. Fix: report this as a kiln bug", o)
+		}
+		loads = append(loads, ld)
+	}
+	clear(c.pending)
+	a, b, err := e.mmaShapes(s)
+	if err != nil {
+		return err
+	}
+	type source struct {
+		from        array
+		off, stride uint32
+		layout      ir.MatrixLayout
+	}
+	src := map[string]source{}
+	fast := e.literal(ir.LitBool(true))
+	for _, ld := range loads {
+		m, err := e.matrixDecl(ld.Matrix, "matrix_load")
+		if err != nil {
+			return err
+		}
+		from, err := e.lookupArray(ld.From, "matrix_load")
+		if err != nil {
+			return err
+		}
+		e.scopes = append(e.scopes, map[string]local{})
+		off, stride, err := e.coopAddressing(ld.Offset, ld.Stride, ld.Bound)
+		var ok value
+		if err == nil {
+			ok, err = e.coopFast(m, from, ld.From, ld.Layout, ld.Bound != nil, false)
+		}
+		e.scopes = e.scopes[:len(e.scopes)-1]
+		if err != nil {
+			return err
+		}
+		src[ld.Matrix] = source{from, off, stride, ld.Layout}
+		fast = e.and(fast, ok)
+	}
+	read, written := maps.Clone(c.read), maps.Clone(c.written)
+	direct := func() error {
+		sa, sb := src[s.A], src[s.B]
+		return e.coopMulAdd(c.regs[s.Acc], a, b,
+			func(typ, tr, kt uint32) uint32 {
+				return e.loadTile(typ, sa.from, e.tileIndex(sa.off, sa.stride, tr, kt, sa.layout), sa.stride, sa.layout)
+			},
+			func(typ, kt, tc uint32) uint32 {
+				return e.loadTile(typ, sb.from, e.tileIndex(sb.off, sb.stride, kt, tc, sb.layout), sb.stride, sb.layout)
+			})
+	}
+	staged := func() error {
+		for _, ld := range loads {
+			e.scopes = append(e.scopes, map[string]local{})
+			err := e.coopLoad(ld)
+			e.scopes = e.scopes[:len(e.scopes)-1]
+			if err != nil {
+				return err
+			}
+			c.mark = len(e.body)
+		}
+		return e.coopMMA(s)
+	}
+	if err := e.coopBranch(fast, direct, staged); err != nil {
+		return err
+	}
+	// After the branch: what either arm may have left unfenced.
+	for n := range read {
+		c.read[n] = true
+	}
+	for n := range written {
+		c.written[n] = true
+	}
+	for _, ld := range loads {
+		c.read[ld.From] = true
+	}
+	c.read[s.Acc], c.written[s.Acc] = true, true
+	return nil
+}
+
+// and is x && y, folded when either is a constant.
+func (e *emitter) and(x, y value) value {
+	if k, ok := x.rng.Const(); ok {
+		if k != 0 {
+			return y
+		}
+		return x
+	}
+	if k, ok := y.rng.Const(); ok {
+		if k != 0 {
+			return x
+		}
+		return y
+	}
+	return value{id: e.op(opLogicalAnd, e.bool(), x.id, y.id), t: ir.Bool}
 }
 
 // finishMatrices completes an assembled module with matrices: an

@@ -363,7 +363,7 @@ func matCases() []matCase {
 			ops: []mop{
 				{kind: "load", m: "m", other: "x", offset: addr{base: 7, perGroup: 3}, stride: addr{base: 33}, layout: ir.RowMajor,
 					bound: bound(addr{base: 5}, addr{base: 3, perGroup: 25})},
-				{kind: "store", m: "m", other: "out", offset: addr{base: 11, perGroup: 1500}, stride: addr{base: 49}, layout: ir.ColMajor,
+				{kind: "store", m: "m", other: "out", offset: addr{base: 11, perGroup: 1520}, stride: addr{base: 49}, layout: ir.ColMajor, // disjoint per group (a group spans 1517 elements), the second cut by the end
 					bound: bound(addr{base: 47}, addr{base: 31})},
 			}},
 		{name: "unwritten.reads.zero", wg: [3]uint32{64, 1, 1}, grid: 1,
