@@ -1,16 +1,16 @@
 package autotune
 
 import (
-	"bufio"
 	"context"
 	"fmt"
-	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/kiln-dev/kiln/internal/proctest"
 )
 
 // The re-executed test binary acts on the store file named by pathEnv. Roles:
@@ -27,41 +27,31 @@ func writerKey(w, i int) Key {
 }
 
 func TestHelperProcess(t *testing.T) {
-	role := os.Getenv(roleEnv)
-	if role == "" {
-		return
-	}
 	path := os.Getenv(pathEnv)
 	w, _ := strconv.Atoi(os.Getenv(writerEnv))
 	ctx := context.Background()
-	for i := 0; role == "loop" || i < 50; i++ {
+	proctest.RunChild(roleEnv, 50, func(role string, i int) int {
 		s, err := Load(path)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, err)
-			os.Exit(2)
+			return 2
 		}
 		if err := s.Put(writerKey(w, i%500), Record{WorkgroupSize: [3]uint32{uint32(i), 1, 1}, Unroll: uint32(w), RecordedAt: "2026-05-02"}); err != nil {
-			os.Exit(3)
+			return 3
 		}
 		if role == "loop" && i%3 == 2 {
 			s.Forget(writerKey(w, (i-1)%500))
 		}
 		if _, err := s.SaveIfDirty(ctx); err != nil {
 			fmt.Fprintln(os.Stderr, err)
-			os.Exit(4)
+			return 4
 		}
-		if i == 0 && role == "loop" {
-			os.Stdout.WriteString("ready\n")
-		}
-	}
-	os.Exit(0)
+		return 0
+	})
 }
 
 func storeChild(role, path string, w int) *exec.Cmd {
-	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperProcess$")
-	cmd.Env = append(os.Environ(), roleEnv+"="+role, pathEnv+"="+path, writerEnv+"="+strconv.Itoa(w))
-	cmd.Stderr = os.Stderr
-	return cmd
+	return proctest.Child(roleEnv+"="+role, pathEnv+"="+path, writerEnv+"="+strconv.Itoa(w))
 }
 
 func TestEightProcessesSavingFiftyRecordsEachLoseNothing(t *testing.T) {
@@ -70,19 +60,7 @@ func TestEightProcessesSavingFiftyRecordsEachLoseNothing(t *testing.T) {
 	}
 	path := storePath(t)
 	start := time.Now()
-	var cmds []*exec.Cmd
-	for w := 0; w < 8; w++ {
-		cmd := storeChild("put50", path, w)
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		cmds = append(cmds, cmd)
-	}
-	for _, cmd := range cmds {
-		if err := cmd.Wait(); err != nil {
-			t.Fatalf("writer process: %v", err)
-		}
-	}
+	proctest.RunAll(t, "writer process", 8, func(w int) *exec.Cmd { return storeChild("put50", path, w) })
 	elapsed := time.Since(start)
 	s := load(t, path)
 	if s.Len() != 400 {
@@ -104,24 +82,7 @@ func TestProcessKilledWhileSavingNeverLeavesAnUnparsableFile(t *testing.T) {
 	}
 	path := storePath(t)
 	for round := 0; round < 30; round++ {
-		cmd := storeChild("loop", path, round%4)
-		out, err := cmd.StdoutPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		if line, err := bufio.NewReader(out).ReadString('\n'); err != nil || line != "ready\n" {
-			cmd.Process.Kill()
-			cmd.Wait()
-			t.Fatalf("child did not start: %q, %v", line, err)
-		}
-		time.Sleep(time.Duration(rand.IntN(15_000)) * time.Microsecond)
-		if err := cmd.Process.Kill(); err != nil {
-			t.Fatal(err)
-		}
-		cmd.Wait()
+		proctest.KillWhenReady(t, storeChild("loop", path, round%4), 15*time.Millisecond)
 		if _, err := Load(path); err != nil {
 			t.Fatalf("round %d: after a SIGKILL mid-save the file does not parse: %v", round, err)
 		}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"unicode/utf8"
 
 	"github.com/kiln-dev/kiln/internal/tomlstore"
@@ -50,11 +49,7 @@ var codec = tomlstore.Codec[Key, Record]{Parse: parse, Encode: encode, LoadError
 func DefaultPath() (string, error) { return defaultPath(xdg.Process()) }
 
 func defaultPath(env xdg.Env) (string, error) {
-	dir, err := xdg.ConfigHome(env)
-	if err != nil {
-		return "", err
-	}
-	return filepath.Join(dir, "kiln", "autotune.toml"), nil
+	return xdg.Join(xdg.ConfigHome, env, "kiln", "autotune.toml")
 }
 
 // Load reads the store file at path. A missing file gives an empty store (saved

@@ -156,11 +156,7 @@ func ParseBytes(s string) (int64, error) {
 func DefaultRoot() (string, error) { return defaultRoot(xdg.Process()) }
 
 func defaultRoot(env xdg.Env) (string, error) {
-	dir, err := xdg.CacheHome(env)
-	if err != nil {
-		return "", err
-	}
-	return filepath.Join(dir, "kiln", "pipelines"), nil
+	return xdg.Join(xdg.CacheHome, env, "kiln", "pipelines")
 }
 
 // Root returns the cache's directory.

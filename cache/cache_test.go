@@ -30,6 +30,45 @@ func keyN(n int) Key {
 	return k
 }
 
+// flipByte flips the low bit of byte i of k's entry file (i < 0 counts from
+// the end).
+func flipByte(c *DiskCache, k Key, i int) {
+	data, _ := os.ReadFile(c.PathFor(k))
+	if i < 0 {
+		i += len(data)
+	}
+	data[i] ^= 1
+	os.WriteFile(c.PathFor(k), data, 0o644)
+}
+
+// moveEntry moves from's entry file to to's place, a valid entry under another
+// key's name, and returns that path.
+func moveEntry(t *testing.T, c *DiskCache, from, to Key) string {
+	t.Helper()
+	moved := c.PathFor(to)
+	os.MkdirAll(filepath.Dir(moved), 0o755)
+	if err := os.Rename(c.PathFor(from), moved); err != nil {
+		t.Fatal(err)
+	}
+	return moved
+}
+
+// atOnce runs a and b in two goroutines released together and waits for both.
+func atOnce(a, b func()) {
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for _, fn := range []func(){a, b} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			fn()
+		}()
+	}
+	close(start)
+	wg.Wait()
+}
+
 func mustWrite(t *testing.T, c *DiskCache, k Key, payload []byte) {
 	t.Helper()
 	if err := c.Write(k, payload); err != nil {
@@ -464,14 +503,8 @@ func TestVerifyRemovesCorruptEntriesAndStaleTemps(t *testing.T) {
 		mustWrite(t, c, keyN(i), []byte(fmt.Sprint("blob ", i)))
 	}
 	// Entry 1: bit flip. Entry 2: a valid entry moved under another key's name.
-	data, _ := os.ReadFile(c.PathFor(keyN(1)))
-	data[len(data)-1] ^= 1
-	os.WriteFile(c.PathFor(keyN(1)), data, 0o644)
-	moved := c.PathFor(keyN(50))
-	os.MkdirAll(filepath.Dir(moved), 0o755)
-	if err := os.Rename(c.PathFor(keyN(2)), moved); err != nil {
-		t.Fatal(err)
-	}
+	flipByte(c, keyN(1), -1)
+	moved := moveEntry(t, c, keyN(2), keyN(50))
 	shard := filepath.Dir(c.PathFor(keyN(0)))
 	staleTemp := filepath.Join(shard, ".x.bin.tmp-1")
 	freshTemp := filepath.Join(shard, ".y.bin.tmp-2")
@@ -627,17 +660,9 @@ func TestCheckHeadersReportsBadHeadersAndChangesNothing(t *testing.T) {
 	}
 	// Entry 1: bad magic. Entry 2: a valid entry under another key's name.
 	// Entry 3: a flipped payload byte, which only Verify's full read sees.
-	data, _ := os.ReadFile(c.PathFor(keyN(1)))
-	data[0] ^= 1
-	os.WriteFile(c.PathFor(keyN(1)), data, 0o644)
-	moved := c.PathFor(keyN(50))
-	os.MkdirAll(filepath.Dir(moved), 0o755)
-	if err := os.Rename(c.PathFor(keyN(2)), moved); err != nil {
-		t.Fatal(err)
-	}
-	data, _ = os.ReadFile(c.PathFor(keyN(3)))
-	data[len(data)-1] ^= 1
-	os.WriteFile(c.PathFor(keyN(3)), data, 0o644)
+	flipByte(c, keyN(1), 0)
+	moved := moveEntry(t, c, keyN(2), keyN(50))
+	flipByte(c, keyN(3), -1)
 
 	r, err := c.CheckHeaders(context.Background())
 	if err != nil {
@@ -671,27 +696,17 @@ func TestTrimRacingWritersKeepsFreshEntries(t *testing.T) {
 			setAge(t, c.PathFor(keyN(n+i)), 24*time.Hour)
 		}
 		size := fileSize(t, c.PathFor(keyN(0)))
-		start := make(chan struct{})
-		var wg sync.WaitGroup
-		wg.Add(2)
-		go func() {
-			defer wg.Done()
-			<-start
+		atOnce(func() {
 			for i := 0; i < n; i++ {
 				if err := c.Write(keyN(i), payload('f')); err != nil {
 					t.Error(err)
 				}
 			}
-		}()
-		go func() {
-			defer wg.Done()
-			<-start
+		}, func() {
 			if _, err := c.Trim(context.Background(), n*size); err != nil {
 				t.Error(err)
 			}
-		}()
-		close(start)
-		wg.Wait()
+		})
 		lost := 0
 		for i := 0; i < n; i++ {
 			if p, ok := mustRead(t, c, keyN(i)); !ok || p[0] != 'f' {
@@ -887,27 +902,17 @@ func TestVerifyRacingWritersKeepsRepairedEntries(t *testing.T) {
 			mustWrite(t, c, keyN(i), []byte("x"))
 			os.WriteFile(c.PathFor(keyN(i)), bytes.Repeat([]byte("corrupt!"), 500), 0o644)
 		}
-		start := make(chan struct{})
-		var wg sync.WaitGroup
-		wg.Add(2)
-		go func() {
-			defer wg.Done()
-			<-start
+		atOnce(func() {
 			for i := n - 1; i >= 0; i-- {
 				if err := c.Write(keyN(i), bytes.Repeat([]byte("good"), 1000)); err != nil {
 					t.Error(err)
 				}
 			}
-		}()
-		go func() {
-			defer wg.Done()
-			<-start
+		}, func() {
 			if _, err := c.Verify(context.Background()); err != nil {
 				t.Error(err)
 			}
-		}()
-		close(start)
-		wg.Wait()
+		})
 		lost := 0
 		for i := 0; i < n; i++ {
 			if _, ok := mustRead(t, c, keyN(i)); !ok {

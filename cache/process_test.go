@@ -1,15 +1,15 @@
 package cache
 
 import (
-	"bufio"
 	"bytes"
 	"context"
-	"math/rand/v2"
 	"os"
 	"os/exec"
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/kiln-dev/kiln/internal/proctest"
 )
 
 // The re-executed test binary writes entries into the cache named by rootEnv:
@@ -39,7 +39,7 @@ func TestHelperProcess(t *testing.T) {
 			os.Exit(3)
 		}
 		if i == 0 && role == "loop" {
-			os.Stdout.WriteString("ready\n")
+			proctest.Ready()
 		}
 	}
 	if err := c.Flush(context.Background()); err != nil {
@@ -50,10 +50,7 @@ func TestHelperProcess(t *testing.T) {
 
 func cacheChild(t *testing.T, role, root string, w int) *exec.Cmd {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperProcess$")
-	cmd.Env = append(os.Environ(), roleEnv+"="+role, rootEnv+"="+root, "KILN_CACHE_TEST_WRITER="+strconv.Itoa(w))
-	cmd.Stderr = os.Stderr
-	return cmd
+	return proctest.Child(roleEnv+"="+role, rootEnv+"="+root, "KILN_CACHE_TEST_WRITER="+strconv.Itoa(w))
 }
 
 func TestProcessesSharingTheCacheNeverSeeCorruption(t *testing.T) {
@@ -63,12 +60,9 @@ func TestProcessesSharingTheCacheNeverSeeCorruption(t *testing.T) {
 	c := openTest(t, Options{})
 	var cmds []*exec.Cmd
 	for w := 0; w < 4; w++ {
-		cmd := cacheChild(t, "writer", c.Root(), w)
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		cmds = append(cmds, cmd)
+		cmds = append(cmds, cacheChild(t, "writer", c.Root(), w))
 	}
+	proctest.Start(t, cmds...)
 	done := make(chan error, len(cmds))
 	for _, cmd := range cmds {
 		go func() { done <- cmd.Wait() }()
@@ -103,22 +97,7 @@ func TestWriterKilledMidWriteLeavesTheCacheValid(t *testing.T) {
 	}
 	c := openTest(t, Options{})
 	for round := 0; round < 10; round++ {
-		cmd := cacheChild(t, "loop", c.Root(), round)
-		out, err := cmd.StdoutPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		if line, err := bufio.NewReader(out).ReadString('\n'); err != nil || line != "ready\n" {
-			cmd.Process.Kill()
-			cmd.Wait()
-			t.Fatalf("writer did not start: %q, %v", line, err)
-		}
-		time.Sleep(time.Duration(rand.IntN(10_000)) * time.Microsecond)
-		cmd.Process.Kill()
-		cmd.Wait()
+		proctest.KillWhenReady(t, cacheChild(t, "loop", c.Root(), round), 10*time.Millisecond)
 		r, err := c.Verify(context.Background())
 		if err != nil || len(r.Removed) != 0 {
 			t.Fatalf("round %d: Verify = %+v, %v", round, r, err)

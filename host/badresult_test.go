@@ -54,16 +54,8 @@ func TestForgedPluginTimesAreBadResults(t *testing.T) {
 // preferred.
 func TestBadResultsSidelineAPlugin(t *testing.T) {
 	ctx := context.Background()
-	h := openWithOptions(t, Options{RestartBackoff: time.Minute, MaxRestartBackoff: time.Minute}, "fx-bad-every", "fx-zeros")
-	pick := func() string {
-		t.Helper()
-		b, err := h.AcquirePreferred(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return b.Name()
-	}
-	if got := pick(); got != "fx-bad-every:0" {
+	h := openWith(t, Options{RestartBackoff: time.Minute, MaxRestartBackoff: time.Minute}, "fx-bad-every", "fx-zeros")
+	if got := preferred(t, h); got != "fx-bad-every:0" {
 		t.Fatalf("preferred %s, want fx-bad-every:0 (its adapter scores higher)", got)
 	}
 	for range 3 {
@@ -72,7 +64,7 @@ func TestBadResultsSidelineAPlugin(t *testing.T) {
 			t.Fatalf("got %v, want a bad result", err)
 		}
 	}
-	if got := pick(); got != "fx-zeros:0" {
+	if got := preferred(t, h); got != "fx-zeros:0" {
 		t.Fatalf("after 3 bad results, preferred %s; want fx-zeros:0", got)
 	}
 	s := statsOf(t, h, "fx-bad-every")
@@ -91,7 +83,7 @@ func TestBadResultsSidelineAPlugin(t *testing.T) {
 // instead of being preferred again for the next caller to break on.
 func TestHalfOpenProbeReplaysTheFailedLaunch(t *testing.T) {
 	ctx := context.Background()
-	h := openWithOptions(t, Options{FailureThreshold: 1, RestartBackoff: 20 * time.Millisecond, MaxRestartBackoff: 20 * time.Millisecond}, "fx-bad-next", "fx-zeros")
+	h := openWith(t, Options{FailureThreshold: 1, RestartBackoff: 20 * time.Millisecond, MaxRestartBackoff: 20 * time.Millisecond}, "fx-bad-next", "fx-zeros")
 	_, err := h.Dispatch(ctx, fourBuffers(t), Launch{Backend: "fx-bad-next", Work: fixtureWork()})
 	if ErrorKind(err) != KindBadResult {
 		t.Fatalf("got %v, want a bad result", err)

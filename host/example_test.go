@@ -9,6 +9,7 @@ import (
 
 	"github.com/kiln-dev/kiln/host"
 	"github.com/kiln-dev/kiln/ir"
+	"github.com/kiln-dev/kiln/ir/kernels"
 )
 
 // The examples run against the plugins in $KILN_PLUGIN_DIR (the test binary
@@ -27,21 +28,9 @@ func saxpy() *ir.Program {
 	return b.MustBuild()
 }
 
-func f32s(v ...float32) []byte {
-	out := make([]byte, 4*len(v))
-	for i, f := range v {
-		binary.LittleEndian.PutUint32(out[4*i:], math.Float32bits(f))
-	}
-	return out
-}
+func f32s(v ...float32) []byte { return kernels.F32Bytes(v) }
 
-func floats(b []byte) []float32 {
-	out := make([]float32, len(b)/4)
-	for i := range out {
-		out[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
-	}
-	return out
-}
+func floats(b []byte) []float32 { return kernels.BytesF32(b) }
 
 // Open the host, acquire a backend, compile once and dispatch.
 func Example() {

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/kiln-dev/kiln/ir"
 )
 
 func TestMain(m *testing.M) {
@@ -122,6 +124,31 @@ func openHost(t *testing.T, names ...string) *Host {
 	}
 	t.Cleanup(func() { h.Close() })
 	return h
+}
+
+// preferred returns the name of the backend h prefers now.
+func preferred(t *testing.T, h *Host) string {
+	t.Helper()
+	b, err := h.AcquirePreferred(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b.Name()
+}
+
+// compileOn acquires backend name of h and compiles prog on it, failing the
+// test on an error.
+func compileOn(t *testing.T, h *Host, name string, prog *ir.Program) (*Backend, *Pipeline) {
+	t.Helper()
+	b, err := h.Acquire(context.Background(), name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pl, err := b.Compile(context.Background(), prog, CompileOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b, pl
 }
 
 // killHostBinary returns the path of the minimal host built for the orphan test.

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/kiln-dev/kiln/host/trace"
-	"github.com/kiln-dev/kiln/ir"
 	"github.com/kiln-dev/kiln/pluginapi"
 )
 
@@ -19,49 +18,18 @@ import (
 // the events' encoding, not a disk).
 func BenchmarkSubmitTracing(b *testing.B) {
 	ctx := context.Background()
-	dir, err := examplePluginDir()
-	if err != nil {
-		b.Fatal(err)
-	}
 	for _, mode := range []string{"off", "on"} {
-		opts := Options{PluginDir: dir, NoCache: true, NoAutotune: true, NoPGO: true}
-		if mode == "on" {
-			opts.Trace = io.Discard
-		}
-		h, err := Open(ctx, opts)
-		if err != nil {
-			b.Fatal(err)
-		}
-		be, err := h.Acquire(ctx, "cpu-ref")
-		if err != nil {
-			b.Fatal(err)
-		}
-		bld := ir.NewBuilder("bench.saxpy.f32", 64, 1, 1)
-		xb := bld.Buffer("x", ir.F32, ir.Read)
-		yb := bld.Buffer("y", ir.F32, ir.ReadWrite)
-		i := bld.Let("i", ir.GlobalID(0))
-		bld.If(ir.Lt(i, ir.Len(yb)), func(then *ir.Block) {
-			then.Store(yb, i, ir.Add(ir.Mul(ir.LitF32(2), ir.Load(xb, i)), ir.Load(yb, i)))
+		h, be := benchCPURef(ctx, b, func(opts *Options) {
+			if mode == "on" {
+				opts.Trace = io.Discard
+			}
 		})
-		pl, err := be.Compile(ctx, bld.MustBuild(), CompileOptions{})
-		if err != nil {
-			b.Fatal(err)
-		}
-		x, err := be.Alloc(ctx, 4, UsageMap)
-		if err != nil {
-			b.Fatal(err)
-		}
-		y, err := be.Alloc(ctx, 4, UsageMap)
-		if err != nil {
-			b.Fatal(err)
-		}
-		var batch Batch
-		batch.Dispatch(pl, BoundWork{Grid: [3]uint32{1, 1, 1}, Bindings: []Binding{Bind(x), Bind(y)}})
+		_, batch := benchSaxpy(ctx, b, be)
 		b.Run(mode, func(b *testing.B) {
 			b.ReportAllocs()
 			cpu := processCPU()
 			for range b.N {
-				if _, err := be.Submit(ctx, &batch); err != nil {
+				if _, err := be.Submit(ctx, batch); err != nil {
 					b.Fatal(err)
 				}
 			}

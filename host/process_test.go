@@ -2,10 +2,8 @@ package host
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
-	"math"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -18,7 +16,9 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/kiln-dev/kiln/internal/syncbuf"
 	"github.com/kiln-dev/kiln/ir"
+	"github.com/kiln-dev/kiln/ir/kernels"
 	"github.com/kiln-dev/kiln/pluginapi"
 )
 
@@ -40,21 +40,9 @@ func saxpy(t *testing.T) *ir.Program {
 	return p
 }
 
-func f32Bytes(v ...float32) []byte {
-	out := make([]byte, 4*len(v))
-	for i, f := range v {
-		binary.LittleEndian.PutUint32(out[4*i:], math.Float32bits(f))
-	}
-	return out
-}
+func f32Bytes(v ...float32) []byte { return kernels.F32Bytes(v) }
 
-func bytesF32(b []byte) []float32 {
-	out := make([]float32, len(b)/4)
-	for i := range out {
-		out[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
-	}
-	return out
-}
+func bytesF32(b []byte) []float32 { return kernels.BytesF32(b) }
 
 // saxpyLaunch dispatches saxpy of n elements, x[i] = i and y[i] = 1.
 func saxpyLaunch(backend string, n int) Launch {
@@ -152,14 +140,7 @@ func TestCPURefSaxpyEndToEnd(t *testing.T) {
 
 func TestConcurrentDispatches(t *testing.T) {
 	h := openHost(t, "cpuref")
-	b, err := h.Acquire(context.Background(), "cpu-ref:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	pl, err := b.Compile(context.Background(), saxpy(t), CompileOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	b, pl := compileOn(t, h, "cpu-ref:0", saxpy(t))
 	var wg sync.WaitGroup
 	errs := make(chan error, 8)
 	for range 8 {
@@ -291,18 +272,11 @@ func TestCrashMidDispatch(t *testing.T) {
 
 func TestDeadlineCancelsTheCallAndKeepsThePlugin(t *testing.T) {
 	h := openHost(t, "cpuref", "fx-hang")
-	b, err := h.Acquire(context.Background(), "fx-hang")
-	if err != nil {
-		t.Fatal(err)
-	}
-	pl, err := b.Compile(context.Background(), fourBuffers(t), CompileOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	b, pl := compileOn(t, h, "fx-hang", fourBuffers(t))
 	pid := pidOf(t, h, "fx-hang")
 	for round := range 2 {
 		ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
-		_, err = b.Dispatch(ctx, pl, fixtureWork())
+		_, err := b.Dispatch(ctx, pl, fixtureWork())
 		cancel()
 		var timeout *TimeoutError
 		if !errors.As(err, &timeout) || timeout.Backend != "fx-hang:0" || timeout.Op != "dispatch" || timeout.Hung {
@@ -415,15 +389,8 @@ func TestAcquirePreferredWithProcesses(t *testing.T) {
 // recompiles the pipeline and runs, with no error.
 func TestPipelineSurvivesAnOutsideKill(t *testing.T) {
 	h := openHost(t, "fx-zeros")
-	b, err := h.Acquire(context.Background(), "fx-zeros")
-	if err != nil {
-		t.Fatal(err)
-	}
 	prog := fourBuffers(t)
-	pl, err := b.Compile(context.Background(), prog, CompileOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	b, pl := compileOn(t, h, "fx-zeros", prog)
 	prog.Buffers = nil // the pipeline keeps its own copy for the recompile
 	for round := range 2 {
 		pid := pidOf(t, h, "fx-zeros")
@@ -580,26 +547,8 @@ func TestBackoffDoublesUpToTheLimit(t *testing.T) {
 	}
 }
 
-// lockedBuffer is a bytes.Buffer safe for the logger's and the test's goroutines.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf strings.Builder
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 func TestPluginOutputIsLoggedUnderItsName(t *testing.T) {
-	var logs lockedBuffer
+	var logs syncbuf.Buffer
 	logger := hclog.New(&hclog.LoggerOptions{Name: "app", Level: hclog.Debug, Output: &logs})
 	h, err := Open(context.Background(), Options{PluginDir: pluginDir(t, "fx-zeros"), Logger: logger})
 	if err != nil {

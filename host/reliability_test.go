@@ -11,20 +11,9 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
-)
 
-// openWithOptions opens a host on a plugins directory with the named plugins and
-// opts, and closes it when the test ends.
-func openWithOptions(t *testing.T, opts Options, names ...string) *Host {
-	t.Helper()
-	opts.PluginDir = pluginDir(t, names...)
-	h, err := Open(context.Background(), opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { h.Close() })
-	return h
-}
+	"github.com/kiln-dev/kiln/internal/syncbuf"
+)
 
 // statsOf returns the stats of backend id.
 func statsOf(t *testing.T, h *Host, id string) BackendStats {
@@ -53,14 +42,7 @@ func eventually(t *testing.T, what string, cond func() bool) {
 // result.
 func TestOneCallersDeadlineDoesNotKillAnothersWork(t *testing.T) {
 	h := openHost(t, "fx-busy")
-	b, err := h.Acquire(context.Background(), "fx-busy")
-	if err != nil {
-		t.Fatal(err)
-	}
-	pl, err := b.Compile(context.Background(), fourBuffers(t), CompileOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	b, pl := compileOn(t, h, "fx-busy", fourBuffers(t))
 	pid := pidOf(t, h, "fx-busy")
 	var wg sync.WaitGroup
 	var patient error
@@ -88,7 +70,7 @@ func TestOneCallersDeadlineDoesNotKillAnothersWork(t *testing.T) {
 // TestBusyPluginRunsToCompletion: a plugin that answers health checks is busy,
 // not hung, however long its kernel runs past the hang timeout.
 func TestBusyPluginRunsToCompletion(t *testing.T) {
-	h := openWithOptions(t, Options{HangTimeout: time.Second}, "fx-busy")
+	h := openWith(t, Options{HangTimeout: time.Second}, "fx-busy")
 	res, err := h.Dispatch(context.Background(), fourBuffers(t), Launch{Backend: "fx-busy", Work: fixtureWork()})
 	if err != nil {
 		t.Fatalf("a long dispatch in a responsive plugin: %v", err)
@@ -105,7 +87,7 @@ func TestBusyPluginRunsToCompletion(t *testing.T) {
 // (SIGSTOP mid-dispatch) is killed after the hang timeout, and the call fails
 // with a hung TimeoutError even without a deadline.
 func TestWedgedPluginIsKilledAfterTheHangTimeout(t *testing.T) {
-	h := openWithOptions(t, Options{HangTimeout: 500 * time.Millisecond}, "cpuref", "fx-wedge")
+	h := openWith(t, Options{HangTimeout: 500 * time.Millisecond}, "cpuref", "fx-wedge")
 	b, err := h.Acquire(context.Background(), "fx-wedge")
 	if err != nil {
 		t.Fatal(err)
@@ -132,7 +114,7 @@ func TestWedgedPluginIsKilledAfterTheHangTimeout(t *testing.T) {
 // than a relaunch still get the plugin back: the relaunch is the host's, not
 // theirs.
 func TestRelaunchRunsUnderTheHostsStartTimeout(t *testing.T) {
-	h := openWithOptions(t, Options{RestartBackoff: 10 * time.Millisecond}, "fx-slow-describe")
+	h := openWith(t, Options{RestartBackoff: 10 * time.Millisecond}, "fx-slow-describe")
 	b, err := h.Acquire(context.Background(), "fx-slow-describe")
 	if err != nil {
 		t.Fatal(err)
@@ -182,17 +164,9 @@ func TestPlainPluginErrorIsTypedAndImmediate(t *testing.T) {
 // selection at once; one that crashed FailureThreshold times is failing (with
 // its last exit and stderr) and not preferred until a probe succeeds.
 func TestSickPluginIsSidelined(t *testing.T) {
-	h := openWithOptions(t, Options{RestartBackoff: 300 * time.Millisecond, MaxRestartBackoff: 300 * time.Millisecond}, "fx-flaky", "fx-zeros")
+	h := openWith(t, Options{RestartBackoff: 300 * time.Millisecond, MaxRestartBackoff: 300 * time.Millisecond}, "fx-flaky", "fx-zeros")
 	ctx := context.Background()
-	pick := func() string {
-		t.Helper()
-		b, err := h.AcquirePreferred(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return b.Name()
-	}
-	if got := pick(); got != "fx-flaky:0" {
+	if got := preferred(t, h); got != "fx-flaky:0" {
 		t.Fatalf("preferred %s, want fx-flaky:0 (its adapter scores higher)", got)
 	}
 	crash := func() {
@@ -204,7 +178,7 @@ func TestSickPluginIsSidelined(t *testing.T) {
 		}
 	}
 	crash()
-	if got := pick(); got != "fx-zeros:0" {
+	if got := preferred(t, h); got != "fx-zeros:0" {
 		t.Fatalf("right after fx-flaky crashed, preferred %s; want fx-zeros:0 without waiting out the backoff", got)
 	}
 	crash()
@@ -229,12 +203,12 @@ func TestSickPluginIsSidelined(t *testing.T) {
 	}
 	// Failing stays failing past its backoff: the background probe crashes too.
 	time.Sleep(400 * time.Millisecond)
-	if got := pick(); got != "fx-zeros:0" {
+	if got := preferred(t, h); got != "fx-zeros:0" {
 		t.Fatalf("a failing plugin was preferred: %s", got)
 	}
 	// Healed, the next probe succeeds and fx-flaky is preferred again.
 	t.Setenv(healedEnv, "1")
-	eventually(t, "fx-flaky preferred again after a successful probe", func() bool { return pick() == "fx-flaky:0" })
+	eventually(t, "fx-flaky preferred again after a successful probe", func() bool { return preferred(t, h) == "fx-flaky:0" })
 	if s := statsOf(t, h, "fx-flaky"); s.State != StateReady || s.Errors[KindCrashed] < 3 {
 		t.Fatalf("stats %+v", s)
 	}
@@ -246,7 +220,7 @@ const healedEnv = "KILN_FIXTURE_HEALED"
 // TestNamedBackendWaitsOnlyForItsPlugin: a plugin hanging in Describe does not
 // hold up a backend named explicitly: it is not even started.
 func TestNamedBackendWaitsOnlyForItsPlugin(t *testing.T) {
-	h := openWithOptions(t, Options{StartTimeout: time.Minute}, "cpuref", "fx-describe-hang", "fx-zz-twin")
+	h := openWith(t, Options{StartTimeout: time.Minute}, "cpuref", "fx-describe-hang", "fx-zz-twin")
 	healthyDispatch(t, h)
 	// fx-zz-twin provides fx-zeros under another file name: asking for it
 	// starts the others, and returns once the twin has described itself,
@@ -285,7 +259,7 @@ func TestStartFailuresAreDiagnosed(t *testing.T) {
 	for n := range want {
 		names = append(names, n)
 	}
-	h := openWithOptions(t, Options{StartTimeout: 3 * time.Second}, names...)
+	h := openWith(t, Options{StartTimeout: 3 * time.Second}, names...)
 	seen := map[string]bool{}
 	for _, p := range h.Report().Plugins {
 		name := fileID(p.Path)
@@ -336,9 +310,9 @@ func TestOversizeResponseIsRefusedFromItsLength(t *testing.T) {
 // TestPluginLogsAreRateLimited: a plugin flooding stderr (before and after the
 // handshake) has its lines dropped over the rate and counted.
 func TestPluginLogsAreRateLimited(t *testing.T) {
-	var logs lockedBuffer
+	var logs syncbuf.Buffer
 	logger := hclog.New(&hclog.LoggerOptions{Name: "app", Level: hclog.Debug, Output: &logs})
-	h := openWithOptions(t, Options{Logger: logger, LogLinesPerSecond: 20}, "fx-chatty")
+	h := openWith(t, Options{Logger: logger, LogLinesPerSecond: 20}, "fx-chatty")
 	if _, err := h.Dispatch(context.Background(), fourBuffers(t), Launch{Backend: "fx-chatty", Work: fixtureWork()}); err != nil {
 		t.Fatal(err)
 	}
@@ -372,7 +346,7 @@ func TestPluginsGetNoStdinAndMutualTLS(t *testing.T) {
 	if d.Version != "stdin=/dev/null mtls=yes" {
 		t.Fatalf("the plugin reports %q, want stdin=/dev/null mtls=yes", d.Version)
 	}
-	plain := openWithOptions(t, Options{NoMTLS: true}, "fx-env")
+	plain := openWith(t, Options{NoMTLS: true}, "fx-env")
 	if d, err := plain.Description("fx-env"); err != nil || d.Version != "stdin=/dev/null mtls=no" {
 		t.Fatalf("with NoMTLS: %v, %v", d, err)
 	}

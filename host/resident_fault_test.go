@@ -134,7 +134,7 @@ func TestLostDataPlaneReturnsByTheCallersDeadline(t *testing.T) {
 // for the hang timeout makes the host treat the plugin as hung.
 func TestPluginThatStopsReadingItsRingIsHung(t *testing.T) {
 	const hang = 2 * time.Second
-	h := openWithOptions(t, Options{HangTimeout: hang}, "fx-resident")
+	h := openWith(t, Options{HangTimeout: hang}, "fx-resident")
 	b := acquire(t, h, "fx-resident")
 	x := alloc(t, b, 64, 0)
 	var stuck Batch

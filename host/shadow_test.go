@@ -1,41 +1,23 @@
 package host
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/hashicorp/go-hclog"
+
+	"github.com/kiln-dev/kiln/internal/syncbuf"
 )
-
-// syncBuffer is a log sink safe for the host's goroutines.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
 
 // TestTwinPluginsHighestVersionThenPath pins issue 22 item 6: of plugins that
 // report one id, the highest version wins, then the first path; each one
 // shadowed says so, naming the winner, in its StartError, in Survey and in the
 // log.
 func TestTwinPluginsHighestVersionThenPath(t *testing.T) {
-	var logs syncBuffer
+	var logs syncbuf.Buffer
 	dir := pluginDir(t, "fx-aa-twin", "fx-zeros", "fx-zz-twin")
 	h, err := Open(context.Background(), Options{PluginDir: dir, NoCache: true, NoAutotune: true, NoPGO: true,
 		Logger: hclog.New(&hclog.LoggerOptions{Output: &logs, Level: hclog.Warn})})

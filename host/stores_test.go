@@ -17,6 +17,7 @@ import (
 
 	"github.com/kiln-dev/kiln/autotune"
 	"github.com/kiln-dev/kiln/cache"
+	"github.com/kiln-dev/kiln/internal/syncbuf"
 	"github.com/kiln-dev/kiln/ir"
 	"github.com/kiln-dev/kiln/pgo"
 	"github.com/kiln-dev/kiln/pluginapi"
@@ -192,7 +193,7 @@ func TestDefaultStoresFollowXDGAndKILNCACHE(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	var logs lockedBuffer
+	var logs syncbuf.Buffer
 	s = openStores(Options{}, env(""), hclog.New(&hclog.LoggerOptions{Output: &logs}))
 	if s.tune != nil || s.pgo != nil || s.cache == nil {
 		t.Fatalf("malformed files: autotune %v, pgo %v, cache %v", s.tune, s.pgo, s.cache)
@@ -203,7 +204,7 @@ func TestDefaultStoresFollowXDGAndKILNCACHE(t *testing.T) {
 }
 
 func TestPluginKilledMidCompileLeavesTheCacheValid(t *testing.T) {
-	var logs lockedBuffer
+	var logs syncbuf.Buffer
 	logger := hclog.New(&hclog.LoggerOptions{Name: "app", Level: hclog.Debug, Output: &logs})
 	c := testCache(t, cache.Options{})
 	h := openWith(t, Options{Cache: c, Logger: logger, NoAutotune: true, NoPGO: true}, "fx-blob", "fx-compile-hang")

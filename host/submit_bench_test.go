@@ -2,9 +2,9 @@ package host
 
 import (
 	"context"
+	"fmt"
+	"sync"
 	"testing"
-
-	"github.com/kiln-dev/kiln/ir"
 )
 
 // BenchmarkSubmitRoundTrip is one submit of a 1-element dispatch over a
@@ -12,44 +12,13 @@ import (
 // the same dispatch through the v1 API (bytes in, bytes out).
 func BenchmarkSubmitRoundTrip(b *testing.B) {
 	ctx := context.Background()
-	dir, err := examplePluginDir()
-	if err != nil {
-		b.Fatal(err)
-	}
-	h, err := Open(ctx, Options{PluginDir: dir, NoCache: true, NoAutotune: true, NoPGO: true})
-	if err != nil {
-		b.Fatal(err)
-	}
+	h, be := benchCPURef(ctx, b, nil)
 	defer h.Close()
-	be, err := h.Acquire(ctx, "cpu-ref")
-	if err != nil {
-		b.Fatal(err)
-	}
-	bld := ir.NewBuilder("bench.saxpy.f32", 64, 1, 1)
-	xb := bld.Buffer("x", ir.F32, ir.Read)
-	yb := bld.Buffer("y", ir.F32, ir.ReadWrite)
-	i := bld.Let("i", ir.GlobalID(0))
-	bld.If(ir.Lt(i, ir.Len(yb)), func(then *ir.Block) {
-		then.Store(yb, i, ir.Add(ir.Mul(ir.LitF32(2), ir.Load(xb, i)), ir.Load(yb, i)))
-	})
-	pl, err := be.Compile(ctx, bld.MustBuild(), CompileOptions{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	x, err := be.Alloc(ctx, 4, UsageMap)
-	if err != nil {
-		b.Fatal(err)
-	}
-	y, err := be.Alloc(ctx, 4, UsageMap)
-	if err != nil {
-		b.Fatal(err)
-	}
-	var batch Batch
-	batch.Dispatch(pl, BoundWork{Grid: [3]uint32{1, 1, 1}, Bindings: []Binding{Bind(x), Bind(y)}})
+	pl, batch := benchSaxpy(ctx, b, be)
 	b.Run("submit", func(b *testing.B) {
 		var plugin int64
 		for range b.N {
-			res, err := be.Submit(ctx, &batch)
+			res, err := be.Submit(ctx, batch)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -65,4 +34,41 @@ func BenchmarkSubmitRoundTrip(b *testing.B) {
 			}
 		}
 	})
+}
+
+// BenchmarkDispatchLoad is the load test of `kiln bench --load` in a benchmark:
+// g goroutines share one host and one pipeline on the cpu-ref plugin process
+// and dispatch a 1-element increment through the v1 API; ns/op is the time per
+// dispatch of all of them together (so more goroutines going faster shows as
+// fewer ns/op).
+func BenchmarkDispatchLoad(b *testing.B) {
+	ctx := context.Background()
+	h, be := benchCPURef(ctx, b, nil)
+	defer h.Close()
+	pl := benchIncrement(ctx, b, be)
+	for _, g := range []int{1, 4, 16, 64} {
+		b.Run(fmt.Sprintf("goroutines=%d", g), func(b *testing.B) {
+			var wg sync.WaitGroup
+			errs := make([]error, g)
+			for k := range g {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					work := Work{Grid: [3]uint32{1, 1, 1}, Inputs: [][]byte{make([]byte, 4)}}
+					for j := k; j < b.N; j += g {
+						if _, err := be.Dispatch(ctx, pl, work); err != nil {
+							errs[k] = err
+							return
+						}
+					}
+				}()
+			}
+			wg.Wait()
+			for _, err := range errs {
+				if err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
 }

@@ -98,7 +98,7 @@ func TestPluginRefusesUnauthenticatedConnections(t *testing.T) {
 // TestStartsWithoutMTLS: with NoMTLS the host passes no certificate and the
 // plugin serves plain gRPC on its private socket.
 func TestStartsWithoutMTLS(t *testing.T) {
-	h := openWithOptions(t, Options{NoMTLS: true}, "fx-env")
+	h := openWith(t, Options{NoMTLS: true}, "fx-env")
 	addr := pluginAddr(t, h, "fx-env")
 	if err := healthCheck(addr, insecure.NewCredentials()); err != nil {
 		t.Fatalf("plaintext health check with NoMTLS: %v", err)

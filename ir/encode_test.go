@@ -40,15 +40,7 @@ func codecGolden(t *testing.T, name string, got []byte) {
 
 // codecSaxpy is the example of docs/design.md, y = a*x + y.
 func codecSaxpy() *Program {
-	b := NewBuilder("example.saxpy.f32", 256, 1, 1)
-	a := b.Param("a", F32, LitF32(2))
-	x := b.Buffer("x", F32, Read)
-	y := b.Buffer("y", F32, ReadWrite)
-	i := b.Let("i", GlobalID(0))
-	b.If(Lt(i, Len(y)), func(then *Block) {
-		then.Store(y, i, Add(Mul(a, Load(x, i)), Load(y, i)))
-	})
-	return b.Program()
+	return saxpy().Program()
 }
 
 // codecKitchenSink is a valid program that uses every expression and statement kind,
@@ -1079,13 +1071,59 @@ func TestDecodeRejects(t *testing.T) {
 }
 
 func TestDecodeRejectsEveryTruncation(t *testing.T) {
-	b, err := Encode(codecKitchenSink())
+	checkEveryTruncationFails(t, codecKitchenSink())
+}
+
+// checkEveryTruncationFails checks that Decode refuses every proper prefix of
+// p's encoding.
+func checkEveryTruncationFails(t *testing.T, p *Program) {
+	t.Helper()
+	b, err := Encode(p)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for n := 0; n < len(b); n++ {
 		if _, err := Decode(b[:n]); err == nil {
-			t.Fatalf("Decode accepted the first %d of %d bytes", n, len(b))
+			t.Fatalf("%s: Decode accepted the first %d of %d bytes", p.Name, n, len(b))
+		}
+	}
+}
+
+// checkFeatureVersions checks that each feature, applied alone to a one-let
+// program, makes it encode as format version and round-trip.
+func checkFeatureVersions(t *testing.T, features map[string]func(p *Program), version uint64) {
+	t.Helper()
+	for name, change := range features {
+		p := codecLetProgram(LitU32(1))
+		change(p)
+		b, err := Encode(p)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if v := codecVersionOf(t, b); v != version {
+			t.Errorf("%s: encodes as version %d, want %d", name, v, version)
+		}
+		q, err := Decode(b)
+		if err != nil || !reflect.DeepEqual(p, q) {
+			t.Errorf("%s: round trip failed (%v)", name, err)
+		}
+	}
+}
+
+// digestCase is a program and its golden digest.
+type digestCase struct {
+	name string
+	p    *Program
+	want string
+}
+
+// checkDigests checks each case's digest; msg formats a change from the case's
+// name and the digest found.
+func checkDigests(t *testing.T, msg string, cases ...digestCase) {
+	t.Helper()
+	for _, c := range cases {
+		if got := c.p.DigestHex(); got != c.want {
+			t.Errorf(msg, c.name, got)
 		}
 	}
 }
@@ -1114,19 +1152,10 @@ func TestDecodeDeepInputIsBounded(t *testing.T) {
 func TestDigestGolden(t *testing.T) {
 	const msg = "the digest of %s changed to %s: the canonical encoding changed, so bump FormatVersion " +
 		"(old plugins would misread it) and update this constant and testdata"
-	for _, c := range []struct {
-		name string
-		p    *Program
-		want string
-	}{
-		{"saxpy", codecSaxpy(), "53cbb0da7c8d7aa7"},
-		{"kitchen_sink", codecKitchenSink(), "093a30a7eb5daa49"},
-		{"every_op", codecEveryOp(), "b235b8b88aeab504"},
-	} {
-		if got := c.p.DigestHex(); got != c.want {
-			t.Errorf(msg, c.name, got)
-		}
-	}
+	checkDigests(t, msg,
+		digestCase{"saxpy", codecSaxpy(), "53cbb0da7c8d7aa7"},
+		digestCase{"kitchen_sink", codecKitchenSink(), "093a30a7eb5daa49"},
+		digestCase{"every_op", codecEveryOp(), "b235b8b88aeab504"})
 	b, err := Encode(codecSaxpy())
 	if err != nil {
 		t.Fatal(err)

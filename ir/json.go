@@ -604,19 +604,9 @@ func jsonList[T any](w *jwalker, m map[string]jvalue, key string, item func(*jwa
 
 func (w *jwalker) param(v jvalue) (ParamDecl, error) {
 	const what = "a parameter"
-	var d ParamDecl
-	m, err := w.fields(v, what, "name", "type", "default", "candidates")
+	m, name, t, err := w.typedDecl(v, what, "parameter type", "default", "candidates")
+	d := ParamDecl{Name: name, Type: t}
 	if err != nil {
-		return d, err
-	}
-	if d.Name, err = w.needStr(m, v, "name", what); err != nil {
-		return d, err
-	}
-	tv, err := w.need(m, v, "type", what)
-	if err != nil {
-		return d, err
-	}
-	if d.Type, err = w.typeName(tv, "parameter type"); err != nil {
 		return d, err
 	}
 	dv, err := w.need(m, v, "default", what)
@@ -645,21 +635,8 @@ func (w *jwalker) param(v jvalue) (ParamDecl, error) {
 }
 
 func (w *jwalker) uniform(v jvalue) (UniformDecl, error) {
-	const what = "a uniform"
-	var u UniformDecl
-	m, err := w.fields(v, what, "name", "type")
-	if err != nil {
-		return u, err
-	}
-	if u.Name, err = w.needStr(m, v, "name", what); err != nil {
-		return u, err
-	}
-	tv, err := w.need(m, v, "type", what)
-	if err != nil {
-		return u, err
-	}
-	u.Type, err = w.typeName(tv, "uniform type")
-	return u, err
+	_, name, t, err := w.typedDecl(v, "a uniform", "uniform type")
+	return UniformDecl{Name: name, Type: t}, err
 }
 
 func (w *jwalker) buffer(v jvalue) (BufferDecl, error) {
@@ -672,18 +649,10 @@ func (w *jwalker) buffer(v jvalue) (BufferDecl, error) {
 	if b.Name, err = w.needStr(m, v, "name", what); err != nil {
 		return b, err
 	}
-	bv, err := w.need(m, v, "binding", what)
-	if err != nil {
+	if b.Binding, err = w.needU32(m, v, "binding", what); err != nil {
 		return b, err
 	}
-	if b.Binding, err = w.u32(bv, "binding"); err != nil {
-		return b, err
-	}
-	tv, err := w.need(m, v, "type", what)
-	if err != nil {
-		return b, err
-	}
-	if b.Type, err = w.typeName(tv, "buffer type"); err != nil {
+	if b.Type, err = w.needType(m, v, "type", what, "buffer type"); err != nil {
 		return b, err
 	}
 	av, err := w.need(m, v, "access", what)
@@ -706,26 +675,12 @@ func (w *jwalker) buffer(v jvalue) (BufferDecl, error) {
 
 func (w *jwalker) shared(v jvalue) (SharedDecl, error) {
 	const what = "a shared array"
-	var s SharedDecl
-	m, err := w.fields(v, what, "name", "type", "count")
+	m, name, t, err := w.typedDecl(v, what, "shared array type", "count")
+	s := SharedDecl{Name: name, Type: t}
 	if err != nil {
 		return s, err
 	}
-	if s.Name, err = w.needStr(m, v, "name", what); err != nil {
-		return s, err
-	}
-	tv, err := w.need(m, v, "type", what)
-	if err != nil {
-		return s, err
-	}
-	if s.Type, err = w.typeName(tv, "shared array type"); err != nil {
-		return s, err
-	}
-	cv, err := w.need(m, v, "count", what)
-	if err != nil {
-		return s, err
-	}
-	s.Count, err = w.u32(cv, "count")
+	s.Count, err = w.needU32(m, v, "count", what)
 	return s, err
 }
 
@@ -735,6 +690,40 @@ func (w *jwalker) needStr(m map[string]jvalue, obj jvalue, key, what string) (st
 		return "", err
 	}
 	return w.str(v, strconv.Quote(key))
+}
+
+// typedDecl reads the object v of a declaration (what) with the keys "name",
+// "type" (typeWhat in errors) and the other keys allowed, and returns its members
+// with its name and type.
+func (w *jwalker) typedDecl(v jvalue, what, typeWhat string, keys ...string) (map[string]jvalue, string, Type, error) {
+	m, err := w.fields(v, what, append([]string{"name", "type"}, keys...)...)
+	if err != nil {
+		return nil, "", 0, err
+	}
+	name, err := w.needStr(m, v, "name", what)
+	if err != nil {
+		return m, "", 0, err
+	}
+	t, err := w.needType(m, v, "type", what, typeWhat)
+	return m, name, t, err
+}
+
+// needType is need of a type name (typeWhat in errors).
+func (w *jwalker) needType(m map[string]jvalue, obj jvalue, key, what, typeWhat string) (Type, error) {
+	v, err := w.need(m, obj, key, what)
+	if err != nil {
+		return 0, err
+	}
+	return w.typeName(v, typeWhat)
+}
+
+// needU32 is need of a 32-bit count, index or size.
+func (w *jwalker) needU32(m map[string]jvalue, obj jvalue, key, what string) (uint32, error) {
+	v, err := w.need(m, obj, key, what)
+	if err != nil {
+		return 0, err
+	}
+	return w.u32(v, key)
 }
 
 func (w *jwalker) block(v jvalue, depth int) ([]Stmt, error) {
@@ -922,11 +911,7 @@ func (w *jwalker) stmt(v jvalue, depth int) (Stmt, error) {
 		if err != nil {
 			return nil, err
 		}
-		tv, err := w.need(m, v, "type", what)
-		if err != nil {
-			return nil, err
-		}
-		t, err := w.typeName(tv, "var type")
+		t, err := w.needType(m, v, "type", what, "var type")
 		if err != nil {
 			return nil, err
 		}
@@ -1007,11 +992,7 @@ func (w *jwalker) forStmt(v jvalue, m map[string]jvalue, depth int) (Stmt, error
 	if s.Var, err = w.str(m["for"], `"for"`); err != nil {
 		return nil, err
 	}
-	tv, err := w.need(m, v, "type", what)
-	if err != nil {
-		return nil, err
-	}
-	if s.Type, err = w.typeName(tv, "for type"); err != nil {
+	if s.Type, err = w.needType(m, v, "type", what, "for type"); err != nil {
 		return nil, err
 	}
 	if s.From, err = w.sub(m, v, "from", what, ".from", depth+1); err != nil {

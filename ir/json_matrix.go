@@ -119,33 +119,15 @@ func matrixStmtShape(key string) (extras []string, ok bool) {
 
 func (w *jwalker) matrixDecl(v jvalue) (MatrixDecl, error) {
 	const what = "a matrix"
-	var d MatrixDecl
-	m, err := w.fields(v, what, "name", "type", "rows", "cols")
+	m, name, t, err := w.typedDecl(v, what, "matrix type", "rows", "cols")
+	d := MatrixDecl{Name: name, Type: t}
 	if err != nil {
 		return d, err
 	}
-	if d.Name, err = w.needStr(m, v, "name", what); err != nil {
+	if d.Rows, err = w.needU32(m, v, "rows", what); err != nil {
 		return d, err
 	}
-	tv, err := w.need(m, v, "type", what)
-	if err != nil {
-		return d, err
-	}
-	if d.Type, err = w.typeName(tv, "matrix type"); err != nil {
-		return d, err
-	}
-	rv, err := w.need(m, v, "rows", what)
-	if err != nil {
-		return d, err
-	}
-	if d.Rows, err = w.u32(rv, "rows"); err != nil {
-		return d, err
-	}
-	cv, err := w.need(m, v, "cols", what)
-	if err != nil {
-		return d, err
-	}
-	d.Cols, err = w.u32(cv, "cols")
+	d.Cols, err = w.needU32(m, v, "cols", what)
 	return d, err
 }
 

@@ -34,15 +34,7 @@ func TestParseJSONDesignExample(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := NewBuilder("example.saxpy.f32", 256, 1, 1)
-	a := b.Param("a", F32, LitF32(2))
-	x := b.Buffer("x", F32, Read)
-	y := b.Buffer("y", F32, ReadWrite)
-	i := b.Let("i", GlobalID(0))
-	b.If(Lt(i, Len(y)), func(then *Block) {
-		then.Store(y, i, Add(Mul(a, Load(x, i)), Load(y, i)))
-	})
-	want, err := b.Build()
+	want, err := saxpy().Build()
 	if err != nil {
 		t.Fatal(err)
 	}

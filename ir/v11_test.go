@@ -253,7 +253,6 @@ func TestEncodeWritesTheLowestVersion(t *testing.T) {
 			t.Errorf("%s: an IR v1 program encodes as version %d", name, v)
 		}
 	}
-	base := func() *Program { return codecLetProgram(LitU32(1)) }
 	features := map[string]func(p *Program){
 		"subgroup size": func(p *Program) { p.SubgroupSize = 32 },
 		"uniform decl":  func(p *Program) { p.Uniforms = []UniformDecl{{Name: "u", Type: U32}} },
@@ -270,37 +269,14 @@ func TestEncodeWritesTheLowestVersion(t *testing.T) {
 			p.Body = []Stmt{AtomicStmt{Op: AtomicCompareExchange, Target: "s", Index: LitU32(0), Compare: LitU32(0), Value: LitU32(1)}}
 		},
 	}
-	for name, change := range features {
-		p := base()
-		change(p)
-		b, err := Encode(p)
-		if err != nil {
-			t.Fatalf("%s: %v", name, err)
-		}
-		if v := codecVersionOf(t, b); v != FormatVersionV11 {
-			t.Errorf("%s: encodes as version %d, want %d", name, v, FormatVersionV11)
-		}
-		q, err := Decode(b)
-		if err != nil || !reflect.DeepEqual(p, q) {
-			t.Errorf("%s: round trip failed (%v)", name, err)
-		}
-	}
+	checkFeatureVersions(t, features, FormatVersionV11)
 }
 
 func TestDigestGoldenV11(t *testing.T) {
-	for _, c := range []struct {
-		name string
-		p    *Program
-		want string
-	}{
-		{"kitchen_sink_v11", codecKitchenSinkV11(), "8c47f1d205f5e500"},
-		{"every_op_v11", codecEveryOpV11(), "fc1e9f19f79d36f8"},
-	} {
-		if got := c.p.DigestHex(); got != c.want {
-			t.Errorf("the digest of %s changed to %s: the version 2 encoding changed, so add a format version "+
-				"(old plugins would misread it) and update this constant and testdata", c.name, got)
-		}
-	}
+	checkDigests(t, "the digest of %s changed to %s: the version 2 encoding changed, so add a format version "+
+		"(old plugins would misread it) and update this constant and testdata",
+		digestCase{"kitchen_sink_v11", codecKitchenSinkV11(), "8c47f1d205f5e500"},
+		digestCase{"every_op_v11", codecEveryOpV11(), "fc1e9f19f79d36f8"})
 	b, err := Encode(codecKitchenSinkV11())
 	if err != nil {
 		t.Fatal(err)
@@ -314,15 +290,7 @@ func TestDigestGoldenV11(t *testing.T) {
 }
 
 func TestDecodeRejectsEveryTruncationV11(t *testing.T) {
-	b, err := Encode(codecKitchenSinkV11())
-	if err != nil {
-		t.Fatal(err)
-	}
-	for n := 0; n < len(b); n++ {
-		if _, err := Decode(b[:n]); err == nil {
-			t.Fatalf("Decode accepted the first %d of %d bytes", n, len(b))
-		}
-	}
+	checkEveryTruncationFails(t, codecKitchenSinkV11())
 }
 
 // codecDesignV11 uses every JSON spelling of docs/design.md's "IR v1.1" exactly

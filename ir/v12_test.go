@@ -201,19 +201,10 @@ func TestKitchenSinkV12CoversEverything(t *testing.T) {
 }
 
 func TestDigestGoldenV12(t *testing.T) {
-	for _, c := range []struct {
-		name string
-		p    *Program
-		want string
-	}{
-		{"kitchen_sink_v12", codecKitchenSinkV12(), "f9908529326fcb95"},
-		{"every_op_v12", codecEveryOpV12(), "c6eed7fe86fb3ac5"},
-	} {
-		if got := c.p.DigestHex(); got != c.want {
-			t.Errorf("the digest of %s changed to %s: the version 3 encoding changed, so add a format version "+
-				"(old plugins would misread it) and update this constant and testdata", c.name, got)
-		}
-	}
+	checkDigests(t, "the digest of %s changed to %s: the version 3 encoding changed, so add a format version "+
+		"(old plugins would misread it) and update this constant and testdata",
+		digestCase{"kitchen_sink_v12", codecKitchenSinkV12(), "f9908529326fcb95"},
+		digestCase{"every_op_v12", codecEveryOpV12(), "c6eed7fe86fb3ac5"})
 	for name, p := range map[string]*Program{"kitchen_sink_v12": codecKitchenSinkV12(), "every_op_v12": codecEveryOpV12()} {
 		b, err := Encode(p)
 		if err != nil {
@@ -232,7 +223,6 @@ func TestDigestGoldenV12(t *testing.T) {
 // version 3, which round-trips; v1 and v1.1 programs stay at 1 and 2
 // (TestEncodeWritesTheLowestVersion).
 func TestEncodeWritesVersion3(t *testing.T) {
-	base := func() *Program { return codecLetProgram(LitU32(1)) }
 	features := map[string]func(p *Program){
 		"f16 literal":    func(p *Program) { p.Body[0] = LetStmt{Name: "x", Value: LitF16(1)} },
 		"bf16 cast":      func(p *Program) { p.Body[0] = LetStmt{Name: "x", Value: Cast(BF16, LitF32(1))} },
@@ -253,21 +243,7 @@ func TestEncodeWritesVersion3(t *testing.T) {
 				Bound: &MatrixBound{Rows: LitU32(1), Cols: Uniform("u")}}
 		},
 	}
-	for name, change := range features {
-		p := base()
-		change(p)
-		b, err := Encode(p)
-		if err != nil {
-			t.Fatalf("%s: %v", name, err)
-		}
-		if v := codecVersionOf(t, b); v != FormatVersion {
-			t.Errorf("%s: encodes as version %d, want %d", name, v, FormatVersion)
-		}
-		q, err := Decode(b)
-		if err != nil || !reflect.DeepEqual(p, q) {
-			t.Errorf("%s: round trip failed (%v)", name, err)
-		}
-	}
+	checkFeatureVersions(t, features, FormatVersion)
 }
 
 // codecHeaderV3 starts a version 3 program "p" of workgroup 1×1×1 with no
@@ -325,17 +301,8 @@ func TestDecodeRejectsV12(t *testing.T) {
 }
 
 func TestDecodeRejectsEveryTruncationV12(t *testing.T) {
-	for _, p := range []*Program{codecKitchenSinkV12(), codecEveryOpV12()} {
-		b, err := Encode(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for n := 0; n < len(b); n++ {
-			if _, err := Decode(b[:n]); err == nil {
-				t.Fatalf("%s: Decode accepted the first %d of %d bytes", p.Name, n, len(b))
-			}
-		}
-	}
+	checkEveryTruncationFails(t, codecKitchenSinkV12())
+	checkEveryTruncationFails(t, codecEveryOpV12())
 }
 
 func TestEncodeRefusesV12(t *testing.T) {

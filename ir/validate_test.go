@@ -57,13 +57,45 @@ func TestValidateAcceptsWellFormedPrograms(t *testing.T) {
 	}
 }
 
+// rejectCase is a program build makes and the fragments Validate's error must
+// contain.
+type rejectCase struct {
+	name  string
+	build func(b *Builder)
+	want  []string
+}
+
+// checkRejects checks that Validate refuses each case's program with a
+// *ValidationError that contains the fragments and has a Fix.
+func checkRejects(t *testing.T, cases []rejectCase) {
+	t.Helper()
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			b := NewBuilder("kiln.test.invalid", 64, 1, 1)
+			tc.build(b)
+			err := Validate(b.Program())
+			if err == nil {
+				t.Fatal("Validate accepted an ill-formed program")
+			}
+			var verr *ValidationError
+			if !errors.As(err, &verr) {
+				t.Fatalf("error %v is %T, want *ValidationError", err, err)
+			}
+			for _, frag := range tc.want {
+				if !strings.Contains(err.Error(), frag) {
+					t.Errorf("error %q does not contain %q", err, frag)
+				}
+			}
+			if verr.Fix == "" {
+				t.Errorf("error %q has no Fix", err)
+			}
+		})
+	}
+}
+
 // TestValidateRejects pins one error per rule: the path, the message and the Fix.
 func TestValidateRejects(t *testing.T) {
-	cases := []struct {
-		name  string
-		build func(b *Builder)
-		want  []string
-	}{
+	cases := []rejectCase{
 		{"operand types differ", func(b *Builder) {
 			b.Buffer("out", F32, Write)
 			b.Let("i", GlobalID(0))
@@ -191,28 +223,7 @@ func TestValidateRejects(t *testing.T) {
 		{"nil statement", func(b *Builder) { b.Append(nil) }, []string{"body[0]", "statement is nil"}},
 		{"nil expression", func(b *Builder) { b.Let("x", nil) }, []string{"body[0].value", "expression is missing"}},
 	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			b := NewBuilder("kiln.test.invalid", 64, 1, 1)
-			tc.build(b)
-			err := Validate(b.Program())
-			if err == nil {
-				t.Fatal("Validate accepted an ill-formed program")
-			}
-			var verr *ValidationError
-			if !errors.As(err, &verr) {
-				t.Fatalf("error %v is %T, want *ValidationError", err, err)
-			}
-			for _, frag := range tc.want {
-				if !strings.Contains(err.Error(), frag) {
-					t.Errorf("error %q does not contain %q", err, frag)
-				}
-			}
-			if verr.Fix == "" {
-				t.Errorf("error %q has no Fix", err)
-			}
-		})
-	}
+	checkRejects(t, cases)
 }
 
 func TestValidateSiblingScopesMayReuseNames(t *testing.T) {

@@ -1,8 +1,6 @@
 package ir
 
 import (
-	"errors"
-	"strings"
 	"testing"
 )
 
@@ -96,11 +94,7 @@ func TestValidateRejectsV12(t *testing.T) {
 		b.Matrix("B", F16, 16, 48)
 		b.Matrix("acc", F32, 32, 48)
 	}
-	cases := []struct {
-		name  string
-		build func(b *Builder)
-		want  []string
-	}{
+	cases := []rejectCase{
 		// 16-bit types.
 		{"f16 param", func(b *Builder) { b.Param("p", F16, LitF16(1)) }, []string{"params[0]", `parameter "p" has type f16; IR v1.2 has no 16-bit parameters`}},
 		{"bf16 uniform", func(b *Builder) { b.Uniform("u", BF16) }, []string{"uniforms[0]", `uniform "u" has type bf16`}},
@@ -341,26 +335,5 @@ func TestValidateRejectsV12(t *testing.T) {
 			})
 		}, []string{"body[0].body[0]", "the return at body[0].body[1].then[0]"}},
 	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			b := NewBuilder("kiln.test.invalid", 64, 1, 1)
-			tc.build(b)
-			err := Validate(b.Program())
-			if err == nil {
-				t.Fatal("Validate accepted an ill-formed program")
-			}
-			var verr *ValidationError
-			if !errors.As(err, &verr) {
-				t.Fatalf("error %v is %T, want *ValidationError", err, err)
-			}
-			for _, frag := range tc.want {
-				if !strings.Contains(err.Error(), frag) {
-					t.Errorf("error %q does not contain %q", err, frag)
-				}
-			}
-			if verr.Fix == "" {
-				t.Errorf("error %q has no Fix", err)
-			}
-		})
-	}
+	checkRejects(t, cases)
 }

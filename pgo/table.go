@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -57,11 +56,7 @@ var codec = tomlstore.Codec[string, Route]{Parse: parse, Encode: encode, LoadErr
 func DefaultPath() (string, error) { return defaultPath(xdg.Process()) }
 
 func defaultPath(env xdg.Env) (string, error) {
-	dir, err := xdg.ConfigHome(env)
-	if err != nil {
-		return "", err
-	}
-	return filepath.Join(dir, "kiln", "pgo.toml"), nil
+	return xdg.Join(xdg.ConfigHome, env, "kiln", "pgo.toml")
 }
 
 // New returns an empty table for path without reading the file.

@@ -33,14 +33,9 @@ type PushReport struct {
 func (s *Store) Push(ctx context.Context, local *cache.DiskCache, tune *autotune.Store, routes *pgo.Table) (PushReport, error) {
 	var r PushReport
 	if local != nil {
-		var names []string
-		err := s.do(ctx, "list pipelines", func(ctx context.Context) error {
-			var err error
-			names, err = s.list(ctx, layout+"pipelines/")
-			return err
-		})
+		names, err := s.listRetrying(ctx, "pipelines", "pipelines/", "pipelines")
 		if err != nil {
-			return r, fmt.Errorf("list the fleet tier's pipelines: %w", err)
+			return r, err
 		}
 		present := map[string]bool{}
 		for _, n := range names {
@@ -148,15 +143,26 @@ func (s *Store) Pull(ctx context.Context, local *cache.DiskCache, tune *autotune
 	return r, nil
 }
 
-func (s *Store) pullPipelines(ctx context.Context, local *cache.DiskCache, r *PullReport) error {
+// listRetrying lists the objects under layout+dir through s.do (the attempt
+// named "list "+op, retried as every call is); its error says the fleet tier's
+// what could not be listed.
+func (s *Store) listRetrying(ctx context.Context, op, dir, what string) ([]string, error) {
 	var names []string
-	err := s.do(ctx, "list pipelines", func(ctx context.Context) error {
+	err := s.do(ctx, "list "+op, func(ctx context.Context) error {
 		var err error
-		names, err = s.list(ctx, layout+"pipelines/")
+		names, err = s.list(ctx, layout+dir)
 		return err
 	})
 	if err != nil {
-		return fmt.Errorf("list the fleet tier's pipelines: %w", err)
+		return nil, fmt.Errorf("list the fleet tier's %s: %w", what, err)
+	}
+	return names, nil
+}
+
+func (s *Store) pullPipelines(ctx context.Context, local *cache.DiskCache, r *PullReport) error {
+	names, err := s.listRetrying(ctx, "pipelines", "pipelines/", "pipelines")
+	if err != nil {
+		return err
 	}
 	have, err := local.Names(ctx)
 	if err != nil {
@@ -208,14 +214,9 @@ func (s *Store) pullPipelines(ctx context.Context, local *cache.DiskCache, r *Pu
 }
 
 func (s *Store) pullTuning(ctx context.Context, tune *autotune.Store, r *PullReport) error {
-	var names []string
-	err := s.do(ctx, "list records", func(ctx context.Context) error {
-		var err error
-		names, err = s.list(ctx, layout+"autotune/")
-		return err
-	})
+	names, err := s.listRetrying(ctx, "records", "autotune/", "tuning records")
 	if err != nil {
-		return fmt.Errorf("list the fleet tier's tuning records: %w", err)
+		return err
 	}
 	newest := map[string]string{}
 	for _, n := range names {

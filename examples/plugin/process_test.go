@@ -3,8 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/binary"
-	"math"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -13,7 +11,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/go-plugin"
 
-	"github.com/kiln-dev/kiln/ir"
+	"github.com/kiln-dev/kiln/ir/kernels"
 	"github.com/kiln-dev/kiln/pluginapi"
 )
 
@@ -59,30 +57,27 @@ func TestCoreOnlyPluginEndToEnd(t *testing.T) {
 			if err := conn.Open(ctx, 0); err != nil {
 				t.Fatal(err)
 			}
-			pb := ir.NewBuilder("example.saxpy.f32", 64, 1, 1)
-			a := pb.Param("a", ir.F32, ir.LitF32(2))
-			x := pb.Buffer("x", ir.F32, ir.Read)
-			y := pb.Buffer("y", ir.F32, ir.ReadWrite)
-			i := pb.Let("i", ir.GlobalID(0))
-			pb.If(ir.Lt(i, ir.Len(y)), func(then *ir.Block) {
-				then.Store(y, i, ir.Add(ir.Mul(a, ir.Load(x, i)), ir.Load(y, i)))
-			})
-			pl, err := conn.Compile(ctx, &pluginapi.CompileRequest{Program: pb.MustBuild()})
+			saxpy, _ := kernels.Lookup("saxpy") // y = a*x + y, a = 2 by default
+			pl, err := conn.Compile(ctx, &pluginapi.CompileRequest{Program: saxpy.Program()})
 			if err != nil {
 				t.Fatal(err)
 			}
 			const n = 100
-			xs, ys := make([]byte, 4*n), make([]byte, 4*n)
+			xs, ys := make([]float32, n), make([]float32, n)
 			for j := range n {
-				binary.LittleEndian.PutUint32(xs[4*j:], math.Float32bits(float32(j)))
-				binary.LittleEndian.PutUint32(ys[4*j:], math.Float32bits(1))
+				xs[j], ys[j] = float32(j), 1
 			}
-			res, err := conn.DispatchSized(ctx, &pluginapi.DispatchRequest{Pipeline: pl.Pipeline, Grid: [3]uint32{2, 1, 1}, Inputs: [][]byte{xs, ys}}, []int{4 * n})
+			res, err := conn.DispatchSized(ctx, &pluginapi.DispatchRequest{Pipeline: pl.Pipeline, Grid: [3]uint32{2, 1, 1},
+				Inputs: [][]byte{kernels.F32Bytes(xs), kernels.F32Bytes(ys)}}, []int{4 * n})
 			if err != nil {
 				t.Fatal(err)
 			}
-			for j := range n {
-				if got, want := math.Float32frombits(binary.LittleEndian.Uint32(res.Outputs[0][4*j:])), 2*float32(j)+1; got != want {
+			y := kernels.BytesF32(res.Outputs[0])
+			if len(y) != n {
+				t.Fatalf("y has %d elements, want %d", len(y), n)
+			}
+			for j, got := range y {
+				if want := 2*float32(j) + 1; got != want {
 					t.Fatalf("y[%d] = %v, want %v", j, got, want)
 				}
 			}

@@ -1,18 +1,17 @@
 package atomicfile
 
 import (
-	"bufio"
 	"bytes"
 	"errors"
 	"io"
-	"math/rand/v2"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/kiln-dev/kiln/internal/proctest"
 )
 
 // childEnv makes the re-executed test binary act as a writer process.
@@ -195,7 +194,7 @@ func TestHelperProcess(t *testing.T) {
 			os.Exit(2)
 		}
 		if n == 0 {
-			os.Stdout.WriteString("ready\n")
+			proctest.Ready()
 		}
 	}
 }
@@ -207,25 +206,7 @@ func TestKilledWriterNeverTearsTheFile(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "big.bin")
 	for round := 0; round < 20; round++ {
-		cmd := exec.Command(os.Args[0], "-test.run=^TestHelperProcess$")
-		cmd.Env = append(os.Environ(), childEnv+"="+path)
-		out, err := cmd.StdoutPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		if line, err := bufio.NewReader(out).ReadString('\n'); err != nil || line != "ready\n" {
-			cmd.Process.Kill()
-			cmd.Wait()
-			t.Fatalf("child did not start: %q, %v", line, err)
-		}
-		time.Sleep(time.Duration(rand.IntN(20_000)) * time.Microsecond)
-		if err := cmd.Process.Kill(); err != nil {
-			t.Fatal(err)
-		}
-		cmd.Wait()
+		proctest.KillWhenReady(t, proctest.Child(childEnv+"="+path), 20*time.Millisecond)
 		got, err := os.ReadFile(path)
 		if err != nil {
 			t.Fatalf("round %d: %v", round, err)

@@ -13,6 +13,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/kiln-dev/kiln/internal/proctest"
 )
 
 // The re-executed test binary reads its role and target from these variables.
@@ -74,10 +76,7 @@ func TestHelperProcess(t *testing.T) {
 
 func child(t *testing.T, role, target string) *exec.Cmd {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperProcess$")
-	cmd.Env = append(os.Environ(), roleEnv+"="+role, targetEnv+"="+target)
-	cmd.Stderr = os.Stderr
-	return cmd
+	return proctest.Child(roleEnv+"="+role, targetEnv+"="+target)
 }
 
 // startHolder starts a child that holds target's lock, and waits until it does.
@@ -201,19 +200,7 @@ func TestLockSerialisesProcesses(t *testing.T) {
 		t.Skip("starts 4 processes")
 	}
 	target := filepath.Join(t.TempDir(), "counter")
-	var cmds []*exec.Cmd
-	for i := 0; i < 4; i++ {
-		cmd := child(t, "count", target)
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		cmds = append(cmds, cmd)
-	}
-	for _, cmd := range cmds {
-		if err := cmd.Wait(); err != nil {
-			t.Fatalf("counter child: %v", err)
-		}
-	}
+	proctest.RunAll(t, "counter child", 4, func(int) *exec.Cmd { return child(t, "count", target) })
 	data, err := os.ReadFile(target)
 	if err != nil {
 		t.Fatal(err)

@@ -42,6 +42,16 @@ func ConfigHome(env Env) (string, error) { return configBase.resolve(env) }
 // %LocalAppData%.
 func DataHome(env Env) (string, error) { return dataBase.resolve(env) }
 
+// Join returns elem joined under the base directory home gives for env, e.g.
+// Join(ConfigHome, env, "kiln", "pgo.toml").
+func Join(home func(Env) (string, error), env Env, elem ...string) (string, error) {
+	dir, err := home(env)
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(append([]string{dir}, elem...)...), nil
+}
+
 // resolve applies the order the functions above document. As the XDG
 // specification says, a relative value of an XDG variable is ignored; so is a
 // relative HOME or Windows variable, since a store must not move with the

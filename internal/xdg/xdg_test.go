@@ -83,3 +83,14 @@ func TestProcessReadsTheProcess(t *testing.T) {
 		t.Fatalf("Process() = %+v", env)
 	}
 }
+
+func TestJoinPutsTheElementsUnderTheBase(t *testing.T) {
+	env := envOf("linux", map[string]string{"XDG_CONFIG_HOME": "/cfg"})
+	if got, err := Join(ConfigHome, env, "kiln", "pgo.toml"); err != nil || got != filepath.Join("/cfg", "kiln", "pgo.toml") {
+		t.Errorf("Join = %q, %v; want /cfg/kiln/pgo.toml", got, err)
+	}
+	env = envOf("linux", map[string]string{"HOME": "relative/home"})
+	if got, err := Join(CacheHome, env, "kiln"); err == nil || got != "" {
+		t.Errorf("Join without a base = %q, %v; want the base's error", got, err)
+	}
+}

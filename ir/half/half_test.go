@@ -54,28 +54,33 @@ func roundHalfEven(x *big.Float) *big.Int {
 }
 
 func TestFloat16RoundTripsEveryValue(t *testing.T) {
-	for b := 0; b < 1<<16; b++ {
-		h := Float16(b)
-		back := NewFloat16(h.Float32())
-		if h.IsNaN() {
-			if !back.IsNaN() {
-				t.Fatalf("%#04x: NaN became %#04x", b, back)
-			}
-			continue
-		}
-		if back != h {
-			t.Fatalf("%#04x -> %v -> %#04x", b, h.Float32(), back)
-		}
+	checkEveryValueRoundTrips(t, NewFloat16, func(b int, h Float16) {
 		if float64(h.Float32()) != h.Float64() {
 			t.Fatalf("%#04x: Float32 %v, Float64 %v", b, h.Float32(), h.Float64())
 		}
-	}
+	})
 }
 
 func TestBFloat16RoundTripsEveryValue(t *testing.T) {
+	checkEveryValueRoundTrips(t, NewBFloat16, func(b int, h BFloat16) {
+		if bfloat16.value(uint16(b)) != h.Float64() {
+			t.Fatalf("%#04x: generic decode %v, Float32 %v", b, bfloat16.value(uint16(b)), h.Float64())
+		}
+	})
+}
+
+// checkEveryValueRoundTrips checks that each of the 65536 values of H converts
+// to float32 and back (through fromFloat32) to itself, a NaN to a NaN, and calls
+// also on each value that is not a NaN.
+func checkEveryValueRoundTrips[H interface {
+	~uint16
+	Float32() float32
+	IsNaN() bool
+}](t *testing.T, fromFloat32 func(float32) H, also func(b int, h H)) {
+	t.Helper()
 	for b := 0; b < 1<<16; b++ {
-		h := BFloat16(b)
-		back := NewBFloat16(h.Float32())
+		h := H(b)
+		back := fromFloat32(h.Float32())
 		if h.IsNaN() {
 			if !back.IsNaN() {
 				t.Fatalf("%#04x: NaN became %#04x", b, back)
@@ -85,9 +90,7 @@ func TestBFloat16RoundTripsEveryValue(t *testing.T) {
 		if back != h {
 			t.Fatalf("%#04x -> %v -> %#04x", b, h.Float32(), back)
 		}
-		if bfloat16.value(uint16(b)) != h.Float64() {
-			t.Fatalf("%#04x: generic decode %v, Float32 %v", b, bfloat16.value(uint16(b)), h.Float64())
-		}
+		also(b, h)
 	}
 }
 

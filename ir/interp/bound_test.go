@@ -2,7 +2,6 @@ package interp
 
 import (
 	"context"
-	"encoding/binary"
 	"testing"
 
 	"github.com/kiln-dev/kiln/ir"
@@ -23,14 +22,6 @@ func scaleProgram(t *testing.T) *ir.Program {
 	return b.MustBuild()
 }
 
-func u32s(v ...uint32) []byte {
-	b := make([]byte, 4*len(v))
-	for i, x := range v {
-		binary.LittleEndian.PutUint32(b[4*i:], x)
-	}
-	return b
-}
-
 func TestRunBoundWritesInPlace(t *testing.T) {
 	p := scaleProgram(t)
 	k, err := Compile(p, Options{})
@@ -41,22 +32,22 @@ func TestRunBoundWritesInPlace(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	in, out := u32s(1, 2, 3), u32s(10, 20, 30, 40)
+	in, out := u32Bytes(1, 2, 3), u32Bytes(10, 20, 30, 40)
 	if err := k.RunBound(context.Background(), [3]uint32{1, 1, 1}, block, [][]byte{in, out}); err != nil {
 		t.Fatal(err)
 	}
 	// out is the caller's own memory: written in place, and the element the
 	// kernel did not store (i = 3) keeps its bytes.
-	if want := u32s(13, 26, 39, 40); string(out) != string(want) {
+	if want := u32Bytes(13, 26, 39, 40); string(out) != string(want) {
 		t.Errorf("out = %v, want %v", out, want)
 	}
 	// Unaligned memory is converted and written back.
 	raw := make([]byte, 17)
-	copy(raw[1:], u32s(1, 1, 1, 1))
-	if err := k.RunBound(context.Background(), [3]uint32{1, 1, 1}, block, [][]byte{u32s(5, 5, 5, 5), raw[1:]}); err != nil {
+	copy(raw[1:], u32Bytes(1, 1, 1, 1))
+	if err := k.RunBound(context.Background(), [3]uint32{1, 1, 1}, block, [][]byte{u32Bytes(5, 5, 5, 5), raw[1:]}); err != nil {
 		t.Fatal(err)
 	}
-	if want := u32s(16, 16, 16, 16); string(raw[1:]) != string(want) {
+	if want := u32Bytes(16, 16, 16, 16); string(raw[1:]) != string(want) {
 		t.Errorf("unaligned out = %v, want %v", raw[1:], want)
 	}
 }
@@ -73,9 +64,9 @@ func TestRunBoundRefuses(t *testing.T) {
 		uniforms []byte
 		bufs     [][]byte
 	}{
-		"one buffer short":      {block, [][]byte{u32s(1)}},
-		"length not a multiple": {block, [][]byte{u32s(1), make([]byte, 6)}},
-		"no uniform block":      {nil, [][]byte{u32s(1), u32s(1)}},
+		"one buffer short":      {block, [][]byte{u32Bytes(1)}},
+		"length not a multiple": {block, [][]byte{u32Bytes(1), make([]byte, 6)}},
+		"no uniform block":      {nil, [][]byte{u32Bytes(1), u32Bytes(1)}},
 	}
 	for name, c := range cases {
 		if err := k.RunBound(ctx, [3]uint32{1, 1, 1}, c.uniforms, c.bufs); err == nil {
@@ -84,7 +75,7 @@ func TestRunBoundRefuses(t *testing.T) {
 	}
 	cancelled, cancel := context.WithCancel(ctx)
 	cancel()
-	if err := k.RunBound(cancelled, [3]uint32{1, 1, 1}, block, [][]byte{u32s(1), u32s(1)}); err == nil {
+	if err := k.RunBound(cancelled, [3]uint32{1, 1, 1}, block, [][]byte{u32Bytes(1), u32Bytes(1)}); err == nil {
 		t.Error("ran under a cancelled context")
 	}
 }

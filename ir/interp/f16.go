@@ -19,35 +19,9 @@ func f16Value(bits uint32) float64 { return f16(bits).Float64() }
 
 // minF16 and maxF16 follow minF32 and maxF32: NaN gives the other operand, and
 // min(-0, +0) = -0, max(-0, +0) = +0.
-func minF16(x, y uint32) uint32 {
-	a, b := f16Value(x), f16Value(y)
-	switch {
-	case a != a:
-		return y
-	case b != b:
-		return x
-	case a < b:
-		return x
-	case b < a:
-		return y
-	}
-	return x | y&signBit16 // equal: prefer the negative zero
-}
+func minF16(x, y uint32) uint32 { return minMaxBits(f16Value(x), f16Value(y), x, y, signBit16, false) }
 
-func maxF16(x, y uint32) uint32 {
-	a, b := f16Value(x), f16Value(y)
-	switch {
-	case a != a:
-		return y
-	case b != b:
-		return x
-	case a > b:
-		return x
-	case b > a:
-		return y
-	}
-	return x & (y | ^uint32(signBit16)) // equal: prefer the positive zero
-}
+func maxF16(x, y uint32) uint32 { return minMaxBits(f16Value(x), f16Value(y), x, y, signBit16, true) }
 
 // f16Compare builds an IEEE comparison of f16 values (false with NaN, but ne).
 func f16Compare(cmp func(a, b float64) bool) binLoop {

@@ -2,21 +2,14 @@ package interp
 
 import (
 	"context"
-	"encoding/binary"
-	"math"
 	"testing"
 	"time"
 
 	"github.com/kiln-dev/kiln/ir"
+	"github.com/kiln-dev/kiln/ir/kernels"
 )
 
-func u32Bytes(v ...uint32) []byte {
-	b := make([]byte, 4*len(v))
-	for i, x := range v {
-		binary.LittleEndian.PutUint32(b[4*i:], x)
-	}
-	return b
-}
+func u32Bytes(v ...uint32) []byte { return kernels.U32Bytes(v) }
 
 func i32Bytes(v ...int32) []byte {
 	u := make([]uint32, len(v))
@@ -26,21 +19,9 @@ func i32Bytes(v ...int32) []byte {
 	return u32Bytes(u...)
 }
 
-func f32Bytes(v ...float32) []byte {
-	u := make([]uint32, len(v))
-	for i, x := range v {
-		u[i] = math.Float32bits(x)
-	}
-	return u32Bytes(u...)
-}
+func f32Bytes(v ...float32) []byte { return kernels.F32Bytes(v) }
 
-func bytesU32(b []byte) []uint32 {
-	u := make([]uint32, len(b)/4)
-	for i := range u {
-		u[i] = binary.LittleEndian.Uint32(b[4*i:])
-	}
-	return u
-}
+func bytesU32(b []byte) []uint32 { return kernels.BytesU32(b) }
 
 // mustRun compiles and runs p, failing the test on any error. The generous deadline
 // turns a run that never ends into a failure instead of a hung test.

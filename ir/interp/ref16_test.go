@@ -2,13 +2,13 @@ package interp
 
 import (
 	"context"
-	"encoding/binary"
 	"math"
 	"math/big"
 	"testing"
 	"time"
 
 	"github.com/kiln-dev/kiln/ir"
+	"github.com/kiln-dev/kiln/ir/kernels"
 )
 
 // This file holds the tests' own model of the 16-bit formats, written without
@@ -55,21 +55,9 @@ func mustRun12(t testing.TB, p *ir.Program, opts Options, l Launch) [][]byte {
 	return outs
 }
 
-func u16Bytes(v ...uint16) []byte {
-	b := make([]byte, 2*len(v))
-	for i, x := range v {
-		binary.LittleEndian.PutUint16(b[2*i:], x)
-	}
-	return b
-}
+func u16Bytes(v ...uint16) []byte { return kernels.U16Bytes(v) }
 
-func bytesU16(b []byte) []uint16 {
-	u := make([]uint16, len(b)/2)
-	for i := range u {
-		u[i] = binary.LittleEndian.Uint16(b[2*i:])
-	}
-	return u
-}
+func bytesU16(b []byte) []uint16 { return kernels.BytesU16(b) }
 
 // refFormat is a 16-bit float format as the tests model it.
 type refFormat struct {

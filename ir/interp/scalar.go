@@ -52,34 +52,27 @@ func remU32(x, y uint32) uint32 {
 
 // minF32 and maxF32 return the other operand when one is NaN, NaN when both are,
 // and order the zeros: min(-0, +0) = -0, max(-0, +0) = +0.
-func minF32(x, y uint32) uint32 {
-	a, b := f32(x), f32(y)
-	switch {
-	case a != a:
-		return y
-	case b != b:
-		return x
-	case a < b:
-		return x
-	case b < a:
-		return y
-	}
-	return x | y&signBit // equal: prefer the negative zero
-}
+func minF32(x, y uint32) uint32 { return minMaxBits(f32(x), f32(y), x, y, signBit, false) }
 
-func maxF32(x, y uint32) uint32 {
-	a, b := f32(x), f32(y)
+func maxF32(x, y uint32) uint32 { return minMaxBits(f32(x), f32(y), x, y, signBit, true) }
+
+// minMaxBits is min (max where wantMax) of the float bit patterns x and y whose
+// values are a and b; sign is their format's sign bit. Of two equal values (the
+// zeros) min prefers the negative, max the positive.
+func minMaxBits[F float32 | float64](a, b F, x, y, sign uint32, wantMax bool) uint32 {
 	switch {
 	case a != a:
 		return y
 	case b != b:
 		return x
-	case a > b:
+	case a == b && wantMax:
+		return x & (y | ^sign)
+	case a == b:
+		return x | y&sign
+	case (a < b) != wantMax:
 		return x
-	case b > a:
-		return y
 	}
-	return x & (y | ^uint32(signBit)) // equal: prefer the positive zero
+	return y
 }
 
 // f32ToI32 truncates toward zero and saturates to [MIN, MAX]; NaN gives 0.

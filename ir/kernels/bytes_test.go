@@ -28,4 +28,10 @@ func TestBytesRoundTrip(t *testing.T) {
 	if got := BytesU32([]byte{1, 0, 0, 0, 9}); len(got) != 1 || got[0] != 1 {
 		t.Errorf("a trailing partial element must be ignored: %v", got)
 	}
+	if got := U16Bytes([]uint16{0x0102}); !bytes.Equal(got, []byte{2, 1}) {
+		t.Errorf("U16Bytes is not little-endian: % x", got)
+	}
+	if got := BytesU16([]byte{2, 1, 0xff, 0xff, 9}); !slices.Equal(got, []uint16{0x0102, 0xffff}) {
+		t.Errorf("BytesU16 = %#x, want [0x102 0xffff] (the partial element ignored)", got)
+	}
 }

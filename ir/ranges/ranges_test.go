@@ -2,7 +2,6 @@ package ranges_test
 
 import (
 	"context"
-	"encoding/binary"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -10,6 +9,7 @@ import (
 
 	"github.com/kiln-dev/kiln/ir"
 	"github.com/kiln-dev/kiln/ir/interp"
+	"github.com/kiln-dev/kiln/ir/kernels"
 	"github.com/kiln-dev/kiln/ir/ranges"
 )
 
@@ -21,21 +21,9 @@ import (
 const lanes = 8192
 
 // encode packs words little-endian, as interp takes buffers.
-func encode(words []uint32) []byte {
-	out := make([]byte, 4*len(words))
-	for i, w := range words {
-		binary.LittleEndian.PutUint32(out[4*i:], w)
-	}
-	return out
-}
+func encode(words []uint32) []byte { return kernels.U32Bytes(words) }
 
-func decode(b []byte) []uint32 {
-	out := make([]uint32, len(b)/4)
-	for i := range out {
-		out[i] = binary.LittleEndian.Uint32(b[4*i:])
-	}
-	return out
-}
+func decode(b []byte) []uint32 { return kernels.BytesU32(b) }
 
 // run evaluates f on the elements of inputs (one buffer each, of type in; a bool
 // input is read as u32 != 0) in the interpreter and returns f's results as
@@ -176,18 +164,24 @@ func TestBinarySound(t *testing.T) {
 	}
 }
 
+// samples draws lanes random ranges of typ and a value in each (bools 0 or 1).
+func samples(rng *rand.Rand, typ ir.Type) ([]ranges.Range, []uint32) {
+	ra, xs := make([]ranges.Range, lanes), make([]uint32, lanes)
+	for i := range lanes {
+		ra[i] = randomRange(rng, typ)
+		xs[i] = sample(rng, ra[i])
+		if typ == ir.Bool {
+			xs[i] = min(xs[i], 1)
+		}
+	}
+	return ra, xs
+}
+
 func TestUnarySound(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	for _, typ := range []ir.Type{ir.U32, ir.I32, ir.Bool} {
 		for _, op := range ir.UnaryOps() {
-			ra, xs := make([]ranges.Range, lanes), make([]uint32, lanes)
-			for i := range lanes {
-				ra[i] = randomRange(rng, typ)
-				xs[i] = sample(rng, ra[i])
-				if typ == ir.Bool {
-					xs[i] = min(xs[i], 1)
-				}
-			}
+			ra, xs := samples(rng, typ)
 			got, ok := run(t, typ, typ, [][]uint32{xs}, func(a []ir.Expr) ir.Expr { return ir.UnaryExpr{Op: op, X: a[0]} })
 			if !ok {
 				continue
@@ -206,14 +200,7 @@ func TestCastAndSelectSound(t *testing.T) {
 	types := []ir.Type{ir.U32, ir.I32, ir.Bool}
 	for _, from := range types {
 		for _, to := range types {
-			ra, xs := make([]ranges.Range, lanes), make([]uint32, lanes)
-			for i := range lanes {
-				ra[i] = randomRange(rng, from)
-				xs[i] = sample(rng, ra[i])
-				if from == ir.Bool {
-					xs[i] = min(xs[i], 1)
-				}
-			}
+			ra, xs := samples(rng, from)
 			got, _ := run(t, from, to, [][]uint32{xs}, func(a []ir.Expr) ir.Expr { return ir.Cast(to, a[0]) })
 			for i, v := range got {
 				if r := ranges.Cast(from, to, ra[i]); !r.Contains(v) {

@@ -7,15 +7,8 @@ import (
 	"github.com/kiln-dev/kiln/ir"
 )
 
-// boundProgram builds a one-buffer program whose body is made by body.
-func boundProgram(body func(b *ir.Builder)) *ir.Program {
-	b := ir.NewBuilder("t.bound", 1, 1, 1)
-	b.Buffer("x", ir.F32, ir.Read)
-	b.Buffer("out", ir.F32, ir.Write)
-	b.Buffer("n", ir.U32, ir.ReadWrite)
-	body(b)
-	return b.Program()
-}
+// boundProgram is twoOutputs's program named t.bound.
+func boundProgram(body func(b *ir.Builder)) *ir.Program { return threeBuffers("t.bound", body) }
 
 func TestBoundForExactOps(t *testing.T) {
 	p := boundProgram(func(b *ir.Builder) {

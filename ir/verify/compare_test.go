@@ -21,10 +21,13 @@ func f32s(vals ...uint32) []byte {
 
 func bits(f float32) uint32 { return math.Float32bits(f) }
 
-// twoOutputs builds a program with an f32 input "x", an f32 output "out" and a u32
-// output "n"; body stores into them.
-func twoOutputs(body func(b *ir.Builder)) *ir.Program {
-	b := ir.NewBuilder("t.compare", 1, 1, 1)
+// twoOutputs builds a program t.compare with an f32 input "x", an f32 output
+// "out" and a u32 output "n"; body stores into them.
+func twoOutputs(body func(b *ir.Builder)) *ir.Program { return threeBuffers("t.compare", body) }
+
+// threeBuffers is twoOutputs's program named name.
+func threeBuffers(name string, body func(b *ir.Builder)) *ir.Program {
+	b := ir.NewBuilder(name, 1, 1, 1)
 	b.Buffer("x", ir.F32, ir.Read)
 	b.Buffer("out", ir.F32, ir.Write)
 	b.Buffer("n", ir.U32, ir.ReadWrite)

@@ -162,6 +162,12 @@ func BenchmarkDispatchRoundTrip(b *testing.B) {
 	_, be := start(b, buildPlugin(b), &logs)
 	k, _ := kernels.Lookup("vector_add")
 	kc := k.NewCase(rand.New(rand.NewPCG(1, 1)), 1)
+	dispatchLoop(b, be, k, kc)
+}
+
+// dispatchLoop compiles k on be and dispatches case kc b.N times.
+func dispatchLoop(b *testing.B, be pluginapi.Backend, k kernels.Kernel, kc kernels.Case) {
+	b.Helper()
 	ctx := context.Background()
 	comp, err := be.Compile(ctx, &pluginapi.CompileRequest{Program: k.Program(), Spec: kc.Spec, WorkgroupSize: kc.WorkgroupSize})
 	if err != nil {
@@ -195,18 +201,7 @@ func BenchmarkDispatchLarge(b *testing.B) {
 	var logs bytes.Buffer
 	_, be := start(b, buildPlugin(b), &logs)
 	k, kc := largeSaxpy(b)
-	ctx := context.Background()
-	comp, err := be.Compile(ctx, &pluginapi.CompileRequest{Program: k.Program(), Spec: kc.Spec, WorkgroupSize: kc.WorkgroupSize})
-	if err != nil {
-		b.Fatal(err)
-	}
-	req := &pluginapi.DispatchRequest{Pipeline: comp.Pipeline, Grid: kc.Grid, Inputs: kc.Inputs, OutputCounts: kc.OutputCounts, Uniforms: kc.Uniforms}
-	b.ResetTimer()
-	for range b.N {
-		if _, err := be.Dispatch(ctx, req); err != nil {
-			b.Fatal(err)
-		}
-	}
+	dispatchLoop(b, be, k, kc)
 }
 
 // BenchmarkInProcessLarge is BenchmarkDispatchLarge on the interpreter in this

@@ -2,21 +2,15 @@ package backend
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
 	"testing"
 
 	"github.com/kiln-dev/kiln/ir"
+	"github.com/kiln-dev/kiln/ir/kernels"
 	"github.com/kiln-dev/kiln/pluginapi"
 )
 
-func words(v ...uint32) []byte {
-	b := make([]byte, 4*len(v))
-	for i, x := range v {
-		binary.LittleEndian.PutUint32(b[4*i:], x)
-	}
-	return b
-}
+func words(v ...uint32) []byte { return kernels.U32Bytes(v) }
 
 func TestBuffersAndSubmitInProcess(t *testing.T) {
 	ctx := context.Background()

@@ -79,67 +79,11 @@ func BenchmarkStreamingLoads(b *testing.B) {
 		{"vec4", "ld.global.b32", "st.global.b32", true},
 	} {
 		b.Run(v.name, func(b *testing.B) {
-			var best float32
-			err := c.Do(func() error {
-				cubin, err := c.Link(vectorAddPTX(v.load, v.store, v.vec4))
-				if err != nil {
-					return err
-				}
-				m, err := c.ModuleLoadData(cubin)
-				if err != nil {
-					return err
-				}
-				defer c.ModuleUnload(m)
-				f, err := c.ModuleFunction(m, "vadd")
-				if err != nil {
-					return err
-				}
-				s, err := c.StreamCreate()
-				if err != nil {
-					return err
-				}
-				defer c.StreamDestroy(s)
-				p := NewParams(3)
-				defer p.Free()
-				for i := range 3 {
-					buf, err := c.MemAlloc(4 * n)
-					if err != nil {
-						return err
-					}
-					defer c.MemFree(buf)
-					if err := c.MemsetD32Async(buf, 0x3F800000, n, s); err != nil {
-						return err
-					}
-					p.Set(i, uint64(buf))
-				}
-				start, _ := c.EventCreate()
-				end, _ := c.EventCreate()
-				defer c.EventDestroy(start)
-				defer c.EventDestroy(end)
-				grid := [3]uint32{n / 256, 1, 1}
-				if v.vec4 {
-					grid[0] /= 4
-				}
-				b.ResetTimer()
-				for r := range b.N + 1 {
-					c.EventRecord(start, s)
-					if err := c.Launch(f, grid, [3]uint32{256, 1, 1}, 0, s, p); err != nil {
-						return err
-					}
-					c.EventRecord(end, s)
-					if err := c.EventSynchronize(end); err != nil {
-						return err
-					}
-					ms, err := c.EventElapsed(start, end)
-					if err != nil {
-						return err
-					}
-					if r > 0 && (best == 0 || ms < best) {
-						best = ms
-					}
-				}
-				return nil
-			})
+			grid := [3]uint32{n / 256, 1, 1}
+			if v.vec4 {
+				grid[0] /= 4
+			}
+			best, err := timeVectorAdd(b, c, vectorAddPTX(v.load, v.store, v.vec4), n, 3, grid)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -190,38 +134,12 @@ func BenchmarkLaunchSync(b *testing.B) {
 		b.Run(mode, func(b *testing.B) {
 			times := make([]time.Duration, 0, b.N)
 			err := c.Do(func() error {
-				cubin, err := c.Link(vectorAddPTX("ld.global.b32", "st.global.b32", false))
+				r, err := loadVectorAdd(c, vectorAddPTX("ld.global.b32", "st.global.b32", false), n, 3, false)
 				if err != nil {
 					return err
 				}
-				m, err := c.ModuleLoadData(cubin)
-				if err != nil {
-					return err
-				}
-				defer c.ModuleUnload(m)
-				f, err := c.ModuleFunction(m, "vadd")
-				if err != nil {
-					return err
-				}
-				s, err := c.StreamCreate()
-				if err != nil {
-					return err
-				}
-				defer c.StreamDestroy(s)
-				p := NewParams(3)
-				defer p.Free()
-				for i := range 3 {
-					buf, err := c.MemAlloc(4 * n)
-					if err != nil {
-						return err
-					}
-					defer c.MemFree(buf)
-					p.Set(i, uint64(buf))
-				}
-				start, _ := c.EventCreate()
-				end, _ := c.EventCreate()
-				defer c.EventDestroy(start)
-				defer c.EventDestroy(end)
+				defer r.release()
+				f, s, p, start, end := r.f, r.s, r.p, r.start, r.end
 				one := func() error {
 					if mode == "timed_poll" {
 						if err := c.EventRecord(start, s); err != nil {

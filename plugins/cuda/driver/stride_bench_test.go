@@ -140,65 +140,100 @@ func BenchmarkGridStride(b *testing.B) {
 func timeVectorAdd(b *testing.B, c *Context, text string, n uint64, params int, grid [3]uint32) (float32, error) {
 	var best float32
 	err := c.Do(func() error {
-		cubin, err := c.Link(text)
+		r, err := loadVectorAdd(c, text, n, params, true)
 		if err != nil {
 			return err
 		}
-		m, err := c.ModuleLoadData(cubin)
-		if err != nil {
-			return err
-		}
-		defer c.ModuleUnload(m)
-		f, err := c.ModuleFunction(m, "vadd")
-		if err != nil {
-			return err
-		}
-		s, err := c.StreamCreate()
-		if err != nil {
-			return err
-		}
-		defer c.StreamDestroy(s)
-		p := NewParams(params)
-		defer p.Free()
-		for i := range 3 {
-			buf, err := c.MemAlloc(4 * n)
-			if err != nil {
-				return err
-			}
-			defer c.MemFree(buf)
-			if err := c.MemsetD32Async(buf, 0x3F800000, n, s); err != nil {
-				return err
-			}
-			p.Set(i, uint64(buf))
-		}
+		defer r.release()
 		for i := 3; i < params; i++ {
-			p.Set(i, n)
+			r.p.Set(i, n)
 		}
-		start, _ := c.EventCreate()
-		end, _ := c.EventCreate()
-		defer c.EventDestroy(start)
-		defer c.EventDestroy(end)
 		b.ResetTimer()
-		for r := range b.N + 1 {
-			c.EventRecord(start, s)
-			if err := c.Launch(f, grid, [3]uint32{256, 1, 1}, 0, s, p); err != nil {
+		for run := range b.N + 1 {
+			c.EventRecord(r.start, r.s)
+			if err := c.Launch(r.f, grid, [3]uint32{256, 1, 1}, 0, r.s, r.p); err != nil {
 				return err
 			}
-			c.EventRecord(end, s)
-			if err := c.EventSynchronize(end); err != nil {
+			c.EventRecord(r.end, r.s)
+			if err := c.EventSynchronize(r.end); err != nil {
 				return err
 			}
-			ms, err := c.EventElapsed(start, end)
+			ms, err := c.EventElapsed(r.start, r.end)
 			if err != nil {
 				return err
 			}
-			if r > 0 && (best == 0 || ms < best) {
+			if run > 0 && (best == 0 || ms < best) {
 				best = ms
 			}
 		}
 		return nil
 	})
 	return best, err
+}
+
+// vectorAddRig is a vadd kernel loaded for a benchmark: its function, a stream,
+// its parameters (the first three n-element buffers) and two events.
+type vectorAddRig struct {
+	f          Function
+	s          Stream
+	p          *Params
+	start, end Event
+	undo       []func()
+}
+
+// release frees what loadVectorAdd made, last made first.
+func (r *vectorAddRig) release() {
+	for i := len(r.undo) - 1; i >= 0; i-- {
+		r.undo[i]()
+	}
+}
+
+// loadVectorAdd links text, loads its entry "vadd", and creates a stream,
+// params parameters of which the first three are buffers of n f32 (set to 1.0
+// when fill), and two timing events; it runs in c.Do. On an error what was made
+// is freed.
+func loadVectorAdd(c *Context, text string, n uint64, params int, fill bool) (_ *vectorAddRig, err error) {
+	r := &vectorAddRig{}
+	defer func() {
+		if err != nil {
+			r.release()
+		}
+	}()
+	cubin, err := c.Link(text)
+	if err != nil {
+		return nil, err
+	}
+	m, err := c.ModuleLoadData(cubin)
+	if err != nil {
+		return nil, err
+	}
+	r.undo = append(r.undo, func() { c.ModuleUnload(m) })
+	if r.f, err = c.ModuleFunction(m, "vadd"); err != nil {
+		return nil, err
+	}
+	if r.s, err = c.StreamCreate(); err != nil {
+		return nil, err
+	}
+	r.undo = append(r.undo, func() { c.StreamDestroy(r.s) })
+	r.p = NewParams(params)
+	r.undo = append(r.undo, r.p.Free)
+	for i := range 3 {
+		buf, err := c.MemAlloc(4 * n)
+		if err != nil {
+			return nil, err
+		}
+		r.undo = append(r.undo, func() { c.MemFree(buf) })
+		if fill {
+			if err := c.MemsetD32Async(buf, 0x3F800000, n, r.s); err != nil {
+				return nil, err
+			}
+		}
+		r.p.Set(i, uint64(buf))
+	}
+	r.start, _ = c.EventCreate()
+	r.end, _ = c.EventCreate()
+	r.undo = append(r.undo, func() { c.EventDestroy(r.start) }, func() { c.EventDestroy(r.end) })
+	return r, nil
 }
 
 // TestGridStridePTX checks the benchmark's kernels: one store per element, the
