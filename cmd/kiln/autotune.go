@@ -1,14 +1,17 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"sort"
 	"strings"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/kiln-dev/kiln/autotune"
 	"github.com/kiln-dev/kiln/ir"
@@ -53,67 +56,89 @@ func corpusKernelOf(key autotune.Key) string {
 }
 
 func (a *app) autotuneListCommand() *cobra.Command {
-	return &cobra.Command{
+	return command(a, runAutotuneList, &cobra.Command{
 		Use:   "list",
 		Short: "List the autotune records, naming the corpus kernel or the program of each",
 		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			path, err := autotune.DefaultPath()
-			if err != nil {
-				return err
-			}
-			st, err := autotune.Load(path)
-			if err != nil {
-				return err
-			}
-			rows := []autotuneRecordJSON{}
-			for k, r := range st.Records() {
-				rows = append(rows, autotuneRecordJSON{Key: k.Hex(), Adapter: k.Adapter(), Kernel: corpusKernelOf(k), Program: r.Program,
-					WorkgroupSize: r.WorkgroupSize, Params: r.Params, Unroll: r.Unroll, Tile: r.Tile, RecordedAt: r.RecordedAt})
-			}
-			sort.Slice(rows, func(i, j int) bool {
-				if rows[i].Adapter != rows[j].Adapter {
-					return rows[i].Adapter < rows[j].Adapter
-				}
-				return rows[i].Key < rows[j].Key
-			})
-			if a.json {
-				return a.printJSON(struct {
-					Store   string               `json:"store"`
-					Records []autotuneRecordJSON `json:"records"`
-				}{path, rows})
-			}
-			fmt.Fprintf(a.out, "autotune store %s: %d record(s)\n", path, len(rows))
-			if len(rows) == 0 {
-				return nil
-			}
-			tw := tabwriter.NewWriter(a.out, 0, 0, 2, ' ', 0)
-			fmt.Fprintln(tw, "KEY\tKERNEL\tADAPTER\tWORKGROUP\tPARAMS\tRECORDED")
-			for _, r := range rows {
-				kernel, params := r.Kernel, r.Params
-				if kernel == "" {
-					kernel = r.Program
-				}
-				if kernel == "" {
-					kernel = "-"
-				}
-				if params == "" {
-					params = "-"
-				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%d×%d×%d\t%s\t%s\n", r.Key, kernel, r.Adapter,
-					r.WorkgroupSize[0], r.WorkgroupSize[1], r.WorkgroupSize[2], params, r.RecordedAt)
-			}
-			return tw.Flush()
-		},
+	}, nil)
+}
+
+// runAutotuneList is kiln autotune list (it has no flags of its own).
+func runAutotuneList(_ context.Context, a *app) error {
+	path, st, err := loadAutotune()
+	if err != nil {
+		return err
 	}
+	rows := []autotuneRecordJSON{}
+	for k, r := range st.Records() {
+		rows = append(rows, autotuneRecordJSON{Key: k.Hex(), Adapter: k.Adapter(), Kernel: corpusKernelOf(k), Program: r.Program,
+			WorkgroupSize: r.WorkgroupSize, Params: r.Params, Unroll: r.Unroll, Tile: r.Tile, RecordedAt: r.RecordedAt})
+	}
+	sort.Slice(rows, func(i, j int) bool {
+		if rows[i].Adapter != rows[j].Adapter {
+			return rows[i].Adapter < rows[j].Adapter
+		}
+		return rows[i].Key < rows[j].Key
+	})
+	v := struct {
+		Store   string               `json:"store"`
+		Records []autotuneRecordJSON `json:"records"`
+	}{path, rows}
+	header := fmt.Sprintf("autotune store %s: %d record(s)", path, len(rows))
+	return a.showStore(v, header, len(rows), "KEY\tKERNEL\tADAPTER\tWORKGROUP\tPARAMS\tRECORDED", func(tw io.Writer) {
+		for _, r := range rows {
+			kernel, params := r.Kernel, r.Params
+			if kernel == "" {
+				kernel = r.Program
+			}
+			if kernel == "" {
+				kernel = "-"
+			}
+			if params == "" {
+				params = "-"
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%d×%d×%d\t%s\t%s\n", r.Key, kernel, r.Adapter,
+				r.WorkgroupSize[0], r.WorkgroupSize[1], r.WorkgroupSize[2], params, r.RecordedAt)
+		}
+	})
+}
+
+// loadAutotune loads the autotune store at its default path.
+func loadAutotune() (string, *autotune.Store, error) {
+	path, err := autotune.DefaultPath()
+	if err != nil {
+		return "", nil, err
+	}
+	st, err := autotune.Load(path)
+	return path, st, err
+}
+
+// showStore prints a store's listing: v with --json, else header and, when
+// the store has rows, the table of head and the lines rows writes.
+func (a *app) showStore(v any, header string, n int, head string, rows func(tw io.Writer)) error {
+	return a.render(v, func() error {
+		fmt.Fprintln(a.out, header)
+		if n == 0 {
+			return nil
+		}
+		tw := tabwriter.NewWriter(a.out, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, head)
+		rows(tw)
+		return tw.Flush()
+	})
+}
+
+// autotuneForgetOptions are kiln autotune forget's flags and KEY arguments.
+type autotuneForgetOptions struct {
+	*app
+	Kernel  string
+	Adapter string
+	All     bool
+	argList
 }
 
 func (a *app) autotuneForgetCommand() *cobra.Command {
-	var (
-		kernel, adapter string
-		all             bool
-	)
-	cmd := &cobra.Command{
+	return command(&autotuneForgetOptions{app: a}, runAutotuneForget, &cobra.Command{
 		Use:   "forget [KEY[@ADAPTER]...] [--kernel NAME] [--adapter ADAPTER] [--all]",
 		Short: "Remove autotune records: by key, by kernel or program, by adapter, or all",
 		Long: `Forget removes the records that match: each KEY (32 hex digits, as kiln
@@ -125,64 +150,61 @@ it; every record of an --adapter ("cuda/<fingerprint>", or a backend id such
 as "cuda" for all its devices), or --all. --adapter also narrows KEY and
 --kernel. The store is saved under its lock, merged with what other processes
 wrote meanwhile.`,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if len(args) == 0 && kernel == "" && adapter == "" && !all {
-				return errors.New("nothing to forget. Fix: pass a KEY, --kernel NAME, --adapter ADAPTER or --all")
-			}
-			if all && (len(args) > 0 || kernel != "") {
-				return errors.New("--all with a KEY or --kernel. Fix: pass one or the other")
-			}
-			path, err := autotune.DefaultPath()
-			if err != nil {
-				return err
-			}
-			st, err := autotune.Load(path)
-			if err != nil {
-				return err
-			}
-			var target *forgetTarget
-			if kernel != "" {
-				if target, err = resolveForgetTarget(kernel, st.Records()); err != nil {
-					return err
-				}
-			}
-			adapterMatches := func(key autotune.Key) bool {
-				if adapter == "" {
-					return true
-				}
-				id, _, _ := autotune.SplitDeviceAdapter(key.Adapter())
-				return key.Adapter() == adapter || id == adapter
-			}
-			var forgotten []string
-			for key, rec := range st.Records() {
-				match := false
-				for _, arg := range args {
-					hex, ad, hasAdapter := strings.Cut(arg, "@")
-					if key.Hex() == hex && (!hasAdapter || key.Adapter() == ad) {
-						match = true
-					}
-				}
-				if target != nil && target.matches(key, rec) {
-					match = true
-				}
-				if (all || (len(args) == 0 && target == nil)) || match {
-					if adapterMatches(key) && st.Forget(key) {
-						forgotten = append(forgotten, key.String())
-					}
-				}
-			}
-			sort.Strings(forgotten)
-			if _, err := st.SaveIfDirty(cmd.Context()); err != nil {
-				return err
-			}
-			return a.printForgotten("store", "record(s)", path, forgotten)
-		},
+	}, func(o *autotuneForgetOptions, f *pflag.FlagSet) {
+		f.StringVar(&o.Kernel, "kernel", "", "forget the records of this corpus kernel, program file (PROGRAM.json) or program name")
+		f.StringVar(&o.Adapter, "adapter", "", "forget only records of this adapter (backend/fingerprint, or a backend id)")
+		f.BoolVar(&o.All, "all", false, "forget every record (narrowed by --adapter)")
+	})
+}
+
+// runAutotuneForget is kiln autotune forget.
+func runAutotuneForget(ctx context.Context, o *autotuneForgetOptions) error {
+	if len(o.Args) == 0 && o.Kernel == "" && o.Adapter == "" && !o.All {
+		return errors.New("nothing to forget. Fix: pass a KEY, --kernel NAME, --adapter ADAPTER or --all")
 	}
-	f := cmd.Flags()
-	f.StringVar(&kernel, "kernel", "", "forget the records of this corpus kernel, program file (PROGRAM.json) or program name")
-	f.StringVar(&adapter, "adapter", "", "forget only records of this adapter (backend/fingerprint, or a backend id)")
-	f.BoolVar(&all, "all", false, "forget every record (narrowed by --adapter)")
-	return cmd
+	if o.All && (len(o.Args) > 0 || o.Kernel != "") {
+		return errors.New("--all with a KEY or --kernel. Fix: pass one or the other")
+	}
+	path, st, err := loadAutotune()
+	if err != nil {
+		return err
+	}
+	var target *forgetTarget
+	if o.Kernel != "" {
+		if target, err = resolveForgetTarget(o.Kernel, st.Records()); err != nil {
+			return err
+		}
+	}
+	adapterMatches := func(key autotune.Key) bool {
+		if o.Adapter == "" {
+			return true
+		}
+		id, _, _ := autotune.SplitDeviceAdapter(key.Adapter())
+		return key.Adapter() == o.Adapter || id == o.Adapter
+	}
+	var forgotten []string
+	for key, rec := range st.Records() {
+		match := false
+		for _, arg := range o.Args {
+			hex, ad, hasAdapter := strings.Cut(arg, "@")
+			if key.Hex() == hex && (!hasAdapter || key.Adapter() == ad) {
+				match = true
+			}
+		}
+		if target != nil && target.matches(key, rec) {
+			match = true
+		}
+		if (o.All || (len(o.Args) == 0 && target == nil)) || match {
+			if adapterMatches(key) && st.Forget(key) {
+				forgotten = append(forgotten, key.String())
+			}
+		}
+	}
+	sort.Strings(forgotten)
+	if _, err := st.SaveIfDirty(ctx); err != nil {
+		return err
+	}
+	return o.printForgotten("store", "record(s)", path, forgotten)
 }
 
 // forgetTarget is what `kiln autotune forget --kernel` names: records of

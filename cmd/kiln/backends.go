@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"text/tabwriter"
 	"time"
@@ -48,8 +49,7 @@ func toBackendJSON(r host.BackendStatus) backendJSON {
 }
 
 func (a *app) backendsCommand() *cobra.Command {
-	wait := defaultBandwidthWait
-	cmd := &cobra.Command{
+	return a.surveyCommand(&cobra.Command{
 		Use:   "backends",
 		Short: "List every backend and adapter, and which one is preferred",
 		Long: `List every backend adapter found in the plugins directory: its status (ready,
@@ -76,25 +76,17 @@ backend reports one), driver_version, note, and profile (the adapter's
 DeviceProfile as "kiln devices --json" gives it: limits, features,
 mem_bw_gbps with mem_bw_status, memory_bytes and memory_free_bytes, 0 when
 unknown). The DEVICE column shows the fingerprint's first 8 digits.`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			h, rows, err := a.surveyDevices(cmd.Context(), wait)
-			if err != nil {
-				return err
-			}
-			defer h.Close()
-			if a.json {
-				out := make([]backendJSON, len(rows))
-				for i, r := range rows {
-					out[i] = toBackendJSON(r)
-				}
-				return a.printJSON(out)
-			}
-			return a.printBackends(h, rows)
-		},
+	}, runBackends)
+}
+
+// runBackends is kiln backends: one row, or JSON object, per adapter.
+func runBackends(ctx context.Context, o *surveyOptions) error {
+	h, rows, err := o.surveyDevices(ctx, o.BandwidthWait)
+	if err != nil {
+		return err
 	}
-	cmd.Flags().DurationVar(&wait, "bandwidth-wait", defaultBandwidthWait, "how long to wait for the plugins' bandwidth measurements (0: do not wait)")
-	return cmd
+	defer h.Close()
+	return o.render(mapRows(rows, toBackendJSON), func() error { return o.printBackends(h, rows) })
 }
 
 func (a *app) printBackends(h *host.Host, rows []host.BackendStatus) error {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"text/tabwriter"
@@ -13,12 +14,19 @@ import (
 	"github.com/kiln-dev/kiln/host"
 )
 
+// benchOptions are kiln bench's flags.
+type benchOptions struct {
+	*app
+	Options bench.Options
+	MiB     int           // --mib: the bulk buffer
+	Load    []int         // --load: goroutines per row of the load test
+	LoadSet bool          // --load was given: run the load test instead
+	LoadFor time.Duration // --load-duration
+	Kernel  kernelBench   // --kernel and its flags: time a corpus kernel instead
+}
+
 func (a *app) benchCommand() *cobra.Command {
-	var opts bench.Options
-	var mib int
-	var load []int
-	var loadFor time.Duration
-	var kb kernelBench
+	o := &benchOptions{app: a}
 	cmd := &cobra.Command{
 		Use:   "bench",
 		Short: "Measure the plugin boundary: start, round trips, bulk transfer, resident buffers",
@@ -65,59 +73,62 @@ and minimum device and submit times and the throughput:
   kiln bench --kernel matmul_reg --size 1024 --repeat 50`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if kb.kernel != "" {
-				return kb.run(a, cmd)
-			}
-			// The measuring hosts are bench's own: the trace is the
-			// protocol-2 one's.
-			trace := a.trace
-			a.trace = ""
-			h, err := a.openWith(cmd.Context(), host.Options{TraceFile: "off"})
-			if err != nil {
-				return err
-			}
-			defer h.Close()
-			if cmd.Flags().Changed("load") {
-				return a.benchLoad(cmd, h, bench.LoadOptions{Backend: opts.Backend, Goroutines: load, Duration: loadFor})
-			}
-			opts.Bytes, opts.TraceFile = mib<<20, trace
-			if exe, err := os.Executable(); err == nil {
-				opts.EchoPlugin = exe
-			}
-			bar := a.progressBar()
-			opts.Progress = bar.update
-			r, err := bench.Run(cmd.Context(), h, opts)
-			bar.finish()
-			if err != nil {
-				return err
-			}
-			if a.json {
-				return a.printJSON(r)
-			}
-			a.printBench(r)
-			return nil
+			o.LoadSet = cmd.Flags().Changed("load")
+			return runBench(cmd.Context(), o)
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&opts.Backend, "backend", "cpu-ref", "backend to measure")
-	f.IntVar(&opts.Starts, "starts", 5, "plugin starts to time")
-	f.IntVar(&opts.RoundTrips, "round-trips", 1000, "1-element dispatches to time")
-	f.IntVar(&mib, "mib", 256, "size of the bulk buffer in MiB")
-	f.IntVar(&opts.Repeats, "repeats", 5, "bulk dispatches per side; the fastest counts")
-	f.IntVar(&opts.Chain, "chain", 100, "dependent 1-element dispatches in one submit")
-	f.IntSliceVar(&load, "load", nil, "instead, the load test with these numbers of goroutines (--load alone: 1,4,16,64)")
+	f.StringVar(&o.Options.Backend, "backend", "cpu-ref", "backend to measure")
+	f.IntVar(&o.Options.Starts, "starts", 5, "plugin starts to time")
+	f.IntVar(&o.Options.RoundTrips, "round-trips", 1000, "1-element dispatches to time")
+	f.IntVar(&o.MiB, "mib", 256, "size of the bulk buffer in MiB")
+	f.IntVar(&o.Options.Repeats, "repeats", 5, "bulk dispatches per side; the fastest counts")
+	f.IntVar(&o.Options.Chain, "chain", 100, "dependent 1-element dispatches in one submit")
+	f.IntSliceVar(&o.Load, "load", nil, "instead, the load test with these numbers of goroutines (--load alone: 1,4,16,64)")
 	f.Lookup("load").NoOptDefVal = "1,4,16,64"
-	f.DurationVar(&loadFor, "load-duration", 2*time.Second, "how long each row of the load test is measured")
-	kb.flags(cmd)
+	f.DurationVar(&o.LoadFor, "load-duration", 2*time.Second, "how long each row of the load test is measured")
+	o.Kernel.flags(cmd)
 	a.traceFlag(cmd)
 	return cmd
 }
 
+// runBench is kiln bench: a corpus kernel side by side (--kernel), the load
+// test (--load), or the plugin boundary's costs.
+func runBench(ctx context.Context, o *benchOptions) error {
+	if o.Kernel.kernel != "" {
+		return o.Kernel.run(ctx, o.app)
+	}
+	// The measuring hosts are bench's own: the trace is the protocol-2 one's.
+	trace := o.trace
+	o.trace = ""
+	h, err := o.openWith(ctx, host.Options{TraceFile: "off"})
+	if err != nil {
+		return err
+	}
+	defer h.Close()
+	if o.LoadSet {
+		return o.benchLoad(ctx, h, bench.LoadOptions{Backend: o.Options.Backend, Goroutines: o.Load, Duration: o.LoadFor})
+	}
+	opts := o.Options
+	opts.Bytes, opts.TraceFile = o.MiB<<20, trace
+	if exe, err := os.Executable(); err == nil {
+		opts.EchoPlugin = exe
+	}
+	bar := o.progressBar()
+	opts.Progress = bar.update
+	r, err := bench.Run(ctx, h, opts)
+	bar.finish()
+	if err != nil {
+		return err
+	}
+	return o.show(r, func() { o.printBench(r) })
+}
+
 // benchLoad runs and prints the load test.
-func (a *app) benchLoad(cmd *cobra.Command, h *host.Host, opts bench.LoadOptions) error {
+func (a *app) benchLoad(ctx context.Context, h *host.Host, opts bench.LoadOptions) error {
 	bar := a.progressBar()
 	opts.Progress = bar.update
-	r, err := bench.Load(cmd.Context(), h, opts)
+	r, err := bench.Load(ctx, h, opts)
 	bar.finish()
 	if err != nil {
 		return err

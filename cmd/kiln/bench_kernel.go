@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strconv"
@@ -42,8 +43,7 @@ type benchKernelJSON struct {
 
 // run times the kernel on each backend, verified first, and prints them side
 // by side.
-func (kb *kernelBench) run(a *app, cmd *cobra.Command) error {
-	ctx := cmd.Context()
+func (kb *kernelBench) run(ctx context.Context, a *app) error {
 	k, ok := kernels.Lookup(kb.kernel)
 	if !ok {
 		return fmt.Errorf("no corpus kernel %q. Fix: pick one of the names `kiln run --list` prints", kb.kernel)

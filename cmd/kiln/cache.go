@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/kiln-dev/kiln/autotune"
 	"github.com/kiln-dev/kiln/cache"
@@ -146,9 +147,14 @@ func openCache() (*cache.DiskCache, error) {
 	return cache.Open(root)
 }
 
+// cacheStatsOptions are kiln cache stats's flags.
+type cacheStatsOptions struct {
+	*app
+	Zero bool
+}
+
 func (a *app) cacheStatsCommand() *cobra.Command {
-	var zero bool
-	cmd := &cobra.Command{
+	return command(&cacheStatsOptions{app: a}, runCacheStats, &cobra.Command{
 		Use:   "stats",
 		Short: "Show the pipeline cache's entries, size, cap, and local and remote hits, misses and errors",
 		Long: `Show the pipeline cache's entries, size and cap, and what every kiln process
@@ -158,38 +164,36 @@ unavailable), errors and writes of the local cache, and of the fleet tier
 ($KILN_REMOTE) behind it, with its uploads dropped. --zero starts the counts
 again.`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := openCache()
-			if err != nil {
-				return err
-			}
-			if zero {
-				if err := c.ZeroUsage(cmd.Context()); err != nil {
-					return err
-				}
-			}
-			s, err := c.Stats(cmd.Context())
-			if err != nil {
-				return err
-			}
-			j := cacheStatsJSON{Root: s.Root, Entries: s.Entries, Bytes: s.Bytes, MaxBytes: s.MaxBytes, RemoteURL: os.Getenv(remote.Env), UsageZeroed: zero}
-			u, err := c.Usage()
-			if err != nil {
-				j.UsageError = err.Error()
-			}
-			if !u.Since.IsZero() {
-				j.Since = u.Since.Format(time.RFC3339)
-			}
-			j.Local, j.Remote = toTierJSON(u.Local), toTierJSON(u.Remote)
-			if a.json {
-				return a.printJSON(j)
-			}
-			a.printCacheStats(j)
-			return nil
-		},
+	}, func(o *cacheStatsOptions, f *pflag.FlagSet) {
+		f.BoolVar(&o.Zero, "zero", false, "start the hit, miss and error counts again from zero")
+	})
+}
+
+// runCacheStats is kiln cache stats.
+func runCacheStats(ctx context.Context, o *cacheStatsOptions) error {
+	c, err := openCache()
+	if err != nil {
+		return err
 	}
-	cmd.Flags().BoolVar(&zero, "zero", false, "start the hit, miss and error counts again from zero")
-	return cmd
+	if o.Zero {
+		if err := c.ZeroUsage(ctx); err != nil {
+			return err
+		}
+	}
+	s, err := c.Stats(ctx)
+	if err != nil {
+		return err
+	}
+	j := cacheStatsJSON{Root: s.Root, Entries: s.Entries, Bytes: s.Bytes, MaxBytes: s.MaxBytes, RemoteURL: os.Getenv(remote.Env), UsageZeroed: o.Zero}
+	u, err := c.Usage()
+	if err != nil {
+		j.UsageError = err.Error()
+	}
+	if !u.Since.IsZero() {
+		j.Since = u.Since.Format(time.RFC3339)
+	}
+	j.Local, j.Remote = toTierJSON(u.Local), toTierJSON(u.Remote)
+	return o.show(j, func() { o.printCacheStats(j) })
 }
 
 func (a *app) printCacheStats(j cacheStatsJSON) {
@@ -234,93 +238,99 @@ func reasons(by map[string]uint64) string {
 }
 
 func (a *app) cacheVerifyCommand() *cobra.Command {
-	return &cobra.Command{
+	return command(a, runCacheVerify, &cobra.Command{
 		Use:   "verify",
 		Short: "Check every entry's checksum and remove the corrupt ones",
 		Long: `Read every pipeline cache entry in full and remove each one whose header,
 length, checksum or key is wrong, and temporary files left by writers that
 died over an hour ago. Removing is safe: a missing entry is compiled again.`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := openCache()
-			if err != nil {
-				return err
-			}
-			r, err := c.Verify(cmd.Context())
-			if err != nil {
-				return err
-			}
-			if a.json {
-				j := cacheVerifyJSON{Root: c.Root(), Checked: r.Checked, Valid: r.Valid, ValidBytes: r.ValidBytes, Removed: []problemJSON{}, TempsRemoved: r.TempsRemoved}
-				for _, p := range r.Removed {
-					j.Removed = append(j.Removed, problemJSON{p.Path, p.Reason})
-				}
-				return a.printJSON(j)
-			}
-			fmt.Fprintf(a.out, "pipeline cache %s: %d entries checked, %d valid (%s), %d corrupt removed, %d stale temporary files removed\n",
-				c.Root(), r.Checked, r.Valid, units.Bytes(r.ValidBytes), len(r.Removed), r.TempsRemoved)
-			for _, p := range r.Removed {
-				fmt.Fprintf(a.out, "  removed %s: %s\n", p.Path, p.Reason)
-			}
-			return nil
-		},
+	}, nil)
+}
+
+// runCacheVerify is kiln cache verify (it has no flags of its own).
+func runCacheVerify(ctx context.Context, a *app) error {
+	c, err := openCache()
+	if err != nil {
+		return err
 	}
+	r, err := c.Verify(ctx)
+	if err != nil {
+		return err
+	}
+	j := cacheVerifyJSON{Root: c.Root(), Checked: r.Checked, Valid: r.Valid, ValidBytes: r.ValidBytes, Removed: []problemJSON{}, TempsRemoved: r.TempsRemoved}
+	for _, p := range r.Removed {
+		j.Removed = append(j.Removed, problemJSON{p.Path, p.Reason})
+	}
+	return a.show(j, func() {
+		fmt.Fprintf(a.out, "pipeline cache %s: %d entries checked, %d valid (%s), %d corrupt removed, %d stale temporary files removed\n",
+			c.Root(), r.Checked, r.Valid, units.Bytes(r.ValidBytes), len(r.Removed), r.TempsRemoved)
+		for _, p := range r.Removed {
+			fmt.Fprintf(a.out, "  removed %s: %s\n", p.Path, p.Reason)
+		}
+	})
+}
+
+// cacheTrimOptions are kiln cache trim's flags.
+type cacheTrimOptions struct {
+	*app
+	Max string // --max; empty: the cache's cap
 }
 
 func (a *app) cacheTrimCommand() *cobra.Command {
-	var limit string
-	cmd := &cobra.Command{
+	return command(&cacheTrimOptions{app: a}, runCacheTrim, &cobra.Command{
 		Use:   "trim",
 		Short: "Remove least recently used entries down to the size cap",
 		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := openCache()
-			if err != nil {
-				return err
-			}
-			maxBytes := c.MaxBytes()
-			if limit != "" {
-				if maxBytes, err = cache.ParseBytes(limit); err != nil {
-					return fmt.Errorf("--max %q: %w. Fix: pass a byte count such as 1073741824 or 512MiB", limit, err)
-				}
-			}
-			r, err := c.Trim(cmd.Context(), maxBytes)
-			if err != nil {
-				return err
-			}
-			if a.json {
-				return a.printJSON(cacheTrimJSON{Root: c.Root(), MaxBytes: maxBytes, Removed: r.Removed, Freed: r.Freed, Entries: r.Entries, Bytes: r.Bytes, TempsRemoved: r.TempsRemoved})
-			}
-			fmt.Fprintf(a.out, "pipeline cache %s: removed %d entries (%s); %d entries (%s) remain, cap %s\n",
-				c.Root(), r.Removed, units.Bytes(r.Freed), r.Entries, units.Bytes(r.Bytes), units.Bytes(maxBytes))
-			return nil
-		},
+	}, func(o *cacheTrimOptions, f *pflag.FlagSet) {
+		f.StringVar(&o.Max, "max", "", "trim to this size, e.g. 256MiB (default: the cache's cap)")
+	})
+}
+
+// runCacheTrim is kiln cache trim.
+func runCacheTrim(ctx context.Context, o *cacheTrimOptions) error {
+	c, err := openCache()
+	if err != nil {
+		return err
 	}
-	cmd.Flags().StringVar(&limit, "max", "", "trim to this size, e.g. 256MiB (default: the cache's cap)")
-	return cmd
+	maxBytes := c.MaxBytes()
+	if o.Max != "" {
+		if maxBytes, err = cache.ParseBytes(o.Max); err != nil {
+			return fmt.Errorf("--max %q: %w. Fix: pass a byte count such as 1073741824 or 512MiB", o.Max, err)
+		}
+	}
+	r, err := c.Trim(ctx, maxBytes)
+	if err != nil {
+		return err
+	}
+	j := cacheTrimJSON{Root: c.Root(), MaxBytes: maxBytes, Removed: r.Removed, Freed: r.Freed, Entries: r.Entries, Bytes: r.Bytes, TempsRemoved: r.TempsRemoved}
+	return o.show(j, func() {
+		fmt.Fprintf(o.out, "pipeline cache %s: removed %d entries (%s); %d entries (%s) remain, cap %s\n",
+			c.Root(), r.Removed, units.Bytes(r.Freed), r.Entries, units.Bytes(r.Bytes), units.Bytes(maxBytes))
+	})
 }
 
 func (a *app) cacheClearCommand() *cobra.Command {
-	return &cobra.Command{
+	return command(a, runCacheClear, &cobra.Command{
 		Use:   "clear",
 		Short: "Remove every entry of the pipeline cache",
 		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := openCache()
-			if err != nil {
-				return err
-			}
-			n, err := c.Clear(cmd.Context())
-			if err != nil {
-				return err
-			}
-			if a.json {
-				return a.printJSON(cacheClearJSON{Root: c.Root(), Removed: n})
-			}
-			fmt.Fprintf(a.out, "pipeline cache %s: removed %d entries\n", c.Root(), n)
-			return nil
-		},
+	}, nil)
+}
+
+// runCacheClear is kiln cache clear (it has no flags of its own).
+func runCacheClear(ctx context.Context, a *app) error {
+	c, err := openCache()
+	if err != nil {
+		return err
 	}
+	n, err := c.Clear(ctx)
+	if err != nil {
+		return err
+	}
+	return a.show(cacheClearJSON{Root: c.Root(), Removed: n}, func() {
+		fmt.Fprintf(a.out, "pipeline cache %s: removed %d entries\n", c.Root(), n)
+	})
 }
 
 // openRemote opens the fleet tier named by --remote, else $KILN_REMOTE.
@@ -334,62 +344,87 @@ func openRemote(ctx context.Context, url string) (*remote.Store, error) {
 	return remote.Open(ctx, url, remote.Options{})
 }
 
+// fleetOptions are the flags of kiln cache push and pull.
+type fleetOptions struct {
+	*app
+	Remote string // --remote; empty: $KILN_REMOTE
+}
+
+// fleetCommand is kiln cache push or pull: cmd with --remote, running run.
+func (a *app) fleetCommand(cmd *cobra.Command, run func(context.Context, *fleetOptions) error) *cobra.Command {
+	cmd.Args = cobra.NoArgs
+	return command(&fleetOptions{app: a}, run, cmd, func(o *fleetOptions, f *pflag.FlagSet) {
+		f.StringVar(&o.Remote, "remote", "", "fleet tier URL (default $"+remote.Env+")")
+	})
+}
+
 func (a *app) cachePushCommand() *cobra.Command {
-	var url string
-	cmd := &cobra.Command{
+	return a.fleetCommand(&cobra.Command{
 		Use:   "push",
 		Short: "Seed the fleet tier from this machine: pipelines, autotune records and PGO routes",
 		Long: `Upload every valid local pipeline cache entry the fleet tier lacks, and
 publish every autotune record and PGO route of this machine, so other machines
 sharing the fleet tier start tuned. Records and routes are published, never
 overwritten: the newest measurement of each wins.`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			ctx := cmd.Context()
-			r, err := openRemote(ctx, url)
-			if err != nil {
-				return err
-			}
-			defer r.Close(ctx)
-			paths, err := host.DefaultStorePaths()
-			if err != nil {
-				return err
-			}
-			c, err := cache.Open(paths.PipelineCache)
-			if err != nil {
-				return err
-			}
-			tune, err := autotune.Load(paths.Autotune)
-			if err != nil {
-				return err
-			}
-			routes, err := pgo.Load(paths.PGO)
-			if err != nil {
-				return err
-			}
-			rep, err := r.Push(ctx, c, tune, routes)
-			if err != nil {
-				return err
-			}
-			j := cachePushJSON{Remote: r.URL(), Pipelines: rep.Pipelines, PipelinesPresent: rep.PipelinesPresent, Records: rep.Records, Routes: rep.Routes, Skipped: append([]string{}, rep.Skipped...)}
-			if a.json {
-				return a.printJSON(j)
-			}
-			fmt.Fprintf(a.out, "fleet tier %s: uploaded %d pipelines (%d there already), published %d autotune records and %d PGO routes\n",
-				j.Remote, j.Pipelines, j.PipelinesPresent, j.Records, j.Routes)
-			for _, s := range j.Skipped {
-				fmt.Fprintf(a.out, "  skipped %s\n", s)
-			}
-			return nil
-		},
+	}, runCachePush)
+}
+
+// localStores are this machine's stores that kiln cache push and pull seed
+// from and into.
+type localStores struct {
+	pipelines *cache.DiskCache
+	autotune  *autotune.Store
+	routes    *pgo.Table
+}
+
+// openLocalStores opens the stores at their default paths.
+func openLocalStores() (localStores, error) {
+	paths, err := host.DefaultStorePaths()
+	if err != nil {
+		return localStores{}, err
 	}
-	cmd.Flags().StringVar(&url, "remote", "", "fleet tier URL (default $"+remote.Env+")")
-	return cmd
+	c, err := cache.Open(paths.PipelineCache)
+	if err != nil {
+		return localStores{}, err
+	}
+	tune, err := autotune.Load(paths.Autotune)
+	if err != nil {
+		return localStores{}, err
+	}
+	routes, err := pgo.Load(paths.PGO)
+	if err != nil {
+		return localStores{}, err
+	}
+	return localStores{c, tune, routes}, nil
+}
+
+// runCachePush is kiln cache push.
+func runCachePush(ctx context.Context, o *fleetOptions) error {
+	r, err := openRemote(ctx, o.Remote)
+	if err != nil {
+		return err
+	}
+	defer r.Close(ctx)
+	st, err := openLocalStores()
+	if err != nil {
+		return err
+	}
+	rep, err := r.Push(ctx, st.pipelines, st.autotune, st.routes)
+	if err != nil {
+		return err
+	}
+	j := cachePushJSON{Remote: r.URL(), Pipelines: rep.Pipelines, PipelinesPresent: rep.PipelinesPresent, Records: rep.Records, Routes: rep.Routes, Skipped: append([]string{}, rep.Skipped...)}
+	return o.show(j, func() {
+		fmt.Fprintf(o.out, "fleet tier %s: uploaded %d pipelines (%d there already), published %d autotune records and %d PGO routes\n",
+			j.Remote, j.Pipelines, j.PipelinesPresent, j.Records, j.Routes)
+		for _, s := range j.Skipped {
+			fmt.Fprintf(o.out, "  skipped %s\n", s)
+		}
+	})
 }
 
 func (a *app) cachePullCommand() *cobra.Command {
-	var url string
-	cmd := &cobra.Command{
+	return a.fleetCommand(&cobra.Command{
 		Use:   "pull",
 		Short: "Seed this machine from the fleet tier: pipelines, autotune records and PGO routes",
 		Long: `Download every pipeline cache entry the local cache lacks (each verified),
@@ -397,48 +432,32 @@ the newest autotune records measured on this machine's devices, and the newest
 PGO routes whose backend is live here (same device and plugin version), when
 they are newer than the local ones; then save the local stores. The plugins
 are started to learn this machine's devices.`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			ctx := cmd.Context()
-			r, err := openRemote(ctx, url)
-			if err != nil {
-				return err
-			}
-			defer r.Close(ctx)
-			h, err := a.open(ctx)
-			if err != nil {
-				return err
-			}
-			defer h.Close()
-			paths, err := host.DefaultStorePaths()
-			if err != nil {
-				return err
-			}
-			c, err := cache.Open(paths.PipelineCache)
-			if err != nil {
-				return err
-			}
-			tune, err := autotune.Load(paths.Autotune)
-			if err != nil {
-				return err
-			}
-			routes, err := pgo.Load(paths.PGO)
-			if err != nil {
-				return err
-			}
-			rep, err := r.Pull(ctx, c, tune, routes, h.Live())
-			if err != nil {
-				return err
-			}
-			j := cachePullJSON{Remote: r.URL(), Pipelines: rep.Pipelines, PipelinesPresent: rep.PipelinesPresent, PipelinesBad: rep.PipelinesBad, Records: rep.Records, Routes: rep.Routes}
-			if a.json {
-				return a.printJSON(j)
-			}
-			fmt.Fprintf(a.out, "fleet tier %s: downloaded %d pipelines (%d here already, %d not valid entries), took %d autotune records and %d PGO routes\n",
-				j.Remote, j.Pipelines, j.PipelinesPresent, j.PipelinesBad, j.Records, j.Routes)
-			return nil
-		},
+	}, runCachePull)
+}
+
+// runCachePull is kiln cache pull.
+func runCachePull(ctx context.Context, o *fleetOptions) error {
+	r, err := openRemote(ctx, o.Remote)
+	if err != nil {
+		return err
 	}
-	cmd.Flags().StringVar(&url, "remote", "", "fleet tier URL (default $"+remote.Env+")")
-	return cmd
+	defer r.Close(ctx)
+	h, err := o.open(ctx)
+	if err != nil {
+		return err
+	}
+	defer h.Close()
+	st, err := openLocalStores()
+	if err != nil {
+		return err
+	}
+	rep, err := r.Pull(ctx, st.pipelines, st.autotune, st.routes, h.Live())
+	if err != nil {
+		return err
+	}
+	j := cachePullJSON{Remote: r.URL(), Pipelines: rep.Pipelines, PipelinesPresent: rep.PipelinesPresent, PipelinesBad: rep.PipelinesBad, Records: rep.Records, Routes: rep.Routes}
+	return o.show(j, func() {
+		fmt.Fprintf(o.out, "fleet tier %s: downloaded %d pipelines (%d here already, %d not valid entries), took %d autotune records and %d PGO routes\n",
+			j.Remote, j.Pipelines, j.PipelinesPresent, j.PipelinesBad, j.Records, j.Routes)
+	})
 }

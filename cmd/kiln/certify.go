@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"text/tabwriter"
@@ -55,8 +56,15 @@ type certifyExclJSON struct {
 	Reason  string `json:"reason"`
 }
 
+// certifyOptions are kiln certify's flags.
+type certifyOptions struct {
+	*app
+	Options certify.Options
+	SizeSet bool // --size was given (0 is a size, not "the largest")
+}
+
 func (a *app) certifyCommand() *cobra.Command {
-	var opts certify.Options
+	o := &certifyOptions{app: a}
 	cmd := &cobra.Command{
 		Use:   "certify",
 		Short: "Measure every corpus kernel on every ready backend and record the fastest (PGO routes)",
@@ -86,106 +94,108 @@ never overwritten. A progress bar goes to stderr when it is a terminal. The exit
 when any kernel got no route.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			ctx := cmd.Context()
-			switch {
-			case !cmd.Flags().Changed("size"):
-				opts.Size = certify.LargestSize
-			case opts.Size < 0:
-				return fmt.Errorf("--size %d is negative. Fix: pass a problem size of 0 or more, or leave it out for each kernel's largest standard size", opts.Size)
-			}
-			ks, err := certify.Select(opts.Kernels)
-			if err != nil {
-				return err
-			}
-			path, err := pgo.DefaultPath()
-			if err != nil {
-				return err
-			}
-			table, malformed, err := certify.LoadTable(path)
-			if err != nil {
-				return err
-			}
-			if malformed != nil {
-				fmt.Fprintf(a.errOut, "kiln: %v\nkiln: %s will be regenerated from this certification unless another process repairs it meanwhile\n", malformed, path)
-			}
-			h, err := a.open(ctx)
-			if err != nil {
-				return err
-			}
-			defer h.Close()
-			backends, err := certify.Candidates(ctx, h)
-			if err != nil {
-				return err
-			}
-			bar := a.progressBar()
-			results, runErr := certify.Run(ctx, h, table, backends, ks, opts, bar.update)
-			bar.finish()
-			j := certifyJSON{Table: path, Backends: backends, Ops: []certifyOpJSON{}, Failures: []string{}, Excluded: []certifyExclJSON{}}
-			for _, r := range results {
-				op := certifyOpJSON{Kernel: r.Kernel, Op: r.Op, Size: r.Size, Backend: r.Route.Backend, Observations: []observationJSON{}}
-				for _, o := range r.Route.Observations {
-					op.Observations = append(op.Observations, observationJSON{o.Backend, o.MedianNs})
-					if o.Backend == r.Route.Backend {
-						op.MedianNs = o.MedianNs
-					}
-				}
-				for _, c := range r.Route.Classes {
-					cj := classJSON{Size: r.SizeOf[c.Bytes], Bytes: c.Bytes, Backend: c.Backend, Observations: []observationJSON{}}
-					for _, o := range c.Observations {
-						cj.Observations = append(cj.Observations, observationJSON{o.Backend, o.MedianNs})
-						if o.Backend == c.Backend {
-							cj.MedianNs = o.MedianNs
-						}
-					}
-					op.Classes = append(op.Classes, cj)
-				}
-				if r.Err != nil {
-					op.Error = r.Err.Error()
-					j.Failures = append(j.Failures, fmt.Sprintf("%s: %v", r.Kernel, r.Err))
-				}
-				for _, e := range r.Excluded {
-					j.Excluded = append(j.Excluded, certifyExclJSON{Op: r.Op, Backend: e.Backend, Reason: e.Reason})
-				}
-				j.Ops = append(j.Ops, op)
-			}
-			j.Saved, j.Regenerated, err = table.SaveRegenerating(ctx)
-			if err != nil {
-				return err
-			}
-			if h.Remote() != nil {
-				measured := map[string]pgo.Route{}
-				for _, r := range results {
-					if r.Err == nil {
-						measured[r.Op] = r.Route
-					}
-				}
-				h.PublishRoutes(measured)
-				j.Published = len(measured)
-			}
-			if a.json {
-				if err := a.printJSON(j); err != nil {
-					return err
-				}
-			} else if err := a.printCertify(j); err != nil {
-				return err
-			}
-			if runErr != nil {
-				return runErr
-			}
-			if len(j.Failures) > 0 {
-				return &exitError{code: 1, err: fmt.Errorf("%d kernel(s) got no route: %s", len(j.Failures), strings.Join(j.Failures, "; "))}
-			}
-			return nil
+			o.SizeSet = cmd.Flags().Changed("size")
+			return runCertify(cmd.Context(), o)
 		},
 	}
 	f := cmd.Flags()
-	f.StringArrayVar(&opts.Kernels, "kernel", nil, "corpus kernel to certify (repeatable; default: every kernel; see kiln run --list)")
-	f.IntVar(&opts.Size, "size", 0, "problem size (default: each kernel's largest standard size)")
-	f.Uint64Var(&opts.Seed, "seed", 1, "random seed for the inputs")
-	f.IntVar(&opts.Timed, "timed", pgo.DefaultTimed, "timed dispatches per backend, after one warm-up")
-	f.IntVar(&opts.Classes, "classes", certify.DefaultClasses, "size classes per kernel: --size, --size/16, --size/256, … (1 records one route per op)")
+	f.StringArrayVar(&o.Options.Kernels, "kernel", nil, "corpus kernel to certify (repeatable; default: every kernel; see kiln run --list)")
+	f.IntVar(&o.Options.Size, "size", 0, "problem size (default: each kernel's largest standard size)")
+	f.Uint64Var(&o.Options.Seed, "seed", 1, "random seed for the inputs")
+	f.IntVar(&o.Options.Timed, "timed", pgo.DefaultTimed, "timed dispatches per backend, after one warm-up")
+	f.IntVar(&o.Options.Classes, "classes", certify.DefaultClasses, "size classes per kernel: --size, --size/16, --size/256, … (1 records one route per op)")
 	a.traceFlag(cmd)
 	return cmd
+}
+
+// runCertify is kiln certify: it measures, records the routes, publishes
+// them to the fleet tier and prints the report.
+func runCertify(ctx context.Context, o *certifyOptions) error {
+	switch {
+	case !o.SizeSet:
+		o.Options.Size = certify.LargestSize
+	case o.Options.Size < 0:
+		return fmt.Errorf("--size %d is negative. Fix: pass a problem size of 0 or more, or leave it out for each kernel's largest standard size", o.Options.Size)
+	}
+	ks, err := certify.Select(o.Options.Kernels)
+	if err != nil {
+		return err
+	}
+	path, err := pgo.DefaultPath()
+	if err != nil {
+		return err
+	}
+	table, malformed, err := certify.LoadTable(path)
+	if err != nil {
+		return err
+	}
+	if malformed != nil {
+		fmt.Fprintf(o.errOut, "kiln: %v\nkiln: %s will be regenerated from this certification unless another process repairs it meanwhile\n", malformed, path)
+	}
+	h, err := o.open(ctx)
+	if err != nil {
+		return err
+	}
+	defer h.Close()
+	backends, err := certify.Candidates(ctx, h)
+	if err != nil {
+		return err
+	}
+	bar := o.progressBar()
+	results, runErr := certify.Run(ctx, h, table, backends, ks, o.Options, bar.update)
+	bar.finish()
+	j := certifyJSON{Table: path, Backends: backends, Ops: []certifyOpJSON{}, Failures: []string{}, Excluded: []certifyExclJSON{}}
+	for _, r := range results {
+		op := certifyOpJSON{Kernel: r.Kernel, Op: r.Op, Size: r.Size, Backend: r.Route.Backend, Observations: []observationJSON{}}
+		for _, ob := range r.Route.Observations {
+			op.Observations = append(op.Observations, observationJSON{ob.Backend, ob.MedianNs})
+			if ob.Backend == r.Route.Backend {
+				op.MedianNs = ob.MedianNs
+			}
+		}
+		for _, c := range r.Route.Classes {
+			cj := classJSON{Size: r.SizeOf[c.Bytes], Bytes: c.Bytes, Backend: c.Backend, Observations: []observationJSON{}}
+			for _, ob := range c.Observations {
+				cj.Observations = append(cj.Observations, observationJSON{ob.Backend, ob.MedianNs})
+				if ob.Backend == c.Backend {
+					cj.MedianNs = ob.MedianNs
+				}
+			}
+			op.Classes = append(op.Classes, cj)
+		}
+		if r.Err != nil {
+			op.Error = r.Err.Error()
+			j.Failures = append(j.Failures, fmt.Sprintf("%s: %v", r.Kernel, r.Err))
+		}
+		for _, e := range r.Excluded {
+			j.Excluded = append(j.Excluded, certifyExclJSON{Op: r.Op, Backend: e.Backend, Reason: e.Reason})
+		}
+		j.Ops = append(j.Ops, op)
+	}
+	j.Saved, j.Regenerated, err = table.SaveRegenerating(ctx)
+	if err != nil {
+		return err
+	}
+	if h.Remote() != nil {
+		measured := map[string]pgo.Route{}
+		for _, r := range results {
+			if r.Err == nil {
+				measured[r.Op] = r.Route
+			}
+		}
+		h.PublishRoutes(measured)
+		j.Published = len(measured)
+	}
+	if err := o.render(j, func() error { return o.printCertify(j) }); err != nil {
+		return err
+	}
+	if runErr != nil {
+		return runErr
+	}
+	if len(j.Failures) > 0 {
+		return &exitError{code: 1, err: fmt.Errorf("%d kernel(s) got no route: %s", len(j.Failures), strings.Join(j.Failures, "; "))}
+	}
+	return nil
 }
 
 func (a *app) printCertify(j certifyJSON) error {

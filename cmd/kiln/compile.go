@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -10,6 +11,7 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/kiln-dev/kiln/cmd/kiln/internal/runs"
 	"github.com/kiln-dev/kiln/host"
@@ -31,11 +33,17 @@ type compileJSON struct {
 	NoDevice string `json:"no_device,omitempty"`
 }
 
+// compileOptions are kiln compile's flags and its PROGRAM.json argument.
+type compileOptions struct {
+	*app
+	programArg
+	Kernel, Backend, Emit, Output, WG string
+	Specs                             []string
+	Dis                               bool
+}
+
 func (a *app) compileCommand() *cobra.Command {
-	var kernel, backend, emit, output, wg string
-	var specs []string
-	var dis bool
-	cmd := &cobra.Command{
+	return command(&compileOptions{app: a}, runCompile, &cobra.Command{
 		Use:   "compile [PROGRAM.json]",
 		Short: "Emit the device code a backend compiles a program to (SPIR-V, PTX)",
 		Long: `Emit the device code a backend compiles a program to, without running it:
@@ -59,95 +67,109 @@ disassembly of SPIR-V (SPIRV-Tools must be installed); with --dis, -o is
 optional. The other facts the plugin reports (entry point, specialization
 constant ids, ...) are printed, or with --json are its "info".`,
 		Args: cobra.MaximumNArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if (kernel != "") == (len(args) == 1) {
-				return errors.New("say what to compile. Fix: pass a PROGRAM.json or --kernel NAME (kiln run --list shows the kernels)")
-			}
-			switch {
-			case output == "" && !dis:
-				return errors.New("no output. Fix: pass -o FILE (or -o - for stdout), or --dis to print the disassembly")
-			case output == "-" && dis:
-				return errors.New("-o - and --dis both write to stdout. Fix: write the code to a file with -o FILE, or drop one of them")
-			case dis && emit != "spirv":
-				return fmt.Errorf("--dis disassembles SPIR-V, not %s. Fix: drop --dis, or pass --emit spirv", emit)
-			}
-			prog, spec, err := compileTarget(kernel, args, specs)
-			if err != nil {
-				return err
-			}
-			size, err := runs.ParseWorkgroup(wg)
-			if err != nil {
-				return err
-			}
-			ctx := cmd.Context()
-			h, err := a.open(ctx)
-			if err != nil {
-				return err
-			}
-			defer h.Close()
-			art, err := h.Emit(ctx, backend, prog, host.CompileOptions{Spec: spec, WorkgroupSize: size}, emit)
-			if err != nil {
-				return err
-			}
-			if art.Unavailable != "" && !a.json {
-				fmt.Fprintf(a.errOut, "kiln: note: %s cannot dispatch, so its plugin emitted the code without a device", art.Backend)
-				if t := art.Info["target"]; t != "" {
-					fmt.Fprintf(a.errOut, ", for target %s", t)
-				}
-				fmt.Fprintf(a.errOut, ". Why: %s\n", art.Unavailable)
-			}
-			code := art.Data
-			switch output {
-			case "":
-			case "-":
-				if err := a.writeOut(code); err != nil {
-					return err
-				}
-			default:
-				if err := os.WriteFile(output, code, 0o644); err != nil {
-					return fmt.Errorf("write %s: %w. Fix: choose a writable -o path", output, err)
-				}
-			}
-			if dis {
-				return a.disassemble(code)
-			}
-			if output == "-" {
-				return nil
-			}
-			j := compileJSON{Program: prog.Name, Backend: art.Backend, Emit: emit, Output: output, Bytes: len(code),
-				EntryPoint: art.Info["entry_point"], Info: art.Info, NoDevice: art.Unavailable}
-			if a.json {
-				return a.printJSON(j)
-			}
-			fmt.Fprintf(a.out, "wrote %s: %d bytes of %s for %s from %s", output, j.Bytes, emit, j.Program, j.Backend)
-			keys := make([]string, 0, len(art.Info))
-			for k := range art.Info {
-				keys = append(keys, k)
-			}
-			sort.Strings(keys)
-			for i, k := range keys {
-				sep := ", "
-				if i == 0 {
-					sep = " ("
-				}
-				fmt.Fprintf(a.out, "%s%s %s", sep, k, art.Info[k])
-			}
-			if len(keys) > 0 {
-				fmt.Fprint(a.out, ")")
-			}
-			fmt.Fprintln(a.out)
-			return nil
-		},
+	}, func(o *compileOptions, f *pflag.FlagSet) {
+		f.StringVar(&o.Kernel, "kernel", "", "corpus kernel to compile (see kiln run --list)")
+		f.StringVar(&o.Backend, "backend", "vulkan", "backend id or id:adapter whose code to emit")
+		f.StringVar(&o.Emit, "emit", "spirv", "kind of code to emit (vulkan: spirv; cuda: ptx, cubin)")
+		f.StringVarP(&o.Output, "output", "o", "", "file to write the code to; - for stdout")
+		f.BoolVar(&o.Dis, "dis", false, "print the disassembly of SPIR-V (spirv-dis)")
+		f.StringArrayVar(&o.Specs, "spec", nil, "NAME=VALUE: set parameter NAME, or an option of a --kernel (matmul_tc's type=f16) (repeatable)")
+		f.StringVar(&o.WG, "wg", "", "X,Y,Z workgroup size to compile for (default: the program's)")
+	})
+}
+
+// check refuses flags that do not say what to compile and where it goes.
+func (o *compileOptions) check() error {
+	if (o.Kernel != "") == (o.Program != "") {
+		return errors.New("say what to compile. Fix: pass a PROGRAM.json or --kernel NAME (kiln run --list shows the kernels)")
 	}
-	f := cmd.Flags()
-	f.StringVar(&kernel, "kernel", "", "corpus kernel to compile (see kiln run --list)")
-	f.StringVar(&backend, "backend", "vulkan", "backend id or id:adapter whose code to emit")
-	f.StringVar(&emit, "emit", "spirv", "kind of code to emit (vulkan: spirv; cuda: ptx, cubin)")
-	f.StringVarP(&output, "output", "o", "", "file to write the code to; - for stdout")
-	f.BoolVar(&dis, "dis", false, "print the disassembly of SPIR-V (spirv-dis)")
-	f.StringArrayVar(&specs, "spec", nil, "NAME=VALUE: set parameter NAME, or an option of a --kernel (matmul_tc's type=f16) (repeatable)")
-	f.StringVar(&wg, "wg", "", "X,Y,Z workgroup size to compile for (default: the program's)")
-	return cmd
+	switch {
+	case o.Output == "" && !o.Dis:
+		return errors.New("no output. Fix: pass -o FILE (or -o - for stdout), or --dis to print the disassembly")
+	case o.Output == "-" && o.Dis:
+		return errors.New("-o - and --dis both write to stdout. Fix: write the code to a file with -o FILE, or drop one of them")
+	case o.Dis && o.Emit != "spirv":
+		return fmt.Errorf("--dis disassembles SPIR-V, not %s. Fix: drop --dis, or pass --emit spirv", o.Emit)
+	}
+	return nil
+}
+
+// runCompile is kiln compile: the backend's code for the program, written to
+// -o, disassembled with --dis, and described on stdout.
+func runCompile(ctx context.Context, o *compileOptions) error {
+	if err := o.check(); err != nil {
+		return err
+	}
+	var args []string
+	if o.Program != "" {
+		args = []string{o.Program}
+	}
+	prog, spec, err := compileTarget(o.Kernel, args, o.Specs)
+	if err != nil {
+		return err
+	}
+	size, err := runs.ParseWorkgroup(o.WG)
+	if err != nil {
+		return err
+	}
+	h, err := o.open(ctx)
+	if err != nil {
+		return err
+	}
+	defer h.Close()
+	art, err := h.Emit(ctx, o.Backend, prog, host.CompileOptions{Spec: spec, WorkgroupSize: size}, o.Emit)
+	if err != nil {
+		return err
+	}
+	if art.Unavailable != "" && !o.json {
+		fmt.Fprintf(o.errOut, "kiln: note: %s cannot dispatch, so its plugin emitted the code without a device", art.Backend)
+		if t := art.Info["target"]; t != "" {
+			fmt.Fprintf(o.errOut, ", for target %s", t)
+		}
+		fmt.Fprintf(o.errOut, ". Why: %s\n", art.Unavailable)
+	}
+	code := art.Data
+	switch o.Output {
+	case "":
+	case "-":
+		if err := o.writeOut(code); err != nil {
+			return err
+		}
+	default:
+		if err := os.WriteFile(o.Output, code, 0o644); err != nil {
+			return fmt.Errorf("write %s: %w. Fix: choose a writable -o path", o.Output, err)
+		}
+	}
+	if o.Dis {
+		return o.disassemble(code)
+	}
+	if o.Output == "-" {
+		return nil
+	}
+	j := compileJSON{Program: prog.Name, Backend: art.Backend, Emit: o.Emit, Output: o.Output, Bytes: len(code),
+		EntryPoint: art.Info["entry_point"], Info: art.Info, NoDevice: art.Unavailable}
+	return o.show(j, func() { o.printCompile(j) })
+}
+
+// printCompile says what kiln compile wrote, with the plugin's facts sorted.
+func (a *app) printCompile(j compileJSON) {
+	fmt.Fprintf(a.out, "wrote %s: %d bytes of %s for %s from %s", j.Output, j.Bytes, j.Emit, j.Program, j.Backend)
+	keys := make([]string, 0, len(j.Info))
+	for k := range j.Info {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for i, k := range keys {
+		sep := ", "
+		if i == 0 {
+			sep = " ("
+		}
+		fmt.Fprintf(a.out, "%s%s %s", sep, k, j.Info[k])
+	}
+	if len(keys) > 0 {
+		fmt.Fprint(a.out, ")")
+	}
+	fmt.Fprintln(a.out)
 }
 
 // compileTarget returns the program to compile and its specialization: a

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/kiln-dev/kiln/cmd/kiln/internal/conform"
 	"github.com/kiln-dev/kiln/host"
@@ -54,14 +55,17 @@ type conformanceResultJSON struct {
 	Seconds  float64  `json:"seconds"`
 }
 
+// conformanceOptions are kiln conformance's flags.
+type conformanceOptions struct {
+	*app
+	Backends []string // --backend
+	Run      string
+	Short    bool
+	Seed     uint64
+}
+
 func (a *app) conformanceCommand() *cobra.Command {
-	var (
-		names   []string
-		pattern string
-		short   bool
-		seed    uint64
-	)
-	cmd := &cobra.Command{
+	return command(&conformanceOptions{app: a}, runConformanceCommand, &cobra.Command{
 		Use:   "conformance",
 		Short: "Check installed backend plugins with the conformance kit, over the wire",
 		Long: `Run the conformance kit (pluginapi/conformance, the check a plugin author runs
@@ -96,79 +100,36 @@ The host compiles through a pipeline cache of this run only (kept in memory)
 and without autotune records or PGO routes, so the user's stores neither
 change nor change the results.`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			filter, err := conform.ParseFilter(pattern)
-			if err != nil {
-				return err
-			}
-			blobs := conform.NewBlobs()
-			h, err := a.openWith(cmd.Context(), host.Options{Cache: blobs, NoAutotune: true, NoPGO: true, Remote: "off"})
-			if err != nil {
-				return err
-			}
-			defer h.Close()
-			targets, err := conformanceTargets(h, names)
-			if err != nil {
-				return err
-			}
-			opts := kit.Options{Seed: seed}
-			if short {
-				opts.MaxSize = 4096
-			}
-			return a.runConformance(cmd.Context(), h, blobs, targets, opts, filter)
-		},
-	}
-	f := cmd.Flags()
-	f.StringSliceVar(&names, "backend", nil, "backend id or adapter (vulkan:1) to check; repeatable (default: every available adapter of every backend but reference oracles)")
-	f.StringVar(&pattern, "run", "", "run only the tables and cases matching this go test -run style pattern")
-	f.BoolVar(&short, "short", false, "skip corpus sizes above 4096")
-	f.Uint64Var(&seed, "seed", 0, "seed of the random inputs")
-	return cmd
+	}, func(o *conformanceOptions, f *pflag.FlagSet) {
+		f.StringSliceVar(&o.Backends, "backend", nil, "backend id or adapter (vulkan:1) to check; repeatable (default: every available adapter of every backend but reference oracles)")
+		f.StringVar(&o.Run, "run", "", "run only the tables and cases matching this go test -run style pattern")
+		f.BoolVar(&o.Short, "short", false, "skip corpus sizes above 4096")
+		f.Uint64Var(&o.Seed, "seed", 0, "seed of the random inputs")
+	})
 }
 
-// conformanceTargets turns --backend names into adapter names: an id is every
-// available adapter of that backend (or id:0 when none is, so that the
-// failure to acquire it is reported), and no names is every available adapter
-// of every backend that dispatches and is no reference oracle.
-func conformanceTargets(h *host.Host, names []string) ([]string, error) {
-	var out []string
-	if len(names) == 0 {
-		for _, id := range h.IDs() {
-			d, err := h.Description(id)
-			if err != nil || !d.Dispatches || host.IsReferenceOracle(d) {
-				continue
-			}
-			for _, ad := range d.Adapters {
-				if ad.Available {
-					out = append(out, fmt.Sprintf("%s:%d", d.ID, ad.Index))
-				}
-			}
-		}
-		if len(out) == 0 {
-			return nil, errors.New("no available backend to check (reference oracles are checked only when named). Fix: name one with --backend, for example --backend cpu-ref; `kiln backends` lists them")
-		}
-		return out, nil
+// runConformanceCommand is kiln conformance: the kit on every target, with
+// stores of this run only.
+func runConformanceCommand(ctx context.Context, o *conformanceOptions) error {
+	filter, err := conform.ParseFilter(o.Run)
+	if err != nil {
+		return err
 	}
-	for _, name := range names {
-		if strings.Contains(name, ":") {
-			out = append(out, name)
-			continue
-		}
-		d, err := h.Description(name)
-		if err != nil {
-			return nil, err
-		}
-		n := len(out)
-		for _, ad := range d.Adapters {
-			if ad.Available {
-				out = append(out, fmt.Sprintf("%s:%d", d.ID, ad.Index))
-			}
-		}
-		if len(out) == n {
-			out = append(out, name+":0")
-		}
+	blobs := conform.NewBlobs()
+	h, err := o.openWith(ctx, host.Options{Cache: blobs, NoAutotune: true, NoPGO: true, Remote: "off"})
+	if err != nil {
+		return err
 	}
-	return out, nil
+	defer h.Close()
+	targets, err := conform.Targets(h, o.Backends)
+	if err != nil {
+		return err
+	}
+	opts := kit.Options{Seed: o.Seed}
+	if o.Short {
+		opts.MaxSize = 4096
+	}
+	return o.runConformance(ctx, h, blobs, targets, opts, filter)
 }
 
 // runConformance runs the kit on each target, printing as it goes (or JSON at
@@ -225,7 +186,7 @@ func (a *app) conformanceOn(ctx context.Context, h *host.Host, blobs *conform.Bl
 		fmt.Fprintf(tw, "%-32s %5s %5s %5s  %s\n", "TABLE", "PASS", "FAIL", "SKIP", "TIME")
 	}
 	root := conform.Run(conform.NewBackend(ctx, b, blobs), opts, filter, func(r *conform.Result) {
-		if !isConformanceTable(r.Name) {
+		if !conform.IsTable(r.Name) {
 			return
 		}
 		t := tableOf(r)
@@ -237,7 +198,7 @@ func (a *app) conformanceOn(ctx context.Context, h *host.Host, blobs *conform.Bl
 	cases, failures, skips := 0, 0, 0
 	for _, c := range root.Children {
 		for _, l := range c.Leaves() {
-			if !isConformanceCase(l.Name) {
+			if !conform.IsCase(l.Name) {
 				continue
 			}
 			out.Cases = append(out.Cases, conformanceResultJSON{Name: l.Name, Status: l.Status, Messages: l.Messages, Seconds: l.Elapsed.Seconds()})
@@ -251,7 +212,7 @@ func (a *app) conformanceOn(ctx context.Context, h *host.Host, blobs *conform.Bl
 		}
 	}
 	out.Passed = root.Status == conform.Pass && cases > 0
-	for _, r := range failuresOf(root) {
+	for _, r := range root.Failures() {
 		name := r.Name
 		if name == "" {
 			name = out.Name
@@ -283,52 +244,11 @@ func (a *app) conformanceOn(ctx context.Context, h *host.Host, blobs *conform.Bl
 	return out
 }
 
-// failuresOf lists the failed results under r, r included, that say why:
-// the cases, and a part or table that failed before its cases ran.
-func failuresOf(r *conform.Result) []*conform.Result {
-	var out []*conform.Result
-	if r.Status == conform.Fail && len(r.Messages) > 0 {
-		out = append(out, r)
-	}
-	for _, c := range r.Children {
-		out = append(out, failuresOf(c)...)
-	}
-	return out
-}
-
-// isConformanceTable reports whether a result's name is one row of the table:
-// a part of the kit ("describe", "vector_add"), or one semantics table
-// ("semantics/cast") rather than semantics as a whole.
-func isConformanceTable(name string) bool {
-	switch parts := strings.Split(name, "/"); len(parts) {
-	case 1:
-		return name != "" && name != "semantics"
-	case 2:
-		return parts[0] == "semantics"
-	}
-	return false
-}
-
-// isConformanceCase reports whether a result without subtests is a case
-// ("describe", "contract/unknown_pipeline", "semantics/cast/f32.i32",
-// "vector_add/size=257") rather than a part or table whose cases --run or
-// --short left out.
-func isConformanceCase(name string) bool {
-	parts := strings.Split(name, "/")
-	switch {
-	case name == "describe":
-		return true
-	case parts[0] == "semantics":
-		return len(parts) >= 3
-	}
-	return len(parts) >= 2
-}
-
 // tableOf counts the cases of one table.
 func tableOf(r *conform.Result) conformanceTableJSON {
 	t := conformanceTableJSON{Name: r.Name, Seconds: r.Elapsed.Seconds()}
 	for _, l := range r.Leaves() {
-		if !isConformanceCase(l.Name) {
+		if !conform.IsCase(l.Name) {
 			continue
 		}
 		switch l.Status {

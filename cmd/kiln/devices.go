@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/kiln-dev/kiln/cmd/kiln/internal/units"
 	"github.com/kiln-dev/kiln/host"
@@ -80,9 +81,23 @@ type deviceJSON struct {
 	Profile         profileJSON  `json:"profile"`
 }
 
+// surveyOptions are the flags of kiln devices and kiln backends.
+type surveyOptions struct {
+	*app
+	BandwidthWait time.Duration // --bandwidth-wait
+}
+
+// surveyCommand is kiln devices or backends: cmd with --bandwidth-wait,
+// running run.
+func (a *app) surveyCommand(cmd *cobra.Command, run func(context.Context, *surveyOptions) error) *cobra.Command {
+	cmd.Args = cobra.NoArgs
+	return command(&surveyOptions{app: a}, run, cmd, func(o *surveyOptions, f *pflag.FlagSet) {
+		f.DurationVar(&o.BandwidthWait, "bandwidth-wait", defaultBandwidthWait, "how long to wait for the plugins' bandwidth measurements (0: do not wait)")
+	})
+}
+
 func (a *app) devicesCommand() *cobra.Command {
-	wait := defaultBandwidthWait
-	cmd := &cobra.Command{
+	return a.surveyCommand(&cobra.Command{
 		Use:   "devices",
 		Short: "Show every adapter in detail: identity, driver, memory, limits, features, timing",
 		Long: `Show every adapter of every backend plugin in detail, as nvidia-smi or
@@ -108,26 +123,27 @@ supports_tensor_cores, supports_indirect_dispatch, supports_device_timestamps,
 supports_hardware_counters, mem_bw_gbps, mem_bw_status (unstated, measuring,
 measured, estimated, unmeasured), timing_quality, memory_bytes,
 memory_free_bytes (0: unknown)}.`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			h, rows, err := a.surveyDevices(cmd.Context(), wait)
-			if err != nil {
-				return err
-			}
-			defer h.Close()
-			if a.json {
-				out := make([]deviceJSON, 0, len(rows))
-				for _, r := range rows {
-					out = append(out, toDeviceJSON(r))
-				}
-				return a.printJSON(out)
-			}
-			printDevices(a.out, h, rows)
-			return nil
-		},
+	}, runDevices)
+}
+
+// runDevices is kiln devices: one block, or JSON object, per adapter.
+func runDevices(ctx context.Context, o *surveyOptions) error {
+	h, rows, err := o.surveyDevices(ctx, o.BandwidthWait)
+	if err != nil {
+		return err
 	}
-	cmd.Flags().DurationVar(&wait, "bandwidth-wait", defaultBandwidthWait, "how long to wait for the plugins' bandwidth measurements (0: do not wait)")
-	return cmd
+	defer h.Close()
+	return o.show(mapRows(rows, toDeviceJSON), func() { printDevices(o.out, h, rows) })
+}
+
+// mapRows is each survey row as f makes it (an empty list, never null, for
+// --json).
+func mapRows[T any](rows []host.BackendStatus, f func(host.BackendStatus) T) []T {
+	out := make([]T, len(rows))
+	for i, r := range rows {
+		out[i] = f(r)
+	}
+	return out
 }
 
 func toDeviceJSON(r host.BackendStatus) deviceJSON {
@@ -145,11 +161,6 @@ func toDeviceJSON(r host.BackendStatus) deviceJSON {
 	}
 }
 
-// refreshDevices describes every started backend of rows again and puts what
-// each adapter says now (free memory, bandwidth, note) into its row; while a
-// ready adapter says its bandwidth is being measured it asks again, every
-// 100 ms, until wait has passed. A plugin that cannot describe itself keeps
-// the description of its start.
 // surveyDevices opens a host, surveys every backend and waits up to wait for
 // the bandwidth measurements still running (see refreshDevices). The caller
 // closes the host.
@@ -167,6 +178,11 @@ func (a *app) surveyDevices(ctx context.Context, wait time.Duration) (*host.Host
 	return h, rows, nil
 }
 
+// refreshDevices describes every started backend of rows again and puts what
+// each adapter says now (free memory, bandwidth, note) into its row; while a
+// ready adapter says its bandwidth is being measured it asks again, every
+// 100 ms, until wait has passed. A plugin that cannot describe itself keeps
+// the description of its start.
 func refreshDevices(ctx context.Context, h *host.Host, rows []host.BackendStatus, wait time.Duration) {
 	deadline := time.Now().Add(wait)
 	pending := map[string]bool{}

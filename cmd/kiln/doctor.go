@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/kiln-dev/kiln/host"
 	"github.com/kiln-dev/kiln/pgo"
@@ -62,9 +63,14 @@ type pluginJSON struct {
 	Missing      []string `json:"missing,omitempty"`
 }
 
+// doctorOptions are kiln doctor's flags.
+type doctorOptions struct {
+	*app
+	ProbeTimeout time.Duration
+}
+
 func (a *app) doctorCommand() *cobra.Command {
-	probeTimeout := defaultProbeTimeout
-	cmd := &cobra.Command{
+	return command(&doctorOptions{app: a}, runDoctor, &cobra.Command{
 		Use:   "doctor",
 		Short: "Explain what kiln finds: plugins directory, files, handshakes, stores",
 		Long: `Diagnose the installation: which plugins directory is used and why, every
@@ -88,43 +94,42 @@ The exit status is 0 when at least one backend adapter is ready and passes its
 probe (the CPU reference counts), 1 otherwise; store problems are reported,
 not fatal.`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if probeTimeout <= 0 {
-				return fmt.Errorf("--probe-timeout %v is not positive. Fix: give a positive duration, for example --probe-timeout %v", probeTimeout, defaultProbeTimeout)
-			}
-			h, err := a.open(cmd.Context())
-			if err != nil {
-				return err
-			}
-			defer h.Close()
-			bar := a.progressBar()
-			bar.update(0, 3, "starting the plugins")
-			rows, err := h.Survey(cmd.Context())
-			if err != nil {
-				bar.finish()
-				return err
-			}
-			bar.update(1, 3, "checking the stores")
-			d := diagnose(cmd.Context(), h.Report(), rows, h.Live())
-			bar.update(2, 3, "probing the backends")
-			d.Probes = probeBackends(cmd.Context(), h, rows, probeTimeout)
-			bar.finish()
-			d.settleProbes()
-			if a.json {
-				if err := a.printJSON(d); err != nil {
-					return err
-				}
-			} else if err := a.printDoctor(d, rows); err != nil {
-				return err
-			}
-			if !d.OK {
-				return &exitError{code: 1, err: errors.New("nothing usable: no backend adapter is ready. Fix: " + doctorFix(d))}
-			}
-			return nil
-		},
+	}, func(o *doctorOptions, f *pflag.FlagSet) {
+		f.DurationVar(&o.ProbeTimeout, "probe-timeout", defaultProbeTimeout, "give up on each probe dispatch after this long (a plugin that ignores cancellation cannot hang the doctor)")
+	})
+}
+
+// runDoctor is kiln doctor: the report, the survey, the stores and a probe
+// dispatch per ready backend.
+func runDoctor(ctx context.Context, o *doctorOptions) error {
+	if o.ProbeTimeout <= 0 {
+		return fmt.Errorf("--probe-timeout %v is not positive. Fix: give a positive duration, for example --probe-timeout %v", o.ProbeTimeout, defaultProbeTimeout)
 	}
-	cmd.Flags().DurationVar(&probeTimeout, "probe-timeout", defaultProbeTimeout, "give up on each probe dispatch after this long (a plugin that ignores cancellation cannot hang the doctor)")
-	return cmd
+	h, err := o.open(ctx)
+	if err != nil {
+		return err
+	}
+	defer h.Close()
+	bar := o.progressBar()
+	bar.update(0, 3, "starting the plugins")
+	rows, err := h.Survey(ctx)
+	if err != nil {
+		bar.finish()
+		return err
+	}
+	bar.update(1, 3, "checking the stores")
+	d := diagnose(ctx, h.Report(), rows, h.Live())
+	bar.update(2, 3, "probing the backends")
+	d.Probes = probeBackends(ctx, h, rows, o.ProbeTimeout)
+	bar.finish()
+	d.settleProbes()
+	if err := o.render(d, func() error { return o.printDoctor(d, rows) }); err != nil {
+		return err
+	}
+	if !d.OK {
+		return &exitError{code: 1, err: errors.New("nothing usable: no backend adapter is ready. Fix: " + doctorFix(d))}
+	}
+	return nil
 }
 
 // diagnose gathers the report, the survey and the stores' health (stale PGO

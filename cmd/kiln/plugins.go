@@ -9,6 +9,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/kiln-dev/kiln/host"
 )
@@ -167,55 +168,77 @@ func pinFileOf(h *host.Host) (string, error) {
 	return file, nil
 }
 
+// pinOptions are the flags and PLUGIN arguments of kiln plugins pin and
+// unpin.
+type pinOptions struct {
+	*app
+	Off bool // pin --off, unpin --all: remove every pin of the directory
+	argList
+}
+
+// withPins opens the host and its pin file and turns pinning off (o.Off), or
+// calls each with the plugins o.Args names (every accepted one when none).
+func (o *pinOptions) withPins(ctx context.Context, each func(h *host.Host, file string, paths []string) error) error {
+	h, err := o.open(ctx)
+	if err != nil {
+		return err
+	}
+	defer h.Close()
+	file, err := pinFileOf(h)
+	if err != nil {
+		return err
+	}
+	if o.Off {
+		return o.pinningOff(ctx, h, file)
+	}
+	paths, err := selectPlugins(h.Files(), o.Args)
+	if err != nil {
+		return err
+	}
+	return each(h, file, paths)
+}
+
 func (a *app) pinCommand() *cobra.Command {
-	var off bool
-	cmd := &cobra.Command{
+	return command(&pinOptions{app: a}, runPin, &cobra.Command{
 		Use:   "pin [PLUGIN...]",
 		Short: "Record the SHA-256 of the plugins (all accepted ones by default); turns pinning on for the plugins directory (--off: turns it off)",
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if off && len(args) > 0 {
-				return errors.New("--off removes every pin of the plugins directory and takes no plugin names. Fix: run kiln plugins pin --off, or kiln plugins unpin NAME")
-			}
-			h, err := a.open(cmd.Context())
-			if err != nil {
-				return err
-			}
-			defer h.Close()
-			file, err := pinFileOf(h)
-			if err != nil {
-				return err
-			}
-			if off {
-				return a.pinningOff(cmd.Context(), h, file)
-			}
-			paths, err := selectPlugins(h.Files(), args)
-			if err != nil {
-				return err
-			}
-			pins, err := host.PinPlugins(cmd.Context(), file, paths)
-			if err != nil {
-				return err
-			}
-			if a.json {
-				out := make([]pinJSON, len(pins))
-				for i, p := range pins {
-					out[i] = pinJSON{Path: p.Path, SHA256: p.SHA256, Pinned: p.SHA256, Status: "pinned"}
-				}
-				return a.printJSON(out)
-			}
-			for _, p := range pins {
-				fmt.Fprintf(a.out, "pinned %s %s\n", p.SHA256, p.Path)
-			}
-			dir, err := pluginDirOf(h)
-			if err != nil {
-				return err
-			}
-			fmt.Fprintf(a.out, "pinning is on for %s (%s): only its pinned plugins that still match run; kiln plugins pin --off turns it off\n", dir, file)
-			return nil
-		},
+	}, func(o *pinOptions, f *pflag.FlagSet) {
+		f.BoolVar(&o.Off, "off", false, "remove every pin of the plugins directory, turning its pinning off")
+	})
+}
+
+// runPin is kiln plugins pin.
+func runPin(ctx context.Context, o *pinOptions) error {
+	if o.Off && len(o.Args) > 0 {
+		return errors.New("--off removes every pin of the plugins directory and takes no plugin names. Fix: run kiln plugins pin --off, or kiln plugins unpin NAME")
 	}
-	cmd.Flags().BoolVar(&off, "off", false, "remove every pin of the plugins directory, turning its pinning off")
-	return cmd
+	return o.withPins(ctx, func(h *host.Host, file string, paths []string) error {
+		return o.pin(ctx, h, file, paths)
+	})
+}
+
+// pin pins paths in file and says so.
+func (o *pinOptions) pin(ctx context.Context, h *host.Host, file string, paths []string) error {
+	pins, err := host.PinPlugins(ctx, file, paths)
+	if err != nil {
+		return err
+	}
+	if o.json {
+		out := make([]pinJSON, len(pins))
+		for i, p := range pins {
+			out[i] = pinJSON{Path: p.Path, SHA256: p.SHA256, Pinned: p.SHA256, Status: "pinned"}
+		}
+		return o.printJSON(out)
+	}
+	for _, p := range pins {
+		fmt.Fprintf(o.out, "pinned %s %s\n", p.SHA256, p.Path)
+	}
+	dir, err := pluginDirOf(h)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(o.out, "pinning is on for %s (%s): only its pinned plugins that still match run; kiln plugins pin --off turns it off\n", dir, file)
+	return nil
 }
 
 // pinningOff removes every pin of h's plugins directory.
@@ -233,50 +256,42 @@ func (a *app) pinningOff(ctx context.Context, h *host.Host, file string) error {
 }
 
 func (a *app) unpinCommand() *cobra.Command {
-	var all bool
-	cmd := &cobra.Command{
+	return command(&pinOptions{app: a}, runUnpin, &cobra.Command{
 		Use:   "unpin [PLUGIN...]",
 		Short: "Remove plugins' pins; --all removes every pin of the plugins directory, turning its pinning off",
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if all == (len(args) > 0) {
-				return errors.New("say what to unpin. Fix: name the plugins, or pass --all")
-			}
-			h, err := a.open(cmd.Context())
-			if err != nil {
-				return err
-			}
-			defer h.Close()
-			file, err := pinFileOf(h)
-			if err != nil {
-				return err
-			}
-			if all {
-				return a.pinningOff(cmd.Context(), h, file)
-			}
-			paths, err := selectPlugins(h.Files(), args)
-			if err != nil {
-				return err
-			}
-			n, err := host.UnpinPlugins(cmd.Context(), file, paths)
-			if err != nil {
-				return err
-			}
-			dir, err := pluginDirOf(h)
-			if err != nil {
-				return err
-			}
-			left, err := host.PinsOf(file, dir)
-			if err != nil {
-				return err
-			}
-			state := fmt.Sprintf("pinning is off for %s: no pins are left for it, so every accepted plugin runs", dir)
-			if len(left) > 0 {
-				state = fmt.Sprintf("pinning stays on for %s (%d pin(s) left): the unpinned plugins are refused until pinned again", dir, len(left))
-			}
-			fmt.Fprintf(a.out, "removed %d pin(s) from %s; %s\n", n, file, state)
-			return nil
-		},
+	}, func(o *pinOptions, f *pflag.FlagSet) {
+		f.BoolVar(&o.Off, "all", false, "remove every pin of the plugins directory (the same as kiln plugins pin --off)")
+	})
+}
+
+// runUnpin is kiln plugins unpin.
+func runUnpin(ctx context.Context, o *pinOptions) error {
+	if o.Off == (len(o.Args) > 0) {
+		return errors.New("say what to unpin. Fix: name the plugins, or pass --all")
 	}
-	cmd.Flags().BoolVar(&all, "all", false, "remove every pin of the plugins directory (the same as kiln plugins pin --off)")
-	return cmd
+	return o.withPins(ctx, func(h *host.Host, file string, paths []string) error {
+		return o.unpin(ctx, h, file, paths)
+	})
+}
+
+// unpin removes the pins of paths from file and says what pinning is left.
+func (o *pinOptions) unpin(ctx context.Context, h *host.Host, file string, paths []string) error {
+	n, err := host.UnpinPlugins(ctx, file, paths)
+	if err != nil {
+		return err
+	}
+	dir, err := pluginDirOf(h)
+	if err != nil {
+		return err
+	}
+	left, err := host.PinsOf(file, dir)
+	if err != nil {
+		return err
+	}
+	state := fmt.Sprintf("pinning is off for %s: no pins are left for it, so every accepted plugin runs", dir)
+	if len(left) > 0 {
+		state = fmt.Sprintf("pinning stays on for %s (%d pin(s) left): the unpinned plugins are refused until pinned again", dir, len(left))
+	}
+	fmt.Fprintf(o.out, "removed %d pin(s) from %s; %s\n", n, file, state)
+	return nil
 }

@@ -218,3 +218,17 @@ func (a *app) printJSON(v any) error {
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
 }
+
+// render is every command's output: v as JSON with --json, else the table
+// (or lines) text writes.
+func (a *app) render(v any, text func() error) error {
+	if a.json {
+		return a.printJSON(v)
+	}
+	return text()
+}
+
+// show is render for a text form that cannot fail.
+func (a *app) show(v any, text func()) error {
+	return a.render(v, func() error { text(); return nil })
+}

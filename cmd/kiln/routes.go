@@ -1,14 +1,16 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/kiln-dev/kiln/cmd/kiln/internal/units"
 	"github.com/kiln-dev/kiln/ir"
@@ -70,7 +72,7 @@ func toRouteJSON(op string, r pgo.Route) routeJSON {
 }
 
 func (a *app) routesListCommand() *cobra.Command {
-	return &cobra.Command{
+	return command(a, runRoutesList, &cobra.Command{
 		Use:   "list",
 		Short: "List the PGO routes: op, corpus kernel, backend, median, size classes",
 		Long: `List prints every route of the PGO table, sorted by op. It reads the table
@@ -81,54 +83,54 @@ doctor" does).
 adapter_fingerprint, plugin_version, measured_at, classes {bytes, backend,
 median_ns, observations}).`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			path, table, err := loadRoutes()
-			if err != nil {
-				return err
-			}
-			rows := []routeJSON{}
-			for _, op := range table.Ops() {
-				r, _ := table.Route(op)
-				rows = append(rows, toRouteJSON(op, r))
-			}
-			if a.json {
-				return a.printJSON(struct {
-					Table  string      `json:"table"`
-					Routes []routeJSON `json:"routes"`
-				}{path, rows})
-			}
-			fmt.Fprintf(a.out, "PGO table %s: %d route(s)\n", path, len(rows))
-			if len(rows) == 0 {
-				return nil
-			}
-			tw := tabwriter.NewWriter(a.out, 0, 0, 2, ' ', 0)
-			fmt.Fprintln(tw, "OP\tKERNEL\tBACKEND\tMEDIAN\tSIZE CLASSES\tPLUGIN VERSION\tMEASURED")
-			for _, r := range rows {
-				kernel := r.Kernel
-				if kernel == "" {
-					kernel = "-"
-				}
-				classes := []string{}
-				for _, c := range r.Classes {
-					classes = append(classes, fmt.Sprintf("%s→%s", units.Bytes(c.Bytes), c.Backend))
-				}
-				if len(classes) == 0 {
-					classes = []string{"-"}
-				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%v\t%s\t%s\t%s\n", r.Op, kernel, r.Backend, time.Duration(r.MedianNs).Round(time.Microsecond),
-					strings.Join(classes, " "), r.PluginVersion, r.MeasuredAt.Format(time.RFC3339))
-			}
-			return tw.Flush()
-		},
+	}, nil)
+}
+
+// runRoutesList is kiln routes list (it has no flags of its own).
+func runRoutesList(_ context.Context, a *app) error {
+	path, table, err := loadRoutes()
+	if err != nil {
+		return err
 	}
+	rows := []routeJSON{}
+	for _, op := range table.Ops() {
+		r, _ := table.Route(op)
+		rows = append(rows, toRouteJSON(op, r))
+	}
+	v := struct {
+		Table  string      `json:"table"`
+		Routes []routeJSON `json:"routes"`
+	}{path, rows}
+	header := fmt.Sprintf("PGO table %s: %d route(s)", path, len(rows))
+	return a.showStore(v, header, len(rows), "OP\tKERNEL\tBACKEND\tMEDIAN\tSIZE CLASSES\tPLUGIN VERSION\tMEASURED", func(tw io.Writer) {
+		for _, r := range rows {
+			kernel := r.Kernel
+			if kernel == "" {
+				kernel = "-"
+			}
+			classes := []string{}
+			for _, c := range r.Classes {
+				classes = append(classes, fmt.Sprintf("%s→%s", units.Bytes(c.Bytes), c.Backend))
+			}
+			if len(classes) == 0 {
+				classes = []string{"-"}
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%v\t%s\t%s\t%s\n", r.Op, kernel, r.Backend, time.Duration(r.MedianNs).Round(time.Microsecond),
+				strings.Join(classes, " "), r.PluginVersion, r.MeasuredAt.Format(time.RFC3339))
+		}
+	})
+}
+
+// routesForgetOptions are kiln routes forget's flags and OP arguments.
+type routesForgetOptions struct {
+	*app
+	Backend string
+	All     bool
+	argList
 }
 
 func (a *app) routesForgetCommand() *cobra.Command {
-	var (
-		backend string
-		all     bool
-	)
-	cmd := &cobra.Command{
+	return command(&routesForgetOptions{app: a}, runRoutesForget, &cobra.Command{
 		Use:   "forget [OP|KERNEL|PROGRAM.json...] [--backend ID] [--all]",
 		Short: "Remove PGO routes: by op, corpus kernel or program file, by backend, or all",
 		Long: `Forget removes the routes that match: the route of each op (a program's
@@ -141,38 +143,39 @@ the preferred backend until kiln certify measures it again.
 
 The table is saved under its lock, merged with what other processes wrote
 meanwhile. Routes in the fleet tier ($KILN_REMOTE) are not removed.`,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if len(args) == 0 && backend == "" && !all {
-				return errors.New("nothing to forget. Fix: pass an OP, a corpus KERNEL, a PROGRAM.json, --backend ID or --all")
-			}
-			if all && len(args) > 0 {
-				return errors.New("--all with an OP. Fix: pass one or the other")
-			}
-			ops := map[string]bool{}
-			for _, arg := range args {
-				op, err := opOf(arg)
-				if err != nil {
-					return err
-				}
-				ops[op] = true
-			}
-			path, table, err := loadRoutes()
-			if err != nil {
-				return err
-			}
-			forgotten := table.Forget(func(op string, r pgo.Route) bool {
-				return (len(ops) == 0 || ops[op]) && (backend == "" || r.RoutesTo(backend))
-			})
-			if _, err := table.Save(cmd.Context()); err != nil {
-				return err
-			}
-			return a.printForgotten("table", "route(s)", path, forgotten)
-		},
+	}, func(o *routesForgetOptions, f *pflag.FlagSet) {
+		f.StringVar(&o.Backend, "backend", "", "forget the routes that send any launch to this backend (id, or id:adapter)")
+		f.BoolVar(&o.All, "all", false, "forget every route (narrowed by --backend)")
+	})
+}
+
+// runRoutesForget is kiln routes forget.
+func runRoutesForget(ctx context.Context, o *routesForgetOptions) error {
+	if len(o.Args) == 0 && o.Backend == "" && !o.All {
+		return errors.New("nothing to forget. Fix: pass an OP, a corpus KERNEL, a PROGRAM.json, --backend ID or --all")
 	}
-	f := cmd.Flags()
-	f.StringVar(&backend, "backend", "", "forget the routes that send any launch to this backend (id, or id:adapter)")
-	f.BoolVar(&all, "all", false, "forget every route (narrowed by --backend)")
-	return cmd
+	if o.All && len(o.Args) > 0 {
+		return errors.New("--all with an OP. Fix: pass one or the other")
+	}
+	ops := map[string]bool{}
+	for _, arg := range o.Args {
+		op, err := opOf(arg)
+		if err != nil {
+			return err
+		}
+		ops[op] = true
+	}
+	path, table, err := loadRoutes()
+	if err != nil {
+		return err
+	}
+	forgotten := table.Forget(func(op string, r pgo.Route) bool {
+		return (len(ops) == 0 || ops[op]) && (o.Backend == "" || r.RoutesTo(o.Backend))
+	})
+	if _, err := table.Save(ctx); err != nil {
+		return err
+	}
+	return o.printForgotten("table", "route(s)", path, forgotten)
 }
 
 // loadRoutes loads the PGO table at its default path.

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strconv"
@@ -8,8 +9,10 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/kiln-dev/kiln/cmd/kiln/internal/runs"
+	"github.com/kiln-dev/kiln/host"
 	"github.com/kiln-dev/kiln/ir/kernels"
 )
 
@@ -87,18 +90,23 @@ func toRunJSON(o *runs.Outcome, err error) runJSON {
 	return j
 }
 
+// runOptions are kiln run's flags and its PROGRAM.json argument.
+type runOptions struct {
+	*app
+	programArg
+	File             runs.FileArgs
+	Kernel, Out      string
+	Sizes            []string
+	Seed             uint64
+	Verify, All      bool
+	List             bool
+	Strict, Fallback bool
+	Repeat           int
+	Warmup           time.Duration
+}
+
 func (a *app) runCommand() *cobra.Command {
-	var (
-		file              runs.FileArgs
-		kernel, out       string
-		sizes             []string
-		seed              uint64
-		verify, all, list bool
-		strict, fallback  bool
-		repeat            int
-		warmup            time.Duration
-	)
-	cmd := &cobra.Command{
+	cmd := command(&runOptions{app: a}, runRun, &cobra.Command{
 		Use:   "run [PROGRAM.json]",
 		Short: "Run a corpus kernel or a program file on a backend",
 		Long: `Run a program and print its compile and dispatch times.
@@ -161,132 +169,147 @@ dispatch_ns, cache ("hit", "miss" or "off"), selection (why the backend ran
 it: "explicit", "pgo route: ...", "preferred: ..."), workgroup_size and tuned
 (an array of them with --all).`,
 		Args: cobra.MaximumNArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx := cmd.Context()
-			if list {
-				return a.listKernels()
-			}
-			modes := 0
-			for _, set := range []bool{all, kernel != "", len(args) == 1} {
-				if set {
-					modes++
-				}
-			}
-			if modes != 1 {
-				return errors.New("say what to run. Fix: pass a PROGRAM.json, --kernel NAME or --all (--list shows the kernels)")
-			}
-			if all && fallback {
-				return errors.New("--fallback applies to one run; --all runs every kernel on every backend by name. Fix: drop --fallback, or run one --kernel or program file")
-			}
-			if repeat < 0 || (repeat > 0 && all) {
-				return errors.New("--repeat times one run. Fix: pass --repeat N (N > 0) with --kernel or a program file, not --all")
-			}
-			if all {
-				size := 0
-				if len(sizes) > 0 {
-					n, err := strconv.Atoi(sizes[0])
-					if err != nil || len(sizes) > 1 {
-						return fmt.Errorf("--all takes one --size N, got %v. Fix: pass one integer, or none for each kernel's largest standard size", sizes)
-					}
-					size = n
-				}
-				return a.runAll(cmd, size, seed, file.Backend)
-			}
-			var k kernels.Kernel
-			n := 0
-			if kernel != "" {
-				var ok bool
-				if k, ok = kernels.Lookup(kernel); !ok {
-					return fmt.Errorf("no corpus kernel %q. Fix: pick one of the names `kiln run --list` prints", kernel)
-				}
-				if len(sizes) != 1 {
-					return fmt.Errorf("--kernel needs one --size N, got %v. Fix: pass --size 4096 (what size means is in `kiln run --list`)", sizes)
-				}
-				var err error
-				if n, err = strconv.Atoi(sizes[0]); err != nil || n < 0 {
-					return fmt.Errorf("--size %q is not a non-negative integer. Fix: pass --size 4096", sizes[0])
-				}
-				if len(file.Uniforms) > 0 {
-					return errors.New("--uniform sets uniforms of a program file. Fix: corpus kernels choose their own; drop --uniform")
-				}
-			}
-			h, err := a.open(ctx)
-			if err != nil {
-				return err
-			}
-			defer h.Close()
-			lim, err := limits(ctx, h, file.Backend, verify)
-			if err != nil {
-				return err
-			}
-			var job runs.Job
-			if kernel != "" {
-				k, params, err := runs.ConfigureKernel(k, file.Spec)
-				if err != nil {
-					return err
-				}
-				if err := lim.CheckKernel(k, n); err != nil {
-					return err
-				}
-				job = runs.KernelJobWith(k, n, seed, file.Backend, params)
-			} else {
-				file.Path, file.Sizes, file.Limits = args[0], sizes, lim
-				if job, err = runs.FileJob(file); err != nil {
-					return err
-				}
-			}
-			job.Strict = strict
-			job.Launch.Fallback = fallback
-			o, runErr := runs.Run(ctx, h, job, verify)
-			var verifyErr *runs.VerifyError
-			if runErr != nil && !errors.As(runErr, &verifyErr) {
-				return runErr
-			}
-			j := toRunJSON(o, runErr)
-			if repeat > 0 && runErr == nil {
-				t, err := runs.Repeat(ctx, h, job, o.Backend, runs.RepeatOptions{Runs: repeat, Warmup: warmup})
-				if err != nil {
-					return err
-				}
-				j.addTiming(t)
-			}
-			if out != "" {
-				if j.Outputs, err = runs.WriteOutputs(out, job.Program, o.Outputs); err != nil {
-					return err
-				}
-			}
-			if a.json {
-				if err := a.printJSON(j); err != nil {
-					return err
-				}
-			} else {
-				a.printRun(j, verify)
-			}
-			return runErr
-		},
-	}
-	f := cmd.Flags()
-	f.StringVar(&kernel, "kernel", "", "corpus kernel to run (see --list)")
-	f.BoolVar(&list, "list", false, "list the corpus kernels and what --size means for each")
-	f.BoolVar(&all, "all", false, "run every corpus kernel on every ready backend (or only --backend), verified, as one table")
-	f.StringArrayVar(&sizes, "size", nil, "problem size N for --kernel/--all; NAME=COUNT elements of a write buffer for a program file")
-	f.Uint64Var(&seed, "seed", 1, "random seed for corpus inputs")
-	f.StringVar(&file.Backend, "backend", "", "backend id or id:adapter (default: the preferred backend; cpu-ref only when named)")
-	f.BoolVar(&fallback, "fallback", false, "when the named --backend crashes, hangs, loses its device or is unavailable, run on the next backend in selection order (runs without --backend always do)")
-	f.BoolVar(&verify, "verify", false, "compare the outputs with the cpu-ref backend's")
-	f.StringArrayVar(&file.Inputs, "input", nil, "NAME=@FILE: raw little-endian elements of buffer NAME (2 bytes for f16 and bf16), or NAME=V,V,...: values parsed by its type, rounded to f16/bf16 (program files)")
-	f.StringArrayVar(&file.Zero, "zero", nil, "NAME[=COUNT]: run read buffer NAME on COUNT zero elements (its fixed count, or none) instead of an --input (program files)")
-	f.StringArrayVar(&file.Spec, "spec", nil, "NAME=VALUE: set parameter NAME; for --kernel, a parameter or an option of the kernel (matmul_tc's type=bf16, see --list)")
-	f.StringArrayVar(&file.Uniforms, "uniform", nil, "NAME=VALUE: set uniform NAME for this dispatch (program files)")
-	f.BoolVar(&strict, "strict", false, "check the program for shared-memory races on the reference interpreter's strict mode first")
-	f.StringVar(&file.Grid, "grid", "", "X,Y,Z workgroups (program files)")
-	f.StringVar(&file.Invocations, "invocations", "", "X,Y,Z invocations; the grid is their ceiling division by the workgroup size (program files)")
-	f.StringVar(&file.WorkgroupSize, "wg", "", "X,Y,Z workgroup size override (program files)")
-	f.StringVar(&out, "out", "", "directory to write every output buffer to, as <buffer>.bin")
-	f.IntVar(&repeat, "repeat", 0, "time N more runs over buffers kept on the backend, after a warm-up, and print the median and minimum device and submit times and the throughput")
-	f.DurationVar(&warmup, "warmup", 300*time.Millisecond, "with --repeat: the least time of untimed runs before the timed ones")
+	}, func(o *runOptions, f *pflag.FlagSet) {
+		f.StringVar(&o.Kernel, "kernel", "", "corpus kernel to run (see --list)")
+		f.BoolVar(&o.List, "list", false, "list the corpus kernels and what --size means for each")
+		f.BoolVar(&o.All, "all", false, "run every corpus kernel on every ready backend (or only --backend), verified, as one table")
+		f.StringArrayVar(&o.Sizes, "size", nil, "problem size N for --kernel/--all; NAME=COUNT elements of a write buffer for a program file")
+		f.Uint64Var(&o.Seed, "seed", 1, "random seed for corpus inputs")
+		f.StringVar(&o.File.Backend, "backend", "", "backend id or id:adapter (default: the preferred backend; cpu-ref only when named)")
+		f.BoolVar(&o.Fallback, "fallback", false, "when the named --backend crashes, hangs, loses its device or is unavailable, run on the next backend in selection order (runs without --backend always do)")
+		f.BoolVar(&o.Verify, "verify", false, "compare the outputs with the cpu-ref backend's")
+		f.StringArrayVar(&o.File.Inputs, "input", nil, "NAME=@FILE: raw little-endian elements of buffer NAME (2 bytes for f16 and bf16), or NAME=V,V,...: values parsed by its type, rounded to f16/bf16 (program files)")
+		f.StringArrayVar(&o.File.Zero, "zero", nil, "NAME[=COUNT]: run read buffer NAME on COUNT zero elements (its fixed count, or none) instead of an --input (program files)")
+		f.StringArrayVar(&o.File.Spec, "spec", nil, "NAME=VALUE: set parameter NAME; for --kernel, a parameter or an option of the kernel (matmul_tc's type=bf16, see --list)")
+		f.StringArrayVar(&o.File.Uniforms, "uniform", nil, "NAME=VALUE: set uniform NAME for this dispatch (program files)")
+		f.BoolVar(&o.Strict, "strict", false, "check the program for shared-memory races on the reference interpreter's strict mode first")
+		f.StringVar(&o.File.Grid, "grid", "", "X,Y,Z workgroups (program files)")
+		f.StringVar(&o.File.Invocations, "invocations", "", "X,Y,Z invocations; the grid is their ceiling division by the workgroup size (program files)")
+		f.StringVar(&o.File.WorkgroupSize, "wg", "", "X,Y,Z workgroup size override (program files)")
+		f.StringVar(&o.Out, "out", "", "directory to write every output buffer to, as <buffer>.bin")
+		f.IntVar(&o.Repeat, "repeat", 0, "time N more runs over buffers kept on the backend, after a warm-up, and print the median and minimum device and submit times and the throughput")
+		f.DurationVar(&o.Warmup, "warmup", 300*time.Millisecond, "with --repeat: the least time of untimed runs before the timed ones")
+	})
 	a.traceFlag(cmd)
 	return cmd
+}
+
+// check refuses flag combinations that do not say one thing to run.
+func (o *runOptions) check() error {
+	modes := 0
+	for _, set := range []bool{o.All, o.Kernel != "", o.Program != ""} {
+		if set {
+			modes++
+		}
+	}
+	if modes != 1 {
+		return errors.New("say what to run. Fix: pass a PROGRAM.json, --kernel NAME or --all (--list shows the kernels)")
+	}
+	if o.All && o.Fallback {
+		return errors.New("--fallback applies to one run; --all runs every kernel on every backend by name. Fix: drop --fallback, or run one --kernel or program file")
+	}
+	if o.Repeat < 0 || (o.Repeat > 0 && o.All) {
+		return errors.New("--repeat times one run. Fix: pass --repeat N (N > 0) with --kernel or a program file, not --all")
+	}
+	return nil
+}
+
+// runRun is kiln run: the kernel list, every kernel (--all), or one corpus
+// kernel or program file, printed as --json or lines.
+func runRun(ctx context.Context, o *runOptions) error {
+	if o.List {
+		return o.listKernels()
+	}
+	if err := o.check(); err != nil {
+		return err
+	}
+	if o.All {
+		size := 0
+		if len(o.Sizes) > 0 {
+			n, err := strconv.Atoi(o.Sizes[0])
+			if err != nil || len(o.Sizes) > 1 {
+				return fmt.Errorf("--all takes one --size N, got %v. Fix: pass one integer, or none for each kernel's largest standard size", o.Sizes)
+			}
+			size = n
+		}
+		return o.runAll(ctx, size, o.Seed, o.File.Backend)
+	}
+	k, n, err := o.kernel()
+	if err != nil {
+		return err
+	}
+	h, err := o.open(ctx)
+	if err != nil {
+		return err
+	}
+	defer h.Close()
+	lim, err := limits(ctx, h, o.File.Backend, o.Verify)
+	if err != nil {
+		return err
+	}
+	var job runs.Job
+	if o.Kernel != "" {
+		k, params, err := runs.ConfigureKernel(k, o.File.Spec)
+		if err != nil {
+			return err
+		}
+		if err := lim.CheckKernel(k, n); err != nil {
+			return err
+		}
+		job = runs.KernelJobWith(k, n, o.Seed, o.File.Backend, params)
+	} else {
+		file := o.File
+		file.Path, file.Sizes, file.Limits = o.Program, o.Sizes, lim
+		if job, err = runs.FileJob(file); err != nil {
+			return err
+		}
+	}
+	job.Strict = o.Strict
+	job.Launch.Fallback = o.Fallback
+	out, runErr := runs.Run(ctx, h, job, o.Verify)
+	var verifyErr *runs.VerifyError
+	if runErr != nil && !errors.As(runErr, &verifyErr) {
+		return runErr
+	}
+	j := toRunJSON(out, runErr)
+	if o.Repeat > 0 && runErr == nil {
+		t, err := runs.Repeat(ctx, h, job, out.Backend, runs.RepeatOptions{Runs: o.Repeat, Warmup: o.Warmup})
+		if err != nil {
+			return err
+		}
+		j.addTiming(t)
+	}
+	if o.Out != "" {
+		if j.Outputs, err = runs.WriteOutputs(o.Out, job.Program, out.Outputs); err != nil {
+			return err
+		}
+	}
+	if err := o.show(j, func() { o.printRun(j, o.Verify) }); err != nil {
+		return err
+	}
+	return runErr
+}
+
+// kernel looks up --kernel and reads its --size; the zero kernel without one.
+func (o *runOptions) kernel() (kernels.Kernel, int, error) {
+	if o.Kernel == "" {
+		return kernels.Kernel{}, 0, nil
+	}
+	k, ok := kernels.Lookup(o.Kernel)
+	if !ok {
+		return k, 0, fmt.Errorf("no corpus kernel %q. Fix: pick one of the names `kiln run --list` prints", o.Kernel)
+	}
+	if len(o.Sizes) != 1 {
+		return k, 0, fmt.Errorf("--kernel needs one --size N, got %v. Fix: pass --size 4096 (what size means is in `kiln run --list`)", o.Sizes)
+	}
+	n, err := strconv.Atoi(o.Sizes[0])
+	if err != nil || n < 0 {
+		return k, 0, fmt.Errorf("--size %q is not a non-negative integer. Fix: pass --size 4096", o.Sizes[0])
+	}
+	if len(o.File.Uniforms) > 0 {
+		return k, 0, errors.New("--uniform sets uniforms of a program file. Fix: corpus kernels choose their own; drop --uniform")
+	}
+	return k, n, nil
 }
 
 func (a *app) printRun(j runJSON, verify bool) {
@@ -371,41 +394,44 @@ func (a *app) listKernels() error {
 	return tw.Flush()
 }
 
-func (a *app) runAll(cmd *cobra.Command, size int, seed uint64, backend string) error {
-	h, err := a.open(cmd.Context())
+func (a *app) runAll(ctx context.Context, size int, seed uint64, backend string) error {
+	h, err := a.open(ctx)
 	if err != nil {
 		return err
 	}
 	defer h.Close()
-	lim, err := limits(cmd.Context(), h, backend, false)
+	rows, err := a.runCorpus(ctx, h, size, seed, backend)
 	if err != nil {
 		return err
 	}
-	bar := a.progressBar()
-	rows, err := runs.All(cmd.Context(), h, size, seed, backend, lim, bar.update)
-	bar.finish()
-	if err != nil {
-		return err
+	out := make([]runJSON, len(rows))
+	for i, r := range rows {
+		out[i] = toRunJSON(r.Outcome, r.Err)
+		out[i].Kernel, out[i].Size, out[i].Backend = r.Kernel, r.Size, r.Backend
+		if r.Outcome != nil {
+			out[i].Backend = r.Outcome.Backend
+		}
 	}
-	if a.json {
-		out := make([]runJSON, len(rows))
-		for i, r := range rows {
-			out[i] = toRunJSON(r.Outcome, r.Err)
-			out[i].Kernel, out[i].Size, out[i].Backend = r.Kernel, r.Size, r.Backend
-			if r.Outcome != nil {
-				out[i].Backend = r.Outcome.Backend
-			}
-		}
-		if err := a.printJSON(out); err != nil {
-			return err
-		}
-	} else if err := a.printTable(rows); err != nil {
+	if err := a.render(out, func() error { return a.printTable(rows) }); err != nil {
 		return err
 	}
 	if runs.Failed(rows) {
 		return &exitError{code: 1, err: errors.New("some runs failed (see the table). Fix: the failing backend's output differs from the reference; report it with the kernel, size and seed")}
 	}
 	return nil
+}
+
+// runCorpus runs every corpus kernel at size on every ready backend (or
+// only backend), verified, with a progress bar: kiln run --all and kiln stats.
+func (a *app) runCorpus(ctx context.Context, h *host.Host, size int, seed uint64, backend string) ([]runs.Row, error) {
+	lim, err := limits(ctx, h, backend, false)
+	if err != nil {
+		return nil, err
+	}
+	bar := a.progressBar()
+	rows, err := runs.All(ctx, h, size, seed, backend, lim, bar.update)
+	bar.finish()
+	return rows, err
 }
 
 func (a *app) printTable(rows []runs.Row) error {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"sort"
 	"strings"
@@ -8,6 +9,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/kiln-dev/kiln/cmd/kiln/internal/runs"
 	"github.com/kiln-dev/kiln/cmd/kiln/internal/units"
@@ -68,13 +70,16 @@ func toStatsJSON(s host.Stats, rows []runs.Row) statsJSON {
 	return out
 }
 
+// statsOptions are kiln stats's flags.
+type statsOptions struct {
+	*app
+	Backend string
+	Size    int
+	Seed    uint64
+}
+
 func (a *app) statsCommand() *cobra.Command {
-	var (
-		backend string
-		size    int
-		seed    uint64
-	)
-	cmd := &cobra.Command{
+	return command(&statsOptions{app: a}, runStats, &cobra.Command{
 		Use:   "stats",
 		Short: "Run the corpus once and show what the host measured per backend",
 		Long: `A one-shot view of the host's metrics (host.Stats, also exported to
@@ -88,34 +93,26 @@ lines are printed.
 dispatches, compiles, errors, restarts, latency {bounds_ns, counts, count,
 sum_ns}, bytes_in, bytes_out, cache_hits, cache_misses, log_lines_dropped).`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			h, err := a.open(cmd.Context())
-			if err != nil {
-				return err
-			}
-			defer h.Close()
-			lim, err := limits(cmd.Context(), h, backend, false)
-			if err != nil {
-				return err
-			}
-			bar := a.progressBar()
-			rows, err := runs.All(cmd.Context(), h, size, seed, backend, lim, bar.update)
-			bar.finish()
-			if err != nil {
-				return err
-			}
-			st := toStatsJSON(h.Stats(), rows)
-			if a.json {
-				return a.printJSON(st)
-			}
-			return a.printStats(st)
-		},
+	}, func(o *statsOptions, f *pflag.FlagSet) {
+		f.StringVar(&o.Backend, "backend", "", "run on this backend only (id or id:adapter)")
+		f.IntVar(&o.Size, "size", 64, "problem size of every kernel")
+		f.Uint64Var(&o.Seed, "seed", 1, "random seed for corpus inputs")
+	})
+}
+
+// runStats is kiln stats: the corpus once, then the host's metrics.
+func runStats(ctx context.Context, o *statsOptions) error {
+	h, err := o.open(ctx)
+	if err != nil {
+		return err
 	}
-	f := cmd.Flags()
-	f.StringVar(&backend, "backend", "", "run on this backend only (id or id:adapter)")
-	f.IntVar(&size, "size", 64, "problem size of every kernel")
-	f.Uint64Var(&seed, "seed", 1, "random seed for corpus inputs")
-	return cmd
+	defer h.Close()
+	rows, err := o.runCorpus(ctx, h, o.Size, o.Seed, o.Backend)
+	if err != nil {
+		return err
+	}
+	st := toStatsJSON(h.Stats(), rows)
+	return o.render(st, func() error { return o.printStats(st) })
 }
 
 func (a *app) printStats(st statsJSON) error {

@@ -1,10 +1,12 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"os"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/kiln-dev/kiln/host"
 	"github.com/kiln-dev/kiln/host/trace"
@@ -28,72 +30,102 @@ chrome://tracing open (both work offline once the page is loaded).
                             and adapter (-o OUT.svg; default FILE.svg)
   kiln trace check FILE     check the file against the trace-event format`,
 	}
-	var top int
-	summary := &cobra.Command{
+	summary := command(&traceSummaryOptions{app: a}, runTraceSummary, &cobra.Command{
 		Use:   "summary FILE",
 		Short: "Print per-track totals and the longest slices of a trace",
 		Args:  cobra.ExactArgs(1),
-		RunE: func(_ *cobra.Command, args []string) error {
-			f, err := readTrace(args[0])
-			if err != nil {
-				return err
-			}
-			s := trace.Summarize(f, top)
-			if a.json {
-				return a.printJSON(s)
-			}
-			return s.Print(a.out, f.ProcessNames())
-		},
-	}
-	summary.Flags().IntVar(&top, "top", 10, "how many of the longest slices to list")
-	var out string
-	svg := &cobra.Command{
+	}, func(o *traceSummaryOptions, f *pflag.FlagSet) {
+		f.IntVar(&o.Top, "top", 10, "how many of the longest slices to list")
+	})
+	svg := command(&traceSVGOptions{app: a}, runTraceSVG, &cobra.Command{
 		Use:   "svg FILE",
 		Short: "Draw a trace's timeline as SVG",
 		Args:  cobra.ExactArgs(1),
-		RunE: func(_ *cobra.Command, args []string) error {
-			f, err := readTrace(args[0])
-			if err != nil {
-				return err
-			}
-			if out == "" {
-				out = args[0] + ".svg"
-			}
-			w, err := os.Create(out)
-			if err != nil {
-				return fmt.Errorf("%w. Fix: name a file you can write with -o", err)
-			}
-			if err := trace.WriteSVG(w, f); err != nil {
-				w.Close()
-				return err
-			}
-			if err := w.Close(); err != nil {
-				return err
-			}
-			fmt.Fprintln(a.out, "wrote", out)
-			return nil
-		},
-	}
-	svg.Flags().StringVarP(&out, "out", "o", "", "the SVG file to write (default FILE.svg)")
-	check := &cobra.Command{
+	}, func(o *traceSVGOptions, f *pflag.FlagSet) {
+		f.StringVarP(&o.Out, "out", "o", "", "the SVG file to write (default FILE.svg)")
+	})
+	check := command(&traceCheckOptions{app: a}, runTraceCheck, &cobra.Command{
 		Use:   "check FILE",
 		Short: "Check a trace against the trace-event format",
 		Args:  cobra.ExactArgs(1),
-		RunE: func(_ *cobra.Command, args []string) error {
-			f, err := readTrace(args[0])
-			if err != nil {
-				return err
-			}
-			if err := f.Check(); err != nil {
-				return fmt.Errorf("%s breaks the trace-event format:\n%w\nFix: report it with the file", args[0], err)
-			}
-			fmt.Fprintf(a.out, "%s: %d events, %d flows, valid\n", args[0], len(f.TraceEvents), len(f.Flows()))
-			return nil
-		},
-	}
+	}, nil)
 	cmd.AddCommand(summary, svg, check)
 	return cmd
 }
+
+// traceSummaryOptions are kiln trace summary's flags and FILE.
+type traceSummaryOptions struct {
+	*app
+	traceFile
+	Top int
+}
+
+// runTraceSummary is kiln trace summary.
+func runTraceSummary(_ context.Context, o *traceSummaryOptions) error {
+	f, err := readTrace(o.Path)
+	if err != nil {
+		return err
+	}
+	s := trace.Summarize(f, o.Top)
+	return o.render(s, func() error { return s.Print(o.out, f.ProcessNames()) })
+}
+
+// traceSVGOptions are kiln trace svg's flags and FILE.
+type traceSVGOptions struct {
+	*app
+	traceFile
+	Out string // -o; default FILE.svg
+}
+
+// runTraceSVG is kiln trace svg.
+func runTraceSVG(_ context.Context, o *traceSVGOptions) error {
+	f, err := readTrace(o.Path)
+	if err != nil {
+		return err
+	}
+	out := o.Out
+	if out == "" {
+		out = o.Path + ".svg"
+	}
+	w, err := os.Create(out)
+	if err != nil {
+		return fmt.Errorf("%w. Fix: name a file you can write with -o", err)
+	}
+	if err := trace.WriteSVG(w, f); err != nil {
+		w.Close()
+		return err
+	}
+	if err := w.Close(); err != nil {
+		return err
+	}
+	fmt.Fprintln(o.out, "wrote", out)
+	return nil
+}
+
+// traceCheckOptions are kiln trace check's FILE.
+type traceCheckOptions struct {
+	*app
+	traceFile
+}
+
+// runTraceCheck is kiln trace check.
+func runTraceCheck(_ context.Context, o *traceCheckOptions) error {
+	f, err := readTrace(o.Path)
+	if err != nil {
+		return err
+	}
+	if err := f.Check(); err != nil {
+		return fmt.Errorf("%s breaks the trace-event format:\n%w\nFix: report it with the file", o.Path, err)
+	}
+	fmt.Fprintf(o.out, "%s: %d events, %d flows, valid\n", o.Path, len(f.TraceEvents), len(f.Flows()))
+	return nil
+}
+
+// traceFile is the FILE argument of the kiln trace subcommands (cobra
+// requires exactly one).
+type traceFile struct{ Path string }
+
+func (t *traceFile) takeArgs(args []string) { t.Path = args[0] }
 
 // readTrace parses the trace file at path.
 func readTrace(path string) (*trace.File, error) {

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/kiln-dev/kiln/autotune"
 	"github.com/kiln-dev/kiln/cmd/kiln/internal/runs"
@@ -41,21 +42,24 @@ type tuneTarget struct {
 	size   int     // the corpus size (kernels only)
 }
 
+// tuneOptions are kiln tune's flags.
+type tuneOptions struct {
+	*app
+	Targets        []string // --kernel
+	Sizes          []string
+	File           runs.FileArgs
+	Backend        string
+	Budget         time.Duration
+	Seed           uint64
+	Warmup, Runs   int
+	DryRun         bool
+	NoiseGuard     bool
+	MaxInvocations uint32
+	Workgroups     []string // --wg
+}
+
 func (a *app) tuneCommand() *cobra.Command {
-	var (
-		targets        []string
-		sizes          []string
-		file           runs.FileArgs
-		backend        string
-		budget         time.Duration
-		seed           uint64
-		warmup, timed  int
-		dryRun         bool
-		noiseGuard     bool
-		maxInvocations uint32
-		wgFlags        []string
-	)
-	cmd := &cobra.Command{
+	cmd := command(&tuneOptions{app: a}, runTune, &cobra.Command{
 		Use:   "tune --kernel NAME|PROGRAM --backend ID [--budget 30s]",
 		Short: "Search the workgroup size and tunables of a program on one device and record the fastest",
 		Long: `Tune searches the launch configurations of a program on one backend's device:
@@ -89,110 +93,113 @@ to stderr on a terminal; plain lines otherwise.`,
   kiln tune --kernel vector_add --backend vulkan:0 --size 16777216
   kiln tune --kernel prog.json --backend cpu-ref --input a=@a.bin --size out=1024 --invocations 1024`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			ctx := cmd.Context()
-			if len(targets) == 0 {
-				return errors.New("no --kernel. Fix: pass --kernel NAME (see kiln run --list) or --kernel PROGRAM.json")
-			}
-			if backend == "" {
-				return errors.New("no --backend. Fix: name the backend to tune on, such as --backend cuda or --backend vulkan:1 (kiln backends lists them)")
-			}
-			if budget < 0 || warmup < 0 || timed < 1 {
-				return errors.New("--budget and --warmup must not be negative and --runs must be at least 1. Fix: pass --budget 30s --warmup 1 --runs 5")
-			}
-			var wgs [][3]uint32
-			for _, w := range wgFlags {
-				wg, err := parseWorkgroup(w)
-				if err != nil {
-					return err
-				}
-				wgs = append(wgs, wg)
-			}
-			path, err := autotune.DefaultPath()
-			if err != nil {
-				return err
-			}
-			st, err := autotune.Load(path)
-			if err != nil {
-				return err
-			}
-			var tts []tuneTarget
-			for _, name := range targets {
-				t, err := newTuneTarget(name, len(targets), sizes, seed, file)
-				if err != nil {
-					return err
-				}
-				tts = append(tts, t)
-			}
-			h, err := a.open(ctx)
-			if err != nil {
-				return err
-			}
-			defer h.Close()
-			b, err := h.Acquire(ctx, backend)
-			if err != nil {
-				return err
-			}
-			adapter := autotune.DeviceAdapter(b.ID(), b.Live().AdapterFingerprint)
-			limit := b.Adapter().Profile.MaxInvocationsPerWorkgroup
-			if maxInvocations > 0 && (limit == 0 || maxInvocations < limit) {
-				limit = maxInvocations
-			}
-			batch := autotune.NewBatcher(st, tuneSaveBatch)
-			out := tuneJSON{Store: path, Backend: b.Name(), Adapter: adapter, DryRun: dryRun}
-			var failed []string
-			for _, t := range tts {
-				j, rec, err := a.tuneOne(ctx, b, t, limit, wgs, autotune.Config{Warmup: warmup, Runs: timed, Budget: budget}, noiseGuard)
-				if err != nil {
-					return err
-				}
-				if rec != nil && !dryRun {
-					key := autotune.KeyFor(t.prog, t.base.Spec, adapter)
-					j.Key = key.Hex()
-					if err := batch.Put(ctx, key, *rec); err != nil {
-						return err
-					}
-				}
-				if j.Winner == "" {
-					failed = append(failed, t.name)
-				}
-				out.Results = append(out.Results, j)
-			}
-			if err := batch.Flush(ctx); err != nil {
-				return err
-			}
-			if a.json {
-				if err := a.printJSON(out); err != nil {
-					return err
-				}
-			} else {
-				a.printTune(out)
-			}
-			if len(failed) > 0 {
-				return &exitError{code: 1, err: fmt.Errorf("no candidate of %s gave a correct result, nothing recorded", strings.Join(failed, ", "))}
-			}
-			return nil
-		},
-	}
-	f := cmd.Flags()
-	f.StringArrayVar(&targets, "kernel", nil, "corpus kernel name, or a program JSON file, to tune (repeatable for kernels)")
-	f.StringVar(&backend, "backend", "", "backend id or id:adapter to tune on (required)")
-	f.DurationVar(&budget, "budget", 30*time.Second, "wall-clock budget per program; 0 searches every candidate")
-	f.StringArrayVar(&sizes, "size", nil, "problem size N for a kernel (default: its largest standard size); NAME=COUNT elements of a write buffer for a program file")
-	f.Uint64Var(&seed, "seed", 1, "random seed for corpus inputs")
-	f.IntVar(&warmup, "warmup", 1, "untimed runs per candidate")
-	f.IntVar(&timed, "runs", 5, "timed runs per candidate (the median counts)")
-	f.BoolVar(&dryRun, "dry-run", false, "search and print, but record nothing")
-	f.BoolVar(&noiseGuard, "noise-guard", true, "record a winner only when it beats the baseline by more than the spread of their timed runs")
-	f.Uint32Var(&maxInvocations, "max-invocations", 0, "largest workgroup to try (default: the adapter's limit)")
-	f.StringArrayVar(&wgFlags, "wg", nil, "X,Y,Z: a workgroup size to try (repeatable; default: sizes proposed for the program's axes; the program's own is always tried)")
-	f.StringArrayVar(&file.Inputs, "input", nil, "NAME=@FILE: raw little-endian bytes of buffer NAME (program files)")
-	f.StringArrayVar(&file.Zero, "zero", nil, "NAME[=COUNT]: run read buffer NAME on zeros (program files)")
-	f.StringArrayVar(&file.Spec, "spec", nil, "NAME=VALUE: fix parameter NAME; a tunable fixed here is not searched (for a kernel, its tunables, or an option that builds it: matmul_tc's type=bf16)")
-	f.StringArrayVar(&file.Uniforms, "uniform", nil, "NAME=VALUE: set uniform NAME (program files)")
-	f.StringVar(&file.Invocations, "invocations", "", "X,Y,Z invocations; each candidate's grid is their ceiling division by its workgroup size (program files)")
+	}, func(o *tuneOptions, f *pflag.FlagSet) {
+		f.StringArrayVar(&o.Targets, "kernel", nil, "corpus kernel name, or a program JSON file, to tune (repeatable for kernels)")
+		f.StringVar(&o.Backend, "backend", "", "backend id or id:adapter to tune on (required)")
+		f.DurationVar(&o.Budget, "budget", 30*time.Second, "wall-clock budget per program; 0 searches every candidate")
+		f.StringArrayVar(&o.Sizes, "size", nil, "problem size N for a kernel (default: its largest standard size); NAME=COUNT elements of a write buffer for a program file")
+		f.Uint64Var(&o.Seed, "seed", 1, "random seed for corpus inputs")
+		f.IntVar(&o.Warmup, "warmup", 1, "untimed runs per candidate")
+		f.IntVar(&o.Runs, "runs", 5, "timed runs per candidate (the median counts)")
+		f.BoolVar(&o.DryRun, "dry-run", false, "search and print, but record nothing")
+		f.BoolVar(&o.NoiseGuard, "noise-guard", true, "record a winner only when it beats the baseline by more than the spread of their timed runs")
+		f.Uint32Var(&o.MaxInvocations, "max-invocations", 0, "largest workgroup to try (default: the adapter's limit)")
+		f.StringArrayVar(&o.Workgroups, "wg", nil, "X,Y,Z: a workgroup size to try (repeatable; default: sizes proposed for the program's axes; the program's own is always tried)")
+		f.StringArrayVar(&o.File.Inputs, "input", nil, "NAME=@FILE: raw little-endian bytes of buffer NAME (program files)")
+		f.StringArrayVar(&o.File.Zero, "zero", nil, "NAME[=COUNT]: run read buffer NAME on zeros (program files)")
+		f.StringArrayVar(&o.File.Spec, "spec", nil, "NAME=VALUE: fix parameter NAME; a tunable fixed here is not searched (for a kernel, its tunables, or an option that builds it: matmul_tc's type=bf16)")
+		f.StringArrayVar(&o.File.Uniforms, "uniform", nil, "NAME=VALUE: set uniform NAME (program files)")
+		f.StringVar(&o.File.Invocations, "invocations", "", "X,Y,Z invocations; each candidate's grid is their ceiling division by its workgroup size (program files)")
+	})
 	a.traceFlag(cmd)
 	return cmd
+}
+
+// check refuses flags that cannot tune anything and returns the --wg sizes.
+func (o *tuneOptions) check() ([][3]uint32, error) {
+	if len(o.Targets) == 0 {
+		return nil, errors.New("no --kernel. Fix: pass --kernel NAME (see kiln run --list) or --kernel PROGRAM.json")
+	}
+	if o.Backend == "" {
+		return nil, errors.New("no --backend. Fix: name the backend to tune on, such as --backend cuda or --backend vulkan:1 (kiln backends lists them)")
+	}
+	if o.Budget < 0 || o.Warmup < 0 || o.Runs < 1 {
+		return nil, errors.New("--budget and --warmup must not be negative and --runs must be at least 1. Fix: pass --budget 30s --warmup 1 --runs 5")
+	}
+	var wgs [][3]uint32
+	for _, w := range o.Workgroups {
+		wg, err := parseWorkgroup(w)
+		if err != nil {
+			return nil, err
+		}
+		wgs = append(wgs, wg)
+	}
+	return wgs, nil
+}
+
+// runTune is kiln tune: it searches each target on o.Backend, records the
+// winners (unless o.DryRun) and prints the report.
+func runTune(ctx context.Context, o *tuneOptions) error {
+	wgs, err := o.check()
+	if err != nil {
+		return err
+	}
+	path, st, err := loadAutotune()
+	if err != nil {
+		return err
+	}
+	var tts []tuneTarget
+	for _, name := range o.Targets {
+		t, err := newTuneTarget(name, len(o.Targets), o.Sizes, o.Seed, o.File)
+		if err != nil {
+			return err
+		}
+		tts = append(tts, t)
+	}
+	h, err := o.open(ctx)
+	if err != nil {
+		return err
+	}
+	defer h.Close()
+	b, err := h.Acquire(ctx, o.Backend)
+	if err != nil {
+		return err
+	}
+	adapter := autotune.DeviceAdapter(b.ID(), b.Live().AdapterFingerprint)
+	limit := b.Adapter().Profile.MaxInvocationsPerWorkgroup
+	if o.MaxInvocations > 0 && (limit == 0 || o.MaxInvocations < limit) {
+		limit = o.MaxInvocations
+	}
+	batch := autotune.NewBatcher(st, tuneSaveBatch)
+	out := tuneJSON{Store: path, Backend: b.Name(), Adapter: adapter, DryRun: o.DryRun}
+	var failed []string
+	for _, t := range tts {
+		j, rec, err := o.tuneOne(ctx, b, t, limit, wgs, autotune.Config{Warmup: o.Warmup, Runs: o.Runs, Budget: o.Budget}, o.NoiseGuard)
+		if err != nil {
+			return err
+		}
+		if rec != nil && !o.DryRun {
+			key := autotune.KeyFor(t.prog, t.base.Spec, adapter)
+			j.Key = key.Hex()
+			if err := batch.Put(ctx, key, *rec); err != nil {
+				return err
+			}
+		}
+		if j.Winner == "" {
+			failed = append(failed, t.name)
+		}
+		out.Results = append(out.Results, j)
+	}
+	if err := batch.Flush(ctx); err != nil {
+		return err
+	}
+	if err := o.show(out, func() { o.printTune(out) }); err != nil {
+		return err
+	}
+	if len(failed) > 0 {
+		return &exitError{code: 1, err: fmt.Errorf("no candidate of %s gave a correct result, nothing recorded", strings.Join(failed, ", "))}
+	}
+	return nil
 }
 
 // newTuneTarget resolves --kernel name: a corpus kernel, else a program file.
