@@ -31,7 +31,7 @@ func (b *backend) Describe(context.Context) (*pluginapi.Description, error) {
 		Version:    "1.0.0",
 		Dispatches: true,
 		Precedence: &rank,
-		Features:   []string{"ir.v1", "shared", "atomics", "barrier"},
+		Features:   []string{"ir.v1", "ir.v1.1", "ir.v1.2", "shared", "atomics", "barrier"},
 		Adapters: []pluginapi.Adapter{{
 			Index:     0,
 			Name:      "example CPU",
@@ -40,6 +40,8 @@ func (b *backend) Describe(context.Context) (*pluginapi.Description, error) {
 				MaxStorageBufferBindingSize: 1 << 30,
 				MaxInvocationsPerWorkgroup:  1024,
 				HasSharedMemory:             true,
+				SupportsF16:                 true, // the interpreter runs IR v1.2's 16-bit types
+				SupportsBF16:                true,
 				TimingQuality:               pluginapi.HostOnly,
 			},
 			Identity: pluginapi.DeviceIdentity{Vendor: "example", Device: "example CPU", DriverVersion: "1.0.0", DeviceType: "cpu"},
