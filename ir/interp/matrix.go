@@ -205,33 +205,26 @@ func (c *compiler) matrixLoad(s ir.MatrixLoadStmt, path string) (stmtFn, error) 
 	if err != nil {
 		return nil, err
 	}
-	checked := c.checked(t)
-	var site int
-	if checked {
-		site = c.site(t)
-	}
-	rows, cols := md.Rows, md.Cols
+	checked, site := c.strictSite(t)
 	return c.collective("matrix_load", path, tl.ops, nil, func(w *worker, vals []uint32) {
 		words := t.words(w)
-		a := tl.at(vals, len(words))
 		dst := w.mats[mi]
-		for r := range rows {
-			row := dst[r*cols : (r+1)*cols]
-			for col := range cols {
-				k, in := a.index(r, col)
-				if !in {
-					row[col] = 0
-					continue
-				}
-				if checked && !w.strictMatrixRead(site, k) {
-					return
-				}
+		done := eachElement(md, tl.at(vals, len(words)), func(e, k uint32, in bool) bool {
+			switch {
+			case !in:
+				dst[e] = 0
+			case checked && !w.strictMatrixRead(site, k):
+				return false
+			default:
 				// Atomic: other workgroups' matrix_stores may write the
 				// buffer concurrently (a racy program, but no Go data race).
-				row[col] = atomic.LoadUint32(&words[k])
+				dst[e] = atomic.LoadUint32(&words[k])
 			}
+			return true
+		})
+		if done {
+			w.written[mi] = true
 		}
-		w.written[mi] = true
 	}), nil
 }
 
@@ -253,30 +246,45 @@ func (c *compiler) matrixStore(s ir.MatrixStoreStmt, path string) (stmtFn, error
 	if err != nil {
 		return nil, err
 	}
-	checked := c.checked(t)
-	var site int
-	if checked {
-		site = c.site(t)
-	}
-	rows, cols := md.Rows, md.Cols
+	checked, site := c.strictSite(t)
 	return c.collective("matrix_store", path, tl.ops, []int{mi}, func(w *worker, vals []uint32) {
 		words := t.words(w)
-		a := tl.at(vals, len(words))
 		src := w.mats[mi]
-		for r := range rows {
-			row := src[r*cols : (r+1)*cols]
-			for col := range cols {
-				k, in := a.index(r, col)
-				if !in {
-					continue
-				}
-				if checked && !w.strictMatrixWrite(site, k) {
-					return
-				}
-				atomic.StoreUint32(&words[k], row[col]) // workgroups run concurrently
+		eachElement(md, tl.at(vals, len(words)), func(e, k uint32, in bool) bool {
+			switch {
+			case !in:
+			case checked && !w.strictMatrixWrite(site, k):
+				return false
+			default:
+				atomic.StoreUint32(&words[k], src[e]) // workgroups run concurrently
+			}
+			return true
+		})
+	}), nil
+}
+
+// strictSite reports whether strict mode checks accesses of t (a shared
+// array under strict mode) and, if so, t's site for the shadow.
+func (c *compiler) strictSite(t target) (bool, int) {
+	if !c.checked(t) {
+		return false, 0
+	}
+	return true, c.site(t)
+}
+
+// eachElement visits the elements of matrix md in row-major order with their
+// position e in the matrix's words and the array index k a gives them (in:
+// inside the bound and the array); it stops, returning false, when visit does.
+func eachElement(md ir.MatrixDecl, a tileAt, visit func(e, k uint32, in bool) bool) bool {
+	for r := range md.Rows {
+		for col := range md.Cols {
+			k, in := a.index(r, col)
+			if !visit(r*md.Cols+col, k, in) {
+				return false
 			}
 		}
-	}), nil
+	}
+	return true
 }
 
 func (c *compiler) matrixMMA(s ir.MatrixMMAStmt, path string) (stmtFn, error) {
