@@ -192,8 +192,11 @@ func TestRunCatchesBrokenV12(t *testing.T) {
 		{"drop_last_k",
 			[]string{"/semantics/matrix/mma.f16 ", "/semantics/matrix/mma.tf32 ", "/semantics/matrix/chain.bf16 ", "/semantics/matrix/square.f16 ", "/matmul_tc/size=100 "},
 			[]string{"/matrix/mma.", "/matrix/chain.", "/matrix/square.", "/matmul_tc/"}},
+		// matmul_tc without bounds is a racy program (edge tiles store over their
+		// neighbours' elements, which of them wins depends on scheduling), so it
+		// may fail but is not required to.
 		{"ignore_bounds",
-			[]string{"/semantics/matrix/bound.17x31.f32 ", "/semantics/matrix/bound.col.5x0.bf16 ", "/semantics/matrix/chain.f16 ", "/matmul_tc/size=100 "},
+			[]string{"/semantics/matrix/bound.17x31.f32 ", "/semantics/matrix/bound.col.5x0.bf16 ", "/semantics/matrix/chain.f16 "},
 			[]string{"/matrix/bound.", "/matrix/chain.", "/matmul_tc/size=100"}},
 		{"truncating_casts",
 			[]string{"/semantics/f16/cast.f32.f16 ", "/semantics/f16/cast.f32.bf16 ", "/semantics/f16/cast.f32.f16.const "},
