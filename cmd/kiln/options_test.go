@@ -264,3 +264,37 @@ func TestRunCompileWithOptions(t *testing.T) {
 		t.Fatalf("compile printed %q, want the prefix %q", out, want)
 	}
 }
+
+// TestRunVersionAndPluginsWithOptions calls kiln version's and kiln plugins'
+// run functions directly: the version as JSON and as text, and the plugins
+// list of a directory holding cpu-ref, unpinned, as JSON and as text.
+func TestRunVersionAndPluginsWithOptions(t *testing.T) {
+	ctx := context.Background()
+	var v versionJSON
+	callJSON(t, t.TempDir(), func(a *app) *versionOptions { return &versionOptions{app: a} }, runVersion, &v)
+	if v.Version == "" || !strings.HasPrefix(v.Go, "go") || len(v.Protocols) == 0 {
+		t.Fatalf("version = %+v", v)
+	}
+	a, out, _ := testApp(t.TempDir(), false)
+	if err := runVersion(ctx, &versionOptions{app: a}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(out.String(), "kiln ") || !strings.Contains(out.String(), "\nplugin protocols ") {
+		t.Fatalf("version:\n%s", out)
+	}
+
+	freshHomes(t)
+	dir := plugins(t, "cpuref")
+	var st pinsJSON
+	callJSON(t, dir, func(a *app) *pluginsOptions { return &pluginsOptions{app: a} }, runPlugins, &st)
+	if st.Pinning || len(st.Plugins) != 1 || st.Plugins[0].Status != "not pinned" || len(st.Plugins[0].SHA256) != 64 {
+		t.Fatalf("plugins = %+v", st)
+	}
+	a, out, _ = testApp(dir, false)
+	if err := runPlugins(ctx, &pluginsOptions{app: a}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "pinning:  off") || !strings.Contains(out.String(), "kiln-backend-cpuref  not pinned") {
+		t.Fatalf("plugins:\n%s", out)
+	}
+}

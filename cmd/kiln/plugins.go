@@ -34,8 +34,11 @@ type pinsJSON struct {
 	Plugins []pinJSON `json:"plugins"`
 }
 
+// pluginsOptions are kiln plugins' options: the global ones alone.
+type pluginsOptions struct{ *app }
+
 func (a *app) pluginsCommand() *cobra.Command {
-	cmd := &cobra.Command{
+	cmd := command(&pluginsOptions{app: a}, runPlugins, &cobra.Command{
 		Use:   "plugins",
 		Short: "List the plugin executables and their pins; pin or unpin them",
 		Long: `List every accepted plugin executable of the plugins directory with its
@@ -53,29 +56,32 @@ unpin --all) removes the directory's pins, which turns its pinning off.
 --json prints an object with pin_file, plugins_dir, pinning and plugins (path,
 sha256, pinned, status: "pinned", "changed" or "not pinned").`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			st, err := a.pinStatus(cmd.Context())
-			if err != nil {
-				return err
-			}
-			if a.json {
-				return a.printJSON(st)
-			}
-			state := "off (no pins for this directory): every accepted plugin runs"
-			if st.Pinning {
-				state = "on: only pinned plugins that still match run"
-			}
-			fmt.Fprintf(a.out, "plugins directory: %s\npin file: %s\npinning:  %s\n\n", st.Dir, st.PinFile, state)
-			tw := tabwriter.NewWriter(a.out, 0, 0, 2, ' ', 0)
-			fmt.Fprintln(tw, "PLUGIN\tSTATUS\tSHA-256")
-			for _, p := range st.Plugins {
-				fmt.Fprintf(tw, "%s\t%s\t%s\n", filepath.Base(p.Path), p.Status, p.SHA256)
-			}
-			return tw.Flush()
-		},
-	}
+	}, nil)
 	cmd.AddCommand(a.pinCommand(), a.unpinCommand())
 	return cmd
+}
+
+// runPlugins is kiln plugins: the plugins directory, its pinning and each
+// accepted plugin with its pin status.
+func runPlugins(ctx context.Context, o *pluginsOptions) error {
+	st, err := o.pinStatus(ctx)
+	if err != nil {
+		return err
+	}
+	if o.json {
+		return o.printJSON(st)
+	}
+	state := "off (no pins for this directory): every accepted plugin runs"
+	if st.Pinning {
+		state = "on: only pinned plugins that still match run"
+	}
+	fmt.Fprintf(o.out, "plugins directory: %s\npin file: %s\npinning:  %s\n\n", st.Dir, st.PinFile, state)
+	tw := tabwriter.NewWriter(o.out, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "PLUGIN\tSTATUS\tSHA-256")
+	for _, p := range st.Plugins {
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", filepath.Base(p.Path), p.Status, p.SHA256)
+	}
+	return tw.Flush()
 }
 
 // pinStatus reads the pins and hashes every accepted plugin.

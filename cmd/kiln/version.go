@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"runtime"
 	"runtime/debug"
@@ -65,8 +66,11 @@ func (v versionJSON) line() string {
 	return s + " (" + strings.Join(extra, ", ") + ")"
 }
 
+// versionOptions are kiln version's options: the global ones alone.
+type versionOptions struct{ *app }
+
 func (a *app) versionCommand() *cobra.Command {
-	return &cobra.Command{
+	return command(&versionOptions{app: a}, runVersion, &cobra.Command{
 		Use:   "version",
 		Short: "Print kiln's version, the Go toolchain it was built with and the plugin protocols it speaks",
 		Long: `Print kiln's version (what make build linked in, or the module version of
@@ -78,17 +82,19 @@ and version with --version (kiln-backend-cuda --version).
 --json prints an object with version, commit, modified, go, platform and
 plugin_protocols.`,
 		Args: cobra.NoArgs,
-		RunE: func(*cobra.Command, []string) error {
-			v := buildVersion()
-			if a.json {
-				return a.printJSON(v)
-			}
-			protocols := make([]string, len(v.Protocols))
-			for i, p := range v.Protocols {
-				protocols[i] = fmt.Sprint(p)
-			}
-			fmt.Fprintf(a.out, "%s\nplugin protocols %s\n", v.line(), strings.Join(protocols, ", "))
-			return nil
-		},
+	}, nil)
+}
+
+// runVersion is kiln version.
+func runVersion(_ context.Context, o *versionOptions) error {
+	v := buildVersion()
+	if o.json {
+		return o.printJSON(v)
 	}
+	protocols := make([]string, len(v.Protocols))
+	for i, p := range v.Protocols {
+		protocols[i] = fmt.Sprint(p)
+	}
+	fmt.Fprintf(o.out, "%s\nplugin protocols %s\n", v.line(), strings.Join(protocols, ", "))
+	return nil
 }
