@@ -104,7 +104,7 @@ type CompileOptions struct {
 	// own probe dispatches: a health check leaves no cache entry behind).
 	noStores bool
 	// byGrid skips the autotune lookup: the one launch the pipeline is for
-	// gives its Grid (Host.Dispatch, PGOBackend).
+	// gives its Grid (Host.Dispatch, PGOCandidate).
 	byGrid bool
 }
 

@@ -28,13 +28,13 @@ func TestSizeClassesRouteSmallAndLargeLaunchesApart(t *testing.T) {
 	h := openWith(t, Options{PGO: table, NoCache: true, NoAutotune: true}, "fx-cost-fixed", "fx-cost-per-kib")
 	ctx := context.Background()
 	prog := fourBuffers(t)
-	var backends []pgo.Backend
+	var backends []pgo.Candidate
 	for _, name := range []string{"fx-cost-fixed", "fx-cost-per-kib"} {
 		b, err := h.Acquire(ctx, name)
 		if err != nil {
 			t.Fatal(err)
 		}
-		pb := NewPGOBackend(b)
+		pb := NewPGOCandidate(b)
 		defer pb.Close(ctx)
 		backends = append(backends, pb)
 	}

@@ -342,12 +342,12 @@ func (h *Host) routed(ctx context.Context, r pgo.Route) (*Backend, error) {
 	return h.Acquire(ctx, r.Backend)
 }
 
-// PGOBackend adapts a Backend to pgo.Backend for pgo.Certify. It compiles the
+// PGOCandidate adapts a Backend to pgo.Candidate for pgo.Certify. It compiles the
 // program once (again when the program, its specialization or its workgroup
 // size changes) and reports each dispatch's host-measured round trip, so every
 // backend is timed the same way. Close releases its pipeline. It is not safe
 // for concurrent use; Certify measures one dispatch at a time.
-type PGOBackend struct {
+type PGOCandidate struct {
 	b *Backend
 
 	// prog, spec and wg identify what pl was compiled for.
@@ -357,15 +357,15 @@ type PGOBackend struct {
 	pl   *Pipeline
 }
 
-// NewPGOBackend returns b as a pgo.Backend.
-func NewPGOBackend(b *Backend) *PGOBackend { return &PGOBackend{b: b} }
+// NewPGOCandidate returns b as a pgo.Candidate.
+func NewPGOCandidate(b *Backend) *PGOCandidate { return &PGOCandidate{b: b} }
 
 // Identity is b's routing identity (see Backend.Live).
-func (t *PGOBackend) Identity() pgo.Live { return t.b.Live() }
+func (t *PGOCandidate) Identity() pgo.Live { return t.b.Live() }
 
 // Dispatch runs p once on inputs with l and returns the host-measured round trip
 // of the dispatch (compiling first, untimed, when needed).
-func (t *PGOBackend) Dispatch(ctx context.Context, p *ir.Program, inputs [][]byte, l pgo.Launch) (time.Duration, error) {
+func (t *PGOCandidate) Dispatch(ctx context.Context, p *ir.Program, inputs [][]byte, l pgo.Launch) (time.Duration, error) {
 	if t.pl == nil || t.prog != p || t.spec != l.Spec.CacheHash() || t.wg != l.WorkgroupSize {
 		if err := t.Close(ctx); err != nil {
 			return 0, err
@@ -384,7 +384,7 @@ func (t *PGOBackend) Dispatch(ctx context.Context, p *ir.Program, inputs [][]byt
 }
 
 // Close releases the compiled pipeline, if any.
-func (t *PGOBackend) Close(ctx context.Context) error {
+func (t *PGOCandidate) Close(ctx context.Context) error {
 	if t.pl == nil {
 		return nil
 	}
@@ -393,5 +393,5 @@ func (t *PGOBackend) Close(ctx context.Context) error {
 	return t.b.Release(ctx, pl)
 }
 
-// PGOBackend is what pgo.Certify measures.
-var _ pgo.Backend = (*PGOBackend)(nil)
+// PGOCandidate is what pgo.Certify measures.
+var _ pgo.Candidate = (*PGOCandidate)(nil)

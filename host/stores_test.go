@@ -485,16 +485,16 @@ func TestAutotuneRecordSetsTheWorkgroupSize(t *testing.T) {
 	}
 }
 
-func TestPGOBackendCertifies(t *testing.T) {
+func TestPGOCandidateCertifies(t *testing.T) {
 	h := openWith(t, Options{NoCache: true, NoAutotune: true, NoPGO: true}, "fx-zeros", "fx-blob")
 	ctx := context.Background()
-	var backends []pgo.Backend
+	var backends []pgo.Candidate
 	for _, name := range []string{"fx-zeros", "fx-blob"} {
 		b, err := h.Acquire(ctx, name)
 		if err != nil {
 			t.Fatal(err)
 		}
-		pb := NewPGOBackend(b)
+		pb := NewPGOCandidate(b)
 		defer pb.Close(ctx)
 		if pb.Identity() != b.Live() || pb.Identity().ID != name+":0" || pb.Identity().PluginVersion != "0.0.1-fixture" {
 			t.Fatalf("Identity = %+v", pb.Identity())

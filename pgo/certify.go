@@ -36,9 +36,9 @@ type Config struct {
 	Timed int
 }
 
-// Backend is what [Table.Certify] measures. The host satisfies it with a thin
+// Candidate is a backend [Table.Certify] measures. The host satisfies it with a thin
 // adapter over its backend handle; tests with fakes.
-type Backend interface {
+type Candidate interface {
 	// Identity returns the routing id, adapter fingerprint and plugin version.
 	Identity() Live
 	// Dispatch runs p once on inputs (by binding: read and read_write buffers,
@@ -52,12 +52,12 @@ type Backend interface {
 // cfg.Timed timed ones, keeping the median (the upper one for an even count) —
 // records the fastest as op's route (ties broken by id) and returns it. Any
 // failed dispatch fails the whole certification and leaves the table as it was.
-func (t *Table) Certify(ctx context.Context, op string, p *ir.Program, inputs [][]byte, cfg Config, backends []Backend) (Route, error) {
+func (t *Table) Certify(ctx context.Context, op string, p *ir.Program, inputs [][]byte, cfg Config, backends []Candidate) (Route, error) {
 	return t.CertifyClasses(ctx, op, p, []Point{{Inputs: inputs, Launch: cfg.Launch}}, cfg, backends)
 }
 
 // measure runs one warm-up and timed timed dispatches and returns the median.
-func measure(ctx context.Context, b Backend, p *ir.Program, inputs [][]byte, l Launch, timed int) (time.Duration, error) {
+func measure(ctx context.Context, b Candidate, p *ir.Program, inputs [][]byte, l Launch, timed int) (time.Duration, error) {
 	if _, err := b.Dispatch(ctx, p, inputs, l); err != nil {
 		return 0, fmt.Errorf("warm-up dispatch: %w", err)
 	}

@@ -39,7 +39,7 @@ func fake(id string, times ...time.Duration) *fakeBackend {
 
 var testProgram = &ir.Program{Name: "primitive.test.pgo", WorkgroupSize: [3]uint32{64, 1, 1}}
 
-func certify(t *testing.T, tbl *Table, cfg Config, backends ...Backend) Route {
+func certify(t *testing.T, tbl *Table, cfg Config, backends ...Candidate) Route {
 	t.Helper()
 	r, err := tbl.Certify(context.Background(), testProgram.Name, testProgram, nil, cfg, backends)
 	if err != nil {
@@ -108,7 +108,7 @@ func TestCertifyPassesTheDispatchThrough(t *testing.T) {
 	launch := Launch{Grid: [3]uint32{4, 1, 1}, OutputCounts: []uint32{0, 256}, Spec: spec, WorkgroupSize: [3]uint32{32, 1, 1}}
 	inputs := [][]byte{{1, 2, 3, 4}, nil}
 	b := fake("b", 1)
-	if _, err := New(tablePath(t)).Certify(context.Background(), "op", testProgram, inputs, Config{Launch: launch}, []Backend{b}); err != nil {
+	if _, err := New(tablePath(t)).Certify(context.Background(), "op", testProgram, inputs, Config{Launch: launch}, []Candidate{b}); err != nil {
 		t.Fatal(err)
 	}
 	if b.gotProg != testProgram || &b.gotInputs[0][0] != &inputs[0][0] || b.gotLaunch.Grid != launch.Grid ||
@@ -126,13 +126,13 @@ func TestCertifyWithoutBackendsFails(t *testing.T) {
 
 func TestCertifyRejectsBadArguments(t *testing.T) {
 	tbl := New(tablePath(t))
-	if _, err := tbl.Certify(context.Background(), "op", testProgram, nil, Config{Timed: -1}, []Backend{fake("a", 1)}); err == nil {
+	if _, err := tbl.Certify(context.Background(), "op", testProgram, nil, Config{Timed: -1}, []Candidate{fake("a", 1)}); err == nil {
 		t.Error("negative Timed accepted")
 	}
-	if _, err := tbl.Certify(context.Background(), "op", testProgram, nil, Config{}, []Backend{fake("a", 1), fake("a", 2)}); err == nil {
+	if _, err := tbl.Certify(context.Background(), "op", testProgram, nil, Config{}, []Candidate{fake("a", 1), fake("a", 2)}); err == nil {
 		t.Error("a backend given twice was accepted")
 	}
-	if _, err := tbl.Certify(context.Background(), "", testProgram, nil, Config{}, []Backend{fake("a", 1)}); err == nil {
+	if _, err := tbl.Certify(context.Background(), "", testProgram, nil, Config{}, []Candidate{fake("a", 1)}); err == nil {
 		t.Error("an empty op id was accepted")
 	}
 	if tbl.Len() != 0 || tbl.IsDirty() {
@@ -146,7 +146,7 @@ func TestCertifyFailsOnAFailedDispatchAndKeepsTheOldRoute(t *testing.T) {
 	for _, failAt := range []int{1, 3} {
 		bad := fake("b", 1)
 		bad.failAt = failAt
-		_, err := tbl.Certify(context.Background(), testProgram.Name, testProgram, nil, Config{}, []Backend{fake("a", 5), bad})
+		_, err := tbl.Certify(context.Background(), testProgram.Name, testProgram, nil, Config{}, []Candidate{fake("a", 5), bad})
 		if err == nil || !strings.Contains(err.Error(), "on b") || !strings.Contains(err.Error(), "device lost") {
 			t.Fatalf("failAt %d: err = %v", failAt, err)
 		}

@@ -101,7 +101,7 @@ func (p Point) Bytes() int64 { return LaunchBytes(p.Inputs, p.Launch.OutputCount
 // single point the route has no classes, as [Table.Certify] records it. Any
 // failed dispatch fails the whole certification and leaves the table as it was.
 // cfg.Launch is not used; each point carries its launch.
-func (t *Table) CertifyClasses(ctx context.Context, op string, p *ir.Program, points []Point, cfg Config, backends []Backend) (Route, error) {
+func (t *Table) CertifyClasses(ctx context.Context, op string, p *ir.Program, points []Point, cfg Config, backends []Candidate) (Route, error) {
 	if len(points) == 0 {
 		return Route{}, fmt.Errorf("PGO certification of %s got no sizes. Fix: pass at least one point", op)
 	}

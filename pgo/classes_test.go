@@ -41,7 +41,7 @@ func TestCertifyClassesRouteSmallAndLargeApart(t *testing.T) {
 	cpu := costly("cpu-fast:0", 2*time.Microsecond, 100*time.Nanosecond)
 	gpu := costly("gpu:0", 40*time.Microsecond, time.Nanosecond)
 	points := []Point{point(1024), point(1), point(32)}
-	r, err := tbl.CertifyClasses(context.Background(), "op", testProgram, points, Config{Timed: 1}, []Backend{cpu, gpu})
+	r, err := tbl.CertifyClasses(context.Background(), "op", testProgram, points, Config{Timed: 1}, []Candidate{cpu, gpu})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,11 +104,11 @@ func TestNearestClassIsLogarithmic(t *testing.T) {
 func TestCertifyOnePointHasNoClasses(t *testing.T) {
 	tbl := New(tablePath(t))
 	r, err := tbl.CertifyClasses(context.Background(), "op", testProgram, []Point{point(4), point(4)}, Config{Timed: 1},
-		[]Backend{costly("a:0", time.Microsecond, 0), costly("b:0", 2*time.Microsecond, 0)})
+		[]Candidate{costly("a:0", time.Microsecond, 0), costly("b:0", 2*time.Microsecond, 0)})
 	if err != nil || len(r.Classes) != 0 || r.Backend != "a:0" {
 		t.Fatalf("%+v, %v", r, err)
 	}
-	if _, err := tbl.CertifyClasses(context.Background(), "op", testProgram, nil, Config{}, []Backend{costly("a:0", 0, 0)}); err == nil || !strings.Contains(err.Error(), "Fix:") {
+	if _, err := tbl.CertifyClasses(context.Background(), "op", testProgram, nil, Config{}, []Candidate{costly("a:0", 0, 0)}); err == nil || !strings.Contains(err.Error(), "Fix:") {
 		t.Fatalf("no points: %v", err)
 	}
 }

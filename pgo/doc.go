@@ -19,7 +19,7 @@
 // stale: [Table.Fresh] refuses it (routing falls back to the preferred backend)
 // and [Table.Stale] lists it (for kiln doctor).
 //
-// Certify takes the backends through the small [Backend] interface, so this
+// Certify takes the backends through the small [Candidate] interface, so this
 // package never imports the host; the host wraps its backend handle in a thin
 // adapter. A missing table is empty; a malformed one is an error ending in
 // "Fix: regenerate it with 'kiln certify'" and is never merged into; one of a

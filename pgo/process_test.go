@@ -33,7 +33,7 @@ func TestHelperProcess(t *testing.T) {
 			return 2
 		}
 		op := fmt.Sprintf("op.%d.%d", w, i%200)
-		backends := []Backend{fake("vulkan:0", time.Duration(w+1)), fake("cpu-ref", time.Duration(100+i))}
+		backends := []Candidate{fake("vulkan:0", time.Duration(w+1)), fake("cpu-ref", time.Duration(100+i))}
 		if _, err := tbl.Certify(ctx, op, testProgram, nil, Config{}, backends); err != nil {
 			return 3
 		}

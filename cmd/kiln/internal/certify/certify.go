@@ -123,7 +123,7 @@ func Select(names []string) ([]kernels.Kernel, error) {
 // ones that passed at every size and records the fastest of each class in
 // table. Run does not save the table.
 func Run(ctx context.Context, h *host.Host, table *pgo.Table, backends []string, ks []kernels.Kernel, opts Options, progress Progress) ([]Result, error) {
-	timers := map[string]*host.PGOBackend{}
+	timers := map[string]*host.PGOCandidate{}
 	defer func() {
 		for _, t := range timers {
 			t.Close(context.WithoutCancel(ctx))
@@ -134,7 +134,7 @@ func Run(ctx context.Context, h *host.Host, table *pgo.Table, backends []string,
 		if err != nil {
 			return nil, err
 		}
-		timers[name] = host.NewPGOBackend(b)
+		timers[name] = host.NewPGOCandidate(b)
 	}
 	classes := opts.Classes
 	if classes <= 0 {
@@ -200,7 +200,7 @@ func Run(ctx context.Context, h *host.Host, table *pgo.Table, backends []string,
 			points = append(points, pt)
 			r.SizeOf[pt.Bytes()] = n
 		}
-		var passed []pgo.Backend
+		var passed []pgo.Candidate
 		for _, name := range backends {
 			if !wrong[name] {
 				passed = append(passed, timers[name])
