@@ -71,3 +71,23 @@ func TestVectorAddBeyondTheLanes(t *testing.T) {
 		}
 	}
 }
+
+// vector_add_f16 adds 8 elements per invocation by default, twice vector_add's
+// 4, so that an invocation has as many bytes of loads in flight (2 × 8 × 2)
+// as the f32 add at its measured best (2 × 4 × 4); its launch covers them.
+func TestVectorAddF16DefaultEPI(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		epi  uint32
+	}{{"vector_add", 4}, {"vector_add_f16", 8}} {
+		k, _ := kernels.Lookup(c.name)
+		d, ok := k.Program().Param("epi")
+		if !ok || d.Default.Bits != c.epi {
+			t.Fatalf("%s: epi default %v, want %d", c.name, d.Default, c.epi)
+		}
+		cs := k.NewCase(rand.New(rand.NewPCG(1, 2)), 4097)
+		if want := (4097 + c.epi - 1) / c.epi; cs.Invocations[0] != want {
+			t.Errorf("%s: %d invocations for 4097 elements, want %d", c.name, cs.Invocations[0], want)
+		}
+	}
+}
