@@ -196,12 +196,24 @@ runs (the baseline's min–max range plus its own); otherwise, or when the
 baseline itself is the fastest, nothing is recorded and the output says the
 default stands and why. --noise-guard=false records the fastest anyway.
 
+A corpus kernel whose options build its program (matmul_tc's tile: tm, tn,
+tk) is tuned over them as well: every combination that builds with the fixed
+options (--spec type=bf16; the defaults otherwise) runs at its own workgroup
+size (and the --wg sizes); a --spec of a searched option narrows the search
+to that value. Combinations that do not build, or whose workgroup is over the
+adapter's limit, are skipped with the reason on stderr; one the backend fails
+to compile is rejected as any failing candidate. The winning options are
+recorded per kernel, fixed options and device, and the winning program's
+workgroup size under the program: a later kiln run --kernel on that backend
+builds that tile unless its --spec sets one.
+
 --kernel takes a corpus kernel (see kiln run --list; repeatable, each tuned
 in turn with its own budget) or a program file, which then takes --input,
 --zero, --size NAME=COUNT, --spec, --uniform and --invocations as kiln run
 does (the grid follows each candidate's workgroup size). A progress bar goes
 to stderr on a terminal; plain lines otherwise.`,
 		Example: `  kiln tune --kernel matmul_reg --backend cuda --size 1024 --budget 2m
+  kiln tune --kernel matmul_tc --spec type=bf16 --backend cuda --size 4096 --budget 2m
   kiln tune --kernel vector_add --backend vulkan:0 --size 16777216
   kiln tune --kernel prog.json --backend cpu-ref --input a=@a.bin --size out=1024 --invocations 1024`,
 		Args: cobra.NoArgs,

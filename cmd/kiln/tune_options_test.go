@@ -61,6 +61,19 @@ func TestTuneSearchesMatmulTCTilesAndRunUsesTheWinner(t *testing.T) {
 		t.Fatalf("options record %+v (found %v), winner %s", rec, ok, r.Winner)
 	}
 
+	var list struct {
+		Records []autotuneRecordJSON `json:"records"`
+	}
+	kilnJSON(t, &list, "autotune", "list", "--json")
+	if len(list.Records) != 2 {
+		t.Fatalf("autotune list = %+v", list)
+	}
+	for _, l := range list.Records {
+		if l.Key == r.Key && (l.Kernel != "matmul_tc" || l.Params != rec.Params) {
+			t.Fatalf("the tile record lists as %+v", l)
+		}
+	}
+
 	// The next run (with or without type=bf16, its default) builds the
 	// recorded tile and says so.
 	for _, args := range [][]string{{"--spec", "type=bf16"}, nil} {
