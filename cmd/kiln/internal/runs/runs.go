@@ -138,25 +138,34 @@ func ConfigureKernelOn(ctx context.Context, h *host.Host, backend string, k kern
 		}
 	}
 	if backend != "" && searched.Len() > 0 && !explicit {
-		b, err := h.Acquire(ctx, backend)
-		if err != nil {
-			return kernels.Kernel{}, ir.SpecMap{}, TunedOptions{}, err
-		}
-		if rec, ok := b.TunedOptions(k.Name, k.FixedOptions(opts)); ok {
-			vals, err := k.ParseTunedOptions(opts, rec)
-			if err != nil {
-				tuned.Ignored = fmt.Errorf("the autotune record of %s's options on %s (%q): %w. Fix: run kiln tune --kernel %s again, or kiln autotune forget --kernel %s", k.Name, backend, rec, err, k.Name, k.Name)
-			} else {
-				for _, n := range vals.Names() {
-					v, _ := vals.Get(n)
-					opts.Set(n, v)
-				}
-				tuned.Options = autotune.FormatParams(vals)
+		// A backend that cannot be acquired has no record to apply; the
+		// dispatch reports it (or fails over, with --fallback).
+		if b, err := h.Acquire(ctx, backend); err == nil {
+			var vals ir.SpecMap
+			vals, tuned = tunedOptions(b, k, opts, backend)
+			for _, n := range vals.Names() {
+				v, _ := vals.Get(n)
+				opts.Set(n, v)
 			}
 		}
 	}
 	built, spec, err := configure(k, kvs, opts, params)
 	return built, spec, tuned, err
+}
+
+// tunedOptions returns the values of k's searched options that b's record of k
+// with the fixed options opts sets holds, when there is one that fits k.
+func tunedOptions(b *host.Backend, k kernels.Kernel, opts ir.SpecMap, backend string) (ir.SpecMap, TunedOptions) {
+	rec, ok := b.TunedOptions(k.Name, k.FixedOptions(opts))
+	if !ok {
+		return ir.SpecMap{}, TunedOptions{}
+	}
+	vals, err := k.ParseTunedOptions(opts, rec)
+	if err != nil {
+		return ir.SpecMap{}, TunedOptions{Ignored: fmt.Errorf("the autotune record of %s's options on %s (%q): %w. Fix: run kiln tune --kernel %s again, or kiln autotune forget --kernel %s",
+			k.Name, backend, rec, err, k.Name, k.Name)}
+	}
+	return vals, TunedOptions{Options: autotune.FormatParams(vals)}
 }
 
 // configure builds k for opts and parses params, its program's parameters;
