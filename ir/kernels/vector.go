@@ -38,9 +38,19 @@ func defaultEPI(t ir.Type) uint32 {
 
 var epiCandidates = []uint32{1, 2, 4, 8}
 
-// vectorLanes is how many of an invocation's elements vector_add loads ahead
-// of its stores: the largest candidate.
-const vectorLanes = 8
+// epiCandidates16 are vector_add_f16's: one more doubling, for the same bytes
+// in flight as vector_add's largest.
+var epiCandidates16 = []uint32{1, 2, 4, 8, 16}
+
+// epiCandidatesOf returns the epi candidates of vectorAddOf on elements of
+// type t; the largest is how many of an invocation's elements it loads ahead
+// of its stores (its lanes).
+func epiCandidatesOf(t ir.Type) []uint32 {
+	if t.Is16Bit() {
+		return epiCandidates16
+	}
+	return epiCandidates
+}
 
 func vectorAdd() Kernel {
 	inv := func(c Case) [3]uint32 {
@@ -80,7 +90,7 @@ func vectorAdd() Kernel {
 // ceil(ceil(n/epi)/workgroup) workgroups covers n elements; the default epi = 4
 // is the measured best on the H200 (4346 GB/s, against 3489 at epi = 1).
 //
-// An invocation first loads all its pairs (for j < min(epi, vectorLanes), into
+// An invocation first loads all its pairs (for j < min(epi, lanes), into
 // registers; an index past the end of a buffer loads 0, the IR's bounds rule)
 // and only then stores the sums whose index is in range. Loads ahead of stores
 // let a compiler keep every load of the invocation in flight at once even when
@@ -88,7 +98,8 @@ func vectorAdd() Kernel {
 // steps keeps one step's loads in flight (measured on the H200 through
 // Vulkan at epi 4: 3697 GB/s as a loop, 4345 loads first). The guards j < epi
 // are constants once a backend folds the parameter, so only the lanes in use
-// remain. An epi beyond vectorLanes (a value outside the candidates) adds the
+// remain; the lanes are the largest candidate (8, 16 on 16-bit elements). An
+// epi beyond the lanes (a value outside the candidates) adds the
 // remaining elements in a plain loop (behind a guard that folds away too).
 func vectorAddProgram() *ir.Program { return vectorAddOf("kiln.vector.add.f32", ir.F32) }
 
@@ -96,7 +107,9 @@ func vectorAddProgram() *ir.Program { return vectorAddOf("kiln.vector.add.f32", 
 // (vector_add_f16 is it on f16).
 func vectorAddOf(name string, t ir.Type) *ir.Program {
 	b := ir.NewBuilder(name, vectorWG, 1, 1)
-	epi := b.Tunable("epi", ir.U32, ir.LitU32(defaultEPI(t)), u32Literals(epiCandidates)...)
+	cands := epiCandidatesOf(t)
+	lanes := int(cands[len(cands)-1])
+	epi := b.Tunable("epi", ir.U32, ir.LitU32(defaultEPI(t)), u32Literals(cands)...)
 	x := b.Buffer("a", t, ir.Read)
 	y := b.Buffer("b", t, ir.Read)
 	out := b.Buffer("out", t, ir.Write)
@@ -107,18 +120,18 @@ func vectorAddOf(name string, t ir.Type) *ir.Program {
 		return blk.Let(name, ir.Add(g, ir.Mul(j, total)))
 	}
 	xv, yv := func(j int) string { return fmt.Sprintf("x_%d", j) }, func(j int) string { return fmt.Sprintf("y_%d", j) }
-	for j := range vectorLanes {
+	for j := range lanes {
 		b.Var(xv(j), t, zero)
 		b.Var(yv(j), t, zero)
 	}
-	for j := range vectorLanes {
+	for j := range lanes {
 		b.If(ir.Lt(ir.LitU32(uint32(j)), epi), func(then *ir.Block) {
 			i := index(then, fmt.Sprintf("load_%d", j), ir.LitU32(uint32(j)))
 			then.Assign(xv(j), ir.Load(x, i))
 			then.Assign(yv(j), ir.Load(y, i))
 		})
 	}
-	for j := range vectorLanes {
+	for j := range lanes {
 		b.If(ir.Lt(ir.LitU32(uint32(j)), epi), func(then *ir.Block) {
 			i := index(then, fmt.Sprintf("store_%d", j), ir.LitU32(uint32(j)))
 			then.If(ir.Lt(i, ir.Len(out)), func(in *ir.Block) {
@@ -126,8 +139,8 @@ func vectorAddOf(name string, t ir.Type) *ir.Program {
 			})
 		})
 	}
-	b.If(ir.Lt(ir.LitU32(vectorLanes), epi), func(more *ir.Block) {
-		more.For("j", ir.U32, ir.LitU32(vectorLanes), epi, ir.LitU32(1), func(loop *ir.Block, j ir.Expr) {
+	b.If(ir.Lt(ir.LitU32(uint32(lanes)), epi), func(more *ir.Block) {
+		more.For("j", ir.U32, ir.LitU32(uint32(lanes)), epi, ir.LitU32(1), func(loop *ir.Block, j ir.Expr) {
 			i := index(loop, "i", j)
 			loop.If(ir.Lt(i, ir.Len(out)), func(then *ir.Block) {
 				then.Store(out, i, ir.Add(ir.Load(x, i), ir.Load(y, i)))
@@ -145,7 +158,7 @@ func vectorAddF16() Kernel {
 		Name: "vector_add_f16",
 		OpID: "kiln.vector.add.f16",
 		Doc: "out[i] = a[i] + b[i] on f16 (IR v1.2), correctly rounded in f16; each invocation adds epi elements " +
-			"(parameter, default 8, tunable 1, 2, 4, 8) a grid apart; size is the number of elements",
+			"(parameter, default 8, tunable 1, 2, 4, 8, 16) a grid apart; size is the number of elements",
 		Sizes:       vectorSizes(),
 		Program:     func() *ir.Program { return vectorAddOf("kiln.vector.add.f16", ir.F16) },
 		Invocations: inv,

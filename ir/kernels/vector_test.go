@@ -91,3 +91,37 @@ func TestVectorAddF16DefaultEPI(t *testing.T) {
 		}
 	}
 }
+
+// vector_add_f16 loads 16 lanes ahead (its largest candidate, epi 16) and adds
+// every element at each candidate and beyond, on the interpreter.
+func TestVectorAddF16Lanes(t *testing.T) {
+	k, _ := kernels.Lookup("vector_add_f16")
+	p := k.Program()
+	if d, _ := p.Param("epi"); len(d.Candidates) != 5 || d.Candidates[4].Bits != 16 {
+		t.Fatalf("epi candidates %v", d.Candidates)
+	}
+	loads := 0
+	for _, a := range accesses(p.Body) {
+		if a == "store out" {
+			break
+		}
+		loads++
+	}
+	if loads != 2*16 {
+		t.Fatalf("%d loads before the first store, want 32", loads)
+	}
+	for _, epi := range []uint32{1, 8, 16, 17} {
+		base := k.NewCase(rand.New(rand.NewPCG(5, uint64(epi))), 1021)
+		var spec ir.SpecMap
+		spec.Set("epi", ir.SpecU32(epi))
+		c, _ := k.Retune(base, [3]uint32{32, 1, 1}, spec)
+		got, err := interp.Run(context.Background(), p, interp.Options{WorkgroupSize: c.WorkgroupSize, Spec: c.Spec},
+			interp.Launch{Grid: c.Grid, Inputs: c.Inputs, OutputCounts: c.OutputCounts})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := k.Check(got, k.Reference(base)); err != nil {
+			t.Errorf("epi %d: %v", epi, err)
+		}
+	}
+}
