@@ -1,6 +1,7 @@
 package autotune
 
 import (
+	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
 	"fmt"
@@ -42,6 +43,26 @@ func NewKey(spec ir.SpecCacheKey, adapter string) Key {
 // tunes a program variant, so the declared size, not a tuned one, is in the key.
 func KeyFor(p *ir.Program, spec ir.SpecMap, adapter string) Key {
 	return NewKey(ir.NewSpecCacheKey(p.Digest(), ir.BindingSignature(p), p.WorkgroupSize, spec), adapter)
+}
+
+// OptionsKey is the key of the record of a corpus kernel's searched options
+// (matmul_tc's tile: the options that build its program, see kernels.Option)
+// on adapter: the first 16 bytes of the SHA-256 of "kiln.options", the kernel's
+// name and its fixed options (fixed, such as type=bf16; every value, element
+// types included, in name order). The searched options' values are the
+// record's params; the tile they build is a program of its own, whose
+// workgroup size and tunables are that program's KeyFor record.
+func OptionsKey(kernel string, fixed ir.SpecMap, adapter string) Key {
+	h := sha256.New()
+	h.Write([]byte("kiln.options\x00" + kernel + "\x00"))
+	var buf [8]byte
+	for _, name := range fixed.Names() {
+		v, _ := fixed.Get(name)
+		h.Write([]byte(name + "\x00"))
+		binary.LittleEndian.PutUint64(buf[:], v.CacheHash())
+		h.Write(buf[:])
+	}
+	return Key{hex: hex.EncodeToString(h.Sum(nil)[:16]), adapter: adapter}
 }
 
 // Hex returns the folded digest as 32 lowercase hex digits.

@@ -210,11 +210,17 @@ func (s *stores) storeBlob(log hclog.Logger, key cache.Key, sent, got []byte) {
 // when there is one the adapter can run: the local record, or the fleet tier's
 // when it was measured later.
 func (s *stores) tunedRecord(log hclog.Logger, b *Backend, prog *ir.Program, spec ir.SpecMap) (autotune.Record, bool) {
+	return s.recordOf(log, b, prog.Name, func(adapter string) autotune.Key { return autotune.KeyFor(prog, spec, adapter) })
+}
+
+// recordOf returns the record under the key keyOf makes of b's device adapter
+// (see tunedRecord); what names the program or kernel in a warning.
+func (s *stores) recordOf(log hclog.Logger, b *Backend, what string, keyOf func(adapter string) autotune.Key) (autotune.Record, bool) {
 	if s == nil || s.tune == nil {
 		return autotune.Record{}, false
 	}
 	fingerprint := b.adapter.Identity.Fingerprint()
-	key := autotune.KeyFor(prog, spec, autotune.DeviceAdapter(b.ID(), fingerprint))
+	key := keyOf(autotune.DeviceAdapter(b.ID(), fingerprint))
 	rec, ok := s.tune.Get(key)
 	if theirs, found := s.remoteTuning(b.ID(), fingerprint, key.Hex()); found && (!ok || theirs.MeasuredAt.After(remote.RecordTime(rec))) {
 		rec, ok = theirs.Record, true
@@ -226,7 +232,7 @@ func (s *stores) tunedRecord(log hclog.Logger, b *Backend, prog *ir.Program, spe
 	total := uint64(wg[0]) * uint64(wg[1]) * uint64(wg[2])
 	limit := uint64(b.adapter.Profile.MaxInvocationsPerWorkgroup)
 	if total == 0 || (limit > 0 && total > limit) {
-		log.Warn("ignoring an autotune record the adapter cannot run", "program", prog.Name, "backend", b.Name(), "workgroup_size", wg, "max_invocations", limit)
+		log.Warn("ignoring an autotune record the adapter cannot run", "program", what, "backend", b.Name(), "workgroup_size", wg, "max_invocations", limit)
 		return autotune.Record{}, false
 	}
 	return rec, true
@@ -267,6 +273,20 @@ func (b *Backend) Tuning(prog *ir.Program, spec ir.SpecMap) (Tuning, bool) {
 		return Tuning{}, false
 	}
 	return Tuning{WorkgroupSize: rec.WorkgroupSize, Params: params}, true
+}
+
+// TunedOptions returns the searched options (a tile: "tk=64 tm=256 tn=128")
+// that kiln tune recorded for the corpus kernel named kernel with its fixed
+// options fixed (type=bf16) on b's device, under autotune.OptionsKey; ok is
+// false when there is no record. The options build the kernel's program, so
+// only the caller (kiln run, through kernels.Kernel.ParseTunedOptions) can
+// apply them; the program they build then finds its own record for its
+// workgroup size and tunables.
+func (b *Backend) TunedOptions(kernel string, fixed ir.SpecMap) (string, bool) {
+	rec, ok := b.p.set.stores.recordOf(b.p.log, b, kernel, func(adapter string) autotune.Key {
+		return autotune.OptionsKey(kernel, fixed, adapter)
+	})
+	return rec.Params, ok
 }
 
 // Live returns the routing identity of every available adapter of every running

@@ -45,10 +45,14 @@ type autotuneRecordJSON struct {
 }
 
 // corpusKernelOf names the corpus kernel whose default variant on adapter has
-// key, or "".
+// key, or whose searched options at its default fixed options do (the tile
+// record of matmul_tc at type=bf16, whose params are the tile), or "".
 func corpusKernelOf(key autotune.Key) string {
 	for _, k := range kernels.All() {
 		if autotune.KeyFor(k.Program(), ir.SpecMap{}, key.Adapter()) == key {
+			return k.Name
+		}
+		if k.TunedOptions().Len() > 0 && autotune.OptionsKey(k.Name, k.FixedOptions(ir.SpecMap{}), key.Adapter()) == key {
 			return k.Name
 		}
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/kiln-dev/kiln/cmd/kiln/internal/runs"
 	"github.com/kiln-dev/kiln/host"
+	"github.com/kiln-dev/kiln/ir"
 	"github.com/kiln-dev/kiln/ir/kernels"
 )
 
@@ -33,6 +34,9 @@ type runJSON struct {
 	Tuned         bool      `json:"tuned"`
 	// Params are the tunables an autotune record set ("bm=8 bn=8 tk=16").
 	Params string `json:"params,omitempty"`
+	// Options are the options that build the kernel's program (matmul_tc's
+	// tile) an autotune record set ("tk=64 tm=256 tn=128").
+	Options string `json:"options,omitempty"`
 	// Failover lists the backends that failed before Backend ran the launch.
 	Failover []failoverJSON `json:"failover,omitempty"`
 	Outputs  []string       `json:"outputs,omitempty"`
@@ -248,10 +252,15 @@ func runRun(ctx context.Context, o *runOptions) error {
 		return err
 	}
 	var job runs.Job
+	var tuned runs.TunedOptions
 	if o.Kernel != "" {
-		k, params, err := runs.ConfigureKernel(k, o.File.Spec)
+		var params ir.SpecMap
+		k, params, tuned, err = runs.ConfigureKernelOn(ctx, h, o.File.Backend, k, o.File.Spec)
 		if err != nil {
 			return err
+		}
+		if tuned.Ignored != nil {
+			fmt.Fprintf(o.errOut, "kiln: note: ignoring %v\n", tuned.Ignored)
 		}
 		if err := lim.CheckKernel(k, n); err != nil {
 			return err
@@ -272,6 +281,7 @@ func runRun(ctx context.Context, o *runOptions) error {
 		return runErr
 	}
 	j := toRunJSON(out, runErr)
+	j.Options = tuned.Options
 	if o.Repeat > 0 && runErr == nil {
 		t, err := runs.Repeat(ctx, h, job, out.Backend, runs.RepeatOptions{Runs: o.Repeat, Warmup: o.Warmup})
 		if err != nil {
@@ -328,6 +338,9 @@ func (a *app) printRun(j runJSON, verify bool) {
 	}
 	if j.Params != "" {
 		tuned = " (autotune record, " + j.Params + ")"
+	}
+	if j.Options != "" {
+		fmt.Fprintf(a.out, "  options   %s (autotune record)\n", j.Options)
 	}
 	fmt.Fprintf(a.out, "  workgroup %d,%d,%d%s\n", j.WorkgroupSize[0], j.WorkgroupSize[1], j.WorkgroupSize[2], tuned)
 	switch {

@@ -40,6 +40,118 @@ type tuneTarget struct {
 	check  func(outputs [][]byte) error
 	flops  float64 // floating-point operations of one run, 0 when unknown
 	size   int     // the corpus size (kernels only)
+	// For a kernel with searched options (kernels.Option.Tune, matmul_tc's
+	// tile): corpus is its name and fixed the options its record is keyed by
+	// (autotune.OptionsKey); builds are the combinations of the searched
+	// options that build, builds[0] the baseline's (the defaults), and
+	// skipped says why the others do not. builds is nil for other targets.
+	corpus  string
+	fixed   ir.SpecMap
+	builds  []tuneBuild
+	skipped []string
+}
+
+// tuneBuild is one build of a kernel with searched options: their values, the
+// kernel and program they build, and the program narrowed by --spec for the
+// search space.
+type tuneBuild struct {
+	options ir.SpecMap
+	kernel  kernels.Kernel
+	prog    *ir.Program
+	search  *ir.Program
+}
+
+// keyedRecord is a record to save and its key.
+type keyedRecord struct {
+	key autotune.Key
+	rec autotune.Record
+}
+
+// build returns the build candidate c runs (nil for a target without searched
+// options, which runs t.prog) and c's spec without the searched options: the
+// values of the program's tunables.
+func (t tuneTarget) build(c autotune.Candidate) (*tuneBuild, ir.SpecMap) {
+	if t.builds == nil {
+		return nil, c.Spec
+	}
+	var opts, rest ir.SpecMap
+	for _, n := range c.Spec.Names() {
+		v, _ := c.Spec.Get(n)
+		if _, searched := t.builds[0].options.Get(n); searched {
+			opts.Set(n, v)
+		} else {
+			rest.Set(n, v)
+		}
+	}
+	want := autotune.FormatParams(opts)
+	for i := range t.builds {
+		if autotune.FormatParams(t.builds[i].options) == want {
+			return &t.builds[i], rest
+		}
+	}
+	return &t.builds[0], rest
+}
+
+// space is the search space of a target with searched options: each build at
+// its own workgroup size and wgs (--wg), times its tunables' candidates, each
+// candidate's spec carrying the build's options. The baseline (the default
+// build's untuned program) comes first, the rest in a fixed shuffled order. A
+// build whose own workgroup has more invocations than limit (the adapter's, or
+// --max-invocations) is left out, and skipped says why.
+func (t tuneTarget) space(wgs [][3]uint32, limit uint32) (space []autotune.Candidate, skipped []string) {
+	var out []autotune.Candidate
+	for i, b := range t.builds {
+		wg := b.prog.WorkgroupSize
+		if n := uint64(wg[0]) * uint64(wg[1]) * uint64(wg[2]); i > 0 && limit > 0 && n > uint64(limit) {
+			skipped = append(skipped, fmt.Sprintf("%s: its workgroup of %d invocations is over the %d the adapter runs (or --max-invocations)",
+				autotune.FormatParams(b.options), n, limit))
+			continue
+		}
+		var cands []autotune.Candidate
+		if b.search != nil {
+			cands = autotune.Space(b.search, wgs)
+		}
+		if def := autotune.Space(b.prog, nil)[0]; i == 0 && (len(cands) == 0 || def.String() != cands[0].String()) {
+			cands = append([]autotune.Candidate{def}, cands...)
+		}
+		for _, c := range cands {
+			out = append(out, autotune.Candidate{WorkgroupSize: c.WorkgroupSize, Spec: mergeSpecs(c.Spec, b.options)})
+		}
+	}
+	rest := out[1:]
+	rng := rand.New(rand.NewPCG(uint64(len(out)), 0x74696c65))
+	rng.Shuffle(len(rest), func(i, j int) { rest[i], rest[j] = rest[j], rest[i] })
+	return out, skipped
+}
+
+// records are the records of winner w, whose record is rec, on adapter: one
+// keyed by the program (its workgroup size and tunables), and for a kernel
+// with searched options first one of those options keyed by the kernel and
+// its fixed options, so that a later run builds the winning program.
+func (t tuneTarget) records(rec autotune.Record, w autotune.Candidate, adapter string) []keyedRecord {
+	b, params := t.build(w)
+	if b == nil {
+		return []keyedRecord{{autotune.KeyFor(t.prog, t.base.Spec, adapter), rec}}
+	}
+	orec, prec := rec, rec
+	orec.Params, orec.Program = autotune.FormatParams(b.options), b.prog.Name
+	prec.Params, prec.Program = autotune.FormatParams(params), b.prog.Name
+	return []keyedRecord{
+		{autotune.OptionsKey(t.corpus, t.fixed, adapter), orec},
+		{autotune.KeyFor(b.prog, t.base.Spec, adapter), prec},
+	}
+}
+
+// mergeSpecs returns a new map of a's entries and b's, b's winning.
+func mergeSpecs(a, b ir.SpecMap) ir.SpecMap {
+	var out ir.SpecMap
+	for _, m := range []ir.SpecMap{a, b} {
+		for _, n := range m.Names() {
+			v, _ := m.Get(n)
+			out.Set(n, v)
+		}
+	}
+	return out
 }
 
 // tuneOptions are kiln tune's flags.
@@ -84,12 +196,24 @@ runs (the baseline's min–max range plus its own); otherwise, or when the
 baseline itself is the fastest, nothing is recorded and the output says the
 default stands and why. --noise-guard=false records the fastest anyway.
 
+A corpus kernel whose options build its program (matmul_tc's tile: tm, tn,
+tk) is tuned over them as well: every combination that builds with the fixed
+options (--spec type=bf16; the defaults otherwise) runs at its own workgroup
+size (and the --wg sizes); a --spec of a searched option narrows the search
+to that value. Combinations that do not build, or whose workgroup is over the
+adapter's limit, are skipped with the reason on stderr; one the backend fails
+to compile is rejected as any failing candidate. The winning options are
+recorded per kernel, fixed options and device, and the winning program's
+workgroup size under the program: a later kiln run --kernel on that backend
+builds that tile unless its --spec sets one.
+
 --kernel takes a corpus kernel (see kiln run --list; repeatable, each tuned
 in turn with its own budget) or a program file, which then takes --input,
 --zero, --size NAME=COUNT, --spec, --uniform and --invocations as kiln run
 does (the grid follows each candidate's workgroup size). A progress bar goes
 to stderr on a terminal; plain lines otherwise.`,
 		Example: `  kiln tune --kernel matmul_reg --backend cuda --size 1024 --budget 2m
+  kiln tune --kernel matmul_tc --spec type=bf16 --backend cuda --size 4096 --budget 2m
   kiln tune --kernel vector_add --backend vulkan:0 --size 16777216
   kiln tune --kernel prog.json --backend cpu-ref --input a=@a.bin --size out=1024 --invocations 1024`,
 		Args: cobra.NoArgs,
@@ -174,14 +298,20 @@ func runTune(ctx context.Context, o *tuneOptions) error {
 	out := tuneJSON{Store: path, Backend: b.Name(), Adapter: adapter, DryRun: o.DryRun}
 	var failed []string
 	for _, t := range tts {
-		j, rec, err := o.tuneOne(ctx, b, t, limit, wgs, autotune.Config{Warmup: o.Warmup, Runs: o.Runs, Budget: o.Budget}, o.NoiseGuard)
+		j, recs, err := o.tuneOne(ctx, b, t, limit, wgs, autotune.Config{Warmup: o.Warmup, Runs: o.Runs, Budget: o.Budget}, o.NoiseGuard, adapter)
 		if err != nil {
 			return err
 		}
-		if rec != nil && !o.DryRun {
-			key := autotune.KeyFor(t.prog, t.base.Spec, adapter)
-			j.Key = key.Hex()
-			if err := batch.Put(ctx, key, *rec); err != nil {
+		for i, kr := range recs {
+			if o.DryRun {
+				break
+			}
+			if i == 0 {
+				j.Key = kr.key.Hex()
+			} else {
+				j.ProgramKey = kr.key.Hex()
+			}
+			if err := batch.Put(ctx, kr.key, kr.rec); err != nil {
 				return err
 			}
 		}
@@ -221,7 +351,15 @@ func newTuneTarget(name string, count int, sizes []string, seed uint64, file run
 				fixed = append(fixed, kv)
 			}
 		}
-		k, _, err := k.Configure(opts)
+		// A kernel with searched options (matmul_tc's tile) is tuned from
+		// its defaults, with the fixed options --spec sets; --spec of a
+		// searched option narrows the search to that value.
+		corpus, fixedOpts, tunedDefaults := k, k.FixedOptions(opts), k.TunedOptions()
+		build := opts
+		if tunedDefaults.Len() > 0 {
+			build = mergeSpecs(fixedOpts, tunedDefaults)
+		}
+		k, _, err := k.Configure(build)
 		if err != nil {
 			return tuneTarget{}, err
 		}
@@ -255,6 +393,11 @@ func newTuneTarget(name string, count int, sizes []string, seed uint64, file run
 		}
 		if k.Flops != nil {
 			t.flops = k.Flops(c)
+		}
+		if tunedDefaults.Len() > 0 {
+			if err := t.addBuilds(corpus, opts, fixed); err != nil {
+				return tuneTarget{}, err
+			}
 		}
 		return t, nil
 	}
@@ -296,6 +439,34 @@ func newTuneTarget(name string, count int, sizes []string, seed uint64, file run
 	return tuneTarget{name: name, prog: &p, search: &p, base: job.Launch,
 		check: func(got [][]byte) error { _, err := verify.Outputs(&p, got, oracle); return err },
 	}, nil
+}
+
+// addBuilds makes t, whose kernel is corpus built with its searched options at
+// their defaults, a target of corpus's option space with the options opts sets
+// (autotune records of it are keyed by its fixed options); fixed are the
+// --spec values of its programs' tunables. The baseline's build is builds[0],
+// searched only when opts keeps the defaults in the space.
+func (t *tuneTarget) addBuilds(corpus kernels.Kernel, opts ir.SpecMap, fixed []string) error {
+	defaults := autotune.FormatParams(corpus.TunedOptions())
+	t.corpus, t.fixed = corpus.Name, corpus.FixedOptions(opts)
+	t.builds = []tuneBuild{{options: corpus.TunedOptions(), kernel: *t.kernel, prog: t.prog}}
+	choices, skipped := corpus.OptionSpace(opts)
+	for _, err := range skipped {
+		t.skipped = append(t.skipped, err.Error())
+	}
+	for _, ch := range choices {
+		if autotune.FormatParams(ch.Options) == defaults {
+			t.builds[0].search = t.search
+			continue
+		}
+		p := ch.Kernel.Program()
+		search, err := narrowed(p, fixed)
+		if err != nil {
+			return err
+		}
+		t.builds = append(t.builds, tuneBuild{options: ch.Options, kernel: ch.Kernel, prog: p, search: search})
+	}
+	return nil
 }
 
 // narrowed returns a copy of p in which each tunable that specs (NAME=VALUE)
@@ -369,29 +540,25 @@ type hostRunner struct {
 const outputSentinel = 0x7fbadbad
 
 func (r *hostRunner) Run(ctx context.Context, c autotune.Candidate, outputs bool) (autotune.Sample, error) {
-	spec := r.t.base.Spec
-	var merged ir.SpecMap
-	for _, n := range spec.Names() {
-		v, _ := spec.Get(n)
-		merged.Set(n, v)
+	prog, kernel := r.t.prog, r.t.kernel
+	build, params := r.t.build(c)
+	if build != nil {
+		prog, kernel = build.prog, &build.kernel
 	}
-	for _, n := range c.Spec.Names() {
-		v, _ := c.Spec.Get(n)
-		merged.Set(n, v)
-	}
+	merged := mergeSpecs(r.t.base.Spec, params)
 	if r.pl == nil || r.cur != c.String() {
 		if err := r.releasePipeline(ctx); err != nil {
 			return autotune.Sample{}, err
 		}
-		pl, err := r.b.Compile(ctx, r.t.prog, host.CompileOptions{Spec: merged, WorkgroupSize: c.WorkgroupSize})
+		pl, err := r.b.Compile(ctx, prog, host.CompileOptions{Spec: merged, WorkgroupSize: c.WorkgroupSize})
 		if err != nil {
 			return autotune.Sample{}, err
 		}
 		r.pl, r.cur = pl, c.String()
 	}
 	w := r.t.base.Work
-	if r.t.kernel != nil {
-		kc, _ := r.t.kernel.Retune(r.t.c, c.WorkgroupSize, merged)
+	if kernel != nil {
+		kc, _ := kernel.Retune(r.t.c, c.WorkgroupSize, merged)
 		w = host.Work{Grid: kc.Grid, Inputs: kc.Inputs, OutputCounts: kc.OutputCounts, Uniforms: kc.Uniforms}
 	}
 	if r.bufs == nil {
@@ -513,15 +680,27 @@ func (r *hostRunner) release(ctx context.Context) error {
 
 // tuneOne searches t's space on b and returns its report and the winner's
 // record (see tuneReport).
-func (a *app) tuneOne(ctx context.Context, b *host.Backend, t tuneTarget, limit uint32, wgs [][3]uint32, cfg autotune.Config, guard bool) (tuneResultJSON, *autotune.Record, error) {
-	if wgs == nil {
-		wgs = autotune.WorkgroupSizes(t.prog, limit)
+func (a *app) tuneOne(ctx context.Context, b *host.Backend, t tuneTarget, limit uint32, wgs [][3]uint32, cfg autotune.Config, guard bool, adapter string) (tuneResultJSON, []keyedRecord, error) {
+	var space []autotune.Candidate
+	if t.builds != nil {
+		// Each build of the searched options at its own workgroup size (and
+		// --wg's): the tile's shape sets the size its code is written for.
+		var skipped []string
+		space, skipped = t.space(wgs, limit)
+		t.skipped = append(slices.Clip(t.skipped), skipped...)
+	} else {
+		if wgs == nil {
+			wgs = autotune.WorkgroupSizes(t.prog, limit)
+		}
+		space = autotune.Space(t.search, wgs)
+		// The baseline is always the untuned program, even when --spec narrows
+		// the search away from its defaults.
+		if def := autotune.Space(t.prog, nil)[0]; def.String() != space[0].String() {
+			space = append([]autotune.Candidate{def}, space...)
+		}
 	}
-	space := autotune.Space(t.search, wgs)
-	// The baseline is always the untuned program, even when --spec narrows
-	// the search away from its defaults.
-	if def := autotune.Space(t.prog, nil)[0]; def.String() != space[0].String() {
-		space = append([]autotune.Candidate{def}, space...)
+	for _, why := range t.skipped {
+		fmt.Fprintf(a.errOut, "tune %s: skipped a build: %v\n", t.name, why)
 	}
 	r := &hostRunner{b: b, t: t}
 	cfg.Check = t.check
@@ -536,7 +715,12 @@ func (a *app) tuneOne(ctx context.Context, b *host.Backend, t tuneTarget, limit 
 		return tuneResultJSON{}, nil, err
 	}
 	j, rec := tuneReport(t, res, guard, time.Now())
-	return j, rec, nil
+	j.SkippedBuilds = t.skipped
+	if rec == nil {
+		return j, nil, nil
+	}
+	w, _ := res.Winner()
+	return j, t.records(*rec, w.Candidate, adapter), nil
 }
 
 // tuneReport is the report of t's search and the record to save: the
@@ -612,8 +796,15 @@ type tuneResultJSON struct {
 	Speedup    float64 `json:"speedup_over_baseline"`
 	// DefaultStands is why the winner was not recorded although it counted:
 	// the noise guard kept the default configuration.
-	DefaultStands string          `json:"default_stands,omitempty"`
-	Key           string          `json:"key,omitempty"`
+	DefaultStands string `json:"default_stands,omitempty"`
+	// Key is the record's key; for a kernel with searched options (matmul_tc's
+	// tile) the key of the options' record, and ProgramKey that of the winning
+	// program's (its workgroup size and tunables).
+	Key        string `json:"key,omitempty"`
+	ProgramKey string `json:"program_key,omitempty"`
+	// SkippedBuilds say why combinations of the searched options were not
+	// tried (they do not build).
+	SkippedBuilds []string        `json:"skipped_builds,omitempty"`
 	Trials        []tuneTrialJSON `json:"trials"`
 }
 

@@ -147,8 +147,10 @@ func invocations(k Kernel, c Case) [3]int {
 		return [3]int{c.Size * 64, 1, 1} // one workgroup per row
 	case "matmul_tc": // a workgroup of 128 per 64×128 tile of c at the defaults
 		return [3]int{(c.Size + 127) / 128 * 128, (c.Size + 63) / 64, 1}
-	case "vector_add", "vector_add_f16": // four elements per invocation at the default epi
+	case "vector_add": // four elements per invocation at the default epi
 		return [3]int{(c.Size + 3) / 4, 1, 1}
+	case "vector_add_f16": // eight elements per invocation at the default epi
+		return [3]int{(c.Size + 7) / 8, 1, 1}
 	}
 	return [3]int{c.Size, 1, 1}
 }

@@ -49,9 +49,9 @@ func tcOptions() []Option {
 			Candidates: []ir.SpecValue{ir.SpecDType(ir.BF16), ir.SpecDType(ir.F16), ir.SpecDType(ir.F32)}},
 		{Name: "tf32", Doc: "f32 operands multiplied at tf32 precision", Default: ir.SpecBool(false),
 			Candidates: []ir.SpecValue{ir.SpecBool(false), ir.SpecBool(true)}},
-		{Name: "tm", Doc: "rows of c per workgroup", Default: ir.SpecU32(tcTileM), Candidates: u32s(tcTiles)},
-		{Name: "tn", Doc: "columns of c per workgroup", Default: ir.SpecU32(tcTileN), Candidates: u32s(tcTiles)},
-		{Name: "tk", Doc: "K step", Default: ir.SpecU32(tcStep), Candidates: u32s(tcSteps)},
+		{Name: "tm", Doc: "rows of c per workgroup", Default: ir.SpecU32(tcTileM), Candidates: u32s(tcTiles), Tune: true},
+		{Name: "tn", Doc: "columns of c per workgroup", Default: ir.SpecU32(tcTileN), Candidates: u32s(tcTiles), Tune: true},
+		{Name: "tk", Doc: "K step", Default: ir.SpecU32(tcStep), Candidates: u32s(tcSteps), Tune: true},
 	}
 }
 

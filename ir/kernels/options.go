@@ -25,6 +25,10 @@ type Option struct {
 	// may search them. Other values of the kind are accepted where the kernel
 	// can build them.
 	Candidates []ir.SpecValue
+	// Tune marks an option kiln tune searches (matmul_tc's tile: tm, tn, tk):
+	// its winner is recorded per device and applied by later runs. The other
+	// options (type, tf32) are fixed by the user and key the record.
+	Tune bool
 }
 
 // option returns k's option named name.
@@ -146,4 +150,132 @@ func optType(opts ir.SpecMap, name string) ir.Type {
 	v, _ := opts.Get(name)
 	t, _ := v.DType()
 	return t
+}
+
+// TunedOptions returns k's options a tuner searches (Option.Tune) at their
+// defaults; empty when it has none.
+func (k Kernel) TunedOptions() ir.SpecMap {
+	var out ir.SpecMap
+	for _, o := range k.Options {
+		if o.Tune {
+			out.Set(o.Name, o.Default)
+		}
+	}
+	return out
+}
+
+// FixedOptions returns the value of every option of k that a tuner does not
+// search, from opts where it sets one, else the default: what a tuning record
+// of k is keyed by, so that `--spec type=bf16` and no --spec name one record.
+func (k Kernel) FixedOptions(opts ir.SpecMap) ir.SpecMap {
+	var out ir.SpecMap
+	for _, o := range k.Options {
+		if o.Tune {
+			continue
+		}
+		v, ok := opts.Get(o.Name)
+		if !ok {
+			v = o.Default
+		}
+		out.Set(o.Name, v)
+	}
+	return out
+}
+
+// OptionChoice is one combination of the searched options and the kernel it
+// builds.
+type OptionChoice struct {
+	// Options holds one value per searched option (Kernel.TunedOptions).
+	Options ir.SpecMap
+	// Kernel is the kernel built for them and the fixed options.
+	Kernel Kernel
+}
+
+// OptionSpace returns the combinations of k's searched options a tuner tries,
+// with the fixed options opts sets (the others at their defaults): every
+// candidate of each searched option, or only the value opts sets for it. The
+// defaults come first. A combination that does not build (a tile over
+// ir.MaxMatrixBytes) is left out, and its reason is in skipped.
+func (k Kernel) OptionSpace(opts ir.SpecMap) (space []OptionChoice, skipped []error) {
+	combos := []ir.SpecMap{{}}
+	for _, o := range k.Options {
+		if !o.Tune {
+			continue
+		}
+		values := []ir.SpecValue{o.Default}
+		if v, set := opts.Get(o.Name); set {
+			values = []ir.SpecValue{v}
+		} else {
+			for _, c := range o.Candidates {
+				if c != o.Default {
+					values = append(values, c)
+				}
+			}
+		}
+		var next []ir.SpecMap
+		for _, s := range combos {
+			for _, v := range values {
+				n := mergeSpec(s, ir.SpecMap{})
+				n.Set(o.Name, v)
+				next = append(next, n)
+			}
+		}
+		combos = next
+	}
+	fixed := k.FixedOptions(opts)
+	for _, c := range combos {
+		built, _, err := k.Configure(mergeSpec(fixed, c))
+		if err != nil {
+			skipped = append(skipped, err)
+			continue
+		}
+		space = append(space, OptionChoice{Options: c, Kernel: built})
+	}
+	return space, skipped
+}
+
+// ParseTunedOptions reads a tuning record's options ("tk=64 tm=256 tn=128",
+// as autotune.FormatParams writes them) back as values of k's searched
+// options. A name that is not one of them, a value of the wrong kind, a name
+// given twice, or a combination k cannot build with the fixed options opts
+// sets is an error: the record is stale or was edited, and is not applied.
+func (k Kernel) ParseTunedOptions(opts ir.SpecMap, params string) (ir.SpecMap, error) {
+	var out ir.SpecMap
+	if params == "" {
+		return out, fmt.Errorf("%s: the record holds no options", k.Name)
+	}
+	for _, kv := range strings.Split(params, " ") {
+		name, value, ok := strings.Cut(kv, "=")
+		o, known := k.option(name)
+		switch {
+		case !ok:
+			return ir.SpecMap{}, fmt.Errorf("%s: %q is not NAME=VALUE", k.Name, kv)
+		case !known || !o.Tune:
+			return ir.SpecMap{}, fmt.Errorf("%s has no searched option %q", k.Name, name)
+		}
+		if _, dup := out.Get(name); dup {
+			return ir.SpecMap{}, fmt.Errorf("%s: option %s given twice", k.Name, name)
+		}
+		v, _, err := k.ParseOption(name, value)
+		if err != nil {
+			return ir.SpecMap{}, err
+		}
+		out.Set(name, v)
+	}
+	if _, _, err := k.Configure(mergeSpec(k.FixedOptions(opts), out)); err != nil {
+		return ir.SpecMap{}, err
+	}
+	return out, nil
+}
+
+// mergeSpec returns a new map of a's entries and b's, b's winning.
+func mergeSpec(a, b ir.SpecMap) ir.SpecMap {
+	var out ir.SpecMap
+	for _, m := range []ir.SpecMap{a, b} {
+		for _, name := range m.Names() {
+			v, _ := m.Get(name)
+			out.Set(name, v)
+		}
+	}
+	return out
 }

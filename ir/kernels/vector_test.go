@@ -71,3 +71,57 @@ func TestVectorAddBeyondTheLanes(t *testing.T) {
 		}
 	}
 }
+
+// vector_add_f16 adds 8 elements per invocation by default, twice vector_add's
+// 4, so that an invocation has as many bytes of loads in flight (2 × 8 × 2)
+// as the f32 add at its measured best (2 × 4 × 4); its launch covers them.
+func TestVectorAddF16DefaultEPI(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		epi  uint32
+	}{{"vector_add", 4}, {"vector_add_f16", 8}} {
+		k, _ := kernels.Lookup(c.name)
+		d, ok := k.Program().Param("epi")
+		if !ok || d.Default.Bits != c.epi {
+			t.Fatalf("%s: epi default %v, want %d", c.name, d.Default, c.epi)
+		}
+		cs := k.NewCase(rand.New(rand.NewPCG(1, 2)), 4097)
+		if want := (4097 + c.epi - 1) / c.epi; cs.Invocations[0] != want {
+			t.Errorf("%s: %d invocations for 4097 elements, want %d", c.name, cs.Invocations[0], want)
+		}
+	}
+}
+
+// vector_add_f16 loads 16 lanes ahead (its largest candidate, epi 16) and adds
+// every element at each candidate and beyond, on the interpreter.
+func TestVectorAddF16Lanes(t *testing.T) {
+	k, _ := kernels.Lookup("vector_add_f16")
+	p := k.Program()
+	if d, _ := p.Param("epi"); len(d.Candidates) != 5 || d.Candidates[4].Bits != 16 {
+		t.Fatalf("epi candidates %v", d.Candidates)
+	}
+	loads := 0
+	for _, a := range accesses(p.Body) {
+		if a == "store out" {
+			break
+		}
+		loads++
+	}
+	if loads != 2*16 {
+		t.Fatalf("%d loads before the first store, want 32", loads)
+	}
+	for _, epi := range []uint32{1, 8, 16, 17} {
+		base := k.NewCase(rand.New(rand.NewPCG(5, uint64(epi))), 1021)
+		var spec ir.SpecMap
+		spec.Set("epi", ir.SpecU32(epi))
+		c, _ := k.Retune(base, [3]uint32{32, 1, 1}, spec)
+		got, err := interp.Run(context.Background(), p, interp.Options{WorkgroupSize: c.WorkgroupSize, Spec: c.Spec},
+			interp.Launch{Grid: c.Grid, Inputs: c.Inputs, OutputCounts: c.OutputCounts})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := k.Check(got, k.Reference(base)); err != nil {
+			t.Errorf("epi %d: %v", epi, err)
+		}
+	}
+}

@@ -78,23 +78,99 @@ func KernelJobWith(k kernels.Kernel, size int, seed uint64, backend string, spec
 // parameter of the built kernel's program, parsed by its type. It returns the
 // kernel as built and the parameters' values, for KernelJobWith.
 func ConfigureKernel(k kernels.Kernel, kvs []string) (kernels.Kernel, ir.SpecMap, error) {
+	opts, params, err := splitSpecs(k, kvs)
+	if err != nil {
+		return kernels.Kernel{}, ir.SpecMap{}, err
+	}
+	return configure(k, kvs, opts, params)
+}
+
+// splitSpecs sorts --spec NAME=VALUE flags into k's options, parsed, and the
+// rest (its program's parameters), left as flags.
+func splitSpecs(k kernels.Kernel, kvs []string) (ir.SpecMap, []string, error) {
 	var opts ir.SpecMap
 	var params []string
 	for _, kv := range kvs {
 		name, value, err := pair("--spec", kv)
 		if err != nil {
-			return kernels.Kernel{}, ir.SpecMap{}, err
+			return ir.SpecMap{}, nil, err
 		}
 		v, isOption, err := k.ParseOption(name, value)
 		switch {
 		case err != nil:
-			return kernels.Kernel{}, ir.SpecMap{}, fmt.Errorf("--spec %s: %w", kv, err)
+			return ir.SpecMap{}, nil, fmt.Errorf("--spec %s: %w", kv, err)
 		case isOption:
 			opts.Set(name, v)
 		default:
 			params = append(params, kv)
 		}
 	}
+	return opts, params, nil
+}
+
+// TunedOptions is what ConfigureKernelOn took from an autotune record.
+type TunedOptions struct {
+	// Options are the searched options the record set ("tk=64 tm=256
+	// tn=128"), empty when none did.
+	Options string
+	// Ignored says why a record was there but not applied (it does not fit
+	// the kernel: stale or edited), nil otherwise.
+	Ignored error
+}
+
+// ConfigureKernelOn is ConfigureKernel for a run on the named backend: when k
+// has options kiln tune searches (matmul_tc's tile: tm, tn, tk) and kvs sets
+// none of them, the values kiln tune recorded for k with its fixed options
+// (type=bf16) on that backend's device build it. An explicit --spec of any
+// searched option wins: the record is then not applied (its tile was measured
+// as a whole). Without a backend, or a record, the defaults build it.
+func ConfigureKernelOn(ctx context.Context, h *host.Host, backend string, k kernels.Kernel, kvs []string) (kernels.Kernel, ir.SpecMap, TunedOptions, error) {
+	opts, params, err := splitSpecs(k, kvs)
+	if err != nil {
+		return kernels.Kernel{}, ir.SpecMap{}, TunedOptions{}, err
+	}
+	var tuned TunedOptions
+	searched := k.TunedOptions()
+	explicit := false
+	for _, n := range searched.Names() {
+		if _, set := opts.Get(n); set {
+			explicit = true
+		}
+	}
+	if backend != "" && searched.Len() > 0 && !explicit {
+		// A backend that cannot be acquired has no record to apply; the
+		// dispatch reports it (or fails over, with --fallback).
+		if b, err := h.Acquire(ctx, backend); err == nil {
+			var vals ir.SpecMap
+			vals, tuned = tunedOptions(b, k, opts, backend)
+			for _, n := range vals.Names() {
+				v, _ := vals.Get(n)
+				opts.Set(n, v)
+			}
+		}
+	}
+	built, spec, err := configure(k, kvs, opts, params)
+	return built, spec, tuned, err
+}
+
+// tunedOptions returns the values of k's searched options that b's record of k
+// with the fixed options opts sets holds, when there is one that fits k.
+func tunedOptions(b *host.Backend, k kernels.Kernel, opts ir.SpecMap, backend string) (ir.SpecMap, TunedOptions) {
+	rec, ok := b.TunedOptions(k.Name, k.FixedOptions(opts))
+	if !ok {
+		return ir.SpecMap{}, TunedOptions{}
+	}
+	vals, err := k.ParseTunedOptions(opts, rec)
+	if err != nil {
+		return ir.SpecMap{}, TunedOptions{Ignored: fmt.Errorf("the autotune record of %s's options on %s (%q): %w. Fix: run kiln tune --kernel %s again, or kiln autotune forget --kernel %s",
+			k.Name, backend, rec, err, k.Name, k.Name)}
+	}
+	return vals, TunedOptions{Options: autotune.FormatParams(vals)}
+}
+
+// configure builds k for opts and parses params, its program's parameters;
+// kvs are the flags, for the message.
+func configure(k kernels.Kernel, kvs []string, opts ir.SpecMap, params []string) (kernels.Kernel, ir.SpecMap, error) {
 	built, _, err := k.Configure(opts)
 	if err != nil {
 		return kernels.Kernel{}, ir.SpecMap{}, fmt.Errorf("--spec %s: %w", strings.Join(kvs, " --spec "), err)
