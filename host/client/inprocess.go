@@ -1,4 +1,4 @@
-package pluginapi
+package client
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/go-plugin"
+	"github.com/kiln-dev/kiln/pluginapi"
 )
 
 // ServeInProcess serves b inside this process over the real wire — go-plugin's
@@ -15,14 +16,14 @@ import (
 // side, already described (Describe opened the data plane). It lets a plugin's
 // own tests drive the whole path a host takes without building an executable.
 // stop ends the connection and the server; call it once.
-func ServeInProcess(ctx context.Context, b Backend) (conn Conn, stop func(), err error) {
+func ServeInProcess(ctx context.Context, b pluginapi.Backend) (conn Conn, stop func(), err error) {
 	if b == nil {
-		return nil, nil, errors.New("pluginapi.ServeInProcess was given a nil Backend. Fix: pass the backend to serve")
+		return nil, nil, errors.New("pluginapi.ServeInProcess was given a nil pluginapi.Backend. Fix: pass the backend to serve")
 	}
 	sctx, cancel := context.WithCancel(context.Background())
 	reattach := make(chan *plugin.ReattachConfig, 1)
 	closed := make(chan struct{})
-	cfg := serveConfig(b, hclog.NewNullLogger(), ProtocolV2)
+	cfg := serveConfig(b, hclog.NewNullLogger(), pluginapi.ProtocolV2)
 	cfg.Test = &plugin.ServeTestConfig{Context: sctx, ReattachConfigCh: reattach, CloseCh: closed}
 	go plugin.Serve(cfg)
 	var rc *plugin.ReattachConfig

@@ -1,4 +1,4 @@
-package pluginapi
+package client
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 	"github.com/kiln-dev/kiln/internal/wire"
 	kilnpb "github.com/kiln-dev/kiln/internal/wire/proto"
 	"github.com/kiln-dev/kiln/ir"
+	"github.com/kiln-dev/kiln/pluginapi"
 )
 
 // Conn is the host's side of a connection to one plugin process: what Dispense
@@ -48,7 +49,7 @@ type Conn interface {
 	// SubmitAsync sends a batch and returns without waiting for it; batches run
 	// in the order they are sent. ctx ending before the batch completes cancels
 	// it.
-	SubmitAsync(ctx context.Context, req *SubmitRequest) (*Pending, error)
+	SubmitAsync(ctx context.Context, req *pluginapi.SubmitRequest) (*Pending, error)
 	// Lost returns the error that ended the connection's data plane — the
 	// plugin died (its socket closed) or broke the protocol — and nil while the
 	// plane is up or when the connection has none. Buffers of a lost connection
@@ -64,7 +65,7 @@ type Conn interface {
 	// each output has (outputs, in output order). With the data plane, inputs and
 	// outputs travel through shared memory, and an output of another size is
 	// refused unread (a *ResultError).
-	DispatchSized(ctx context.Context, req *DispatchRequest, outputs []int) (*DispatchResult, error)
+	DispatchSized(ctx context.Context, req *pluginapi.DispatchRequest, outputs []int) (*pluginapi.DispatchResult, error)
 }
 
 var _ Conn = (*client)(nil)
@@ -109,7 +110,7 @@ type v2client struct {
 	rpc kilnpb.DeviceClient
 
 	mu     sync.Mutex
-	caps   Capabilities
+	caps   pluginapi.Capabilities
 	id     string
 	plane  *plane
 	table  bufferTable
@@ -120,12 +121,12 @@ type v2client struct {
 }
 
 func newV2Client(rpc kilnpb.DeviceClient) *v2client {
-	return &v2client{rpc: rpc, caps: Capabilities{Protocol: 2}, table: bufferTable{}, mapped: map[uint64]*wire.Segment{}}
+	return &v2client{rpc: rpc, caps: pluginapi.Capabilities{Protocol: 2}, table: bufferTable{}, mapped: map[uint64]*wire.Segment{}}
 }
 
 // describe is Describe on protocol 2: the description, the capabilities, and
 // (the first time) the data plane.
-func (v *v2client) describe(ctx context.Context) (*Description, error) {
+func (v *v2client) describe(ctx context.Context) (*pluginapi.Description, error) {
 	r, err := v.rpc.Describe(ctx, &kilnpb.DescribeRequest{})
 	if err != nil {
 		return nil, fromStatus(ctx, "Describe", err)
@@ -173,7 +174,7 @@ func (v *v2client) cancel(seq uint64) {
 // status converts a Device call's error; UNIMPLEMENTED names the interface.
 func (v *v2client) status(ctx context.Context, method, iface string, err error) error {
 	if status.Code(err) == codes.Unimplemented {
-		return &UnimplementedError{Interface: iface, Backend: v.backendID()}
+		return &pluginapi.UnimplementedError{Interface: iface, Backend: v.backendID()}
 	}
 	return callError(ctx, method, err)
 }
@@ -184,7 +185,7 @@ func (v *v2client) backendID() string {
 	return v.id
 }
 
-func (v *v2client) snapshot() (Capabilities, *plane) {
+func (v *v2client) snapshot() (pluginapi.Capabilities, *plane) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	return v.caps, v.plane
@@ -203,7 +204,7 @@ func (v *v2client) closePlane() {
 // Capabilities implements Conn.
 func (c *client) Capabilities() Capabilities {
 	if c.v2 == nil {
-		return Capabilities{Protocol: 1}
+		return pluginapi.Capabilities{Protocol: 1}
 	}
 	caps, _ := c.v2.snapshot()
 	return caps
@@ -212,23 +213,23 @@ func (c *client) Capabilities() Capabilities {
 func (c *client) capabilities() Capabilities { return c.Capabilities() }
 
 // need returns the v2 client when the plugin implements the interface.
-func (c *client) need(iface string, has func(Capabilities) bool) (*v2client, error) {
+func (c *client) need(iface string, has func(pluginapi.Capabilities) bool) (*v2client, error) {
 	if c.v2 == nil {
-		return nil, &UnimplementedError{Interface: iface}
+		return nil, &pluginapi.UnimplementedError{Interface: iface}
 	}
 	caps, _ := c.v2.snapshot()
 	if !has(caps) {
-		return nil, &UnimplementedError{Interface: iface, Backend: c.v2.backendID()}
+		return nil, &pluginapi.UnimplementedError{Interface: iface, Backend: c.v2.backendID()}
 	}
 	return c.v2, nil
 }
 
-func hasBuffers(c Capabilities) bool { return c.Buffers }
-func hasSubmit(c Capabilities) bool  { return c.Submit }
+func hasBuffers(c pluginapi.Capabilities) bool { return c.Buffers }
+func hasSubmit(c pluginapi.Capabilities) bool  { return c.Submit }
 
 // AllocBuffer implements Buffers. With the data plane, a UsageMap buffer gets a
 // shared segment the plugin may keep its contents in.
-func (c *client) AllocBuffer(ctx context.Context, req *AllocRequest) (*AllocResult, error) {
+func (c *client) AllocBuffer(ctx context.Context, req *pluginapi.AllocRequest) (*pluginapi.AllocResult, error) {
 	v, err := c.need("pluginapi.Buffers", hasBuffers)
 	if err != nil {
 		return nil, err
@@ -237,14 +238,14 @@ func (c *client) AllocBuffer(ctx context.Context, req *AllocRequest) (*AllocResu
 	if err != nil {
 		return nil, err
 	}
-	if req.Size > MaxBufferBytes {
-		return nil, &LimitError{What: fmt.Sprintf("buffer of %d bytes", req.Size), Size: req.Size, Limit: MaxBufferBytes}
+	if req.Size > pluginapi.MaxBufferBytes {
+		return nil, &LimitError{What: fmt.Sprintf("buffer of %d bytes", req.Size), Size: req.Size, Limit: pluginapi.MaxBufferBytes}
 	}
 	if req.Usage&^usageMask != 0 {
-		return nil, Rejected("buffer usage %s has unknown bits. Fix: use the pluginapi.Usage constants", req.Usage)
+		return nil, pluginapi.Rejected("buffer usage %s has unknown bits. Fix: use the pluginapi.Usage constants", req.Usage)
 	}
 	_, pl := v.snapshot()
-	var res *AllocResult
+	var res *pluginapi.AllocResult
 	var seg *wire.Segment
 	if pl != nil {
 		res, seg, err = allocOnPlane(ctx, pl, adapter, req)
@@ -254,7 +255,7 @@ func (c *client) AllocBuffer(ctx context.Context, req *AllocRequest) (*AllocResu
 		if err != nil {
 			err = v.status(ctx, "AllocBuffer", "pluginapi.Buffers", err)
 		} else {
-			res = &AllocResult{Buffer: r.GetBuffer()}
+			res = &pluginapi.AllocResult{Buffer: r.GetBuffer()}
 		}
 	}
 	if err != nil {
@@ -323,7 +324,7 @@ func (c *client) FreeBuffer(ctx context.Context, buffer uint64) error {
 	seg := v.mapped[buffer]
 	v.mu.Unlock()
 	if !ok {
-		return Rejected("free of buffer %d, which does not exist (never allocated, or freed). Fix: free each buffer once", buffer)
+		return pluginapi.Rejected("free of buffer %d, which does not exist (never allocated, or freed). Fix: free each buffer once", buffer)
 	}
 	_, pl := v.snapshot()
 	if pl != nil {
@@ -345,7 +346,7 @@ func (c *client) FreeBuffer(ctx context.Context, buffer uint64) error {
 }
 
 // checkRange checks a range against the host's table.
-func (v *v2client) checkRange(what string, r BufferRange) error {
+func (v *v2client) checkRange(what string, r pluginapi.BufferRange) error {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	return v.table.checkRange(what, r, 1)
@@ -371,7 +372,7 @@ func (c *client) transfer(ctx context.Context, kind wire.FrameKind, buffer, offs
 	if kind == wire.FrameRead {
 		what = "read"
 	}
-	if err := v.checkRange(what, BufferRange{Buffer: buffer, Offset: offset, Size: uint64(len(b))}); err != nil {
+	if err := v.checkRange(what, pluginapi.BufferRange{Buffer: buffer, Offset: offset, Size: uint64(len(b))}); err != nil {
 		return err
 	}
 	if mem := c.Mapping(buffer); mem != nil {
@@ -426,8 +427,8 @@ func (v *v2client) transferGRPC(ctx context.Context, kind wire.FrameKind, buffer
 
 // PeerCopy implements PeerCopier: one copy frame on the data plane, both ranges
 // checked against the host's table first.
-func (c *client) PeerCopy(ctx context.Context, dst, src BufferRange) error {
-	v, err := c.need("pluginapi.PeerCopier", func(c Capabilities) bool { return c.PeerCopy && c.SharedMemory })
+func (c *client) PeerCopy(ctx context.Context, dst, src pluginapi.BufferRange) error {
+	v, err := c.need("pluginapi.PeerCopier", func(c pluginapi.Capabilities) bool { return c.PeerCopy && c.SharedMemory })
 	if err != nil {
 		return err
 	}
@@ -439,14 +440,14 @@ func (c *client) PeerCopy(ctx context.Context, dst, src BufferRange) error {
 	}
 	_, pl := v.snapshot()
 	if pl == nil {
-		return &UnimplementedError{Interface: "pluginapi.PeerCopier", Backend: v.backendID()}
+		return &pluginapi.UnimplementedError{Interface: "pluginapi.PeerCopier", Backend: v.backendID()}
 	}
 	_, err = pl.roundTrip(ctx, &wire.Request{Kind: wire.FrameCopy, Src: rangeToWire(src), Dst: rangeToWire(dst)}, -1, 0)
 	return err
 }
 
 // Submit implements Submitter: SubmitAsync, then Wait.
-func (c *client) Submit(ctx context.Context, req *SubmitRequest) (*SubmitResult, error) {
+func (c *client) Submit(ctx context.Context, req *pluginapi.SubmitRequest) (*pluginapi.SubmitResult, error) {
 	p, err := c.SubmitAsync(ctx, req)
 	if err != nil {
 		return nil, err
@@ -456,7 +457,7 @@ func (c *client) Submit(ctx context.Context, req *SubmitRequest) (*SubmitResult,
 
 // SubmitAsync implements Conn. The batch is checked against the host's table of
 // buffers before anything is sent.
-func (c *client) SubmitAsync(ctx context.Context, req *SubmitRequest) (*Pending, error) {
+func (c *client) SubmitAsync(ctx context.Context, req *pluginapi.SubmitRequest) (*Pending, error) {
 	v, err := c.need("pluginapi.Submitter", hasSubmit)
 	if err != nil {
 		return nil, err
@@ -488,8 +489,8 @@ func (c *client) SubmitAsync(ctx context.Context, req *SubmitRequest) (*Pending,
 		return nil, err
 	}
 	msg := &kilnpb.SubmitRequest{Adapter: adapter, Commands: cmds}
-	if size := uint64(proto.Size(msg)); size > MaxMessageBytes {
-		return nil, &LimitError{What: fmt.Sprintf("submit of %d commands", len(req.Commands)), Size: size, Limit: MaxMessageBytes}
+	if size := uint64(proto.Size(msg)); size > pluginapi.MaxMessageBytes {
+		return nil, &LimitError{What: fmt.Sprintf("submit of %d commands", len(req.Commands)), Size: size, Limit: pluginapi.MaxMessageBytes}
 	}
 	rctx, stop := context.WithCancel(context.WithoutCancel(ctx))
 	p := &Pending{done: make(chan struct{}), stop: stop}
@@ -509,7 +510,7 @@ func (c *client) SubmitAsync(ctx context.Context, req *SubmitRequest) (*Pending,
 			p.err = v.status(rctx, "Submit", "pluginapi.Submitter", err)
 			return
 		}
-		p.res = &SubmitResult{HostNanos: r.GetHostNanos(), DeviceNanos: r.GetDeviceNanos()}
+		p.res = &pluginapi.SubmitResult{HostNanos: r.GetHostNanos(), DeviceNanos: r.GetDeviceNanos()}
 	}()
 	return p, nil
 }
@@ -530,7 +531,7 @@ type Pending struct {
 
 	mu       sync.Mutex
 	finished bool
-	res      *SubmitResult
+	res      *pluginapi.SubmitResult
 	err      error
 }
 
@@ -573,7 +574,7 @@ func (p *Pending) WaitReady(ctx context.Context) error {
 
 // Wait returns the batch's result once it has run. If ctx ends first, the batch
 // is cancelled and Wait returns ctx's error. Wait may be called more than once.
-func (p *Pending) Wait(ctx context.Context) (*SubmitResult, error) {
+func (p *Pending) Wait(ctx context.Context) (*pluginapi.SubmitResult, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.finished {
@@ -582,7 +583,7 @@ func (p *Pending) Wait(ctx context.Context) (*SubmitResult, error) {
 	if p.plane != nil {
 		d, _, err := p.plane.wait(ctx, p.call)
 		if err == nil {
-			p.res = &SubmitResult{HostNanos: d.HostNanos, DeviceNanos: d.DeviceNanos, spans: spansFromWire(d.Spans)}
+			p.res = &pluginapi.SubmitResult{HostNanos: d.HostNanos, DeviceNanos: d.DeviceNanos, spans: spansFromWire(d.Spans)}
 		}
 		p.finished, p.err = true, err
 		return p.res, p.err
@@ -601,7 +602,7 @@ func (p *Pending) Wait(ctx context.Context) (*SubmitResult, error) {
 }
 
 // DispatchSized implements Conn.
-func (c *client) DispatchSized(ctx context.Context, req *DispatchRequest, outputs []int) (*DispatchResult, error) {
+func (c *client) DispatchSized(ctx context.Context, req *pluginapi.DispatchRequest, outputs []int) (*pluginapi.DispatchResult, error) {
 	var pl *plane
 	if c.v2 != nil {
 		_, pl = c.v2.snapshot()
@@ -615,8 +616,8 @@ func (c *client) DispatchSized(ctx context.Context, req *DispatchRequest, output
 			out += uint64(n)
 		}
 		const overhead = 1 << 10
-		if in+overhead > MaxMessageBytes || out+overhead > MaxMessageBytes {
-			return nil, &LimitError{What: fmt.Sprintf("dispatch with %d input and %d output bytes", in, out), Size: max(in, out) + overhead, Limit: MaxMessageBytes}
+		if in+overhead > pluginapi.MaxMessageBytes || out+overhead > pluginapi.MaxMessageBytes {
+			return nil, &LimitError{What: fmt.Sprintf("dispatch with %d input and %d output bytes", in, out), Size: max(in, out) + overhead, Limit: pluginapi.MaxMessageBytes}
 		}
 		return c.Dispatch(ctx, req)
 	}
@@ -624,8 +625,8 @@ func (c *client) DispatchSized(ctx context.Context, req *DispatchRequest, output
 }
 
 // Artifact implements Artifacts.
-func (c *client) Artifact(ctx context.Context, req *ArtifactRequest) (*Artifact, error) {
-	v, err := c.need("pluginapi.Artifacts", func(c Capabilities) bool { return c.Artifacts })
+func (c *client) Artifact(ctx context.Context, req *pluginapi.ArtifactRequest) (*pluginapi.Artifact, error) {
+	v, err := c.need("pluginapi.Artifacts", func(c pluginapi.Capabilities) bool { return c.Artifacts })
 	if err != nil {
 		return nil, err
 	}
@@ -634,11 +635,11 @@ func (c *client) Artifact(ctx context.Context, req *ArtifactRequest) (*Artifact,
 		return nil, err
 	}
 	if req.Program == nil {
-		return nil, Rejected("artifact request has no program. Fix: set ArtifactRequest.Program")
+		return nil, pluginapi.Rejected("artifact request has no program. Fix: set pluginapi.ArtifactRequest.Program")
 	}
 	prog, err := ir.Encode(req.Program)
 	if err != nil {
-		return nil, Rejected("encode program %q: %w", req.Program.Name, err)
+		return nil, pluginapi.Rejected("encode program %q: %w", req.Program.Name, err)
 	}
 	r, err := v.rpc.Artifact(ctx, &kilnpb.ArtifactRequest{
 		Adapter: idx, Program: prog, Spec: specToProto(req.Spec),
@@ -646,14 +647,14 @@ func (c *client) Artifact(ctx context.Context, req *ArtifactRequest) (*Artifact,
 		Kind: req.Kind,
 	})
 	if err != nil {
-		return nil, v.status(ctx, "Artifact", "pluginapi.Artifacts", err)
+		return nil, v.status(ctx, "pluginapi.Artifact", "pluginapi.Artifacts", err)
 	}
-	return &Artifact{Data: r.GetData(), Info: r.GetInfo()}, nil
+	return &pluginapi.Artifact{Data: r.GetData(), Info: r.GetInfo()}, nil
 }
 
 // Health implements HealthChecker.
 func (c *client) Health(ctx context.Context) error {
-	v, err := c.need("pluginapi.HealthChecker", func(c Capabilities) bool { return c.Health })
+	v, err := c.need("pluginapi.HealthChecker", func(c pluginapi.Capabilities) bool { return c.Health })
 	if err != nil {
 		return err
 	}

@@ -1,4 +1,4 @@
-package pluginapi
+package client
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 
 	kilnpb "github.com/kiln-dev/kiln/internal/wire/proto"
 	"github.com/kiln-dev/kiln/ir"
+	"github.com/kiln-dev/kiln/pluginapi"
 )
 
 // client is the host-side gRPC shim: a Backend whose methods are calls into the
@@ -21,7 +22,7 @@ type client struct {
 	v2 *v2client
 }
 
-var _ Backend = (*client)(nil)
+var _ pluginapi.Backend = (*client)(nil)
 
 // receiveLimitKey is the context key of WithReceiveLimit.
 type receiveLimitKey struct{}
@@ -91,7 +92,7 @@ func callError(ctx context.Context, method string, err error) error {
 	return fromStatus(ctx, method, err)
 }
 
-func (c *client) Describe(ctx context.Context) (*Description, error) {
+func (c *client) Describe(ctx context.Context) (*pluginapi.Description, error) {
 	if c.v2 != nil {
 		return c.v2.describe(ctx)
 	}
@@ -111,17 +112,17 @@ func (c *client) Open(ctx context.Context, adapter int) error {
 	return callError(ctx, "Open", err)
 }
 
-func (c *client) Compile(ctx context.Context, req *CompileRequest) (*CompileResult, error) {
+func (c *client) Compile(ctx context.Context, req *pluginapi.CompileRequest) (*pluginapi.CompileResult, error) {
 	idx, err := adapterIndex(req.Adapter)
 	if err != nil {
 		return nil, err
 	}
 	if req.Program == nil {
-		return nil, Rejected("compile request has no program. Fix: set CompileRequest.Program")
+		return nil, pluginapi.Rejected("compile request has no program. Fix: set pluginapi.CompileRequest.Program")
 	}
 	prog, err := ir.Encode(req.Program)
 	if err != nil {
-		return nil, Rejected("encode program %q: %w", req.Program.Name, err)
+		return nil, pluginapi.Rejected("encode program %q: %w", req.Program.Name, err)
 	}
 	r, err := c.rpc.Compile(ctx, &kilnpb.CompileRequest{
 		Adapter:    idx,
@@ -135,10 +136,10 @@ func (c *client) Compile(ctx context.Context, req *CompileRequest) (*CompileResu
 	if err != nil {
 		return nil, callError(ctx, "Compile", err)
 	}
-	return &CompileResult{Pipeline: r.GetPipeline(), Blob: r.Blob, CompileNanos: r.GetCompileNanos()}, nil
+	return &pluginapi.CompileResult{Pipeline: r.GetPipeline(), Blob: r.Blob, CompileNanos: r.GetCompileNanos()}, nil
 }
 
-func (c *client) Dispatch(ctx context.Context, req *DispatchRequest) (*DispatchResult, error) {
+func (c *client) Dispatch(ctx context.Context, req *pluginapi.DispatchRequest) (*pluginapi.DispatchResult, error) {
 	r, err := c.rpc.Dispatch(ctx, &kilnpb.DispatchRequest{
 		Pipeline:     req.Pipeline,
 		GridX:        req.Grid[0],
@@ -151,7 +152,7 @@ func (c *client) Dispatch(ctx context.Context, req *DispatchRequest) (*DispatchR
 	if err != nil {
 		return nil, callError(ctx, "Dispatch", err)
 	}
-	return &DispatchResult{Outputs: r.GetOutputs(), HostNanos: r.GetHostNanos(), DeviceNanos: r.GetDeviceNanos()}, nil
+	return &pluginapi.DispatchResult{Outputs: r.GetOutputs(), HostNanos: r.GetHostNanos(), DeviceNanos: r.GetDeviceNanos()}, nil
 }
 
 func (c *client) Release(ctx context.Context, pipeline uint64) error {
