@@ -242,6 +242,4 @@ type DispatchResult struct {
 	HostNanos int64
 	// DeviceNanos is the device-measured time, zero when the backend cannot tell.
 	DeviceNanos int64
-
-	spans *[]Span // the SDK's, on the host's side (Spans); a pointer keeps the result small
 }

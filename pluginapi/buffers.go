@@ -152,8 +152,6 @@ type SubmitResult struct {
 	HostNanos int64
 	// DeviceNanos is the device-measured time, zero when the backend cannot tell.
 	DeviceNanos int64
-
-	spans *[]Span // the SDK's, on the host's side (Spans); a pointer keeps the result small
 }
 
 // ArtifactRequest asks for the device code of a program.

@@ -131,13 +131,10 @@ type Capabilities struct {
 	DataPlane string
 }
 
-// CapabilitiesOf reports what b implements. For the host's side of a plugin
-// connection (the [Conn] that [Dispense] returns) it is what the plugin reported
-// in its handshake; for any other [Backend] it is found with type assertions.
+// CapabilitiesOf reports what b implements, found with type assertions as
+// Serve finds it. (The host asks a plugin process instead: what the plugin
+// reported when described, with the protocol and data plane of its connection.)
 func CapabilitiesOf(b Backend) Capabilities {
-	if r, ok := b.(interface{ capabilities() Capabilities }); ok {
-		return r.capabilities()
-	}
 	_, buffers := b.(Buffers)
 	_, submit := b.(Submitter)
 	_, artifacts := b.(Artifacts)

@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"sync"
@@ -16,59 +17,6 @@ import (
 	"github.com/kiln-dev/kiln/ir"
 	"github.com/kiln-dev/kiln/pluginapi"
 )
-
-// Conn is the host's side of a connection to one plugin process: what Dispense
-// returns is a Conn. Besides the core Backend it has every optional interface;
-// for one the plugin lacks, the call fails with an *UnimplementedError, and
-// Capabilities says beforehand which ones the plugin has. On protocol 2 with the
-// shared-memory data plane, buffer bytes, submits and the inline dispatch of
-// DispatchSized travel through shared memory and fixed frames instead of gRPC.
-//
-// The host side checks what it sends against its own table of the plugin's
-// buffers and never trusts a size the plugin reports beyond what it asked for.
-type Conn interface {
-	Backend
-	Buffers
-	Submitter
-	Artifacts
-	HealthChecker
-	// PeerCopier copies between two of the plugin's buffers on the data plane;
-	// it is an *UnimplementedError when the plugin lacks it or there is no data
-	// plane (gRPC fallback), and the host copies through its memory then.
-	PeerCopier
-	// Capabilities is what the plugin reported, with the connection's protocol
-	// and data plane.
-	Capabilities() Capabilities
-	// Mapping returns the host's view of a buffer whose AllocResult was Mapped,
-	// nil for any other. It is valid until FreeBuffer; if the plugin dies, it
-	// keeps its address and, once the data plane has noticed (at the latest by
-	// the next call, which checks), reads zeros and keeps no writes. WriteBuffer
-	// and ReadBuffer of a mapped buffer copy in place after checking that the
-	// plugin's end of the data plane is still open.
-	Mapping(buffer uint64) []byte
-	// SubmitAsync sends a batch and returns without waiting for it; batches run
-	// in the order they are sent. ctx ending before the batch completes cancels
-	// it.
-	SubmitAsync(ctx context.Context, req *pluginapi.SubmitRequest) (*Pending, error)
-	// Lost returns the error that ended the connection's data plane — the
-	// plugin died (its socket closed) or broke the protocol — and nil while the
-	// plane is up or when the connection has none. Buffers of a lost connection
-	// are gone.
-	Lost() error
-	// Stalled returns how long the data plane's request ring has been full
-	// without the plugin taking a request from it: the plugin stopped reading
-	// its requests (a backend method that blocks the requests queued behind
-	// it). It is 0 while the ring has room, and without a data plane. The host
-	// treats a plugin stalled for its hang timeout as hung.
-	Stalled() time.Duration
-	// DispatchSized is Backend.Dispatch for a host that knows how many bytes
-	// each output has (outputs, in output order). With the data plane, inputs and
-	// outputs travel through shared memory, and an output of another size is
-	// refused unread (a *ResultError).
-	DispatchSized(ctx context.Context, req *pluginapi.DispatchRequest, outputs []int) (*pluginapi.DispatchResult, error)
-}
-
-var _ Conn = (*client)(nil)
 
 // DataPlaneEnv names the environment variable that, set to "grpc" in the host's
 // environment, keeps every connection on gRPC (no shared-memory data plane).
@@ -101,6 +49,12 @@ type ProtocolError struct{ Detail string }
 func (e *ProtocolError) Error() string {
 	return "kiln plugin broke the data plane protocol: " + e.Detail + ". Fix: report this to the plugin's author"
 }
+
+// usageMask holds every usage bit the SDK defines.
+const usageMask = pluginapi.UsageStorage | pluginapi.UsageCopySrc | pluginapi.UsageCopyDst | pluginapi.UsageMap
+
+// errPlaneClosed reports a data plane the host closed on purpose.
+var errPlaneClosed = errors.New("kiln data plane is closed")
 
 // cancelTimeout bounds the gRPC call that cancels a data-plane request.
 const cancelTimeout = 5 * time.Second
@@ -201,8 +155,12 @@ func (v *v2client) closePlane() {
 	}
 }
 
-// Capabilities implements Conn.
-func (c *client) Capabilities() Capabilities {
+// Capabilities reports what the plugin declared when it was described (its
+// optional interfaces: resident buffers and submits, artifacts, health, peer
+// copies), with the connection's protocol and data plane. The host asks it
+// before it uses an optional feature; before the first Describe it knows only
+// the protocol.
+func (c *Conn) Capabilities() pluginapi.Capabilities {
 	if c.v2 == nil {
 		return pluginapi.Capabilities{Protocol: 1}
 	}
@@ -210,10 +168,8 @@ func (c *client) Capabilities() Capabilities {
 	return caps
 }
 
-func (c *client) capabilities() Capabilities { return c.Capabilities() }
-
 // need returns the v2 client when the plugin implements the interface.
-func (c *client) need(iface string, has func(pluginapi.Capabilities) bool) (*v2client, error) {
+func (c *Conn) need(iface string, has func(pluginapi.Capabilities) bool) (*v2client, error) {
 	if c.v2 == nil {
 		return nil, &pluginapi.UnimplementedError{Interface: iface}
 	}
@@ -227,9 +183,9 @@ func (c *client) need(iface string, has func(pluginapi.Capabilities) bool) (*v2c
 func hasBuffers(c pluginapi.Capabilities) bool { return c.Buffers }
 func hasSubmit(c pluginapi.Capabilities) bool  { return c.Submit }
 
-// AllocBuffer implements Buffers. With the data plane, a UsageMap buffer gets a
+// AllocBuffer implements pluginapi.Buffers. With the data plane, a UsageMap buffer gets a
 // shared segment the plugin may keep its contents in.
-func (c *client) AllocBuffer(ctx context.Context, req *pluginapi.AllocRequest) (*pluginapi.AllocResult, error) {
+func (c *Conn) AllocBuffer(ctx context.Context, req *pluginapi.AllocRequest) (*pluginapi.AllocResult, error) {
 	v, err := c.need("pluginapi.Buffers", hasBuffers)
 	if err != nil {
 		return nil, err
@@ -276,8 +232,10 @@ func (c *client) AllocBuffer(ctx context.Context, req *pluginapi.AllocRequest) (
 	return res, nil
 }
 
-// Lost implements Conn.
-func (c *client) Lost() error {
+// Lost returns the error that ended the connection's data plane — the plugin
+// died (its socket closed) or broke the protocol — and nil while the plane is
+// up or when the connection has none. Buffers of a lost connection are gone.
+func (c *Conn) Lost() error {
 	if c.v2 == nil {
 		return nil
 	}
@@ -287,8 +245,12 @@ func (c *client) Lost() error {
 	return nil
 }
 
-// Stalled implements Conn.
-func (c *client) Stalled() time.Duration {
+// Stalled returns how long the data plane's request ring has been full without
+// the plugin taking a request from it: the plugin stopped reading its requests
+// (a backend method that blocks the requests queued behind it). It is 0 while
+// the ring has room, and without a data plane. The host treats a plugin
+// stalled for its hang timeout as hung.
+func (c *Conn) Stalled() time.Duration {
 	if c.v2 == nil {
 		return 0
 	}
@@ -298,8 +260,13 @@ func (c *client) Stalled() time.Duration {
 	return 0
 }
 
-// Mapping implements Conn.
-func (c *client) Mapping(buffer uint64) []byte {
+// Mapping returns the host's view of a buffer whose AllocResult was Mapped, nil
+// for any other. It is valid until FreeBuffer; if the plugin dies, it keeps its
+// address and, once the data plane has noticed (at the latest by the next call,
+// which checks), reads zeros and keeps no writes. WriteBuffer and ReadBuffer of
+// a mapped buffer copy in place after checking that the plugin's end of the
+// data plane is still open.
+func (c *Conn) Mapping(buffer uint64) []byte {
 	if c.v2 == nil {
 		return nil
 	}
@@ -312,9 +279,9 @@ func (c *client) Mapping(buffer uint64) []byte {
 	return nil
 }
 
-// FreeBuffer implements Buffers. When the plugin is gone, the host's side of the
+// FreeBuffer implements pluginapi.Buffers. When the plugin is gone, the host's side of the
 // buffer is released all the same and the connection's error returned.
-func (c *client) FreeBuffer(ctx context.Context, buffer uint64) error {
+func (c *Conn) FreeBuffer(ctx context.Context, buffer uint64) error {
 	v, err := c.need("pluginapi.Buffers", hasBuffers)
 	if err != nil {
 		return err
@@ -352,18 +319,18 @@ func (v *v2client) checkRange(what string, r pluginapi.BufferRange) error {
 	return v.table.checkRange(what, r, 1)
 }
 
-// WriteBuffer implements Buffers: a mapped buffer is written in place, otherwise
+// WriteBuffer implements pluginapi.Buffers: a mapped buffer is written in place, otherwise
 // the bytes go through staging segments (data plane) or gRPC messages, in chunks.
-func (c *client) WriteBuffer(ctx context.Context, buffer, offset uint64, src []byte) error {
+func (c *Conn) WriteBuffer(ctx context.Context, buffer, offset uint64, src []byte) error {
 	return c.transfer(ctx, wire.FrameWrite, buffer, offset, src)
 }
 
-// ReadBuffer implements Buffers, as WriteBuffer.
-func (c *client) ReadBuffer(ctx context.Context, buffer, offset uint64, dst []byte) error {
+// ReadBuffer implements pluginapi.Buffers, as WriteBuffer.
+func (c *Conn) ReadBuffer(ctx context.Context, buffer, offset uint64, dst []byte) error {
 	return c.transfer(ctx, wire.FrameRead, buffer, offset, dst)
 }
 
-func (c *client) transfer(ctx context.Context, kind wire.FrameKind, buffer, offset uint64, b []byte) error {
+func (c *Conn) transfer(ctx context.Context, kind wire.FrameKind, buffer, offset uint64, b []byte) error {
 	v, err := c.need("pluginapi.Buffers", hasBuffers)
 	if err != nil {
 		return err
@@ -392,7 +359,7 @@ func (c *client) transfer(ctx context.Context, kind wire.FrameKind, buffer, offs
 	}
 	_, pl := v.snapshot()
 	for len(b) > 0 {
-		n := min(len(b), maxChunkBytes)
+		n := min(len(b), wire.MaxChunkBytes)
 		if pl != nil {
 			err = transferOnPlane(ctx, pl, kind, buffer, offset, b[:n])
 		} else {
@@ -425,9 +392,11 @@ func (v *v2client) transferGRPC(ctx context.Context, kind wire.FrameKind, buffer
 	return nil
 }
 
-// PeerCopy implements PeerCopier: one copy frame on the data plane, both ranges
-// checked against the host's table first.
-func (c *client) PeerCopy(ctx context.Context, dst, src pluginapi.BufferRange) error {
+// PeerCopy implements pluginapi.PeerCopier: one copy frame on the data plane,
+// both ranges checked against the host's table first. It is an
+// *pluginapi.UnimplementedError when the plugin lacks it or there is no data plane (gRPC
+// fallback), and the host copies through its memory then.
+func (c *Conn) PeerCopy(ctx context.Context, dst, src pluginapi.BufferRange) error {
 	v, err := c.need("pluginapi.PeerCopier", func(c pluginapi.Capabilities) bool { return c.PeerCopy && c.SharedMemory })
 	if err != nil {
 		return err
@@ -446,8 +415,8 @@ func (c *client) PeerCopy(ctx context.Context, dst, src pluginapi.BufferRange) e
 	return err
 }
 
-// Submit implements Submitter: SubmitAsync, then Wait.
-func (c *client) Submit(ctx context.Context, req *pluginapi.SubmitRequest) (*pluginapi.SubmitResult, error) {
+// Submit implements pluginapi.Submitter: SubmitAsync, then Wait.
+func (c *Conn) Submit(ctx context.Context, req *pluginapi.SubmitRequest) (*pluginapi.SubmitResult, error) {
 	p, err := c.SubmitAsync(ctx, req)
 	if err != nil {
 		return nil, err
@@ -455,9 +424,11 @@ func (c *client) Submit(ctx context.Context, req *pluginapi.SubmitRequest) (*plu
 	return p.Wait(ctx)
 }
 
-// SubmitAsync implements Conn. The batch is checked against the host's table of
+// SubmitAsync sends a batch and returns without waiting for it; batches run in
+// the order they are sent. ctx ending before the batch completes cancels it.
+// The batch is checked against the host's table of
 // buffers before anything is sent.
-func (c *client) SubmitAsync(ctx context.Context, req *pluginapi.SubmitRequest) (*Pending, error) {
+func (c *Conn) SubmitAsync(ctx context.Context, req *pluginapi.SubmitRequest) (*Pending, error) {
 	v, err := c.need("pluginapi.Submitter", hasSubmit)
 	if err != nil {
 		return nil, err
@@ -532,6 +503,7 @@ type Pending struct {
 	mu       sync.Mutex
 	finished bool
 	res      *pluginapi.SubmitResult
+	spans    []pluginapi.Span
 	err      error
 }
 
@@ -572,6 +544,15 @@ func (p *Pending) WaitReady(ctx context.Context) error {
 	}
 }
 
+// Spans returns the phases the plugin timed for the batch, once Wait returned:
+// empty unless the plugin was started with pluginapi.SpansEnv and the batch went
+// over the data plane.
+func (p *Pending) Spans() []pluginapi.Span {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.spans
+}
+
 // Wait returns the batch's result once it has run. If ctx ends first, the batch
 // is cancelled and Wait returns ctx's error. Wait may be called more than once.
 func (p *Pending) Wait(ctx context.Context) (*pluginapi.SubmitResult, error) {
@@ -583,7 +564,8 @@ func (p *Pending) Wait(ctx context.Context) (*pluginapi.SubmitResult, error) {
 	if p.plane != nil {
 		d, _, err := p.plane.wait(ctx, p.call)
 		if err == nil {
-			p.res = &pluginapi.SubmitResult{HostNanos: d.HostNanos, DeviceNanos: d.DeviceNanos, spans: spansFromWire(d.Spans)}
+			p.res = &pluginapi.SubmitResult{HostNanos: d.HostNanos, DeviceNanos: d.DeviceNanos}
+			p.spans = spansFromWire(d.Spans)
 		}
 		p.finished, p.err = true, err
 		return p.res, p.err
@@ -601,8 +583,19 @@ func (p *Pending) Wait(ctx context.Context) (*pluginapi.SubmitResult, error) {
 	return p.res, p.err
 }
 
-// DispatchSized implements Conn.
-func (c *client) DispatchSized(ctx context.Context, req *pluginapi.DispatchRequest, outputs []int) (*pluginapi.DispatchResult, error) {
+// DispatchResult is a dispatch's result, with the phases the plugin timed.
+type DispatchResult struct {
+	pluginapi.DispatchResult
+	// Spans are the phases the plugin timed: empty unless the plugin was
+	// started with pluginapi.SpansEnv and the dispatch went over the data plane.
+	Spans []pluginapi.Span
+}
+
+// DispatchSized is Backend.Dispatch for a host that knows how many bytes each
+// output has (outputs, in output order). With the data plane, inputs and
+// outputs travel through shared memory, and an output of another size is
+// refused unread (a *ResultError).
+func (c *Conn) DispatchSized(ctx context.Context, req *pluginapi.DispatchRequest, outputs []int) (*DispatchResult, error) {
 	var pl *plane
 	if c.v2 != nil {
 		_, pl = c.v2.snapshot()
@@ -619,13 +612,17 @@ func (c *client) DispatchSized(ctx context.Context, req *pluginapi.DispatchReque
 		if in+overhead > pluginapi.MaxMessageBytes || out+overhead > pluginapi.MaxMessageBytes {
 			return nil, &LimitError{What: fmt.Sprintf("dispatch with %d input and %d output bytes", in, out), Size: max(in, out) + overhead, Limit: pluginapi.MaxMessageBytes}
 		}
-		return c.Dispatch(ctx, req)
+		res, err := c.Dispatch(ctx, req)
+		if err != nil {
+			return nil, err
+		}
+		return &DispatchResult{DispatchResult: *res}, nil
 	}
 	return dispatchOnPlane(ctx, pl, req, outputs)
 }
 
-// Artifact implements Artifacts.
-func (c *client) Artifact(ctx context.Context, req *pluginapi.ArtifactRequest) (*pluginapi.Artifact, error) {
+// Artifact implements pluginapi.Artifacts.
+func (c *Conn) Artifact(ctx context.Context, req *pluginapi.ArtifactRequest) (*pluginapi.Artifact, error) {
 	v, err := c.need("pluginapi.Artifacts", func(c pluginapi.Capabilities) bool { return c.Artifacts })
 	if err != nil {
 		return nil, err
@@ -652,8 +649,8 @@ func (c *client) Artifact(ctx context.Context, req *pluginapi.ArtifactRequest) (
 	return &pluginapi.Artifact{Data: r.GetData(), Info: r.GetInfo()}, nil
 }
 
-// Health implements HealthChecker.
-func (c *client) Health(ctx context.Context) error {
+// Health implements pluginapi.HealthChecker.
+func (c *Conn) Health(ctx context.Context) error {
 	v, err := c.need("pluginapi.HealthChecker", func(c pluginapi.Capabilities) bool { return c.Health })
 	if err != nil {
 		return err

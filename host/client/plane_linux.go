@@ -774,7 +774,7 @@ func allocOnPlane(ctx context.Context, pl *plane, adapter uint32, req *pluginapi
 	r := &wire.Request{Kind: wire.FrameAlloc, Adapter: adapter, Usage: uint32(req.Usage), Size: req.Size}
 	var seg *wire.Segment
 	fd := -1
-	if req.Usage&UsageMap != 0 && req.Size > 0 {
+	if req.Usage&pluginapi.UsageMap != 0 && req.Size > 0 {
 		var err error
 		if seg, fd, err = pl.newSegment(req.Size); err != nil {
 			return nil, nil, err
@@ -832,7 +832,7 @@ func alignUp(n uint64) uint64 { return (n + stagingAlign - 1) &^ (stagingAlign -
 
 // dispatchOnPlane runs Backend.Dispatch with inputs and outputs staged in one
 // shared segment.
-func dispatchOnPlane(ctx context.Context, pl *plane, req *pluginapi.DispatchRequest, outputs []int) (*pluginapi.DispatchResult, error) {
+func dispatchOnPlane(ctx context.Context, pl *plane, req *pluginapi.DispatchRequest, outputs []int) (*DispatchResult, error) {
 	n := max(len(req.Inputs), len(req.OutputCounts))
 	if n > wire.MaxBindings || len(outputs) > wire.MaxBindings {
 		return nil, pluginapi.Rejected("dispatch with %d bindings and %d outputs, more than %d. Fix: use fewer buffers", n, len(outputs), wire.MaxBindings)
@@ -888,7 +888,7 @@ func dispatchOnPlane(ctx context.Context, pl *plane, req *pluginapi.DispatchRequ
 	if err != nil {
 		return nil, err
 	}
-	res := &pluginapi.DispatchResult{HostNanos: d.HostNanos, DeviceNanos: d.DeviceNanos, Outputs: make([][]byte, len(outputs)), spans: spansFromWire(d.Spans)}
+	res := &DispatchResult{DispatchResult: pluginapi.DispatchResult{HostNanos: d.HostNanos, DeviceNanos: d.DeviceNanos, Outputs: make([][]byte, len(outputs))}, Spans: spansFromWire(d.Spans)}
 	for i, size := range d.Sizes {
 		if size > uint64(outputs[i]) {
 			return nil, &ResultError{Detail: fmt.Sprintf("output %d is %d bytes, the launch makes it %d; the host refused it unread", i, size, outputs[i])}
