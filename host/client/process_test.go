@@ -1,6 +1,6 @@
 //go:build linux
 
-package pluginapi
+package client
 
 import (
 	"bufio"
@@ -19,6 +19,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/go-plugin"
+	"github.com/kiln-dev/kiln/pluginapi"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 )
@@ -41,13 +42,13 @@ func TestMain(m *testing.M) {
 	case "":
 		os.Exit(m.Run())
 	case "plugin":
-		Serve(&strayOutputBackend{})
+		pluginapi.Serve(&strayOutputBackend{})
 	case "panic":
-		Serve(&fakeBackend{panicOnDispatch: true})
+		pluginapi.Serve(&fakeBackend{panicOnDispatch: true})
 	case "block":
-		Serve(&blockingBackend{})
+		pluginapi.Serve(&blockingBackend{})
 	case "segments":
-		Serve(newSegmentBackend())
+		pluginapi.Serve(newSegmentBackend())
 	case "host":
 		helperHost()
 	default:
@@ -60,7 +61,7 @@ func TestMain(m *testing.M) {
 // careless plugin code or a C library would.
 type strayOutputBackend struct{ fakeBackend }
 
-func (b *strayOutputBackend) Describe(ctx context.Context) (*Description, error) {
+func (b *strayOutputBackend) Describe(ctx context.Context) (*pluginapi.Description, error) {
 	fmt.Fprintln(os.Stdout, strayStdout)
 	if _, err := syscall.Write(1, []byte(strayFD1+"\n")); err != nil {
 		return nil, err
@@ -101,7 +102,7 @@ func (s *syncBuffer) String() string {
 
 // startHelper starts this test binary as a plugin in the given helper mode, with
 // the host-side helpers, logging into the returned buffer.
-func startHelper(t *testing.T, mode string) (*plugin.Client, Backend, *syncBuffer) {
+func startHelper(t *testing.T, mode string) (*plugin.Client, pluginapi.Backend, *syncBuffer) {
 	t.Helper()
 	logs := &syncBuffer{}
 	logger := hclog.New(&hclog.LoggerOptions{Name: "host", Output: logs, Level: hclog.Trace})
@@ -136,11 +137,11 @@ func TestProcessServeRoundTrip(t *testing.T) {
 	if d.ID != testDescription().ID {
 		t.Errorf("Describe id %q", d.ID)
 	}
-	res, err := b.Compile(ctx, &CompileRequest{Program: saxpyProgram()})
+	res, err := b.Compile(ctx, &pluginapi.CompileRequest{Program: saxpyProgram()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, err := b.Dispatch(ctx, &DispatchRequest{Pipeline: res.Pipeline, Inputs: [][]byte{{1, 2, 3, 4}}})
+	out, err := b.Dispatch(ctx, &pluginapi.DispatchRequest{Pipeline: res.Pipeline, Inputs: [][]byte{{1, 2, 3, 4}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -177,7 +178,7 @@ func TestProcessStrayOutputReachesTheLog(t *testing.T) {
 // into an error: the process dies and the host sees a broken connection.
 func TestProcessPanicCrashesPlugin(t *testing.T) {
 	c, b, logs := startHelper(t, "panic")
-	_, err := b.Dispatch(context.Background(), &DispatchRequest{Pipeline: 1})
+	_, err := b.Dispatch(context.Background(), &pluginapi.DispatchRequest{Pipeline: 1})
 	if err == nil {
 		t.Fatal("Dispatch on a panicking backend succeeded")
 	}
@@ -185,7 +186,7 @@ func TestProcessPanicCrashesPlugin(t *testing.T) {
 		t.Errorf("a crash surfaced as a typed backend error: %T %v", err, err)
 	}
 	if status.Code(err) != codes.Unavailable {
-		t.Errorf("status %s (%v), want Unavailable (connection lost)", status.Code(err), err)
+		t.Errorf("status %s (%v), want pluginapi.Unavailable (connection lost)", status.Code(err), err)
 	}
 	if !eventually(c.Exited) {
 		t.Fatal("plugin process still running after its panic")

@@ -1,6 +1,6 @@
 //go:build linux
 
-package pluginapi
+package client
 
 import (
 	"bytes"
@@ -13,6 +13,7 @@ import (
 	"unsafe"
 
 	"github.com/kiln-dev/kiln/internal/wire"
+	"github.com/kiln-dev/kiln/pluginapi"
 )
 
 // gateBackend is a memory backend of two adapters whose submits on adapter 0
@@ -58,7 +59,7 @@ func (g *gateBackend) hold(ctx context.Context, adapter int) error {
 	}
 }
 
-func (g *gateBackend) AllocBuffer(ctx context.Context, req *AllocRequest) (*AllocResult, error) {
+func (g *gateBackend) AllocBuffer(ctx context.Context, req *pluginapi.AllocRequest) (*pluginapi.AllocResult, error) {
 	res, err := g.memBackend.AllocBuffer(ctx, req)
 	if err == nil {
 		g.mu.Lock()
@@ -78,14 +79,14 @@ func (g *gateBackend) WriteBuffer(ctx context.Context, h, off uint64, src []byte
 	return g.memBackend.WriteBuffer(ctx, h, off, src)
 }
 
-func (g *gateBackend) Submit(ctx context.Context, req *SubmitRequest) (*SubmitResult, error) {
+func (g *gateBackend) Submit(ctx context.Context, req *pluginapi.SubmitRequest) (*pluginapi.SubmitResult, error) {
 	if err := g.hold(ctx, req.Adapter); err != nil {
 		return nil, err
 	}
 	g.mu.Lock()
 	g.ran = append(g.ran, req.Adapter)
 	for _, c := range req.Commands {
-		if f, ok := c.(FillCommand); ok {
+		if f, ok := c.(pluginapi.FillCommand); ok {
 			g.order[req.Adapter] = append(g.order[req.Adapter], f.Value)
 		}
 	}
@@ -94,7 +95,7 @@ func (g *gateBackend) Submit(ctx context.Context, req *SubmitRequest) (*SubmitRe
 }
 
 // gatedPlane opens a plugin-side data plane over b and a host plane to it.
-func gatedPlane(t *testing.T, b Backend) (*planeServer, *plane) {
+func gatedPlane(t *testing.T, b pluginapi.Backend) (*planeServer, *plane) {
 	t.Helper()
 	srv, err := listenPlane(newDevice(b))
 	if err != nil {
@@ -111,7 +112,7 @@ func gatedPlane(t *testing.T, b Backend) (*planeServer, *plane) {
 
 func allocOn(t *testing.T, p *plane, adapter uint32, size uint64) uint64 {
 	t.Helper()
-	res, _, err := allocOnPlane(ctxT(t), p, adapter, &AllocRequest{Size: size, Usage: UsageStorage | UsageCopySrc | UsageCopyDst})
+	res, _, err := allocOnPlane(ctxT(t), p, adapter, &pluginapi.AllocRequest{Size: size, Usage: pluginapi.UsageStorage | pluginapi.UsageCopySrc | pluginapi.UsageCopyDst})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -246,7 +247,7 @@ func TestPlaneSerialBackendKeepsHostOrder(t *testing.T) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if len(g.ran) != 2 || g.ran[0] != 0 || g.ran[1] != 1 {
-		t.Fatalf("submits ran on adapters %v, want [0 1]: a backend without ConcurrentAdapters got a call while another ran", g.ran)
+		t.Fatalf("submits ran on adapters %v, want [0 1]: a backend without pluginapi.ConcurrentAdapters got a call while another ran", g.ran)
 	}
 }
 

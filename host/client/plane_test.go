@@ -1,6 +1,6 @@
 //go:build linux
 
-package pluginapi
+package client
 
 import (
 	"bytes"
@@ -14,6 +14,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/kiln-dev/kiln/internal/wire"
+	"github.com/kiln-dev/kiln/pluginapi"
 )
 
 // liar is a plugin side that answers every request frame with whatever reply
@@ -150,7 +151,7 @@ func TestPlaneRefusesAnOutputLargerThanAskedFor(t *testing.T) {
 		}
 		return wire.EncodeDone(r.Kind, &wire.Done{Seq: r.Seq})
 	})
-	_, err := dispatchOnPlane(ctxT(t), p, &DispatchRequest{Pipeline: 1, OutputCounts: []uint32{4}}, []int{16})
+	_, err := dispatchOnPlane(ctxT(t), p, &pluginapi.DispatchRequest{Pipeline: 1, OutputCounts: []uint32{4}}, []int{16})
 	var re *ResultError
 	if !errors.As(err, &re) {
 		t.Fatalf("an output of 1 TiB where 16 bytes were asked for: %v, want a ResultError", err)
@@ -179,7 +180,7 @@ func TestPlaneClosesOnBrokenCompletions(t *testing.T) {
 	for name, reply := range cases {
 		t.Run(name, func(t *testing.T) {
 			p := liar(t, reply)
-			_, err := dispatchOnPlane(ctxT(t), p, &DispatchRequest{Pipeline: 1, OutputCounts: []uint32{1}}, []int{4})
+			_, err := dispatchOnPlane(ctxT(t), p, &pluginapi.DispatchRequest{Pipeline: 1, OutputCounts: []uint32{1}}, []int{4})
 			var pe *ProtocolError
 			if !errors.As(err, &pe) {
 				t.Fatalf("%s: %v, want a ProtocolError", name, err)
@@ -195,7 +196,7 @@ func TestPlaneRefusesAMappingItDidNotOffer(t *testing.T) {
 	p := liar(t, func(r *wire.Request) []byte {
 		return wire.EncodeDone(r.Kind, &wire.Done{Seq: r.Seq, Buffer: 1, Mapped: true})
 	})
-	_, _, err := allocOnPlane(ctxT(t), p, 0, &AllocRequest{Size: 64})
+	_, _, err := allocOnPlane(ctxT(t), p, 0, &pluginapi.AllocRequest{Size: 64})
 	var re *ResultError
 	if !errors.As(err, &re) {
 		t.Fatalf("alloc answered as mapped without a shared segment: %v, want a ResultError", err)
@@ -206,7 +207,7 @@ func TestPlaneLostPeerOrphansSegments(t *testing.T) {
 	p := liar(t, func(r *wire.Request) []byte {
 		return wire.EncodeDone(r.Kind, &wire.Done{Seq: r.Seq, Buffer: 1, Mapped: true})
 	})
-	res, seg, err := allocOnPlane(ctxT(t), p, 0, &AllocRequest{Size: 4096, Usage: UsageMap})
+	res, seg, err := allocOnPlane(ctxT(t), p, 0, &pluginapi.AllocRequest{Size: 4096, Usage: pluginapi.UsageMap})
 	if err != nil || !res.Mapped || seg == nil {
 		t.Fatalf("mapped alloc: %+v, %v", res, err)
 	}
@@ -229,7 +230,7 @@ func TestPlaneLostPeerOrphansSegments(t *testing.T) {
 	if _, err := p.lease(ctxT(t), 100); err == nil {
 		t.Error("a closed plane leased a new staging segment")
 	}
-	if _, err := dispatchOnPlane(ctxT(t), p, &DispatchRequest{Inputs: [][]byte{{1, 2, 3, 4}}}, []int{4}); err == nil {
+	if _, err := dispatchOnPlane(ctxT(t), p, &pluginapi.DispatchRequest{Inputs: [][]byte{{1, 2, 3, 4}}}, []int{4}); err == nil {
 		t.Error("a closed plane ran a dispatch")
 	}
 }

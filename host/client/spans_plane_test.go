@@ -1,6 +1,6 @@
 //go:build linux
 
-package pluginapi
+package client
 
 import (
 	"errors"
@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/kiln-dev/kiln/internal/wire"
+	"github.com/kiln-dev/kiln/pluginapi"
 )
 
 // submitOnPlane sends one fill of a fresh buffer and returns its completion.
@@ -34,16 +35,16 @@ func submitOnPlane(t *testing.T, p *plane) *wire.Done {
 func TestPlaneShipsSpansWhenAsked(t *testing.T) {
 	_, quiet := planePair(t)
 	if d := submitOnPlane(t, quiet); d.Spans != nil {
-		t.Fatalf("spans without %s: %+v", SpansEnv, *d.Spans)
+		t.Fatalf("spans without %s: %+v", pluginapi.SpansEnv, *d.Spans)
 	}
-	t.Setenv(SpansEnv, "1")
+	t.Setenv(pluginapi.SpansEnv, "1")
 	_, p := planePair(t)
 	clock := newMonoClock()
 	before := clock.now()
 	d := submitOnPlane(t, p)
 	after := clock.now()
 	spans := deref(spansFromWire(d.Spans))
-	want := []SpanKind{SpanDecode, SpanQueue, SpanRun, SpanDevice} // memBackend reports device time
+	want := []pluginapi.SpanKind{pluginapi.SpanDecode, pluginapi.SpanQueue, pluginapi.SpanRun, pluginapi.SpanDevice} // memBackend reports device time
 	if len(spans) != len(want) {
 		t.Fatalf("spans %+v, want %v", spans, want)
 	}
@@ -71,17 +72,17 @@ func TestPlaneShipsSpansWhenAsked(t *testing.T) {
 // host decodes only four, the same backend ships none of them (an older host
 // would refuse the completion).
 func TestPlaneSplitsTheRunAtTheLaunchMark(t *testing.T) {
-	t.Setenv(SpansEnv, "1")
+	t.Setenv(pluginapi.SpansEnv, "1")
 	_, old := planePair(t)
 	for _, s := range deref(spansFromWire(submitOnPlane(t, old).Spans)) {
-		if s.Kind == SpanLaunch || s.Kind == SpanWait {
+		if s.Kind == pluginapi.SpanLaunch || s.Kind == pluginapi.SpanWait {
 			t.Fatalf("span %v shipped to a host that decodes four kinds", s.Kind)
 		}
 	}
-	t.Setenv(SpanKindsEnv, "6")
+	t.Setenv(pluginapi.SpanKindsEnv, "6")
 	_, p := planePair(t)
 	spans := deref(spansFromWire(submitOnPlane(t, p).Spans))
-	var run, launch, wait Span
+	var run, launch, wait pluginapi.Span
 	for _, s := range spans {
 		switch s.Kind {
 		case SpanRun:
@@ -111,7 +112,7 @@ func TestPlaneRefusesHostileSpans(t *testing.T) {
 			return b
 		},
 		"unknown span kind": func(r *wire.Request) []byte {
-			return wire.EncodeDone(wire.FrameDispatch, &wire.Done{Seq: r.Seq, Sizes: []uint64{4}, Spans: spansToWire([]Span{{Kind: 77, Start: 1, End: 2}})})
+			return wire.EncodeDone(wire.FrameDispatch, &wire.Done{Seq: r.Seq, Sizes: []uint64{4}, Spans: spansToWire([]pluginapi.Span{{Kind: 77, Start: 1, End: 2}})})
 		},
 	}
 	for name, reply := range cases {
@@ -122,7 +123,7 @@ func TestPlaneRefusesHostileSpans(t *testing.T) {
 				}
 				return reply(r)
 			})
-			_, err := dispatchOnPlane(ctxT(t), p, &DispatchRequest{Pipeline: 1, OutputCounts: []uint32{1}}, []int{4})
+			_, err := dispatchOnPlane(ctxT(t), p, &pluginapi.DispatchRequest{Pipeline: 1, OutputCounts: []uint32{1}}, []int{4})
 			var pe *ProtocolError
 			if !errors.As(err, &pe) || !strings.Contains(err.Error(), "span") {
 				t.Fatalf("%v, want a ProtocolError about spans", err)
@@ -135,7 +136,7 @@ func TestPlaneRefusesHostileSpans(t *testing.T) {
 		}
 		return wire.EncodeDone(wire.FrameDispatch, &wire.Done{Seq: r.Seq, Sizes: []uint64{4}, Spans: spansToWire(sampleSpans())})
 	})
-	res, err := dispatchOnPlane(ctxT(t), p, &DispatchRequest{Pipeline: 1, OutputCounts: []uint32{1}}, []int{4})
+	res, err := dispatchOnPlane(ctxT(t), p, &pluginapi.DispatchRequest{Pipeline: 1, OutputCounts: []uint32{1}}, []int{4})
 	if err != nil || len(res.Spans()) != len(sampleSpans()) {
 		t.Fatalf("well-formed spans: %v, %+v", err, res)
 	}
@@ -165,11 +166,11 @@ func BenchmarkSpansOnCompletion(b *testing.B) {
 }
 
 // sampleSpans is one span of each kind.
-func sampleSpans() []Span {
-	return []Span{
-		{Kind: SpanDecode, Start: 100, End: 110},
-		{Kind: SpanQueue, Start: 110, End: 120},
-		{Kind: SpanRun, Start: 120, End: 400},
-		{Kind: SpanDevice, Start: 200, End: 400},
+func sampleSpans() []pluginapi.Span {
+	return []pluginapi.Span{
+		{Kind: pluginapi.SpanDecode, Start: 100, End: 110},
+		{Kind: pluginapi.SpanQueue, Start: 110, End: 120},
+		{Kind: pluginapi.SpanRun, Start: 120, End: 400},
+		{Kind: pluginapi.SpanDevice, Start: 200, End: 400},
 	}
 }

@@ -1,6 +1,6 @@
 //go:build linux
 
-package pluginapi
+package client
 
 import (
 	"encoding/binary"
@@ -13,6 +13,7 @@ import (
 	"unsafe"
 
 	"github.com/kiln-dev/kiln/internal/wire"
+	"github.com/kiln-dev/kiln/pluginapi"
 )
 
 // TestPlaneRefusesAHostileCompletionRing pins the host's distrust of the
@@ -59,7 +60,7 @@ func TestPlaneRefusesAHostileCompletionRing(t *testing.T) {
 				fp.request() // keeps the socket open until the host closes the plane
 			})
 			ctx := ctxT(t)
-			_, err := dispatchOnPlane(ctx, p, &DispatchRequest{Pipeline: 1, OutputCounts: []uint32{1}}, []int{4})
+			_, err := dispatchOnPlane(ctx, p, &pluginapi.DispatchRequest{Pipeline: 1, OutputCounts: []uint32{1}}, []int{4})
 			if err == nil && strings.HasPrefix(name, "request ring") {
 				// The lie shows on the next request the host sends.
 				_, err = p.roundTrip(ctx, &wire.Request{Kind: wire.FrameFree, Buffer: 1}, -1, 0)
@@ -245,11 +246,11 @@ func TestPlaneBurstLargerThanBothRings(t *testing.T) {
 	if !conn.Capabilities().SharedMemory {
 		t.Fatalf("no data plane: %+v", conn.Capabilities())
 	}
-	buf, err := conn.AllocBuffer(ctx, &AllocRequest{Size: 4})
+	buf, err := conn.AllocBuffer(ctx, &pluginapi.AllocRequest{Size: 4})
 	if err != nil {
 		t.Fatal(err)
 	}
-	req := &SubmitRequest{Commands: []SubmitCommand{FillCommand{Dst: BufferRange{Buffer: buf.Buffer, Size: 4}, Value: 1}}}
+	req := &pluginapi.SubmitRequest{Commands: []pluginapi.SubmitCommand{pluginapi.FillCommand{Dst: pluginapi.BufferRange{Buffer: buf.Buffer, Size: 4}, Value: 1}}}
 	cmds, err := commandsToWire(req.Commands)
 	if err != nil {
 		t.Fatal(err)

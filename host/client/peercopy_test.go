@@ -1,9 +1,10 @@
-package pluginapi
+package client
 
 import (
 	"bytes"
 	"context"
 	"errors"
+	"github.com/kiln-dev/kiln/pluginapi"
 	"sync"
 	"testing"
 )
@@ -12,12 +13,12 @@ import (
 type peerBackend struct {
 	*memBackend
 	mu     sync.Mutex
-	copies [][2]BufferRange
+	copies [][2]pluginapi.BufferRange
 }
 
-func (p *peerBackend) PeerCopy(_ context.Context, dst, src BufferRange) error {
+func (p *peerBackend) PeerCopy(_ context.Context, dst, src pluginapi.BufferRange) error {
 	p.mu.Lock()
-	p.copies = append(p.copies, [2]BufferRange{dst, src})
+	p.copies = append(p.copies, [2]pluginapi.BufferRange{dst, src})
 	p.mu.Unlock()
 	copy(p.view(dst), p.view(src))
 	return nil
@@ -42,7 +43,7 @@ func TestPeerCopyOnThePlane(t *testing.T) {
 		}
 		var bufs [2]uint64
 		for i := range bufs {
-			r, err := conn.AllocBuffer(ctx, &AllocRequest{Size: 64})
+			r, err := conn.AllocBuffer(ctx, &pluginapi.AllocRequest{Size: 64})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -52,8 +53,8 @@ func TestPeerCopyOnThePlane(t *testing.T) {
 		if err := conn.WriteBuffer(ctx, bufs[0], 0, src); err != nil {
 			t.Fatal(err)
 		}
-		err := conn.PeerCopy(ctx, BufferRange{Buffer: bufs[1], Offset: 8, Size: 40}, BufferRange{Buffer: bufs[0], Offset: 3, Size: 40})
-		var unimpl *UnimplementedError
+		err := conn.PeerCopy(ctx, pluginapi.BufferRange{Buffer: bufs[1], Offset: 8, Size: 40}, pluginapi.BufferRange{Buffer: bufs[0], Offset: 3, Size: 40})
+		var unimpl *pluginapi.UnimplementedError
 		if !shared {
 			if !errors.As(err, &unimpl) {
 				t.Fatalf("peer copy over gRPC: %v, want an UnimplementedError", err)
@@ -78,10 +79,10 @@ func TestPeerCopyOnThePlane(t *testing.T) {
 	})
 	plain := serveV2(t, newMemBackend())
 	if plain.Capabilities().PeerCopy {
-		t.Fatal("a backend without PeerCopier reports peer copy")
+		t.Fatal("a backend without pluginapi.PeerCopier reports peer copy")
 	}
-	var unimpl *UnimplementedError
-	if err := plain.PeerCopy(context.Background(), BufferRange{}, BufferRange{}); !errors.As(err, &unimpl) {
+	var unimpl *pluginapi.UnimplementedError
+	if err := plain.PeerCopy(context.Background(), pluginapi.BufferRange{}, pluginapi.BufferRange{}); !errors.As(err, &unimpl) {
 		t.Fatalf("peer copy on a backend without PeerCopier: %v, want an UnimplementedError", err)
 	}
 }
@@ -94,7 +95,7 @@ func TestPeerCopyRangesCheckedInThePlugin(t *testing.T) {
 	d := newDevice(pb)
 	var bufs [2]uint64
 	for i := range bufs {
-		r, err := d.alloc(ctx, &AllocRequest{Size: 64})
+		r, err := d.alloc(ctx, &pluginapi.AllocRequest{Size: 64})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -102,16 +103,16 @@ func TestPeerCopyRangesCheckedInThePlugin(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name     string
-		dst, src BufferRange
+		dst, src pluginapi.BufferRange
 	}{
-		{"source past the end", BufferRange{Buffer: bufs[1], Size: 16}, BufferRange{Buffer: bufs[0], Offset: 60, Size: 16}},
-		{"destination past the end", BufferRange{Buffer: bufs[1], Offset: 56, Size: 16}, BufferRange{Buffer: bufs[0], Size: 16}},
-		{"offset overflow", BufferRange{Buffer: bufs[1], Offset: ^uint64(0) - 3, Size: 16}, BufferRange{Buffer: bufs[0], Size: 16}},
-		{"unknown buffer", BufferRange{Buffer: 99, Size: 16}, BufferRange{Buffer: bufs[0], Size: 16}},
-		{"sizes differ", BufferRange{Buffer: bufs[1], Size: 8}, BufferRange{Buffer: bufs[0], Size: 16}},
-		{"overlap in one buffer", BufferRange{Buffer: bufs[0], Offset: 8, Size: 16}, BufferRange{Buffer: bufs[0], Size: 16}},
+		{"source past the end", pluginapi.BufferRange{Buffer: bufs[1], Size: 16}, pluginapi.BufferRange{Buffer: bufs[0], Offset: 60, Size: 16}},
+		{"destination past the end", pluginapi.BufferRange{Buffer: bufs[1], Offset: 56, Size: 16}, pluginapi.BufferRange{Buffer: bufs[0], Size: 16}},
+		{"offset overflow", pluginapi.BufferRange{Buffer: bufs[1], Offset: ^uint64(0) - 3, Size: 16}, pluginapi.BufferRange{Buffer: bufs[0], Size: 16}},
+		{"unknown buffer", pluginapi.BufferRange{Buffer: 99, Size: 16}, pluginapi.BufferRange{Buffer: bufs[0], Size: 16}},
+		{"sizes differ", pluginapi.BufferRange{Buffer: bufs[1], Size: 8}, pluginapi.BufferRange{Buffer: bufs[0], Size: 16}},
+		{"overlap in one buffer", pluginapi.BufferRange{Buffer: bufs[0], Offset: 8, Size: 16}, pluginapi.BufferRange{Buffer: bufs[0], Size: 16}},
 	} {
-		var rej *RejectedError
+		var rej *pluginapi.RejectedError
 		if err := d.copyPeer(ctx, tc.dst, tc.src); !errors.As(err, &rej) {
 			t.Errorf("%s: %v, want a RejectedError", tc.name, err)
 		}
@@ -119,7 +120,7 @@ func TestPeerCopyRangesCheckedInThePlugin(t *testing.T) {
 	if n := pb.copyCount(); n != 0 {
 		t.Fatalf("the backend got %d refused copies", n)
 	}
-	if err := d.copyPeer(ctx, BufferRange{Buffer: bufs[0], Offset: 16, Size: 16}, BufferRange{Buffer: bufs[0], Size: 16}); err != nil {
+	if err := d.copyPeer(ctx, pluginapi.BufferRange{Buffer: bufs[0], Offset: 16, Size: 16}, pluginapi.BufferRange{Buffer: bufs[0], Size: 16}); err != nil {
 		t.Fatalf("a copy between disjoint ranges of one buffer: %v", err)
 	}
 }
@@ -131,7 +132,7 @@ func TestSubmitCopyAcrossAdapters(t *testing.T) {
 	ctx := context.Background()
 	for _, peer := range []bool{true, false} {
 		mb := newMemBackend()
-		var impl Backend = mb
+		var impl pluginapi.Backend = mb
 		pb := &peerBackend{memBackend: mb}
 		if peer {
 			impl = pb
@@ -139,20 +140,20 @@ func TestSubmitCopyAcrossAdapters(t *testing.T) {
 		d := newDevice(impl)
 		var bufs [3]uint64
 		for i, adapter := range []int{0, 1, 1} {
-			r, err := d.alloc(ctx, &AllocRequest{Adapter: adapter, Size: 16})
+			r, err := d.alloc(ctx, &pluginapi.AllocRequest{Adapter: adapter, Size: 16})
 			if err != nil {
 				t.Fatal(err)
 			}
 			bufs[i] = r.Buffer
 		}
-		whole := func(b uint64) BufferRange { return BufferRange{Buffer: b, Size: 16} }
-		_, err := d.submit(ctx, &SubmitRequest{Adapter: 1, Commands: []SubmitCommand{
-			FillCommand{Dst: whole(bufs[0]), Value: 7}, // adapter 0's buffer, filled by adapter 1's batch: not a copy, left to the backend
-			CopyCommand{Src: whole(bufs[0]), Dst: whole(bufs[1])},
-			CopyCommand{Src: whole(bufs[1]), Dst: whole(bufs[2])},
+		whole := func(b uint64) BufferRange { return pluginapi.BufferRange{Buffer: b, Size: 16} }
+		_, err := d.submit(ctx, &pluginapi.SubmitRequest{Adapter: 1, Commands: []pluginapi.SubmitCommand{
+			pluginapi.FillCommand{Dst: whole(bufs[0]), Value: 7}, // adapter 0's buffer, filled by adapter 1's batch: not a copy, left to the backend
+			pluginapi.CopyCommand{Src: whole(bufs[0]), Dst: whole(bufs[1])},
+			pluginapi.CopyCommand{Src: whole(bufs[1]), Dst: whole(bufs[2])},
 		}})
 		if !peer {
-			var rej *RejectedError
+			var rej *pluginapi.RejectedError
 			if !errors.As(err, &rej) {
 				t.Fatalf("copy between adapters without PeerCopier: %v, want a RejectedError", err)
 			}
