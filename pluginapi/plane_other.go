@@ -3,16 +3,12 @@
 package pluginapi
 
 import (
-	"context"
 	"errors"
 	"runtime"
-	"time"
-
-	"github.com/kiln-dev/kiln/internal/wire"
 )
 
 // Without Linux's memfd there is no shared-memory data plane: every connection
-// stays on gRPC, and these stand-ins are never reached with a plane.
+// stays on gRPC, and the plugin never listens for one.
 
 var errNoPlane = errors.New("the shared-memory data plane needs Linux (memfd); this is " + runtime.GOOS)
 

@@ -111,7 +111,7 @@ func (m *memBackend) Submit(ctx context.Context, req *pluginapi.SubmitRequest) (
 
 // serveV2 serves impl over protocol 2 in process (ServeInProcess), with the
 // data plane unless the environment says grpc.
-func serveV2(t testing.TB, impl pluginapi.Backend) Conn {
+func serveV2(t testing.TB, impl pluginapi.Backend) *Conn {
 	t.Helper()
 	conn, stop, err := ServeInProcess(context.Background(), impl)
 	if err != nil {
@@ -244,7 +244,7 @@ func TestV2PluginChecksRangesToo(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rpc := conn.(*client).v2.rpc
+	rpc := conn.v2.rpc
 	_, err = rpc.Submit(ctx, &kilnpb.SubmitRequest{Commands: []*kilnpb.Command{{Op: &kilnpb.Command_Fill{Fill: &kilnpb.FillCommand{Dst: &kilnpb.BufferRange{Buffer: b.Buffer, Offset: 12, Size: 8}}}}}})
 	if status.Code(err) != codes.InvalidArgument {
 		t.Errorf("out-of-range fill sent straight to the plugin: %v, want InvalidArgument", err)
@@ -274,7 +274,7 @@ func TestV2CoreOnlyBackendAnswersUnimplemented(t *testing.T) {
 			t.Errorf("Health: %v, want UnimplementedError", err)
 		}
 		// The plugin itself answers UNIMPLEMENTED when asked anyway.
-		rpc := conn.(*client).v2.rpc
+		rpc := conn.v2.rpc
 		if _, err := rpc.AllocBuffer(ctx, &kilnpb.AllocBufferRequest{Size: 4}); status.Code(err) != codes.Unimplemented {
 			t.Errorf("AllocBuffer RPC: %v, want Unimplemented", err)
 		}
@@ -360,7 +360,7 @@ func TestV2MappedClaimWithoutSharedMemoryIsABackendBug(t *testing.T) {
 }
 
 func TestV1PluginOnV2Host(t *testing.T) {
-	conn := serveInProcess(t, newMemBackend()).(Conn) // test mode picks the lowest protocol offered
+	conn := serveInProcess(t, newMemBackend())
 	if _, err := conn.Describe(context.Background()); err != nil {
 		t.Fatal(err)
 	}

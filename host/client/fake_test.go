@@ -2,8 +2,9 @@ package client
 
 import (
 	"context"
-	"github.com/kiln-dev/kiln/pluginapi"
 	"sync"
+
+	"github.com/kiln-dev/kiln/pluginapi"
 )
 
 // fakeBackend is a Backend for the SDK's own tests: it records what reaches it,

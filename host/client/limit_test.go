@@ -3,8 +3,9 @@ package client
 import (
 	"context"
 	"errors"
-	"github.com/kiln-dev/kiln/pluginapi"
 	"testing"
+
+	"github.com/kiln-dev/kiln/pluginapi"
 )
 
 func TestReceiveLimitRefusesAnOversizeResponse(t *testing.T) {

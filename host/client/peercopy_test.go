@@ -4,9 +4,10 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"github.com/kiln-dev/kiln/pluginapi"
 	"sync"
 	"testing"
+
+	"github.com/kiln-dev/kiln/pluginapi"
 )
 
 // peerBackend is memBackend with PeerCopier, recording the copies it gets.
@@ -87,44 +88,6 @@ func TestPeerCopyOnThePlane(t *testing.T) {
 	}
 }
 
-// The plugin's SDK checks a copy's ranges against its table before the backend
-// sees it, whatever the host sent.
-func TestPeerCopyRangesCheckedInThePlugin(t *testing.T) {
-	ctx := context.Background()
-	pb := &peerBackend{memBackend: newMemBackend()}
-	d := newDevice(pb)
-	var bufs [2]uint64
-	for i := range bufs {
-		r, err := d.alloc(ctx, &pluginapi.AllocRequest{Size: 64})
-		if err != nil {
-			t.Fatal(err)
-		}
-		bufs[i] = r.Buffer
-	}
-	for _, tc := range []struct {
-		name     string
-		dst, src pluginapi.BufferRange
-	}{
-		{"source past the end", pluginapi.BufferRange{Buffer: bufs[1], Size: 16}, pluginapi.BufferRange{Buffer: bufs[0], Offset: 60, Size: 16}},
-		{"destination past the end", pluginapi.BufferRange{Buffer: bufs[1], Offset: 56, Size: 16}, pluginapi.BufferRange{Buffer: bufs[0], Size: 16}},
-		{"offset overflow", pluginapi.BufferRange{Buffer: bufs[1], Offset: ^uint64(0) - 3, Size: 16}, pluginapi.BufferRange{Buffer: bufs[0], Size: 16}},
-		{"unknown buffer", pluginapi.BufferRange{Buffer: 99, Size: 16}, pluginapi.BufferRange{Buffer: bufs[0], Size: 16}},
-		{"sizes differ", pluginapi.BufferRange{Buffer: bufs[1], Size: 8}, pluginapi.BufferRange{Buffer: bufs[0], Size: 16}},
-		{"overlap in one buffer", pluginapi.BufferRange{Buffer: bufs[0], Offset: 8, Size: 16}, pluginapi.BufferRange{Buffer: bufs[0], Size: 16}},
-	} {
-		var rej *pluginapi.RejectedError
-		if err := d.copyPeer(ctx, tc.dst, tc.src); !errors.As(err, &rej) {
-			t.Errorf("%s: %v, want a RejectedError", tc.name, err)
-		}
-	}
-	if n := pb.copyCount(); n != 0 {
-		t.Fatalf("the backend got %d refused copies", n)
-	}
-	if err := d.copyPeer(ctx, pluginapi.BufferRange{Buffer: bufs[0], Offset: 16, Size: 16}, pluginapi.BufferRange{Buffer: bufs[0], Size: 16}); err != nil {
-		t.Fatalf("a copy between disjoint ranges of one buffer: %v", err)
-	}
-}
-
 // A batch with a copy between adapters runs in order: the commands before it
 // as one Submit, the copy through PeerCopy, the rest as another Submit; a
 // backend without PeerCopier gets a RejectedError and no command runs.
@@ -137,17 +100,17 @@ func TestSubmitCopyAcrossAdapters(t *testing.T) {
 		if peer {
 			impl = pb
 		}
-		d := newDevice(impl)
+		conn := serveV2(t, impl)
 		var bufs [3]uint64
 		for i, adapter := range []int{0, 1, 1} {
-			r, err := d.alloc(ctx, &pluginapi.AllocRequest{Adapter: adapter, Size: 16})
+			r, err := conn.AllocBuffer(ctx, &pluginapi.AllocRequest{Adapter: adapter, Size: 16})
 			if err != nil {
 				t.Fatal(err)
 			}
 			bufs[i] = r.Buffer
 		}
-		whole := func(b uint64) BufferRange { return pluginapi.BufferRange{Buffer: b, Size: 16} }
-		_, err := d.submit(ctx, &pluginapi.SubmitRequest{Adapter: 1, Commands: []pluginapi.SubmitCommand{
+		whole := func(b uint64) pluginapi.BufferRange { return pluginapi.BufferRange{Buffer: b, Size: 16} }
+		_, err := conn.Submit(ctx, &pluginapi.SubmitRequest{Adapter: 1, Commands: []pluginapi.SubmitCommand{
 			pluginapi.FillCommand{Dst: whole(bufs[0]), Value: 7}, // adapter 0's buffer, filled by adapter 1's batch: not a copy, left to the backend
 			pluginapi.CopyCommand{Src: whole(bufs[0]), Dst: whole(bufs[1])},
 			pluginapi.CopyCommand{Src: whole(bufs[1]), Dst: whole(bufs[2])},

@@ -5,7 +5,9 @@ package client
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
+	"fmt"
 	"net"
 	"os"
 	"testing"
@@ -40,7 +42,7 @@ func liar(t *testing.T, reply func(r *wire.Request) []byte) *plane {
 type fakePeer struct {
 	t         *testing.T
 	conn      *wire.RawConn
-	r         *fdReader
+	r         *peerReader
 	mem       []byte
 	req, done *wire.Ring
 	in        []byte
@@ -60,7 +62,7 @@ func fakePlugin(t *testing.T, serve func(fp *fakePeer)) *plane {
 	go func() {
 		defer close(served)
 		defer peer.Close()
-		fp := &fakePeer{t: t, conn: peer, r: &fdReader{conn: peer}}
+		fp := &fakePeer{t: t, conn: peer, r: &peerReader{conn: peer}}
 		b, err := fp.r.frame(wire.MaxRequestFrameBytes)
 		if err != nil {
 			return
@@ -88,6 +90,85 @@ func fakePlugin(t *testing.T, serve func(fp *fakePeer)) *plane {
 		<-served
 	})
 	return p
+}
+
+// peerReader reads what the host sends on a test's plugin end of the socket
+// (the hello frame, the 8-byte notes of requests that carry a descriptor) and
+// the descriptors that come with it, waiting for each.
+type peerReader struct {
+	conn *wire.RawConn
+	buf  []byte // read and not yet taken
+	fds  []int
+}
+
+// fill reads more bytes and any descriptors with them.
+func (pr *peerReader) fill() error {
+	b, oob := make([]byte, 64<<10), make([]byte, unix.CmsgSpace(16*4))
+	n, oobn, _, err := pr.conn.Recv(b, oob, 0)
+	if oobn > 0 {
+		msgs, perr := unix.ParseSocketControlMessage(oob[:oobn])
+		if perr != nil {
+			return perr
+		}
+		for i := range msgs {
+			fds, perr := unix.ParseUnixRights(&msgs[i])
+			if perr != nil {
+				return perr
+			}
+			pr.fds = append(pr.fds, fds...)
+		}
+	}
+	pr.buf = append(pr.buf, b[:n]...)
+	return err
+}
+
+// take returns the next n bytes.
+func (pr *peerReader) take(n int) ([]byte, error) {
+	for len(pr.buf) < n {
+		if err := pr.fill(); err != nil {
+			return nil, err
+		}
+	}
+	b := pr.buf[:n:n]
+	pr.buf = pr.buf[n:]
+	return b, nil
+}
+
+// frame returns the next whole frame.
+func (pr *peerReader) frame(limit int) ([]byte, error) {
+	for len(pr.buf) < wire.FrameHeaderBytes {
+		if err := pr.fill(); err != nil {
+			return nil, err
+		}
+	}
+	h, err := wire.ParseHeader(pr.buf[:wire.FrameHeaderBytes], limit)
+	if err != nil {
+		return nil, err
+	}
+	return pr.take(int(h.Size))
+}
+
+// note returns the descriptor the host sent for request seq.
+func (pr *peerReader) note(seq uint64) (int, error) {
+	b, err := pr.take(8)
+	if err != nil {
+		return -1, err
+	}
+	fd := pr.popFD()
+	if got := binary.LittleEndian.Uint64(b); got != seq || fd < 0 {
+		return -1, fmt.Errorf("descriptor note for request %d (with descriptor: %v), want one for %d", got, fd >= 0, seq)
+	}
+	return fd, nil
+}
+
+// popFD returns the oldest received descriptor, or -1 when none is left.
+func (pr *peerReader) popFD() int {
+	if len(pr.fds) == 0 {
+		return -1
+	}
+	fd := pr.fds[0]
+	pr.fds = pr.fds[1:]
+	return fd
 }
 
 // request waits for the next request frame; false once the host is gone or

@@ -19,9 +19,10 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/go-plugin"
-	"github.com/kiln-dev/kiln/pluginapi"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+
+	"github.com/kiln-dev/kiln/pluginapi"
 )
 
 // helperEnv turns the test binary into a helper process instead of running tests:
@@ -73,7 +74,7 @@ func (b *strayOutputBackend) Describe(ctx context.Context) (*pluginapi.Descripti
 // until it is killed.
 func helperHost() {
 	os.Setenv(helperEnv, "plugin") // go-plugin passes this process's environment on
-	c := plugin.NewClient(ClientConfig(exec.Command(os.Args[0]), nil))
+	c := plugin.NewClient(Config(exec.Command(os.Args[0]), nil))
 	if _, err := Dispense(c); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
@@ -102,13 +103,13 @@ func (s *syncBuffer) String() string {
 
 // startHelper starts this test binary as a plugin in the given helper mode, with
 // the host-side helpers, logging into the returned buffer.
-func startHelper(t *testing.T, mode string) (*plugin.Client, pluginapi.Backend, *syncBuffer) {
+func startHelper(t *testing.T, mode string) (*plugin.Client, *Conn, *syncBuffer) {
 	t.Helper()
 	logs := &syncBuffer{}
 	logger := hclog.New(&hclog.LoggerOptions{Name: "host", Output: logs, Level: hclog.Trace})
 	cmd := exec.Command(os.Args[0])
 	cmd.Env = append(os.Environ(), helperEnv+"="+mode)
-	c := plugin.NewClient(ClientConfig(cmd, logger))
+	c := plugin.NewClient(Config(cmd, logger))
 	t.Cleanup(c.Kill)
 	b, err := Dispense(c)
 	if err != nil {

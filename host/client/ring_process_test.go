@@ -26,7 +26,7 @@ func TestProcessKilledPluginReleasesTheRings(t *testing.T) {
 		t.Fatal(err)
 	}
 	pid := c.ReattachConfig().Pid
-	_, pl := conn.(*client).v2.snapshot()
+	_, pl := conn.v2.snapshot()
 	pl.mu.Lock()
 	at := ringAddr(pl.rings)
 	pl.mu.Unlock()

@@ -195,10 +195,9 @@ func TestProcessSegmentNotices(t *testing.T) {
 
 // startPlaneHelper starts the helper plugin in "segments" mode, describes it
 // and requires the shared-memory data plane.
-func startPlaneHelper(t *testing.T) (*plugin.Client, Conn) {
+func startPlaneHelper(t *testing.T) (*plugin.Client, *Conn) {
 	t.Helper()
-	c, b, logs := startHelper(t, "segments")
-	conn := b.(Conn)
+	c, conn, logs := startHelper(t, "segments")
 	if _, err := conn.Describe(context.Background()); err != nil {
 		t.Fatalf("Describe: %v\nlog:\n%s", err, logs)
 	}

@@ -5,8 +5,9 @@ package client
 import (
 	"errors"
 	"strings"
-	"syscall"
 	"testing"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/kiln-dev/kiln/internal/wire"
 	"github.com/kiln-dev/kiln/pluginapi"
@@ -33,17 +34,16 @@ func submitOnPlane(t *testing.T, p *plane) *wire.Done {
 // the host reads, in order and inside the host's own submit window; without
 // it, none.
 func TestPlaneShipsSpansWhenAsked(t *testing.T) {
-	_, quiet := planePair(t)
+	quiet := inProcessPlane(t, newMemBackend())
 	if d := submitOnPlane(t, quiet); d.Spans != nil {
 		t.Fatalf("spans without %s: %+v", pluginapi.SpansEnv, *d.Spans)
 	}
 	t.Setenv(pluginapi.SpansEnv, "1")
-	_, p := planePair(t)
-	clock := newMonoClock()
-	before := clock.now()
+	p := inProcessPlane(t, newMemBackend())
+	before := monoNow(t)
 	d := submitOnPlane(t, p)
-	after := clock.now()
-	spans := deref(spansFromWire(d.Spans))
+	after := monoNow(t)
+	spans := spansFromWire(d.Spans)
 	want := []pluginapi.SpanKind{pluginapi.SpanDecode, pluginapi.SpanQueue, pluginapi.SpanRun, pluginapi.SpanDevice} // memBackend reports device time
 	if len(spans) != len(want) {
 		t.Fatalf("spans %+v, want %v", spans, want)
@@ -73,23 +73,23 @@ func TestPlaneShipsSpansWhenAsked(t *testing.T) {
 // would refuse the completion).
 func TestPlaneSplitsTheRunAtTheLaunchMark(t *testing.T) {
 	t.Setenv(pluginapi.SpansEnv, "1")
-	_, old := planePair(t)
-	for _, s := range deref(spansFromWire(submitOnPlane(t, old).Spans)) {
+	old := inProcessPlane(t, newMemBackend())
+	for _, s := range spansFromWire(submitOnPlane(t, old).Spans) {
 		if s.Kind == pluginapi.SpanLaunch || s.Kind == pluginapi.SpanWait {
 			t.Fatalf("span %v shipped to a host that decodes four kinds", s.Kind)
 		}
 	}
 	t.Setenv(pluginapi.SpanKindsEnv, "6")
-	_, p := planePair(t)
-	spans := deref(spansFromWire(submitOnPlane(t, p).Spans))
+	p := inProcessPlane(t, newMemBackend())
+	spans := spansFromWire(submitOnPlane(t, p).Spans)
 	var run, launch, wait pluginapi.Span
 	for _, s := range spans {
 		switch s.Kind {
-		case SpanRun:
+		case pluginapi.SpanRun:
 			run = s
-		case SpanLaunch:
+		case pluginapi.SpanLaunch:
 			launch = s
-		case SpanWait:
+		case pluginapi.SpanWait:
 			wait = s
 		}
 	}
@@ -137,32 +137,9 @@ func TestPlaneRefusesHostileSpans(t *testing.T) {
 		return wire.EncodeDone(wire.FrameDispatch, &wire.Done{Seq: r.Seq, Sizes: []uint64{4}, Spans: spansToWire(sampleSpans())})
 	})
 	res, err := dispatchOnPlane(ctxT(t), p, &pluginapi.DispatchRequest{Pipeline: 1, OutputCounts: []uint32{1}}, []int{4})
-	if err != nil || len(res.Spans()) != len(sampleSpans()) {
+	if err != nil || len(res.Spans) != len(sampleSpans()) {
 		t.Fatalf("well-formed spans: %v, %+v", err, res)
 	}
-}
-
-// BenchmarkSpansOnCompletion is the data plane's part of tracing one submit:
-// the plugin's clock readings and spans, the trailer's encoding, and the
-// host's decoding of the completion.
-func BenchmarkSpansOnCompletion(b *testing.B) {
-	timer := &spanTimer{clock: newMonoClock()}
-	b.ReportAllocs()
-	var before, after syscall.Rusage
-	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &before)
-	for range b.N {
-		js := jobSpans{read: timer.clock.now()}
-		js.decoded = timer.clock.now()
-		began := timer.clock.now()
-		spans := timer.spans(js, began, timer.clock.now(), 100, nil)
-		frame := wire.EncodeDone(wire.FrameSubmit, &wire.Done{Seq: 1, HostNanos: 5, DeviceNanos: 100, Spans: spansToWire(spans)})
-		if _, err := wire.DecodeDone(frame, wire.FrameSubmit, 0); err != nil {
-			b.Fatal(err)
-		}
-	}
-	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &after)
-	cpu := after.Utime.Nano() + after.Stime.Nano() - before.Utime.Nano() - before.Stime.Nano()
-	b.ReportMetric(float64(cpu)/float64(b.N), "cpu-ns/op")
 }
 
 // sampleSpans is one span of each kind.
@@ -173,4 +150,15 @@ func sampleSpans() []pluginapi.Span {
 		{Kind: pluginapi.SpanRun, Start: 120, End: 400},
 		{Kind: pluginapi.SpanDevice, Start: 200, End: 400},
 	}
+}
+
+// monoNow reads the machine's monotonic clock (CLOCK_MONOTONIC), the clock of
+// the plugin's spans, in nanoseconds.
+func monoNow(t *testing.T) int64 {
+	t.Helper()
+	var ts unix.Timespec
+	if err := unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts); err != nil {
+		t.Fatal(err)
+	}
+	return ts.Nano()
 }

@@ -2,8 +2,9 @@ package client
 
 import (
 	"context"
-	"github.com/kiln-dev/kiln/pluginapi"
 	"testing"
+
+	"github.com/kiln-dev/kiln/pluginapi"
 )
 
 // BenchmarkSubmitRoundTrip is one submit of one 4-byte fill over a resident

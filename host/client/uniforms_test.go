@@ -3,8 +3,9 @@ package client
 import (
 	"bytes"
 	"context"
-	"github.com/kiln-dev/kiln/pluginapi"
 	"testing"
+
+	"github.com/kiln-dev/kiln/pluginapi"
 )
 
 // TestWireDispatchCarriesUniforms: the uniform block reaches the backend byte for

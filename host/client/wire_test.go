@@ -15,34 +15,27 @@ import (
 	"github.com/kiln-dev/kiln/pluginapi"
 )
 
-// serveInProcess serves impl with Serve's go-plugin configuration in go-plugin's
-// test mode (same process, a real gRPC connection over a local socket) and returns
-// the host-side Backend built with ClientConfig's options.
-func serveInProcess(t testing.TB, impl pluginapi.Backend) Backend {
+// serveInProcess serves impl on protocol 1 with Serve's go-plugin
+// configuration in go-plugin's test mode (pluginapi.ServeTest: same process, a
+// real gRPC connection over a local socket) and returns the host's Conn to it,
+// built with Config's options and not yet described.
+func serveInProcess(t testing.TB, impl pluginapi.Backend) *Conn {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	reattach := make(chan *plugin.ReattachConfig, 1)
-	closed := make(chan struct{})
-	cfg := serveConfig(impl, hclog.NewNullLogger())
-	cfg.Test = &plugin.ServeTestConfig{Context: ctx, ReattachConfigCh: reattach, CloseCh: closed}
-	go plugin.Serve(cfg)
-	var rc *plugin.ReattachConfig
-	select {
-	case rc = <-reattach:
-	case <-time.After(time.Minute):
-		cancel()
-		t.Fatal("in-process plugin server did not start within a minute")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	rc, stop, err := pluginapi.ServeTest(ctx, impl, pluginapi.Protocols(pluginapi.ProtocolV1))
+	if err != nil {
+		t.Fatalf("in-process plugin server: %v", err)
 	}
-	ccfg := clientConfig(hclog.NewNullLogger())
-	ccfg.Reattach = rc
+	cfg := Config(nil, hclog.NewNullLogger())
+	cfg.Reattach = rc
 	// go-plugin picks the plugin set from the handshake only when it starts the
 	// process; a reattached client needs it named.
-	ccfg.Plugins = ccfg.VersionedPlugins[rc.ProtocolVersion]
-	c := plugin.NewClient(ccfg)
+	cfg.Plugins = cfg.VersionedPlugins[rc.ProtocolVersion]
+	c := plugin.NewClient(cfg)
 	t.Cleanup(func() {
 		c.Kill()
-		cancel()
-		<-closed
+		stop()
 	})
 	b, err := Dispense(c)
 	if err != nil {
