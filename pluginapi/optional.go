@@ -123,6 +123,14 @@ type Capabilities struct {
 	// sends them on the data plane only; without it (or without a data plane)
 	// it copies through its own memory.
 	PeerCopy bool
+	// ConcurrentAdapters reports [ConcurrentAdapters] (returning true): the
+	// calls of different adapters may run at the same time.
+	ConcurrentAdapters bool
+	// Spans reports that the plugin's SDK times the requests it serves on the
+	// data plane and ships the phases with their completions when asked
+	// ([SpansEnv]); false for a backend used in process and a plugin built
+	// before spans.
+	Spans bool
 	// SharedMemory reports whether buffer bytes and submits travel through the
 	// shared-memory data plane (fixed frames in shared-memory rings, memfd
 	// segments mapped by both processes) instead of gRPC messages.
@@ -140,7 +148,14 @@ func CapabilitiesOf(b Backend) Capabilities {
 	_, artifacts := b.(Artifacts)
 	_, health := b.(HealthChecker)
 	_, peer := b.(PeerCopier)
-	return Capabilities{Buffers: buffers, Submit: submit && buffers, Artifacts: artifacts, Health: health, PeerCopy: peer && buffers}
+	return Capabilities{Buffers: buffers, Submit: submit && buffers, Artifacts: artifacts, Health: health, PeerCopy: peer && buffers, ConcurrentAdapters: concurrentAdapters(b)}
+}
+
+// concurrentAdapters reports whether b implements ConcurrentAdapters and
+// returns true.
+func concurrentAdapters(b Backend) bool {
+	c, ok := b.(ConcurrentAdapters)
+	return ok && c.ConcurrentAdapters()
 }
 
 // Resident reports whether buffers live in the plugin: the backend implements
@@ -178,7 +193,7 @@ func (c Capabilities) String() string {
 	for _, f := range []struct {
 		on   bool
 		name string
-	}{{c.Buffers, "buffers"}, {c.Submit, "submit"}, {c.Artifacts, "artifacts"}, {c.Health, "health"}, {c.PeerCopy, "peer copy"}, {c.SharedMemory, "shared memory"}} {
+	}{{c.Buffers, "buffers"}, {c.Submit, "submit"}, {c.Artifacts, "artifacts"}, {c.Health, "health"}, {c.PeerCopy, "peer copy"}, {c.ConcurrentAdapters, "concurrent adapters"}, {c.SharedMemory, "shared memory"}, {c.Spans, "spans"}} {
 		if f.on {
 			have = append(have, f.name)
 		}
@@ -219,7 +234,8 @@ func (e *UnimplementedError) Error() string {
 // runs. See docs/design.md, "Ordering on the data plane".
 type ConcurrentAdapters interface {
 	// ConcurrentAdapters reports whether calls for different adapters may run
-	// concurrently; it is asked once, when the data plane opens.
+	// concurrently; it is asked when the plugin is described (for the host's
+	// Capabilities) and once more when the data plane opens.
 	ConcurrentAdapters() bool
 }
 

@@ -92,6 +92,7 @@ func (v *v2client) describe(ctx context.Context) (*pluginapi.Description, error)
 	v.caps.Buffers, v.caps.Submit = c.GetBuffers(), c.GetBuffers() && c.GetSubmit()
 	v.caps.Artifacts, v.caps.Health = c.GetArtifacts(), c.GetHealth()
 	v.caps.PeerCopy = c.GetBuffers() && c.GetPeerCopy()
+	v.caps.ConcurrentAdapters, v.caps.Spans = c.GetConcurrentAdapters(), c.GetSpans()
 	open := v.plane != nil || v.caps.DataPlane != ""
 	v.mu.Unlock()
 	if !open {
@@ -157,7 +158,8 @@ func (v *v2client) closePlane() {
 
 // Capabilities reports what the plugin declared when it was described (its
 // optional interfaces: resident buffers and submits, artifacts, health, peer
-// copies), with the connection's protocol and data plane. The host asks it
+// copies, concurrent adapters; whether its SDK ships spans), with the
+// connection's protocol and data plane. The host asks it
 // before it uses an optional feature; before the first Describe it knows only
 // the protocol.
 func (c *Conn) Capabilities() pluginapi.Capabilities {
@@ -165,6 +167,7 @@ func (c *Conn) Capabilities() pluginapi.Capabilities {
 		return pluginapi.Capabilities{Protocol: 1}
 	}
 	caps, _ := c.v2.snapshot()
+	caps.Spans = caps.Spans && caps.SharedMemory // spans come on the data plane only
 	return caps
 }
 

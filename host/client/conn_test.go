@@ -143,7 +143,7 @@ func f32s(v ...float32) []byte {
 func TestV2CapabilitiesAndDataPlane(t *testing.T) {
 	planes(t, func(t *testing.T, shared bool) {
 		c := serveV2(t, newMemBackend()).Capabilities()
-		want := pluginapi.Capabilities{Protocol: 2, Buffers: true, Submit: true, SharedMemory: shared}
+		want := pluginapi.Capabilities{Protocol: 2, Buffers: true, Submit: true, SharedMemory: shared, Spans: shared}
 		if !shared {
 			want.DataPlane = DataPlaneEnv + "=grpc"
 		}

@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -309,5 +310,20 @@ func TestPlaneManyCallersOneAdapter(t *testing.T) {
 	}
 	if len(g.order[0]) != callers*each || len(g.order[1]) != each {
 		t.Fatalf("%d fills ran on adapter 0 and %d on adapter 1, want %d and %d", len(g.order[0]), len(g.order[1]), callers*each, each)
+	}
+}
+
+// TestCapabilitiesReportConcurrentAdaptersAndSpans pins what a plugin declares
+// when described beyond its optional interfaces: whether its calls for
+// different adapters run concurrently, and that its SDK ships spans.
+func TestCapabilitiesReportConcurrentAdaptersAndSpans(t *testing.T) {
+	if c := serveV2(t, newGateBackend(true, false)).Capabilities(); !c.ConcurrentAdapters || !c.Spans || !strings.Contains(c.String(), "concurrent adapters") {
+		t.Errorf("a ConcurrentAdapters backend: %+v (%s)", c, c)
+	}
+	if c := serveV2(t, newGateBackend(false, false)).Capabilities(); c.ConcurrentAdapters || !c.Spans {
+		t.Errorf("a backend whose ConcurrentAdapters says false: %+v", c)
+	}
+	if c := serveV2(t, newMemBackend()).Capabilities(); c.ConcurrentAdapters {
+		t.Errorf("a backend without ConcurrentAdapters: %+v", c)
 	}
 }
