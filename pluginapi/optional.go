@@ -231,7 +231,13 @@ func (e *UnimplementedError) Error() string {
 // with them. A backend without it (or whose method returns false) gets every
 // data-plane call one at a time in the host's order, as a backend written for
 // serial calls expects; the SDK still reads the host's next requests while one
-// runs. See docs/design.md, "Ordering on the data plane".
+// runs. Either way, calls over gRPC (Describe, Compile, Release, and every
+// call without a data plane) may come concurrently with anything, as [Backend]
+// says; completions go back in the order calls finish, with no order across
+// adapters (the host's callers order them by waiting); and each queue holds at
+// most 64 requests: when one is full the SDK stops reading until it has room,
+// so the host's callers wait and nothing is dropped. See docs/design.md,
+// "Ordering on the data plane".
 type ConcurrentAdapters interface {
 	// ConcurrentAdapters reports whether calls for different adapters may run
 	// concurrently; it is asked when the plugin is described (for the host's

@@ -38,9 +38,9 @@ var _ pluginapi.Backend = (*Conn)(nil)
 // receiveLimitKey is the context key of WithReceiveLimit.
 type receiveLimitKey struct{}
 
-// WithReceiveLimit returns a context under which a call of a [Conn] refuses a response larger than limit bytes from the
-// length the response announces, before receiving it, with a
-// [*ResponseTooLargeError]. A host sets it to what it expects: a dispatch's
+// WithReceiveLimit returns a context under which a call of a [Conn] refuses a
+// response larger than limit bytes from the length the response announces,
+// before receiving it, with a [*ResponseTooLargeError]. A host sets it to what it expects: a dispatch's
 // outputs plus a small overhead, so a plugin cannot make the host receive (and
 // hold) a gigabyte where it asked for sixteen bytes. A limit of zero or less
 // leaves pluginapi.MaxMessageBytes.
