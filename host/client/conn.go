@@ -50,6 +50,14 @@ func (e *ProtocolError) Error() string {
 	return "kiln plugin broke the data plane protocol: " + e.Detail + ". Fix: report this to the plugin's author"
 }
 
+// rejected returns a check's error as a rejection; nil stays nil.
+func rejected(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &pluginapi.RejectedError{Err: err}
+}
+
 // usageMask holds every usage bit the SDK defines.
 const usageMask = pluginapi.UsageStorage | pluginapi.UsageCopySrc | pluginapi.UsageCopyDst | pluginapi.UsageMap
 
@@ -67,7 +75,7 @@ type v2client struct {
 	caps   pluginapi.Capabilities
 	id     string
 	plane  *plane
-	table  bufferTable
+	table  wire.Table
 	mapped map[uint64]*wire.Segment
 	// tail is closed when the last gRPC submit sent is done, so that gRPC
 	// submits run in order.
@@ -75,7 +83,7 @@ type v2client struct {
 }
 
 func newV2Client(rpc kilnpb.DeviceClient) *v2client {
-	return &v2client{rpc: rpc, caps: pluginapi.Capabilities{Protocol: 2}, table: bufferTable{}, mapped: map[uint64]*wire.Segment{}}
+	return &v2client{rpc: rpc, caps: pluginapi.Capabilities{Protocol: 2}, table: wire.Table{}, mapped: map[uint64]*wire.Segment{}}
 }
 
 // describe is Describe on protocol 2: the description, the capabilities, and
@@ -319,7 +327,7 @@ func (c *Conn) FreeBuffer(ctx context.Context, buffer uint64) error {
 func (v *v2client) checkRange(what string, r pluginapi.BufferRange) error {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	return v.table.checkRange(what, r, 1)
+	return rejected(v.table.CheckRange(what, wire.Range(r), 1))
 }
 
 // WriteBuffer implements pluginapi.Buffers: a mapped buffer is written in place, otherwise
@@ -405,7 +413,7 @@ func (c *Conn) PeerCopy(ctx context.Context, dst, src pluginapi.BufferRange) err
 		return err
 	}
 	v.mu.Lock()
-	err = v.table.checkCopy("peer copy", dst, src)
+	err = rejected(v.table.CheckCopy("peer copy", wire.Range(dst), wire.Range(src)))
 	v.mu.Unlock()
 	if err != nil {
 		return err
@@ -440,18 +448,18 @@ func (c *Conn) SubmitAsync(ctx context.Context, req *pluginapi.SubmitRequest) (*
 	if err != nil {
 		return nil, err
 	}
+	w, err := commandsToWire(req.Commands)
+	if err != nil {
+		return nil, err
+	}
 	v.mu.Lock()
-	err = v.table.checkCommands(req.Commands)
+	err = rejected(v.table.CheckCommands(w, pluginapi.BindingAlign, pluginapi.ElementBytes))
 	v.mu.Unlock()
 	if err != nil {
 		return nil, err
 	}
 	if _, pl := v.snapshot(); pl != nil {
-		cmds, err := commandsToWire(req.Commands)
-		if err != nil {
-			return nil, err
-		}
-		r := &wire.Request{Kind: wire.FrameSubmit, Adapter: adapter, Commands: cmds}
+		r := &wire.Request{Kind: wire.FrameSubmit, Adapter: adapter, Commands: w}
 		call, err := pl.send(ctx, r, -1, 0, nil)
 		if err != nil {
 			return nil, err

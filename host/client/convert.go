@@ -137,7 +137,7 @@ func rangeToWire(r pluginapi.BufferRange) wire.Range {
 }
 
 // commandsToWire maps a submit's commands onto the wire; an unknown command
-// type is an error.
+// type is a rejection.
 func commandsToWire(cmds []pluginapi.SubmitCommand) ([]wire.Command, error) {
 	out := make([]wire.Command, len(cmds))
 	for i, c := range cmds {
@@ -156,7 +156,7 @@ func commandsToWire(cmds []pluginapi.SubmitCommand) ([]wire.Command, error) {
 		case pluginapi.FillCommand:
 			out[i] = wire.Command{Op: wire.OpFill, Dst: rangeToWire(c.Dst), Value: c.Value}
 		default:
-			return nil, fmt.Errorf("command %d: unknown command %T", i, c)
+			return nil, pluginapi.Rejected("command %d is a %T, which the SDK does not know. Fix: use DispatchCommand, CopyCommand or FillCommand", i, c)
 		}
 	}
 	return out, nil
