@@ -4,59 +4,44 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
-	"sync"
 
 	"github.com/kiln-dev/kiln/host/client"
 	"github.com/kiln-dev/kiln/ir"
 	"github.com/kiln-dev/kiln/pluginapi"
 )
 
-// doubler is a complete minimal backend: the core interface only. Its one
-// adapter "runs" a program by doubling every u32 of its first input into its
-// first output — enough to show the SDK; plugins/cpuref is a real one.
-type doubler struct {
-	mu   sync.Mutex
-	next uint64
+// tripler is about the smallest backend worth serving: the core interface
+// only, and one adapter that "runs" any pipeline by tripling each u32 of its
+// first input into its first output.
+type tripler struct{}
+
+func (tripler) Describe(context.Context) (*pluginapi.Description, error) {
+	return &pluginapi.Description{ID: "tripler", Version: "1.0.0", Dispatches: true, Features: []string{"ir.v1"},
+		Adapters: []pluginapi.Adapter{{Name: "tripler", Available: true}}}, nil
 }
 
-func (*doubler) Describe(context.Context) (*pluginapi.Description, error) {
-	return &pluginapi.Description{
-		ID: "doubler", Version: "1.0.0", Dispatches: true, Features: []string{"ir.v1"},
-		Adapters: []pluginapi.Adapter{{Index: 0, Name: "doubler", Available: true}},
-	}, nil
+func (tripler) Open(context.Context, int) error { return nil }
+
+func (tripler) Compile(context.Context, *pluginapi.CompileRequest) (*pluginapi.CompileResult, error) {
+	return &pluginapi.CompileResult{Pipeline: 1}, nil
 }
 
-func (*doubler) Open(_ context.Context, adapter int) error {
-	if adapter != 0 {
-		return pluginapi.Unavailable("doubler has no adapter %d. Fix: use adapter 0", adapter)
-	}
-	return nil
-}
-
-func (d *doubler) Compile(context.Context, *pluginapi.CompileRequest) (*pluginapi.CompileResult, error) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	d.next++
-	return &pluginapi.CompileResult{Pipeline: d.next}, nil
-}
-
-func (*doubler) Dispatch(_ context.Context, req *pluginapi.DispatchRequest) (*pluginapi.DispatchResult, error) {
-	in := req.Inputs[0]
-	out := make([]byte, len(in))
-	for i := 0; i+4 <= len(in); i += 4 {
-		binary.LittleEndian.PutUint32(out[i:], 2*binary.LittleEndian.Uint32(in[i:]))
+func (tripler) Dispatch(_ context.Context, req *pluginapi.DispatchRequest) (*pluginapi.DispatchResult, error) {
+	out := make([]byte, len(req.Inputs[0]))
+	for i := 0; i+4 <= len(out); i += 4 {
+		binary.LittleEndian.PutUint32(out[i:], 3*binary.LittleEndian.Uint32(req.Inputs[0][i:]))
 	}
 	return &pluginapi.DispatchResult{Outputs: [][]byte{out}}, nil
 }
 
-func (*doubler) Release(context.Context, uint64) error { return nil }
-func (*doubler) Close(context.Context) error           { return nil }
+func (tripler) Release(context.Context, uint64) error { return nil }
+func (tripler) Close(context.Context) error           { return nil }
 
 // A backend served in process over the real wire: what a host sees of it. A
-// plugin's main would be just pluginapi.Serve(&doubler{}).
+// plugin's main would be just pluginapi.Serve(tripler{}).
 func ExampleServeInProcess() {
 	ctx := context.Background()
-	conn, stop, err := client.ServeInProcess(ctx, &doubler{})
+	conn, stop, err := client.ServeInProcess(ctx, tripler{})
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -89,5 +74,5 @@ func ExampleServeInProcess() {
 	fmt.Println(binary.LittleEndian.Uint32(o), binary.LittleEndian.Uint32(o[4:]))
 	// Output:
 	// 2 false no pluginapi.Buffers: buffers are kept by the host and every dispatch sends its bytes inline
-	// 40 42
+	// 60 63
 }
