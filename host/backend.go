@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/kiln-dev/kiln/cache"
+	"github.com/kiln-dev/kiln/host/client"
 	"github.com/kiln-dev/kiln/host/trace"
 	"github.com/kiln-dev/kiln/ir"
 	"github.com/kiln-dev/kiln/pluginapi"
@@ -274,7 +275,7 @@ func (pl *Pipeline) compileOnce(ctx context.Context) (*process, uint64, time.Dur
 		if _, err := b.p.open(ctx, proc, b.adapter.Index); err != nil {
 			return err
 		}
-		res, err := proc.backend.Compile(pluginapi.WithReceiveLimit(ctx, compileLimit), &pluginapi.CompileRequest{
+		res, err := proc.backend.Compile(client.WithReceiveLimit(ctx, compileLimit), &pluginapi.CompileRequest{
 			Adapter: b.adapter.Index, Program: pl.prog, Spec: pl.opts.Spec, WorkgroupSize: pl.opts.WorkgroupSize,
 			CachedBlob: cached,
 		})
@@ -302,7 +303,7 @@ func (pl *Pipeline) compileOnce(ctx context.Context) (*process, uint64, time.Dur
 
 // compileLimit bounds a compile response: the largest blob the pipeline cache
 // keeps (a larger one would not be stored anyway) and the message around it.
-const compileLimit = cache.MaxEntryBytes + pluginapi.ResponseOverhead
+const compileLimit = cache.MaxEntryBytes + client.ResponseOverhead
 
 // Work is what one dispatch runs on: the grid and the buffers.
 type Work struct {
@@ -396,9 +397,9 @@ func (b *Backend) dispatch(ctx context.Context, pl *Pipeline, w Work) (*Result, 
 	if err := checkBindingSizes(b, pl.prog, req, sizes); err != nil {
 		return nil, err
 	}
-	limit, in, want := pluginapi.ResponseOverhead, 0, 0
+	limit, in, want := client.ResponseOverhead, 0, 0
 	for _, n := range sizes {
-		limit += n + pluginapi.PerBufferOverhead
+		limit += n + client.PerBufferOverhead
 		want += n
 	}
 	for _, data := range req.Inputs {
@@ -500,7 +501,7 @@ func (b *Backend) release(ctx context.Context, pl *Pipeline) error {
 		return nil // the process it was compiled on is gone, and the pipeline with it
 	}
 	err := b.callOn(ctx, proc, "release", func(ctx context.Context, p *process) error {
-		return p.backend.Release(pluginapi.WithReceiveLimit(ctx, smallLimit), pl.handle)
+		return p.backend.Release(client.WithReceiveLimit(ctx, smallLimit), pl.handle)
 	})
 	if err == errNothingRan {
 		return nil // the process it was compiled on was gone, and the pipeline with it

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/kiln-dev/kiln/host/client"
 	"github.com/kiln-dev/kiln/host/trace"
 	"github.com/kiln-dev/kiln/pluginapi"
 )
@@ -116,7 +117,7 @@ func (b *Backend) Alloc(ctx context.Context, size int64, usage BufferUsage) (_ *
 	if size < 0 || uint64(size) > pluginapi.MaxBufferBytes {
 		return nil, &BufferError{Buffer: bf.Name(), Detail: fmt.Sprintf("size must be within [0, %d]. Fix: allocate a size a binding can address", uint64(pluginapi.MaxBufferBytes))}
 	}
-	err = b.callAny(ctx, "alloc", bf.Name(), func(ctx context.Context, proc *process, conn pluginapi.Conn) error {
+	err = b.callAny(ctx, "alloc", bf.Name(), func(ctx context.Context, proc *process, conn *client.Conn) error {
 		if !b.p.capsOf(proc).Resident() {
 			bf.mem = make([]byte, size)
 			return nil
@@ -241,7 +242,7 @@ func (bf *Buffer) move(ctx context.Context, proc *process, op string, offset int
 			}
 		}()
 	}
-	err = bf.backend.callConn(ctx, proc, op, bf.Name(), func(ctx context.Context, conn pluginapi.Conn) error {
+	err = bf.backend.callConn(ctx, proc, op, bf.Name(), func(ctx context.Context, conn *client.Conn) error {
 		if op == "write" {
 			return conn.WriteBuffer(ctx, bf.handle, uint64(offset), b)
 		}
@@ -306,7 +307,7 @@ func (bf *Buffer) Free(ctx context.Context) error {
 	if err := bf.backend.drain(ctx); err != nil {
 		return err
 	}
-	return bf.backend.callConn(ctx, proc, "free", bf.Name(), func(ctx context.Context, conn pluginapi.Conn) error {
+	return bf.backend.callConn(ctx, proc, "free", bf.Name(), func(ctx context.Context, conn *client.Conn) error {
 		return conn.FreeBuffer(ctx, bf.handle)
 	})
 }

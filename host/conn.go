@@ -3,12 +3,12 @@ package host
 import (
 	"context"
 	"errors"
-	"fmt"
 	"sync"
 	"sync/atomic"
 
 	goplugin "github.com/hashicorp/go-plugin"
 
+	"github.com/kiln-dev/kiln/host/client"
 	"github.com/kiln-dev/kiln/pluginapi"
 )
 
@@ -28,23 +28,20 @@ type v2state struct {
 	pending     []*Pending // submits that may still run, oldest first
 }
 
-// conn returns the host's side of proc's connection. A plugin client from
-// pluginapi.Dispense is always a Conn.
-func (proc *process) conn() pluginapi.Conn {
-	c, _ := proc.backend.(pluginapi.Conn)
-	return c
-}
+// conn returns the host's side of proc's connection (nil before it was
+// dispensed).
+func (proc *process) conn() *client.Conn { return proc.backend }
 
 // callAny runs fn on the plugin's current process with its connection, as
 // Backend.call does: when the process turns out to have died before the call
 // (nothing ran), the plugin is relaunched and fn runs once more.
-func (b *Backend) callAny(ctx context.Context, op, program string, fn func(context.Context, *process, pluginapi.Conn) error) error {
+func (b *Backend) callAny(ctx context.Context, op, program string, fn func(context.Context, *process, *client.Conn) error) error {
 	for attempt := 0; ; attempt++ {
 		proc, err := b.p.current(ctx)
 		if err != nil {
 			return err
 		}
-		err = b.callConn(ctx, proc, op, program, func(ctx context.Context, conn pluginapi.Conn) error {
+		err = b.callConn(ctx, proc, op, program, func(ctx context.Context, conn *client.Conn) error {
 			return fn(ctx, proc, conn)
 		})
 		if err != errNothingRan {
@@ -104,9 +101,9 @@ func (b *Backend) hostError(proc *process, program string, err error) error {
 		return nil
 	}
 	var (
-		limit  *pluginapi.LimitError
-		result *pluginapi.ResultError
-		proto  *pluginapi.ProtocolError
+		limit  *client.LimitError
+		result *client.ResultError
+		proto  *client.ProtocolError
 		unimp  *pluginapi.UnimplementedError
 	)
 	switch {
@@ -127,7 +124,7 @@ func (b *Backend) hostError(proc *process, program string, err error) error {
 // callConn runs fn with proc's connection under callOn's classification, after
 // turning the SDK's host-side errors into typed ones (which callOn would
 // otherwise take for plugin failures).
-func (b *Backend) callConn(ctx context.Context, proc *process, op, program string, fn func(context.Context, pluginapi.Conn) error) error {
+func (b *Backend) callConn(ctx context.Context, proc *process, op, program string, fn func(context.Context, *client.Conn) error) error {
 	if conn := proc.conn(); conn != nil && conn.Lost() != nil {
 		// The data plane saw the process die (or break the protocol) before
 		// this call: nothing of it ran.
@@ -138,7 +135,7 @@ func (b *Backend) callConn(ctx context.Context, proc *process, op, program strin
 	err := b.callOn(ctx, proc, op, func(ctx context.Context, proc *process) error {
 		conn := proc.conn()
 		if conn == nil {
-			return fmt.Errorf("plugin client %T is not a pluginapi.Conn", proc.backend)
+			return errors.New("the plugin process has no connection yet")
 		}
 		err := fn(ctx, conn)
 		if hostErr = b.hostError(proc, program, err); hostErr != nil {

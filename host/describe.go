@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/kiln-dev/kiln/host/client"
 	"github.com/kiln-dev/kiln/pluginapi"
 )
 
@@ -25,7 +26,7 @@ func (h *Host) DescribeNow(ctx context.Context, id string) (*pluginapi.Descripti
 	var desc *pluginapi.Description
 	b := &Backend{p: p, adapter: adapterOf(p.desc, 0)}
 	err = b.call(ctx, "describe", func(ctx context.Context, proc *process) error {
-		d, err := proc.backend.Describe(pluginapi.WithReceiveLimit(ctx, describeLimit))
+		d, err := proc.backend.Describe(client.WithReceiveLimit(ctx, describeLimit))
 		if err != nil {
 			return err
 		}

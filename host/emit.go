@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/kiln-dev/kiln/host/client"
 	"github.com/kiln-dev/kiln/ir"
 	"github.com/kiln-dev/kiln/pluginapi"
 )
@@ -57,7 +58,7 @@ func (h *Host) Emit(ctx context.Context, name string, prog *ir.Program, opts Com
 	}
 	b := &Backend{p: p, adapter: adapter}
 	var art *Artifact
-	err = b.callAny(ctx, "artifact", prog.Name, func(ctx context.Context, _ *process, conn pluginapi.Conn) error {
+	err = b.callAny(ctx, "artifact", prog.Name, func(ctx context.Context, _ *process, conn *client.Conn) error {
 		var err error
 		art, err = conn.Artifact(ctx, &pluginapi.ArtifactRequest{
 			Adapter: adapter.Index, Program: prog, Spec: opts.Spec, WorkgroupSize: opts.WorkgroupSize, Kind: kind,

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/kiln-dev/kiln/host/client"
 	"github.com/kiln-dev/kiln/pluginapi"
 )
 
@@ -18,7 +19,7 @@ func (b *Backend) Artifact(ctx context.Context, pl *Pipeline, kind string) (*Art
 		return nil, &LaunchError{Program: "<pipeline>", Detail: fmt.Sprintf("pipeline was not compiled on %s. Fix: compile it with this backend's Compile", b.Name())}
 	}
 	var a *Artifact
-	err := b.callAny(ctx, "artifact", pl.prog.Name, func(ctx context.Context, proc *process, conn pluginapi.Conn) error {
+	err := b.callAny(ctx, "artifact", pl.prog.Name, func(ctx context.Context, proc *process, conn *client.Conn) error {
 		if _, err := b.p.open(ctx, proc, b.adapter.Index); err != nil {
 			return err
 		}
@@ -35,7 +36,7 @@ func (b *Backend) Artifact(ctx context.Context, pl *Pipeline, kind string) (*Art
 // plugin's DeviceError or UnavailableError. A backend without
 // pluginapi.HealthChecker gives an *UnsupportedError.
 func (b *Backend) Health(ctx context.Context) error {
-	return b.p.stats.failed(b.callAny(ctx, "health", b.Name(), func(ctx context.Context, _ *process, conn pluginapi.Conn) error {
+	return b.p.stats.failed(b.callAny(ctx, "health", b.Name(), func(ctx context.Context, _ *process, conn *client.Conn) error {
 		return conn.Health(ctx)
 	}))
 }

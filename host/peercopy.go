@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/kiln-dev/kiln/host/client"
 	"github.com/kiln-dev/kiln/pluginapi"
 )
 
@@ -108,7 +109,7 @@ func copyOnDevice(ctx context.Context, proc *process, dst *Buffer, dstOffset int
 		Src: pluginapi.BufferRange{Buffer: src.handle, Offset: uint64(srcOffset), Size: uint64(n)},
 		Dst: pluginapi.BufferRange{Buffer: dst.handle, Offset: uint64(dstOffset), Size: uint64(n)},
 	}}}
-	err := b.callConn(ctx, proc, "copy", dst.Name(), func(ctx context.Context, conn pluginapi.Conn) error {
+	err := b.callConn(ctx, proc, "copy", dst.Name(), func(ctx context.Context, conn *client.Conn) error {
 		_, err := conn.Submit(ctx, req)
 		return err
 	})
@@ -129,7 +130,7 @@ func copyInPlugin(ctx context.Context, proc *process, dst *Buffer, dstOffset int
 	}
 	d := pluginapi.BufferRange{Buffer: dst.handle, Offset: uint64(dstOffset), Size: uint64(n)}
 	s := pluginapi.BufferRange{Buffer: src.handle, Offset: uint64(srcOffset), Size: uint64(n)}
-	err := dst.backend.callConn(ctx, proc, "copy", dst.Name(), func(ctx context.Context, conn pluginapi.Conn) error {
+	err := dst.backend.callConn(ctx, proc, "copy", dst.Name(), func(ctx context.Context, conn *client.Conn) error {
 		return conn.PeerCopy(ctx, d, s)
 	})
 	if err != nil {

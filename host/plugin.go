@@ -18,6 +18,7 @@ import (
 	"google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/status"
 
+	"github.com/kiln-dev/kiln/host/client"
 	"github.com/kiln-dev/kiln/host/trace"
 	"github.com/kiln-dev/kiln/pluginapi"
 )
@@ -25,7 +26,7 @@ import (
 // process is one running instance of a plugin executable.
 type process struct {
 	client  *goplugin.Client
-	backend pluginapi.Backend
+	backend *client.Conn
 	runner  *pluginRunner
 	health  grpc_health_v1.HealthClient
 	stderr  *stderrTail
@@ -246,7 +247,7 @@ func (p *plugin) launch(ctx context.Context) (*process, *pluginapi.Description, 
 	tail := &stderrTail{}
 	proc := &process{stderr: tail, opened: map[int]bool{}, done: make(chan struct{})}
 	check := func() error { return p.set.pins.check(p.path) }
-	cfg := pluginapi.ClientConfig(nil, p.set.log)
+	cfg := client.Config(nil, p.set.log)
 	cfg.Cmd = nil
 	var env []string
 	if p.set.auth != nil {
@@ -327,10 +328,10 @@ func (p *plugin) launch(ctx context.Context) (*process, *pluginapi.Description, 
 		tr.plugin(proc.pid, p.path)
 		tr.span("plugin handshake", began, handshook, trace.String("plugin", filepath.Base(p.path)), trace.Int("pid", int64(proc.pid)))
 	}
-	if v := proc.client.NegotiatedVersion(); pluginapi.PluginSets()[v] == nil {
+	if v := proc.client.NegotiatedVersion(); client.PluginSets()[v] == nil {
 		return fail(StartProtocol, fmt.Sprintf("it negotiated kiln protocol version %d", v))
 	}
-	be, err := pluginapi.Dispense(proc.client)
+	be, err := client.Dispense(proc.client)
 	if err != nil {
 		return fail(StartBadHandshake, err.Error())
 	}
@@ -340,7 +341,7 @@ func (p *plugin) launch(ctx context.Context) (*process, *pluginapi.Description, 
 	}
 	dctx, cancel := context.WithTimeout(ctx, p.set.startTimeout)
 	defer cancel()
-	desc, err := be.Describe(pluginapi.WithReceiveLimit(dctx, describeLimit))
+	desc, err := be.Describe(client.WithReceiveLimit(dctx, describeLimit))
 	if err != nil {
 		switch {
 		case ctx.Err() != nil:
@@ -567,7 +568,7 @@ func (p *plugin) hung(proc *process) {
 }
 
 // stalled is how long proc's data plane has not taken requests from a full
-// request ring (pluginapi.Conn.Stalled); 0 without a data plane.
+// request ring (client.Conn.Stalled); 0 without a data plane.
 func (pr *process) stalled() time.Duration {
 	if c := pr.conn(); c != nil {
 		return c.Stalled()
@@ -598,7 +599,7 @@ func (p *plugin) open(ctx context.Context, proc *process, adapter int) (time.Dur
 	}
 	p.mu.Unlock()
 	began := time.Now()
-	if err := proc.backend.Open(pluginapi.WithReceiveLimit(ctx, smallLimit), adapter); err != nil {
+	if err := proc.backend.Open(client.WithReceiveLimit(ctx, smallLimit), adapter); err != nil {
 		return 0, err
 	}
 	took := time.Since(began)
@@ -656,7 +657,7 @@ func (p *plugin) classify(ctx context.Context, proc *process, backend, op string
 		device      *pluginapi.DeviceError
 		unavailable *pluginapi.UnavailableError
 		plain       *pluginapi.PluginError
-		tooLarge    *pluginapi.ResponseTooLargeError
+		tooLarge    *client.ResponseTooLargeError
 	)
 	switch {
 	case errors.As(err, &rejected) || errors.As(err, &device) || errors.As(err, &unavailable) || errors.As(err, &plain):
@@ -711,7 +712,7 @@ func (p *plugin) close(ctx context.Context) {
 	}
 	if proc != nil {
 		cctx, cancel := context.WithTimeout(ctx, closeTimeout)
-		if err := proc.backend.Close(pluginapi.WithReceiveLimit(cctx, smallLimit)); err != nil {
+		if err := proc.backend.Close(client.WithReceiveLimit(cctx, smallLimit)); err != nil {
 			p.log.Debug("plugin close failed; stopping it", "error", err)
 		}
 		cancel()

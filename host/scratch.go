@@ -4,12 +4,13 @@ import (
 	"bytes"
 	"context"
 
+	"github.com/kiln-dev/kiln/host/client"
 	"github.com/kiln-dev/kiln/pluginapi"
 )
 
 // dispatchOn runs a v1 dispatch on proc: through scratch buffers and one submit
 // when the plugin keeps buffers (so the bytes cross through shared memory once
-// each way), else inline (pluginapi.Conn.DispatchSized: shared memory when the
+// each way), else inline (client.Conn.DispatchSized: shared memory when the
 // plugin has the data plane, gRPC messages otherwise).
 // limit is the receive limit of an inline response over gRPC.
 //
@@ -22,19 +23,20 @@ func (b *Backend) dispatchOn(ctx context.Context, proc *process, pl *Pipeline, r
 	if b.p.capsOf(proc).Resident() {
 		return b.dispatchResident(ctx, proc, pl, req, in)
 	}
-	err = b.callConn(ctx, proc, "dispatch", pl.prog.Name, func(ctx context.Context, conn pluginapi.Conn) error {
+	var sized *client.DispatchResult
+	err = b.callConn(ctx, proc, "dispatch", pl.prog.Name, func(ctx context.Context, conn *client.Conn) error {
 		var err error
-		res, err = conn.DispatchSized(pluginapi.WithReceiveLimit(ctx, limit), req, sizes)
+		sized, err = conn.DispatchSized(client.WithReceiveLimit(ctx, limit), req, sizes)
 		return err
 	})
 	if err != nil {
 		return nil, nil, err
 	}
 	b.p.v2.toPlugin.Add(in)
-	for _, o := range res.Outputs {
+	for _, o := range sized.Outputs {
 		b.p.v2.fromPlugin.Add(int64(len(o)))
 	}
-	return res, res.Spans(), nil
+	return &sized.DispatchResult, sized.Spans, nil
 }
 
 // scratchBuffer is a buffer the v1 API dispatches through.
@@ -52,7 +54,7 @@ const (
 
 // takeScratch returns a free scratch buffer of at least size bytes on proc, or
 // allocates one.
-func (b *Backend) takeScratch(ctx context.Context, conn pluginapi.Conn, proc *process, size uint64) (*scratchBuffer, error) {
+func (b *Backend) takeScratch(ctx context.Context, conn *client.Conn, proc *process, size uint64) (*scratchBuffer, error) {
 	size = max(size, pluginapi.ElementBytes)
 	v := &b.p.v2
 	v.mu.Lock()
@@ -81,7 +83,7 @@ func (b *Backend) takeScratch(ctx context.Context, conn pluginapi.Conn, proc *pr
 
 // putScratch returns scratch buffers to proc's pool, freeing those beyond the
 // policy.
-func (b *Backend) putScratch(ctx context.Context, conn pluginapi.Conn, proc *process, bufs []*scratchBuffer) {
+func (b *Backend) putScratch(ctx context.Context, conn *client.Conn, proc *process, bufs []*scratchBuffer) {
 	v := &b.p.v2
 	var free []*scratchBuffer
 	v.mu.Lock()
@@ -112,7 +114,7 @@ func (b *Backend) putScratch(ctx context.Context, conn pluginapi.Conn, proc *pro
 // under the host's context (which Close ends, as does the plane's closing): the
 // frees follow every request sent before them, so the plugin runs them after a
 // submit that may still use the buffers.
-func (b *Backend) dropScratch(conn pluginapi.Conn, bufs []*scratchBuffer) {
+func (b *Backend) dropScratch(conn *client.Conn, bufs []*scratchBuffer) {
 	if len(bufs) == 0 {
 		return
 	}
@@ -143,7 +145,7 @@ func (b *Backend) dispatchResident(ctx context.Context, proc *process, pl *Pipel
 	var res *pluginapi.DispatchResult
 	var spans []pluginapi.Span
 	var out int64
-	err := b.callConn(ctx, proc, "dispatch", prog.Name, func(ctx context.Context, conn pluginapi.Conn) (err error) {
+	err := b.callConn(ctx, proc, "dispatch", prog.Name, func(ctx context.Context, conn *client.Conn) (err error) {
 		bufs := make([]*scratchBuffer, 0, n)
 		defer func() {
 			if err != nil {
@@ -181,13 +183,17 @@ func (b *Backend) dispatchResident(ctx context.Context, proc *process, pl *Pipel
 			}
 		}
 		cmds = append(cmds, cmd)
-		sub, err := conn.Submit(ctx, &pluginapi.SubmitRequest{Adapter: b.adapter.Index, Commands: cmds})
+		pending, err := conn.SubmitAsync(ctx, &pluginapi.SubmitRequest{Adapter: b.adapter.Index, Commands: cmds})
+		if err != nil {
+			return err
+		}
+		sub, err := pending.Wait(ctx)
 		if err != nil {
 			return err
 		}
 		outputs := prog.Outputs()
 		res = &pluginapi.DispatchResult{HostNanos: sub.HostNanos, DeviceNanos: sub.DeviceNanos, Outputs: make([][]byte, 0, len(outputs))}
-		spans = sub.Spans()
+		spans = pending.Spans()
 		for _, bi := range outputs {
 			s := bufs[bi]
 			var o []byte

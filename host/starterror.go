@@ -9,7 +9,7 @@ import (
 
 	goplugin "github.com/hashicorp/go-plugin"
 
-	"github.com/kiln-dev/kiln/pluginapi"
+	"github.com/kiln-dev/kiln/host/client"
 )
 
 // StartStage says where starting a plugin failed; each has its own message and
@@ -133,7 +133,7 @@ func handshakeStage(line string, gotLine, exited bool) (StartStage, string) {
 	if parts[0] != strconv.Itoa(goplugin.CoreProtocolVersion) {
 		return StartProtocol, fmt.Sprintf("go-plugin core protocol %s, this host speaks %d", truncate(parts[0], 20), goplugin.CoreProtocolVersion)
 	}
-	sets := pluginapi.PluginSets()
+	sets := client.PluginSets()
 	if v, err := strconv.Atoi(parts[1]); err != nil || sets[v] == nil {
 		var speaks []int
 		for v := range sets {

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/kiln-dev/kiln/host/client"
 	"github.com/kiln-dev/kiln/host/trace"
 	"github.com/kiln-dev/kiln/ir"
 	"github.com/kiln-dev/kiln/pluginapi"
@@ -118,7 +119,7 @@ type SubmitResult struct {
 type Pending struct {
 	b     *Backend
 	proc  *process
-	inner *pluginapi.Pending
+	inner *client.Pending
 	bufs  []*Buffer
 	began time.Time
 	n     int
@@ -168,7 +169,7 @@ func (pd *Pending) Wait(ctx context.Context) (*SubmitResult, error) {
 func (pd *Pending) report(ctx context.Context, o *observer, waitFrom time.Time, res *SubmitResult, raw *pluginapi.SubmitResult, err error) {
 	if o.tr != nil && err == nil {
 		end := pd.began.Add(res.Submit)
-		o.tr.roundTrip(pd.b, pd.proc, "submit", pd.began, pd.obs.sent, waitFrom, end, raw.Spans(), raw.DeviceNanos, trace.Int("commands", int64(pd.n)), trace.String("program", pd.obs.program))
+		o.tr.roundTrip(pd.b, pd.proc, "submit", pd.began, pd.obs.sent, waitFrom, end, pd.inner.Spans(), raw.DeviceNanos, trace.Int("commands", int64(pd.n)), trace.String("program", pd.obs.program))
 	}
 	o.submitted(ctx, pd.b, pd.obs.program, pd.n, pd.began, res, err)
 }
@@ -547,8 +548,8 @@ func (b *Backend) submitResident(ctx context.Context, proc *process, plan *batch
 			cmds[i] = pluginapi.FillCommand{Dst: c.dst.rng(), Value: c.value}
 		}
 	}
-	var inner *pluginapi.Pending
-	err := b.callConn(ctx, proc, "submit", "submit", func(ctx context.Context, conn pluginapi.Conn) error {
+	var inner *client.Pending
+	err := b.callConn(ctx, proc, "submit", "submit", func(ctx context.Context, conn *client.Conn) error {
 		var err error
 		inner, err = conn.SubmitAsync(ctx, &pluginapi.SubmitRequest{Adapter: b.adapter.Index, Commands: cmds})
 		return err
@@ -621,9 +622,9 @@ func (b *Backend) dispatchHosted(ctx context.Context, c plannedCmd) (*pluginapi.
 	for _, bi := range prog.Outputs() {
 		sizes = append(sizes, int(c.bindings[bi].size))
 	}
-	limit := pluginapi.ResponseOverhead
+	limit := client.ResponseOverhead
 	for _, n := range sizes {
-		limit += n + pluginapi.PerBufferOverhead
+		limit += n + client.PerBufferOverhead
 	}
 	var res *pluginapi.DispatchResult
 	for attempt := 0; ; attempt++ {

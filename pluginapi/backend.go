@@ -10,22 +10,45 @@ import (
 	"github.com/kiln-dev/kiln/ir"
 )
 
-// Backend is what a plugin author implements and hands to Serve. The host-side
-// client returned by Dispense implements it too, so the host talks to every plugin
-// through the same interface.
+// Backend is what a plugin author implements and hands to Serve. The host's
+// client (package host/client) implements it too, so the host talks to every
+// plugin through the same interface.
 //
-// Methods may be called concurrently. Errors should be one of the typed errors
-// (RejectedError, UnavailableError, DeviceError) where one applies; they reach the
-// host as the same kind with the same message. A panic in a method crashes the
-// plugin process, which the host reports as a crashed plugin.
+// Methods may be called concurrently, and every one takes the host's context:
+// honour its deadline and return its error. Errors should be one of the typed
+// errors (RejectedError, UnavailableError, DeviceError) where one applies, with
+// a message that says what failed with which value and ends with "Fix: …"
+// where the user can act; they reach the host as the same kind with the same
+// message. Do not recover panics: a panic crashes the plugin process, which
+// the host reports as a crashed plugin and relaunches.
 type Backend interface {
-	// Describe reports the backend's identity, selection attributes and adapters.
+	// Describe reports the id (the registry key users pass to Acquire),
+	// version, whether the backend is a reference oracle (never picked
+	// implicitly), whether it dispatches, its precedence (lower wins, nil sorts
+	// last), the IR features it supports ("ir.v1", "shared", "atomics",
+	// "barrier") and its adapters. Each adapter has a [DeviceProfile], whose
+	// [DeviceProfile.CapabilityScore], TimingQuality and MemBWGBps order the
+	// host's preferred backend, and a [DeviceIdentity], whose
+	// [DeviceIdentity.Fingerprint] keys the host's records. An unavailable
+	// adapter says why in Reason, ending with "Fix: …".
 	Describe(ctx context.Context) (*Description, error)
 	// Open prepares an adapter (device) for use; opening it again is harmless.
 	Open(ctx context.Context, adapter int) error
-	// Compile turns a program into a pipeline handle on an adapter.
+	// Compile gets a validated *ir.Program, the specialization map, an
+	// optional workgroup-size override and, on a pipeline-cache hit, the blob
+	// an earlier Compile returned. It returns a pipeline handle of the
+	// backend's choosing and, optionally, a blob for the host to cache
+	// (compiled device code). A blob from the cache is untrusted input: if it
+	// cannot be used, compile from the program.
 	Compile(ctx context.Context, req *CompileRequest) (*CompileResult, error)
-	// Dispatch runs a compiled pipeline.
+	// Dispatch runs a pipeline over a grid of workgroups. Inputs are by
+	// binding (the bytes of read and read_write buffers, nil for write
+	// buffers), OutputCounts size the write buffers without a fixed count,
+	// Uniforms is the program's uniform block, and the result holds every
+	// write and read_write buffer in binding order, with the semantics of
+	// docs/design.md, "IR v1" (out-of-bounds loads give 0, write buffers start
+	// zeroed, …). The host checks the outputs' number and sizes against the
+	// program.
 	Dispatch(ctx context.Context, req *DispatchRequest) (*DispatchResult, error)
 	// Release frees a pipeline handle.
 	Release(ctx context.Context, pipeline uint64) error
@@ -242,6 +265,4 @@ type DispatchResult struct {
 	HostNanos int64
 	// DeviceNanos is the device-measured time, zero when the backend cannot tell.
 	DeviceNanos int64
-
-	spans *[]Span // the SDK's, on the host's side (Spans); a pointer keeps the result small
 }

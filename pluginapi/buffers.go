@@ -5,6 +5,7 @@ import (
 	"math"
 	"strings"
 
+	"github.com/kiln-dev/kiln/internal/wire"
 	"github.com/kiln-dev/kiln/ir"
 )
 
@@ -96,12 +97,6 @@ type BufferRange struct {
 	Offset, Size uint64
 }
 
-// end returns Offset+Size and whether it overflowed.
-func (r BufferRange) end() (uint64, bool) {
-	e := r.Offset + r.Size
-	return e, e < r.Offset
-}
-
 // SubmitCommand is one step of a [SubmitRequest]: a [DispatchCommand],
 // [CopyCommand] or [FillCommand].
 type SubmitCommand interface{ command() }
@@ -152,8 +147,6 @@ type SubmitResult struct {
 	HostNanos int64
 	// DeviceNanos is the device-measured time, zero when the backend cannot tell.
 	DeviceNanos int64
-
-	spans *[]Span // the SDK's, on the host's side (Spans); a pointer keeps the result small
 }
 
 // ArtifactRequest asks for the device code of a program.
@@ -175,55 +168,30 @@ type Artifact struct {
 	Info map[string]string
 }
 
-// bufferTable is the SDK's record of each live buffer's size, by handle. Both
-// sides keep one: the plugin's SDK checks requests against it before a backend
-// sees them, the host's checks what it sends.
-type bufferTable map[uint64]uint64
+// bufferTable is the SDK's record of each live buffer's size, by handle
+// (internal/wire's Table, which the host's client keeps too): the SDK checks
+// requests against it before a backend sees them.
+type bufferTable wire.Table
 
 // checkRange rejects a range outside its buffer, of an unknown buffer, or whose
 // offset or size is not a multiple of align (1 for any range).
 func (t bufferTable) checkRange(what string, r BufferRange, align uint64) error {
-	if t.valid(r, align) {
-		return nil
-	}
-	size, ok := t[r.Buffer]
-	if !ok {
-		return Rejected("%s: buffer %d does not exist (never allocated, or freed). Fix: allocate it first", what, r.Buffer)
-	}
-	end, overflow := r.end()
-	if overflow || end > size {
-		return Rejected("%s: range [%d, %d+%d) lies outside buffer %d of %d bytes. Fix: keep offsets and sizes within the buffer", what, r.Offset, r.Offset, r.Size, r.Buffer, size)
-	}
-	if r.Offset%align != 0 || r.Size%align != 0 {
-		return Rejected("%s: range [%d, %d+%d) of buffer %d is not aligned to %d-byte elements. Fix: use offsets and sizes that are multiples of %d", what, r.Offset, r.Offset, r.Size, r.Buffer, align, align)
+	if err := wire.Table(t).CheckRange(what, wire.Range(r), align); err != nil {
+		return &RejectedError{Err: err}
 	}
 	return nil
 }
 
-// valid reports whether checkRange passes r. Callers on the submit path ask it
-// first and describe the range only for an error: a submit of small dispatches
-// costs microseconds, and formatting every binding's description was a tenth
-// of a 1-element round trip.
+// valid reports whether checkRange passes r, without describing it.
 func (t bufferTable) valid(r BufferRange, align uint64) bool {
-	size, ok := t[r.Buffer]
-	end, overflow := r.end()
-	return ok && !overflow && end <= size && r.Offset%align == 0 && r.Size%align == 0
+	return wire.Table(t).Valid(wire.Range(r), align)
 }
 
 // checkCopy rejects a copy with a range outside its buffer, sizes that differ
 // or ranges that overlap in one buffer.
 func (t bufferTable) checkCopy(what string, dst, src BufferRange) error {
-	if !t.valid(src, 1) {
-		return t.checkRange(what+" source", src, 1)
-	}
-	if !t.valid(dst, 1) {
-		return t.checkRange(what+" destination", dst, 1)
-	}
-	if src.Size != dst.Size {
-		return Rejected("%s copies %d bytes into a range of %d. Fix: give both ranges the same size", what, src.Size, dst.Size)
-	}
-	if src.Buffer == dst.Buffer && src.Offset < dst.Offset+dst.Size && dst.Offset < src.Offset+src.Size {
-		return Rejected("%s: source and destination overlap in buffer %d. Fix: copy through a second buffer", what, src.Buffer)
+	if err := wire.Table(t).CheckCopy(what, wire.Range(dst), wire.Range(src)); err != nil {
+		return &RejectedError{Err: err}
 	}
 	return nil
 }

@@ -52,39 +52,6 @@ func descriptionToProto(d *Description) (*kilnpb.DescribeResponse, error) {
 	return out, nil
 }
 
-func descriptionFromProto(r *kilnpb.DescribeResponse) *Description {
-	d := &Description{
-		ID:              r.GetId(),
-		Version:         r.GetVersion(),
-		ReferenceOracle: r.GetReferenceOracle(),
-		Dispatches:      r.GetDispatches(),
-		Features:        r.GetFeatures(),
-	}
-	if r.Precedence != nil {
-		p := r.GetPrecedence()
-		d.Precedence = &p
-	}
-	for _, a := range r.GetAdapters() {
-		id := a.GetIdentity()
-		d.Adapters = append(d.Adapters, Adapter{
-			Index:     int(a.GetIndex()),
-			Name:      a.GetName(),
-			Available: a.GetAvailable(),
-			Reason:    a.GetReason(),
-			Note:      a.GetNote(),
-			Profile:   profileFromProto(a.GetProfile()),
-			Identity: DeviceIdentity{
-				Vendor:        id.GetVendor(),
-				Device:        id.GetDevice(),
-				DriverVersion: id.GetDriverVersion(),
-				DeviceType:    id.GetDeviceType(),
-				Instance:      id.GetInstance(),
-			},
-		})
-	}
-	return d
-}
-
 func profileToProto(p DeviceProfile) *kilnpb.DeviceProfile {
 	return &kilnpb.DeviceProfile{
 		MaxStorageBufferBindingSize: p.MaxStorageBufferBindingSize,
@@ -105,43 +72,6 @@ func profileToProto(p DeviceProfile) *kilnpb.DeviceProfile {
 		MemoryBytes:                 p.MemoryBytes,
 		MemoryFreeBytes:             p.MemoryFreeBytes,
 	}
-}
-
-func profileFromProto(p *kilnpb.DeviceProfile) DeviceProfile {
-	return DeviceProfile{
-		MaxStorageBufferBindingSize: p.GetMaxStorageBufferBindingSize(),
-		MaxInvocationsPerWorkgroup:  p.GetMaxInvocationsPerWorkgroup(),
-		SubgroupSize:                p.GetSubgroupSize(),
-		SupportsSubgroupOps:         p.GetSupportsSubgroupOps(),
-		HasSubgroupShuffle:          p.GetHasSubgroupShuffle(),
-		HasSharedMemory:             p.GetHasSharedMemory(),
-		SupportsF16:                 p.GetSupportsF16(),
-		SupportsBF16:                p.GetSupportsBf16(),
-		SupportsTensorCores:         p.GetSupportsTensorCores(),
-		SupportsIndirectDispatch:    p.GetSupportsIndirectDispatch(),
-		SupportsDeviceTimestamps:    p.GetSupportsDeviceTimestamps(),
-		SupportsHardwareCounters:    p.GetSupportsHardwareCounters(),
-		MemBWGBps:                   p.GetMemBwGbps(),
-		TimingQuality:               TimingQuality(p.GetTimingQuality()),
-		MemBWStatus:                 BandwidthStatus(p.GetMemBwStatus()),
-		MemoryBytes:                 p.GetMemoryBytes(),
-		MemoryFreeBytes:             p.GetMemoryFreeBytes(),
-	}
-}
-
-// specToProto lists the map's entries in name order; a dtype travels as its stable
-// tag (ir.DTypeTag).
-func specToProto(m ir.SpecMap) []*kilnpb.SpecEntry {
-	out := make([]*kilnpb.SpecEntry, 0, m.Len())
-	for _, name := range m.Names() {
-		v, _ := m.Get(name)
-		bits := v.Bits()
-		if t, ok := v.DType(); ok {
-			bits = ir.DTypeTag(t)
-		}
-		out = append(out, &kilnpb.SpecEntry{Name: name, Kind: kilnpb.SpecKind(v.Kind()), Bits: bits})
-	}
-	return out
 }
 
 // specFromProto rebuilds a SpecMap, rejecting duplicate names, unknown kinds, bool
@@ -220,14 +150,6 @@ func checkWorkgroupOverride(wg [3]uint32) error {
 	return nil
 }
 
-func inputsToProto(in [][]byte) []*kilnpb.Buffer {
-	out := make([]*kilnpb.Buffer, len(in))
-	for i, b := range in {
-		out[i] = &kilnpb.Buffer{Data: b}
-	}
-	return out
-}
-
 func inputsFromProto(in []*kilnpb.Buffer) [][]byte {
 	out := make([][]byte, len(in))
 	for i, b := range in {
@@ -236,33 +158,8 @@ func inputsFromProto(in []*kilnpb.Buffer) [][]byte {
 	return out
 }
 
-func rangeToProto(r BufferRange) *kilnpb.BufferRange {
-	return &kilnpb.BufferRange{Buffer: r.Buffer, Offset: r.Offset, Size: r.Size}
-}
-
 func rangeFromProto(r *kilnpb.BufferRange) BufferRange {
 	return BufferRange{Buffer: r.GetBuffer(), Offset: r.GetOffset(), Size: r.GetSize()}
-}
-
-func commandsToProto(cmds []SubmitCommand) ([]*kilnpb.Command, error) {
-	out := make([]*kilnpb.Command, len(cmds))
-	for i, c := range cmds {
-		switch c := c.(type) {
-		case DispatchCommand:
-			d := &kilnpb.DispatchCommand{Pipeline: c.Pipeline, GridX: c.Grid[0], GridY: c.Grid[1], GridZ: c.Grid[2], Uniforms: c.Uniforms}
-			for _, b := range c.Bindings {
-				d.Bindings = append(d.Bindings, rangeToProto(b))
-			}
-			out[i] = &kilnpb.Command{Op: &kilnpb.Command_Dispatch{Dispatch: d}}
-		case CopyCommand:
-			out[i] = &kilnpb.Command{Op: &kilnpb.Command_Copy{Copy: &kilnpb.CopyCommand{Src: rangeToProto(c.Src), Dst: rangeToProto(c.Dst)}}}
-		case FillCommand:
-			out[i] = &kilnpb.Command{Op: &kilnpb.Command_Fill{Fill: &kilnpb.FillCommand{Dst: rangeToProto(c.Dst), Value: c.Value}}}
-		default:
-			return nil, Rejected("command %d is a %T, which the SDK does not know. Fix: use DispatchCommand, CopyCommand or FillCommand", i, c)
-		}
-	}
-	return out, nil
 }
 
 func commandsFromProto(cmds []*kilnpb.Command) ([]SubmitCommand, error) {

@@ -45,6 +45,9 @@ func (d *device) caps() Capabilities {
 		Artifacts: d.artifacts != nil,
 		Health:    d.health != nil,
 		PeerCopy:  d.buffers != nil && d.peer != nil,
+
+		ConcurrentAdapters: concurrentAdapters(d.impl),
+		Spans:              shipsSpans,
 	}
 }
 

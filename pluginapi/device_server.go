@@ -9,6 +9,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/kiln-dev/kiln/internal/wire"
 	kilnpb "github.com/kiln-dev/kiln/internal/wire/proto"
 	"github.com/kiln-dev/kiln/ir"
 )
@@ -42,6 +43,7 @@ func (s *deviceServer) Describe(ctx context.Context, req *kilnpb.DescribeRequest
 	c := s.dev.caps()
 	return &kilnpb.DeviceDescription{Description: d, Capabilities: &kilnpb.Capabilities{
 		Buffers: c.Buffers, Submit: c.Submit, Artifacts: c.Artifacts, Health: c.Health, PeerCopy: c.PeerCopy,
+		ConcurrentAdapters: c.ConcurrentAdapters, Spans: c.Spans,
 	}}, nil
 }
 
@@ -103,8 +105,8 @@ func (s *deviceServer) WriteBuffer(ctx context.Context, req *kilnpb.WriteBufferR
 
 func (s *deviceServer) ReadBuffer(ctx context.Context, req *kilnpb.ReadBufferRequest) (*kilnpb.ReadBufferResponse, error) {
 	size := req.GetSize()
-	if size > maxChunkBytes {
-		return nil, deviceStatus(Rejected("read of %d bytes in one message, more than %d. Fix: read in chunks", size, maxChunkBytes))
+	if size > wire.MaxChunkBytes {
+		return nil, deviceStatus(Rejected("read of %d bytes in one message, more than %d. Fix: read in chunks", size, wire.MaxChunkBytes))
 	}
 	if err := s.dev.checkRange("read", BufferRange{Buffer: req.GetBuffer(), Offset: req.GetOffset(), Size: size}); err != nil {
 		return nil, deviceStatus(err)
@@ -160,10 +162,6 @@ func (s *deviceServer) Health(ctx context.Context, _ *kilnpb.HealthRequest) (*ki
 	}
 	return &kilnpb.HealthResponse{}, nil
 }
-
-// maxChunkBytes is the most buffer bytes one gRPC write or read carries; larger
-// transfers are split.
-const maxChunkBytes = 64 << 20
 
 // errPlaneClosed reports a data plane that was closed on purpose.
 var errPlaneClosed = fmt.Errorf("kiln data plane is closed")

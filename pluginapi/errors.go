@@ -8,6 +8,8 @@ import (
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+
+	"github.com/kiln-dev/kiln/internal/wire"
 )
 
 // RejectedError means the backend refused a program, a specialization map or a
@@ -67,20 +69,9 @@ func (e *PluginError) Error() string { return e.Err.Error() }
 // Unwrap returns the plugin's message as an error.
 func (e *PluginError) Unwrap() error { return e.Err }
 
-// errorDomain marks the gRPC status details that carry a kiln error kind, so a
-// transport failure with the same code is never mistaken for one.
-const errorDomain = "kiln.dev/pluginapi"
-
-// The reasons in the ErrorInfo detail.
-const (
-	reasonRejected    = "REJECTED"
-	reasonUnavailable = "UNAVAILABLE"
-	reasonDevice      = "DEVICE"
-)
-
 // kilnDetail is the status detail that marks an error kind.
 func kilnDetail(reason string) *errdetails.ErrorInfo {
-	return &errdetails.ErrorInfo{Reason: reason, Domain: errorDomain}
+	return &errdetails.ErrorInfo{Reason: reason, Domain: wire.ErrorDomain}
 }
 
 // toStatus turns a backend's error into the gRPC status error that carries it. The
@@ -98,11 +89,11 @@ func toStatus(err error) error {
 	)
 	switch {
 	case errors.As(err, &rej):
-		code, cause = codes.InvalidArgument, reasonRejected
+		code, cause = codes.InvalidArgument, wire.ReasonRejected
 	case errors.As(err, &unav):
-		code, cause = codes.FailedPrecondition, reasonUnavailable
+		code, cause = codes.FailedPrecondition, wire.ReasonUnavailable
 	case errors.As(err, &dev):
-		code, cause = codes.Internal, reasonDevice
+		code, cause = codes.Internal, wire.ReasonDevice
 	case errors.Is(err, context.DeadlineExceeded):
 		return status.Error(codes.DeadlineExceeded, err.Error())
 	case errors.Is(err, context.Canceled):
@@ -115,51 +106,4 @@ func toStatus(err error) error {
 		return status.Error(code, err.Error())
 	}
 	return st.Err()
-}
-
-// fromStatus turns an error from a gRPC call back into the backend's error kind.
-// Typed errors come back as the same type with the same message; a deadline or a
-// cancellation wraps the context error; an error the plugin returned without a
-// kind comes back as a PluginError with its message; anything else (the connection broke, the
-// plugin died) is returned wrapped, so status.Code still reads it.
-func fromStatus(ctx context.Context, method string, err error) error {
-	if err == nil {
-		return nil
-	}
-	st, ok := status.FromError(err)
-	if !ok {
-		return fmt.Errorf("kiln plugin %s: %w", method, err)
-	}
-	msg := errors.New(st.Message())
-	for _, d := range st.Details() {
-		info, ok := d.(*errdetails.ErrorInfo)
-		if !ok || info.Domain != errorDomain {
-			continue
-		}
-		switch info.Reason {
-		case reasonRejected:
-			return &RejectedError{Err: msg}
-		case reasonUnavailable:
-			return &UnavailableError{Err: msg}
-		case reasonDevice:
-			return &DeviceError{Err: msg}
-		}
-	}
-	switch st.Code() {
-	case codes.InvalidArgument:
-		return &RejectedError{Err: msg}
-	case codes.FailedPrecondition:
-		return &UnavailableError{Err: msg}
-	case codes.DeadlineExceeded, codes.Canceled:
-		if ctxErr := ctx.Err(); ctxErr != nil {
-			return fmt.Errorf("kiln plugin %s: %s: %w", method, st.Message(), ctxErr)
-		}
-		if st.Code() == codes.Canceled {
-			return fmt.Errorf("kiln plugin %s: %s: %w", method, st.Message(), context.Canceled)
-		}
-		return fmt.Errorf("kiln plugin %s: %s: %w", method, st.Message(), context.DeadlineExceeded)
-	case codes.Unknown:
-		return &PluginError{Err: msg}
-	}
-	return fmt.Errorf("kiln plugin %s: %w", method, err)
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"sync"
 
-	"github.com/kiln-dev/kiln/ir"
 	"github.com/kiln-dev/kiln/pluginapi"
 )
 
@@ -50,46 +49,6 @@ func (*doubler) Dispatch(_ context.Context, req *pluginapi.DispatchRequest) (*pl
 
 func (*doubler) Release(context.Context, uint64) error { return nil }
 func (*doubler) Close(context.Context) error           { return nil }
-
-// A backend served in process over the real wire: what a host sees of it. A
-// plugin's main would be just pluginapi.Serve(&doubler{}).
-func ExampleServeInProcess() {
-	ctx := context.Background()
-	conn, stop, err := pluginapi.ServeInProcess(ctx, &doubler{})
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
-	defer stop()
-
-	caps := conn.Capabilities()
-	fmt.Println(caps.Protocol, caps.Buffers, caps.Missing()[0])
-
-	b := ir.NewBuilder("example.copy.u32", 64, 1, 1)
-	in := b.Buffer("in", ir.U32, ir.Read)
-	out := b.Buffer("out", ir.U32, ir.Write)
-	i := b.Let("i", ir.GlobalID(0))
-	b.Store(out, i, ir.Load(in, i))
-	pl, err := conn.Compile(ctx, &pluginapi.CompileRequest{Program: b.MustBuild()})
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
-	input := binary.LittleEndian.AppendUint32(binary.LittleEndian.AppendUint32(nil, 20), 21)
-	res, err := conn.DispatchSized(ctx, &pluginapi.DispatchRequest{
-		Pipeline: pl.Pipeline, Grid: [3]uint32{1, 1, 1},
-		Inputs: [][]byte{input, nil}, OutputCounts: []uint32{0, 2},
-	}, []int{8})
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
-	o := res.Outputs[0]
-	fmt.Println(binary.LittleEndian.Uint32(o), binary.LittleEndian.Uint32(o[4:]))
-	// Output:
-	// 2 false no pluginapi.Buffers: buffers are kept by the host and every dispatch sends its bytes inline
-	// 40 42
-}
 
 // CapabilitiesOf finds the optional interfaces of a backend with type
 // assertions, as Serve does.

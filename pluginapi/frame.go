@@ -3,48 +3,17 @@ package pluginapi
 import (
 	"context"
 	"errors"
-	"fmt"
 
 	"github.com/kiln-dev/kiln/internal/wire"
 )
 
 // The data plane's frames are internal/wire's; what is the SDK's here is how
-// its types and errors map onto them. The host's plane converts requests to
-// the wire and completions from it, the plugin's plane the other way round.
+// its types and errors map onto them on the plugin's side: requests from the
+// wire, completions to it (the host's side is package host/client's).
 
-// rangeToWire and rangeFromWire map a BufferRange onto the wire.
-func rangeToWire(r BufferRange) wire.Range {
-	return wire.Range{Buffer: r.Buffer, Offset: r.Offset, Size: r.Size}
-}
-
+// rangeFromWire maps a range of the wire onto a BufferRange.
 func rangeFromWire(r wire.Range) BufferRange {
 	return BufferRange{Buffer: r.Buffer, Offset: r.Offset, Size: r.Size}
-}
-
-// commandsToWire maps a submit's commands onto the wire; an unknown command
-// type is an error.
-func commandsToWire(cmds []SubmitCommand) ([]wire.Command, error) {
-	out := make([]wire.Command, len(cmds))
-	for i, c := range cmds {
-		switch c := c.(type) {
-		case DispatchCommand:
-			w := wire.Command{Op: wire.OpDispatch, Pipeline: c.Pipeline, Grid: c.Grid, Uniforms: c.Uniforms}
-			if c.Bindings != nil {
-				w.Bindings = make([]wire.Range, len(c.Bindings))
-				for j, b := range c.Bindings {
-					w.Bindings[j] = rangeToWire(b)
-				}
-			}
-			out[i] = w
-		case CopyCommand:
-			out[i] = wire.Command{Op: wire.OpCopy, Src: rangeToWire(c.Src), Dst: rangeToWire(c.Dst)}
-		case FillCommand:
-			out[i] = wire.Command{Op: wire.OpFill, Dst: rangeToWire(c.Dst), Value: c.Value}
-		default:
-			return nil, fmt.Errorf("command %d: unknown command %T", i, c)
-		}
-	}
-	return out, nil
 }
 
 // commandsFromWire maps a decoded submit's commands back to the SDK's.
@@ -70,59 +39,18 @@ func commandsFromWire(cmds []wire.Command) []SubmitCommand {
 	return out
 }
 
-// dispatchToWire and dispatchFromWire map a DispatchRequest onto the wire.
-func dispatchToWire(r *DispatchRequest) *wire.Dispatch {
-	return &wire.Dispatch{Pipeline: r.Pipeline, Grid: r.Grid, Inputs: r.Inputs, OutputCounts: r.OutputCounts, Uniforms: r.Uniforms}
-}
-
+// dispatchFromWire maps a decoded dispatch onto a DispatchRequest.
 func dispatchFromWire(d *wire.Dispatch) *DispatchRequest {
 	return &DispatchRequest{Pipeline: d.Pipeline, Grid: d.Grid, Inputs: d.Inputs, OutputCounts: d.OutputCounts, Uniforms: d.Uniforms}
 }
 
-// spansToWire and spansFromWire map the timed phases of a completion; nil
-// stays nil.
+// spansToWire maps the timed phases of a completion.
 func spansToWire(spans []Span) *[]wire.Span {
 	out := make([]wire.Span, len(spans))
 	for i, s := range spans {
 		out[i] = wire.Span{Kind: uint32(s.Kind), Start: s.Start, End: s.End}
 	}
 	return &out
-}
-
-func spansFromWire(spans *[]wire.Span) *[]Span {
-	if spans == nil {
-		return nil
-	}
-	out := make([]Span, len(*spans))
-	for i, s := range *spans {
-		out[i] = Span{Kind: SpanKind(s.Kind), Start: s.Start, End: s.End}
-	}
-	return &out
-}
-
-// doneErr turns a completion's status into the error kind the plugin returned.
-func doneErr(d *wire.Done) error {
-	if d.Status == wire.StatusOK {
-		return nil
-	}
-	msg := errors.New(d.Msg)
-	switch d.Status {
-	case wire.StatusRejected:
-		return &RejectedError{Err: msg}
-	case wire.StatusUnavailable:
-		return &UnavailableError{Err: msg}
-	case wire.StatusDevice:
-		return &DeviceError{Err: msg}
-	case wire.StatusCanceled:
-		return fmt.Errorf("%s: %w", d.Msg, context.Canceled)
-	case wire.StatusDeadline:
-		return fmt.Errorf("%s: %w", d.Msg, context.DeadlineExceeded)
-	case wire.StatusUnimplemented:
-		return &UnimplementedError{Interface: d.Msg}
-	case wire.StatusBadResult:
-		return &ResultError{Detail: d.Msg}
-	}
-	return &PluginError{Err: msg}
 }
 
 // statusOf classifies a backend's error for a completion.

@@ -123,6 +123,14 @@ type Capabilities struct {
 	// sends them on the data plane only; without it (or without a data plane)
 	// it copies through its own memory.
 	PeerCopy bool
+	// ConcurrentAdapters reports [ConcurrentAdapters] (returning true): the
+	// calls of different adapters may run at the same time.
+	ConcurrentAdapters bool
+	// Spans reports that the plugin's SDK times the requests it serves on the
+	// data plane and ships the phases with their completions when asked
+	// ([SpansEnv]); false for a backend used in process and a plugin built
+	// before spans.
+	Spans bool
 	// SharedMemory reports whether buffer bytes and submits travel through the
 	// shared-memory data plane (fixed frames in shared-memory rings, memfd
 	// segments mapped by both processes) instead of gRPC messages.
@@ -131,19 +139,23 @@ type Capabilities struct {
 	DataPlane string
 }
 
-// CapabilitiesOf reports what b implements. For the host's side of a plugin
-// connection (the [Conn] that [Dispense] returns) it is what the plugin reported
-// in its handshake; for any other [Backend] it is found with type assertions.
+// CapabilitiesOf reports what b implements, found with type assertions as
+// Serve finds it. (The host asks a plugin process instead: what the plugin
+// reported when described, with the protocol and data plane of its connection.)
 func CapabilitiesOf(b Backend) Capabilities {
-	if r, ok := b.(interface{ capabilities() Capabilities }); ok {
-		return r.capabilities()
-	}
 	_, buffers := b.(Buffers)
 	_, submit := b.(Submitter)
 	_, artifacts := b.(Artifacts)
 	_, health := b.(HealthChecker)
 	_, peer := b.(PeerCopier)
-	return Capabilities{Buffers: buffers, Submit: submit && buffers, Artifacts: artifacts, Health: health, PeerCopy: peer && buffers}
+	return Capabilities{Buffers: buffers, Submit: submit && buffers, Artifacts: artifacts, Health: health, PeerCopy: peer && buffers, ConcurrentAdapters: concurrentAdapters(b)}
+}
+
+// concurrentAdapters reports whether b implements ConcurrentAdapters and
+// returns true.
+func concurrentAdapters(b Backend) bool {
+	c, ok := b.(ConcurrentAdapters)
+	return ok && c.ConcurrentAdapters()
 }
 
 // Resident reports whether buffers live in the plugin: the backend implements
@@ -181,7 +193,7 @@ func (c Capabilities) String() string {
 	for _, f := range []struct {
 		on   bool
 		name string
-	}{{c.Buffers, "buffers"}, {c.Submit, "submit"}, {c.Artifacts, "artifacts"}, {c.Health, "health"}, {c.PeerCopy, "peer copy"}, {c.SharedMemory, "shared memory"}} {
+	}{{c.Buffers, "buffers"}, {c.Submit, "submit"}, {c.Artifacts, "artifacts"}, {c.Health, "health"}, {c.PeerCopy, "peer copy"}, {c.ConcurrentAdapters, "concurrent adapters"}, {c.SharedMemory, "shared memory"}, {c.Spans, "spans"}} {
 		if f.on {
 			have = append(have, f.name)
 		}
@@ -219,10 +231,17 @@ func (e *UnimplementedError) Error() string {
 // with them. A backend without it (or whose method returns false) gets every
 // data-plane call one at a time in the host's order, as a backend written for
 // serial calls expects; the SDK still reads the host's next requests while one
-// runs. See docs/design.md, "Ordering on the data plane".
+// runs. Either way, calls over gRPC (Describe, Compile, Release, and every
+// call without a data plane) may come concurrently with anything, as [Backend]
+// says; completions go back in the order calls finish, with no order across
+// adapters (the host's callers order them by waiting); and each queue holds at
+// most 64 requests: when one is full the SDK stops reading until it has room,
+// so the host's callers wait and nothing is dropped. See docs/design.md,
+// "Ordering on the data plane".
 type ConcurrentAdapters interface {
 	// ConcurrentAdapters reports whether calls for different adapters may run
-	// concurrently; it is asked once, when the data plane opens.
+	// concurrently; it is asked when the plugin is described (for the host's
+	// Capabilities) and once more when the data plane opens.
 	ConcurrentAdapters() bool
 }
 

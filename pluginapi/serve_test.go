@@ -41,7 +41,7 @@ func TestHandshakeAndPluginSets(t *testing.T) {
 	if h.ProtocolVersion != ProtocolV1 || h.MagicCookieKey == "" || h.MagicCookieValue == "" {
 		t.Fatalf("handshake %+v", h)
 	}
-	sets := PluginSets()
+	sets := pluginSets(&fakeBackend{}, nil)
 	for _, v := range []int{ProtocolV1, ProtocolV2} {
 		if _, ok := sets[v][PluginName]; !ok {
 			t.Fatalf("plugin sets %v: no set for protocol %d with %q", sets, v, PluginName)
@@ -50,8 +50,7 @@ func TestHandshakeAndPluginSets(t *testing.T) {
 	if len(sets) != 2 || ProtocolVersion != ProtocolV2 {
 		t.Fatalf("plugin sets %v, want protocols 1 and 2 (newest %d)", sets, ProtocolVersion)
 	}
-	cfg := ClientConfig(nil, nil)
-	if len(cfg.AllowedProtocols) != 1 || cfg.AllowedProtocols[0] != "grpc" {
-		t.Errorf("allowed protocols %v, want grpc only", cfg.AllowedProtocols)
+	if only := pluginSets(&fakeBackend{}, []int{ProtocolV1}); len(only) != 1 || only[ProtocolV1] == nil {
+		t.Errorf("plugin sets of protocol 1 alone: %v", only)
 	}
 }

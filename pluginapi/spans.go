@@ -90,18 +90,3 @@ type Span struct {
 	Kind       SpanKind
 	Start, End int64
 }
-
-// Spans returns the phases the plugin timed for this submit: empty unless the
-// plugin was started with SpansEnv and the submit went over the data plane.
-func (r *SubmitResult) Spans() []Span { return deref(r.spans) }
-
-// Spans returns the phases the plugin timed for this dispatch, as
-// SubmitResult.Spans.
-func (r *DispatchResult) Spans() []Span { return deref(r.spans) }
-
-func deref(s *[]Span) []Span {
-	if s == nil {
-		return nil
-	}
-	return *s
-}

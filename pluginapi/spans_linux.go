@@ -11,6 +11,9 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// shipsSpans: the data plane times requests when asked (Capabilities.Spans).
+const shipsSpans = true
+
 // spanTimer times a request's phases on the plugin's side; nil when the host
 // asked for none. split: the host decodes SpanLaunch and SpanWait.
 type spanTimer struct {

@@ -16,7 +16,7 @@ import (
 // binary is a plugin" banner, and exits 0.
 func TestServeVersionPrintsThePluginsVersion(t *testing.T) {
 	cmd := exec.Command(os.Args[0], "--version")
-	cmd.Env = append(os.Environ(), helperEnv+"=panic") // a fakeBackend whose Describe is plain
+	cmd.Env = append(os.Environ(), helperEnv+"=plugin")
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {

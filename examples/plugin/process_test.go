@@ -11,6 +11,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/go-plugin"
 
+	"github.com/kiln-dev/kiln/host/client"
 	"github.com/kiln-dev/kiln/ir/kernels"
 	"github.com/kiln-dev/kiln/pluginapi"
 )
@@ -33,13 +34,12 @@ func TestCoreOnlyPluginEndToEnd(t *testing.T) {
 			t.Setenv(pluginapi.ProtocolsEnv, c.protocols)
 			var logs bytes.Buffer
 			logger := hclog.New(&hclog.LoggerOptions{Output: &logs, Level: hclog.Debug})
-			client := plugin.NewClient(pluginapi.ClientConfig(exec.Command(bin), logger))
-			t.Cleanup(client.Kill)
-			b, err := pluginapi.Dispense(client)
+			pc := plugin.NewClient(client.Config(exec.Command(bin), logger))
+			t.Cleanup(pc.Kill)
+			conn, err := client.Dispense(pc)
 			if err != nil {
 				t.Fatalf("%v\n%s", err, &logs)
 			}
-			conn := b.(pluginapi.Conn)
 			ctx := context.Background()
 			if _, err := conn.Describe(ctx); err != nil {
 				t.Fatal(err)

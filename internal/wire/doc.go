@@ -1,9 +1,12 @@
 // Package wire is the data plane's format, shared by the host and the plugin
 // SDK: the frames, the two rings that carry them, the shared memfd segments
 // that carry buffer bytes, and the socket that carries descriptors and tells
-// each side when the other is gone. It holds no policy: the planes built on it
-// (which requests exist, what a completion means, who checks what) live with
-// each side. Nothing here is for plugin authors; package pluginapi is theirs.
+// each side when the other is gone; and what both ends of the connection keep
+// alike: the gRPC sizes and error-kind marker, and the [Table] of live buffers
+// each side checks ranges against. The planes built on it (which requests
+// exist, what a completion means) live with each side: the plugin's in package
+// pluginapi, the host's in host/client. Nothing here is for plugin authors;
+// package pluginapi is theirs.
 //
 // # Rings
 //

@@ -15,6 +15,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/go-plugin"
 
+	"github.com/kiln-dev/kiln/host/client"
 	"github.com/kiln-dev/kiln/ir/interp"
 	"github.com/kiln-dev/kiln/ir/kernels"
 	"github.com/kiln-dev/kiln/ir/verify"
@@ -36,12 +37,12 @@ func buildPlugin(t testing.TB) string {
 
 // start launches the plugin with the host-side helpers and returns its client and
 // Backend; the plugin is killed when the test ends.
-func start(t testing.TB, bin string, logs *bytes.Buffer) (*plugin.Client, pluginapi.Backend) {
+func start(t testing.TB, bin string, logs *bytes.Buffer) (*plugin.Client, *client.Conn) {
 	t.Helper()
 	logger := hclog.New(&hclog.LoggerOptions{Name: "host", Output: logs, Level: hclog.Debug})
-	c := plugin.NewClient(pluginapi.ClientConfig(exec.Command(bin), logger))
+	c := plugin.NewClient(client.Config(exec.Command(bin), logger))
 	t.Cleanup(c.Kill)
-	b, err := pluginapi.Dispense(c)
+	b, err := client.Dispense(c)
 	if err != nil {
 		t.Fatalf("start %s: %v\nlog:\n%s", bin, err, logs)
 	}

@@ -14,8 +14,7 @@ import (
 func BenchmarkSubmitThroughAProcess(b *testing.B) {
 	bin := buildPlugin(b)
 	var logs bytes.Buffer
-	_, be := start(b, bin, &logs)
-	conn := be.(pluginapi.Conn)
+	_, conn := start(b, bin, &logs)
 	ctx := context.Background()
 	if _, err := conn.Describe(ctx); err != nil {
 		b.Fatal(err)

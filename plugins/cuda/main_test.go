@@ -18,6 +18,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/go-plugin"
 
+	"github.com/kiln-dev/kiln/host/client"
 	"github.com/kiln-dev/kiln/ir/kernels"
 	"github.com/kiln-dev/kiln/pluginapi"
 	"github.com/kiln-dev/kiln/plugins/cuda/backend"
@@ -113,7 +114,7 @@ func (s *syncBuffer) String() string {
 
 // startPlugin starts the plugin binary with extra environment variables and returns
 // its Backend, its log and a function that stops it.
-func startPlugin(tb testing.TB, env ...string) (pluginapi.Backend, *syncBuffer, func()) {
+func startPlugin(tb testing.TB, env ...string) (*client.Conn, *syncBuffer, func()) {
 	tb.Helper()
 	path, err := pluginBinary()
 	if err != nil {
@@ -123,13 +124,13 @@ func startPlugin(tb testing.TB, env ...string) (pluginapi.Backend, *syncBuffer, 
 	cmd.Env = append(os.Environ(), env...)
 	logs := &syncBuffer{}
 	logger := hclog.New(&hclog.LoggerOptions{Name: "host", Output: logs, Level: hclog.Debug})
-	client := plugin.NewClient(pluginapi.ClientConfig(cmd, logger))
-	b, err := pluginapi.Dispense(client)
+	pc := plugin.NewClient(client.Config(cmd, logger))
+	b, err := client.Dispense(pc)
 	if err != nil {
-		client.Kill()
+		pc.Kill()
 		tb.Fatalf("start %s: %v\nlog:\n%s", path, err, logs)
 	}
-	return b, logs, client.Kill
+	return b, logs, pc.Kill
 }
 
 // TestPluginProcessWithoutDriver starts the plugin pointed at a driver library
@@ -212,11 +213,7 @@ func TestPluginProcess(t *testing.T) {
 	if err := b.Close(ctx); err != nil {
 		t.Error(err)
 	}
-	conn, ok := b.(pluginapi.Conn)
-	if !ok {
-		t.Fatalf("Dispense returned %T, not a pluginapi.Conn", b)
-	}
-	if caps := conn.Capabilities(); caps.Protocol != 2 || !caps.Resident() || !caps.Artifacts || !caps.Health {
+	if caps := b.Capabilities(); caps.Protocol != 2 || !caps.Resident() || !caps.Artifacts || !caps.Health {
 		t.Errorf("capabilities through the wire: %s", caps)
 	}
 	if log := logs.String(); !strings.Contains(log, "CUDA adapter") || !strings.Contains(log, "uuid=GPU-") {
@@ -308,7 +305,7 @@ func BenchmarkWireSubmitSmall(b *testing.B) {
 	if _, err := be.Describe(ctx); err != nil {
 		b.Fatal(err)
 	}
-	conn := be.(pluginapi.Conn)
+	conn := be
 	b.Logf("capabilities: %s", conn.Capabilities())
 	k, _ := kernels.Lookup("vector_add")
 	c, err := be.Compile(ctx, &pluginapi.CompileRequest{Program: k.Program()})
@@ -386,7 +383,7 @@ func BenchmarkWireTransfer(b *testing.B) {
 	if _, err := be.Describe(ctx); err != nil {
 		b.Fatal(err)
 	}
-	conn := be.(pluginapi.Conn)
+	conn := be
 	b.Logf("capabilities: %s", conn.Capabilities())
 	const size = 64 << 20
 	r, err := conn.AllocBuffer(ctx, &pluginapi.AllocRequest{Size: size})

@@ -16,6 +16,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/go-plugin"
 
+	"github.com/kiln-dev/kiln/host/client"
 	"github.com/kiln-dev/kiln/ir/kernels"
 	"github.com/kiln-dev/kiln/pluginapi"
 	"github.com/kiln-dev/kiln/plugins/vulkan/backend"
@@ -63,7 +64,7 @@ func (s *syncBuffer) String() string {
 
 // startPlugin starts the plugin binary with extra environment variables and returns
 // its Backend and its log.
-func startPlugin(t *testing.T, env ...string) (pluginapi.Backend, *syncBuffer) {
+func startPlugin(t *testing.T, env ...string) (*client.Conn, *syncBuffer) {
 	t.Helper()
 	path, err := pluginBinary()
 	if err != nil {
@@ -73,9 +74,9 @@ func startPlugin(t *testing.T, env ...string) (pluginapi.Backend, *syncBuffer) {
 	cmd.Env = append(os.Environ(), env...)
 	logs := &syncBuffer{}
 	logger := hclog.New(&hclog.LoggerOptions{Name: "host", Output: logs, Level: hclog.Debug})
-	client := plugin.NewClient(pluginapi.ClientConfig(cmd, logger))
-	t.Cleanup(client.Kill)
-	b, err := pluginapi.Dispense(client)
+	pc := plugin.NewClient(client.Config(cmd, logger))
+	t.Cleanup(pc.Kill)
+	b, err := client.Dispense(pc)
 	if err != nil {
 		t.Fatalf("start %s: %v\nlog:\n%s", path, err, logs)
 	}
@@ -180,7 +181,7 @@ func TestPluginProcessProtocol2(t *testing.T) {
 	if !d.Adapters[0].Available {
 		t.Skipf("no usable Vulkan device (%s)", d.Adapters[0].Reason)
 	}
-	conn := b.(pluginapi.Conn)
+	conn := b
 	caps := conn.Capabilities()
 	if !caps.Resident() || !caps.Health {
 		t.Fatalf("capabilities %v: want buffers, submit and health on protocol 2", caps)

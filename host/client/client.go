@@ -1,4 +1,4 @@
-package pluginapi
+package client
 
 import (
 	"context"
@@ -11,28 +11,39 @@ import (
 
 	kilnpb "github.com/kiln-dev/kiln/internal/wire/proto"
 	"github.com/kiln-dev/kiln/ir"
+	"github.com/kiln-dev/kiln/pluginapi"
 )
 
-// client is the host-side gRPC shim: a Backend whose methods are calls into the
-// plugin process. Errors come back as the plugin's error kinds (see fromStatus).
-type client struct {
+// Conn is the host's side of a connection to one plugin process, what
+// [Dispense] returns: its methods are calls into the plugin, and errors come
+// back as the plugin's error kinds (pluginapi.RejectedError, …). It is a
+// pluginapi.Backend, and it has the methods of every optional interface, so a
+// type assertion on a Conn says nothing about the plugin: [Conn.Capabilities]
+// says which ones the plugin has (what it declared when described), and a call
+// of one it lacks fails with a *pluginapi.UnimplementedError. On protocol 2
+// with the shared-memory data plane, buffer bytes, submits and the inline
+// dispatch of [Conn.DispatchSized] travel through shared memory and fixed
+// frames instead of gRPC.
+//
+// The host side checks what it sends against its own table of the plugin's
+// buffers and never trusts a size the plugin reports beyond what it asked for.
+type Conn struct {
 	rpc kilnpb.BackendClient
 	// v2 is the protocol-2 side (conn.go); nil on protocol 1.
 	v2 *v2client
 }
 
-var _ Backend = (*client)(nil)
+var _ pluginapi.Backend = (*Conn)(nil)
 
 // receiveLimitKey is the context key of WithReceiveLimit.
 type receiveLimitKey struct{}
 
-// WithReceiveLimit returns a context under which a call of a host-side Backend
-// (one from [Dispense]) refuses a response larger than limit bytes from the
-// length the response announces, before receiving it, with a
-// [*ResponseTooLargeError]. A host sets it to what it expects: a dispatch's
+// WithReceiveLimit returns a context under which a call of a [Conn] refuses a
+// response larger than limit bytes from the length the response announces,
+// before receiving it, with a [*ResponseTooLargeError]. A host sets it to what it expects: a dispatch's
 // outputs plus a small overhead, so a plugin cannot make the host receive (and
 // hold) a gigabyte where it asked for sixteen bytes. A limit of zero or less
-// leaves [MaxMessageBytes].
+// leaves pluginapi.MaxMessageBytes.
 func WithReceiveLimit(ctx context.Context, limit int) context.Context {
 	return context.WithValue(ctx, receiveLimitKey{}, limit)
 }
@@ -91,7 +102,7 @@ func callError(ctx context.Context, method string, err error) error {
 	return fromStatus(ctx, method, err)
 }
 
-func (c *client) Describe(ctx context.Context) (*Description, error) {
+func (c *Conn) Describe(ctx context.Context) (*pluginapi.Description, error) {
 	if c.v2 != nil {
 		return c.v2.describe(ctx)
 	}
@@ -102,7 +113,7 @@ func (c *client) Describe(ctx context.Context) (*Description, error) {
 	return descriptionFromProto(r), nil
 }
 
-func (c *client) Open(ctx context.Context, adapter int) error {
+func (c *Conn) Open(ctx context.Context, adapter int) error {
 	idx, err := adapterIndex(adapter)
 	if err != nil {
 		return err
@@ -111,17 +122,17 @@ func (c *client) Open(ctx context.Context, adapter int) error {
 	return callError(ctx, "Open", err)
 }
 
-func (c *client) Compile(ctx context.Context, req *CompileRequest) (*CompileResult, error) {
+func (c *Conn) Compile(ctx context.Context, req *pluginapi.CompileRequest) (*pluginapi.CompileResult, error) {
 	idx, err := adapterIndex(req.Adapter)
 	if err != nil {
 		return nil, err
 	}
 	if req.Program == nil {
-		return nil, Rejected("compile request has no program. Fix: set CompileRequest.Program")
+		return nil, pluginapi.Rejected("compile request has no program. Fix: set pluginapi.CompileRequest.Program")
 	}
 	prog, err := ir.Encode(req.Program)
 	if err != nil {
-		return nil, Rejected("encode program %q: %w", req.Program.Name, err)
+		return nil, pluginapi.Rejected("encode program %q: %w", req.Program.Name, err)
 	}
 	r, err := c.rpc.Compile(ctx, &kilnpb.CompileRequest{
 		Adapter:    idx,
@@ -135,10 +146,10 @@ func (c *client) Compile(ctx context.Context, req *CompileRequest) (*CompileResu
 	if err != nil {
 		return nil, callError(ctx, "Compile", err)
 	}
-	return &CompileResult{Pipeline: r.GetPipeline(), Blob: r.Blob, CompileNanos: r.GetCompileNanos()}, nil
+	return &pluginapi.CompileResult{Pipeline: r.GetPipeline(), Blob: r.Blob, CompileNanos: r.GetCompileNanos()}, nil
 }
 
-func (c *client) Dispatch(ctx context.Context, req *DispatchRequest) (*DispatchResult, error) {
+func (c *Conn) Dispatch(ctx context.Context, req *pluginapi.DispatchRequest) (*pluginapi.DispatchResult, error) {
 	r, err := c.rpc.Dispatch(ctx, &kilnpb.DispatchRequest{
 		Pipeline:     req.Pipeline,
 		GridX:        req.Grid[0],
@@ -151,15 +162,15 @@ func (c *client) Dispatch(ctx context.Context, req *DispatchRequest) (*DispatchR
 	if err != nil {
 		return nil, callError(ctx, "Dispatch", err)
 	}
-	return &DispatchResult{Outputs: r.GetOutputs(), HostNanos: r.GetHostNanos(), DeviceNanos: r.GetDeviceNanos()}, nil
+	return &pluginapi.DispatchResult{Outputs: r.GetOutputs(), HostNanos: r.GetHostNanos(), DeviceNanos: r.GetDeviceNanos()}, nil
 }
 
-func (c *client) Release(ctx context.Context, pipeline uint64) error {
+func (c *Conn) Release(ctx context.Context, pipeline uint64) error {
 	_, err := c.rpc.Release(ctx, &kilnpb.ReleaseRequest{Pipeline: pipeline}, callOptions(ctx)...)
 	return callError(ctx, "Release", err)
 }
 
-func (c *client) Close(ctx context.Context) error {
+func (c *Conn) Close(ctx context.Context) error {
 	if c.v2 != nil {
 		defer c.v2.closePlane()
 	}

@@ -1,6 +1,6 @@
 //go:build linux
 
-package pluginapi
+package client
 
 import (
 	"context"
@@ -15,12 +15,13 @@ import (
 	"google.golang.org/grpc/health/grpc_health_v1"
 
 	"github.com/kiln-dev/kiln/internal/wire"
+	"github.com/kiln-dev/kiln/pluginapi"
 )
 
 // pluginCommand is this test binary started as a "plugin" helper the way a host
 // starts a plugin, with hostPID in wire.HostPIDEnv.
 func pluginCommand(hostPID int) *exec.Cmd {
-	h := Handshake()
+	h := pluginapi.Handshake()
 	cmd := exec.Command(os.Args[0])
 	cmd.Env = append(os.Environ(), helperEnv+"=plugin", h.MagicCookieKey+"="+h.MagicCookieValue,
 		wire.HostPIDEnv+"="+strconv.Itoa(hostPID), "PLUGIN_PROTOCOL_VERSIONS=1")
@@ -97,7 +98,7 @@ func TestProcessHealthAnswersWhileABackendMethodWorks(t *testing.T) {
 	defer cancel()
 	done := make(chan error, 1)
 	go func() {
-		_, err := b.Dispatch(ctx, &DispatchRequest{Pipeline: 1})
+		_, err := b.Dispatch(ctx, &pluginapi.DispatchRequest{Pipeline: 1})
 		done <- err
 	}()
 	rpc, err := c.Client()

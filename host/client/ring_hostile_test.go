@@ -1,8 +1,9 @@
 //go:build linux
 
-package pluginapi
+package client
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"os"
@@ -13,6 +14,7 @@ import (
 	"unsafe"
 
 	"github.com/kiln-dev/kiln/internal/wire"
+	"github.com/kiln-dev/kiln/pluginapi"
 )
 
 // TestPlaneRefusesAHostileCompletionRing pins the host's distrust of the
@@ -59,7 +61,7 @@ func TestPlaneRefusesAHostileCompletionRing(t *testing.T) {
 				fp.request() // keeps the socket open until the host closes the plane
 			})
 			ctx := ctxT(t)
-			_, err := dispatchOnPlane(ctx, p, &DispatchRequest{Pipeline: 1, OutputCounts: []uint32{1}}, []int{4})
+			_, err := dispatchOnPlane(ctx, p, &pluginapi.DispatchRequest{Pipeline: 1, OutputCounts: []uint32{1}}, []int{4})
 			if err == nil && strings.HasPrefix(name, "request ring") {
 				// The lie shows on the next request the host sends.
 				_, err = p.roundTrip(ctx, &wire.Request{Kind: wire.FrameFree, Buffer: 1}, -1, 0)
@@ -133,33 +135,38 @@ func ringDescriptors(t *testing.T) int {
 	return n
 }
 
+// ringMappings counts this process's mappings of ring segments.
+func ringMappings(t *testing.T) int {
+	t.Helper()
+	b, err := os.ReadFile("/proc/self/maps")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return bytes.Count(b, []byte("/memfd:"+wire.RingSegmentName))
+}
+
 // hostilePlane opens a real plugin-side data plane (over a memory backend) and
 // connects a real host-side plane to it, for a test that then plays a hostile
 // host by writing into the request ring directly.
 func hostilePlane(t *testing.T) *plane {
 	t.Helper()
-	_, p := planePair(t)
+	p := inProcessPlane(t, newMemBackend())
 	if _, err := p.roundTrip(ctxT(t), &wire.Request{Kind: wire.FrameAlloc, Size: 16}, -1, 0); err != nil {
 		t.Fatalf("a well-formed request: %v", err)
 	}
 	return p
 }
 
-// planePair opens a plugin-side data plane over a memory backend and a
-// host-side plane connected to it, both closed when the test ends.
-func planePair(t *testing.T) (*planeServer, *plane) {
+// inProcessPlane serves b in process (ServeInProcess) and returns the host's
+// side of its data plane; both end when the test does.
+func inProcessPlane(t *testing.T, b pluginapi.Backend) *plane {
 	t.Helper()
-	srv, err := listenPlane(newDevice(newMemBackend()))
-	if err != nil {
-		t.Fatal(err)
+	conn := serveV2(t, b)
+	_, p := conn.v2.snapshot()
+	if p == nil {
+		t.Fatalf("no data plane: %s", conn.Capabilities().DataPlane)
 	}
-	t.Cleanup(srv.close)
-	p, err := dialPlane(ctxT(t), srv.socketPath(), srv.token, func(uint64) {})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(p.close)
-	return srv, p
+	return p
 }
 
 // TestPluginRefusesAHostileRequestRing pins the plugin's distrust of the request
@@ -221,16 +228,15 @@ func TestPluginRefusesAHostileRequestRing(t *testing.T) {
 // host's end of the socket closed, a plugin asleep on the request ring stops
 // serving and unmaps its ring segment instead of waiting forever.
 func TestPluginLeavesAHostThatIsGone(t *testing.T) {
-	srv, p := planePair(t)
-	srv.mu.Lock()
-	at := ringAddr(srv.rings)
-	srv.mu.Unlock()
-	if !ringMappedAt(t, at) {
-		t.Fatalf("the plugin's ring segment is not mapped at %#x", at)
+	before := ringMappings(t)
+	p := inProcessPlane(t, newMemBackend())
+	// Host and plugin share this process: each maps the ring segment once.
+	if n := ringMappings(t) - before; n != 2 {
+		t.Fatalf("%d more mappings of the ring segment, want 2 (the host's and the plugin's)", n)
 	}
 	time.Sleep(20 * time.Millisecond) // the plugin is asleep on the ring by now
 	p.close()
-	if !eventually(func() bool { return !ringMappedAt(t, at) }) {
+	if !eventually(func() bool { return ringMappings(t) == before }) {
 		t.Fatal("the plugin's ring segment is still mapped after the host left: it still serves")
 	}
 }
@@ -245,11 +251,11 @@ func TestPlaneBurstLargerThanBothRings(t *testing.T) {
 	if !conn.Capabilities().SharedMemory {
 		t.Fatalf("no data plane: %+v", conn.Capabilities())
 	}
-	buf, err := conn.AllocBuffer(ctx, &AllocRequest{Size: 4})
+	buf, err := conn.AllocBuffer(ctx, &pluginapi.AllocRequest{Size: 4})
 	if err != nil {
 		t.Fatal(err)
 	}
-	req := &SubmitRequest{Commands: []SubmitCommand{FillCommand{Dst: BufferRange{Buffer: buf.Buffer, Size: 4}, Value: 1}}}
+	req := &pluginapi.SubmitRequest{Commands: []pluginapi.SubmitCommand{pluginapi.FillCommand{Dst: pluginapi.BufferRange{Buffer: buf.Buffer, Size: 4}, Value: 1}}}
 	cmds, err := commandsToWire(req.Commands)
 	if err != nil {
 		t.Fatal(err)

@@ -1,6 +1,6 @@
 //go:build linux
 
-package pluginapi
+package client
 
 import (
 	"bufio"
@@ -21,6 +21,8 @@ import (
 	"github.com/hashicorp/go-plugin"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+
+	"github.com/kiln-dev/kiln/pluginapi"
 )
 
 // helperEnv turns the test binary into a helper process instead of running tests:
@@ -41,13 +43,13 @@ func TestMain(m *testing.M) {
 	case "":
 		os.Exit(m.Run())
 	case "plugin":
-		Serve(&strayOutputBackend{})
+		pluginapi.Serve(&strayOutputBackend{})
 	case "panic":
-		Serve(&fakeBackend{panicOnDispatch: true})
+		pluginapi.Serve(&fakeBackend{panicOnDispatch: true})
 	case "block":
-		Serve(&blockingBackend{})
+		pluginapi.Serve(&blockingBackend{})
 	case "segments":
-		Serve(newSegmentBackend())
+		pluginapi.Serve(newSegmentBackend())
 	case "host":
 		helperHost()
 	default:
@@ -60,7 +62,7 @@ func TestMain(m *testing.M) {
 // careless plugin code or a C library would.
 type strayOutputBackend struct{ fakeBackend }
 
-func (b *strayOutputBackend) Describe(ctx context.Context) (*Description, error) {
+func (b *strayOutputBackend) Describe(ctx context.Context) (*pluginapi.Description, error) {
 	fmt.Fprintln(os.Stdout, strayStdout)
 	if _, err := syscall.Write(1, []byte(strayFD1+"\n")); err != nil {
 		return nil, err
@@ -72,7 +74,7 @@ func (b *strayOutputBackend) Describe(ctx context.Context) (*Description, error)
 // until it is killed.
 func helperHost() {
 	os.Setenv(helperEnv, "plugin") // go-plugin passes this process's environment on
-	c := plugin.NewClient(ClientConfig(exec.Command(os.Args[0]), nil))
+	c := plugin.NewClient(Config(exec.Command(os.Args[0]), nil))
 	if _, err := Dispense(c); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
@@ -101,13 +103,13 @@ func (s *syncBuffer) String() string {
 
 // startHelper starts this test binary as a plugin in the given helper mode, with
 // the host-side helpers, logging into the returned buffer.
-func startHelper(t *testing.T, mode string) (*plugin.Client, Backend, *syncBuffer) {
+func startHelper(t *testing.T, mode string) (*plugin.Client, *Conn, *syncBuffer) {
 	t.Helper()
 	logs := &syncBuffer{}
 	logger := hclog.New(&hclog.LoggerOptions{Name: "host", Output: logs, Level: hclog.Trace})
 	cmd := exec.Command(os.Args[0])
 	cmd.Env = append(os.Environ(), helperEnv+"="+mode)
-	c := plugin.NewClient(ClientConfig(cmd, logger))
+	c := plugin.NewClient(Config(cmd, logger))
 	t.Cleanup(c.Kill)
 	b, err := Dispense(c)
 	if err != nil {
@@ -136,11 +138,11 @@ func TestProcessServeRoundTrip(t *testing.T) {
 	if d.ID != testDescription().ID {
 		t.Errorf("Describe id %q", d.ID)
 	}
-	res, err := b.Compile(ctx, &CompileRequest{Program: saxpyProgram()})
+	res, err := b.Compile(ctx, &pluginapi.CompileRequest{Program: saxpyProgram()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, err := b.Dispatch(ctx, &DispatchRequest{Pipeline: res.Pipeline, Inputs: [][]byte{{1, 2, 3, 4}}})
+	out, err := b.Dispatch(ctx, &pluginapi.DispatchRequest{Pipeline: res.Pipeline, Inputs: [][]byte{{1, 2, 3, 4}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -177,7 +179,7 @@ func TestProcessStrayOutputReachesTheLog(t *testing.T) {
 // into an error: the process dies and the host sees a broken connection.
 func TestProcessPanicCrashesPlugin(t *testing.T) {
 	c, b, logs := startHelper(t, "panic")
-	_, err := b.Dispatch(context.Background(), &DispatchRequest{Pipeline: 1})
+	_, err := b.Dispatch(context.Background(), &pluginapi.DispatchRequest{Pipeline: 1})
 	if err == nil {
 		t.Fatal("Dispatch on a panicking backend succeeded")
 	}
@@ -185,7 +187,7 @@ func TestProcessPanicCrashesPlugin(t *testing.T) {
 		t.Errorf("a crash surfaced as a typed backend error: %T %v", err, err)
 	}
 	if status.Code(err) != codes.Unavailable {
-		t.Errorf("status %s (%v), want Unavailable (connection lost)", status.Code(err), err)
+		t.Errorf("status %s (%v), want pluginapi.Unavailable (connection lost)", status.Code(err), err)
 	}
 	if !eventually(c.Exited) {
 		t.Fatal("plugin process still running after its panic")

@@ -1,7 +1,8 @@
-package pluginapi
+package client
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"sync"
@@ -14,60 +15,8 @@ import (
 	"github.com/kiln-dev/kiln/internal/wire"
 	kilnpb "github.com/kiln-dev/kiln/internal/wire/proto"
 	"github.com/kiln-dev/kiln/ir"
+	"github.com/kiln-dev/kiln/pluginapi"
 )
-
-// Conn is the host's side of a connection to one plugin process: what Dispense
-// returns is a Conn. Besides the core Backend it has every optional interface;
-// for one the plugin lacks, the call fails with an *UnimplementedError, and
-// Capabilities says beforehand which ones the plugin has. On protocol 2 with the
-// shared-memory data plane, buffer bytes, submits and the inline dispatch of
-// DispatchSized travel through shared memory and fixed frames instead of gRPC.
-//
-// The host side checks what it sends against its own table of the plugin's
-// buffers and never trusts a size the plugin reports beyond what it asked for.
-type Conn interface {
-	Backend
-	Buffers
-	Submitter
-	Artifacts
-	HealthChecker
-	// PeerCopier copies between two of the plugin's buffers on the data plane;
-	// it is an *UnimplementedError when the plugin lacks it or there is no data
-	// plane (gRPC fallback), and the host copies through its memory then.
-	PeerCopier
-	// Capabilities is what the plugin reported, with the connection's protocol
-	// and data plane.
-	Capabilities() Capabilities
-	// Mapping returns the host's view of a buffer whose AllocResult was Mapped,
-	// nil for any other. It is valid until FreeBuffer; if the plugin dies, it
-	// keeps its address and, once the data plane has noticed (at the latest by
-	// the next call, which checks), reads zeros and keeps no writes. WriteBuffer
-	// and ReadBuffer of a mapped buffer copy in place after checking that the
-	// plugin's end of the data plane is still open.
-	Mapping(buffer uint64) []byte
-	// SubmitAsync sends a batch and returns without waiting for it; batches run
-	// in the order they are sent. ctx ending before the batch completes cancels
-	// it.
-	SubmitAsync(ctx context.Context, req *SubmitRequest) (*Pending, error)
-	// Lost returns the error that ended the connection's data plane — the
-	// plugin died (its socket closed) or broke the protocol — and nil while the
-	// plane is up or when the connection has none. Buffers of a lost connection
-	// are gone.
-	Lost() error
-	// Stalled returns how long the data plane's request ring has been full
-	// without the plugin taking a request from it: the plugin stopped reading
-	// its requests (a backend method that blocks the requests queued behind
-	// it). It is 0 while the ring has room, and without a data plane. The host
-	// treats a plugin stalled for its hang timeout as hung.
-	Stalled() time.Duration
-	// DispatchSized is Backend.Dispatch for a host that knows how many bytes
-	// each output has (outputs, in output order). With the data plane, inputs and
-	// outputs travel through shared memory, and an output of another size is
-	// refused unread (a *ResultError).
-	DispatchSized(ctx context.Context, req *DispatchRequest, outputs []int) (*DispatchResult, error)
-}
-
-var _ Conn = (*client)(nil)
 
 // DataPlaneEnv names the environment variable that, set to "grpc" in the host's
 // environment, keeps every connection on gRPC (no shared-memory data plane).
@@ -101,6 +50,20 @@ func (e *ProtocolError) Error() string {
 	return "kiln plugin broke the data plane protocol: " + e.Detail + ". Fix: report this to the plugin's author"
 }
 
+// rejected returns a check's error as a rejection; nil stays nil.
+func rejected(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &pluginapi.RejectedError{Err: err}
+}
+
+// usageMask holds every usage bit the SDK defines.
+const usageMask = pluginapi.UsageStorage | pluginapi.UsageCopySrc | pluginapi.UsageCopyDst | pluginapi.UsageMap
+
+// errPlaneClosed reports a data plane the host closed on purpose.
+var errPlaneClosed = errors.New("kiln data plane is closed")
+
 // cancelTimeout bounds the gRPC call that cancels a data-plane request.
 const cancelTimeout = 5 * time.Second
 
@@ -109,10 +72,10 @@ type v2client struct {
 	rpc kilnpb.DeviceClient
 
 	mu     sync.Mutex
-	caps   Capabilities
+	caps   pluginapi.Capabilities
 	id     string
 	plane  *plane
-	table  bufferTable
+	table  wire.Table
 	mapped map[uint64]*wire.Segment
 	// tail is closed when the last gRPC submit sent is done, so that gRPC
 	// submits run in order.
@@ -120,12 +83,12 @@ type v2client struct {
 }
 
 func newV2Client(rpc kilnpb.DeviceClient) *v2client {
-	return &v2client{rpc: rpc, caps: Capabilities{Protocol: 2}, table: bufferTable{}, mapped: map[uint64]*wire.Segment{}}
+	return &v2client{rpc: rpc, caps: pluginapi.Capabilities{Protocol: 2}, table: wire.Table{}, mapped: map[uint64]*wire.Segment{}}
 }
 
 // describe is Describe on protocol 2: the description, the capabilities, and
 // (the first time) the data plane.
-func (v *v2client) describe(ctx context.Context) (*Description, error) {
+func (v *v2client) describe(ctx context.Context) (*pluginapi.Description, error) {
 	r, err := v.rpc.Describe(ctx, &kilnpb.DescribeRequest{})
 	if err != nil {
 		return nil, fromStatus(ctx, "Describe", err)
@@ -137,6 +100,7 @@ func (v *v2client) describe(ctx context.Context) (*Description, error) {
 	v.caps.Buffers, v.caps.Submit = c.GetBuffers(), c.GetBuffers() && c.GetSubmit()
 	v.caps.Artifacts, v.caps.Health = c.GetArtifacts(), c.GetHealth()
 	v.caps.PeerCopy = c.GetBuffers() && c.GetPeerCopy()
+	v.caps.ConcurrentAdapters, v.caps.Spans = c.GetConcurrentAdapters(), c.GetSpans()
 	open := v.plane != nil || v.caps.DataPlane != ""
 	v.mu.Unlock()
 	if !open {
@@ -173,7 +137,7 @@ func (v *v2client) cancel(seq uint64) {
 // status converts a Device call's error; UNIMPLEMENTED names the interface.
 func (v *v2client) status(ctx context.Context, method, iface string, err error) error {
 	if status.Code(err) == codes.Unimplemented {
-		return &UnimplementedError{Interface: iface, Backend: v.backendID()}
+		return &pluginapi.UnimplementedError{Interface: iface, Backend: v.backendID()}
 	}
 	return callError(ctx, method, err)
 }
@@ -184,7 +148,7 @@ func (v *v2client) backendID() string {
 	return v.id
 }
 
-func (v *v2client) snapshot() (Capabilities, *plane) {
+func (v *v2client) snapshot() (pluginapi.Capabilities, *plane) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	return v.caps, v.plane
@@ -200,35 +164,39 @@ func (v *v2client) closePlane() {
 	}
 }
 
-// Capabilities implements Conn.
-func (c *client) Capabilities() Capabilities {
+// Capabilities reports what the plugin declared when it was described (its
+// optional interfaces: resident buffers and submits, artifacts, health, peer
+// copies, concurrent adapters; whether its SDK ships spans), with the
+// connection's protocol and data plane. The host asks it
+// before it uses an optional feature; before the first Describe it knows only
+// the protocol.
+func (c *Conn) Capabilities() pluginapi.Capabilities {
 	if c.v2 == nil {
-		return Capabilities{Protocol: 1}
+		return pluginapi.Capabilities{Protocol: 1}
 	}
 	caps, _ := c.v2.snapshot()
+	caps.Spans = caps.Spans && caps.SharedMemory // spans come on the data plane only
 	return caps
 }
 
-func (c *client) capabilities() Capabilities { return c.Capabilities() }
-
 // need returns the v2 client when the plugin implements the interface.
-func (c *client) need(iface string, has func(Capabilities) bool) (*v2client, error) {
+func (c *Conn) need(iface string, has func(pluginapi.Capabilities) bool) (*v2client, error) {
 	if c.v2 == nil {
-		return nil, &UnimplementedError{Interface: iface}
+		return nil, &pluginapi.UnimplementedError{Interface: iface}
 	}
 	caps, _ := c.v2.snapshot()
 	if !has(caps) {
-		return nil, &UnimplementedError{Interface: iface, Backend: c.v2.backendID()}
+		return nil, &pluginapi.UnimplementedError{Interface: iface, Backend: c.v2.backendID()}
 	}
 	return c.v2, nil
 }
 
-func hasBuffers(c Capabilities) bool { return c.Buffers }
-func hasSubmit(c Capabilities) bool  { return c.Submit }
+func hasBuffers(c pluginapi.Capabilities) bool { return c.Buffers }
+func hasSubmit(c pluginapi.Capabilities) bool  { return c.Submit }
 
-// AllocBuffer implements Buffers. With the data plane, a UsageMap buffer gets a
+// AllocBuffer implements pluginapi.Buffers. With the data plane, a UsageMap buffer gets a
 // shared segment the plugin may keep its contents in.
-func (c *client) AllocBuffer(ctx context.Context, req *AllocRequest) (*AllocResult, error) {
+func (c *Conn) AllocBuffer(ctx context.Context, req *pluginapi.AllocRequest) (*pluginapi.AllocResult, error) {
 	v, err := c.need("pluginapi.Buffers", hasBuffers)
 	if err != nil {
 		return nil, err
@@ -237,14 +205,14 @@ func (c *client) AllocBuffer(ctx context.Context, req *AllocRequest) (*AllocResu
 	if err != nil {
 		return nil, err
 	}
-	if req.Size > MaxBufferBytes {
-		return nil, &LimitError{What: fmt.Sprintf("buffer of %d bytes", req.Size), Size: req.Size, Limit: MaxBufferBytes}
+	if req.Size > pluginapi.MaxBufferBytes {
+		return nil, &LimitError{What: fmt.Sprintf("buffer of %d bytes", req.Size), Size: req.Size, Limit: pluginapi.MaxBufferBytes}
 	}
 	if req.Usage&^usageMask != 0 {
-		return nil, Rejected("buffer usage %s has unknown bits. Fix: use the pluginapi.Usage constants", req.Usage)
+		return nil, pluginapi.Rejected("buffer usage %s has unknown bits. Fix: use the pluginapi.Usage constants", req.Usage)
 	}
 	_, pl := v.snapshot()
-	var res *AllocResult
+	var res *pluginapi.AllocResult
 	var seg *wire.Segment
 	if pl != nil {
 		res, seg, err = allocOnPlane(ctx, pl, adapter, req)
@@ -254,7 +222,7 @@ func (c *client) AllocBuffer(ctx context.Context, req *AllocRequest) (*AllocResu
 		if err != nil {
 			err = v.status(ctx, "AllocBuffer", "pluginapi.Buffers", err)
 		} else {
-			res = &AllocResult{Buffer: r.GetBuffer()}
+			res = &pluginapi.AllocResult{Buffer: r.GetBuffer()}
 		}
 	}
 	if err != nil {
@@ -275,8 +243,10 @@ func (c *client) AllocBuffer(ctx context.Context, req *AllocRequest) (*AllocResu
 	return res, nil
 }
 
-// Lost implements Conn.
-func (c *client) Lost() error {
+// Lost returns the error that ended the connection's data plane — the plugin
+// died (its socket closed) or broke the protocol — and nil while the plane is
+// up or when the connection has none. Buffers of a lost connection are gone.
+func (c *Conn) Lost() error {
 	if c.v2 == nil {
 		return nil
 	}
@@ -286,8 +256,12 @@ func (c *client) Lost() error {
 	return nil
 }
 
-// Stalled implements Conn.
-func (c *client) Stalled() time.Duration {
+// Stalled returns how long the data plane's request ring has been full without
+// the plugin taking a request from it: the plugin stopped reading its requests
+// (a backend method that blocks the requests queued behind it). It is 0 while
+// the ring has room, and without a data plane. The host treats a plugin
+// stalled for its hang timeout as hung.
+func (c *Conn) Stalled() time.Duration {
 	if c.v2 == nil {
 		return 0
 	}
@@ -297,8 +271,13 @@ func (c *client) Stalled() time.Duration {
 	return 0
 }
 
-// Mapping implements Conn.
-func (c *client) Mapping(buffer uint64) []byte {
+// Mapping returns the host's view of a buffer whose AllocResult was Mapped, nil
+// for any other. It is valid until FreeBuffer; if the plugin dies, it keeps its
+// address and, once the data plane has noticed (at the latest by the next call,
+// which checks), reads zeros and keeps no writes. WriteBuffer and ReadBuffer of
+// a mapped buffer copy in place after checking that the plugin's end of the
+// data plane is still open.
+func (c *Conn) Mapping(buffer uint64) []byte {
 	if c.v2 == nil {
 		return nil
 	}
@@ -311,9 +290,9 @@ func (c *client) Mapping(buffer uint64) []byte {
 	return nil
 }
 
-// FreeBuffer implements Buffers. When the plugin is gone, the host's side of the
+// FreeBuffer implements pluginapi.Buffers. When the plugin is gone, the host's side of the
 // buffer is released all the same and the connection's error returned.
-func (c *client) FreeBuffer(ctx context.Context, buffer uint64) error {
+func (c *Conn) FreeBuffer(ctx context.Context, buffer uint64) error {
 	v, err := c.need("pluginapi.Buffers", hasBuffers)
 	if err != nil {
 		return err
@@ -323,7 +302,7 @@ func (c *client) FreeBuffer(ctx context.Context, buffer uint64) error {
 	seg := v.mapped[buffer]
 	v.mu.Unlock()
 	if !ok {
-		return Rejected("free of buffer %d, which does not exist (never allocated, or freed). Fix: free each buffer once", buffer)
+		return pluginapi.Rejected("free of buffer %d, which does not exist (never allocated, or freed). Fix: free each buffer once", buffer)
 	}
 	_, pl := v.snapshot()
 	if pl != nil {
@@ -345,24 +324,24 @@ func (c *client) FreeBuffer(ctx context.Context, buffer uint64) error {
 }
 
 // checkRange checks a range against the host's table.
-func (v *v2client) checkRange(what string, r BufferRange) error {
+func (v *v2client) checkRange(what string, r pluginapi.BufferRange) error {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	return v.table.checkRange(what, r, 1)
+	return rejected(v.table.CheckRange(what, wire.Range(r), 1))
 }
 
-// WriteBuffer implements Buffers: a mapped buffer is written in place, otherwise
+// WriteBuffer implements pluginapi.Buffers: a mapped buffer is written in place, otherwise
 // the bytes go through staging segments (data plane) or gRPC messages, in chunks.
-func (c *client) WriteBuffer(ctx context.Context, buffer, offset uint64, src []byte) error {
+func (c *Conn) WriteBuffer(ctx context.Context, buffer, offset uint64, src []byte) error {
 	return c.transfer(ctx, wire.FrameWrite, buffer, offset, src)
 }
 
-// ReadBuffer implements Buffers, as WriteBuffer.
-func (c *client) ReadBuffer(ctx context.Context, buffer, offset uint64, dst []byte) error {
+// ReadBuffer implements pluginapi.Buffers, as WriteBuffer.
+func (c *Conn) ReadBuffer(ctx context.Context, buffer, offset uint64, dst []byte) error {
 	return c.transfer(ctx, wire.FrameRead, buffer, offset, dst)
 }
 
-func (c *client) transfer(ctx context.Context, kind wire.FrameKind, buffer, offset uint64, b []byte) error {
+func (c *Conn) transfer(ctx context.Context, kind wire.FrameKind, buffer, offset uint64, b []byte) error {
 	v, err := c.need("pluginapi.Buffers", hasBuffers)
 	if err != nil {
 		return err
@@ -371,7 +350,7 @@ func (c *client) transfer(ctx context.Context, kind wire.FrameKind, buffer, offs
 	if kind == wire.FrameRead {
 		what = "read"
 	}
-	if err := v.checkRange(what, BufferRange{Buffer: buffer, Offset: offset, Size: uint64(len(b))}); err != nil {
+	if err := v.checkRange(what, pluginapi.BufferRange{Buffer: buffer, Offset: offset, Size: uint64(len(b))}); err != nil {
 		return err
 	}
 	if mem := c.Mapping(buffer); mem != nil {
@@ -391,7 +370,7 @@ func (c *client) transfer(ctx context.Context, kind wire.FrameKind, buffer, offs
 	}
 	_, pl := v.snapshot()
 	for len(b) > 0 {
-		n := min(len(b), maxChunkBytes)
+		n := min(len(b), wire.MaxChunkBytes)
 		if pl != nil {
 			err = transferOnPlane(ctx, pl, kind, buffer, offset, b[:n])
 		} else {
@@ -424,29 +403,31 @@ func (v *v2client) transferGRPC(ctx context.Context, kind wire.FrameKind, buffer
 	return nil
 }
 
-// PeerCopy implements PeerCopier: one copy frame on the data plane, both ranges
-// checked against the host's table first.
-func (c *client) PeerCopy(ctx context.Context, dst, src BufferRange) error {
-	v, err := c.need("pluginapi.PeerCopier", func(c Capabilities) bool { return c.PeerCopy && c.SharedMemory })
+// PeerCopy implements pluginapi.PeerCopier: one copy frame on the data plane,
+// both ranges checked against the host's table first. It is an
+// *pluginapi.UnimplementedError when the plugin lacks it or there is no data plane (gRPC
+// fallback), and the host copies through its memory then.
+func (c *Conn) PeerCopy(ctx context.Context, dst, src pluginapi.BufferRange) error {
+	v, err := c.need("pluginapi.PeerCopier", func(c pluginapi.Capabilities) bool { return c.PeerCopy && c.SharedMemory })
 	if err != nil {
 		return err
 	}
 	v.mu.Lock()
-	err = v.table.checkCopy("peer copy", dst, src)
+	err = rejected(v.table.CheckCopy("peer copy", wire.Range(dst), wire.Range(src)))
 	v.mu.Unlock()
 	if err != nil {
 		return err
 	}
 	_, pl := v.snapshot()
 	if pl == nil {
-		return &UnimplementedError{Interface: "pluginapi.PeerCopier", Backend: v.backendID()}
+		return &pluginapi.UnimplementedError{Interface: "pluginapi.PeerCopier", Backend: v.backendID()}
 	}
 	_, err = pl.roundTrip(ctx, &wire.Request{Kind: wire.FrameCopy, Src: rangeToWire(src), Dst: rangeToWire(dst)}, -1, 0)
 	return err
 }
 
-// Submit implements Submitter: SubmitAsync, then Wait.
-func (c *client) Submit(ctx context.Context, req *SubmitRequest) (*SubmitResult, error) {
+// Submit implements pluginapi.Submitter: SubmitAsync, then Wait.
+func (c *Conn) Submit(ctx context.Context, req *pluginapi.SubmitRequest) (*pluginapi.SubmitResult, error) {
 	p, err := c.SubmitAsync(ctx, req)
 	if err != nil {
 		return nil, err
@@ -454,9 +435,11 @@ func (c *client) Submit(ctx context.Context, req *SubmitRequest) (*SubmitResult,
 	return p.Wait(ctx)
 }
 
-// SubmitAsync implements Conn. The batch is checked against the host's table of
+// SubmitAsync sends a batch and returns without waiting for it; batches run in
+// the order they are sent. ctx ending before the batch completes cancels it.
+// The batch is checked against the host's table of
 // buffers before anything is sent.
-func (c *client) SubmitAsync(ctx context.Context, req *SubmitRequest) (*Pending, error) {
+func (c *Conn) SubmitAsync(ctx context.Context, req *pluginapi.SubmitRequest) (*Pending, error) {
 	v, err := c.need("pluginapi.Submitter", hasSubmit)
 	if err != nil {
 		return nil, err
@@ -465,18 +448,18 @@ func (c *client) SubmitAsync(ctx context.Context, req *SubmitRequest) (*Pending,
 	if err != nil {
 		return nil, err
 	}
+	w, err := commandsToWire(req.Commands)
+	if err != nil {
+		return nil, err
+	}
 	v.mu.Lock()
-	err = v.table.checkCommands(req.Commands)
+	err = rejected(v.table.CheckCommands(w, pluginapi.BindingAlign, pluginapi.ElementBytes))
 	v.mu.Unlock()
 	if err != nil {
 		return nil, err
 	}
 	if _, pl := v.snapshot(); pl != nil {
-		cmds, err := commandsToWire(req.Commands)
-		if err != nil {
-			return nil, err
-		}
-		r := &wire.Request{Kind: wire.FrameSubmit, Adapter: adapter, Commands: cmds}
+		r := &wire.Request{Kind: wire.FrameSubmit, Adapter: adapter, Commands: w}
 		call, err := pl.send(ctx, r, -1, 0, nil)
 		if err != nil {
 			return nil, err
@@ -488,8 +471,8 @@ func (c *client) SubmitAsync(ctx context.Context, req *SubmitRequest) (*Pending,
 		return nil, err
 	}
 	msg := &kilnpb.SubmitRequest{Adapter: adapter, Commands: cmds}
-	if size := uint64(proto.Size(msg)); size > MaxMessageBytes {
-		return nil, &LimitError{What: fmt.Sprintf("submit of %d commands", len(req.Commands)), Size: size, Limit: MaxMessageBytes}
+	if size := uint64(proto.Size(msg)); size > pluginapi.MaxMessageBytes {
+		return nil, &LimitError{What: fmt.Sprintf("submit of %d commands", len(req.Commands)), Size: size, Limit: pluginapi.MaxMessageBytes}
 	}
 	rctx, stop := context.WithCancel(context.WithoutCancel(ctx))
 	p := &Pending{done: make(chan struct{}), stop: stop}
@@ -509,7 +492,7 @@ func (c *client) SubmitAsync(ctx context.Context, req *SubmitRequest) (*Pending,
 			p.err = v.status(rctx, "Submit", "pluginapi.Submitter", err)
 			return
 		}
-		p.res = &SubmitResult{HostNanos: r.GetHostNanos(), DeviceNanos: r.GetDeviceNanos()}
+		p.res = &pluginapi.SubmitResult{HostNanos: r.GetHostNanos(), DeviceNanos: r.GetDeviceNanos()}
 	}()
 	return p, nil
 }
@@ -530,7 +513,8 @@ type Pending struct {
 
 	mu       sync.Mutex
 	finished bool
-	res      *SubmitResult
+	res      *pluginapi.SubmitResult
+	spans    []pluginapi.Span
 	err      error
 }
 
@@ -571,9 +555,18 @@ func (p *Pending) WaitReady(ctx context.Context) error {
 	}
 }
 
+// Spans returns the phases the plugin timed for the batch, once Wait returned:
+// empty unless the plugin was started with pluginapi.SpansEnv and the batch went
+// over the data plane.
+func (p *Pending) Spans() []pluginapi.Span {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.spans
+}
+
 // Wait returns the batch's result once it has run. If ctx ends first, the batch
 // is cancelled and Wait returns ctx's error. Wait may be called more than once.
-func (p *Pending) Wait(ctx context.Context) (*SubmitResult, error) {
+func (p *Pending) Wait(ctx context.Context) (*pluginapi.SubmitResult, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.finished {
@@ -582,7 +575,8 @@ func (p *Pending) Wait(ctx context.Context) (*SubmitResult, error) {
 	if p.plane != nil {
 		d, _, err := p.plane.wait(ctx, p.call)
 		if err == nil {
-			p.res = &SubmitResult{HostNanos: d.HostNanos, DeviceNanos: d.DeviceNanos, spans: spansFromWire(d.Spans)}
+			p.res = &pluginapi.SubmitResult{HostNanos: d.HostNanos, DeviceNanos: d.DeviceNanos}
+			p.spans = spansFromWire(d.Spans)
 		}
 		p.finished, p.err = true, err
 		return p.res, p.err
@@ -600,8 +594,19 @@ func (p *Pending) Wait(ctx context.Context) (*SubmitResult, error) {
 	return p.res, p.err
 }
 
-// DispatchSized implements Conn.
-func (c *client) DispatchSized(ctx context.Context, req *DispatchRequest, outputs []int) (*DispatchResult, error) {
+// DispatchResult is a dispatch's result, with the phases the plugin timed.
+type DispatchResult struct {
+	pluginapi.DispatchResult
+	// Spans are the phases the plugin timed: empty unless the plugin was
+	// started with pluginapi.SpansEnv and the dispatch went over the data plane.
+	Spans []pluginapi.Span
+}
+
+// DispatchSized is Backend.Dispatch for a host that knows how many bytes each
+// output has (outputs, in output order). With the data plane, inputs and
+// outputs travel through shared memory, and an output of another size is
+// refused unread (a *ResultError).
+func (c *Conn) DispatchSized(ctx context.Context, req *pluginapi.DispatchRequest, outputs []int) (*DispatchResult, error) {
 	var pl *plane
 	if c.v2 != nil {
 		_, pl = c.v2.snapshot()
@@ -615,17 +620,21 @@ func (c *client) DispatchSized(ctx context.Context, req *DispatchRequest, output
 			out += uint64(n)
 		}
 		const overhead = 1 << 10
-		if in+overhead > MaxMessageBytes || out+overhead > MaxMessageBytes {
-			return nil, &LimitError{What: fmt.Sprintf("dispatch with %d input and %d output bytes", in, out), Size: max(in, out) + overhead, Limit: MaxMessageBytes}
+		if in+overhead > pluginapi.MaxMessageBytes || out+overhead > pluginapi.MaxMessageBytes {
+			return nil, &LimitError{What: fmt.Sprintf("dispatch with %d input and %d output bytes", in, out), Size: max(in, out) + overhead, Limit: pluginapi.MaxMessageBytes}
 		}
-		return c.Dispatch(ctx, req)
+		res, err := c.Dispatch(ctx, req)
+		if err != nil {
+			return nil, err
+		}
+		return &DispatchResult{DispatchResult: *res}, nil
 	}
 	return dispatchOnPlane(ctx, pl, req, outputs)
 }
 
-// Artifact implements Artifacts.
-func (c *client) Artifact(ctx context.Context, req *ArtifactRequest) (*Artifact, error) {
-	v, err := c.need("pluginapi.Artifacts", func(c Capabilities) bool { return c.Artifacts })
+// Artifact implements pluginapi.Artifacts.
+func (c *Conn) Artifact(ctx context.Context, req *pluginapi.ArtifactRequest) (*pluginapi.Artifact, error) {
+	v, err := c.need("pluginapi.Artifacts", func(c pluginapi.Capabilities) bool { return c.Artifacts })
 	if err != nil {
 		return nil, err
 	}
@@ -634,11 +643,11 @@ func (c *client) Artifact(ctx context.Context, req *ArtifactRequest) (*Artifact,
 		return nil, err
 	}
 	if req.Program == nil {
-		return nil, Rejected("artifact request has no program. Fix: set ArtifactRequest.Program")
+		return nil, pluginapi.Rejected("artifact request has no program. Fix: set pluginapi.ArtifactRequest.Program")
 	}
 	prog, err := ir.Encode(req.Program)
 	if err != nil {
-		return nil, Rejected("encode program %q: %w", req.Program.Name, err)
+		return nil, pluginapi.Rejected("encode program %q: %w", req.Program.Name, err)
 	}
 	r, err := v.rpc.Artifact(ctx, &kilnpb.ArtifactRequest{
 		Adapter: idx, Program: prog, Spec: specToProto(req.Spec),
@@ -646,14 +655,14 @@ func (c *client) Artifact(ctx context.Context, req *ArtifactRequest) (*Artifact,
 		Kind: req.Kind,
 	})
 	if err != nil {
-		return nil, v.status(ctx, "Artifact", "pluginapi.Artifacts", err)
+		return nil, v.status(ctx, "pluginapi.Artifact", "pluginapi.Artifacts", err)
 	}
-	return &Artifact{Data: r.GetData(), Info: r.GetInfo()}, nil
+	return &pluginapi.Artifact{Data: r.GetData(), Info: r.GetInfo()}, nil
 }
 
-// Health implements HealthChecker.
-func (c *client) Health(ctx context.Context) error {
-	v, err := c.need("pluginapi.HealthChecker", func(c Capabilities) bool { return c.Health })
+// Health implements pluginapi.HealthChecker.
+func (c *Conn) Health(ctx context.Context) error {
+	v, err := c.need("pluginapi.HealthChecker", func(c pluginapi.Capabilities) bool { return c.Health })
 	if err != nil {
 		return err
 	}

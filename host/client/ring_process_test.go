@@ -1,6 +1,6 @@
 //go:build linux
 
-package pluginapi
+package client
 
 import (
 	"bytes"
@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/kiln-dev/kiln/internal/wire"
+	"github.com/kiln-dev/kiln/pluginapi"
 )
 
 // TestProcessKilledPluginReleasesTheRings pins the ring segment's lifetime
@@ -21,11 +22,11 @@ import (
 func TestProcessKilledPluginReleasesTheRings(t *testing.T) {
 	c, conn := startPlaneHelper(t)
 	ctx := context.Background()
-	if _, err := conn.AllocBuffer(ctx, &AllocRequest{Size: 64}); err != nil {
+	if _, err := conn.AllocBuffer(ctx, &pluginapi.AllocRequest{Size: 64}); err != nil {
 		t.Fatal(err)
 	}
 	pid := c.ReattachConfig().Pid
-	_, pl := conn.(*client).v2.snapshot()
+	_, pl := conn.v2.snapshot()
 	pl.mu.Lock()
 	at := ringAddr(pl.rings)
 	pl.mu.Unlock()
@@ -51,7 +52,7 @@ func TestProcessKilledPluginReleasesTheRings(t *testing.T) {
 	if !eventually(func() bool { return !ringMappedAt(t, at) }) {
 		t.Fatal("the ring segment is still mapped after the plugin was killed")
 	}
-	if _, err := conn.AllocBuffer(ctx, &AllocRequest{Size: 64}); err == nil {
+	if _, err := conn.AllocBuffer(ctx, &pluginapi.AllocRequest{Size: 64}); err == nil {
 		t.Error("an allocation on the plane of a killed plugin succeeded")
 	}
 }

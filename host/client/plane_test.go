@@ -1,11 +1,13 @@
 //go:build linux
 
-package pluginapi
+package client
 
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
+	"fmt"
 	"net"
 	"os"
 	"testing"
@@ -14,6 +16,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/kiln-dev/kiln/internal/wire"
+	"github.com/kiln-dev/kiln/pluginapi"
 )
 
 // liar is a plugin side that answers every request frame with whatever reply
@@ -39,7 +42,7 @@ func liar(t *testing.T, reply func(r *wire.Request) []byte) *plane {
 type fakePeer struct {
 	t         *testing.T
 	conn      *wire.RawConn
-	r         *fdReader
+	r         *peerReader
 	mem       []byte
 	req, done *wire.Ring
 	in        []byte
@@ -59,7 +62,7 @@ func fakePlugin(t *testing.T, serve func(fp *fakePeer)) *plane {
 	go func() {
 		defer close(served)
 		defer peer.Close()
-		fp := &fakePeer{t: t, conn: peer, r: &fdReader{conn: peer}}
+		fp := &fakePeer{t: t, conn: peer, r: &peerReader{conn: peer}}
 		b, err := fp.r.frame(wire.MaxRequestFrameBytes)
 		if err != nil {
 			return
@@ -87,6 +90,85 @@ func fakePlugin(t *testing.T, serve func(fp *fakePeer)) *plane {
 		<-served
 	})
 	return p
+}
+
+// peerReader reads what the host sends on a test's plugin end of the socket
+// (the hello frame, the 8-byte notes of requests that carry a descriptor) and
+// the descriptors that come with it, waiting for each.
+type peerReader struct {
+	conn *wire.RawConn
+	buf  []byte // read and not yet taken
+	fds  []int
+}
+
+// fill reads more bytes and any descriptors with them.
+func (pr *peerReader) fill() error {
+	b, oob := make([]byte, 64<<10), make([]byte, unix.CmsgSpace(16*4))
+	n, oobn, _, err := pr.conn.Recv(b, oob, 0)
+	if oobn > 0 {
+		msgs, perr := unix.ParseSocketControlMessage(oob[:oobn])
+		if perr != nil {
+			return perr
+		}
+		for i := range msgs {
+			fds, perr := unix.ParseUnixRights(&msgs[i])
+			if perr != nil {
+				return perr
+			}
+			pr.fds = append(pr.fds, fds...)
+		}
+	}
+	pr.buf = append(pr.buf, b[:n]...)
+	return err
+}
+
+// take returns the next n bytes.
+func (pr *peerReader) take(n int) ([]byte, error) {
+	for len(pr.buf) < n {
+		if err := pr.fill(); err != nil {
+			return nil, err
+		}
+	}
+	b := pr.buf[:n:n]
+	pr.buf = pr.buf[n:]
+	return b, nil
+}
+
+// frame returns the next whole frame.
+func (pr *peerReader) frame(limit int) ([]byte, error) {
+	for len(pr.buf) < wire.FrameHeaderBytes {
+		if err := pr.fill(); err != nil {
+			return nil, err
+		}
+	}
+	h, err := wire.ParseHeader(pr.buf[:wire.FrameHeaderBytes], limit)
+	if err != nil {
+		return nil, err
+	}
+	return pr.take(int(h.Size))
+}
+
+// note returns the descriptor the host sent for request seq.
+func (pr *peerReader) note(seq uint64) (int, error) {
+	b, err := pr.take(8)
+	if err != nil {
+		return -1, err
+	}
+	fd := pr.popFD()
+	if got := binary.LittleEndian.Uint64(b); got != seq || fd < 0 {
+		return -1, fmt.Errorf("descriptor note for request %d (with descriptor: %v), want one for %d", got, fd >= 0, seq)
+	}
+	return fd, nil
+}
+
+// popFD returns the oldest received descriptor, or -1 when none is left.
+func (pr *peerReader) popFD() int {
+	if len(pr.fds) == 0 {
+		return -1
+	}
+	fd := pr.fds[0]
+	pr.fds = pr.fds[1:]
+	return fd
 }
 
 // request waits for the next request frame; false once the host is gone or
@@ -150,7 +232,7 @@ func TestPlaneRefusesAnOutputLargerThanAskedFor(t *testing.T) {
 		}
 		return wire.EncodeDone(r.Kind, &wire.Done{Seq: r.Seq})
 	})
-	_, err := dispatchOnPlane(ctxT(t), p, &DispatchRequest{Pipeline: 1, OutputCounts: []uint32{4}}, []int{16})
+	_, err := dispatchOnPlane(ctxT(t), p, &pluginapi.DispatchRequest{Pipeline: 1, OutputCounts: []uint32{4}}, []int{16})
 	var re *ResultError
 	if !errors.As(err, &re) {
 		t.Fatalf("an output of 1 TiB where 16 bytes were asked for: %v, want a ResultError", err)
@@ -179,7 +261,7 @@ func TestPlaneClosesOnBrokenCompletions(t *testing.T) {
 	for name, reply := range cases {
 		t.Run(name, func(t *testing.T) {
 			p := liar(t, reply)
-			_, err := dispatchOnPlane(ctxT(t), p, &DispatchRequest{Pipeline: 1, OutputCounts: []uint32{1}}, []int{4})
+			_, err := dispatchOnPlane(ctxT(t), p, &pluginapi.DispatchRequest{Pipeline: 1, OutputCounts: []uint32{1}}, []int{4})
 			var pe *ProtocolError
 			if !errors.As(err, &pe) {
 				t.Fatalf("%s: %v, want a ProtocolError", name, err)
@@ -195,7 +277,7 @@ func TestPlaneRefusesAMappingItDidNotOffer(t *testing.T) {
 	p := liar(t, func(r *wire.Request) []byte {
 		return wire.EncodeDone(r.Kind, &wire.Done{Seq: r.Seq, Buffer: 1, Mapped: true})
 	})
-	_, _, err := allocOnPlane(ctxT(t), p, 0, &AllocRequest{Size: 64})
+	_, _, err := allocOnPlane(ctxT(t), p, 0, &pluginapi.AllocRequest{Size: 64})
 	var re *ResultError
 	if !errors.As(err, &re) {
 		t.Fatalf("alloc answered as mapped without a shared segment: %v, want a ResultError", err)
@@ -206,7 +288,7 @@ func TestPlaneLostPeerOrphansSegments(t *testing.T) {
 	p := liar(t, func(r *wire.Request) []byte {
 		return wire.EncodeDone(r.Kind, &wire.Done{Seq: r.Seq, Buffer: 1, Mapped: true})
 	})
-	res, seg, err := allocOnPlane(ctxT(t), p, 0, &AllocRequest{Size: 4096, Usage: UsageMap})
+	res, seg, err := allocOnPlane(ctxT(t), p, 0, &pluginapi.AllocRequest{Size: 4096, Usage: pluginapi.UsageMap})
 	if err != nil || !res.Mapped || seg == nil {
 		t.Fatalf("mapped alloc: %+v, %v", res, err)
 	}
@@ -229,7 +311,7 @@ func TestPlaneLostPeerOrphansSegments(t *testing.T) {
 	if _, err := p.lease(ctxT(t), 100); err == nil {
 		t.Error("a closed plane leased a new staging segment")
 	}
-	if _, err := dispatchOnPlane(ctxT(t), p, &DispatchRequest{Inputs: [][]byte{{1, 2, 3, 4}}}, []int{4}); err == nil {
+	if _, err := dispatchOnPlane(ctxT(t), p, &pluginapi.DispatchRequest{Inputs: [][]byte{{1, 2, 3, 4}}}, []int{4}); err == nil {
 		t.Error("a closed plane ran a dispatch")
 	}
 }

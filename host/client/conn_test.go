@@ -1,4 +1,4 @@
-package pluginapi
+package client
 
 import (
 	"bytes"
@@ -15,6 +15,7 @@ import (
 
 	kilnpb "github.com/kiln-dev/kiln/internal/wire/proto"
 	"github.com/kiln-dev/kiln/ir/interp"
+	"github.com/kiln-dev/kiln/pluginapi"
 )
 
 // memBackend is a protocol-2 backend for the SDK's tests: fakeBackend's core plus
@@ -34,19 +35,19 @@ func newMemBackend() *memBackend {
 	return &memBackend{bufs: map[uint64][]byte{}, kernels: map[uint64]*interp.Kernel{}}
 }
 
-func (m *memBackend) Compile(ctx context.Context, req *CompileRequest) (*CompileResult, error) {
+func (m *memBackend) Compile(ctx context.Context, req *pluginapi.CompileRequest) (*pluginapi.CompileResult, error) {
 	k, err := interp.Compile(req.Program, interp.Options{WorkgroupSize: req.WorkgroupSize, Spec: req.Spec})
 	if err != nil {
-		return nil, Rejected("%w", err)
+		return nil, pluginapi.Rejected("%w", err)
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.next++
 	m.kernels[m.next] = k
-	return &CompileResult{Pipeline: m.next}, nil
+	return &pluginapi.CompileResult{Pipeline: m.next}, nil
 }
 
-func (m *memBackend) AllocBuffer(_ context.Context, req *AllocRequest) (*AllocResult, error) {
+func (m *memBackend) AllocBuffer(_ context.Context, req *pluginapi.AllocRequest) (*pluginapi.AllocResult, error) {
 	mem, mapped := req.Shared, req.Shared != nil
 	if !mapped {
 		mem = make([]byte, req.Size)
@@ -55,7 +56,7 @@ func (m *memBackend) AllocBuffer(_ context.Context, req *AllocRequest) (*AllocRe
 	defer m.mu.Unlock()
 	m.next++
 	m.bufs[m.next] = mem
-	return &AllocResult{Buffer: m.next, Mapped: mapped || m.badMapped}, nil
+	return &pluginapi.AllocResult{Buffer: m.next, Mapped: mapped || m.badMapped}, nil
 }
 
 func (m *memBackend) FreeBuffer(_ context.Context, h uint64) error {
@@ -65,27 +66,27 @@ func (m *memBackend) FreeBuffer(_ context.Context, h uint64) error {
 	return nil
 }
 
-func (m *memBackend) view(r BufferRange) []byte {
+func (m *memBackend) view(r pluginapi.BufferRange) []byte {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.bufs[r.Buffer][r.Offset : r.Offset+r.Size]
 }
 
 func (m *memBackend) WriteBuffer(_ context.Context, h, off uint64, src []byte) error {
-	copy(m.view(BufferRange{Buffer: h, Offset: off, Size: uint64(len(src))}), src)
+	copy(m.view(pluginapi.BufferRange{Buffer: h, Offset: off, Size: uint64(len(src))}), src)
 	return nil
 }
 
 func (m *memBackend) ReadBuffer(_ context.Context, h, off uint64, dst []byte) error {
-	copy(dst, m.view(BufferRange{Buffer: h, Offset: off, Size: uint64(len(dst))}))
+	copy(dst, m.view(pluginapi.BufferRange{Buffer: h, Offset: off, Size: uint64(len(dst))}))
 	return nil
 }
 
-func (m *memBackend) Submit(ctx context.Context, req *SubmitRequest) (*SubmitResult, error) {
-	MarkLaunched(ctx) // its "device" is this goroutine: all of the run is the wait
+func (m *memBackend) Submit(ctx context.Context, req *pluginapi.SubmitRequest) (*pluginapi.SubmitResult, error) {
+	pluginapi.MarkLaunched(ctx) // its "device" is this goroutine: all of the run is the wait
 	for _, c := range req.Commands {
 		switch c := c.(type) {
-		case DispatchCommand:
+		case pluginapi.DispatchCommand:
 			m.mu.Lock()
 			k := m.kernels[c.Pipeline]
 			m.mu.Unlock()
@@ -94,23 +95,23 @@ func (m *memBackend) Submit(ctx context.Context, req *SubmitRequest) (*SubmitRes
 				bufs[i] = m.view(r)
 			}
 			if err := k.RunBound(ctx, c.Grid, c.Uniforms, bufs); err != nil {
-				return nil, Rejected("%w", err)
+				return nil, pluginapi.Rejected("%w", err)
 			}
-		case CopyCommand:
+		case pluginapi.CopyCommand:
 			copy(m.view(c.Dst), m.view(c.Src))
-		case FillCommand:
+		case pluginapi.FillCommand:
 			d := m.view(c.Dst)
 			for i := 0; i < len(d); i += 4 {
 				binary.LittleEndian.PutUint32(d[i:], c.Value)
 			}
 		}
 	}
-	return &SubmitResult{DeviceNanos: 5}, nil
+	return &pluginapi.SubmitResult{DeviceNanos: 5}, nil
 }
 
 // serveV2 serves impl over protocol 2 in process (ServeInProcess), with the
 // data plane unless the environment says grpc.
-func serveV2(t testing.TB, impl Backend) Conn {
+func serveV2(t testing.TB, impl pluginapi.Backend) *Conn {
 	t.Helper()
 	conn, stop, err := ServeInProcess(context.Background(), impl)
 	if err != nil {
@@ -142,7 +143,7 @@ func f32s(v ...float32) []byte {
 func TestV2CapabilitiesAndDataPlane(t *testing.T) {
 	planes(t, func(t *testing.T, shared bool) {
 		c := serveV2(t, newMemBackend()).Capabilities()
-		want := Capabilities{Protocol: 2, Buffers: true, Submit: true, SharedMemory: shared}
+		want := pluginapi.Capabilities{Protocol: 2, Buffers: true, Submit: true, SharedMemory: shared, Spans: shared}
 		if !shared {
 			want.DataPlane = DataPlaneEnv + "=grpc"
 		}
@@ -156,15 +157,15 @@ func TestV2BuffersSubmitRoundTrip(t *testing.T) {
 	planes(t, func(t *testing.T, shared bool) {
 		ctx := context.Background()
 		conn := serveV2(t, newMemBackend())
-		pl, err := conn.Compile(ctx, &CompileRequest{Program: saxpyProgram()})
+		pl, err := conn.Compile(ctx, &pluginapi.CompileRequest{Program: saxpyProgram()})
 		if err != nil {
 			t.Fatal(err)
 		}
-		x, err := conn.AllocBuffer(ctx, &AllocRequest{Size: 16, Usage: UsageStorage | UsageMap})
+		x, err := conn.AllocBuffer(ctx, &pluginapi.AllocRequest{Size: 16, Usage: pluginapi.UsageStorage | pluginapi.UsageMap})
 		if err != nil {
 			t.Fatal(err)
 		}
-		y, err := conn.AllocBuffer(ctx, &AllocRequest{Size: 16})
+		y, err := conn.AllocBuffer(ctx, &pluginapi.AllocRequest{Size: 16})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -174,10 +175,10 @@ func TestV2BuffersSubmitRoundTrip(t *testing.T) {
 		if err := conn.WriteBuffer(ctx, x.Buffer, 0, f32s(1, 2, 3, 4)); err != nil {
 			t.Fatal(err)
 		}
-		_, err = conn.Submit(ctx, &SubmitRequest{Commands: []SubmitCommand{
-			FillCommand{Dst: BufferRange{Buffer: y.Buffer, Size: 16}, Value: math.Float32bits(10)},
-			DispatchCommand{Pipeline: pl.Pipeline, Grid: [3]uint32{1, 1, 1}, Bindings: []BufferRange{{Buffer: x.Buffer, Size: 16}, {Buffer: y.Buffer, Size: 16}}},
-			CopyCommand{Src: BufferRange{Buffer: y.Buffer, Size: 8}, Dst: BufferRange{Buffer: x.Buffer, Offset: 8, Size: 8}},
+		_, err = conn.Submit(ctx, &pluginapi.SubmitRequest{Commands: []pluginapi.SubmitCommand{
+			pluginapi.FillCommand{Dst: pluginapi.BufferRange{Buffer: y.Buffer, Size: 16}, Value: math.Float32bits(10)},
+			pluginapi.DispatchCommand{Pipeline: pl.Pipeline, Grid: [3]uint32{1, 1, 1}, Bindings: []pluginapi.BufferRange{{Buffer: x.Buffer, Size: 16}, {Buffer: y.Buffer, Size: 16}}},
+			pluginapi.CopyCommand{Src: pluginapi.BufferRange{Buffer: y.Buffer, Size: 8}, Dst: pluginapi.BufferRange{Buffer: x.Buffer, Offset: 8, Size: 8}},
 		}})
 		if err != nil {
 			t.Fatal(err)
@@ -210,19 +211,19 @@ func TestV2RangesCheckedOnTheHost(t *testing.T) {
 	planes(t, func(t *testing.T, shared bool) {
 		ctx := context.Background()
 		conn := serveV2(t, newMemBackend())
-		b, err := conn.AllocBuffer(ctx, &AllocRequest{Size: 16})
+		b, err := conn.AllocBuffer(ctx, &pluginapi.AllocRequest{Size: 16})
 		if err != nil {
 			t.Fatal(err)
 		}
-		bad := []*SubmitRequest{
-			{Commands: []SubmitCommand{FillCommand{Dst: BufferRange{Buffer: b.Buffer, Offset: 8, Size: 16}}}},
-			{Commands: []SubmitCommand{FillCommand{Dst: BufferRange{Buffer: b.Buffer, Offset: 2, Size: 4}}}},
-			{Commands: []SubmitCommand{FillCommand{Dst: BufferRange{Buffer: 999, Size: 4}}}},
-			{Commands: []SubmitCommand{CopyCommand{Src: BufferRange{Buffer: b.Buffer, Size: 8}, Dst: BufferRange{Buffer: b.Buffer, Offset: 4, Size: 8}}}},
-			{Commands: []SubmitCommand{DispatchCommand{Bindings: []BufferRange{{Buffer: b.Buffer, Offset: math.MaxUint64 - 3, Size: 8}}}}},
+		bad := []*pluginapi.SubmitRequest{
+			{Commands: []pluginapi.SubmitCommand{pluginapi.FillCommand{Dst: pluginapi.BufferRange{Buffer: b.Buffer, Offset: 8, Size: 16}}}},
+			{Commands: []pluginapi.SubmitCommand{pluginapi.FillCommand{Dst: pluginapi.BufferRange{Buffer: b.Buffer, Offset: 2, Size: 4}}}},
+			{Commands: []pluginapi.SubmitCommand{pluginapi.FillCommand{Dst: pluginapi.BufferRange{Buffer: 999, Size: 4}}}},
+			{Commands: []pluginapi.SubmitCommand{pluginapi.CopyCommand{Src: pluginapi.BufferRange{Buffer: b.Buffer, Size: 8}, Dst: pluginapi.BufferRange{Buffer: b.Buffer, Offset: 4, Size: 8}}}},
+			{Commands: []pluginapi.SubmitCommand{pluginapi.DispatchCommand{Bindings: []pluginapi.BufferRange{{Buffer: b.Buffer, Offset: math.MaxUint64 - 3, Size: 8}}}}},
 		}
 		for i, req := range bad {
-			var rej *RejectedError
+			var rej *pluginapi.RejectedError
 			if _, err := conn.Submit(ctx, req); !errors.As(err, &rej) {
 				t.Errorf("bad batch %d: error %v, want a RejectedError", i, err)
 			}
@@ -239,11 +240,11 @@ func TestV2PluginChecksRangesToo(t *testing.T) {
 	ctx := context.Background()
 	t.Setenv(DataPlaneEnv, "grpc")
 	conn := serveV2(t, newMemBackend())
-	b, err := conn.AllocBuffer(ctx, &AllocRequest{Size: 16})
+	b, err := conn.AllocBuffer(ctx, &pluginapi.AllocRequest{Size: 16})
 	if err != nil {
 		t.Fatal(err)
 	}
-	rpc := conn.(*client).v2.rpc
+	rpc := conn.v2.rpc
 	_, err = rpc.Submit(ctx, &kilnpb.SubmitRequest{Commands: []*kilnpb.Command{{Op: &kilnpb.Command_Fill{Fill: &kilnpb.FillCommand{Dst: &kilnpb.BufferRange{Buffer: b.Buffer, Offset: 12, Size: 8}}}}}})
 	if status.Code(err) != codes.InvalidArgument {
 		t.Errorf("out-of-range fill sent straight to the plugin: %v, want InvalidArgument", err)
@@ -262,18 +263,18 @@ func TestV2CoreOnlyBackendAnswersUnimplemented(t *testing.T) {
 		if c.Buffers || c.Submit || c.Artifacts || c.Health || c.Resident() || len(c.Missing()) < 3 {
 			t.Errorf("core-only capabilities %+v, missing %q", c, c.Missing())
 		}
-		var unimp *UnimplementedError
-		if _, err := conn.AllocBuffer(ctx, &AllocRequest{Size: 4}); !errors.As(err, &unimp) || unimp.Interface != "pluginapi.Buffers" {
-			t.Errorf("AllocBuffer: %v, want UnimplementedError for pluginapi.Buffers", err)
+		var unimp *pluginapi.UnimplementedError
+		if _, err := conn.AllocBuffer(ctx, &pluginapi.AllocRequest{Size: 4}); !errors.As(err, &unimp) || unimp.Interface != "pluginapi.Buffers" {
+			t.Errorf("AllocBuffer: %v, want pluginapi.UnimplementedError for pluginapi.Buffers", err)
 		}
-		if _, err := conn.Artifact(ctx, &ArtifactRequest{Program: saxpyProgram(), Kind: "spirv"}); !errors.As(err, &unimp) {
+		if _, err := conn.Artifact(ctx, &pluginapi.ArtifactRequest{Program: saxpyProgram(), Kind: "spirv"}); !errors.As(err, &unimp) {
 			t.Errorf("Artifact: %v, want UnimplementedError", err)
 		}
 		if err := conn.Health(ctx); !errors.As(err, &unimp) {
 			t.Errorf("Health: %v, want UnimplementedError", err)
 		}
 		// The plugin itself answers UNIMPLEMENTED when asked anyway.
-		rpc := conn.(*client).v2.rpc
+		rpc := conn.v2.rpc
 		if _, err := rpc.AllocBuffer(ctx, &kilnpb.AllocBufferRequest{Size: 4}); status.Code(err) != codes.Unimplemented {
 			t.Errorf("AllocBuffer RPC: %v, want Unimplemented", err)
 		}
@@ -281,7 +282,7 @@ func TestV2CoreOnlyBackendAnswersUnimplemented(t *testing.T) {
 			t.Errorf("Submit RPC: %v, want Unimplemented", err)
 		}
 		// The inline dispatch works, through shared memory where there is some.
-		res, err := conn.DispatchSized(ctx, &DispatchRequest{Pipeline: 1, Inputs: [][]byte{{1, 2, 3, 4}, nil}, OutputCounts: []uint32{0, 1}}, []int{4})
+		res, err := conn.DispatchSized(ctx, &pluginapi.DispatchRequest{Pipeline: 1, Inputs: [][]byte{{1, 2, 3, 4}, nil}, OutputCounts: []uint32{0, 1}}, []int{4})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -295,8 +296,8 @@ func TestV2DispatchOutputOfWrongSizeIsRefused(t *testing.T) {
 	planes(t, func(t *testing.T, shared bool) {
 		ctx := context.Background()
 		big := make([]byte, 1<<20)
-		conn := serveV2(t, &fakeBackend{dispatchResult: &DispatchResult{Outputs: [][]byte{big}}})
-		res, err := conn.DispatchSized(ctx, &DispatchRequest{Pipeline: 1}, []int{16})
+		conn := serveV2(t, &fakeBackend{dispatchResult: &pluginapi.DispatchResult{Outputs: [][]byte{big}}})
+		res, err := conn.DispatchSized(ctx, &pluginapi.DispatchRequest{Pipeline: 1}, []int{16})
 		if !shared {
 			// gRPC hands back what came; the host's size check refuses it.
 			if err != nil || len(res.Outputs[0]) != len(big) {
@@ -308,8 +309,8 @@ func TestV2DispatchOutputOfWrongSizeIsRefused(t *testing.T) {
 		if !errors.As(err, &re) {
 			t.Fatalf("1 MiB output where 16 bytes were expected: %v, want a ResultError", err)
 		}
-		conn2 := serveV2(t, &fakeBackend{dispatchResult: &DispatchResult{Outputs: [][]byte{{1}, {2}}}})
-		if _, err := conn2.DispatchSized(ctx, &DispatchRequest{Pipeline: 1}, []int{1}); !errors.As(err, &re) {
+		conn2 := serveV2(t, &fakeBackend{dispatchResult: &pluginapi.DispatchResult{Outputs: [][]byte{{1}, {2}}}})
+		if _, err := conn2.DispatchSized(ctx, &pluginapi.DispatchRequest{Pipeline: 1}, []int{1}); !errors.As(err, &re) {
 			t.Fatalf("two outputs where one was expected: %v, want a ResultError", err)
 		}
 	})
@@ -319,13 +320,13 @@ func TestV2AsyncSubmitsRunInOrder(t *testing.T) {
 	planes(t, func(t *testing.T, shared bool) {
 		ctx := context.Background()
 		conn := serveV2(t, newMemBackend())
-		b, err := conn.AllocBuffer(ctx, &AllocRequest{Size: 4})
+		b, err := conn.AllocBuffer(ctx, &pluginapi.AllocRequest{Size: 4})
 		if err != nil {
 			t.Fatal(err)
 		}
 		var pending []*Pending
 		for v := range uint32(50) {
-			p, err := conn.SubmitAsync(ctx, &SubmitRequest{Commands: []SubmitCommand{FillCommand{Dst: BufferRange{Buffer: b.Buffer, Size: 4}, Value: v}}})
+			p, err := conn.SubmitAsync(ctx, &pluginapi.SubmitRequest{Commands: []pluginapi.SubmitCommand{pluginapi.FillCommand{Dst: pluginapi.BufferRange{Buffer: b.Buffer, Size: 4}, Value: v}}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -352,14 +353,14 @@ func TestV2MappedClaimWithoutSharedMemoryIsABackendBug(t *testing.T) {
 	m := newMemBackend()
 	m.badMapped = true
 	conn := serveV2(t, m)
-	var dev *DeviceError
-	if _, err := conn.AllocBuffer(context.Background(), &AllocRequest{Size: 4}); !errors.As(err, &dev) {
+	var dev *pluginapi.DeviceError
+	if _, err := conn.AllocBuffer(context.Background(), &pluginapi.AllocRequest{Size: 4}); !errors.As(err, &dev) {
 		t.Errorf("backend claiming an unoffered mapping: %v, want a DeviceError", err)
 	}
 }
 
 func TestV1PluginOnV2Host(t *testing.T) {
-	conn := serveInProcess(t, newMemBackend()).(Conn) // test mode picks the lowest protocol offered
+	conn := serveInProcess(t, newMemBackend())
 	if _, err := conn.Describe(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -367,17 +368,17 @@ func TestV1PluginOnV2Host(t *testing.T) {
 	if c.Protocol != 1 || c.Buffers || len(c.Missing()) != 1 {
 		t.Errorf("protocol-1 capabilities %+v, missing %q", c, c.Missing())
 	}
-	var unimp *UnimplementedError
-	if _, err := conn.AllocBuffer(context.Background(), &AllocRequest{Size: 4}); !errors.As(err, &unimp) {
+	var unimp *pluginapi.UnimplementedError
+	if _, err := conn.AllocBuffer(context.Background(), &pluginapi.AllocRequest{Size: 4}); !errors.As(err, &unimp) {
 		t.Errorf("AllocBuffer on protocol 1: %v, want UnimplementedError", err)
 	}
 }
 
 func TestCapabilitiesOfInProcessBackends(t *testing.T) {
-	if c := CapabilitiesOf(newMemBackend()); !c.Buffers || !c.Submit || c.Artifacts || c.Health {
+	if c := pluginapi.CapabilitiesOf(newMemBackend()); !c.Buffers || !c.Submit || c.Artifacts || c.Health {
 		t.Errorf("memBackend: %+v", c)
 	}
-	if c := CapabilitiesOf(&fakeBackend{}); c.Buffers || c.Submit {
+	if c := pluginapi.CapabilitiesOf(&fakeBackend{}); c.Buffers || c.Submit {
 		t.Errorf("fakeBackend: %+v", c)
 	}
 }

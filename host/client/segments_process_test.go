@@ -1,6 +1,6 @@
 //go:build linux
 
-package pluginapi
+package client
 
 import (
 	"bytes"
@@ -16,6 +16,7 @@ import (
 	"github.com/hashicorp/go-plugin"
 
 	"github.com/kiln-dev/kiln/internal/wire"
+	"github.com/kiln-dev/kiln/pluginapi"
 )
 
 // segmentBackend is memBackend with Segments and Artifacts: it records every
@@ -41,7 +42,7 @@ func (s *segmentBackend) note(format string, args ...any) {
 // where names the attached segment view lies in: "3@128", or "none".
 func (s *segmentBackend) where(view []byte) string {
 	for id, mem := range s.attached {
-		if off, ok := ViewOffset(mem, view); ok {
+		if off, ok := pluginapi.ViewOffset(mem, view); ok {
 			return fmt.Sprintf("%d@%d", id, off)
 		}
 	}
@@ -54,7 +55,7 @@ func (s *segmentBackend) AttachSegment(_ context.Context, id uint64, mem []byte)
 	aligned := len(mem)%os.Getpagesize() == 0 && pageAligned(mem)
 	if len(mem) > 1<<20 {
 		s.note("refuse %d", id)
-		return DeviceFailed("segment %d of %d bytes is too large to register", id, len(mem))
+		return pluginapi.DeviceFailed("segment %d of %d bytes is too large to register", id, len(mem))
 	}
 	s.note("attach %d %d aligned=%v", id, len(mem), aligned)
 	s.attached[id] = mem
@@ -69,7 +70,7 @@ func (s *segmentBackend) DetachSegment(_ context.Context, id uint64) error {
 	return nil
 }
 
-func (s *segmentBackend) AllocBuffer(ctx context.Context, req *AllocRequest) (*AllocResult, error) {
+func (s *segmentBackend) AllocBuffer(ctx context.Context, req *pluginapi.AllocRequest) (*pluginapi.AllocResult, error) {
 	s.mu.Lock()
 	at := "none"
 	if req.Shared != nil {
@@ -99,13 +100,13 @@ func (s *segmentBackend) ReadBuffer(ctx context.Context, h, off uint64, dst []by
 	return s.memBackend.ReadBuffer(ctx, h, off, dst)
 }
 
-func (s *segmentBackend) Artifact(_ context.Context, req *ArtifactRequest) (*Artifact, error) {
+func (s *segmentBackend) Artifact(_ context.Context, req *pluginapi.ArtifactRequest) (*pluginapi.Artifact, error) {
 	if req.Kind != "notices" {
-		return nil, Rejected("kind %q. Fix: ask for notices", req.Kind)
+		return nil, pluginapi.Rejected("kind %q. Fix: ask for notices", req.Kind)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return &Artifact{Data: []byte(strings.Join(s.notices, "\n"))}, nil
+	return &pluginapi.Artifact{Data: []byte(strings.Join(s.notices, "\n"))}, nil
 }
 
 // pageAligned reports whether mem starts on a page boundary.
@@ -135,17 +136,17 @@ func TestProcessSegmentNotices(t *testing.T) {
 	ctx := context.Background()
 	page := os.Getpagesize()
 
-	mapped, err := conn.AllocBuffer(ctx, &AllocRequest{Size: 100, Usage: UsageMap})
+	mapped, err := conn.AllocBuffer(ctx, &pluginapi.AllocRequest{Size: 100, Usage: pluginapi.UsageMap})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !mapped.Mapped || len(conn.Mapping(mapped.Buffer)) != 100 {
 		t.Fatalf("mapped buffer: %+v, mapping of %d bytes", mapped, len(conn.Mapping(mapped.Buffer)))
 	}
-	if _, err := conn.AllocBuffer(ctx, &AllocRequest{Size: 8, Usage: UsageMap}); err != nil {
+	if _, err := conn.AllocBuffer(ctx, &pluginapi.AllocRequest{Size: 8, Usage: pluginapi.UsageMap}); err != nil {
 		t.Fatal(err)
 	}
-	plain, err := conn.AllocBuffer(ctx, &AllocRequest{Size: 16})
+	plain, err := conn.AllocBuffer(ctx, &pluginapi.AllocRequest{Size: 16})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -160,12 +161,12 @@ func TestProcessSegmentNotices(t *testing.T) {
 	if err := conn.FreeBuffer(ctx, mapped.Buffer); err != nil {
 		t.Fatal(err)
 	}
-	_, err = conn.AllocBuffer(ctx, &AllocRequest{Size: 2 << 20, Usage: UsageMap})
+	_, err = conn.AllocBuffer(ctx, &pluginapi.AllocRequest{Size: 2 << 20, Usage: pluginapi.UsageMap})
 	if err == nil || !strings.Contains(err.Error(), "too large to register") {
 		t.Fatalf("alloc whose segment the backend refused: %v", err)
 	}
 
-	a, err := conn.Artifact(ctx, &ArtifactRequest{Program: saxpyProgram(), Kind: "notices"})
+	a, err := conn.Artifact(ctx, &pluginapi.ArtifactRequest{Program: saxpyProgram(), Kind: "notices"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -194,10 +195,9 @@ func TestProcessSegmentNotices(t *testing.T) {
 
 // startPlaneHelper starts the helper plugin in "segments" mode, describes it
 // and requires the shared-memory data plane.
-func startPlaneHelper(t *testing.T) (*plugin.Client, Conn) {
+func startPlaneHelper(t *testing.T) (*plugin.Client, *Conn) {
 	t.Helper()
-	c, b, logs := startHelper(t, "segments")
-	conn := b.(Conn)
+	c, conn, logs := startHelper(t, "segments")
 	if _, err := conn.Describe(context.Background()); err != nil {
 		t.Fatalf("Describe: %v\nlog:\n%s", err, logs)
 	}

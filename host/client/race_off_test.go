@@ -1,6 +1,6 @@
-//go:build race
+//go:build !race
 
-package pluginapi
+package client
 
 // raceEnabled reports whether the race detector is on; memory-heavy tests shrink.
-const raceEnabled = true
+const raceEnabled = false

@@ -1,4 +1,4 @@
-package pluginapi
+package client
 
 import (
 	"bytes"
@@ -12,36 +12,30 @@ import (
 	"github.com/hashicorp/go-plugin"
 
 	"github.com/kiln-dev/kiln/ir"
+	"github.com/kiln-dev/kiln/pluginapi"
 )
 
-// serveInProcess serves impl with Serve's go-plugin configuration in go-plugin's
-// test mode (same process, a real gRPC connection over a local socket) and returns
-// the host-side Backend built with ClientConfig's options.
-func serveInProcess(t testing.TB, impl Backend) Backend {
+// serveInProcess serves impl on protocol 1 with Serve's go-plugin
+// configuration in go-plugin's test mode (pluginapi.ServeTest: same process, a
+// real gRPC connection over a local socket) and returns the host's Conn to it,
+// built with Config's options and not yet described.
+func serveInProcess(t testing.TB, impl pluginapi.Backend) *Conn {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	reattach := make(chan *plugin.ReattachConfig, 1)
-	closed := make(chan struct{})
-	cfg := serveConfig(impl, hclog.NewNullLogger())
-	cfg.Test = &plugin.ServeTestConfig{Context: ctx, ReattachConfigCh: reattach, CloseCh: closed}
-	go plugin.Serve(cfg)
-	var rc *plugin.ReattachConfig
-	select {
-	case rc = <-reattach:
-	case <-time.After(time.Minute):
-		cancel()
-		t.Fatal("in-process plugin server did not start within a minute")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	rc, stop, err := pluginapi.ServeTest(ctx, impl, pluginapi.Protocols(pluginapi.ProtocolV1))
+	if err != nil {
+		t.Fatalf("in-process plugin server: %v", err)
 	}
-	ccfg := clientConfig(hclog.NewNullLogger())
-	ccfg.Reattach = rc
+	cfg := Config(nil, hclog.NewNullLogger())
+	cfg.Reattach = rc
 	// go-plugin picks the plugin set from the handshake only when it starts the
 	// process; a reattached client needs it named.
-	ccfg.Plugins = ccfg.VersionedPlugins[rc.ProtocolVersion]
-	c := plugin.NewClient(ccfg)
+	cfg.Plugins = cfg.VersionedPlugins[rc.ProtocolVersion]
+	c := plugin.NewClient(cfg)
 	t.Cleanup(func() {
 		c.Kill()
-		cancel()
-		<-closed
+		stop()
 	})
 	b, err := Dispense(c)
 	if err != nil {
@@ -74,12 +68,12 @@ func TestWireDescribe(t *testing.T) {
 }
 
 func TestWireCompileDeliversDecodedRequest(t *testing.T) {
-	fake := &fakeBackend{result: &CompileResult{Pipeline: 99, Blob: []byte("blob"), CompileNanos: 5}}
+	fake := &fakeBackend{result: &pluginapi.CompileResult{Pipeline: 99, Blob: []byte("blob"), CompileNanos: 5}}
 	b := serveInProcess(t, fake)
 	prog := saxpyProgram()
 	var spec ir.SpecMap
 	spec.Set("a", ir.SpecF32(3))
-	res, err := b.Compile(context.Background(), &CompileRequest{
+	res, err := b.Compile(context.Background(), &pluginapi.CompileRequest{
 		Adapter: 1, Program: prog, Spec: spec, WorkgroupSize: [3]uint32{32, 1, 1}, CachedBlob: []byte{},
 	})
 	if err != nil {
@@ -101,9 +95,9 @@ func TestWireCompileDeliversDecodedRequest(t *testing.T) {
 }
 
 func TestWireCompileWithoutBlobs(t *testing.T) {
-	fake := &fakeBackend{result: &CompileResult{Pipeline: 1}}
+	fake := &fakeBackend{result: &pluginapi.CompileResult{Pipeline: 1}}
 	b := serveInProcess(t, fake)
-	res, err := b.Compile(context.Background(), &CompileRequest{Program: saxpyProgram()})
+	res, err := b.Compile(context.Background(), &pluginapi.CompileRequest{Program: saxpyProgram()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,13 +117,13 @@ func TestWireRejectsInvalidProgramBeforeBackend(t *testing.T) {
 	b := serveInProcess(t, fake)
 	bad := saxpyProgram()
 	bad.Body = append(bad.Body, ir.StoreStmt{Target: "nowhere", Index: ir.LitU32(0), Value: ir.LitF32(1)})
-	_, err := b.Compile(context.Background(), &CompileRequest{Program: bad})
+	_, err := b.Compile(context.Background(), &pluginapi.CompileRequest{Program: bad})
 	if !isRejected(err) {
 		t.Fatalf("invalid program: got %v, want a RejectedError", err)
 	}
 	var spec ir.SpecMap
 	spec.Set("nope", ir.SpecU32(1))
-	_, err = b.Compile(context.Background(), &CompileRequest{Program: saxpyProgram(), Spec: spec})
+	_, err = b.Compile(context.Background(), &pluginapi.CompileRequest{Program: saxpyProgram(), Spec: spec})
 	if !isRejected(err) {
 		t.Fatalf("unknown parameter: got %v, want a RejectedError", err)
 	}
@@ -142,7 +136,7 @@ func TestWireDispatch(t *testing.T) {
 	fake := &fakeBackend{}
 	b := serveInProcess(t, fake)
 	in := []byte{1, 2, 3, 4, 5, 6, 7, 8}
-	res, err := b.Dispatch(context.Background(), &DispatchRequest{
+	res, err := b.Dispatch(context.Background(), &pluginapi.DispatchRequest{
 		Pipeline: 3, Grid: [3]uint32{4, 2, 1}, Inputs: [][]byte{in, nil, {}}, OutputCounts: []uint32{0, 16, 0},
 	})
 	if err != nil {
@@ -164,8 +158,8 @@ func TestWireDispatch(t *testing.T) {
 }
 
 func TestWireDispatchFillsHostTime(t *testing.T) {
-	b := serveInProcess(t, &fakeBackend{dispatchResult: &DispatchResult{}})
-	res, err := b.Dispatch(context.Background(), &DispatchRequest{Pipeline: 1})
+	b := serveInProcess(t, &fakeBackend{dispatchResult: &pluginapi.DispatchResult{}})
+	res, err := b.Dispatch(context.Background(), &pluginapi.DispatchRequest{Pipeline: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -179,16 +173,16 @@ func TestWireTypedErrors(t *testing.T) {
 		err error
 		is  func(error) bool
 	}{
-		{Rejected("pipeline 9 is unknown"), isRejected},
-		{Unavailable("adapter 1 has no driver. Fix: install one"), isUnavailable},
-		{DeviceFailed("device lost"), isDevice},
+		{pluginapi.Rejected("pipeline 9 is unknown"), isRejected},
+		{pluginapi.Unavailable("adapter 1 has no driver. Fix: install one"), isUnavailable},
+		{pluginapi.DeviceFailed("device lost"), isDevice},
 	} {
 		b := serveInProcess(t, &fakeBackend{err: c.err})
 		ctx := context.Background()
 		errs := []error{b.Open(ctx, 0), b.Release(ctx, 1), b.Close(ctx)}
-		_, err := b.Compile(ctx, &CompileRequest{Program: saxpyProgram()})
+		_, err := b.Compile(ctx, &pluginapi.CompileRequest{Program: saxpyProgram()})
 		errs = append(errs, err)
-		_, err = b.Dispatch(ctx, &DispatchRequest{Pipeline: 1})
+		_, err = b.Dispatch(ctx, &pluginapi.DispatchRequest{Pipeline: 1})
 		errs = append(errs, err)
 		for i, err := range errs {
 			if !c.is(err) || err.Error() != c.err.Error() {
@@ -202,7 +196,7 @@ func TestWireDeadline(t *testing.T) {
 	b := serveInProcess(t, &blockingBackend{fakeBackend: fakeBackend{}})
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
-	_, err := b.Dispatch(ctx, &DispatchRequest{Pipeline: 1})
+	_, err := b.Dispatch(ctx, &pluginapi.DispatchRequest{Pipeline: 1})
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("got %v, want an error wrapping context.DeadlineExceeded", err)
 	}
@@ -211,7 +205,7 @@ func TestWireDeadline(t *testing.T) {
 // blockingBackend's Dispatch waits for its context to end.
 type blockingBackend struct{ fakeBackend }
 
-func (b *blockingBackend) Dispatch(ctx context.Context, _ *DispatchRequest) (*DispatchResult, error) {
+func (b *blockingBackend) Dispatch(ctx context.Context, _ *pluginapi.DispatchRequest) (*pluginapi.DispatchResult, error) {
 	<-ctx.Done()
 	return nil, ctx.Err()
 }
@@ -221,10 +215,10 @@ func TestWireNilResultIsAnError(t *testing.T) {
 	if _, err := b.Describe(context.Background()); err == nil {
 		t.Error("Describe returning (nil, nil) did not fail")
 	}
-	if _, err := b.Compile(context.Background(), &CompileRequest{Program: saxpyProgram()}); err == nil {
+	if _, err := b.Compile(context.Background(), &pluginapi.CompileRequest{Program: saxpyProgram()}); err == nil {
 		t.Error("Compile returning (nil, nil) did not fail")
 	}
-	if _, err := b.Dispatch(context.Background(), &DispatchRequest{}); err == nil {
+	if _, err := b.Dispatch(context.Background(), &pluginapi.DispatchRequest{}); err == nil {
 		t.Error("Dispatch returning (nil, nil) did not fail")
 	}
 }
@@ -232,11 +226,11 @@ func TestWireNilResultIsAnError(t *testing.T) {
 // nilBackend returns neither results nor errors.
 type nilBackend struct{ fakeBackend }
 
-func (*nilBackend) Describe(context.Context) (*Description, error) { return nil, nil }
-func (*nilBackend) Compile(context.Context, *CompileRequest) (*CompileResult, error) {
+func (*nilBackend) Describe(context.Context) (*pluginapi.Description, error) { return nil, nil }
+func (*nilBackend) Compile(context.Context, *pluginapi.CompileRequest) (*pluginapi.CompileResult, error) {
 	return nil, nil
 }
-func (*nilBackend) Dispatch(context.Context, *DispatchRequest) (*DispatchResult, error) {
+func (*nilBackend) Dispatch(context.Context, *pluginapi.DispatchRequest) (*pluginapi.DispatchResult, error) {
 	return nil, nil
 }
 
@@ -246,7 +240,7 @@ func TestClientRejectsBadRequestsLocally(t *testing.T) {
 	if err := b.Open(ctx, -1); !isRejected(err) {
 		t.Errorf("Open(-1): got %v, want a RejectedError", err)
 	}
-	if _, err := b.Compile(ctx, &CompileRequest{}); !isRejected(err) {
+	if _, err := b.Compile(ctx, &pluginapi.CompileRequest{}); !isRejected(err) {
 		t.Errorf("Compile without a program: got %v, want a RejectedError", err)
 	}
 }
@@ -267,7 +261,7 @@ func TestWireLargeBuffer(t *testing.T) {
 	for i := range in {
 		in[i] = byte(i*7 + i>>20)
 	}
-	res, err := b.Dispatch(context.Background(), &DispatchRequest{Pipeline: 1, Grid: [3]uint32{1, 1, 1}, Inputs: [][]byte{in}})
+	res, err := b.Dispatch(context.Background(), &pluginapi.DispatchRequest{Pipeline: 1, Grid: [3]uint32{1, 1, 1}, Inputs: [][]byte{in}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -284,7 +278,7 @@ func BenchmarkWireRoundTrip(b *testing.B) {
 	b.SetBytes(2 * int64(len(in)))
 	b.ResetTimer()
 	for range b.N {
-		if _, err := be.Dispatch(context.Background(), &DispatchRequest{Pipeline: 1, Inputs: [][]byte{in}}); err != nil {
+		if _, err := be.Dispatch(context.Background(), &pluginapi.DispatchRequest{Pipeline: 1, Inputs: [][]byte{in}}); err != nil {
 			b.Fatal(err)
 		}
 	}

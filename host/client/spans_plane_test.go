@@ -1,14 +1,16 @@
 //go:build linux
 
-package pluginapi
+package client
 
 import (
 	"errors"
 	"strings"
-	"syscall"
 	"testing"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/kiln-dev/kiln/internal/wire"
+	"github.com/kiln-dev/kiln/pluginapi"
 )
 
 // submitOnPlane sends one fill of a fresh buffer and returns its completion.
@@ -32,18 +34,17 @@ func submitOnPlane(t *testing.T, p *plane) *wire.Done {
 // the host reads, in order and inside the host's own submit window; without
 // it, none.
 func TestPlaneShipsSpansWhenAsked(t *testing.T) {
-	_, quiet := planePair(t)
+	quiet := inProcessPlane(t, newMemBackend())
 	if d := submitOnPlane(t, quiet); d.Spans != nil {
-		t.Fatalf("spans without %s: %+v", SpansEnv, *d.Spans)
+		t.Fatalf("spans without %s: %+v", pluginapi.SpansEnv, *d.Spans)
 	}
-	t.Setenv(SpansEnv, "1")
-	_, p := planePair(t)
-	clock := newMonoClock()
-	before := clock.now()
+	t.Setenv(pluginapi.SpansEnv, "1")
+	p := inProcessPlane(t, newMemBackend())
+	before := monoNow(t)
 	d := submitOnPlane(t, p)
-	after := clock.now()
-	spans := deref(spansFromWire(d.Spans))
-	want := []SpanKind{SpanDecode, SpanQueue, SpanRun, SpanDevice} // memBackend reports device time
+	after := monoNow(t)
+	spans := spansFromWire(d.Spans)
+	want := []pluginapi.SpanKind{pluginapi.SpanDecode, pluginapi.SpanQueue, pluginapi.SpanRun, pluginapi.SpanDevice} // memBackend reports device time
 	if len(spans) != len(want) {
 		t.Fatalf("spans %+v, want %v", spans, want)
 	}
@@ -71,24 +72,24 @@ func TestPlaneShipsSpansWhenAsked(t *testing.T) {
 // host decodes only four, the same backend ships none of them (an older host
 // would refuse the completion).
 func TestPlaneSplitsTheRunAtTheLaunchMark(t *testing.T) {
-	t.Setenv(SpansEnv, "1")
-	_, old := planePair(t)
-	for _, s := range deref(spansFromWire(submitOnPlane(t, old).Spans)) {
-		if s.Kind == SpanLaunch || s.Kind == SpanWait {
+	t.Setenv(pluginapi.SpansEnv, "1")
+	old := inProcessPlane(t, newMemBackend())
+	for _, s := range spansFromWire(submitOnPlane(t, old).Spans) {
+		if s.Kind == pluginapi.SpanLaunch || s.Kind == pluginapi.SpanWait {
 			t.Fatalf("span %v shipped to a host that decodes four kinds", s.Kind)
 		}
 	}
-	t.Setenv(SpanKindsEnv, "6")
-	_, p := planePair(t)
-	spans := deref(spansFromWire(submitOnPlane(t, p).Spans))
-	var run, launch, wait Span
+	t.Setenv(pluginapi.SpanKindsEnv, "6")
+	p := inProcessPlane(t, newMemBackend())
+	spans := spansFromWire(submitOnPlane(t, p).Spans)
+	var run, launch, wait pluginapi.Span
 	for _, s := range spans {
 		switch s.Kind {
-		case SpanRun:
+		case pluginapi.SpanRun:
 			run = s
-		case SpanLaunch:
+		case pluginapi.SpanLaunch:
 			launch = s
-		case SpanWait:
+		case pluginapi.SpanWait:
 			wait = s
 		}
 	}
@@ -111,7 +112,7 @@ func TestPlaneRefusesHostileSpans(t *testing.T) {
 			return b
 		},
 		"unknown span kind": func(r *wire.Request) []byte {
-			return wire.EncodeDone(wire.FrameDispatch, &wire.Done{Seq: r.Seq, Sizes: []uint64{4}, Spans: spansToWire([]Span{{Kind: 77, Start: 1, End: 2}})})
+			return wire.EncodeDone(wire.FrameDispatch, &wire.Done{Seq: r.Seq, Sizes: []uint64{4}, Spans: spansToWire([]pluginapi.Span{{Kind: 77, Start: 1, End: 2}})})
 		},
 	}
 	for name, reply := range cases {
@@ -122,7 +123,7 @@ func TestPlaneRefusesHostileSpans(t *testing.T) {
 				}
 				return reply(r)
 			})
-			_, err := dispatchOnPlane(ctxT(t), p, &DispatchRequest{Pipeline: 1, OutputCounts: []uint32{1}}, []int{4})
+			_, err := dispatchOnPlane(ctxT(t), p, &pluginapi.DispatchRequest{Pipeline: 1, OutputCounts: []uint32{1}}, []int{4})
 			var pe *ProtocolError
 			if !errors.As(err, &pe) || !strings.Contains(err.Error(), "span") {
 				t.Fatalf("%v, want a ProtocolError about spans", err)
@@ -135,41 +136,29 @@ func TestPlaneRefusesHostileSpans(t *testing.T) {
 		}
 		return wire.EncodeDone(wire.FrameDispatch, &wire.Done{Seq: r.Seq, Sizes: []uint64{4}, Spans: spansToWire(sampleSpans())})
 	})
-	res, err := dispatchOnPlane(ctxT(t), p, &DispatchRequest{Pipeline: 1, OutputCounts: []uint32{1}}, []int{4})
-	if err != nil || len(res.Spans()) != len(sampleSpans()) {
+	res, err := dispatchOnPlane(ctxT(t), p, &pluginapi.DispatchRequest{Pipeline: 1, OutputCounts: []uint32{1}}, []int{4})
+	if err != nil || len(res.Spans) != len(sampleSpans()) {
 		t.Fatalf("well-formed spans: %v, %+v", err, res)
 	}
 }
 
-// BenchmarkSpansOnCompletion is the data plane's part of tracing one submit:
-// the plugin's clock readings and spans, the trailer's encoding, and the
-// host's decoding of the completion.
-func BenchmarkSpansOnCompletion(b *testing.B) {
-	timer := &spanTimer{clock: newMonoClock()}
-	b.ReportAllocs()
-	var before, after syscall.Rusage
-	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &before)
-	for range b.N {
-		js := jobSpans{read: timer.clock.now()}
-		js.decoded = timer.clock.now()
-		began := timer.clock.now()
-		spans := timer.spans(js, began, timer.clock.now(), 100, nil)
-		frame := wire.EncodeDone(wire.FrameSubmit, &wire.Done{Seq: 1, HostNanos: 5, DeviceNanos: 100, Spans: spansToWire(spans)})
-		if _, err := wire.DecodeDone(frame, wire.FrameSubmit, 0); err != nil {
-			b.Fatal(err)
-		}
+// sampleSpans is one span of each kind.
+func sampleSpans() []pluginapi.Span {
+	return []pluginapi.Span{
+		{Kind: pluginapi.SpanDecode, Start: 100, End: 110},
+		{Kind: pluginapi.SpanQueue, Start: 110, End: 120},
+		{Kind: pluginapi.SpanRun, Start: 120, End: 400},
+		{Kind: pluginapi.SpanDevice, Start: 200, End: 400},
 	}
-	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &after)
-	cpu := after.Utime.Nano() + after.Stime.Nano() - before.Utime.Nano() - before.Stime.Nano()
-	b.ReportMetric(float64(cpu)/float64(b.N), "cpu-ns/op")
 }
 
-// sampleSpans is one span of each kind.
-func sampleSpans() []Span {
-	return []Span{
-		{Kind: SpanDecode, Start: 100, End: 110},
-		{Kind: SpanQueue, Start: 110, End: 120},
-		{Kind: SpanRun, Start: 120, End: 400},
-		{Kind: SpanDevice, Start: 200, End: 400},
+// monoNow reads the machine's monotonic clock (CLOCK_MONOTONIC), the clock of
+// the plugin's spans, in nanoseconds.
+func monoNow(t *testing.T) int64 {
+	t.Helper()
+	var ts unix.Timespec
+	if err := unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts); err != nil {
+		t.Fatal(err)
 	}
+	return ts.Nano()
 }

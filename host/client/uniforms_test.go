@@ -1,9 +1,11 @@
-package pluginapi
+package client
 
 import (
 	"bytes"
 	"context"
 	"testing"
+
+	"github.com/kiln-dev/kiln/pluginapi"
 )
 
 // TestWireDispatchCarriesUniforms: the uniform block reaches the backend byte for
@@ -13,7 +15,7 @@ func TestWireDispatchCarriesUniforms(t *testing.T) {
 	b := serveInProcess(t, fake)
 	block := []byte{5, 0, 0, 0, 0, 0, 0xc0, 0x3f}
 	for _, u := range [][]byte{block, nil} {
-		if _, err := b.Dispatch(context.Background(), &DispatchRequest{Pipeline: 1, Grid: [3]uint32{1, 1, 1}, Uniforms: u}); err != nil {
+		if _, err := b.Dispatch(context.Background(), &pluginapi.DispatchRequest{Pipeline: 1, Grid: [3]uint32{1, 1, 1}, Uniforms: u}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -1,18 +1,19 @@
 //go:build linux
 
-package pluginapi
+package client
 
 import (
 	"bytes"
 	"context"
 	"encoding/binary"
-	"runtime"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
-	"unsafe"
 
 	"github.com/kiln-dev/kiln/internal/wire"
+	"github.com/kiln-dev/kiln/pluginapi"
 )
 
 // gateBackend is a memory backend of two adapters whose submits on adapter 0
@@ -58,7 +59,7 @@ func (g *gateBackend) hold(ctx context.Context, adapter int) error {
 	}
 }
 
-func (g *gateBackend) AllocBuffer(ctx context.Context, req *AllocRequest) (*AllocResult, error) {
+func (g *gateBackend) AllocBuffer(ctx context.Context, req *pluginapi.AllocRequest) (*pluginapi.AllocResult, error) {
 	res, err := g.memBackend.AllocBuffer(ctx, req)
 	if err == nil {
 		g.mu.Lock()
@@ -78,14 +79,14 @@ func (g *gateBackend) WriteBuffer(ctx context.Context, h, off uint64, src []byte
 	return g.memBackend.WriteBuffer(ctx, h, off, src)
 }
 
-func (g *gateBackend) Submit(ctx context.Context, req *SubmitRequest) (*SubmitResult, error) {
+func (g *gateBackend) Submit(ctx context.Context, req *pluginapi.SubmitRequest) (*pluginapi.SubmitResult, error) {
 	if err := g.hold(ctx, req.Adapter); err != nil {
 		return nil, err
 	}
 	g.mu.Lock()
 	g.ran = append(g.ran, req.Adapter)
 	for _, c := range req.Commands {
-		if f, ok := c.(FillCommand); ok {
+		if f, ok := c.(pluginapi.FillCommand); ok {
 			g.order[req.Adapter] = append(g.order[req.Adapter], f.Value)
 		}
 	}
@@ -93,25 +94,9 @@ func (g *gateBackend) Submit(ctx context.Context, req *SubmitRequest) (*SubmitRe
 	return g.memBackend.Submit(ctx, req)
 }
 
-// gatedPlane opens a plugin-side data plane over b and a host plane to it.
-func gatedPlane(t *testing.T, b Backend) (*planeServer, *plane) {
-	t.Helper()
-	srv, err := listenPlane(newDevice(b))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(srv.close)
-	p, err := dialPlane(ctxT(t), srv.socketPath(), srv.token, func(uint64) {})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(p.close)
-	return srv, p
-}
-
 func allocOn(t *testing.T, p *plane, adapter uint32, size uint64) uint64 {
 	t.Helper()
-	res, _, err := allocOnPlane(ctxT(t), p, adapter, &AllocRequest{Size: size, Usage: UsageStorage | UsageCopySrc | UsageCopyDst})
+	res, _, err := allocOnPlane(ctxT(t), p, adapter, &pluginapi.AllocRequest{Size: size, Usage: pluginapi.UsageStorage | pluginapi.UsageCopySrc | pluginapi.UsageCopyDst})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,7 +115,7 @@ func fill(adapter uint32, buffer, offset, size uint64, v uint32) *wire.Request {
 // adapter 0 and the bounded context below ran out.
 func TestPlaneAdapterRunsWhileAnotherIsBusy(t *testing.T) {
 	g := newGateBackend(true, true)
-	_, p := gatedPlane(t, g)
+	p := inProcessPlane(t, g)
 	a0, b1 := allocOn(t, p, 0, 16), allocOn(t, p, 1, 16)
 
 	held, err := p.send(ctxT(t), fill(0, a0, 0, 16, 7), -1, 0, nil)
@@ -159,7 +144,7 @@ func TestPlaneAdapterRunsWhileAnotherIsBusy(t *testing.T) {
 func TestPlaneAdapterRunsWhileATransferIsBusy(t *testing.T) {
 	const size = 8 << 20
 	g := newGateBackend(true, true)
-	_, p := gatedPlane(t, g)
+	p := inProcessPlane(t, g)
 	a0, b1 := allocOn(t, p, 0, size), allocOn(t, p, 1, 16)
 
 	src := make([]byte, size)
@@ -211,7 +196,7 @@ func adapterOneRuns(t *testing.T, p *plane, b1 uint64) {
 // on adapter 0, in the host's order.
 func TestPlaneSerialBackendKeepsHostOrder(t *testing.T) {
 	g := newGateBackend(false, true)
-	srv, p := gatedPlane(t, g)
+	p := inProcessPlane(t, g)
 	a0, b1 := allocOn(t, p, 0, 16), allocOn(t, p, 1, 16)
 
 	first, err := p.send(ctxT(t), fill(0, a0, 0, 16, 1), -1, 0, nil)
@@ -224,12 +209,13 @@ func TestPlaneSerialBackendKeepsHostOrder(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The reader is not held up by the running submit: it reads the second
-	// request and registers it (for Cancel) while the first still runs.
+	// request off the ring (and registers it, for Cancel) while the first
+	// still runs.
 	for until := time.Now().Add(20 * time.Second); ; time.Sleep(time.Millisecond) {
-		srv.mu.Lock()
-		n := len(srv.running)
-		srv.mu.Unlock()
-		if n == 2 {
+		p.wlock <- struct{}{}
+		unread := atomic.LoadUint64(p.req.Tail()) != p.req.Pos()
+		<-p.wlock
+		if !unread {
 			break
 		}
 		if time.Now().After(until) {
@@ -246,7 +232,7 @@ func TestPlaneSerialBackendKeepsHostOrder(t *testing.T) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if len(g.ran) != 2 || g.ran[0] != 0 || g.ran[1] != 1 {
-		t.Fatalf("submits ran on adapters %v, want [0 1]: a backend without ConcurrentAdapters got a call while another ran", g.ran)
+		t.Fatalf("submits ran on adapters %v, want [0 1]: a backend without pluginapi.ConcurrentAdapters got a call while another ran", g.ran)
 	}
 }
 
@@ -257,7 +243,7 @@ func TestPlaneSerialBackendKeepsHostOrder(t *testing.T) {
 func TestPlaneManyCallersOneAdapter(t *testing.T) {
 	const callers, each, window = 64, 100, 10
 	g := newGateBackend(true, false)
-	_, p := gatedPlane(t, g)
+	p := inProcessPlane(t, g)
 	buf := allocOn(t, p, 0, callers*4)
 	other := allocOn(t, p, 1, 4)
 
@@ -327,67 +313,17 @@ func TestPlaneManyCallersOneAdapter(t *testing.T) {
 	}
 }
 
-// FuzzCompletionRingProducers pins the plugin's completion ring under several
-// producers (the queues' goroutines answering at once through answer): every
-// completion arrives once, whole, and each producer's in the order it put
-// them, however the frames interleave and wrap a small ring.
-func FuzzCompletionRingProducers(f *testing.F) {
-	f.Add(uint8(4), uint16(50), []byte("done"))
-	f.Add(uint8(8), uint16(3), make([]byte, 300))
-	f.Add(uint8(1), uint16(200), []byte{})
-	f.Fuzz(func(t *testing.T, producers uint8, each uint16, msg []byte) {
-		n, k := int(producers%8)+1, int(each%200)+1
-		if len(msg) > 512 {
-			msg = msg[:512]
-		}
-		prod, cons := testRings(t, 1024)
-		p := &planeServer{done: prod}
-		var wg sync.WaitGroup
-		for g := range n {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for i := range k {
-					if err := p.answer(wire.EncodeDone(wire.FrameSubmit, &wire.Done{Seq: uint64(g)<<32 | uint64(i), Status: 2, Msg: string(msg)})); err != nil {
-						t.Error(err)
-						return
-					}
-				}
-			}()
-		}
-		next := make([]uint64, n)
-		var buf []byte
-		for got := 0; got < n*k; {
-			b, grown, ok, err := cons.Next(buf, wire.MaxDoneBytes)
-			buf = grown
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !ok {
-				runtime.Gosched()
-				continue
-			}
-			d, err := wire.DecodeDone(b, wire.FrameSubmit, 0)
-			if err != nil {
-				t.Fatalf("completion %d: %v", got, err)
-			}
-			g, i := d.Seq>>32, d.Seq&(1<<32-1)
-			if g >= uint64(n) || i != next[g] || d.Msg != string(msg) {
-				t.Fatalf("completion %d: seq %#x with %d bytes of message, want producer %d's %d with %d", got, d.Seq, len(d.Msg), g, next[min(g, uint64(n-1))], len(msg))
-			}
-			next[g]++
-			got++
-		}
-		wg.Wait()
-	})
-}
-
-// testRings returns a producer's and a consumer's handle on one ring of size
-// data bytes in 8-byte aligned memory, its control block first.
-func testRings(t testing.TB, size int) (prod, cons *wire.Ring) {
-	t.Helper()
-	const data = 256
-	words := make([]uint64, (data+size)/8)
-	mem := unsafe.Slice((*byte)(unsafe.Pointer(&words[0])), len(words)*8)
-	return wire.NewRing(mem, 0, data, size), wire.NewRing(mem, 0, data, size)
+// TestCapabilitiesReportConcurrentAdaptersAndSpans pins what a plugin declares
+// when described beyond its optional interfaces: whether its calls for
+// different adapters run concurrently, and that its SDK ships spans.
+func TestCapabilitiesReportConcurrentAdaptersAndSpans(t *testing.T) {
+	if c := serveV2(t, newGateBackend(true, false)).Capabilities(); !c.ConcurrentAdapters || !c.Spans || !strings.Contains(c.String(), "concurrent adapters") {
+		t.Errorf("a ConcurrentAdapters backend: %+v (%s)", c, c)
+	}
+	if c := serveV2(t, newGateBackend(false, false)).Capabilities(); c.ConcurrentAdapters || !c.Spans {
+		t.Errorf("a backend whose ConcurrentAdapters says false: %+v", c)
+	}
+	if c := serveV2(t, newMemBackend()).Capabilities(); c.ConcurrentAdapters {
+		t.Errorf("a backend without ConcurrentAdapters: %+v", c)
+	}
 }

@@ -1,8 +1,10 @@
-package pluginapi
+package client
 
 import (
 	"context"
 	"testing"
+
+	"github.com/kiln-dev/kiln/pluginapi"
 )
 
 // BenchmarkSubmitRoundTrip is one submit of one 4-byte fill over a resident
@@ -15,11 +17,11 @@ func BenchmarkSubmitRoundTrip(b *testing.B) {
 			b.Setenv(DataPlaneEnv, env)
 			ctx := context.Background()
 			conn := serveV2(b, newMemBackend())
-			buf, err := conn.AllocBuffer(ctx, &AllocRequest{Size: 4})
+			buf, err := conn.AllocBuffer(ctx, &pluginapi.AllocRequest{Size: 4})
 			if err != nil {
 				b.Fatal(err)
 			}
-			req := &SubmitRequest{Commands: []SubmitCommand{FillCommand{Dst: BufferRange{Buffer: buf.Buffer, Size: 4}, Value: 1}}}
+			req := &pluginapi.SubmitRequest{Commands: []pluginapi.SubmitCommand{pluginapi.FillCommand{Dst: pluginapi.BufferRange{Buffer: buf.Buffer, Size: 4}, Value: 1}}}
 			b.ResetTimer()
 			for range b.N {
 				if _, err := conn.Submit(ctx, req); err != nil {

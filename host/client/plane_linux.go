@@ -1,6 +1,6 @@
 //go:build linux
 
-package pluginapi
+package client
 
 import (
 	"bytes"
@@ -19,6 +19,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/kiln-dev/kiln/internal/wire"
+	"github.com/kiln-dev/kiln/pluginapi"
 )
 
 // Staging policy: a staging segment is at least minStagingBytes (rounded up to a
@@ -471,7 +472,7 @@ func (p *plane) send(ctx context.Context, r *wire.Request, fd int, outputs int, 
 		if r.Kind == wire.FrameSubmit {
 			return nil, &LimitError{What: fmt.Sprintf("submit of %d commands", len(r.Commands)), Size: submitSize(r.Commands), Limit: wire.MaxRequestFrameBytes}
 		}
-		return nil, Rejected("%v. Fix: split the request", err)
+		return nil, pluginapi.Rejected("%v. Fix: split the request", err)
 	}
 	if err := p.write(ctx, b, r.Kind, fd); err != nil {
 		if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
@@ -769,11 +770,11 @@ func (p *plane) close() { p.fail(errPlaneClosed) }
 // allocOnPlane allocates a buffer over the data plane; a UsageMap buffer is
 // offered a shared segment, which it keeps when the plugin maps it (seg is then
 // returned for the host's table).
-func allocOnPlane(ctx context.Context, pl *plane, adapter uint32, req *AllocRequest) (*AllocResult, *wire.Segment, error) {
+func allocOnPlane(ctx context.Context, pl *plane, adapter uint32, req *pluginapi.AllocRequest) (*pluginapi.AllocResult, *wire.Segment, error) {
 	r := &wire.Request{Kind: wire.FrameAlloc, Adapter: adapter, Usage: uint32(req.Usage), Size: req.Size}
 	var seg *wire.Segment
 	fd := -1
-	if req.Usage&UsageMap != 0 && req.Size > 0 {
+	if req.Usage&pluginapi.UsageMap != 0 && req.Size > 0 {
 		var err error
 		if seg, fd, err = pl.newSegment(req.Size); err != nil {
 			return nil, nil, err
@@ -796,7 +797,7 @@ func allocOnPlane(ctx context.Context, pl *plane, adapter uint32, req *AllocRequ
 		}
 		seg = nil
 	}
-	return &AllocResult{Buffer: d.Buffer, Mapped: d.Mapped}, seg, nil
+	return &pluginapi.AllocResult{Buffer: d.Buffer, Mapped: d.Mapped}, seg, nil
 }
 
 // transferOnPlane writes or reads b through a staging segment.
@@ -831,10 +832,10 @@ func alignUp(n uint64) uint64 { return (n + stagingAlign - 1) &^ (stagingAlign -
 
 // dispatchOnPlane runs Backend.Dispatch with inputs and outputs staged in one
 // shared segment.
-func dispatchOnPlane(ctx context.Context, pl *plane, req *DispatchRequest, outputs []int) (*DispatchResult, error) {
+func dispatchOnPlane(ctx context.Context, pl *plane, req *pluginapi.DispatchRequest, outputs []int) (*DispatchResult, error) {
 	n := max(len(req.Inputs), len(req.OutputCounts))
 	if n > wire.MaxBindings || len(outputs) > wire.MaxBindings {
-		return nil, Rejected("dispatch with %d bindings and %d outputs, more than %d. Fix: use fewer buffers", n, len(outputs), wire.MaxBindings)
+		return nil, pluginapi.Rejected("dispatch with %d bindings and %d outputs, more than %d. Fix: use fewer buffers", n, len(outputs), wire.MaxBindings)
 	}
 	var total uint64
 	for _, in := range req.Inputs {
@@ -842,7 +843,7 @@ func dispatchOnPlane(ctx context.Context, pl *plane, req *DispatchRequest, outpu
 	}
 	for _, size := range outputs {
 		if size < 0 {
-			return nil, Rejected("output size %d is negative", size)
+			return nil, pluginapi.Rejected("output size %d is negative", size)
 		}
 		total += alignUp(uint64(size))
 	}
@@ -887,7 +888,7 @@ func dispatchOnPlane(ctx context.Context, pl *plane, req *DispatchRequest, outpu
 	if err != nil {
 		return nil, err
 	}
-	res := &DispatchResult{HostNanos: d.HostNanos, DeviceNanos: d.DeviceNanos, Outputs: make([][]byte, len(outputs)), spans: spansFromWire(d.Spans)}
+	res := &DispatchResult{DispatchResult: pluginapi.DispatchResult{HostNanos: d.HostNanos, DeviceNanos: d.DeviceNanos, Outputs: make([][]byte, len(outputs))}, Spans: spansFromWire(d.Spans)}
 	for i, size := range d.Sizes {
 		if size > uint64(outputs[i]) {
 			return nil, &ResultError{Detail: fmt.Sprintf("output %d is %d bytes, the launch makes it %d; the host refused it unread", i, size, outputs[i])}
