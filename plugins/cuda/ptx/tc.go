@@ -1022,6 +1022,9 @@ func (w *tcWriter) store(row0, col0 string) {
 	w.i("and.b32 %s, %s, 1", u, w.n)
 	w.i("or.b32 %s, %s, %s", t, t, u)
 	w.i("setp.eq.u32 %s, %s, 0", pairOK, t)
+	slowTile := w.label()
+	w.fastStore(row0, col0, r0, c0, pairOK, slowTile)
+	w.at(slowTile)
 	for mi := range mt {
 		for h := range uint32(2) {
 			r, prow, ri := w.r(), w.p(), w.r()
@@ -1035,6 +1038,51 @@ func (w *tcWriter) store(row0, col0 string) {
 			}
 		}
 	}
+}
+
+// fastStore stores the whole tile without per-element tests and returns, when
+// every element is inside both bounds and c's count: the tile's rows and
+// columns within m - row0 and n - col0 (u32, as the IR computes them), its last
+// index (row0 + TileM - 1)·n + col0 + TileN - 1, computed in 64 bits, below c's
+// count (so no index wraps and every one is in range), and pairs aligned. Else
+// it branches to slow.
+func (w *tcWriter) fastStore(row0, col0, r0, c0, pairOK, slow string) {
+	c := w.cfg
+	mt, nt := w.mTiles(), w.nTiles()
+	full := w.p()
+	w.i("setp.ge.u32 %s, %s, %d", full, w.boundM, c.TileM)
+	w.i("@%s setp.ge.u32 %s, %s, %d", full, full, w.boundN, c.TileN)
+	w.i("and.pred %s, %s, %s", full, full, pairOK)
+	last, t, u := w.rd(), w.rd(), w.rd()
+	w.i("cvt.u64.u32 %s, %s", t, row0)
+	w.i("add.u64 %s, %s, %d", t, t, c.TileM-1)
+	w.i("cvt.u64.u32 %s, %s", u, w.n)
+	w.i("mul.lo.u64 %s, %s, %s", last, t, u)
+	w.i("cvt.u64.u32 %s, %s", t, col0)
+	w.i("add.u64 %s, %s, %s", last, last, t)
+	w.i("add.u64 %s, %s, %d", last, last, c.TileN-1)
+	w.i("cvt.u64.u32 %s, %s", u, w.lenC)
+	inC := w.p()
+	w.i("setp.lt.u64 %s, %s, %s", inC, last, u)
+	w.i("and.pred %s, %s, %s", full, full, inC)
+	w.i("@!%s bra %s", full, slow)
+	for mi := range mt {
+		for h := range uint32(2) {
+			ri := w.r()
+			w.i("add.u32 %s, %s, %s", ri, row0, r0)
+			w.i("add.u32 %s, %s, %d", ri, ri, mi*16+8*h)
+			w.i("mad.lo.u32 %s, %s, %s, %s", ri, ri, w.n, col0)
+			w.i("add.u32 %s, %s, %s", ri, ri, c0)
+			a := w.rd()
+			w.i("mul.wide.u32 %s, %s, 4", a, ri)
+			w.i("add.u64 %s, %s, %s", a, a, w.cBase)
+			for nj := range nt {
+				d := w.acc[(mi*nt+nj)*4+2*h : (mi*nt+nj)*4+2*h+2]
+				w.i("st.global.v2.f32 [%s+%d], {%s, %s}", a, 32*nj, d[0], d[1])
+			}
+		}
+	}
+	w.i("ret")
 }
 
 // storePair stores d[0], d[1] at columns c0+off and c0+off+1 of the row whose

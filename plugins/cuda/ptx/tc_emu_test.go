@@ -336,6 +336,10 @@ func (e *tcEmu) step(t *tcThread) (collective bool, err error) {
 		binary.LittleEndian.PutUint32(m, uint32(v(1)))
 	case "add.u64":
 		e.set(t, a[0], v(1)+v(2))
+	case "mul.lo.u64":
+		e.set(t, a[0], v(1)*v(2))
+	case "setp.lt.u64":
+		e.set(t, a[0], b2u(v(1) < v(2)))
 	case "cvt.u32.u64":
 		e.set(t, a[0], uint64(uint32(v(1))))
 	case "mul.wide.u32":

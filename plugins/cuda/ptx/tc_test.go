@@ -296,15 +296,16 @@ func TestMatchTensorCoreMatmul(t *testing.T) {
 }
 
 // tcRun emulates cfg's kernel on m×k and k×n small-integer matrices (c guarded
-// by extra poisoned elements past its count; b's count shortened by shortB) and
-// compares c with the exact product, bit for bit.
-func tcRun(t *testing.T, cfg TCConfig, m, n, k, shortB int, eager bool, rng *rand.Rand) {
+// by extra poisoned elements past m·n: inside its count, as many as a tile's
+// rows take, when longC, past it otherwise; b's count shortened by shortB) and compares c with the exact
+// product, bit for bit.
+func tcRun(t *testing.T, cfg TCConfig, m, n, k, shortB int, longC, eager bool, rng *rand.Rand) {
 	t.Helper()
 	text, ok, why := emitTensorCoreMatmul(cfg)
 	if !ok {
 		t.Fatal(why)
 	}
-	tcRunText(t, text, tcGeometry{cfg.Operand, cfg.TileM, cfg.TileN, cfg.Threads(), cfg.SharedBytes()}, m, n, k, shortB, eager, rng)
+	tcRunText(t, text, tcGeometry{cfg.Operand, cfg.TileM, cfg.TileN, cfg.Threads(), cfg.SharedBytes()}, m, n, k, shortB, longC, eager, rng)
 }
 
 // tcGeometry is what running a tensor-core module takes besides its text: the
@@ -318,7 +319,7 @@ type tcGeometry struct {
 }
 
 // tcRunText is tcRun for a module's text.
-func tcRunText(t *testing.T, text string, g tcGeometry, m, n, k, shortB int, eager bool, rng *rand.Rand) {
+func tcRunText(t *testing.T, text string, g tcGeometry, m, n, k, shortB int, longC, eager bool, rng *rand.Rand) {
 	t.Helper()
 	cfg := TCConfig{Operand: g.operand, TileM: g.tileM, TileN: g.tileN}
 	e, err := newTCEmu(text)
@@ -350,7 +351,10 @@ func tcRunText(t *testing.T, text string, g tcGeometry, m, n, k, shortB int, eag
 		b[i] = float64(rng.IntN(7) - 3)
 	}
 	lenB := k*n - shortB
-	const guard = 8
+	guard := 8
+	if longC {
+		guard = 256*n + 8 // past any tile's rows
+	}
 	cbuf := make([]byte, 4*(m*n+guard))
 	for i := range m*n + guard {
 		binary.LittleEndian.PutUint32(cbuf[4*i:], 0x7fc00123)
@@ -359,9 +363,13 @@ func tcRunText(t *testing.T, text string, g tcGeometry, m, n, k, shortB int, eag
 	for i := range e.bufs {
 		e.bases = append(e.bases, uint64(i+1)<<36)
 	}
+	lenC := m * n
+	if longC {
+		lenC += guard
+	}
 	e.params = map[string]uint64{
 		"kiln_buf0": e.bases[0], "kiln_buf1": e.bases[1], "kiln_buf2": e.bases[2],
-		"kiln_len0": uint64(m * k), "kiln_len1": uint64(lenB), "kiln_len2": uint64(m * n),
+		"kiln_len0": uint64(m * k), "kiln_len1": uint64(lenB), "kiln_len2": uint64(lenC),
 		"kiln_uni0": uint64(m), "kiln_uni1": uint64(n), "kiln_uni2": uint64(k),
 	}
 	gx, gy := (uint32(n)+cfg.TileN-1)/cfg.TileN, (uint32(m)+cfg.TileM-1)/cfg.TileM
@@ -385,7 +393,7 @@ func tcRunText(t *testing.T, text string, g tcGeometry, m, n, k, shortB int, eag
 	}
 	for i := m * n; i < m*n+guard; i++ {
 		if binary.LittleEndian.Uint32(cbuf[4*i:]) != 0x7fc00123 {
-			t.Fatalf("%dx%dx%d: c[%d] past the count was written", m, n, k, i)
+			t.Fatalf("%dx%dx%d: c[%d] past m·n was written (count %d)", m, n, k, i, lenC)
 		}
 	}
 }
@@ -407,23 +415,27 @@ func TestTensorCoreEmulated(t *testing.T) {
 		tcWgmmaCfg(ir.F32, 64, 64, 32, 3, false, true),
 		tcWgmmaCfg(ir.F32, 128, 128, 32, 4, true, true),
 	}
-	sizes := []struct{ m, n, k, shortB int }{
-		{80, 136, 96, 0},
-		{70, 45, 37, 0},
-		{17, 8, 0, 0},
-		{33, 72, 40, 5},
+	sizes := []struct {
+		m, n, k, shortB int
+		longC           bool
+	}{
+		{80, 136, 96, 0, false},
+		{70, 45, 37, 0, false},
+		{17, 8, 0, 0, false},
+		{33, 72, 40, 5, false},
+		{48, 128, 32, 0, true},
 	}
 	if testing.Short() || raceEnabled {
 		// one configuration of each path and kind of b copy, a ragged size
 		// (element-wise edges) and an aligned one with a short b
-		cfgs, sizes = []TCConfig{cfgs[0], cfgs[3], cfgs[6], cfgs[9]}, append(sizes[1:2:2], sizes[3])
+		cfgs, sizes = []TCConfig{cfgs[0], cfgs[3], cfgs[6], cfgs[9]}, append(sizes[1:2:2], sizes[3], sizes[4])
 	}
 	rng := rand.New(rand.NewPCG(27, 1))
 	for _, c := range cfgs {
 		t.Run(tcFileName(c), func(t *testing.T) {
 			for _, s := range sizes {
 				for _, eager := range []bool{false, true} {
-					tcRun(t, c, s.m, s.n, s.k, s.shortB, eager, rng)
+					tcRun(t, c, s.m, s.n, s.k, s.shortB, s.longC, eager, rng)
 				}
 			}
 		})
