@@ -157,8 +157,8 @@ func (c TCConfig) check() string {
 			return fmt.Sprintf("wgmma tile %d columns is not a multiple of 64 up to 256", c.TileN)
 		case c.rowBytesA() != 32 && c.rowBytesA() != 64 && c.rowBytesA() != 128:
 			return fmt.Sprintf("wgmma k step %d does not make a 32-, 64- or 128-byte swizzled row", c.TileK)
-		case c.Operand == ir.F32 && (c.Threads()%c.TileK != 0 || (4*c.Threads()/c.TileK)%8 != 0):
-			return fmt.Sprintf("tf32 wgmma: %d invocations do not transpose b's %d-row tiles in whole 8-column steps", c.Threads(), c.TileK)
+		case c.Operand == ir.F32 && (c.TileK%16 != 0 || (c.TileN/4)%c.transposeStep() != 0):
+			return fmt.Sprintf("tf32 wgmma: %d warps do not transpose b's %d×%d tiles in whole 16×8 blocks", c.WarpsM, c.TileK, c.TileN)
 		}
 	}
 	switch {
@@ -789,16 +789,27 @@ func (w *tcWriter) waitWgmma() {
 
 // transposeOffsets sets up the tf32 wgmma B loader: b's tile (TileK rows of
 // TileN f32) is stored transposed, K-major like A (TileN rows of TileK
-// values, swizzled), since tf32 wgmma reads only K-major operands. Invocation t
-// copies k row t mod TileK, 4-column chunks t/TileK + i·(threads/TileK); its
-// chunk's column j lands in row n = 4·chunk + j at column k, the offsets
-// repeating every 8 rows (one register per j).
+// values, swizzled), since tf32 wgmma reads only K-major operands. A warp
+// copies 16×8 blocks: lane l takes k row 16·(warp mod TileK/16) + l/2 and the
+// 4-column chunk 2·(warp / (TileK/16)) + l mod 2, then every transposeStep()
+// chunks further (so a warp's 16-byte loads fill whole 32-byte sectors of 16
+// rows, and its 4-byte stores, column j of its chunks into rows n = 4·chunk + j
+// at column k, land in 32 different banks for 128-byte rows). The offsets repeat
+// every 8 rows (one register per j).
 func (w *tcWriter) transposeOffsets() {
 	c := w.cfg
 	rb := c.rowBytesA()
+	kb := c.TileK / 16
+	warp := w.r()
+	w.i("shr.u32 %s, %s, 5", warp, w.tid)
 	w.tKRow, w.tChunk = w.r(), w.r()
-	w.i("rem.u32 %s, %s, %d", w.tKRow, w.tid, c.TileK)
-	w.i("div.u32 %s, %s, %d", w.tChunk, w.tid, c.TileK)
+	half, odd := w.r(), w.r()
+	w.i("shr.u32 %s, %s, 1", half, w.lane)
+	w.i("and.b32 %s, %s, 1", odd, w.lane)
+	w.i("rem.u32 %s, %s, %d", w.tKRow, warp, kb)
+	w.i("mad.lo.u32 %s, %s, 16, %s", w.tKRow, w.tKRow, half)
+	w.i("div.u32 %s, %s, %d", w.tChunk, warp, kb)
+	w.i("mad.lo.u32 %s, %s, 2, %s", w.tChunk, w.tChunk, odd)
 	kc, kw := w.r(), w.r()
 	w.i("shr.u32 %s, %s, 2", kc, w.tKRow)
 	w.i("and.b32 %s, %s, 3", kw, w.tKRow)
@@ -817,6 +828,10 @@ func (w *tcWriter) transposeOffsets() {
 	w.i("mad.lo.u32 %s, %s, 4, %s", w.tIdx, w.tChunk, w.tIdx)
 }
 
+// transposeStep is the distance in 4-column chunks between an invocation's
+// chunks of b's tile on the tf32 wgmma path (see transposeOffsets).
+func (c TCConfig) transposeStep() uint32 { return 2 * c.Threads() / 32 / (c.TileK / 16) }
+
 // loadBT loads an invocation's part of b's tile for the k step starting at k0
 // into the registers w.tVals (see transposeOffsets): 16 bytes from global
 // memory when aligned and inside the bounds, else element by element (0
@@ -824,7 +839,7 @@ func (w *tcWriter) transposeOffsets() {
 // have a whole step to arrive.
 func (w *tcWriter) loadBT(k0 string) {
 	c := w.cfg
-	step := c.Threads() / c.TileK // chunks between an invocation's chunks
+	step := c.transposeStep()
 	kLeft, rowIn := w.r(), w.p()
 	w.i("sub.u32 %s, %s, %s", kLeft, w.k, k0)
 	w.i("setp.lt.u32 %s, %s, %s", rowIn, w.tKRow, kLeft)
@@ -874,7 +889,7 @@ func (w *tcWriter) loadBT(k0 string) {
 // stores a chunk.
 func (w *tcWriter) storeBT(sB string) {
 	c := w.cfg
-	step := c.Threads() / c.TileK
+	step := c.transposeStep()
 	for j := range 4 {
 		d := w.r()
 		w.i("add.u32 %s, %s, %s", d, sB, w.tOff[j])
