@@ -231,7 +231,7 @@ type tcWriter struct {
 	m, n, k             string
 	smem                string
 	aligned             string
-	col0                string
+	row0, col0          string
 	// scaleD is the wgmma scale-d predicate (always true)
 	scaleD string
 	// the tf32 wgmma B loader (transposeOffsets)
@@ -390,7 +390,7 @@ func (w *tcWriter) kernel() {
 	row0, col0 := w.r(), w.r()
 	w.i("mul.lo.u32 %s, %s, %d", row0, by, c.TileM)
 	w.i("mul.lo.u32 %s, %s, %d", col0, bx, c.TileN)
-	w.col0 = col0
+	w.row0, w.col0 = row0, col0
 	w.comment("bounds as the IR states them: rows < m - row0, cols < n - col0 (u32)")
 	w.boundM, w.boundN = w.r(), w.r()
 	w.i("sub.u32 %s, %s, %s", w.boundM, w.m, row0)
@@ -588,8 +588,33 @@ func (w *tcWriter) loadStep() {
 	w.i("sub.u32 %s, %s, %s", kLeft, w.k, k0)
 	idxA := w.r()
 	w.i("add.u32 %s, %s, %s", idxA, w.ldA.idx, k0)
+	tf32B := c.Wgmma && c.Operand == ir.F32
+	var idxB string
+	if !tf32B {
+		idxB = w.r()
+		w.i("mad.lo.u32 %s, %s, %s, %s", idxB, k0, w.n, w.ldB.idx)
+	}
+	// the whole step inside the bounds and the buffers: plain copies
+	fast := w.p()
+	w.i("mov.pred %s, %s", fast, w.aligned)
+	w.tileInside(fast, w.row0, k0, w.k, w.boundM, kLeft, w.lenA, c.TileM, c.TileK)
+	if !tf32B {
+		w.tileInside(fast, k0, w.col0, w.n, kLeft, w.boundN, w.lenB, c.TileK, c.TileN)
+	}
+	slow, copied := w.label(), w.label()
+	w.i("@!%s bra %s", fast, slow)
+	w.copyTileFast(w.ldA, sA, idxA, w.aBase, w.k)
+	if !tf32B {
+		w.copyTileFast(w.ldB, sB, idxB, w.bBase, w.n)
+	}
+	w.i("bra.uni %s", copied)
+	w.at(slow)
 	w.copyTile(w.ldA, sA, idxA, w.aBase, w.lenA, w.boundM, kLeft, w.k, c.rowBytesA())
-	if c.Wgmma && c.Operand == ir.F32 {
+	if !tf32B {
+		w.copyTile(w.ldB, sB, idxB, w.bBase, w.lenB, kLeft, w.boundN, w.n, c.rowBytesB())
+	}
+	w.at(copied)
+	if tf32B {
 		// this step's b, loaded one step ago; then the next step's
 		w.storeBT(sB)
 		last, nk0 := w.p(), w.r()
@@ -600,13 +625,58 @@ func (w *tcWriter) loadStep() {
 		w.i("add.u32 %s, %s, %d", nk0, k0, c.TileK)
 		w.loadBT(nk0)
 		w.at(noLoad)
-	} else {
-		idxB := w.r()
-		w.i("mad.lo.u32 %s, %s, %s, %s", idxB, k0, w.n, w.ldB.idx)
-		w.copyTile(w.ldB, sB, idxB, w.bBase, w.lenB, kLeft, w.boundN, w.n, c.rowBytesB())
 	}
 	w.at(skip)
 	w.i("cp.async.commit_group")
+}
+
+// tileInside clears fast unless the rows×cols tile whose element (0, 0) is at
+// buffer index r0·stride + c0 lies inside the bound (rows ≤ rowBound, cols ≤
+// colBound) and its last index (r0 + rows - 1)·stride + c0 + cols - 1, computed
+// in 64 bits, is below count: then no index of the tile wraps in u32 and every
+// one is in range.
+func (w *tcWriter) tileInside(fast, r0, c0, stride, rowBound, colBound, count string, rows, cols uint32) {
+	p := w.p()
+	w.i("setp.ge.u32 %s, %s, %d", p, rowBound, rows)
+	w.i("and.pred %s, %s, %s", fast, fast, p)
+	w.i("setp.ge.u32 %s, %s, %d", p, colBound, cols)
+	w.i("and.pred %s, %s, %s", fast, fast, p)
+	last, t, u := w.rd(), w.rd(), w.rd()
+	w.i("cvt.u64.u32 %s, %s", t, r0)
+	w.i("add.u64 %s, %s, %d", t, t, rows-1)
+	w.i("cvt.u64.u32 %s, %s", u, stride)
+	w.i("mul.lo.u64 %s, %s, %s", last, t, u)
+	w.i("cvt.u64.u32 %s, %s", t, c0)
+	w.i("add.u64 %s, %s, %s", last, last, t)
+	w.i("add.u64 %s, %s, %d", last, last, cols-1)
+	w.i("cvt.u64.u32 %s, %s", u, count)
+	w.i("setp.lt.u64 %s, %s, %s", p, last, u)
+	w.i("and.pred %s, %s, %s", fast, fast, p)
+}
+
+// copyTileFast is copyTile for a tile that tileInside found inside (and
+// aligned): every chunk by cp.async, its address stepping in 64 bits.
+func (w *tcWriter) copyTileFast(l tcLoader, sBase, idx, base, stride string) {
+	es := w.cfg.elemBytes()
+	src, step := w.rd(), w.rd()
+	w.i("mul.wide.u32 %s, %s, %d", src, idx, es)
+	w.i("add.u64 %s, %s, %s", src, src, base)
+	w.i("mul.wide.u32 %s, %s, %d", step, stride, l.rowStep*es)
+	dst := w.r()
+	w.i("add.u32 %s, %s, %s", dst, sBase, l.sOff[0])
+	for it := range l.iters {
+		if it > 0 {
+			w.i("add.u64 %s, %s, %s", src, src, step)
+		}
+		switch {
+		case len(l.sOff) > 1 && it > 0:
+			d := w.r()
+			w.i("add.u32 %s, %s, %s", d, sBase, l.sOff[it])
+			w.i("cp.async.cg.shared.global [%s], [%s], 16", d, src)
+		default:
+			w.i("cp.async.cg.shared.global [%s+%d], [%s], 16", dst, it*l.rowStep*l.sRow, src)
+		}
+	}
 }
 
 // copyTile copies an invocation's chunks of one tile: chunk i is row

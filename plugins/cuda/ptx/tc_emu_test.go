@@ -354,6 +354,8 @@ func (e *tcEmu) step(t *tcThread) (collective bool, err error) {
 		e.set(t, a[0], b2u(u(1) == u(2)))
 	case "setp.ne.u32":
 		e.set(t, a[0], b2u(u(1) != u(2)))
+	case "mov.pred":
+		e.set(t, a[0], v(1))
 	case "and.pred":
 		e.set(t, a[0], v(1)&v(2))
 	case "bra", "bra.uni":
