@@ -83,6 +83,12 @@ type TCConfig struct {
 	// ahead, since the stage of step kt-1 is still being read when step kt
 	// refills one.
 	Overlap bool
+	// GroupRows, when over 1, orders the workgroups for the L2 cache: the grid's
+	// linear order runs down groups of GroupRows tile rows, a column of the
+	// group at a time, so the workgroups running at once share a's rows and b's
+	// columns (the grid stays ceil(N/TileN) × ceil(M/TileM): workgroup (x, y)
+	// computes another tile, each tile once).
+	GroupRows uint32
 	// DynamicShared declares the shared stages as dynamic shared memory (extern),
 	// for rings over the 48 KiB a kernel may declare statically: the launch must
 	// pass SharedBytes() as its dynamic shared memory, after raising the
@@ -384,9 +390,7 @@ func (w *tcWriter) kernel() {
 	w.wm, w.wn = w.r(), w.r()
 	w.i("div.u32 %s, %s, %d", w.wm, warp, c.WarpsN)
 	w.i("rem.u32 %s, %s, %d", w.wn, warp, c.WarpsN)
-	bx, by := w.r(), w.r()
-	w.i("mov.u32 %s, %%ctaid.x", bx)
-	w.i("mov.u32 %s, %%ctaid.y", by)
+	bx, by := w.tileOrder()
 	row0, col0 := w.r(), w.r()
 	w.i("mul.lo.u32 %s, %s, %d", row0, by, c.TileM)
 	w.i("mul.lo.u32 %s, %s, %d", col0, bx, c.TileN)
@@ -521,6 +525,42 @@ func (w *tcWriter) kernel() {
 	}
 	w.store(row0, col0)
 	w.i("ret")
+}
+
+// tileOrder returns the tile column and row the workgroup computes: its
+// ctaid, or with GroupRows g over 1 the tile at its place in the grouped
+// order: in group y/g (rows first..first+h-1, h = min(g, rows left)), at linear
+// place i = (y - first)·nctaid.x + x (64 bits), row first + i mod h and column
+// i / h, a bijection of the group onto itself.
+func (w *tcWriter) tileOrder() (bx, by string) {
+	g := w.cfg.GroupRows
+	x, y := w.r(), w.r()
+	w.i("mov.u32 %s, %%ctaid.x", x)
+	w.i("mov.u32 %s, %%ctaid.y", y)
+	if g <= 1 {
+		return x, y
+	}
+	w.comment(fmt.Sprintf("tile order: groups of %d tile rows, column by column", g))
+	nx, ny, first, h := w.r(), w.r(), w.r(), w.r()
+	w.i("mov.u32 %s, %%nctaid.x", nx)
+	w.i("mov.u32 %s, %%nctaid.y", ny)
+	w.i("div.u32 %s, %s, %d", first, y, g)
+	w.i("mul.lo.u32 %s, %s, %d", first, first, g)
+	w.i("sub.u32 %s, %s, %s", h, ny, first)
+	w.i("min.u32 %s, %s, %d", h, h, g)
+	dy, i, h64, q := w.r(), w.rd(), w.rd(), w.rd()
+	w.i("sub.u32 %s, %s, %s", dy, y, first)
+	w.i("mul.wide.u32 %s, %s, %s", i, dy, nx)
+	w.i("cvt.u64.u32 %s, %s", q, x)
+	w.i("add.u64 %s, %s, %s", i, i, q)
+	w.i("cvt.u64.u32 %s, %s", h64, h)
+	w.i("rem.u64 %s, %s, %s", q, i, h64)
+	w.i("div.u64 %s, %s, %s", i, i, h64)
+	bx, by = w.r(), w.r()
+	w.i("cvt.u32.u64 %s, %s", by, q)
+	w.i("add.u32 %s, %s, %s", by, by, first)
+	w.i("cvt.u32.u64 %s, %s", bx, i)
+	return bx, by
 }
 
 // advance moves a stage offset to the next stage of the ring.

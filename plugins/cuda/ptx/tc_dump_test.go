@@ -58,6 +58,9 @@ func tcFileName(c TCConfig) string {
 	if c.DynamicShared {
 		flags += "_dyn"
 	}
+	if c.GroupRows > 1 {
+		flags += fmt.Sprintf("_g%d", c.GroupRows)
+	}
 	return fmt.Sprintf("tc_%s%s_%dx%dx%d_w%dx%d_s%d%s.ptx", path, tcOperandName(c.Operand), c.TileM, c.TileN, c.TileK, c.WarpsM, c.WarpsN, c.Stages, flags)
 }
 

@@ -26,6 +26,12 @@ func tcWgmmaCfg(t ir.Type, tm, tn, tk, st uint32, overlap, dynamic bool) TCConfi
 	return c
 }
 
+// tcGrouped is c with its workgroups in groups of g tile rows.
+func tcGrouped(c TCConfig, g uint32) TCConfig {
+	c.GroupRows = g
+	return c
+}
+
 // TestTensorCorePTXStructure checks every benchmark kernel's text: ASCII only
 // (ptxas rejects anything else), declared registers cover every one used, every
 // branch goes to a label defined once, Emit's parameters in order, and the
@@ -414,6 +420,8 @@ func TestTensorCoreEmulated(t *testing.T) {
 		tcWgmmaCfg(ir.BF16, 128, 64, 64, 4, true, true),
 		tcWgmmaCfg(ir.F32, 64, 64, 32, 3, false, true),
 		tcWgmmaCfg(ir.F32, 128, 128, 32, 4, true, true),
+		tcGrouped(tcCfg(ir.F16, 32, 64, 32, 1, 2, 3), 2),
+		tcGrouped(tcWgmmaCfg(ir.BF16, 64, 64, 32, 4, true, false), 2),
 	}
 	sizes := []struct {
 		m, n, k, shortB int
@@ -429,7 +437,7 @@ func TestTensorCoreEmulated(t *testing.T) {
 	if testing.Short() || raceEnabled {
 		// one configuration of each path and kind of b copy, a ragged size
 		// (element-wise edges) and an aligned one with a short b
-		cfgs, sizes = []TCConfig{cfgs[0], cfgs[3], cfgs[6], cfgs[9]}, append(sizes[1:2:2], sizes[3], sizes[4], sizes[5])
+		cfgs, sizes = []TCConfig{cfgs[0], cfgs[3], cfgs[6], cfgs[9], cfgs[10]}, append(sizes[1:2:2], sizes[3], sizes[4], sizes[5])
 	}
 	rng := rand.New(rand.NewPCG(27, 1))
 	for _, c := range cfgs {
