@@ -80,8 +80,8 @@ class Kernel:
         self.op = m.group(1).removeprefix("wg")
         self.tm, self.tn, tk = int(m.group(2)), int(m.group(3)), int(m.group(4))
         es = 4 if self.op == "tf32" else 2
-        # IR v1.2 allows at most 64 KiB of matrices: acc (f32), A and B
-        self.legal = 4 * self.tm * self.tn + es * (self.tm * tk + tk * self.tn) <= 65536
+        # IR v1.2 allows at most 192 KiB of matrices: acc (f32), A and B
+        self.legal = 4 * self.tm * self.tn + es * (self.tm * tk + tk * self.tn) <= 196608
         self.threads = 32 * int(m.group(5)) * int(m.group(6))
         text = open(path, "rb").read() + b"\0"
         dyn = re.search(rb"dynamic shared memory (\d+) bytes", text)

@@ -18,29 +18,27 @@ func tcBenchConfigs() []TCConfig {
 		c.Operand, c.TileM, c.TileN, c.TileK, c.WarpsM, c.WarpsN, c.Stages = t, tm, tn, tk, wm, wn, st
 		out = append(out, c)
 	}
-	// wgmma: tile m, n, k, stages, overlap, dynamic shared memory
-	wg := func(t ir.Type, s [6]uint32) {
+	// wgmma: tile m, n, k, stages, overlap, dynamic shared memory, group rows
+	wg := func(t ir.Type, s [7]uint32) {
 		c := base
 		c.Operand, c.TileM, c.TileN, c.TileK, c.Stages = t, s[0], s[1], s[2], s[3]
 		c.WarpsM, c.WarpsN, c.Wgmma, c.Target = 4*s[0]/64, 1, true, Target{SM: 90}
-		c.Overlap, c.DynamicShared = s[4] == 1, s[5] == 1
+		c.Overlap, c.DynamicShared, c.GroupRows = s[4] == 1, s[5] == 1, s[6]
 		out = append(out, c)
 	}
-	// Tiles the IR allows (all matrices within 64 KiB: acc 128x64 or 64x128 f32
-	// and its operands), then two larger ones for reference.
+	// the untuned default tile (64x128x32), the tiles the tuner may pick
+	// (four warpgroups on 256x128, two on 128x256), k steps of 64 and of 32
+	// with more stages, with and without the grouped tile order
 	for _, t := range []ir.Type{ir.BF16, ir.F16} {
 		add(t, 128, 64, 32, 2, 2, 4)
-		add(t, 128, 64, 32, 2, 4, 3)
-		for _, s := range [][6]uint32{{128, 64, 32, 4, 1, 0}, {128, 64, 64, 4, 1, 1}, {64, 128, 32, 4, 1, 0},
-			{64, 128, 64, 4, 1, 1}, {128, 128, 32, 3, 0, 0}, {256, 128, 64, 4, 1, 1}} {
+		for _, s := range [][7]uint32{{64, 128, 32, 4, 1, 0, 0}, {256, 128, 64, 4, 1, 1, 0}, {256, 128, 64, 4, 1, 1, 8},
+			{128, 256, 64, 4, 1, 1, 0}, {128, 256, 64, 4, 1, 1, 8}, {128, 256, 32, 8, 1, 1, 8}, {256, 128, 32, 8, 1, 1, 8}} {
 			wg(t, s)
 		}
 	}
 	add(ir.F32, 128, 64, 16, 2, 2, 4)
-	add(ir.F32, 128, 64, 16, 2, 4, 3)
-	add(ir.F32, 128, 128, 16, 2, 2, 3)
-	for _, s := range [][6]uint32{{128, 64, 32, 3, 0, 1}, {64, 128, 32, 3, 0, 1}, {256, 128, 32, 3, 0, 1},
-		{256, 128, 32, 4, 1, 1}, {128, 128, 32, 4, 0, 1}} {
+	for _, s := range [][7]uint32{{64, 128, 32, 4, 1, 1, 0}, {256, 128, 32, 4, 1, 1, 0}, {256, 128, 32, 4, 1, 1, 8},
+		{128, 256, 32, 4, 1, 1, 8}, {256, 128, 16, 8, 1, 1, 8}} {
 		wg(ir.F32, s)
 	}
 	return out

@@ -226,14 +226,14 @@ func TestMatchTensorCoreMatmul(t *testing.T) {
 	}{
 		{"mma.sync", tcProgram(ir.BF16, 128, 64, 32, 256, false), sm80, false, tcCfg(ir.BF16, 128, 64, 32, 2, 4, 3)},
 		{"wgmma", tcProgram(ir.BF16, 128, 64, 32, 256, false), sm90, false, func() TCConfig {
-			c := tcWgmmaCfg(ir.BF16, 128, 64, 32, 4, true, false)
+			c := tcGrouped(tcWgmmaCfg(ir.BF16, 128, 64, 32, 4, true, false), tcGroupRows)
 			c.Target = sm90
 			return c
 		}()},
-		{"wgmma, static only", tcProgram(ir.F16, 64, 128, 64, 128, false), sm90, false, tcWgmmaCfg(ir.F16, 64, 128, 64, 2, false, false)},
-		{"wgmma, dynamic", tcProgram(ir.F16, 64, 128, 64, 128, false), sm90, true, tcWgmmaCfg(ir.F16, 64, 128, 64, 4, true, true)},
+		{"wgmma, static only", tcProgram(ir.F16, 64, 128, 64, 128, false), sm90, false, tcGrouped(tcWgmmaCfg(ir.F16, 64, 128, 64, 2, false, false), tcGroupRows)},
+		{"wgmma, dynamic", tcProgram(ir.F16, 64, 128, 64, 128, false), sm90, true, tcGrouped(tcWgmmaCfg(ir.F16, 64, 128, 64, 4, true, true), tcGroupRows)},
 		{"tf32 on mma.sync", tcProgram(ir.F32, 64, 64, 16, 128, true), sm80, true, tcCfg(ir.F32, 64, 64, 16, 2, 2, 3)},
-		{"tf32 on wgmma", tcProgram(ir.F32, 64, 64, 16, 128, true), sm90, true, tcWgmmaCfg(ir.F32, 64, 64, 16, 4, true, false)},
+		{"tf32 on wgmma", tcProgram(ir.F32, 64, 64, 16, 128, true), sm90, true, tcGrouped(tcWgmmaCfg(ir.F32, 64, 64, 16, 4, true, false), tcGroupRows)},
 		{"not a warpgroup per 64 rows", tcProgram(ir.BF16, 128, 64, 32, 128, false), sm90, false, func() TCConfig {
 			c := tcCfg(ir.BF16, 128, 64, 32, 2, 2, 3)
 			c.Target = sm90
@@ -246,7 +246,7 @@ func TestMatchTensorCoreMatmul(t *testing.T) {
 		target  Target
 		dynamic bool
 		want    TCConfig
-	}{"the corpus kernel (lets)", corpusTC(t, ir.BF16, 64, 128, 32), sm90, false, tcWgmmaCfg(ir.BF16, 64, 128, 32, 4, true, false)})
+	}{"the corpus kernel (lets)", corpusTC(t, ir.BF16, 64, 128, 32), sm90, false, tcGrouped(tcWgmmaCfg(ir.BF16, 64, 128, 32, 4, true, false), tcGroupRows)})
 	for _, tc := range cases {
 		var maxDyn uint32
 		if tc.dynamic {
