@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/kiln-dev/kiln/ir"
@@ -63,19 +64,46 @@ func tcFileName(c TCConfig) string {
 }
 
 // TestTensorCorePTXDump writes the benchmark kernels into $KILN_TC_PTX_DIR
-// for scripts/gpu-tc-run.sh (skipped without it).
+// for scripts/gpu-tc-run.sh (skipped without it), and the modules the CUDA
+// backend builds for the corpus matmul_tc on an H200 (sm_90, 227 KiB of
+// dynamic shared memory) at the tuned and default tiles, named *_corpus.
 func TestTensorCorePTXDump(t *testing.T) {
 	dir := os.Getenv("KILN_TC_PTX_DIR")
 	if dir == "" {
 		t.Skip("KILN_TC_PTX_DIR not set")
+	}
+	write := func(name, text string) {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 	for _, c := range tcBenchConfigs() {
 		text, ok, why := emitTensorCoreMatmul(c)
 		if !ok {
 			t.Fatalf("%s: %s", tcFileName(c), why)
 		}
-		if err := os.WriteFile(filepath.Join(dir, tcFileName(c)), []byte(text), 0o644); err != nil {
-			t.Fatal(err)
+		write(tcFileName(c), text)
+	}
+	// the script launches a, b, c, their counts, then m, n, k
+	want := []Param{
+		{BufferPointer, 0, "kiln_buf0"}, {BufferPointer, 1, "kiln_buf1"}, {BufferPointer, 2, "kiln_buf2"},
+		{ElementCount, 0, "kiln_len0"}, {ElementCount, 1, "kiln_len1"}, {ElementCount, 2, "kiln_len2"},
+		{UniformValue, 0, "kiln_uni0"}, {UniformValue, 1, "kiln_uni1"}, {UniformValue, 2, "kiln_uni2"},
+	}
+	opts := Options{Target: Target{SM: 90}, MaxDynamicSharedBytes: tcMaxDynamicShared}
+	for _, s := range []struct {
+		op         ir.Type
+		tm, tn, tk uint32
+	}{{ir.BF16, 128, 256, 64}, {ir.F16, 128, 256, 64}, {ir.F32, 256, 128, 32}, {ir.BF16, 64, 128, 32}} {
+		p := corpusTC(t, s.op, s.tm, s.tn, s.tk)
+		cfg, ok, why := matchTensorCoreMatmul(p, opts.Target, opts.MaxDynamicSharedBytes)
+		m, mok, mwhy := tensorCoreModule(p, opts)
+		if !ok || !mok {
+			t.Fatalf("%v %dx%dx%d: %s %s", s.op, s.tm, s.tn, s.tk, why, mwhy)
 		}
+		if fmt.Sprint(m.Params) != fmt.Sprint(want) {
+			t.Fatalf("corpus module parameters %v", m.Params)
+		}
+		write(strings.TrimSuffix(tcFileName(cfg), ".ptx")+"_corpus.ptx", m.Text)
 	}
 }

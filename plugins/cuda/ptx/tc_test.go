@@ -422,6 +422,7 @@ func TestTensorCoreEmulated(t *testing.T) {
 		tcWgmmaCfg(ir.F32, 128, 128, 32, 4, true, true),
 		tcGrouped(tcCfg(ir.F16, 32, 64, 32, 1, 2, 3), 2),
 		tcGrouped(tcWgmmaCfg(ir.BF16, 64, 64, 32, 4, true, false), 2),
+		tcGrouped(tcWgmmaCfg(ir.F16, 128, 256, 64, 4, true, true), 8), // the tuned tile: two warpgroups, n256
 	}
 	sizes := []struct {
 		m, n, k, shortB int
