@@ -40,14 +40,24 @@ import (
 // outside (so any M, N, K works, at the scalar path's speed only on the edges).
 // Stores are masked by the bound and the buffer's element count.
 //
-// Measured on an H200 (scripts/gpu-tc-run.sh, next to torch.matmul in the same
-// process, last run; TFLOP/s at 4096³ unless said): wgmma with the tiles the IR
-// allows (64 KiB of matrices: 64×128×32, 4 stages overlapped) bf16 365 (54% of
-// torch's 673), f16 342 (55%), 8192³ bf16 332 (43%); with a 256×128×64 tile,
-// which needs 512 invocations and 192 KiB of dynamic shared memory and is more
-// than a program may declare, bf16 472 (70%), f16 439 (70%), 8192³ bf16 501
-// (65%); mma.sync bf16 277 (41%); tf32 on wgmma 256×128×32 175 (47% of 373),
-// on mma.sync 148 (40%), 135 with a tile the IR allows.
+// A k step whose tiles lie wholly inside the bounds and the buffers (checked
+// once per step, the last index in 64 bits) copies with plain cp.async; a tile
+// wholly inside c's bounds and count stores its pairs without per-element tests.
+// With GroupRows the workgroups take their tiles in groups of tile rows, column
+// by column, so the ones running at once share operand rows and columns in L2.
+//
+// Measured on an H200 (scripts/gpu-tc-run.sh, 4096³ unless said, TFLOP/s,
+// medians of 3 rounds alternating with torch.matmul in the same process, SM
+// clock 1980 MHz where not throttled): the modules the backend builds for the
+// corpus matmul_tc: bf16 128×256×64 (two warpgroups, 256 invocations, 192 KiB
+// of dynamic shared memory) 577 (83% of torch's 699; the identical kernel
+// measured 541-579 across rounds), f16 520-568 (73-79% of 715), tf32
+// 256×128×32 (512 invocations) 212 (58% of 366), 8192³ bf16 656 (85% of 776);
+// the untuned 64×128×32 tile bf16 400 (57%). Four warpgroups on 256×128×64
+// reach 509 bf16 (73%): each warpgroup's wgmma reads all of B's tile from shared
+// memory, so two warpgroups of n256 read less per product. Before the copy and
+// store fast paths, the grouped order and the 16×8-block tf32 transpose (same
+// run): 256×128×64 bf16 454, tf32 171.
 
 // TCConfig selects a tensor-core matmul kernel and its interface.
 type TCConfig struct {
