@@ -2,6 +2,8 @@
 # The tensor-core matmul kernels of plugins/cuda/ptx/tc.go on a GPU (issue 27).
 #
 #   scripts/gpu-tc-run.sh build    # here (Go): writes the kernels' PTX to .devbin/
+#   scripts/gpu-tc-run.sh kiln KILN.txz  # on the GPU machine: only kiln run vs
+#                                  # torch (see kiln_vs_torch)
 #   scripts/gpu-tc-run.sh device [DIR [KILN.txz]]  # on the GPU machine, DIR
 #                                  # (default .devbin) holding the PTX, carried
 #                                  # (with KILN.txz, a tar.xz of kiln and its
@@ -20,7 +22,88 @@ set -euo pipefail
 mode=${1:-}
 ptxdir=${2:-.devbin}
 kilntxz=${3:-}
+# kiln_vs_torch runs kiln run --repeat on matmul_tc at the tuned and default
+# tiles (the backend builds the module from the corpus program), each between
+# two torch.matmul timings taken the way --repeat times (300 ms of back-to-back
+# warm-up, then 20 runs timed with events, median), on kiln's inputs (integers
+# in [-3, 3]) and on randn; SM clocks sampled every 50 ms during each.
+kiln_vs_torch() {
+	local w=/tmp/tckiln
+	rm -rf $w && mkdir -p $w && tar xJf "$kilntxz" -C $w
+	export KILN_BIN_DIR
+	KILN_BIN_DIR=$(dirname "$(find $w -name kiln -type f | head -1)")
+	export XDG_CACHE_HOME=$w/xc XDG_CONFIG_HOME=$w/xcfg XDG_DATA_HOME=$w/xd
+	PYTHONUNBUFFERED=1 python3 - <<'PY' 2>&1 | tee -a "$out/kiln.txt" || true
+import os, statistics, subprocess, time, torch
+kb = os.environ["KILN_BIN_DIR"]
+DT = {"bf16": torch.bfloat16, "f16": torch.float16, "f32": torch.float32}
+
+
+def sampled(fn):
+    p = subprocess.Popen(["nvidia-smi", "--query-gpu=clocks.sm", "--format=csv,noheader,nounits", "-lms", "50"],
+                         stdout=subprocess.PIPE, text=True)
+    try:
+        r = fn()
+    finally:
+        p.terminate()
+    mhz = [int(x) for x in p.communicate()[0].split() if x.isdigit()]
+    return r, f"SM MHz during: median {statistics.median(mhz) if mhz else '?'}, min {min(mhz) if mhz else '?'} ({len(mhz)} samples)"
+
+
+def torch_time(a, b):
+    end = time.time() + 0.3
+    while time.time() < end:
+        a @ b
+    torch.cuda.synchronize()
+    ts = []
+    for _ in range(20):
+        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        s.record(); a @ b; e.record(); e.synchronize(); ts.append(s.elapsed_time(e))
+    return statistics.median(ts)
+
+
+rows = []
+for op, tm, tn, tk, n in (("bf16", 128, 256, 64, 4096), ("f16", 128, 256, 64, 4096), ("f32", 256, 128, 32, 4096),
+                          ("bf16", 64, 128, 32, 4096), ("bf16", 128, 256, 64, 8192), ("bf16", 64, 128, 32, 8192)):
+    torch.backends.cuda.matmul.allow_tf32 = op == "f32"
+    fl = 2 * n ** 3
+    ai = torch.randint(-3, 4, (n, n), device="cuda").to(DT[op]); bi = torch.randint(-3, 4, (n, n), device="cuda").to(DT[op])
+    ar = torch.randn(n, n, device="cuda").to(DT[op]); br = torch.randn(n, n, device="cuda").to(DT[op])
+    t0, c0 = sampled(lambda: torch_time(ai, bi))
+    cmd = [f"{kb}/kiln", "--plugins", f"{kb}/plugins", "run", "--kernel", "matmul_tc", "--spec", f"type={op}",
+           "--spec", f"tm={tm}", "--spec", f"tn={tn}", "--spec", f"tk={tk}", "--size", str(n), "--backend", "cuda", "--repeat", "20"]
+    if op == "f32":
+        cmd[8:8] = ["--spec", "tf32=true"]
+    res, ck = sampled(lambda: subprocess.run(cmd, capture_output=True, text=True, timeout=120))
+    dev = [l for l in res.stdout.splitlines() if l.strip().startswith(("device", "compute", "workgroup"))]
+    t1, c1 = sampled(lambda: torch_time(ai, bi))
+    tr, cr = sampled(lambda: torch_time(ar, br))
+    name = "tf32" if op == "f32" else op
+    print(f"== {name} {n}^3 tile {tm}x{tn}x{tk}: " + " ".join(x.strip() for x in res.stdout.splitlines()[-7:]) + (f" rc={res.returncode} {res.stderr[-300:]}" if res.returncode else ""))
+    print(f"   kiln {ck}")
+    print(f"   torch before {fl / t0 / 1e9:.1f} TFLOP/s ({c0}), after {fl / t1 / 1e9:.1f} ({c1}), randn {fl / tr / 1e9:.1f} ({cr})")
+    kt = None
+    for l in res.stdout.splitlines():
+        if l.strip().startswith("device") and "median" in l:
+            v = l.split("median")[1].split(",")[0].strip()
+            kt = float(v[:-2]) / 1e3 if v.endswith("µs") else float(v[:-2]) if v.endswith("ms") else None
+    if kt:
+        tt = statistics.median([t0, t1])
+        rows.append(f"{name} {n}^3 {tm}x{tn}x{tk}: kiln {fl / kt / 1e9:.1f} TFLOP/s, torch {fl / tt / 1e9:.1f} (same inputs, mean of before/after), {100 * tt / kt:.0f}%; torch randn {fl / tr / 1e9:.1f}")
+print("== kiln run --repeat vs torch.matmul, same call")
+for r in rows:
+    print(r)
+PY
+}
+
 case "$mode" in
+kiln)
+	out=${OUT:-.devbin/out}
+	kilntxz=$ptxdir
+	mkdir -p "$out"
+	nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv,noheader | tee "$out/gpu.txt"
+	kiln_vs_torch
+	;;
 build)
 	cd "$(dirname "$0")/.."
 	mkdir -p .devbin
@@ -50,38 +133,7 @@ device)
 		done
 	done
 	cat "$out/ptxas.txt"
-	if [ -n "$kilntxz" ]; then
-		# the same kernels through kiln (the backend builds the module from the
-		# corpus program), then torch.matmul on the same sizes
-		w=/tmp/tckiln
-		rm -rf $w && mkdir -p $w && tar xJf "$kilntxz" -C $w
-		kb=$(dirname "$(find $w -name kiln -type f | head -1)")
-		export XDG_CACHE_HOME=$w/xc XDG_CONFIG_HOME=$w/xcfg XDG_DATA_HOME=$w/xd
-		for spec in "bf16 128 256 64 4096" "f16 128 256 64 4096" "f32 256 128 32 4096" "bf16 64 128 32 4096" "bf16 128 256 64 8192" "bf16 64 128 32 8192"; do
-			set -- $spec
-			extra=""
-			[ "$1" = f32 ] && extra="--spec tf32=true"
-			echo "kiln run matmul_tc type=$1 tm=$2 tn=$3 tk=$4 size $5, SM clock before: $(nvidia-smi --query-gpu=clocks.sm --format=csv,noheader)" | tee -a "$out/kiln.txt"
-			timeout 120 "$kb/kiln" --plugins "$kb/plugins" run --kernel matmul_tc --spec type=$1 $extra --spec tm=$2 --spec tn=$3 --spec tk=$4 \
-				--size $5 --backend cuda --repeat 20 2>&1 | tail -7 | tee -a "$out/kiln.txt" || echo "kiln run failed" | tee -a "$out/kiln.txt"
-			echo "SM clock after: $(nvidia-smi --query-gpu=clocks.sm --format=csv,noheader)" | tee -a "$out/kiln.txt"
-		done
-		PYTHONUNBUFFERED=1 python3 - <<'PY' 2>&1 | tee -a "$out/kiln.txt" || true
-import statistics, subprocess, torch
-def clock(): return subprocess.run(["nvidia-smi", "--query-gpu=clocks.sm", "--format=csv,noheader"], capture_output=True, text=True).stdout.strip()
-for op, n in (("bf16", 4096), ("f16", 4096), ("tf32", 4096), ("bf16", 8192)):
-    dt = {"bf16": torch.bfloat16, "f16": torch.float16, "tf32": torch.float32}[op]
-    torch.backends.cuda.matmul.allow_tf32 = op == "tf32"
-    a, b = torch.randn(n, n, device="cuda").to(dt), torch.randn(n, n, device="cuda").to(dt)
-    for _ in range(5): a @ b
-    torch.cuda.synchronize(); ts = []
-    for _ in range(20):
-        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        s.record(); a @ b; e.record(); e.synchronize(); ts.append(s.elapsed_time(e))
-    t = statistics.median(ts)
-    print(f"torch.matmul {op} {n}^3 after the kiln runs: {2 * n**3 / t / 1e9:.1f} TFLOP/s ({t:.3f} ms median of 20), SM clock {clock()}")
-PY
-	fi
+	[ -n "$kilntxz" ] && kiln_vs_torch
 	PYTHONUNBUFFERED=1 python3 - "$ptxdir" "$out" <<'PY' 2>&1 | tee "$out/tc.log"
 import ctypes, glob, os, re, statistics, subprocess, sys, time
 import torch
@@ -294,7 +346,7 @@ open(os.path.join(out, "summary.txt"), "w").write("\n".join(LOG) + "\n")
 PY
 	;;
 *)
-	echo "usage: $0 build|device" >&2
+	echo "usage: $0 build|device [DIR [KILN.txz]]|kiln KILN.txz" >&2
 	exit 2
 	;;
 esac

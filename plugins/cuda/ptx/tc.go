@@ -57,7 +57,9 @@ import (
 // reach 509 bf16 (73%): each warpgroup's wgmma reads all of B's tile from shared
 // memory, so two warpgroups of n256 read less per product. Before the copy and
 // store fast paths, the grouped order and the 16×8-block tf32 transpose (same
-// run): 256×128×64 bf16 454, tf32 171.
+// run): 256×128×64 bf16 454, tf32 171. Through kiln run --repeat, next to
+// torch.matmul timed the same way on the same inputs: bf16 498 (70%), f16 487
+// (71%), tf32 209 (54%), 8192³ bf16 547 (75%), default tile 399 (59%).
 
 // TCConfig selects a tensor-core matmul kernel and its interface.
 type TCConfig struct {
