@@ -40,14 +40,26 @@ import (
 // outside (so any M, N, K works, at the scalar path's speed only on the edges).
 // Stores are masked by the bound and the buffer's element count.
 //
-// Measured on an H200 (scripts/gpu-tc-run.sh, next to torch.matmul in the same
-// process, last run; TFLOP/s at 4096³ unless said): wgmma with the tiles the IR
-// allows (64 KiB of matrices: 64×128×32, 4 stages overlapped) bf16 365 (54% of
-// torch's 673), f16 342 (55%), 8192³ bf16 332 (43%); with a 256×128×64 tile,
-// which needs 512 invocations and 192 KiB of dynamic shared memory and is more
-// than a program may declare, bf16 472 (70%), f16 439 (70%), 8192³ bf16 501
-// (65%); mma.sync bf16 277 (41%); tf32 on wgmma 256×128×32 175 (47% of 373),
-// on mma.sync 148 (40%), 135 with a tile the IR allows.
+// A k step whose tiles lie wholly inside the bounds and the buffers (checked
+// once per step, the last index in 64 bits) copies with plain cp.async; a tile
+// wholly inside c's bounds and count stores its pairs without per-element tests.
+// With GroupRows the workgroups take their tiles in groups of tile rows, column
+// by column, so the ones running at once share operand rows and columns in L2.
+//
+// Measured on an H200 (scripts/gpu-tc-run.sh, 4096³ unless said, TFLOP/s,
+// medians of 3 rounds alternating with torch.matmul in the same process, SM
+// clock 1980 MHz where not throttled): the modules the backend builds for the
+// corpus matmul_tc: bf16 128×256×64 (two warpgroups, 256 invocations, 192 KiB
+// of dynamic shared memory) 577 (83% of torch's 699; the identical kernel
+// measured 541-579 across rounds), f16 520-568 (73-79% of 715), tf32
+// 256×128×32 (512 invocations) 212 (58% of 366), 8192³ bf16 656 (85% of 776);
+// the untuned 64×128×32 tile bf16 400 (57%). Four warpgroups on 256×128×64
+// reach 509 bf16 (73%): each warpgroup's wgmma reads all of B's tile from shared
+// memory, so two warpgroups of n256 read less per product. Before the copy and
+// store fast paths, the grouped order and the 16×8-block tf32 transpose (same
+// run): 256×128×64 bf16 454, tf32 171. Through kiln run --repeat, next to
+// torch.matmul timed the same way on the same inputs: bf16 498 (70%), f16 487
+// (71%), tf32 209 (54%), 8192³ bf16 547 (75%), default tile 399 (59%).
 
 // TCConfig selects a tensor-core matmul kernel and its interface.
 type TCConfig struct {
@@ -83,6 +95,12 @@ type TCConfig struct {
 	// ahead, since the stage of step kt-1 is still being read when step kt
 	// refills one.
 	Overlap bool
+	// GroupRows, when over 1, orders the workgroups for the L2 cache: the grid's
+	// linear order runs down groups of GroupRows tile rows, a column of the
+	// group at a time, so the workgroups running at once share a's rows and b's
+	// columns (the grid stays ceil(N/TileN) × ceil(M/TileM): workgroup (x, y)
+	// computes another tile, each tile once).
+	GroupRows uint32
 	// DynamicShared declares the shared stages as dynamic shared memory (extern),
 	// for rings over the 48 KiB a kernel may declare statically: the launch must
 	// pass SharedBytes() as its dynamic shared memory, after raising the
@@ -157,8 +175,8 @@ func (c TCConfig) check() string {
 			return fmt.Sprintf("wgmma tile %d columns is not a multiple of 64 up to 256", c.TileN)
 		case c.rowBytesA() != 32 && c.rowBytesA() != 64 && c.rowBytesA() != 128:
 			return fmt.Sprintf("wgmma k step %d does not make a 32-, 64- or 128-byte swizzled row", c.TileK)
-		case c.Operand == ir.F32 && (c.Threads()%c.TileK != 0 || (4*c.Threads()/c.TileK)%8 != 0):
-			return fmt.Sprintf("tf32 wgmma: %d invocations do not transpose b's %d-row tiles in whole 8-column steps", c.Threads(), c.TileK)
+		case c.Operand == ir.F32 && (c.TileK%16 != 0 || (c.TileN/4)%c.transposeStep() != 0):
+			return fmt.Sprintf("tf32 wgmma: %d warps do not transpose b's %d×%d tiles in whole 16×8 blocks", c.WarpsM, c.TileK, c.TileN)
 		}
 	}
 	switch {
@@ -231,7 +249,7 @@ type tcWriter struct {
 	m, n, k             string
 	smem                string
 	aligned             string
-	col0                string
+	row0, col0          string
 	// scaleD is the wgmma scale-d predicate (always true)
 	scaleD string
 	// the tf32 wgmma B loader (transposeOffsets)
@@ -384,13 +402,11 @@ func (w *tcWriter) kernel() {
 	w.wm, w.wn = w.r(), w.r()
 	w.i("div.u32 %s, %s, %d", w.wm, warp, c.WarpsN)
 	w.i("rem.u32 %s, %s, %d", w.wn, warp, c.WarpsN)
-	bx, by := w.r(), w.r()
-	w.i("mov.u32 %s, %%ctaid.x", bx)
-	w.i("mov.u32 %s, %%ctaid.y", by)
+	bx, by := w.tileOrder()
 	row0, col0 := w.r(), w.r()
 	w.i("mul.lo.u32 %s, %s, %d", row0, by, c.TileM)
 	w.i("mul.lo.u32 %s, %s, %d", col0, bx, c.TileN)
-	w.col0 = col0
+	w.row0, w.col0 = row0, col0
 	w.comment("bounds as the IR states them: rows < m - row0, cols < n - col0 (u32)")
 	w.boundM, w.boundN = w.r(), w.r()
 	w.i("sub.u32 %s, %s, %s", w.boundM, w.m, row0)
@@ -523,6 +539,42 @@ func (w *tcWriter) kernel() {
 	w.i("ret")
 }
 
+// tileOrder returns the tile column and row the workgroup computes: its
+// ctaid, or with GroupRows g over 1 the tile at its place in the grouped
+// order: in group y/g (rows first..first+h-1, h = min(g, rows left)), at linear
+// place i = (y - first)·nctaid.x + x (64 bits), row first + i mod h and column
+// i / h, a bijection of the group onto itself.
+func (w *tcWriter) tileOrder() (bx, by string) {
+	g := w.cfg.GroupRows
+	x, y := w.r(), w.r()
+	w.i("mov.u32 %s, %%ctaid.x", x)
+	w.i("mov.u32 %s, %%ctaid.y", y)
+	if g <= 1 {
+		return x, y
+	}
+	w.comment(fmt.Sprintf("tile order: groups of %d tile rows, column by column", g))
+	nx, ny, first, h := w.r(), w.r(), w.r(), w.r()
+	w.i("mov.u32 %s, %%nctaid.x", nx)
+	w.i("mov.u32 %s, %%nctaid.y", ny)
+	w.i("div.u32 %s, %s, %d", first, y, g)
+	w.i("mul.lo.u32 %s, %s, %d", first, first, g)
+	w.i("sub.u32 %s, %s, %s", h, ny, first)
+	w.i("min.u32 %s, %s, %d", h, h, g)
+	dy, i, h64, q := w.r(), w.rd(), w.rd(), w.rd()
+	w.i("sub.u32 %s, %s, %s", dy, y, first)
+	w.i("mul.wide.u32 %s, %s, %s", i, dy, nx)
+	w.i("cvt.u64.u32 %s, %s", q, x)
+	w.i("add.u64 %s, %s, %s", i, i, q)
+	w.i("cvt.u64.u32 %s, %s", h64, h)
+	w.i("rem.u64 %s, %s, %s", q, i, h64)
+	w.i("div.u64 %s, %s, %s", i, i, h64)
+	bx, by = w.r(), w.r()
+	w.i("cvt.u32.u64 %s, %s", by, q)
+	w.i("add.u32 %s, %s, %s", by, by, first)
+	w.i("cvt.u32.u64 %s, %s", bx, i)
+	return bx, by
+}
+
 // advance moves a stage offset to the next stage of the ring.
 func (w *tcWriter) advance(reg string) {
 	c := w.cfg
@@ -588,8 +640,33 @@ func (w *tcWriter) loadStep() {
 	w.i("sub.u32 %s, %s, %s", kLeft, w.k, k0)
 	idxA := w.r()
 	w.i("add.u32 %s, %s, %s", idxA, w.ldA.idx, k0)
+	tf32B := c.Wgmma && c.Operand == ir.F32
+	var idxB string
+	if !tf32B {
+		idxB = w.r()
+		w.i("mad.lo.u32 %s, %s, %s, %s", idxB, k0, w.n, w.ldB.idx)
+	}
+	// the whole step inside the bounds and the buffers: plain copies
+	fast := w.p()
+	w.i("mov.pred %s, %s", fast, w.aligned)
+	w.tileInside(fast, w.row0, k0, w.k, w.boundM, kLeft, w.lenA, c.TileM, c.TileK)
+	if !tf32B {
+		w.tileInside(fast, k0, w.col0, w.n, kLeft, w.boundN, w.lenB, c.TileK, c.TileN)
+	}
+	slow, copied := w.label(), w.label()
+	w.i("@!%s bra %s", fast, slow)
+	w.copyTileFast(w.ldA, sA, idxA, w.aBase, w.k)
+	if !tf32B {
+		w.copyTileFast(w.ldB, sB, idxB, w.bBase, w.n)
+	}
+	w.i("bra.uni %s", copied)
+	w.at(slow)
 	w.copyTile(w.ldA, sA, idxA, w.aBase, w.lenA, w.boundM, kLeft, w.k, c.rowBytesA())
-	if c.Wgmma && c.Operand == ir.F32 {
+	if !tf32B {
+		w.copyTile(w.ldB, sB, idxB, w.bBase, w.lenB, kLeft, w.boundN, w.n, c.rowBytesB())
+	}
+	w.at(copied)
+	if tf32B {
 		// this step's b, loaded one step ago; then the next step's
 		w.storeBT(sB)
 		last, nk0 := w.p(), w.r()
@@ -600,13 +677,58 @@ func (w *tcWriter) loadStep() {
 		w.i("add.u32 %s, %s, %d", nk0, k0, c.TileK)
 		w.loadBT(nk0)
 		w.at(noLoad)
-	} else {
-		idxB := w.r()
-		w.i("mad.lo.u32 %s, %s, %s, %s", idxB, k0, w.n, w.ldB.idx)
-		w.copyTile(w.ldB, sB, idxB, w.bBase, w.lenB, kLeft, w.boundN, w.n, c.rowBytesB())
 	}
 	w.at(skip)
 	w.i("cp.async.commit_group")
+}
+
+// tileInside clears fast unless the rows×cols tile whose element (0, 0) is at
+// buffer index r0·stride + c0 lies inside the bound (rows ≤ rowBound, cols ≤
+// colBound) and its last index (r0 + rows - 1)·stride + c0 + cols - 1, computed
+// in 64 bits, is below count: then no index of the tile wraps in u32 and every
+// one is in range.
+func (w *tcWriter) tileInside(fast, r0, c0, stride, rowBound, colBound, count string, rows, cols uint32) {
+	p := w.p()
+	w.i("setp.ge.u32 %s, %s, %d", p, rowBound, rows)
+	w.i("and.pred %s, %s, %s", fast, fast, p)
+	w.i("setp.ge.u32 %s, %s, %d", p, colBound, cols)
+	w.i("and.pred %s, %s, %s", fast, fast, p)
+	last, t, u := w.rd(), w.rd(), w.rd()
+	w.i("cvt.u64.u32 %s, %s", t, r0)
+	w.i("add.u64 %s, %s, %d", t, t, rows-1)
+	w.i("cvt.u64.u32 %s, %s", u, stride)
+	w.i("mul.lo.u64 %s, %s, %s", last, t, u)
+	w.i("cvt.u64.u32 %s, %s", t, c0)
+	w.i("add.u64 %s, %s, %s", last, last, t)
+	w.i("add.u64 %s, %s, %d", last, last, cols-1)
+	w.i("cvt.u64.u32 %s, %s", u, count)
+	w.i("setp.lt.u64 %s, %s, %s", p, last, u)
+	w.i("and.pred %s, %s, %s", fast, fast, p)
+}
+
+// copyTileFast is copyTile for a tile that tileInside found inside (and
+// aligned): every chunk by cp.async, its address stepping in 64 bits.
+func (w *tcWriter) copyTileFast(l tcLoader, sBase, idx, base, stride string) {
+	es := w.cfg.elemBytes()
+	src, step := w.rd(), w.rd()
+	w.i("mul.wide.u32 %s, %s, %d", src, idx, es)
+	w.i("add.u64 %s, %s, %s", src, src, base)
+	w.i("mul.wide.u32 %s, %s, %d", step, stride, l.rowStep*es)
+	dst := w.r()
+	w.i("add.u32 %s, %s, %s", dst, sBase, l.sOff[0])
+	for it := range l.iters {
+		if it > 0 {
+			w.i("add.u64 %s, %s, %s", src, src, step)
+		}
+		switch {
+		case len(l.sOff) > 1 && it > 0:
+			d := w.r()
+			w.i("add.u32 %s, %s, %s", d, sBase, l.sOff[it])
+			w.i("cp.async.cg.shared.global [%s], [%s], 16", d, src)
+		default:
+			w.i("cp.async.cg.shared.global [%s+%d], [%s], 16", dst, it*l.rowStep*l.sRow, src)
+		}
+	}
 }
 
 // copyTile copies an invocation's chunks of one tile: chunk i is row
@@ -789,16 +911,27 @@ func (w *tcWriter) waitWgmma() {
 
 // transposeOffsets sets up the tf32 wgmma B loader: b's tile (TileK rows of
 // TileN f32) is stored transposed, K-major like A (TileN rows of TileK
-// values, swizzled), since tf32 wgmma reads only K-major operands. Invocation t
-// copies k row t mod TileK, 4-column chunks t/TileK + i·(threads/TileK); its
-// chunk's column j lands in row n = 4·chunk + j at column k, the offsets
-// repeating every 8 rows (one register per j).
+// values, swizzled), since tf32 wgmma reads only K-major operands. A warp
+// copies 16×8 blocks: lane l takes k row 16·(warp mod TileK/16) + l/2 and the
+// 4-column chunk 2·(warp / (TileK/16)) + l mod 2, then every transposeStep()
+// chunks further (so a warp's 16-byte loads fill whole 32-byte sectors of 16
+// rows, and its 4-byte stores, column j of its chunks into rows n = 4·chunk + j
+// at column k, land in 32 different banks for 128-byte rows). The offsets repeat
+// every 8 rows (one register per j).
 func (w *tcWriter) transposeOffsets() {
 	c := w.cfg
 	rb := c.rowBytesA()
+	kb := c.TileK / 16
+	warp := w.r()
+	w.i("shr.u32 %s, %s, 5", warp, w.tid)
 	w.tKRow, w.tChunk = w.r(), w.r()
-	w.i("rem.u32 %s, %s, %d", w.tKRow, w.tid, c.TileK)
-	w.i("div.u32 %s, %s, %d", w.tChunk, w.tid, c.TileK)
+	half, odd := w.r(), w.r()
+	w.i("shr.u32 %s, %s, 1", half, w.lane)
+	w.i("and.b32 %s, %s, 1", odd, w.lane)
+	w.i("rem.u32 %s, %s, %d", w.tKRow, warp, kb)
+	w.i("mad.lo.u32 %s, %s, 16, %s", w.tKRow, w.tKRow, half)
+	w.i("div.u32 %s, %s, %d", w.tChunk, warp, kb)
+	w.i("mad.lo.u32 %s, %s, 2, %s", w.tChunk, w.tChunk, odd)
 	kc, kw := w.r(), w.r()
 	w.i("shr.u32 %s, %s, 2", kc, w.tKRow)
 	w.i("and.b32 %s, %s, 3", kw, w.tKRow)
@@ -817,6 +950,10 @@ func (w *tcWriter) transposeOffsets() {
 	w.i("mad.lo.u32 %s, %s, 4, %s", w.tIdx, w.tChunk, w.tIdx)
 }
 
+// transposeStep is the distance in 4-column chunks between an invocation's
+// chunks of b's tile on the tf32 wgmma path (see transposeOffsets).
+func (c TCConfig) transposeStep() uint32 { return 2 * c.Threads() / 32 / (c.TileK / 16) }
+
 // loadBT loads an invocation's part of b's tile for the k step starting at k0
 // into the registers w.tVals (see transposeOffsets): 16 bytes from global
 // memory when aligned and inside the bounds, else element by element (0
@@ -824,7 +961,7 @@ func (w *tcWriter) transposeOffsets() {
 // have a whole step to arrive.
 func (w *tcWriter) loadBT(k0 string) {
 	c := w.cfg
-	step := c.Threads() / c.TileK // chunks between an invocation's chunks
+	step := c.transposeStep()
 	kLeft, rowIn := w.r(), w.p()
 	w.i("sub.u32 %s, %s, %s", kLeft, w.k, k0)
 	w.i("setp.lt.u32 %s, %s, %s", rowIn, w.tKRow, kLeft)
@@ -874,7 +1011,7 @@ func (w *tcWriter) loadBT(k0 string) {
 // stores a chunk.
 func (w *tcWriter) storeBT(sB string) {
 	c := w.cfg
-	step := c.Threads() / c.TileK
+	step := c.transposeStep()
 	for j := range 4 {
 		d := w.r()
 		w.i("add.u32 %s, %s, %s", d, sB, w.tOff[j])
@@ -1022,6 +1159,9 @@ func (w *tcWriter) store(row0, col0 string) {
 	w.i("and.b32 %s, %s, 1", u, w.n)
 	w.i("or.b32 %s, %s, %s", t, t, u)
 	w.i("setp.eq.u32 %s, %s, 0", pairOK, t)
+	slowTile := w.label()
+	w.fastStore(row0, col0, r0, c0, pairOK, slowTile)
+	w.at(slowTile)
 	for mi := range mt {
 		for h := range uint32(2) {
 			r, prow, ri := w.r(), w.p(), w.r()
@@ -1035,6 +1175,51 @@ func (w *tcWriter) store(row0, col0 string) {
 			}
 		}
 	}
+}
+
+// fastStore stores the whole tile without per-element tests and returns, when
+// every element is inside both bounds and c's count: the tile's rows and
+// columns within m - row0 and n - col0 (u32, as the IR computes them), its last
+// index (row0 + TileM - 1)·n + col0 + TileN - 1, computed in 64 bits, below c's
+// count (so no index wraps and every one is in range), and pairs aligned. Else
+// it branches to slow.
+func (w *tcWriter) fastStore(row0, col0, r0, c0, pairOK, slow string) {
+	c := w.cfg
+	mt, nt := w.mTiles(), w.nTiles()
+	full := w.p()
+	w.i("setp.ge.u32 %s, %s, %d", full, w.boundM, c.TileM)
+	w.i("@%s setp.ge.u32 %s, %s, %d", full, full, w.boundN, c.TileN)
+	w.i("and.pred %s, %s, %s", full, full, pairOK)
+	last, t, u := w.rd(), w.rd(), w.rd()
+	w.i("cvt.u64.u32 %s, %s", t, row0)
+	w.i("add.u64 %s, %s, %d", t, t, c.TileM-1)
+	w.i("cvt.u64.u32 %s, %s", u, w.n)
+	w.i("mul.lo.u64 %s, %s, %s", last, t, u)
+	w.i("cvt.u64.u32 %s, %s", t, col0)
+	w.i("add.u64 %s, %s, %s", last, last, t)
+	w.i("add.u64 %s, %s, %d", last, last, c.TileN-1)
+	w.i("cvt.u64.u32 %s, %s", u, w.lenC)
+	inC := w.p()
+	w.i("setp.lt.u64 %s, %s, %s", inC, last, u)
+	w.i("and.pred %s, %s, %s", full, full, inC)
+	w.i("@!%s bra %s", full, slow)
+	for mi := range mt {
+		for h := range uint32(2) {
+			ri := w.r()
+			w.i("add.u32 %s, %s, %s", ri, row0, r0)
+			w.i("add.u32 %s, %s, %d", ri, ri, mi*16+8*h)
+			w.i("mad.lo.u32 %s, %s, %s, %s", ri, ri, w.n, col0)
+			w.i("add.u32 %s, %s, %s", ri, ri, c0)
+			a := w.rd()
+			w.i("mul.wide.u32 %s, %s, 4", a, ri)
+			w.i("add.u64 %s, %s, %s", a, a, w.cBase)
+			for nj := range nt {
+				d := w.acc[(mi*nt+nj)*4+2*h : (mi*nt+nj)*4+2*h+2]
+				w.i("st.global.v2.f32 [%s+%d], {%s, %s}", a, 32*nj, d[0], d[1])
+			}
+		}
+	}
+	w.i("ret")
 }
 
 // storePair stores d[0], d[1] at columns c0+off and c0+off+1 of the row whose

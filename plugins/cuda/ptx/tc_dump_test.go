@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/kiln-dev/kiln/ir"
@@ -18,29 +19,27 @@ func tcBenchConfigs() []TCConfig {
 		c.Operand, c.TileM, c.TileN, c.TileK, c.WarpsM, c.WarpsN, c.Stages = t, tm, tn, tk, wm, wn, st
 		out = append(out, c)
 	}
-	// wgmma: tile m, n, k, stages, overlap, dynamic shared memory
-	wg := func(t ir.Type, s [6]uint32) {
+	// wgmma: tile m, n, k, stages, overlap, dynamic shared memory, group rows
+	wg := func(t ir.Type, s [7]uint32) {
 		c := base
 		c.Operand, c.TileM, c.TileN, c.TileK, c.Stages = t, s[0], s[1], s[2], s[3]
 		c.WarpsM, c.WarpsN, c.Wgmma, c.Target = 4*s[0]/64, 1, true, Target{SM: 90}
-		c.Overlap, c.DynamicShared = s[4] == 1, s[5] == 1
+		c.Overlap, c.DynamicShared, c.GroupRows = s[4] == 1, s[5] == 1, s[6]
 		out = append(out, c)
 	}
-	// Tiles the IR allows (all matrices within 64 KiB: acc 128x64 or 64x128 f32
-	// and its operands), then two larger ones for reference.
+	// the untuned default tile (64x128x32), the tiles the tuner may pick
+	// (four warpgroups on 256x128, two on 128x256), k steps of 64 and of 32
+	// with more stages, with and without the grouped tile order
 	for _, t := range []ir.Type{ir.BF16, ir.F16} {
 		add(t, 128, 64, 32, 2, 2, 4)
-		add(t, 128, 64, 32, 2, 4, 3)
-		for _, s := range [][6]uint32{{128, 64, 32, 4, 1, 0}, {128, 64, 64, 4, 1, 1}, {64, 128, 32, 4, 1, 0},
-			{64, 128, 64, 4, 1, 1}, {128, 128, 32, 3, 0, 0}, {256, 128, 64, 4, 1, 1}} {
+		for _, s := range [][7]uint32{{64, 128, 32, 4, 1, 0, 0}, {256, 128, 64, 4, 1, 1, 0}, {256, 128, 64, 4, 1, 1, 8},
+			{128, 256, 64, 4, 1, 1, 0}, {128, 256, 64, 4, 1, 1, 8}, {128, 256, 32, 8, 1, 1, 8}, {256, 128, 32, 8, 1, 1, 8}} {
 			wg(t, s)
 		}
 	}
 	add(ir.F32, 128, 64, 16, 2, 2, 4)
-	add(ir.F32, 128, 64, 16, 2, 4, 3)
-	add(ir.F32, 128, 128, 16, 2, 2, 3)
-	for _, s := range [][6]uint32{{128, 64, 32, 3, 0, 1}, {64, 128, 32, 3, 0, 1}, {256, 128, 32, 3, 0, 1},
-		{256, 128, 32, 4, 1, 1}, {128, 128, 32, 4, 0, 1}} {
+	for _, s := range [][7]uint32{{64, 128, 32, 4, 1, 1, 0}, {256, 128, 32, 4, 1, 1, 0}, {256, 128, 32, 4, 1, 1, 8},
+		{128, 256, 32, 4, 1, 1, 8}, {256, 128, 16, 8, 1, 1, 8}} {
 		wg(ir.F32, s)
 	}
 	return out
@@ -58,23 +57,53 @@ func tcFileName(c TCConfig) string {
 	if c.DynamicShared {
 		flags += "_dyn"
 	}
+	if c.GroupRows > 1 {
+		flags += fmt.Sprintf("_g%d", c.GroupRows)
+	}
 	return fmt.Sprintf("tc_%s%s_%dx%dx%d_w%dx%d_s%d%s.ptx", path, tcOperandName(c.Operand), c.TileM, c.TileN, c.TileK, c.WarpsM, c.WarpsN, c.Stages, flags)
 }
 
 // TestTensorCorePTXDump writes the benchmark kernels into $KILN_TC_PTX_DIR
-// for scripts/gpu-tc-run.sh (skipped without it).
+// for scripts/gpu-tc-run.sh (skipped without it), and the modules the CUDA
+// backend builds for the corpus matmul_tc on an H200 (sm_90, 227 KiB of
+// dynamic shared memory) at the tuned and default tiles, named *_corpus.
 func TestTensorCorePTXDump(t *testing.T) {
 	dir := os.Getenv("KILN_TC_PTX_DIR")
 	if dir == "" {
 		t.Skip("KILN_TC_PTX_DIR not set")
+	}
+	write := func(name, text string) {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 	for _, c := range tcBenchConfigs() {
 		text, ok, why := emitTensorCoreMatmul(c)
 		if !ok {
 			t.Fatalf("%s: %s", tcFileName(c), why)
 		}
-		if err := os.WriteFile(filepath.Join(dir, tcFileName(c)), []byte(text), 0o644); err != nil {
-			t.Fatal(err)
+		write(tcFileName(c), text)
+	}
+	// the script launches a, b, c, their counts, then m, n, k
+	want := []Param{
+		{BufferPointer, 0, "kiln_buf0"}, {BufferPointer, 1, "kiln_buf1"}, {BufferPointer, 2, "kiln_buf2"},
+		{ElementCount, 0, "kiln_len0"}, {ElementCount, 1, "kiln_len1"}, {ElementCount, 2, "kiln_len2"},
+		{UniformValue, 0, "kiln_uni0"}, {UniformValue, 1, "kiln_uni1"}, {UniformValue, 2, "kiln_uni2"},
+	}
+	opts := Options{Target: Target{SM: 90}, MaxDynamicSharedBytes: tcMaxDynamicShared}
+	for _, s := range []struct {
+		op         ir.Type
+		tm, tn, tk uint32
+	}{{ir.BF16, 128, 256, 64}, {ir.F16, 128, 256, 64}, {ir.F32, 256, 128, 32}, {ir.BF16, 64, 128, 32}} {
+		p := corpusTC(t, s.op, s.tm, s.tn, s.tk)
+		cfg, ok, why := matchTensorCoreMatmul(p, opts.Target, opts.MaxDynamicSharedBytes)
+		m, mok, mwhy := tensorCoreModule(p, opts)
+		if !ok || !mok {
+			t.Fatalf("%v %dx%dx%d: %s %s", s.op, s.tm, s.tn, s.tk, why, mwhy)
 		}
+		if fmt.Sprint(m.Params) != fmt.Sprint(want) {
+			t.Fatalf("corpus module parameters %v", m.Params)
+		}
+		write(strings.TrimSuffix(tcFileName(cfg), ".ptx")+"_corpus.ptx", m.Text)
 	}
 }

@@ -138,7 +138,7 @@ func TestTensorCoreCorpusEmulated(t *testing.T) {
 			}
 			g := tcGeometry{r.op, r.tm, r.tn, r.wg, m.SharedBytes + m.DynamicSharedBytes}
 			for _, s := range sizes {
-				tcRunText(t, m.Text, g, s.m, s.n, s.k, s.shortB, false, rng)
+				tcRunText(t, m.Text, g, s.m, s.n, s.k, s.shortB, false, false, rng)
 			}
 		})
 	}

@@ -67,7 +67,7 @@ type tcInst struct {
 	line int
 }
 
-var tcRegRE = regexp.MustCompile(`%[a-z]+[0-9]+|%ctaid\.[xy]`)
+var tcRegRE = regexp.MustCompile(`%[a-z]+[0-9]+|%n?ctaid\.[xy]`)
 
 const tcSharedBase = 0x400
 
@@ -336,6 +336,10 @@ func (e *tcEmu) step(t *tcThread) (collective bool, err error) {
 		binary.LittleEndian.PutUint32(m, uint32(v(1)))
 	case "add.u64":
 		e.set(t, a[0], v(1)+v(2))
+	case "mul.lo.u64":
+		e.set(t, a[0], v(1)*v(2))
+	case "setp.lt.u64":
+		e.set(t, a[0], b2u(v(1) < v(2)))
 	case "cvt.u32.u64":
 		e.set(t, a[0], uint64(uint32(v(1))))
 	case "mul.wide.u32":
@@ -350,6 +354,19 @@ func (e *tcEmu) step(t *tcThread) (collective bool, err error) {
 		e.set(t, a[0], b2u(u(1) == u(2)))
 	case "setp.ne.u32":
 		e.set(t, a[0], b2u(u(1) != u(2)))
+	case "min.u32":
+		e.set(t, a[0], uint64(min(u(1), u(2))))
+	case "div.u64", "rem.u64":
+		if v(2) == 0 {
+			return false, fmt.Errorf("line %d: %s by 0", in.line, in.op)
+		}
+		if in.op == "div.u64" {
+			e.set(t, a[0], v(1)/v(2))
+		} else {
+			e.set(t, a[0], v(1)%v(2))
+		}
+	case "mov.pred":
+		e.set(t, a[0], v(1))
 	case "and.pred":
 		e.set(t, a[0], v(1)&v(2))
 	case "bra", "bra.uni":
@@ -701,6 +718,12 @@ func (e *tcEmu) run(gridX, gridY, threads uint32, sharedBytes uint32) error {
 				ts[i] = &tcThread{regs: make([]uint64, len(e.regs)), tid: uint32(i)}
 				ts[i].regs[e.reg("%ctaid.x")] = uint64(bx)
 				ts[i].regs[e.reg("%ctaid.y")] = uint64(by)
+				if _, ok := e.regs["%nctaid.x"]; ok {
+					ts[i].regs[e.reg("%nctaid.x")] = uint64(gridX)
+				}
+				if _, ok := e.regs["%nctaid.y"]; ok {
+					ts[i].regs[e.reg("%nctaid.y")] = uint64(gridY)
+				}
 			}
 			if err := e.block(ts); err != nil {
 				return err

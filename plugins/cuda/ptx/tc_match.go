@@ -52,7 +52,7 @@ func tcBody(nm tcNames, tileM, tileN, tileK uint32, prec ir.MatrixPrecision) []i
 // interface from its buffers and uniforms. On sm_90 a program (bf16, f16, or
 // f32 at tf32 precision) whose workgroup has one warpgroup (128 invocations)
 // per 64 rows of its tile takes the wgmma path, 4 stages with one wgmma group in flight where
-// they fit (the fastest on an H200); everything else takes mma.sync with 3
+// they fit (the fastest on an H200), workgroups in groups of tcGroupRows tile rows; everything else takes mma.sync with 3
 // stages (fewer where they do not fit). Rings over 48 KiB are used only when
 // maxDynamicShared is the most dynamic shared memory the backend can launch with
 // (see TCConfig.DynamicShared; 0 for none). ok is false, with the reason, for any other program
@@ -124,7 +124,7 @@ func matchTensorCoreMatmul(p *ir.Program, target Target, maxDynamicShared uint32
 	}
 	if target.SM >= 90 && warps == 4*acc.Rows/64 && acc.Rows%64 == 0 {
 		wgc := cfg
-		wgc.WarpsM, wgc.WarpsN, wgc.Wgmma = warps, 1, true
+		wgc.WarpsM, wgc.WarpsN, wgc.Wgmma, wgc.GroupRows = warps, 1, true, tcGroupRows
 		if c, ok := tcStages(wgc, []uint32{4, 3, 2}, maxDynamicShared); ok {
 			return c, true, ""
 		}
@@ -135,6 +135,11 @@ func matchTensorCoreMatmul(p *ir.Program, target Target, maxDynamicShared uint32
 	cfg.Stages = 2
 	return TCConfig{}, false, cfg.check()
 }
+
+// tcGroupRows is the wgmma path's workgroup order (TCConfig.GroupRows): on an
+// H200 groups of 8 tile rows ran 8192³ bf16 2-4% faster than the plain order
+// with 128×256×64 tiles (6% with 256×128×64), 4096³ within the noise.
+const tcGroupRows = 8
 
 // tcStages returns cfg with the first of stages that it can be emitted with
 // (with one wgmma group in flight from 4 stages on), in dynamic shared memory

@@ -26,6 +26,12 @@ func tcWgmmaCfg(t ir.Type, tm, tn, tk, st uint32, overlap, dynamic bool) TCConfi
 	return c
 }
 
+// tcGrouped is c with its workgroups in groups of g tile rows.
+func tcGrouped(c TCConfig, g uint32) TCConfig {
+	c.GroupRows = g
+	return c
+}
+
 // TestTensorCorePTXStructure checks every benchmark kernel's text: ASCII only
 // (ptxas rejects anything else), declared registers cover every one used, every
 // branch goes to a label defined once, Emit's parameters in order, and the
@@ -108,8 +114,8 @@ func TestTensorCorePTXStructure(t *testing.T) {
 					t.Errorf("%d transposing stores, want %d", n, 2*4*bChunks)
 				}
 			}
-			if n := count("\tcp.async.cg.shared.global"); n != int(2*chunks) {
-				t.Errorf("%d cp.async, want %d (prologue and loop)", n, 2*chunks)
+			if n := count("\tcp.async.cg.shared.global"); n != int(4*chunks) {
+				t.Errorf("%d cp.async, want %d (prologue and loop, a step inside the bounds and one at an edge)", n, 4*chunks)
 			}
 			if n := count("cp.async.commit_group"); n != 2 {
 				t.Errorf("%d commit_group, want 2", n)
@@ -220,14 +226,14 @@ func TestMatchTensorCoreMatmul(t *testing.T) {
 	}{
 		{"mma.sync", tcProgram(ir.BF16, 128, 64, 32, 256, false), sm80, false, tcCfg(ir.BF16, 128, 64, 32, 2, 4, 3)},
 		{"wgmma", tcProgram(ir.BF16, 128, 64, 32, 256, false), sm90, false, func() TCConfig {
-			c := tcWgmmaCfg(ir.BF16, 128, 64, 32, 4, true, false)
+			c := tcGrouped(tcWgmmaCfg(ir.BF16, 128, 64, 32, 4, true, false), tcGroupRows)
 			c.Target = sm90
 			return c
 		}()},
-		{"wgmma, static only", tcProgram(ir.F16, 64, 128, 64, 128, false), sm90, false, tcWgmmaCfg(ir.F16, 64, 128, 64, 2, false, false)},
-		{"wgmma, dynamic", tcProgram(ir.F16, 64, 128, 64, 128, false), sm90, true, tcWgmmaCfg(ir.F16, 64, 128, 64, 4, true, true)},
+		{"wgmma, static only", tcProgram(ir.F16, 64, 128, 64, 128, false), sm90, false, tcGrouped(tcWgmmaCfg(ir.F16, 64, 128, 64, 2, false, false), tcGroupRows)},
+		{"wgmma, dynamic", tcProgram(ir.F16, 64, 128, 64, 128, false), sm90, true, tcGrouped(tcWgmmaCfg(ir.F16, 64, 128, 64, 4, true, true), tcGroupRows)},
 		{"tf32 on mma.sync", tcProgram(ir.F32, 64, 64, 16, 128, true), sm80, true, tcCfg(ir.F32, 64, 64, 16, 2, 2, 3)},
-		{"tf32 on wgmma", tcProgram(ir.F32, 64, 64, 16, 128, true), sm90, true, tcWgmmaCfg(ir.F32, 64, 64, 16, 4, true, false)},
+		{"tf32 on wgmma", tcProgram(ir.F32, 64, 64, 16, 128, true), sm90, true, tcGrouped(tcWgmmaCfg(ir.F32, 64, 64, 16, 4, true, false), tcGroupRows)},
 		{"not a warpgroup per 64 rows", tcProgram(ir.BF16, 128, 64, 32, 128, false), sm90, false, func() TCConfig {
 			c := tcCfg(ir.BF16, 128, 64, 32, 2, 2, 3)
 			c.Target = sm90
@@ -240,7 +246,7 @@ func TestMatchTensorCoreMatmul(t *testing.T) {
 		target  Target
 		dynamic bool
 		want    TCConfig
-	}{"the corpus kernel (lets)", corpusTC(t, ir.BF16, 64, 128, 32), sm90, false, tcWgmmaCfg(ir.BF16, 64, 128, 32, 4, true, false)})
+	}{"the corpus kernel (lets)", corpusTC(t, ir.BF16, 64, 128, 32), sm90, false, tcGrouped(tcWgmmaCfg(ir.BF16, 64, 128, 32, 4, true, false), tcGroupRows)})
 	for _, tc := range cases {
 		var maxDyn uint32
 		if tc.dynamic {
@@ -296,15 +302,16 @@ func TestMatchTensorCoreMatmul(t *testing.T) {
 }
 
 // tcRun emulates cfg's kernel on m×k and k×n small-integer matrices (c guarded
-// by extra poisoned elements past its count; b's count shortened by shortB) and
-// compares c with the exact product, bit for bit.
-func tcRun(t *testing.T, cfg TCConfig, m, n, k, shortB int, eager bool, rng *rand.Rand) {
+// by extra poisoned elements past m·n: inside its count, as many as a tile's
+// rows take, when longC, past it otherwise; b's count shortened by shortB) and compares c with the exact
+// product, bit for bit.
+func tcRun(t *testing.T, cfg TCConfig, m, n, k, shortB int, longC, eager bool, rng *rand.Rand) {
 	t.Helper()
 	text, ok, why := emitTensorCoreMatmul(cfg)
 	if !ok {
 		t.Fatal(why)
 	}
-	tcRunText(t, text, tcGeometry{cfg.Operand, cfg.TileM, cfg.TileN, cfg.Threads(), cfg.SharedBytes()}, m, n, k, shortB, eager, rng)
+	tcRunText(t, text, tcGeometry{cfg.Operand, cfg.TileM, cfg.TileN, cfg.Threads(), cfg.SharedBytes()}, m, n, k, shortB, longC, eager, rng)
 }
 
 // tcGeometry is what running a tensor-core module takes besides its text: the
@@ -318,7 +325,7 @@ type tcGeometry struct {
 }
 
 // tcRunText is tcRun for a module's text.
-func tcRunText(t *testing.T, text string, g tcGeometry, m, n, k, shortB int, eager bool, rng *rand.Rand) {
+func tcRunText(t *testing.T, text string, g tcGeometry, m, n, k, shortB int, longC, eager bool, rng *rand.Rand) {
 	t.Helper()
 	cfg := TCConfig{Operand: g.operand, TileM: g.tileM, TileN: g.tileN}
 	e, err := newTCEmu(text)
@@ -350,7 +357,10 @@ func tcRunText(t *testing.T, text string, g tcGeometry, m, n, k, shortB int, eag
 		b[i] = float64(rng.IntN(7) - 3)
 	}
 	lenB := k*n - shortB
-	const guard = 8
+	guard := 8
+	if longC {
+		guard = 256*n + 8 // past any tile's rows
+	}
 	cbuf := make([]byte, 4*(m*n+guard))
 	for i := range m*n + guard {
 		binary.LittleEndian.PutUint32(cbuf[4*i:], 0x7fc00123)
@@ -359,9 +369,13 @@ func tcRunText(t *testing.T, text string, g tcGeometry, m, n, k, shortB int, eag
 	for i := range e.bufs {
 		e.bases = append(e.bases, uint64(i+1)<<36)
 	}
+	lenC := m * n
+	if longC {
+		lenC += guard
+	}
 	e.params = map[string]uint64{
 		"kiln_buf0": e.bases[0], "kiln_buf1": e.bases[1], "kiln_buf2": e.bases[2],
-		"kiln_len0": uint64(m * k), "kiln_len1": uint64(lenB), "kiln_len2": uint64(m * n),
+		"kiln_len0": uint64(m * k), "kiln_len1": uint64(lenB), "kiln_len2": uint64(lenC),
 		"kiln_uni0": uint64(m), "kiln_uni1": uint64(n), "kiln_uni2": uint64(k),
 	}
 	gx, gy := (uint32(n)+cfg.TileN-1)/cfg.TileN, (uint32(m)+cfg.TileM-1)/cfg.TileM
@@ -385,7 +399,7 @@ func tcRunText(t *testing.T, text string, g tcGeometry, m, n, k, shortB int, eag
 	}
 	for i := m * n; i < m*n+guard; i++ {
 		if binary.LittleEndian.Uint32(cbuf[4*i:]) != 0x7fc00123 {
-			t.Fatalf("%dx%dx%d: c[%d] past the count was written", m, n, k, i)
+			t.Fatalf("%dx%dx%d: c[%d] past m·n was written (count %d)", m, n, k, i, lenC)
 		}
 	}
 }
@@ -406,24 +420,32 @@ func TestTensorCoreEmulated(t *testing.T) {
 		tcWgmmaCfg(ir.BF16, 128, 64, 64, 4, true, true),
 		tcWgmmaCfg(ir.F32, 64, 64, 32, 3, false, true),
 		tcWgmmaCfg(ir.F32, 128, 128, 32, 4, true, true),
+		tcGrouped(tcCfg(ir.F16, 32, 64, 32, 1, 2, 3), 2),
+		tcGrouped(tcWgmmaCfg(ir.BF16, 64, 64, 32, 4, true, false), 2),
+		tcGrouped(tcWgmmaCfg(ir.F16, 128, 256, 64, 4, true, true), 8), // the tuned tile: two warpgroups, n256
 	}
-	sizes := []struct{ m, n, k, shortB int }{
-		{80, 136, 96, 0},
-		{70, 45, 37, 0},
-		{17, 8, 0, 0},
-		{33, 72, 40, 5},
+	sizes := []struct {
+		m, n, k, shortB int
+		longC           bool
+	}{
+		{80, 136, 96, 0, false},
+		{70, 45, 37, 0, false},
+		{17, 8, 0, 0, false},
+		{33, 72, 40, 5, false},
+		{48, 128, 32, 0, true},
+		{136, 64, 40, 0, false}, // aligned, k ends inside a step: the rows above the last fit the counts
 	}
 	if testing.Short() || raceEnabled {
 		// one configuration of each path and kind of b copy, a ragged size
 		// (element-wise edges) and an aligned one with a short b
-		cfgs, sizes = []TCConfig{cfgs[0], cfgs[3], cfgs[6], cfgs[9]}, append(sizes[1:2:2], sizes[3])
+		cfgs, sizes = []TCConfig{cfgs[0], cfgs[3], cfgs[6], cfgs[9], cfgs[10]}, append(sizes[1:2:2], sizes[3], sizes[4], sizes[5])
 	}
 	rng := rand.New(rand.NewPCG(27, 1))
 	for _, c := range cfgs {
 		t.Run(tcFileName(c), func(t *testing.T) {
 			for _, s := range sizes {
 				for _, eager := range []bool{false, true} {
-					tcRun(t, c, s.m, s.n, s.k, s.shortB, eager, rng)
+					tcRun(t, c, s.m, s.n, s.k, s.shortB, s.longC, eager, rng)
 				}
 			}
 		})
