@@ -61,14 +61,20 @@ type Options struct {
 	// matches run; pins of other directories do not matter. NoPinning ignores it.
 	PinFile   string
 	NoPinning bool
-	// NoMTLS turns off the mutual TLS of the plugin connections. By default
-	// the host generates one P-256 key per Host and issues each plugin start a
-	// certificate signed by it; the plugin accepts only connections that
-	// present the host's certificate (docs/design.md, "Plugin transport
-	// authentication"). Plugins built with an older SDK fall back to
-	// go-plugin's AutoMTLS. Without mTLS the plugin's socket still lives in a
-	// directory only this user can enter.
+	// NoMTLS turns off the authentication of the plugin connections. By
+	// default, on Linux, the plugin accepts a connection only from the host's
+	// process (the kernel's peer credentials of its unix socket) that sends
+	// the random token the host passed this start, and the host connects only
+	// to the plugin process it started; elsewhere the host generates one
+	// P-256 key per Host and issues each plugin start a certificate signed by
+	// it, and the plugin accepts only connections that present the host's
+	// certificate (mutual TLS). See docs/design.md, "Plugin transport
+	// authentication". Plugins built with an older SDK fall back to
+	// go-plugin's AutoMTLS. Without authentication the plugin's socket still
+	// lives in a directory only this user can enter.
 	NoMTLS bool
+	// tlsOnly keeps mutual TLS where peer credentials would do (tests).
+	tlsOnly bool
 
 	// Cache is the pipeline cache every compile goes through: the host reads the
 	// entry for the pipeline's key, sends it with the compile request and stores
@@ -204,6 +210,7 @@ func Open(ctx context.Context, opts Options) (*Host, error) {
 			_ = obs.close()
 			return nil, err
 		}
+		set.auth.tlsOnly = opts.tlsOnly
 	}
 	if set.failThreshold <= 0 {
 		set.failThreshold = 3

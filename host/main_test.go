@@ -14,6 +14,9 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	if arg := os.Getenv(peerDialEnv); arg != "" {
+		os.Exit(peerDial(arg)) // TestPluginRefusesUnauthenticatedConnections's other process
+	}
 	// Hosts opened with default stores must not touch the user's cache and
 	// config: point the XDG homes at a directory of this test binary's own.
 	// The go builds below keep using the user's build cache, not one under the

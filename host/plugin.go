@@ -118,8 +118,9 @@ type settings struct {
 	failThreshold int
 	failWindow    time.Duration
 	logRate       int
-	// auth authenticates the plugin connections (mutual TLS with host-issued
-	// certificates); nil with Options.NoMTLS.
+	// auth authenticates the plugin connections (peer credentials and a
+	// token, or mutual TLS with host-issued certificates); nil with
+	// Options.NoMTLS.
 	auth *transportAuth
 	log  hclog.Logger
 	// stores are the host's persistent stores, which compiles go through.
@@ -252,7 +253,7 @@ func (p *plugin) launch(ctx context.Context) (*process, *pluginapi.Description, 
 	var env []string
 	if p.set.auth != nil {
 		var err error
-		if env, cfg.TLSConfig, err = p.set.auth.issue(); err != nil {
+		if env, err = p.set.auth.configure(cfg, proc.pluginPID); err != nil {
 			return nil, nil, &StartError{Path: p.path, Stage: StartRefused, Detail: err.Error(), Timeout: p.set.startTimeout}
 		}
 	}

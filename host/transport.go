@@ -2,6 +2,7 @@ package host
 
 import (
 	"bytes"
+	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -11,25 +12,94 @@ import (
 	"encoding/pem"
 	"fmt"
 	"math/big"
+	"net"
 	"time"
 
+	goplugin "github.com/hashicorp/go-plugin"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
+
+	"github.com/kiln-dev/kiln/internal/peerauth"
 	"github.com/kiln-dev/kiln/internal/wire"
 )
 
-// transportAuth authenticates the host's plugin connections with mutual TLS
-// at the cost of one P-256 key per host process and one per start (tens of
-// microseconds each), where go-plugin's AutoMTLS generates two P-521 keys per
-// start (tens of milliseconds). The host's key signs its own certificate,
-// which is both its client certificate and the authority for the certificate
-// it issues each plugin start; the plugin gets both through its environment
+// transportAuth authenticates the host's plugin connections (see
+// docs/design.md, "Plugin transport authentication"). Where the kernel names
+// a unix socket's peer (Linux), each start gets a random token: the plugin
+// accepts a connection only from the host's process whose first bytes are the
+// token, and the host connects only to a socket the plugin process it started
+// listens on (package peerauth); no handshake crosses the socket but the
+// token. Elsewhere (or with tlsOnly) it is mutual TLS at the cost of one
+// P-256 key per host process and one per start (tens of microseconds each),
+// where go-plugin's AutoMTLS generates two P-521 keys per start (tens of
+// milliseconds). The host's key signs its own certificate, which is both its
+// client certificate and the authority for the certificate it issues each
+// plugin start; the plugin gets both through its environment
 // (wire.TransportCertEnv) and accepts only connections that present the
-// host's certificate. See docs/design.md, "Plugin transport authentication".
+// host's certificate. Plugins of an older SDK, which know neither, answer the
+// host's certificate with go-plugin's AutoMTLS.
 type transportAuth struct {
 	key     *ecdsa.PrivateKey
 	cert    *x509.Certificate
 	certPEM []byte
 	client  tls.Certificate
 	roots   *x509.CertPool
+	// tlsOnly keeps mutual TLS where peer credentials would do (tests of
+	// the other systems' path).
+	tlsOnly bool
+}
+
+// configure sets up cfg's authentication for one plugin start and returns the
+// environment to start the plugin with. pluginPID reports the started
+// plugin's process id (0 before it runs).
+func (a *transportAuth) configure(cfg *goplugin.ClientConfig, pluginPID func() int) ([]string, error) {
+	if a.tlsOnly || !peerauth.Supported() {
+		env, tlsCfg, err := a.issue()
+		cfg.TLSConfig = tlsCfg
+		return env, err
+	}
+	token, encoded, err := peerauth.NewToken()
+	if err != nil {
+		return nil, err
+	}
+	// go-plugin fills RootCAs with the certificate an older SDK's plugin
+	// answers PLUGIN_CLIENT_CERT with (AutoMTLS).
+	cfg.TLSConfig = &tls.Config{
+		Certificates:     []tls.Certificate{a.client},
+		ServerName:       "localhost",
+		MinVersion:       tls.VersionTLS12,
+		CurvePreferences: []tls.CurveID{tls.X25519},
+	}
+	// go-plugin dials with its own credentials first and these options after
+	// them: the last transport credentials win.
+	cfg.GRPCDialOptions = append(cfg.GRPCDialOptions, grpc.WithTransportCredentials(
+		&startCreds{TransportCredentials: peerauth.Client(token, pluginPID), fallback: cfg.TLSConfig}))
+	return []string{
+		"PLUGIN_CLIENT_CERT=" + string(a.certPEM),
+		peerauth.TokenEnv + "=" + encoded,
+	}, nil
+}
+
+// startCreds are the peer credentials of one start, unless the plugin
+// answered with a certificate of its own in its handshake line (an older
+// SDK's AutoMTLS): then fallback, whose RootCAs go-plugin set to that
+// certificate, is TLS's configuration.
+type startCreds struct {
+	credentials.TransportCredentials
+	fallback *tls.Config
+}
+
+func (c *startCreds) ClientHandshake(ctx context.Context, authority string, conn net.Conn) (net.Conn, credentials.AuthInfo, error) {
+	if c.fallback.RootCAs != nil {
+		// gRPC's authority is go-plugin's placeholder target; the certificate
+		// names the fallback's ServerName.
+		return credentials.NewTLS(c.fallback).ClientHandshake(ctx, c.fallback.ServerName, conn)
+	}
+	return c.TransportCredentials.ClientHandshake(ctx, authority, conn)
+}
+
+func (c *startCreds) Clone() credentials.TransportCredentials {
+	return &startCreds{TransportCredentials: c.TransportCredentials.Clone(), fallback: c.fallback}
 }
 
 // transportLifetime is how long the certificates are valid: a plugin's
@@ -121,4 +191,13 @@ func (a *transportAuth) issue() ([]string, *tls.Config, error) {
 		MinVersion:       tls.VersionTLS12,
 		CurvePreferences: []tls.CurveID{tls.X25519},
 	}, nil
+}
+
+// pluginPID is the started plugin's process id, 0 before it runs: the peer
+// credentials accept only a socket this process listens on.
+func (pr *process) pluginPID() int {
+	if pr.runner == nil {
+		return 0
+	}
+	return pr.runner.processID()
 }

@@ -146,7 +146,12 @@ func Serve(b Backend, opts ...ServeOption) {
 	if !hostWatched {
 		go watchParent(os.Getppid(), parentPollInterval, os.Getppid, func() { hostGone(logger) })
 	}
-	plugin.Serve(serveConfig(b, logger, servedProtocols(opts)...))
+	cfg := serveConfig(b, logger, servedProtocols(opts)...)
+	if err := authenticate(cfg, os.Getenv, os.Unsetenv, os.Getppid()); err != nil {
+		logger.Error("cannot set up the transport authentication", "error", err)
+		os.Exit(1)
+	}
+	plugin.Serve(cfg)
 }
 
 // versionFlag makes Serve print the plugin's version instead of serving.
@@ -210,7 +215,6 @@ func serveConfig(b Backend, logger hclog.Logger, versions ...int) *plugin.ServeC
 		VersionedPlugins: pluginSets(b, versions),
 		GRPCServer:       newGRPCServer,
 		Logger:           logger,
-		TLSProvider:      serveTLS,
 	}
 }
 
