@@ -67,7 +67,11 @@ type planeServer struct {
 	ln         *net.UnixListener
 	token      []byte
 	concurrent bool
-	timer      *spanTimer // nil unless the host asked for spans (SpansEnv)
+	// pipelined is the backend's [Pipelined], when it is also
+	// ConcurrentAdapters and no spans were asked for: its submits and
+	// transfers are started by a queue's goroutine and completed by another.
+	pipelined Pipelined
+	timer     *spanTimer // nil unless the host asked for spans (SpansEnv)
 
 	mu      sync.Mutex
 	conn    *wire.RawConn
@@ -118,6 +122,9 @@ func listenPlane(dev *device) (*planeServer, error) {
 	p := &planeServer{dev: dev, dir: dir, ln: ln, token: token, concurrent: ok && c.ConcurrentAdapters(), timer: newSpanTimer(),
 		running: map[uint64]context.CancelFunc{}, segs: map[uint32]*wire.Segment{}, bufSeg: map[uint64]*wire.Segment{},
 		bufAdapter: map[uint64]uint32{}, queues: map[uint32]chan planeJob{}}
+	if pl, ok := dev.impl.(Pipelined); ok && p.concurrent && p.timer == nil {
+		p.pipelined = pl
+	}
 	go p.serve()
 	return p, nil
 }
@@ -275,9 +282,18 @@ func (p *planeServer) enqueue(key uint32, job planeJob, watched <-chan struct{})
 }
 
 // drain runs the jobs of one queue in order, answering each; once the plane is
-// gone, or an answer could not be put, the rest are dropped unrun.
+// gone, or an answer could not be put, the rest are dropped unrun. On a
+// [Pipelined] backend it starts submits and transfers and hands their
+// completions to the queue's completer, and runs any other job only once the
+// completer has answered everything started before it.
 func (p *planeServer) drain(q <-chan planeJob) {
 	defer p.workers.Done()
+	var c *completer // started on the first pipelined job
+	defer func() {
+		if c != nil {
+			c.stop()
+		}
+	}()
 	for {
 		job, ok := p.receive(q)
 		if !ok {
@@ -290,9 +306,119 @@ func (p *planeServer) drain(q <-chan planeJob) {
 			}
 			continue
 		}
+		if p.pipelined != nil {
+			w, started, err := p.startJob(job)
+			if started {
+				if err != nil {
+					p.answerJob(job, err)
+					continue
+				}
+				if c == nil {
+					c = p.newCompleter()
+				}
+				c.push(startedJob{seq: job.req.Seq, kind: job.req.Kind, began: time.Now(), wait: w})
+				continue
+			}
+		}
+		if c != nil {
+			c.barrier()
+		}
 		if err := p.answer(wire.EncodeDone(job.req.Kind, p.handle(job))); err != nil {
 			p.hangUp()
 		}
+	}
+}
+
+// startJob starts job on the [Pipelined] backend when it is a submit, a write or
+// a read; started is false for every other job (and for a submit that must
+// run blocking), which the caller runs itself.
+func (p *planeServer) startJob(job planeJob) (w Completion, started bool, err error) {
+	req := job.req
+	switch req.Kind {
+	case wire.FrameSubmit:
+		return p.dev.startSubmit(job.ctx, p.pipelined, &SubmitRequest{Adapter: int(req.Adapter), Commands: commandsFromWire(req.Commands)})
+	case wire.FrameWrite, wire.FrameRead:
+		view, err := p.view(req.Data)
+		if err == nil {
+			w, err = p.dev.startTransfer(job.ctx, p.pipelined, req.Kind == wire.FrameWrite, req.Buffer, req.Offset, view)
+		}
+		return w, true, err
+	}
+	return nil, false, nil
+}
+
+// answerJob answers a job that failed to start.
+func (p *planeServer) answerJob(job planeJob, err error) {
+	p.finish(job.req.Seq)
+	d := &wire.Done{Seq: job.req.Seq, Status: statusOf(err), Msg: err.Error()}
+	if err := p.answer(wire.EncodeDone(job.req.Kind, d)); err != nil {
+		p.hangUp()
+	}
+}
+
+// startedJob is work a [Pipelined] backend started, waiting for its completion.
+type startedJob struct {
+	seq   uint64
+	kind  wire.FrameKind
+	began time.Time
+	wait  Completion
+}
+
+// completer is the goroutine of one queue that calls the completions of the
+// work its queue started, in start order, and answers each request. Its
+// channel holds at most planeQueueDepth started jobs: the queue's goroutine
+// waits when it is full, so started work stays bounded too.
+type completer struct {
+	p    *planeServer
+	jobs chan startedJob
+	// busy counts the jobs pushed and not yet answered (or dropped).
+	busy sync.WaitGroup
+	done chan struct{}
+}
+
+func (p *planeServer) newCompleter() *completer {
+	c := &completer{p: p, jobs: make(chan startedJob, planeQueueDepth), done: make(chan struct{})}
+	go c.run()
+	return c
+}
+
+// push hands a started job to the completer.
+func (c *completer) push(j startedJob) {
+	c.busy.Add(1)
+	c.jobs <- j
+}
+
+// barrier waits until every pushed job was answered.
+func (c *completer) barrier() { c.busy.Wait() }
+
+// stop lets the completer finish what was pushed and waits for it.
+func (c *completer) stop() {
+	close(c.jobs)
+	<-c.done
+}
+
+func (c *completer) run() {
+	defer close(c.done)
+	p := c.p
+	for j := range c.jobs {
+		res, err := j.wait()
+		p.finish(j.seq)
+		d := &wire.Done{Seq: j.seq}
+		switch {
+		case err != nil:
+			d.Status, d.Msg = statusOf(err), err.Error()
+		case res != nil:
+			d.HostNanos, d.DeviceNanos = res.HostNanos, res.DeviceNanos
+		}
+		if d.Status == 0 && d.HostNanos == 0 {
+			d.HostNanos = max(time.Since(j.began).Nanoseconds(), 1)
+		}
+		if !p.gone.Load() {
+			if err := p.answer(wire.EncodeDone(j.kind, d)); err != nil {
+				p.hangUp()
+			}
+		}
+		c.busy.Done()
 	}
 }
 
