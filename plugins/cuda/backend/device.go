@@ -29,6 +29,8 @@ type device struct {
 	// pool and scratch are guarded by sem.
 	pool    pool
 	scratch submitScratch
+	// pipe is the work started on the data plane (see pipelined.go).
+	pipe pipe
 }
 
 // newDevice retains a's primary context and creates the stream and events.
@@ -64,6 +66,7 @@ func (d *device) destroyObjects() {
 			_ = d.ctx.StreamSynchronize(d.stream)
 		}
 		d.drain()
+		d.destroyEvents()
 		for _, e := range []driver.Event{d.start, d.end} {
 			if e != 0 {
 				_ = d.ctx.EventDestroy(e)
