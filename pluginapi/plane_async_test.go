@@ -206,7 +206,7 @@ func TestPlanePipelinedCancelWaitsForTheDevice(t *testing.T) {
 		t.Fatalf("the cancelled read returned after %v", waited)
 	}
 	p.mu.Lock()
-	idle := len(p.idle)
+	idle := len(p.idle) + len(p.idleSmall)
 	p.mu.Unlock()
 	if idle != 0 {
 		t.Fatal("the read's staging segment was released while the device could still fill it")
@@ -214,5 +214,41 @@ func TestPlanePipelinedCancelWaitsForTheDevice(t *testing.T) {
 	close(b.gate)
 	if err := transferOnPlane(ctxT(t), p, wire.FrameWrite, a0, 0, make([]byte, 16)); err != nil {
 		t.Fatalf("a write after the cancelled read: %v", err)
+	}
+}
+
+// TestPlaneKeepsStagingForConcurrentCallers pins the staging policy: the small
+// staging segments of 16 transfers in flight at once all stay attached and
+// idle when they end, so the next 16 lease them without a round trip. With
+// four kept, the other twelve were detached and the next callers attached new
+// ones (each a round trip, and a driver registration in a GPU plugin).
+func TestPlaneKeepsStagingForConcurrentCallers(t *testing.T) {
+	const callers = 16
+	_, p := gatedPlane(t, newMemBackend())
+	var segs []*wire.Segment
+	for range callers {
+		s, err := p.lease(ctxT(t), 4)
+		if err != nil {
+			t.Fatal(err)
+		}
+		segs = append(segs, s)
+	}
+	for _, s := range segs {
+		p.unlease(s)
+	}
+	p.mu.Lock()
+	idle := len(p.idle) + len(p.idleSmall)
+	p.mu.Unlock()
+	if idle != callers {
+		t.Fatalf("%d of %d small staging segments stayed idle, want all", idle, callers)
+	}
+	for range callers {
+		s, err := p.lease(ctxT(t), 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Contains(segs, s) {
+			t.Fatalf("a lease attached segment %d while idle ones were kept", s.ID)
+		}
 	}
 }
