@@ -400,7 +400,11 @@ func (c *completer) stop() {
 func (c *completer) run() {
 	defer close(c.done)
 	p := c.p
-	for j := range c.jobs {
+	for {
+		j, ok := spinReceive(p, c.jobs)
+		if !ok {
+			return
+		}
 		res, err := j.wait()
 		p.finish(j.seq)
 		d := &wire.Done{Seq: j.seq}
@@ -427,21 +431,24 @@ func (c *completer) run() {
 // elsewhere) it polls q for wire.SpinWait first, yielding to the scheduler between
 // polls, so that in a loop of small requests the next one finds its goroutine
 // running instead of parked: a parked one costs the reader a thread wake-up and
-// the request a scheduling delay on its way to the backend.
-func (p *planeServer) receive(q <-chan planeJob) (planeJob, bool) {
+// the request a scheduling delay on its way to the backend. A queue's completer
+// receives its started jobs the same way.
+func (p *planeServer) receive(q <-chan planeJob) (planeJob, bool) { return spinReceive(p, q) }
+
+func spinReceive[T any](p *planeServer, q <-chan T) (T, bool) {
 	if p.req.Busy() > 0 {
 		until := time.Now().Add(wire.SpinWait)
 		for time.Now().Before(until) {
 			select {
-			case job, ok := <-q:
-				return job, ok
+			case v, ok := <-q:
+				return v, ok
 			default:
 			}
 			runtime.Gosched()
 		}
 	}
-	job, ok := <-q
-	return job, ok
+	v, ok := <-q
+	return v, ok
 }
 
 // stopQueues closes every queue and waits until their goroutines have run or
