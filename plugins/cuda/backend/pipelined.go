@@ -28,18 +28,23 @@ type pipe struct {
 	events   []driver.Event // recorded events ready for reuse
 }
 
-// beginWork takes the stream for one more piece of started work: it acquires sem
-// when nothing is in flight (waiting while another call holds it).
+// beginWork takes the stream for one more piece of started work: it joins the
+// work in flight, or acquires sem when nothing is in flight (waiting while
+// another call holds it) or when another call waits for sem, so that a steady
+// stream of started work cannot starve a blocking call (a peer copy, a
+// probe): that call gets the stream when the work in flight is done, and the
+// next start waits for it.
 func (d *device) beginWork(ctx context.Context) error {
 	d.pipe.mu.Lock()
-	if d.pipe.inflight > 0 {
+	if d.pipe.inflight > 0 && d.waiting.Load() == 0 {
 		d.pipe.inflight++
 		d.pipe.mu.Unlock()
 		return nil
 	}
 	d.pipe.mu.Unlock()
-	// Nothing in flight: only this adapter's queue starts work, so nothing
-	// starts meanwhile, and no completion can give sem back.
+	// Only this adapter's queue starts work, so nothing starts meanwhile;
+	// sem is free once the work in flight is done (and the callers that
+	// waited before had their turn).
 	if err := d.acquire(ctx); err != nil {
 		return err
 	}

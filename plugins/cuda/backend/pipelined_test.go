@@ -107,3 +107,50 @@ func TestPipelinedWriteSubmitRead(t *testing.T) {
 	}
 	d.release()
 }
+
+// TestStartedWorkLetsAWaitingCallIn pins fairness (no GPU needed): while a
+// blocking call waits for the stream, a new start does not join the work in
+// flight (which would keep the stream busy for as long as starts come), so the
+// waiting call gets the stream once that work is done, and the start after it.
+func TestStartedWorkLetsAWaitingCallIn(t *testing.T) {
+	_, d, _ := fakeSubmitState(t)
+	ctx := context.Background()
+	if err := d.beginWork(ctx); err != nil {
+		t.Fatal(err)
+	}
+	order := make(chan string, 2)
+	blocked := make(chan struct{})
+	go func() {
+		if err := d.acquire(ctx); err != nil {
+			t.Error(err)
+			return
+		}
+		order <- "blocking call"
+		<-blocked
+		d.release()
+	}()
+	for d.waiting.Load() == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	go func() {
+		if err := d.beginWork(ctx); err != nil {
+			t.Error(err)
+			return
+		}
+		order <- "start"
+		d.endWork()
+	}()
+	select {
+	case got := <-order:
+		t.Fatalf("%s ran while the first start's work was in flight", got)
+	case <-time.After(50 * time.Millisecond):
+	}
+	d.endWork()
+	if got := <-order; got != "blocking call" {
+		t.Fatalf("%s took the stream first; the blocking call waited longer", got)
+	}
+	close(blocked)
+	if got := <-order; got != "start" {
+		t.Fatalf("got %s, want the start", got)
+	}
+}
