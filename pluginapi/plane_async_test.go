@@ -20,6 +20,12 @@ import (
 type pipeBackend struct {
 	*gateBackend
 	started chan struct{} // receives once per Start
+	// holdFirst, when not nil, holds the first Start until it is closed, so
+	// that a test can queue requests behind it: the queue's goroutine then
+	// finds work waiting and hands the first completion to the completer
+	// instead of completing it itself.
+	holdFirst chan struct{}
+	first     sync.Once
 
 	logMu sync.Mutex
 	log   []string
@@ -27,6 +33,28 @@ type pipeBackend struct {
 
 func newPipeBackend(gated bool) *pipeBackend {
 	return &pipeBackend{gateBackend: newGateBackend(true, gated), started: make(chan struct{}, 1024)}
+}
+
+// holdFirstUntilRead makes the first Start wait until n requests are read
+// (registered for Cancel) by srv; it returns the function that waits for that
+// and lets the first Start go.
+func (b *pipeBackend) holdFirstUntilRead(t *testing.T, srv *planeServer, n int) func() {
+	b.holdFirst = make(chan struct{})
+	return func() {
+		t.Helper()
+		for until := time.Now().Add(20 * time.Second); ; time.Sleep(time.Millisecond) {
+			srv.mu.Lock()
+			read := len(srv.running)
+			srv.mu.Unlock()
+			if read >= n {
+				break
+			}
+			if time.Now().After(until) {
+				t.Fatalf("the plugin read %d requests, want %d", read, n)
+			}
+		}
+		close(b.holdFirst)
+	}
 }
 
 func (b *pipeBackend) note(s string) {
@@ -43,6 +71,9 @@ func (b *pipeBackend) events() []string {
 
 // completion waits for the gate on adapter 0, then runs do.
 func (b *pipeBackend) completion(ctx context.Context, adapter int, do func() (*SubmitResult, error)) (Completion, error) {
+	if b.holdFirst != nil {
+		b.first.Do(func() { <-b.holdFirst })
+	}
 	b.note("start")
 	b.started <- struct{}{}
 	return func() (*SubmitResult, error) {
@@ -111,8 +142,9 @@ func waitStarts(t *testing.T, b *pipeBackend, n int) {
 // started nothing meanwhile.
 func TestPlanePipelinedStartsWhileEarlierRun(t *testing.T) {
 	b := newPipeBackend(true)
-	_, p := gatedPlane(t, b)
+	srv, p := gatedPlane(t, b)
 	a0 := allocOn(t, p, 0, 16)
+	release := b.holdFirstUntilRead(t, srv, 4)
 
 	var calls []*call
 	for i := range 3 {
@@ -126,6 +158,7 @@ func TestPlanePipelinedStartsWhileEarlierRun(t *testing.T) {
 	binary.LittleEndian.PutUint32(src, 99)
 	wrote := make(chan error, 1)
 	go func() { wrote <- transferOnPlane(ctxT(t), p, wire.FrameWrite, a0, 12, src) }()
+	release()
 	waitStarts(t, b, 4)
 	for _, c := range calls {
 		if c.ready() {
@@ -161,18 +194,20 @@ func TestPlanePipelinedStartsWhileEarlierRun(t *testing.T) {
 // running work.
 func TestPlanePipelinedFreeWaitsForStartedWork(t *testing.T) {
 	b := newPipeBackend(true)
-	_, p := gatedPlane(t, b)
+	srv, p := gatedPlane(t, b)
 	a0, spare := allocOn(t, p, 0, 16), allocOn(t, p, 0, 16)
+	release := b.holdFirstUntilRead(t, srv, 2)
 
 	held, err := p.send(ctxT(t), fill(0, a0, 0, 16, 1), -1, 0, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitStarts(t, b, 1)
 	freed, err := p.send(ctxT(t), &wire.Request{Kind: wire.FrameFree, Buffer: spare}, -1, 0, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
+	release()
+	waitStarts(t, b, 1)
 	// Give a free that skips the barrier the time to reach the backend.
 	time.Sleep(50 * time.Millisecond)
 	close(b.gate)

@@ -313,10 +313,19 @@ func (p *planeServer) drain(q <-chan planeJob) {
 					p.answerJob(job, err)
 					continue
 				}
+				j := startedJob{seq: job.req.Seq, kind: job.req.Kind, began: time.Now(), wait: w}
+				if len(q) == 0 && (c == nil || c.idle()) {
+					// Nothing to start meanwhile and nothing started
+					// before: complete it here, without handing it to
+					// the completer (a thread wake-up on the way of a
+					// lone caller's every request).
+					p.complete(j)
+					continue
+				}
 				if c == nil {
 					c = p.newCompleter()
 				}
-				c.push(startedJob{seq: job.req.Seq, kind: job.req.Kind, began: time.Now(), wait: w})
+				c.push(j)
 				continue
 			}
 		}
@@ -356,6 +365,28 @@ func (p *planeServer) answerJob(job planeJob, err error) {
 	}
 }
 
+// complete waits for a started job's completion and answers its request
+// (unless the host is gone).
+func (p *planeServer) complete(j startedJob) {
+	res, err := j.wait()
+	p.finish(j.seq)
+	d := &wire.Done{Seq: j.seq}
+	switch {
+	case err != nil:
+		d.Status, d.Msg = statusOf(err), err.Error()
+	case res != nil:
+		d.HostNanos, d.DeviceNanos = res.HostNanos, res.DeviceNanos
+	}
+	if d.Status == 0 && d.HostNanos == 0 {
+		d.HostNanos = max(time.Since(j.began).Nanoseconds(), 1)
+	}
+	if !p.gone.Load() {
+		if err := p.answer(wire.EncodeDone(j.kind, d)); err != nil {
+			p.hangUp()
+		}
+	}
+}
+
 // startedJob is work a [Pipelined] backend started, waiting for its completion.
 type startedJob struct {
 	seq   uint64
@@ -371,9 +402,11 @@ type startedJob struct {
 type completer struct {
 	p    *planeServer
 	jobs chan startedJob
-	// busy counts the jobs pushed and not yet answered (or dropped).
-	busy sync.WaitGroup
-	done chan struct{}
+	// busy counts the jobs pushed and not yet answered (or dropped), and
+	// pending too, for idle.
+	busy    sync.WaitGroup
+	pending atomic.Int64
+	done    chan struct{}
 }
 
 func (p *planeServer) newCompleter() *completer {
@@ -385,11 +418,15 @@ func (p *planeServer) newCompleter() *completer {
 // push hands a started job to the completer.
 func (c *completer) push(j startedJob) {
 	c.busy.Add(1)
+	c.pending.Add(1)
 	c.jobs <- j
 }
 
 // barrier waits until every pushed job was answered.
 func (c *completer) barrier() { c.busy.Wait() }
+
+// idle reports whether every pushed job was answered.
+func (c *completer) idle() bool { return c.pending.Load() == 0 }
 
 // stop lets the completer finish what was pushed and waits for it.
 func (c *completer) stop() {
@@ -405,23 +442,8 @@ func (c *completer) run() {
 		if !ok {
 			return
 		}
-		res, err := j.wait()
-		p.finish(j.seq)
-		d := &wire.Done{Seq: j.seq}
-		switch {
-		case err != nil:
-			d.Status, d.Msg = statusOf(err), err.Error()
-		case res != nil:
-			d.HostNanos, d.DeviceNanos = res.HostNanos, res.DeviceNanos
-		}
-		if d.Status == 0 && d.HostNanos == 0 {
-			d.HostNanos = max(time.Since(j.began).Nanoseconds(), 1)
-		}
-		if !p.gone.Load() {
-			if err := p.answer(wire.EncodeDone(j.kind, d)); err != nil {
-				p.hangUp()
-			}
-		}
+		p.complete(j)
+		c.pending.Add(-1)
 		c.busy.Done()
 	}
 }

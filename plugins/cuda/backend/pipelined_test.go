@@ -54,17 +54,23 @@ func TestPipelinedWriteSubmitRead(t *testing.T) {
 	}
 	defer b.Release(ctx, c.Pipeline)
 	const rounds, n = 32, 256
-	var waits []pluginapi.Completion
-	var outs [][]byte
-	for r := range rounds {
-		var bufs [2]uint64
-		for i := range bufs {
+	// Buffers first: the SDK sends an alloc only once every started
+	// completion returned (a blocking call waits for the stream).
+	var bufs [rounds][2]uint64
+	for r := range bufs {
+		for i := range bufs[r] {
 			res, err := b.AllocBuffer(ctx, &pluginapi.AllocRequest{Size: 4 * n})
 			if err != nil {
 				t.Fatal(err)
 			}
-			bufs[i] = res.Buffer
+			bufs[r][i] = res.Buffer
+			defer b.FreeBuffer(ctx, res.Buffer)
 		}
+	}
+	var waits []pluginapi.Completion
+	var outs [][]byte
+	for r := range rounds {
+		bufs := bufs[r]
 		w, err := b.StartWrite(ctx, bufs[0], 0, words(u32s(n, func(i int) uint32 { return uint32(r*n + i) })))
 		if err != nil {
 			t.Fatal(err)
