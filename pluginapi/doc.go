@@ -108,6 +108,11 @@
 // finish; across adapters there is no order (the host's caller orders them by
 // waiting). Each queue holds at most 64 requests: when one is full the SDK stops
 // reading until it has room, so the host's callers wait and nothing is dropped.
+// A ConcurrentAdapters backend that also implements [Pipelined] has its
+// submits, writes and reads started (enqueued on its device) without the
+// adapter's queue waiting for them; each [Completion] is called in start order
+// on another goroutine of the SDK, and the adapter's other calls come only once
+// every earlier completion returned.
 //
 // # Protocols and the data plane
 //
