@@ -35,11 +35,18 @@ func newPipeBackend(gated bool) *pipeBackend {
 	return &pipeBackend{gateBackend: newGateBackend(true, gated), started: make(chan struct{}, 1024)}
 }
 
-// holdFirstUntilRead makes the first Start wait until n requests are read
-// (registered for Cancel) by srv; it returns the function that waits for that
-// and lets the first Start go.
-func (b *pipeBackend) holdFirstUntilRead(t *testing.T, srv *planeServer, n int) func() {
+// newHeldPipeBackend is newPipeBackend(true) whose first Start waits for
+// holdFirst (see holdFirstUntilRead); the channel is made before the plane
+// runs.
+func newHeldPipeBackend() *pipeBackend {
+	b := newPipeBackend(true)
 	b.holdFirst = make(chan struct{})
+	return b
+}
+
+// holdFirstUntilRead returns the function that waits until n requests are
+// read (registered for Cancel) by srv and then lets the held first Start go.
+func (b *pipeBackend) holdFirstUntilRead(t *testing.T, srv *planeServer, n int) func() {
 	return func() {
 		t.Helper()
 		for until := time.Now().Add(20 * time.Second); ; time.Sleep(time.Millisecond) {
@@ -141,7 +148,7 @@ func waitStarts(t *testing.T, b *pipeBackend, n int) {
 // the host's order. Without it the queue ran each call to its end first and
 // started nothing meanwhile.
 func TestPlanePipelinedStartsWhileEarlierRun(t *testing.T) {
-	b := newPipeBackend(true)
+	b := newHeldPipeBackend()
 	srv, p := gatedPlane(t, b)
 	a0 := allocOn(t, p, 0, 16)
 	release := b.holdFirstUntilRead(t, srv, 4)
@@ -193,7 +200,7 @@ func TestPlanePipelinedStartsWhileEarlierRun(t *testing.T) {
 // completion of that adapter returned, so a buffer is never freed under
 // running work.
 func TestPlanePipelinedFreeWaitsForStartedWork(t *testing.T) {
-	b := newPipeBackend(true)
+	b := newHeldPipeBackend()
 	srv, p := gatedPlane(t, b)
 	a0, spare := allocOn(t, p, 0, 16), allocOn(t, p, 0, 16)
 	release := b.holdFirstUntilRead(t, srv, 2)
