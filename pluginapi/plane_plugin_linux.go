@@ -67,7 +67,11 @@ type planeServer struct {
 	ln         *net.UnixListener
 	token      []byte
 	concurrent bool
-	timer      *spanTimer // nil unless the host asked for spans (SpansEnv)
+	// pipelined is the backend's [Pipelined], when it is also
+	// ConcurrentAdapters and no spans were asked for: its submits and
+	// transfers are started by a queue's goroutine and completed by another.
+	pipelined Pipelined
+	timer     *spanTimer // nil unless the host asked for spans (SpansEnv)
 
 	mu      sync.Mutex
 	conn    *wire.RawConn
@@ -118,6 +122,9 @@ func listenPlane(dev *device) (*planeServer, error) {
 	p := &planeServer{dev: dev, dir: dir, ln: ln, token: token, concurrent: ok && c.ConcurrentAdapters(), timer: newSpanTimer(),
 		running: map[uint64]context.CancelFunc{}, segs: map[uint32]*wire.Segment{}, bufSeg: map[uint64]*wire.Segment{},
 		bufAdapter: map[uint64]uint32{}, queues: map[uint32]chan planeJob{}}
+	if pl, ok := dev.impl.(Pipelined); ok && p.concurrent && p.timer == nil {
+		p.pipelined = pl
+	}
 	go p.serve()
 	return p, nil
 }
@@ -275,9 +282,18 @@ func (p *planeServer) enqueue(key uint32, job planeJob, watched <-chan struct{})
 }
 
 // drain runs the jobs of one queue in order, answering each; once the plane is
-// gone, or an answer could not be put, the rest are dropped unrun.
+// gone, or an answer could not be put, the rest are dropped unrun. On a
+// [Pipelined] backend it starts submits and transfers and hands their
+// completions to the queue's completer, and runs any other job only once the
+// completer has answered everything started before it.
 func (p *planeServer) drain(q <-chan planeJob) {
 	defer p.workers.Done()
+	var c *completer // started on the first pipelined job
+	defer func() {
+		if c != nil {
+			c.stop()
+		}
+	}()
 	for {
 		job, ok := p.receive(q)
 		if !ok {
@@ -290,9 +306,145 @@ func (p *planeServer) drain(q <-chan planeJob) {
 			}
 			continue
 		}
+		if p.pipelined != nil {
+			w, started, err := p.startJob(job)
+			if started {
+				if err != nil {
+					p.answerJob(job, err)
+					continue
+				}
+				j := startedJob{seq: job.req.Seq, kind: job.req.Kind, began: time.Now(), wait: w}
+				if len(q) == 0 && (c == nil || c.idle()) {
+					// Nothing to start meanwhile and nothing started
+					// before: complete it here, without handing it to
+					// the completer (a thread wake-up on the way of a
+					// lone caller's every request).
+					p.complete(j)
+					continue
+				}
+				if c == nil {
+					c = p.newCompleter()
+				}
+				c.push(j)
+				continue
+			}
+		}
+		if c != nil {
+			c.barrier()
+		}
 		if err := p.answer(wire.EncodeDone(job.req.Kind, p.handle(job))); err != nil {
 			p.hangUp()
 		}
+	}
+}
+
+// startJob starts job on the [Pipelined] backend when it is a submit, a write or
+// a read; started is false for every other job (and for a submit that must
+// run blocking), which the caller runs itself.
+func (p *planeServer) startJob(job planeJob) (w Completion, started bool, err error) {
+	req := job.req
+	switch req.Kind {
+	case wire.FrameSubmit:
+		return p.dev.startSubmit(job.ctx, p.pipelined, &SubmitRequest{Adapter: int(req.Adapter), Commands: commandsFromWire(req.Commands)})
+	case wire.FrameWrite, wire.FrameRead:
+		view, err := p.view(req.Data)
+		if err == nil {
+			w, err = p.dev.startTransfer(job.ctx, p.pipelined, req.Kind == wire.FrameWrite, req.Buffer, req.Offset, view)
+		}
+		return w, true, err
+	}
+	return nil, false, nil
+}
+
+// answerJob answers a job that failed to start.
+func (p *planeServer) answerJob(job planeJob, err error) {
+	p.finish(job.req.Seq)
+	d := &wire.Done{Seq: job.req.Seq, Status: statusOf(err), Msg: err.Error()}
+	if err := p.answer(wire.EncodeDone(job.req.Kind, d)); err != nil {
+		p.hangUp()
+	}
+}
+
+// complete waits for a started job's completion and answers its request
+// (unless the host is gone).
+func (p *planeServer) complete(j startedJob) {
+	res, err := j.wait()
+	p.finish(j.seq)
+	d := &wire.Done{Seq: j.seq}
+	switch {
+	case err != nil:
+		d.Status, d.Msg = statusOf(err), err.Error()
+	case res != nil:
+		d.HostNanos, d.DeviceNanos = res.HostNanos, res.DeviceNanos
+	}
+	if d.Status == 0 && d.HostNanos == 0 {
+		d.HostNanos = max(time.Since(j.began).Nanoseconds(), 1)
+	}
+	if !p.gone.Load() {
+		if err := p.answer(wire.EncodeDone(j.kind, d)); err != nil {
+			p.hangUp()
+		}
+	}
+}
+
+// startedJob is work a [Pipelined] backend started, waiting for its completion.
+type startedJob struct {
+	seq   uint64
+	kind  wire.FrameKind
+	began time.Time
+	wait  Completion
+}
+
+// completer is the goroutine of one queue that calls the completions of the
+// work its queue started, in start order, and answers each request. Its
+// channel holds at most planeQueueDepth started jobs: the queue's goroutine
+// waits when it is full, so started work stays bounded too.
+type completer struct {
+	p    *planeServer
+	jobs chan startedJob
+	// busy counts the jobs pushed and not yet answered (or dropped), and
+	// pending too, for idle.
+	busy    sync.WaitGroup
+	pending atomic.Int64
+	done    chan struct{}
+}
+
+func (p *planeServer) newCompleter() *completer {
+	c := &completer{p: p, jobs: make(chan startedJob, planeQueueDepth), done: make(chan struct{})}
+	go c.run()
+	return c
+}
+
+// push hands a started job to the completer.
+func (c *completer) push(j startedJob) {
+	c.busy.Add(1)
+	c.pending.Add(1)
+	c.jobs <- j
+}
+
+// barrier waits until every pushed job was answered.
+func (c *completer) barrier() { c.busy.Wait() }
+
+// idle reports whether every pushed job was answered.
+func (c *completer) idle() bool { return c.pending.Load() == 0 }
+
+// stop lets the completer finish what was pushed and waits for it.
+func (c *completer) stop() {
+	close(c.jobs)
+	<-c.done
+}
+
+func (c *completer) run() {
+	defer close(c.done)
+	p := c.p
+	for {
+		j, ok := spinReceive(p, c.jobs)
+		if !ok {
+			return
+		}
+		p.complete(j)
+		c.pending.Add(-1)
+		c.busy.Done()
 	}
 }
 
@@ -301,21 +453,24 @@ func (p *planeServer) drain(q <-chan planeJob) {
 // elsewhere) it polls q for wire.SpinWait first, yielding to the scheduler between
 // polls, so that in a loop of small requests the next one finds its goroutine
 // running instead of parked: a parked one costs the reader a thread wake-up and
-// the request a scheduling delay on its way to the backend.
-func (p *planeServer) receive(q <-chan planeJob) (planeJob, bool) {
+// the request a scheduling delay on its way to the backend. A queue's completer
+// receives its started jobs the same way.
+func (p *planeServer) receive(q <-chan planeJob) (planeJob, bool) { return spinReceive(p, q) }
+
+func spinReceive[T any](p *planeServer, q <-chan T) (T, bool) {
 	if p.req.Busy() > 0 {
 		until := time.Now().Add(wire.SpinWait)
 		for time.Now().Before(until) {
 			select {
-			case job, ok := <-q:
-				return job, ok
+			case v, ok := <-q:
+				return v, ok
 			default:
 			}
 			runtime.Gosched()
 		}
 	}
-	job, ok := <-q
-	return job, ok
+	v, ok := <-q
+	return v, ok
 }
 
 // stopQueues closes every queue and waits until their goroutines have run or

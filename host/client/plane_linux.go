@@ -23,10 +23,16 @@ import (
 )
 
 // Staging policy: a staging segment is at least minStagingBytes (rounded up to a
-// power of two); at most maxIdleSegments idle ones are kept, none larger than
-// maxIdleBytes.
+// power of two); at most maxIdleSmall idle ones of minStagingBytes are kept (one
+// per concurrent caller of small transfers, 8 MiB in all), and at most
+// maxIdleSegments larger ones, none larger than maxIdleBytes. A caller that
+// finds no idle segment attaches a new one (a round trip, and the plugin may
+// register it with its driver), so the small ones cover the callers that move
+// small data at once: with 4 kept, 16 callers reading and writing made most of
+// their transfers attach and detach a segment.
 const (
 	minStagingBytes = 64 << 10
+	maxIdleSmall    = 128
 	maxIdleSegments = 4
 	maxIdleBytes    = 64 << 20
 )
@@ -78,7 +84,8 @@ type plane struct {
 	nextSeg   uint32
 	pending   map[uint64]*call
 	segs      map[uint32]*wire.Segment
-	idle      []*wire.Segment // staging segments not leased
+	idle      []*wire.Segment // staging segments larger than minStagingBytes, not leased
+	idleSmall []*wire.Segment // staging segments of minStagingBytes, not leased
 
 	detach chan *wire.Segment // staging segments to detach, for the janitor
 }
@@ -201,11 +208,11 @@ func (p *plane) fail(err error) {
 	for _, s := range p.segs {
 		s.Orphan()
 	}
-	for _, s := range p.idle {
+	for _, s := range append(p.idle, p.idleSmall...) {
 		delete(p.segs, s.ID)
 		s.Unmap()
 	}
-	p.idle = nil
+	p.idle, p.idleSmall = nil, nil
 	close(p.detach)
 	p.mu.Unlock()
 	p.conn.Shutdown()
@@ -706,6 +713,12 @@ func (p *plane) dropSegment(s *wire.Segment) {
 // attaching a new one to the plugin when no idle one is large enough.
 func (p *plane) lease(ctx context.Context, size uint64) (*wire.Segment, error) {
 	p.mu.Lock()
+	if n := len(p.idleSmall); n > 0 && size <= minStagingBytes {
+		s := p.idleSmall[n-1]
+		p.idleSmall = p.idleSmall[:n-1]
+		p.mu.Unlock()
+		return s, nil
+	}
 	best := -1
 	for i, s := range p.idle {
 		if uint64(len(s.Mem)) >= size && (best < 0 || len(s.Mem) < len(p.idle[best].Mem)) {
@@ -744,6 +757,10 @@ func (p *plane) unlease(s *wire.Segment) {
 	if p.err != nil {
 		delete(p.segs, s.ID)
 		s.Unmap()
+		return
+	}
+	if len(s.Mem) == minStagingBytes && len(p.idleSmall) < maxIdleSmall {
+		p.idleSmall = append(p.idleSmall, s)
 		return
 	}
 	if len(s.Mem) > maxIdleBytes || len(p.idle) >= maxIdleSegments {

@@ -42,7 +42,7 @@ const (
 	// Offsets inside a control block; each word has a cache line of its own.
 	ctlHead     = 0   // u64, written by the producer: bytes published
 	ctlTail     = 64  // u64, written by the consumer: bytes consumed
-	ctlSleeping = 128 // u32, written by the consumer: 1 while it may sleep
+	ctlSleeping = 128 // u32, set by the consumer while it may sleep, cleared by it or by the producer that wakes it
 	ctlWake     = 192 // u32, the futex word: bumped to wake the consumer
 )
 
@@ -240,7 +240,7 @@ func (r *Ring) Free() (uint64, error) {
 }
 
 // Put publishes frame b when it fits (ErrRingFull when it does not yet), and
-// wakes the consumer when it said it may sleep.
+// wakes the consumer when it said it may sleep, once per announcement.
 func (r *Ring) Put(b []byte) error {
 	if len(b) > len(r.data) {
 		return fmt.Errorf("frame of %d bytes, more than the ring's %d", len(b), len(r.data))
@@ -255,7 +255,11 @@ func (r *Ring) Put(b []byte) error {
 	r.CopyIn(b, r.pos)
 	r.pos += uint64(len(b))
 	atomic.StoreUint64(r.head, r.pos)
-	if atomic.LoadUint32(r.sleeping) != 0 {
+	// The producer that finds the consumer announced asleep clears the
+	// announcement and wakes it; a publish right after (another completion
+	// of a busy plugin) finds it cleared and makes no system call, the
+	// consumer being on its way already.
+	if atomic.LoadUint32(r.sleeping) != 0 && atomic.CompareAndSwapUint32(r.sleeping, 1, 0) {
 		r.Interrupt()
 	}
 	return nil

@@ -163,6 +163,27 @@ func TestRingWakesOnlyASleeper(t *testing.T) {
 	}
 }
 
+// TestRingWakesASleeperOnce pins coalesced wake-ups: of several publishes
+// while the consumer is announced asleep, only the first bumps the futex word
+// (and calls FUTEX_WAKE); it clears the announcement, so the others make no
+// system call. Before, each publish until the consumer woke made one.
+func TestRingWakesASleeperOnce(t *testing.T) {
+	prod, _, _ := testRings(t, 256)
+	frame := testFrame(FrameDone, 1, nil)
+	atomic.StoreUint32(prod.sleeping, 1)
+	for range 3 {
+		if err := prod.Put(frame); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if w := atomic.LoadUint32(prod.wake); w != 1 {
+		t.Fatalf("three publishes to one sleeping consumer moved the futex word by %d, want 1", w)
+	}
+	if atomic.LoadUint32(prod.sleeping) != 0 {
+		t.Fatal("the waking publish left the consumer announced asleep")
+	}
+}
+
 // TestRingSleeperIsWoken pins that a consumer asleep on the futex word wakes
 // when the producer publishes (its own timeout is an hour), and that a
 // consumer with a frame waiting does not sleep at all.

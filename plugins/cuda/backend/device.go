@@ -24,11 +24,15 @@ type device struct {
 	start, end driver.Event
 	// sem serializes the use of the stream and events: one dispatch at a time. It
 	// is a channel so a caller can stop waiting when its context ends.
-	sem  chan struct{}
-	lost atomic.Bool
+	sem chan struct{}
+	// waiting counts the callers of acquire waiting for sem.
+	waiting atomic.Int32
+	lost    atomic.Bool
 	// pool and scratch are guarded by sem.
 	pool    pool
 	scratch submitScratch
+	// pipe is the work started on the data plane (see pipelined.go).
+	pipe pipe
 }
 
 // newDevice retains a's primary context and creates the stream and events.
@@ -64,6 +68,7 @@ func (d *device) destroyObjects() {
 			_ = d.ctx.StreamSynchronize(d.stream)
 		}
 		d.drain()
+		d.destroyEvents()
 		for _, e := range []driver.Event{d.start, d.end} {
 			if e != 0 {
 				_ = d.ctx.EventDestroy(e)
@@ -87,6 +92,13 @@ func (d *device) destroy() {
 // acquire takes the device's stream for one dispatch, or fails when ctx ends
 // first (a dispatch that ran past its caller's deadline may still hold it).
 func (d *device) acquire(ctx context.Context) error {
+	select {
+	case d.sem <- struct{}{}:
+		return nil
+	default:
+	}
+	d.waiting.Add(1) // started work stops joining in (see beginWork)
+	defer d.waiting.Add(-1)
 	select {
 	case d.sem <- struct{}{}:
 		return nil

@@ -267,7 +267,7 @@ func (d *device) run(ctx context.Context, s *submitScratch) (finished bool, ms f
 				}
 			}
 		}
-		if err := d.enqueue(s); err != nil {
+		if err := d.enqueue(s, d.start, d.end); err != nil {
 			_ = d.ctx.StreamSynchronize(d.stream)
 			return err
 		}
@@ -457,11 +457,11 @@ func aliased(decls []ir.BufferDecl, binds []pluginapi.BufferRange, b *Backend, d
 	return false
 }
 
-// enqueue puts the scratch's launches on the stream between the timing events. It
-// must run inside d.ctx.Do with the stream held.
-func (d *device) enqueue(s *submitScratch) error {
+// enqueue puts the scratch's launches on the stream between the timing events
+// start and end. It must run inside d.ctx.Do with the stream held.
+func (d *device) enqueue(s *submitScratch, start, end driver.Event) error {
 	c := d.ctx
-	if err := c.EventRecord(d.start, d.stream); err != nil {
+	if err := c.EventRecord(start, d.stream); err != nil {
 		return d.fail("recording the start event", err)
 	}
 	for i, l := range s.launches {
@@ -488,7 +488,7 @@ func (d *device) enqueue(s *submitScratch) error {
 			return d.fail("enqueuing command "+strconv.Itoa(i), err)
 		}
 	}
-	if err := c.EventRecord(d.end, d.stream); err != nil {
+	if err := c.EventRecord(end, d.stream); err != nil {
 		return d.fail("recording the end event", err)
 	}
 	return nil

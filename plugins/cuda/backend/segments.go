@@ -3,7 +3,9 @@ package backend
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
+	"unsafe"
 
 	"github.com/kiln-dev/kiln/pluginapi"
 )
@@ -23,6 +25,7 @@ var _ pluginapi.Segments = (*Backend)(nil)
 
 // segment is one announced segment.
 type segment struct {
+	id  uint64
 	mem []byte
 	// tried is set once registration was attempted; d is the device whose
 	// context registered it (nil when registration failed).
@@ -30,10 +33,66 @@ type segment struct {
 	d     *device
 }
 
-// segments is the table of announced segments.
+// segments is the table of announced segments, and the same segments by
+// address (byAddr, sorted by the start of their memory) so that a copy finds
+// the segment of its view by a binary search: the data plane keeps up to 128
+// small staging segments attached, and a scan of all of them cost every
+// transfer a few microseconds.
 type segments struct {
-	mu sync.Mutex
-	m  map[uint64]*segment
+	mu     sync.Mutex
+	m      map[uint64]*segment
+	byAddr []*segment
+}
+
+// base is the address of the first byte of b.
+func base(b []byte) uintptr { return uintptr(unsafe.Pointer(unsafe.SliceData(b))) }
+
+// find returns the attached segment holding view, or nil; mu is held. An entry
+// of byAddr that the table no longer holds (Close empties the table) is no
+// segment.
+func (t *segments) find(view []byte) *segment {
+	if len(view) == 0 {
+		return nil
+	}
+	at := base(view)
+	i, _ := slices.BinarySearchFunc(t.byAddr, at, func(s *segment, at uintptr) int { return cmpAddr(base(s.mem), at) })
+	// byAddr[i] starts at view when the search found it; else byAddr[i-1] is
+	// the last segment starting before view.
+	for _, j := range []int{i, i - 1} {
+		if j < 0 || j >= len(t.byAddr) {
+			continue
+		}
+		s := t.byAddr[j]
+		if _, ok := pluginapi.ViewOffset(s.mem, view); ok && t.m[s.id] == s {
+			return s
+		}
+	}
+	return nil
+}
+
+// add records s in byAddr; mu is held.
+func (t *segments) add(s *segment) {
+	i, _ := slices.BinarySearchFunc(t.byAddr, base(s.mem), func(e *segment, at uintptr) int {
+		return cmpAddr(base(e.mem), at)
+	})
+	t.byAddr = slices.Insert(t.byAddr, i, s)
+}
+
+// remove forgets s in byAddr; mu is held.
+func (t *segments) remove(s *segment) {
+	if i := slices.Index(t.byAddr, s); i >= 0 {
+		t.byAddr = slices.Delete(t.byAddr, i, i+1)
+	}
+}
+
+func cmpAddr(a, b uintptr) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
 }
 
 // AttachSegment records a segment of the data plane; registration waits for the
@@ -47,7 +106,9 @@ func (b *Backend) AttachSegment(_ context.Context, id uint64, mem []byte) error 
 	if _, ok := b.segs.m[id]; ok {
 		return pluginapi.Rejected("cuda: segment %d is already attached. Fix: attach each segment once", id)
 	}
-	b.segs.m[id] = &segment{mem: mem}
+	seg := &segment{id: id, mem: mem}
+	b.segs.m[id] = seg
+	b.segs.add(seg)
 	return nil
 }
 
@@ -58,6 +119,9 @@ func (b *Backend) DetachSegment(_ context.Context, id uint64) error {
 	b.segs.mu.Lock()
 	s, ok := b.segs.m[id]
 	delete(b.segs.m, id)
+	if ok {
+		b.segs.remove(s)
+	}
 	b.segs.mu.Unlock()
 	if !ok || s.d == nil {
 		return nil
@@ -76,22 +140,20 @@ func (b *Backend) DetachSegment(_ context.Context, id uint64) error {
 func (b *Backend) pin(d *device, host []byte) bool {
 	b.segs.mu.Lock()
 	defer b.segs.mu.Unlock()
-	for id, s := range b.segs.m {
-		if _, ok := pluginapi.ViewOffset(s.mem, host); !ok {
-			continue
-		}
-		if !s.tried {
-			s.tried = true
-			if err := d.ctx.HostRegister(s.mem); err != nil {
-				if log := b.cfg.Logger; log != nil {
-					log.Warn("CUDA could not register a shared-memory segment; copies from and to it take the driver's staged path",
-						"segment", id, "bytes", len(s.mem), "error", err)
-				}
-			} else {
-				s.d = d
-			}
-		}
-		return s.d != nil
+	s := b.segs.find(host)
+	if s == nil {
+		return false
 	}
-	return false
+	if !s.tried {
+		s.tried = true
+		if err := d.ctx.HostRegister(s.mem); err != nil {
+			if log := b.cfg.Logger; log != nil {
+				log.Warn("CUDA could not register a shared-memory segment; copies from and to it take the driver's staged path",
+					"segment", s.id, "bytes", len(s.mem), "error", err)
+			}
+		} else {
+			s.d = d
+		}
+	}
+	return s.d != nil
 }

@@ -1,0 +1,162 @@
+package backend
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/kiln-dev/kiln/pluginapi"
+)
+
+// TestStartedWorkHoldsTheStream pins the stream accounting of started work
+// (no GPU needed): the first start takes the device's stream, later starts
+// join it without waiting, and the stream is free for a blocking call only
+// once the last completion gave its share back.
+func TestStartedWorkHoldsTheStream(t *testing.T) {
+	_, d, _ := fakeSubmitState(t)
+	ctx := context.Background()
+	if err := d.beginWork(ctx); err != nil {
+		t.Fatal(err)
+	}
+	joined := make(chan error, 1)
+	go func() { joined <- d.beginWork(ctx) }()
+	select {
+	case err := <-joined:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("a second start waited for the first one's completion")
+	}
+	d.endWork()
+	short, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+	defer cancel()
+	if err := d.acquire(short); err == nil {
+		t.Fatal("a blocking call took the stream while started work was in flight")
+	}
+	d.endWork()
+	if err := d.acquire(ctx); err != nil {
+		t.Fatal(err)
+	}
+	d.release()
+}
+
+// TestPipelinedWriteSubmitRead starts writes, submits and reads back to back
+// on adapter 0 and calls the completions in order afterwards, as the SDK's
+// completer does: every result is right, and each submit reports its own
+// device time. It needs a CUDA device.
+func TestPipelinedWriteSubmitRead(t *testing.T) {
+	b := newTestBackend(t)
+	ctx := context.Background()
+	c, err := b.Compile(ctx, &pluginapi.CompileRequest{Program: addOne()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Release(ctx, c.Pipeline)
+	const rounds, n = 32, 256
+	// Buffers first: the SDK sends an alloc only once every started
+	// completion returned (a blocking call waits for the stream).
+	var bufs [rounds][2]uint64
+	for r := range bufs {
+		for i := range bufs[r] {
+			res, err := b.AllocBuffer(ctx, &pluginapi.AllocRequest{Size: 4 * n})
+			if err != nil {
+				t.Fatal(err)
+			}
+			bufs[r][i] = res.Buffer
+			defer b.FreeBuffer(ctx, res.Buffer)
+		}
+	}
+	var waits []pluginapi.Completion
+	var outs [][]byte
+	for r := range rounds {
+		bufs := bufs[r]
+		w, err := b.StartWrite(ctx, bufs[0], 0, words(u32s(n, func(i int) uint32 { return uint32(r*n + i) })))
+		if err != nil {
+			t.Fatal(err)
+		}
+		waits = append(waits, w)
+		w, err = b.StartSubmit(ctx, &pluginapi.SubmitRequest{Commands: []pluginapi.SubmitCommand{
+			pluginapi.DispatchCommand{Pipeline: c.Pipeline, Grid: [3]uint32{(n + 63) / 64, 1, 1}, Bindings: []pluginapi.BufferRange{{Buffer: bufs[0], Size: 4 * n}, {Buffer: bufs[1], Size: 4 * n}}},
+		}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		waits = append(waits, w)
+		out := make([]byte, 4*n)
+		outs = append(outs, out)
+		if w, err = b.StartRead(ctx, bufs[1], 0, out); err != nil {
+			t.Fatal(err)
+		}
+		waits = append(waits, w)
+	}
+	for i, w := range waits {
+		res, err := w()
+		if err != nil {
+			t.Fatalf("completion %d: %v", i, err)
+		}
+		if i%3 == 1 && (res == nil || res.DeviceNanos <= 0) {
+			t.Fatalf("submit %d reports %+v", i/3, res)
+		}
+	}
+	for r, out := range outs {
+		for i, v := range wordsOf(out) {
+			if v != uint32(r*n+i)+1 {
+				t.Fatalf("round %d: out[%d] = %d, want %d", r, i, v, r*n+i+1)
+			}
+		}
+	}
+	// Nothing is in flight any more: a blocking call takes the stream.
+	d := b.adapters[0].d
+	if err := d.acquire(ctx); err != nil {
+		t.Fatal(err)
+	}
+	d.release()
+}
+
+// TestStartedWorkLetsAWaitingCallIn pins fairness (no GPU needed): while a
+// blocking call waits for the stream, a new start does not join the work in
+// flight (which would keep the stream busy for as long as starts come), so the
+// waiting call gets the stream once that work is done, and the start after it.
+func TestStartedWorkLetsAWaitingCallIn(t *testing.T) {
+	_, d, _ := fakeSubmitState(t)
+	ctx := context.Background()
+	if err := d.beginWork(ctx); err != nil {
+		t.Fatal(err)
+	}
+	order := make(chan string, 2)
+	blocked := make(chan struct{})
+	go func() {
+		if err := d.acquire(ctx); err != nil {
+			t.Error(err)
+			return
+		}
+		order <- "blocking call"
+		<-blocked
+		d.release()
+	}()
+	for d.waiting.Load() == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	go func() {
+		if err := d.beginWork(ctx); err != nil {
+			t.Error(err)
+			return
+		}
+		order <- "start"
+		d.endWork()
+	}()
+	select {
+	case got := <-order:
+		t.Fatalf("%s ran while the first start's work was in flight", got)
+	case <-time.After(50 * time.Millisecond):
+	}
+	d.endWork()
+	if got := <-order; got != "blocking call" {
+		t.Fatalf("%s took the stream first; the blocking call waited longer", got)
+	}
+	close(blocked)
+	if got := <-order; got != "start" {
+		t.Fatalf("got %s, want the start", got)
+	}
+}
