@@ -6,9 +6,12 @@
 // reference on the standard kernel corpus.
 //
 // The wire (internal/wire/proto) carries the program in ir's canonical encoding;
-// the SDK decodes it and runs ir.Validate before a backend sees it, checks the
-// specialization map against the program's parameters and the workgroup override's
-// shape, and rejects anything else with a [RejectedError]. Buffers are byte slices
+// the SDK decodes it and, before a backend sees it, runs ir.Validate, checks the
+// specialization map against the program's parameters and the workgroup override
+// ([CheckCompile]) and every dispatch against its pipeline's program
+// ([CheckLaunch]), rejecting anything else with a [RejectedError]; [Checked] is
+// that layer, which the conformance kit puts in front of the backend it checks
+// too. A backend checks only what depends on its device. Buffers are byte slices
 // on both sides. Typed errors ([RejectedError], [UnavailableError], [DeviceError])
 // cross the wire as gRPC status codes with a kiln marker and come back as the same
 // type with the same message; a deadline or cancellation wraps the context error; a

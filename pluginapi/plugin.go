@@ -93,9 +93,11 @@ func (p *grpcPlugin) GRPCServer(_ *plugin.GRPCBroker, s *grpc.Server) error {
 	if p.impl == nil {
 		return fmt.Errorf("kiln plugin server has no backend. Fix: call pluginapi.Serve with a non-nil Backend")
 	}
-	srv := &server{impl: p.impl}
+	srv := &server{impl: Checked(p.impl)}
 	if p.version >= ProtocolV2 {
-		srv.device = &deviceServer{v1: srv, dev: newDevice(p.impl)}
+		dev := newDevice(p.impl)
+		dev.checked = srv.impl
+		srv.device = &deviceServer{v1: srv, dev: dev}
 		kilnpb.RegisterDeviceServer(s, srv.device)
 	}
 	kilnpb.RegisterBackendServer(s, srv)

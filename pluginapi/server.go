@@ -10,7 +10,7 @@ import (
 )
 
 // server is the plugin-side gRPC shim: it turns wire messages into the Backend's
-// types, validates what every backend would have to validate, and turns errors into
+// types, calls the backend through the SDK's checks (impl is Checked), and turns errors into
 // gRPC statuses. It does not recover panics: a panicking backend crashes the
 // process, which is how the host learns that the plugin crashed.
 type server struct {
@@ -63,32 +63,23 @@ func (s *server) Compile(ctx context.Context, req *kilnpb.CompileRequest) (*kiln
 	return &kilnpb.CompileResponse{Pipeline: res.Pipeline, Blob: res.Blob, CompileNanos: nanos}, nil
 }
 
-// compileRequestFromProto decodes and validates the program, the specialization
-// map and the workgroup override; any problem is a RejectedError.
+// compileRequestFromProto decodes the program and the specialization map; any
+// problem is a RejectedError. The server's Backend is Checked, whose Compile
+// checks the request (CheckCompile).
 func compileRequestFromProto(req *kilnpb.CompileRequest) (*CompileRequest, error) {
 	p, err := ir.Decode(req.GetProgram())
 	if err != nil {
 		return nil, Rejected("decode program (%d bytes): %w", len(req.GetProgram()), err)
 	}
-	if err := ir.Validate(p); err != nil {
-		return nil, Rejected("program %q is invalid: %w", p.Name, err)
-	}
 	spec, err := specFromProto(req.GetSpec())
 	if err != nil {
-		return nil, err
-	}
-	if err := checkSpec(p, spec); err != nil {
-		return nil, err
-	}
-	wg := [3]uint32{req.GetWorkgroupX(), req.GetWorkgroupY(), req.GetWorkgroupZ()}
-	if err := checkWorkgroupOverride(wg); err != nil {
 		return nil, err
 	}
 	return &CompileRequest{
 		Adapter:       int(req.GetAdapter()),
 		Program:       p,
 		Spec:          spec,
-		WorkgroupSize: wg,
+		WorkgroupSize: [3]uint32{req.GetWorkgroupX(), req.GetWorkgroupY(), req.GetWorkgroupZ()},
 		CachedBlob:    req.CachedBlob,
 	}, nil
 }

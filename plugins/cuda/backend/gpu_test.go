@@ -199,15 +199,19 @@ func TestArtifacts(t *testing.T) {
 	}
 }
 
+// TestDispatchRejectsBadLaunches dispatches through the SDK's checks, as every
+// caller does (docs/design.md, "Checks in one place"): the device's own limits
+// are the backend's to reject, the rest the SDK's.
 func TestDispatchRejectsBadLaunches(t *testing.T) {
 	b := newTestBackend(t)
-	c, err := b.Compile(context.Background(), &pluginapi.CompileRequest{Program: addOne()})
+	checked := pluginapi.Checked(b)
+	c, err := checked.Compile(context.Background(), &pluginapi.CompileRequest{Program: addOne()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	lim := b.adapters[0].lim
 	four := make([]byte, 16)
-	gputest.DispatchRejects(t, b, append(gputest.BadLaunches(c.Pipeline),
+	gputest.DispatchRejects(t, checked, append(gputest.BadLaunches(c.Pipeline),
 		gputest.BadLaunch{Name: "grid beyond the device's", Req: pluginapi.DispatchRequest{Pipeline: c.Pipeline, Grid: [3]uint32{1, lim.maxGrid[1] + 1, 1}, Inputs: [][]byte{four}}, Want: "maximum grid"},
 		gputest.BadLaunch{Name: "uniforms the program lacks", Req: pluginapi.DispatchRequest{Pipeline: c.Pipeline, Grid: [3]uint32{1, 1, 1}, Inputs: [][]byte{four}, Uniforms: four}, Want: "uniforms"},
 	))

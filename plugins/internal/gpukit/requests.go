@@ -8,12 +8,10 @@ import (
 	"github.com/kiln-dev/kiln/plugins/internal/handles"
 )
 
-// CheckCompile is the start of every Compile: a request without a program is a
-// RejectedError, and an ended ctx returns its error.
-func CheckCompile(ctx context.Context, backend string, req *pluginapi.CompileRequest) error {
-	if req == nil || req.Program == nil {
-		return pluginapi.Rejected("%s: compile request without a program. Fix: set CompileRequest.Program", backend)
-	}
+// CompileContext is the start of every Compile: an ended ctx returns its
+// error, naming the program. The request passed the SDK's checks
+// (pluginapi.CheckCompile), so it has a program.
+func CompileContext(ctx context.Context, backend string, req *pluginapi.CompileRequest) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("%s: compile %q: %w", backend, req.Program.Name, err)
 	}

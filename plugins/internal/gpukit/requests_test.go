@@ -10,21 +10,14 @@ import (
 	"github.com/kiln-dev/kiln/plugins/internal/handles"
 )
 
-func TestCheckCompile(t *testing.T) {
-	var rejected *pluginapi.RejectedError
-	for _, req := range []*pluginapi.CompileRequest{nil, {}} {
-		err := CheckCompile(context.Background(), "cuda", req)
-		if want := "cuda: compile request without a program. Fix: set CompileRequest.Program"; err == nil || err.Error() != want || !errors.As(err, &rejected) {
-			t.Errorf("%+v: got %v, want %s", req, err, want)
-		}
-	}
+func TestCompileContext(t *testing.T) {
 	req := &pluginapi.CompileRequest{Program: &ir.Program{Name: "p"}}
-	if err := CheckCompile(context.Background(), "vulkan", req); err != nil {
-		t.Errorf("a request with a program: %v", err)
+	if err := CompileContext(context.Background(), "vulkan", req); err != nil {
+		t.Errorf("a live context: %v", err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	err := CheckCompile(ctx, "vulkan", req)
+	err := CompileContext(ctx, "vulkan", req)
 	if want := `vulkan: compile "p": context canceled`; err == nil || err.Error() != want || !errors.Is(err, context.Canceled) {
 		t.Errorf("an ended context: got %v, want %s", err, want)
 	}

@@ -37,7 +37,7 @@ func (b *Backend) Artifact(ctx context.Context, req *pluginapi.ArtifactRequest) 
 		return nil, err
 	}
 	p := req.Program
-	wg, err := checkProgram(p, req.Spec, req.WorkgroupSize, a.props.Limits)
+	wg, err := checkLimits(p, req.WorkgroupSize, a.props.Limits)
 	if err != nil {
 		return nil, err
 	}

@@ -246,13 +246,16 @@ func TestCompileReturnsAndReusesPipelineCacheData(t *testing.T) {
 
 func TestCheckProgramRejectsWhatTheDeviceCannotRun(t *testing.T) {
 	lim := vk.Limits{MaxComputeWorkGroupSize: [3]uint32{256, 256, 64}, MaxComputeWorkGroupInvocations: 256, MaxComputeSharedMemorySize: 1024}
-	gputest.CheckProgramLimits(t, func(p *ir.Program, spec ir.SpecMap, override [3]uint32) ([3]uint32, error) {
-		return checkProgram(p, spec, override, lim)
+	gputest.CheckProgramLimits(t, func(p *ir.Program, override [3]uint32) ([3]uint32, error) {
+		return checkLimits(p, override, lim)
 	}, gputest.Limits{Axis: "maxComputeWorkGroupSize", Invocations: "maxComputeWorkGroupInvocations", Shared: "maxComputeSharedMemorySize"})
 }
 
+// TestDispatchRejectsBadLaunches dispatches through the SDK's checks, as every
+// caller does (docs/design.md, "Checks in one place"): the device's own limits
+// are the backend's to reject, the rest the SDK's.
 func TestDispatchRejectsBadLaunches(t *testing.T) {
-	b := newTestBackend(t)
+	b := pluginapi.Checked(newTestBackend(t))
 	ctx := context.Background()
 	c, err := b.Compile(ctx, &pluginapi.CompileRequest{Program: addOne()})
 	if err != nil {

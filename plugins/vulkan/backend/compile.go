@@ -62,7 +62,7 @@ func (b *Backend) Compile(ctx context.Context, req *pluginapi.CompileRequest) (*
 	b.life.RLock()
 	defer b.life.RUnlock()
 	defer b.noteValidation()
-	if err := gpukit.CheckCompile(ctx, ID, req); err != nil {
+	if err := gpukit.CompileContext(ctx, ID, req); err != nil {
 		return nil, err
 	}
 	start := time.Now()
@@ -74,7 +74,7 @@ func (b *Backend) Compile(ctx context.Context, req *pluginapi.CompileRequest) (*
 		return nil, err
 	}
 	p := req.Program
-	wg, err := checkProgram(p, req.Spec, req.WorkgroupSize, a.props.Limits)
+	wg, err := checkLimits(p, req.WorkgroupSize, a.props.Limits)
 	if err != nil {
 		return nil, err
 	}
@@ -169,11 +169,11 @@ func usableBlob(blob []byte, p vk.Properties) []byte {
 	return blob
 }
 
-// checkProgram validates the program, the specialization map and the workgroup
-// override, and checks them against the device's limits. It returns the workgroup
-// size the pipeline runs with.
-func checkProgram(p *ir.Program, spec ir.SpecMap, override [3]uint32, lim vk.Limits) ([3]uint32, error) {
-	return gpukit.CheckProgram(ID, p, spec, override, gpukit.ProgramLimits{
+// checkLimits checks the program, with the workgroup override, against the
+// device's limits (the SDK checked the rest: pluginapi.CheckCompile). It
+// returns the workgroup size the pipeline runs with.
+func checkLimits(p *ir.Program, override [3]uint32, lim vk.Limits) ([3]uint32, error) {
+	return gpukit.CheckLimits(ID, p, override, gpukit.ProgramLimits{
 		Workgroup: lim.MaxComputeWorkGroupSize, WorkgroupName: "maxComputeWorkGroupSize",
 		Invocations: lim.MaxComputeWorkGroupInvocations, InvocationsText: "maxComputeWorkGroupInvocations %d",
 		SharedBytes: lim.MaxComputeSharedMemorySize, SharedText: "maxComputeSharedMemorySize %d",
