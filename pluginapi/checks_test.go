@@ -13,15 +13,11 @@ import (
 // two f16 elements, a parameter and a uniform.
 func checksProgram() *ir.Program {
 	b := ir.NewBuilder("p", 64, 1, 1)
-	in := b.Buffer("in", ir.U32, ir.Read)
-	out := b.Buffer("out", ir.U32, ir.Write)
-	b.FixedBuffer("h", ir.F16, ir.ReadWrite, 2)
+	u, k, i := b.Uniform("u", ir.U32), ir.Param("k"), ir.GlobalID(0)
 	b.Param("k", ir.U32, ir.LitU32(1))
-	u := b.Uniform("u", ir.U32)
-	i := b.Let("i", ir.GlobalID(0))
-	b.If(ir.Lt(i, ir.Len(in)), func(then *ir.Block) {
-		then.Store(out, i, ir.Add(ir.Load(in, i), ir.Add(ir.Param("k"), u)))
-	})
+	in, out := b.Buffer("in", ir.U32, ir.Read), b.Buffer("out", ir.U32, ir.Write)
+	b.FixedBuffer("h", ir.F16, ir.ReadWrite, 2)
+	b.If(ir.Lt(i, ir.Len(in)), func(then *ir.Block) { then.Store(out, i, ir.Add(ir.Load(in, i), ir.Add(k, u))) })
 	return b.MustBuild()
 }
 
