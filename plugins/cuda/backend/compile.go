@@ -96,7 +96,7 @@ func (b *Backend) Compile(ctx context.Context, req *pluginapi.CompileRequest) (*
 	pl.opts, pl.nc = opts, strings.Contains(m.Text, "ld.global.nc")
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.closed {
+	if b.adapters.Closed() {
 		pl.destroy()
 		return nil, errClosed
 	}

@@ -1,5 +1,7 @@
 // Package gpukit holds what the GPU backends (CUDA, Vulkan) do the same way
-// whatever their API, written once: finding an available adapter by index
+// whatever their API, written once: the adapter table and its lifecycle
+// ([Adapters]: listed once, looked up by index, closed once, with [FirstLost]
+// for Health and [DestroyAll] for Close), finding an available adapter by index
 // ([AdapterAt]), the start of a compile ([CompileContext]), checking a program
 // and its workgroup against a device's limits ([CheckLimits]), sizing a
 // protocol-1 dispatch's bindings within the device's largest binding

@@ -25,11 +25,15 @@ func DispatchPipeline[T any](backend string, pipelines *handles.Table[T], h uint
 	return found(p, ok, backend, h, "pipeline", "never compiled or already released", "dispatch a handle returned by Compile")
 }
 
-// ReleasePipeline removes pipeline h for Release; an unknown handle is a
-// RejectedError.
-func ReleasePipeline[T any](backend string, pipelines *handles.Table[T], h uint64) (T, error) {
+// ReleasePipeline removes pipeline h for Release and destroys it; an unknown
+// handle is a RejectedError.
+func ReleasePipeline[T any](backend string, pipelines *handles.Table[T], h uint64, destroy func(T)) error {
 	p, ok := pipelines.Remove(h)
-	return found(p, ok, backend, h, "pipeline", "never compiled or already released", "release only handles returned by Compile, once")
+	if _, err := found(p, ok, backend, h, "pipeline", "never compiled or already released", "release only handles returned by Compile, once"); err != nil {
+		return err
+	}
+	destroy(p)
+	return nil
 }
 
 // Buffer returns resident buffer h; an unknown handle is a RejectedError.

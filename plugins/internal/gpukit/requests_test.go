@@ -42,7 +42,9 @@ func TestHandleLookups(t *testing.T) {
 	}{
 		{func() (*int, error) { return DispatchPipeline("cuda", &tab, 7, hold) },
 			"cuda has no pipeline 7 (never compiled or already released). Fix: dispatch a handle returned by Compile"},
-		{func() (*int, error) { return ReleasePipeline("vulkan", &tab, 7) },
+		{func() (*int, error) {
+			return nil, ReleasePipeline("vulkan", &tab, 7, func(*int) { t.Error("destroyed a missing pipeline") })
+		},
 			"vulkan has no pipeline 7 (never compiled or already released). Fix: release only handles returned by Compile, once"},
 		{func() (*int, error) { return Buffer("cuda", &tab, 7) },
 			"cuda has no buffer 7 (never allocated or already freed). Fix: use handles AllocBuffer returned, and free each once"},
@@ -57,8 +59,9 @@ func TestHandleLookups(t *testing.T) {
 	if held != 1 {
 		t.Errorf("hold ran %d times, want once (not for a missing handle)", held)
 	}
-	if r, err := ReleasePipeline("cuda", &tab, h); err != nil || r != &one {
-		t.Fatalf("ReleasePipeline(%d) = %v, %v", h, r, err)
+	var destroyed *int
+	if err := ReleasePipeline("cuda", &tab, h, func(p *int) { destroyed = p }); err != nil || destroyed != &one {
+		t.Fatalf("ReleasePipeline(%d) = %v, destroyed %v", h, err, destroyed)
 	}
 	if _, err := FreeBuffer("cuda", &tab, h); err == nil {
 		t.Fatal("a released handle was freed")

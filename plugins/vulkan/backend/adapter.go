@@ -350,8 +350,11 @@ func (a *adapter) current() *device {
 	return a.dev
 }
 
-// close waits for the device's work and destroys it.
-func (a *adapter) close() {
+// Info is the adapter's description.
+func (a *adapter) Info() *pluginapi.Adapter { return &a.info }
+
+// Close waits for the device's work and destroys it.
+func (a *adapter) Close() {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	for _, d := range append(a.lost, a.dev) {

@@ -45,7 +45,7 @@ func run(t testing.TB, b *Backend, p *ir.Program, spec ir.SpecMap, wg [3]uint32,
 // buffers staged through host-visible copies, whichever the device would pick, so
 // both dispatch paths run on every device.
 func bothMemoryPaths(t *testing.T, b *Backend, f func(t *testing.T)) {
-	d := b.adapters[0].dev
+	d := b.adapters.List()[0].dev
 	for _, direct := range []bool{true, false} {
 		name := "staged"
 		if direct {

@@ -87,7 +87,7 @@ func TestSubgroupRequirement(t *testing.T) {
 func TestSubgroupProgramsAreRejectedWithAReason(t *testing.T) {
 	b := newTestBackend(t)
 	ctx := context.Background()
-	a := b.adapters[0]
+	a := b.adapters.List()[0]
 	if a.target.Subgroups&spirv.SubgroupArithmetic == 0 {
 		t.Skipf("adapter %q has no subgroup arithmetic in compute shaders", a.info.Name)
 	}
