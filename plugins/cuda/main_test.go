@@ -1,27 +1,22 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
-
-	"github.com/hashicorp/go-hclog"
-	"github.com/hashicorp/go-plugin"
 
 	"github.com/kiln-dev/kiln/ir/kernels"
 	"github.com/kiln-dev/kiln/pluginapi"
 	"github.com/kiln-dev/kiln/plugins/cuda/backend"
 	"github.com/kiln-dev/kiln/plugins/cuda/driver"
+	"github.com/kiln-dev/kiln/plugins/internal/plugintest"
 )
 
 // initChildEnv makes the test binary, started as a child, do what "cuInit and
@@ -32,32 +27,16 @@ const initChildEnv = "KILN_CUDA_INIT_CHILD"
 // building one (for a test binary copied to a machine without Go).
 const pluginEnv = "KILN_CUDA_PLUGIN"
 
-// pluginBinary builds kiln-backend-cuda once per test binary, or returns the one
+// pluginBinary is kiln-backend-cuda, built once per test binary, or the one
 // KILN_CUDA_PLUGIN names.
-var pluginBinary = sync.OnceValues(func() (string, error) {
-	if path := os.Getenv(pluginEnv); path != "" {
-		return path, nil
-	}
-	dir, err := os.MkdirTemp("", "kiln-cuda-plugin-")
-	if err != nil {
-		return "", err
-	}
-	path := filepath.Join(dir, "kiln-backend-cuda")
-	out, err := exec.Command("go", "build", "-o", path, ".").CombinedOutput()
-	if err != nil {
-		return "", errors.New("go build: " + err.Error() + "\n" + string(out))
-	}
-	return path, nil
-})
+var pluginBinary = plugintest.Build("kiln-backend-cuda", pluginEnv)
 
 func TestMain(m *testing.M) {
 	if os.Getenv(initChildEnv) == "1" {
 		os.Exit(initAndEnumerate())
 	}
 	code := m.Run()
-	if path, err := pluginBinary(); err == nil && os.Getenv(pluginEnv) == "" {
-		os.RemoveAll(filepath.Dir(path))
-	}
+	pluginBinary.Remove()
 	os.Exit(code)
 }
 
@@ -93,43 +72,11 @@ func initAndEnumerate() int {
 	return 0
 }
 
-// syncBuffer is a bytes.Buffer safe for the plugin client's concurrent log writes.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.buf.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.buf.String()
-}
-
-// startPlugin starts the plugin binary with extra environment variables and returns
+// startPlugin starts the plugin with extra environment variables and returns
 // its Backend, its log and a function that stops it.
-func startPlugin(tb testing.TB, env ...string) (pluginapi.Backend, *syncBuffer, func()) {
+func startPlugin(tb testing.TB, env ...string) (pluginapi.Backend, *plugintest.Log, func()) {
 	tb.Helper()
-	path, err := pluginBinary()
-	if err != nil {
-		tb.Fatal(err)
-	}
-	cmd := exec.Command(path)
-	cmd.Env = append(os.Environ(), env...)
-	logs := &syncBuffer{}
-	logger := hclog.New(&hclog.LoggerOptions{Name: "host", Output: logs, Level: hclog.Debug})
-	client := plugin.NewClient(pluginapi.ClientConfig(cmd, logger))
-	b, err := pluginapi.Dispense(client)
-	if err != nil {
-		client.Kill()
-		tb.Fatalf("start %s: %v\nlog:\n%s", path, err, logs)
-	}
-	return b, logs, client.Kill
+	return pluginBinary.Start(tb, env...)
 }
 
 // TestPluginProcessWithoutDriver starts the plugin pointed at a driver library
@@ -241,7 +188,7 @@ func requireDevice(b *testing.B) {
 // cuInit while the host connects.
 func BenchmarkStartDescribe(b *testing.B) {
 	requireDevice(b)
-	if _, err := pluginBinary(); err != nil {
+	if _, err := pluginBinary.Path(); err != nil {
 		b.Fatal(err)
 	}
 	ctx := context.Background()
@@ -261,7 +208,7 @@ func BenchmarkStartDescribe(b *testing.B) {
 // its primary context, creating its stream), where the context's cost now lies.
 func BenchmarkStartOpen(b *testing.B) {
 	requireDevice(b)
-	if _, err := pluginBinary(); err != nil {
+	if _, err := pluginBinary.Path(); err != nil {
 		b.Fatal(err)
 	}
 	ctx := context.Background()

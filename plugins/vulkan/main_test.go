@@ -1,84 +1,35 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"math/rand/v2"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/hashicorp/go-hclog"
-	"github.com/hashicorp/go-plugin"
-
 	"github.com/kiln-dev/kiln/ir/kernels"
 	"github.com/kiln-dev/kiln/pluginapi"
+	"github.com/kiln-dev/kiln/plugins/internal/plugintest"
 	"github.com/kiln-dev/kiln/plugins/vulkan/backend"
 )
 
-// pluginBinary builds kiln-backend-vulkan once per test binary.
-var pluginBinary = sync.OnceValues(func() (string, error) {
-	dir, err := os.MkdirTemp("", "kiln-vulkan-plugin-")
-	if err != nil {
-		return "", err
-	}
-	path := filepath.Join(dir, "kiln-backend-vulkan")
-	out, err := exec.Command("go", "build", "-o", path, ".").CombinedOutput()
-	if err != nil {
-		return "", errors.New("go build: " + err.Error() + "\n" + string(out))
-	}
-	return path, nil
-})
+// pluginBinary is kiln-backend-vulkan, built once per test binary.
+var pluginBinary = plugintest.Build("kiln-backend-vulkan", "")
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if path, err := pluginBinary(); err == nil {
-		os.RemoveAll(filepath.Dir(path))
-	}
+	pluginBinary.Remove()
 	os.Exit(code)
 }
 
-// syncBuffer is a bytes.Buffer safe for the plugin client's concurrent log writes.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.buf.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.buf.String()
-}
-
-// startPlugin starts the plugin binary with extra environment variables and returns
-// its Backend and its log.
-func startPlugin(t *testing.T, env ...string) (pluginapi.Backend, *syncBuffer) {
+// startPlugin starts the plugin with extra environment variables and returns
+// its Backend and its log; the plugin stops when the test ends.
+func startPlugin(t *testing.T, env ...string) (pluginapi.Backend, *plugintest.Log) {
 	t.Helper()
-	path, err := pluginBinary()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(path)
-	cmd.Env = append(os.Environ(), env...)
-	logs := &syncBuffer{}
-	logger := hclog.New(&hclog.LoggerOptions{Name: "host", Output: logs, Level: hclog.Debug})
-	client := plugin.NewClient(pluginapi.ClientConfig(cmd, logger))
-	t.Cleanup(client.Kill)
-	b, err := pluginapi.Dispense(client)
-	if err != nil {
-		t.Fatalf("start %s: %v\nlog:\n%s", path, err, logs)
-	}
+	b, logs, stop := pluginBinary.Start(t, env...)
+	t.Cleanup(stop)
 	return b, logs
 }
 

@@ -249,8 +249,8 @@ func estimateBandwidth(l limits) float64 {
 	return quantizeBandwidth(2 * float64(l.memClockKHz) * 1e3 * float64(l.busBits) / 8 / 1e9)
 }
 
-// open returns the adapter's device, creating it on first use.
-func (a *adapter) open() (*device, error) {
+// Open returns the adapter's device, creating it on first use.
+func (a *adapter) Open() (*device, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return a.openLocked()

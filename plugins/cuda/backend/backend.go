@@ -254,12 +254,7 @@ func (b *Backend) adapterAt(index int) (*adapter, error) {
 
 // deviceAt returns an available adapter and its device, opened on first use.
 func (b *Backend) deviceAt(index int) (*adapter, *device, error) {
-	a, err := b.adapterAt(index)
-	if err != nil {
-		return nil, nil, err
-	}
-	d, err := a.open()
-	return a, d, err
+	return gpukit.DeviceAt[*adapter, *device](b.adapterAt, index)
 }
 
 // Open retains the adapter's primary context and creates its stream; opening it
@@ -267,11 +262,7 @@ func (b *Backend) deviceAt(index int) (*adapter, *device, error) {
 func (b *Backend) Open(ctx context.Context, adapter int) error {
 	b.life.RLock()
 	defer b.life.RUnlock()
-	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("open cuda adapter %d: %w", adapter, err)
-	}
-	_, _, err := b.deviceAt(adapter)
-	return err
+	return gpukit.Open(ctx, ID, adapter, b.deviceAt)
 }
 
 // Release unloads a pipeline. Releasing an unknown handle is a RejectedError.

@@ -53,7 +53,7 @@ func (b *Backend) AllocBuffer(ctx context.Context, req *pluginapi.AllocRequest) 
 	if req.Size > a.lim.maxBufferBytes() {
 		return nil, pluginapi.Rejected("cuda: a buffer of %d bytes is larger than adapter %d's %d. Fix: split the data into smaller buffers", req.Size, a.index, a.lim.maxBufferBytes())
 	}
-	d, err := a.open()
+	d, err := a.Open()
 	if err != nil {
 		return nil, err
 	}

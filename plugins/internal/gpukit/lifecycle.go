@@ -2,6 +2,7 @@ package gpukit
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/kiln-dev/kiln/pluginapi"
 	"github.com/kiln-dev/kiln/plugins/internal/handles"
@@ -15,6 +16,36 @@ type Adapter interface {
 	// Close stops the adapter's background work, waits for its device's work
 	// and releases the device.
 	Close()
+}
+
+// Device is an adapter whose device is opened on first use.
+type Device[D any] interface {
+	Adapter
+	// Open returns the adapter's device, opening it on first use.
+	Open() (D, error)
+}
+
+// DeviceAt returns an available adapter, looked up by at (which starts the
+// backend when it must), and its device, opened on first use.
+func DeviceAt[A Device[D], D any](at func(int) (A, error), index int) (A, D, error) {
+	a, err := at(index)
+	if err != nil {
+		var none D
+		return a, none, err
+	}
+	d, err := a.Open()
+	return a, d, err
+}
+
+// Open is a GPU backend's Open: an ended ctx returns its error, else the
+// adapter's device is opened (opening it again does nothing) by deviceAt,
+// which is the backend's [DeviceAt].
+func Open[A, D any](ctx context.Context, backend string, index int, deviceAt func(int) (A, D, error)) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("open %s adapter %d: %w", backend, index, err)
+	}
+	_, _, err := deviceAt(index)
+	return err
 }
 
 // Adapters is a GPU backend's adapter table and its lifecycle: listed once (on

@@ -12,11 +12,13 @@ import (
 type testAdapter struct {
 	info   pluginapi.Adapter
 	closed int
+	opened int
 	err    error
 }
 
 func (a *testAdapter) Info() *pluginapi.Adapter { return &a.info }
 func (a *testAdapter) Close()                   { a.closed++ }
+func (a *testAdapter) Open() (int, error)       { a.opened++; return a.opened, a.err }
 
 var errTestClosed = errors.New("the test backend is closed")
 
@@ -120,5 +122,32 @@ func TestDestroyAll(t *testing.T) {
 	DestroyAll(&tab, nil)
 	if tab.Len() != 0 {
 		t.Errorf("DestroyAll without destroy left %d", tab.Len())
+	}
+}
+
+// TestDeviceAtAndOpen: a backend's Open looks the adapter up and opens its
+// device, unless its context has ended; a lookup's error stops it.
+func TestDeviceAtAndOpen(t *testing.T) {
+	tab := newTable()
+	gpu := &testAdapter{info: pluginapi.Adapter{Name: "GPU", Available: true}}
+	if _, err := tab.Start(func() ([]*testAdapter, string) { return []*testAdapter{gpu}, "" }, unavailable); err != nil {
+		t.Fatal(err)
+	}
+	deviceAt := func(i int) (*testAdapter, int, error) { return DeviceAt[*testAdapter, int](tab.At, i) }
+	if a, d, err := deviceAt(0); a != gpu || d != 1 || err != nil {
+		t.Fatalf("DeviceAt(0) = %v, %d, %v", a, d, err)
+	}
+	if err := Open(context.Background(), "test", 0, deviceAt); err != nil || gpu.opened != 2 {
+		t.Errorf("Open = %v (opened %d times)", err, gpu.opened)
+	}
+	var rejected *pluginapi.RejectedError
+	if err := Open(context.Background(), "test", 3, deviceAt); !errors.As(err, &rejected) || gpu.opened != 2 {
+		t.Errorf("Open of a missing adapter = %v (opened %d times)", err, gpu.opened)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	err := Open(ctx, "test", 0, deviceAt)
+	if want := "open test adapter 0: context canceled"; err == nil || err.Error() != want || gpu.opened != 2 {
+		t.Errorf("Open with an ended context = %v (opened %d times), want %q", err, gpu.opened, want)
 	}
 }

@@ -313,9 +313,9 @@ func (a *adapter) describe() pluginapi.Adapter {
 	return info
 }
 
-// open returns the adapter's device, creating it on first use and after a lost
+// Open returns the adapter's device, creating it on first use and after a lost
 // device.
-func (a *adapter) open() (*device, error) {
+func (a *adapter) Open() (*device, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.dev != nil && !a.dev.lost.Load() {

@@ -432,7 +432,7 @@ func TestValidationMessagesAreCountedAndLogged(t *testing.T) {
 	if !strings.Contains(logs.String(), "validation=true") {
 		t.Errorf("the start is not logged with validation on:\n%s", logs.String())
 	}
-	dev, err := b.adapters.List()[0].open()
+	dev, err := b.adapters.List()[0].Open()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -80,7 +80,7 @@ func (b *Backend) measureOnce() {
 
 // measureBandwidth opens the adapter's device and measures it.
 func (a *adapter) measureBandwidth() (float64, error) {
-	d, err := a.open()
+	d, err := a.Open()
 	if err != nil {
 		return 0, err
 	}

@@ -74,13 +74,9 @@ func (b *Backend) Compile(ctx context.Context, req *pluginapi.CompileRequest) (*
 		return nil, err
 	}
 	p := req.Program
-	wg, err := checkLimits(p, req.WorkgroupSize, a.props.Limits)
+	m, wg, err := a.emit(p, req.Spec, req.WorkgroupSize)
 	if err != nil {
 		return nil, err
-	}
-	m, err := spirv.EmitFor(p, a.targetFor(wg, req.Spec))
-	if err != nil {
-		return nil, pluginapi.Rejected("vulkan: adapter %d (%s): %w", a.index, a.info.Name, err)
 	}
 	if lim := a.props.Limits.MaxPushConstantsSize; m.PushConstantBytes > lim {
 		return nil, pluginapi.Rejected("vulkan: program %q needs %d bytes of push constants (one u32 per buffer and per uniform, and %d grid words) but adapter %d (%s) allows %d. Fix: use at most %d buffers and uniforms together on this device",
@@ -105,6 +101,22 @@ func (b *Backend) Compile(ctx context.Context, req *pluginapi.CompileRequest) (*
 		return nil, errClosed
 	}
 	return &pluginapi.CompileResult{Pipeline: b.pipelines.Add(pl), Blob: blob, CompileNanos: time.Since(start).Nanoseconds()}, nil
+}
+
+// emit checks program p, with the workgroup override (all zero keeps p's),
+// against the adapter's limits and emits its module for the adapter, as
+// Compile and Artifact do; it returns the module and the workgroup size it
+// runs with.
+func (a *adapter) emit(p *ir.Program, spec ir.SpecMap, override [3]uint32) (*spirv.Module, [3]uint32, error) {
+	wg, err := checkLimits(p, override, a.props.Limits)
+	if err != nil {
+		return nil, wg, err
+	}
+	m, err := spirv.EmitFor(p, a.targetFor(wg, spec))
+	if err != nil {
+		return nil, wg, pluginapi.Rejected("vulkan: adapter %d (%s): %w", a.index, a.info.Name, err)
+	}
+	return m, wg, nil
 }
 
 // build creates the pipeline's Vulkan objects through a pipeline cache seeded with

@@ -1,0 +1,70 @@
+package plugintest
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+)
+
+func TestLogTakesConcurrentWrites(t *testing.T) {
+	var l Log
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			for range 100 {
+				if _, err := l.Write([]byte("ab")); err != nil {
+					t.Error(err)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if s := l.String(); len(s) != 1600 || strings.Trim(s, "ab") != "" {
+		t.Errorf("log of %d bytes, want 1600 of a and b", len(s))
+	}
+}
+
+// TestPrebuiltBinary: a path in the environment variable is used as is and
+// never removed.
+func TestPrebuiltBinary(t *testing.T) {
+	prebuilt := filepath.Join(t.TempDir(), "kiln-backend-x")
+	if err := os.WriteFile(prebuilt, []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("KILN_PLUGINTEST_PREBUILT", prebuilt)
+	b := Build("kiln-backend-x", "KILN_PLUGINTEST_PREBUILT")
+	if path, err := b.Path(); path != prebuilt || err != nil {
+		t.Fatalf("Path = %q, %v; want the prebuilt %q", path, err, prebuilt)
+	}
+	b.Remove()
+	if _, err := os.Stat(prebuilt); err != nil {
+		t.Errorf("Remove removed the prebuilt plugin: %v", err)
+	}
+}
+
+// TestBuildAndStart builds the CPU reference's plugin, starts it as the host
+// does and describes it, then removes the build.
+func TestBuildAndStart(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds a plugin")
+	}
+	t.Chdir(filepath.Join("..", "..", "cpuref"))
+	b := Build("kiln-backend-cpuref", "")
+	be, logs, stop := b.Start(t)
+	d, err := be.Describe(context.Background())
+	stop()
+	if err != nil || d.ID != "cpu-ref" {
+		t.Fatalf("Describe = %+v, %v\nlog:\n%s", d, err, logs)
+	}
+	if logs.String() == "" {
+		t.Error("the plugin's log is empty")
+	}
+	path, _ := b.Path()
+	b.Remove()
+	if _, err := os.Stat(path); !os.IsNotExist(err) {
+		t.Errorf("the built plugin is still there after Remove: %v", err)
+	}
+}
