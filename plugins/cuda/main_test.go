@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"os"
 	"os/exec"
 	"slices"
@@ -110,54 +109,15 @@ func TestPluginProcess(t *testing.T) {
 	defer stop()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	d, err := b.Describe(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if d.ID != "cuda" || len(d.Adapters) == 0 {
-		t.Fatalf("description %+v", d)
-	}
-	if a := d.Adapters[0]; !a.Available {
-		if !strings.Contains(a.Reason, "Fix: ") {
-			t.Errorf("unavailable without a Fix: %q", a.Reason)
+	plugintest.Usable(t, ctx, b, "cuda", "KILN_REQUIRE_CUDA")
+	res := plugintest.VectorAdd(t, ctx, b, func(blob []byte) error {
+		if len(blob) < 100 || string(blob[:8]) != "KILNCUBN" {
+			return fmt.Errorf("compile returned a %d-byte blob, want a cubin behind kiln's header", len(blob))
 		}
-		if os.Getenv("KILN_REQUIRE_CUDA") == "1" {
-			t.Fatalf("KILN_REQUIRE_CUDA=1 but adapter 0 is unavailable: %s", a.Reason)
-		}
-		t.Skipf("no usable CUDA device (%s); set KILN_REQUIRE_CUDA=1 to fail instead", a.Reason)
-	}
-	if err := b.Open(ctx, 0); err != nil {
-		t.Fatal(err)
-	}
-	k, _ := kernels.Lookup("vector_add")
-	c := k.NewCase(rand.New(rand.NewPCG(1, 2)), 100_000)
-	comp, err := b.Compile(ctx, &pluginapi.CompileRequest{Program: k.Program()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(comp.Blob) < 100 || string(comp.Blob[:8]) != "KILNCUBN" {
-		t.Errorf("compile returned a %d-byte blob, want a cubin behind kiln's header", len(comp.Blob))
-	}
-	res, err := b.Dispatch(ctx, &pluginapi.DispatchRequest{Pipeline: comp.Pipeline, Grid: c.Grid, Inputs: c.Inputs, OutputCounts: c.OutputCounts})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := k.Check(res.Outputs, k.Reference(c)); err != nil {
-		t.Error(err)
-	}
+		return nil
+	})
 	if res.HostNanos <= 0 || res.DeviceNanos <= 0 {
 		t.Errorf("host time %d, device time %d", res.HostNanos, res.DeviceNanos)
-	}
-	if err := b.Release(ctx, comp.Pipeline); err != nil {
-		t.Error(err)
-	}
-	_, err = b.Dispatch(ctx, &pluginapi.DispatchRequest{Pipeline: comp.Pipeline, Grid: c.Grid})
-	var rejected *pluginapi.RejectedError
-	if !errors.As(err, &rejected) {
-		t.Errorf("dispatch of a released pipeline through the wire = %v, want a RejectedError", err)
-	}
-	if err := b.Close(ctx); err != nil {
-		t.Error(err)
 	}
 	conn, ok := b.(pluginapi.Conn)
 	if !ok {

@@ -3,7 +3,7 @@ package main
 import (
 	"context"
 	"errors"
-	"math/rand/v2"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -40,51 +40,15 @@ func TestPluginProcess(t *testing.T) {
 	b, logs := startPlugin(t, backend.ValidationEnv+"=1")
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	d, err := b.Describe(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if d.ID != "vulkan" || len(d.Adapters) == 0 {
-		t.Fatalf("description %+v", d)
-	}
-	if a := d.Adapters[0]; !a.Available {
-		if os.Getenv("KILN_REQUIRE_VULKAN") == "1" {
-			t.Fatalf("KILN_REQUIRE_VULKAN=1 but adapter 0 is unavailable: %s", a.Reason)
+	plugintest.Usable(t, ctx, b, "vulkan", "KILN_REQUIRE_VULKAN")
+	res := plugintest.VectorAdd(t, ctx, b, func(blob []byte) error {
+		if len(blob) < 32 {
+			return fmt.Errorf("compile returned a %d-byte blob, want pipeline-cache data with its header", len(blob))
 		}
-		t.Skipf("no usable Vulkan device (%s); set KILN_REQUIRE_VULKAN=1 to fail instead", a.Reason)
-	}
-	if err := b.Open(ctx, 0); err != nil {
-		t.Fatal(err)
-	}
-	k, _ := kernels.Lookup("vector_add")
-	c := k.NewCase(rand.New(rand.NewPCG(1, 2)), 100_000)
-	comp, err := b.Compile(ctx, &pluginapi.CompileRequest{Program: k.Program()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(comp.Blob) < 32 {
-		t.Errorf("compile returned a %d-byte blob, want pipeline-cache data with its header", len(comp.Blob))
-	}
-	res, err := b.Dispatch(ctx, &pluginapi.DispatchRequest{Pipeline: comp.Pipeline, Grid: c.Grid, Inputs: c.Inputs, OutputCounts: c.OutputCounts, Uniforms: c.Uniforms})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := k.Check(res.Outputs, k.Reference(c)); err != nil {
-		t.Error(err)
-	}
+		return nil
+	})
 	if res.HostNanos <= 0 {
 		t.Errorf("host time %d", res.HostNanos)
-	}
-	if err := b.Release(ctx, comp.Pipeline); err != nil {
-		t.Error(err)
-	}
-	_, err = b.Dispatch(ctx, &pluginapi.DispatchRequest{Pipeline: comp.Pipeline, Grid: c.Grid})
-	var rejected *pluginapi.RejectedError
-	if !errors.As(err, &rejected) {
-		t.Errorf("dispatch of a released pipeline through the wire = %v, want a RejectedError", err)
-	}
-	if err := b.Close(ctx); err != nil {
-		t.Error(err)
 	}
 	log := logs.String()
 	if !strings.Contains(log, "validation=true") {
@@ -124,13 +88,7 @@ func TestPluginProcessProtocol2(t *testing.T) {
 	b, logs := startPlugin(t, backend.ValidationEnv+"=1")
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	d, err := b.Describe(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !d.Adapters[0].Available {
-		t.Skipf("no usable Vulkan device (%s)", d.Adapters[0].Reason)
-	}
+	plugintest.Usable(t, ctx, b, "vulkan", "KILN_REQUIRE_VULKAN")
 	conn := b.(pluginapi.Conn)
 	caps := conn.Capabilities()
 	if !caps.Resident() || !caps.Health {

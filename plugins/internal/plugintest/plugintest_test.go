@@ -7,6 +7,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/kiln-dev/kiln/pluginapi"
 )
 
 func TestLogTakesConcurrentWrites(t *testing.T) {
@@ -54,11 +56,17 @@ func TestBuildAndStart(t *testing.T) {
 	t.Chdir(filepath.Join("..", "..", "cpuref"))
 	b := Build("kiln-backend-cpuref", "")
 	be, logs, stop := b.Start(t)
-	d, err := be.Describe(context.Background())
-	stop()
-	if err != nil || d.ID != "cpu-ref" {
-		t.Fatalf("Describe = %+v, %v\nlog:\n%s", d, err, logs)
+	defer stop()
+	ctx := context.Background()
+	if d := Usable(t, ctx, be, "cpu-ref", "KILN_PLUGINTEST_REQUIRE"); len(d.Adapters) != 1 {
+		t.Errorf("cpu-ref has %d adapters, want 1", len(d.Adapters))
 	}
+	blobs := 0
+	res := VectorAdd(t, ctx, be, func([]byte) error { blobs++; return nil })
+	if blobs != 1 || len(res.Outputs) != 1 {
+		t.Errorf("blob checked %d times, %d outputs; want 1 and 1", blobs, len(res.Outputs))
+	}
+	stop()
 	if logs.String() == "" {
 		t.Error("the plugin's log is empty")
 	}
@@ -66,5 +74,24 @@ func TestBuildAndStart(t *testing.T) {
 	b.Remove()
 	if _, err := os.Stat(path); !os.IsNotExist(err) {
 		t.Errorf("the built plugin is still there after Remove: %v", err)
+	}
+}
+
+type unavailableBackend struct{ pluginapi.Backend }
+
+func (unavailableBackend) Describe(context.Context) (*pluginapi.Description, error) {
+	return &pluginapi.Description{ID: "gpu", Adapters: []pluginapi.Adapter{{Name: "GPU", Reason: "no driver. Fix: install one"}}}, nil
+}
+
+// TestUsableSkipsWithoutADevice: an unavailable adapter 0 skips the test,
+// unless the require variable is 1.
+func TestUsableSkipsWithoutADevice(t *testing.T) {
+	var skipped bool
+	t.Run("unavailable", func(t *testing.T) {
+		defer func() { skipped = t.Skipped() }()
+		Usable(t, context.Background(), unavailableBackend{}, "gpu", "KILN_PLUGINTEST_REQUIRE")
+	})
+	if !skipped {
+		t.Error("Usable did not skip a backend without a usable adapter")
 	}
 }
