@@ -9,18 +9,6 @@ import (
 	"github.com/kiln-dev/kiln/ir"
 )
 
-// checksProgram has a read buffer, a write buffer, a fixed read_write buffer of
-// two f16 elements, a parameter and a uniform.
-func checksProgram() *ir.Program {
-	b := ir.NewBuilder("p", 64, 1, 1)
-	u, k, i := b.Uniform("u", ir.U32), ir.Param("k"), ir.GlobalID(0)
-	b.Param("k", ir.U32, ir.LitU32(1))
-	in, out := b.Buffer("in", ir.U32, ir.Read), b.Buffer("out", ir.U32, ir.Write)
-	b.FixedBuffer("h", ir.F16, ir.ReadWrite, 2)
-	b.If(ir.Lt(i, ir.Len(in)), func(then *ir.Block) { then.Store(out, i, ir.Add(ir.Load(in, i), ir.Add(k, u))) })
-	return b.MustBuild()
-}
-
 func TestCheckCompile(t *testing.T) {
 	p := checksProgram()
 	spec := func(name string, v ir.SpecValue) ir.SpecMap {
@@ -164,4 +152,16 @@ func TestServeChecksLaunches(t *testing.T) {
 	if len(f.dispatches) != 0 {
 		t.Errorf("%d rejected dispatches reached the backend", len(f.dispatches))
 	}
+}
+
+// checksProgram has a read buffer, a write buffer, a fixed read_write buffer of
+// two f16 elements, a parameter and a uniform.
+func checksProgram() *ir.Program {
+	b := ir.NewBuilder("p", 64, 1, 1)
+	u, k, i := b.Uniform("u", ir.U32), ir.Param("k"), ir.GlobalID(0)
+	b.Param("k", ir.U32, ir.LitU32(1))
+	in, out := b.Buffer("in", ir.U32, ir.Read), b.Buffer("out", ir.U32, ir.Write)
+	b.FixedBuffer("h", ir.F16, ir.ReadWrite, 2)
+	b.If(ir.Lt(i, ir.Len(in)), func(then *ir.Block) { then.Store(out, i, ir.Add(ir.Load(in, i), ir.Add(k, u))) })
+	return b.MustBuild()
 }

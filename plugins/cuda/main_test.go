@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kiln-dev/kiln/internal/syncbuf"
 	"github.com/kiln-dev/kiln/ir/kernels"
 	"github.com/kiln-dev/kiln/pluginapi"
 	"github.com/kiln-dev/kiln/plugins/cuda/backend"
@@ -73,7 +74,7 @@ func initAndEnumerate() int {
 
 // startPlugin starts the plugin with extra environment variables and returns
 // its Backend, its log and a function that stops it.
-func startPlugin(tb testing.TB, env ...string) (pluginapi.Backend, *plugintest.Log, func()) {
+func startPlugin(tb testing.TB, env ...string) (pluginapi.Backend, *syncbuf.Buffer, func()) {
 	tb.Helper()
 	return pluginBinary.Start(tb, env...)
 }

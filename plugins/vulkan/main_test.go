@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kiln-dev/kiln/internal/syncbuf"
 	"github.com/kiln-dev/kiln/ir/kernels"
 	"github.com/kiln-dev/kiln/pluginapi"
 	"github.com/kiln-dev/kiln/plugins/internal/plugintest"
@@ -26,7 +27,7 @@ func TestMain(m *testing.M) {
 
 // startPlugin starts the plugin with extra environment variables and returns
 // its Backend and its log; the plugin stops when the test ends.
-func startPlugin(t *testing.T, env ...string) (pluginapi.Backend, *plugintest.Log) {
+func startPlugin(t *testing.T, env ...string) (pluginapi.Backend, *syncbuf.Buffer) {
 	t.Helper()
 	b, logs, stop := pluginBinary.Start(t, env...)
 	t.Cleanup(stop)

@@ -4,48 +4,10 @@ import (
 	"context"
 	"os"
 	"path/filepath"
-	"strings"
-	"sync"
 	"testing"
 
 	"github.com/kiln-dev/kiln/pluginapi"
 )
-
-func TestLogTakesConcurrentWrites(t *testing.T) {
-	var l Log
-	var wg sync.WaitGroup
-	for range 8 {
-		wg.Go(func() {
-			for range 100 {
-				if _, err := l.Write([]byte("ab")); err != nil {
-					t.Error(err)
-				}
-			}
-		})
-	}
-	wg.Wait()
-	if s := l.String(); len(s) != 1600 || strings.Trim(s, "ab") != "" {
-		t.Errorf("log of %d bytes, want 1600 of a and b", len(s))
-	}
-}
-
-// TestPrebuiltBinary: a path in the environment variable is used as is and
-// never removed.
-func TestPrebuiltBinary(t *testing.T) {
-	prebuilt := filepath.Join(t.TempDir(), "kiln-backend-x")
-	if err := os.WriteFile(prebuilt, []byte("#!/bin/sh\n"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	t.Setenv("KILN_PLUGINTEST_PREBUILT", prebuilt)
-	b := Build("kiln-backend-x", "KILN_PLUGINTEST_PREBUILT")
-	if path, err := b.Path(); path != prebuilt || err != nil {
-		t.Fatalf("Path = %q, %v; want the prebuilt %q", path, err, prebuilt)
-	}
-	b.Remove()
-	if _, err := os.Stat(prebuilt); err != nil {
-		t.Errorf("Remove removed the prebuilt plugin: %v", err)
-	}
-}
 
 // TestBuildAndStart builds the CPU reference's plugin, starts it as the host
 // does and describes it, then removes the build.
@@ -93,5 +55,23 @@ func TestUsableSkipsWithoutADevice(t *testing.T) {
 	})
 	if !skipped {
 		t.Error("Usable did not skip a backend without a usable adapter")
+	}
+}
+
+// TestPrebuiltBinary: a path in the environment variable is used as is and
+// never removed.
+func TestPrebuiltBinary(t *testing.T) {
+	prebuilt := filepath.Join(t.TempDir(), "kiln-backend-x")
+	if err := os.WriteFile(prebuilt, []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("KILN_PLUGINTEST_PREBUILT", prebuilt)
+	b := Build("kiln-backend-x", "KILN_PLUGINTEST_PREBUILT")
+	if path, err := b.Path(); path != prebuilt || err != nil {
+		t.Fatalf("Path = %q, %v; want the prebuilt %q", path, err, prebuilt)
+	}
+	b.Remove()
+	if _, err := os.Stat(prebuilt); err != nil {
+		t.Errorf("Remove removed the prebuilt plugin: %v", err)
 	}
 }
