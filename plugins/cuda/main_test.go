@@ -147,27 +147,15 @@ func requireDevice(b *testing.B) {
 // iteration, next to BenchmarkInitAlone's baseline. Describe needs cuInit and
 // the device attributes only (no context, no measurement); the plugin starts
 // cuInit while the host connects.
-func BenchmarkStartDescribe(b *testing.B) {
-	requireDevice(b)
-	if _, err := pluginBinary.Path(); err != nil {
-		b.Fatal(err)
-	}
-	ctx := context.Background()
-	b.ResetTimer()
-	for range b.N {
-		be, _, stop := startPlugin(b)
-		if _, err := be.Describe(ctx); err != nil {
-			b.Fatal(err)
-		}
-		b.StopTimer()
-		stop()
-		b.StartTimer()
-	}
-}
+func BenchmarkStartDescribe(b *testing.B) { benchmarkStart(b, false) }
 
 // BenchmarkStartOpen is BenchmarkStartDescribe plus opening adapter 0 (retaining
 // its primary context, creating its stream), where the context's cost now lies.
-func BenchmarkStartOpen(b *testing.B) {
+func BenchmarkStartOpen(b *testing.B) { benchmarkStart(b, true) }
+
+// benchmarkStart starts the plugin process and describes it, per iteration,
+// and with open opens adapter 0 too.
+func benchmarkStart(b *testing.B, open bool) {
 	requireDevice(b)
 	if _, err := pluginBinary.Path(); err != nil {
 		b.Fatal(err)
@@ -179,8 +167,10 @@ func BenchmarkStartOpen(b *testing.B) {
 		if _, err := be.Describe(ctx); err != nil {
 			b.Fatal(err)
 		}
-		if err := be.Open(ctx, 0); err != nil {
-			b.Fatal(err)
+		if open {
+			if err := be.Open(ctx, 0); err != nil {
+				b.Fatal(err)
+			}
 		}
 		b.StopTimer()
 		stop()

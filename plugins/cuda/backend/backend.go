@@ -98,14 +98,9 @@ func (b *Backend) start() error {
 	if log := b.cfg.Logger; log != nil {
 		adapters := b.adapters.List()
 		log.Info("CUDA started", "driver", b.cfg.Library, "driver_api", b.version, "adapters", len(adapters), "init", b.initTook)
-		for _, a := range adapters {
-			if a.info.Available {
-				log.Info("CUDA adapter", "index", a.index, "name", a.info.Name, "uuid", a.uuid, "compute_capability",
-					fmt.Sprintf("%d.%d", a.lim.ccMajor, a.lim.ccMinor), "sms", a.lim.sms, "target", a.target.String())
-			} else {
-				log.Warn("CUDA adapter unavailable", "index", a.index, "name", a.info.Name, "reason", a.info.Reason)
-			}
-		}
+		b.adapters.Log(log, func(a *adapter) []any {
+			return []any{"uuid", a.uuid, "compute_capability", fmt.Sprintf("%d.%d", a.lim.ccMajor, a.lim.ccMinor), "sms", a.lim.sms, "target", a.target.String()}
+		})
 	}
 	return nil
 }

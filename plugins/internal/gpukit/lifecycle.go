@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/hashicorp/go-hclog"
+
 	"github.com/kiln-dev/kiln/pluginapi"
 	"github.com/kiln-dev/kiln/plugins/internal/handles"
 )
@@ -85,6 +87,21 @@ func (t *Adapters[A]) Start(start func() ([]A, string), unavailable func(plugina
 	}
 	t.list = list
 	return true, nil
+}
+
+// Log reports the adapters to log, as a backend does once it has started:
+// each available adapter at Info level ("CUDA adapter", its index and name,
+// then what attrs adds), each unavailable one at Warn level with its reason.
+// The backend's lock is held for reading.
+func (t *Adapters[A]) Log(log hclog.Logger, attrs func(A) []any) {
+	for _, a := range t.list {
+		info := a.Info()
+		if info.Available {
+			log.Info(t.API+" adapter", append([]any{"index", info.Index, "name", info.Name}, attrs(a)...)...)
+		} else {
+			log.Warn(t.API+" adapter unavailable", "index", info.Index, "name", info.Name, "reason", info.Reason)
+		}
+	}
 }
 
 // Started reports whether the adapters were listed. The backend's lock is held

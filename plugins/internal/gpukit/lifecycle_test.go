@@ -3,7 +3,10 @@ package gpukit
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
+
+	"github.com/hashicorp/go-hclog"
 
 	"github.com/kiln-dev/kiln/pluginapi"
 	"github.com/kiln-dev/kiln/plugins/internal/handles"
@@ -149,5 +152,21 @@ func TestDeviceAtAndOpen(t *testing.T) {
 	err := Open(ctx, "test", 0, deviceAt)
 	if want := "open test adapter 0: context canceled"; err == nil || err.Error() != want || gpu.opened != 2 {
 		t.Errorf("Open with an ended context = %v (opened %d times), want %q", err, gpu.opened, want)
+	}
+}
+
+func TestAdaptersLog(t *testing.T) {
+	tab := newTable()
+	list := []*testAdapter{{info: pluginapi.Adapter{Index: 0, Name: "GPU", Available: true}}, {info: pluginapi.Adapter{Index: 1, Name: "old", Reason: "too old"}}}
+	if _, err := tab.Start(func() ([]*testAdapter, string) { return list, "" }, unavailable); err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	tab.Log(hclog.New(&hclog.LoggerOptions{Output: &out, Level: hclog.Info}), func(a *testAdapter) []any { return []any{"extra", a.info.Name + "!"} })
+	got := out.String()
+	for _, want := range []string{"[INFO]  Test adapter: index=0 name=GPU extra=\"GPU!\"", "[WARN]  Test adapter unavailable: index=1 name=old reason=\"too old\""} {
+		if !strings.Contains(got, want) {
+			t.Errorf("log lacks %q:\n%s", want, got)
+		}
 	}
 }

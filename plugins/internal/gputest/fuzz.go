@@ -6,6 +6,7 @@ import (
 
 	"github.com/kiln-dev/kiln/ir"
 	"github.com/kiln-dev/kiln/pluginapi"
+	"github.com/kiln-dev/kiln/plugins/internal/gpukit"
 )
 
 // BindingsProgram is a program with a buffer of every kind, for fuzzing a
@@ -23,12 +24,12 @@ func BindingsProgram() *ir.Program {
 
 // FuzzBindings feeds arbitrary launches of [BindingsProgram] to the dispatch
 // checks as a Dispatch meets them: the SDK's (pluginapi.CheckLaunch), then the
-// backend's. counts gives the element count of each binding of a request the
-// SDK accepted (in binding order), checkGrid checks its grid. They must never
+// backend's. bindings sizes the bindings of a request the SDK accepted (in
+// binding order), checkGrid checks its grid. They must never
 // panic, reject only with a RejectedError, and size every accepted binding as
 // the CPU reference does: a write buffer by its fixed count or the request's
 // output count, any other by its input; with maxBytes > 0, no binding larger.
-func FuzzBindings(f *testing.F, counts func(req *pluginapi.DispatchRequest) ([]uint32, error), checkGrid func(grid [3]uint32) error, maxBytes uint64) {
+func FuzzBindings[B interface{ Sized() *gpukit.Binding }](f *testing.F, bindings func(req *pluginapi.DispatchRequest) ([]B, error), checkGrid func(grid [3]uint32) error, maxBytes uint64) {
 	prog := BindingsProgram()
 	f.Add([]byte{1, 2, 3, 4}, []byte{}, []byte{5, 6, 7, 8}, make([]byte, 12), uint32(7), uint32(0), uint8(5), uint32(1), uint32(1))
 	f.Add([]byte{1, 2, 3}, []byte{1}, []byte{}, make([]byte, 8), uint32(1<<20), uint32(3), uint8(2), uint32(1<<27), uint32(70000))
@@ -38,7 +39,11 @@ func FuzzBindings(f *testing.F, counts func(req *pluginapi.DispatchRequest) ([]u
 		err := pluginapi.CheckLaunch(prog, prog.WorkgroupSize, req)
 		var got []uint32
 		if err == nil {
-			got, err = counts(req)
+			var binds []B
+			binds, err = bindings(req)
+			for _, b := range binds {
+				got = append(got, b.Sized().Count)
+			}
 		}
 		var rejected *pluginapi.RejectedError
 		if err != nil {

@@ -185,13 +185,9 @@ func (b *Backend) start() error {
 		ph := b.phases
 		log.Info("Vulkan started", "validation", b.cfg.Validation, "adapters", len(adapters),
 			"load", ph.Load, "version", ph.Version, "instance", ph.Instance, "enumerate", ph.Enumerate, "describe_adapters", ph.Adapters, "nvml_wait", ph.Estimates)
-		for _, a := range adapters {
-			if a.info.Available {
-				log.Info("Vulkan adapter", "index", a.index, "name", a.info.Name, "type", a.info.Identity.DeviceType, "direct_memory", directMemory(a.props.Type, a.mem))
-			} else {
-				log.Warn("Vulkan adapter unavailable", "index", a.index, "name", a.info.Name, "reason", a.info.Reason)
-			}
-		}
+		b.adapters.Log(log, func(a *adapter) []any {
+			return []any{"type", a.info.Identity.DeviceType, "direct_memory", directMemory(a.props.Type, a.mem)}
+		})
 	}
 	return nil
 }
