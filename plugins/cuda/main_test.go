@@ -79,6 +79,20 @@ func startPlugin(tb testing.TB, env ...string) (pluginapi.Backend, *syncbuf.Buff
 	return pluginBinary.Start(tb, env...)
 }
 
+// startDescribed starts the plugin, describes it (which opens the data plane)
+// and returns its connection, whose capabilities it logs, and its log; the
+// plugin stops when the benchmark ends.
+func startDescribed(b *testing.B) (pluginapi.Conn, *syncbuf.Buffer) {
+	be, logs, stop := startPlugin(b)
+	b.Cleanup(stop)
+	if _, err := be.Describe(context.Background()); err != nil {
+		b.Fatal(err)
+	}
+	conn := be.(pluginapi.Conn)
+	b.Logf("capabilities: %s", conn.Capabilities())
+	return conn, logs
+}
+
 // TestPluginProcessWithoutDriver starts the plugin pointed at a driver library
 // that does not exist: it must start and report why CUDA is unavailable, with a
 // Fix, through the wire.
@@ -200,16 +214,10 @@ func BenchmarkInitAlone(b *testing.B) {
 // over the shared-memory data plane where it opens), waiting for its completion.
 func BenchmarkWireSubmitSmall(b *testing.B) {
 	requireDevice(b)
-	be, _, stop := startPlugin(b)
-	defer stop()
+	conn, _ := startDescribed(b)
 	ctx := context.Background()
-	if _, err := be.Describe(ctx); err != nil {
-		b.Fatal(err)
-	}
-	conn := be.(pluginapi.Conn)
-	b.Logf("capabilities: %s", conn.Capabilities())
 	k, _ := kernels.Lookup("vector_add")
-	c, err := be.Compile(ctx, &pluginapi.CompileRequest{Program: k.Program()})
+	c, err := conn.Compile(ctx, &pluginapi.CompileRequest{Program: k.Program()})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -247,12 +255,8 @@ func BenchmarkWireSubmitSmall(b *testing.B) {
 // request).
 func BenchmarkWireSmallDispatch(b *testing.B) {
 	requireDevice(b)
-	be, _, stop := startPlugin(b)
-	defer stop()
+	be, _ := startDescribed(b)
 	ctx := context.Background()
-	if _, err := be.Describe(ctx); err != nil {
-		b.Fatal(err)
-	}
 	k, _ := kernels.Lookup("vector_add")
 	c, err := be.Compile(ctx, &pluginapi.CompileRequest{Program: k.Program()})
 	if err != nil {
@@ -278,14 +282,8 @@ func BenchmarkWireSmallDispatch(b *testing.B) {
 // is one DMA. It reports each direction's GB/s.
 func BenchmarkWireTransfer(b *testing.B) {
 	requireDevice(b)
-	be, logs, stop := startPlugin(b)
-	defer stop()
+	conn, logs := startDescribed(b)
 	ctx := context.Background()
-	if _, err := be.Describe(ctx); err != nil {
-		b.Fatal(err)
-	}
-	conn := be.(pluginapi.Conn)
-	b.Logf("capabilities: %s", conn.Capabilities())
 	const size = 64 << 20
 	r, err := conn.AllocBuffer(ctx, &pluginapi.AllocRequest{Size: size})
 	if err != nil {
