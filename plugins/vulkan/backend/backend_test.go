@@ -457,13 +457,7 @@ func TestMissingValidationLayerMakesVulkanUnavailable(t *testing.T) {
 	t.Setenv("VK_LAYER_PATH", t.TempDir())
 	cfg := ConfigFromEnv()
 	cfg.Validation = true
-	b := New(cfg)
-	ctx := context.Background()
-	defer b.Close(ctx)
-	d, err := b.Describe(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, d := describeNew(t, cfg)
 	a := d.Adapters[0]
 	if strings.Contains(a.Reason, "loader") && strings.Contains(a.Reason, "not found") {
 		t.Skipf("no Vulkan loader: %s", a.Reason)

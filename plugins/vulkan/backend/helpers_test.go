@@ -1,6 +1,7 @@
 package backend
 
 import (
+	"context"
 	"os"
 	"testing"
 
@@ -33,6 +34,19 @@ func newTestBackend(t testing.TB) *Backend {
 		}
 	})
 	return b
+}
+
+// describeNew starts a backend of cfg and describes it; the backend is closed
+// at cleanup.
+func describeNew(t *testing.T, cfg Config) (*Backend, *pluginapi.Description) {
+	t.Helper()
+	b := New(cfg)
+	t.Cleanup(func() { _ = b.Close(context.Background()) })
+	d, err := b.Describe(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b, d
 }
 
 // run compiles p on adapter 0, dispatches it once and releases it.

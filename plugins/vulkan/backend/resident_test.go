@@ -422,14 +422,8 @@ func TestDeviceLost(t *testing.T) {
 // for the bandwidth measurement but says it is under way, and that a later one
 // reports it, quantized to two significant digits, as measured.
 func TestBandwidthIsMeasuredAfterDescribe(t *testing.T) {
-	cfg := ConfigFromEnv()
-	b := New(cfg)
+	b, d := describeNew(t, ConfigFromEnv())
 	ctx := context.Background()
-	defer b.Close(ctx)
-	d, err := b.Describe(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
 	if len(d.Adapters) == 0 || !d.Adapters[0].Available || !d.Adapters[0].Profile.SupportsDeviceTimestamps {
 		t.Skip("no usable Vulkan adapter with timestamps")
 	}
@@ -437,7 +431,7 @@ func TestBandwidthIsMeasuredAfterDescribe(t *testing.T) {
 		t.Errorf("the first Describe says the bandwidth is %v, want measuring", s)
 	}
 	b.measured.Wait()
-	d, err = b.Describe(ctx)
+	d, err := b.Describe(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
