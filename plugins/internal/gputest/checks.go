@@ -292,7 +292,7 @@ func CheckProgramLimits(t *testing.T, limits func(p *ir.Program, override [3]uin
 		_, err := check(c.p, c.spec, c.override)
 		var rejected *pluginapi.RejectedError
 		if !errors.As(err, &rejected) || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), "Fix:") {
-			t.Errorf("%s: checkProgram = %v, want a RejectedError mentioning %q with a Fix", c.name, err, c.want)
+			t.Errorf("%s: the checks give %v, want a RejectedError mentioning %q with a Fix", c.name, err, c.want)
 		}
 	}
 	wg, err := check(build([3]uint32{64, 1, 1}, 256), ir.SpecMap{}, [3]uint32{8, 8, 4})
