@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync"
 	"testing"
 
+	kilnpb "github.com/kiln-dev/kiln/internal/wire/proto"
 	"github.com/kiln-dev/kiln/ir"
 )
 
@@ -83,19 +85,55 @@ func TestCheckLaunch(t *testing.T) {
 	}
 }
 
+// recorder is a Backend that counts what reaches it and fails with err when
+// set.
+type recorder struct {
+	mu         sync.Mutex
+	compiles   int
+	dispatches int
+	err        error
+}
+
+func (r *recorder) Describe(context.Context) (*Description, error) {
+	return &Description{ID: "rec"}, nil
+}
+func (r *recorder) Open(context.Context, int) error       { return nil }
+func (r *recorder) Release(context.Context, uint64) error { return nil }
+func (r *recorder) Close(context.Context) error           { return nil }
+
+func (r *recorder) Compile(context.Context, *CompileRequest) (*CompileResult, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.compiles++
+	return &CompileResult{Pipeline: uint64(r.compiles)}, r.err
+}
+
+func (r *recorder) Dispatch(context.Context, *DispatchRequest) (*DispatchResult, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.dispatches++
+	return &DispatchResult{}, r.err
+}
+
+func (r *recorder) counts() (compiles, dispatches int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.compiles, r.dispatches
+}
+
 // TestCheckedChecksBeforeTheBackend pins the layer Serve and the conformance kit
 // put in front of a backend: rejected requests never reach it, launches are
 // checked against the program and workgroup size the pipeline was compiled
 // with, and a handle it does not know goes to the backend.
 func TestCheckedChecksBeforeTheBackend(t *testing.T) {
 	ctx := context.Background()
-	f := &fakeBackend{}
-	b := Checked(f)
+	r := &recorder{}
+	b := Checked(r)
 	if Checked(b) != b {
 		t.Error("Checked of a Checked backend wraps it again")
 	}
-	if _, err := b.Compile(ctx, &CompileRequest{Program: &ir.Program{Name: "empty"}}); !isRejected(err) || f.compileCalls() != 0 {
-		t.Fatalf("an invalid program: %v, %d compiles reached the backend", err, f.compileCalls())
+	if _, err := b.Compile(ctx, &CompileRequest{Program: &ir.Program{Name: "empty"}}); !isRejected(err) || r.compiles != 0 {
+		t.Fatalf("an invalid program: %v, %d compiles reached the backend", err, r.compiles)
 	}
 	p := checksProgram()
 	res, err := b.Compile(ctx, &CompileRequest{Program: p, WorkgroupSize: [3]uint32{1, 64, 1}})
@@ -110,47 +148,59 @@ func TestCheckedChecksBeforeTheBackend(t *testing.T) {
 	if _, err := b.Dispatch(ctx, nil); !isRejected(err) {
 		t.Errorf("a nil request: %v", err)
 	}
-	if len(f.dispatches) != 0 {
-		t.Fatalf("%d rejected dispatches reached the backend", len(f.dispatches))
+	if r.dispatches != 0 {
+		t.Fatalf("%d rejected dispatches reached the backend", r.dispatches)
 	}
 	ok := &DispatchRequest{Pipeline: res.Pipeline, Grid: [3]uint32{1, 1, 1}, Inputs: [][]byte{nil, nil, four}, Uniforms: four}
-	if _, err := b.Dispatch(ctx, ok); err != nil || len(f.dispatches) != 1 {
-		t.Fatalf("a good dispatch: %v, %d reached the backend", err, len(f.dispatches))
+	if _, err := b.Dispatch(ctx, ok); err != nil || r.dispatches != 1 {
+		t.Fatalf("a good dispatch: %v, %d reached the backend", err, r.dispatches)
 	}
 	unknown := &DispatchRequest{Pipeline: res.Pipeline + 100, Inputs: [][]byte{{1}}}
-	if _, err := b.Dispatch(ctx, unknown); err != nil || len(f.dispatches) != 2 {
-		t.Errorf("an unknown handle: %v, %d dispatches reached the backend; want it passed on", err, len(f.dispatches))
+	if _, err := b.Dispatch(ctx, unknown); err != nil || r.dispatches != 2 {
+		t.Errorf("an unknown handle: %v, %d dispatches reached the backend; want it passed on", err, r.dispatches)
 	}
 	if err := b.Release(ctx, res.Pipeline); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b.Dispatch(ctx, bad); err != nil || len(f.dispatches) != 3 {
-		t.Errorf("a released handle: %v, %d dispatches reached the backend; want it passed on", err, len(f.dispatches))
+	if _, err := b.Dispatch(ctx, bad); err != nil || r.dispatches != 3 {
+		t.Errorf("a released handle: %v, %d dispatches reached the backend; want it passed on", err, r.dispatches)
 	}
-	f.err = errors.New("boom")
-	if _, err := b.Compile(ctx, &CompileRequest{Program: p}); err != f.err {
+	r.err = errors.New("boom")
+	if _, err := b.Compile(ctx, &CompileRequest{Program: p}); err != r.err {
 		t.Errorf("the backend's error: %v", err)
 	}
 }
 
-// TestServeChecksLaunches pins that Serve runs the launch checks: a dispatch
-// the program cannot take never reaches the backend.
+// TestServeChecksLaunches pins that Serve's server runs the SDK's checks on
+// both services: a program the Backend service compiles is known to the
+// Device service's dispatches (the data plane's), and a launch the program
+// cannot take reaches the backend through neither.
 func TestServeChecksLaunches(t *testing.T) {
 	ctx := context.Background()
-	f := &fakeBackend{}
-	conn := serveV2(t, f)
-	res, err := conn.Compile(ctx, &CompileRequest{Program: checksProgram()})
+	r := &recorder{}
+	srv := newServer(r, ProtocolV2)
+	prog, err := ir.Encode(checksProgram())
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = conn.Dispatch(ctx, &DispatchRequest{Pipeline: res.Pipeline, Grid: [3]uint32{1, 1, 1}, Inputs: [][]byte{{1, 2, 3}, nil, {1, 2, 3, 4}}, Uniforms: make([]byte, 4)})
-	if !isRejected(err) || !strings.Contains(err.Error(), "not a multiple of 4") {
-		t.Errorf("a partial element: %v, want a RejectedError", err)
+	if _, err := srv.Compile(ctx, &kilnpb.CompileRequest{Program: prog, WorkgroupX: 64, WorkgroupY: 0, WorkgroupZ: 1}); err == nil || !strings.Contains(err.Error(), "zero on some axes only") {
+		t.Errorf("a partial workgroup override: %v, want a rejection", err)
 	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if len(f.dispatches) != 0 {
-		t.Errorf("%d rejected dispatches reached the backend", len(f.dispatches))
+	res, err := srv.Compile(ctx, &kilnpb.CompileRequest{Program: prog})
+	if err != nil {
+		t.Fatal(err)
+	}
+	partial := [][]byte{{1, 2, 3}, nil, {1, 2, 3, 4}}
+	_, err = srv.Dispatch(ctx, &kilnpb.DispatchRequest{Pipeline: res.Pipeline, GridX: 1, GridY: 1, GridZ: 1, Inputs: []*kilnpb.Buffer{{Data: partial[0]}, {}, {Data: partial[2]}}, Uniforms: make([]byte, 4)})
+	if err == nil || !strings.Contains(err.Error(), "not a multiple of 4") {
+		t.Errorf("a partial element through the Backend service: %v, want a rejection", err)
+	}
+	_, err = srv.device.dev.dispatch(ctx, &DispatchRequest{Pipeline: res.Pipeline, Grid: [3]uint32{1, 1, 1}, Inputs: partial, Uniforms: make([]byte, 4)})
+	if !isRejected(err) || !strings.Contains(err.Error(), "not a multiple of 4") {
+		t.Errorf("a partial element through the data plane: %v, want a RejectedError", err)
+	}
+	if compiles, dispatches := r.counts(); compiles != 1 || dispatches != 0 {
+		t.Errorf("%d compiles and %d dispatches reached the backend, want 1 and 0", compiles, dispatches)
 	}
 }
 

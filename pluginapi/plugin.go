@@ -93,15 +93,26 @@ func (p *grpcPlugin) GRPCServer(_ *plugin.GRPCBroker, s *grpc.Server) error {
 	if p.impl == nil {
 		return fmt.Errorf("kiln plugin server has no backend. Fix: call pluginapi.Serve with a non-nil Backend")
 	}
-	srv := &server{impl: Checked(p.impl)}
-	if p.version >= ProtocolV2 {
-		dev := newDevice(p.impl)
-		dev.checked = srv.impl
-		srv.device = &deviceServer{v1: srv, dev: dev}
+	srv := newServer(p.impl, p.version)
+	if srv.device != nil {
 		kilnpb.RegisterDeviceServer(s, srv.device)
 	}
 	kilnpb.RegisterBackendServer(s, srv)
 	return nil
+}
+
+// newServer is the plugin side's server of impl at a protocol version: the
+// Backend service and, from protocol 2, the Device service, both calling impl
+// through one layer of the SDK's checks (Checked), so that a pipeline compiled
+// through one is known to the other's dispatches (the data plane's).
+func newServer(impl Backend, version int) *server {
+	srv := &server{impl: Checked(impl)}
+	if version >= ProtocolV2 {
+		dev := newDevice(impl)
+		dev.checked = srv.impl
+		srv.device = &deviceServer{v1: srv, dev: dev}
+	}
+	return srv
 }
 
 // GRPCClient returns the Conn that calls into the plugin over conn.
