@@ -101,20 +101,6 @@ func (p *grpcPlugin) GRPCServer(_ *plugin.GRPCBroker, s *grpc.Server) error {
 	return nil
 }
 
-// newServer is the plugin side's server of impl at a protocol version: the
-// Backend service and, from protocol 2, the Device service, both calling impl
-// through one layer of the SDK's checks (Checked), so that a pipeline compiled
-// through one is known to the other's dispatches (the data plane's).
-func newServer(impl Backend, version int) *server {
-	srv := &server{impl: Checked(impl)}
-	if version >= ProtocolV2 {
-		dev := newDevice(impl)
-		dev.checked = srv.impl
-		srv.device = &deviceServer{v1: srv, dev: dev}
-	}
-	return srv
-}
-
 // GRPCClient returns the Conn that calls into the plugin over conn.
 func (p *grpcPlugin) GRPCClient(_ context.Context, _ *plugin.GRPCBroker, conn *grpc.ClientConn) (interface{}, error) {
 	c := &client{rpc: kilnpb.NewBackendClient(conn)}

@@ -20,6 +20,20 @@ type server struct {
 	device *deviceServer
 }
 
+// newServer is the plugin side's server of impl at a protocol version: the
+// Backend service and, from protocol 2, the Device service, both calling impl
+// through one layer of the SDK's checks (Checked), so that a pipeline compiled
+// through one is known to the other's dispatches (the data plane's).
+func newServer(impl Backend, version int) *server {
+	srv := &server{impl: Checked(impl)}
+	if version >= ProtocolV2 {
+		dev := newDevice(impl)
+		dev.checked = srv.impl
+		srv.device = &deviceServer{v1: srv, dev: dev}
+	}
+	return srv
+}
+
 func (s *server) Describe(ctx context.Context, _ *kilnpb.DescribeRequest) (*kilnpb.DescribeResponse, error) {
 	d, err := s.impl.Describe(ctx)
 	if err != nil {
