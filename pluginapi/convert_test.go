@@ -155,7 +155,8 @@ func TestCompileRequestRejectsGarbageProgram(t *testing.T) {
 }
 
 // FuzzCompileRequest feeds arbitrary program bytes, specialization entries and
-// workgroup overrides to the plugin side's request decoder: it must never panic,
+// workgroup overrides to the plugin side's request decoder and the SDK's
+// CheckCompile: they must never panic,
 // and every failure must be a RejectedError.
 func FuzzCompileRequest(f *testing.F) {
 	b := ir.NewBuilder("fuzz.seed", 64, 1, 1)
@@ -177,6 +178,9 @@ func FuzzCompileRequest(f *testing.F) {
 			WorkgroupX: x, WorkgroupY: y, WorkgroupZ: z,
 		}
 		got, err := compileRequestFromProto(req)
+		if err == nil {
+			err = CheckCompile(got)
+		}
 		if err != nil {
 			if !isRejected(err) {
 				t.Fatalf("failure is %T, not a RejectedError: %v", err, err)

@@ -13,7 +13,11 @@ import (
 // every request is checked against before the backend sees it. The gRPC service
 // and the data plane both go through it.
 type device struct {
-	impl      Backend
+	impl Backend
+	// checked is impl behind the SDK's checks (Checked), shared with the
+	// Backend service so that it knows every pipeline; the data plane's
+	// dispatches go through it.
+	checked   Backend
 	buffers   Buffers
 	submitter Submitter
 	artifacts Artifacts
@@ -28,7 +32,7 @@ type device struct {
 }
 
 func newDevice(impl Backend) *device {
-	d := &device{impl: impl, table: bufferTable{}, adapters: map[uint64]int{}}
+	d := &device{impl: impl, checked: Checked(impl), table: bufferTable{}, adapters: map[uint64]int{}}
 	d.buffers, _ = impl.(Buffers)
 	d.submitter, _ = impl.(Submitter)
 	d.artifacts, _ = impl.(Artifacts)
@@ -284,11 +288,11 @@ func (d *device) checkHealth(ctx context.Context) error {
 	return d.health.Health(ctx)
 }
 
-// dispatch runs Backend.Dispatch, filling in the host time when the backend
-// leaves it zero.
+// dispatch runs Backend.Dispatch through the SDK's checks, filling in the host
+// time when the backend leaves it zero.
 func (d *device) dispatch(ctx context.Context, req *DispatchRequest) (*DispatchResult, error) {
 	start := time.Now()
-	res, err := d.impl.Dispatch(ctx, req)
+	res, err := d.checked.Dispatch(ctx, req)
 	elapsed := time.Since(start).Nanoseconds()
 	if err != nil {
 		return nil, err

@@ -135,18 +135,12 @@ func (s *deviceServer) Artifact(ctx context.Context, req *kilnpb.ArtifactRequest
 	if err != nil {
 		return nil, deviceStatus(Rejected("decode program (%d bytes): %w", len(req.GetProgram()), err))
 	}
-	if err := ir.Validate(p); err != nil {
-		return nil, deviceStatus(Rejected("program %q is invalid: %w", p.Name, err))
-	}
 	spec, err := specFromProto(req.GetSpec())
 	if err != nil {
 		return nil, deviceStatus(err)
 	}
-	if err := checkSpec(p, spec); err != nil {
-		return nil, deviceStatus(err)
-	}
 	wg := [3]uint32{req.GetWorkgroupX(), req.GetWorkgroupY(), req.GetWorkgroupZ()}
-	if err := checkWorkgroupOverride(wg); err != nil {
+	if err := checkProgram(p, spec, wg); err != nil {
 		return nil, deviceStatus(err)
 	}
 	a, err := s.dev.artifact(ctx, &ArtifactRequest{Adapter: int(req.GetAdapter()), Program: p, Spec: spec, WorkgroupSize: wg, Kind: req.GetKind()})

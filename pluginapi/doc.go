@@ -13,10 +13,13 @@
 //
 // The executable, named kiln-backend-<name> in the host's plugins directory, is
 // started by the host over hashicorp/go-plugin's gRPC transport. The SDK decodes
-// and validates every request (ir.Validate on the program, the specialization
-// map against its parameters, buffer ranges against its table of live buffers)
-// before a backend sees it, and refuses anything else with a [RejectedError].
-// Return [Rejected], [Unavailable] or [DeviceFailed] so the host sees the right
+// and checks every request before a backend sees it — ir.Validate, the
+// specialization map against the program's parameters and the workgroup override
+// ([CheckCompile]), every dispatch against its pipeline's program ([CheckLaunch]),
+// buffer ranges against its table of live buffers — and refuses anything else
+// with a [RejectedError]. [Checked] is that layer; the conformance kit puts it in
+// front of the backend it checks too, so a backend checks only what depends on
+// its device. Return [Rejected], [Unavailable] or [DeviceFailed] so the host sees the right
 // kind of error; each crosses the wire and comes back as the same type with the
 // same message.
 //

@@ -76,9 +76,8 @@ func (p *grpcPlugin) GRPCServer(_ *plugin.GRPCBroker, s *grpc.Server) error {
 	if p.impl == nil {
 		return fmt.Errorf("kiln plugin server has no backend. Fix: call pluginapi.Serve with a non-nil Backend")
 	}
-	srv := &server{impl: p.impl}
-	if p.version >= ProtocolV2 {
-		srv.device = &deviceServer{v1: srv, dev: newDevice(p.impl)}
+	srv := newServer(p.impl, p.version)
+	if srv.device != nil {
 		kilnpb.RegisterDeviceServer(s, srv.device)
 	}
 	kilnpb.RegisterBackendServer(s, srv)

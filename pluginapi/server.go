@@ -10,7 +10,7 @@ import (
 )
 
 // server is the plugin-side gRPC shim: it turns wire messages into the Backend's
-// types, validates what every backend would have to validate, and turns errors into
+// types, calls the backend through the SDK's checks (impl is Checked), and turns errors into
 // gRPC statuses. It does not recover panics: a panicking backend crashes the
 // process, which is how the host learns that the plugin crashed.
 type server struct {
@@ -18,6 +18,20 @@ type server struct {
 	impl Backend
 	// device is protocol 2's Device service (device_server.go); nil on protocol 1.
 	device *deviceServer
+}
+
+// newServer is the plugin side's server of impl at a protocol version: the
+// Backend service and, from protocol 2, the Device service, both calling impl
+// through one layer of the SDK's checks (Checked), so that a pipeline compiled
+// through one is known to the other's dispatches (the data plane's).
+func newServer(impl Backend, version int) *server {
+	srv := &server{impl: Checked(impl)}
+	if version >= ProtocolV2 {
+		dev := newDevice(impl)
+		dev.checked = srv.impl
+		srv.device = &deviceServer{v1: srv, dev: dev}
+	}
+	return srv
 }
 
 func (s *server) Describe(ctx context.Context, _ *kilnpb.DescribeRequest) (*kilnpb.DescribeResponse, error) {
@@ -63,32 +77,23 @@ func (s *server) Compile(ctx context.Context, req *kilnpb.CompileRequest) (*kiln
 	return &kilnpb.CompileResponse{Pipeline: res.Pipeline, Blob: res.Blob, CompileNanos: nanos}, nil
 }
 
-// compileRequestFromProto decodes and validates the program, the specialization
-// map and the workgroup override; any problem is a RejectedError.
+// compileRequestFromProto decodes the program and the specialization map; any
+// problem is a RejectedError. The server's Backend is Checked, whose Compile
+// checks the request (CheckCompile).
 func compileRequestFromProto(req *kilnpb.CompileRequest) (*CompileRequest, error) {
 	p, err := ir.Decode(req.GetProgram())
 	if err != nil {
 		return nil, Rejected("decode program (%d bytes): %w", len(req.GetProgram()), err)
 	}
-	if err := ir.Validate(p); err != nil {
-		return nil, Rejected("program %q is invalid: %w", p.Name, err)
-	}
 	spec, err := specFromProto(req.GetSpec())
 	if err != nil {
-		return nil, err
-	}
-	if err := checkSpec(p, spec); err != nil {
-		return nil, err
-	}
-	wg := [3]uint32{req.GetWorkgroupX(), req.GetWorkgroupY(), req.GetWorkgroupZ()}
-	if err := checkWorkgroupOverride(wg); err != nil {
 		return nil, err
 	}
 	return &CompileRequest{
 		Adapter:       int(req.GetAdapter()),
 		Program:       p,
 		Spec:          spec,
-		WorkgroupSize: wg,
+		WorkgroupSize: [3]uint32{req.GetWorkgroupX(), req.GetWorkgroupY(), req.GetWorkgroupZ()},
 		CachedBlob:    req.CachedBlob,
 	}, nil
 }

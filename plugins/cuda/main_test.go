@@ -1,28 +1,23 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/hashicorp/go-hclog"
-	"github.com/hashicorp/go-plugin"
-
 	"github.com/kiln-dev/kiln/host/client"
+	"github.com/kiln-dev/kiln/internal/syncbuf"
 	"github.com/kiln-dev/kiln/ir/kernels"
 	"github.com/kiln-dev/kiln/pluginapi"
 	"github.com/kiln-dev/kiln/plugins/cuda/backend"
 	"github.com/kiln-dev/kiln/plugins/cuda/driver"
+	"github.com/kiln-dev/kiln/plugins/internal/plugintest"
 )
 
 // initChildEnv makes the test binary, started as a child, do what "cuInit and
@@ -33,32 +28,16 @@ const initChildEnv = "KILN_CUDA_INIT_CHILD"
 // building one (for a test binary copied to a machine without Go).
 const pluginEnv = "KILN_CUDA_PLUGIN"
 
-// pluginBinary builds kiln-backend-cuda once per test binary, or returns the one
+// pluginBinary is kiln-backend-cuda, built once per test binary, or the one
 // KILN_CUDA_PLUGIN names.
-var pluginBinary = sync.OnceValues(func() (string, error) {
-	if path := os.Getenv(pluginEnv); path != "" {
-		return path, nil
-	}
-	dir, err := os.MkdirTemp("", "kiln-cuda-plugin-")
-	if err != nil {
-		return "", err
-	}
-	path := filepath.Join(dir, "kiln-backend-cuda")
-	out, err := exec.Command("go", "build", "-o", path, ".").CombinedOutput()
-	if err != nil {
-		return "", errors.New("go build: " + err.Error() + "\n" + string(out))
-	}
-	return path, nil
-})
+var pluginBinary = plugintest.Build("kiln-backend-cuda", pluginEnv)
 
 func TestMain(m *testing.M) {
 	if os.Getenv(initChildEnv) == "1" {
 		os.Exit(initAndEnumerate())
 	}
 	code := m.Run()
-	if path, err := pluginBinary(); err == nil && os.Getenv(pluginEnv) == "" {
-		os.RemoveAll(filepath.Dir(path))
-	}
+	pluginBinary.Remove()
 	os.Exit(code)
 }
 
@@ -94,43 +73,24 @@ func initAndEnumerate() int {
 	return 0
 }
 
-// syncBuffer is a bytes.Buffer safe for the plugin client's concurrent log writes.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.buf.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.buf.String()
-}
-
-// startPlugin starts the plugin binary with extra environment variables and returns
+// startPlugin starts the plugin with extra environment variables and returns
 // its Backend, its log and a function that stops it.
-func startPlugin(tb testing.TB, env ...string) (*client.Conn, *syncBuffer, func()) {
+func startPlugin(tb testing.TB, env ...string) (*client.Conn, *syncbuf.Buffer, func()) {
 	tb.Helper()
-	path, err := pluginBinary()
-	if err != nil {
-		tb.Fatal(err)
+	return pluginBinary.Start(tb, env...)
+}
+
+// startDescribed starts the plugin, describes it (which opens the data plane)
+// and returns its connection, whose capabilities it logs, and its log; the
+// plugin stops when the benchmark ends.
+func startDescribed(b *testing.B) (*client.Conn, *syncbuf.Buffer) {
+	be, logs, stop := startPlugin(b)
+	b.Cleanup(stop)
+	if _, err := be.Describe(context.Background()); err != nil {
+		b.Fatal(err)
 	}
-	cmd := exec.Command(path)
-	cmd.Env = append(os.Environ(), env...)
-	logs := &syncBuffer{}
-	logger := hclog.New(&hclog.LoggerOptions{Name: "host", Output: logs, Level: hclog.Debug})
-	pc := plugin.NewClient(client.Config(cmd, logger))
-	b, err := client.Dispense(pc)
-	if err != nil {
-		pc.Kill()
-		tb.Fatalf("start %s: %v\nlog:\n%s", path, err, logs)
-	}
-	return b, logs, pc.Kill
+	b.Logf("capabilities: %s", be.Capabilities())
+	return be, logs
 }
 
 // TestPluginProcessWithoutDriver starts the plugin pointed at a driver library
@@ -164,54 +124,15 @@ func TestPluginProcess(t *testing.T) {
 	defer stop()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	d, err := b.Describe(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if d.ID != "cuda" || len(d.Adapters) == 0 {
-		t.Fatalf("description %+v", d)
-	}
-	if a := d.Adapters[0]; !a.Available {
-		if !strings.Contains(a.Reason, "Fix: ") {
-			t.Errorf("unavailable without a Fix: %q", a.Reason)
+	plugintest.Usable(t, ctx, b, "cuda", "KILN_REQUIRE_CUDA")
+	res := plugintest.VectorAdd(t, ctx, b, func(blob []byte) error {
+		if len(blob) < 100 || string(blob[:8]) != "KILNCUBN" {
+			return fmt.Errorf("compile returned a %d-byte blob, want a cubin behind kiln's header", len(blob))
 		}
-		if os.Getenv("KILN_REQUIRE_CUDA") == "1" {
-			t.Fatalf("KILN_REQUIRE_CUDA=1 but adapter 0 is unavailable: %s", a.Reason)
-		}
-		t.Skipf("no usable CUDA device (%s); set KILN_REQUIRE_CUDA=1 to fail instead", a.Reason)
-	}
-	if err := b.Open(ctx, 0); err != nil {
-		t.Fatal(err)
-	}
-	k, _ := kernels.Lookup("vector_add")
-	c := k.NewCase(rand.New(rand.NewPCG(1, 2)), 100_000)
-	comp, err := b.Compile(ctx, &pluginapi.CompileRequest{Program: k.Program()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(comp.Blob) < 100 || string(comp.Blob[:8]) != "KILNCUBN" {
-		t.Errorf("compile returned a %d-byte blob, want a cubin behind kiln's header", len(comp.Blob))
-	}
-	res, err := b.Dispatch(ctx, &pluginapi.DispatchRequest{Pipeline: comp.Pipeline, Grid: c.Grid, Inputs: c.Inputs, OutputCounts: c.OutputCounts})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := k.Check(res.Outputs, k.Reference(c)); err != nil {
-		t.Error(err)
-	}
+		return nil
+	})
 	if res.HostNanos <= 0 || res.DeviceNanos <= 0 {
 		t.Errorf("host time %d, device time %d", res.HostNanos, res.DeviceNanos)
-	}
-	if err := b.Release(ctx, comp.Pipeline); err != nil {
-		t.Error(err)
-	}
-	_, err = b.Dispatch(ctx, &pluginapi.DispatchRequest{Pipeline: comp.Pipeline, Grid: c.Grid})
-	var rejected *pluginapi.RejectedError
-	if !errors.As(err, &rejected) {
-		t.Errorf("dispatch of a released pipeline through the wire = %v, want a RejectedError", err)
-	}
-	if err := b.Close(ctx); err != nil {
-		t.Error(err)
 	}
 	if caps := b.Capabilities(); caps.Protocol != 2 || !caps.Resident() || !caps.Artifacts || !caps.Health {
 		t.Errorf("capabilities through the wire: %s", caps)
@@ -236,29 +157,17 @@ func requireDevice(b *testing.B) {
 // iteration, next to BenchmarkInitAlone's baseline. Describe needs cuInit and
 // the device attributes only (no context, no measurement); the plugin starts
 // cuInit while the host connects.
-func BenchmarkStartDescribe(b *testing.B) {
-	requireDevice(b)
-	if _, err := pluginBinary(); err != nil {
-		b.Fatal(err)
-	}
-	ctx := context.Background()
-	b.ResetTimer()
-	for range b.N {
-		be, _, stop := startPlugin(b)
-		if _, err := be.Describe(ctx); err != nil {
-			b.Fatal(err)
-		}
-		b.StopTimer()
-		stop()
-		b.StartTimer()
-	}
-}
+func BenchmarkStartDescribe(b *testing.B) { benchmarkStart(b, false) }
 
 // BenchmarkStartOpen is BenchmarkStartDescribe plus opening adapter 0 (retaining
 // its primary context, creating its stream), where the context's cost now lies.
-func BenchmarkStartOpen(b *testing.B) {
+func BenchmarkStartOpen(b *testing.B) { benchmarkStart(b, true) }
+
+// benchmarkStart starts the plugin process and describes it, per iteration,
+// and with open opens adapter 0 too.
+func benchmarkStart(b *testing.B, open bool) {
 	requireDevice(b)
-	if _, err := pluginBinary(); err != nil {
+	if _, err := pluginBinary.Path(); err != nil {
 		b.Fatal(err)
 	}
 	ctx := context.Background()
@@ -268,8 +177,10 @@ func BenchmarkStartOpen(b *testing.B) {
 		if _, err := be.Describe(ctx); err != nil {
 			b.Fatal(err)
 		}
-		if err := be.Open(ctx, 0); err != nil {
-			b.Fatal(err)
+		if open {
+			if err := be.Open(ctx, 0); err != nil {
+				b.Fatal(err)
+			}
 		}
 		b.StopTimer()
 		stop()
@@ -299,16 +210,10 @@ func BenchmarkInitAlone(b *testing.B) {
 // over the shared-memory data plane where it opens), waiting for its completion.
 func BenchmarkWireSubmitSmall(b *testing.B) {
 	requireDevice(b)
-	be, _, stop := startPlugin(b)
-	defer stop()
+	conn, _ := startDescribed(b)
 	ctx := context.Background()
-	if _, err := be.Describe(ctx); err != nil {
-		b.Fatal(err)
-	}
-	conn := be
-	b.Logf("capabilities: %s", conn.Capabilities())
 	k, _ := kernels.Lookup("vector_add")
-	c, err := be.Compile(ctx, &pluginapi.CompileRequest{Program: k.Program()})
+	c, err := conn.Compile(ctx, &pluginapi.CompileRequest{Program: k.Program()})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -346,12 +251,8 @@ func BenchmarkWireSubmitSmall(b *testing.B) {
 // request).
 func BenchmarkWireSmallDispatch(b *testing.B) {
 	requireDevice(b)
-	be, _, stop := startPlugin(b)
-	defer stop()
+	be, _ := startDescribed(b)
 	ctx := context.Background()
-	if _, err := be.Describe(ctx); err != nil {
-		b.Fatal(err)
-	}
 	k, _ := kernels.Lookup("vector_add")
 	c, err := be.Compile(ctx, &pluginapi.CompileRequest{Program: k.Program()})
 	if err != nil {
@@ -377,14 +278,8 @@ func BenchmarkWireSmallDispatch(b *testing.B) {
 // is one DMA. It reports each direction's GB/s.
 func BenchmarkWireTransfer(b *testing.B) {
 	requireDevice(b)
-	be, logs, stop := startPlugin(b)
-	defer stop()
+	conn, logs := startDescribed(b)
 	ctx := context.Background()
-	if _, err := be.Describe(ctx); err != nil {
-		b.Fatal(err)
-	}
-	conn := be
-	b.Logf("capabilities: %s", conn.Capabilities())
 	const size = 64 << 20
 	r, err := conn.AllocBuffer(ctx, &pluginapi.AllocRequest{Size: size})
 	if err != nil {

@@ -1,85 +1,37 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"errors"
-	"math/rand/v2"
+	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/hashicorp/go-hclog"
-	"github.com/hashicorp/go-plugin"
-
 	"github.com/kiln-dev/kiln/host/client"
+	"github.com/kiln-dev/kiln/internal/syncbuf"
 	"github.com/kiln-dev/kiln/ir/kernels"
 	"github.com/kiln-dev/kiln/pluginapi"
+	"github.com/kiln-dev/kiln/plugins/internal/plugintest"
 	"github.com/kiln-dev/kiln/plugins/vulkan/backend"
 )
 
-// pluginBinary builds kiln-backend-vulkan once per test binary.
-var pluginBinary = sync.OnceValues(func() (string, error) {
-	dir, err := os.MkdirTemp("", "kiln-vulkan-plugin-")
-	if err != nil {
-		return "", err
-	}
-	path := filepath.Join(dir, "kiln-backend-vulkan")
-	out, err := exec.Command("go", "build", "-o", path, ".").CombinedOutput()
-	if err != nil {
-		return "", errors.New("go build: " + err.Error() + "\n" + string(out))
-	}
-	return path, nil
-})
+// pluginBinary is kiln-backend-vulkan, built once per test binary.
+var pluginBinary = plugintest.Build("kiln-backend-vulkan", "")
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if path, err := pluginBinary(); err == nil {
-		os.RemoveAll(filepath.Dir(path))
-	}
+	pluginBinary.Remove()
 	os.Exit(code)
 }
 
-// syncBuffer is a bytes.Buffer safe for the plugin client's concurrent log writes.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.buf.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.buf.String()
-}
-
-// startPlugin starts the plugin binary with extra environment variables and returns
-// its Backend and its log.
-func startPlugin(t *testing.T, env ...string) (*client.Conn, *syncBuffer) {
+// startPlugin starts the plugin with extra environment variables and returns
+// its Backend and its log; the plugin stops when the test ends.
+func startPlugin(t *testing.T, env ...string) (*client.Conn, *syncbuf.Buffer) {
 	t.Helper()
-	path, err := pluginBinary()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(path)
-	cmd.Env = append(os.Environ(), env...)
-	logs := &syncBuffer{}
-	logger := hclog.New(&hclog.LoggerOptions{Name: "host", Output: logs, Level: hclog.Debug})
-	pc := plugin.NewClient(client.Config(cmd, logger))
-	t.Cleanup(pc.Kill)
-	b, err := client.Dispense(pc)
-	if err != nil {
-		t.Fatalf("start %s: %v\nlog:\n%s", path, err, logs)
-	}
+	b, logs, stop := pluginBinary.Start(t, env...)
+	t.Cleanup(stop)
 	return b, logs
 }
 
@@ -90,51 +42,15 @@ func TestPluginProcess(t *testing.T) {
 	b, logs := startPlugin(t, backend.ValidationEnv+"=1")
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	d, err := b.Describe(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if d.ID != "vulkan" || len(d.Adapters) == 0 {
-		t.Fatalf("description %+v", d)
-	}
-	if a := d.Adapters[0]; !a.Available {
-		if os.Getenv("KILN_REQUIRE_VULKAN") == "1" {
-			t.Fatalf("KILN_REQUIRE_VULKAN=1 but adapter 0 is unavailable: %s", a.Reason)
+	plugintest.Usable(t, ctx, b, "vulkan", "KILN_REQUIRE_VULKAN")
+	res := plugintest.VectorAdd(t, ctx, b, func(blob []byte) error {
+		if len(blob) < 32 {
+			return fmt.Errorf("compile returned a %d-byte blob, want pipeline-cache data with its header", len(blob))
 		}
-		t.Skipf("no usable Vulkan device (%s); set KILN_REQUIRE_VULKAN=1 to fail instead", a.Reason)
-	}
-	if err := b.Open(ctx, 0); err != nil {
-		t.Fatal(err)
-	}
-	k, _ := kernels.Lookup("vector_add")
-	c := k.NewCase(rand.New(rand.NewPCG(1, 2)), 100_000)
-	comp, err := b.Compile(ctx, &pluginapi.CompileRequest{Program: k.Program()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(comp.Blob) < 32 {
-		t.Errorf("compile returned a %d-byte blob, want pipeline-cache data with its header", len(comp.Blob))
-	}
-	res, err := b.Dispatch(ctx, &pluginapi.DispatchRequest{Pipeline: comp.Pipeline, Grid: c.Grid, Inputs: c.Inputs, OutputCounts: c.OutputCounts, Uniforms: c.Uniforms})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := k.Check(res.Outputs, k.Reference(c)); err != nil {
-		t.Error(err)
-	}
+		return nil
+	})
 	if res.HostNanos <= 0 {
 		t.Errorf("host time %d", res.HostNanos)
-	}
-	if err := b.Release(ctx, comp.Pipeline); err != nil {
-		t.Error(err)
-	}
-	_, err = b.Dispatch(ctx, &pluginapi.DispatchRequest{Pipeline: comp.Pipeline, Grid: c.Grid})
-	var rejected *pluginapi.RejectedError
-	if !errors.As(err, &rejected) {
-		t.Errorf("dispatch of a released pipeline through the wire = %v, want a RejectedError", err)
-	}
-	if err := b.Close(ctx); err != nil {
-		t.Error(err)
 	}
 	log := logs.String()
 	if !strings.Contains(log, "validation=true") {
@@ -174,19 +90,12 @@ func TestPluginProcessProtocol2(t *testing.T) {
 	b, logs := startPlugin(t, backend.ValidationEnv+"=1")
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	d, err := b.Describe(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !d.Adapters[0].Available {
-		t.Skipf("no usable Vulkan device (%s)", d.Adapters[0].Reason)
-	}
-	conn := b
-	caps := conn.Capabilities()
+	plugintest.Usable(t, ctx, b, "vulkan", "KILN_REQUIRE_VULKAN")
+	caps := b.Capabilities()
 	if !caps.Resident() || !caps.Health {
 		t.Fatalf("capabilities %v: want buffers, submit and health on protocol 2", caps)
 	}
-	if err := conn.Health(ctx); err != nil {
+	if err := b.Health(ctx); err != nil {
 		t.Fatalf("Health = %v", err)
 	}
 	k, _ := kernels.Lookup("vector_add")
@@ -196,7 +105,7 @@ func TestPluginProcessProtocol2(t *testing.T) {
 	}
 	const n = 4096
 	alloc := func(usage pluginapi.BufferUsage) uint64 {
-		a, err := conn.AllocBuffer(ctx, &pluginapi.AllocRequest{Size: 4 * n, Usage: usage})
+		a, err := b.AllocBuffer(ctx, &pluginapi.AllocRequest{Size: 4 * n, Usage: usage})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -207,9 +116,9 @@ func TestPluginProcessProtocol2(t *testing.T) {
 	for i := 0; i < len(one); i += 4 {
 		one[i+2], one[i+3] = 0x80, 0x3f // 1.0f
 	}
-	if m := conn.Mapping(x); m != nil {
+	if m := b.Mapping(x); m != nil {
 		copy(m, one)
-	} else if err := conn.WriteBuffer(ctx, x, 0, one); err != nil {
+	} else if err := b.WriteBuffer(ctx, x, 0, one); err != nil {
 		t.Fatal(err)
 	}
 	cmd := pluginapi.DispatchCommand{Pipeline: comp.Pipeline, Grid: [3]uint32{n / 256, 1, 1},
@@ -224,11 +133,11 @@ func TestPluginProcessProtocol2(t *testing.T) {
 			cmds = append(cmds, back)
 		}
 	}
-	if _, err := conn.Submit(ctx, &pluginapi.SubmitRequest{Commands: cmds}); err != nil {
+	if _, err := b.Submit(ctx, &pluginapi.SubmitRequest{Commands: cmds}); err != nil {
 		t.Fatal(err)
 	}
 	got := make([]byte, 4*n)
-	if err := conn.ReadBuffer(ctx, out, 0, got); err != nil {
+	if err := b.ReadBuffer(ctx, out, 0, got); err != nil {
 		t.Fatal(err)
 	}
 	// y and out alternate as y+x: after 100 steps out holds 99·1.0 = 99.0f.
@@ -237,9 +146,9 @@ func TestPluginProcessProtocol2(t *testing.T) {
 			t.Fatalf("out[%d] = %#x, want 99.0 (0x42c60000)", i/4, bits)
 		}
 	}
-	t.Logf("%v; x mapped: %v", caps, conn.Mapping(x) != nil)
+	t.Logf("%v; x mapped: %v", caps, b.Mapping(x) != nil)
 	for _, h := range []uint64{x, y, out} {
-		if err := conn.FreeBuffer(ctx, h); err != nil {
+		if err := b.FreeBuffer(ctx, h); err != nil {
 			t.Error(err)
 		}
 	}

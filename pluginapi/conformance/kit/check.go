@@ -80,9 +80,13 @@ type T interface {
 // (pluginapi.RejectedError) is skipped with the reason, unless the adapter's
 // profile claims what it needs (supports_subgroup_ops, has_subgroup_shuffle for
 // shuffles and broadcasts, subgroup_size for a required size): then the rejection
-// fails. A backend that does not dispatch is checked by "describe" only.
+// fails. A backend that does not dispatch is checked by "describe" only. Check
+// calls b through pluginapi.Checked, as Serve does.
 func Check(t T, b pluginapi.Backend, opts Options) {
 	t.Helper()
+	// The kit calls the backend as Serve does: behind the SDK's checks, which
+	// the backend may rely on (docs/design.md, "Checks in one place").
+	b = pluginapi.Checked(b)
 	ctx := context.Background()
 	desc, err := b.Describe(ctx)
 	if err != nil {

@@ -249,8 +249,8 @@ func estimateBandwidth(l limits) float64 {
 	return quantizeBandwidth(2 * float64(l.memClockKHz) * 1e3 * float64(l.busBits) / 8 / 1e9)
 }
 
-// open returns the adapter's device, creating it on first use.
-func (a *adapter) open() (*device, error) {
+// Open returns the adapter's device, creating it on first use.
+func (a *adapter) Open() (*device, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return a.openLocked()
@@ -305,12 +305,27 @@ func (a *adapter) measure(ctx context.Context, d *device) {
 	}
 }
 
+// lost reports whether the adapter's device, when opened, failed (see
+// device.checkLost).
+func (a *adapter) lost() error {
+	a.mu.Lock()
+	d := a.d
+	a.mu.Unlock()
+	if d == nil {
+		return nil
+	}
+	return d.checkLost()
+}
+
 // waitMeasured waits for the background measurement, if one runs.
 func (a *adapter) waitMeasured() { a.measuring.Wait() }
 
-// close stops the background measurement, waits for the device's work and
+// Info is the adapter's description as read at start (see describe).
+func (a *adapter) Info() *pluginapi.Adapter { return &a.info }
+
+// Close stops the background measurement, waits for the device's work and
 // releases it.
-func (a *adapter) close() {
+func (a *adapter) Close() {
 	a.mu.Lock()
 	stop := a.stopMeasure
 	a.mu.Unlock()

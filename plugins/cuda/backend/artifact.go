@@ -51,7 +51,7 @@ func (b *Backend) Artifacts(ctx context.Context, adapter int, p *ir.Program, spe
 	if aerr == nil {
 		target, lim = a.target, a.lim
 	}
-	size, err := checkProgram(p, spec, wg, lim)
+	size, err := checkLimits(p, wg, lim)
 	if err != nil {
 		return nil, err
 	}
@@ -67,7 +67,7 @@ func (b *Backend) Artifacts(ctx context.Context, adapter int, p *ir.Program, spe
 	if !cubin {
 		return out, nil
 	}
-	d, err := a.open()
+	d, err := a.Open()
 	if err != nil {
 		return nil, err
 	}

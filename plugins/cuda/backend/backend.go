@@ -54,14 +54,12 @@ type Backend struct {
 
 	// mu guards the fields below; adapter lookups take it for reading, so
 	// submits on different adapters do not wait for each other.
-	mu      sync.RWMutex
-	started bool
-	closed  bool
-	drv     *driver.Driver
-	version int // cuDriverGetVersion
+	mu       sync.RWMutex
+	adapters gpukit.Adapters[*adapter]
+	drv      *driver.Driver
+	version  int // cuDriverGetVersion
 	// initTook is how long loading the driver and cuInit took.
 	initTook time.Duration
-	adapters []*adapter
 	// segs are the data plane's shared-memory segments (segments.go).
 	segs segments
 	// peer is the state of copies between devices (peer.go).
@@ -84,7 +82,7 @@ func (b *Backend) ConcurrentAdapters() bool { return true }
 
 // New returns a Backend; nothing is loaded until the first call.
 func New(cfg Config) *Backend {
-	return &Backend{cfg: cfg}
+	return &Backend{cfg: cfg, adapters: gpukit.Adapters[*adapter]{Backend: ID, API: "CUDA", ErrClosed: errClosed}}
 }
 
 var errClosed = errors.New("the cuda backend is closed. Fix: start a new backend (the host relaunches the plugin)")
@@ -93,33 +91,23 @@ var errClosed = errors.New("the cuda backend is closed. Fix: start a new backend
 // one or no device is not an error: it becomes one unavailable adapter carrying
 // the reason. b.mu must be held.
 func (b *Backend) start() error {
-	if b.closed {
-		return errClosed
-	}
-	if b.started {
-		return nil
-	}
-	b.started = true
-	if reason := b.startCUDA(); reason != "" {
-		b.adapters = []*adapter{{index: 0, info: pluginapi.Adapter{Index: 0, Name: "CUDA", Reason: reason}}}
+	started, err := b.adapters.Start(b.startCUDA, func(info pluginapi.Adapter) *adapter { return &adapter{info: info} })
+	if !started || err != nil {
+		return err
 	}
 	if log := b.cfg.Logger; log != nil {
-		log.Info("CUDA started", "driver", b.cfg.Library, "driver_api", b.version, "adapters", len(b.adapters), "init", b.initTook)
-		for _, a := range b.adapters {
-			if a.info.Available {
-				log.Info("CUDA adapter", "index", a.index, "name", a.info.Name, "uuid", a.uuid, "compute_capability",
-					fmt.Sprintf("%d.%d", a.lim.ccMajor, a.lim.ccMinor), "sms", a.lim.sms, "target", a.target.String())
-			} else {
-				log.Warn("CUDA adapter unavailable", "index", a.index, "name", a.info.Name, "reason", a.info.Reason)
-			}
-		}
+		adapters := b.adapters.List()
+		log.Info("CUDA started", "driver", b.cfg.Library, "driver_api", b.version, "adapters", len(adapters), "init", b.initTook)
+		b.adapters.Log(log, func(a *adapter) []any {
+			return []any{"uuid", a.uuid, "compute_capability", fmt.Sprintf("%d.%d", a.lim.ccMajor, a.lim.ccMinor), "sms", a.lim.sms, "target", a.target.String()}
+		})
 	}
 	return nil
 }
 
-// startCUDA opens the driver and builds the adapters; it returns why CUDA is
-// unusable, or "".
-func (b *Backend) startCUDA() string {
+// startCUDA opens the driver and builds the adapters, or returns why CUDA is
+// unusable.
+func (b *Backend) startCUDA() ([]*adapter, string) {
 	library := b.cfg.Library
 	if library == "" {
 		library = driver.DefaultLibrary
@@ -129,24 +117,24 @@ func (b *Backend) startCUDA() string {
 	d, err := driver.Load(library)
 	var missing *driver.LibraryMissingError
 	if errors.As(err, &missing) {
-		return fmt.Sprintf("CUDA driver library %s not found. Fix: install the NVIDIA driver (it provides libcuda.so.1) on a machine with an NVIDIA GPU, or set %s to the library's path", library, DriverEnv)
+		return nil, fmt.Sprintf("CUDA driver library %s not found. Fix: install the NVIDIA driver (it provides libcuda.so.1) on a machine with an NVIDIA GPU, or set %s to the library's path", library, DriverEnv)
 	}
 	if err != nil {
-		return err.Error()
+		return nil, err.Error()
 	}
 	if err := d.Init(); err != nil {
 		if driver.IsNoDevice(err) {
-			return fmt.Sprintf("the CUDA driver found no device (%v). Fix: check that the GPU is visible (nvidia-smi; in a container, pass it through) and that CUDA_VISIBLE_DEVICES does not hide it", err)
+			return nil, fmt.Sprintf("the CUDA driver found no device (%v). Fix: check that the GPU is visible (nvidia-smi; in a container, pass it through) and that CUDA_VISIBLE_DEVICES does not hide it", err)
 		}
-		return fmt.Sprintf("cuInit failed: %v. Fix: check the NVIDIA driver with nvidia-smi (the kernel module and libcuda.so.1 must be the same version)", err)
+		return nil, fmt.Sprintf("cuInit failed: %v. Fix: check the NVIDIA driver with nvidia-smi (the kernel module and libcuda.so.1 must be the same version)", err)
 	}
 	version, err := d.Version()
 	if err != nil {
-		return fmt.Sprintf("reading the CUDA driver version failed: %v. Fix: reinstall the NVIDIA driver", err)
+		return nil, fmt.Sprintf("reading the CUDA driver version failed: %v. Fix: reinstall the NVIDIA driver", err)
 	}
 	b.version = version
 	if version < ptx.MinDriverVersion {
-		return fmt.Sprintf("the NVIDIA driver supports CUDA %s, older than the CUDA %s whose PTX ISA %s kiln emits. Fix: update the NVIDIA driver to R450 or newer",
+		return nil, fmt.Sprintf("the NVIDIA driver supports CUDA %s, older than the CUDA %s whose PTX ISA %s kiln emits. Fix: update the NVIDIA driver to R450 or newer",
 			cudaVersion(version), cudaVersion(ptx.MinDriverVersion), ptx.ISAVersion)
 	}
 	n, err := d.DeviceCount()
@@ -154,14 +142,15 @@ func (b *Backend) startCUDA() string {
 		err = errors.New("cuDeviceGetCount reports 0 devices")
 	}
 	if err != nil {
-		return fmt.Sprintf("listing CUDA devices failed: %v. Fix: check that the GPU is visible (nvidia-smi) and that CUDA_VISIBLE_DEVICES does not hide it", err)
+		return nil, fmt.Sprintf("listing CUDA devices failed: %v. Fix: check that the GPU is visible (nvidia-smi) and that CUDA_VISIBLE_DEVICES does not hide it", err)
 	}
 	b.drv = d
 	driverText := driverVersionText(version)
+	adapters := make([]*adapter, n)
 	for i := range n {
-		b.adapters = append(b.adapters, newAdapter(d, i, driverText, b.cfg.Logger))
+		adapters[i] = newAdapter(d, i, driverText, b.cfg.Logger)
 	}
-	return ""
+	return adapters, ""
 }
 
 // cudaVersion formats a cuDriverGetVersion value ("13.0").
@@ -207,7 +196,7 @@ func (b *Backend) Describe(ctx context.Context) (*pluginapi.Description, error) 
 	defer b.life.RUnlock()
 	b.mu.Lock()
 	err := b.start()
-	adapters := b.adapters
+	adapters := b.adapters.List()
 	b.mu.Unlock()
 	if err != nil {
 		return nil, err
@@ -243,31 +232,24 @@ func (b *Backend) Start() {
 // adapterAt returns an available adapter, starting CUDA if needed.
 func (b *Backend) adapterAt(index int) (*adapter, error) {
 	b.mu.RLock()
-	started, closed, adapters := b.started, b.closed, b.adapters
+	started := b.adapters.Started()
 	b.mu.RUnlock()
-	if closed {
-		return nil, errClosed
-	}
 	if !started {
 		b.mu.Lock()
 		err := b.start()
-		adapters = b.adapters
 		b.mu.Unlock()
 		if err != nil {
 			return nil, err
 		}
 	}
-	return gpukit.AdapterAt(ID, adapters, index, func(a *adapter) *pluginapi.Adapter { return &a.info })
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	return b.adapters.At(index)
 }
 
 // deviceAt returns an available adapter and its device, opened on first use.
 func (b *Backend) deviceAt(index int) (*adapter, *device, error) {
-	a, err := b.adapterAt(index)
-	if err != nil {
-		return nil, nil, err
-	}
-	d, err := a.open()
-	return a, d, err
+	return gpukit.DeviceAt[*adapter, *device](b.adapterAt, index)
 }
 
 // Open retains the adapter's primary context and creates its stream; opening it
@@ -275,23 +257,14 @@ func (b *Backend) deviceAt(index int) (*adapter, *device, error) {
 func (b *Backend) Open(ctx context.Context, adapter int) error {
 	b.life.RLock()
 	defer b.life.RUnlock()
-	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("open cuda adapter %d: %w", adapter, err)
-	}
-	_, _, err := b.deviceAt(adapter)
-	return err
+	return gpukit.Open(ctx, ID, adapter, b.deviceAt)
 }
 
 // Release unloads a pipeline. Releasing an unknown handle is a RejectedError.
 func (b *Backend) Release(_ context.Context, handle uint64) error {
 	b.life.RLock()
 	defer b.life.RUnlock()
-	p, err := gpukit.ReleasePipeline(ID, &b.pipelines, handle)
-	if err != nil {
-		return err
-	}
-	p.destroy()
-	return nil
+	return gpukit.ReleasePipeline(ID, &b.pipelines, handle, (*pipeline).destroy)
 }
 
 // Close waits for running work, then unloads every pipeline and releases every
@@ -301,13 +274,10 @@ func (b *Backend) Close(context.Context) error {
 	defer b.life.Unlock()
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.closed {
+	if b.adapters.Closed() {
 		return nil
 	}
-	b.closed = true
-	for _, p := range b.pipelines.RemoveAll() {
-		p.destroy()
-	}
+	gpukit.DestroyAll(&b.pipelines, (*pipeline).destroy)
 	b.segs.mu.Lock()
 	for id, seg := range b.segs.m {
 		if seg.d != nil {
@@ -316,13 +286,8 @@ func (b *Backend) Close(context.Context) error {
 		delete(b.segs.m, id)
 	}
 	b.segs.mu.Unlock()
-	for _, r := range b.buffers.RemoveAll() {
-		_ = r.d.ctx.Do(func() error { return r.d.ctx.MemFree(r.ptr) })
-	}
+	gpukit.DestroyAll(&b.buffers, func(r *resident) { _ = r.d.ctx.Do(func() error { return r.d.ctx.MemFree(r.ptr) }) })
 	b.closePeers()
-	for _, a := range b.adapters {
-		a.close()
-	}
-	b.adapters = nil
+	b.adapters.Close()
 	return nil
 }

@@ -195,8 +195,8 @@ func TestBlobHeader(t *testing.T) {
 func TestCheckProgramRejectsWhatTheDeviceCannotRun(t *testing.T) {
 	lim := h200()
 	lim.maxThreadsPerBlock, lim.maxBlock, lim.sharedPerBlock = 256, [3]uint32{256, 256, 64}, 1024
-	gputest.CheckProgramLimits(t, func(p *ir.Program, spec ir.SpecMap, override [3]uint32) ([3]uint32, error) {
-		return checkProgram(p, spec, override, lim)
+	gputest.CheckProgramLimits(t, func(p *ir.Program, override [3]uint32) ([3]uint32, error) {
+		return checkLimits(p, override, lim)
 	}, gputest.Limits{Axis: "block dimensions", Invocations: "threads per block", Shared: "shared memory"})
 }
 

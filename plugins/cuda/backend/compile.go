@@ -63,7 +63,7 @@ func (p *pipeline) destroy() {
 func (b *Backend) Compile(ctx context.Context, req *pluginapi.CompileRequest) (*pluginapi.CompileResult, error) {
 	b.life.RLock()
 	defer b.life.RUnlock()
-	if err := gpukit.CheckCompile(ctx, ID, req); err != nil {
+	if err := gpukit.CompileContext(ctx, ID, req); err != nil {
 		return nil, err
 	}
 	start := time.Now()
@@ -75,7 +75,7 @@ func (b *Backend) Compile(ctx context.Context, req *pluginapi.CompileRequest) (*
 		return nil, err
 	}
 	p := req.Program
-	wg, err := checkProgram(p, req.Spec, req.WorkgroupSize, a.lim)
+	wg, err := checkLimits(p, req.WorkgroupSize, a.lim)
 	if err != nil {
 		return nil, err
 	}
@@ -96,7 +96,7 @@ func (b *Backend) Compile(ctx context.Context, req *pluginapi.CompileRequest) (*
 	pl.opts, pl.nc = opts, strings.Contains(m.Text, "ld.global.nc")
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.closed {
+	if b.adapters.Closed() {
 		pl.destroy()
 		return nil, errClosed
 	}
@@ -336,11 +336,11 @@ func usesType(p *ir.Program, t ir.Type) bool {
 	return found
 }
 
-// checkProgram validates the program, the specialization map and the workgroup
-// override, and checks them against the device's limits. It returns the workgroup
-// size the pipeline runs with.
-func checkProgram(p *ir.Program, spec ir.SpecMap, override [3]uint32, lim limits) ([3]uint32, error) {
-	return gpukit.CheckProgram(ID, p, spec, override, gpukit.ProgramLimits{
+// checkLimits checks the program, with the workgroup override, against the
+// device's limits (the SDK checked the rest: pluginapi.CheckCompile). It
+// returns the workgroup size the pipeline runs with.
+func checkLimits(p *ir.Program, override [3]uint32, lim limits) ([3]uint32, error) {
+	return gpukit.CheckLimits(ID, p, override, gpukit.ProgramLimits{
 		Workgroup: lim.maxBlock, WorkgroupName: "maximum block dimensions",
 		Invocations: lim.maxThreadsPerBlock, InvocationsText: "%d threads per block",
 		SharedBytes: lim.sharedPerBlock, SharedText: "%d per block",

@@ -28,9 +28,6 @@ func (b *Backend) Dispatch(ctx context.Context, req *pluginapi.DispatchRequest) 
 			b.life.RUnlock()
 		}
 	}()
-	if req == nil {
-		return nil, pluginapi.Rejected("cuda: dispatch without a request. Fix: pass a DispatchRequest")
-	}
 	p, err := gpukit.DispatchPipeline(ID, &b.pipelines, req.Pipeline, (*pipeline).hold)
 	if err != nil {
 		return nil, err
@@ -44,10 +41,7 @@ func (b *Backend) Dispatch(ctx context.Context, req *pluginapi.DispatchRequest) 
 	if err != nil {
 		return nil, err
 	}
-	if err := ir.CheckUniforms(p.prog, req.Uniforms); err != nil {
-		return nil, pluginapi.Rejected("cuda: %w", err)
-	}
-	if err := p.checkGrid(req.Grid); err != nil {
+	if err := p.checkGridDimensions(req.Grid); err != nil {
 		return nil, err
 	}
 	if err := ctx.Err(); err != nil {
@@ -104,21 +98,26 @@ func bufferList(binds []*binding) []*buffer {
 	return out
 }
 
-// bindings checks the launch's buffers the way the CPU reference does and sizes
-// every binding.
+// bindings sizes every binding of a launch the SDK checked
+// (pluginapi.CheckLaunch) and checks each against the device's largest buffer.
 func (p *pipeline) bindings(req *pluginapi.DispatchRequest) ([]*binding, error) {
 	lim := gpukit.BindingLimit{Adapter: p.d.a.index, Bytes: p.d.a.lim.maxBufferBytes(), Text: "adapter %d's %d"}
 	return gpukit.SizeBindings(ID, p.prog, req, lim, func(s gpukit.Binding) *binding { return &binding{Binding: s} })
 }
 
 // checkGrid rejects grids the device cannot launch: more than 2^32 invocations on
-// an axis (global_id is a u32) or, when the grid runs at all, more blocks than the
-// device's maximum grid dimensions.
+// an axis (global_id is a u32; the SDK checks that for Dispatch but not for a
+// batch's dispatches) or what checkGridDimensions rejects.
 func (p *pipeline) checkGrid(grid [3]uint32) error {
-	wg := p.mod.WorkgroupSize
-	if err := gpukit.CheckGridInvocations(ID, p.prog.Name, grid, wg); err != nil {
+	if err := gpukit.CheckGridInvocations(ID, p.prog.Name, grid, p.mod.WorkgroupSize); err != nil {
 		return err
 	}
+	return p.checkGridDimensions(grid)
+}
+
+// checkGridDimensions rejects, when the grid runs at all, more blocks than the
+// device's maximum grid dimensions.
+func (p *pipeline) checkGridDimensions(grid [3]uint32) error {
 	if grid[0] == 0 || grid[1] == 0 || grid[2] == 0 {
 		return nil
 	}

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"testing"
 
-	"github.com/kiln-dev/kiln/pluginapi"
 	"github.com/kiln-dev/kiln/plugins/cuda/ptx"
 	"github.com/kiln-dev/kiln/plugins/internal/gputest"
 )
@@ -43,12 +42,5 @@ func FuzzBindings(f *testing.F) {
 		f.Fatal(err)
 	}
 	p := &pipeline{d: &device{a: &adapter{lim: lim}}, prog: prog, mod: m}
-	gputest.FuzzBindings(f, func(req *pluginapi.DispatchRequest) ([]uint32, error) {
-		binds, err := p.bindings(req)
-		counts := make([]uint32, len(binds))
-		for i, bd := range binds {
-			counts[i] = bd.Count
-		}
-		return counts, err
-	}, p.checkGrid, lim.maxBufferBytes())
+	gputest.FuzzBindings(f, p.bindings, p.checkGrid, lim.maxBufferBytes())
 }

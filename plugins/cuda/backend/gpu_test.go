@@ -29,7 +29,7 @@ func TestDescribeReportsTheDevice(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for i, a := range fresh.adapters {
+	for i, a := range fresh.adapters.List() {
 		if a.d != nil || a.stopMeasure != nil {
 			t.Errorf("adapter %d: Describe opened the device", i)
 		}
@@ -39,7 +39,7 @@ func TestDescribeReportsTheDevice(t *testing.T) {
 		}
 	}
 	b := newTestBackend(t)
-	b.adapters[0].waitMeasured()
+	b.adapters.List()[0].waitMeasured()
 	d, err := b.Describe(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -48,7 +48,7 @@ func TestDescribeReportsTheDevice(t *testing.T) {
 		t.Errorf("description %+v", d)
 	}
 	for i, a := range d.Adapters {
-		ad := b.adapters[i]
+		ad := b.adapters.List()[i]
 		if a.Index != i || !a.Available || a.Name == "" || ad.uuid == "" || a.Identity.Vendor != "NVIDIA" ||
 			!strings.Contains(a.Identity.Device, a.Name) || !strings.Contains(a.Identity.DriverVersion, "CUDA ") {
 			t.Errorf("adapter %d: %+v (uuid %q)", i, a, ad.uuid)
@@ -70,7 +70,7 @@ func TestDescribeReportsTheDevice(t *testing.T) {
 			i, a.Name, ad.uuid, ad.lim.ccMajor, ad.lim.ccMinor, ad.lim.sms, a.Identity.DriverVersion, a.Profile.MemBWGBps,
 			estimateBandwidth(ad.lim), a.Profile.CapabilityScore(), b.initTook, ad.opening, ad.measureTook)
 	}
-	if bw := math.Float64frombits(b.adapters[0].measuredBW.Load()); bw <= 0 || d.Adapters[0].Profile.MemBWGBps != bw {
+	if bw := math.Float64frombits(b.adapters.List()[0].measuredBW.Load()); bw <= 0 || d.Adapters[0].Profile.MemBWGBps != bw {
 		t.Errorf("after the measurement Describe reports %v GB/s, the measurement %v", d.Adapters[0].Profile.MemBWGBps, bw)
 	}
 	if p := d.Adapters[0].Profile; p.MemBWStatus != pluginapi.BandwidthMeasured || p.MemoryFreeBytes == 0 || p.MemoryFreeBytes > p.MemoryBytes {
@@ -124,7 +124,7 @@ func TestCompileReturnsAndReusesTheCubin(t *testing.T) {
 	b := newTestBackend(t)
 	ctx := context.Background()
 	k, _ := kernels.Lookup("matmul")
-	a := b.adapters[0]
+	a := b.adapters.List()[0]
 	kc := k.NewCase(rand.New(rand.NewPCG(1, 2)), 40)
 	first, err := b.Compile(ctx, &pluginapi.CompileRequest{Program: k.Program(), Spec: kc.Spec})
 	if err != nil {
@@ -194,20 +194,24 @@ func TestArtifacts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if art.Target != b.adapters[0].target || !strings.Contains(art.PTX, ".entry kiln_main") || len(art.Cubin) < 64 || string(art.Cubin[1:4]) != "ELF" {
+	if art.Target != b.adapters.List()[0].target || !strings.Contains(art.PTX, ".entry kiln_main") || len(art.Cubin) < 64 || string(art.Cubin[1:4]) != "ELF" {
 		t.Errorf("artifact: target %v, %d bytes of PTX, cubin %d bytes", art.Target, len(art.PTX), len(art.Cubin))
 	}
 }
 
+// TestDispatchRejectsBadLaunches dispatches through the SDK's checks, as every
+// caller does (docs/design.md, "Checks in one place"): the device's own limits
+// are the backend's to reject, the rest the SDK's.
 func TestDispatchRejectsBadLaunches(t *testing.T) {
 	b := newTestBackend(t)
-	c, err := b.Compile(context.Background(), &pluginapi.CompileRequest{Program: addOne()})
+	checked := pluginapi.Checked(b)
+	c, err := checked.Compile(context.Background(), &pluginapi.CompileRequest{Program: addOne()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	lim := b.adapters[0].lim
+	lim := b.adapters.List()[0].lim
 	four := make([]byte, 16)
-	gputest.DispatchRejects(t, b, append(gputest.BadLaunches(c.Pipeline),
+	gputest.DispatchRejects(t, checked, append(gputest.BadLaunches(c.Pipeline),
 		gputest.BadLaunch{Name: "grid beyond the device's", Req: pluginapi.DispatchRequest{Pipeline: c.Pipeline, Grid: [3]uint32{1, lim.maxGrid[1] + 1, 1}, Inputs: [][]byte{four}}, Want: "maximum grid"},
 		gputest.BadLaunch{Name: "uniforms the program lacks", Req: pluginapi.DispatchRequest{Pipeline: c.Pipeline, Grid: [3]uint32{1, 1, 1}, Inputs: [][]byte{four}, Uniforms: four}, Want: "uniforms"},
 	))
@@ -221,7 +225,7 @@ func TestGridWithAZeroAxisRunsNothing(t *testing.T) {
 // takes its buffers from the pool, and that the pool holds what it says.
 func TestPoolReusesAllocations(t *testing.T) {
 	b := newTestBackend(t)
-	d := b.adapters[0].d
+	d := b.adapters.List()[0].d
 	in := words(u32s(1000, func(i int) uint32 { return uint32(i) }))
 	if _, err := run(t, b, addOne(), ir.SpecMap{}, [3]uint32{}, [3]uint32{16, 1, 1}, [][]byte{in}, []uint32{0, 1000}); err != nil {
 		t.Fatal(err)

@@ -65,8 +65,8 @@ func TestEveryGPUAtOnce(t *testing.T) {
 		if !a.Available {
 			continue
 		}
-		if a.Index != i || be.adapters[i].dev.Ordinal() != i {
-			t.Errorf("adapter %d has index %d and device ordinal %d", i, a.Index, be.adapters[i].dev.Ordinal())
+		if a.Index != i || be.adapters.List()[i].dev.Ordinal() != i {
+			t.Errorf("adapter %d has index %d and device ordinal %d", i, a.Index, be.adapters.List()[i].dev.Ordinal())
 		}
 		fp := a.Identity.Fingerprint()
 		if j, ok := seen[fp]; ok {

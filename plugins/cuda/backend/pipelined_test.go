@@ -107,7 +107,7 @@ func TestPipelinedWriteSubmitRead(t *testing.T) {
 		}
 	}
 	// Nothing is in flight any more: a blocking call takes the stream.
-	d := b.adapters[0].d
+	d := b.adapters.List()[0].d
 	if err := d.acquire(ctx); err != nil {
 		t.Fatal(err)
 	}

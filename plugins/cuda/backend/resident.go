@@ -53,7 +53,7 @@ func (b *Backend) AllocBuffer(ctx context.Context, req *pluginapi.AllocRequest) 
 	if req.Size > a.lim.maxBufferBytes() {
 		return nil, pluginapi.Rejected("cuda: a buffer of %d bytes is larger than adapter %d's %d. Fix: split the data into smaller buffers", req.Size, a.index, a.lim.maxBufferBytes())
 	}
-	d, err := a.open()
+	d, err := a.Open()
 	if err != nil {
 		return nil, err
 	}
@@ -86,7 +86,7 @@ func (b *Backend) AllocBuffer(ctx context.Context, req *pluginapi.AllocRequest) 
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.closed {
+	if b.adapters.Closed() {
 		_ = d.ctx.Do(func() error { return d.ctx.MemFree(r.ptr) })
 		return nil, errClosed
 	}
@@ -521,22 +521,10 @@ func (b *Backend) Artifact(ctx context.Context, req *pluginapi.ArtifactRequest) 
 // Health reports the first opened adapter whose context failed, or nil.
 func (b *Backend) Health(ctx context.Context) error {
 	b.mu.Lock()
-	adapters := b.adapters
-	closed := b.closed
+	adapters, err := b.adapters.Live()
 	b.mu.Unlock()
-	if closed {
-		return errClosed
+	if err != nil {
+		return err
 	}
-	for _, a := range adapters {
-		a.mu.Lock()
-		d := a.d
-		a.mu.Unlock()
-		if d == nil {
-			continue
-		}
-		if err := d.checkLost(); err != nil {
-			return err
-		}
-	}
-	return ctx.Err()
+	return gpukit.FirstLost(ctx, adapters, (*adapter).lost)
 }

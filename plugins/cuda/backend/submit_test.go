@@ -19,7 +19,7 @@ import (
 func fakeSubmitState(tb testing.TB) (*Backend, *device, *pluginapi.SubmitRequest) {
 	tb.Helper()
 	b, reqs := fakeAdapters(tb, 1)
-	return b, b.adapters[0].d, reqs[0]
+	return b, b.adapters.List()[0].d, reqs[0]
 }
 
 // fakeAdapters is fakeSubmitState with n adapters, each with its device, its
@@ -33,13 +33,13 @@ func fakeAdapters(tb testing.TB, n int) (*Backend, []*pluginapi.SubmitRequest) {
 		tb.Fatal(err)
 	}
 	b := New(Config{})
-	b.started = true
+	var adapters []*adapter
 	var reqs []*pluginapi.SubmitRequest
 	for i := range n {
 		a := &adapter{index: i, lim: h200(), info: pluginapi.Adapter{Index: i, Name: "fake H200", Available: true}}
 		d := &device{a: a, sem: make(chan struct{}, 1)}
 		a.d = d
-		b.adapters = append(b.adapters, a)
+		adapters = append(adapters, a)
 		args := driver.NewParams(len(m.Params))
 		tb.Cleanup(args.Free)
 		pipe := b.pipelines.Add(&pipeline{d: d, prog: k.Program(), mod: m, args: args, nc: true})
@@ -51,6 +51,9 @@ func fakeAdapters(tb testing.TB, n int) (*Backend, []*pluginapi.SubmitRequest) {
 		reqs = append(reqs, &pluginapi.SubmitRequest{Adapter: i, Commands: []pluginapi.SubmitCommand{
 			pluginapi.DispatchCommand{Pipeline: pipe, Grid: [3]uint32{1, 1, 1}, Bindings: bufs}}})
 	}
+	if _, err := b.adapters.Start(func() ([]*adapter, string) { return adapters, "" }, nil); err != nil {
+		tb.Fatal(err)
+	}
 	return b, reqs
 }
 
@@ -59,7 +62,7 @@ func fakeAdapters(tb testing.TB, n int) (*Backend, []*pluginapi.SubmitRequest) {
 // command naming another adapter's pipeline or buffer is refused.
 func TestAdaptersDoNotWaitForEachOther(t *testing.T) {
 	b, reqs := fakeAdapters(t, 2)
-	d0, d1 := b.adapters[0].d, b.adapters[1].d
+	d0, d1 := b.adapters.List()[0].d, b.adapters.List()[1].d
 	ctx := context.Background()
 	if err := d0.acquire(ctx); err != nil {
 		t.Fatal(err)
@@ -156,7 +159,7 @@ func BenchmarkPrepareSmall(b *testing.B) {
 // twice, or disjoint parts of one buffer, keep the fast kernel.
 func TestAliasedBindingsUseTheSafeKernel(t *testing.T) {
 	b, d, _ := fakeSubmitState(t)
-	a := b.adapters[0]
+	a := b.adapters.List()[0]
 	big := &resident{d: a.d, size: 64}
 	nine := b.buffers.Add(big)
 	big.ptr = driver.DevicePtr(nine << 20)

@@ -61,8 +61,8 @@ func TestCapabilitiesRejectAtCompile(t *testing.T) {
 }
 
 // TestSixteenBitBindings: 16-bit buffers take 2-byte elements: an odd count of
-// them is a whole input, a fixed count is 2 bytes an element, and a write
-// buffer's bytes are 2 per element.
+// them is a whole input, a fixed count is 2 bytes an element (the SDK rejects
+// the others), and a write buffer's bytes are 2 per element.
 func TestSixteenBitBindings(t *testing.T) {
 	b := ir.NewBuilder("bind16", 64, 1, 1)
 	b.Buffer("in", ir.BF16, ir.Read)
@@ -79,7 +79,7 @@ func TestSixteenBitBindings(t *testing.T) {
 		t.Errorf("counts %d %d %d, bytes %d; want 7, 3, 5 and 10", binds[0].Count, binds[1].Count, binds[2].Count, binds[2].Bytes())
 	}
 	for _, inputs := range [][][]byte{{make([]byte, 13), make([]byte, 6), nil}, {make([]byte, 14), make([]byte, 12), nil}} {
-		if _, err := gpukit.SizeBindings(ID, p, &pluginapi.DispatchRequest{Inputs: inputs, OutputCounts: []uint32{0, 0, 5}}, lim, wrap); err == nil || !strings.Contains(err.Error(), "Fix:") {
+		if err := pluginapi.CheckLaunch(p, p.WorkgroupSize, &pluginapi.DispatchRequest{Inputs: inputs, OutputCounts: []uint32{0, 0, 5}}); err == nil || !strings.Contains(err.Error(), "Fix:") {
 			t.Errorf("inputs of %d and %d bytes: %v, want a rejection with a Fix", len(inputs[0]), len(inputs[1]), err)
 		}
 	}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/kiln-dev/kiln/ir"
 	"github.com/kiln-dev/kiln/ir/ranges"
+	"github.com/kiln-dev/kiln/plugins/internal/scope"
 )
 
 // value is a computed IR value: a predicate (bool) or a .b32 register holding it.
@@ -88,7 +89,7 @@ type emitter struct {
 	consts             map[ir.Literal]string
 	hoisted            map[hoistKey]string
 	arrays             map[string]array
-	scopes             []map[string]local
+	scopes             scope.Stack[local]
 	loops              []loop
 	// facts are the bounds the enclosing ifs' conditions established.
 	facts []boundFact

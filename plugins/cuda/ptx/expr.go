@@ -37,7 +37,7 @@ func (e *emitter) expr(x ir.Expr) (value, error) {
 		}
 		return e.constant(x), nil
 	case ir.LocalRef:
-		l, ok := e.lookup(x.Name)
+		l, ok := e.scopes.Lookup(x.Name)
 		if !ok {
 			return value{}, fmt.Errorf("local %q is not in scope. Fix: declare it with let or var before this use", x.Name)
 		}

@@ -152,7 +152,7 @@ func (e *emitter) staticValue(x ir.Expr) (ranges.Range, ir.Type) {
 			return ranges.Between(0, e.wg[x.Axis]-1), ir.U32
 		}
 	case ir.LocalRef:
-		if l, ok := e.lookup(x.Name); ok {
+		if l, ok := e.scopes.Lookup(x.Name); ok {
 			return l.rng, l.t
 		}
 	case ir.UnaryExpr:
@@ -186,11 +186,11 @@ func (e *emitter) unroll(s ir.ForStmt, from, step uint32, n int) error {
 	for range n {
 		next := e.label()
 		counter := e.constant(ir.Literal{Type: s.Type, Bits: v})
-		e.scopes = append(e.scopes, map[string]local{s.Var: {value: counter}})
+		e.scopes.Push(map[string]local{s.Var: {value: counter}})
 		e.loops = append(e.loops, loop{cont: next, end: end})
 		err := e.block(s.Body)
 		e.loops = e.loops[:len(e.loops)-1]
-		e.scopes = e.scopes[:len(e.scopes)-1]
+		e.scopes.Pop()
 		if err != nil {
 			return err
 		}

@@ -5,6 +5,7 @@ import (
 
 	"github.com/kiln-dev/kiln/ir"
 	"github.com/kiln-dev/kiln/ir/ranges"
+	"github.com/kiln-dev/kiln/plugins/internal/scope"
 )
 
 // Control flow is branches to labels: an if is "@!c bra else; then; bra end; else:
@@ -13,32 +14,9 @@ import (
 // break branches to the innermost loop's end, return is ret. Statements after a
 // break or return in the same block can never run and are not emitted.
 
-func (e *emitter) bind(name string, l local) { e.scopes[len(e.scopes)-1][name] = l }
-
-func (e *emitter) lookup(name string) (local, bool) {
-	for i := len(e.scopes) - 1; i >= 0; i-- {
-		if l, ok := e.scopes[i][name]; ok {
-			return l, true
-		}
-	}
-	return local{}, false
-}
-
 // block emits stmts in a new scope, stopping at the first statement that cannot be
 // reached.
-func (e *emitter) block(stmts []ir.Stmt) error {
-	e.scopes = append(e.scopes, map[string]local{})
-	defer func() { e.scopes = e.scopes[:len(e.scopes)-1] }()
-	for _, s := range stmts {
-		if !e.open {
-			return nil
-		}
-		if err := e.stmt(s); err != nil {
-			return err
-		}
-	}
-	return nil
-}
+func (e *emitter) block(stmts []ir.Stmt) error { return scope.Block(&e.scopes, stmts, &e.open, e.stmt) }
 
 // typed evaluates x and checks that it has type t.
 func (e *emitter) typed(x ir.Expr, t ir.Type, what string) (string, error) {
@@ -48,15 +26,11 @@ func (e *emitter) typed(x ir.Expr, t ir.Type, what string) (string, error) {
 
 // typedValue is typed returning the value, with its range.
 func (e *emitter) typedValue(x ir.Expr, t ir.Type, what string) (value, error) {
-	v, err := e.expr(x)
-	if err != nil {
-		return value{}, err
-	}
-	if v.t != t {
-		return value{}, fmt.Errorf("%s has type %s, want %s. Fix: run ir.Validate and correct the program", what, v.t, t)
-	}
-	return v, nil
+	return scope.Typed(x, t, what, e.expr, value.typ)
 }
+
+// typ is the value's type.
+func (v value) typ() ir.Type { return v.t }
 
 // settle returns v in a register no assignment changes: a copy of a var's or
 // loop counter's register, read in place, so that a let bound to it keeps the
@@ -95,7 +69,7 @@ func (e *emitter) stmt(s ir.Stmt) error {
 		if err != nil {
 			return err
 		}
-		e.bind(s.Name, local{value: e.settle(v)})
+		e.scopes.Bind(s.Name, local{value: e.settle(v)})
 		return nil
 	case ir.VarStmt:
 		v, err := e.typedValue(s.Value, s.Type, fmt.Sprintf("the initial value of var %q", s.Name))
@@ -104,15 +78,15 @@ func (e *emitter) stmt(s ir.Stmt) error {
 		}
 		if !e.assigned[s.Name] {
 			// Never assigned: the var is its initial value, range and all.
-			e.bind(s.Name, local{value: e.settle(v), variable: true})
+			e.scopes.Bind(s.Name, local{value: e.settle(v), variable: true})
 			return nil
 		}
 		reg := e.fresh(s.Type)
 		e.mov(s.Type, reg, v.reg)
-		e.bind(s.Name, local{value: value{reg: reg, t: s.Type}, variable: true})
+		e.scopes.Bind(s.Name, local{value: value{reg: reg, t: s.Type}, variable: true})
 		return nil
 	case ir.AssignStmt:
-		l, ok := e.lookup(s.Name)
+		l, ok := e.scopes.Lookup(s.Name)
 		if !ok || !l.variable {
 			return fmt.Errorf("assign: %q is not a var in scope. Fix: declare it with var before assigning", s.Name)
 		}
@@ -307,7 +281,7 @@ func (e *emitter) atomic(s ir.AtomicStmt) error {
 	addr, space := e.address(a, index.reg)
 	e.inst("%satom.%s.%s %s, [%s], %s", guard(ok), space, op, old, addr, v)
 	if s.Result != "" {
-		e.bind(s.Result, local{value: value{reg: old, t: a.elem}})
+		e.scopes.Bind(s.Result, local{value: value{reg: old, t: a.elem}})
 	}
 	return nil
 }
@@ -445,8 +419,8 @@ func (e *emitter) forStmt(s ir.ForStmt) error {
 	e.inst("setp.lt.%s %s, %s, %s", less, p, v, to)
 	e.inst("@!%s bra %s", p, end)
 	counter := value{reg: v, t: s.Type, rng: ranges.Loop(s.Type, vals[0].rng, vals[1].rng, vals[2].rng)}
-	e.scopes = append(e.scopes, map[string]local{s.Var: {value: counter, variable: true}})
-	defer func() { e.scopes = e.scopes[:len(e.scopes)-1] }()
+	e.scopes.Push(map[string]local{s.Var: {value: counter, variable: true}})
+	defer e.scopes.Pop()
 	return e.loopBody(head, cont, end, s.Body, func() {
 		e.inst("add.u32 %s, %s, %s", v, v, step)
 	})

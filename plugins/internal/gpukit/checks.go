@@ -24,30 +24,16 @@ type ProgramLimits struct {
 	SharedText  string
 }
 
-// CheckProgram validates the program, the specialization map and the workgroup
-// override, and checks them against the device's limits. It returns the
-// workgroup size the pipeline runs with. Its errors are RejectedErrors starting
-// with backend ("cuda").
-func CheckProgram(backend string, p *ir.Program, spec ir.SpecMap, override [3]uint32, lim ProgramLimits) ([3]uint32, error) {
-	if err := ir.Validate(p); err != nil {
-		return [3]uint32{}, pluginapi.Rejected("%s: program %q is invalid: %w", backend, p.Name, err)
-	}
+// CheckLimits checks a program, with the workgroup override (all zero keeps
+// the program's size), against the device's limits and returns the workgroup
+// size the pipeline runs with. The program, the specialization map and the
+// override passed the SDK's checks (pluginapi.CheckCompile) before the backend
+// saw them; only what depends on the device is checked here. Its errors are
+// RejectedErrors starting with backend ("cuda").
+func CheckLimits(backend string, p *ir.Program, override [3]uint32, lim ProgramLimits) ([3]uint32, error) {
 	wg := p.WorkgroupSize
 	if override != ([3]uint32{}) {
-		if err := ir.CheckWorkgroupSize(override); err != nil {
-			return [3]uint32{}, pluginapi.Rejected("%s: program %q: bad workgroup size override: %w", backend, p.Name, err)
-		}
 		wg = override
-	}
-	for _, name := range spec.Names() {
-		d, ok := p.Param(name)
-		if !ok {
-			return [3]uint32{}, pluginapi.Rejected("%s: program %q has no parameter %q to specialize. Fix: specialize only declared parameters", backend, p.Name, name)
-		}
-		v, _ := spec.Get(name)
-		if l, ok := v.Literal(); !ok || l.Type != d.Type {
-			return [3]uint32{}, pluginapi.Rejected("%s: program %q: parameter %q is %s but the specialization value is %s. Fix: pass a %s value", backend, p.Name, name, d.Type, v, d.Type)
-		}
 	}
 	for axis, n := range wg {
 		if n > lim.Workgroup[axis] {
@@ -97,14 +83,12 @@ type BindingLimit struct {
 	Text    string
 }
 
-// SizeBindings checks the launch's buffers the way the CPU reference does and
-// sizes every binding; wrap makes the backend's binding of each. Its errors are
-// RejectedErrors starting with backend ("cuda").
+// SizeBindings sizes every binding of a launch that passed the SDK's checks
+// (pluginapi.CheckLaunch) and checks each against the device's binding limit;
+// wrap makes the backend's binding of each. A write buffer has its fixed count
+// or the request's output count, any other buffer its input's elements. Its
+// errors are RejectedErrors starting with backend ("cuda").
 func SizeBindings[B any](backend string, prog *ir.Program, req *pluginapi.DispatchRequest, lim BindingLimit, wrap func(Binding) B) ([]B, error) {
-	if len(req.Inputs) > len(prog.Buffers) {
-		return nil, pluginapi.Rejected("%s: program %q has %d buffers but the dispatch gives %d inputs. Fix: pass one input per binding (nil for write buffers)",
-			backend, prog.Name, len(prog.Buffers), len(req.Inputs))
-	}
 	binds := make([]B, len(prog.Buffers))
 	for i, decl := range prog.Buffers {
 		bd := Binding{Decl: decl}
@@ -113,25 +97,12 @@ func SizeBindings[B any](backend string, prog *ir.Program, req *pluginapi.Dispat
 			bd.Input = req.Inputs[i]
 		}
 		switch {
-		case decl.Access == ir.Write && len(bd.Input) != 0:
-			return nil, pluginapi.Rejected("%s: program %q: buffer %q (binding %d) is write-only but got %d input bytes. Fix: pass nil for write buffers and size them with OutputCounts",
-				backend, prog.Name, decl.Name, decl.Binding, len(bd.Input))
-		case decl.Access == ir.Write:
-			bd.Count = decl.Count
-			if bd.Count == 0 && i < len(req.OutputCounts) {
-				bd.Count = req.OutputCounts[i]
-			}
-		case uint64(len(bd.Input))%size != 0:
-			return nil, pluginapi.Rejected("%s: program %q: input of buffer %q (binding %d) is %d bytes, not a multiple of %d. Fix: pass whole %d-byte %s elements",
-				backend, prog.Name, decl.Name, decl.Binding, len(bd.Input), size, size, decl.Type)
-		case decl.Count != 0 && uint64(len(bd.Input)) != uint64(decl.Count)*size:
-			return nil, pluginapi.Rejected("%s: program %q: buffer %q (binding %d) holds exactly %d elements but its input is %d bytes. Fix: pass %d bytes",
-				backend, prog.Name, decl.Name, decl.Binding, decl.Count, len(bd.Input), uint64(decl.Count)*size)
-		case uint64(len(bd.Input))/size > math.MaxUint32:
-			return nil, pluginapi.Rejected("%s: program %q: input of buffer %q (binding %d) has %d elements, more than a u32 len. Fix: split the work into smaller buffers",
-				backend, prog.Name, decl.Name, decl.Binding, uint64(len(bd.Input))/size)
-		default:
+		case decl.Access != ir.Write:
 			bd.Count = uint32(uint64(len(bd.Input)) / size)
+		case decl.Count != 0:
+			bd.Count = decl.Count
+		case i < len(req.OutputCounts):
+			bd.Count = req.OutputCounts[i]
 		}
 		if bytes := uint64(bd.Count) * size; bytes > lim.Bytes {
 			return nil, pluginapi.Rejected("%s: program %q: buffer %q (binding %d) has %d bytes, more than %s. Fix: split the work into buffers of at most %d elements",
@@ -143,7 +114,9 @@ func SizeBindings[B any](backend string, prog *ir.Program, req *pluginapi.Dispat
 }
 
 // CheckGridInvocations rejects a grid that, with workgroup size wg, has more
-// than 2^32 invocations on an axis: global_id is a u32.
+// than 2^32 invocations on an axis: global_id is a u32. The SDK checks this for
+// Dispatch (pluginapi.CheckLaunch); the backends check it for the dispatches of
+// a protocol-2 batch, which the SDK checks for their ranges only.
 func CheckGridInvocations(backend, program string, grid, wg [3]uint32) error {
 	for axis, g := range grid {
 		if uint64(g)*uint64(wg[axis]) > math.MaxUint32+1 {

@@ -8,12 +8,10 @@ import (
 	"github.com/kiln-dev/kiln/plugins/internal/handles"
 )
 
-// CheckCompile is the start of every Compile: a request without a program is a
-// RejectedError, and an ended ctx returns its error.
-func CheckCompile(ctx context.Context, backend string, req *pluginapi.CompileRequest) error {
-	if req == nil || req.Program == nil {
-		return pluginapi.Rejected("%s: compile request without a program. Fix: set CompileRequest.Program", backend)
-	}
+// CompileContext is the start of every Compile: an ended ctx returns its
+// error, naming the program. The request passed the SDK's checks
+// (pluginapi.CheckCompile), so it has a program.
+func CompileContext(ctx context.Context, backend string, req *pluginapi.CompileRequest) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("%s: compile %q: %w", backend, req.Program.Name, err)
 	}
@@ -27,11 +25,15 @@ func DispatchPipeline[T any](backend string, pipelines *handles.Table[T], h uint
 	return found(p, ok, backend, h, "pipeline", "never compiled or already released", "dispatch a handle returned by Compile")
 }
 
-// ReleasePipeline removes pipeline h for Release; an unknown handle is a
-// RejectedError.
-func ReleasePipeline[T any](backend string, pipelines *handles.Table[T], h uint64) (T, error) {
+// ReleasePipeline removes pipeline h for Release and destroys it; an unknown
+// handle is a RejectedError.
+func ReleasePipeline[T any](backend string, pipelines *handles.Table[T], h uint64, destroy func(T)) error {
 	p, ok := pipelines.Remove(h)
-	return found(p, ok, backend, h, "pipeline", "never compiled or already released", "release only handles returned by Compile, once")
+	if _, err := found(p, ok, backend, h, "pipeline", "never compiled or already released", "release only handles returned by Compile, once"); err != nil {
+		return err
+	}
+	destroy(p)
+	return nil
 }
 
 // Buffer returns resident buffer h; an unknown handle is a RejectedError.

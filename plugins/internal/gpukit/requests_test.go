@@ -10,21 +10,14 @@ import (
 	"github.com/kiln-dev/kiln/plugins/internal/handles"
 )
 
-func TestCheckCompile(t *testing.T) {
-	var rejected *pluginapi.RejectedError
-	for _, req := range []*pluginapi.CompileRequest{nil, {}} {
-		err := CheckCompile(context.Background(), "cuda", req)
-		if want := "cuda: compile request without a program. Fix: set CompileRequest.Program"; err == nil || err.Error() != want || !errors.As(err, &rejected) {
-			t.Errorf("%+v: got %v, want %s", req, err, want)
-		}
-	}
+func TestCompileContext(t *testing.T) {
 	req := &pluginapi.CompileRequest{Program: &ir.Program{Name: "p"}}
-	if err := CheckCompile(context.Background(), "vulkan", req); err != nil {
-		t.Errorf("a request with a program: %v", err)
+	if err := CompileContext(context.Background(), "vulkan", req); err != nil {
+		t.Errorf("a live context: %v", err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	err := CheckCompile(ctx, "vulkan", req)
+	err := CompileContext(ctx, "vulkan", req)
 	if want := `vulkan: compile "p": context canceled`; err == nil || err.Error() != want || !errors.Is(err, context.Canceled) {
 		t.Errorf("an ended context: got %v, want %s", err, want)
 	}
@@ -49,7 +42,9 @@ func TestHandleLookups(t *testing.T) {
 	}{
 		{func() (*int, error) { return DispatchPipeline("cuda", &tab, 7, hold) },
 			"cuda has no pipeline 7 (never compiled or already released). Fix: dispatch a handle returned by Compile"},
-		{func() (*int, error) { return ReleasePipeline("vulkan", &tab, 7) },
+		{func() (*int, error) {
+			return nil, ReleasePipeline("vulkan", &tab, 7, func(*int) { t.Error("destroyed a missing pipeline") })
+		},
 			"vulkan has no pipeline 7 (never compiled or already released). Fix: release only handles returned by Compile, once"},
 		{func() (*int, error) { return Buffer("cuda", &tab, 7) },
 			"cuda has no buffer 7 (never allocated or already freed). Fix: use handles AllocBuffer returned, and free each once"},
@@ -64,8 +59,9 @@ func TestHandleLookups(t *testing.T) {
 	if held != 1 {
 		t.Errorf("hold ran %d times, want once (not for a missing handle)", held)
 	}
-	if r, err := ReleasePipeline("cuda", &tab, h); err != nil || r != &one {
-		t.Fatalf("ReleasePipeline(%d) = %v, %v", h, r, err)
+	var destroyed *int
+	if err := ReleasePipeline("cuda", &tab, h, func(p *int) { destroyed = p }); err != nil || destroyed != &one {
+		t.Fatalf("ReleasePipeline(%d) = %v, destroyed %v", h, err, destroyed)
 	}
 	if _, err := FreeBuffer("cuda", &tab, h); err == nil {
 		t.Fatal("a released handle was freed")

@@ -86,7 +86,8 @@ func BadLaunches(addOne uint64) []BadLaunch {
 }
 
 // DispatchRejects dispatches every launch on b and fails t for each that is not
-// rejected as it says.
+// rejected as it says. b is the backend as callers see it: a GPU backend behind
+// pluginapi.Checked, which compiled the launches' pipelines.
 func DispatchRejects(t *testing.T, b pluginapi.Backend, launches []BadLaunch) {
 	t.Helper()
 	for _, tc := range launches {
@@ -245,13 +246,20 @@ type Limits struct {
 	Axis, Invocations, Shared string
 }
 
-// CheckProgramLimits checks a backend's compile-time checks of a program
-// against a device of workgroups up to 256×256×64 and 256 invocations, with 1024
-// bytes of shared memory: check must reject (a RejectedError with a "Fix:")
-// workgroups and overrides over those limits, too much shared memory, bad
-// overrides and specialization values, and invalid programs; and accept a
-// program within them, returning the workgroup size it runs with.
-func CheckProgramLimits(t *testing.T, check func(p *ir.Program, spec ir.SpecMap, override [3]uint32) ([3]uint32, error), words Limits) {
+// CheckProgramLimits checks the compile-time checks of a program as a Compile
+// request meets them, the SDK's (pluginapi.CheckCompile) and then the backend's
+// limits, against a device of workgroups up to 256×256×64 and 256 invocations,
+// with 1024 bytes of shared memory: they must reject (a RejectedError with a
+// "Fix:") workgroups and overrides over those limits, too much shared memory,
+// bad overrides and specialization values, and invalid programs; and accept a
+// program within them, limits returning the workgroup size it runs with.
+func CheckProgramLimits(t *testing.T, limits func(p *ir.Program, override [3]uint32) ([3]uint32, error), words Limits) {
+	check := func(p *ir.Program, spec ir.SpecMap, override [3]uint32) ([3]uint32, error) {
+		if err := pluginapi.CheckCompile(&pluginapi.CompileRequest{Program: p, Spec: spec, WorkgroupSize: override}); err != nil {
+			return [3]uint32{}, err
+		}
+		return limits(p, override)
+	}
 	build := func(wg [3]uint32, shared uint32) *ir.Program {
 		b := ir.NewBuilder("limits", wg[0], wg[1], wg[2])
 		out := b.Buffer("out", ir.U32, ir.Write)
@@ -278,13 +286,13 @@ func CheckProgramLimits(t *testing.T, check func(p *ir.Program, spec ir.SpecMap,
 		{"bad override", build([3]uint32{64, 1, 1}, 0), ir.SpecMap{}, [3]uint32{0, 4, 1}, "override"},
 		{"too much shared memory", build([3]uint32{64, 1, 1}, 257), ir.SpecMap{}, [3]uint32{}, words.Shared},
 		{"spec of the wrong type", build([3]uint32{64, 1, 1}, 0), wrongType, [3]uint32{}, "specialization value"},
-		{"spec of an unknown parameter", build([3]uint32{64, 1, 1}, 0), unknown, [3]uint32{}, "no parameter"},
+		{"spec of an unknown parameter", build([3]uint32{64, 1, 1}, 0), unknown, [3]uint32{}, "does not declare"},
 		{"invalid program", &ir.Program{Name: "empty"}, ir.SpecMap{}, [3]uint32{}, "invalid"},
 	} {
 		_, err := check(c.p, c.spec, c.override)
 		var rejected *pluginapi.RejectedError
 		if !errors.As(err, &rejected) || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), "Fix:") {
-			t.Errorf("%s: checkProgram = %v, want a RejectedError mentioning %q with a Fix", c.name, err, c.want)
+			t.Errorf("%s: the checks give %v, want a RejectedError mentioning %q with a Fix", c.name, err, c.want)
 		}
 	}
 	wg, err := check(build([3]uint32{64, 1, 1}, 256), ir.SpecMap{}, [3]uint32{8, 8, 4})

@@ -6,6 +6,7 @@ import (
 
 	"github.com/kiln-dev/kiln/ir"
 	"github.com/kiln-dev/kiln/pluginapi"
+	"github.com/kiln-dev/kiln/plugins/internal/gpukit"
 )
 
 // BindingsProgram is a program with a buffer of every kind, for fuzzing a
@@ -21,20 +22,29 @@ func BindingsProgram() *ir.Program {
 	return b.MustBuild()
 }
 
-// FuzzBindings feeds arbitrary launches of [BindingsProgram] to a backend's
-// dispatch checks: counts gives the element count of each binding of a request
-// (in binding order), checkGrid checks its grid. They must never panic, reject
-// only with a RejectedError, and size every accepted binding as the CPU
-// reference does: a write buffer by its fixed count or the request's output
-// count, any other by its input; with maxBytes > 0, no binding larger.
-func FuzzBindings(f *testing.F, counts func(req *pluginapi.DispatchRequest) ([]uint32, error), checkGrid func(grid [3]uint32) error, maxBytes uint64) {
+// FuzzBindings feeds arbitrary launches of [BindingsProgram] to the dispatch
+// checks as a Dispatch meets them: the SDK's (pluginapi.CheckLaunch), then the
+// backend's. bindings sizes the bindings of a request the SDK accepted (in
+// binding order), checkGrid checks its grid. They must never
+// panic, reject only with a RejectedError, and size every accepted binding as
+// the CPU reference does: a write buffer by its fixed count or the request's
+// output count, any other by its input; with maxBytes > 0, no binding larger.
+func FuzzBindings[B interface{ Sized() *gpukit.Binding }](f *testing.F, bindings func(req *pluginapi.DispatchRequest) ([]B, error), checkGrid func(grid [3]uint32) error, maxBytes uint64) {
 	prog := BindingsProgram()
 	f.Add([]byte{1, 2, 3, 4}, []byte{}, []byte{5, 6, 7, 8}, make([]byte, 12), uint32(7), uint32(0), uint8(5), uint32(1), uint32(1))
 	f.Add([]byte{1, 2, 3}, []byte{1}, []byte{}, make([]byte, 8), uint32(1<<20), uint32(3), uint8(2), uint32(1<<27), uint32(70000))
 	f.Fuzz(func(t *testing.T, r, w, rw, fr []byte, wCount, fwCount uint32, nInputs uint8, gx, gy uint32) {
 		inputs := [][]byte{r, w, rw, fr, nil, nil}[:min(int(nInputs), 6)]
 		req := &pluginapi.DispatchRequest{Inputs: inputs, OutputCounts: []uint32{0, wCount, 0, 0, fwCount}, Grid: [3]uint32{gx, gy, 1}}
-		got, err := counts(req)
+		err := pluginapi.CheckLaunch(prog, prog.WorkgroupSize, req)
+		var got []uint32
+		if err == nil {
+			var binds []B
+			binds, err = bindings(req)
+			for _, b := range binds {
+				got = append(got, b.Sized().Count)
+			}
+		}
 		var rejected *pluginapi.RejectedError
 		if err != nil {
 			if !errors.As(err, &rejected) {

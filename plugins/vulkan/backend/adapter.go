@@ -313,9 +313,9 @@ func (a *adapter) describe() pluginapi.Adapter {
 	return info
 }
 
-// open returns the adapter's device, creating it on first use and after a lost
+// Open returns the adapter's device, creating it on first use and after a lost
 // device.
-func (a *adapter) open() (*device, error) {
+func (a *adapter) Open() (*device, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.dev != nil && !a.dev.lost.Load() {
@@ -350,8 +350,11 @@ func (a *adapter) current() *device {
 	return a.dev
 }
 
-// close waits for the device's work and destroys it.
-func (a *adapter) close() {
+// Info is the adapter's description.
+func (a *adapter) Info() *pluginapi.Adapter { return &a.info }
+
+// Close waits for the device's work and destroys it.
+func (a *adapter) Close() {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	for _, d := range append(a.lost, a.dev) {

@@ -59,7 +59,7 @@ const largeN = 64<<20 + 3
 // pipeline still runs on descriptors.
 func TestBindingsBeyondMaxStorageBufferRange(t *testing.T) {
 	b := newTestBackend(t)
-	a := b.adapters[0]
+	a := b.adapters.List()[0]
 	if uint64(largeN)*4 <= uint64(a.props.Limits.MaxStorageBufferRange) {
 		t.Skipf("the device binds %d bytes with descriptors; nothing to test", a.props.Limits.MaxStorageBufferRange)
 	}
@@ -160,7 +160,7 @@ func TestBindingsBeyondMaxStorageBufferRange(t *testing.T) {
 // rejection that names the limit.
 func TestLargeBindingWithoutAddressesIsRejected(t *testing.T) {
 	b := newTestBackend(t)
-	a := b.adapters[0]
+	a := b.adapters.List()[0]
 	own := a.addresses
 	a.addresses = false
 	defer func() { a.addresses = own }()

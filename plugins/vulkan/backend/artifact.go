@@ -36,14 +36,9 @@ func (b *Backend) Artifact(ctx context.Context, req *pluginapi.ArtifactRequest) 
 	if err != nil {
 		return nil, err
 	}
-	p := req.Program
-	wg, err := checkProgram(p, req.Spec, req.WorkgroupSize, a.props.Limits)
+	m, wg, err := a.emit(req.Program, req.Spec, req.WorkgroupSize)
 	if err != nil {
 		return nil, err
-	}
-	m, err := spirv.EmitFor(p, a.targetFor(wg, req.Spec))
-	if err != nil {
-		return nil, pluginapi.Rejected("vulkan: adapter %d (%s): %w", a.index, a.info.Name, err)
 	}
 	return &pluginapi.Artifact{Data: m.Bytes(), Info: moduleInfo(m, wg)}, nil
 }

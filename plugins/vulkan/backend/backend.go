@@ -67,17 +67,15 @@ type Backend struct {
 	life sync.RWMutex
 
 	mu        sync.Mutex // guards the fields below
-	started   bool
+	adapters  gpukit.Adapters[*adapter]
 	measuring bool
 	// measured is done when the bandwidth measurement has ended.
 	measured sync.WaitGroup
 	// estimates delivers NVML's bandwidth estimates when they came too late
 	// for the first Describe.
 	estimates chan map[string]float64
-	closed    bool
 	loader    *vk.Loader
 	instance  *vk.Instance
-	adapters  []*adapter
 	// pipelines and buffers are by handle; each table guards itself. Adding to
 	// them takes mu too, so nothing is added after Close.
 	pipelines handles.Table[*pipeline]
@@ -110,7 +108,7 @@ func (b *Backend) ConcurrentAdapters() bool { return true }
 
 // New returns a Backend; nothing is loaded until the first call.
 func New(cfg Config) *Backend {
-	return &Backend{cfg: cfg, estimate: vk.NVMLBandwidth}
+	return &Backend{cfg: cfg, estimate: vk.NVMLBandwidth, adapters: gpukit.Adapters[*adapter]{Backend: ID, API: "Vulkan", ErrClosed: errClosed}}
 }
 
 // startPhases is how long each step of the first Describe's start took (see
@@ -154,27 +152,30 @@ var errClosed = errors.New("the vulkan backend is closed. Fix: start a new backe
 // is not an error: it becomes one unavailable adapter carrying the reason. b.mu must
 // be held.
 func (b *Backend) start() error {
-	if b.closed {
-		return errClosed
+	if b.adapters.Started() {
+		// Every call comes here: no closure to allocate once started.
+		_, err := b.adapters.Live()
+		return err
 	}
-	if b.started {
-		return nil
+	var estimates chan map[string]float64
+	started, err := b.adapters.Start(func() ([]*adapter, string) {
+		// NVML's bandwidth estimates are read alongside Vulkan's start.
+		estimates = make(chan map[string]float64, 1)
+		go func() {
+			est, _ := b.estimate()
+			estimates <- est
+		}()
+		return b.startVulkan()
+	}, func(info pluginapi.Adapter) *adapter { return &adapter{info: info} })
+	if !started || err != nil {
+		return err
 	}
-	b.started = true
-	// NVML's bandwidth estimates are read alongside Vulkan's start.
-	estimates := make(chan map[string]float64, 1)
-	go func() {
-		est, _ := b.estimate()
-		estimates <- est
-	}()
-	if reason := b.startVulkan(); reason != "" {
-		b.adapters = []*adapter{{index: 0, info: pluginapi.Adapter{Index: 0, Name: "Vulkan", Reason: reason}}}
-	}
+	adapters := b.adapters.List()
 	began := time.Now()
 	grace := time.NewTimer(estimateGrace)
 	select {
 	case est := <-estimates:
-		applyEstimates(b.adapters, est)
+		applyEstimates(adapters, est)
 	case <-grace.C:
 		b.estimates = estimates
 	}
@@ -182,22 +183,18 @@ func (b *Backend) start() error {
 	b.phases.Estimates = time.Since(began)
 	if log := b.cfg.Logger; log != nil {
 		ph := b.phases
-		log.Info("Vulkan started", "validation", b.cfg.Validation, "adapters", len(b.adapters),
+		log.Info("Vulkan started", "validation", b.cfg.Validation, "adapters", len(adapters),
 			"load", ph.Load, "version", ph.Version, "instance", ph.Instance, "enumerate", ph.Enumerate, "describe_adapters", ph.Adapters, "nvml_wait", ph.Estimates)
-		for _, a := range b.adapters {
-			if a.info.Available {
-				log.Info("Vulkan adapter", "index", a.index, "name", a.info.Name, "type", a.info.Identity.DeviceType, "direct_memory", directMemory(a.props.Type, a.mem))
-			} else {
-				log.Warn("Vulkan adapter unavailable", "index", a.index, "name", a.info.Name, "reason", a.info.Reason)
-			}
-		}
+		b.adapters.Log(log, func(a *adapter) []any {
+			return []any{"type", a.info.Identity.DeviceType, "direct_memory", directMemory(a.props.Type, a.mem)}
+		})
 	}
 	return nil
 }
 
-// startVulkan opens the loader and instance and builds the adapters; it returns why
-// Vulkan is unusable, or "".
-func (b *Backend) startVulkan() string {
+// startVulkan opens the loader and instance and builds the adapters, or returns
+// why Vulkan is unusable.
+func (b *Backend) startVulkan() ([]*adapter, string) {
 	library := b.cfg.Loader
 	if library == "" {
 		library = vk.DefaultLibrary
@@ -211,27 +208,27 @@ func (b *Backend) startVulkan() string {
 	lap(&b.phases.Load)
 	var missing *vk.LoaderMissingError
 	if errors.As(err, &missing) {
-		return fmt.Sprintf("Vulkan loader %s not found. Fix: install libvulkan1 and a Vulkan driver (mesa-vulkan-drivers provides a CPU one)", library)
+		return nil, fmt.Sprintf("Vulkan loader %s not found. Fix: install libvulkan1 and a Vulkan driver (mesa-vulkan-drivers provides a CPU one)", library)
 	}
 	if err != nil {
-		return err.Error()
+		return nil, err.Error()
 	}
 	version := l.InstanceVersion()
 	lap(&b.phases.Version)
 	if version < vk.Version11 {
 		l.Close()
-		return fmt.Sprintf("the Vulkan loader %s supports Vulkan %s; kiln needs 1.1 or later. Fix: update libvulkan1", library, version)
+		return nil, fmt.Sprintf("the Vulkan loader %s supports Vulkan %s; kiln needs 1.1 or later. Fix: update libvulkan1", library, version)
 	}
 	inst, err := l.CreateInstance(vk.InstanceOptions{APIVersion: min(version, vk.Version13), Validation: b.cfg.Validation, SyncValidation: true})
 	lap(&b.phases.Instance)
 	var noLayer *vk.LayerMissingError
 	if errors.As(err, &noLayer) {
 		l.Close()
-		return err.Error()
+		return nil, err.Error()
 	}
 	if err != nil {
 		l.Close()
-		return fmt.Sprintf("creating a Vulkan instance failed: %v. Fix: install a Vulkan driver for this machine (mesa-vulkan-drivers provides a CPU one); "+
+		return nil, fmt.Sprintf("creating a Vulkan instance failed: %v. Fix: install a Vulkan driver for this machine (mesa-vulkan-drivers provides a CPU one); "+
 			"on a headless NVIDIA machine whose nvidia_icd.json names libGLX_nvidia.so.0, point VK_ICD_FILENAMES at an ICD file naming libEGL_nvidia.so.0; "+
 			"VK_LOADER_DEBUG=driver shows why the loader rejected a driver", err)
 	}
@@ -243,16 +240,16 @@ func (b *Backend) startVulkan() string {
 	if err != nil {
 		inst.Destroy()
 		l.Close()
-		return fmt.Sprintf("listing Vulkan devices failed: %v. Fix: install a Vulkan driver for this machine (mesa-vulkan-drivers provides a CPU one)", err)
+		return nil, fmt.Sprintf("listing Vulkan devices failed: %v. Fix: install a Vulkan driver for this machine (mesa-vulkan-drivers provides a CPU one)", err)
 	}
 	b.loader, b.instance = l, inst
+	adapters := make([]*adapter, len(pds))
 	for i, pd := range pds {
-		a := newAdapter(i, pd)
-		a.onLost = b.cfg.OnDeviceLost
-		b.adapters = append(b.adapters, a)
+		adapters[i] = newAdapter(i, pd)
+		adapters[i].onLost = b.cfg.OnDeviceLost
 	}
 	lap(&b.phases.Adapters)
-	return ""
+	return adapters, ""
 }
 
 // Prestart loads Vulkan and lists the adapters now, as the first call would:
@@ -280,7 +277,7 @@ func (b *Backend) Describe(ctx context.Context) (*pluginapi.Description, error) 
 	defer b.noteValidation()
 	b.mu.Lock()
 	err := b.start()
-	adapters := b.adapters
+	adapters := b.adapters.List()
 	if b.estimates != nil {
 		select {
 		case est := <-b.estimates:
@@ -314,23 +311,16 @@ func (b *Backend) Describe(ctx context.Context) (*pluginapi.Description, error) 
 // adapterAt returns an available adapter, starting Vulkan if needed.
 func (b *Backend) adapterAt(index int) (*adapter, error) {
 	b.mu.Lock()
-	err := b.start()
-	adapters := b.adapters
-	b.mu.Unlock()
-	if err != nil {
+	defer b.mu.Unlock()
+	if err := b.start(); err != nil {
 		return nil, err
 	}
-	return gpukit.AdapterAt(ID, adapters, index, func(a *adapter) *pluginapi.Adapter { return &a.info })
+	return b.adapters.At(index)
 }
 
 // deviceAt returns an available adapter and its device, opened on first use.
 func (b *Backend) deviceAt(index int) (*adapter, *device, error) {
-	a, err := b.adapterAt(index)
-	if err != nil {
-		return nil, nil, err
-	}
-	d, err := a.open()
-	return a, d, err
+	return gpukit.DeviceAt[*adapter, *device](b.adapterAt, index)
 }
 
 // Open creates the adapter's logical device; opening it again does nothing.
@@ -338,11 +328,7 @@ func (b *Backend) Open(ctx context.Context, adapter int) error {
 	b.life.RLock()
 	defer b.life.RUnlock()
 	defer b.noteValidation()
-	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("open vulkan adapter %d: %w", adapter, err)
-	}
-	_, _, err := b.deviceAt(adapter)
-	return err
+	return gpukit.Open(ctx, ID, adapter, b.deviceAt)
 }
 
 // Release destroys a pipeline. Releasing an unknown handle is a RejectedError.
@@ -350,12 +336,7 @@ func (b *Backend) Release(_ context.Context, handle uint64) error {
 	b.life.RLock()
 	defer b.life.RUnlock()
 	defer b.noteValidation()
-	p, err := gpukit.ReleasePipeline(ID, &b.pipelines, handle)
-	if err != nil {
-		return err
-	}
-	p.destroy()
-	return nil
+	return gpukit.ReleasePipeline(ID, &b.pipelines, handle, (*pipeline).destroy)
 }
 
 // Close waits for running work, then destroys every pipeline, device and the
@@ -365,18 +346,12 @@ func (b *Backend) Close(context.Context) error {
 	defer b.life.Unlock()
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.closed {
+	if b.adapters.Closed() {
 		return nil
 	}
-	b.closed = true
-	for _, p := range b.pipelines.RemoveAll() {
-		p.destroy()
-	}
-	b.buffers.RemoveAll()
-	for _, a := range b.adapters {
-		a.close()
-	}
-	b.adapters = nil
+	gpukit.DestroyAll(&b.pipelines, (*pipeline).destroy)
+	gpukit.DestroyAll(&b.buffers, nil)
+	b.adapters.Close()
 	if b.instance != nil {
 		b.noteValidationLocked()
 		b.instance.Destroy()

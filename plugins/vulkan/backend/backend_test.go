@@ -61,12 +61,12 @@ func TestDescribeReportsTheDevice(t *testing.T) {
 		t.Errorf("description %+v", d)
 	}
 	a := d.Adapters[0]
-	p := b.adapters[0].props
+	p := b.adapters.List()[0].props
 	if !strings.HasPrefix(a.Name, p.Name) || a.Identity.DeviceType != p.Type.String() || a.Identity.Vendor == "" || a.Identity.DriverVersion == "" || !strings.Contains(a.Identity.Device, p.Name) {
 		t.Errorf("adapter %+v does not describe %q", a, p.Name)
 	}
 	prof := a.Profile
-	if prof.MaxStorageBufferBindingSize != b.adapters[0].bindingLimit() || prof.MaxInvocationsPerWorkgroup != p.Limits.MaxComputeWorkGroupInvocations || prof.SubgroupSize != p.Subgroup.Size {
+	if prof.MaxStorageBufferBindingSize != b.adapters.List()[0].bindingLimit() || prof.MaxInvocationsPerWorkgroup != p.Limits.MaxComputeWorkGroupInvocations || prof.SubgroupSize != p.Subgroup.Size {
 		t.Errorf("profile %+v does not follow the limits %+v", prof, p.Limits)
 	}
 	if !prof.HasSharedMemory {
@@ -81,14 +81,14 @@ func TestDescribeReportsTheDevice(t *testing.T) {
 	if prof.SupportsTensorCores || prof.SupportsIndirectDispatch || prof.SupportsHardwareCounters {
 		t.Errorf("profile %+v claims features the backend cannot run", prof)
 	}
-	if f := b.adapters[0].features; prof.SupportsF16 != (f.ShaderFloat16 && f.StorageBuffer16BitAccess) || prof.SupportsBF16 != f.StorageBuffer16BitAccess {
+	if f := b.adapters.List()[0].features; prof.SupportsF16 != (f.ShaderFloat16 && f.StorageBuffer16BitAccess) || prof.SupportsBF16 != f.StorageBuffer16BitAccess {
 		t.Errorf("profile f16 %v bf16 %v with features %+v", prof.SupportsF16, prof.SupportsBF16, f)
 	}
 	if want := pluginapi.BandwidthUnmeasured; prof.MemBWStatus != want && prof.MemBWStatus != pluginapi.BandwidthEstimated {
 		t.Errorf("bandwidth status %v without a measurement (NoBandwidth), want %v, or estimated on NVIDIA", prof.MemBWStatus, want)
 	}
-	if prof.MemoryBytes != deviceLocalBytes(b.adapters[0].mem) || prof.MemoryBytes == 0 || prof.MemoryFreeBytes > prof.MemoryBytes {
-		t.Errorf("memory %d free of %d, want the device-local heaps (%+v)", prof.MemoryFreeBytes, prof.MemoryBytes, b.adapters[0].mem.Heaps)
+	if prof.MemoryBytes != deviceLocalBytes(b.adapters.List()[0].mem) || prof.MemoryBytes == 0 || prof.MemoryFreeBytes > prof.MemoryBytes {
+		t.Errorf("memory %d free of %d, want the device-local heaps (%+v)", prof.MemoryFreeBytes, prof.MemoryBytes, b.adapters.List()[0].mem.Heaps)
 	}
 	// Free memory is a reading; everything else stays.
 	again, err := b.Describe(ctx)
@@ -204,7 +204,7 @@ func TestCompileReturnsAndReusesPipelineCacheData(t *testing.T) {
 	b := newTestBackend(t)
 	ctx := context.Background()
 	k, _ := kernels.Lookup("vector_add")
-	p := b.adapters[0].props
+	p := b.adapters.List()[0].props
 	first, err := b.Compile(ctx, &pluginapi.CompileRequest{Program: k.Program()})
 	if err != nil {
 		t.Fatal(err)
@@ -246,13 +246,16 @@ func TestCompileReturnsAndReusesPipelineCacheData(t *testing.T) {
 
 func TestCheckProgramRejectsWhatTheDeviceCannotRun(t *testing.T) {
 	lim := vk.Limits{MaxComputeWorkGroupSize: [3]uint32{256, 256, 64}, MaxComputeWorkGroupInvocations: 256, MaxComputeSharedMemorySize: 1024}
-	gputest.CheckProgramLimits(t, func(p *ir.Program, spec ir.SpecMap, override [3]uint32) ([3]uint32, error) {
-		return checkProgram(p, spec, override, lim)
+	gputest.CheckProgramLimits(t, func(p *ir.Program, override [3]uint32) ([3]uint32, error) {
+		return checkLimits(p, override, lim)
 	}, gputest.Limits{Axis: "maxComputeWorkGroupSize", Invocations: "maxComputeWorkGroupInvocations", Shared: "maxComputeSharedMemorySize"})
 }
 
+// TestDispatchRejectsBadLaunches dispatches through the SDK's checks, as every
+// caller does (docs/design.md, "Checks in one place"): the device's own limits
+// are the backend's to reject, the rest the SDK's.
 func TestDispatchRejectsBadLaunches(t *testing.T) {
-	b := newTestBackend(t)
+	b := pluginapi.Checked(newTestBackend(t))
 	ctx := context.Background()
 	c, err := b.Compile(ctx, &pluginapi.CompileRequest{Program: addOne()})
 	if err != nil {
@@ -280,7 +283,7 @@ func TestGridWithAZeroAxisRunsNothing(t *testing.T) {
 
 func TestDispatchTimesTheDevice(t *testing.T) {
 	b := newTestBackend(t)
-	if !b.adapters[0].timestamps {
+	if !b.adapters.List()[0].timestamps {
 		t.Skip("the device has no timestamps")
 	}
 	n := 1 << 16
@@ -332,7 +335,7 @@ func spin() *ir.Program { return gputest.Spin() }
 // device's grid limits.
 func spinGrid(t *testing.T, b *Backend, pipeline uint64, target time.Duration) [3]uint32 {
 	t.Helper()
-	lim := b.adapters[0].props.Limits.MaxComputeWorkGroupCount
+	lim := b.adapters.List()[0].props.Limits.MaxComputeWorkGroupCount
 	most := uint64(lim[0]) * uint64(lim[1])
 	grid := func(groups uint64) [3]uint32 {
 		x := min(groups, uint64(lim[0]))
@@ -375,7 +378,7 @@ func TestDispatchStopsWaitingWhenTheContextEnds(t *testing.T) {
 // returning the wrong values, and a loop within the limit still runs.
 func TestLongLoops(t *testing.T) {
 	b := newTestBackend(t)
-	if !endsLongLoops(b.adapters[0].props) {
+	if !endsLongLoops(b.adapters.List()[0].props) {
 		gputest.LongLoops(t, b)
 		return
 	}
@@ -429,7 +432,7 @@ func TestValidationMessagesAreCountedAndLogged(t *testing.T) {
 	if !strings.Contains(logs.String(), "validation=true") {
 		t.Errorf("the start is not logged with validation on:\n%s", logs.String())
 	}
-	dev, err := b.adapters[0].open()
+	dev, err := b.adapters.List()[0].Open()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -454,13 +457,7 @@ func TestMissingValidationLayerMakesVulkanUnavailable(t *testing.T) {
 	t.Setenv("VK_LAYER_PATH", t.TempDir())
 	cfg := ConfigFromEnv()
 	cfg.Validation = true
-	b := New(cfg)
-	ctx := context.Background()
-	defer b.Close(ctx)
-	d, err := b.Describe(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, d := describeNew(t, cfg)
 	a := d.Adapters[0]
 	if strings.Contains(a.Reason, "loader") && strings.Contains(a.Reason, "not found") {
 		t.Skipf("no Vulkan loader: %s", a.Reason)

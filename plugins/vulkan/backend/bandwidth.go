@@ -35,7 +35,7 @@ func (b *Backend) measureOnce() {
 		return
 	}
 	b.measuring = true
-	adapters := b.adapters
+	adapters := b.adapters.List()
 	b.measured.Add(1)
 	b.mu.Unlock()
 	for _, a := range adapters {
@@ -50,7 +50,7 @@ func (b *Backend) measureOnce() {
 		b.life.RLock()
 		defer b.life.RUnlock()
 		b.mu.Lock()
-		closed := b.closed
+		closed := b.adapters.Closed()
 		b.mu.Unlock()
 		for _, a := range adapters {
 			if !a.info.Available || !a.timestamps {
@@ -80,7 +80,7 @@ func (b *Backend) measureOnce() {
 
 // measureBandwidth opens the adapter's device and measures it.
 func (a *adapter) measureBandwidth() (float64, error) {
-	d, err := a.open()
+	d, err := a.Open()
 	if err != nil {
 		return 0, err
 	}

@@ -25,7 +25,7 @@ func benchBackend(b *testing.B) (*Backend, int) {
 // more than the device's maxStorageBufferRange.
 func benchOpen(b *testing.B, bufBytes uint64) (pluginapi.Backend, int) {
 	be, adapter := benchBackend(b)
-	if bufBytes > uint64(be.adapters[adapter].props.Limits.MaxStorageBufferRange) {
+	if bufBytes > uint64(be.adapters.List()[adapter].props.Limits.MaxStorageBufferRange) {
 		b.Skipf("%d bytes exceed the device's maxStorageBufferRange", bufBytes)
 	}
 	return be, adapter
@@ -82,7 +82,7 @@ func BenchmarkVectorAddResident(b *testing.B) {
 // invocation.
 func vectorAddResident(b *testing.B, n int, epi uint32) {
 	be, adapter := benchBackend(b)
-	if uint64(n)*4 > uint64(be.adapters[adapter].props.Limits.MaxStorageBufferRange) && !be.adapters[adapter].addresses {
+	if uint64(n)*4 > uint64(be.adapters.List()[adapter].props.Limits.MaxStorageBufferRange) && !be.adapters.List()[adapter].addresses {
 		b.Skipf("%d elements exceed the device's maxStorageBufferRange", n)
 	}
 	k, _ := kernels.Lookup("vector_add")

@@ -62,7 +62,7 @@ func (b *Backend) Compile(ctx context.Context, req *pluginapi.CompileRequest) (*
 	b.life.RLock()
 	defer b.life.RUnlock()
 	defer b.noteValidation()
-	if err := gpukit.CheckCompile(ctx, ID, req); err != nil {
+	if err := gpukit.CompileContext(ctx, ID, req); err != nil {
 		return nil, err
 	}
 	start := time.Now()
@@ -74,13 +74,9 @@ func (b *Backend) Compile(ctx context.Context, req *pluginapi.CompileRequest) (*
 		return nil, err
 	}
 	p := req.Program
-	wg, err := checkProgram(p, req.Spec, req.WorkgroupSize, a.props.Limits)
+	m, wg, err := a.emit(p, req.Spec, req.WorkgroupSize)
 	if err != nil {
 		return nil, err
-	}
-	m, err := spirv.EmitFor(p, a.targetFor(wg, req.Spec))
-	if err != nil {
-		return nil, pluginapi.Rejected("vulkan: adapter %d (%s): %w", a.index, a.info.Name, err)
 	}
 	if lim := a.props.Limits.MaxPushConstantsSize; m.PushConstantBytes > lim {
 		return nil, pluginapi.Rejected("vulkan: program %q needs %d bytes of push constants (one u32 per buffer and per uniform, and %d grid words) but adapter %d (%s) allows %d. Fix: use at most %d buffers and uniforms together on this device",
@@ -100,11 +96,27 @@ func (b *Backend) Compile(ctx context.Context, req *pluginapi.CompileRequest) (*
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.closed {
+	if b.adapters.Closed() {
 		pl.destroy()
 		return nil, errClosed
 	}
 	return &pluginapi.CompileResult{Pipeline: b.pipelines.Add(pl), Blob: blob, CompileNanos: time.Since(start).Nanoseconds()}, nil
+}
+
+// emit checks program p, with the workgroup override (all zero keeps p's),
+// against the adapter's limits and emits its module for the adapter, as
+// Compile and Artifact do; it returns the module and the workgroup size it
+// runs with.
+func (a *adapter) emit(p *ir.Program, spec ir.SpecMap, override [3]uint32) (*spirv.Module, [3]uint32, error) {
+	wg, err := checkLimits(p, override, a.props.Limits)
+	if err != nil {
+		return nil, wg, err
+	}
+	m, err := spirv.EmitFor(p, a.targetFor(wg, spec))
+	if err != nil {
+		return nil, wg, pluginapi.Rejected("vulkan: adapter %d (%s): %w", a.index, a.info.Name, err)
+	}
+	return m, wg, nil
 }
 
 // build creates the pipeline's Vulkan objects through a pipeline cache seeded with
@@ -169,11 +181,11 @@ func usableBlob(blob []byte, p vk.Properties) []byte {
 	return blob
 }
 
-// checkProgram validates the program, the specialization map and the workgroup
-// override, and checks them against the device's limits. It returns the workgroup
-// size the pipeline runs with.
-func checkProgram(p *ir.Program, spec ir.SpecMap, override [3]uint32, lim vk.Limits) ([3]uint32, error) {
-	return gpukit.CheckProgram(ID, p, spec, override, gpukit.ProgramLimits{
+// checkLimits checks the program, with the workgroup override, against the
+// device's limits (the SDK checked the rest: pluginapi.CheckCompile). It
+// returns the workgroup size the pipeline runs with.
+func checkLimits(p *ir.Program, override [3]uint32, lim vk.Limits) ([3]uint32, error) {
+	return gpukit.CheckLimits(ID, p, override, gpukit.ProgramLimits{
 		Workgroup: lim.MaxComputeWorkGroupSize, WorkgroupName: "maxComputeWorkGroupSize",
 		Invocations: lim.MaxComputeWorkGroupInvocations, InvocationsText: "maxComputeWorkGroupInvocations %d",
 		SharedBytes: lim.MaxComputeSharedMemorySize, SharedText: "maxComputeSharedMemorySize %d",

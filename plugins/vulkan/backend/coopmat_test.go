@@ -115,7 +115,7 @@ func tcCheck(t testing.TB, c []byte, a, b []float32, m, n, k, samples int) {
 // cooperative matrices are used.
 func TestCoopMatmul(t *testing.T) {
 	b := newTestBackend(t)
-	a := b.adapters[0]
+	a := b.adapters.List()[0]
 	p := a.info.Profile
 	if p.SupportsTensorCores != (a.target.Coop.F16 || a.target.Coop.BF16) {
 		t.Errorf("profile claims tensor cores %v, target %+v", p.SupportsTensorCores, a.target.Coop)
@@ -149,7 +149,7 @@ func BenchmarkCoopMatmul(b *testing.B) {
 	shapes := []shape{{64, 64, 32, 128}, {64, 64, 64, 128}, {128, 64, 32, 128}, {64, 128, 32, 128},
 		{128, 64, 32, 256}, {64, 64, 32, 256}, {128, 64, 16, 128}, {128, 64, 32, 64}, {64, 64, 32, 32}}
 	be := newTestBackend(b)
-	if !be.adapters[0].info.Profile.SupportsTensorCores {
+	if !be.adapters.List()[0].info.Profile.SupportsTensorCores {
 		b.Skip("the device has no cooperative matrices kiln uses")
 	}
 	const s, reps = 4096, 8
@@ -192,7 +192,7 @@ func TestArtifactNamesMatrixPath(t *testing.T) {
 	b := newTestBackend(t)
 	ctx := context.Background()
 	want := spirv.MatrixPathScalar
-	if b.adapters[0].info.Profile.SupportsTensorCores {
+	if b.adapters.List()[0].info.Profile.SupportsTensorCores {
 		want = spirv.MatrixPathCooperative
 	}
 	art, err := b.Artifact(ctx, &pluginapi.ArtifactRequest{Program: tcProgram(ir.F16, 64, 64, 32, 128), Kind: ArtifactSPIRV})

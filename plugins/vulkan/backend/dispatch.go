@@ -23,10 +23,6 @@ type binding struct {
 func (b *Backend) Dispatch(ctx context.Context, req *pluginapi.DispatchRequest) (*pluginapi.DispatchResult, error) {
 	start := time.Now()
 	b.life.RLock()
-	if req == nil {
-		b.life.RUnlock()
-		return nil, pluginapi.Rejected("vulkan: dispatch without a request. Fix: pass a DispatchRequest")
-	}
 	p, err := gpukit.DispatchPipeline(ID, &b.pipelines, req.Pipeline, (*pipeline).hold)
 	if err != nil {
 		b.life.RUnlock()
@@ -35,13 +31,8 @@ func (b *Backend) Dispatch(ctx context.Context, req *pluginapi.DispatchRequest) 
 	d := p.d
 	j := &job{d: d, pipelines: []*pipeline{p}, life: &b.life}
 	binds, err := p.bindings(req)
-	if err == nil {
-		if err = ir.CheckUniforms(p.prog, req.Uniforms); err != nil {
-			err = pluginapi.Rejected("vulkan: %w", err)
-		}
-	}
-	if err == nil {
-		err = p.checkGrid(req.Grid)
+	if err == nil && req.Grid[0] != 0 && req.Grid[1] != 0 && req.Grid[2] != 0 {
+		err = p.checkLaunches(req.Grid)
 	}
 	if err == nil && ctx.Err() != nil {
 		err = fmt.Errorf("vulkan: program %q not dispatched: %w", p.prog.Name, ctx.Err())
@@ -187,15 +178,16 @@ func (b *Backend) freeSpansLater(d *device, spans []span, seq uint64) {
 	}
 }
 
-// bindings checks the launch's buffers the way the CPU reference does and sizes
-// every binding.
+// bindings sizes every binding of a launch the SDK checked
+// (pluginapi.CheckLaunch) and checks each against the device's binding limit.
 func (p *pipeline) bindings(req *pluginapi.DispatchRequest) ([]*binding, error) {
 	lim := gpukit.BindingLimit{Adapter: p.d.a.index, Bytes: p.d.a.bindingLimit(), Text: "adapter %d binds (maxStorageBufferRange %d, no buffer device addresses)"}
 	return gpukit.SizeBindings(ID, p.prog, req, lim, func(s gpukit.Binding) *binding { return &binding{Binding: s} })
 }
 
 // checkGrid rejects grids the device cannot launch: more than 2^32 invocations on an
-// axis (global_id is a u32) or, when the grid runs at all, what checkLaunches
+// axis (global_id is a u32; the SDK checks that for Dispatch but not for a
+// batch's dispatches) or, when the grid runs at all, what checkLaunches
 // rejects (a grid beyond maxComputeWorkGroupCount runs as several launches; see
 // dispatchGrid).
 func (p *pipeline) checkGrid(grid [3]uint32) error {

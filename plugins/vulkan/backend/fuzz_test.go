@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"testing"
 
-	"github.com/kiln-dev/kiln/pluginapi"
 	"github.com/kiln-dev/kiln/plugins/internal/gputest"
 	"github.com/kiln-dev/kiln/plugins/vulkan/vk"
 )
@@ -37,12 +36,5 @@ func FuzzBindings(f *testing.F) {
 	prog := gputest.BindingsProgram()
 	lim := vk.Limits{MaxStorageBufferRange: 1 << 12, MaxComputeWorkGroupCount: [3]uint32{65535, 65535, 65535}}
 	p := &pipeline{d: &device{a: &adapter{props: vk.Properties{Limits: lim}}}, prog: prog, wg: prog.WorkgroupSize}
-	gputest.FuzzBindings(f, func(req *pluginapi.DispatchRequest) ([]uint32, error) {
-		binds, err := p.bindings(req)
-		counts := make([]uint32, len(binds))
-		for i, bd := range binds {
-			counts[i] = bd.Count
-		}
-		return counts, err
-	}, p.checkGrid, 0)
+	gputest.FuzzBindings(f, p.bindings, p.checkGrid, 0)
 }

@@ -78,7 +78,7 @@ const maxSplitAxis = 1 << 20
 // the suite) against the builtins' definitions.
 func TestGridBeyondTheWorkgroupCountLimit(t *testing.T) {
 	b := newTestBackend(t)
-	a := b.adapters[0]
+	a := b.adapters.List()[0]
 	lim := a.props.Limits.MaxComputeWorkGroupCount
 	subgroups := a.target.Subgroups&spirv.SubgroupBasic != 0
 	sg := max(a.props.Subgroup.Size, 1)

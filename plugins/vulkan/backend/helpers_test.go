@@ -1,6 +1,7 @@
 package backend
 
 import (
+	"context"
 	"os"
 	"testing"
 
@@ -35,6 +36,19 @@ func newTestBackend(t testing.TB) *Backend {
 	return b
 }
 
+// describeNew starts a backend of cfg and describes it; the backend is closed
+// at cleanup.
+func describeNew(t *testing.T, cfg Config) (*Backend, *pluginapi.Description) {
+	t.Helper()
+	b := New(cfg)
+	t.Cleanup(func() { _ = b.Close(context.Background()) })
+	d, err := b.Describe(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b, d
+}
+
 // run compiles p on adapter 0, dispatches it once and releases it.
 func run(t testing.TB, b *Backend, p *ir.Program, spec ir.SpecMap, wg [3]uint32, grid [3]uint32, inputs [][]byte, counts []uint32) (*pluginapi.DispatchResult, error) {
 	t.Helper()
@@ -45,7 +59,7 @@ func run(t testing.TB, b *Backend, p *ir.Program, spec ir.SpecMap, wg [3]uint32,
 // buffers staged through host-visible copies, whichever the device would pick, so
 // both dispatch paths run on every device.
 func bothMemoryPaths(t *testing.T, b *Backend, f func(t *testing.T)) {
-	d := b.adapters[0].dev
+	d := b.adapters.List()[0].dev
 	for _, direct := range []bool{true, false} {
 		name := "staged"
 		if direct {

@@ -56,7 +56,7 @@ func TestBlockTakesAndGivesBack(t *testing.T) {
 // retention.
 func TestHeapRetainsEmptyBlocks(t *testing.T) {
 	b := newTestBackend(t)
-	d := b.adapters[0].current()
+	d := b.adapters.List()[0].current()
 	h := d.heapFor()
 	big := h.block + spanAlign
 	take := func() []span {

@@ -95,7 +95,7 @@ func (b *Backend) AllocBuffer(ctx context.Context, req *pluginapi.AllocRequest) 
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.closed {
+	if b.adapters.Closed() {
 		s.b.h.free(s)
 		return nil, errClosed
 	}
@@ -125,7 +125,7 @@ func (b *Backend) importShared(d *device, req *pluginapi.AllocRequest) (*plugina
 func (b *Backend) keep(r *resident, mapped bool) (*pluginapi.AllocResult, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.closed {
+	if b.adapters.Closed() {
 		return nil, errClosed
 	}
 	return &pluginapi.AllocResult{Buffer: b.buffers.Add(r), Mapped: mapped}, nil
@@ -546,21 +546,15 @@ func (b *Backend) prepareDispatch(j *job, p *pipeline, c pluginapi.DispatchComma
 // Health reports the first opened adapter whose device was lost, or nil.
 func (b *Backend) Health(ctx context.Context) error {
 	b.mu.Lock()
-	adapters, closed := b.adapters, b.closed
+	adapters, err := b.adapters.Live()
 	b.mu.Unlock()
-	if closed {
-		return errClosed
+	if err != nil {
+		return err
 	}
-	for _, a := range adapters {
-		a.mu.Lock()
-		d := a.dev
-		a.mu.Unlock()
-		if d == nil {
-			continue
+	return gpukit.FirstLost(ctx, adapters, func(a *adapter) error {
+		if d := a.current(); d != nil {
+			return d.checkLost()
 		}
-		if err := d.checkLost(); err != nil {
-			return err
-		}
-	}
-	return ctx.Err()
+		return nil
+	})
 }

@@ -158,7 +158,7 @@ func TestSubmitOfDependentDispatches(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if res.HostNanos <= 0 || (b.adapters[0].timestamps && res.DeviceNanos <= 0) {
+		if res.HostNanos <= 0 || (b.adapters.List()[0].timestamps && res.DeviceNanos <= 0) {
 			t.Errorf("submit result %+v: want host and device time", res)
 		}
 		gotX, gotY := readT(t, b, x, 0, n), readT(t, b, y, 0, n)
@@ -213,7 +213,7 @@ func TestNoAllocationPerDispatch(t *testing.T) {
 	b := newTestBackend(t)
 	bothMemoryPaths(t, b, func(t *testing.T) {
 		ctx := context.Background()
-		d := b.adapters[0].current()
+		d := b.adapters.List()[0].current()
 		one := compileT(t, b, addOne())
 		p := compileT(t, b, incr())
 		x := allocT(t, b, make([]uint32, 256))
@@ -279,7 +279,7 @@ func blocker(t *testing.T, b *Backend, target time.Duration) *pluginapi.SubmitRe
 	ctx := context.Background()
 	p := compileT(t, b, spinUniform())
 	out := allocT(t, b, []uint32{0})
-	lim := b.adapters[0].props.Limits.MaxComputeWorkGroupCount
+	lim := b.adapters.List()[0].props.Limits.MaxComputeWorkGroupCount
 	most := min(uint64(lim[0]), 1<<26) * uint64(min(lim[1], 1<<10))
 	cmd := func(groups uint64) pluginapi.DispatchCommand {
 		x := min(groups, uint64(lim[0]), 1<<26)
@@ -322,7 +322,7 @@ func TestDeadlineInTheQueue(t *testing.T) {
 	p := compileT(t, b, incr())
 	x := allocT(t, b, []uint32{1})
 	long := blocker(t, b, 3*time.Second)
-	d := b.adapters[0].current()
+	d := b.adapters.List()[0].current()
 	seqOf := func() uint64 {
 		d.lock <- struct{}{}
 		defer d.release()
@@ -379,11 +379,11 @@ func TestDeadlineInTheQueue(t *testing.T) {
 func TestDeviceLost(t *testing.T) {
 	b := newTestBackend(t)
 	heard := make(chan error, 1)
-	b.adapters[0].onLost = func(err error) { heard <- err }
+	b.adapters.List()[0].onLost = func(err error) { heard <- err }
 	ctx := context.Background()
 	p := compileT(t, b, incr())
 	x := allocT(t, b, []uint32{5})
-	d := b.adapters[0].current()
+	d := b.adapters.List()[0].current()
 	d.loseNext.Store(true)
 	var devErr *pluginapi.DeviceError
 	_, err := b.Submit(ctx, &pluginapi.SubmitRequest{Commands: []pluginapi.SubmitCommand{incrCommand(p, x, 0, 1)}})
@@ -422,14 +422,8 @@ func TestDeviceLost(t *testing.T) {
 // for the bandwidth measurement but says it is under way, and that a later one
 // reports it, quantized to two significant digits, as measured.
 func TestBandwidthIsMeasuredAfterDescribe(t *testing.T) {
-	cfg := ConfigFromEnv()
-	b := New(cfg)
+	b, d := describeNew(t, ConfigFromEnv())
 	ctx := context.Background()
-	defer b.Close(ctx)
-	d, err := b.Describe(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
 	if len(d.Adapters) == 0 || !d.Adapters[0].Available || !d.Adapters[0].Profile.SupportsDeviceTimestamps {
 		t.Skip("no usable Vulkan adapter with timestamps")
 	}
@@ -437,7 +431,7 @@ func TestBandwidthIsMeasuredAfterDescribe(t *testing.T) {
 		t.Errorf("the first Describe says the bandwidth is %v, want measuring", s)
 	}
 	b.measured.Wait()
-	d, err = b.Describe(ctx)
+	d, err := b.Describe(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -476,8 +470,8 @@ func TestSharedMemoryBecomesTheBuffer(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		d := b.adapters[0].current()
-		want := d.direct.Load() && b.adapters[0].props.MinImportedHostPointerAlignment > 0
+		d := b.adapters.List()[0].current()
+		want := d.direct.Load() && b.adapters.List()[0].props.MinImportedHostPointerAlignment > 0
 		if a.Mapped != want {
 			t.Fatalf("Mapped = %v, want %v (direct %v)", a.Mapped, want, d.direct.Load())
 		}
@@ -547,7 +541,7 @@ func TestTransfersOfSeveralChunks(t *testing.T) {
 // and detaching releases it.
 func TestDataPlaneSegments(t *testing.T) {
 	b := newTestBackend(t)
-	if b.adapters[0].props.MinImportedHostPointerAlignment == 0 {
+	if b.adapters.List()[0].props.MinImportedHostPointerAlignment == 0 {
 		t.Skip("no VK_EXT_external_memory_host")
 	}
 	bothMemoryPaths(t, b, func(t *testing.T) {
@@ -561,7 +555,7 @@ func TestDataPlaneSegments(t *testing.T) {
 		if err := b.AttachSegment(ctx, 7, mem); err != nil {
 			t.Fatal(err)
 		}
-		d := b.adapters[0].current()
+		d := b.adapters.List()[0].current()
 		if _, ok := b.segmentOn(d, 7); !ok {
 			t.Fatal("the segment was not imported")
 		}
@@ -626,7 +620,7 @@ func TestDataPlaneSegments(t *testing.T) {
 // the one dispatch op, between the uploads before it and the read-backs after.
 func TestProtocol1TimesTheDispatchOnly(t *testing.T) {
 	b := newTestBackend(t)
-	d := b.adapters[0].current()
+	d := b.adapters.List()[0].current()
 	own := d.direct.Swap(false)
 	defer d.direct.Store(own)
 	one := compileT(t, b, addOne())

@@ -31,7 +31,7 @@ func (b *Backend) DetachSegment(_ context.Context, id uint64) error {
 	defer b.segMu.Unlock()
 	delete(b.segMem, id)
 	b.mu.Lock()
-	adapters := b.adapters
+	adapters := b.adapters.List()
 	b.mu.Unlock()
 	for _, a := range adapters {
 		for _, d := range a.devices() {

@@ -41,7 +41,7 @@ func TestDescribeStartsOnlyWhatTheProfileNeeds(t *testing.T) {
 	if sum := ph.Load + ph.Version + ph.Instance + ph.Enumerate + ph.Adapters + ph.Estimates; sum > wall {
 		t.Errorf("start phases sum to %v, more than the whole Describe (%v)", sum, wall)
 	}
-	for _, a := range b.adapters {
+	for _, a := range b.adapters.List() {
 		if a.current() != nil {
 			t.Errorf("adapter %d has a logical device after Describe", a.index)
 		}
@@ -49,7 +49,7 @@ func TestDescribeStartsOnlyWhatTheProfileNeeds(t *testing.T) {
 	if err := b.Open(ctx, 0); err != nil {
 		t.Fatal(err)
 	}
-	if b.adapters[0].current() == nil {
+	if b.adapters.List()[0].current() == nil {
 		t.Error("Open created no logical device")
 	}
 	if n, text := b.ValidationMessages(); n != 0 {
@@ -148,7 +148,7 @@ func TestPrestart(t *testing.T) {
 	ctx := context.Background()
 	b.Prestart()
 	b.mu.Lock()
-	started, adapters, phases := b.started, b.adapters, b.phases
+	started, adapters, phases := b.adapters.Started(), b.adapters.List(), b.phases
 	b.mu.Unlock()
 	if !started || len(adapters) == 0 {
 		t.Fatalf("after Prestart: started %v, %d adapters", started, len(adapters))

@@ -57,7 +57,7 @@ func newSubmitPath(t *testing.T, n int) *submitPath {
 			t.Errorf("Release: %v", err)
 		}
 	})
-	return &submitPath{b: b, d: b.adapters[0].current(), pipeline: c.Pipeline, buf: a.Buffer}
+	return &submitPath{b: b, d: b.adapters.List()[0].current(), pipeline: c.Pipeline, buf: a.Buffer}
 }
 
 func (s *submitPath) add(from, count, k uint32) *pluginapi.SubmitRequest {
@@ -281,7 +281,7 @@ func BenchmarkSubmitLatency(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	s := &submitPath{b: be, d: be.adapters[0].current(), pipeline: c.Pipeline, buf: buf.Buffer}
+	s := &submitPath{b: be, d: be.adapters.List()[0].current(), pipeline: c.Pipeline, buf: buf.Buffer}
 	req := s.add(0, 1, 1)
 	for began := time.Now(); time.Since(began) < 300*time.Millisecond; {
 		if _, err := be.Submit(ctx, req); err != nil {

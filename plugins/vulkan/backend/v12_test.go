@@ -56,7 +56,7 @@ func TestV12Capabilities(t *testing.T) {
 		t.Errorf("target with every 16-bit feature = %+v", full)
 	}
 	b := newTestBackend(t)
-	a := b.adapters[0]
+	a := b.adapters.List()[0]
 	if prof := a.info.Profile; prof.SupportsF16 != (a.features.ShaderFloat16 && a.features.StorageBuffer16BitAccess) || prof.SupportsTensorCores {
 		t.Errorf("adapter profile f16 %v tensor cores %v with features %+v", prof.SupportsF16, prof.SupportsTensorCores, a.features)
 	}

@@ -331,7 +331,7 @@ func (e *emitter) coopAddressing(offset, stride ir.Expr, bound *ir.MatrixBound) 
 		if err != nil {
 			return 0, err
 		}
-		e.bind(name, local{value: v})
+		e.scopes.Bind(name, local{value: v})
 		return v.id, nil
 	}
 	if off, err = bind(mxOffset, offset, "the matrix offset"); err != nil {

@@ -5,6 +5,7 @@ import (
 
 	"github.com/kiln-dev/kiln/ir"
 	"github.com/kiln-dev/kiln/ir/ranges"
+	"github.com/kiln-dev/kiln/plugins/internal/scope"
 )
 
 // emitter builds one module. Ids are handed out in a fixed order and every table is
@@ -63,7 +64,7 @@ type emitter struct {
 	cur    uint32      // label of the current block
 	open   bool        // the current block has no terminator yet
 	loops  []loopExits // the enclosing loops, innermost last
-	scopes []map[string]local
+	scopes scope.Stack[local]
 	// assigned are the vars some assign sets; the others keep the range of
 	// their initial value.
 	assigned map[string]bool

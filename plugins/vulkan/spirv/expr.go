@@ -23,7 +23,7 @@ func (e *emitter) expr(x ir.Expr) (value, error) {
 	case ir.Literal:
 		return e.literal(x), nil
 	case ir.LocalRef:
-		l, ok := e.lookup(x.Name)
+		l, ok := e.scopes.Lookup(x.Name)
 		if !ok {
 			return value{}, fmt.Errorf("local %q is not in scope. Fix: declare it with let or var before this use", x.Name)
 		}

@@ -127,8 +127,8 @@ type pending struct {
 // in the current block, in a scope of its own, and returns the stores and
 // assigns.
 func (e *emitter) speculate(stmts []ir.Stmt) ([]pending, error) {
-	e.scopes = append(e.scopes, map[string]local{})
-	defer func() { e.scopes = e.scopes[:len(e.scopes)-1] }()
+	e.scopes.Push(nil)
+	defer e.scopes.Pop()
 	var out []pending
 	for _, s := range stmts {
 		switch s := s.(type) {
@@ -137,9 +137,9 @@ func (e *emitter) speculate(stmts []ir.Stmt) ([]pending, error) {
 			if err != nil {
 				return nil, err
 			}
-			e.bind(s.Name, local{value: v})
+			e.scopes.Bind(s.Name, local{value: v})
 		case ir.AssignStmt:
-			l, ok := e.lookup(s.Name)
+			l, ok := e.scopes.Lookup(s.Name)
 			if !ok || !l.variable {
 				return nil, fmt.Errorf("assign: %q is not a var in scope. Fix: declare it with var before assigning", s.Name)
 			}

@@ -5,6 +5,7 @@ import (
 
 	"github.com/kiln-dev/kiln/ir"
 	"github.com/kiln-dev/kiln/ir/ranges"
+	"github.com/kiln-dev/kiln/plugins/internal/scope"
 )
 
 // Control flow is structured as SPIR-V requires: an if is a selection construct
@@ -58,34 +59,9 @@ func (e *emitter) terminate(opcode uint32, operands ...uint32) {
 	e.open = false
 }
 
-func (e *emitter) bind(name string, l local) {
-	e.scopes[len(e.scopes)-1][name] = l
-}
-
-func (e *emitter) lookup(name string) (local, bool) {
-	for i := len(e.scopes) - 1; i >= 0; i-- {
-		if l, ok := e.scopes[i][name]; ok {
-			return l, true
-		}
-	}
-	return local{}, false
-}
-
 // block emits stmts in a new scope, stopping at the first statement that cannot be
 // reached.
-func (e *emitter) block(stmts []ir.Stmt) error {
-	e.scopes = append(e.scopes, map[string]local{})
-	defer func() { e.scopes = e.scopes[:len(e.scopes)-1] }()
-	for _, s := range stmts {
-		if !e.open {
-			return nil
-		}
-		if err := e.stmt(s); err != nil {
-			return err
-		}
-	}
-	return nil
-}
+func (e *emitter) block(stmts []ir.Stmt) error { return scope.Block(&e.scopes, stmts, &e.open, e.stmt) }
 
 // typed evaluates x and checks that it has type t.
 func (e *emitter) typed(x ir.Expr, t ir.Type, what string) (uint32, error) {
@@ -95,15 +71,11 @@ func (e *emitter) typed(x ir.Expr, t ir.Type, what string) (uint32, error) {
 
 // typedValue is typed returning the value, with its range.
 func (e *emitter) typedValue(x ir.Expr, t ir.Type, what string) (value, error) {
-	v, err := e.expr(x)
-	if err != nil {
-		return value{}, err
-	}
-	if v.t != t {
-		return value{}, fmt.Errorf("%s has type %s, want %s. Fix: run ir.Validate and correct the program", what, v.t, t)
-	}
-	return v, nil
+	return scope.Typed(x, t, what, e.expr, value.typ)
 }
+
+// typ is the value's type.
+func (v value) typ() ir.Type { return v.t }
 
 func (e *emitter) stmt(s ir.Stmt) error {
 	switch s := s.(type) {
@@ -112,12 +84,12 @@ func (e *emitter) stmt(s ir.Stmt) error {
 		if err != nil {
 			return err
 		}
-		e.bind(s.Name, local{value: v})
+		e.scopes.Bind(s.Name, local{value: v})
 		return nil
 	case ir.VarStmt:
 		return e.varStmt(s)
 	case ir.AssignStmt:
-		l, ok := e.lookup(s.Name)
+		l, ok := e.scopes.Lookup(s.Name)
 		if !ok || !l.variable {
 			return fmt.Errorf("assign: %q is not a var in scope. Fix: declare it with var before assigning", s.Name)
 		}
@@ -182,7 +154,7 @@ func (e *emitter) varStmt(s ir.VarStmt) error {
 	if !e.assigned[s.Name] {
 		r = v.rng
 	}
-	e.bind(s.Name, local{value: value{id: id, t: s.Type, rng: r}, variable: true})
+	e.scopes.Bind(s.Name, local{value: value{id: id, t: s.Type, rng: r}, variable: true})
 	return nil
 }
 
@@ -356,7 +328,7 @@ func (e *emitter) atomic(s ir.AtomicStmt) error {
 	if e.provablyInBounds(a, index) {
 		apply()
 		if s.Result != "" {
-			e.bind(s.Result, local{value: value{id: old, t: a.elem}})
+			e.scopes.Bind(s.Result, local{value: value{id: old, t: a.elem}})
 		}
 		return nil
 	}
@@ -364,7 +336,7 @@ func (e *emitter) atomic(s ir.AtomicStmt) error {
 	if s.Result != "" {
 		zero := e.zero(a.elem)
 		res := e.op(opPhi, t, old, last, zero, header)
-		e.bind(s.Result, local{value: value{id: res, t: a.elem}})
+		e.scopes.Bind(s.Result, local{value: value{id: res, t: a.elem}})
 	}
 	return nil
 }
@@ -552,8 +524,8 @@ func (e *emitter) forStmt(s ir.ForStmt) error {
 	e.inst(opLoopMerge, merge, cont, unrollHint(s.Type, bounds))
 	e.loopHeaderBranch(cond, body, merge, left)
 	counter := value{id: v, t: s.Type, rng: ranges.Loop(s.Type, bounds[0].rng, bounds[1].rng, bounds[2].rng)}
-	e.scopes = append(e.scopes, map[string]local{s.Var: {value: counter}})
-	defer func() { e.scopes = e.scopes[:len(e.scopes)-1] }()
+	e.scopes.Push(map[string]local{s.Var: {value: counter}})
+	defer e.scopes.Pop()
 	return e.loop(body, cont, merge, header, left, s.Body, func() {
 		e.inst(opIAdd, t, next, v, step)
 	})
