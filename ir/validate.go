@@ -34,16 +34,22 @@ type ValidationError struct {
 	Fix  string
 }
 
-func (e *ValidationError) Error() string {
+func (e *ValidationError) Error() string { return errorText(e.Path, "", e.Msg, e.Fix) }
+
+// errorText is "path: pos: msg. Fix: fix", leaving out the parts that are empty
+// (but msg).
+func errorText(path, pos, msg, fix string) string {
 	var b strings.Builder
-	if e.Path != "" {
-		b.WriteString(e.Path)
-		b.WriteString(": ")
+	for _, prefix := range []string{path, pos} {
+		if prefix != "" {
+			b.WriteString(prefix)
+			b.WriteString(": ")
+		}
 	}
-	b.WriteString(e.Msg)
-	if e.Fix != "" {
+	b.WriteString(msg)
+	if fix != "" {
 		b.WriteString(". Fix: ")
-		b.WriteString(e.Fix)
+		b.WriteString(fix)
 	}
 	return b.String()
 }
