@@ -174,6 +174,17 @@ func removeListed(path string, listed fs.FileInfo) (bool, error) {
 	return false, nil
 }
 
+// sweep scans the cache and removes the stale temporary files it finds; it
+// returns the entries and how many temporary files it removed.
+func (c *DiskCache) sweep(ctx context.Context) ([]fileInfo, int, error) {
+	entries, temps, err := c.scan(ctx)
+	if err != nil {
+		return nil, 0, err
+	}
+	removed, err := removeStaleTemps(temps)
+	return entries, removed, err
+}
+
 // removeStaleTemps removes temporary files older than staleTemp.
 func removeStaleTemps(temps []fileInfo) (int, error) {
 	n := 0
@@ -248,12 +259,9 @@ func (c *DiskCache) trimLocked(ctx context.Context, maxBytes int64) (TrimReport,
 	c.mu.Lock()
 	c.written = 0
 	c.mu.Unlock()
-	entries, temps, err := c.scan(ctx)
+	entries, tempsRemoved, err := c.sweep(ctx)
+	r := TrimReport{TempsRemoved: tempsRemoved}
 	if err != nil {
-		return TrimReport{}, err
-	}
-	var r TrimReport
-	if r.TempsRemoved, err = removeStaleTemps(temps); err != nil {
 		return r, err
 	}
 	sort.Slice(entries, func(i, j int) bool {
@@ -293,12 +301,9 @@ func (c *DiskCache) trimLocked(ctx context.Context, maxBytes int64) (TrimReport,
 // corrupt in Stats; an entry a writer replaced after Verify read it is kept. It
 // also removes temporary files left by writers that died over an hour ago.
 func (c *DiskCache) Verify(ctx context.Context) (VerifyReport, error) {
-	entries, temps, err := c.scan(ctx)
+	entries, tempsRemoved, err := c.sweep(ctx)
+	r := VerifyReport{TempsRemoved: tempsRemoved}
 	if err != nil {
-		return VerifyReport{}, err
-	}
-	var r VerifyReport
-	if r.TempsRemoved, err = removeStaleTemps(temps); err != nil {
 		return r, err
 	}
 	for _, e := range entries {

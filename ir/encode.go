@@ -285,24 +285,7 @@ type pathError struct {
 }
 
 func (e *pathError) Error() string {
-	var b strings.Builder
-	b.WriteString("ir: ")
-	b.WriteString(e.op)
-	b.WriteString(": ")
-	if e.path != "" {
-		b.WriteString(e.path)
-		b.WriteString(": ")
-	}
-	if e.pos != "" {
-		b.WriteString(e.pos)
-		b.WriteString(": ")
-	}
-	b.WriteString(e.msg)
-	if e.fix != "" {
-		b.WriteString(". Fix: ")
-		b.WriteString(e.fix)
-	}
-	return b.String()
+	return "ir: " + e.op + ": " + errorText(e.path, e.pos, e.msg, e.fix)
 }
 
 // within prefixes the path of a *pathError with seg ("body", "[2]", ".value").

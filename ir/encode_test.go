@@ -18,6 +18,32 @@ import (
 // codecUpdateGolden rewrites the files under testdata instead of comparing with them.
 func codecUpdateGolden() bool { return os.Getenv("KILN_UPDATE_GOLDEN") == "1" }
 
+// codecGoldenForms compares p's binary encoding with testdata/name.kilnir and its
+// JSON form with testdata/name.json.
+func codecGoldenForms(t *testing.T, name string, p *Program) {
+	t.Helper()
+	b, err := Encode(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	codecGolden(t, name+".kilnir", b)
+	text, err := MarshalJSON(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	codecGolden(t, name+".json", text)
+}
+
+// codecLets returns a function that binds each expression it is given to the
+// next local of v0, v1, ….
+func codecLets(b *Builder) func(Expr) {
+	n := 0
+	return func(x Expr) {
+		b.Let(fmt.Sprintf("v%d", n), x)
+		n++
+	}
+}
+
 // codecGolden compares got with testdata/name, or writes it when KILN_UPDATE_GOLDEN=1.
 func codecGolden(t *testing.T, name string, got []byte) {
 	t.Helper()
@@ -177,11 +203,7 @@ func codecEveryOp() *Program {
 			b.FixedBuffer("b_"+t.String()+"_"+a.String(), t, a, uint32(t)*7)
 		}
 	}
-	n := 0
-	let := func(x Expr) {
-		b.Let(fmt.Sprintf("v%d", n), x)
-		n++
-	}
+	let := codecLets(b)
 	for _, t := range codecTypesV1() {
 		lit := codecLiteral(t, 0x80000001)
 		let(lit)
@@ -253,27 +275,28 @@ func (g codecGen) lit() Literal {
 	return codecLiteral(t, bits)
 }
 
-func (g codecGen) expr(depth int) Expr {
-	if depth <= 0 {
-		switch g.r.IntN(4) {
-		case 0:
-			return g.lit()
-		case 1:
-			return Local(g.name())
-		case 2:
-			return Param(g.name())
-		default:
-			return Len(g.name())
-		}
-	}
-	d := depth - 1
-	switch g.r.IntN(14) {
+// leaf is the k-th kind of expression without operands.
+func (g codecGen) leaf(k int) Expr {
+	switch k {
 	case 0:
 		return g.lit()
 	case 1:
 		return Local(g.name())
 	case 2:
 		return Param(g.name())
+	default:
+		return Len(g.name())
+	}
+}
+
+func (g codecGen) expr(depth int) Expr {
+	if depth <= 0 {
+		return g.leaf(g.r.IntN(4))
+	}
+	d := depth - 1
+	switch k := g.r.IntN(14); k {
+	case 0, 1, 2:
+		return g.leaf(k)
 	case 3:
 		ks := codecBuiltins()
 		k := ks[g.r.IntN(len(ks))]
@@ -427,7 +450,8 @@ func codecCorpus() map[string]*Program {
 	return m
 }
 
-// codecCoverage names every node kind, operator, builtin, type and access in p.
+// codecCoverage names every node kind, operator, builtin, type and access in p,
+// and the declarations of IR v1.1 (uniforms, a subgroup size).
 func codecCoverage(p *Program) map[string]bool {
 	seen := map[string]bool{}
 	for _, d := range p.Params {
@@ -436,74 +460,46 @@ func codecCoverage(p *Program) map[string]bool {
 	for _, d := range p.Buffers {
 		seen["access:"+d.Access.String()] = true
 	}
-	var expr func(Expr)
-	expr = func(x Expr) {
-		seen[fmt.Sprintf("expr:%T", x)] = true
-		switch x := x.(type) {
+	if p.SubgroupSize != 0 {
+		seen["subgroup-size"] = true
+	}
+	uniforms := map[string]Type{}
+	for _, u := range p.Uniforms {
+		seen["uniform-decl"] = true
+		uniforms[u.Name] = u.Type
+	}
+	Inspect(p.Body, func(node any) bool {
+		if _, ok := node.(Stmt); ok {
+			seen[fmt.Sprintf("stmt:%T", node)] = true
+		} else {
+			seen[fmt.Sprintf("expr:%T", node)] = true
+		}
+		switch n := node.(type) {
 		case Literal:
-			seen["literal:"+x.Type.String()] = true
-		case BuiltinRef:
-			seen[fmt.Sprintf("builtin:%s:%d", x.Kind, x.Axis)] = true
-		case LoadExpr:
-			expr(x.Index)
+			seen["literal:"+n.Type.String()] = true
 		case UnaryExpr:
-			seen[fmt.Sprintf("unary:%s", x.Op)] = true
-			expr(x.X)
+			seen["unary:"+n.Op.String()] = true
 		case BinaryExpr:
-			seen[fmt.Sprintf("binary:%s", x.Op)] = true
-			expr(x.X)
-			expr(x.Y)
-		case FmaExpr:
-			expr(x.A)
-			expr(x.B)
-			expr(x.C)
-		case SelectExpr:
-			expr(x.Cond)
-			expr(x.A)
-			expr(x.B)
+			seen["binary:"+n.Op.String()] = true
+		case BuiltinRef:
+			seen[fmt.Sprintf("builtin:%s:%d", n.Kind, n.Axis)] = true
 		case CastExpr:
-			seen["cast:"+x.To.String()] = true
-			expr(x.X)
+			seen["cast:"+n.To.String()] = true
+		case BitcastExpr:
+			seen["bitcast:"+n.To.String()] = true
+		case UniformRef:
+			seen["uniform:"+uniforms[n.Name].String()] = true
+		case SubgroupExpr:
+			seen["subgroup:"+n.Op.String()] = true
+		case AtomicStmt:
+			seen["atomic-result"] = seen["atomic-result"] || n.Result != ""
+			seen["atomic-compare"] = seen["atomic-compare"] || n.Compare != nil
+			seen["atomic:"+n.Op.String()] = true
+		case ForStmt:
+			seen["for:"+n.Type.String()] = true
 		}
-	}
-	var block func([]Stmt)
-	block = func(stmts []Stmt) {
-		for _, s := range stmts {
-			seen[fmt.Sprintf("stmt:%T", s)] = true
-			switch s := s.(type) {
-			case LetStmt:
-				expr(s.Value)
-			case VarStmt:
-				expr(s.Value)
-			case AssignStmt:
-				expr(s.Value)
-			case StoreStmt:
-				expr(s.Index)
-				expr(s.Value)
-			case IfStmt:
-				expr(s.Cond)
-				block(s.Then)
-				block(s.Else)
-			case ForStmt:
-				seen["for:"+s.Type.String()] = true
-				expr(s.From)
-				expr(s.To)
-				expr(s.Step)
-				block(s.Body)
-			case WhileStmt:
-				expr(s.Cond)
-				block(s.Body)
-			case AtomicStmt:
-				seen["atomic:"+s.Op.String()] = true
-				if s.Result != "" {
-					seen["atomic-result"] = true
-				}
-				expr(s.Index)
-				expr(s.Value)
-			}
-		}
-	}
-	block(p.Body)
+		return true
+	})
 	return seen
 }
 
@@ -561,16 +557,24 @@ func TestKitchenSinkCoversEverything(t *testing.T) {
 	}
 }
 
+// codecRoundTrip encodes p and decodes the encoding, failing t (what names p) on
+// either error.
+func codecRoundTrip(t *testing.T, what string, p *Program) (*Program, []byte) {
+	t.Helper()
+	b, err := Encode(p)
+	if err != nil {
+		t.Fatalf("%s: Encode: %v", what, err)
+	}
+	q, err := Decode(b)
+	if err != nil {
+		t.Fatalf("%s: Decode: %v", what, err)
+	}
+	return q, b
+}
+
 func TestEncodeRoundTrip(t *testing.T) {
 	for name, p := range codecCorpus() {
-		b, err := Encode(p)
-		if err != nil {
-			t.Fatalf("%s: Encode: %v", name, err)
-		}
-		q, err := Decode(b)
-		if err != nil {
-			t.Fatalf("%s: Decode: %v", name, err)
-		}
+		q, b := codecRoundTrip(t, name, p)
 		if !reflect.DeepEqual(p, q) {
 			t.Fatalf("%s: Decode(Encode(p)) differs from p:\n got %#v\nwant %#v", name, q, p)
 		}
@@ -640,15 +644,7 @@ func TestEveryEnumEncodes(t *testing.T) {
 	}
 	progs = append(progs, &Program{Name: "p", SubgroupSize: 1 << 31})
 	for _, p := range progs {
-		b, err := Encode(p)
-		if err != nil {
-			t.Fatalf("Encode: %v", err)
-		}
-		q, err := Decode(b)
-		if err != nil {
-			t.Fatalf("Decode: %v", err)
-		}
-		if !reflect.DeepEqual(p, q) {
+		if q, _ := codecRoundTrip(t, p.Name, p); !reflect.DeepEqual(p, q) {
 			t.Fatalf("round trip changed %#v into %#v", p, q)
 		}
 	}
@@ -799,14 +795,7 @@ func TestFormatCommentMatchesTables(t *testing.T) {
 func TestDecodeEmptyListsAreNil(t *testing.T) {
 	p := &Program{Name: "x", Params: []ParamDecl{}, Buffers: []BufferDecl{}, Shared: []SharedDecl{},
 		Body: []Stmt{IfStmt{Cond: LitBool(true), Then: []Stmt{}, Else: []Stmt{}}, WhileStmt{Cond: LitBool(false), Body: []Stmt{}}}}
-	b, err := Encode(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	q, err := Decode(b)
-	if err != nil {
-		t.Fatal(err)
-	}
+	q, _ := codecRoundTrip(t, "empty lists", p)
 	want := &Program{Name: "x", Body: []Stmt{IfStmt{Cond: LitBool(true)}, WhileStmt{Cond: LitBool(false)}}}
 	if !reflect.DeepEqual(q, want) {
 		t.Fatalf("empty lists should decode as nil:\n got %#v\nwant %#v", q, want)
@@ -816,14 +805,7 @@ func TestDecodeEmptyListsAreNil(t *testing.T) {
 func TestLiteralBitsSurvive(t *testing.T) {
 	for _, bits := range []uint32{0x7fc00001, 0xffc00000, 0x7f800001, 0xffbfffff, 0x80000000, 0x00000001} {
 		p := &Program{Name: "n", Body: []Stmt{LetStmt{Name: "x", Value: Literal{Type: F32, Bits: bits}}}}
-		b, err := Encode(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		q, err := Decode(b)
-		if err != nil {
-			t.Fatal(err)
-		}
+		q, _ := codecRoundTrip(t, fmt.Sprintf("f32 bits %#08x", bits), p)
 		if got := q.Body[0].(LetStmt).Value.(Literal).Bits; got != bits {
 			t.Errorf("f32 bits %#08x came back as %#08x", bits, got)
 		}
@@ -1156,11 +1138,7 @@ func TestDigestGolden(t *testing.T) {
 		digestCase{"saxpy", codecSaxpy(), "53cbb0da7c8d7aa7"},
 		digestCase{"kitchen_sink", codecKitchenSink(), "093a30a7eb5daa49"},
 		digestCase{"every_op", codecEveryOp(), "b235b8b88aeab504"})
-	b, err := Encode(codecSaxpy())
-	if err != nil {
-		t.Fatal(err)
-	}
-	codecGolden(t, "saxpy.kilnir", b)
+	codecGoldenForms(t, "saxpy", codecSaxpy())
 }
 
 func TestDigestHex(t *testing.T) {

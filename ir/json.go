@@ -1219,13 +1219,18 @@ func f32JSON(bits uint32) string {
 	return strconv.FormatFloat(float64(f), 'g', -1, 32)
 }
 
-func (w *jwriter) param(d ParamDecl) error {
-	w.raw(`{"name": `)
-	if err := w.quote(d.Name); err != nil {
+// nameAndType opens an object with `{"key": "name", "type": "t"`.
+func (w *jwriter) nameAndType(key, name string, t Type) error {
+	w.raw(`{"` + key + `": `)
+	if err := w.quote(name); err != nil {
 		return err
 	}
 	w.raw(`, "type": `)
-	if err := w.typeName(d.Type); err != nil {
+	return w.typeName(t)
+}
+
+func (w *jwriter) param(d ParamDecl) error {
+	if err := w.nameAndType("name", d.Name, d.Type); err != nil {
 		return err
 	}
 	if d.Default.Type != d.Type {
@@ -1257,12 +1262,7 @@ func (w *jwriter) param(d ParamDecl) error {
 }
 
 func (w *jwriter) uniform(u UniformDecl) error {
-	w.raw(`{"name": `)
-	if err := w.quote(u.Name); err != nil {
-		return err
-	}
-	w.raw(`, "type": `)
-	if err := w.typeName(u.Type); err != nil {
+	if err := w.nameAndType("name", u.Name, u.Type); err != nil {
 		return err
 	}
 	w.b = append(w.b, '}')
@@ -1293,12 +1293,7 @@ func (w *jwriter) buffer(b BufferDecl) error {
 }
 
 func (w *jwriter) shared(s SharedDecl) error {
-	w.raw(`{"name": `)
-	if err := w.quote(s.Name); err != nil {
-		return err
-	}
-	w.raw(`, "type": `)
-	if err := w.typeName(s.Type); err != nil {
+	if err := w.nameAndType("name", s.Name, s.Type); err != nil {
 		return err
 	}
 	w.raw(fmt.Sprintf(`, "count": %d}`, s.Count))
@@ -1345,12 +1340,7 @@ func (w *jwriter) stmt(s Stmt, ind, depth int) error {
 			return err
 		}
 	case VarStmt:
-		w.raw(`{"var": `)
-		if err := w.quote(s.Name); err != nil {
-			return err
-		}
-		w.raw(`, "type": `)
-		if err := w.typeName(s.Type); err != nil {
+		if err := w.nameAndType("var", s.Name, s.Type); err != nil {
 			return err
 		}
 		if err := w.key("value", ".value", s.Value, depth+1); err != nil {
@@ -1391,12 +1381,7 @@ func (w *jwriter) stmt(s Stmt, ind, depth int) error {
 			}
 		}
 	case ForStmt:
-		w.raw(`{"for": `)
-		if err := w.quote(s.Var); err != nil {
-			return err
-		}
-		w.raw(`, "type": `)
-		if err := w.typeName(s.Type); err != nil {
+		if err := w.nameAndType("for", s.Var, s.Type); err != nil {
 			return err
 		}
 		if err := w.key("from", ".from", s.From, depth+1); err != nil {

@@ -234,12 +234,7 @@ func (w *jwalker) addressing(v jvalue, m map[string]jvalue, what string, depth i
 }
 
 func (w *jwriter) matrixDecl(d MatrixDecl) error {
-	w.raw(`{"name": `)
-	if err := w.quote(d.Name); err != nil {
-		return err
-	}
-	w.raw(`, "type": `)
-	if err := w.typeName(d.Type); err != nil {
+	if err := w.nameAndType("name", d.Name, d.Type); err != nil {
 		return err
 	}
 	w.raw(fmt.Sprintf(`, "rows": %d, "cols": %d}`, d.Rows, d.Cols))

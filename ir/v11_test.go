@@ -68,11 +68,7 @@ func codecEveryOpV11() *Program {
 		b.Uniform("u_"+t.String(), t)
 		b.Shared("s_"+t.String(), t, 3)
 	}
-	n := 0
-	let := func(x Expr) {
-		b.Let(fmt.Sprintf("v%d", n), x)
-		n++
-	}
+	let := codecLets(b)
 	for _, t := range codecTypesV1() {
 		lit := codecLiteral(t, 0x80000001)
 		for _, op := range UnaryOps() {
@@ -134,94 +130,13 @@ func codecEverythingV11() []string {
 	return want
 }
 
-// codecCoverageV11 extends codecCoverage with the nodes of IR v1.1.
-func codecCoverageV11(p *Program) map[string]bool {
-	seen := codecCoverage(p)
-	if p.SubgroupSize != 0 {
-		seen["subgroup-size"] = true
-	}
-	uniforms := map[string]Type{}
-	for _, u := range p.Uniforms {
-		seen["uniform-decl"] = true
-		uniforms[u.Name] = u.Type
-	}
-	var expr func(Expr)
-	expr = func(x Expr) {
-		seen[fmt.Sprintf("expr:%T", x)] = true
-		switch x := x.(type) {
-		case UniformRef:
-			seen["uniform:"+uniforms[x.Name].String()] = true
-		case BuiltinRef:
-			seen[fmt.Sprintf("builtin:%s:%d", x.Kind, x.Axis)] = true
-		case BitcastExpr:
-			seen["bitcast:"+x.To.String()] = true
-			expr(x.X)
-		case SubgroupExpr:
-			seen["subgroup:"+x.Op.String()] = true
-			expr(x.X)
-			if x.Lane != nil {
-				expr(x.Lane)
-			}
-		case UnaryExpr:
-			seen["unary:"+x.Op.String()] = true
-			expr(x.X)
-		case BinaryExpr:
-			expr(x.X)
-			expr(x.Y)
-		case CastExpr:
-			expr(x.X)
-		case LoadExpr:
-			expr(x.Index)
-		}
-	}
-	var block func([]Stmt)
-	block = func(stmts []Stmt) {
-		for _, s := range stmts {
-			seen[fmt.Sprintf("stmt:%T", s)] = true
-			switch s := s.(type) {
-			case LetStmt:
-				expr(s.Value)
-			case VarStmt:
-				expr(s.Value)
-			case AssignStmt:
-				expr(s.Value)
-			case StoreStmt:
-				expr(s.Index)
-				expr(s.Value)
-			case IfStmt:
-				expr(s.Cond)
-				block(s.Then)
-				block(s.Else)
-			case ForStmt:
-				expr(s.From)
-				expr(s.To)
-				expr(s.Step)
-				block(s.Body)
-			case WhileStmt:
-				expr(s.Cond)
-				block(s.Body)
-			case AtomicStmt:
-				seen["atomic:"+s.Op.String()] = true
-				expr(s.Index)
-				expr(s.Value)
-				if s.Compare != nil {
-					seen["atomic-compare"] = true
-					expr(s.Compare)
-				}
-			}
-		}
-	}
-	block(p.Body)
-	return seen
-}
-
 func TestKitchenSinkV11CoversEverything(t *testing.T) {
 	p := codecKitchenSinkV11()
 	if err := Validate(p); err != nil {
 		t.Fatalf("v1.1 kitchen sink must be a valid program: %v", err)
 	}
 	for name, p := range map[string]*Program{"kitchen_sink_v11": p, "every_op_v11": codecEveryOpV11()} {
-		seen := codecCoverageV11(p)
+		seen := codecCoverage(p)
 		for _, w := range codecEverythingV11() {
 			if !seen[w] {
 				t.Errorf("%s lacks %s; extend it so the golden digest covers it", name, w)
@@ -277,16 +192,7 @@ func TestDigestGoldenV11(t *testing.T) {
 		"(old plugins would misread it) and update this constant and testdata",
 		digestCase{"kitchen_sink_v11", codecKitchenSinkV11(), "8c47f1d205f5e500"},
 		digestCase{"every_op_v11", codecEveryOpV11(), "fc1e9f19f79d36f8"})
-	b, err := Encode(codecKitchenSinkV11())
-	if err != nil {
-		t.Fatal(err)
-	}
-	codecGolden(t, "kitchen_sink_v11.kilnir", b)
-	text, err := MarshalJSON(codecKitchenSinkV11())
-	if err != nil {
-		t.Fatal(err)
-	}
-	codecGolden(t, "kitchen_sink_v11.json", text)
+	codecGoldenForms(t, "kitchen_sink_v11", codecKitchenSinkV11())
 }
 
 func TestDecodeRejectsEveryTruncationV11(t *testing.T) {

@@ -75,11 +75,7 @@ func codecEveryOpV12() *Program {
 	for _, t := range Types() {
 		b.Matrix("m_"+t.String(), t, 16, 32)
 	}
-	n := 0
-	let := func(x Expr) {
-		b.Let(fmt.Sprintf("v%d", n), x)
-		n++
-	}
+	let := codecLets(b)
 	for _, t := range half {
 		lit := codecLiteral(t, 0x8001)
 		let(lit)
@@ -206,16 +202,7 @@ func TestDigestGoldenV12(t *testing.T) {
 		digestCase{"kitchen_sink_v12", codecKitchenSinkV12(), "f9908529326fcb95"},
 		digestCase{"every_op_v12", codecEveryOpV12(), "c6eed7fe86fb3ac5"})
 	for name, p := range map[string]*Program{"kitchen_sink_v12": codecKitchenSinkV12(), "every_op_v12": codecEveryOpV12()} {
-		b, err := Encode(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		codecGolden(t, name+".kilnir", b)
-		text, err := MarshalJSON(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		codecGolden(t, name+".json", text)
+		codecGoldenForms(t, name, p)
 	}
 }
 

@@ -3,6 +3,7 @@ package ir
 import (
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 )
 
@@ -34,16 +35,22 @@ type ValidationError struct {
 	Fix  string
 }
 
-func (e *ValidationError) Error() string {
+func (e *ValidationError) Error() string { return errorText(e.Path, "", e.Msg, e.Fix) }
+
+// errorText is "path: pos: msg. Fix: fix", leaving out the parts that are empty
+// (but msg).
+func errorText(path, pos, msg, fix string) string {
 	var b strings.Builder
-	if e.Path != "" {
-		b.WriteString(e.Path)
-		b.WriteString(": ")
+	for _, prefix := range []string{path, pos} {
+		if prefix != "" {
+			b.WriteString(prefix)
+			b.WriteString(": ")
+		}
 	}
-	b.WriteString(e.Msg)
-	if e.Fix != "" {
+	b.WriteString(msg)
+	if fix != "" {
 		b.WriteString(". Fix: ")
-		b.WriteString(e.Fix)
+		b.WriteString(fix)
 	}
 	return b.String()
 }
@@ -102,29 +109,51 @@ func verr(path, fix, format string, args ...any) *ValidationError {
 	return &ValidationError{Path: path, Msg: fmt.Sprintf(format, args...), Fix: fix}
 }
 
+// checkParamName checks the name of a parameter or uniform (what): an
+// identifier that no parameter has; dupFix and dupFormat word the error of one
+// that does.
+func (c *checker) checkParamName(path, what, name, dupFix, dupFormat string) error {
+	if !validIdent(name) {
+		return verr(path, identFix, "%s name %q is not a valid identifier", what, name)
+	}
+	if _, dup := c.params[name]; dup {
+		return verr(path, dupFix, dupFormat, name)
+	}
+	return nil
+}
+
+// checkArrayName checks the name of a buffer or shared array (what): an
+// identifier that no other array has.
+func (c *checker) checkArrayName(path, what, name string) error {
+	if !validIdent(name) {
+		return verr(path, identFix, "%s name %q is not a valid identifier", what, name)
+	}
+	if prev, dup := c.arrays[name]; dup {
+		return verr(path, "give each buffer and shared array its own name", "%q is already declared at %s", name, prev.path)
+	}
+	return nil
+}
+
 func validIdent(s string) bool {
+	return validName(s, func(i int, r rune) bool {
+		return r == '_' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' && i > 0
+	})
+}
+
+func validOpID(s string) bool {
+	return validName(s, func(_ int, r rune) bool {
+		return r == '_' || r == '.' || r == '-' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9'
+	})
+}
+
+// validName reports whether s is a name of 1 to MaxNameLen bytes whose every
+// rune r, at byte index i, is ok.
+func validName(s string, ok func(i int, r rune) bool) bool {
 	if s == "" || len(s) > MaxNameLen {
 		return false
 	}
 	for i, r := range s {
-		switch {
-		case r == '_', r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z':
-		case r >= '0' && r <= '9' && i > 0:
-		default:
-			return false
-		}
-	}
-	return true
-}
-
-func validOpID(s string) bool {
-	if s == "" || len(s) > MaxNameLen {
-		return false
-	}
-	for _, r := range s {
-		switch {
-		case r == '_', r == '.', r == '-', r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9':
-		default:
+		if !ok(i, r) {
 			return false
 		}
 	}
@@ -149,11 +178,8 @@ func (c *checker) header() error {
 	}
 	for i, d := range p.Params {
 		path := fmt.Sprintf("params[%d]", i)
-		if !validIdent(d.Name) {
-			return verr(path, identFix, "parameter name %q is not a valid identifier", d.Name)
-		}
-		if _, dup := c.params[d.Name]; dup {
-			return verr(path, "give each parameter its own name", "parameter %q is declared twice", d.Name)
+		if err := c.checkParamName(path, "parameter", d.Name, "give each parameter its own name", "parameter %q is declared twice"); err != nil {
+			return err
 		}
 		if !d.Type.Valid() {
 			return verr(path, "use bool, i32, u32 or f32", "parameter %q has invalid type %d", d.Name, d.Type)
@@ -177,11 +203,8 @@ func (c *checker) header() error {
 	uniforms := map[string]bool{}
 	for i, u := range p.Uniforms {
 		path := fmt.Sprintf("uniforms[%d]", i)
-		if !validIdent(u.Name) {
-			return verr(path, identFix, "uniform name %q is not a valid identifier", u.Name)
-		}
-		if _, dup := c.params[u.Name]; dup {
-			return verr(path, "give each parameter and uniform its own name", "%q is already declared as a parameter", u.Name)
+		if err := c.checkParamName(path, "uniform", u.Name, "give each parameter and uniform its own name", "%q is already declared as a parameter"); err != nil {
+			return err
 		}
 		if uniforms[u.Name] {
 			return verr(path, "give each uniform its own name", "uniform %q is declared twice", u.Name)
@@ -207,12 +230,8 @@ func (c *checker) header() error {
 	byBinding := make(map[uint32]string, len(p.Buffers))
 	for i, b := range p.Buffers {
 		path := fmt.Sprintf("buffers[%d]", i)
-		if !validIdent(b.Name) {
-			return verr(path, identFix, "buffer name %q is not a valid identifier", b.Name)
-		}
-		if prev, dup := c.arrays[b.Name]; dup {
-			return verr(path, "give each buffer and shared array its own name",
-				"%q is already declared at %s", b.Name, prev.path)
+		if err := c.checkArrayName(path, "buffer", b.Name); err != nil {
+			return err
 		}
 		if other, dup := byBinding[b.Binding]; dup {
 			return verr(path, fmt.Sprintf("give the %d buffers the bindings 0..%d, each once", len(p.Buffers), len(p.Buffers)-1),
@@ -236,12 +255,8 @@ func (c *checker) header() error {
 	var sharedBytes uint64
 	for i, s := range p.Shared {
 		path := fmt.Sprintf("shared[%d]", i)
-		if !validIdent(s.Name) {
-			return verr(path, identFix, "shared array name %q is not a valid identifier", s.Name)
-		}
-		if prev, dup := c.arrays[s.Name]; dup {
-			return verr(path, "give each buffer and shared array its own name",
-				"%q is already declared at %s", s.Name, prev.path)
+		if err := c.checkArrayName(path, "shared array", s.Name); err != nil {
+			return err
 		}
 		if !s.Type.Valid() {
 			return verr(path, "use bool, i32, u32, f32, f16 or bf16", "shared array %q has invalid element type %d", s.Name, s.Type)
@@ -617,16 +632,9 @@ func (c *checker) expr(e Expr, path string, depth int) (Type, error) {
 		if err := c.want(e.Cond, path+".args[0]", depth+1, Bool, "select condition"); err != nil {
 			return 0, err
 		}
-		a, err := c.expr(e.A, path+".args[1]", depth+1)
+		a, err := c.sameTypes(e.A, e.B, path, 1, depth, "select")
 		if err != nil {
 			return 0, err
-		}
-		b, err := c.expr(e.B, path+".args[2]", depth+1)
-		if err != nil {
-			return 0, err
-		}
-		if a != b {
-			return 0, verr(path, "cast one operand", "select: operand types %s and %s differ", a, b)
 		}
 		return a, nil
 	case CastExpr:
@@ -676,30 +684,45 @@ func (c *checker) unary(e UnaryExpr, path string, depth int) (Type, error) {
 	default:
 		ok = t == F32
 	}
-	if !ok && t.Is16Bit() {
-		return 0, verr(path, f16Fix(t), "%s: operand type %s is not supported", e.Op, t)
-	}
 	if !ok {
-		return 0, verr(path, "cast the operand to a type the operator accepts (see the ir package's UnaryOp docs)",
-			"%s: operand type %s is not supported", e.Op, t)
+		return 0, unsupported(path, e.Op.String(), t, "cast the operand to a type the operator accepts (see the ir package's UnaryOp docs)")
 	}
 	return t, nil
+}
+
+// unsupported is the error of operator op on an operand of type t; fix is the
+// advice for a 32-bit type.
+func unsupported(path, op string, t Type, fix string) error {
+	if t.Is16Bit() {
+		fix = f16Fix(t)
+	}
+	return verr(path, fix, "%s: operand type %s is not supported", op, t)
+}
+
+// sameTypes checks the operands x and y, args[i] and args[i+1] of the
+// expression at path, and that their types agree; what names the expression.
+func (c *checker) sameTypes(x, y Expr, path string, i, depth int, what string) (Type, error) {
+	tx, err := c.expr(x, path+".args["+strconv.Itoa(i)+"]", depth+1)
+	if err != nil {
+		return 0, err
+	}
+	ty, err := c.expr(y, path+".args["+strconv.Itoa(i+1)+"]", depth+1)
+	if err != nil {
+		return 0, err
+	}
+	if tx != ty {
+		return 0, verr(path, "cast one operand", "%s: operand types %s and %s differ", what, tx, ty)
+	}
+	return tx, nil
 }
 
 func (c *checker) binary(e BinaryExpr, path string, depth int) (Type, error) {
 	if !e.Op.Valid() {
 		return 0, verr(path, "use one of the binary operators of IR v1", "invalid binary operator %d", e.Op)
 	}
-	x, err := c.expr(e.X, path+".args[0]", depth+1)
+	x, err := c.sameTypes(e.X, e.Y, path, 0, depth, e.Op.String())
 	if err != nil {
 		return 0, err
-	}
-	y, err := c.expr(e.Y, path+".args[1]", depth+1)
-	if err != nil {
-		return 0, err
-	}
-	if x != y {
-		return 0, verr(path, "cast one operand", "%s: operand types %s and %s differ", e.Op, x, y)
 	}
 	ok := false
 	switch e.Op {
@@ -712,12 +735,8 @@ func (c *checker) binary(e BinaryExpr, path string, depth int) (Type, error) {
 	case OpLAnd, OpLOr:
 		ok = x == Bool
 	}
-	if !ok && x.Is16Bit() {
-		return 0, verr(path, f16Fix(x), "%s: operand type %s is not supported", e.Op, x)
-	}
 	if !ok {
-		return 0, verr(path, "cast the operands to a type the operator accepts (see the ir package's BinaryOp docs)",
-			"%s: operand type %s is not supported", e.Op, x)
+		return 0, unsupported(path, e.Op.String(), x, "cast the operands to a type the operator accepts (see the ir package's BinaryOp docs)")
 	}
 	if e.Op.IsComparison() {
 		return Bool, nil

@@ -57,41 +57,38 @@ func TestEightPublishingProcessesLoseNothing(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts 8 processes")
 	}
-	for _, f := range fleets {
-		t.Run(f.name, func(t *testing.T) {
-			url := f.url(t)
-			var wg sync.WaitGroup
-			errs := make([]error, publishers)
-			for p := 0; p < publishers; p++ {
-				cmd := exec.Command(os.Args[0], "-test.run=^TestHelperProcess$")
-				cmd.Env = append(os.Environ(), urlEnv+"="+url, publisherEnv+"="+strconv.Itoa(p))
-				cmd.Stderr = os.Stderr
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					errs[p] = cmd.Run()
-				}()
+	onEachFleet(t, func(t *testing.T, url string) {
+		var wg sync.WaitGroup
+		errs := make([]error, publishers)
+		for p := 0; p < publishers; p++ {
+			cmd := exec.Command(os.Args[0], "-test.run=^TestHelperProcess$")
+			cmd.Env = append(os.Environ(), urlEnv+"="+url, publisherEnv+"="+strconv.Itoa(p))
+			cmd.Stderr = os.Stderr
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				errs[p] = cmd.Run()
+			}()
+		}
+		wg.Wait()
+		for p, err := range errs {
+			if err != nil {
+				t.Fatalf("publisher %d: %v", p, err)
 			}
-			wg.Wait()
-			for p, err := range errs {
-				if err != nil {
-					t.Fatalf("publisher %d: %v", p, err)
+		}
+		reader := open(t, url)
+		for p := 0; p < publishers; p++ {
+			for i := 0; i < perPublisher; i++ {
+				want := tuning(1000*(p+1)+i, sharedFP, time.Time{})
+				if got, ok := reader.Tuning(context.Background(), "vulkan", sharedFP, want.Key); !ok || got.Record.Unroll != want.Record.Unroll {
+					t.Fatalf("publisher %d's record %d: %+v, %v", p, i, got, ok)
 				}
 			}
-			reader := open(t, url)
-			for p := 0; p < publishers; p++ {
-				for i := 0; i < perPublisher; i++ {
-					want := tuning(1000*(p+1)+i, sharedFP, time.Time{})
-					if got, ok := reader.Tuning(context.Background(), "vulkan", sharedFP, want.Key); !ok || got.Record.Unroll != want.Record.Unroll {
-						t.Fatalf("publisher %d's record %d: %+v, %v", p, i, got, ok)
-					}
-				}
-			}
-			shared := tuning(1, sharedFP, time.Time{})
-			got, ok := reader.Tuning(context.Background(), "vulkan", sharedFP, shared.Key)
-			if !ok || got.Record.Unroll != publishers-1 || !got.MeasuredAt.Equal(sharedTime(publishers-1)) {
-				t.Fatalf("shared record: %+v, %v; want publisher %d's newest measurement", got, ok, publishers-1)
-			}
-		})
-	}
+		}
+		shared := tuning(1, sharedFP, time.Time{})
+		got, ok := reader.Tuning(context.Background(), "vulkan", sharedFP, shared.Key)
+		if !ok || got.Record.Unroll != publishers-1 || !got.MeasuredAt.Equal(sharedTime(publishers-1)) {
+			t.Fatalf("shared record: %+v, %v; want publisher %d's newest measurement", got, ok, publishers-1)
+		}
+	})
 }

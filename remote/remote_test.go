@@ -27,6 +27,13 @@ var fleets = []struct {
 	{"file", func(t testing.TB, extra ...string) string { return remotetest.Dir(t, extra...) }},
 }
 
+// onEachFleet runs test as a subtest on each of fleets, with the fleet's URL.
+func onEachFleet(t *testing.T, test func(t *testing.T, url string)) {
+	for _, f := range fleets {
+		t.Run(f.name, func(t *testing.T) { test(t, f.url(t)) })
+	}
+}
+
 func open(t testing.TB, url string) *Store {
 	t.Helper()
 	s, err := Open(context.Background(), url, Options{})
@@ -88,45 +95,42 @@ func TestOpenParsesTheURL(t *testing.T) {
 // Two machines with separate local caches: the second gets a hit for what the
 // first compiled, keeps it locally, and the next read is local.
 func TestASecondMachineHitsWhatTheFirstCompiled(t *testing.T) {
-	for _, f := range fleets {
-		t.Run(f.name, func(t *testing.T) {
-			url := f.url(t)
-			first := NewCache(localCache(t), open(t, url))
-			second := NewCache(localCache(t), open(t, url))
-			k := key(1)
-			if err := first.Write(k, []byte("compiled code")); err != nil {
-				t.Fatal(err)
-			}
-			if err := first.Flush(context.Background()); err != nil {
-				t.Fatal(err)
-			}
-			if l := get(t, second, k); !l.Hit() || !l.Remote || string(l.Payload) != "compiled code" {
-				t.Fatalf("second machine: %+v, want a remote hit", l)
-			}
-			if l := get(t, second, k); !l.Hit() || l.Remote {
-				t.Fatalf("second read: %+v, want a local hit", l)
-			}
-			if l := get(t, second, key(2)); l.Hit() || l.Miss != cache.MissAbsent {
-				t.Fatalf("unknown key: %+v", l)
-			}
-			u := second.Remote().Usage()
-			if u.Hits != 1 || u.Misses[cache.MissAbsent] != 1 || u.Errors != 0 || first.Remote().Usage().Writes != 1 {
-				t.Fatalf("usage: second %+v, first %+v", u, first.Remote().Usage())
-			}
-			// A remote miss is asked once per key per process.
-			get(t, second, key(2))
-			if n := second.Remote().Usage().MissCount(); n != 1 {
-				t.Fatalf("%d remote misses after asking twice, want 1", n)
-			}
-			if err := second.Flush(context.Background()); err != nil {
-				t.Fatal(err)
-			}
-			usage, err := second.Local().Usage()
-			if err != nil || usage.Remote.Hits != 1 || usage.Local.Hits != 1 {
-				t.Fatalf("usage file: %+v, %v", usage, err)
-			}
-		})
-	}
+	onEachFleet(t, func(t *testing.T, url string) {
+		first := NewCache(localCache(t), open(t, url))
+		second := NewCache(localCache(t), open(t, url))
+		k := key(1)
+		if err := first.Write(k, []byte("compiled code")); err != nil {
+			t.Fatal(err)
+		}
+		if err := first.Flush(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if l := get(t, second, k); !l.Hit() || !l.Remote || string(l.Payload) != "compiled code" {
+			t.Fatalf("second machine: %+v, want a remote hit", l)
+		}
+		if l := get(t, second, k); !l.Hit() || l.Remote {
+			t.Fatalf("second read: %+v, want a local hit", l)
+		}
+		if l := get(t, second, key(2)); l.Hit() || l.Miss != cache.MissAbsent {
+			t.Fatalf("unknown key: %+v", l)
+		}
+		u := second.Remote().Usage()
+		if u.Hits != 1 || u.Misses[cache.MissAbsent] != 1 || u.Errors != 0 || first.Remote().Usage().Writes != 1 {
+			t.Fatalf("usage: second %+v, first %+v", u, first.Remote().Usage())
+		}
+		// A remote miss is asked once per key per process.
+		get(t, second, key(2))
+		if n := second.Remote().Usage().MissCount(); n != 1 {
+			t.Fatalf("%d remote misses after asking twice, want 1", n)
+		}
+		if err := second.Flush(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		usage, err := second.Local().Usage()
+		if err != nil || usage.Remote.Hits != 1 || usage.Local.Hits != 1 {
+			t.Fatalf("usage file: %+v, %v", usage, err)
+		}
+	})
 }
 
 // A remote object is only ever a hit for its exact key: corrupt, truncated,
@@ -216,144 +220,133 @@ func tuning(n int, fp string, at time.Time) TuningRecord {
 }
 
 func TestTuningRecordsNewestMeasurementWins(t *testing.T) {
-	for _, f := range fleets {
-		t.Run(f.name, func(t *testing.T) {
-			url := f.url(t)
-			const fp = "5f0c0000000000000000000000000001"
-			now := time.Now().UTC()
-			a, b := open(t, url), open(t, url)
-			newer, older := tuning(1, fp, now), tuning(1, fp, now.Add(-time.Hour))
-			newer.Record.Unroll, older.Record.Unroll = 8, 2
-			// The newer measurement is published first: the older one, arriving
-			// late, must not win.
-			if err := a.PublishTuning(context.Background(), newer); err != nil {
-				t.Fatal(err)
-			}
-			if err := b.PublishTuning(context.Background(), older); err != nil {
-				t.Fatal(err)
-			}
-			got, ok := open(t, url).Tuning(context.Background(), "vulkan", fp, newer.Key)
-			if !ok || got.Record.Unroll != 8 || !got.MeasuredAt.Equal(newer.MeasuredAt) {
-				t.Fatalf("Tuning = %+v, %v; want the newer measurement", got, ok)
-			}
-			if _, ok := open(t, url).Tuning(context.Background(), "vulkan", "ffff0000000000000000000000000000", newer.Key); ok {
-				t.Fatal("a record was found for another device")
-			}
-			if _, ok := open(t, url).Tuning(context.Background(), "cuda", fp, newer.Key); ok {
-				t.Fatal("a record was found for another backend")
-			}
-		})
-	}
+	onEachFleet(t, func(t *testing.T, url string) {
+		const fp = "5f0c0000000000000000000000000001"
+		now := time.Now().UTC()
+		a, b := open(t, url), open(t, url)
+		newer, older := tuning(1, fp, now), tuning(1, fp, now.Add(-time.Hour))
+		newer.Record.Unroll, older.Record.Unroll = 8, 2
+		// The newer measurement is published first: the older one, arriving
+		// late, must not win.
+		if err := a.PublishTuning(context.Background(), newer); err != nil {
+			t.Fatal(err)
+		}
+		if err := b.PublishTuning(context.Background(), older); err != nil {
+			t.Fatal(err)
+		}
+		got, ok := open(t, url).Tuning(context.Background(), "vulkan", fp, newer.Key)
+		if !ok || got.Record.Unroll != 8 || !got.MeasuredAt.Equal(newer.MeasuredAt) {
+			t.Fatalf("Tuning = %+v, %v; want the newer measurement", got, ok)
+		}
+		if _, ok := open(t, url).Tuning(context.Background(), "vulkan", "ffff0000000000000000000000000000", newer.Key); ok {
+			t.Fatal("a record was found for another device")
+		}
+		if _, ok := open(t, url).Tuning(context.Background(), "cuda", fp, newer.Key); ok {
+			t.Fatal("a record was found for another backend")
+		}
+	})
 }
 
 func TestRoutesFollowTheDeviceNotItsIndex(t *testing.T) {
-	for _, f := range fleets {
-		t.Run(f.name, func(t *testing.T) {
-			url := f.url(t)
-			const fp = "5f0c0000000000000000000000000002"
-			at := time.Now().UTC().Truncate(time.Second)
-			route := pgo.Route{Backend: "vulkan:0", AdapterFingerprint: fp, PluginVersion: "1.0", MeasuredAt: at,
-				Observations: []pgo.Observation{{Backend: "vulkan:0", MedianNs: 10}, {Backend: "cuda:0", MedianNs: 20}}}
-			if err := open(t, url).PublishRoute(context.Background(), "kiln.op", route); err != nil {
-				t.Fatal(err)
-			}
-			older := route
-			older.Backend, older.MeasuredAt = "vulkan:0", at.Add(-time.Hour)
-			older.Observations = []pgo.Observation{{Backend: "vulkan:0", MedianNs: 99}}
-			if err := open(t, url).PublishRoute(context.Background(), "kiln.op", older); err != nil {
-				t.Fatal(err)
-			}
-			live := []pgo.Live{{ID: "cuda:0", AdapterFingerprint: "other", PluginVersion: "2"}, {ID: "vulkan:1", AdapterFingerprint: fp, PluginVersion: "1.0"}}
-			got, ok := open(t, url).Route(context.Background(), "kiln.op", live)
-			if !ok || got.Backend != "vulkan:1" || got.Observations[0].Backend != "vulkan:1" || !got.MeasuredAt.Equal(at) || got.Observations[0].MedianNs != 10 {
-				t.Fatalf("Route = %+v, %v; want the newest route renamed to vulkan:1", got, ok)
-			}
-			live[1].PluginVersion = "1.1"
-			if got, ok := open(t, url).Route(context.Background(), "kiln.op", live); ok {
-				t.Fatalf("a route measured with another plugin version was used: %+v", got)
-			}
-			if _, ok := open(t, url).Route(context.Background(), "kiln.other", live); ok {
-				t.Fatal("a route was found for another op")
-			}
-		})
-	}
+	onEachFleet(t, func(t *testing.T, url string) {
+		const fp = "5f0c0000000000000000000000000002"
+		at := time.Now().UTC().Truncate(time.Second)
+		route := pgo.Route{Backend: "vulkan:0", AdapterFingerprint: fp, PluginVersion: "1.0", MeasuredAt: at,
+			Observations: []pgo.Observation{{Backend: "vulkan:0", MedianNs: 10}, {Backend: "cuda:0", MedianNs: 20}}}
+		if err := open(t, url).PublishRoute(context.Background(), "kiln.op", route); err != nil {
+			t.Fatal(err)
+		}
+		older := route
+		older.Backend, older.MeasuredAt = "vulkan:0", at.Add(-time.Hour)
+		older.Observations = []pgo.Observation{{Backend: "vulkan:0", MedianNs: 99}}
+		if err := open(t, url).PublishRoute(context.Background(), "kiln.op", older); err != nil {
+			t.Fatal(err)
+		}
+		live := []pgo.Live{{ID: "cuda:0", AdapterFingerprint: "other", PluginVersion: "2"}, {ID: "vulkan:1", AdapterFingerprint: fp, PluginVersion: "1.0"}}
+		got, ok := open(t, url).Route(context.Background(), "kiln.op", live)
+		if !ok || got.Backend != "vulkan:1" || got.Observations[0].Backend != "vulkan:1" || !got.MeasuredAt.Equal(at) || got.Observations[0].MedianNs != 10 {
+			t.Fatalf("Route = %+v, %v; want the newest route renamed to vulkan:1", got, ok)
+		}
+		live[1].PluginVersion = "1.1"
+		if got, ok := open(t, url).Route(context.Background(), "kiln.op", live); ok {
+			t.Fatalf("a route measured with another plugin version was used: %+v", got)
+		}
+		if _, ok := open(t, url).Route(context.Background(), "kiln.other", live); ok {
+			t.Fatal("a route was found for another op")
+		}
+	})
 }
 
 func TestPushSeedsAnotherMachineThroughPull(t *testing.T) {
-	for _, f := range fleets {
-		t.Run(f.name, func(t *testing.T) {
-			url := f.url(t)
-			ctx := context.Background()
-			const fp = "5f0c0000000000000000000000000003"
-			dir := t.TempDir()
-			// The tuned machine.
-			localA := localCache(t)
-			for i := 0; i < 5; i++ {
-				if err := localA.Write(key(i), []byte(fmt.Sprint("code ", i))); err != nil {
-					t.Fatal(err)
-				}
-			}
-			tuneA, _ := autotune.Load(filepath.Join(dir, "a", "autotune.toml"))
-			rec := autotune.Record{WorkgroupSize: [3]uint32{256, 1, 1}, Unroll: 4, RecordedAt: time.Now().UTC().Format(time.RFC3339)}
-			k := autotune.NewKey(autotuneSpec(1), autotune.DeviceAdapter("vulkan", fp))
-			tuneA.Put(k, rec)
-			tuneA.Put(autotune.NewKey(autotuneSpec(2), "vulkan:0"), rec)
-			routesA := pgo.New(filepath.Join(dir, "a", "pgo.toml"))
-			routesA.Set("kiln.op", pgo.Route{Backend: "vulkan:0", AdapterFingerprint: fp, PluginVersion: "1.0", MeasuredAt: time.Now().UTC().Truncate(time.Second)})
-			pushed, err := open(t, url).Push(ctx, localA, tuneA, routesA)
-			if err != nil || pushed.Pipelines != 5 || pushed.Records != 1 || pushed.Routes != 1 || len(pushed.Skipped) != 1 {
-				t.Fatalf("Push = %+v, %v", pushed, err)
-			}
-			again, err := open(t, url).Push(ctx, localA, nil, nil)
-			if err != nil || again.Pipelines != 0 || again.PipelinesPresent != 5 {
-				t.Fatalf("second Push = %+v, %v", again, err)
-			}
-			// A fresh machine with the same GPU at another index.
-			localB := localCache(t)
-			localB.Write(key(0), []byte("code 0"))
-			tuneB, _ := autotune.Load(filepath.Join(dir, "b", "autotune.toml"))
-			routesB, _ := pgo.Load(filepath.Join(dir, "b", "pgo.toml"))
-			live := []pgo.Live{{ID: "vulkan:2", AdapterFingerprint: fp, PluginVersion: "1.0"}}
-			pulled, err := open(t, url).Pull(ctx, localB, tuneB, routesB, live)
-			if err != nil || pulled.Pipelines != 4 || pulled.PipelinesPresent != 1 || pulled.Records != 1 || pulled.Routes != 1 {
-				t.Fatalf("Pull = %+v, %v", pulled, err)
-			}
-			for i := 0; i < 5; i++ {
-				if l, _ := localB.Get(key(i)); !l.Hit() || string(l.Payload) != fmt.Sprint("code ", i) {
-					t.Fatalf("entry %d after Pull: %+v", i, l)
-				}
-			}
-			saved, err := autotune.Load(tuneB.Path())
-			if err != nil {
+	onEachFleet(t, func(t *testing.T, url string) {
+		ctx := context.Background()
+		const fp = "5f0c0000000000000000000000000003"
+		dir := t.TempDir()
+		// The tuned machine.
+		localA := localCache(t)
+		for i := 0; i < 5; i++ {
+			if err := localA.Write(key(i), []byte(fmt.Sprint("code ", i))); err != nil {
 				t.Fatal(err)
 			}
-			if got, ok := saved.Get(k); !ok || got != rec {
-				t.Fatalf("record after Pull: %+v, %v", got, ok)
+		}
+		tuneA, _ := autotune.Load(filepath.Join(dir, "a", "autotune.toml"))
+		rec := autotune.Record{WorkgroupSize: [3]uint32{256, 1, 1}, Unroll: 4, RecordedAt: time.Now().UTC().Format(time.RFC3339)}
+		k := autotune.NewKey(autotuneSpec(1), autotune.DeviceAdapter("vulkan", fp))
+		tuneA.Put(k, rec)
+		tuneA.Put(autotune.NewKey(autotuneSpec(2), "vulkan:0"), rec)
+		routesA := pgo.New(filepath.Join(dir, "a", "pgo.toml"))
+		routesA.Set("kiln.op", pgo.Route{Backend: "vulkan:0", AdapterFingerprint: fp, PluginVersion: "1.0", MeasuredAt: time.Now().UTC().Truncate(time.Second)})
+		pushed, err := open(t, url).Push(ctx, localA, tuneA, routesA)
+		if err != nil || pushed.Pipelines != 5 || pushed.Records != 1 || pushed.Routes != 1 || len(pushed.Skipped) != 1 {
+			t.Fatalf("Push = %+v, %v", pushed, err)
+		}
+		again, err := open(t, url).Push(ctx, localA, nil, nil)
+		if err != nil || again.Pipelines != 0 || again.PipelinesPresent != 5 {
+			t.Fatalf("second Push = %+v, %v", again, err)
+		}
+		// A fresh machine with the same GPU at another index.
+		localB := localCache(t)
+		localB.Write(key(0), []byte("code 0"))
+		tuneB, _ := autotune.Load(filepath.Join(dir, "b", "autotune.toml"))
+		routesB, _ := pgo.Load(filepath.Join(dir, "b", "pgo.toml"))
+		live := []pgo.Live{{ID: "vulkan:2", AdapterFingerprint: fp, PluginVersion: "1.0"}}
+		pulled, err := open(t, url).Pull(ctx, localB, tuneB, routesB, live)
+		if err != nil || pulled.Pipelines != 4 || pulled.PipelinesPresent != 1 || pulled.Records != 1 || pulled.Routes != 1 {
+			t.Fatalf("Pull = %+v, %v", pulled, err)
+		}
+		for i := 0; i < 5; i++ {
+			if l, _ := localB.Get(key(i)); !l.Hit() || string(l.Payload) != fmt.Sprint("code ", i) {
+				t.Fatalf("entry %d after Pull: %+v", i, l)
 			}
-			table, err := pgo.Load(routesB.Path())
-			if err != nil {
-				t.Fatal(err)
-			}
-			if r, ok := table.Route("kiln.op"); !ok || r.Backend != "vulkan:2" || r.StaleReason(live) != "" {
-				t.Fatalf("route after Pull: %+v, %v", r, ok)
-			}
-			// Nothing newer: a second pull takes nothing.
-			if pulled, err := open(t, url).Pull(ctx, localB, tuneB, routesB, live); err != nil || pulled.Records+pulled.Routes+pulled.Pipelines != 0 {
-				t.Fatalf("second Pull = %+v, %v", pulled, err)
-			}
-		})
-	}
+		}
+		saved, err := autotune.Load(tuneB.Path())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, ok := saved.Get(k); !ok || got != rec {
+			t.Fatalf("record after Pull: %+v, %v", got, ok)
+		}
+		table, err := pgo.Load(routesB.Path())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r, ok := table.Route("kiln.op"); !ok || r.Backend != "vulkan:2" || r.StaleReason(live) != "" {
+			t.Fatalf("route after Pull: %+v, %v", r, ok)
+		}
+		// Nothing newer: a second pull takes nothing.
+		if pulled, err := open(t, url).Pull(ctx, localB, tuneB, routesB, live); err != nil || pulled.Records+pulled.Routes+pulled.Pipelines != 0 {
+			t.Fatalf("second Pull = %+v, %v", pulled, err)
+		}
+	})
 }
 
 func TestCheckReportsReachableWritableAndLatency(t *testing.T) {
-	for _, f := range fleets {
-		t.Run(f.name, func(t *testing.T) {
-			r := open(t, f.url(t)).Check(context.Background())
-			if !r.Reachable || !r.Writable || r.WriteLatency <= 0 || r.ReadLatency <= 0 || r.Error != "" {
-				t.Fatalf("Check = %+v", r)
-			}
-		})
-	}
+	onEachFleet(t, func(t *testing.T, url string) {
+		r := open(t, url).Check(context.Background())
+		if !r.Reachable || !r.Writable || r.WriteLatency <= 0 || r.ReadLatency <= 0 || r.Error != "" {
+			t.Fatalf("Check = %+v", r)
+		}
+	})
 	r := open(t, remotetest.S3URL(remotetest.Refusing(t), "", "kiln_timeout=2s")).Check(context.Background())
 	if r.Reachable || r.Writable || !strings.Contains(r.Error, "not reachable") || !strings.Contains(r.Error, "Fix:") {
 		t.Fatalf("Check of a refusing endpoint = %+v", r)
@@ -362,33 +355,30 @@ func TestCheckReportsReachableWritableAndLatency(t *testing.T) {
 
 // A tuning record's params and a route's size classes survive the fleet tier.
 func TestParamsAndClassesCrossTheFleet(t *testing.T) {
-	for _, f := range fleets {
-		t.Run(f.name, func(t *testing.T) {
-			url := f.url(t)
-			const fp = "5f0c0000000000000000000000000003"
-			at := time.Now().UTC().Truncate(time.Second)
-			rec := tuning(7, fp, at)
-			rec.Record.Params = "bm=8 bn=4 tk=16"
-			if err := open(t, url).PublishTuning(context.Background(), rec); err != nil {
-				t.Fatal(err)
-			}
-			got, ok := open(t, url).Tuning(context.Background(), "vulkan", fp, rec.Key)
-			if !ok || got.Record.Params != rec.Record.Params {
-				t.Fatalf("Tuning = %+v, %v; want params %q", got, ok, rec.Record.Params)
-			}
-			classes := []pgo.ClassRoute{
-				{Bytes: 4096, Backend: "vulkan:0", AdapterFingerprint: fp, PluginVersion: "1.0", Observations: []pgo.Observation{{Backend: "vulkan:0", MedianNs: 5}}},
-				{Bytes: 1 << 24, Backend: "vulkan:0", AdapterFingerprint: fp, PluginVersion: "1.0", Observations: []pgo.Observation{{Backend: "vulkan:0", MedianNs: 900}}},
-			}
-			route := pgo.Route{Backend: "vulkan:0", AdapterFingerprint: fp, PluginVersion: "1.0", MeasuredAt: at,
-				Observations: classes[1].Observations, Classes: classes}
-			if err := open(t, url).PublishRoute(context.Background(), "kiln.sized", route); err != nil {
-				t.Fatal(err)
-			}
-			back, ok := open(t, url).Route(context.Background(), "kiln.sized", []pgo.Live{{ID: "vulkan:0", AdapterFingerprint: fp, PluginVersion: "1.0"}})
-			if !ok || len(back.Classes) != 2 || back.Classes[0].Bytes != 4096 || back.Classes[1].Observations[0].MedianNs != 900 {
-				t.Fatalf("Route = %+v, %v; want both size classes", back, ok)
-			}
-		})
-	}
+	onEachFleet(t, func(t *testing.T, url string) {
+		const fp = "5f0c0000000000000000000000000003"
+		at := time.Now().UTC().Truncate(time.Second)
+		rec := tuning(7, fp, at)
+		rec.Record.Params = "bm=8 bn=4 tk=16"
+		if err := open(t, url).PublishTuning(context.Background(), rec); err != nil {
+			t.Fatal(err)
+		}
+		got, ok := open(t, url).Tuning(context.Background(), "vulkan", fp, rec.Key)
+		if !ok || got.Record.Params != rec.Record.Params {
+			t.Fatalf("Tuning = %+v, %v; want params %q", got, ok, rec.Record.Params)
+		}
+		classes := []pgo.ClassRoute{
+			{Bytes: 4096, Backend: "vulkan:0", AdapterFingerprint: fp, PluginVersion: "1.0", Observations: []pgo.Observation{{Backend: "vulkan:0", MedianNs: 5}}},
+			{Bytes: 1 << 24, Backend: "vulkan:0", AdapterFingerprint: fp, PluginVersion: "1.0", Observations: []pgo.Observation{{Backend: "vulkan:0", MedianNs: 900}}},
+		}
+		route := pgo.Route{Backend: "vulkan:0", AdapterFingerprint: fp, PluginVersion: "1.0", MeasuredAt: at,
+			Observations: classes[1].Observations, Classes: classes}
+		if err := open(t, url).PublishRoute(context.Background(), "kiln.sized", route); err != nil {
+			t.Fatal(err)
+		}
+		back, ok := open(t, url).Route(context.Background(), "kiln.sized", []pgo.Live{{ID: "vulkan:0", AdapterFingerprint: fp, PluginVersion: "1.0"}})
+		if !ok || len(back.Classes) != 2 || back.Classes[0].Bytes != 4096 || back.Classes[1].Observations[0].MedianNs != 900 {
+			t.Fatalf("Route = %+v, %v; want both size classes", back, ok)
+		}
+	})
 }

@@ -170,25 +170,13 @@ func subgroupSize(p *ir.Program, wg [3]uint32, asked uint32) (uint32, error) {
 
 // hasBarrier reports whether list holds a barrier statement.
 func hasBarrier(list []ir.Stmt) bool {
-	for _, s := range list {
-		switch s := s.(type) {
-		case ir.BarrierStmt:
-			return true
-		case ir.IfStmt:
-			if hasBarrier(s.Then) || hasBarrier(s.Else) {
-				return true
-			}
-		case ir.ForStmt:
-			if hasBarrier(s.Body) {
-				return true
-			}
-		case ir.WhileStmt:
-			if hasBarrier(s.Body) {
-				return true
-			}
-		}
-	}
-	return false
+	found := false
+	ir.Inspect(list, func(node any) bool {
+		_, barrier := node.(ir.BarrierStmt)
+		found = found || barrier
+		return !found
+	})
+	return found
 }
 
 // resolveParams gives every parameter its default or its specialization value.

@@ -264,22 +264,8 @@ func (w *worker) strictLoad(at int, d, idx, words []uint32, lo, hi int, isBool b
 			d[i] = 0
 			continue
 		}
-		if m.has(i) {
-			sw := s.word(a, k)
-			lane := int32(i)
-			if sw.written != s.stamp {
-				w.report(UninitializedRead, at, i, k, 0, 0, false)
-				return
-			}
-			if sw.writer != noLane && sw.writer != lane {
-				w.report(ReadAfterWrite, at, i, k, sw.writer, sw.wsite, true)
-				return
-			}
-			if l, ls, ok := other(sw.atomics, sw.asites, lane); ok {
-				w.report(AtomicRace, at, i, k, l, ls, true)
-				return
-			}
-			note(&sw.readers, &sw.rsites, lane, int32(at))
+		if m.has(i) && !w.strictRead(at, int32(i), k, s.word(a, k)) {
+			return
 		}
 		d[i] = words[k]
 		if isBool {
@@ -352,21 +338,26 @@ func (w *worker) strictAtomic(at, i int, k uint32, n int) bool {
 // of site at and records it; false means the run stops. Matrix statements do not
 // conflict with each other, only with invocations' own accesses.
 func (w *worker) strictMatrixRead(at int, k uint32) bool {
-	s := w.strict
-	sw := s.word(w.run.k.sites[at].index, k)
+	return w.strictRead(at, matrixLane, k, w.strict.word(w.run.k.sites[at].index, k))
+}
+
+// strictRead checks lane's read of word k (sw) at site at — the workgroup wrote
+// the word, no other lane did, no other lane updated it atomically — and records
+// it; false means the run stops.
+func (w *worker) strictRead(at int, lane int32, k uint32, sw *shadowWord) bool {
 	switch {
-	case sw.written != s.stamp:
-		w.report(UninitializedRead, at, matrixLane, k, 0, 0, false)
+	case sw.written != w.strict.stamp:
+		w.report(UninitializedRead, at, int(lane), k, 0, 0, false)
 		return false
-	case sw.writer != noLane && sw.writer != matrixLane:
-		w.report(ReadAfterWrite, at, matrixLane, k, sw.writer, sw.wsite, true)
-		return false
-	}
-	if l, ls, ok := other(sw.atomics, sw.asites, matrixLane); ok {
-		w.report(AtomicRace, at, matrixLane, k, l, ls, true)
+	case sw.writer != noLane && sw.writer != lane:
+		w.report(ReadAfterWrite, at, int(lane), k, sw.writer, sw.wsite, true)
 		return false
 	}
-	note(&sw.readers, &sw.rsites, matrixLane, int32(at))
+	if l, ls, ok := other(sw.atomics, sw.asites, lane); ok {
+		w.report(AtomicRace, at, int(lane), k, l, ls, true)
+		return false
+	}
+	note(&sw.readers, &sw.rsites, lane, int32(at))
 	return true
 }
 

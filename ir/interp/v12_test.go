@@ -4,6 +4,7 @@ import (
 	"context"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
@@ -330,10 +331,10 @@ func TestLiterals16(t *testing.T) {
 	b.Store(outb, lid, ir.Select(ir.Eq(lid, u32(0)), ir.LitBF16(-2), lb))
 	outs := mustRun12(t, b.Program(), Options{}, Launch{Grid: [3]uint32{1, 1, 1},
 		Inputs: [][]byte{u16Bytes(1, 2, 0x7FC1, 0xFF80)}, OutputCounts: []uint32{0, 4, 4}})
-	if got, want := bytesU16(outs[0]), []uint16{0x3E00, 0x3E00, 0x7C00, 0x7BFF}; !equal16(got, want) {
+	if got, want := bytesU16(outs[0]), []uint16{0x3E00, 0x3E00, 0x7C00, 0x7BFF}; !slices.Equal(got, want) {
 		t.Errorf("f16 out %#04x, want %#04x", got, want)
 	}
-	if got, want := bytesU16(outs[1]), []uint16{0xC000, 2, 0x7FC1, 0xFF80}; !equal16(got, want) {
+	if got, want := bytesU16(outs[1]), []uint16{0xC000, 2, 0x7FC1, 0xFF80}; !slices.Equal(got, want) {
 		t.Errorf("bf16 out %#04x, want %#04x", got, want)
 	}
 	bad := ir.NewBuilder("test.lit16.bad", 1, 1, 1)
@@ -342,18 +343,6 @@ func TestLiterals16(t *testing.T) {
 	if _, err := v12Compile(bad.Program(), Options{}); err == nil || !strings.Contains(err.Error(), "more than 16") {
 		t.Errorf("f16 literal with 17 bits: %v", err)
 	}
-}
-
-func equal16(a, b []uint16) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // memory16Program copies in (f16) to out (f16) and inb to outb (bf16) at every
@@ -395,7 +384,7 @@ func TestMemory16(t *testing.T) {
 		if len(outs[i]) != 2*len(w) {
 			t.Fatalf("output %d is %d bytes, want %d", i, len(outs[i]), 2*len(w))
 		}
-		if got := bytesU16(outs[i]); !equal16(got, w) {
+		if got := bytesU16(outs[i]); !slices.Equal(got, w) {
 			t.Errorf("output %d = %#04x, want %#04x", i, got, w)
 		}
 	}
@@ -419,7 +408,7 @@ func TestMemory16(t *testing.T) {
 	fo := b.FixedBuffer("fo", ir.BF16, ir.Write, 3)
 	b.Store(fo, u32(2), ir.Cast(ir.BF16, ir.Cast(ir.F32, ir.Load(fx, u32(1)))))
 	outs, err := v12Run(b.Program(), Options{}, Launch{Grid: [3]uint32{1, 1, 1}, Inputs: [][]byte{u16Bytes(0, 0x3C00, 0)}})
-	if err != nil || !equal16(bytesU16(outs[0]), []uint16{0, 0, 0x3F80}) {
+	if err != nil || !slices.Equal(bytesU16(outs[0]), []uint16{0, 0, 0x3F80}) {
 		t.Errorf("fixed 16-bit buffers: %v %x", err, outs)
 	}
 	if _, err := v12Run(b.Program(), Options{}, Launch{Grid: [3]uint32{1, 1, 1}, Inputs: [][]byte{u16Bytes(0, 0)}}); err == nil {
@@ -444,13 +433,13 @@ func TestRunBound16(t *testing.T) {
 	if err := k.RunBound(context.Background(), [3]uint32{2, 1, 1}, nil, [][]byte{in, out, inb, outb, rw, lens}); err != nil {
 		t.Fatal(err)
 	}
-	if got, want := bytesU16(out), []uint16{0x3C00, 0x4000, 0x4200, 0, 0}; !equal16(got, want) {
+	if got, want := bytesU16(out), []uint16{0x3C00, 0x4000, 0x4200, 0, 0}; !slices.Equal(got, want) {
 		t.Errorf("out %#04x, want %#04x", got, want)
 	}
-	if got, want := bytesU16(outb), []uint16{0x3F80}; !equal16(got, want) {
+	if got, want := bytesU16(outb), []uint16{0x3F80}; !slices.Equal(got, want) {
 		t.Errorf("outb %#04x, want %#04x", got, want)
 	}
-	if got, want := bytesU16(backing), []uint16{0xBC00, 0xC000, 0x7777}; !equal16(got, want) {
+	if got, want := bytesU16(backing), []uint16{0xBC00, 0xC000, 0x7777}; !slices.Equal(got, want) {
 		t.Errorf("rw %#04x, want %#04x", got, want)
 	}
 	err = k.RunBound(context.Background(), [3]uint32{1, 1, 1}, nil, [][]byte{in[:5], out, inb, outb, rw, lens})
@@ -489,7 +478,7 @@ func TestShared16(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got, want := bytesU16(outs[0]), []uint16{0x4500, 0x4400, 0x4200, 0x4000, 0x3C00, 0, 0, 0}; !equal16(got, want) {
+		if got, want := bytesU16(outs[0]), []uint16{0x4500, 0x4400, 0x4200, 0x4000, 0x3C00, 0, 0, 0}; !slices.Equal(got, want) {
 			t.Errorf("out %#04x, want %#04x", got, want)
 		}
 		if got := bytesU32(outs[1]); math.Float32frombits(got[0]) != 1 || math.Float32frombits(got[1]) != 2 {

@@ -93,28 +93,17 @@ func BoundFor(p *ir.Program) Bound {
 // walker finds the inexact f32 operations of a program, tracking the types of
 // locals through block scopes so that an f32 div is told apart from an integer one.
 type walker struct {
-	prog   *ir.Program
-	scopes []map[string]ir.Type
-	ops    map[string]bool
+	prog *ir.Program
+	scopes
+	ops map[string]bool
 }
 
 func (w *walker) block(stmts []ir.Stmt) {
-	w.scopes = append(w.scopes, map[string]ir.Type{})
-	defer func() { w.scopes = w.scopes[:len(w.scopes)-1] }()
+	w.push(map[string]ir.Type{})
+	defer w.pop()
 	for _, s := range stmts {
 		w.stmt(s)
 	}
-}
-
-func (w *walker) declare(name string, t ir.Type) { w.scopes[len(w.scopes)-1][name] = t }
-
-func (w *walker) local(name string) ir.Type {
-	for i := len(w.scopes) - 1; i >= 0; i-- {
-		if t, ok := w.scopes[i][name]; ok {
-			return t
-		}
-	}
-	return 0
 }
 
 func (w *walker) stmt(s ir.Stmt) {
@@ -137,9 +126,9 @@ func (w *walker) stmt(s ir.Stmt) {
 		w.expr(s.From)
 		w.expr(s.To)
 		w.expr(s.Step)
-		w.scopes = append(w.scopes, map[string]ir.Type{s.Var: s.Type})
+		w.push(map[string]ir.Type{s.Var: s.Type})
 		w.block(s.Body)
-		w.scopes = w.scopes[:len(w.scopes)-1]
+		w.pop()
 	case ir.WhileStmt:
 		w.expr(s.Cond)
 		w.block(s.Body)
@@ -150,22 +139,9 @@ func (w *walker) stmt(s ir.Stmt) {
 			w.expr(s.Compare)
 		}
 		if s.Result != "" {
-			w.declare(s.Result, w.elemType(s.Target))
+			w.declare(s.Result, elemType(w.prog, s.Target))
 		}
 	}
-}
-
-// elemType is the element type of a buffer or shared array.
-func (w *walker) elemType(name string) ir.Type {
-	if b, ok := w.prog.Buffer(name); ok {
-		return b.Type
-	}
-	for _, s := range w.prog.Shared {
-		if s.Name == name {
-			return s.Type
-		}
-	}
-	return 0
 }
 
 // expr records the inexact f32 operations of e and returns its type.
@@ -185,7 +161,7 @@ func (w *walker) expr(e ir.Expr) ir.Type {
 		return ir.U32
 	case ir.LoadExpr:
 		w.expr(e.Index)
-		return w.elemType(e.Target)
+		return elemType(w.prog, e.Target)
 	case ir.UnaryExpr:
 		t := w.expr(e.X)
 		switch e.Op {

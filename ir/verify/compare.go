@@ -214,7 +214,7 @@ func describe(b Buffer, index int, got, want uint32, v Verdict) string {
 	if !v.Measured {
 		return s + " (NaN against a number)"
 	}
-	d := math.Abs(value(b.Type, got) - value(b.Type, want))
+	d := math.Abs(Value(b.Type, got) - Value(b.Type, want))
 	return s + fmt.Sprintf(" (%d ULP apart, difference %g)", v.ULP, d)
 }
 

@@ -11,11 +11,12 @@ import (
 	"github.com/kiln-dev/kiln/ir/interp"
 )
 
-func f32s(vals ...uint32) []byte {
-	out := make([]byte, 4*len(vals))
-	for i, v := range vals {
-		binary.LittleEndian.PutUint32(out[4*i:], v)
-	}
+// f32s and u16s are their values as little-endian bytes.
+func f32s(vals ...uint32) []byte { return le(vals) }
+func u16s(vals ...uint16) []byte { return le(vals) }
+
+func le[T uint16 | uint32](vals []T) []byte {
+	out, _ := binary.Append([]byte{}, binary.LittleEndian, vals)
 	return out
 }
 

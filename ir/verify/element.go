@@ -191,7 +191,7 @@ func Format(t ir.Type, bits uint32) string {
 	case ir.F32:
 		return fmt.Sprintf("%g (0x%08x)", math.Float32frombits(bits), bits)
 	case ir.F16, ir.BF16:
-		return fmt.Sprintf("%g (0x%04x)", value(t, bits), bits&0xFFFF)
+		return fmt.Sprintf("%g (0x%04x)", Value(t, bits), bits&0xFFFF)
 	case ir.I32:
 		return fmt.Sprintf("%d (0x%08x)", int32(bits), bits)
 	}
@@ -264,8 +264,9 @@ func ULP16(a, b uint16) uint64 {
 	return uint64(d)
 }
 
-// value is the value of an element of float type t.
-func value(t ir.Type, bits uint32) float64 {
+// Value is the value of an element of float type t: f32, or f16 or bf16 in the
+// low 16 bits.
+func Value(t ir.Type, bits uint32) float64 {
 	switch t {
 	case ir.F16:
 		return half.Float16(bits).Float64()

@@ -1,20 +1,11 @@
 package verify
 
 import (
-	"encoding/binary"
 	"strings"
 	"testing"
 
 	"github.com/kiln-dev/kiln/ir"
 )
-
-func u16s(vals ...uint16) []byte {
-	out := make([]byte, 2*len(vals))
-	for i, v := range vals {
-		binary.LittleEndian.PutUint16(out[2*i:], v)
-	}
-	return out
-}
 
 // TestElement16 pins the 16-bit comparison rules: any NaN for any NaN, a zero
 // for a subnormal or ± the smallest normal of the element's own type, ULP16.

@@ -69,7 +69,7 @@ type rewriter struct {
 	unfuse, flush bool
 	prefix        string
 	n             int
-	scopes        []map[string]ir.Type
+	scopes
 
 	sawFma, sawF32Op bool
 }
@@ -138,33 +138,9 @@ func (r *rewriter) fresh() string {
 	return r.prefix + strconv.Itoa(r.n)
 }
 
-func (r *rewriter) declare(name string, t ir.Type) { r.scopes[len(r.scopes)-1][name] = t }
-
-func (r *rewriter) local(name string) ir.Type {
-	for i := len(r.scopes) - 1; i >= 0; i-- {
-		if t, ok := r.scopes[i][name]; ok {
-			return t
-		}
-	}
-	return 0
-}
-
-// elemType is the element type of a buffer or shared array.
-func (r *rewriter) elemType(name string) ir.Type {
-	if b, ok := r.prog.Buffer(name); ok {
-		return b.Type
-	}
-	for _, s := range r.prog.Shared {
-		if s.Name == name {
-			return s.Type
-		}
-	}
-	return 0
-}
-
 func (r *rewriter) block(stmts []ir.Stmt) []ir.Stmt {
-	r.scopes = append(r.scopes, map[string]ir.Type{})
-	defer func() { r.scopes = r.scopes[:len(r.scopes)-1] }()
+	r.push(map[string]ir.Type{})
+	defer r.pop()
 	out := make([]ir.Stmt, 0, len(stmts))
 	for _, s := range stmts {
 		out = append(out, r.stmt(s)...)
@@ -199,17 +175,17 @@ func (r *rewriter) stmt(s ir.Stmt) []ir.Stmt {
 		from, _ := r.expr(s.From, &pre)
 		to, _ := r.expr(s.To, &pre)
 		step, _ := r.expr(s.Step, &pre)
-		r.scopes = append(r.scopes, map[string]ir.Type{s.Var: s.Type})
+		r.push(map[string]ir.Type{s.Var: s.Type})
 		body := r.block(s.Body)
-		r.scopes = r.scopes[:len(r.scopes)-1]
+		r.pop()
 		return append(pre, ir.ForStmt{Var: s.Var, Type: s.Type, From: from, To: to, Step: step, Body: body})
 	case ir.WhileStmt:
 		// The condition's lets must run before every test, so a condition that
 		// needs them becomes: while true { lets; if !cond { break }; body }.
-		r.scopes = append(r.scopes, map[string]ir.Type{})
+		r.push(map[string]ir.Type{})
 		c, _ := r.expr(s.Cond, &pre)
 		body := r.block(s.Body)
-		r.scopes = r.scopes[:len(r.scopes)-1]
+		r.pop()
 		if len(pre) == 0 {
 			return []ir.Stmt{ir.WhileStmt{Cond: c, Body: body}}
 		}
@@ -223,7 +199,7 @@ func (r *rewriter) stmt(s ir.Stmt) []ir.Stmt {
 			c, _ = r.expr(s.Compare, &pre)
 		}
 		if s.Result != "" {
-			r.declare(s.Result, r.elemType(s.Target))
+			r.declare(s.Result, elemType(r.prog, s.Target))
 		}
 		return append(pre, ir.AtomicStmt{Op: s.Op, Target: s.Target, Index: i, Value: v, Result: s.Result, Compare: c})
 	}
@@ -247,7 +223,7 @@ func (r *rewriter) expr(e ir.Expr, pre *[]ir.Stmt) (ir.Expr, ir.Type) {
 		return e, ir.U32
 	case ir.LoadExpr:
 		i, _ := r.expr(e.Index, pre)
-		return ir.LoadExpr{Target: e.Target, Index: i}, r.elemType(e.Target)
+		return ir.LoadExpr{Target: e.Target, Index: i}, elemType(r.prog, e.Target)
 	case ir.UnaryExpr:
 		x, t := r.expr(e.X, pre)
 		if !arith(t) {

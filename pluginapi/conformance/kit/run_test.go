@@ -121,31 +121,61 @@ func TestRunPassesOnTheInterpreter(t *testing.T) {
 
 const brokenEnv = "KILN_CONFORMANCE_BROKEN_HELPER"
 
-// TestBrokenBackendHelper is run by TestRunCatchesABrokenBackend in a child
-// process; it skips otherwise.
-func TestBrokenBackendHelper(t *testing.T) {
-	if os.Getenv(brokenEnv) == "" {
-		t.Skip("helper for TestRunCatchesABrokenBackend")
+// TestBrokenHelper runs the kit on the broken backend that brokenEnv names, in
+// a child process of a TestRunCatches test; it skips otherwise.
+func TestBrokenHelper(t *testing.T) {
+	switch name := os.Getenv(brokenEnv); name {
+	case "":
+		t.Skip("helper for the TestRunCatches tests")
+	case "outputs":
+		check(t, &interpBackend{broken: true}, Options{Kernels: []string{"vector_add"}, Sizes: []int{61}})
+	case "casts":
+		check(t, &interpBackend{rewrite: wrappingCasts}, Options{Kernels: []string{"vector_add"}, Sizes: []int{1}})
+	case "subgroup_claim":
+		b := &interpBackend{noSubgroups: true, profile: pluginapi.DeviceProfile{SubgroupSize: 32, SupportsSubgroupOps: true, HasSubgroupShuffle: true}}
+		check(t, b, Options{Kernels: []string{"subgroup_sum"}, Sizes: []int{64}})
+	default:
+		t.Fatalf("no broken backend %q", name)
 	}
-	check(t, &interpBackend{broken: true}, Options{Kernels: []string{"vector_add"}, Sizes: []int{61}})
 }
 
 // TestRunCatchesABrokenBackend pins that Check fails a backend whose outputs are one
 // bit off and that runs pipelines it never compiled.
 func TestRunCatchesABrokenBackend(t *testing.T) {
-	cmd := exec.Command(os.Args[0], "-test.run=^TestBrokenBackendHelper$", "-test.v")
-	cmd.Env = append(os.Environ(), brokenEnv+"=1")
-	out, err := cmd.CombinedOutput()
-	if err == nil {
-		t.Fatalf("conformance passed a broken backend:\n%s", out)
-	}
-	for _, want := range []string{
-		"--- FAIL: TestBrokenBackendHelper/vector_add/size=61",
+	out := mustFail(t, "outputs", "a broken backend")
+	outputHas(t, out,
+		"--- FAIL: TestBrokenHelper/vector_add/size=61",
 		"differ from the CPU reference",
-		"--- FAIL: TestBrokenBackendHelper/contract/unknown_pipeline",
-		"never compiled succeeded",
-	} {
-		if !strings.Contains(string(out), want) {
+		"--- FAIL: TestBrokenHelper/contract/unknown_pipeline",
+		"never compiled succeeded")
+}
+
+// runHelper runs the test named helper in a child process with env set to value
+// and returns its output and whether it passed.
+func runHelper(t *testing.T, helper, env, value string) (string, bool) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^"+helper+"$", "-test.v")
+	cmd.Env = append(os.Environ(), env+"="+value)
+	out, err := cmd.CombinedOutput()
+	return string(out), err == nil
+}
+
+// mustFail runs TestBrokenHelper on the named broken backend in a child process
+// and returns its output, failing t when it passed (what names the backend).
+func mustFail(t *testing.T, name, what string) string {
+	t.Helper()
+	out, passed := runHelper(t, "TestBrokenHelper", brokenEnv, name)
+	if passed {
+		t.Fatalf("conformance passed %s:\n%s", what, out)
+	}
+	return out
+}
+
+// outputHas fails t for each of wants that out lacks.
+func outputHas(t *testing.T, out string, wants ...string) {
+	t.Helper()
+	for _, want := range wants {
+		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
 	}
@@ -174,14 +204,32 @@ func flushOutputs(p *ir.Program, outs [][]byte) [][]byte {
 // unfuse rewrites every fma of p as a multiply then an add: a backend whose fma
 // is not fused.
 func unfuse(p *ir.Program) *ir.Program {
-	q := *p
-	q.Body = mapExprs(p.Body, func(e ir.Expr) ir.Expr {
+	return rewriteExprs(p, func(e ir.Expr) ir.Expr {
 		if f, ok := e.(ir.FmaExpr); ok {
 			return ir.Add(ir.Mul(f.A, f.B), f.C)
 		}
 		return e
 	})
+}
+
+// rewriteExprs is a copy of p with every expression rewritten by f (mapExprs).
+func rewriteExprs(p *ir.Program, f func(ir.Expr) ir.Expr) *ir.Program {
+	q := *p
+	q.Body = mapExprs(p.Body, f)
 	return &q
+}
+
+// operandOf reports whether x is a literal of type t or a load from a buffer of
+// element type t.
+func operandOf(p *ir.Program, t ir.Type, x ir.Expr) bool {
+	switch x := x.(type) {
+	case ir.Literal:
+		return x.Type == t
+	case ir.LoadExpr:
+		d, ok := p.Buffer(x.Target)
+		return ok && d.Type == t
+	}
+	return false
 }
 
 // wrappingCasts rewrites the f32 to i32 casts of the kit's cast table (of an f32
@@ -189,24 +237,12 @@ func unfuse(p *ir.Program) *ir.Program {
 // of range and NaN give MIN instead of saturating. A backend that breaks
 // docs/design.md's saturating-cast rule.
 func wrappingCasts(p *ir.Program) *ir.Program {
-	isF32 := func(x ir.Expr) bool {
-		switch x := x.(type) {
-		case ir.Literal:
-			return x.Type == ir.F32
-		case ir.LoadExpr:
-			d, ok := p.Buffer(x.Target)
-			return ok && d.Type == ir.F32
-		}
-		return false
-	}
-	q := *p
-	q.Body = mapExprs(p.Body, func(e ir.Expr) ir.Expr {
-		if c, ok := e.(ir.CastExpr); ok && c.To == ir.I32 && isF32(c.X) {
+	return rewriteExprs(p, func(e ir.Expr) ir.Expr {
+		if c, ok := e.(ir.CastExpr); ok && c.To == ir.I32 && operandOf(p, ir.F32, c.X) {
 			return ir.Select(ir.Lt(ir.Abs(c.X), ir.LitF32(0x1p31)), c, ir.LitI32(math.MinInt32))
 		}
 		return e
 	})
-	return &q
 }
 
 // mapExprs applies f bottom-up to every expression in stmts.
@@ -282,38 +318,17 @@ func TestRunAcceptsFlushedDenormals(t *testing.T) {
 	check(t, &interpBackend{flush: true}, Options{Seed: 3, Kernels: []string{"dot", "softmax"}, Sizes: []int{257}})
 }
 
-const brokenCastEnv = "KILN_CONFORMANCE_BROKEN_CAST"
-
-// TestBrokenCastHelper is run by TestRunCatchesWrappingCasts in a child process;
-// it skips otherwise.
-func TestBrokenCastHelper(t *testing.T) {
-	if os.Getenv(brokenCastEnv) == "" {
-		t.Skip("helper for TestRunCatchesWrappingCasts")
-	}
-	check(t, &interpBackend{rewrite: wrappingCasts}, Options{Kernels: []string{"vector_add"}, Sizes: []int{1}})
-}
-
 // TestRunCatchesWrappingCasts pins that a backend breaking the saturating-cast
 // rule (f32 to i32 out of range or NaN gives MIN) fails the kit's cast table,
 // on loaded and on literal operands, and nothing else.
 func TestRunCatchesWrappingCasts(t *testing.T) {
-	cmd := exec.Command(os.Args[0], "-test.run=^TestBrokenCastHelper$", "-test.v")
-	cmd.Env = append(os.Environ(), brokenCastEnv+"=1")
-	out, err := cmd.CombinedOutput()
-	if err == nil {
-		t.Fatalf("conformance passed a backend whose f32 to i32 casts wrap:\n%s", out)
-	}
-	for _, want := range []string{
-		"--- FAIL: TestBrokenCastHelper/semantics/cast/f32.i32 ",
-		"--- FAIL: TestBrokenCastHelper/semantics/cast/f32.i32.const ",
+	out := mustFail(t, "casts", "a backend whose f32 to i32 casts wrap")
+	outputHas(t, out,
+		"--- FAIL: TestBrokenHelper/semantics/cast/f32.i32 ",
+		"--- FAIL: TestBrokenHelper/semantics/cast/f32.i32.const ",
 		"differ from the CPU reference",
-		"got -2147483648",
-	} {
-		if !strings.Contains(string(out), want) {
-			t.Errorf("output lacks %q:\n%s", want, out)
-		}
-	}
-	if n := strings.Count(string(out), "--- FAIL"); n != 5 {
+		"got -2147483648")
+	if n := strings.Count(out, "--- FAIL"); n != 5 {
 		t.Errorf("%d failures, want 5 (the two cast cases, their table, semantics, the test):\n%s", n, out)
 	}
 }
@@ -324,41 +339,19 @@ func TestRunSkipsSubgroupsTheProfileDoesNotClaim(t *testing.T) {
 	check(t, &interpBackend{noSubgroups: true}, Options{Kernels: []string{"subgroup_sum"}, Sizes: []int{64}})
 }
 
-const claimsEnv = "KILN_CONFORMANCE_CLAIMS_SUBGROUPS"
-
-// TestFalseClaimHelper is run by TestRunCatchesAFalseSubgroupClaim in a child
-// process; it skips otherwise.
-func TestFalseClaimHelper(t *testing.T) {
-	if os.Getenv(claimsEnv) == "" {
-		t.Skip("helper for TestRunCatchesAFalseSubgroupClaim")
-	}
-	b := &interpBackend{noSubgroups: true, profile: pluginapi.DeviceProfile{SubgroupSize: 32, SupportsSubgroupOps: true, HasSubgroupShuffle: true}}
-	check(t, b, Options{Kernels: []string{"subgroup_sum"}, Sizes: []int{64}})
-}
-
 // TestRunCatchesAFalseSubgroupClaim pins that a backend whose profile claims
 // subgroups but whose compiler rejects them fails the kit, in the subgroup table
 // and on the subgroup corpus kernel, and only there.
 func TestRunCatchesAFalseSubgroupClaim(t *testing.T) {
-	cmd := exec.Command(os.Args[0], "-test.run=^TestFalseClaimHelper$", "-test.v")
-	cmd.Env = append(os.Environ(), claimsEnv+"=1")
-	out, err := cmd.CombinedOutput()
-	if err == nil {
-		t.Fatalf("conformance passed a backend that claims subgroups and rejects them:\n%s", out)
-	}
-	for _, want := range []string{
-		"--- FAIL: TestFalseClaimHelper/semantics/subgroup/subgroup_add.u32.any ",
-		"--- FAIL: TestFalseClaimHelper/semantics/subgroup/shuffle.f32.size32 ",
-		"--- FAIL: TestFalseClaimHelper/subgroup_sum/size=64 ",
-		"--- SKIP: TestFalseClaimHelper/semantics/subgroup/builtins.size8 ",
-		"uses subgroups, which this backend does not run",
-	} {
-		if !strings.Contains(string(out), want) {
-			t.Errorf("output lacks %q:\n%s", want, out)
-		}
-	}
-	for _, line := range strings.Split(string(out), "\n") {
-		if strings.Contains(line, "--- FAIL") && !strings.Contains(line, "subgroup") && !strings.Contains(line, "TestFalseClaimHelper (") && !strings.Contains(line, "/semantics (") {
+	out := mustFail(t, "subgroup_claim", "a backend that claims subgroups and rejects them")
+	outputHas(t, out,
+		"--- FAIL: TestBrokenHelper/semantics/subgroup/subgroup_add.u32.any ",
+		"--- FAIL: TestBrokenHelper/semantics/subgroup/shuffle.f32.size32 ",
+		"--- FAIL: TestBrokenHelper/subgroup_sum/size=64 ",
+		"--- SKIP: TestBrokenHelper/semantics/subgroup/builtins.size8 ",
+		"uses subgroups, which this backend does not run")
+	for _, line := range strings.Split(out, "\n") {
+		if strings.Contains(line, "--- FAIL") && !strings.Contains(line, "subgroup") && !strings.Contains(line, "TestBrokenHelper (") && !strings.Contains(line, "/semantics (") {
 			t.Errorf("a failure outside the subgroup cases: %s", line)
 		}
 	}

@@ -4,10 +4,10 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 
 	"github.com/kiln-dev/kiln/ir"
-	"github.com/kiln-dev/kiln/ir/half"
 	"github.com/kiln-dev/kiln/ir/verify"
 	"github.com/kiln-dev/kiln/pluginapi"
 )
@@ -201,15 +201,7 @@ func element(data []byte, size, i int) uint32 {
 
 // isNaN reports whether bits is a NaN of float type t: f32, or f16 or bf16 in
 // the low 16 bits.
-func isNaN(t ir.Type, bits uint32) bool {
-	switch t {
-	case ir.F16:
-		return half.Float16(bits).IsNaN()
-	case ir.BF16:
-		return half.BFloat16(bits).IsNaN()
-	}
-	return verify.IsNaN(bits)
-}
+func isNaN(t ir.Type, bits uint32) bool { return math.IsNaN(verify.Value(t, bits)) }
 
 // encode writes values of type t as little-endian buffer data: 2 bytes each
 // for f16 and bf16 (the low 16 bits), 4 for the others.

@@ -58,56 +58,80 @@ const (
 
 func atomicCase(op ir.AtomicOp, t ir.Type, shared bool) semantic {
 	name := fmt.Sprintf("%s.%s.%s", op, t, space(shared))
-	b := ir.NewBuilder("kiln.semantics.atomic."+name, atomicWG, 1, 1)
-	var init, acc string
-	slots := uint32(contendedSlot + atomicLanes)
-	if shared {
-		slots = contendedSlot + atomicWG
-		init = b.Buffer("init", t, ir.Read)
-		acc = b.Buffer("acc", t, ir.Write)
-	} else {
-		acc = b.Buffer("acc", t, ir.ReadWrite)
+	f := newAtomicFrame(name, t, shared, contendedSlot)
+	b := f.b
+	w := b.Let("w", ir.Load(f.vals, ir.Rem(ir.Add(f.g, ir.LitU32(37)), ir.LitU32(atomicLanes))))
+	if op != ir.AtomicExchange {
+		b.Atomic(op, f.target, ir.Rem(f.g, ir.LitU32(contendedSlot)), f.v)
 	}
-	vals := b.Buffer("vals", t, ir.Read)
-	olds := b.Buffer("olds", t, ir.Write)
-	g := b.Let("g", ir.GlobalID(0))
-	l := b.Let("l", ir.LocalID(0))
-	v := b.Let("v", ir.Load(vals, g))
-	w := b.Let("w", ir.Load(vals, ir.Rem(ir.Add(g, ir.LitU32(37)), ir.LitU32(atomicLanes))))
-	target, private := acc, ir.Add(ir.LitU32(contendedSlot), g)
+	o1 := b.AtomicResult(op, f.target, f.private, f.v, "old1")
+	o2 := b.AtomicResult(op, f.target, f.private, w, "old2")
+	o3 := b.AtomicResult(op, f.target, ir.Add(ir.LitU32(f.slots), f.l), f.v, "old3")
+	return f.finish(name, o1, o2, o3, words(atomicValues(t, int(f.slots), 5)), words(atomicValues(t, atomicLanes, 0)))
+}
+
+// atomicFrame is what atomicCase and casCase share: the buffers init (shared
+// arrays only), acc, vals and olds; the locals g, l and v (the invocation's
+// value); and the target, acc or a shared array that each workgroup copies
+// init into, whose first contended slots every invocation uses and whose
+// private slot follows.
+type atomicFrame struct {
+	b                             *ir.Builder
+	shared                        bool
+	contended, slots              uint32
+	init, acc, vals, olds, target string
+	g, l, v, private              ir.Expr
+}
+
+func newAtomicFrame(name string, t ir.Type, shared bool, contended uint32) *atomicFrame {
+	b := ir.NewBuilder("kiln.semantics.atomic."+name, atomicWG, 1, 1)
+	f := &atomicFrame{b: b, shared: shared, contended: contended, slots: contended + atomicLanes}
+	if shared {
+		f.slots = contended + atomicWG
+		f.init = b.Buffer("init", t, ir.Read)
+		f.acc = b.Buffer("acc", t, ir.Write)
+	} else {
+		f.acc = b.Buffer("acc", t, ir.ReadWrite)
+	}
+	f.vals = b.Buffer("vals", t, ir.Read)
+	f.olds = b.Buffer("olds", t, ir.Write)
+	f.g = b.Let("g", ir.GlobalID(0))
+	f.l = b.Let("l", ir.LocalID(0))
+	f.v = b.Let("v", ir.Load(f.vals, f.g))
+	f.target, f.private = f.acc, ir.Add(ir.LitU32(contended), f.g)
 	if shared {
 		// Each workgroup copies init into its shared array, works on it and
 		// writes it out to its own part of acc.
-		target = b.Shared("sh", t, slots)
-		private = ir.Add(ir.LitU32(contendedSlot), l)
-		b.Store(target, private, ir.Load(init, private))
-		b.If(ir.Lt(l, ir.LitU32(contendedSlot)), func(then *ir.Block) { then.Store(target, l, ir.Load(init, l)) })
+		f.target = b.Shared("sh", t, f.slots)
+		f.private = ir.Add(ir.LitU32(contended), f.l)
+		b.Store(f.target, f.private, ir.Load(f.init, f.private))
+		b.If(ir.Lt(f.l, ir.LitU32(contended)), func(then *ir.Block) { then.Store(f.target, f.l, ir.Load(f.init, f.l)) })
 		b.Barrier()
 	}
-	if op != ir.AtomicExchange {
-		b.Atomic(op, target, ir.Rem(g, ir.LitU32(contendedSlot)), v)
-	}
-	o1 := b.AtomicResult(op, target, private, v, "old1")
-	o2 := b.AtomicResult(op, target, private, w, "old2")
-	o3 := b.AtomicResult(op, target, ir.Add(ir.LitU32(slots), l), v, "old3")
-	base := b.Let("base", ir.Mul(g, ir.LitU32(3)))
-	b.Store(olds, base, o1)
-	b.Store(olds, ir.Add(base, ir.LitU32(1)), o2)
-	b.Store(olds, ir.Add(base, ir.LitU32(2)), o3)
-	initial := words(atomicValues(t, int(slots), 5))
-	values := words(atomicValues(t, atomicLanes, 0))
-	if !shared {
+	return f
+}
+
+// finish stores each invocation's three old values o1..o3 to olds and, on a
+// shared array, writes the workgroup's target out to its part of acc; initial
+// holds the slots' initial values and values the invocations' values.
+func (f *atomicFrame) finish(name string, o1, o2, o3 ir.Expr, initial, values []byte) semantic {
+	b := f.b
+	base := b.Let("base", ir.Mul(f.g, ir.LitU32(3)))
+	b.Store(f.olds, base, o1)
+	b.Store(f.olds, ir.Add(base, ir.LitU32(1)), o2)
+	b.Store(f.olds, ir.Add(base, ir.LitU32(2)), o3)
+	if !f.shared {
 		return semantic{name: name, prog: b.Program(),
 			c: launch1(atomicGroups, [][]byte{initial, values, nil}, []uint32{0, 0, 3 * atomicLanes})}
 	}
 	b.Barrier()
-	offset := b.Let("offset", ir.Mul(ir.WorkgroupID(0), ir.LitU32(slots)))
-	b.Store(acc, ir.Add(offset, private), ir.Load(target, private))
-	b.If(ir.Lt(l, ir.LitU32(contendedSlot)), func(then *ir.Block) {
-		then.Store(acc, ir.Add(offset, l), ir.Load(target, l))
+	offset := b.Let("offset", ir.Mul(ir.WorkgroupID(0), ir.LitU32(f.slots)))
+	b.Store(f.acc, ir.Add(offset, f.private), ir.Load(f.target, f.private))
+	b.If(ir.Lt(f.l, ir.LitU32(f.contended)), func(then *ir.Block) {
+		then.Store(f.acc, ir.Add(offset, f.l), ir.Load(f.target, f.l))
 	})
 	return semantic{name: name, prog: b.Program(),
-		c: sharedOOB(launch1(atomicGroups, [][]byte{initial, nil, values, nil}, []uint32{0, atomicGroups * slots, 0, 3 * atomicLanes}))}
+		c: sharedOOB(launch1(atomicGroups, [][]byte{initial, nil, values, nil}, []uint32{0, atomicGroups * f.slots, 0, 3 * atomicLanes}))}
 }
 
 // contended has every invocation of one workgroup apply op to one slot and keep
@@ -161,33 +185,12 @@ func casCases() []semantic {
 
 func casCase(t ir.Type, shared bool) semantic {
 	name := fmt.Sprintf("cas.%s.%s", t, space(shared))
-	b := ir.NewBuilder("kiln.semantics.atomic."+name, atomicWG, 1, 1)
-	var init, acc string
-	slots := uint32(1 + atomicLanes)
-	if shared {
-		slots = 1 + atomicWG
-		init = b.Buffer("init", t, ir.Read)
-		acc = b.Buffer("acc", t, ir.Write)
-	} else {
-		acc = b.Buffer("acc", t, ir.ReadWrite)
-	}
-	vals := b.Buffer("vals", t, ir.Read)
-	olds := b.Buffer("olds", t, ir.Write)
-	g := b.Let("g", ir.GlobalID(0))
-	l := b.Let("l", ir.LocalID(0))
-	v := b.Let("v", ir.Load(vals, g))
-	target, private := acc, ir.Add(ir.LitU32(1), g)
-	if shared {
-		target = b.Shared("sh", t, slots)
-		private = ir.Add(ir.LitU32(1), l)
-		b.Store(target, private, ir.Load(init, private))
-		b.If(ir.Eq(l, ir.LitU32(0)), func(then *ir.Block) { then.Store(target, l, ir.Load(init, l)) })
-		b.Barrier()
-	}
-	initial := b.Let("initial", ir.Load(init0(shared, init, acc), private))
-	o1 := b.AtomicCAS(target, private, initial, v, "old1")
-	o2 := b.AtomicCAS(target, private, initial, ir.Not(v), "old2")
-	o3 := b.AtomicCAS(target, ir.Add(ir.LitU32(slots), l), ir.Literal{Type: t}, v, "old3")
+	f := newAtomicFrame(name, t, shared, 1)
+	b, target := f.b, f.target
+	initial := b.Let("initial", ir.Load(init0(shared, f.init, f.acc), f.private))
+	o1 := b.AtomicCAS(target, f.private, initial, f.v, "old1")
+	o2 := b.AtomicCAS(target, f.private, initial, ir.Not(f.v), "old2")
+	o3 := b.AtomicCAS(target, ir.Add(ir.LitU32(f.slots), f.l), ir.Literal{Type: t}, f.v, "old3")
 	// The contended increment: read, then retry until the swap sees what was read.
 	one := ir.Literal{Type: t, Bits: 1}
 	seen := b.Var("seen", t, b.AtomicResult(ir.AtomicOr, target, ir.LitU32(0), ir.Literal{Type: t}, "first"))
@@ -196,22 +199,7 @@ func casCase(t ir.Type, shared bool) semantic {
 		loop.If(ir.Eq(got, seen), func(then *ir.Block) { then.Break() })
 		loop.Assign("seen", got)
 	})
-	base := b.Let("base", ir.Mul(g, ir.LitU32(3)))
-	b.Store(olds, base, o1)
-	b.Store(olds, ir.Add(base, ir.LitU32(1)), o2)
-	b.Store(olds, ir.Add(base, ir.LitU32(2)), o3)
-	initialWords := words(atomicValues(t, int(slots), 3))
-	values := words(atomicValues(t, atomicLanes, 11))
-	if !shared {
-		return semantic{name: name, prog: b.Program(),
-			c: launch1(atomicGroups, [][]byte{initialWords, values, nil}, []uint32{0, 0, 3 * atomicLanes})}
-	}
-	b.Barrier()
-	offset := b.Let("offset", ir.Mul(ir.WorkgroupID(0), ir.LitU32(slots)))
-	b.Store(acc, ir.Add(offset, private), ir.Load(target, private))
-	b.If(ir.Eq(l, ir.LitU32(0)), func(then *ir.Block) { then.Store(acc, offset, ir.Load(target, l)) })
-	return semantic{name: name, prog: b.Program(),
-		c: sharedOOB(launch1(atomicGroups, [][]byte{initialWords, nil, values, nil}, []uint32{0, atomicGroups * slots, 0, 3 * atomicLanes}))}
+	return f.finish(name, o1, o2, o3, words(atomicValues(t, int(f.slots), 3)), words(atomicValues(t, atomicLanes, 11)))
 }
 
 // init0 is the buffer that holds the initial values: init for shared arrays, the

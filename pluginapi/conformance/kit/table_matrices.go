@@ -2,11 +2,10 @@ package kit
 
 import (
 	"fmt"
-	"math"
 
 	"github.com/kiln-dev/kiln/ir"
-	"github.com/kiln-dev/kiln/ir/half"
 	"github.com/kiln-dev/kiln/ir/kernels"
+	"github.com/kiln-dev/kiln/ir/verify"
 )
 
 // The matrix table (IR v1.2; docs/design.md, "IR v1.2 semantics"): every
@@ -33,17 +32,6 @@ func bitsOf(t ir.Type, v float64) uint32 {
 		return bf(v)
 	}
 	return f(float32(v))
-}
-
-// valueOf is the value of bits of type t.
-func valueOf(t ir.Type, bits uint32) float64 {
-	switch t {
-	case ir.F16:
-		return half.Float16(bits).Float64()
-	case ir.BF16:
-		return half.BFloat16(bits).Float64()
-	}
-	return float64(math.Float32frombits(bits))
 }
 
 // ints are n small integers, -3..3 in a fixed pattern, as bits of type t.
@@ -352,9 +340,9 @@ func mmaCase(name string, t ir.Type, tf32 bool, m, n, k uint32) semantic {
 	for wg := range uint32(2) {
 		for i := range m {
 			for j := range n {
-				s := valueOf(ir.F32, c0[wg*m*n+i*n+j])
+				s := verify.Value(ir.F32, c0[wg*m*n+i*n+j])
 				for e := range k {
-					s += valueOf(t, a[wg*m*k+i*k+e]) * valueOf(t, bv[e*n+j])
+					s += verify.Value(t, a[wg*m*k+i*k+e]) * verify.Value(t, bv[e*n+j])
 				}
 				want[wg*m*n+i*n+j] = f(float32(s))
 			}
@@ -396,7 +384,7 @@ func chainCase(t ir.Type, kk uint32) semantic {
 		for j := range uint32(n) {
 			s := 0.0
 			for e := range kk {
-				s += valueOf(t, a[i*kk+e]) * valueOf(t, bv[e*n+j])
+				s += verify.Value(t, a[i*kk+e]) * verify.Value(t, bv[e*n+j])
 			}
 			want[i*n+j] = f(float32(s))
 		}
@@ -432,7 +420,7 @@ func squareCase() semantic {
 		for j := range s {
 			v := 0.5
 			for e := range s {
-				v += valueOf(ir.F16, a[i*s+e]) * valueOf(ir.F16, a[e*s+j])
+				v += verify.Value(ir.F16, a[i*s+e]) * verify.Value(ir.F16, a[e*s+j])
 			}
 			want[i*s+j] = h(v)
 		}
@@ -487,7 +475,7 @@ func convertCases() []semantic {
 // convertBits converts bits of type from to type to as cast does: exactly to
 // f32, then rounded to nearest even (NaN stays a NaN).
 func convertBits(from, to ir.Type, x uint32) uint32 {
-	v := valueOf(from, x)
+	v := verify.Value(from, x)
 	if v != v {
 		return nanOf(to)
 	}

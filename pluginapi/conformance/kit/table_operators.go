@@ -64,26 +64,20 @@ var (
 	boolVals  = []uint32{0, 1}
 )
 
-func edgesOf(t ir.Type) []uint32 {
-	switch t {
-	case ir.F32:
-		return f32Edges
-	case ir.I32:
-		return i32Edges
-	case ir.U32:
-		return u32Edges
-	}
-	return boolVals
-}
+// edgesOf and constsOf are the edge values and the literal constants of a
+// 32-bit type or bool.
+func edgesOf(t ir.Type) []uint32  { return of32(t, f32Edges, i32Edges, u32Edges) }
+func constsOf(t ir.Type) []uint32 { return of32(t, f32Consts, i32Consts, u32Consts) }
 
-func constsOf(t ir.Type) []uint32 {
+// of32 is f, i or u for f32, i32 or u32, and the booleans for any other t.
+func of32(t ir.Type, f, i, u []uint32) []uint32 {
 	switch t {
 	case ir.F32:
-		return f32Consts
+		return f
 	case ir.I32:
-		return i32Consts
+		return i
 	case ir.U32:
-		return u32Consts
+		return u
 	}
 	return boolVals
 }
@@ -409,22 +403,11 @@ func binaryPins() map[string][][]uint32 {
 // accepted too (Variants).
 func fmaCase() opCase {
 	xs := append(f32Bits(0, 1, -1, 0.1, 3, 1e-10, 16777217, 0x1.000002p0, -0x1.fffffep-1, math.MaxFloat32, 0x1p-126, inf, -inf), negZero)
-	triples := func(xs []uint32) [][]uint32 {
-		var a, b, c []uint32
-		for _, x := range xs {
-			for _, y := range xs {
-				for _, z := range xs {
-					a, b, c = append(a, x), append(b, y), append(c, z)
-				}
-			}
-		}
-		return [][]uint32{a, b, c}
-	}
 	return opCase{
 		name: "fma.f32", in: ir.F32, out: ir.F32,
 		fn:     func(a []ir.Expr) ir.Expr { return ir.Fma(a[0], a[1], a[2]) },
 		pinned: [][]uint32{{f(2), f(3), f(1), f(7)}, {f(1 + 0x1p-12), f(1 - 0x1p-12), f(-1), f(-0x1p-24)}},
-		cols:   triples(xs), consts: triples(f32Bits(0, 1, 0x1.000002p0, -0x1.000004p0, 3)),
+		cols:   triplesOf(xs...), consts: triplesOf(f32Bits(0, 1, 0x1.000002p0, -0x1.000004p0, 3)...),
 	}
 }
 

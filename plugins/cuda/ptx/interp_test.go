@@ -1,6 +1,7 @@
 package ptx
 
 import (
+	"cmp"
 	"encoding/binary"
 	"fmt"
 	"math"
@@ -357,113 +358,160 @@ func (m *pmodule) checkReg(in *pinst, o opnd, cls byte) error {
 	return nil
 }
 
-// src32 returns a reader of a .b32 register or immediate.
-func (m *pmodule) src32(in *pinst, k int) (func(t *thread) (uint32, error), error) {
-	if k >= len(in.args) {
-		return nil, fmt.Errorf("line %d %q: missing operand %d", in.line, in.text, k)
+// reader reads an operand for a thread; writer sets a destination register.
+type (
+	reader[T any] func(t *thread) (T, error)
+	writer[T any] func(t *thread, v T)
+)
+
+// regFile gives a thread's registers of one class and which of them were written.
+type regFile[T any] func(t *thread) ([]T, []bool)
+
+func rFile(t *thread) ([]uint32, []bool) { return t.r, t.rdef }
+func dFile(t *thread) ([]uint64, []bool) { return t.d, t.ddef }
+func hFile(t *thread) ([]uint16, []bool) { return t.h, t.hdef }
+func pFile(t *thread) ([]bool, []bool)   { return t.p, t.pdef }
+
+// decoder resolves one instruction's operands, keeping the first error: a case
+// resolves them all and checks err once.
+type decoder struct {
+	m   *pmodule
+	in  *pinst
+	err error
+}
+
+func (m *pmodule) decoder(in *pinst) *decoder { return &decoder{m: m, in: in} }
+
+// operand returns operand k, or false after an error.
+func (d *decoder) operand(k int) (opnd, bool) {
+	if d.err == nil && k >= len(d.in.args) {
+		d.err = fmt.Errorf("line %d %q: missing operand %d", d.in.line, d.in.text, k)
 	}
-	o := in.args[k]
-	if o.kind == opndImm && !o.mem {
-		v := uint32(o.imm)
-		return func(*thread) (uint32, error) { return v, nil }, nil
+	if d.err != nil {
+		return opnd{}, false
 	}
-	if err := m.checkReg(in, o, 'r'); err != nil {
-		return nil, err
+	return d.in.args[k], true
+}
+
+// register returns register operand k of class cls, or false after an error.
+func (d *decoder) register(k int, cls byte) (opnd, bool) {
+	o, ok := d.operand(k)
+	if ok {
+		d.err = d.m.checkReg(d.in, o, cls)
 	}
-	return func(t *thread) (uint32, error) {
-		if !t.rdef[o.idx] {
-			return 0, t.fail(in, "reads %%r%d before any instruction wrote it", o.idx)
+	return o, d.err == nil
+}
+
+// src reads register operand k of class cls; reading one no instruction wrote fails.
+func src[T any](d *decoder, k int, cls byte, file regFile[T]) reader[T] {
+	o, ok := d.register(k, cls)
+	if !ok {
+		return nil
+	}
+	in, name := d.in, string(cls)
+	if cls == 'd' {
+		name = "rd"
+	}
+	return func(t *thread) (T, error) {
+		regs, def := file(t)
+		if !def[o.idx] {
+			var zero T
+			return zero, t.fail(in, "reads %%%s%d before any instruction wrote it", name, o.idx)
 		}
-		return t.r[o.idx], nil
-	}, nil
+		return regs[o.idx], nil
+	}
 }
 
-// src16 returns a reader of a .b16 register.
-func (m *pmodule) src16(in *pinst, k int) (func(t *thread) (uint16, error), error) {
-	if k >= len(in.args) {
-		return nil, fmt.Errorf("line %d %q: missing operand %d", in.line, in.text, k)
+// dst writes the destination register (operand 0) of class cls.
+func dst[T any](d *decoder, cls byte, file regFile[T]) writer[T] {
+	if d.err == nil && len(d.in.args) == 0 {
+		d.err = fmt.Errorf("line %d %q: no destination", d.in.line, d.in.text)
 	}
-	o := in.args[k]
-	if err := m.checkReg(in, o, 'h'); err != nil {
-		return nil, err
+	o, ok := d.register(0, cls)
+	if !ok {
+		return nil
 	}
-	return func(t *thread) (uint16, error) {
-		if !t.hdef[o.idx] {
-			return 0, t.fail(in, "reads %%h%d before any instruction wrote it", o.idx)
+	return func(t *thread, v T) {
+		regs, def := file(t)
+		regs[o.idx], def[o.idx] = v, true
+	}
+}
+
+// immediate returns operand k's value when it is an immediate that ok accepts.
+func (d *decoder) immediate(k int, ok func(o opnd) bool) (uint64, bool) {
+	o, found := d.operand(k)
+	return o.imm, found && o.kind == opndImm && ok(o)
+}
+
+// r32 reads a .b32 register or immediate.
+func (d *decoder) r32(k int) reader[uint32] {
+	if v, ok := d.immediate(k, func(o opnd) bool { return !o.mem }); ok {
+		return func(*thread) (uint32, error) { return uint32(v), nil }
+	}
+	return src(d, k, 'r', rFile)
+}
+
+// pred reads a predicate register or the immediate 0 or 1.
+func (d *decoder) pred(k int) reader[bool] {
+	if v, ok := d.immediate(k, func(o opnd) bool { return o.imm <= 1 }); ok {
+		return func(*thread) (bool, error) { return v == 1, nil }
+	}
+	return src(d, k, 'p', pFile)
+}
+
+func (d *decoder) r16(k int) reader[uint16] { return src(d, k, 'h', hFile) }
+func (d *decoder) r64(k int) reader[uint64] { return src(d, k, 'd', dFile) }
+func (d *decoder) d32() writer[uint32]      { return dst(d, 'r', rFile) }
+func (d *decoder) d16() writer[uint16]      { return dst(d, 'h', hFile) }
+func (d *decoder) d64() writer[uint64]      { return dst(d, 'd', dFile) }
+func (d *decoder) dPred() writer[bool]      { return dst(d, 'p', pFile) }
+
+// read reads r for t unless an earlier read failed.
+func read[T any](t *thread, r reader[T], err *error) T {
+	if *err != nil {
+		var zero T
+		return zero
+	}
+	v, e := r(t)
+	*err = e
+	return v
+}
+
+// exec3 builds the exec of "op d, a, b, c": it reads the operands in order and
+// writes f's result to dst.
+func exec3[A, B, C, D any](dst writer[D], a reader[A], b reader[B], c reader[C], f func(t *thread, x A, y B, z C) (D, error)) func(*thread) error {
+	return func(t *thread) error {
+		var err error
+		x, y, z := read(t, a, &err), read(t, b, &err), read(t, c, &err)
+		if err != nil {
+			return err
 		}
-		return t.h[o.idx], nil
-	}, nil
-}
-
-func (m *pmodule) dst16(in *pinst) (func(t *thread, v uint16), error) {
-	if len(in.args) == 0 {
-		return nil, fmt.Errorf("line %d %q: no destination", in.line, in.text)
-	}
-	o := in.args[0]
-	if err := m.checkReg(in, o, 'h'); err != nil {
-		return nil, err
-	}
-	return func(t *thread, v uint16) { t.h[o.idx], t.hdef[o.idx] = v, true }, nil
-}
-
-func (m *pmodule) srcPred(in *pinst, k int) (func(t *thread) (bool, error), error) {
-	if k >= len(in.args) {
-		return nil, fmt.Errorf("line %d %q: missing operand %d", in.line, in.text, k)
-	}
-	o := in.args[k]
-	if o.kind == opndImm && (o.imm == 0 || o.imm == 1) {
-		v := o.imm == 1
-		return func(*thread) (bool, error) { return v, nil }, nil
-	}
-	if err := m.checkReg(in, o, 'p'); err != nil {
-		return nil, err
-	}
-	return func(t *thread) (bool, error) {
-		if !t.pdef[o.idx] {
-			return false, t.fail(in, "reads %%p%d before any instruction wrote it", o.idx)
+		v, err := f(t, x, y, z)
+		if err == nil {
+			dst(t, v)
 		}
-		return t.p[o.idx], nil
-	}, nil
+		return err
+	}
 }
 
-func (m *pmodule) src64(in *pinst, k int) (func(t *thread) (uint64, error), error) {
-	o := in.args[k]
-	if err := m.checkReg(in, o, 'd'); err != nil {
-		return nil, err
-	}
-	return func(t *thread) (uint64, error) {
-		if !t.ddef[o.idx] {
-			return 0, t.fail(in, "reads %%rd%d before any instruction wrote it", o.idx)
-		}
-		return t.d[o.idx], nil
-	}, nil
+// none is the operand of an instruction with fewer than three, and the
+// destination of one without any.
+func none(*thread) (struct{}, error) { return struct{}{}, nil }
+func discard(*thread, struct{})      {}
+
+// exec2 builds the exec of "op d, a, b".
+func exec2[A, B, D any](dst writer[D], a reader[A], b reader[B], f func(t *thread, x A, y B) (D, error)) func(*thread) error {
+	return exec3(dst, a, b, none, func(t *thread, x A, y B, _ struct{}) (D, error) { return f(t, x, y) })
 }
 
-func (m *pmodule) dst32(in *pinst) (func(t *thread, v uint32), error) {
-	if len(in.args) == 0 {
-		return nil, fmt.Errorf("line %d %q: no destination", in.line, in.text)
-	}
-	o := in.args[0]
-	if err := m.checkReg(in, o, 'r'); err != nil {
-		return nil, err
-	}
-	return func(t *thread, v uint32) { t.r[o.idx], t.rdef[o.idx] = v, true }, nil
+// exec1 builds the exec of "op d, a".
+func exec1[A, D any](dst writer[D], a reader[A], f func(t *thread, x A) (D, error)) func(*thread) error {
+	return exec3(dst, a, none, none, func(t *thread, x A, _, _ struct{}) (D, error) { return f(t, x) })
 }
 
-func (m *pmodule) dstPred(in *pinst) (func(t *thread, v bool), error) {
-	o := in.args[0]
-	if err := m.checkReg(in, o, 'p'); err != nil {
-		return nil, err
-	}
-	return func(t *thread, v bool) { t.p[o.idx], t.pdef[o.idx] = v, true }, nil
-}
-
-func (m *pmodule) dst64(in *pinst) (func(t *thread, v uint64), error) {
-	o := in.args[0]
-	if err := m.checkReg(in, o, 'd'); err != nil {
-		return nil, err
-	}
-	return func(t *thread, v uint64) { t.d[o.idx], t.ddef[o.idx] = v, true }, nil
+// same is f for an operation that cannot fail.
+func same[A, D any](f func(x A) D) func(*thread, A) (D, error) {
+	return func(_ *thread, x A) (D, error) { return f(x), nil }
 }
 
 func f32(bits uint32) float32 { return math.Float32frombits(bits) }
@@ -488,64 +536,6 @@ func fma32(a, b, c uint32) uint32 {
 		return 0
 	}
 	return fb(r)
-}
-
-// binary32 decodes "op d, a, b" over .b32 registers with f.
-func (m *pmodule) binary32(in *pinst, f func(t *thread, a, b uint32) (uint32, error)) error {
-	dst, err := m.dst32(in)
-	if err != nil {
-		return err
-	}
-	a, err := m.src32(in, 1)
-	if err != nil {
-		return err
-	}
-	b, err := m.src32(in, 2)
-	if err != nil {
-		return err
-	}
-	in.exec = func(t *thread) error {
-		x, err := a(t)
-		if err != nil {
-			return err
-		}
-		y, err := b(t)
-		if err != nil {
-			return err
-		}
-		v, err := f(t, x, y)
-		if err != nil {
-			return err
-		}
-		dst(t, v)
-		return nil
-	}
-	return nil
-}
-
-// unary32 decodes "op d, a" over .b32 registers with f.
-func (m *pmodule) unary32(in *pinst, f func(t *thread, a uint32) (uint32, error)) error {
-	dst, err := m.dst32(in)
-	if err != nil {
-		return err
-	}
-	a, err := m.src32(in, 1)
-	if err != nil {
-		return err
-	}
-	in.exec = func(t *thread) error {
-		x, err := a(t)
-		if err != nil {
-			return err
-		}
-		v, err := f(t, x)
-		if err != nil {
-			return err
-		}
-		dst(t, v)
-		return nil
-	}
-	return nil
 }
 
 func ok32(f func(a, b uint32) uint32) func(*thread, uint32, uint32) (uint32, error) {
@@ -578,52 +568,59 @@ func shift(op string, a, n uint32) uint32 {
 }
 
 // compare evaluates setp's comparison cmp on type ty.
-func compare(cmp, ty string, a, b uint32) (bool, error) {
+func compare(op, ty string, a, b uint32) (bool, error) {
 	switch ty {
 	case "u32":
-		return intCompare(cmp, int64(a), int64(b))
+		return intCompare(op, int64(a), int64(b))
 	case "s32":
-		return intCompare(cmp, int64(int32(a)), int64(int32(b)))
+		return intCompare(op, int64(int32(a)), int64(int32(b)))
 	case "f32":
-		x, y := f32(a), f32(b)
-		nan := isNaN(a) || isNaN(b)
-		switch cmp {
-		case "eq":
-			return x == y, nil
-		case "lt":
-			return x < y, nil
-		case "le":
-			return x <= y, nil
-		case "gt":
-			return x > y, nil
-		case "ge":
-			return x >= y, nil
-		case "neu":
-			return nan || x != y, nil
-		case "nan":
-			return nan, nil
-		}
+		return floatCompare(op, ty, float64(f32(a)), float64(f32(b)))
 	}
-	return false, fmt.Errorf("setp.%s.%s is not interpreted", cmp, ty)
+	return false, fmt.Errorf("setp.%s.%s is not interpreted", op, ty)
+}
+
+// ordered evaluates eq, ne, lt, le, gt or ge; ok is false for any other op.
+func ordered[T cmp.Ordered](op string, x, y T) (v, ok bool) {
+	switch op {
+	case "eq":
+		return x == y, true
+	case "ne":
+		return x != y, true
+	case "lt":
+		return x < y, true
+	case "le":
+		return x <= y, true
+	case "gt":
+		return x > y, true
+	case "ge":
+		return x >= y, true
+	}
+	return false, false
 }
 
 // intCompare evaluates an integer comparison.
-func intCompare(cmp string, x, y int64) (bool, error) {
-	switch cmp {
-	case "eq":
-		return x == y, nil
-	case "ne":
-		return x != y, nil
-	case "lt":
-		return x < y, nil
-	case "le":
-		return x <= y, nil
-	case "gt":
-		return x > y, nil
-	case "ge":
-		return x >= y, nil
+func intCompare(op string, x, y int64) (bool, error) {
+	if v, ok := ordered(op, x, y); ok {
+		return v, nil
 	}
-	return false, fmt.Errorf("setp.%s is not interpreted", cmp)
+	return false, fmt.Errorf("setp.%s is not interpreted", op)
+}
+
+// floatCompare evaluates a float comparison of type ty: ordered (false when
+// either is NaN) but for neu and nan; the unordered ne is not one Emit writes.
+func floatCompare(op, ty string, x, y float64) (bool, error) {
+	nan := math.IsNaN(x) || math.IsNaN(y)
+	switch op {
+	case "neu":
+		return nan || x != y, nil
+	case "nan":
+		return nan, nil
+	}
+	if v, ok := ordered(op, x, y); ok && op != "ne" {
+		return v, nil
+	}
+	return false, fmt.Errorf("setp.%s.%s is not interpreted", op, ty)
 }
 
 // atomicApply computes an atomic's new value from the old one.
@@ -713,33 +710,34 @@ func (t *thread) store(in *pinst, space string, addr, size uint64, v uint32) err
 }
 
 // address reads a memory operand: a .b64 register for global, .b32 for shared.
-func (m *pmodule) address(in *pinst, k int, space string) (func(t *thread) (uint64, error), error) {
-	o := in.args[k]
-	if !o.mem {
-		return nil, fmt.Errorf("line %d %q: operand %d is not a memory operand", in.line, in.text, k)
+func (d *decoder) address(k int, space string) reader[uint64] {
+	o, ok := d.operand(k)
+	if ok && !o.mem {
+		d.err = fmt.Errorf("line %d %q: operand %d is not a memory operand", d.in.line, d.in.text, k)
 	}
-	o.mem = false
-	tmp := *in
-	tmp.args = append([]opnd(nil), in.args...)
-	tmp.args[k] = o
+	if d.err != nil {
+		return nil
+	}
+	tmp := *d.in
+	tmp.args = append([]opnd(nil), d.in.args...)
+	tmp.args[k].mem = false
+	inner := d.m.decoder(&tmp)
+	defer func() { d.err = inner.err }()
 	if space == "global" || space == "local" {
-		r, err := m.src64(&tmp, k)
-		return r, err
+		return inner.r64(k)
 	}
-	r, err := m.src32(&tmp, k)
-	if err != nil {
-		return nil, err
-	}
+	r := inner.r32(k)
 	return func(t *thread) (uint64, error) {
 		v, err := r(t)
 		return uint64(v), err
-	}, nil
+	}
 }
 
 // decode turns an instruction into its exec function, or fails for anything Emit
 // is not supposed to write.
 func (m *pmodule) decode(in *pinst) error {
 	parts := strings.Split(in.op, ".")
+	d := m.decoder(in)
 	switch {
 	case in.op == "bra":
 		in.exec = func(t *thread) error { t.pc = in.target; return nil }
@@ -762,172 +760,47 @@ func (m *pmodule) decode(in *pinst) error {
 		if "."+parts[2] != m.paramKinds[pos] {
 			return fmt.Errorf("line %d: %s of %s parameter %q", in.line, in.op, m.paramKinds[pos], o.name)
 		}
+		param := func(t *thread) (uint64, error) { return t.m.params[pos], nil }
 		if parts[2] == "u64" {
-			dst, err := m.dst64(in)
-			if err != nil {
-				return err
-			}
-			in.exec = func(t *thread) error { dst(t, t.m.params[pos]); return nil }
-			return nil
+			in.exec = exec1(d.d64(), param, same(func(v uint64) uint64 { return v }))
+		} else {
+			in.exec = exec1(d.d32(), param, same(func(v uint64) uint32 { return uint32(v) }))
 		}
-		dst, err := m.dst32(in)
-		if err != nil {
-			return err
-		}
-		in.exec = func(t *thread) error { dst(t, uint32(t.m.params[pos])); return nil }
-		return nil
+		return d.err
 	case in.op == "cvta.to.global.u64":
-		dst, err := m.dst64(in)
-		if err != nil {
-			return err
-		}
-		src, err := m.src64(in, 1)
-		if err != nil {
-			return err
-		}
-		in.exec = func(t *thread) error {
-			v, err := src(t)
-			dst(t, v)
-			return err
-		}
-		return nil
-	case in.op == "mov.u32" && len(in.args) == 2 && in.args[1].kind == opndSreg && in.args[1].name == "%laneid":
-		dst, err := m.dst32(in)
-		if err != nil {
-			return err
-		}
-		in.exec = func(t *thread) error { dst(t, uint32(t.linear%32)); return nil }
-		return nil
+		in.exec = exec1(d.d64(), d.r64(1), same(func(v uint64) uint64 { return v }))
+		return d.err
 	case in.op == "mov.u32" && len(in.args) == 2 && in.args[1].kind == opndSreg:
-		dst, err := m.dst32(in)
-		if err != nil {
-			return err
-		}
-		name := in.args[1].name
-		sreg, dim, _ := strings.Cut(name, ".")
-		axis := strings.Index("xyz", dim)
-		if axis < 0 || len(dim) != 1 {
-			return fmt.Errorf("line %d: unknown special register %q", in.line, name)
-		}
-		switch sreg {
-		case "%tid":
-			in.exec = func(t *thread) error { dst(t, t.tid[axis]); return nil }
-		case "%ctaid":
-			in.exec = func(t *thread) error { dst(t, t.ctaid[axis]); return nil }
-		case "%nctaid":
-			in.exec = func(t *thread) error { dst(t, t.m.grid[axis]); return nil }
-		default:
-			return fmt.Errorf("line %d: unknown special register %q", in.line, name)
-		}
-		return nil
+		return m.decodeSreg(d)
 	case in.op == "mov.u64" && len(in.args) == 2 && in.args[1].kind == opndSym:
-		dst, err := m.dst64(in)
-		if err != nil {
-			return err
-		}
 		r, ok := m.local[in.args[1].name]
 		if !ok {
 			return fmt.Errorf("line %d: %q is not a local variable", in.line, in.args[1].name)
 		}
-		in.exec = func(t *thread) error { dst(t, uint64(r[0])); return nil }
-		return nil
+		in.exec = exec1(d.d64(), none, same(func(struct{}) uint64 { return uint64(r[0]) }))
+		return d.err
 	case in.op == "mov.u32" && len(in.args) == 2 && in.args[1].kind == opndSym:
-		dst, err := m.dst32(in)
-		if err != nil {
-			return err
-		}
 		r, ok := m.shared[in.args[1].name]
 		if !ok {
 			return fmt.Errorf("line %d: %q is not a shared variable", in.line, in.args[1].name)
 		}
-		in.exec = func(t *thread) error { dst(t, r[0]); return nil }
-		return nil
+		in.exec = exec1(d.d32(), none, same(func(struct{}) uint32 { return r[0] }))
+		return d.err
 	case in.op == "mov.b32":
-		return m.unary32(in, func(_ *thread, a uint32) (uint32, error) { return a, nil })
+		in.exec = exec1(d.d32(), d.r32(1), same(func(a uint32) uint32 { return a }))
+		return d.err
 	case in.op == "mov.pred":
-		dst, err := m.dstPred(in)
-		if err != nil {
-			return err
-		}
-		src, err := m.srcPred(in, 1)
-		if err != nil {
-			return err
-		}
-		in.exec = func(t *thread) error {
-			v, err := src(t)
-			dst(t, v)
-			return err
-		}
-		return nil
+		in.exec = exec1(d.dPred(), d.pred(1), same(func(a bool) bool { return a }))
+		return d.err
 	case in.op == "mad.lo.u32":
-		dst, err := m.dst32(in)
-		if err != nil {
-			return err
-		}
-		var src [3]func(*thread) (uint32, error)
-		for k := range src {
-			if src[k], err = m.src32(in, k+1); err != nil {
-				return err
-			}
-		}
-		in.exec = func(t *thread) error {
-			var v [3]uint32
-			for k, s := range src {
-				var err error
-				if v[k], err = s(t); err != nil {
-					return err
-				}
-			}
-			dst(t, v[0]*v[1]+v[2])
-			return nil
-		}
-		return nil
+		in.exec = exec3(d.d32(), d.r32(1), d.r32(2), d.r32(3), func(_ *thread, a, b, c uint32) (uint32, error) { return a*b + c, nil })
+		return d.err
 	case in.op == "mul.wide.u32":
-		dst, err := m.dst64(in)
-		if err != nil {
-			return err
-		}
-		a, err := m.src32(in, 1)
-		if err != nil {
-			return err
-		}
-		b, err := m.src32(in, 2)
-		if err != nil {
-			return err
-		}
-		in.exec = func(t *thread) error {
-			x, err := a(t)
-			if err != nil {
-				return err
-			}
-			y, err := b(t)
-			dst(t, uint64(x)*uint64(y))
-			return err
-		}
-		return nil
+		in.exec = exec2(d.d64(), d.r32(1), d.r32(2), func(_ *thread, a, b uint32) (uint64, error) { return uint64(a) * uint64(b), nil })
+		return d.err
 	case in.op == "add.s64":
-		dst, err := m.dst64(in)
-		if err != nil {
-			return err
-		}
-		a, err := m.src64(in, 1)
-		if err != nil {
-			return err
-		}
-		b, err := m.src64(in, 2)
-		if err != nil {
-			return err
-		}
-		in.exec = func(t *thread) error {
-			x, err := a(t)
-			if err != nil {
-				return err
-			}
-			y, err := b(t)
-			dst(t, x+y)
-			return err
-		}
-		return nil
+		in.exec = exec2(d.d64(), d.r64(1), d.r64(2), func(_ *thread, a, b uint64) (uint64, error) { return a + b, nil })
+		return d.err
 	case parts[0] == "setp" && len(parts) == 3 && parts[2] == "f16":
 		return m.decodeSetpF16(in, parts[1])
 	case parts[0] == "setp":
@@ -937,49 +810,10 @@ func (m *pmodule) decode(in *pinst) error {
 		if _, err := compare(parts[1], parts[2], 0, 0); err != nil {
 			return fmt.Errorf("line %d: %v", in.line, err)
 		}
-		dst, err := m.dstPred(in)
-		if err != nil {
-			return err
-		}
-		a, err := m.src32(in, 1)
-		if err != nil {
-			return err
-		}
-		b, err := m.src32(in, 2)
-		if err != nil {
-			return err
-		}
-		in.exec = func(t *thread) error {
-			x, err := a(t)
-			if err != nil {
-				return err
-			}
-			y, err := b(t)
-			if err != nil {
-				return err
-			}
-			v, _ := compare(parts[1], parts[2], x, y)
-			dst(t, v)
-			return nil
-		}
-		return nil
+		in.exec = exec2(d.dPred(), d.r32(1), d.r32(2), func(_ *thread, a, b uint32) (bool, error) { return compare(parts[1], parts[2], a, b) })
+		return d.err
 	case in.op == "selp.b32":
-		dst, err := m.dst32(in)
-		if err != nil {
-			return err
-		}
-		a, err := m.src32(in, 1)
-		if err != nil {
-			return err
-		}
-		b, err := m.src32(in, 2)
-		if err != nil {
-			return err
-		}
-		c, err := m.srcPred(in, 3)
-		if err != nil {
-			return err
-		}
+		dst, a, b, c := d.d32(), d.r32(1), d.r32(2), d.pred(3)
 		in.exec = func(t *thread) error {
 			p, err := c(t)
 			if err != nil {
@@ -992,179 +826,52 @@ func (m *pmodule) decode(in *pinst) error {
 			dst(t, v)
 			return err
 		}
-		return nil
+		return d.err
 	case in.op == "and.pred", in.op == "or.pred", in.op == "xor.pred", in.op == "not.pred":
-		dst, err := m.dstPred(in)
-		if err != nil {
-			return err
-		}
-		a, err := m.srcPred(in, 1)
-		if err != nil {
-			return err
-		}
+		a := d.pred(1)
 		b := a
 		if in.op != "not.pred" {
-			if b, err = m.srcPred(in, 2); err != nil {
-				return err
-			}
+			b = d.pred(2)
 		}
-		in.exec = func(t *thread) error {
-			x, err := a(t)
-			if err != nil {
-				return err
-			}
-			y, err := b(t)
-			if err != nil {
-				return err
-			}
-			switch in.op {
-			case "and.pred":
-				dst(t, x && y)
-			case "or.pred":
-				dst(t, x || y)
-			case "xor.pred":
-				dst(t, x != y)
-			default:
-				dst(t, !x)
-			}
-			return nil
-		}
-		return nil
+		logic := map[string]func(x, y bool) bool{
+			"and.pred": func(x, y bool) bool { return x && y },
+			"or.pred":  func(x, y bool) bool { return x || y },
+			"xor.pred": func(x, y bool) bool { return x != y },
+			"not.pred": func(x, _ bool) bool { return !x },
+		}[in.op]
+		in.exec = exec2(d.dPred(), a, b, func(_ *thread, x, y bool) (bool, error) { return logic(x, y), nil })
+		return d.err
 	case in.op == "ld.global.nc.b32" || in.op == "ld.global.nc.u16":
 		size := uint64(4)
 		if in.op == "ld.global.nc.u16" {
 			size = 2
 		}
-		dst, err := m.dst32(in)
-		if err != nil {
-			return err
-		}
-		addr, err := m.address(in, 1, "global")
-		if err != nil {
-			return err
-		}
-		in.exec = func(t *thread) error {
-			a, err := addr(t)
-			if err != nil {
-				return err
-			}
+		in.exec = exec1(d.d32(), d.address(1, "global"), func(t *thread, a uint64) (uint32, error) {
 			if t.m.written[a] {
-				return t.fail(in, "reads global address %#x through ld.global.nc, which the kernel wrote", a)
+				return 0, t.fail(in, "reads global address %#x through ld.global.nc, which the kernel wrote", a)
 			}
 			t.m.ncRead[a] = true
-			v, err := t.load(in, "global", a, size)
-			if err != nil {
-				return err
-			}
-			dst(t, v)
-			return nil
-		}
-		return nil
+			return t.load(in, "global", a, size)
+		})
+		return d.err
 	case parts[0] == "ld" && len(parts) == 3 && (parts[2] == "b32" || parts[2] == "u16") && (parts[1] == "global" || parts[1] == "shared" || parts[1] == "local"):
 		size := uint64(4)
 		if parts[2] == "u16" {
 			size = 2
 		}
-		dst, err := m.dst32(in)
-		if err != nil {
-			return err
-		}
-		addr, err := m.address(in, 1, parts[1])
-		if err != nil {
-			return err
-		}
-		in.exec = func(t *thread) error {
-			a, err := addr(t)
-			if err != nil {
-				return err
-			}
-			v, err := t.load(in, parts[1], a, size)
-			if err != nil {
-				return err
-			}
-			dst(t, v)
-			return nil
-		}
-		return nil
+		in.exec = exec1(d.d32(), d.address(1, parts[1]), func(t *thread, a uint64) (uint32, error) { return t.load(in, parts[1], a, size) })
+		return d.err
 	case parts[0] == "st" && len(parts) == 3 && (parts[2] == "b32" || parts[2] == "b16") && (parts[1] == "global" || parts[1] == "shared" || parts[1] == "local"):
 		size := uint64(4)
 		if parts[2] == "b16" {
 			size = 2
 		}
-		addr, err := m.address(in, 0, parts[1])
-		if err != nil {
-			return err
-		}
-		val, err := m.src32(in, 1)
-		if err != nil {
-			return err
-		}
-		in.exec = func(t *thread) error {
-			a, err := addr(t)
-			if err != nil {
-				return err
-			}
-			v, err := val(t)
-			if err != nil {
-				return err
-			}
-			return t.store(in, parts[1], a, size, v)
-		}
-		return nil
+		in.exec = exec2(discard, d.address(0, parts[1]), d.r32(1), func(t *thread, a uint64, v uint32) (struct{}, error) {
+			return struct{}{}, t.store(in, parts[1], a, size, v)
+		})
+		return d.err
 	case parts[0] == "atom" && len(parts) == 4 && (parts[1] == "global" || parts[1] == "shared"):
-		op := parts[2] + "." + parts[3]
-		cas := op == "cas.b32"
-		if _, err := atomicApply(op, 0, 0); err != nil && !cas {
-			return fmt.Errorf("line %d: %v", in.line, err)
-		}
-		dst, err := m.dst32(in)
-		if err != nil {
-			return err
-		}
-		addr, err := m.address(in, 1, parts[1])
-		if err != nil {
-			return err
-		}
-		val, err := m.src32(in, 2)
-		if err != nil {
-			return err
-		}
-		cmp := val
-		if cas {
-			if val, err = m.src32(in, 3); err != nil {
-				return err
-			}
-		} else if len(in.args) != 3 {
-			return fmt.Errorf("line %d: %s takes 3 operands", in.line, in.op)
-		}
-		in.exec = func(t *thread) error {
-			a, err := addr(t)
-			if err != nil {
-				return err
-			}
-			v, err := val(t)
-			if err != nil {
-				return err
-			}
-			c, err := cmp(t)
-			if err != nil {
-				return err
-			}
-			old, err := t.load(in, parts[1], a, 4)
-			if err != nil {
-				return err
-			}
-			nv := old
-			switch {
-			case !cas:
-				nv, _ = atomicApply(op, old, v)
-			case old == c:
-				nv = v
-			}
-			dst(t, old)
-			return t.store(in, parts[1], a, 4, nv)
-		}
-		return nil
+		return m.decodeAtom(d, parts[1], parts[2]+"."+parts[3])
 	case in.op == "shfl.sync.idx.b32" || in.op == "shfl.sync.bfly.b32":
 		return m.decodeShfl(in, parts[2])
 	case parts[0] == "redux" && len(parts) == 4 && parts[1] == "sync":
@@ -1174,6 +881,60 @@ func (m *pmodule) decode(in *pinst) error {
 		return err
 	}
 	return m.decodeArith(in)
+}
+
+// decodeSreg decodes "mov.u32 d, %sreg": the lane and the thread, block and
+// grid coordinates.
+func (m *pmodule) decodeSreg(d *decoder) error {
+	in := d.in
+	name := in.args[1].name
+	sreg, dim, _ := strings.Cut(name, ".")
+	axis := strings.Index("xyz", dim)
+	read := map[string]func(t *thread) uint32{
+		"%tid":    func(t *thread) uint32 { return t.tid[axis] },
+		"%ctaid":  func(t *thread) uint32 { return t.ctaid[axis] },
+		"%nctaid": func(t *thread) uint32 { return t.m.grid[axis] },
+	}[sreg]
+	switch {
+	case name == "%laneid":
+		read = func(t *thread) uint32 { return uint32(t.linear % 32) }
+	case axis < 0 || len(dim) != 1 || read == nil:
+		return fmt.Errorf("line %d: unknown special register %q", in.line, name)
+	}
+	in.exec = exec1(d.d32(), none, func(t *thread, _ struct{}) (uint32, error) { return read(t), nil })
+	return d.err
+}
+
+// decodeAtom decodes "atom.space.op.type d, [a], b" and the compare-and-swap
+// "atom.space.cas.b32 d, [a], b, c".
+func (m *pmodule) decodeAtom(d *decoder, space, op string) error {
+	in := d.in
+	cas := op == "cas.b32"
+	if _, err := atomicApply(op, 0, 0); err != nil && !cas {
+		return fmt.Errorf("line %d: %v", in.line, err)
+	}
+	dst, addr, val := d.d32(), d.address(1, space), d.r32(2)
+	cmp := val
+	if cas {
+		val = d.r32(3)
+	} else if d.err == nil && len(in.args) != 3 {
+		return fmt.Errorf("line %d: %s takes 3 operands", in.line, in.op)
+	}
+	in.exec = exec3(dst, addr, val, cmp, func(t *thread, a uint64, v, c uint32) (uint32, error) {
+		old, err := t.load(in, space, a, 4)
+		if err != nil {
+			return 0, err
+		}
+		nv := old
+		switch {
+		case !cas:
+			nv, _ = atomicApply(op, old, v)
+		case old == c:
+			nv = v
+		}
+		return old, t.store(in, space, a, 4, nv)
+	})
+	return d.err
 }
 
 // decodeArith decodes the arithmetic instructions on .b32 registers.
@@ -1252,35 +1013,18 @@ func (m *pmodule) decodeArith(in *pinst) error {
 		"cvt.rzi.s32.f32": toInt(true),
 		"cvt.rzi.u32.f32": toInt(false),
 	}
+	d := m.decoder(in)
 	if f, ok := binaries[in.op]; ok && len(in.args) == 3 {
-		return m.binary32(in, f)
+		in.exec = exec2(d.d32(), d.r32(1), d.r32(2), f)
+		return d.err
 	}
 	if f, ok := unaries[in.op]; ok && len(in.args) == 2 {
-		return m.unary32(in, f)
+		in.exec = exec1(d.d32(), d.r32(1), f)
+		return d.err
 	}
 	if in.op == "fma.rn.f32" && len(in.args) == 4 {
-		dst, err := m.dst32(in)
-		if err != nil {
-			return err
-		}
-		var src [3]func(*thread) (uint32, error)
-		for k := range src {
-			if src[k], err = m.src32(in, k+1); err != nil {
-				return err
-			}
-		}
-		in.exec = func(t *thread) error {
-			var v [3]uint32
-			for k, s := range src {
-				var err error
-				if v[k], err = s(t); err != nil {
-					return err
-				}
-			}
-			dst(t, fma32(v[0], v[1], v[2]))
-			return nil
-		}
-		return nil
+		in.exec = exec3(d.d32(), d.r32(1), d.r32(2), d.r32(3), func(_ *thread, a, b, c uint32) (uint32, error) { return fma32(a, b, c), nil })
+		return d.err
 	}
 	return fmt.Errorf("line %d: %q is not interpreted (not an instruction Emit writes)", in.line, in.text)
 }
@@ -1459,15 +1203,11 @@ func (m *pmodule) decodeShfl(in *pinst, mode string) error {
 	if len(in.args) != 5 {
 		return fmt.Errorf("line %d: %s takes 5 operands", in.line, in.op)
 	}
-	dst, err := m.dst32(in)
-	if err != nil {
-		return err
-	}
-	var src [4]func(*thread) (uint32, error)
-	for k := range src {
-		if src[k], err = m.src32(in, k+1); err != nil {
-			return err
-		}
+	d := m.decoder(in)
+	dst := d.d32()
+	src := [4]reader[uint32]{d.r32(1), d.r32(2), d.r32(3), d.r32(4)}
+	if d.err != nil {
+		return d.err
 	}
 	in.mask = src[3]
 	in.collective = func(ts []*thread) error {
@@ -1534,16 +1274,10 @@ func (m *pmodule) decodeRedux(in *pinst, op string) error {
 			return fmt.Errorf("line %d: %s is not interpreted", in.line, in.op)
 		}
 	}
-	dst, err := m.dst32(in)
-	if err != nil {
-		return err
-	}
-	val, err := m.src32(in, 1)
-	if err != nil {
-		return err
-	}
-	if in.mask, err = m.src32(in, 2); err != nil {
-		return err
+	d := m.decoder(in)
+	dst, val := d.d32(), d.r32(1)
+	if in.mask = d.r32(2); d.err != nil {
+		return d.err
 	}
 	if op == "add.s32" {
 		op = "add.u32"
