@@ -2,6 +2,7 @@ package spirv
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 
 	"github.com/kiln-dev/kiln/ir"
@@ -106,11 +107,24 @@ type coopPlan struct {
 	read, written map[string]bool
 	mark          int
 	// fused are the mma operand matrices whose matrix_load is emitted with
-	// the matrix_mma right after it (fuseLoads); pending holds the loads
-	// deferred so far and pendingAt the body's length when the first was.
-	fused     map[string]bool
+	// the matrix_mma right after it (fuseLoads), with that load; pending
+	// holds the loads deferred so far and pendingAt the body's length when
+	// the first was.
+	fused     map[string]ir.MatrixLoadStmt
 	pending   map[string]ir.MatrixLoadStmt
 	pendingAt int
+	// Staging (coopstage.go): stages are the fused operands' workgroup
+	// tiles, by matrix name; double says they hold two K slabs each, with
+	// parity the Function variable that picks the slab; band is the array a
+	// register matrix's store goes through a band of 16 rows at a time when
+	// it cannot go straight to its target; arrays are the matrices that keep
+	// a workgroup array of all their elements (the others: fused operands
+	// and register matrices that need none).
+	stages map[string]*coopStage
+	double bool
+	parity uint32
+	band   array
+	arrays map[string]bool
 }
 
 // coopReg is a matrix held in registers: an f32 accumulator of a cooperative
@@ -176,7 +190,7 @@ func planCoop(p *ir.Program, t Target, wg [3]uint32) (*coopPlan, string) {
 	}
 	c := &coopPlan{sg: sg, groups: wg[0] * wg[1] * wg[2] / sg, regs: map[string]*coopReg{},
 		read: map[string]bool{}, written: map[string]bool{}, mark: -1,
-		fused: map[string]bool{}, pending: map[string]ir.MatrixLoadStmt{}}
+		fused: map[string]ir.MatrixLoadStmt{}, pending: map[string]ir.MatrixLoadStmt{}}
 	var why string
 	for _, s := range mmas {
 		if !coopMMA(p, t, s) {
@@ -258,16 +272,16 @@ func fuseLoads(p *ir.Program, t Target, c *coopPlan) {
 			if i < len(ops) {
 				continue
 			}
+			found := map[string]ir.MatrixLoadStmt{}
 			for _, prev := range stmts[i-len(ops) : i] {
 				ld, isLoad := prev.(ir.MatrixLoadStmt)
 				buf, isBuf := p.Buffer(ld.From)
 				ok = ok && isLoad && isBuf && buf.Access == ir.Read && slices.Contains(ops, ld.Matrix) &&
 					refs[ld.Matrix] == 2 && loads[ld.Matrix] == 1
+				found[ld.Matrix] = ld
 			}
 			if ok {
-				for _, o := range ops {
-					c.fused[o] = true
-				}
+				maps.Copy(c.fused, found)
 			}
 		}
 	}

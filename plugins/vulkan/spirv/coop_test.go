@@ -8,6 +8,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/kiln-dev/kiln/ir"
@@ -364,6 +365,52 @@ func TestCoopFusedOnTheInterpreter(t *testing.T) {
 				Uniforms:      kernels.U32Bytes([]uint32{o}),
 			}
 			coopRun(t, p, coopTarget, MatrixPathCooperative, c)
+		})
+	}
+}
+
+// TestCoopStagingSlabs: the fused operands' stages hold two K slabs where
+// they fit the device's workgroup memory, one where only that fits (a
+// barrier before the fill too), and the program takes the scalar path where
+// not even one does; each form runs on the interpreter bit for bit against
+// the scalar path. At 64×64×32 f16 a slab of both stages takes 9728 bytes
+// (a: 64 lines of 5 words, b: 32 of 9) and the band 4096.
+func TestCoopStagingSlabs(t *testing.T) {
+	p := tcProgram(ir.F16, false, 64, 64, 32, 128)
+	rng := rand.New(rand.NewPCG(5, 6))
+	m, n, k := 80, 64, 96
+	c := kernels.Case{
+		WorkgroupSize: [3]uint32{128, 1, 1},
+		Grid:          [3]uint32{1, 2, 1},
+		Inputs:        [][]byte{halfInputs(rng, ir.F16, m*k, false), halfInputs(rng, ir.F16, k*n, false), nil},
+		OutputCounts:  []uint32{0, 0, uint32(m * n)},
+		Uniforms:      kernels.U32Bytes([]uint32{uint32(m), uint32(n), uint32(k)}),
+	}
+	for _, tc := range []struct {
+		limit uint32
+		path  string
+		why   string
+	}{
+		{0, MatrixPathCooperative, "two K slabs"},
+		{4096 + 2*9728, MatrixPathCooperative, "two K slabs"},
+		{4096 + 2*9728 - 1, MatrixPathCooperative, "one K slab"},
+		{4096 + 9728, MatrixPathCooperative, "one K slab"},
+		{4096 + 9728 - 1, MatrixPathScalar, "need 13824 bytes of workgroup memory on the cooperative path"},
+	} {
+		t.Run(fmt.Sprint(tc.limit), func(t *testing.T) {
+			target := coopTarget
+			target.MaxSharedBytes = tc.limit
+			mod, err := EmitFor(p, target)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, insts := decode(t, mod.Words)
+			if got := sourceExtension(insts); mod.MatrixPath != tc.path || !strings.Contains(got, tc.why) {
+				t.Fatalf("path %q (%s), want %q saying %q", mod.MatrixPath, got, tc.path, tc.why)
+			}
+			if tc.path == MatrixPathCooperative {
+				coopRun(t, p, target, tc.path, c)
+			}
 		})
 	}
 }
