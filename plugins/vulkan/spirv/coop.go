@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/kiln-dev/kiln/ir"
+	"github.com/kiln-dev/kiln/ir/ranges"
 )
 
 // The cooperative-matrix path: workgroup matrices on VK_KHR_cooperative_matrix
@@ -123,8 +124,11 @@ type coopPlan struct {
 	stages map[string]*coopStage
 	double bool
 	parity uint32
-	band   array
 	arrays map[string]bool
+	// prefetch holds, by operand name, the fused statements whose next K
+	// slab is loaded into registers while the current one is multiplied
+	// (coopstage.go).
+	prefetch map[string]*coopPrefetch
 }
 
 // coopReg is a matrix held in registers: an f32 accumulator of a cooperative
@@ -190,7 +194,7 @@ func planCoop(p *ir.Program, t Target, wg [3]uint32) (*coopPlan, string) {
 	}
 	c := &coopPlan{sg: sg, groups: wg[0] * wg[1] * wg[2] / sg, regs: map[string]*coopReg{},
 		read: map[string]bool{}, written: map[string]bool{}, mark: -1,
-		fused: map[string]ir.MatrixLoadStmt{}, pending: map[string]ir.MatrixLoadStmt{}}
+		fused: map[string]ir.MatrixLoadStmt{}, pending: map[string]ir.MatrixLoadStmt{}, prefetch: map[string]*coopPrefetch{}}
 	var why string
 	for _, s := range mmas {
 		if !coopMMA(p, t, s) {
@@ -249,17 +253,18 @@ func fuseLoads(p *ir.Program, t Target, c *coopPlan) {
 		}
 		return true
 	})
-	var visit func([]ir.Stmt)
-	visit = func(stmts []ir.Stmt) {
+	assigned := ranges.Assigned(p.Body)
+	var visit func([]ir.Stmt, *ir.ForStmt)
+	visit = func(stmts []ir.Stmt, loop *ir.ForStmt) {
 		for i, s := range stmts {
 			switch s := s.(type) {
 			case ir.IfStmt:
-				visit(s.Then)
-				visit(s.Else)
+				visit(s.Then, nil)
+				visit(s.Else, nil)
 			case ir.ForStmt:
-				visit(s.Body)
+				visit(s.Body, &s)
 			case ir.WhileStmt:
-				visit(s.Body)
+				visit(s.Body, nil)
 			}
 			mma, ok := s.(ir.MatrixMMAStmt)
 			if !ok || c.regs[mma.Acc] == nil || !coopMMA(p, t, mma) {
@@ -280,12 +285,80 @@ func fuseLoads(p *ir.Program, t Target, c *coopPlan) {
 					refs[ld.Matrix] == 2 && loads[ld.Matrix] == 1
 				found[ld.Matrix] = ld
 			}
-			if ok {
-				maps.Copy(c.fused, found)
+			if !ok {
+				continue
+			}
+			maps.Copy(c.fused, found)
+			if pf := prefetchable(loop, stmts[:i-len(ops)], found, assigned); pf != nil {
+				for _, o := range ops {
+					c.prefetch[o] = pf
+				}
 			}
 		}
 	}
-	visit(p.Body)
+	visit(p.Body, nil)
+}
+
+// prefetchable is the prefetch plan of fused loads directly in the body of
+// loop after the statements before, or nil: the statements before are lets,
+// the loop has no break, continue or return, and the loop's bound and step,
+// the lets' values and the loads' offsets, strides and bounds are pure (see
+// pure), so evaluated with the loop variable one step on they are the next
+// iteration's.
+func prefetchable(loop *ir.ForStmt, before []ir.Stmt, loads map[string]ir.MatrixLoadStmt, assigned map[string]bool) *coopPrefetch {
+	if loop == nil || assigned[loop.Var] {
+		return nil
+	}
+	exits := false
+	ir.Inspect(loop.Body, func(n any) bool {
+		switch n.(type) {
+		case ir.BreakStmt, ir.ContinueStmt, ir.ReturnStmt:
+			exits = true
+		}
+		return true
+	})
+	exprs := []ir.Expr{loop.To, loop.Step}
+	pf := &coopPrefetch{loop: *loop}
+	for _, s := range before {
+		let, ok := s.(ir.LetStmt)
+		if !ok {
+			return nil
+		}
+		pf.lets = append(pf.lets, let)
+		exprs = append(exprs, let.Value)
+	}
+	for _, ld := range loads {
+		exprs = append(exprs, ld.Offset, ld.Stride)
+		if ld.Bound != nil {
+			exprs = append(exprs, ld.Bound.Rows, ld.Bound.Cols)
+		}
+	}
+	for _, x := range exprs {
+		if !pure(x, assigned) {
+			return nil
+		}
+	}
+	if exits {
+		return nil
+	}
+	return pf
+}
+
+// pure reports whether x reads nothing that can change while the program
+// runs but the locals it names: no memory (loads), no subgroup operation,
+// and no local some assignment changes.
+func pure(x ir.Expr, assigned map[string]bool) bool {
+	ok := true
+	ir.Inspect([]ir.Stmt{ir.LetStmt{Value: x}}, func(n any) bool {
+		switch n := n.(type) {
+		case ir.LoadExpr, ir.SubgroupExpr:
+			ok = false
+		case ir.LocalRef:
+			ok = ok && !assigned[n.Name]
+		}
+		return ok
+	})
+	return ok
 }
 
 // isShared reports whether name is one of p's shared arrays.

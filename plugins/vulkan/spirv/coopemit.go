@@ -123,6 +123,9 @@ func (e *emitter) declareCoop() (done bool, err error) {
 			slabs = "two K slabs"
 		}
 		e.matrixWhy += "; " + strings.Join(fused, ", ") + " staged through workgroup memory (16-byte loads, padded lines, " + slabs + ")"
+		if len(c.prefetch) > 0 {
+			e.matrixWhy += ", the next K slab prefetched into registers"
+		}
 	}
 	for _, m := range e.prog.Matrices {
 		if c.arrays[m.Name] {
@@ -195,6 +198,13 @@ func (e *emitter) zeroCoop() {
 	}
 	if e.coop.double {
 		e.inst(opStore, e.coop.parity, e.cu32(0))
+	}
+	done := map[*coopPrefetch]bool{}
+	for _, m := range e.prog.Matrices {
+		if pf := e.coop.prefetch[m.Name]; pf != nil && !done[pf] {
+			e.inst(opStore, pf.flag, e.constant(ir.LitBool(false)))
+			done[pf] = true
+		}
 	}
 }
 

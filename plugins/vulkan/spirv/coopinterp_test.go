@@ -88,6 +88,8 @@ func (c *coopTypes) declare(in inst) {
 func (mc *machine) quadStep(inv *invocation, in inst) (bool, error) {
 	v, a, c := inv.vals, in.args, &mc.coop
 	switch {
+	case in.op == opVariable && c.quadPtrs[a[0]]:
+		v[a[1]] = cell{mem: make([]uint32, quadElems), quadPtr: true}
 	case in.op == opAccessChain && c.quadPtrs[a[0]]:
 		base, idx := v[a[2]], a[3:]
 		if mc.storage[a[2]] == storageStorageBuffer {

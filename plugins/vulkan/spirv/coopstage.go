@@ -2,6 +2,7 @@ package spirv
 
 import (
 	"fmt"
+	"maps"
 
 	"github.com/kiln-dev/kiln/ir"
 )
@@ -138,6 +139,7 @@ func (e *emitter) planStaging(c *coopPlan) uint64 {
 		}
 	}
 	bytes += uint64(coopTile) * uint64(bandCols(e.prog, c)) * 4
+	e.planPrefetch(c)
 	limit := uint64(e.target.MaxSharedBytes)
 	c.double = len(c.stages) > 0 && (limit == 0 || bytes+2*stages <= limit)
 	if c.double {
@@ -167,6 +169,7 @@ func (e *emitter) declareStaging(c *coopPlan) {
 		st.varID = e.global(opVariable, true, e.pointer(storageWorkgroup, at), storageWorkgroup)
 		e.name(st.varID, "kiln_stage_"+m.Name)
 	}
+	e.declarePrefetch(c)
 	if cols := bandCols(e.prog, c); cols > 0 {
 		e.declareWorkgroupArray("kiln_band", coopBand, ir.F32, coopTile*cols)
 	}
@@ -198,17 +201,17 @@ func (e *emitter) quadView(a array, name string) uint32 {
 }
 
 // stageChunks runs body for each 16-byte chunk of st the invocation fills:
-// its line and word in the line (u32 values), lid the invocation's linear id,
-// and whether body runs in a selection construct of its own (the last
-// chunks, which not every invocation has).
-func (e *emitter) stageChunks(st *coopStage, lid uint32, body func(line, word uint32, guarded bool) error) error {
+// the round j (chunk lid + j·W, lid the invocation's linear id), its line and
+// word in the line (u32 values), and whether body runs in a selection
+// construct of its own (the last chunks, which not every invocation has).
+func (e *emitter) stageChunks(st *coopStage, lid uint32, body func(j, line, word uint32, guarded bool) error) error {
 	u := e.u32()
 	per := st.inner * st.m.Type.Size() / quadBytes
 	chunks, w := st.outer*per, e.invocations()
 	for j := uint32(0); j*w < chunks; j++ {
 		c := e.op(opIAdd, u, lid, e.cu32(j*w))
 		full := (j+1)*w <= chunks
-		run := func() error { return body(e.op(opUDiv, u, c, e.cu32(per)), e.op(opUMod, u, c, e.cu32(per)), !full) }
+		run := func() error { return body(j, e.op(opUDiv, u, c, e.cu32(per)), e.op(opUMod, u, c, e.cu32(per)), !full) }
 		if full {
 			if err := run(); err != nil {
 				return err
@@ -239,15 +242,11 @@ func (e *emitter) stageWord(st *coopStage, base, line, word uint32) uint32 {
 // uvec4 load a chunk: off and stride (elements, multiples of 8 by coopFast)
 // in words. The loads are issued before the stores.
 func (e *emitter) fillFast(st *coopStage, base, lid uint32, from array, name string, off, stride uint32) error {
-	u, q := e.u32(), e.uvec4()
-	view := e.quadView(from, name)
-	shift := e.cu32(3) // 8 16-bit elements a word
-	offq, strq := e.op(opShiftRightLogical, u, off, shift), e.op(opShiftRightLogical, u, stride, shift)
+	load := e.quadSource(from, name, off, stride)
 	type pending struct{ dst, x uint32 }
 	var stores []pending
-	err := e.stageChunks(st, lid, func(line, word uint32, guarded bool) error {
-		src := e.op(opIAdd, u, offq, e.op(opIAdd, u, e.op(opIMul, u, line, strq), word))
-		x := e.op(opLoad, q, e.op(opAccessChain, e.pointer(storageStorageBuffer, q), view, e.cu32(0), src))
+	err := e.stageChunks(st, lid, func(_, line, word uint32, guarded bool) error {
+		x := load(line, word)
 		dst := e.stagePtr(st, e.stageWord(st, base, line, word))
 		if guarded {
 			e.inst(opStore, dst, x)
@@ -260,6 +259,20 @@ func (e *emitter) fillFast(st *coopStage, base, lid uint32, from array, name str
 		e.inst(opStore, s.dst, s.x)
 	}
 	return err
+}
+
+// quadSource returns the load of a chunk (line, word) of a matrix in buffer
+// from (named name) at offset off with stride stride (elements, multiples of
+// 8 by coopFast) through the buffer's uvec4 view.
+func (e *emitter) quadSource(from array, name string, off, stride uint32) func(line, word uint32) uint32 {
+	u, q := e.u32(), e.uvec4()
+	view := e.quadView(from, name)
+	shift := e.cu32(3) // 8 16-bit elements a word
+	offq, strq := e.op(opShiftRightLogical, u, off, shift), e.op(opShiftRightLogical, u, stride, shift)
+	return func(line, word uint32) uint32 {
+		src := e.op(opIAdd, u, offq, e.op(opIAdd, u, e.op(opIMul, u, line, strq), word))
+		return e.op(opLoad, q, e.op(opAccessChain, e.pointer(storageStorageBuffer, q), view, e.cu32(0), src))
+	}
 }
 
 // fillScalar fills st's slab at base element by element with the scalar
@@ -279,7 +292,7 @@ func (e *emitter) fillScalar(st *coopStage, base, lid uint32, ld ir.MatrixLoadSt
 		elem = ir.Select(ir.LAnd(lt(loc(mxRow), loc(mxRows)), lt(loc(mxCol), loc(mxCols))), elem, ir.Literal{Type: m.Type})
 	}
 	per := quadBytes / m.Type.Size()
-	return e.stageChunks(st, lid, func(line, word uint32, _ bool) error {
+	return e.stageChunks(st, lid, func(_, line, word uint32, _ bool) error {
 		var words [4]uint32
 		for k := range per {
 			at := e.op(opIAdd, u, e.op(opIMul, u, word, e.cu32(per)), e.cu32(k))
@@ -360,6 +373,17 @@ func (e *emitter) coopFused(s ir.MatrixMMAStmt) error {
 	if err != nil {
 		return err
 	}
+	pf := c.prefetch[s.A]
+	var k value
+	use := e.literal(ir.LitBool(false))
+	if pf != nil {
+		if k, err = e.typedValue(loc(pf.loop.Var), pf.loop.Type, "the loop variable"); err != nil {
+			return err
+		}
+		flag := e.op(opLoad, e.bool(), pf.flag)
+		same := e.op(opIEqual, e.bool(), e.op(opLoad, e.scalar(pf.loop.Type), pf.key), k.id)
+		use = value{id: e.op(opLogicalAnd, e.bool(), flag, same), t: ir.Bool}
+	}
 	bases := map[string]uint32{}
 	for _, ld := range loads {
 		st := c.stages[ld.Matrix]
@@ -379,9 +403,12 @@ func (e *emitter) coopFused(s ir.MatrixMMAStmt) error {
 			fast, err = e.coopFast(st.m, from, ld.From, ld.Layout, ld.Bound != nil, false)
 		}
 		if err == nil {
-			err = e.coopBranch(fast,
-				func() error { return e.fillFast(st, base, lid, from, ld.From, off, stride) },
-				func() error { return e.fillScalar(st, base, lid, ld) })
+			fill := func() error {
+				return e.coopBranch(fast,
+					func() error { return e.fillFast(st, base, lid, from, ld.From, off, stride) },
+					func() error { return e.fillScalar(st, base, lid, ld) })
+			}
+			err = e.coopBranch(use, func() error { return e.fillRegs(st, base, lid, pf.regs[ld.Matrix]) }, fill)
 		}
 		e.scopes = e.scopes[:len(e.scopes)-1]
 		if err != nil {
@@ -389,6 +416,11 @@ func (e *emitter) coopFused(s ir.MatrixMMAStmt) error {
 		}
 	}
 	e.barrier()
+	if pf != nil {
+		if err := e.prefetchNext(pf, loads, lid, k); err != nil {
+			return err
+		}
+	}
 	sa, sb := c.stages[s.A], c.stages[s.B]
 	err = e.coopMulAdd(c.regs[s.Acc], a, b,
 		func(typ, tr, kt uint32) uint32 { return e.stageTile(sa, typ, bases[s.A], tr, kt) },
@@ -442,4 +474,134 @@ func (e *emitter) bandStore(r *coopReg, s ir.MatrixStoreStmt) error {
 		}
 	}
 	return nil
+}
+
+// coopPrefetch is the prefetch of a fused statement in a for loop
+// (prefetchable): after the barrier that follows its fill, the statement
+// evaluates its loads with the loop variable one step on (the loop's lets
+// before the loads again, in a scope of their own) and, when that iteration
+// runs (the loop's condition holds for it) and every load's run-time test
+// passes for it, loads that K slab's chunks into registers (regs, by
+// operand: a uvec4 Function variable a round), sets flag and records the
+// loop variable's value it is for in key. The next statement fills its
+// stages from the registers when flag is set for its loop variable's value,
+// so the global loads of one slab run while the previous one is multiplied.
+// Prefetch needs every round full (chunks a multiple of the invocations).
+type coopPrefetch struct {
+	loop      ir.ForStmt
+	lets      []ir.LetStmt
+	flag, key uint32
+	regs      map[string][]uint32
+}
+
+// planPrefetch drops the prefetch of statements whose stages have a round
+// that not every invocation fills.
+func (e *emitter) planPrefetch(c *coopPlan) {
+	partial := map[*coopPrefetch]bool{}
+	for name, pf := range c.prefetch {
+		st := c.stages[name]
+		partial[pf] = partial[pf] || st.outer*st.inner*st.m.Type.Size()/quadBytes%e.invocations() != 0
+	}
+	maps.DeleteFunc(c.prefetch, func(_ string, pf *coopPrefetch) bool { return partial[pf] })
+}
+
+// declarePrefetch declares the Function variables of every prefetch.
+func (e *emitter) declarePrefetch(c *coopPlan) {
+	fn := func(t uint32, name string) uint32 {
+		id := e.id()
+		e.vars = appendInst(e.vars, opVariable, e.pointer(storageFunction, t), id, storageFunction)
+		e.name(id, name)
+		return id
+	}
+	for _, m := range e.prog.Matrices {
+		pf := c.prefetch[m.Name]
+		if pf == nil {
+			continue
+		}
+		if pf.regs == nil {
+			pf.regs = map[string][]uint32{}
+			pf.flag = fn(e.bool(), "kiln_prefetch_"+m.Name+"_flag")
+			pf.key = fn(e.scalar(pf.loop.Type), "kiln_prefetch_"+m.Name+"_key")
+		}
+		st := c.stages[m.Name]
+		rounds := st.outer * st.inner * st.m.Type.Size() / quadBytes / e.invocations()
+		for j := range rounds {
+			pf.regs[m.Name] = append(pf.regs[m.Name], fn(e.uvec4(), fmt.Sprintf("kiln_prefetch_%s_%d", m.Name, j)))
+		}
+	}
+}
+
+// fillRegs fills st's slab at base from the prefetch registers regs.
+func (e *emitter) fillRegs(st *coopStage, base, lid uint32, regs []uint32) error {
+	return e.stageChunks(st, lid, func(j, line, word uint32, _ bool) error {
+		x := e.op(opLoad, e.uvec4(), regs[j])
+		e.inst(opStore, e.stagePtr(st, e.stageWord(st, base, line, word)), x)
+		return nil
+	})
+}
+
+// prefetchNext loads the next iteration's K slab of loads into pf's
+// registers when that iteration runs and the loads' tests pass for it, and
+// records whether it did (flag) and for which loop variable's value (key);
+// k is the loop variable's value now.
+func (e *emitter) prefetchNext(pf *coopPrefetch, loads []ir.MatrixLoadStmt, lid uint32, k value) error {
+	loop := pf.loop
+	step, err := e.typedValue(loop.Step, loop.Type, "the for loop's step")
+	if err != nil {
+		return err
+	}
+	to, err := e.typedValue(loop.To, loop.Type, "the for loop's to")
+	if err != nil {
+		return err
+	}
+	t := e.scalar(loop.Type)
+	next := e.op(opIAdd, t, k.id, step.id)
+	less := uint32(opULessThan)
+	if loop.Type == ir.I32 {
+		less = opSLessThan
+	}
+	cond := value{id: e.op(less, e.bool(), next, to.id), t: ir.Bool}
+	e.scopes = append(e.scopes, map[string]local{})
+	defer func() { e.scopes = e.scopes[:len(e.scopes)-1] }()
+	e.bind(loop.Var, local{value: value{id: next, t: loop.Type}})
+	for _, let := range pf.lets {
+		v, err := e.expr(let.Value)
+		if err != nil {
+			return err
+		}
+		e.bind(let.Name, local{value: v})
+	}
+	var sources []func(line, word uint32) uint32
+	for _, ld := range loads {
+		from, err := e.lookupArray(ld.From, "matrix_load")
+		if err != nil {
+			return err
+		}
+		off, stride, err := e.coopAddressing(ld.Offset, ld.Stride, ld.Bound)
+		if err != nil {
+			return err
+		}
+		fast, err := e.coopFast(e.coop.stages[ld.Matrix].m, from, ld.From, ld.Layout, ld.Bound != nil, false)
+		if err != nil {
+			return err
+		}
+		cond = e.and(cond, fast)
+		sources = append(sources, e.quadSource(from, ld.From, off, stride))
+	}
+	e.inst(opStore, pf.flag, cond.id)
+	e.inst(opStore, pf.key, next)
+	load := func() error {
+		for i, ld := range loads {
+			regs := pf.regs[ld.Matrix]
+			err := e.stageChunks(e.coop.stages[ld.Matrix], lid, func(j, line, word uint32, _ bool) error {
+				e.inst(opStore, regs[j], sources[i](line, word))
+				return nil
+			})
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	return e.coopBranch(cond, load, func() error { return nil })
 }

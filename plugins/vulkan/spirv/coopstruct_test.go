@@ -356,7 +356,7 @@ func checkCoopModule(t *testing.T, typ ir.Type, m *Module) {
 	if !found {
 		t.Error("no SubgroupId input")
 	}
-	if got := sourceExtension(insts); !strings.HasPrefix(got, matrixPathPrefix+"cooperative: VK_KHR_cooperative_matrix 16x16x16, 4 subgroups of 32; acc 64x64 as 2x2 subgroups of 2x2 tiles; a_tile, b_tile staged through workgroup memory (16-byte loads, padded lines, two K slabs)") {
+	if got := sourceExtension(insts); !strings.HasPrefix(got, matrixPathPrefix+"cooperative: VK_KHR_cooperative_matrix 16x16x16, 4 subgroups of 32; acc 64x64 as 2x2 subgroups of 2x2 tiles; a_tile, b_tile staged through workgroup memory (16-byte loads, padded lines, two K slabs), the next K slab prefetched into registers") {
 		t.Errorf("OpSourceExtension %q", got)
 	}
 }
