@@ -148,7 +148,8 @@ func TestCoopMatmul(t *testing.T) {
 func BenchmarkCoopMatmul(b *testing.B) {
 	type shape struct{ tm, tn, tk, inv uint32 }
 	shapes := []shape{{64, 128, 32, 128}, {128, 64, 32, 128}, {128, 128, 32, 256}, {128, 128, 32, 128},
-		{128, 256, 32, 256}, {256, 128, 32, 256}, {128, 128, 64, 256}, {64, 64, 32, 128}, {128, 256, 32, 512}, {256, 128, 32, 512}}
+		{128, 256, 32, 256}, {256, 128, 32, 256}, {128, 128, 64, 256}, {64, 64, 32, 128}, {128, 256, 32, 512}, {256, 128, 32, 512},
+		{128, 256, 16, 256}, {256, 128, 16, 256}}
 	be := newTestBackend(b)
 	if !be.adapters[0].info.Profile.SupportsTensorCores {
 		b.Skip("the device has no cooperative matrices kiln uses")
