@@ -223,13 +223,14 @@ func planCoop(p *ir.Program, t Target, wg [3]uint32) (*coopPlan, string) {
 	return c, ""
 }
 
-// fuseLoads finds the matrix_loads whose tiles can go straight from the
-// buffer to the matrix_mma's operand registers: a cooperative matrix_mma
-// into a register matrix directly preceded, in the same statement list, by
-// one matrix_load into each of its operands from a read-only buffer, where no
-// other matrix statement of the program names those operands. Their
-// workgroup arrays are then read by nothing else, so the fused statement
-// (coopFused) may skip them when the loads' run-time test passes.
+// fuseLoads finds the matrix_loads that are emitted with the matrix_mma after
+// them (coopFused): a cooperative matrix_mma into a register matrix directly
+// preceded, in the same statement list, by one matrix_load into each of its
+// operands from a read-only buffer, where no other matrix statement of the
+// program names those operands. Those operands are read by nothing else, so
+// they need no workgroup array of their own, only the fused statement's
+// stages; and where the statement sits in a for loop that allows it
+// (prefetchable), it prefetches the next K slab.
 func fuseLoads(p *ir.Program, t Target, c *coopPlan) {
 	refs, loads := map[string]int{}, map[string]int{}
 	ir.Inspect(p.Body, func(n any) bool {

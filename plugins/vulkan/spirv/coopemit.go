@@ -10,16 +10,18 @@ import (
 
 // Emission of the cooperative-matrix path (coop.go says when it is taken):
 //
-//   - Every matrix has a workgroup array of all its elements, as the scalar
+//   - A matrix has a workgroup array of all its elements, as the scalar
 //     path's mma operands do (bf16 in 16-bit words: the bf16 path needs
-//     shaderInt16, so cooperative loads and stores can reach them). A
-//     matrix that is the accumulator of a cooperative matmul lives in
-//     registers: each subgroup holds its block of 16×16 tiles
-//     (OpTypeCooperativeMatrixKHR, Subgroup scope, MatrixAccumulatorKHR) in
-//     Function variables, zeroed when the shader starts (OpCompositeConstruct).
-//     The array of such a matrix holds a copy only around a statement that
-//     needs one: its tiles are stored there (spill) before the statement and
-//     loaded back (reload) after it.
+//     shaderInt16, so cooperative loads and stores can reach them), except a
+//     fused operand (a stage instead, coopstage.go) and a register matrix no
+//     statement needs that way (coopArrays). A matrix that is the
+//     accumulator of a cooperative matmul lives in registers: each subgroup
+//     holds its block of 16×16 tiles (OpTypeCooperativeMatrixKHR, Subgroup
+//     scope, MatrixAccumulatorKHR) in Function variables, zeroed when the
+//     shader starts (OpCompositeConstruct). Its array, where it has one,
+//     holds a copy only around a statement that needs one: its tiles are
+//     stored there (spill) before the statement and loaded back (reload)
+//     after it.
 //   - matrix_mma on cooperative operands: each subgroup loads the 16×16 tiles
 //     of a and b its block needs from their workgroup arrays
 //     (OpCooperativeMatrixLoadKHR, RowMajorKHR) and accumulates with
@@ -33,10 +35,13 @@ import (
 //     share an index). A matrix_load into a workgroup array does the same,
 //     each subgroup copying tiles in turn through registers into the array.
 //     Otherwise (a tile crosses the bound or the buffer's end, misaligned,
-//     overlapping, or a buffer reached through a device address) the
-//     statement takes the scalar path's lowering through the array, which
-//     fills 0 and skips writes exactly as the reference does: the test is a
-//     run-time branch on uniform values.
+//     overlapping, or a buffer reached through a device address) a load
+//     takes the scalar path's lowering through the array, which fills 0
+//     exactly as the reference does, and a store from registers goes through
+//     the band (bandStore), which skips writes as the reference does: the
+//     test is a run-time branch on uniform values.
+//   - A matrix_mma fused with the loads of its operands (fuseLoads) stages
+//     them through workgroup memory and may prefetch (coopstage.go).
 //   - Every other statement (convert, fill of an array, an mma on other
 //     types) is the scalar path's lowering, with spills and reloads of the
 //     register matrices it reads and writes.
