@@ -1,10 +1,14 @@
 #!/bin/bash
 # The GPU experiment behind the cooperative-matrix figures (issue 28): kiln's
 # Vulkan backend on NVIDIA's driver with VK_KHR_cooperative_matrix.
-#   the device's cooperative-matrix list (vk tests), the path each matmul_tc
-#   module took (kiln compile; the OpSourceExtension "kiln matrix path: ..."),
-#   matmul_tc bf16/f16 bit-exact at ragged sizes (TestCoopMatmul), matmul_tc
-#   4096³ over resident buffers for several tiles (BenchmarkCoopMatmul), then
+#   the device's cooperative-matrix list and VK_NV_cooperative_matrix2's
+#   features, limits and flexible-dimension list (vk tests), the path each
+#   matmul_tc module took (kiln compile; the OpSourceExtension "kiln matrix
+#   path: ..."), matmul_tc bf16/f16 bit-exact at ragged sizes (TestCoopMatmul)
+#   and the IR v1.2 checks on the cooperative path (TestV12: exact inputs bit
+#   for bit, random ones within the matrix_mma bound), matmul_tc 4096³ over
+#   resident buffers for several tiles (BenchmarkCoopMatmul; BENCH narrows it,
+#   e.g. BENCH='CoopMatmul/./(128x256x32|128x128x64)/wg256$'), then
 #   torch.matmul bf16/f16 4096³ in the same run, the SM clock sampled.
 #
 # Prepare on the build machine, from the repository root (the carried tree must
@@ -35,20 +39,20 @@ export XDG_CACHE_HOME=$W/xc XDG_CONFIG_HOME=$W/xcfg XDG_DATA_HOME=$W/xd
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv | tee $OUT/gpu.txt
 cd $W
 echo "== cooperative matrices the device lists"
-$B/vk.test -test.run 'Coop' -test.v 2>&1 | grep -v '^=== RUN' | tail -6
+$B/vk.test -test.run 'Coop' -test.v 2>&1 | grep -v '^=== RUN' | tail -7
 echo "== the path of each module"
 for f in $B/kiln.matrix.matmul_tc.*.json; do
   n=$(basename $f .json)
   $B/kiln --plugins $B/plugins compile $f --backend vulkan --emit spirv -o $OUT/$n.spv 2>&1 | tail -1
   strings -n 8 $OUT/$n.spv | grep -m1 'kiln matrix path'
 done
-echo "== matmul_tc bit-exact at ragged sizes"
-$B/backend.test -test.run 'TestCoopMatmul' -test.v > $OUT/coop-tests.txt 2>&1; echo "rc=$?"
-grep -E '^(--- |    --- |PASS|FAIL|ok)' $OUT/coop-tests.txt | head -14
+echo "== matmul_tc bit-exact at ragged sizes, the IR v1.2 checks"
+$B/backend.test -test.run 'TestCoopMatmul|TestV12$' -test.v > $OUT/coop-tests.txt 2>&1; echo "rc=$?"
+grep -E '^(--- |PASS|FAIL|ok)' $OUT/coop-tests.txt | head -14
 nvidia-smi --query-gpu=clocks.sm --format=csv,noheader -lms 200 > $OUT/clocks.txt 2>&1 &
 SMI=$!
 echo "== matmul_tc 4096^3 (resident buffers, 8 dispatches a submit)"
-$B/backend.test -test.run '^$' -test.bench 'CoopMatmul' -test.benchtime 5x 2>&1 | grep -E '^Benchmark|FAIL|panic' | tee $OUT/bench.txt
+$B/backend.test -test.run '^$' -test.bench "${BENCH:-CoopMatmul}" -test.benchtime 5x 2>&1 | grep -E '^Benchmark|FAIL|panic' | tee $OUT/bench.txt
 if [ -x $B/backend-base.test ]; then
   echo "== baseline: the same benchmark built from the commit before"
   $B/backend-base.test -test.run '^$' -test.bench 'CoopMatmul' -test.benchtime 5x 2>&1 | grep -E '^Benchmark|FAIL|panic' | tee $OUT/bench-base.txt

@@ -2,9 +2,11 @@ package spirv
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 
 	"github.com/kiln-dev/kiln/ir"
+	"github.com/kiln-dev/kiln/ir/ranges"
 )
 
 // The cooperative-matrix path: workgroup matrices on VK_KHR_cooperative_matrix
@@ -106,11 +108,27 @@ type coopPlan struct {
 	read, written map[string]bool
 	mark          int
 	// fused are the mma operand matrices whose matrix_load is emitted with
-	// the matrix_mma right after it (fuseLoads); pending holds the loads
-	// deferred so far and pendingAt the body's length when the first was.
-	fused     map[string]bool
+	// the matrix_mma right after it (fuseLoads), with that load; pending
+	// holds the loads deferred so far and pendingAt the body's length when
+	// the first was.
+	fused     map[string]ir.MatrixLoadStmt
 	pending   map[string]ir.MatrixLoadStmt
 	pendingAt int
+	// Staging (coopstage.go): stages are the fused operands' workgroup
+	// tiles, by matrix name; double says they hold two K slabs each, with
+	// parity the Function variable that picks the slab; band is the array a
+	// register matrix's store goes through a band of 16 rows at a time when
+	// it cannot go straight to its target; arrays are the matrices that keep
+	// a workgroup array of all their elements (the others: fused operands
+	// and register matrices that need none).
+	stages map[string]*coopStage
+	double bool
+	parity uint32
+	arrays map[string]bool
+	// prefetch holds, by operand name, the fused statements whose next K
+	// slab is loaded into registers while the current one is multiplied
+	// (coopstage.go).
+	prefetch map[string]*coopPrefetch
 }
 
 // coopReg is a matrix held in registers: an f32 accumulator of a cooperative
@@ -176,7 +194,7 @@ func planCoop(p *ir.Program, t Target, wg [3]uint32) (*coopPlan, string) {
 	}
 	c := &coopPlan{sg: sg, groups: wg[0] * wg[1] * wg[2] / sg, regs: map[string]*coopReg{},
 		read: map[string]bool{}, written: map[string]bool{}, mark: -1,
-		fused: map[string]bool{}, pending: map[string]ir.MatrixLoadStmt{}}
+		fused: map[string]ir.MatrixLoadStmt{}, pending: map[string]ir.MatrixLoadStmt{}, prefetch: map[string]*coopPrefetch{}}
 	var why string
 	for _, s := range mmas {
 		if !coopMMA(p, t, s) {
@@ -205,13 +223,14 @@ func planCoop(p *ir.Program, t Target, wg [3]uint32) (*coopPlan, string) {
 	return c, ""
 }
 
-// fuseLoads finds the matrix_loads whose tiles can go straight from the
-// buffer to the matrix_mma's operand registers: a cooperative matrix_mma
-// into a register matrix directly preceded, in the same statement list, by
-// one matrix_load into each of its operands from a read-only buffer, where no
-// other matrix statement of the program names those operands. Their
-// workgroup arrays are then read by nothing else, so the fused statement
-// (coopFused) may skip them when the loads' run-time test passes.
+// fuseLoads finds the matrix_loads that are emitted with the matrix_mma after
+// them (coopFused): a cooperative matrix_mma into a register matrix directly
+// preceded, in the same statement list, by one matrix_load into each of its
+// operands from a read-only buffer, where no other matrix statement of the
+// program names those operands. Those operands are read by nothing else, so
+// they need no workgroup array of their own, only the fused statement's
+// stages; and where the statement sits in a for loop that allows it
+// (prefetchable), it prefetches the next K slab.
 func fuseLoads(p *ir.Program, t Target, c *coopPlan) {
 	refs, loads := map[string]int{}, map[string]int{}
 	ir.Inspect(p.Body, func(n any) bool {
@@ -235,17 +254,18 @@ func fuseLoads(p *ir.Program, t Target, c *coopPlan) {
 		}
 		return true
 	})
-	var visit func([]ir.Stmt)
-	visit = func(stmts []ir.Stmt) {
+	assigned := ranges.Assigned(p.Body)
+	var visit func([]ir.Stmt, *ir.ForStmt)
+	visit = func(stmts []ir.Stmt, loop *ir.ForStmt) {
 		for i, s := range stmts {
 			switch s := s.(type) {
 			case ir.IfStmt:
-				visit(s.Then)
-				visit(s.Else)
+				visit(s.Then, nil)
+				visit(s.Else, nil)
 			case ir.ForStmt:
-				visit(s.Body)
+				visit(s.Body, &s)
 			case ir.WhileStmt:
-				visit(s.Body)
+				visit(s.Body, nil)
 			}
 			mma, ok := s.(ir.MatrixMMAStmt)
 			if !ok || c.regs[mma.Acc] == nil || !coopMMA(p, t, mma) {
@@ -258,20 +278,88 @@ func fuseLoads(p *ir.Program, t Target, c *coopPlan) {
 			if i < len(ops) {
 				continue
 			}
+			found := map[string]ir.MatrixLoadStmt{}
 			for _, prev := range stmts[i-len(ops) : i] {
 				ld, isLoad := prev.(ir.MatrixLoadStmt)
 				buf, isBuf := p.Buffer(ld.From)
 				ok = ok && isLoad && isBuf && buf.Access == ir.Read && slices.Contains(ops, ld.Matrix) &&
 					refs[ld.Matrix] == 2 && loads[ld.Matrix] == 1
+				found[ld.Matrix] = ld
 			}
-			if ok {
+			if !ok {
+				continue
+			}
+			maps.Copy(c.fused, found)
+			if pf := prefetchable(loop, stmts[:i-len(ops)], found, assigned); pf != nil {
 				for _, o := range ops {
-					c.fused[o] = true
+					c.prefetch[o] = pf
 				}
 			}
 		}
 	}
-	visit(p.Body)
+	visit(p.Body, nil)
+}
+
+// prefetchable is the prefetch plan of fused loads directly in the body of
+// loop after the statements before, or nil: the statements before are lets,
+// the loop has no break, continue or return, and the loop's bound and step,
+// the lets' values and the loads' offsets, strides and bounds are pure (see
+// pure), so evaluated with the loop variable one step on they are the next
+// iteration's.
+func prefetchable(loop *ir.ForStmt, before []ir.Stmt, loads map[string]ir.MatrixLoadStmt, assigned map[string]bool) *coopPrefetch {
+	if loop == nil || assigned[loop.Var] {
+		return nil
+	}
+	exits := false
+	ir.Inspect(loop.Body, func(n any) bool {
+		switch n.(type) {
+		case ir.BreakStmt, ir.ContinueStmt, ir.ReturnStmt:
+			exits = true
+		}
+		return true
+	})
+	exprs := []ir.Expr{loop.To, loop.Step}
+	pf := &coopPrefetch{loop: *loop}
+	for _, s := range before {
+		let, ok := s.(ir.LetStmt)
+		if !ok {
+			return nil
+		}
+		pf.lets = append(pf.lets, let)
+		exprs = append(exprs, let.Value)
+	}
+	for _, ld := range loads {
+		exprs = append(exprs, ld.Offset, ld.Stride)
+		if ld.Bound != nil {
+			exprs = append(exprs, ld.Bound.Rows, ld.Bound.Cols)
+		}
+	}
+	for _, x := range exprs {
+		if !pure(x, assigned) {
+			return nil
+		}
+	}
+	if exits {
+		return nil
+	}
+	return pf
+}
+
+// pure reports whether x reads nothing that can change while the program
+// runs but the locals it names: no memory (loads), no subgroup operation,
+// and no local some assignment changes.
+func pure(x ir.Expr, assigned map[string]bool) bool {
+	ok := true
+	ir.Inspect([]ir.Stmt{ir.LetStmt{Value: x}}, func(n any) bool {
+		switch n := n.(type) {
+		case ir.LoadExpr, ir.SubgroupExpr:
+			ok = false
+		case ir.LocalRef:
+			ok = ok && !assigned[n.Name]
+		}
+		return ok
+	})
+	return ok
 }
 
 // isShared reports whether name is one of p's shared arrays.

@@ -8,6 +8,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/kiln-dev/kiln/ir"
@@ -303,23 +304,50 @@ func TestFuseLoads(t *testing.T) {
 		b.MatrixStore(acc, o, ir.LitU32(0), ir.LitU32(32), ir.RowMajor)
 		return b.MustBuild()
 	}
+	// looped is matmul_tc's K loop with change applied to the loop's body
+	// before its loads.
+	looped := func(change func(loop *ir.Block, k0 ir.Expr)) *ir.Program {
+		b := ir.NewBuilder("looped", 128, 1, 1)
+		k := b.Uniform("k", ir.U32)
+		x := b.Buffer("x", ir.F16, ir.Read)
+		o := b.Buffer("o", ir.F32, ir.Write)
+		acc := b.Matrix("acc", ir.F32, 64, 64)
+		at := b.Matrix("a", ir.F16, 64, 32)
+		bt := b.Matrix("b", ir.F16, 32, 64)
+		b.For("k0", ir.U32, ir.LitU32(0), k, ir.LitU32(32), func(loop *ir.Block, k0 ir.Expr) {
+			off := loop.Let("off", ir.Mul(k0, ir.LitU32(64)))
+			change(loop, k0)
+			loop.MatrixLoad(at, x, off, k, ir.RowMajor)
+			loop.MatrixLoad(bt, x, ir.Add(off, ir.LitU32(4096)), ir.LitU32(64), ir.RowMajor)
+			loop.MatrixMMA(acc, at, bt)
+		})
+		b.MatrixStore(acc, o, ir.LitU32(0), ir.LitU32(64), ir.RowMajor)
+		return b.MustBuild()
+	}
+	ab := []string{"a", "b"}
 	for _, tc := range []struct {
-		name string
-		p    *ir.Program
-		want []string
+		name           string
+		p              *ir.Program
+		want, prefetch []string
 	}{
-		{"matmul_tc", tcProgram(ir.BF16, false, 64, 64, 32, 128), []string{"a_tile", "b_tile"}},
-		{"a equals b", square(ir.Read, nil), []string{"t"}},
-		{"writable buffer", square(ir.ReadWrite, nil), nil},
-		{"a statement between", square(ir.Read, func(b *ir.Builder, _, _ string) { b.Let("z", ir.LitU32(1)) }), nil},
+		{"matmul_tc", tcProgram(ir.BF16, false, 64, 64, 32, 128), []string{"a_tile", "b_tile"}, []string{"a_tile", "b_tile"}},
+		{"a equals b", square(ir.Read, nil), []string{"t"}, nil},
+		{"writable buffer", square(ir.ReadWrite, nil), nil, nil},
+		{"a statement between", square(ir.Read, func(b *ir.Builder, _, _ string) { b.Let("z", ir.LitU32(1)) }), nil, nil},
 		{"the operand loaded twice", square(ir.Read, func(b *ir.Builder, x, tile string) {
 			b.MatrixLoad(tile, x, ir.LitU32(16), ir.LitU32(32), ir.ColMajor)
-		}), nil},
+		}), nil, nil},
 		{"the operand used elsewhere", func() *ir.Program {
 			p := square(ir.Read, nil)
 			p.Body = append(p.Body, ir.MatrixConvertStmt{Matrix: "acc", From: "t"})
 			return p
-		}(), nil},
+		}(), nil, nil},
+		{"a loop of lets", looped(func(loop *ir.Block, k0 ir.Expr) { loop.Let("z", ir.Add(k0, ir.LitU32(1))) }), ab, ab},
+		{"a loop with a load before", looped(func(loop *ir.Block, k0 ir.Expr) { loop.Let("z", ir.Load("x", k0)) }), ab, nil},
+		{"a loop with a break", looped(func(loop *ir.Block, k0 ir.Expr) {
+			loop.If(ir.Gt(k0, ir.LitU32(64)), func(then *ir.Block) { then.Break() })
+		}), ab, nil},
+		{"a loop with a var", looped(func(loop *ir.Block, k0 ir.Expr) { loop.Var("z", ir.U32, k0) }), ab, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c, why := planCoop(tc.p, coopTarget, tc.p.WorkgroupSize)
@@ -329,6 +357,9 @@ func TestFuseLoads(t *testing.T) {
 			got := slices.Sorted(maps.Keys(c.fused))
 			if !slices.Equal(got, tc.want) {
 				t.Errorf("fused %v, want %v", got, tc.want)
+			}
+			if got := slices.Sorted(maps.Keys(c.prefetch)); !slices.Equal(got, tc.prefetch) {
+				t.Errorf("prefetched %v, want %v", got, tc.prefetch)
 			}
 		})
 	}
@@ -365,5 +396,72 @@ func TestCoopFusedOnTheInterpreter(t *testing.T) {
 			}
 			coopRun(t, p, coopTarget, MatrixPathCooperative, c)
 		})
+	}
+}
+
+// TestCoopStagingSlabs: the fused operands' stages hold two K slabs where
+// they fit the device's workgroup memory, one where only that fits (a
+// barrier before the fill too), and the program takes the scalar path where
+// not even one does; each form runs on the interpreter bit for bit against
+// the scalar path. At 64×64×32 f16 a slab of both stages takes 9728 bytes
+// (a: 64 lines of 5 words, b: 32 of 9) and the band 4096.
+func TestCoopStagingSlabs(t *testing.T) {
+	p := tcProgram(ir.F16, false, 64, 64, 32, 128)
+	rng := rand.New(rand.NewPCG(5, 6))
+	m, n, k := 80, 64, 96
+	c := kernels.Case{
+		WorkgroupSize: [3]uint32{128, 1, 1},
+		Grid:          [3]uint32{1, 2, 1},
+		Inputs:        [][]byte{halfInputs(rng, ir.F16, m*k, false), halfInputs(rng, ir.F16, k*n, false), nil},
+		OutputCounts:  []uint32{0, 0, uint32(m * n)},
+		Uniforms:      kernels.U32Bytes([]uint32{uint32(m), uint32(n), uint32(k)}),
+	}
+	for _, tc := range []struct {
+		limit uint32
+		path  string
+		why   string
+	}{
+		{0, MatrixPathCooperative, "two K slabs"},
+		{4096 + 2*9728, MatrixPathCooperative, "two K slabs"},
+		{4096 + 2*9728 - 1, MatrixPathCooperative, "one K slab"},
+		{4096 + 9728, MatrixPathCooperative, "one K slab"},
+		{4096 + 9728 - 1, MatrixPathScalar, "need 13824 bytes of workgroup memory on the cooperative path"},
+	} {
+		t.Run(fmt.Sprint(tc.limit), func(t *testing.T) {
+			target := coopTarget
+			target.MaxSharedBytes = tc.limit
+			mod, err := EmitFor(p, target)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, insts := decode(t, mod.Words)
+			if got := sourceExtension(insts); mod.MatrixPath != tc.path || !strings.Contains(got, tc.why) {
+				t.Fatalf("path %q (%s), want %q saying %q", mod.MatrixPath, got, tc.path, tc.why)
+			}
+			if tc.path == MatrixPathCooperative {
+				coopRun(t, p, target, tc.path, c)
+			}
+		})
+	}
+}
+
+// TestCoopPrefetchNeedsFullRounds: matmul_tc's K loop prefetches the next
+// slab where every invocation fills as many chunks of each stage as every
+// other (a 64×32 and a 32×64 tile of 16-bit elements are 256 chunks each:
+// 128 or 256 invocations), and not where some fill one more (384).
+func TestCoopPrefetchNeedsFullRounds(t *testing.T) {
+	for _, tc := range []struct {
+		inv      uint32
+		prefetch bool
+	}{{128, true}, {256, true}, {384, false}} {
+		p := tcProgram(ir.F16, false, 64, 64, 32, tc.inv)
+		m, err := EmitFor(p, coopTarget)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, insts := decode(t, m.Words)
+		if got := strings.Contains(sourceExtension(insts), "prefetched"); got != tc.prefetch {
+			t.Errorf("%d invocations: prefetch %v, want %v (%s)", tc.inv, got, tc.prefetch, sourceExtension(insts))
+		}
 	}
 }

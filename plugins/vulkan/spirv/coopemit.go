@@ -2,7 +2,6 @@ package spirv
 
 import (
 	"fmt"
-	"maps"
 	"slices"
 	"strings"
 
@@ -11,16 +10,18 @@ import (
 
 // Emission of the cooperative-matrix path (coop.go says when it is taken):
 //
-//   - Every matrix has a workgroup array of all its elements, as the scalar
+//   - A matrix has a workgroup array of all its elements, as the scalar
 //     path's mma operands do (bf16 in 16-bit words: the bf16 path needs
-//     shaderInt16, so cooperative loads and stores can reach them). A
-//     matrix that is the accumulator of a cooperative matmul lives in
-//     registers: each subgroup holds its block of 16×16 tiles
-//     (OpTypeCooperativeMatrixKHR, Subgroup scope, MatrixAccumulatorKHR) in
-//     Function variables, zeroed when the shader starts (OpCompositeConstruct).
-//     The array of such a matrix holds a copy only around a statement that
-//     needs one: its tiles are stored there (spill) before the statement and
-//     loaded back (reload) after it.
+//     shaderInt16, so cooperative loads and stores can reach them), except a
+//     fused operand (a stage instead, coopstage.go) and a register matrix no
+//     statement needs that way (coopArrays). A matrix that is the
+//     accumulator of a cooperative matmul lives in registers: each subgroup
+//     holds its block of 16×16 tiles (OpTypeCooperativeMatrixKHR, Subgroup
+//     scope, MatrixAccumulatorKHR) in Function variables, zeroed when the
+//     shader starts (OpCompositeConstruct). Its array, where it has one,
+//     holds a copy only around a statement that needs one: its tiles are
+//     stored there (spill) before the statement and loaded back (reload)
+//     after it.
 //   - matrix_mma on cooperative operands: each subgroup loads the 16×16 tiles
 //     of a and b its block needs from their workgroup arrays
 //     (OpCooperativeMatrixLoadKHR, RowMajorKHR) and accumulates with
@@ -34,10 +35,13 @@ import (
 //     share an index). A matrix_load into a workgroup array does the same,
 //     each subgroup copying tiles in turn through registers into the array.
 //     Otherwise (a tile crosses the bound or the buffer's end, misaligned,
-//     overlapping, or a buffer reached through a device address) the
-//     statement takes the scalar path's lowering through the array, which
-//     fills 0 and skips writes exactly as the reference does: the test is a
-//     run-time branch on uniform values.
+//     overlapping, or a buffer reached through a device address) a load
+//     takes the scalar path's lowering through the array, which fills 0
+//     exactly as the reference does, and a store from registers goes through
+//     the band (bandStore), which skips writes as the reference does: the
+//     test is a run-time branch on uniform values.
+//   - A matrix_mma fused with the loads of its operands (fuseLoads) stages
+//     them through workgroup memory and may prefetch (coopstage.go).
 //   - Every other statement (convert, fill of an array, an mma on other
 //     types) is the scalar path's lowering, with spills and reloads of the
 //     register matrices it reads and writes.
@@ -94,15 +98,11 @@ func (e *emitter) declareCoop() (done bool, err error) {
 		return false, nil
 	}
 	c, why := planCoop(e.prog, e.target, e.wg)
-	var bytes uint64
-	for _, s := range e.prog.Shared {
-		bytes += uint64(s.Count) * uint64(e.workgroupElemBytes(s.Type))
-	}
-	for _, m := range e.prog.Matrices {
-		bytes += uint64(m.Rows) * uint64(m.Cols) * uint64(e.workgroupElemBytes(m.Type))
-	}
-	if limit := e.target.MaxSharedBytes; c != nil && limit != 0 && bytes > uint64(limit) {
-		c, why = nil, fmt.Sprintf("the shared arrays and the matrices need %d bytes of workgroup memory on the cooperative path (which keeps a copy of every matrix there), more than the device's %d", bytes, limit)
+	if c != nil {
+		bytes := e.planStaging(c)
+		if limit := e.target.MaxSharedBytes; limit != 0 && bytes > uint64(limit) {
+			c, why = nil, fmt.Sprintf("the shared arrays, the matrices' arrays and the staged operands need %d bytes of workgroup memory on the cooperative path, more than the device's %d", bytes, limit)
+		}
 	}
 	if c == nil {
 		e.matrixPath, e.matrixWhy = MatrixPathScalar, why
@@ -118,16 +118,26 @@ func (e *emitter) declareCoop() (done bool, err error) {
 	e.matrixWhy = fmt.Sprintf("VK_KHR_cooperative_matrix 16x16x16, %d subgroups of %d; %s", c.groups, c.sg, strings.Join(parts, ", "))
 	var fused []string
 	for _, m := range e.prog.Matrices {
-		if c.fused[m.Name] {
+		if _, ok := c.fused[m.Name]; ok {
 			fused = append(fused, m.Name)
 		}
 	}
 	if len(fused) > 0 {
-		e.matrixWhy += "; " + strings.Join(fused, ", ") + " loaded from their buffers straight into the matrix_mma when in bounds"
+		slabs := "one K slab"
+		if c.double {
+			slabs = "two K slabs"
+		}
+		e.matrixWhy += "; " + strings.Join(fused, ", ") + " staged through workgroup memory (16-byte loads, padded lines, " + slabs + ")"
+		if len(c.prefetch) > 0 {
+			e.matrixWhy += ", the next K slab prefetched into registers"
+		}
 	}
 	for _, m := range e.prog.Matrices {
-		e.declareWorkgroupArray(matrixArrayPrefix+m.Name, m.Name, m.Type, m.Rows*m.Cols)
+		if c.arrays[m.Name] {
+			e.declareWorkgroupArray(matrixArrayPrefix+m.Name, m.Name, m.Type, m.Rows*m.Cols)
+		}
 	}
+	e.declareStaging(c)
 	if err := e.needSubgroups(SubgroupBasic, "the cooperative matrix path"); err != nil {
 		return true, err
 	}
@@ -191,6 +201,16 @@ func (e *emitter) zeroCoop() {
 			e.inst(opStore, v, zero)
 		}
 	}
+	if e.coop.double {
+		e.inst(opStore, e.coop.parity, e.cu32(0))
+	}
+	done := map[*coopPrefetch]bool{}
+	for _, m := range e.prog.Matrices {
+		if pf := e.coop.prefetch[m.Name]; pf != nil && !done[pf] {
+			e.inst(opStore, pf.flag, e.constant(ir.LitBool(false)))
+			done[pf] = true
+		}
+	}
 }
 
 // coopStmt emits a matrix statement on the cooperative path.
@@ -206,7 +226,7 @@ func (e *emitter) coopStmt(s ir.Stmt) error {
 		}
 		err = e.coopScalar(s, nil, []string{s.Matrix})
 	case ir.MatrixLoadStmt:
-		if c.fused[s.Matrix] {
+		if _, ok := c.fused[s.Matrix]; ok {
 			if len(c.pending) == 0 {
 				c.pendingAt = len(e.body)
 			}
@@ -217,7 +237,7 @@ func (e *emitter) coopStmt(s ir.Stmt) error {
 	case ir.MatrixStoreStmt:
 		err = e.coopStore(s)
 	case ir.MatrixMMAStmt:
-		if c.fused[s.A] {
+		if _, ok := c.fused[s.A]; ok {
 			err = e.coopFused(s)
 		} else if c.regs[s.Acc] != nil && coopMMA(e.prog, e.target, s) {
 			err = e.coopMMA(s)
@@ -656,14 +676,7 @@ func (e *emitter) coopStore(s ir.MatrixStoreStmt) error {
 			return nil
 		})
 	}
-	scalar := func() error {
-		if err := e.spill(r); err != nil {
-			return err
-		}
-		e.barrier()
-		return e.lowered(e.lowerStore(m, s))
-	}
-	return e.coopBranch(fast, direct, scalar)
+	return e.coopBranch(fast, direct, func() error { return e.bandStore(r, s) })
 }
 
 // coopMMA emits acc += a·b on cooperative matrices: each subgroup loads the
@@ -736,99 +749,6 @@ func (e *emitter) coopMulAdd(r *coopReg, a, b ir.MatrixDecl, loadA, loadB func(t
 		}
 		return nil
 	})
-}
-
-// coopFused emits a matrix_mma with the matrix_loads into its operands
-// deferred to it (fuseLoads): when every load's run-time test (coopFast)
-// passes, each subgroup loads its operand tiles straight from the buffers
-// (no workgroup memory, no barrier: the buffers are read-only); otherwise
-// the loads through the workgroup arrays and the mma as when not fused.
-func (e *emitter) coopFused(s ir.MatrixMMAStmt) error {
-	c := e.coop
-	ops := []string{s.A}
-	if s.B != s.A {
-		ops = append(ops, s.B)
-	}
-	var loads []ir.MatrixLoadStmt
-	for _, o := range ops {
-		ld, ok := c.pending[o]
-		if !ok || c.pendingAt != len(e.body) {
-			return fmt.Errorf("the cooperative path deferred the matrix_load into %q to the matrix_mma after it, which did not follow it. Fix: report this as a kiln bug", o)
-		}
-		loads = append(loads, ld)
-	}
-	clear(c.pending)
-	a, b, err := e.mmaShapes(s)
-	if err != nil {
-		return err
-	}
-	type source struct {
-		from        array
-		off, stride uint32
-		layout      ir.MatrixLayout
-	}
-	src := map[string]source{}
-	fast := e.literal(ir.LitBool(true))
-	for _, ld := range loads {
-		m, err := e.matrixDecl(ld.Matrix, "matrix_load")
-		if err != nil {
-			return err
-		}
-		from, err := e.lookupArray(ld.From, "matrix_load")
-		if err != nil {
-			return err
-		}
-		e.scopes = append(e.scopes, map[string]local{})
-		off, stride, err := e.coopAddressing(ld.Offset, ld.Stride, ld.Bound)
-		var ok value
-		if err == nil {
-			ok, err = e.coopFast(m, from, ld.From, ld.Layout, ld.Bound != nil, false)
-		}
-		e.scopes = e.scopes[:len(e.scopes)-1]
-		if err != nil {
-			return err
-		}
-		src[ld.Matrix] = source{from, off, stride, ld.Layout}
-		fast = e.and(fast, ok)
-	}
-	read, written := maps.Clone(c.read), maps.Clone(c.written)
-	direct := func() error {
-		sa, sb := src[s.A], src[s.B]
-		return e.coopMulAdd(c.regs[s.Acc], a, b,
-			func(typ, tr, kt uint32) uint32 {
-				return e.loadTile(typ, sa.from, e.tileIndex(sa.off, sa.stride, tr, kt, sa.layout), sa.stride, sa.layout)
-			},
-			func(typ, kt, tc uint32) uint32 {
-				return e.loadTile(typ, sb.from, e.tileIndex(sb.off, sb.stride, kt, tc, sb.layout), sb.stride, sb.layout)
-			})
-	}
-	staged := func() error {
-		for _, ld := range loads {
-			e.scopes = append(e.scopes, map[string]local{})
-			err := e.coopLoad(ld)
-			e.scopes = e.scopes[:len(e.scopes)-1]
-			if err != nil {
-				return err
-			}
-			c.mark = len(e.body)
-		}
-		return e.coopMMA(s)
-	}
-	if err := e.coopBranch(fast, direct, staged); err != nil {
-		return err
-	}
-	// After the branch: what either arm may have left unfenced.
-	for n := range read {
-		c.read[n] = true
-	}
-	for n := range written {
-		c.written[n] = true
-	}
-	for _, ld := range loads {
-		c.read[ld.From] = true
-	}
-	c.read[s.Acc], c.written[s.Acc] = true, true
-	return nil
 }
 
 // and is x && y, folded when either is a constant.

@@ -35,6 +35,10 @@ type cell struct {
 	// mat is a cooperative matrix's 16×16 elements, row-major, with its
 	// component kind in bits (coopinterp_test.go).
 	mat []uint32
+	// quad is a uvec4's words, quadPtr marks a pointer to a uvec4 in memory
+	// of 16-bit elements, 8 words of it a uvec4 (coopinterp_test.go).
+	quad    []uint32
+	quadPtr bool
 }
 
 type machine struct {
@@ -290,7 +294,7 @@ func load(words []uint32, spec map[uint32]uint32, buffers [][]uint32, push []uin
 				}
 			case storageWorkgroup:
 				arr := byID[byID[a[0]].args[2]] // pointer -> array type
-				mc.shared[a[1]] = int(mc.init[arr.args[2]].bits)
+				mc.shared[a[1]] = int(mc.init[arr.args[2]].bits) * mc.coop.wordsOf(arr.args[1])
 			case storageInput:
 				mc.builtin[a[1]] = decos[a[1]][decorationBuiltIn][0]
 			}

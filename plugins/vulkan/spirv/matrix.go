@@ -184,6 +184,9 @@ func (e *emitter) zeroMatrices() error {
 	}
 	body := []ir.Stmt{ir.LetStmt{Name: mxLinear, Value: e.linearID()}}
 	for _, m := range e.prog.Matrices {
+		if _, ok := e.arrays[m.Name]; !ok {
+			continue // on the cooperative path, a matrix without an array (coopstage.go)
+		}
 		body = append(body, e.eachElement(m.Rows*m.Cols, []ir.Stmt{
 			ir.StoreStmt{Target: m.Name, Index: e.tile(m.Name), Value: ir.Literal{Type: m.Type}}}))
 	}

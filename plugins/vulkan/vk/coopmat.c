@@ -92,3 +92,37 @@ void *kiln_coop_chain(int coop, int memory_model, int device_scope, int bf16, vo
 	}
 	return head;
 }
+
+typedef VkResult(VKAPI_PTR *kiln_pfn_coop2_flexible)(VkPhysicalDevice, uint32_t *, kiln_coop2_flexible_nv *);
+
+VkResult kiln_coop2_get(kiln_instance *in, VkPhysicalDevice pd, kiln_coop2_features_nv *features,
+	kiln_coop2_properties_nv *props, uint32_t cap, kiln_coop2_flexible_nv *out, uint32_t *count) {
+	kiln_coop2_features_nv f = {KILN_STYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_2_FEATURES_NV};
+	VkPhysicalDeviceFeatures2 f2 = {VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, &f};
+	in->vkGetPhysicalDeviceFeatures2(pd, &f2);
+	*features = f;
+	kiln_coop2_properties_nv p = {KILN_STYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_2_PROPERTIES_NV};
+	VkPhysicalDeviceProperties2 p2 = {VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2, &p};
+	in->vkGetPhysicalDeviceProperties2(pd, &p2);
+	*props = p;
+	kiln_pfn_coop2_flexible fn = (kiln_pfn_coop2_flexible)
+		in->vkGetInstanceProcAddr(in->instance, "vkGetPhysicalDeviceCooperativeMatrixFlexibleDimensionsPropertiesNV");
+	*count = 0;
+	if (fn == NULL) {
+		return VK_ERROR_EXTENSION_NOT_PRESENT;
+	}
+	uint32_t n = 0;
+	VkResult r = fn(pd, &n, NULL);
+	if (r != VK_SUCCESS || cap == 0 || out == NULL) {
+		*count = n;
+		return r;
+	}
+	for (uint32_t i = 0; i < cap; i++) {
+		kiln_coop2_flexible_nv z = {KILN_STYPE_COOPERATIVE_MATRIX_FLEXIBLE_DIMENSIONS_PROPERTIES_NV};
+		out[i] = z;
+	}
+	n = cap;
+	r = fn(pd, &n, out);
+	*count = n;
+	return r;
+}

@@ -119,11 +119,50 @@ type CoopMatrixSupport struct {
 	// BFloat16: VK_KHR_shader_bfloat16 with shaderBFloat16Type and
 	// shaderBFloat16CooperativeMatrix, so bf16 matrices can be declared.
 	BFloat16 bool
-	// CooperativeMatrix2: the device lists VK_NV_cooperative_matrix2.
+	// CooperativeMatrix2: the device lists VK_NV_cooperative_matrix2;
+	// Matrix2 is then what it offers (read, not used: see docs/design.md,
+	// "Cooperative matrices").
 	CooperativeMatrix2 bool
+	Matrix2            CoopMatrix2
 	// Properties is vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR's list
 	// (empty without the extension).
 	Properties []CoopMatrixProperties
+}
+
+// CoopMatrix2 is a device's VK_NV_cooperative_matrix2: its features, limits
+// and flexible-dimension combinations
+// (vkGetPhysicalDeviceCooperativeMatrixFlexibleDimensionsPropertiesNV).
+type CoopMatrix2 struct {
+	WorkgroupScope, FlexibleDimensions, Reductions, Conversions bool
+	PerElementOperations, TensorAddressing, BlockLoads          bool
+	MaxWorkgroupSize, MaxDimension, ReservedSharedMemory        uint32
+	Flexible                                                    []CoopMatrixFlexible
+}
+
+// CoopMatrixFlexible is one VkCooperativeMatrixFlexibleDimensionsPropertiesNV:
+// M, N and K are granularities (any multiple runs), at Invocations
+// invocations a workgroup for workgroup scope.
+type CoopMatrixFlexible struct {
+	CoopMatrixProperties
+	Invocations uint32
+}
+
+// String is "16x16x16 f16*f16+f32=f32 workgroup at 128 invocations".
+func (f CoopMatrixFlexible) String() string {
+	return fmt.Sprintf("%s at %d invocations", f.CoopMatrixProperties, f.Invocations)
+}
+
+// String lists the features, limits and combinations in one line.
+func (m CoopMatrix2) String() string {
+	s := fmt.Sprintf("workgroup scope %v, flexible dimensions %v, tensor addressing %v, block loads %v; max workgroup %d, max dimension %d, reserved shared memory %d; flexible:",
+		m.WorkgroupScope, m.FlexibleDimensions, m.TensorAddressing, m.BlockLoads, m.MaxWorkgroupSize, m.MaxDimension, m.ReservedSharedMemory)
+	for i, f := range m.Flexible {
+		if i > 0 {
+			s += ","
+		}
+		s += " " + f.String()
+	}
+	return s
 }
 
 // Usable reports whether cooperative matrices can be enabled and used: the
@@ -167,6 +206,11 @@ func (p PhysicalDevice) CooperativeMatrices() (CoopMatrixSupport, error) {
 	s.VulkanMemoryModel = f.vulkan_memory_model != 0
 	s.VulkanMemoryModelDeviceScope = f.vulkan_memory_model_device_scope != 0
 	s.BFloat16 = f.bfloat16_type != 0 && f.bfloat16_cooperative_matrix != 0
+	if s.CooperativeMatrix2 {
+		if s.Matrix2, err = p.coopMatrix2(); err != nil {
+			return s, err
+		}
+	}
 	if !s.Extension {
 		return s, nil
 	}
@@ -189,6 +233,38 @@ func (p PhysicalDevice) CooperativeMatrices() (CoopMatrixSupport, error) {
 		})
 	}
 	return s, nil
+}
+
+// coopMatrix2 reads VK_NV_cooperative_matrix2's features, limits and list.
+func (p PhysicalDevice) coopMatrix2() (CoopMatrix2, error) {
+	var f C.kiln_coop2_features_nv
+	var props C.kiln_coop2_properties_nv
+	var n C.uint32_t
+	const fn = "vkGetPhysicalDeviceCooperativeMatrixFlexibleDimensionsPropertiesNV"
+	if err := check(fn, C.kiln_coop2_get(p.inst.in, p.pd, &f, &props, 0, nil, &n)); err != nil {
+		return CoopMatrix2{}, err
+	}
+	m := CoopMatrix2{
+		WorkgroupScope: f.workgroup_scope != 0, FlexibleDimensions: f.flexible_dimensions != 0, Reductions: f.reductions != 0,
+		Conversions: f.conversions != 0, PerElementOperations: f.per_element_operations != 0, TensorAddressing: f.tensor_addressing != 0,
+		BlockLoads: f.block_loads != 0, MaxWorkgroupSize: uint32(props.workgroup_scope_max_workgroup_size),
+		MaxDimension: uint32(props.flexible_dimensions_max_dimension), ReservedSharedMemory: uint32(props.workgroup_scope_reserved_shared_memory),
+	}
+	if n == 0 {
+		return m, nil
+	}
+	list := make([]C.kiln_coop2_flexible_nv, n)
+	if err := check(fn, C.kiln_coop2_get(p.inst.in, p.pd, &f, &props, n, &list[0], &n)); err != nil {
+		return m, err
+	}
+	for _, x := range list[:n] {
+		m.Flexible = append(m.Flexible, CoopMatrixFlexible{CoopMatrixProperties: CoopMatrixProperties{
+			M: uint32(x.m_granularity), N: uint32(x.n_granularity), K: uint32(x.k_granularity),
+			A: ComponentType(x.a_type), B: ComponentType(x.b_type), C: ComponentType(x.c_type), Result: ComponentType(x.result_type),
+			SaturatingAccumulate: x.saturating_accumulation != 0, Scope: Scope(x.scope),
+		}, Invocations: uint32(x.workgroup_invocations)})
+	}
+	return m, nil
 }
 
 // CoopMatrixEnable says which cooperative-matrix features CreateDevice

@@ -78,4 +78,46 @@ VkResult kiln_coop_properties(kiln_instance *in, VkPhysicalDevice pd, uint32_t c
  * or out of memory. */
 void *kiln_coop_chain(int coop, int memory_model, int device_scope, int bf16, void **mem);
 
+/* VK_NV_cooperative_matrix2 (workgroup-scope matrices of flexible sizes): kiln
+ * reads what the device lists and does not use it yet. The structs are
+ * kiln's own with the registry's layout, so older headers build too. */
+typedef struct kiln_coop2_features_nv {
+	VkStructureType sType;
+	void *pNext;
+	VkBool32 workgroup_scope;
+	VkBool32 flexible_dimensions;
+	VkBool32 reductions;
+	VkBool32 conversions;
+	VkBool32 per_element_operations;
+	VkBool32 tensor_addressing;
+	VkBool32 block_loads;
+} kiln_coop2_features_nv;
+typedef struct kiln_coop2_properties_nv {
+	VkStructureType sType;
+	void *pNext;
+	uint32_t workgroup_scope_max_workgroup_size;
+	uint32_t flexible_dimensions_max_dimension;
+	uint32_t workgroup_scope_reserved_shared_memory;
+} kiln_coop2_properties_nv;
+typedef struct kiln_coop2_flexible_nv {
+	VkStructureType sType;
+	void *pNext;
+	uint32_t m_granularity, n_granularity, k_granularity;
+	uint32_t a_type, b_type, c_type, result_type;
+	VkBool32 saturating_accumulation;
+	uint32_t scope;
+	uint32_t workgroup_invocations;
+} kiln_coop2_flexible_nv;
+#define KILN_STYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_2_FEATURES_NV ((VkStructureType)1000593000)
+#define KILN_STYPE_COOPERATIVE_MATRIX_FLEXIBLE_DIMENSIONS_PROPERTIES_NV ((VkStructureType)1000593001)
+#define KILN_STYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_2_PROPERTIES_NV ((VkStructureType)1000593002)
+
+/* kiln_coop2_get reads the device's VK_NV_cooperative_matrix2 features and
+ * limits (call only when the device lists the extension) and its
+ * flexible-dimension combinations: up to cap into out (may be NULL with cap
+ * 0), the total count in *count; VK_ERROR_EXTENSION_NOT_PRESENT when the
+ * list's function is not there. */
+VkResult kiln_coop2_get(kiln_instance *in, VkPhysicalDevice pd, kiln_coop2_features_nv *features,
+	kiln_coop2_properties_nv *props, uint32_t cap, kiln_coop2_flexible_nv *out, uint32_t *count);
+
 #endif

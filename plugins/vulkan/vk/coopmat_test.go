@@ -2,6 +2,7 @@ package vk
 
 import (
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -17,6 +18,9 @@ func TestCooperativeMatrices(t *testing.T) {
 	}
 	t.Logf("%s: cooperative matrices %s (extension %v, feature %v, memory model %v, bf16 %v, NV2 %v)",
 		pd.Properties().Name, s, s.Extension, s.Feature, s.VulkanMemoryModel, s.BFloat16, s.CooperativeMatrix2)
+	if s.CooperativeMatrix2 {
+		t.Logf("%s: %s %s", pd.Properties().Name, ExtCooperativeMatrix2, s.Matrix2)
+	}
 	if !s.Extension && (len(s.Properties) != 0 || s.Usable() || s.String() != "none") {
 		t.Errorf("no %s but %+v", ExtCooperativeMatrix, s)
 	}
@@ -47,6 +51,15 @@ func TestCooperativeMatrices(t *testing.T) {
 }
 
 func TestCoopMatrixStrings(t *testing.T) {
+	f := CoopMatrixFlexible{CoopMatrixProperties: CoopMatrixProperties{M: 16, N: 16, K: 16, A: ComponentFloat16, B: ComponentFloat16,
+		C: ComponentFloat32, Result: ComponentFloat32, Scope: ScopeWorkgroup}, Invocations: 128}
+	if got, want := f.String(), "16x16x16 f16*f16+f32=f32 workgroup at 128 invocations"; got != want {
+		t.Errorf("String = %q, want %q", got, want)
+	}
+	m := CoopMatrix2{WorkgroupScope: true, MaxWorkgroupSize: 256, Flexible: []CoopMatrixFlexible{f, f}}
+	if got := m.String(); !strings.HasPrefix(got, "workgroup scope true,") || !strings.HasSuffix(got, "flexible: "+f.String()+", "+f.String()) {
+		t.Errorf("CoopMatrix2.String = %q", got)
+	}
 	p := CoopMatrixProperties{M: 16, N: 16, K: 16, A: ComponentBFloat16, B: ComponentBFloat16, C: ComponentFloat32, Result: ComponentFloat32, Scope: ScopeSubgroup}
 	if got, want := p.String(), "16x16x16 bf16*bf16+f32=f32 subgroup"; got != want {
 		t.Errorf("String = %q, want %q", got, want)
