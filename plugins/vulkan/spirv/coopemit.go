@@ -216,8 +216,8 @@ func (e *emitter) zeroCoop() {
 // coopStmt emits a matrix statement on the cooperative path.
 func (e *emitter) coopStmt(s ir.Stmt) error {
 	c := e.coop
-	e.scopes = append(e.scopes, map[string]local{})
-	defer func() { e.scopes = e.scopes[:len(e.scopes)-1] }()
+	e.scopes.Push(nil)
+	defer e.scopes.Pop()
 	var err error
 	switch s := s.(type) {
 	case ir.MatrixFillStmt:

@@ -300,11 +300,11 @@ func (e *emitter) fillScalar(st *coopStage, base, lid uint32, ld ir.MatrixLoadSt
 			if st.layout == ir.ColMajor {
 				r, c = at, line
 			}
-			e.scopes = append(e.scopes, map[string]local{})
-			e.bind(mxRow, local{value: value{id: r, t: ir.U32}})
-			e.bind(mxCol, local{value: value{id: c, t: ir.U32}})
+			e.scopes.Push(nil)
+			e.scopes.Bind(mxRow, local{value: value{id: r, t: ir.U32}})
+			e.scopes.Bind(mxCol, local{value: value{id: c, t: ir.U32}})
 			x, err := e.typed(elem, m.Type, "the matrix element")
-			e.scopes = e.scopes[:len(e.scopes)-1]
+			e.scopes.Pop()
 			if err != nil {
 				return err
 			}
@@ -396,7 +396,7 @@ func (e *emitter) coopFused(s ir.MatrixMMAStmt) error {
 		if err != nil {
 			return err
 		}
-		e.scopes = append(e.scopes, map[string]local{})
+		e.scopes.Push(nil)
 		off, stride, err := e.coopAddressing(ld.Offset, ld.Stride, ld.Bound)
 		var fast value
 		if err == nil {
@@ -410,7 +410,7 @@ func (e *emitter) coopFused(s ir.MatrixMMAStmt) error {
 			}
 			err = e.coopBranch(use, func() error { return e.fillRegs(st, base, lid, pf.regs[ld.Matrix]) }, fill)
 		}
-		e.scopes = e.scopes[:len(e.scopes)-1]
+		e.scopes.Pop()
 		if err != nil {
 			return err
 		}
@@ -561,15 +561,15 @@ func (e *emitter) prefetchNext(pf *coopPrefetch, loads []ir.MatrixLoadStmt, lid 
 		less = opSLessThan
 	}
 	cond := value{id: e.op(less, e.bool(), next, to.id), t: ir.Bool}
-	e.scopes = append(e.scopes, map[string]local{})
-	defer func() { e.scopes = e.scopes[:len(e.scopes)-1] }()
-	e.bind(loop.Var, local{value: value{id: next, t: loop.Type}})
+	e.scopes.Push(nil)
+	defer e.scopes.Pop()
+	e.scopes.Bind(loop.Var, local{value: value{id: next, t: loop.Type}})
 	for _, let := range pf.lets {
 		v, err := e.expr(let.Value)
 		if err != nil {
 			return err
 		}
-		e.bind(let.Name, local{value: v})
+		e.scopes.Bind(let.Name, local{value: v})
 	}
 	var sources []func(line, word uint32) uint32
 	for _, ld := range loads {
