@@ -1,22 +1,36 @@
 #!/bin/bash
-# One H200 call for the IR v1.2 round (issues 26-29), each kiln figure next to
-# PyTorch's in the same run with the SM clock: the v1.2 and tensor-core PTX
-# through ptxas (and HGMMA in the SASS), the corpus, IR v1.2 and conformance
-# tests on cuda:0, matmul_tc on tensor cores vs torch.matmul, vector_add_f16
-# (cuda and vulkan) vs torch.add on f16, kiln run --repeat (vector_add,
-# matmul_reg) with a trace, and the load test. Budget: under 10 minutes.
+# One H200 call for the round's GPU figures (issues 24, 25, 27, 28), each kiln
+# figure next to its reference measured in the same call, with the SM clock
+# sampled every half second into $OUT/clock.txt and around each timed section:
+#   1. the CUDA backend's tests on cuda:0 (corpus incl. matmul_tc and
+#      vector_add_f16, IR v1.2 tables, tensor cores, pipelined submits,
+#      dynamic shared memory, the conformance kit)
+#   2. every tensor-core module (plugins/cuda/ptx's dump) through ptxas for
+#      sm_90a (wgmma) and sm_80 (mma.sync), HGMMA in the SASS
+#   3. matmul_tc through `kiln run --repeat` on cuda (tensor cores) and vulkan
+#      (cooperative matrices), each between two torch.matmul timings on the same
+#      inputs; vector_add_f16 and vector_add (f32) on both backends between
+#      torch.add timings
+#   4. `kiln tune --kernel matmul_tc --spec type=bf16` on cuda, then the run that
+#      applies the recorded tile
+#   5. the load test and the plugin boundary's costs on cuda (kiln bench)
+#   6. plugin start: kiln's Acquire of cuda and vulkan next to cuInit + context +
+#      stream and vkCreateInstance + vkCreateDevice (scripts/gpu-start-ref.py)
+# Budget: under 9 minutes.
 #
 # Prepare on the build machine, from the repository root:
-#   D=.devbin/cuda; rm -rf $D; mkdir -p $D/bin/plugins; L='-ldflags=-s -w'
+#   D=.devbin/round; rm -rf $D; mkdir -p $D/bin/plugins; L='-ldflags=-s -w'
 #   go build "$L" -o $D/bin/kiln ./cmd/kiln
 #   for p in cuda cpuref vulkan; do go build "$L" -o $D/bin/plugins/kiln-backend-$p ./plugins/$p; done
-#   go test -c "$L" -o $D/bin/ptx.test ./plugins/cuda/ptx
+#   go build "$L" -o $D/bin/startbench ./internal/startbench
 #   go test -c "$L" -o $D/bin/backend.test ./plugins/cuda/backend
+#   KILN_TC_PTX_DIR=$PWD/$D/bin/tc go test ./plugins/cuda/ptx -run '^TestTensorCorePTXDump$' -count=1
+#   cp scripts/gpu-start-ref.py $D/bin/
 #   tar czf $D/bin.tgz -C $D bin && rm -r $D/bin
 # plus the Vulkan loader .debs in .gl/. On the GPU machine, with OUT set:
 #   bash scripts/gpu-round-run.sh
 set -u
-D=.devbin/cuda
+D=.devbin/round
 W=/tmp/kiln-round
 rm -rf $W && mkdir -p $W && tar xzf $D/bin.tgz -C $W
 B=$W/bin
@@ -24,7 +38,7 @@ export PATH=$PATH:/usr/local/cuda/bin
 export XDG_CACHE_HOME=$W/xc XDG_CONFIG_HOME=$W/xcfg XDG_DATA_HOME=$W/xd
 S=$OUT/summary.txt
 say() { echo "$@" | tee -a $S; }
-clock() { say "-- SM clock now: $(nvidia-smi --query-gpu=clocks.sm --format=csv,noheader 2>&1)"; }
+clock() { say "-- SM clock now: $(nvidia-smi --query-gpu=clocks.sm,power.draw --format=csv,noheader 2>&1)"; }
 if ls .gl/*.deb >/dev/null 2>&1; then
   for f in .gl/*.deb; do dpkg -x $f / ; done; ldconfig
   echo '{"file_format_version":"1.0.1","ICD":{"library_path":"libEGL_nvidia.so.0","api_version":"1.3.0"}}' > $W/icd.json
@@ -32,67 +46,123 @@ if ls .gl/*.deb >/dev/null 2>&1; then
 fi
 K="$B/kiln --plugins $B/plugins"
 say "== machine"; nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv,noheader | tee -a $S
-say "== ptx: every tensor-core and IR v1.2 module through ptxas (KILN_REQUIRE_CUDA=1)"
-KILN_REQUIRE_CUDA=1 KILN_PTX_OUT=$W/ptx timeout 150 $B/ptx.test -test.run 'TensorCore|EveryModuleAssembles' -test.count=1 -test.v > $OUT/ptx-tests.txt 2>&1; say "ptx.test rc=$?"
-grep -E '^(--- FAIL|FAIL|ok|PASS)' $OUT/ptx-tests.txt | head | tee -a $S
-n=0; bad=0
-for f in $W/ptx/*.ptx; do
-  n=$((n+1)); tgt=$(grep -m1 -oE '^\.target sm_[0-9]+a?' "$f" | cut -d' ' -f2)
-  case $tgt in sm_90a) archs=sm_90a ;; sm_70) archs="sm_90 sm_75" ;; *) archs="sm_90 $tgt" ;; esac
-  for arch in $archs; do ptxas -arch=$arch "$f" -o $W/x.cubin 2>>$OUT/ptxas.txt || { bad=$((bad+1)); say "ptxas -arch=$arch rejects $f"; }; done
-done
-say "ptxas over $n emitted modules by their .target: $bad rejected; v1.2 ones: $(grep -l -E '\.f16|\.bf16|\.u16|kiln_matrix' $W/ptx/*.ptx | wc -l); wgmma (sm_90a): $(ls $W/ptx | grep -c 'sm_90a.ptx$')"
-say "== backend tests on cuda:0: corpus (matmul_tc, vector_add_f16), IR v1.2, dynamic shared memory, conformance kit"
-KILN_REQUIRE_CUDA=1 timeout 200 $B/backend.test -test.run 'Corpus|V12|DynamicShared|Conformance' -test.count=1 -test.v > $OUT/backend-tests.txt 2>&1; say "backend.test rc=$?"
+say "cores $(nproc), load $(cut -d' ' -f1-3 /proc/loadavg)"
+(while sleep 0.5; do nvidia-smi --query-gpu=clocks.sm --format=csv,noheader; done > $OUT/clock.txt 2>&1) &
+CLK=$!
+
+say "== 1. backend tests on cuda:0"
+KILN_REQUIRE_CUDA=1 timeout 170 $B/backend.test -test.run 'Corpus|V12|TensorCore|Pipelined|DynamicShared|Conformance|Started' -test.count=1 -test.v > $OUT/backend-tests.txt 2>&1; say "backend.test rc=$?"
 grep -E -- '^(--- FAIL|FAIL|ok|PASS)|^    --- FAIL' $OUT/backend-tests.txt | head -20 | tee -a $S
 say "passed $(grep -c -- '--- PASS' $OUT/backend-tests.txt), failed $(grep -c -- '--- FAIL' $OUT/backend-tests.txt), skipped $(grep -c -- '--- SKIP' $OUT/backend-tests.txt)"
-say "== warm-up and torch references (f16 add 256M, f32 add 256M, matmul bf16/f16/tf32 4096^3, bf16 8192^3)"
-PYTHONUNBUFFERED=1 timeout 150 python3 - <<'PY' 2>&1 | tee $OUT/torch.txt | tee -a $S
-import subprocess, time, torch
-def clock(): return subprocess.run(["nvidia-smi","--query-gpu=clocks.sm","--format=csv,noheader"],capture_output=True,text=True).stdout.strip()
-def best(f, reps=20):
-    for _ in range(5): f()
-    torch.cuda.synchronize(); s, e = torch.cuda.Event(True), torch.cuda.Event(True); t = 1e9
-    for _ in range(reps):
-        s.record(); f(); e.record(); torch.cuda.synchronize(); t = min(t, s.elapsed_time(e) / 1e3)
-    return t
+
+say "== 2. tensor-core modules through ptxas"
+n=0; bad=0; : > $OUT/ptxas.txt
+for f in $B/tc/tc_*.ptx; do
+  b=$(basename $f .ptx); archs="sm_90a sm_80"; case $b in tc_wg*) archs=sm_90a ;; esac
+  for arch in $archs; do
+    n=$((n+1))
+    if ptxas -arch=$arch -v $f -o $W/$b.$arch.cubin > $W/$b.$arch.log 2>&1; then
+      echo "$b $arch ok: $(grep -o 'Used [0-9]* registers' $W/$b.$arch.log | head -1), HGMMA $(cuobjdump --dump-sass $W/$b.$arch.cubin | grep -c HGMMA), HMMA $(cuobjdump --dump-sass $W/$b.$arch.cubin | grep -c 'HMMA'), LDL/STL $(cuobjdump --dump-sass $W/$b.$arch.cubin | grep -cE 'LDL|STL')" >> $OUT/ptxas.txt
+    else bad=$((bad+1)); echo "$b $arch REJECTED: $(head -3 $W/$b.$arch.log | tr '\n' ' ')" >> $OUT/ptxas.txt; fi
+  done
+done
+say "ptxas: $n module/arch pairs, $bad rejected"; grep -E 'wg|REJECTED' $OUT/ptxas.txt | head -8 | tee -a $S
+
+say "== 3. kiln run --repeat next to torch (same inputs, same call)"
+PYTHONUNBUFFERED=1 KB=$B timeout 260 python3 - <<'PY' 2>&1 | tee $OUT/kiln-vs-torch.txt | tee -a $S
+import os, statistics, subprocess, time, torch
+kb = os.environ["KB"]
+def clock():
+    return subprocess.run(["nvidia-smi", "--query-gpu=clocks.sm", "--format=csv,noheader"], capture_output=True, text=True).stdout.strip()
+def ttime(f, warm=0.3, n=20):
+    end = time.time() + warm
+    while time.time() < end: f()
+    torch.cuda.synchronize(); ts = []
+    for _ in range(n):
+        s, e = torch.cuda.Event(True), torch.cuda.Event(True)
+        s.record(); f(); e.record(); e.synchronize(); ts.append(s.elapsed_time(e))
+    return statistics.median(ts) / 1e3
+def kiln(args):
+    r = subprocess.run([f"{kb}/kiln", "--plugins", f"{kb}/plugins", "run", "--repeat", "20"] + args, capture_output=True, text=True, timeout=90)
+    t = None
+    for l in r.stdout.splitlines():
+        if l.strip().startswith("device") and "median" in l:
+            v = l.split("median")[1].split(",")[0].strip()
+            t = float(v[:-2]) / 1e6 if v.endswith("µs") else float(v[:-2]) / 1e3 if v.endswith("ms") else None
+    if t is None:
+        print("   kiln failed:", r.returncode, (r.stdout + r.stderr)[-600:])
+    return t, r.stdout
 x = torch.randn(8192, 8192, device="cuda"); end = time.time() + 2
 while time.time() < end: torch.matmul(x, x)
 torch.cuda.synchronize(); print("after 2 s of warm-up: SM clock", clock()); del x
-n = 256 << 20
-for dt, name, size in [(torch.float16, "f16", 2), (torch.float32, "f32", 4)]:
-    a = torch.rand(n, device="cuda").to(dt); b = torch.rand(n, device="cuda").to(dt); c = torch.empty_like(a)
-    t = best(lambda: torch.add(a, b, out=c))
-    print(f"torch.add {name} 256M: {t*1e3:.3f} ms, {3*size*n/t/1e9:.0f} GB/s (SM clock {clock()})"); del a, b, c
-for name, dt, tf32, m in [("bf16", torch.bfloat16, False, 4096), ("f16", torch.float16, False, 4096), ("tf32", torch.float32, True, 4096), ("bf16", torch.bfloat16, False, 8192)]:
-    torch.backends.cuda.matmul.allow_tf32 = tf32
-    a = torch.randint(-3, 4, (m, m), device="cuda").to(dt); b = torch.randint(-3, 4, (m, m), device="cuda").to(dt)
-    t = best(lambda: torch.matmul(a, b))
-    print(f"torch.matmul {name} {m}^3: {t*1e3:.3f} ms, {2*m**3/t/1e12:.0f} TFLOP/s (SM clock {clock()})")
+DT = {"bf16": torch.bfloat16, "f16": torch.float16, "f32": torch.float32}
+rows = []
+mm = [("cuda", "bf16", 128, 256, 64, 4096), ("cuda", "f16", 128, 256, 64, 4096), ("cuda", "tf32", 256, 128, 32, 4096),
+      ("cuda", "bf16", 128, 256, 64, 8192), ("cuda", "bf16", 0, 0, 0, 4096),
+      ("vulkan", "bf16", 128, 256, 32, 4096), ("vulkan", "f16", 128, 128, 64, 4096), ("vulkan", "bf16", 0, 0, 0, 4096)]
+for be, ty, tm, tn, tk, n in mm:
+    dt = DT["f32" if ty == "tf32" else ty]; torch.backends.cuda.matmul.allow_tf32 = ty == "tf32"
+    a = torch.randint(-3, 4, (n, n), device="cuda").to(dt); b = torch.randint(-3, 4, (n, n), device="cuda").to(dt)
+    args = ["--kernel", "matmul_tc", "--spec", "type=" + ("f32" if ty == "tf32" else ty), "--size", str(n), "--backend", be]
+    if ty == "tf32": args += ["--spec", "tf32=true"]
+    if tm: args += ["--spec", f"tm={tm}", "--spec", f"tn={tn}", "--spec", f"tk={tk}"]
+    t0 = ttime(lambda: a @ b); c0 = clock()
+    kt, out = kiln(args); ck = clock()
+    t1 = ttime(lambda: a @ b); c1 = clock()
+    tile = f"{tm}x{tn}x{tk}" if tm else "default tile"
+    fl = 2 * n ** 3; tt = statistics.median([t0, t1])
+    if kt:
+        rows.append(f"matmul_tc {be} {ty} {n}^3 {tile}: kiln {fl/kt/1e12:.1f} TFLOP/s (SM {ck}), torch {fl/tt/1e12:.1f} (SM {c0} / {c1}) -> {100*tt/kt:.0f}%")
+        print(rows[-1])
+    del a, b
+N = 256 << 20
+for dt, ty, k in [(torch.float16, "f16", "vector_add_f16"), (torch.float32, "f32", "vector_add")]:
+    a = torch.rand(N, device="cuda").to(dt); b = torch.rand(N, device="cuda").to(dt); c = torch.empty_like(a)
+    by = 3 * N * a.element_size()
+    for be in ("cuda", "vulkan"):
+        t0 = ttime(lambda: torch.add(a, b, out=c)); c0 = clock()
+        kt, out = kiln(["--kernel", k, "--size", str(N), "--backend", be]); ck = clock()
+        t1 = ttime(lambda: torch.add(a, b, out=c))
+        tt = statistics.median([t0, t1])
+        if kt:
+            rows.append(f"{k} {be} 256M: kiln {by/kt/1e9:.0f} GB/s (SM {ck}), torch.add {ty} {by/tt/1e9:.0f} GB/s (SM {c0}) -> {100*tt/kt:.0f}%")
+            print(rows[-1])
+    del a, b, c
+print("== summary of section 3"); [print(r) for r in rows]
 PY
-say "== matmul_tc through the backend (resident buffers, best of 10, checked at sampled elements)"
+
+say "== 4. kiln tune matmul_tc bf16 on cuda, then the run that applies the record"
 clock
-timeout 200 $B/backend.test -test.run '^$' -test.bench 'MatmulTC' -test.benchtime 10x -test.v > $OUT/tc-bench.txt 2>&1; say "rc=$?"
-grep -E '^Benchmark|FAIL|panic' $OUT/tc-bench.txt | tee -a $S
-clock
-for spec in "bf16 4096" "f16 4096" "tf32 4096" "bf16 8192"; do
-  set -- $spec
-  k=$(grep -E "^BenchmarkMatmulTC/$1/s=$2/" $OUT/tc-bench.txt | awk '{for(i=1;i<=NF;i++) if($(i+1)=="best-TFLOP/s") print $i, $1}' | sort -rn | head -1)
-  tt=$(grep -E "^torch.matmul $1 $2\^3" $OUT/torch.txt | grep -oE '[0-9]+ TFLOP/s' | cut -d' ' -f1)
-  [ -n "$k" ] && [ -n "$tt" ] && say "$1 $2^3: kiln best $(echo $k | cut -d' ' -f1) TFLOP/s ($(echo $k | cut -d' ' -f2)) = $(awk -v a=$(echo $k | cut -d' ' -f1) -v b=$tt 'BEGIN{printf "%.0f", 100*a/b}')% of torch $tt"
-done
-f=$(ls $W/ptx/matmul_tc.bf16.256x128x64*.sm_90a.ptx 2>/dev/null | head -1)
-[ -n "$f" ] && ptxas -arch=sm_90a "$f" -o $W/win.cubin && say "HGMMA in the SASS of $(basename $f): $(cuobjdump --dump-sass $W/win.cubin | grep -c HGMMA)"
-say "== kiln run --repeat (device time, GPU timestamps)"
-for be in cuda vulkan; do
-  clock
-  timeout 60 $K run --kernel vector_add_f16 --size 268435456 --backend $be --repeat 20 2>&1 | tail -4 | sed "s/^/vector_add_f16 $be: /" | tee -a $S
-  timeout 60 $K run --kernel vector_add --size 268435456 --backend $be --repeat 20 2>&1 | tail -4 | sed "s/^/vector_add f32 $be: /" | tee -a $S
-done
-timeout 60 $K run --kernel matmul_reg --size 4096 --backend cuda --repeat 20 --trace $OUT/matmul_reg.trace.json 2>&1 | tail -4 | sed "s/^/matmul_reg cuda: /" | tee -a $S
-$K trace check $OUT/matmul_reg.trace.json 2>&1 | tee -a $S
-$K trace summary --top 4 $OUT/matmul_reg.trace.json 2>&1 | head -24 | tee -a $S
-timeout 60 $K run --kernel matmul_tc --spec type=bf16 --size 4096 --backend cuda --repeat 20 2>&1 | tail -4 | sed "s/^/matmul_tc bf16 default tile cuda: /" | tee -a $S
-say "== load test on cuda (1-element dispatches, goroutines sharing one host)"
+timeout 120 $K tune --kernel matmul_tc --spec type=bf16 --backend cuda --size 4096 --runs 3 > $OUT/tune.txt 2>&1; say "tune rc=$?"
+tail -12 $OUT/tune.txt | tee -a $S
+timeout 60 $K run --kernel matmul_tc --spec type=bf16 --size 4096 --backend cuda --repeat 20 2>&1 | tail -9 | sed 's/^/after tune: /' | tee -a $S
+
+say "== 5. load test and boundary costs on cuda"
 clock
 timeout 60 $K bench --backend cuda --load --load-duration 2s 2>&1 | tail -7 | tee -a $S
+timeout 90 $K bench --backend cuda --mib 64 > $OUT/bench.txt 2>&1; say "bench rc=$?"
+grep -i -E 'start|round trip|submit|1-element' $OUT/bench.txt | head -12 | tee -a $S
+
+say "== 6. plugin start next to the driver references"
+bench() { timeout 60 $B/startbench -plugin $B/plugins/kiln-backend-$1 -backend $1 -n 1 -log; }
+for api in cuda vulkan; do timeout 60 python3 $B/gpu-start-ref.py $api > /dev/null 2>&1; bench $api > /dev/null 2>&1; done
+for i in 1 2 3 4 5; do
+  for api in cuda vulkan; do
+    timeout 60 python3 $B/gpu-start-ref.py $api >> $OUT/ref-$api.jsonl 2>>$OUT/ref-$api.err
+    bench $api >> $OUT/kiln-$api.txt 2>>$OUT/kiln-$api.log
+  done
+done
+kill $CLK
+python3 - "$OUT" <<'PY' 2>&1 | tee -a $S
+import json, re, statistics, sys
+out = sys.argv[1]
+for api in ("cuda", "vulkan"):
+    refs = [json.loads(l)["reference_ms"] for l in open(f"{out}/ref-{api}.jsonl") if l.startswith("{")]
+    runs = [float(m.group(1)) for m in (re.search(r"run \d+: acquire ([\d.]+) ms", l) for l in open(f"{out}/kiln-{api}.txt")) if m]
+    if refs and runs:
+        r, k = statistics.median(refs), statistics.median(runs)
+        print(f"{api}: kiln Acquire median {k:.1f} ms of {len(runs)}, reference {r:.1f} ms of {len(refs)}: {k/r:.2f}x")
+clocks = [int(c.split()[0]) for c in open(f"{out}/clock.txt") if c.split() and c.split()[0].isdigit()]
+if clocks:
+    print(f"SM clock over the call: {min(clocks)}-{max(clocks)} MHz, median {statistics.median(clocks)} ({len(clocks)} samples)")
+PY
