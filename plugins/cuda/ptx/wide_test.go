@@ -181,7 +181,7 @@ func TestWideBF16Copy(t *testing.T) {
 
 // TestWideNotMatched: no wide access where the statements are not a run — a
 // store between the loads, bases that differ, indices not base+k in order, a
-// 32-bit buffer, a stored value that loads, a run that rebinds its base — and
+// 32-bit buffer, a stored value that loads, a load inside a cast — and
 // the programs still give the oracle's results.
 func TestWideNotMatched(t *testing.T) {
 	mk := func(name string, body func(b *ir.Builder, src, dst, wide string, at ir.Expr)) *ir.Program {
@@ -224,12 +224,12 @@ func TestWideNotMatched(t *testing.T) {
 			b.Store(src, at, ir.Load(src, plus(at, 1)))
 			b.Store(src, plus(at, 1), ir.Load(src, at))
 		}),
-		mk("assigns_base", func(b *ir.Builder, src, dst, _ string, at ir.Expr) {
+		mk("load_in_cast", func(b *ir.Builder, src, dst, _ string, at ir.Expr) {
 			b.Var("base", ir.U32, at)
 			b.Let("v0", ir.Load(src, ir.Local("base")))
 			b.Assign("base", ir.Cast(ir.U32, ir.Cast(ir.F32, ir.Load(src, plus(ir.Local("base"), 1)))))
-			b.Store(dst, at, ir.Local("v0"))
 			b.Store(dst, plus(at, 1), ir.Cast(ir.F16, ir.Cast(ir.F32, ir.Local("base"))))
+			b.Store(dst, at, ir.Local("v0"))
 		}),
 	}
 	rng := rand.New(rand.NewPCG(9, 10))

@@ -76,11 +76,20 @@ func (e *emitter) lookup(name string) (local, bool) {
 func (e *emitter) block(stmts []ir.Stmt) error {
 	e.scopes = append(e.scopes, map[string]local{})
 	defer func() { e.scopes = e.scopes[:len(e.scopes)-1] }()
-	for _, s := range stmts {
+	for i := 0; i < len(stmts); i++ {
 		if !e.open {
 			return nil
 		}
-		if err := e.stmt(s); err != nil {
+		// A run of 16-bit accesses as one wide access (wide.go).
+		n, err := e.wide(stmts[i:])
+		if err != nil {
+			return err
+		}
+		if n > 0 {
+			i += n - 1
+			continue
+		}
+		if err := e.stmt(stmts[i]); err != nil {
 			return err
 		}
 	}
