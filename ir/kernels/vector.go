@@ -38,7 +38,7 @@ var epiCandidates = []uint32{1, 2, 4, 8}
 // epiCandidates16 are vector_add_f16's: one chunk or two.
 var epiCandidates16 = []uint32{vectorChunk16, 2 * vectorChunk16}
 
-// epiCovered is how many elements an invocation of vector_add_f16 covers at
+// epiCovered16 is how many elements an invocation of vector_add_f16 covers at
 // epi: epi rounded up to whole chunks.
 func epiCovered16(epi uint32) uint32 {
 	return max(epi+vectorChunk16-1, vectorChunk16) / vectorChunk16 * vectorChunk16
