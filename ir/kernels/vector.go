@@ -21,35 +21,27 @@ func vectorSizes() []int { return []int{0, 1, 7, 61, 256, 257, 1021, 4096, 100_0
 // the values a tuner may try.
 const vectorEPI = 4
 
-// vectorEPI16 is vector_add_f16's default: twice vectorEPI, so that an
-// invocation keeps as many bytes of loads in flight (2 × 8 × 2 bytes) as
-// vector_add does at its measured best (2 × 4 × 4). At epi 4 the f16 add
-// reached 86% of torch.add f16 through CUDA and 77% through Vulkan on the
-// H200, with half of the f32 add's bytes in flight per invocation.
+// vectorEPI16 is vector_add_f16's default: twice vectorEPI, one chunk of
+// vectorChunk16 elements (16 bytes) of each buffer per invocation, as many
+// bytes as vector_add moves per buffer at its measured best (4 × 4). With
+// vector_add's layout (2-byte accesses a grid apart) the f16 add reached 86% of
+// torch.add f16 through CUDA and 77% through Vulkan on the H200 at epi 4.
 const vectorEPI16 = 2 * vectorEPI
 
-// defaultEPI is the default epi of vectorAddOf on elements of type t.
-func defaultEPI(t ir.Type) uint32 {
-	if t.Is16Bit() {
-		return vectorEPI16
-	}
-	return vectorEPI
-}
+// vectorChunk16 is how many contiguous elements of each buffer an invocation
+// of vector_add_f16 moves at a time: 8 halves, 16 bytes, which a backend can
+// move with one wide access (see vectorAddChunkedProgram).
+const vectorChunk16 = 8
 
 var epiCandidates = []uint32{1, 2, 4, 8}
 
-// epiCandidates16 are vector_add_f16's: one more doubling, for the same bytes
-// in flight as vector_add's largest.
-var epiCandidates16 = []uint32{1, 2, 4, 8, 16}
+// epiCandidates16 are vector_add_f16's: one chunk or two.
+var epiCandidates16 = []uint32{vectorChunk16, 2 * vectorChunk16}
 
-// epiCandidatesOf returns the epi candidates of vectorAddOf on elements of
-// type t; the largest is how many of an invocation's elements it loads ahead
-// of its stores (its lanes).
-func epiCandidatesOf(t ir.Type) []uint32 {
-	if t.Is16Bit() {
-		return epiCandidates16
-	}
-	return epiCandidates
+// epiCovered16 is how many elements an invocation of vector_add_f16 covers at
+// epi: epi rounded up to whole chunks.
+func epiCovered16(epi uint32) uint32 {
+	return max(epi+vectorChunk16-1, vectorChunk16) / vectorChunk16 * vectorChunk16
 }
 
 func vectorAdd() Kernel {
@@ -98,18 +90,16 @@ func vectorAdd() Kernel {
 // steps keeps one step's loads in flight (measured on the H200 through
 // Vulkan at epi 4: 3697 GB/s as a loop, 4345 loads first). The guards j < epi
 // are constants once a backend folds the parameter, so only the lanes in use
-// remain; the lanes are the largest candidate (8, 16 on 16-bit elements). An
+// remain; the lanes are the largest candidate (8). An
 // epi beyond the lanes (a value outside the candidates) adds the
 // remaining elements in a plain loop (behind a guard that folds away too).
 func vectorAddProgram() *ir.Program { return vectorAddOf("kiln.vector.add.f32", ir.F32) }
 
-// vectorAddOf is vectorAddProgram named name on elements of float type t
-// (vector_add_f16 is it on f16).
+// vectorAddOf is vectorAddProgram named name on elements of float type t.
 func vectorAddOf(name string, t ir.Type) *ir.Program {
 	b := ir.NewBuilder(name, vectorWG, 1, 1)
-	cands := epiCandidatesOf(t)
-	lanes := int(cands[len(cands)-1])
-	epi := b.Tunable("epi", ir.U32, ir.LitU32(defaultEPI(t)), u32Literals(cands)...)
+	lanes := int(epiCandidates[len(epiCandidates)-1])
+	epi := b.Tunable("epi", ir.U32, ir.LitU32(vectorEPI), u32Literals(epiCandidates)...)
 	x := b.Buffer("a", t, ir.Read)
 	y := b.Buffer("b", t, ir.Read)
 	out := b.Buffer("out", t, ir.Write)
@@ -150,17 +140,101 @@ func vectorAddOf(name string, t ir.Type) *ir.Program {
 	return b.MustBuild()
 }
 
+// vectorAddChunkedProgram is vector_add_f16's program on elements of the
+// 16-bit type t: invocation g of T adds chunks of vectorChunk16 contiguous
+// elements, chunk g + j·T (elements (g + j·T)·8 + k for k < 8) for j <
+// ceil(epi/8), so a grid of ceil(n / (8·ceil(epi/8))) invocations covers n
+// elements and a warp's chunk j is 32 × 16 contiguous bytes. As in
+// vectorAddProgram an invocation loads all its lanes (two chunks, the largest
+// candidate) before it stores, an index past the end loads 0, and chunks
+// beyond the lanes (epi > 16) add in a plain loop. Each chunk's eight loads
+// of a buffer are consecutive statements at base+0 … base+7 with base a let,
+// and so are its eight stores: the pattern the PTX and SPIR-V emitters move as
+// one 16-byte access where it is aligned and in bounds (docs/design.md,
+// "Wide 16-bit accesses"); the stores need no bounds test of their own, since
+// a store out of bounds writes nothing.
+func vectorAddChunkedProgram(name string, t ir.Type) *ir.Program {
+	b := ir.NewBuilder(name, vectorWG, 1, 1)
+	chunks := int(epiCandidates16[len(epiCandidates16)-1] / vectorChunk16)
+	epi := b.Tunable("epi", ir.U32, ir.LitU32(vectorEPI16), u32Literals(epiCandidates16)...)
+	x := b.Buffer("a", t, ir.Read)
+	y := b.Buffer("b", t, ir.Read)
+	out := b.Buffer("out", t, ir.Write)
+	zero := ir.Literal{Type: t} // +0 in every float type
+	g := b.Let("g", ir.GlobalID(0))
+	total := b.Let("total", ir.Mul(ir.NumWorkgroups(0), ir.WorkgroupSize(0)))
+	w := ir.LitU32(vectorChunk16)
+	base := func(blk *ir.Block, name string, j ir.Expr) ir.Expr {
+		return blk.Let(name, ir.Mul(ir.Add(g, ir.Mul(j, total)), w))
+	}
+	at := func(base ir.Expr, k int) ir.Expr {
+		if k == 0 {
+			return base
+		}
+		return ir.Add(base, ir.LitU32(uint32(k)))
+	}
+	xv := func(j, k int) string { return fmt.Sprintf("x_%d_%d", j, k) }
+	yv := func(j, k int) string { return fmt.Sprintf("y_%d_%d", j, k) }
+	for j := range chunks {
+		for k := range vectorChunk16 {
+			b.Var(xv(j, k), t, zero)
+			b.Var(yv(j, k), t, zero)
+		}
+	}
+	// Chunk j > 0 is in use when j·8 < epi (a constant once epi is folded);
+	// chunk 0 always is (epi rounds up to a multiple of 8, 0 included).
+	inUse := func(j int) ir.Expr { return ir.Lt(ir.LitU32(uint32(j*vectorChunk16)), epi) }
+	chunk := func(j int, body func(*ir.Block)) {
+		if j == 0 {
+			body(&b.Block)
+			return
+		}
+		b.If(inUse(j), body)
+	}
+	for j := range chunks {
+		chunk(j, func(then *ir.Block) {
+			at0 := base(then, fmt.Sprintf("load_%d", j), ir.LitU32(uint32(j)))
+			for k := range vectorChunk16 {
+				then.Assign(xv(j, k), ir.Load(x, at(at0, k)))
+			}
+			for k := range vectorChunk16 {
+				then.Assign(yv(j, k), ir.Load(y, at(at0, k)))
+			}
+		})
+	}
+	for j := range chunks {
+		chunk(j, func(then *ir.Block) {
+			at0 := base(then, fmt.Sprintf("store_%d", j), ir.LitU32(uint32(j)))
+			for k := range vectorChunk16 {
+				then.Store(out, at(at0, k), ir.Add(ir.Local(xv(j, k)), ir.Local(yv(j, k))))
+			}
+		})
+	}
+	b.If(inUse(chunks), func(more *ir.Block) {
+		last := ir.Div(ir.Add(epi, ir.LitU32(vectorChunk16-1)), w)
+		more.For("j", ir.U32, ir.LitU32(uint32(chunks)), last, ir.LitU32(1), func(loop *ir.Block, j ir.Expr) {
+			at0 := base(loop, "chunk", j)
+			loop.For("k", ir.U32, ir.LitU32(0), w, ir.LitU32(1), func(inner *ir.Block, k ir.Expr) {
+				i := inner.Let("i", ir.Add(at0, k))
+				inner.Store(out, i, ir.Add(ir.Load(x, i), ir.Load(y, i)))
+			})
+		})
+	})
+	return b.MustBuild()
+}
+
 func vectorAddF16() Kernel {
 	inv := func(c Case) [3]uint32 {
-		return [3]uint32{cover(c.Size, max(specU32(c, "epi", vectorEPI16), 1)), 1, 1}
+		return [3]uint32{cover(c.Size, epiCovered16(specU32(c, "epi", vectorEPI16))), 1, 1}
 	}
 	return Kernel{
 		Name: "vector_add_f16",
 		OpID: "kiln.vector.add.f16",
 		Doc: "out[i] = a[i] + b[i] on f16 (IR v1.2), correctly rounded in f16; each invocation adds epi elements " +
-			"(parameter, default 8, tunable 1, 2, 4, 8, 16) a grid apart; size is the number of elements",
+			"(parameter, default 8, tunable 8, 16; rounded up to a multiple of 8) in chunks of 8 contiguous elements " +
+			"a grid apart; size is the number of elements",
 		Sizes:       vectorSizes(),
-		Program:     func() *ir.Program { return vectorAddOf("kiln.vector.add.f16", ir.F16) },
+		Program:     func() *ir.Program { return vectorAddChunkedProgram("kiln.vector.add.f16", ir.F16) },
 		Invocations: inv,
 		NewCase: func(rng *rand.Rand, size int) Case {
 			return withInvocations(Case{

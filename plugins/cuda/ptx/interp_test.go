@@ -287,6 +287,8 @@ func parseInst(lineNo int, text string) (pinst, error) {
 	op, args, _ := strings.Cut(strings.TrimSpace(rest), " ")
 	in.op = op
 	if args = strings.TrimSpace(args); args != "" {
+		// A vector operand {a, b, …} (wide accesses) is its registers in order.
+		args = strings.NewReplacer("{", "", "}", "").Replace(args)
 		for _, a := range strings.Split(args, ",") {
 			o, err := parseOperand(strings.TrimSpace(a))
 			if err != nil {
@@ -876,6 +878,9 @@ func (m *pmodule) decode(in *pinst) error {
 		return m.decodeShfl(in, parts[2])
 	case parts[0] == "redux" && len(parts) == 4 && parts[1] == "sync":
 		return m.decodeRedux(in, parts[2]+"."+parts[3])
+	}
+	if done, err := m.decodeWide(in); done {
+		return err
 	}
 	if done, err := m.decodeHalf(in); done {
 		return err

@@ -35,19 +35,20 @@ func (s Stack[L]) Lookup(name string) (L, bool) {
 	return none, false
 }
 
-// Block emits stmts with stmt in a new scope of s, stopping at the first
+// Block emits stmts with emit in a new scope of s, stopping at the first
 // statement that cannot be reached: once *open is false (a break, continue or
-// return closed the current block), the rest are never emitted.
-func Block[L, S any](s *Stack[L], stmts []S, open *bool, stmt func(S) error) error {
+// return closed the current block), the rest are never emitted. emit emits
+// the statements at the start of the slice it is given, one or a run of them
+// (see package wide), and returns how many it emitted.
+func Block[L, S any](s *Stack[L], stmts []S, open *bool, emit func([]S) (int, error)) error {
 	s.Push(nil)
 	defer s.Pop()
-	for _, st := range stmts {
-		if !*open {
-			return nil
-		}
-		if err := stmt(st); err != nil {
+	for len(stmts) > 0 && *open {
+		n, err := emit(stmts)
+		if err != nil {
 			return err
 		}
+		stmts = stmts[n:]
 	}
 	return nil
 }

@@ -2,6 +2,7 @@ package scope
 
 import (
 	"errors"
+	"slices"
 	"testing"
 
 	"github.com/kiln-dev/kiln/ir"
@@ -35,17 +36,20 @@ func TestBlockStopsWhereTheCodeEnds(t *testing.T) {
 	s.Push(nil)
 	open := true
 	var emitted []string
-	stmt := func(st string) error {
-		switch st {
+	stmt := func(sts []string) (int, error) {
+		switch st := sts[0]; st {
 		case "return":
 			open = false
 		case "bad":
-			return errors.New("bad statement")
+			return 0, errors.New("bad statement")
+		case "pair": // a run: this statement and the next emitted as one
+			emitted = append(emitted, st+"+"+sts[1])
+			return 2, nil
 		default:
 			s.Bind(st, len(emitted))
 		}
-		emitted = append(emitted, st)
-		return nil
+		emitted = append(emitted, sts[0])
+		return 1, nil
 	}
 	if err := Block(&s, []string{"a", "return", "b"}, &open, stmt); err != nil {
 		t.Fatal(err)
@@ -56,7 +60,10 @@ func TestBlockStopsWhereTheCodeEnds(t *testing.T) {
 	if _, ok := s.Lookup("a"); ok {
 		t.Error("the block's binding outlived it")
 	}
-	open = true
+	open, emitted = true, nil
+	if err := Block(&s, []string{"pair", "x", "c"}, &open, stmt); err != nil || !slices.Equal(emitted, []string{"pair+x", "c"}) {
+		t.Errorf("a run of two then one: emitted %v, %v; want [pair+x c]", emitted, err)
+	}
 	if err := Block(&s, []string{"bad", "c"}, &open, stmt); err == nil || len(s) != 1 {
 		t.Errorf("a failing statement: %v, %d scopes left", err, len(s))
 	}

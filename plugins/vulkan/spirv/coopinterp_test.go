@@ -105,10 +105,10 @@ func (mc *machine) quadStep(inv *invocation, in inst) (bool, error) {
 		for k := range w {
 			w[k] = p.mem[p.idx+2*k]&0xffff | p.mem[p.idx+2*k+1]<<16
 		}
-		v[a[1]] = cell{quad: w}
-	case in.op == opStore && v[a[1]].quad != nil:
+		v[a[1]] = cell{words: w}
+	case in.op == opStore && v[a[1]].words != nil:
 		p := v[a[0]]
-		for k, w := range v[a[1]].quad {
+		for k, w := range v[a[1]].words {
 			p.mem[p.idx+2*k], p.mem[p.idx+2*k+1] = w&0xffff, w>>16
 		}
 	case in.op == opCompositeConstruct && c.quads[a[0]]:
@@ -116,7 +116,7 @@ func (mc *machine) quadStep(inv *invocation, in inst) (bool, error) {
 		for k := range w {
 			w[k] = v[a[2+k]].bits
 		}
-		v[a[1]] = cell{quad: w}
+		v[a[1]] = cell{words: w}
 	default:
 		return false, nil
 	}

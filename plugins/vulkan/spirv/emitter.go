@@ -77,6 +77,9 @@ type emitter struct {
 	// and why (coop.go).
 	coop                  *coopPlan
 	matrixPath, matrixWhy string
+	// wideViews are the word views of 16-bit buffers (wide.go), by binding
+	// and run length.
+	wideViews map[[2]uint32]uint32
 }
 
 // loopExits are where break (merge) and continue (cont) branch to, and the
@@ -391,6 +394,7 @@ func (e *emitter) declareParams() {
 // Target.DisjointBindings the variables are Restrict.
 func (e *emitter) declareBuffers() {
 	coherent := hasBarrier(e.prog.Body)
+	wide := wideTargets(e.prog)
 	atomics := map[string]bool{}
 	atomicTargets(e.prog.Body, atomics)
 	for _, b := range e.prog.Buffers {
@@ -429,7 +433,11 @@ func (e *emitter) declareBuffers() {
 		if coherent && b.Access == ir.ReadWrite {
 			e.decorate(v, decorationCoherent)
 		}
-		if e.target.DisjointBindings {
+		switch {
+		case wide[b.Name] && b.Access != ir.Read:
+			// Accessed through a word view as well (wide.go).
+			e.decorate(v, decorationAliased)
+		case e.target.DisjointBindings:
 			e.decorate(v, decorationRestrict)
 		}
 		e.name(v, b.Name)

@@ -35,10 +35,14 @@ type cell struct {
 	// mat is a cooperative matrix's 16×16 elements, row-major, with its
 	// component kind in bits (coopinterp_test.go).
 	mat []uint32
-	// quad is a uvec4's words, quadPtr marks a pointer to a uvec4 in memory
-	// of 16-bit elements, 8 words of it a uvec4 (coopinterp_test.go).
-	quad    []uint32
+	// words is a u32 vector's components (a uvec4 of the staged cooperative
+	// path, a word view's element); quadPtr marks a pointer to a uvec4 in
+	// memory of 16-bit elements, 8 words of it a uvec4 (coopinterp_test.go);
+	// wide is the number of 16-bit elements one element of a word view of a
+	// 16-bit buffer spans (interp_wide_test.go).
+	words   []uint32
 	quadPtr bool
+	wide    int
 }
 
 type machine struct {
@@ -300,6 +304,7 @@ func load(words []uint32, spec map[uint32]uint32, buffers [][]uint32, push []uin
 			}
 		}
 	}
+	markWideViews(mc, byID, decos)
 	return mc, nil
 }
 
@@ -470,9 +475,17 @@ func (mc *machine) run(inv *invocation) (barrier bool, err error) {
 				v[a[1]] = cell{mem: mem, block: true}
 				continue
 			}
+			if p.wide > 0 {
+				v[a[1]] = wideLoad(p)
+				continue
+			}
 			v[a[1]] = cell{bits: p.mem[p.idx]}
 		case opStore:
 			p := v[a[0]]
+			if p.wide > 0 {
+				wideStore(p, v[a[1]])
+				continue
+			}
 			p.mem[p.idx] = v[a[1]].bits
 		case opAccessChain:
 			base := v[a[2]]
@@ -498,13 +511,17 @@ func (mc *machine) run(inv *invocation) (barrier bool, err error) {
 				}
 			}
 			if len(idx) > 0 {
-				i += int(v[idx[0]].bits)
+				i += int(v[idx[0]].bits) * max(base.wide, 1)
 			}
-			if i >= len(base.mem) {
+			if i+max(base.wide, 1) > len(base.mem) {
 				return false, fmt.Errorf("access chain %d: index %d outside the %d elements bound", a[1], i, len(base.mem))
 			}
-			v[a[1]] = cell{mem: base.mem, idx: i}
+			v[a[1]] = cell{mem: base.mem, idx: i, wide: base.wide}
 		case opCompositeExtract:
+			if w := v[a[2]].words; w != nil {
+				v[a[1]] = cell{bits: w[a[3]]}
+				continue
+			}
 			v[a[1]] = cell{bits: v[a[2]].vec[a[3]]}
 		case opSelect:
 			if v[a[2]].bits != 0 {
@@ -522,6 +539,10 @@ func (mc *machine) run(inv *invocation) (barrier bool, err error) {
 			}
 			v[a[1]] = cell{bits: x.bits, vec: x.vec, pair: x.pair}
 		case opCompositeConstruct:
+			if !mc.pairTypes[a[0]] {
+				v[a[1]] = wideConstruct(v, a[2:])
+				continue
+			}
 			v[a[1]] = cell{vec: [3]uint32{v[a[2]].bits, v[a[3]].bits}, pair: true}
 		case opFConvert:
 			if mc.halfTypes[a[0]] {

@@ -61,7 +61,19 @@ func (e *emitter) terminate(opcode uint32, operands ...uint32) {
 
 // block emits stmts in a new scope, stopping at the first statement that cannot be
 // reached.
-func (e *emitter) block(stmts []ir.Stmt) error { return scope.Block(&e.scopes, stmts, &e.open, e.stmt) }
+func (e *emitter) block(stmts []ir.Stmt) error {
+	return scope.Block(&e.scopes, stmts, &e.open, e.leading)
+}
+
+// leading emits the statement at the start of stmts, or the run of 16-bit
+// accesses that starts there as one wide access (wide.go), and returns how
+// many statements it emitted.
+func (e *emitter) leading(stmts []ir.Stmt) (int, error) {
+	if n, err := e.wide(stmts); n > 0 || err != nil {
+		return n, err
+	}
+	return 1, e.stmt(stmts[0])
+}
 
 // typed evaluates x and checks that it has type t.
 func (e *emitter) typed(x ir.Expr, t ir.Type, what string) (uint32, error) {
