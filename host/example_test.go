@@ -32,6 +32,21 @@ func f32s(v ...float32) []byte { return kernels.F32Bytes(v) }
 
 func floats(b []byte) []float32 { return kernels.BytesF32(b) }
 
+// cpuRef opens a host and acquires the CPU reference, as Example does; the
+// caller closes the host.
+func cpuRef(ctx context.Context) (*host.Host, *host.Backend, error) {
+	h, err := host.Open(ctx, host.Options{})
+	if err != nil {
+		return nil, nil, err
+	}
+	b, err := h.Acquire(ctx, "cpu-ref")
+	if err != nil {
+		h.Close()
+		return nil, nil, err
+	}
+	return h, b, nil
+}
+
 // Open the host, acquire a backend, compile once and dispatch.
 func Example() {
 	ctx := context.Background()
@@ -93,17 +108,12 @@ func ExampleHost_Dispatch() {
 // once, and re-dispatching over resident buffers moves no bytes.
 func ExampleBackend_Submit() {
 	ctx := context.Background()
-	h, err := host.Open(ctx, host.Options{})
+	h, b, err := cpuRef(ctx)
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
 	defer h.Close()
-	b, err := h.Acquire(ctx, "cpu-ref")
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
 	pl, err := b.Compile(ctx, saxpy(), host.CompileOptions{})
 	if err != nil {
 		fmt.Println(err)
@@ -150,17 +160,12 @@ func ExampleBackend_Submit() {
 // A host-visible buffer is filled in place: no copy, no call.
 func ExampleBuffer_Map() {
 	ctx := context.Background()
-	h, err := host.Open(ctx, host.Options{})
+	h, b, err := cpuRef(ctx)
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
 	defer h.Close()
-	b, err := h.Acquire(ctx, "cpu-ref")
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
 	buf, err := b.Alloc(ctx, 8, host.UsageMap)
 	if err != nil {
 		fmt.Println(err)
@@ -185,17 +190,12 @@ func ExampleBuffer_Map() {
 // SubmitAsync returns at once; Wait collects the completion.
 func ExampleBackend_SubmitAsync() {
 	ctx := context.Background()
-	h, err := host.Open(ctx, host.Options{})
+	h, b, err := cpuRef(ctx)
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
 	defer h.Close()
-	b, err := h.Acquire(ctx, "cpu-ref")
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
 	buf, err := b.Alloc(ctx, 4, 0)
 	if err != nil {
 		fmt.Println(err)
@@ -233,12 +233,7 @@ func ExampleBackend_SubmitAsync() {
 // Every error the host returns can be inspected with errors.As.
 func Example_errors() {
 	ctx := context.Background()
-	h, err := host.Open(ctx, host.Options{})
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
-	b, err := h.Acquire(ctx, "cpu-ref")
+	h, b, err := cpuRef(ctx)
 	if err != nil {
 		fmt.Println(err)
 		return
