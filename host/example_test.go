@@ -8,6 +8,7 @@ import (
 	"math"
 
 	"github.com/kiln-dev/kiln/host"
+	"github.com/kiln-dev/kiln/internal/irprog"
 	"github.com/kiln-dev/kiln/ir"
 	"github.com/kiln-dev/kiln/ir/kernels"
 )
@@ -16,17 +17,7 @@ import (
 // points it at a directory holding the CPU reference, cpu-ref).
 
 // saxpy is y = a*x + y over f32, with a a specialization parameter.
-func saxpy() *ir.Program {
-	b := ir.NewBuilder("example.saxpy.f32", 64, 1, 1)
-	a := b.Param("a", ir.F32, ir.LitF32(2))
-	x := b.Buffer("x", ir.F32, ir.Read)
-	y := b.Buffer("y", ir.F32, ir.ReadWrite)
-	i := b.Let("i", ir.GlobalID(0))
-	b.If(ir.Lt(i, ir.Len(y)), func(then *ir.Block) {
-		then.Store(y, i, ir.Add(ir.Mul(a, ir.Load(x, i)), ir.Load(y, i)))
-	})
-	return b.MustBuild()
-}
+func saxpy() *ir.Program { return irprog.Saxpy("example.saxpy.f32", 64) }
 
 func f32s(v ...float32) []byte { return kernels.F32Bytes(v) }
 

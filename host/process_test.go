@@ -16,6 +16,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/kiln-dev/kiln/internal/irprog"
 	"github.com/kiln-dev/kiln/internal/syncbuf"
 	"github.com/kiln-dev/kiln/ir"
 	"github.com/kiln-dev/kiln/ir/kernels"
@@ -25,19 +26,7 @@ import (
 // saxpy is y = a*x + y.
 func saxpy(t *testing.T) *ir.Program {
 	t.Helper()
-	b := ir.NewBuilder("test.saxpy.f32", 64, 1, 1)
-	a := b.Param("a", ir.F32, ir.LitF32(2))
-	x := b.Buffer("x", ir.F32, ir.Read)
-	y := b.Buffer("y", ir.F32, ir.ReadWrite)
-	i := b.Let("i", ir.GlobalID(0))
-	b.If(ir.Lt(i, ir.Len(y)), func(then *ir.Block) {
-		then.Store(y, i, ir.Add(ir.Mul(a, ir.Load(x, i)), ir.Load(y, i)))
-	})
-	p, err := b.Build()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return p
+	return irprog.Saxpy("test.saxpy.f32", 64)
 }
 
 func f32Bytes(v ...float32) []byte { return kernels.F32Bytes(v) }

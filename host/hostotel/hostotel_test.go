@@ -14,6 +14,7 @@ import (
 
 	"github.com/kiln-dev/kiln/host"
 	"github.com/kiln-dev/kiln/host/hostotel"
+	"github.com/kiln-dev/kiln/internal/irprog"
 	"github.com/kiln-dev/kiln/ir"
 )
 
@@ -31,16 +32,7 @@ func cpuRefDir(t *testing.T) string {
 	return dir
 }
 
-func saxpy() *ir.Program {
-	b := ir.NewBuilder("test.saxpy.f32", 64, 1, 1)
-	x := b.Buffer("x", ir.F32, ir.Read)
-	y := b.Buffer("y", ir.F32, ir.ReadWrite)
-	i := b.Let("i", ir.GlobalID(0))
-	b.If(ir.Lt(i, ir.Len(y)), func(then *ir.Block) {
-		then.Store(y, i, ir.Add(ir.Mul(ir.LitF32(2), ir.Load(x, i)), ir.Load(y, i)))
-	})
-	return b.MustBuild()
-}
+func saxpy() *ir.Program { return irprog.Saxpy("test.saxpy.f32", 64) }
 
 // TestSpansOfAHost pins the spans: a compile, a submit and a dispatch on
 // cpu-ref each end as one span under the caller's span, with the backend,

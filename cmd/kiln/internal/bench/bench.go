@@ -16,6 +16,7 @@ import (
 
 	"github.com/kiln-dev/kiln/host"
 	"github.com/kiln-dev/kiln/internal/echoplugin"
+	"github.com/kiln-dev/kiln/internal/irprog"
 	"github.com/kiln-dev/kiln/ir"
 	"github.com/kiln-dev/kiln/ir/interp"
 	"github.com/kiln-dev/kiln/pluginapi"
@@ -327,17 +328,7 @@ func newKernels(ctx context.Context, opts Options) (*kernels, error) {
 	if k.increment, err = b.Build(); err != nil {
 		return nil, err
 	}
-	s := ir.NewBuilder("kiln.bench.saxpy.f32", 256, 1, 1)
-	a := s.Param("a", ir.F32, ir.LitF32(2))
-	x := s.Buffer("x", ir.F32, ir.Read)
-	y := s.Buffer("y", ir.F32, ir.ReadWrite)
-	j := s.Let("i", ir.GlobalID(0))
-	s.If(ir.Lt(j, ir.Len(y)), func(then *ir.Block) {
-		then.Store(y, j, ir.Add(ir.Mul(a, ir.Load(x, j)), ir.Load(y, j)))
-	})
-	if k.saxpy, err = s.Build(); err != nil {
-		return nil, err
-	}
+	k.saxpy = irprog.Saxpy("kiln.bench.saxpy.f32", 256)
 	k.in = make([]byte, k.bytes)
 	k.grid = ir.GridFor([3]uint32{uint32(k.bytes / 4), 1, 1}, k.increment.WorkgroupSize)
 	kernel, err := interp.Compile(k.increment, interp.Options{})
