@@ -400,6 +400,21 @@ func (k *kernels) compile(ctx context.Context, b *host.Backend, p *ir.Program) (
 	return pl, func() { b.Release(ctx, pl) }, nil
 }
 
+// incrementOn compiles the increment and allocates a buffer of size bytes
+// with usage for it; done frees the buffer and releases the pipeline.
+func (k *kernels) incrementOn(ctx context.Context, b *host.Backend, size int64, usage host.BufferUsage) (*host.Pipeline, *host.Buffer, func(), error) {
+	pl, release, err := k.compile(ctx, b, k.increment)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	buf, err := b.Alloc(ctx, size, usage)
+	if err != nil {
+		release()
+		return nil, nil, nil, err
+	}
+	return pl, buf, func() { buf.Free(ctx); release() }, nil
+}
+
 // roundTrips times 1-element dispatches through the v1 API.
 func (k *kernels) roundTrips(ctx context.Context, b *host.Backend, n int) (Latency, error) {
 	pl, release, err := k.compile(ctx, b, k.increment)
@@ -417,16 +432,11 @@ func (k *kernels) roundTrips(ctx context.Context, b *host.Backend, n int) (Laten
 // submitRoundTrips times submits of one 1-element dispatch over a resident
 // buffer.
 func (k *kernels) submitRoundTrips(ctx context.Context, b *host.Backend, n int) (Latency, error) {
-	pl, release, err := k.compile(ctx, b, k.increment)
+	pl, buf, done, err := k.incrementOn(ctx, b, 4, host.UsageMap)
 	if err != nil {
 		return Latency{}, err
 	}
-	defer release()
-	buf, err := b.Alloc(ctx, 4, host.UsageMap)
-	if err != nil {
-		return Latency{}, err
-	}
-	defer buf.Free(ctx)
+	defer done()
 	var batch host.Batch
 	batch.Dispatch(pl, host.BoundWork{Grid: [3]uint32{1, 1, 1}, Bindings: []host.Binding{host.Bind(buf)}})
 	return timeEach(n, func() (time.Duration, error) {
@@ -455,16 +465,11 @@ func (k *kernels) bulk(ctx context.Context, b *host.Backend, repeats int) (Bulk,
 // bulkResident times writing the large input into a resident buffer, one
 // submit, and reading it back.
 func (k *kernels) bulkResident(ctx context.Context, b *host.Backend, repeats int) (Bulk, error) {
-	pl, release, err := k.compile(ctx, b, k.increment)
+	pl, buf, done, err := k.incrementOn(ctx, b, int64(k.bytes), host.UsageMap)
 	if err != nil {
 		return Bulk{}, err
 	}
-	defer release()
-	buf, err := b.Alloc(ctx, int64(k.bytes), host.UsageMap)
-	if err != nil {
-		return Bulk{}, err
-	}
-	defer buf.Free(ctx)
+	defer done()
 	out := make([]byte, k.bytes)
 	var batch host.Batch
 	batch.Dispatch(pl, host.BoundWork{Grid: k.grid, Bindings: []host.Binding{host.Bind(buf)}})
@@ -483,16 +488,11 @@ func (k *kernels) bulkResident(ctx context.Context, b *host.Backend, repeats int
 // bulkMapped times copying the large input into a mapped resident buffer, one
 // submit, and reading the output in place (every element is checked).
 func (k *kernels) bulkMapped(ctx context.Context, b *host.Backend, repeats int) (Bulk, error) {
-	pl, release, err := k.compile(ctx, b, k.increment)
+	pl, buf, done, err := k.incrementOn(ctx, b, int64(k.bytes), host.UsageMap)
 	if err != nil {
 		return Bulk{}, err
 	}
-	defer release()
-	buf, err := b.Alloc(ctx, int64(k.bytes), host.UsageMap)
-	if err != nil {
-		return Bulk{}, err
-	}
-	defer buf.Free(ctx)
+	defer done()
 	mem, err := buf.Map()
 	var notMapped *host.BufferError
 	if errors.As(err, &notMapped) {
@@ -549,16 +549,11 @@ func (k *kernels) relate(r *Report) {
 // chain times n dependent 1-element dispatches in one submit and checks that
 // each saw the one before.
 func (k *kernels) chain(ctx context.Context, b *host.Backend, n int) (int, int64, error) {
-	pl, release, err := k.compile(ctx, b, k.increment)
+	pl, buf, done, err := k.incrementOn(ctx, b, 4, 0)
 	if err != nil {
 		return 0, 0, err
 	}
-	defer release()
-	buf, err := b.Alloc(ctx, 4, 0)
-	if err != nil {
-		return 0, 0, err
-	}
-	defer buf.Free(ctx)
+	defer done()
 	var batch host.Batch
 	for range n {
 		batch.Dispatch(pl, host.BoundWork{Grid: [3]uint32{1, 1, 1}, Bindings: []host.Binding{host.Bind(buf)}})
