@@ -130,17 +130,25 @@ func TestCPURefSaxpyEndToEnd(t *testing.T) {
 func TestConcurrentDispatches(t *testing.T) {
 	h := openHost(t, "cpuref")
 	b, pl := compileOn(t, h, "cpu-ref:0", saxpy(t))
+	inParallel(t, 8, func(int) error {
+		res, err := b.Dispatch(context.Background(), pl, saxpyLaunch("", 257).Work)
+		if err == nil && bytesF32(res.Outputs[0])[256] != 2*256+1 {
+			err = errors.New("wrong result")
+		}
+		return err
+	})
+}
+
+// inParallel runs f(0) to f(n-1) at once and fails the test on an error.
+func inParallel(t *testing.T, n int, f func(i int) error) {
+	t.Helper()
 	var wg sync.WaitGroup
-	errs := make(chan error, 8)
-	for range 8 {
+	errs := make(chan error, n)
+	for i := range n {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			res, err := b.Dispatch(context.Background(), pl, saxpyLaunch("", 257).Work)
-			if err == nil && bytesF32(res.Outputs[0])[256] != 2*256+1 {
-				err = errors.New("wrong result")
-			}
-			errs <- err
+			errs <- f(i)
 		}()
 	}
 	wg.Wait()
