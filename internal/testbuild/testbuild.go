@@ -14,7 +14,8 @@ import (
 )
 
 // Env is a test binary's own XDG homes and the Go build cache that was the
-// user's before they moved.
+// user's before they moved. The zero Env moves nothing and builds with go's
+// own cache.
 type Env struct {
 	homes   string
 	goCache string // `go env GOCACHE`, "" when go could not say (go's default)
@@ -41,7 +42,11 @@ func Isolate(prefix string) (*Env, error) {
 }
 
 // Remove removes the homes.
-func (e *Env) Remove() { os.RemoveAll(e.homes) }
+func (e *Env) Remove() {
+	if e.homes != "" {
+		os.RemoveAll(e.homes)
+	}
+}
 
 // Build builds the packages of pkgs (import paths, by executable name) into
 // dir, all at once, and returns the failures by name, each with go's output.
