@@ -8,6 +8,7 @@ import (
 	"math"
 
 	"github.com/kiln-dev/kiln/host"
+	"github.com/kiln-dev/kiln/internal/irprog"
 	"github.com/kiln-dev/kiln/ir"
 	"github.com/kiln-dev/kiln/ir/kernels"
 )
@@ -16,21 +17,26 @@ import (
 // points it at a directory holding the CPU reference, cpu-ref).
 
 // saxpy is y = a*x + y over f32, with a a specialization parameter.
-func saxpy() *ir.Program {
-	b := ir.NewBuilder("example.saxpy.f32", 64, 1, 1)
-	a := b.Param("a", ir.F32, ir.LitF32(2))
-	x := b.Buffer("x", ir.F32, ir.Read)
-	y := b.Buffer("y", ir.F32, ir.ReadWrite)
-	i := b.Let("i", ir.GlobalID(0))
-	b.If(ir.Lt(i, ir.Len(y)), func(then *ir.Block) {
-		then.Store(y, i, ir.Add(ir.Mul(a, ir.Load(x, i)), ir.Load(y, i)))
-	})
-	return b.MustBuild()
-}
+func saxpy() *ir.Program { return irprog.Saxpy("example.saxpy.f32", 64) }
 
 func f32s(v ...float32) []byte { return kernels.F32Bytes(v) }
 
 func floats(b []byte) []float32 { return kernels.BytesF32(b) }
+
+// cpuRef opens a host and acquires the CPU reference, as Example does; the
+// caller closes the host.
+func cpuRef(ctx context.Context) (*host.Host, *host.Backend, error) {
+	h, err := host.Open(ctx, host.Options{})
+	if err != nil {
+		return nil, nil, err
+	}
+	b, err := h.Acquire(ctx, "cpu-ref")
+	if err != nil {
+		h.Close()
+		return nil, nil, err
+	}
+	return h, b, nil
+}
 
 // Open the host, acquire a backend, compile once and dispatch.
 func Example() {
@@ -93,17 +99,12 @@ func ExampleHost_Dispatch() {
 // once, and re-dispatching over resident buffers moves no bytes.
 func ExampleBackend_Submit() {
 	ctx := context.Background()
-	h, err := host.Open(ctx, host.Options{})
+	h, b, err := cpuRef(ctx)
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
 	defer h.Close()
-	b, err := h.Acquire(ctx, "cpu-ref")
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
 	pl, err := b.Compile(ctx, saxpy(), host.CompileOptions{})
 	if err != nil {
 		fmt.Println(err)
@@ -150,17 +151,12 @@ func ExampleBackend_Submit() {
 // A host-visible buffer is filled in place: no copy, no call.
 func ExampleBuffer_Map() {
 	ctx := context.Background()
-	h, err := host.Open(ctx, host.Options{})
+	h, b, err := cpuRef(ctx)
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
 	defer h.Close()
-	b, err := h.Acquire(ctx, "cpu-ref")
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
 	buf, err := b.Alloc(ctx, 8, host.UsageMap)
 	if err != nil {
 		fmt.Println(err)
@@ -185,17 +181,12 @@ func ExampleBuffer_Map() {
 // SubmitAsync returns at once; Wait collects the completion.
 func ExampleBackend_SubmitAsync() {
 	ctx := context.Background()
-	h, err := host.Open(ctx, host.Options{})
+	h, b, err := cpuRef(ctx)
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
 	defer h.Close()
-	b, err := h.Acquire(ctx, "cpu-ref")
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
 	buf, err := b.Alloc(ctx, 4, 0)
 	if err != nil {
 		fmt.Println(err)
@@ -233,12 +224,7 @@ func ExampleBackend_SubmitAsync() {
 // Every error the host returns can be inspected with errors.As.
 func Example_errors() {
 	ctx := context.Background()
-	h, err := host.Open(ctx, host.Options{})
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
-	b, err := h.Acquire(ctx, "cpu-ref")
+	h, b, err := cpuRef(ctx)
 	if err != nil {
 		fmt.Println(err)
 		return

@@ -34,19 +34,23 @@ func ExampleValues() {
 	// 6 bytes are not a whole number of 4-byte int32 elements. Fix: decode the buffer as the type it holds
 }
 
-// Inputs by the program's buffer names, outputs by name as typed values.
-func ExampleInput() {
-	ctx := context.Background()
+// saxpyOnCPURef opens a host and runs saxpy over work on the CPU reference,
+// as ExampleHost_Dispatch does.
+func saxpyOnCPURef(ctx context.Context, work host.Work) (*host.Result, error) {
 	h, err := host.Open(ctx, host.Options{})
 	if err != nil {
-		fmt.Println(err)
-		return
+		return nil, err
 	}
 	defer h.Close()
-	res, err := h.Dispatch(ctx, saxpy(), host.Launch{Backend: "cpu-ref", Work: host.Work{
+	return h.Dispatch(ctx, saxpy(), host.Launch{Backend: "cpu-ref", Work: work})
+}
+
+// Inputs by the program's buffer names, outputs by name as typed values.
+func ExampleInput() {
+	res, err := saxpyOnCPURef(context.Background(), host.Work{
 		Invocations: [3]uint32{3, 1, 1},
 		Named:       []host.NamedInput{host.Input("x", []float32{1, 2, 3}), host.Input("y", []float32{10, 20, 30})},
-	}})
+	})
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -59,18 +63,11 @@ func ExampleInput() {
 // A named input is checked against its buffer: its name, and its element
 // type against the buffer's.
 func ExampleInput_errors() {
-	ctx := context.Background()
-	h, err := host.Open(ctx, host.Options{})
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
-	defer h.Close()
 	for _, in := range []host.NamedInput{host.Input("z", []float32{1}), host.Input("x", []int32{1})} {
-		_, err := h.Dispatch(ctx, saxpy(), host.Launch{Backend: "cpu-ref", Work: host.Work{
+		_, err := saxpyOnCPURef(context.Background(), host.Work{
 			Invocations: [3]uint32{1, 1, 1},
 			Named:       []host.NamedInput{in, host.Input("y", []float32{0})},
-		}})
+		})
 		var le *host.LaunchError
 		fmt.Println(errors.As(err, &le), err)
 	}
@@ -81,17 +78,10 @@ func ExampleInput_errors() {
 
 // Result.Output is an output buffer's bytes by name; OutputAs decodes them.
 func ExampleResult_Output() {
-	ctx := context.Background()
-	h, err := host.Open(ctx, host.Options{})
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
-	defer h.Close()
-	res, err := h.Dispatch(ctx, saxpy(), host.Launch{Backend: "cpu-ref", Work: host.Work{
+	res, err := saxpyOnCPURef(context.Background(), host.Work{
 		Invocations: [3]uint32{1, 1, 1},
 		Inputs:      [][]byte{host.Bytes([]float32{1}), host.Bytes([]float32{1})},
-	}})
+	})
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -107,17 +97,10 @@ func ExampleResult_Output() {
 
 // OutputAs refuses a type that is not the buffer's.
 func ExampleOutputAs() {
-	ctx := context.Background()
-	h, err := host.Open(ctx, host.Options{})
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
-	defer h.Close()
-	res, err := h.Dispatch(ctx, saxpy(), host.Launch{Backend: "cpu-ref", Work: host.Work{
+	res, err := saxpyOnCPURef(context.Background(), host.Work{
 		Invocations: [3]uint32{2, 1, 1},
 		Named:       []host.NamedInput{host.Input("x", []float32{1, 2}), host.Input("y", []float32{0, 0})},
-	}})
+	})
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -130,13 +113,8 @@ func ExampleOutputAs() {
 // residentBuffer opens a host and returns a 12-byte buffer of cpu-ref, with a
 // function that frees it and closes the host.
 func residentBuffer(ctx context.Context) (*host.Buffer, func(), error) {
-	h, err := host.Open(ctx, host.Options{})
+	h, b, err := cpuRef(ctx)
 	if err != nil {
-		return nil, nil, err
-	}
-	b, err := h.Acquire(ctx, "cpu-ref")
-	if err != nil {
-		h.Close()
 		return nil, nil, err
 	}
 	buf, err := b.Alloc(ctx, 12, 0)

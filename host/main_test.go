@@ -4,12 +4,11 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
 	"sync"
 	"testing"
 
+	"github.com/kiln-dev/kiln/internal/testbuild"
 	"github.com/kiln-dev/kiln/ir"
 )
 
@@ -19,17 +18,11 @@ func TestMain(m *testing.M) {
 	}
 	// Hosts opened with default stores must not touch the user's cache and
 	// config: point the XDG homes at a directory of this test binary's own.
-	// The go builds below keep using the user's build cache, not one under the
-	// XDG cache home pointed away next.
-	goCache = userGoCache()
-	homes, err := os.MkdirTemp("", "kiln-host-test-xdg-")
-	if err != nil {
+	var err error
+	if env, err = testbuild.Isolate("kiln-host-test-xdg-"); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	os.Setenv("XDG_CACHE_HOME", filepath.Join(homes, "cache"))
-	os.Setenv("XDG_CONFIG_HOME", filepath.Join(homes, "config"))
-	os.Unsetenv("KILN_REMOTE") // never the user's fleet tier
 	dir, err := examplePluginDir()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -38,7 +31,7 @@ func TestMain(m *testing.M) {
 	os.Setenv(PluginDirEnv, dir) // the runnable examples open their host on it
 	code := m.Run()
 	binaries.cleanup()
-	os.RemoveAll(homes)
+	env.Remove()
 	os.Exit(code)
 }
 
@@ -72,24 +65,7 @@ func (b *pluginBuilds) build() {
 		"killhost": "github.com/kiln-dev/kiln/host/testdata/killhost",
 		"echo":     "github.com/kiln-dev/kiln/internal/echoplugin/echo",
 	}
-	b.errs = map[string]error{}
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	for name, pkg := range pkgs {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			build := exec.Command("go", "build", "-o", filepath.Join(b.dir, name), pkg)
-			build.Env = append(os.Environ(), "GOCACHE="+goCache)
-			out, err := build.CombinedOutput()
-			if err != nil {
-				mu.Lock()
-				b.errs[name] = fmt.Errorf("go build %s: %v\n%s", pkg, err, out)
-				mu.Unlock()
-			}
-		}()
-	}
-	wg.Wait()
+	b.errs = env.Build(b.dir, pkgs)
 }
 
 // pluginDir returns a fresh plugins directory holding the named plugins: "cpuref"
@@ -167,15 +143,5 @@ func killHostBinary(t *testing.T) string {
 	return filepath.Join(binaries.dir, "killhost")
 }
 
-// goCache is the Go build cache the test binary found before TestMain moved
-// the XDG homes: without it, every plugin build would start from an empty cache.
-var goCache string
-
-// userGoCache returns `go env GOCACHE` ("" when go cannot say, leaving the default).
-func userGoCache() string {
-	out, err := exec.Command("go", "env", "GOCACHE").Output()
-	if err != nil {
-		return ""
-	}
-	return strings.TrimSpace(string(out))
-}
+// env is this test binary's own XDG homes; it builds the plugins.
+var env *testbuild.Env

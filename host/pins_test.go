@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 )
 
@@ -110,23 +109,10 @@ func TestConcurrentPinnersLoseNothing(t *testing.T) {
 		}
 		paths = append(paths, p)
 	}
-	var wg sync.WaitGroup
-	errs := make(chan error, len(paths))
-	for _, p := range paths {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			_, err := PinPlugins(context.Background(), pinPath, []string{p})
-			errs <- err
-		}()
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
+	inParallel(t, len(paths), func(i int) error {
+		_, err := PinPlugins(context.Background(), pinPath, []string{paths[i]})
+		return err
+	})
 	pins, exists, err := LoadPins(pinPath)
 	if err != nil || !exists || len(pins) != len(paths) {
 		t.Fatalf("%d pins (%v), want %d", len(pins), err, len(paths))

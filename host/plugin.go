@@ -42,8 +42,9 @@ type process struct {
 	done       chan struct{}
 }
 
-// stop ends the process at once; it is safe to call more than once.
-func (pr *process) stop() {
+// markStopped records that the host stops the process on purpose, and closes
+// done the first time.
+func (pr *process) markStopped() {
 	pr.mu.Lock()
 	first := !pr.stopped
 	pr.stopped = true
@@ -51,6 +52,11 @@ func (pr *process) stop() {
 	if first {
 		close(pr.done)
 	}
+}
+
+// stop ends the process at once; it is safe to call more than once.
+func (pr *process) stop() {
+	pr.markStopped()
 	_ = pr.runner.Kill(context.Background()) // it may already be gone; Kill below reaps it
 	pr.client.Kill()
 }
@@ -730,13 +736,7 @@ const closeTimeout = 2 * time.Second
 // shutdown lets go-plugin stop the process gracefully, and kills it if that
 // takes longer than limit (a wedged plugin never answers the shutdown call).
 func (pr *process) shutdown(limit time.Duration) {
-	pr.mu.Lock()
-	first := !pr.stopped
-	pr.stopped = true
-	pr.mu.Unlock()
-	if first {
-		close(pr.done)
-	}
+	pr.markStopped()
 	done := make(chan struct{})
 	go func() {
 		pr.client.Kill()

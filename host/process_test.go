@@ -16,6 +16,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/kiln-dev/kiln/internal/irprog"
 	"github.com/kiln-dev/kiln/internal/syncbuf"
 	"github.com/kiln-dev/kiln/ir"
 	"github.com/kiln-dev/kiln/ir/kernels"
@@ -25,19 +26,7 @@ import (
 // saxpy is y = a*x + y.
 func saxpy(t *testing.T) *ir.Program {
 	t.Helper()
-	b := ir.NewBuilder("test.saxpy.f32", 64, 1, 1)
-	a := b.Param("a", ir.F32, ir.LitF32(2))
-	x := b.Buffer("x", ir.F32, ir.Read)
-	y := b.Buffer("y", ir.F32, ir.ReadWrite)
-	i := b.Let("i", ir.GlobalID(0))
-	b.If(ir.Lt(i, ir.Len(y)), func(then *ir.Block) {
-		then.Store(y, i, ir.Add(ir.Mul(a, ir.Load(x, i)), ir.Load(y, i)))
-	})
-	p, err := b.Build()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return p
+	return irprog.Saxpy("test.saxpy.f32", 64)
 }
 
 func f32Bytes(v ...float32) []byte { return kernels.F32Bytes(v) }
@@ -141,17 +130,25 @@ func TestCPURefSaxpyEndToEnd(t *testing.T) {
 func TestConcurrentDispatches(t *testing.T) {
 	h := openHost(t, "cpuref")
 	b, pl := compileOn(t, h, "cpu-ref:0", saxpy(t))
+	inParallel(t, 8, func(int) error {
+		res, err := b.Dispatch(context.Background(), pl, saxpyLaunch("", 257).Work)
+		if err == nil && bytesF32(res.Outputs[0])[256] != 2*256+1 {
+			err = errors.New("wrong result")
+		}
+		return err
+	})
+}
+
+// inParallel runs f(0) to f(n-1) at once and fails the test on an error.
+func inParallel(t *testing.T, n int, f func(i int) error) {
+	t.Helper()
 	var wg sync.WaitGroup
-	errs := make(chan error, 8)
-	for range 8 {
+	errs := make(chan error, n)
+	for i := range n {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			res, err := b.Dispatch(context.Background(), pl, saxpyLaunch("", 257).Work)
-			if err == nil && bytesF32(res.Outputs[0])[256] != 2*256+1 {
-				err = errors.New("wrong result")
-			}
-			errs <- err
+			errs <- f(i)
 		}()
 	}
 	wg.Wait()

@@ -72,14 +72,7 @@ func openStores(opts Options, getenv func(string) string, log hclog.Logger) *sto
 	case s.cache == nil && getenv(CacheEnv) == "off":
 		log.Debug("pipeline cache is off", "env", CacheEnv)
 	case s.cache == nil:
-		root, err := cache.DefaultRoot()
-		var c *cache.DiskCache
-		if err == nil {
-			c, err = cache.Open(root)
-		}
-		if err != nil {
-			log.Warn("running without the pipeline cache", "error", err)
-		} else {
+		if c := openDefault(log, cache.DefaultRoot, cache.Open, "the pipeline cache"); c != nil {
 			s.cache = c
 		}
 	}
@@ -87,28 +80,32 @@ func openStores(opts Options, getenv func(string) string, log hclog.Logger) *sto
 	case opts.NoAutotune:
 		s.tune = nil
 	case s.tune == nil:
-		path, err := autotune.DefaultPath()
-		if err == nil {
-			s.tune, err = autotune.Load(path)
-		}
-		if err != nil {
-			log.Warn("running without autotune records", "error", err)
-		}
+		s.tune = openDefault(log, autotune.DefaultPath, autotune.Load, "autotune records")
 	}
 	switch {
 	case opts.NoPGO:
 		s.pgo = nil
 	case s.pgo == nil:
-		path, err := pgo.DefaultPath()
-		if err == nil {
-			s.pgo, err = pgo.Load(path)
-		}
-		if err != nil {
-			log.Warn("running without PGO routes", "error", err)
-		}
+		s.pgo = openDefault(log, pgo.DefaultPath, pgo.Load, "PGO routes")
 	}
 	s.openRemote(opts.Remote, opts.RemoteBucket, getenv, log)
 	return s
+}
+
+// openDefault opens a store at its default path (defaultPath, then open); when
+// either fails it logs that the host runs without what and returns the zero
+// value.
+func openDefault[T any](log hclog.Logger, defaultPath func() (string, error), open func(string) (T, error), what string) T {
+	path, err := defaultPath()
+	if err == nil {
+		var store T
+		if store, err = open(path); err == nil {
+			return store
+		}
+	}
+	log.Warn("running without "+what, "error", err)
+	var zero T
+	return zero
 }
 
 // routes returns the PGO table, nil when routing is off.

@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"time"
 
-	"golang.org/x/sys/unix"
+	"github.com/kiln-dev/kiln/internal/wire"
 )
 
 // shipsSpans: the data plane times requests when asked (Capabilities.Spans).
@@ -67,28 +67,11 @@ type monoClock struct {
 // now is the monotonic clock's reading, in nanoseconds.
 func (c monoClock) now() int64 { return c.mono + int64(time.Since(c.base)) }
 
-// newMonoClock pairs Go's monotonic time with a CLOCK_MONOTONIC reading: of
-// three tries, the one whose time.Now readings lie closest around the system
-// call.
+// newMonoClock pairs Go's monotonic time with a CLOCK_MONOTONIC reading (the
+// host clamps what it cannot place).
 func newMonoClock() monoClock {
-	var best monoClock
-	gap := time.Duration(1<<63 - 1)
-	for range 3 {
-		var ts unix.Timespec
-		before := time.Now()
-		if unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts) != nil {
-			continue
-		}
-		after := time.Now()
-		if d := after.Sub(before); d < gap {
-			gap = d
-			best = monoClock{base: before.Add(d / 2), mono: ts.Nano()}
-		}
-	}
-	if gap == time.Duration(1<<63-1) {
-		return monoClock{base: time.Now(), mono: 1} // the host clamps what it cannot place
-	}
-	return best
+	base, mono := wire.MonoClock()
+	return monoClock{base: base, mono: mono}
 }
 
 // newSpanTimer returns a timer when the host asked for spans (SpansEnv), else

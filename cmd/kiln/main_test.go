@@ -7,14 +7,17 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 
 	"github.com/kiln-dev/kiln/internal/echoplugin"
+	"github.com/kiln-dev/kiln/internal/testbuild"
 	"github.com/kiln-dev/kiln/ir/kernels"
 )
 
@@ -29,17 +32,11 @@ func TestMain(m *testing.M) {
 	echoplugin.ServeIfAsked() // kiln bench starts this binary as its bare go-plugin plugin
 	// Commands use the default stores: keep them out of the user's cache and
 	// config. Tests that look at a store point these at their own directory.
-	// The go builds below keep using the user's build cache, not one under the
-	// XDG cache home pointed away next.
-	goCache = userGoCache()
-	homes, err := os.MkdirTemp("", "kiln-cli-test-xdg-")
-	if err != nil {
+	var err error
+	if env, err = testbuild.Isolate("kiln-cli-test-xdg-"); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	os.Setenv("XDG_CACHE_HOME", filepath.Join(homes, "cache"))
-	os.Setenv("XDG_CONFIG_HOME", filepath.Join(homes, "config"))
-	os.Unsetenv("KILN_REMOTE") // never the user's fleet tier
 	code := m.Run()
 	if built.dir != "" {
 		os.RemoveAll(built.dir)
@@ -47,7 +44,7 @@ func TestMain(m *testing.M) {
 	if emitters.dir != "" {
 		os.RemoveAll(emitters.dir)
 	}
-	os.RemoveAll(homes)
+	env.Remove()
 	os.Exit(code)
 }
 
@@ -59,22 +56,10 @@ func plugins(t *testing.T, names ...string) string {
 		if built.dir, built.err = os.MkdirTemp("", "kiln-cli-test-"); built.err != nil {
 			return
 		}
-		var wg sync.WaitGroup
-		errs := make([]error, 2)
-		for i, pkg := range []string{"plugins/cpuref", "host/testdata/fixture"} {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				build := exec.Command("go", "build", "-o", filepath.Join(built.dir, filepath.Base(pkg)), "github.com/kiln-dev/kiln/"+pkg)
-				build.Env = append(os.Environ(), "GOCACHE="+goCache)
-				out, err := build.CombinedOutput()
-				if err != nil {
-					errs[i] = fmt.Errorf("go build %s: %v\n%s", pkg, err, out)
-				}
-			}()
-		}
-		wg.Wait()
-		built.err = errors.Join(errs...)
+		built.err = joinBuildErrors(env.Build(built.dir, map[string]string{
+			"cpuref":  "github.com/kiln-dev/kiln/plugins/cpuref",
+			"fixture": "github.com/kiln-dev/kiln/host/testdata/fixture",
+		}))
 	})
 	if built.err != nil {
 		t.Fatal(built.err)
@@ -332,17 +317,17 @@ func TestBenchJSON(t *testing.T) {
 	}
 }
 
-// goCache is the Go build cache the test binary found before TestMain moved
-// the XDG homes: without it, every plugin build would start from an empty cache.
-var goCache string
+// env is this test binary's own XDG homes; it builds the plugins.
+var env *testbuild.Env
 
-// userGoCache returns `go env GOCACHE` ("" when go cannot say, leaving the default).
-func userGoCache() string {
-	out, err := exec.Command("go", "env", "GOCACHE").Output()
-	if err != nil {
-		return ""
+// joinBuildErrors joins the build failures of testbuild.Env.Build, in name
+// order.
+func joinBuildErrors(errs map[string]error) error {
+	var all []error
+	for _, name := range slices.Sorted(maps.Keys(errs)) {
+		all = append(all, errs[name])
 	}
-	return strings.TrimSpace(string(out))
+	return errors.Join(all...)
 }
 
 // emitters holds the vulkan and cuda plugin executables, built once per test
@@ -362,13 +347,10 @@ func emitterPlugins(t *testing.T) string {
 		if emitters.dir, emitters.err = os.MkdirTemp("", "kiln-cli-test-emitters-"); emitters.err != nil {
 			return
 		}
-		for _, id := range []string{"vulkan", "cuda"} {
-			build := exec.Command("go", "build", "-o", filepath.Join(emitters.dir, id), "github.com/kiln-dev/kiln/plugins/"+id)
-			build.Env = append(os.Environ(), "GOCACHE="+goCache)
-			if out, err := build.CombinedOutput(); err != nil {
-				emitters.err = errors.Join(emitters.err, fmt.Errorf("go build plugins/%s: %v\n%s", id, err, out))
-			}
-		}
+		emitters.err = joinBuildErrors(env.Build(emitters.dir, map[string]string{
+			"vulkan": "github.com/kiln-dev/kiln/plugins/vulkan",
+			"cuda":   "github.com/kiln-dev/kiln/plugins/cuda",
+		}))
 	})
 	if emitters.err != nil {
 		t.Fatal(emitters.err)

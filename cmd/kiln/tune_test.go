@@ -211,13 +211,11 @@ func TestTuneRejectsOutputsLeftUnwritten(t *testing.T) {
 // buildKiln builds the kiln executable once per test.
 func buildKiln(t *testing.T) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "kiln")
-	build := exec.Command("go", "build", "-o", bin, "github.com/kiln-dev/kiln/cmd/kiln")
-	build.Env = append(os.Environ(), "GOCACHE="+goCache)
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build kiln: %v\n%s", err, out)
+	dir := t.TempDir()
+	if err := env.Build(dir, map[string]string{"kiln": "github.com/kiln-dev/kiln/cmd/kiln"})["kiln"]; err != nil {
+		t.Fatal(err)
 	}
-	return bin
+	return filepath.Join(dir, "kiln")
 }
 
 // Eight kiln tune processes, each tuning its own program file on cpu-ref and

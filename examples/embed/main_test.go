@@ -3,19 +3,19 @@ package main
 import (
 	"bytes"
 	"context"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/kiln-dev/kiln/internal/testbuild"
 )
 
 // TestEmbedRunsSaxpyOnCPURef builds the CPU reference plugin into a fresh plugins
 // directory and runs the application against it.
 func TestEmbedRunsSaxpyOnCPURef(t *testing.T) {
 	dir := t.TempDir()
-	build := exec.Command("go", "build", "-o", filepath.Join(dir, "kiln-backend-cpuref"), "github.com/kiln-dev/kiln/plugins/cpuref")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("building the cpu-ref plugin: %v\n%s", err, out)
+	var build testbuild.Env // go's own build cache: this test moves no home
+	for _, err := range build.Build(dir, map[string]string{"kiln-backend-cpuref": "github.com/kiln-dev/kiln/plugins/cpuref"}) {
+		t.Fatal(err)
 	}
 	var out bytes.Buffer
 	if err := run(context.Background(), dir, "cpu-ref", 4, &out); err != nil {

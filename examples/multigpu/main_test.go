@@ -5,39 +5,30 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/kiln-dev/kiln/host"
+	"github.com/kiln-dev/kiln/internal/testbuild"
 )
 
-// pluginDir builds the CPU reference plugin and the example plugin into a
-// fresh plugins directory.
-func pluginDir(t *testing.T) string {
+// pluginDir builds the CPU reference plugin and the example plugin, and the
+// extra plugins of the kiln module named ("vulkan"), into a fresh plugins
+// directory.
+func pluginDir(t *testing.T, extra ...string) string {
 	t.Helper()
 	dir := t.TempDir()
-	var wg sync.WaitGroup
-	errs := make([]error, 2)
-	for i, p := range [][2]string{{"cpuref", "plugins/cpuref"}, {"example-cpu", "examples/plugin"}} {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			out, err := exec.Command("go", "build", "-o", filepath.Join(dir, "kiln-backend-"+p[0]), "github.com/kiln-dev/kiln/"+p[1]).CombinedOutput()
-			if err != nil {
-				errs[i] = err
-				t.Logf("go build %s: %s", p[1], out)
-			}
-		}()
+	pkgs := map[string]string{
+		"kiln-backend-cpuref":      "github.com/kiln-dev/kiln/plugins/cpuref",
+		"kiln-backend-example-cpu": "github.com/kiln-dev/kiln/examples/plugin",
 	}
-	wg.Wait()
-	for _, err := range errs {
-		if err != nil {
-			t.Fatal(err)
-		}
+	for _, id := range extra {
+		pkgs["kiln-backend-"+id] = "github.com/kiln-dev/kiln/plugins/" + id
+	}
+	var build testbuild.Env // go's own build cache: this test moves no home
+	for _, err := range build.Build(dir, pkgs) {
+		t.Fatal(err)
 	}
 	return dir
 }
@@ -89,11 +80,7 @@ func TestCopyBetweenBackends(t *testing.T) {
 // of two plugins, byte for byte both ways. It skips without a Vulkan adapter,
 // unless KILN_REQUIRE_VULKAN=1.
 func TestCopyBetweenCPURefAndVulkan(t *testing.T) {
-	dir := pluginDir(t)
-	out, err := exec.Command("go", "build", "-o", filepath.Join(dir, "kiln-backend-vulkan"), "github.com/kiln-dev/kiln/plugins/vulkan").CombinedOutput()
-	if err != nil {
-		t.Fatalf("go build plugins/vulkan: %v\n%s", err, out)
-	}
+	dir := pluginDir(t, "vulkan")
 	ctx := context.Background()
 	h, err := host.Open(ctx, host.Options{PluginDir: dir})
 	if err != nil {

@@ -13,6 +13,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/kiln-dev/kiln/internal/membuf"
 	kilnpb "github.com/kiln-dev/kiln/internal/wire/proto"
 	"github.com/kiln-dev/kiln/ir/interp"
 	"github.com/kiln-dev/kiln/pluginapi"
@@ -23,16 +24,16 @@ import (
 // interpreter in place.
 type memBackend struct {
 	fakeBackend
+	membuf.Buffers
 	mu      sync.Mutex
 	next    uint64
-	bufs    map[uint64][]byte
 	kernels map[uint64]*interp.Kernel
 	// badMapped makes AllocBuffer claim Mapped without adopting the memory.
 	badMapped bool
 }
 
 func newMemBackend() *memBackend {
-	return &memBackend{bufs: map[uint64][]byte{}, kernels: map[uint64]*interp.Kernel{}}
+	return &memBackend{kernels: map[uint64]*interp.Kernel{}}
 }
 
 func (m *memBackend) Compile(ctx context.Context, req *pluginapi.CompileRequest) (*pluginapi.CompileResult, error) {
@@ -47,39 +48,12 @@ func (m *memBackend) Compile(ctx context.Context, req *pluginapi.CompileRequest)
 	return &pluginapi.CompileResult{Pipeline: m.next}, nil
 }
 
-func (m *memBackend) AllocBuffer(_ context.Context, req *pluginapi.AllocRequest) (*pluginapi.AllocResult, error) {
-	mem, mapped := req.Shared, req.Shared != nil
-	if !mapped {
-		mem = make([]byte, req.Size)
+func (m *memBackend) AllocBuffer(ctx context.Context, req *pluginapi.AllocRequest) (*pluginapi.AllocResult, error) {
+	res, err := m.Buffers.AllocBuffer(ctx, req)
+	if err == nil && m.badMapped {
+		res.Mapped = true
 	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.next++
-	m.bufs[m.next] = mem
-	return &pluginapi.AllocResult{Buffer: m.next, Mapped: mapped || m.badMapped}, nil
-}
-
-func (m *memBackend) FreeBuffer(_ context.Context, h uint64) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	delete(m.bufs, h)
-	return nil
-}
-
-func (m *memBackend) view(r pluginapi.BufferRange) []byte {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.bufs[r.Buffer][r.Offset : r.Offset+r.Size]
-}
-
-func (m *memBackend) WriteBuffer(_ context.Context, h, off uint64, src []byte) error {
-	copy(m.view(pluginapi.BufferRange{Buffer: h, Offset: off, Size: uint64(len(src))}), src)
-	return nil
-}
-
-func (m *memBackend) ReadBuffer(_ context.Context, h, off uint64, dst []byte) error {
-	copy(dst, m.view(pluginapi.BufferRange{Buffer: h, Offset: off, Size: uint64(len(dst))}))
-	return nil
+	return res, err
 }
 
 func (m *memBackend) Submit(ctx context.Context, req *pluginapi.SubmitRequest) (*pluginapi.SubmitResult, error) {
@@ -92,15 +66,15 @@ func (m *memBackend) Submit(ctx context.Context, req *pluginapi.SubmitRequest) (
 			m.mu.Unlock()
 			bufs := make([][]byte, len(c.Bindings))
 			for i, r := range c.Bindings {
-				bufs[i] = m.view(r)
+				bufs[i] = m.Range(r)
 			}
 			if err := k.RunBound(ctx, c.Grid, c.Uniforms, bufs); err != nil {
 				return nil, pluginapi.Rejected("%w", err)
 			}
 		case pluginapi.CopyCommand:
-			copy(m.view(c.Dst), m.view(c.Src))
+			copy(m.Range(c.Dst), m.Range(c.Src))
 		case pluginapi.FillCommand:
-			d := m.view(c.Dst)
+			d := m.Range(c.Dst)
 			for i := 0; i < len(d); i += 4 {
 				binary.LittleEndian.PutUint32(d[i:], c.Value)
 			}

@@ -2,13 +2,11 @@ package client
 
 import (
 	"context"
-	"math"
 	"reflect"
-	"slices"
-	"strings"
 	"testing"
 
 	kilnpb "github.com/kiln-dev/kiln/internal/wire/proto"
+	"github.com/kiln-dev/kiln/internal/wire/wiretest"
 	"github.com/kiln-dev/kiln/ir"
 	"github.com/kiln-dev/kiln/pluginapi"
 )
@@ -90,24 +88,10 @@ func TestInputsKeepNilApartFromEmpty(t *testing.T) {
 
 // TestSpecRoundTripsEveryKind pins the host's side of the specialization map:
 // a value of each kind (an f32 NaN's payload must survive) goes out as the
-// entries written out by hand here, in name order, which pluginapi's test of
-// the same name decodes back into the map.
+// entries wiretest.EverySpecKind writes out by hand, in name order, which
+// pluginapi's test of the same name decodes back into the map.
 func TestSpecRoundTripsEveryKind(t *testing.T) {
-	var m ir.SpecMap
-	m.Set("u", ir.SpecU32(0xFFFFFFFF))
-	m.Set("i", ir.SpecI32(-7))
-	m.Set("nan", ir.SpecF32(math.Float32frombits(0x7FC00123)))
-	m.Set("b", ir.SpecBool(true))
-	want := []*kilnpb.SpecEntry{{Name: "b", Kind: kilnpb.SpecKind_SPEC_KIND_BOOL, Bits: 1}}
-	for _, typ := range ir.Types() {
-		m.Set("dtype_"+typ.String(), ir.SpecDType(typ))
-		want = append(want, &kilnpb.SpecEntry{Name: "dtype_" + typ.String(), Kind: kilnpb.SpecKind_SPEC_KIND_DTYPE, Bits: ir.DTypeTag(typ)})
-	}
-	want = append(want,
-		&kilnpb.SpecEntry{Name: "i", Kind: kilnpb.SpecKind_SPEC_KIND_I32, Bits: 0xFFFFFFF9},
-		&kilnpb.SpecEntry{Name: "nan", Kind: kilnpb.SpecKind_SPEC_KIND_F32, Bits: 0x7FC00123},
-		&kilnpb.SpecEntry{Name: "u", Kind: kilnpb.SpecKind_SPEC_KIND_U32, Bits: 0xFFFFFFFF})
-	slices.SortFunc(want, func(a, b *kilnpb.SpecEntry) int { return strings.Compare(a.Name, b.Name) })
+	m, want := wiretest.EverySpecKind()
 	got := specToProto(m)
 	if len(got) != len(want) {
 		t.Fatalf("%d entries, want %d", len(got), len(want))

@@ -21,7 +21,7 @@ func (p *peerBackend) PeerCopy(_ context.Context, dst, src pluginapi.BufferRange
 	p.mu.Lock()
 	p.copies = append(p.copies, [2]pluginapi.BufferRange{dst, src})
 	p.mu.Unlock()
-	copy(p.view(dst), p.view(src))
+	copy(p.Range(dst), p.Range(src))
 	return nil
 }
 

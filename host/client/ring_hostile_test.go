@@ -101,15 +101,7 @@ func TestPlaneNoticesAPeerThatDies(t *testing.T) {
 // mapped while the plane is open, no descriptor kept, unmapped once it closed.
 func TestPlaneUnmapsItsRingSegment(t *testing.T) {
 	p := liar(t, func(r *wire.Request) []byte { return wire.EncodeDone(r.Kind, &wire.Done{Seq: r.Seq}) })
-	p.mu.Lock()
-	at := ringAddr(p.rings)
-	p.mu.Unlock()
-	if !ringMappedAt(t, at) {
-		t.Fatalf("the plane's ring segment is not mapped at %#x", at)
-	}
-	if n := ringDescriptors(t); n != 0 {
-		t.Errorf("the host keeps %d descriptors of ring segments", n)
-	}
+	at := mappedRing(t, p)
 	p.close()
 	if !eventually(func() bool { return !ringMappedAt(t, at) }) {
 		t.Fatal("the ring segment is still mapped after the plane closed")

@@ -27,15 +27,7 @@ func TestProcessKilledPluginReleasesTheRings(t *testing.T) {
 	}
 	pid := c.ReattachConfig().Pid
 	_, pl := conn.v2.snapshot()
-	pl.mu.Lock()
-	at := ringAddr(pl.rings)
-	pl.mu.Unlock()
-	if !ringMappedAt(t, at) {
-		t.Fatalf("the plane's ring segment is not mapped at %#x", at)
-	}
-	if n := ringDescriptors(t); n != 0 {
-		t.Errorf("the host keeps %d descriptors of ring segments", n)
-	}
+	at := mappedRing(t, pl)
 	maps, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/maps")
 	if err != nil {
 		t.Fatal(err)
@@ -55,6 +47,22 @@ func TestProcessKilledPluginReleasesTheRings(t *testing.T) {
 	if _, err := conn.AllocBuffer(ctx, &pluginapi.AllocRequest{Size: 64}); err == nil {
 		t.Error("an allocation on the plane of a killed plugin succeeded")
 	}
+}
+
+// mappedRing returns the address of p's ring segment, failing the test unless
+// this process maps it there and keeps no descriptor of a ring segment.
+func mappedRing(t *testing.T, p *plane) uintptr {
+	t.Helper()
+	p.mu.Lock()
+	at := ringAddr(p.rings)
+	p.mu.Unlock()
+	if !ringMappedAt(t, at) {
+		t.Fatalf("the plane's ring segment is not mapped at %#x", at)
+	}
+	if n := ringDescriptors(t); n != 0 {
+		t.Errorf("the host keeps %d descriptors of ring segments", n)
+	}
+	return at
 }
 
 // ringMappedAt reports whether this process maps a ring segment at address at.

@@ -11,6 +11,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/go-plugin"
 
+	"github.com/kiln-dev/kiln/internal/irprog"
 	"github.com/kiln-dev/kiln/ir"
 	"github.com/kiln-dev/kiln/pluginapi"
 )
@@ -44,17 +45,7 @@ func serveInProcess(t testing.TB, impl pluginapi.Backend) *Conn {
 	return b
 }
 
-func saxpyProgram() *ir.Program {
-	b := ir.NewBuilder("test.saxpy.f32", 64, 1, 1)
-	a := b.Param("a", ir.F32, ir.LitF32(2))
-	x := b.Buffer("x", ir.F32, ir.Read)
-	y := b.Buffer("y", ir.F32, ir.ReadWrite)
-	i := b.Let("i", ir.GlobalID(0))
-	b.If(ir.Lt(i, ir.Len(y)), func(then *ir.Block) {
-		then.Store(y, i, ir.Add(ir.Mul(a, ir.Load(x, i)), ir.Load(y, i)))
-	})
-	return b.Program()
-}
+func saxpyProgram() *ir.Program { return irprog.Saxpy("test.saxpy.f32", 64) }
 
 func TestWireDescribe(t *testing.T) {
 	b := serveInProcess(t, &fakeBackend{})

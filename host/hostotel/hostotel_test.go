@@ -2,9 +2,6 @@ package hostotel_test
 
 import (
 	"context"
-	"os/exec"
-	"path/filepath"
-	"runtime"
 	"testing"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -14,33 +11,23 @@ import (
 
 	"github.com/kiln-dev/kiln/host"
 	"github.com/kiln-dev/kiln/host/hostotel"
+	"github.com/kiln-dev/kiln/internal/irprog"
+	"github.com/kiln-dev/kiln/internal/testbuild"
 	"github.com/kiln-dev/kiln/ir"
 )
 
 // cpuRefDir builds the cpu-ref plugin into a fresh plugins directory.
 func cpuRefDir(t *testing.T) string {
 	t.Helper()
-	_, file, _, _ := runtime.Caller(0)
-	root := filepath.Join(filepath.Dir(file), "..", "..")
 	dir := t.TempDir()
-	cmd := exec.Command("go", "build", "-o", filepath.Join(dir, "kiln-backend-cpuref"), "./plugins/cpuref")
-	cmd.Dir = root
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build plugins/cpuref: %v\n%s", err, out)
+	var build testbuild.Env // go's own build cache: this test moves no home
+	for _, err := range build.Build(dir, map[string]string{"kiln-backend-cpuref": "github.com/kiln-dev/kiln/plugins/cpuref"}) {
+		t.Fatal(err)
 	}
 	return dir
 }
 
-func saxpy() *ir.Program {
-	b := ir.NewBuilder("test.saxpy.f32", 64, 1, 1)
-	x := b.Buffer("x", ir.F32, ir.Read)
-	y := b.Buffer("y", ir.F32, ir.ReadWrite)
-	i := b.Let("i", ir.GlobalID(0))
-	b.If(ir.Lt(i, ir.Len(y)), func(then *ir.Block) {
-		then.Store(y, i, ir.Add(ir.Mul(ir.LitF32(2), ir.Load(x, i)), ir.Load(y, i)))
-	})
-	return b.MustBuild()
-}
+func saxpy() *ir.Program { return irprog.Saxpy("test.saxpy.f32", 64) }
 
 // TestSpansOfAHost pins the spans: a compile, a submit and a dispatch on
 // cpu-ref each end as one span under the caller's span, with the backend,

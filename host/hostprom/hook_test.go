@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/kiln-dev/kiln/host"
@@ -37,11 +36,7 @@ func TestHookHistograms(t *testing.T) {
 	if n := testutil.CollectAndCount(h, "kiln_submit_seconds"); n != 2 {
 		t.Errorf("%d submit histograms, want 2 (vulkan:0, cpu-ref:0)", n)
 	}
-	reg := prometheus.NewPedanticRegistry()
-	if err := reg.Register(h); err != nil {
-		t.Fatal(err)
-	}
-	families, err := reg.Gather()
+	families, err := pedantic(t, h).Gather()
 	if err != nil {
 		t.Fatal(err)
 	}

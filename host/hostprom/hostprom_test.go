@@ -13,6 +13,17 @@ import (
 	"github.com/kiln-dev/kiln/host"
 )
 
+// pedantic returns a registry that checks its metrics as it gathers them,
+// holding c, failing the test if it refuses c.
+func pedantic(t *testing.T, c prometheus.Collector) *prometheus.Registry {
+	t.Helper()
+	reg := prometheus.NewPedanticRegistry()
+	if err := reg.Register(c); err != nil {
+		t.Fatal(err)
+	}
+	return reg
+}
+
 // fixedStats is a StatsSource with a fixed snapshot.
 type fixedStats host.Stats
 
@@ -51,11 +62,7 @@ kiln_backend_up{backend="vulkan",state="ready"} 1
 	if n := testutil.CollectAndCount(c); n != 12 {
 		t.Errorf("%d metrics, want 12", n)
 	}
-	reg := prometheus.NewPedanticRegistry()
-	if err := reg.Register(c); err != nil {
-		t.Fatal(err)
-	}
-	families, err := reg.Gather()
+	families, err := pedantic(t, c).Gather()
 	if err != nil {
 		t.Fatal(err)
 	}

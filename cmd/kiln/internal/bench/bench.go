@@ -16,6 +16,7 @@ import (
 
 	"github.com/kiln-dev/kiln/host"
 	"github.com/kiln-dev/kiln/internal/echoplugin"
+	"github.com/kiln-dev/kiln/internal/irprog"
 	"github.com/kiln-dev/kiln/ir"
 	"github.com/kiln-dev/kiln/ir/interp"
 	"github.com/kiln-dev/kiln/pluginapi"
@@ -327,17 +328,7 @@ func newKernels(ctx context.Context, opts Options) (*kernels, error) {
 	if k.increment, err = b.Build(); err != nil {
 		return nil, err
 	}
-	s := ir.NewBuilder("kiln.bench.saxpy.f32", 256, 1, 1)
-	a := s.Param("a", ir.F32, ir.LitF32(2))
-	x := s.Buffer("x", ir.F32, ir.Read)
-	y := s.Buffer("y", ir.F32, ir.ReadWrite)
-	j := s.Let("i", ir.GlobalID(0))
-	s.If(ir.Lt(j, ir.Len(y)), func(then *ir.Block) {
-		then.Store(y, j, ir.Add(ir.Mul(a, ir.Load(x, j)), ir.Load(y, j)))
-	})
-	if k.saxpy, err = s.Build(); err != nil {
-		return nil, err
-	}
+	k.saxpy = irprog.Saxpy("kiln.bench.saxpy.f32", 256)
 	k.in = make([]byte, k.bytes)
 	k.grid = ir.GridFor([3]uint32{uint32(k.bytes / 4), 1, 1}, k.increment.WorkgroupSize)
 	kernel, err := interp.Compile(k.increment, interp.Options{})
@@ -409,6 +400,21 @@ func (k *kernels) compile(ctx context.Context, b *host.Backend, p *ir.Program) (
 	return pl, func() { b.Release(ctx, pl) }, nil
 }
 
+// incrementOn compiles the increment and allocates a buffer of size bytes
+// with usage for it; done frees the buffer and releases the pipeline.
+func (k *kernels) incrementOn(ctx context.Context, b *host.Backend, size int64, usage host.BufferUsage) (*host.Pipeline, *host.Buffer, func(), error) {
+	pl, release, err := k.compile(ctx, b, k.increment)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	buf, err := b.Alloc(ctx, size, usage)
+	if err != nil {
+		release()
+		return nil, nil, nil, err
+	}
+	return pl, buf, func() { buf.Free(ctx); release() }, nil
+}
+
 // roundTrips times 1-element dispatches through the v1 API.
 func (k *kernels) roundTrips(ctx context.Context, b *host.Backend, n int) (Latency, error) {
 	pl, release, err := k.compile(ctx, b, k.increment)
@@ -426,16 +432,11 @@ func (k *kernels) roundTrips(ctx context.Context, b *host.Backend, n int) (Laten
 // submitRoundTrips times submits of one 1-element dispatch over a resident
 // buffer.
 func (k *kernels) submitRoundTrips(ctx context.Context, b *host.Backend, n int) (Latency, error) {
-	pl, release, err := k.compile(ctx, b, k.increment)
+	pl, buf, done, err := k.incrementOn(ctx, b, 4, host.UsageMap)
 	if err != nil {
 		return Latency{}, err
 	}
-	defer release()
-	buf, err := b.Alloc(ctx, 4, host.UsageMap)
-	if err != nil {
-		return Latency{}, err
-	}
-	defer buf.Free(ctx)
+	defer done()
 	var batch host.Batch
 	batch.Dispatch(pl, host.BoundWork{Grid: [3]uint32{1, 1, 1}, Bindings: []host.Binding{host.Bind(buf)}})
 	return timeEach(n, func() (time.Duration, error) {
@@ -464,16 +465,11 @@ func (k *kernels) bulk(ctx context.Context, b *host.Backend, repeats int) (Bulk,
 // bulkResident times writing the large input into a resident buffer, one
 // submit, and reading it back.
 func (k *kernels) bulkResident(ctx context.Context, b *host.Backend, repeats int) (Bulk, error) {
-	pl, release, err := k.compile(ctx, b, k.increment)
+	pl, buf, done, err := k.incrementOn(ctx, b, int64(k.bytes), host.UsageMap)
 	if err != nil {
 		return Bulk{}, err
 	}
-	defer release()
-	buf, err := b.Alloc(ctx, int64(k.bytes), host.UsageMap)
-	if err != nil {
-		return Bulk{}, err
-	}
-	defer buf.Free(ctx)
+	defer done()
 	out := make([]byte, k.bytes)
 	var batch host.Batch
 	batch.Dispatch(pl, host.BoundWork{Grid: k.grid, Bindings: []host.Binding{host.Bind(buf)}})
@@ -492,16 +488,11 @@ func (k *kernels) bulkResident(ctx context.Context, b *host.Backend, repeats int
 // bulkMapped times copying the large input into a mapped resident buffer, one
 // submit, and reading the output in place (every element is checked).
 func (k *kernels) bulkMapped(ctx context.Context, b *host.Backend, repeats int) (Bulk, error) {
-	pl, release, err := k.compile(ctx, b, k.increment)
+	pl, buf, done, err := k.incrementOn(ctx, b, int64(k.bytes), host.UsageMap)
 	if err != nil {
 		return Bulk{}, err
 	}
-	defer release()
-	buf, err := b.Alloc(ctx, int64(k.bytes), host.UsageMap)
-	if err != nil {
-		return Bulk{}, err
-	}
-	defer buf.Free(ctx)
+	defer done()
 	mem, err := buf.Map()
 	var notMapped *host.BufferError
 	if errors.As(err, &notMapped) {
@@ -558,16 +549,11 @@ func (k *kernels) relate(r *Report) {
 // chain times n dependent 1-element dispatches in one submit and checks that
 // each saw the one before.
 func (k *kernels) chain(ctx context.Context, b *host.Backend, n int) (int, int64, error) {
-	pl, release, err := k.compile(ctx, b, k.increment)
+	pl, buf, done, err := k.incrementOn(ctx, b, 4, 0)
 	if err != nil {
 		return 0, 0, err
 	}
-	defer release()
-	buf, err := b.Alloc(ctx, 4, 0)
-	if err != nil {
-		return 0, 0, err
-	}
-	defer buf.Free(ctx)
+	defer done()
 	var batch host.Batch
 	for range n {
 		batch.Dispatch(pl, host.BoundWork{Grid: [3]uint32{1, 1, 1}, Bindings: []host.Binding{host.Bind(buf)}})

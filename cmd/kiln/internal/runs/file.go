@@ -58,14 +58,10 @@ func FileJob(a FileArgs) (Job, error) {
 	l.OutputCounts = make([]uint32, n)
 	given := map[string]string{}
 	for _, kv := range a.Inputs {
-		name, file, err := pair("--input", kv)
+		name, file, err := bufferPair("--input", kv, given)
 		if err != nil {
 			return Job{}, err
 		}
-		if first, ok := given[name]; ok {
-			return Job{}, fmt.Errorf("--input %s: buffer %q already has --input %s. Fix: pass one --input per buffer", kv, name, first)
-		}
-		given[name] = kv
 		d, ok := prog.Buffer(name)
 		if !ok || !d.Access.Readable() {
 			return Job{}, fmt.Errorf("--input %s: the program has no read or read_write buffer %q. Fix: name one of: %s", kv, name, bufferNames(prog, true))
@@ -96,14 +92,10 @@ func FileJob(a FileArgs) (Job, error) {
 	}
 	sized := map[string]string{}
 	for _, kv := range a.Sizes {
-		name, value, err := pair("--size", kv)
+		name, value, err := bufferPair("--size", kv, sized)
 		if err != nil {
 			return Job{}, err
 		}
-		if first, ok := sized[name]; ok {
-			return Job{}, fmt.Errorf("--size %s: buffer %q already has --size %s. Fix: pass one --size per buffer", kv, name, first)
-		}
-		sized[name] = kv
 		d, ok := prog.Buffer(name)
 		if !ok || d.Access != ir.Write {
 			return Job{}, fmt.Errorf("--size %s: the program has no write buffer %q. Fix: name one of: %s", kv, name, bufferNames(prog, false))
@@ -205,6 +197,19 @@ func ParseSpec(prog *ir.Program, kvs []string) (ir.SpecMap, error) {
 // ParseWorkgroup parses a --wg flag, "X[,Y[,Z]]" (missing axes are 1; ""
 // is the zero size: the program's own).
 func ParseWorkgroup(s string) ([3]uint32, error) { return triple("--wg", s) }
+
+// bufferPair splits a flag's BUFFER=VALUE argument kv, refusing a buffer that
+// already has one: seen holds the arguments so far by buffer, and gets kv.
+func bufferPair(flag, kv string, seen map[string]string) (name, value string, err error) {
+	if name, value, err = pair(flag, kv); err != nil {
+		return "", "", err
+	}
+	if first, ok := seen[name]; ok {
+		return "", "", fmt.Errorf("%s %s: buffer %q already has %s %s. Fix: pass one %s per buffer", flag, kv, name, flag, first, flag)
+	}
+	seen[name] = kv
+	return name, value, nil
+}
 
 func pair(flag, kv string) (name, value string, err error) {
 	name, value, ok := strings.Cut(kv, "=")
