@@ -273,9 +273,7 @@ func tileCase(name string, t ir.Type, rows, cols uint32, srcN, dstN int, ld, st 
 func sharedCase(t ir.Type) semantic {
 	const rows, cols, wg = 16, 32, 64
 	const n = rows * cols
-	b := ir.NewBuilder("kiln.semantics.matrix.shared."+t.String(), wg, 1, 1)
-	in := b.Buffer("in", t, ir.Read)
-	o := b.Buffer("out", t, ir.Write)
+	b, in, o := inOut("kiln.semantics.matrix.shared."+t.String(), wg, t, t)
 	s1 := b.Shared("s1", t, n)
 	s2 := b.Shared("s2", t, n+16)
 	m := b.Matrix("m", t, rows, cols)
@@ -451,9 +449,7 @@ func convertCases() []semantic {
 				src[i] = edges[from][i%len(edges[from])]
 			}
 			name := fmt.Sprintf("convert.%s.%s", from, to)
-			b := ir.NewBuilder("kiln.semantics.matrix."+name, 32, 1, 1)
-			in := b.Buffer("in", from, ir.Read)
-			o := b.Buffer("out", to, ir.Write)
+			b, in, o := inOut("kiln.semantics.matrix."+name, 32, from, to)
 			sm := b.Matrix("S", from, s, s)
 			dm := b.Matrix("D", to, s, s)
 			b.MatrixLoad(sm, in, ir.LitU32(0), ir.LitU32(s), ir.RowMajor)

@@ -234,9 +234,7 @@ func sharedEveryType() semantic {
 
 // sharedReverse reverses each workgroup's slice through a shared f32 array.
 func sharedReverse() semantic {
-	b := ir.NewBuilder("kiln.semantics.shared.reverse", 16, 1, 1)
-	in := b.Buffer("in", ir.F32, ir.Read)
-	out := b.Buffer("out", ir.F32, ir.Write)
+	b, in, out := inOut("kiln.semantics.shared.reverse", 16, ir.F32, ir.F32)
 	sh := b.Shared("sh", ir.F32, 16)
 	l := b.Let("l", ir.LocalID(0))
 	g := b.Let("g", ir.GlobalID(0))
