@@ -18,24 +18,14 @@ const (
 var layoutNames = [...]string{RowMajor: "row", ColMajor: "col"}
 
 // String returns the layout's JSON name ("row", "col").
-func (l MatrixLayout) String() string {
-	if l > 0 && l < layoutEnd {
-		return layoutNames[l]
-	}
-	return "invalid"
-}
+func (l MatrixLayout) String() string { return enumString(layoutNames[:], RowMajor, l) }
 
 // Valid reports whether l is a defined layout.
 func (l MatrixLayout) Valid() bool { return l > 0 && l < layoutEnd }
 
 // ParseMatrixLayout turns a layout name ("row") into a MatrixLayout.
 func ParseMatrixLayout(name string) (MatrixLayout, bool) {
-	for l := RowMajor; l < layoutEnd; l++ {
-		if layoutNames[l] == name {
-			return l, true
-		}
-	}
-	return 0, false
+	return parseEnum(layoutNames[:], RowMajor, name)
 }
 
 // MatrixPrecision says how matrix_mma may treat f32 operands.
@@ -53,12 +43,7 @@ const (
 var precisionNames = [...]string{PrecisionDefault: "", PrecisionTF32: "tf32"}
 
 // String returns the precision's JSON name ("tf32"; "" for the default).
-func (p MatrixPrecision) String() string {
-	if p < precisionEnd {
-		return precisionNames[p]
-	}
-	return "invalid"
-}
+func (p MatrixPrecision) String() string { return enumString(precisionNames[:], PrecisionDefault, p) }
 
 // Valid reports whether p is a defined precision.
 func (p MatrixPrecision) Valid() bool { return p < precisionEnd }
@@ -66,12 +51,7 @@ func (p MatrixPrecision) Valid() bool { return p < precisionEnd }
 // ParseMatrixPrecision turns a precision name ("tf32", or "" for the default) into
 // a MatrixPrecision.
 func ParseMatrixPrecision(name string) (MatrixPrecision, bool) {
-	for p := PrecisionDefault; p < precisionEnd; p++ {
-		if precisionNames[p] == name {
-			return p, true
-		}
-	}
-	return 0, false
+	return parseEnum(precisionNames[:], PrecisionDefault, name)
 }
 
 // MatrixBound limits a matrix load or store to the first Rows rows and Cols
