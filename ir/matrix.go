@@ -1,5 +1,7 @@
 package ir
 
+import "slices"
+
 // The matrix statements of IR v1.2. Each is collective: every invocation of the
 // workgroup reaches it, in uniform control flow, with the same operand values, as
 // for a barrier. See docs/design.md, "IR v1.2".
@@ -113,38 +115,23 @@ func (p *Program) UsesMatrices() bool { return len(p.Matrices) > 0 }
 // f16 or bf16, or an expression anywhere has such a type (a literal or a cast), so
 // a backend knows to require 16-bit support (IR v1.2).
 func (p *Program) Uses16BitTypes() bool {
-	for _, b := range p.Buffers {
-		if b.Type.Is16Bit() {
-			return true
-		}
-	}
-	for _, s := range p.Shared {
-		if s.Type.Is16Bit() {
-			return true
-		}
-	}
-	for _, m := range p.Matrices {
-		if m.Type.Is16Bit() {
-			return true
-		}
-	}
-	for _, s := range p.Params {
-		if s.Type.Is16Bit() {
-			return true
-		}
-	}
-	return anyStmt(p.Body, func(s Stmt) bool {
-		v, ok := s.(VarStmt)
-		return ok && v.Type.Is16Bit()
-	}) || anyExpr(p.Body, func(x Expr) bool {
-		switch x := x.(type) {
-		case Literal:
-			return x.Type.Is16Bit()
-		case CastExpr:
-			return x.To.Is16Bit()
-		}
-		return false
-	})
+	return slices.ContainsFunc(p.Buffers, func(b BufferDecl) bool { return b.Type.Is16Bit() }) ||
+		slices.ContainsFunc(p.Shared, func(s SharedDecl) bool { return s.Type.Is16Bit() }) ||
+		slices.ContainsFunc(p.Matrices, func(m MatrixDecl) bool { return m.Type.Is16Bit() }) ||
+		slices.ContainsFunc(p.Params, func(d ParamDecl) bool { return d.Type.Is16Bit() }) ||
+		anyStmt(p.Body, func(s Stmt) bool {
+			v, ok := s.(VarStmt)
+			return ok && v.Type.Is16Bit()
+		}) ||
+		anyExpr(p.Body, func(x Expr) bool {
+			switch x := x.(type) {
+			case Literal:
+				return x.Type.Is16Bit()
+			case CastExpr:
+				return x.To.Is16Bit()
+			}
+			return false
+		})
 }
 
 // Matrix declares a workgroup matrix of rows×cols elements of type t (IR v1.2) and
