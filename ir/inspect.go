@@ -56,10 +56,9 @@ func stmtParts(s Stmt) ([]Expr, [][]Stmt) {
 		return []Expr{s.Index, s.Value, s.Compare}, nil
 	case MatrixFillStmt:
 		return []Expr{s.Value}, nil
-	case MatrixLoadStmt:
-		return append([]Expr{s.Offset, s.Stride}, s.Bound.exprs()...), nil
-	case MatrixStoreStmt:
-		return append([]Expr{s.Offset, s.Stride}, s.Bound.exprs()...), nil
+	case MatrixLoadStmt, MatrixStoreStmt:
+		mc, _ := asMatrixCopy(s)
+		return append([]Expr{mc.offset, mc.stride}, mc.bound.exprs()...), nil
 	}
 	return nil, nil
 }

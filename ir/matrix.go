@@ -92,6 +92,51 @@ type MatrixStoreStmt struct {
 	Bound  *MatrixBound
 }
 
+// matrixCopy is what a matrix load and a matrix store share, for the code that
+// treats them alike: the statement's JSON name, the matrix, the buffer or shared
+// array on the other side (under the JSON key from or to) and the addressing.
+type matrixCopy struct {
+	store          bool
+	matrix, array  string
+	offset, stride Expr
+	layout         MatrixLayout
+	bound          *MatrixBound
+}
+
+// asMatrixCopy views a MatrixLoadStmt or MatrixStoreStmt as a matrixCopy.
+func asMatrixCopy(s Stmt) (matrixCopy, bool) {
+	switch s := s.(type) {
+	case MatrixLoadStmt:
+		return matrixCopy{false, s.Matrix, s.From, s.Offset, s.Stride, s.Layout, s.Bound}, true
+	case MatrixStoreStmt:
+		return matrixCopy{true, s.Matrix, s.To, s.Offset, s.Stride, s.Layout, s.Bound}, true
+	}
+	return matrixCopy{}, false
+}
+
+// stmt is the MatrixLoadStmt or MatrixStoreStmt that c views.
+func (c matrixCopy) stmt() Stmt {
+	if c.store {
+		return MatrixStoreStmt{Matrix: c.matrix, To: c.array, Offset: c.offset, Stride: c.stride, Layout: c.layout, Bound: c.bound}
+	}
+	return MatrixLoadStmt{Matrix: c.matrix, From: c.array, Offset: c.offset, Stride: c.stride, Layout: c.layout, Bound: c.bound}
+}
+
+// op and arrayKey are the statement's JSON name and the key of its array.
+func (c matrixCopy) op() string {
+	if c.store {
+		return "matrix_store"
+	}
+	return "matrix_load"
+}
+
+func (c matrixCopy) arrayKey() string {
+	if c.store {
+		return "to"
+	}
+	return "from"
+}
+
 // MatrixMMAStmt computes Acc += A·B: A is M×K, B K×N, Acc M×N of f32; A and B are
 // both f16, both bf16 or both f32. Precision PrecisionTF32 (f32 operands only)
 // allows rounding A and B to tf32 first.
