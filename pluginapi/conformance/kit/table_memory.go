@@ -27,14 +27,14 @@ func u32s(n int, f func(i int) uint32) []uint32 {
 	return out
 }
 
-// launch1 is a launch of grid workgroups with inputs (by binding, nil for write
-// buffers) and output counts.
 // sharedOOB marks l as indexing shared arrays out of bounds on purpose.
 func sharedOOB(l launch) launch {
 	l.outOfBounds = true
 	return l
 }
 
+// launch1 is a launch of grid workgroups with inputs (by binding, nil for write
+// buffers) and output counts.
 func launch1(grid uint32, inputs [][]byte, counts []uint32) launch {
 	return launch{Case: kernels.Case{Grid: [3]uint32{grid, 1, 1}, Inputs: inputs, OutputCounts: counts}}
 }
