@@ -43,18 +43,17 @@ func (e *encoder) matrixStmt(s Stmt, depth int) error {
 			return err
 		}
 		return within(".value", e.expr(s.Value, depth+1))
-	case MatrixLoadStmt:
-		e.buf = append(e.buf, tagMatrixLoad)
-		if err := e.strs(s.Matrix, s.From); err != nil {
+	case MatrixLoadStmt, MatrixStoreStmt:
+		mc, _ := asMatrixCopy(s)
+		tag := tagMatrixLoad
+		if mc.store {
+			tag = tagMatrixStore
+		}
+		e.buf = append(e.buf, tag)
+		if err := e.strs(mc.matrix, mc.array); err != nil {
 			return err
 		}
-		return e.addressing(s.Offset, s.Stride, s.Layout, s.Bound, depth)
-	case MatrixStoreStmt:
-		e.buf = append(e.buf, tagMatrixStore)
-		if err := e.strs(s.Matrix, s.To); err != nil {
-			return err
-		}
-		return e.addressing(s.Offset, s.Stride, s.Layout, s.Bound, depth)
+		return e.addressing(mc.offset, mc.stride, mc.layout, mc.bound, depth)
 	case MatrixMMAStmt:
 		e.buf = append(e.buf, tagMatrixMMA)
 		if err := e.strs(s.Acc, s.A, s.B); err != nil {
@@ -137,24 +136,15 @@ func (d *decoder) matrixStmt(tag byte, depth int) (Stmt, error) {
 			return nil, err
 		}
 		return s, nil
-	case tagMatrixLoad:
-		var s MatrixLoadStmt
-		if err := d.strs("matrix name", &s.Matrix, &s.From); err != nil {
+	case tagMatrixLoad, tagMatrixStore:
+		mc := matrixCopy{store: tag == tagMatrixStore}
+		if err := d.strs("matrix name", &mc.matrix, &mc.array); err != nil {
 			return nil, err
 		}
-		if err := d.addressing(depth, &s.Offset, &s.Stride, &s.Layout, &s.Bound); err != nil {
+		if err := d.addressing(depth, &mc.offset, &mc.stride, &mc.layout, &mc.bound); err != nil {
 			return nil, err
 		}
-		return s, nil
-	case tagMatrixStore:
-		var s MatrixStoreStmt
-		if err := d.strs("matrix name", &s.Matrix, &s.To); err != nil {
-			return nil, err
-		}
-		if err := d.addressing(depth, &s.Offset, &s.Stride, &s.Layout, &s.Bound); err != nil {
-			return nil, err
-		}
-		return s, nil
+		return mc.stmt(), nil
 	case tagMatrixMMA:
 		var s MatrixMMAStmt
 		if err := d.strs("matrix name", &s.Acc, &s.A, &s.B); err != nil {

@@ -131,33 +131,17 @@ var builtinNames = [...]string{
 func (k BuiltinKind) HasAxis() bool { return k >= GlobalIDBuiltin && k <= WorkgroupSizeBuiltin }
 
 // Builtins lists every builtin.
-func Builtins() []BuiltinKind {
-	out := make([]BuiltinKind, 0, builtinEnd-1)
-	for k := GlobalIDBuiltin; k < builtinEnd; k++ {
-		out = append(out, k)
-	}
-	return out
-}
+func Builtins() []BuiltinKind { return enumValues(builtinNames[:], GlobalIDBuiltin) }
 
 // String returns the builtin's JSON name.
-func (k BuiltinKind) String() string {
-	if k > 0 && k < builtinEnd {
-		return builtinNames[k]
-	}
-	return "invalid"
-}
+func (k BuiltinKind) String() string { return enumString(builtinNames[:], GlobalIDBuiltin, k) }
 
 // Valid reports whether k is a defined builtin.
 func (k BuiltinKind) Valid() bool { return k > 0 && k < builtinEnd }
 
 // ParseBuiltin turns a builtin name into a BuiltinKind.
 func ParseBuiltin(name string) (BuiltinKind, bool) {
-	for k := GlobalIDBuiltin; k < builtinEnd; k++ {
-		if builtinNames[k] == name {
-			return k, true
-		}
-	}
-	return 0, false
+	return parseEnum(builtinNames[:], GlobalIDBuiltin, name)
 }
 
 // UnaryOp is a unary operator.
@@ -195,34 +179,16 @@ var unaryNames = [...]string{
 }
 
 // String returns the operator's JSON name.
-func (o UnaryOp) String() string {
-	if o > 0 && o < unaryEnd {
-		return unaryNames[o]
-	}
-	return "invalid"
-}
+func (o UnaryOp) String() string { return enumString(unaryNames[:], OpNeg, o) }
 
 // Valid reports whether o is a defined unary operator.
 func (o UnaryOp) Valid() bool { return o > 0 && o < unaryEnd }
 
 // UnaryOps lists every unary operator.
-func UnaryOps() []UnaryOp {
-	out := make([]UnaryOp, 0, unaryEnd-1)
-	for o := OpNeg; o < unaryEnd; o++ {
-		out = append(out, o)
-	}
-	return out
-}
+func UnaryOps() []UnaryOp { return enumValues(unaryNames[:], OpNeg) }
 
 // ParseUnaryOp turns an operator name into a UnaryOp.
-func ParseUnaryOp(name string) (UnaryOp, bool) {
-	for o := OpNeg; o < unaryEnd; o++ {
-		if unaryNames[o] == name {
-			return o, true
-		}
-	}
-	return 0, false
-}
+func ParseUnaryOp(name string) (UnaryOp, bool) { return parseEnum(unaryNames[:], OpNeg, name) }
 
 // BinaryOp is a binary operator. Both operands always have the same type.
 type BinaryOp uint8
@@ -261,12 +227,7 @@ var binaryNames = [...]string{
 }
 
 // String returns the operator's JSON name.
-func (o BinaryOp) String() string {
-	if o > 0 && o < binaryEnd {
-		return binaryNames[o]
-	}
-	return "invalid"
-}
+func (o BinaryOp) String() string { return enumString(binaryNames[:], OpAdd, o) }
 
 // Valid reports whether o is a defined binary operator.
 func (o BinaryOp) Valid() bool { return o > 0 && o < binaryEnd }
@@ -275,23 +236,10 @@ func (o BinaryOp) Valid() bool { return o > 0 && o < binaryEnd }
 func (o BinaryOp) IsComparison() bool { return o >= OpEq && o <= OpGe }
 
 // BinaryOps lists every binary operator.
-func BinaryOps() []BinaryOp {
-	out := make([]BinaryOp, 0, binaryEnd-1)
-	for o := OpAdd; o < binaryEnd; o++ {
-		out = append(out, o)
-	}
-	return out
-}
+func BinaryOps() []BinaryOp { return enumValues(binaryNames[:], OpAdd) }
 
 // ParseBinaryOp turns an operator name into a BinaryOp.
-func ParseBinaryOp(name string) (BinaryOp, bool) {
-	for o := OpAdd; o < binaryEnd; o++ {
-		if binaryNames[o] == name {
-			return o, true
-		}
-	}
-	return 0, false
-}
+func ParseBinaryOp(name string) (BinaryOp, bool) { return parseEnum(binaryNames[:], OpAdd, name) }
 
 // Expression constructors. They build nodes only; Validate checks the types.
 
@@ -521,12 +469,7 @@ var subgroupNames = [...]string{
 }
 
 // String returns the operation's JSON name ("subgroup_add").
-func (o SubgroupOp) String() string {
-	if o > 0 && o < subgroupEnd {
-		return subgroupNames[o]
-	}
-	return "invalid"
-}
+func (o SubgroupOp) String() string { return enumString(subgroupNames[:], SubgroupOpAdd, o) }
 
 // Valid reports whether o is a defined subgroup operation.
 func (o SubgroupOp) Valid() bool { return o > 0 && o < subgroupEnd }
@@ -535,20 +478,9 @@ func (o SubgroupOp) Valid() bool { return o > 0 && o < subgroupEnd }
 func (o SubgroupOp) HasLane() bool { return o == SubgroupOpShuffle || o == SubgroupOpBroadcast }
 
 // SubgroupOps lists every subgroup operation.
-func SubgroupOps() []SubgroupOp {
-	out := make([]SubgroupOp, 0, subgroupEnd-1)
-	for o := SubgroupOpAdd; o < subgroupEnd; o++ {
-		out = append(out, o)
-	}
-	return out
-}
+func SubgroupOps() []SubgroupOp { return enumValues(subgroupNames[:], SubgroupOpAdd) }
 
 // ParseSubgroupOp turns an operation's JSON name ("subgroup_add") into a SubgroupOp.
 func ParseSubgroupOp(name string) (SubgroupOp, bool) {
-	for o := SubgroupOpAdd; o < subgroupEnd; o++ {
-		if subgroupNames[o] == name {
-			return o, true
-		}
-	}
-	return 0, false
+	return parseEnum(subgroupNames[:], SubgroupOpAdd, name)
 }

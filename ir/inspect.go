@@ -14,48 +14,13 @@ func Inspect(stmts []Stmt, visit func(node any) bool) {
 		if !visit(s) {
 			continue
 		}
-		switch s := s.(type) {
-		case LetStmt:
-			inspectExpr(s.Value, visit)
-		case VarStmt:
-			inspectExpr(s.Value, visit)
-		case AssignStmt:
-			inspectExpr(s.Value, visit)
-		case StoreStmt:
-			inspectExpr(s.Index, visit)
-			inspectExpr(s.Value, visit)
-		case IfStmt:
-			inspectExpr(s.Cond, visit)
-			Inspect(s.Then, visit)
-			Inspect(s.Else, visit)
-		case ForStmt:
-			inspectExpr(s.From, visit)
-			inspectExpr(s.To, visit)
-			inspectExpr(s.Step, visit)
-			Inspect(s.Body, visit)
-		case WhileStmt:
-			inspectExpr(s.Cond, visit)
-			Inspect(s.Body, visit)
-		case AtomicStmt:
-			inspectExpr(s.Index, visit)
-			inspectExpr(s.Value, visit)
-			inspectExpr(s.Compare, visit)
-		case MatrixFillStmt:
-			inspectExpr(s.Value, visit)
-		case MatrixLoadStmt:
-			inspectAddressing(s.Offset, s.Stride, s.Bound, visit)
-		case MatrixStoreStmt:
-			inspectAddressing(s.Offset, s.Stride, s.Bound, visit)
+		xs, blocks := stmtParts(s)
+		for _, x := range xs {
+			inspectExpr(x, visit)
 		}
-	}
-}
-
-func inspectAddressing(offset, stride Expr, bound *MatrixBound, visit func(node any) bool) {
-	inspectExpr(offset, visit)
-	inspectExpr(stride, visit)
-	if bound != nil {
-		inspectExpr(bound.Rows, visit)
-		inspectExpr(bound.Cols, visit)
+		for _, b := range blocks {
+			Inspect(b, visit)
+		}
 	}
 }
 
@@ -63,28 +28,69 @@ func inspectExpr(e Expr, visit func(node any) bool) {
 	if e == nil || !visit(e) {
 		return
 	}
-	switch e := e.(type) {
-	case LoadExpr:
-		inspectExpr(e.Index, visit)
-	case UnaryExpr:
-		inspectExpr(e.X, visit)
-	case BinaryExpr:
-		inspectExpr(e.X, visit)
-		inspectExpr(e.Y, visit)
-	case FmaExpr:
-		inspectExpr(e.A, visit)
-		inspectExpr(e.B, visit)
-		inspectExpr(e.C, visit)
-	case SelectExpr:
-		inspectExpr(e.Cond, visit)
-		inspectExpr(e.A, visit)
-		inspectExpr(e.B, visit)
-	case CastExpr:
-		inspectExpr(e.X, visit)
-	case BitcastExpr:
-		inspectExpr(e.X, visit)
-	case SubgroupExpr:
-		inspectExpr(e.X, visit)
-		inspectExpr(e.Lane, visit)
+	for _, x := range operands(e) {
+		inspectExpr(x, visit)
 	}
+}
+
+// stmtParts is the table of what a statement holds: its expressions in field
+// order (a nil one included) and then its nested blocks, in the order Inspect
+// documents.
+func stmtParts(s Stmt) ([]Expr, [][]Stmt) {
+	switch s := s.(type) {
+	case LetStmt:
+		return []Expr{s.Value}, nil
+	case VarStmt:
+		return []Expr{s.Value}, nil
+	case AssignStmt:
+		return []Expr{s.Value}, nil
+	case StoreStmt:
+		return []Expr{s.Index, s.Value}, nil
+	case IfStmt:
+		return []Expr{s.Cond}, [][]Stmt{s.Then, s.Else}
+	case ForStmt:
+		return []Expr{s.From, s.To, s.Step}, [][]Stmt{s.Body}
+	case WhileStmt:
+		return []Expr{s.Cond}, [][]Stmt{s.Body}
+	case AtomicStmt:
+		return []Expr{s.Index, s.Value, s.Compare}, nil
+	case MatrixFillStmt:
+		return []Expr{s.Value}, nil
+	case MatrixLoadStmt, MatrixStoreStmt:
+		mc, _ := asMatrixCopy(s)
+		return append([]Expr{mc.offset, mc.stride}, mc.bound.exprs()...), nil
+	}
+	return nil, nil
+}
+
+// exprs returns the bound's expressions, none for a nil bound.
+func (b *MatrixBound) exprs() []Expr {
+	if b == nil {
+		return nil
+	}
+	return []Expr{b.Rows, b.Cols}
+}
+
+// operands is the table of an expression's operands in field order (a nil one
+// included).
+func operands(x Expr) []Expr {
+	switch x := x.(type) {
+	case LoadExpr:
+		return []Expr{x.Index}
+	case UnaryExpr:
+		return []Expr{x.X}
+	case BinaryExpr:
+		return []Expr{x.X, x.Y}
+	case FmaExpr:
+		return []Expr{x.A, x.B, x.C}
+	case SelectExpr:
+		return []Expr{x.Cond, x.A, x.B}
+	case CastExpr:
+		return []Expr{x.X}
+	case BitcastExpr:
+		return []Expr{x.X}
+	case SubgroupExpr:
+		return []Expr{x.X, x.Lane}
+	}
+	return nil
 }

@@ -82,19 +82,15 @@ func stmtShape(key string) (extras []string, ok bool) {
 	return matrixStmtShape(key)
 }
 
+// operatorNames lists the JSON names of the unary, binary and subgroup
+// operators, each kind in value order.
+func operatorNames() []string {
+	return slices.Concat(unaryNames[1:], binaryNames[1:], subgroupNames[1:])
+}
+
 func exprKeysHelp() string {
-	var ops []string
-	for _, o := range UnaryOps() {
-		ops = append(ops, o.String())
-	}
-	for _, o := range BinaryOps() {
-		ops = append(ops, o.String())
-	}
-	for _, o := range SubgroupOps() {
-		ops = append(ops, o.String())
-	}
 	return "f32, u32, i32, bool, f16, bf16, local, param, uniform, builtin, load, len, fma, select, cast, bitcast or an operator (" +
-		strings.Join(ops, ", ") + ")"
+		strings.Join(operatorNames(), ", ") + ")"
 }
 
 func stmtKeysHelp() string {

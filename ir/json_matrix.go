@@ -155,10 +155,7 @@ func (w *jwalker) matrixStmt(key string, v jvalue, m map[string]jvalue, depth in
 		if err != nil {
 			return nil, err
 		}
-		if key == "matrix_load" {
-			return MatrixLoadStmt{Matrix: name, From: array, Offset: a.offset, Stride: a.stride, Layout: a.layout, Bound: a.bound}, nil
-		}
-		return MatrixStoreStmt{Matrix: name, To: array, Offset: a.offset, Stride: a.stride, Layout: a.layout, Bound: a.bound}, nil
+		return matrixCopy{key != "matrix_load", name, array, a.offset, a.stride, a.layout, a.bound}.stmt(), nil
 	case "matrix_mma":
 		s := MatrixMMAStmt{Acc: name}
 		if s.A, err = w.needStr(m, v, "a", what); err != nil {
@@ -261,24 +258,16 @@ func (w *jwriter) matrixStmt(s Stmt, depth int) error {
 			return err
 		}
 		return w.key("value", ".value", s.Value, depth+1)
-	case MatrixLoadStmt:
-		w.raw(`{"matrix_load": `)
-		if err := w.quote(s.Matrix); err != nil {
+	case MatrixLoadStmt, MatrixStoreStmt:
+		mc, _ := asMatrixCopy(s)
+		w.raw(`{"` + mc.op() + `": `)
+		if err := w.quote(mc.matrix); err != nil {
 			return err
 		}
-		if err := w.names("from", s.From); err != nil {
+		if err := w.names(mc.arrayKey(), mc.array); err != nil {
 			return err
 		}
-		return w.addressing(s.Offset, s.Stride, s.Layout, s.Bound, depth)
-	case MatrixStoreStmt:
-		w.raw(`{"matrix_store": `)
-		if err := w.quote(s.Matrix); err != nil {
-			return err
-		}
-		if err := w.names("to", s.To); err != nil {
-			return err
-		}
-		return w.addressing(s.Offset, s.Stride, s.Layout, s.Bound, depth)
+		return w.addressing(mc.offset, mc.stride, mc.layout, mc.bound, depth)
 	case MatrixMMAStmt:
 		if !s.Precision.Valid() {
 			return within(".precision", marshalErr(`use ir.PrecisionDefault or ir.PrecisionTF32`, "precision %d is not defined", s.Precision))

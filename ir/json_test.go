@@ -404,15 +404,7 @@ func TestJSONNodeKeysAreDistinct(t *testing.T) {
 	for _, ty := range Types() {
 		exprKeys = append(exprKeys, ty.String())
 	}
-	for _, o := range UnaryOps() {
-		exprKeys = append(exprKeys, o.String())
-	}
-	for _, o := range BinaryOps() {
-		exprKeys = append(exprKeys, o.String())
-	}
-	for _, o := range SubgroupOps() {
-		exprKeys = append(exprKeys, o.String())
-	}
+	exprKeys = append(exprKeys, operatorNames()...)
 	exprKeys = append(exprKeys, "local", "param", "builtin", "load", "len", "fma", "select", "cast", "uniform", "bitcast")
 	stmtKeys := []string{"let", "var", "assign", "store", "if", "for", "while", "break", "barrier", "atomic", "return", "continue"}
 	for _, c := range []struct {

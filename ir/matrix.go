@@ -1,5 +1,7 @@
 package ir
 
+import "slices"
+
 // The matrix statements of IR v1.2. Each is collective: every invocation of the
 // workgroup reaches it, in uniform control flow, with the same operand values, as
 // for a barrier. See docs/design.md, "IR v1.2".
@@ -18,24 +20,14 @@ const (
 var layoutNames = [...]string{RowMajor: "row", ColMajor: "col"}
 
 // String returns the layout's JSON name ("row", "col").
-func (l MatrixLayout) String() string {
-	if l > 0 && l < layoutEnd {
-		return layoutNames[l]
-	}
-	return "invalid"
-}
+func (l MatrixLayout) String() string { return enumString(layoutNames[:], RowMajor, l) }
 
 // Valid reports whether l is a defined layout.
 func (l MatrixLayout) Valid() bool { return l > 0 && l < layoutEnd }
 
 // ParseMatrixLayout turns a layout name ("row") into a MatrixLayout.
 func ParseMatrixLayout(name string) (MatrixLayout, bool) {
-	for l := RowMajor; l < layoutEnd; l++ {
-		if layoutNames[l] == name {
-			return l, true
-		}
-	}
-	return 0, false
+	return parseEnum(layoutNames[:], RowMajor, name)
 }
 
 // MatrixPrecision says how matrix_mma may treat f32 operands.
@@ -53,12 +45,7 @@ const (
 var precisionNames = [...]string{PrecisionDefault: "", PrecisionTF32: "tf32"}
 
 // String returns the precision's JSON name ("tf32"; "" for the default).
-func (p MatrixPrecision) String() string {
-	if p < precisionEnd {
-		return precisionNames[p]
-	}
-	return "invalid"
-}
+func (p MatrixPrecision) String() string { return enumString(precisionNames[:], PrecisionDefault, p) }
 
 // Valid reports whether p is a defined precision.
 func (p MatrixPrecision) Valid() bool { return p < precisionEnd }
@@ -66,12 +53,7 @@ func (p MatrixPrecision) Valid() bool { return p < precisionEnd }
 // ParseMatrixPrecision turns a precision name ("tf32", or "" for the default) into
 // a MatrixPrecision.
 func ParseMatrixPrecision(name string) (MatrixPrecision, bool) {
-	for p := PrecisionDefault; p < precisionEnd; p++ {
-		if precisionNames[p] == name {
-			return p, true
-		}
-	}
-	return 0, false
+	return parseEnum(precisionNames[:], PrecisionDefault, name)
 }
 
 // MatrixBound limits a matrix load or store to the first Rows rows and Cols
@@ -110,6 +92,51 @@ type MatrixStoreStmt struct {
 	Bound  *MatrixBound
 }
 
+// matrixCopy is what a matrix load and a matrix store share, for the code that
+// treats them alike: the statement's JSON name, the matrix, the buffer or shared
+// array on the other side (under the JSON key from or to) and the addressing.
+type matrixCopy struct {
+	store          bool
+	matrix, array  string
+	offset, stride Expr
+	layout         MatrixLayout
+	bound          *MatrixBound
+}
+
+// asMatrixCopy views a MatrixLoadStmt or MatrixStoreStmt as a matrixCopy.
+func asMatrixCopy(s Stmt) (matrixCopy, bool) {
+	switch s := s.(type) {
+	case MatrixLoadStmt:
+		return matrixCopy{false, s.Matrix, s.From, s.Offset, s.Stride, s.Layout, s.Bound}, true
+	case MatrixStoreStmt:
+		return matrixCopy{true, s.Matrix, s.To, s.Offset, s.Stride, s.Layout, s.Bound}, true
+	}
+	return matrixCopy{}, false
+}
+
+// stmt is the MatrixLoadStmt or MatrixStoreStmt that c views.
+func (c matrixCopy) stmt() Stmt {
+	if c.store {
+		return MatrixStoreStmt{Matrix: c.matrix, To: c.array, Offset: c.offset, Stride: c.stride, Layout: c.layout, Bound: c.bound}
+	}
+	return MatrixLoadStmt{Matrix: c.matrix, From: c.array, Offset: c.offset, Stride: c.stride, Layout: c.layout, Bound: c.bound}
+}
+
+// op and arrayKey are the statement's JSON name and the key of its array.
+func (c matrixCopy) op() string {
+	if c.store {
+		return "matrix_store"
+	}
+	return "matrix_load"
+}
+
+func (c matrixCopy) arrayKey() string {
+	if c.store {
+		return "to"
+	}
+	return "from"
+}
+
 // MatrixMMAStmt computes Acc += A·B: A is M×K, B K×N, Acc M×N of f32; A and B are
 // both f16, both bf16 or both f32. Precision PrecisionTF32 (f32 operands only)
 // allows rounding A and B to tf32 first.
@@ -133,38 +160,23 @@ func (p *Program) UsesMatrices() bool { return len(p.Matrices) > 0 }
 // f16 or bf16, or an expression anywhere has such a type (a literal or a cast), so
 // a backend knows to require 16-bit support (IR v1.2).
 func (p *Program) Uses16BitTypes() bool {
-	for _, b := range p.Buffers {
-		if b.Type.Is16Bit() {
-			return true
-		}
-	}
-	for _, s := range p.Shared {
-		if s.Type.Is16Bit() {
-			return true
-		}
-	}
-	for _, m := range p.Matrices {
-		if m.Type.Is16Bit() {
-			return true
-		}
-	}
-	for _, s := range p.Params {
-		if s.Type.Is16Bit() {
-			return true
-		}
-	}
-	return anyStmt(p.Body, func(s Stmt) bool {
-		v, ok := s.(VarStmt)
-		return ok && v.Type.Is16Bit()
-	}) || anyExpr(p.Body, func(x Expr) bool {
-		switch x := x.(type) {
-		case Literal:
-			return x.Type.Is16Bit()
-		case CastExpr:
-			return x.To.Is16Bit()
-		}
-		return false
-	})
+	return slices.ContainsFunc(p.Buffers, func(b BufferDecl) bool { return b.Type.Is16Bit() }) ||
+		slices.ContainsFunc(p.Shared, func(s SharedDecl) bool { return s.Type.Is16Bit() }) ||
+		slices.ContainsFunc(p.Matrices, func(m MatrixDecl) bool { return m.Type.Is16Bit() }) ||
+		slices.ContainsFunc(p.Params, func(d ParamDecl) bool { return d.Type.Is16Bit() }) ||
+		anyStmt(p.Body, func(s Stmt) bool {
+			v, ok := s.(VarStmt)
+			return ok && v.Type.Is16Bit()
+		}) ||
+		anyExpr(p.Body, func(x Expr) bool {
+			switch x := x.(type) {
+			case Literal:
+				return x.Type.Is16Bit()
+			case CastExpr:
+				return x.To.Is16Bit()
+			}
+			return false
+		})
 }
 
 // Matrix declares a workgroup matrix of rows×cols elements of type t (IR v1.2) and

@@ -27,23 +27,12 @@ const (
 )
 
 // Types lists every defined type in declaration order.
-func Types() []Type {
-	out := make([]Type, 0, typeEnd-1)
-	for t := Bool; t < typeEnd; t++ {
-		out = append(out, t)
-	}
-	return out
-}
+func Types() []Type { return enumValues(typeNames[:], Bool) }
 
 var typeNames = [...]string{Bool: "bool", I32: "i32", U32: "u32", F32: "f32", F16: "f16", BF16: "bf16"}
 
 // String returns the type's name as written in the JSON form ("f32").
-func (t Type) String() string {
-	if t > 0 && t < typeEnd {
-		return typeNames[t]
-	}
-	return "invalid"
-}
+func (t Type) String() string { return enumString(typeNames[:], Bool, t) }
 
 // Valid reports whether t is one of the defined types.
 func (t Type) Valid() bool { return t > 0 && t < typeEnd }
@@ -71,14 +60,7 @@ func (t Type) Size() uint32 {
 func (t Type) IsNumeric() bool { return t == I32 || t == U32 || t == F32 }
 
 // ParseType turns a type name ("u32") into a Type.
-func ParseType(name string) (Type, bool) {
-	for t := Bool; t < typeEnd; t++ {
-		if typeNames[t] == name {
-			return t, true
-		}
-	}
-	return 0, false
-}
+func ParseType(name string) (Type, bool) { return parseEnum(typeNames[:], Bool, name) }
 
 // Access says how a kernel may use a buffer.
 type Access uint8
@@ -95,25 +77,13 @@ const (
 var accessNames = [...]string{Read: "read", Write: "write", ReadWrite: "read_write"}
 
 // String returns the access mode's JSON name.
-func (a Access) String() string {
-	if a > 0 && a < accessEnd {
-		return accessNames[a]
-	}
-	return "invalid"
-}
+func (a Access) String() string { return enumString(accessNames[:], Read, a) }
 
 // Valid reports whether a is one of the defined access modes.
 func (a Access) Valid() bool { return a > 0 && a < accessEnd }
 
 // ParseAccess turns an access name ("read_write") into an Access.
-func ParseAccess(name string) (Access, bool) {
-	for a := Read; a < accessEnd; a++ {
-		if accessNames[a] == name {
-			return a, true
-		}
-	}
-	return 0, false
-}
+func ParseAccess(name string) (Access, bool) { return parseEnum(accessNames[:], Read, name) }
 
 // Readable reports whether kernels may load from a buffer with this access.
 func (a Access) Readable() bool { return a == Read || a == ReadWrite }

@@ -151,6 +151,18 @@ func (m SpecMap) Names() []string {
 	return names
 }
 
+// Merge returns a new map of m's entries and other's, other's winning where
+// both set a name; m and other are left as they are.
+func (m SpecMap) Merge(other SpecMap) SpecMap {
+	var out SpecMap
+	for _, src := range []SpecMap{m, other} {
+		for name, v := range src.entries {
+			out.Set(name, v)
+		}
+	}
+	return out
+}
+
 // CacheHash folds the entries, in name order, into a 64-bit FNV-1a hash: each name's
 // bytes, a zero separator (names never contain one), then the value's CacheHash in
 // little-endian order.

@@ -166,3 +166,32 @@ func TestParamValues(t *testing.T) {
 		}
 	}
 }
+
+// TestSpecMapMerge: the merge holds both maps' names, the second's value where
+// both set one, and leaves its operands unchanged.
+func TestSpecMapMerge(t *testing.T) {
+	var a, b SpecMap
+	a.Set("x", SpecU32(1))
+	a.Set("y", SpecU32(2))
+	b.Set("y", SpecU32(3))
+	b.Set("z", SpecBool(true))
+	m := a.Merge(b)
+	for name, want := range map[string]SpecValue{"x": SpecU32(1), "y": SpecU32(3), "z": SpecBool(true)} {
+		if v, ok := m.Get(name); !ok || v != want {
+			t.Errorf("merge %s = %v, %v; want %v", name, v, ok, want)
+		}
+	}
+	if m.Len() != 3 || a.Len() != 2 || b.Len() != 2 {
+		t.Errorf("lengths: merge %d, a %d, b %d; want 3, 2, 2", m.Len(), a.Len(), b.Len())
+	}
+	if v, _ := a.Get("y"); v != SpecU32(2) {
+		t.Errorf("merge changed a's y to %v", v)
+	}
+	m.Set("x", SpecU32(9))
+	if v, _ := a.Get("x"); v != SpecU32(1) {
+		t.Error("the merge shares entries with a")
+	}
+	if (SpecMap{}).Merge(SpecMap{}).Len() != 0 {
+		t.Error("merging empty maps is not empty")
+	}
+}

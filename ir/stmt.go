@@ -131,31 +131,13 @@ var atomicNames = [...]string{
 }
 
 // String returns the operation's JSON name.
-func (o AtomicOp) String() string {
-	if o > 0 && o < atomicEnd {
-		return atomicNames[o]
-	}
-	return "invalid"
-}
+func (o AtomicOp) String() string { return enumString(atomicNames[:], AtomicAdd, o) }
 
 // Valid reports whether o is a defined atomic operation.
 func (o AtomicOp) Valid() bool { return o > 0 && o < atomicEnd }
 
 // AtomicOps lists every atomic operation.
-func AtomicOps() []AtomicOp {
-	out := make([]AtomicOp, 0, atomicEnd-1)
-	for o := AtomicAdd; o < atomicEnd; o++ {
-		out = append(out, o)
-	}
-	return out
-}
+func AtomicOps() []AtomicOp { return enumValues(atomicNames[:], AtomicAdd) }
 
 // ParseAtomicOp turns an operation name into an AtomicOp.
-func ParseAtomicOp(name string) (AtomicOp, bool) {
-	for o := AtomicAdd; o < atomicEnd; o++ {
-		if atomicNames[o] == name {
-			return o, true
-		}
-	}
-	return 0, false
-}
+func ParseAtomicOp(name string) (AtomicOp, bool) { return parseEnum(atomicNames[:], AtomicAdd, name) }

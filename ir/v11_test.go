@@ -310,6 +310,13 @@ func TestValidateV11(t *testing.T) {
 			t.Errorf("%s: %v", name, err)
 		}
 	}
+	// onH declares the buffer h of type t and access a before stmt's statement.
+	onH := func(t Type, a Access, stmt func(b *Builder)) func(b *Builder) {
+		return func(b *Builder) {
+			b.Buffer("h", t, a)
+			stmt(b)
+		}
+	}
 	bad := []struct {
 		name string
 		f    func(b *Builder)
@@ -346,26 +353,15 @@ func TestValidateV11(t *testing.T) {
 		{"reduction with lane", func(b *Builder) { b.Let("x", SubgroupExpr{Op: SubgroupOpMin, X: LitU32(1), Lane: LitU32(0)}) }, "body[0].value", "takes one operand"},
 		{"invalid subgroup op", func(b *Builder) { b.Let("x", SubgroupExpr{X: LitU32(1)}) }, "body[0].value", "invalid subgroup operation 0"},
 		{"continue outside loop", func(b *Builder) { b.Continue() }, "body[0]", "continue outside a loop"},
-		{"cas without compare", func(b *Builder) {
-			b.Buffer("h", U32, ReadWrite)
+		{"cas without compare", onH(U32, ReadWrite, func(b *Builder) {
 			b.Append(AtomicStmt{Op: AtomicCompareExchange, Target: "h", Index: LitU32(0), Value: LitU32(1)})
-		}, "body[0]", "compare is missing"},
-		{"cas compare type", func(b *Builder) {
-			b.Buffer("h", U32, ReadWrite)
-			b.AtomicCAS("h", LitU32(0), LitI32(0), LitU32(1), "old")
-		}, "body[0].compare", "atomic cas compare must be u32, got i32"},
-		{"cas on f32", func(b *Builder) {
-			b.Buffer("h", F32, ReadWrite)
-			b.AtomicCAS("h", LitU32(0), LitF32(0), LitF32(1), "old")
-		}, "body[0]", "atomic cas: \"h\" has element type f32"},
-		{"cas on a read buffer", func(b *Builder) {
-			b.Buffer("h", U32, Read)
-			b.AtomicCAS("h", LitU32(0), LitU32(0), LitU32(1), "old")
-		}, "body[0]", "buffer \"h\" has access read"},
-		{"compare on add", func(b *Builder) {
-			b.Buffer("h", U32, ReadWrite)
+		}), "body[0]", "compare is missing"},
+		{"cas compare type", onH(U32, ReadWrite, func(b *Builder) { b.AtomicCAS("h", LitU32(0), LitI32(0), LitU32(1), "old") }), "body[0].compare", "atomic cas compare must be u32, got i32"},
+		{"cas on f32", onH(F32, ReadWrite, func(b *Builder) { b.AtomicCAS("h", LitU32(0), LitF32(0), LitF32(1), "old") }), "body[0]", "atomic cas: \"h\" has element type f32"},
+		{"cas on a read buffer", onH(U32, Read, func(b *Builder) { b.AtomicCAS("h", LitU32(0), LitU32(0), LitU32(1), "old") }), "body[0]", "buffer \"h\" has access read"},
+		{"compare on add", onH(U32, ReadWrite, func(b *Builder) {
 			b.Append(AtomicStmt{Op: AtomicAdd, Target: "h", Index: LitU32(0), Value: LitU32(1), Compare: LitU32(0)})
-		}, "body[0].compare", "atomic add takes no compare value"},
+		}), "body[0].compare", "atomic add takes no compare value"},
 	}
 	for _, c := range bad {
 		t.Run(c.name, func(t *testing.T) {

@@ -210,10 +210,9 @@ func (u *uniformity) stmt(s Stmt, path, ctx string) {
 		}
 	case MatrixFillStmt:
 		u.collective("matrix_fill", path, ctx, operand{"value", s.Value})
-	case MatrixLoadStmt:
-		u.collective("matrix_load", path, ctx, addressOperands(s.Offset, s.Stride, s.Bound)...)
-	case MatrixStoreStmt:
-		u.collective("matrix_store", path, ctx, addressOperands(s.Offset, s.Stride, s.Bound)...)
+	case MatrixLoadStmt, MatrixStoreStmt:
+		mc, _ := asMatrixCopy(s)
+		u.collective(mc.op(), path, ctx, addressOperands(mc.offset, mc.stride, mc.bound)...)
 	case MatrixMMAStmt:
 		u.collective("matrix_mma", path, ctx)
 	case MatrixConvertStmt:

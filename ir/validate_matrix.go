@@ -121,24 +121,16 @@ func (c *checker) matrixStmt(s Stmt, path string, depth int) error {
 			return err
 		}
 		return c.want(s.Value, path+".value", depth+1, m.Type, fmt.Sprintf("matrix_fill value for %q", s.Matrix))
-	case MatrixLoadStmt:
-		m, err := c.matrix(s.Matrix, path, "matrix_load")
+	case MatrixLoadStmt, MatrixStoreStmt:
+		mc, _ := asMatrixCopy(s)
+		m, err := c.matrix(mc.matrix, path, mc.op())
 		if err != nil {
 			return err
 		}
-		if err := c.matrixArray(m, s.From, path+".from", "matrix_load", false); err != nil {
+		if err := c.matrixArray(m, mc.array, path+"."+mc.arrayKey(), mc.op(), mc.store); err != nil {
 			return err
 		}
-		return c.addressing("matrix_load", path, depth, s.Offset, s.Stride, s.Layout, s.Bound)
-	case MatrixStoreStmt:
-		m, err := c.matrix(s.Matrix, path, "matrix_store")
-		if err != nil {
-			return err
-		}
-		if err := c.matrixArray(m, s.To, path+".to", "matrix_store", true); err != nil {
-			return err
-		}
-		return c.addressing("matrix_store", path, depth, s.Offset, s.Stride, s.Layout, s.Bound)
+		return c.addressing(mc.op(), path, depth, mc.offset, mc.stride, mc.layout, mc.bound)
 	case MatrixMMAStmt:
 		return c.mma(s, path)
 	case MatrixConvertStmt:

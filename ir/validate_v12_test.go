@@ -94,6 +94,13 @@ func TestValidateRejectsV12(t *testing.T) {
 		b.Matrix("B", F16, 16, 48)
 		b.Matrix("acc", F32, 32, 48)
 	}
+	// withMats declares mats before stmt's one statement.
+	withMats := func(stmt func(b *Builder)) func(b *Builder) {
+		return func(b *Builder) {
+			mats(b)
+			stmt(b)
+		}
+	}
 	cases := []rejectCase{
 		// 16-bit types.
 		{"f16 param", func(b *Builder) { b.Param("p", F16, LitF16(1)) }, []string{"params[0]", `parameter "p" has type f16; IR v1.2 has no 16-bit parameters`}},
@@ -164,50 +171,17 @@ func TestValidateRejectsV12(t *testing.T) {
 
 		// Matrix statements.
 		{"fill unknown matrix", func(b *Builder) { b.MatrixFill("nope", LitF32(0)) }, []string{"body[0]", `matrix_fill: "nope" is not a matrix`, "Fix: declare it in matrices"}},
-		{"fill value type", func(b *Builder) {
-			mats(b)
-			b.MatrixFill("A", LitF32(0))
-		}, []string{"body[0].value", `matrix_fill value for "A" must be f16, got f32`}},
-		{"load from unknown", func(b *Builder) {
-			mats(b)
-			b.MatrixLoad("A", "zz", LitU32(0), LitU32(16), RowMajor)
-		}, []string{"body[0].from", `matrix_load: "zz" is not a buffer or shared array`}},
-		{"load from write buffer", func(b *Builder) {
-			mats(b)
-			b.MatrixLoad("A", "o", LitU32(0), LitU32(16), RowMajor)
-		}, []string{"body[0].from", `matrix_load: buffer "o" has access write`}},
-		{"load element type", func(b *Builder) {
-			mats(b)
-			b.MatrixLoad("acc", "a", LitU32(0), LitU32(16), RowMajor)
-		}, []string{"body[0].from", `matrix_load: "a" has element type f16 but matrix "acc" has f32`}},
-		{"store to read buffer", func(b *Builder) {
-			mats(b)
-			b.MatrixStore("A", "a", LitU32(0), LitU32(16), RowMajor)
-		}, []string{"body[0].to", `matrix_store: buffer "a" has access read`}},
-		{"store element type", func(b *Builder) {
-			mats(b)
-			b.MatrixStore("A", "f", LitU32(0), LitU32(16), RowMajor)
-		}, []string{"body[0].to", `matrix_store: "f" has element type f32 but matrix "A" has f16`}},
-		{"store unknown matrix", func(b *Builder) {
-			mats(b)
-			b.MatrixStore("Z", "o", LitU32(0), LitU32(16), RowMajor)
-		}, []string{`matrix_store: "Z" is not a matrix`}},
-		{"offset type", func(b *Builder) {
-			mats(b)
-			b.MatrixLoad("A", "a", LitI32(0), LitU32(16), RowMajor)
-		}, []string{"body[0].offset", "matrix_load offset must be u32, got i32"}},
-		{"stride type", func(b *Builder) {
-			mats(b)
-			b.MatrixStore("A", "o", LitU32(0), LitF32(16), RowMajor)
-		}, []string{"body[0].stride", "matrix_store stride must be u32, got f32"}},
-		{"bound type", func(b *Builder) {
-			mats(b)
-			b.MatrixLoadBounded("A", "a", LitU32(0), LitU32(16), RowMajor, LitU32(1), LitI32(1))
-		}, []string{"body[0].bound[1]", "matrix_load bound cols must be u32, got i32"}},
-		{"bad layout", func(b *Builder) {
-			mats(b)
-			b.MatrixLoad("A", "a", LitU32(0), LitU32(16), 0)
-		}, []string{"body[0].layout", "matrix_load: invalid layout 0", `Fix: use "row" or "col"`}},
+		{"fill value type", withMats(func(b *Builder) { b.MatrixFill("A", LitF32(0)) }), []string{"body[0].value", `matrix_fill value for "A" must be f16, got f32`}},
+		{"load from unknown", withMats(func(b *Builder) { b.MatrixLoad("A", "zz", LitU32(0), LitU32(16), RowMajor) }), []string{"body[0].from", `matrix_load: "zz" is not a buffer or shared array`}},
+		{"load from write buffer", withMats(func(b *Builder) { b.MatrixLoad("A", "o", LitU32(0), LitU32(16), RowMajor) }), []string{"body[0].from", `matrix_load: buffer "o" has access write`}},
+		{"load element type", withMats(func(b *Builder) { b.MatrixLoad("acc", "a", LitU32(0), LitU32(16), RowMajor) }), []string{"body[0].from", `matrix_load: "a" has element type f16 but matrix "acc" has f32`}},
+		{"store to read buffer", withMats(func(b *Builder) { b.MatrixStore("A", "a", LitU32(0), LitU32(16), RowMajor) }), []string{"body[0].to", `matrix_store: buffer "a" has access read`}},
+		{"store element type", withMats(func(b *Builder) { b.MatrixStore("A", "f", LitU32(0), LitU32(16), RowMajor) }), []string{"body[0].to", `matrix_store: "f" has element type f32 but matrix "A" has f16`}},
+		{"store unknown matrix", withMats(func(b *Builder) { b.MatrixStore("Z", "o", LitU32(0), LitU32(16), RowMajor) }), []string{`matrix_store: "Z" is not a matrix`}},
+		{"offset type", withMats(func(b *Builder) { b.MatrixLoad("A", "a", LitI32(0), LitU32(16), RowMajor) }), []string{"body[0].offset", "matrix_load offset must be u32, got i32"}},
+		{"stride type", withMats(func(b *Builder) { b.MatrixStore("A", "o", LitU32(0), LitF32(16), RowMajor) }), []string{"body[0].stride", "matrix_store stride must be u32, got f32"}},
+		{"bound type", withMats(func(b *Builder) { b.MatrixLoadBounded("A", "a", LitU32(0), LitU32(16), RowMajor, LitU32(1), LitI32(1)) }), []string{"body[0].bound[1]", "matrix_load bound cols must be u32, got i32"}},
+		{"bad layout", withMats(func(b *Builder) { b.MatrixLoad("A", "a", LitU32(0), LitU32(16), 0) }), []string{"body[0].layout", "matrix_load: invalid layout 0", `Fix: use "row" or "col"`}},
 		{"mma acc not f32", func(b *Builder) {
 			mats(b)
 			b.Matrix("hacc", F16, 32, 48)
@@ -218,14 +192,8 @@ func TestValidateRejectsV12(t *testing.T) {
 			b.Matrix("Bb", BF16, 16, 48)
 			b.MatrixMMA("acc", "A", "Bb")
 		}, []string{`matrix_mma: a "A" is f16 but b "Bb" is bf16`}},
-		{"mma tf32 with f16", func(b *Builder) {
-			mats(b)
-			b.MatrixMMATF32("acc", "A", "B")
-		}, []string{"body[0].precision", "matrix_mma: precision tf32 with f16 operands"}},
-		{"mma bad precision", func(b *Builder) {
-			mats(b)
-			b.Append(MatrixMMAStmt{Acc: "acc", A: "A", B: "B", Precision: 7})
-		}, []string{"body[0].precision", "invalid precision 7"}},
+		{"mma tf32 with f16", withMats(func(b *Builder) { b.MatrixMMATF32("acc", "A", "B") }), []string{"body[0].precision", "matrix_mma: precision tf32 with f16 operands"}},
+		{"mma bad precision", withMats(func(b *Builder) { b.Append(MatrixMMAStmt{Acc: "acc", A: "A", B: "B", Precision: 7}) }), []string{"body[0].precision", "invalid precision 7"}},
 		{"mma acc is operand", func(b *Builder) {
 			b.Matrix("s", F32, 16, 16)
 			b.Matrix("t", F32, 16, 16)
@@ -241,59 +209,37 @@ func TestValidateRejectsV12(t *testing.T) {
 			b.Matrix("acc2", F32, 32, 32)
 			b.MatrixMMA("acc2", "A", "B")
 		}, []string{"matrix_mma: shapes do not match", `acc "acc2" is 32x32`}},
-		{"mma unknown b", func(b *Builder) {
-			mats(b)
-			b.MatrixMMA("acc", "A", "nope")
-		}, []string{"body[0].b", `matrix_mma: "nope" is not a matrix`}},
-		{"convert to itself", func(b *Builder) {
-			mats(b)
-			b.MatrixConvert("acc", "acc")
-		}, []string{`matrix_convert: "acc" is both destination and source`}},
-		{"convert shape", func(b *Builder) {
-			mats(b)
-			b.MatrixConvert("A", "acc")
-		}, []string{`matrix_convert: "A" is 32x16 but "acc" is 32x48`}},
-		{"convert unknown source", func(b *Builder) {
-			mats(b)
-			b.MatrixConvert("A", "nope")
-		}, []string{"body[0].from", `matrix_convert: "nope" is not a matrix`}},
+		{"mma unknown b", withMats(func(b *Builder) { b.MatrixMMA("acc", "A", "nope") }), []string{"body[0].b", `matrix_mma: "nope" is not a matrix`}},
+		{"convert to itself", withMats(func(b *Builder) { b.MatrixConvert("acc", "acc") }), []string{`matrix_convert: "acc" is both destination and source`}},
+		{"convert shape", withMats(func(b *Builder) { b.MatrixConvert("A", "acc") }), []string{`matrix_convert: "A" is 32x16 but "acc" is 32x48`}},
+		{"convert unknown source", withMats(func(b *Builder) { b.MatrixConvert("A", "nope") }), []string{"body[0].from", `matrix_convert: "nope" is not a matrix`}},
 
 		// Collective statements.
-		{"varying offset", func(b *Builder) {
-			mats(b)
-			b.MatrixLoad("A", "a", LocalID(0), LitU32(16), RowMajor)
-		}, []string{"body[0].offset", "matrix_load: offset differs between invocations: it reads local_id", "Fix: every invocation"}},
+		{"varying offset", withMats(func(b *Builder) { b.MatrixLoad("A", "a", LocalID(0), LitU32(16), RowMajor) }), []string{"body[0].offset", "matrix_load: offset differs between invocations: it reads local_id", "Fix: every invocation"}},
 		{"varying stride via let", func(b *Builder) {
 			mats(b)
 			b.Let("g", Add(GlobalID(0), LitU32(1)))
 			b.MatrixStore("A", "o", LitU32(0), Local("g"), RowMajor)
 		}, []string{"body[1].stride", `reads the local "g" (declared at body[0]), which is varying`}},
-		{"varying bound", func(b *Builder) {
-			mats(b)
+		{"varying bound", withMats(func(b *Builder) {
 			b.MatrixLoadBounded("A", "a", LitU32(0), LitU32(16), RowMajor, LitU32(4), SubgroupInvocationID())
-		}, []string{"body[0].bound[1]", "reads subgroup_invocation_id"}},
-		{"varying fill value", func(b *Builder) {
-			mats(b)
-			b.MatrixFill("A", Load("a", LocalID(0)))
-		}, []string{"body[0].value", `loads "a" at an index that reads local_id`}},
+		}), []string{"body[0].bound[1]", "reads subgroup_invocation_id"}},
+		{"varying fill value", withMats(func(b *Builder) { b.MatrixFill("A", Load("a", LocalID(0))) }), []string{"body[0].value", `loads "a" at an index that reads local_id`}},
 		{"atomic result operand", func(b *Builder) {
 			mats(b)
 			b.Buffer("cnt", U32, ReadWrite)
 			old := b.AtomicResult(AtomicAdd, "cnt", LitU32(0), LitU32(1), "old")
 			b.MatrixLoad("A", "a", old, LitU32(16), RowMajor)
 		}, []string{"body[1].offset", `reads the local "old"`}},
-		{"varying if", func(b *Builder) {
-			mats(b)
+		{"varying if", withMats(func(b *Builder) {
 			b.If(Lt(LocalID(0), LitU32(4)), func(then *Block) { then.MatrixMMA("acc", "A", "B") })
-		}, []string{"body[0].then[0]", "matrix_mma: not reached by every invocation of the workgroup: it runs under the condition at body[0].cond, which reads local_id"}},
-		{"varying while", func(b *Builder) {
-			mats(b)
+		}), []string{"body[0].then[0]", "matrix_mma: not reached by every invocation of the workgroup: it runs under the condition at body[0].cond, which reads local_id"}},
+		{"varying while", withMats(func(b *Builder) {
 			b.While(Lt(GlobalID(0), LitU32(4)), func(body *Block) { body.MatrixFill("acc", LitF32(0)) })
-		}, []string{"body[0].body[0]", "not reached by every invocation"}},
-		{"varying for bound", func(b *Builder) {
-			mats(b)
+		}), []string{"body[0].body[0]", "not reached by every invocation"}},
+		{"varying for bound", withMats(func(b *Builder) {
 			b.For("k", U32, LitU32(0), LocalID(0), LitU32(1), func(body *Block, _ Expr) { body.MatrixFill("acc", LitF32(0)) })
-		}, []string{"body[0].body[0]", "the loop bound at body[0].to, which reads local_id"}},
+		}), []string{"body[0].body[0]", "the loop bound at body[0].to, which reads local_id"}},
 		{"var assigned under varying if", func(b *Builder) {
 			mats(b)
 			b.Var("off", U32, LitU32(0))

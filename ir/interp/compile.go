@@ -94,21 +94,15 @@ func (c *compiler) declare() {
 
 // markAtomicTargets flags the buffers some atomic statement targets.
 func markAtomicTargets(list []ir.Stmt, buffers map[string]ir.BufferDecl, flags []bool) {
-	for _, s := range list {
-		switch s := s.(type) {
-		case ir.AtomicStmt:
+	ir.Inspect(list, func(n any) bool {
+		if s, ok := n.(ir.AtomicStmt); ok {
 			if b, ok := buffers[s.Target]; ok {
 				flags[b.Binding] = true
 			}
-		case ir.IfStmt:
-			markAtomicTargets(s.Then, buffers, flags)
-			markAtomicTargets(s.Else, buffers, flags)
-		case ir.ForStmt:
-			markAtomicTargets(s.Body, buffers, flags)
-		case ir.WhileStmt:
-			markAtomicTargets(s.Body, buffers, flags)
 		}
-	}
+		_, stmt := n.(ir.Stmt) // expressions hold no atomics
+		return stmt
+	})
 }
 
 // endsLanes reports whether running list can end lanes for the code after it: a

@@ -46,6 +46,16 @@ func TestCorpus(t *testing.T) {
 	}
 }
 
+// matmulTile sets matmul's tile depth and covers its (size+2)×size output with
+// workgroups of the case's size.
+func matmulTile(tile uint32) func(c *kernels.Case) {
+	return func(c *kernels.Case) {
+		c.Spec.Set("tile", ir.SpecU32(tile))
+		n, wg := uint32(c.Size), c.WorkgroupSize
+		c.Grid = [3]uint32{(n + 2 + wg[0] - 1) / wg[0], (n + wg[1] - 1) / wg[1], 1}
+	}
+}
+
 // TestCorpusOverrides runs the kernels that adapt to their workgroup size with an
 // override, so the reference's handling of overrides and the interpreter's agree.
 func TestCorpusOverrides(t *testing.T) {
@@ -66,25 +76,13 @@ func TestCorpusOverrides(t *testing.T) {
 		{"exclusive_scan", 1000, [3]uint32{100, 1, 1}, func(c *kernels.Case) { c.Grid[0] = 10 }},
 		{"histogram", 1000, [3]uint32{64, 1, 1}, func(c *kernels.Case) { c.Grid[0] = (1000 + 63) / 64 }},
 		{"histogram", 1000, [3]uint32{512, 1, 1}, func(c *kernels.Case) { c.Grid[0] = 2 }},
-		{"matmul", 37, [3]uint32{8, 8, 1}, func(c *kernels.Case) {
-			c.Spec.Set("tile", ir.SpecU32(8))
-			c.Grid = [3]uint32{(39 + 7) / 8, (37 + 7) / 8, 1}
-		}},
+		{"matmul", 37, [3]uint32{8, 8, 1}, matmulTile(8)},
 		// A full tile on the largest square workgroup: before IR v1.1's matmul the
 		// shared tiles held 256 elements and this silently gave a wrong c.
-		{"matmul", 45, [3]uint32{32, 32, 1}, func(c *kernels.Case) {
-			c.Spec.Set("tile", ir.SpecU32(32))
-			c.Grid = [3]uint32{(47 + 31) / 32, (45 + 31) / 32, 1}
-		}},
+		{"matmul", 45, [3]uint32{32, 32, 1}, matmulTile(32)},
 		// A tile shallower than the workgroup, and a non-square workgroup.
-		{"matmul", 40, [3]uint32{32, 32, 1}, func(c *kernels.Case) {
-			c.Spec.Set("tile", ir.SpecU32(5))
-			c.Grid = [3]uint32{(42 + 31) / 32, (40 + 31) / 32, 1}
-		}},
-		{"matmul", 23, [3]uint32{8, 4, 1}, func(c *kernels.Case) {
-			c.Spec.Set("tile", ir.SpecU32(3))
-			c.Grid = [3]uint32{(25 + 7) / 8, (23 + 3) / 4, 1}
-		}},
+		{"matmul", 40, [3]uint32{32, 32, 1}, matmulTile(5)},
+		{"matmul", 23, [3]uint32{8, 4, 1}, matmulTile(3)},
 		{"collatz", 300, [3]uint32{64, 1, 1}, func(c *kernels.Case) {
 			c.Grid[0] = (300 + 63) / 64
 			c.Spec.Set("max_steps", ir.SpecU32(50))

@@ -162,7 +162,7 @@ func (g *gen) stmt(k *ir.Block, depth int) {
 		}
 	case 3:
 		targets := genStores[t]
-		k.Store(targets[g.n(len(targets))], g.index(), g.expr(t, 0))
+		k.Store(targets[g.n(len(targets))], g.index(1), g.expr(t, 0))
 	case 4:
 		cond := g.expr(ir.Bool, 0)
 		then := func(b *ir.Block) { g.block(b, depth+1) }
@@ -215,14 +215,14 @@ func (g *gen) stmt(k *ir.Block, depth int) {
 		target := targets[g.n(len(targets))]
 		if op == ir.AtomicCompareExchange {
 			name := g.name()
-			k.AtomicCAS(target, g.index(), g.expr(at, 0), g.expr(at, 0), name)
+			k.AtomicCAS(target, g.index(1), g.expr(at, 0), g.expr(at, 0), name)
 			g.locals = append(g.locals, genLocal{name, at, false})
 		} else if g.n(2) == 0 {
 			name := g.name()
-			k.AtomicResult(op, target, g.index(), g.expr(at, 0), name)
+			k.AtomicResult(op, target, g.index(1), g.expr(at, 0), name)
 			g.locals = append(g.locals, genLocal{name, at, false})
 		} else {
-			k.Atomic(op, target, g.index(), g.expr(at, 0))
+			k.Atomic(op, target, g.index(1), g.expr(at, 0))
 		}
 	case 10:
 		if g.n(4) == 0 {
@@ -325,9 +325,11 @@ func (g *gen) matrixStmt(k *ir.Block) {
 	}
 }
 
-// index is a u32 index, mostly small enough to land in bounds.
-func (g *gen) index() ir.Expr {
-	e := g.expr(ir.U32, 1)
+// index is a u32 index, mostly small enough to land in bounds, generated at
+// depth (at least 1) so that loads nested in indices stay within the nesting
+// limit.
+func (g *gen) index(depth int) ir.Expr {
+	e := g.expr(ir.U32, max(depth, 1))
 	if g.n(4) != 0 {
 		return ir.Rem(e, ir.LitU32(20))
 	}
@@ -420,7 +422,7 @@ func (g *gen) expr(t ir.Type, depth int) ir.Expr {
 		return ir.Cast(t, g.expr(from[g.n(len(from))], d))
 	case 6:
 		targets := genLoads[t]
-		return ir.Load(targets[g.n(len(targets))], g.index())
+		return ir.Load(targets[g.n(len(targets))], g.index(d))
 	case 7:
 		if t == ir.F32 || t == ir.F16 {
 			return ir.Fma(g.expr(t, d), g.expr(t, d), g.expr(t, d))

@@ -28,17 +28,25 @@ func strictRun(t *testing.T, p *ir.Program, inputs ...[]byte) (*StrictError, []u
 	return se, nil
 }
 
+// staged starts a program of n lanes in which each lane copies its element of
+// the fixed buffer in (n u32) into the shared array tile (n u32), followed by a
+// barrier when withBarrier; out is a fixed u32 buffer of outs elements.
+func staged(name string, n, outs uint32, withBarrier bool) (b *ir.Builder, out, tile string) {
+	b = ir.NewBuilder(name, n, 1, 1)
+	in := b.FixedBuffer("in", ir.U32, ir.Read, n)
+	out = b.FixedBuffer("out", ir.U32, ir.Write, outs)
+	tile = b.Shared("tile", ir.U32, n)
+	b.Store(tile, lid, ir.Load(in, lid))
+	if withBarrier {
+		b.Barrier()
+	}
+	return b, out, tile
+}
+
 // reduction sums 16 inputs with a shared-memory tree; withBarriers leaves out the
 // barriers between the steps when false.
 func reduction(withBarriers bool) *ir.Program {
-	b := ir.NewBuilder("test.reduce", 16, 1, 1)
-	in := b.FixedBuffer("in", ir.U32, ir.Read, 16)
-	out := b.FixedBuffer("out", ir.U32, ir.Write, 1)
-	tile := b.Shared("tile", ir.U32, 16)
-	b.Store(tile, lid, ir.Load(in, lid))
-	if withBarriers {
-		b.Barrier()
-	}
+	b, out, tile := staged("test.reduce", 16, 1, withBarriers)
 	for s := uint32(8); s >= 1; s /= 2 {
 		b.If(ir.Lt(lid, u32(s)), func(then *ir.Block) {
 			then.Store(tile, lid, ir.Add(ir.Load(tile, lid), ir.Load(tile, ir.Add(lid, u32(s)))))
@@ -80,14 +88,7 @@ func TestStrictMissingBarrier(t *testing.T) {
 
 // neighbour stores each lane's input into tile and reads the next lane's slot.
 func neighbour(withBarrier bool) *ir.Program {
-	b := ir.NewBuilder("test.neighbour", 8, 1, 1)
-	in := b.FixedBuffer("in", ir.U32, ir.Read, 8)
-	out := b.FixedBuffer("out", ir.U32, ir.Write, 8)
-	tile := b.Shared("tile", ir.U32, 8)
-	b.Store(tile, lid, ir.Load(in, lid))
-	if withBarrier {
-		b.Barrier()
-	}
+	b, out, tile := staged("test.neighbour", 8, 8, withBarrier)
 	b.Store(out, lid, ir.Load(tile, ir.Rem(ir.Add(lid, u32(1)), u32(8))))
 	return b.MustBuild()
 }

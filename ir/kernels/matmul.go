@@ -97,6 +97,14 @@ func matmulInto(out, a, b []float32, m, n, k int) {
 	wg.Wait()
 }
 
+// matmulOperands declares the operands every matmul program takes, in this
+// order: the u32 uniforms m, n and k (c is m×n, a m×k, b k×n), the read buffers
+// a and b of element type t, and the f32 write buffer c.
+func matmulOperands(b *ir.Builder, t ir.Type) (m, n, k ir.Expr, a, bm, c string) {
+	m, n, k = b.Uniform("m", ir.U32), b.Uniform("n", ir.U32), b.Uniform("k", ir.U32)
+	return m, n, k, b.Buffer("a", t, ir.Read), b.Buffer("b", t, ir.Read), b.Buffer("c", ir.F32, ir.Write)
+}
+
 // matmulProgram gives each invocation one element of c (axis 0 the column, axis 1
 // the row) and walks k one tile at a time. For each tile the workgroup's X·Y
 // invocations stage, in strided loops, the Y×tile block of a its rows need and
@@ -107,12 +115,7 @@ func matmulInto(out, a, b []float32, m, n, k int) {
 func matmulProgram() *ir.Program {
 	b := ir.NewBuilder("kiln.matrix.matmul.f32", matmulTile, matmulTile, 1)
 	tile := b.Tunable("tile", ir.U32, ir.LitU32(matmulTile), u32Literals(matmulTiles)...)
-	m := b.Uniform("m", ir.U32)
-	n := b.Uniform("n", ir.U32)
-	k := b.Uniform("k", ir.U32)
-	a := b.Buffer("a", ir.F32, ir.Read)
-	bm := b.Buffer("b", ir.F32, ir.Read)
-	c := b.Buffer("c", ir.F32, ir.Write)
+	m, n, k, a, bm, c := matmulOperands(b, ir.F32)
 	aTile := b.Shared("a_tile", ir.F32, matmulShared)
 	bTile := b.Shared("b_tile", ir.F32, matmulShared)
 	zero, one := ir.LitU32(0), ir.LitU32(1)

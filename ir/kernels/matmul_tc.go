@@ -168,12 +168,7 @@ func smallInts(rng *rand.Rand, n int) []float32 {
 // (uniforms, workgroup ids, literals), so the statements are collective.
 func tcProgram(s tcShape) *ir.Program {
 	b := ir.NewBuilder(s.name(), tcInvocations(s.tm), 1, 1)
-	m := b.Uniform("m", ir.U32)
-	n := b.Uniform("n", ir.U32)
-	k := b.Uniform("k", ir.U32)
-	a := b.Buffer("a", s.t, ir.Read)
-	bm := b.Buffer("b", s.t, ir.Read)
-	c := b.Buffer("c", ir.F32, ir.Write)
+	m, n, k, a, bm, c := matmulOperands(b, s.t)
 	acc := b.Matrix("acc", ir.F32, s.tm, s.tn)
 	at := b.Matrix("a_tile", s.t, s.tm, s.tk)
 	bt := b.Matrix("b_tile", s.t, s.tk, s.tn)

@@ -215,7 +215,7 @@ func (k Kernel) OptionSpace(opts ir.SpecMap) (space []OptionChoice, skipped []er
 		var next []ir.SpecMap
 		for _, s := range combos {
 			for _, v := range values {
-				n := mergeSpec(s, ir.SpecMap{})
+				n := s.Merge(ir.SpecMap{})
 				n.Set(o.Name, v)
 				next = append(next, n)
 			}
@@ -224,7 +224,7 @@ func (k Kernel) OptionSpace(opts ir.SpecMap) (space []OptionChoice, skipped []er
 	}
 	fixed := k.FixedOptions(opts)
 	for _, c := range combos {
-		built, _, err := k.Configure(mergeSpec(fixed, c))
+		built, _, err := k.Configure(fixed.Merge(c))
 		if err != nil {
 			skipped = append(skipped, err)
 			continue
@@ -262,20 +262,8 @@ func (k Kernel) ParseTunedOptions(opts ir.SpecMap, params string) (ir.SpecMap, e
 		}
 		out.Set(name, v)
 	}
-	if _, _, err := k.Configure(mergeSpec(k.FixedOptions(opts), out)); err != nil {
+	if _, _, err := k.Configure(k.FixedOptions(opts).Merge(out)); err != nil {
 		return ir.SpecMap{}, err
 	}
 	return out, nil
-}
-
-// mergeSpec returns a new map of a's entries and b's, b's winning.
-func mergeSpec(a, b ir.SpecMap) ir.SpecMap {
-	var out ir.SpecMap
-	for _, m := range []ir.SpecMap{a, b} {
-		for _, name := range m.Names() {
-			v, _ := m.Get(name)
-			out.Set(name, v)
-		}
-	}
-	return out
 }

@@ -21,27 +21,9 @@ const reduceWG = 256
 const reduceTolerance = 1.0 / 4096
 
 func reduceSum() Kernel {
-	return Kernel{
-		Name:    "reduce_sum",
-		OpID:    "kiln.reduce.sum.f32",
-		Doc:     "partials[w] = sum of input[w*256 : (w+1)*256] on f32 by a shared-memory tree, one partial per workgroup; size is the number of elements",
-		Sizes:   vectorSizes(),
-		Program: reduceSumProgram,
-		NewCase: func(rng *rand.Rand, size int) Case {
-			grid := cover(size, reduceWG)
-			return Case{
-				Size:         size,
-				Grid:         [3]uint32{grid, 1, 1},
-				Inputs:       [][]byte{F32Bytes(randomF32(rng, size)), nil},
-				OutputCounts: []uint32{0, grid},
-			}
-		},
-		Reference: func(c Case) [][]byte {
-			x := BytesF32(c.Inputs[0])
-			return [][]byte{F32Bytes(partialSums(c, len(x), func(i int) float64 { return float64(x[i]) }))}
-		},
-		Check: within(ir.F32, verify.Bound{Abs: reduceTolerance}, "partials"),
-	}
+	return reduction("reduce_sum", "kiln.reduce.sum.f32",
+		"partials[w] = sum of input[w*256 : (w+1)*256] on f32 by a shared-memory tree, one partial per workgroup; size is the number of elements",
+		reduceSumProgram, 1, func(x [][]float32, i int) float64 { return float64(x[0][i]) })
 }
 
 func reduceSumProgram() *ir.Program {
@@ -57,26 +39,36 @@ func reduceSumProgram() *ir.Program {
 }
 
 func dot() Kernel {
+	return reduction("dot", "kiln.reduce.dot.f32",
+		"partials[w] = sum of a[i]*b[i] over i in [w*256, (w+1)*256) on f32 by a shared-memory tree, one partial per workgroup; size is the length of a and b",
+		dotProgram, 2, func(x [][]float32, i int) float64 { return float64(x[0][i]) * float64(x[1][i]) })
+}
+
+// reduction is a kernel that sums term(x, i) over its f32 input vectors x into
+// one partial per workgroup of reduceWG elements.
+func reduction(name, opID, doc string, program func() *ir.Program, vectors int, term func(x [][]float32, i int) float64) Kernel {
 	return Kernel{
-		Name:    "dot",
-		OpID:    "kiln.reduce.dot.f32",
-		Doc:     "partials[w] = sum of a[i]*b[i] over i in [w*256, (w+1)*256) on f32 by a shared-memory tree, one partial per workgroup; size is the length of a and b",
+		Name:    name,
+		OpID:    opID,
+		Doc:     doc,
 		Sizes:   vectorSizes(),
-		Program: dotProgram,
+		Program: program,
 		NewCase: func(rng *rand.Rand, size int) Case {
 			grid := cover(size, reduceWG)
-			return Case{
-				Size:         size,
-				Grid:         [3]uint32{grid, 1, 1},
-				Inputs:       [][]byte{F32Bytes(randomF32(rng, size)), F32Bytes(randomF32(rng, size)), nil},
-				OutputCounts: []uint32{0, 0, grid},
+			c := Case{Size: size, Grid: [3]uint32{grid, 1, 1}, OutputCounts: make([]uint32, vectors+1)}
+			for range vectors {
+				c.Inputs = append(c.Inputs, F32Bytes(randomF32(rng, size)))
 			}
+			c.Inputs = append(c.Inputs, nil)
+			c.OutputCounts[vectors] = grid
+			return c
 		},
 		Reference: func(c Case) [][]byte {
-			x, y := BytesF32(c.Inputs[0]), BytesF32(c.Inputs[1])
-			return [][]byte{F32Bytes(partialSums(c, len(x), func(i int) float64 {
-				return float64(x[i]) * float64(y[i])
-			}))}
+			x := make([][]float32, vectors)
+			for v := range x {
+				x[v] = BytesF32(c.Inputs[v])
+			}
+			return [][]byte{F32Bytes(partialSums(c, len(x[0]), func(i int) float64 { return term(x, i) }))}
 		},
 		Check: within(ir.F32, verify.Bound{Abs: reduceTolerance}, "partials"),
 	}

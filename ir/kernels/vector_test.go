@@ -55,21 +55,7 @@ func TestVectorAddLoadsAheadOfStores(t *testing.T) {
 // ahead (16, not a candidate) still adds every element.
 func TestVectorAddBeyondTheLanes(t *testing.T) {
 	k, _ := kernels.Lookup("vector_add")
-	p := k.Program()
-	for _, epi := range []uint32{3, 9, 16} {
-		base := k.NewCase(rand.New(rand.NewPCG(3, uint64(epi))), 1021)
-		var spec ir.SpecMap
-		spec.Set("epi", ir.SpecU32(epi))
-		c, _ := k.Retune(base, [3]uint32{32, 1, 1}, spec)
-		got, err := interp.Run(context.Background(), p, interp.Options{WorkgroupSize: c.WorkgroupSize, Spec: c.Spec},
-			interp.Launch{Grid: c.Grid, Inputs: c.Inputs, OutputCounts: c.OutputCounts})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := k.Check(got, k.Reference(base)); err != nil {
-			t.Errorf("epi %d: %v", epi, err)
-		}
-	}
+	addsEveryElement(t, k, 3, 3, 9, 16)
 }
 
 // vector_add_f16 adds 8 elements per invocation by default, twice vector_add's
@@ -111,8 +97,16 @@ func TestVectorAddF16Lanes(t *testing.T) {
 	if loads != 2*16 {
 		t.Fatalf("%d loads before the first store, want 32", loads)
 	}
-	for _, epi := range []uint32{0, 1, 8, 9, 16, 17, 24, 40} {
-		base := k.NewCase(rand.New(rand.NewPCG(5, uint64(epi))), 1021)
+	addsEveryElement(t, k, 5, 0, 1, 8, 9, 16, 17, 24, 40)
+}
+
+// addsEveryElement runs k at each epi on a 32-wide workgroup on the interpreter
+// (1021 elements drawn from seed) and checks the output against the reference.
+func addsEveryElement(t *testing.T, k kernels.Kernel, seed uint64, epis ...uint32) {
+	t.Helper()
+	p := k.Program()
+	for _, epi := range epis {
+		base := k.NewCase(rand.New(rand.NewPCG(seed, uint64(epi))), 1021)
 		var spec ir.SpecMap
 		spec.Set("epi", ir.SpecU32(epi))
 		c, _ := k.Retune(base, [3]uint32{32, 1, 1}, spec)

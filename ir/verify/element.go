@@ -251,17 +251,9 @@ func (f format16) flushed(zero, other uint16) bool {
 // the last place of their type (neither NaN): both formats order their bits as
 // sign and magnitude, as f32 does. +0 and -0 are 0 apart.
 func ULP16(a, b uint16) uint64 {
-	ord := func(bits uint16) int64 {
-		if bits&0x8000 != 0 {
-			return -int64(bits & 0x7FFF)
-		}
-		return int64(bits)
-	}
-	d := ord(a) - ord(b)
-	if d < 0 {
-		d = -d
-	}
-	return uint64(d)
+	// Moving the sign to bit 31 keeps the magnitude, and so the order ULP counts.
+	wide := func(bits uint16) uint32 { return uint32(bits&0x8000)<<16 | uint32(bits&0x7FFF) }
+	return ULP(wide(a), wide(b))
 }
 
 // Value is the value of an element of float type t: f32, or f16 or bf16 in the

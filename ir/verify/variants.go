@@ -113,24 +113,20 @@ func freshPrefix(p *ir.Program) string {
 
 // collectLocals adds the name of every local that stmts declare to names.
 func collectLocals(stmts []ir.Stmt, names map[string]bool) {
-	for _, s := range stmts {
-		switch s := s.(type) {
+	ir.Inspect(stmts, func(n any) bool {
+		switch s := n.(type) {
 		case ir.LetStmt:
 			names[s.Name] = true
 		case ir.VarStmt:
 			names[s.Name] = true
 		case ir.AtomicStmt:
 			names[s.Result] = true
-		case ir.IfStmt:
-			collectLocals(s.Then, names)
-			collectLocals(s.Else, names)
 		case ir.ForStmt:
 			names[s.Var] = true
-			collectLocals(s.Body, names)
-		case ir.WhileStmt:
-			collectLocals(s.Body, names)
 		}
-	}
+		_, stmt := n.(ir.Stmt) // expressions declare nothing
+		return stmt
+	})
 }
 
 func (r *rewriter) fresh() string {

@@ -199,6 +199,14 @@ func element(data []byte, size, i int) uint32 {
 	return binary.LittleEndian.Uint32(data[4*i:])
 }
 
+// inOut starts a program of wg invocations along x that reads a buffer "in" of
+// element type inT and writes a buffer "out" of element type outT, declared in
+// that order; it returns the builder and the two buffers' names.
+func inOut(name string, wg uint32, inT, outT ir.Type) (b *ir.Builder, in, out string) {
+	b = ir.NewBuilder(name, wg, 1, 1)
+	return b, b.Buffer("in", inT, ir.Read), b.Buffer("out", outT, ir.Write)
+}
+
 // isNaN reports whether bits is a NaN of float type t: f32, or f16 or bf16 in
 // the low 16 bits.
 func isNaN(t ir.Type, bits uint32) bool { return math.IsNaN(verify.Value(t, bits)) }

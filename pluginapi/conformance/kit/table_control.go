@@ -77,9 +77,7 @@ func forLoops() semantic {
 // whileBreakReturn runs a data-dependent while loop (Collatz steps) with a break
 // and an early return for some invocations.
 func whileBreakReturn() semantic {
-	b := ir.NewBuilder("kiln.semantics.while", 32, 1, 1)
-	in := b.Buffer("in", ir.U32, ir.Read)
-	out := b.Buffer("out", ir.U32, ir.Write)
+	b, in, out := inOut("kiln.semantics.while", 32, ir.U32, ir.U32)
 	i := b.Let("i", ir.GlobalID(0))
 	b.If(ir.Ge(i, ir.Len(in)), func(then *ir.Block) { then.Return() })
 	b.Store(out, i, ir.LitU32(0xFFFF))
@@ -104,9 +102,7 @@ func whileBreakReturn() semantic {
 // inside a while left by break and by return, and a sign-dependent store.
 func nestedLoops() semantic {
 	const n = 16
-	b := ir.NewBuilder("kiln.semantics.nested", n, 1, 1)
-	in := b.Buffer("in", ir.I32, ir.Read)
-	out := b.Buffer("out", ir.I32, ir.Write)
+	b, in, out := inOut("kiln.semantics.nested", n, ir.I32, ir.I32)
 	gid := b.Let("gid", ir.GlobalID(0))
 	x := b.Let("x", ir.Load(in, gid))
 	acc := b.Var("acc", ir.I32, ir.LitI32(0))
@@ -163,9 +159,7 @@ func nestedLoops() semantic {
 // ifChains classifies i32 edge values through nested if/else chains whose arms
 // end in stores, returns, or fall through.
 func ifChains() semantic {
-	b := ir.NewBuilder("kiln.semantics.if", 32, 1, 1)
-	in := b.Buffer("in", ir.I32, ir.Read)
-	out := b.Buffer("out", ir.U32, ir.Write)
+	b, in, out := inOut("kiln.semantics.if", 32, ir.I32, ir.U32)
 	g := b.Let("g", ir.GlobalID(0))
 	x := b.Let("x", ir.Load(in, g))
 	class := b.Var("class", ir.U32, ir.LitU32(0))
@@ -193,9 +187,7 @@ func ifChains() semantic {
 // barrierLoop accumulates through shared memory in a uniform loop with two
 // barriers per iteration: each round every lane adds its neighbour's value.
 func barrierLoop() semantic {
-	b := ir.NewBuilder("kiln.semantics.barrier_loop", 16, 1, 1)
-	in := b.Buffer("in", ir.U32, ir.Read)
-	out := b.Buffer("out", ir.U32, ir.Write)
+	b, in, out := inOut("kiln.semantics.barrier_loop", 16, ir.U32, ir.U32)
 	sh := b.Shared("sh", ir.U32, 16)
 	l := b.Let("l", ir.LocalID(0))
 	g := b.Let("g", ir.GlobalID(0))
@@ -359,9 +351,7 @@ func continueLoops() semantic {
 // armsThatLeave has if/else whose arms both break or return, loops whose bodies
 // always return, and code after a return that never runs.
 func armsThatLeave() semantic {
-	b := ir.NewBuilder("kiln.semantics.arms", 16, 1, 1)
-	in := b.Buffer("in", ir.U32, ir.Read)
-	out := b.Buffer("out", ir.U32, ir.Write)
+	b, in, out := inOut("kiln.semantics.arms", 16, ir.U32, ir.U32)
 	g := b.Let("g", ir.GlobalID(0))
 	x := b.Let("x", ir.Load(in, g))
 	acc := b.Var("acc", ir.U32, ir.LitU32(1))

@@ -216,9 +216,7 @@ func sharedMirror(t ir.Type, edges []uint32) semantic {
 	for i := range vals {
 		vals[i] = edges[i%len(edges)]
 	}
-	b := ir.NewBuilder("kiln.semantics.shared_reverse."+t.String(), wg, 1, 1)
-	in := b.Buffer("in", t, ir.Read)
-	o := b.Buffer("out", t, ir.Write)
+	b, in, o := inOut("kiln.semantics.shared_reverse."+t.String(), wg, t, t)
 	sh := b.Shared("tile", t, wg)
 	lid := b.Let("lid", ir.LocalID(0))
 	b.Store(sh, lid, ir.Load(in, lid))
@@ -238,9 +236,7 @@ func sharedMirror(t ir.Type, edges []uint32) semantic {
 // of 7, reading one past the end (0) into an eighth slot of a second output:
 // `len` counts 2-byte elements and bounds hold at an odd count.
 func oddCount() semantic {
-	b := ir.NewBuilder("kiln.semantics.odd_count.f16", 8, 1, 1)
-	in := b.Buffer("in", ir.F16, ir.Read)
-	o := b.Buffer("out", ir.F16, ir.Write)
+	b, in, o := inOut("kiln.semantics.odd_count.f16", 8, ir.F16, ir.F16)
 	n := b.Buffer("n", ir.U32, ir.Write)
 	gid := b.Let("gid", ir.GlobalID(0))
 	b.Store(o, gid, ir.Add(ir.Load(in, gid), ir.LitF16(1)))

@@ -273,9 +273,7 @@ func tileCase(name string, t ir.Type, rows, cols uint32, srcN, dstN int, ld, st 
 func sharedCase(t ir.Type) semantic {
 	const rows, cols, wg = 16, 32, 64
 	const n = rows * cols
-	b := ir.NewBuilder("kiln.semantics.matrix.shared."+t.String(), wg, 1, 1)
-	in := b.Buffer("in", t, ir.Read)
-	o := b.Buffer("out", t, ir.Write)
+	b, in, o := inOut("kiln.semantics.matrix.shared."+t.String(), wg, t, t)
 	s1 := b.Shared("s1", t, n)
 	s2 := b.Shared("s2", t, n+16)
 	m := b.Matrix("m", t, rows, cols)
@@ -301,6 +299,12 @@ func sharedCase(t ir.Type) semantic {
 	}
 }
 
+// mmaMatrices declares the matrices of acc += A·B, in this order: A (m×k) and B
+// (k×n) of type t, and the f32 accumulator acc (m×n).
+func mmaMatrices(b *ir.Builder, t ir.Type, m, n, k uint32) (a, bm, acc string) {
+	return b.Matrix("A", t, m, k), b.Matrix("B", t, k, n), b.Matrix("acc", ir.F32, m, n)
+}
+
 // mmaCase multiplies an m×k a by a k×n b (row-major buffers; b read in col
 // layout from its transpose on odd workgroups) into an accumulator loaded from
 // a buffer, on two workgroups that each read their own slices.
@@ -310,9 +314,7 @@ func mmaCase(name string, t ir.Type, tf32 bool, m, n, k uint32) semantic {
 	bb := b.Buffer("b", t, ir.Read)
 	bt := b.Buffer("bt", t, ir.Read)
 	cb := b.Buffer("c", ir.F32, ir.ReadWrite)
-	am := b.Matrix("A", t, m, k)
-	bm := b.Matrix("B", t, k, n)
-	acc := b.Matrix("acc", ir.F32, m, n)
+	am, bm, acc := mmaMatrices(b, t, m, n, k)
 	w := b.Let("w", ir.WorkgroupID(0))
 	b.MatrixLoad(am, ab, ir.Mul(w, ir.LitU32(m*k)), ir.LitU32(k), ir.RowMajor)
 	b.IfElse(ir.Eq(w, ir.LitU32(0)), func(then *ir.Block) {
@@ -363,9 +365,7 @@ func chainCase(t ir.Type, kk uint32) semantic {
 	ab := b.Buffer("a", t, ir.Read)
 	bb := b.Buffer("b", t, ir.Read)
 	cb := b.Buffer("c", ir.F32, ir.Write)
-	am := b.Matrix("A", t, m, step)
-	bm := b.Matrix("B", t, step, n)
-	acc := b.Matrix("acc", ir.F32, m, n)
+	am, bm, acc := mmaMatrices(b, t, m, n, step)
 	k := b.Uniform("k", ir.U32)
 	b.MatrixFill(acc, ir.LitF32(0))
 	b.For("k0", ir.U32, ir.LitU32(0), k, ir.LitU32(step), func(loop *ir.Block, k0 ir.Expr) {
@@ -451,9 +451,7 @@ func convertCases() []semantic {
 				src[i] = edges[from][i%len(edges[from])]
 			}
 			name := fmt.Sprintf("convert.%s.%s", from, to)
-			b := ir.NewBuilder("kiln.semantics.matrix."+name, 32, 1, 1)
-			in := b.Buffer("in", from, ir.Read)
-			o := b.Buffer("out", to, ir.Write)
+			b, in, o := inOut("kiln.semantics.matrix."+name, 32, from, to)
 			sm := b.Matrix("S", from, s, s)
 			dm := b.Matrix("D", to, s, s)
 			b.MatrixLoad(sm, in, ir.LitU32(0), ir.LitU32(s), ir.RowMajor)

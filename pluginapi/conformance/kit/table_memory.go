@@ -27,14 +27,14 @@ func u32s(n int, f func(i int) uint32) []uint32 {
 	return out
 }
 
-// launch1 is a launch of grid workgroups with inputs (by binding, nil for write
-// buffers) and output counts.
 // sharedOOB marks l as indexing shared arrays out of bounds on purpose.
 func sharedOOB(l launch) launch {
 	l.outOfBounds = true
 	return l
 }
 
+// launch1 is a launch of grid workgroups with inputs (by binding, nil for write
+// buffers) and output counts.
 func launch1(grid uint32, inputs [][]byte, counts []uint32) launch {
 	return launch{Case: kernels.Case{Grid: [3]uint32{grid, 1, 1}, Inputs: inputs, OutputCounts: counts}}
 }
@@ -234,9 +234,7 @@ func sharedEveryType() semantic {
 
 // sharedReverse reverses each workgroup's slice through a shared f32 array.
 func sharedReverse() semantic {
-	b := ir.NewBuilder("kiln.semantics.shared.reverse", 16, 1, 1)
-	in := b.Buffer("in", ir.F32, ir.Read)
-	out := b.Buffer("out", ir.F32, ir.Write)
+	b, in, out := inOut("kiln.semantics.shared.reverse", 16, ir.F32, ir.F32)
 	sh := b.Shared("sh", ir.F32, 16)
 	l := b.Let("l", ir.LocalID(0))
 	g := b.Let("g", ir.GlobalID(0))

@@ -56,9 +56,7 @@ func uniformTypes(k int, a, b, c uint32) semantic {
 // uniformShape sums rows of an m×n matrix whose shape comes from uniforms: the
 // same compiled program serves every shape.
 func uniformShape(m, n uint32) semantic {
-	b := ir.NewBuilder("kiln.semantics.uniform.shape", 8, 1, 1)
-	in := b.Buffer("in", ir.U32, ir.Read)
-	out := b.Buffer("out", ir.U32, ir.Write)
+	b, in, out := inOut("kiln.semantics.uniform.shape", 8, ir.U32, ir.U32)
 	um := b.Uniform("m", ir.U32)
 	un := b.Uniform("n", ir.U32)
 	row := b.Let("row", ir.GlobalID(0))
