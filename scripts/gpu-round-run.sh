@@ -24,7 +24,7 @@
 #   for p in cuda cpuref vulkan; do go build "$L" -o $D/bin/plugins/kiln-backend-$p ./plugins/$p; done
 #   go build "$L" -o $D/bin/startbench ./internal/startbench
 #   go test -c "$L" -o $D/bin/backend.test ./plugins/cuda/backend
-#   KILN_TC_PTX_DIR=$PWD/$D/bin/tc go test ./plugins/cuda/ptx -run '^TestTensorCorePTXDump$' -count=1
+#   mkdir -p $D/bin/tc; KILN_TC_PTX_DIR=$PWD/$D/bin/tc go test ./plugins/cuda/ptx -run '^TestTensorCorePTXDump$' -count=1
 #   cp scripts/gpu-start-ref.py $D/bin/
 #   tar czf $D/bin.tgz -C $D bin && rm -r $D/bin
 # plus the Vulkan loader .debs in .gl/. On the GPU machine, with OUT set:

@@ -2,6 +2,7 @@ package ptx
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/kiln-dev/kiln/ir"
 )
@@ -189,7 +190,7 @@ func Emit(p *ir.Program, opts Options) (*Module, error) {
 		if ok {
 			return m, nil
 		}
-		header = "// kiln matrix path: scalar (tensor cores not used: " + why + ")\n"
+		header = "// kiln matrix path: scalar (tensor cores not used: " + asciiComment(why) + ")\n"
 	}
 	opts.Target = opts.Target.scalar()
 	e := newEmitter(p, wg, params, opts.Target, sg)
@@ -238,3 +239,20 @@ func SubgroupSizeFor(p *ir.Program, wg [3]uint32) (uint32, error) {
 func bufParam(binding uint32) string { return fmt.Sprintf("kiln_buf%d", binding) }
 func uniformParam(i uint32) string   { return fmt.Sprintf("kiln_uni%d", i) }
 func lenParam(binding uint32) string { return fmt.Sprintf("kiln_len%d", binding) }
+
+// asciiComment is s for a PTX comment: ptxas rejects a module holding any byte
+// beyond ASCII, comments included, so the reasons' × and − become x and -,
+// and any other such rune ?.
+func asciiComment(s string) string {
+	return strings.Map(func(r rune) rune {
+		switch {
+		case r < 0x80:
+			return r
+		case r == '×':
+			return 'x'
+		case r == '−' || r == '–' || r == '—':
+			return '-'
+		}
+		return '?'
+	}, s)
+}
