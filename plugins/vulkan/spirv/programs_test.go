@@ -157,17 +157,24 @@ func binaryPrograms(tb testing.TB, seen map[string]int) []namedProgram {
 
 // castPrograms casts every type to every type Validate accepts for the pair.
 func castPrograms(tb testing.TB, seen map[string]int) []namedProgram {
+	return conversionPrograms(tb, seen, "cast", 12, ir.Cast)
+}
+
+// conversionPrograms converts (conv) every type to every type Validate accepts
+// for the pair, from n operands of each kind; seen[kind] counts the accepted
+// pairs.
+func conversionPrograms(tb testing.TB, seen map[string]int, kind string, n int, conv func(ir.Type, ir.Expr) ir.Expr) []namedProgram {
 	var out []namedProgram
 	for _, from := range v1Types {
 		for _, to := range v1Types {
-			name := fmt.Sprintf("cast.%s.%s", from, to)
+			name := fmt.Sprintf("%s.%s.%s", kind, from, to)
 			h := newHarness(name)
-			for k := 0; k < 12; k++ {
-				h.sink(&h.Block, to, ir.Cast(to, h.source(from, k)))
+			for k := 0; k < n; k++ {
+				h.sink(&h.Block, to, conv(to, h.source(from, k)))
 			}
 			if p, ok := accepted(tb, h.Builder); ok {
 				out = append(out, namedProgram{name, p})
-				seen["cast"]++
+				seen[kind]++
 			}
 		}
 	}
