@@ -34,10 +34,7 @@ func v11Programs(tb testing.TB, seen map[string]int) []namedProgram {
 					}
 					h.sink(&h.Block, t, ir.SubgroupExpr{Op: op, X: h.source(t, k), Lane: lane})
 				}
-				if p, ok := accepted(tb, h.Builder); ok {
-					out = append(out, namedProgram{name, p})
-					seen["subgroup "+op.String()]++
-				}
+				keep(tb, h, &out, seen, "subgroup "+op.String())
 			}
 		}
 	}
