@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -17,6 +16,7 @@ import (
 	"github.com/kiln-dev/kiln/pluginapi"
 	"github.com/kiln-dev/kiln/plugins/cuda/backend"
 	"github.com/kiln-dev/kiln/plugins/cuda/driver"
+	"github.com/kiln-dev/kiln/plugins/internal/gputest"
 	"github.com/kiln-dev/kiln/plugins/internal/plugintest"
 )
 
@@ -227,23 +227,7 @@ func BenchmarkWireSubmitSmall(b *testing.B) {
 	}
 	req := &pluginapi.SubmitRequest{Commands: []pluginapi.SubmitCommand{
 		pluginapi.DispatchCommand{Pipeline: c.Pipeline, Grid: [3]uint32{1, 1, 1}, Bindings: bufs}}}
-	for range 100 {
-		if _, err := conn.Submit(ctx, req); err != nil {
-			b.Fatal(err)
-		}
-	}
-	times := make([]time.Duration, 0, b.N)
-	b.ResetTimer()
-	for range b.N {
-		t0 := time.Now()
-		if _, err := conn.Submit(ctx, req); err != nil {
-			b.Fatal(err)
-		}
-		times = append(times, time.Since(t0))
-	}
-	b.StopTimer()
-	slices.Sort(times)
-	b.ReportMetric(float64(times[len(times)/2].Nanoseconds()), "median-ns")
+	gputest.SubmitMedian(b, conn, req)
 }
 
 // BenchmarkWireSmallDispatch is one 1-element vector add from a host process

@@ -3,11 +3,11 @@ package backend
 import (
 	"context"
 	"errors"
-	"sync"
 	"time"
 
 	"github.com/kiln-dev/kiln/ir/interp"
 	"github.com/kiln-dev/kiln/pluginapi"
+	"github.com/kiln-dev/kiln/plugins/internal/handles"
 )
 
 // ID is the backend's registry id.
@@ -29,21 +29,19 @@ const maxBindingBytes = 1 << 30
 // by handle, buffers byte slices kept by handle (buffers.go). It is safe for
 // concurrent use; dispatches run in parallel.
 type Backend struct {
-	mu         sync.Mutex
-	next       uint64
-	kernels    map[uint64]*interp.Kernel
-	nextBuffer uint64
-	buffers    map[uint64][]byte
+	kernels handles.Table[*interp.Kernel]
+	buffers handles.Table[[]byte]
 }
 
 // ConcurrentAdapters opts into concurrent data-plane calls: cpu-ref has one
 // adapter, so this only lets a Dispatch (which runs on its staged inputs, not
-// on buffers) run beside the adapter's queue; the tables are under mu.
+// on buffers) run beside the adapter's queue; the handle tables are safe for
+// concurrent use.
 func (b *Backend) ConcurrentAdapters() bool { return true }
 
 // New returns a Backend with no pipelines and no buffers.
 func New() *Backend {
-	return &Backend{kernels: make(map[uint64]*interp.Kernel), buffers: make(map[uint64][]byte)}
+	return &Backend{}
 }
 
 // Profile describes the CPU as the interpreter uses it: large storage bindings,
@@ -114,17 +112,11 @@ func (b *Backend) Compile(_ context.Context, req *pluginapi.CompileRequest) (*pl
 		return nil, pluginapi.Rejected("%w", err)
 	}
 	nanos := time.Since(start).Nanoseconds()
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.next++
-	b.kernels[b.next] = k
-	return &pluginapi.CompileResult{Pipeline: b.next, CompileNanos: max(nanos, 1)}, nil
+	return &pluginapi.CompileResult{Pipeline: b.kernels.Add(k), CompileNanos: max(nanos, 1)}, nil
 }
 
 func (b *Backend) kernel(pipeline uint64) (*interp.Kernel, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	k, ok := b.kernels[pipeline]
+	k, ok := b.kernels.Get(pipeline)
 	if !ok {
 		return nil, pluginapi.Rejected("cpu-ref has no pipeline %d (never compiled, or released). Fix: compile the program again", pipeline)
 	}
@@ -154,17 +146,13 @@ func (b *Backend) Dispatch(ctx context.Context, req *pluginapi.DispatchRequest) 
 
 // Release forgets a pipeline; releasing an unknown one does nothing.
 func (b *Backend) Release(_ context.Context, pipeline uint64) error {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	delete(b.kernels, pipeline)
+	b.kernels.Remove(pipeline)
 	return nil
 }
 
 // Close forgets every pipeline and buffer.
 func (b *Backend) Close(context.Context) error {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	clear(b.kernels)
-	clear(b.buffers)
+	b.kernels.RemoveAll()
+	b.buffers.RemoveAll()
 	return nil
 }

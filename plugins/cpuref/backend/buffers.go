@@ -34,29 +34,20 @@ func (b *Backend) AllocBuffer(_ context.Context, req *pluginapi.AllocRequest) (*
 	if !mapped {
 		mem = make([]byte, req.Size)
 	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.nextBuffer++
-	b.buffers[b.nextBuffer] = mem
-	return &pluginapi.AllocResult{Buffer: b.nextBuffer, Mapped: mapped}, nil
+	return &pluginapi.AllocResult{Buffer: b.buffers.Add(mem), Mapped: mapped}, nil
 }
 
 // FreeBuffer forgets a buffer.
 func (b *Backend) FreeBuffer(_ context.Context, buffer uint64) error {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if _, ok := b.buffers[buffer]; !ok {
+	if _, ok := b.buffers.Remove(buffer); !ok {
 		return pluginapi.Rejected("cpu-ref has no buffer %d. Fix: free each buffer once", buffer)
 	}
-	delete(b.buffers, buffer)
 	return nil
 }
 
 // memory returns the range r of its buffer; the SDK has checked that it fits.
 func (b *Backend) memory(r pluginapi.BufferRange) ([]byte, error) {
-	b.mu.Lock()
-	mem, ok := b.buffers[r.Buffer]
-	b.mu.Unlock()
+	mem, ok := b.buffers.Get(r.Buffer)
 	if !ok || r.Offset+r.Size > uint64(len(mem)) || r.Offset+r.Size < r.Offset {
 		return nil, pluginapi.Rejected("cpu-ref has no buffer %d with bytes [%d, %d+%d). Fix: allocate it first", r.Buffer, r.Offset, r.Offset, r.Size)
 	}

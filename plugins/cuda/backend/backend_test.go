@@ -50,7 +50,7 @@ func TestDriverMissingIsReportedNotFatal(t *testing.T) {
 		t.Errorf("PTX without a device: %v, %+v", err, art)
 	}
 	// kiln compile --emit ptx shows the path of a program's matrices
-	art, err = b.Artifacts(ctx, 0, matmulTC(t, ir.BF16, 64, 128, 32), ir.SpecMap{}, [3]uint32{}, false)
+	art, err = b.Artifacts(ctx, 0, gputest.CorpusTC(t, ir.BF16, 64, 128, 32), ir.SpecMap{}, [3]uint32{}, false)
 	if err != nil || !strings.HasPrefix(art.PTX, "// kiln tensor-core matmul (path: mma.sync bf16, tile 64x128x32") {
 		t.Errorf("matmul_tc's PTX without a device: %v, %.100q", err, art.PTX)
 	}
@@ -262,7 +262,7 @@ func (f *fakeSetter) SetFunctionAttribute(fn driver.Function, a driver.FuncAttri
 // that the module Emit gives carries the size the launches pass, and that one
 // without sets nothing.
 func TestRaiseDynamicShared(t *testing.T) {
-	m, err := ptx.Emit(matmulTC(t, ir.BF16, 256, 128, 64), ptx.Options{Target: ptx.Target{SM: 90}, WorkgroupSize: [3]uint32{512, 1, 1},
+	m, err := ptx.Emit(gputest.CorpusTC(t, ir.BF16, 256, 128, 64), ptx.Options{Target: ptx.Target{SM: 90}, WorkgroupSize: [3]uint32{512, 1, 1},
 		MaxDynamicSharedBytes: 227 << 10})
 	if err != nil {
 		t.Fatal(err)

@@ -5,10 +5,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/kiln-dev/kiln/ir"
 	"github.com/kiln-dev/kiln/ir/kernels"
@@ -185,24 +183,8 @@ func BenchmarkSubmitSmall(b *testing.B) {
 	}
 	req := &pluginapi.SubmitRequest{Adapter: adapter, Commands: []pluginapi.SubmitCommand{
 		pluginapi.DispatchCommand{Pipeline: c.Pipeline, Grid: [3]uint32{1, 1, 1}, Bindings: bufs}}}
-	for range 100 {
-		if _, err := be.Submit(ctx, req); err != nil {
-			b.Fatal(err)
-		}
-	}
-	times := make([]time.Duration, 0, b.N)
 	b.ReportAllocs()
-	b.ResetTimer()
-	for range b.N {
-		t0 := time.Now()
-		if _, err := be.Submit(ctx, req); err != nil {
-			b.Fatal(err)
-		}
-		times = append(times, time.Since(t0))
-	}
-	b.StopTimer()
-	slices.Sort(times)
-	b.ReportMetric(float64(times[len(times)/2].Nanoseconds()), "median-ns")
+	gputest.SubmitMedian(b, be, req)
 }
 
 // BenchmarkVectorAddResident runs kiln.vector.add.f32 over 256 Mi elements in

@@ -16,27 +16,6 @@ import (
 	"github.com/kiln-dev/kiln/plugins/internal/gputest"
 )
 
-// matmulTC is the corpus kernel matmul_tc's program (ir/kernels) for operands
-// of type op (f32 at tf32 precision) and a tm×tn tile in k steps of tk.
-func matmulTC(t testing.TB, op ir.Type, tm, tn, tk uint32) *ir.Program {
-	t.Helper()
-	k, ok := kernels.Lookup("matmul_tc")
-	if !ok {
-		t.Fatal("no matmul_tc in the corpus")
-	}
-	var o ir.SpecMap
-	o.Set("type", ir.SpecDType(op))
-	o.Set("tf32", ir.SpecBool(op == ir.F32))
-	o.Set("tm", ir.SpecU32(tm))
-	o.Set("tn", ir.SpecU32(tn))
-	o.Set("tk", ir.SpecU32(tk))
-	built, _, err := k.Configure(o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return built.Program()
-}
-
 // tcBench is one matmul_tc measurement: operands, size, tile and workgroup.
 type tcBench struct {
 	op         ir.Type
@@ -93,7 +72,7 @@ func BenchmarkMatmulTC(b *testing.B) {
 			be, adapter := benchBackend(b)
 			ctx := context.Background()
 			s := tb.s
-			p := matmulTC(b, tb.op, tb.tm, tb.tn, tb.tk)
+			p := gputest.CorpusTC(b, tb.op, tb.tm, tb.tn, tb.tk)
 			c, err := be.Compile(ctx, &pluginapi.CompileRequest{Adapter: adapter, Program: p, WorkgroupSize: [3]uint32{tb.wg, 1, 1}})
 			if err != nil {
 				b.Fatal(err)

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/kiln-dev/kiln/ir"
+	"github.com/kiln-dev/kiln/plugins/internal/gputest"
 )
 
 // FuzzEmit feeds Emit every program the canonical decoder accepts: Emit must never
@@ -29,14 +30,8 @@ func FuzzEmit(f *testing.F) {
 			opts.Target.SM = 80
 		}
 		m, err := Emit(p, opts)
-		if verr := ir.Validate(p); verr != nil {
-			if err == nil {
-				t.Fatalf("Emit accepted a program Validate rejects: %v", verr)
-			}
+		if !gputest.EmitAgrees(t, p, err) {
 			return
-		}
-		if err != nil {
-			t.Fatalf("Emit rejected a valid program: %v", err)
 		}
 		parse := func(text string) error { _, err := parseModule(text); return err }
 		if isTensorCoreModule(m) {

@@ -207,29 +207,30 @@ func addressing(m ir.MatrixDecl, offset, stride ir.Expr, layout ir.MatrixLayout,
 }
 
 func (e *emitter) scalarLoad(s ir.MatrixLoadStmt) ([]ir.Stmt, error) {
-	m, err := e.matrix(s.Matrix)
-	if err != nil {
-		return nil, err
-	}
-	outer, inner, err := addressing(m, s.Offset, s.Stride, s.Layout, s.Bound)
-	if err != nil {
-		return nil, err
-	}
-	inner = append(inner, store(tileName(m.Name), e.slot(), ir.Load(s.From, ir.Local(matIndex))))
-	return append(outer, e.eachElement(m, inner...)), nil
+	return e.scalarMove(s.Matrix, s.Offset, s.Stride, s.Layout, s.Bound, func(m ir.MatrixDecl) ir.Stmt {
+		return store(tileName(m.Name), e.slot(), ir.Load(s.From, ir.Local(matIndex)))
+	})
 }
 
 func (e *emitter) scalarStore(s ir.MatrixStoreStmt) ([]ir.Stmt, error) {
-	m, err := e.matrix(s.Matrix)
+	return e.scalarMove(s.Matrix, s.Offset, s.Stride, s.Layout, s.Bound, func(m ir.MatrixDecl) ir.Stmt {
+		return store(s.To, ir.Local(matIndex), ir.Load(tileName(m.Name), e.slot()))
+	})
+}
+
+// scalarMove lowers a load or store of matrix name at offset and stride:
+// move(m) is the statement that, in each element's loop, moves the element
+// between the tile and index matIndex of the array.
+func (e *emitter) scalarMove(name string, offset, stride ir.Expr, layout ir.MatrixLayout, bound *ir.MatrixBound, move func(m ir.MatrixDecl) ir.Stmt) ([]ir.Stmt, error) {
+	m, err := e.matrix(name)
 	if err != nil {
 		return nil, err
 	}
-	outer, inner, err := addressing(m, s.Offset, s.Stride, s.Layout, s.Bound)
+	outer, inner, err := addressing(m, offset, stride, layout, bound)
 	if err != nil {
 		return nil, err
 	}
-	inner = append(inner, store(s.To, ir.Local(matIndex), ir.Load(tileName(m.Name), e.slot())))
-	return append(outer, e.eachElement(m, inner...)), nil
+	return append(outer, e.eachElement(m, append(inner, move(m))...)), nil
 }
 
 // toF32 converts x of type t to f32 (exactly, for the matrix types).

@@ -14,16 +14,23 @@ import (
 func TestMatrixStatementsOnInterpreter(t *testing.T) {
 	for _, c := range edgetest.MatrixCases() {
 		t.Run(c.Name, func(t *testing.T) {
-			for _, target := range []Target{{SM: 70}, {SM: 80}} {
-				got, err := dispatchOn(target, c.Prog, c.Launch, nil)
-				if err != nil {
-					t.Fatalf("%s: %v", target, err)
-				}
-				for _, msg := range c.Compare(got, c.Want) {
-					t.Errorf("%s: %s", target, msg)
-				}
-			}
+			matrixOnInterpreter(t, c)
 		})
+	}
+}
+
+// matrixOnInterpreter runs c on the interpreter for sm_70 and sm_80 and
+// compares its outputs with the model's bit for bit.
+func matrixOnInterpreter(t *testing.T, c edgetest.Case) {
+	t.Helper()
+	for _, target := range []Target{{SM: 70}, {SM: 80}} {
+		got, err := dispatchOn(target, c.Prog, c.Launch, nil)
+		if err != nil {
+			t.Fatalf("%s: %v", target, err)
+		}
+		for _, msg := range c.Compare(got, c.Want) {
+			t.Errorf("%s: %s", target, msg)
+		}
 	}
 }
 
@@ -72,15 +79,7 @@ func TestRandomMatrixScripts(t *testing.T) {
 	}
 	for _, c := range edgetest.RandomMatrixCases(2026, n) {
 		t.Run(c.Name, func(t *testing.T) {
-			for _, target := range []Target{{SM: 70}, {SM: 80}} {
-				got, err := dispatchOn(target, c.Prog, c.Launch, nil)
-				if err != nil {
-					t.Fatalf("%s: %v", target, err)
-				}
-				for _, msg := range c.Compare(got, c.Want) {
-					t.Errorf("%s: %s", target, msg)
-				}
-			}
+			matrixOnInterpreter(t, c)
 			bad, err := c.OracleAgrees(context.Background())
 			if err != nil {
 				t.Fatalf("oracle: %v", err)

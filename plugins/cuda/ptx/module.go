@@ -198,18 +198,27 @@ func Emit(p *ir.Program, opts Options) (*Module, error) {
 	if err := e.emitKernel(); err != nil {
 		return nil, fmt.Errorf("ptx: emitting program %q: %w", p.Name, err)
 	}
-	m := &Module{Entry: EntryPoint, Target: opts.Target, WorkgroupSize: wg, SharedBytes: e.sharedBytes, SubgroupSize: sg}
-	for _, b := range p.Buffers {
-		m.Params = append(m.Params, Param{Kind: BufferPointer, Binding: b.Binding, Name: bufParam(b.Binding)})
-	}
-	for _, b := range p.Buffers {
-		m.Params = append(m.Params, Param{Kind: ElementCount, Binding: b.Binding, Name: lenParam(b.Binding)})
-	}
-	for i := range p.Uniforms {
-		m.Params = append(m.Params, Param{Kind: UniformValue, Binding: uint32(i), Name: uniformParam(uint32(i))})
-	}
+	m := &Module{Entry: EntryPoint, Target: opts.Target, WorkgroupSize: wg, SharedBytes: e.sharedBytes, SubgroupSize: sg,
+		Params: kernelParams(p)}
 	m.Text = header + e.assemble(m)
 	return m, nil
+}
+
+// kernelParams is the kernel's parameter list for p: every buffer's pointer,
+// then every buffer's element count (both in p.Buffers' order), then the
+// uniforms.
+func kernelParams(p *ir.Program) []Param {
+	var ps []Param
+	for _, b := range p.Buffers {
+		ps = append(ps, Param{Kind: BufferPointer, Binding: b.Binding, Name: bufParam(b.Binding)})
+	}
+	for _, b := range p.Buffers {
+		ps = append(ps, Param{Kind: ElementCount, Binding: b.Binding, Name: lenParam(b.Binding)})
+	}
+	for i := range p.Uniforms {
+		ps = append(ps, Param{Kind: UniformValue, Binding: uint32(i), Name: uniformParam(uint32(i))})
+	}
+	return ps
 }
 
 // WarpSize is the largest subgroup a kernel runs: a warp.

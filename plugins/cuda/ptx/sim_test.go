@@ -2,13 +2,13 @@ package ptx
 
 import (
 	"context"
-	"sync"
 	"testing"
 
 	"github.com/kiln-dev/kiln/ir"
 	"github.com/kiln-dev/kiln/ir/kernels"
 	"github.com/kiln-dev/kiln/pluginapi"
 	"github.com/kiln-dev/kiln/pluginapi/conformance"
+	"github.com/kiln-dev/kiln/plugins/internal/handles"
 )
 
 // simBackend is a pluginapi.Backend that runs emitted modules on the PTX
@@ -16,9 +16,7 @@ import (
 // without a driver in between. Like a CUDA device it runs subgroups of up to 32
 // lanes, f16 and bf16, and says so in its profile.
 type simBackend struct {
-	mu        sync.Mutex
-	next      uint64
-	pipelines map[uint64]simPipeline
+	pipelines handles.Table[simPipeline]
 }
 
 type simPipeline struct {
@@ -44,17 +42,12 @@ func (b *simBackend) Compile(_ context.Context, req *pluginapi.CompileRequest) (
 	if _, err := Emit(req.Program, Options{Spec: req.Spec, WorkgroupSize: req.WorkgroupSize}); err != nil {
 		return nil, pluginapi.Rejected("ptx-sim: %w", err)
 	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.next++
-	b.pipelines[b.next] = simPipeline{p: req.Program, spec: req.Spec, wg: req.WorkgroupSize}
-	return &pluginapi.CompileResult{Pipeline: b.next}, nil
+	h := b.pipelines.Add(simPipeline{p: req.Program, spec: req.Spec, wg: req.WorkgroupSize})
+	return &pluginapi.CompileResult{Pipeline: h}, nil
 }
 
 func (b *simBackend) Dispatch(_ context.Context, req *pluginapi.DispatchRequest) (*pluginapi.DispatchResult, error) {
-	b.mu.Lock()
-	pl, ok := b.pipelines[req.Pipeline]
-	b.mu.Unlock()
+	pl, ok := b.pipelines.Get(req.Pipeline)
 	if !ok {
 		return nil, pluginapi.Rejected("ptx-sim has no pipeline %d", req.Pipeline)
 	}
@@ -70,12 +63,9 @@ func (b *simBackend) Dispatch(_ context.Context, req *pluginapi.DispatchRequest)
 }
 
 func (b *simBackend) Release(_ context.Context, pipeline uint64) error {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if _, ok := b.pipelines[pipeline]; !ok {
+	if _, ok := b.pipelines.Remove(pipeline); !ok {
 		return pluginapi.Rejected("ptx-sim has no pipeline %d", pipeline)
 	}
-	delete(b.pipelines, pipeline)
 	return nil
 }
 
@@ -85,5 +75,5 @@ func (b *simBackend) Close(context.Context) error { return nil }
 // interpreted: the description and handle contract, the kit's semantics tables
 // where it has them, and the corpus at small sizes.
 func TestConformanceOnTheInterpreter(t *testing.T) {
-	conformance.Run(t, &simBackend{pipelines: map[uint64]simPipeline{}}, conformance.Options{Sizes: []int{0, 1, 7, 33}})
+	conformance.Run(t, &simBackend{}, conformance.Options{Sizes: []int{0, 1, 7, 33}})
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/kiln-dev/kiln/ir"
+	"github.com/kiln-dev/kiln/plugins/internal/gputest"
 )
 
 // tcBenchConfigs are the kernels scripts/gpu-tc-run.sh measures.
@@ -95,7 +96,7 @@ func TestTensorCorePTXDump(t *testing.T) {
 		op         ir.Type
 		tm, tn, tk uint32
 	}{{ir.BF16, 128, 256, 64}, {ir.F16, 128, 256, 64}, {ir.F32, 256, 128, 32}, {ir.BF16, 64, 128, 32}} {
-		p := corpusTC(t, s.op, s.tm, s.tn, s.tk)
+		p := gputest.CorpusTC(t, s.op, s.tm, s.tn, s.tk)
 		cfg, ok, why := matchTensorCoreMatmul(p, opts.Target, opts.MaxDynamicSharedBytes)
 		m, mok, mwhy := tensorCoreModule(p, opts)
 		if !ok || !mok {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/kiln-dev/kiln/ir"
 	"github.com/kiln-dev/kiln/ir/kernels"
+	"github.com/kiln-dev/kiln/plugins/internal/gputest"
 )
 
 // isTensorCoreModule reports whether m is the tensor-core matmul (tc.go), whose
@@ -47,7 +48,7 @@ func TestEmitTensorCorePaths(t *testing.T) {
 		{"tf32 sm_90", ir.F32, 64, 64, 16, 128, Target{SM: 90}, "path: wgmma tf32", ".target sm_90a", 90, 0},
 		{"bf16 sm_80", ir.BF16, 64, 128, 32, 128, Target{SM: 80}, "path: mma.sync bf16, tile 64x128x32, warps 2x2, 3 cp.async stages", ".target sm_80", 80, 0},
 	} {
-		m, err := Emit(corpusTC(t, c.op, c.tm, c.tn, c.tk), backendOptions(c.target, c.wg))
+		m, err := Emit(gputest.CorpusTC(t, c.op, c.tm, c.tn, c.tk), backendOptions(c.target, c.wg))
 		if err != nil {
 			t.Errorf("%s: %v", c.name, err)
 			continue
@@ -68,7 +69,7 @@ func TestEmitTensorCorePaths(t *testing.T) {
 		{Target{SM: 70}, 128, "target sm_70 has no tensor cores kiln uses (sm_80 and later)"},
 		{Target{SM: 90}, 48, "workgroup 48x1x1 is not a row of whole warps"},
 	} {
-		m, err := Emit(corpusTC(t, ir.BF16, 64, 128, 32), backendOptions(c.target, c.wg))
+		m, err := Emit(gputest.CorpusTC(t, ir.BF16, 64, 128, 32), backendOptions(c.target, c.wg))
 		if err != nil {
 			t.Fatalf("%s, %d invocations: %v", c.target, c.wg, err)
 		}
@@ -84,7 +85,7 @@ func TestEmitTensorCorePaths(t *testing.T) {
 	// declares statically, or the program takes the scalar path
 	opts := backendOptions(Target{SM: 90}, 512)
 	opts.MaxDynamicSharedBytes = 0
-	if m, err := Emit(corpusTC(t, ir.BF16, 256, 128, 64), opts); err == nil && m.DynamicSharedBytes != 0 {
+	if m, err := Emit(gputest.CorpusTC(t, ir.BF16, 256, 128, 64), opts); err == nil && m.DynamicSharedBytes != 0 {
 		t.Errorf("without dynamic shared memory: %d bytes dynamic", m.DynamicSharedBytes)
 	}
 }
@@ -127,7 +128,7 @@ func TestTensorCoreCorpusEmulated(t *testing.T) {
 	}
 	rng := rand.New(rand.NewPCG(27, 2))
 	for _, r := range runs {
-		m, err := Emit(corpusTC(t, r.op, r.tm, r.tn, r.tk), backendOptions(r.target, r.wg))
+		m, err := Emit(gputest.CorpusTC(t, r.op, r.tm, r.tn, r.tk), backendOptions(r.target, r.wg))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -168,7 +169,7 @@ func TestTensorCoreModulesAssemble(t *testing.T) {
 		}
 		name := fmt.Sprintf("matmul_tc.%s.%dx%dx%d.wg%d", op, c.tm, c.tn, c.tk, c.wg)
 		for _, target := range []Target{{SM: 90}, {SM: 80}} {
-			m := mustEmit(t, name, corpusTC(t, c.op, c.tm, c.tn, c.tk), backendOptions(target, c.wg))
+			m := mustEmit(t, name, gputest.CorpusTC(t, c.op, c.tm, c.tn, c.tk), backendOptions(target, c.wg))
 			archs := []string{"sm_80", ptxasArch}
 			if strings.Contains(m.Text, ".target sm_90a\n") {
 				archs = []string{"sm_90a"}

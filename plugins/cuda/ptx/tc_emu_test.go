@@ -222,6 +222,15 @@ func (e *tcEmu) sharedAt(in *tcInst, a uint64, n int) ([]byte, error) {
 	return e.shared[a-tcSharedBase : a-tcSharedBase+uint64(n)], nil
 }
 
+// sharedOperand is the n bytes of shared memory at the address operand s.
+func (e *tcEmu) sharedOperand(t *tcThread, in *tcInst, s string, n int) ([]byte, error) {
+	a, err := e.addr(t, in, s)
+	if err != nil {
+		return nil, err
+	}
+	return e.sharedAt(in, a, n)
+}
+
 func (e *tcEmu) flush(t *tcThread, keep int) {
 	for len(t.groups) > keep {
 		for _, c := range t.groups[0] {
@@ -325,13 +334,9 @@ func (e *tcEmu) step(t *tcThread) (collective bool, err error) {
 			e.set(t, r, uint64(binary.LittleEndian.Uint32(m[4*i:])))
 		}
 	case "st.shared.b32":
-		ad, aerr := e.addr(t, in, a[0])
-		if aerr != nil {
-			return false, aerr
-		}
-		m, serr := e.sharedAt(in, ad, 4)
-		if serr != nil {
-			return false, serr
+		m, err := e.sharedOperand(t, in, a[0], 4)
+		if err != nil {
+			return false, err
 		}
 		binary.LittleEndian.PutUint32(m, uint32(v(1)))
 	case "add.u64":
@@ -413,25 +418,17 @@ func (e *tcEmu) step(t *tcThread) (collective bool, err error) {
 			binary.LittleEndian.PutUint32(m[4*i:], uint32(t.regs[e.reg(r)]))
 		}
 	case "st.shared.v4.b32":
-		ad, aerr := e.addr(t, in, a[0])
-		if aerr != nil {
-			return false, aerr
-		}
-		m, serr := e.sharedAt(in, ad, 16)
-		if serr != nil {
-			return false, serr
+		m, err := e.sharedOperand(t, in, a[0], 16)
+		if err != nil {
+			return false, err
 		}
 		for i, r := range vector(a[1]) {
 			binary.LittleEndian.PutUint32(m[4*i:], uint32(t.regs[e.reg(r)]))
 		}
 	case "ld.shared.b32":
-		ad, aerr := e.addr(t, in, a[1])
-		if aerr != nil {
-			return false, aerr
-		}
-		m, serr := e.sharedAt(in, ad, 4)
-		if serr != nil {
-			return false, serr
+		m, err := e.sharedOperand(t, in, a[1], 4)
+		if err != nil {
+			return false, err
 		}
 		e.set(t, a[0], uint64(binary.LittleEndian.Uint32(m)))
 	case "cp.async.cg.shared.global":
@@ -491,11 +488,7 @@ func (e *tcEmu) warpOp(ts []*tcThread) error {
 		// rows[m][r] are the 8 b16 of row r of matrix m.
 		var rows [4][8][8]uint16
 		for l, t := range ts {
-			ad, err := e.addr(t, in, in.args[1])
-			if err != nil {
-				return err
-			}
-			m, err := e.sharedAt(in, ad, 16)
+			m, err := e.sharedOperand(t, in, in.args[1], 16)
 			if err != nil {
 				return err
 			}

@@ -287,16 +287,7 @@ func tensorCoreModule(p *ir.Program, opts Options) (m *Module, ok bool, reason s
 	if cfg.Wgmma {
 		target = opts.Target
 	}
-	m = &Module{Text: text, Entry: EntryPoint, Target: target, WorkgroupSize: q.WorkgroupSize}
-	for _, b := range q.Buffers {
-		m.Params = append(m.Params, Param{Kind: BufferPointer, Binding: b.Binding, Name: bufParam(b.Binding)})
-	}
-	for _, b := range q.Buffers {
-		m.Params = append(m.Params, Param{Kind: ElementCount, Binding: b.Binding, Name: lenParam(b.Binding)})
-	}
-	for i := range q.Uniforms {
-		m.Params = append(m.Params, Param{Kind: UniformValue, Binding: uint32(i), Name: uniformParam(uint32(i))})
-	}
+	m = &Module{Text: text, Entry: EntryPoint, Target: target, WorkgroupSize: q.WorkgroupSize, Params: kernelParams(&q)}
 	if cfg.DynamicShared {
 		m.DynamicSharedBytes = cfg.SharedBytes()
 	} else {

@@ -12,7 +12,7 @@ import (
 
 	"github.com/kiln-dev/kiln/ir"
 	"github.com/kiln-dev/kiln/ir/half"
-	"github.com/kiln-dev/kiln/ir/kernels"
+	"github.com/kiln-dev/kiln/plugins/internal/gputest"
 )
 
 func tcCfg(t ir.Type, tm, tn, tk, wm, wn, st uint32) TCConfig {
@@ -162,27 +162,6 @@ func TestTensorCoreRejects(t *testing.T) {
 	}
 }
 
-// corpusTC is the corpus kernel matmul_tc's program (ir/kernels) built with
-// operands of type op (f32 at tf32 precision) and a tm×tn tile in k steps of tk.
-func corpusTC(t testing.TB, op ir.Type, tm, tn, tk uint32) *ir.Program {
-	t.Helper()
-	k, ok := kernels.Lookup("matmul_tc")
-	if !ok {
-		t.Fatal("no matmul_tc in the corpus")
-	}
-	var o ir.SpecMap
-	o.Set("type", ir.SpecDType(op))
-	o.Set("tf32", ir.SpecBool(op == ir.F32))
-	o.Set("tm", ir.SpecU32(tm))
-	o.Set("tn", ir.SpecU32(tn))
-	o.Set("tk", ir.SpecU32(tk))
-	built, _, err := k.Configure(o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return built.Program()
-}
-
 // tcProgram builds a matmul_tc program (the shape of tcBody) with builder calls.
 func tcProgram(op ir.Type, tm, tn, tk, threads uint32, tf32 bool) *ir.Program {
 	b := ir.NewBuilder("kiln.matrix.matmul_tc", threads, 1, 1)
@@ -246,7 +225,7 @@ func TestMatchTensorCoreMatmul(t *testing.T) {
 		target  Target
 		dynamic bool
 		want    TCConfig
-	}{"the corpus kernel (lets)", corpusTC(t, ir.BF16, 64, 128, 32), sm90, false, tcGrouped(tcWgmmaCfg(ir.BF16, 64, 128, 32, 4, true, false), tcGroupRows)})
+	}{"the corpus kernel (lets)", gputest.CorpusTC(t, ir.BF16, 64, 128, 32), sm90, false, tcGrouped(tcWgmmaCfg(ir.BF16, 64, 128, 32, 4, true, false), tcGroupRows)})
 	for _, tc := range cases {
 		var maxDyn uint32
 		if tc.dynamic {
@@ -287,7 +266,7 @@ func TestMatchTensorCoreMatmul(t *testing.T) {
 	}
 	// the corpus kernel with lets that change what the bounds compute: its
 	// store's rows and columns swapped
-	swapped := corpusTC(t, ir.BF16, 64, 64, 32)
+	swapped := gputest.CorpusTC(t, ir.BF16, 64, 64, 32)
 	swapped.Body = append([]ir.Stmt(nil), swapped.Body...)
 	st := swapped.Body[len(swapped.Body)-1].(ir.MatrixStoreStmt)
 	st.Bound = &ir.MatrixBound{Rows: st.Bound.Cols, Cols: st.Bound.Rows}

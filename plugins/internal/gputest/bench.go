@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -205,4 +206,28 @@ func Submits(b *testing.B, be Resident, req *pluginapi.SubmitRequest, warm time.
 		}
 		return res.DeviceNanos, res.HostNanos, nil
 	})
+}
+
+// SubmitMedian submits req 100 times untimed, then b.N times one by one, and
+// reports the median wall time of a submit as median-ns.
+func SubmitMedian(b *testing.B, s pluginapi.Submitter, req *pluginapi.SubmitRequest) {
+	b.Helper()
+	ctx := context.Background()
+	for range 100 {
+		if _, err := s.Submit(ctx, req); err != nil {
+			b.Fatal(err)
+		}
+	}
+	times := make([]time.Duration, 0, b.N)
+	b.ResetTimer()
+	for range b.N {
+		t0 := time.Now()
+		if _, err := s.Submit(ctx, req); err != nil {
+			b.Fatal(err)
+		}
+		times = append(times, time.Since(t0))
+	}
+	b.StopTimer()
+	slices.Sort(times)
+	b.ReportMetric(float64(times[len(times)/2].Nanoseconds()), "median-ns")
 }

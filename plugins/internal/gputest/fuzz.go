@@ -74,3 +74,21 @@ func FuzzBindings[B interface{ Sized() *gpukit.Binding }](f *testing.F, bindings
 		}
 	})
 }
+
+// EmitAgrees fails t when an emitter's verdict on p (emitErr, what Emit
+// returned) disagrees with ir.Validate's: an emitter must reject exactly the
+// programs Validate rejects. It reports whether p is valid, so that the caller
+// goes on to check the module.
+func EmitAgrees(t testing.TB, p *ir.Program, emitErr error) bool {
+	t.Helper()
+	if verr := ir.Validate(p); verr != nil {
+		if emitErr == nil {
+			t.Fatalf("Emit accepted a program Validate rejects: %v", verr)
+		}
+		return false
+	}
+	if emitErr != nil {
+		t.Fatalf("Emit rejected a valid program: %v", emitErr)
+	}
+	return true
+}

@@ -17,35 +17,6 @@ import (
 	"github.com/kiln-dev/kiln/plugins/vulkan/spirv"
 )
 
-// tcProgram is matmul_tc's shape (ir/kernels on branch kit12): workgroup
-// (x, y) computes the tm×tn tile of c = a·b (m×k times k×n, row-major) in K
-// steps of tk, every load and the store bounded by the matrices' edges.
-func tcProgram(typ ir.Type, tm, tn, tk, invocations uint32) *ir.Program {
-	b := ir.NewBuilder("matmul_tc."+typ.String(), invocations, 1, 1)
-	m := b.Uniform("m", ir.U32)
-	n := b.Uniform("n", ir.U32)
-	k := b.Uniform("k", ir.U32)
-	a := b.Buffer("a", typ, ir.Read)
-	bm := b.Buffer("b", typ, ir.Read)
-	c := b.Buffer("c", ir.F32, ir.Write)
-	acc := b.Matrix("acc", ir.F32, tm, tn)
-	at := b.Matrix("a_tile", typ, tm, tk)
-	bt := b.Matrix("b_tile", typ, tk, tn)
-	row0 := b.Let("row0", ir.Mul(ir.WorkgroupID(1), ir.LitU32(tm)))
-	col0 := b.Let("col0", ir.Mul(ir.WorkgroupID(0), ir.LitU32(tn)))
-	rows := b.Let("rows", ir.Sub(m, row0))
-	cols := b.Let("cols", ir.Sub(n, col0))
-	b.MatrixFill(acc, ir.LitF32(0))
-	b.For("k0", ir.U32, ir.LitU32(0), k, ir.LitU32(tk), func(loop *ir.Block, k0 ir.Expr) {
-		depth := loop.Let("depth", ir.Sub(k, k0))
-		loop.MatrixLoadBounded(at, a, ir.Add(ir.Mul(row0, k), k0), k, ir.RowMajor, rows, depth)
-		loop.MatrixLoadBounded(bt, bm, ir.Add(ir.Mul(k0, n), col0), n, ir.RowMajor, depth, cols)
-		loop.MatrixMMA(acc, at, bt)
-	})
-	b.MatrixStoreBounded(acc, c, ir.Add(ir.Mul(row0, n), col0), n, ir.RowMajor, rows, cols)
-	return b.MustBuild()
-}
-
 // tcCase is a matmul_tc launch of m×k times k×n with small integers in
 // [-3, 3] (exact in f16 and bf16, every sum exact in f32), and a and b as
 // float32 for the reference.
@@ -129,7 +100,7 @@ func TestCoopMatmul(t *testing.T) {
 			m, n, k := sz[0], sz[1], sz[2]
 			t.Run(fmt.Sprintf("%s/%dx%dx%d", typ, m, n, k), func(t *testing.T) {
 				c, av, bv := tcCase(typ, m, n, k, 64, 64, uint64(m*n*k))
-				res, err := gputest.Run(t, b, tcProgram(typ, 64, 64, 32, 128), c)
+				res, err := gputest.Run(t, b, gputest.TCProgram(typ, false, 64, 64, 32, 128), c)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -164,7 +135,7 @@ func BenchmarkCoopMatmul(b *testing.B) {
 		bindings := []pluginapi.BufferRange{binding(c.Inputs[0], 2*s*s), binding(c.Inputs[1], 2*s*s), binding(nil, 4*s*s)}
 		for _, sh := range shapes {
 			b.Run(fmt.Sprintf("%s/%dx%dx%d/wg%d", typ, sh.tm, sh.tn, sh.tk, sh.inv), func(b *testing.B) {
-				cr, err := be.Compile(ctx, &pluginapi.CompileRequest{Program: tcProgram(typ, sh.tm, sh.tn, sh.tk, sh.inv)})
+				cr, err := be.Compile(ctx, &pluginapi.CompileRequest{Program: gputest.TCProgram(typ, false, sh.tm, sh.tn, sh.tk, sh.inv)})
 				if err != nil {
 					b.Skip(err)
 				}
@@ -197,7 +168,7 @@ func TestArtifactNamesMatrixPath(t *testing.T) {
 	if b.adapters.List()[0].info.Profile.SupportsTensorCores {
 		want = spirv.MatrixPathCooperative
 	}
-	art, err := b.Artifact(ctx, &pluginapi.ArtifactRequest{Program: tcProgram(ir.F16, 64, 64, 32, 128), Kind: ArtifactSPIRV})
+	art, err := b.Artifact(ctx, &pluginapi.ArtifactRequest{Program: gputest.TCProgram(ir.F16, false, 64, 64, 32, 128), Kind: ArtifactSPIRV})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -24,16 +24,23 @@ var vulkan = gputest.Device{Name: "Vulkan", RequireEnv: requireEnv}
 // honoured.
 func newTestBackend(t testing.TB) *Backend {
 	t.Helper()
-	cfg := ConfigFromEnv()
-	cfg.Validation = os.Getenv(ValidationEnv) != "0"
-	cfg.NoBandwidth = true
-	b := New(cfg)
+	b := New(testConfig())
 	vulkan.Open(t, b, func(t testing.TB) {
 		if n, text := b.ValidationMessages(); n != 0 {
 			t.Errorf("%d validation messages:\n%s", n, text)
 		}
 	})
 	return b
+}
+
+// testConfig is the configuration of the tests' backends: from the
+// environment, validating unless KILN_VK_VALIDATION=0, and with no bandwidth
+// measurement.
+func testConfig() Config {
+	cfg := ConfigFromEnv()
+	cfg.Validation = os.Getenv(ValidationEnv) != "0"
+	cfg.NoBandwidth = true
+	return cfg
 }
 
 // describeNew starts a backend of cfg and describes it; the backend is closed

@@ -13,10 +13,7 @@ import (
 // (see docs/design.md, "Vulkan"): it records the time of each start phase, and
 // creates no logical device and allocates no memory; opening the adapter does.
 func TestDescribeStartsOnlyWhatTheProfileNeeds(t *testing.T) {
-	cfg := ConfigFromEnv()
-	cfg.Validation = os.Getenv(ValidationEnv) != "0"
-	cfg.NoBandwidth = true
-	b := New(cfg)
+	b := New(testConfig())
 	ctx := context.Background()
 	defer b.Close(ctx)
 	began := time.Now()
@@ -141,10 +138,7 @@ func benchStartPhases(b *testing.B, withNVML bool) {
 // device is created; the first Describe then reports them without starting
 // again, and a Prestart after Close does nothing.
 func TestPrestart(t *testing.T) {
-	cfg := ConfigFromEnv()
-	cfg.Validation = os.Getenv(ValidationEnv) != "0"
-	cfg.NoBandwidth = true
-	b := New(cfg)
+	b := New(testConfig())
 	ctx := context.Background()
 	b.Prestart()
 	b.mu.Lock()

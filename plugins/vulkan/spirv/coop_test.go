@@ -14,6 +14,7 @@ import (
 	"github.com/kiln-dev/kiln/ir"
 	"github.com/kiln-dev/kiln/ir/half"
 	"github.com/kiln-dev/kiln/ir/kernels"
+	"github.com/kiln-dev/kiln/plugins/internal/gputest"
 )
 
 // coopTarget is an NVIDIA-like device: fullTarget with 16×16×16 f16 and bf16
@@ -23,39 +24,6 @@ var coopTarget = func() Target {
 	t.Coop = CoopTarget{F16: true, BF16: true, SubgroupSize: 32, DeviceScope: true}
 	return t
 }()
-
-// tcProgram is matmul_tc's shape (ir/kernels): workgroup (x, y) computes the
-// tm×tn tile of c = a·b in K steps of tk, every load and the store bounded by
-// the matrices' edges; a and b of type typ, tf32 for f32 operands when set.
-func tcProgram(typ ir.Type, tf32 bool, tm, tn, tk, invocations uint32) *ir.Program {
-	b := ir.NewBuilder("matmul_tc", invocations, 1, 1)
-	m := b.Uniform("m", ir.U32)
-	n := b.Uniform("n", ir.U32)
-	k := b.Uniform("k", ir.U32)
-	a := b.Buffer("a", typ, ir.Read)
-	bm := b.Buffer("b", typ, ir.Read)
-	c := b.Buffer("c", ir.F32, ir.Write)
-	acc := b.Matrix("acc", ir.F32, tm, tn)
-	at := b.Matrix("a_tile", typ, tm, tk)
-	bt := b.Matrix("b_tile", typ, tk, tn)
-	row0 := b.Let("row0", ir.Mul(ir.WorkgroupID(1), ir.LitU32(tm)))
-	col0 := b.Let("col0", ir.Mul(ir.WorkgroupID(0), ir.LitU32(tn)))
-	rows := b.Let("rows", ir.Sub(m, row0))
-	cols := b.Let("cols", ir.Sub(n, col0))
-	b.MatrixFill(acc, ir.LitF32(0))
-	b.For("k0", ir.U32, ir.LitU32(0), k, ir.LitU32(tk), func(loop *ir.Block, k0 ir.Expr) {
-		depth := loop.Let("depth", ir.Sub(k, k0))
-		loop.MatrixLoadBounded(at, a, ir.Add(ir.Mul(row0, k), k0), k, ir.RowMajor, rows, depth)
-		loop.MatrixLoadBounded(bt, bm, ir.Add(ir.Mul(k0, n), col0), n, ir.RowMajor, depth, cols)
-		if tf32 {
-			loop.MatrixMMATF32(acc, at, bt)
-		} else {
-			loop.MatrixMMA(acc, at, bt)
-		}
-	})
-	b.MatrixStoreBounded(acc, c, ir.Add(ir.Mul(row0, n), col0), n, ir.RowMajor, rows, cols)
-	return b.MustBuild()
-}
 
 // halfInputs is count random values of typ (f16 or bf16) as 2-byte elements:
 // integers in [-3, 3] when small, else values with fractions across a few
@@ -146,7 +114,7 @@ func TestCoopMatmulOnTheInterpreter(t *testing.T) {
 				OutputCounts:  []uint32{0, 0, uint32(tc.m * tc.n)},
 				Uniforms:      kernels.U32Bytes([]uint32{uint32(tc.m), uint32(tc.n), uint32(tc.k)}),
 			}
-			coopRun(t, tcProgram(tc.typ, false, tc.tm, tc.tn, tc.tk, tc.inv), coopTarget, MatrixPathCooperative, c)
+			coopRun(t, gputest.TCProgram(tc.typ, false, tc.tm, tc.tn, tc.tk, tc.inv), coopTarget, MatrixPathCooperative, c)
 		})
 	}
 }
@@ -330,7 +298,7 @@ func TestFuseLoads(t *testing.T) {
 		p              *ir.Program
 		want, prefetch []string
 	}{
-		{"matmul_tc", tcProgram(ir.BF16, false, 64, 64, 32, 128), []string{"a_tile", "b_tile"}, []string{"a_tile", "b_tile"}},
+		{"matmul_tc", gputest.TCProgram(ir.BF16, false, 64, 64, 32, 128), []string{"a_tile", "b_tile"}, []string{"a_tile", "b_tile"}},
 		{"a equals b", square(ir.Read, nil), []string{"t"}, nil},
 		{"writable buffer", square(ir.ReadWrite, nil), nil, nil},
 		{"a statement between", square(ir.Read, func(b *ir.Builder, _, _ string) { b.Let("z", ir.LitU32(1)) }), nil, nil},
@@ -406,7 +374,7 @@ func TestCoopFusedOnTheInterpreter(t *testing.T) {
 // the scalar path. At 64×64×32 f16 a slab of both stages takes 9728 bytes
 // (a: 64 lines of 5 words, b: 32 of 9) and the band 4096.
 func TestCoopStagingSlabs(t *testing.T) {
-	p := tcProgram(ir.F16, false, 64, 64, 32, 128)
+	p := gputest.TCProgram(ir.F16, false, 64, 64, 32, 128)
 	rng := rand.New(rand.NewPCG(5, 6))
 	m, n, k := 80, 64, 96
 	c := kernels.Case{
@@ -454,7 +422,7 @@ func TestCoopPrefetchNeedsFullRounds(t *testing.T) {
 		inv      uint32
 		prefetch bool
 	}{{128, true}, {256, true}, {384, false}} {
-		p := tcProgram(ir.F16, false, 64, 64, 32, tc.inv)
+		p := gputest.TCProgram(ir.F16, false, 64, 64, 32, tc.inv)
 		m, err := EmitFor(p, coopTarget)
 		if err != nil {
 			t.Fatal(err)

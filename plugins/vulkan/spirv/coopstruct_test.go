@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/kiln-dev/kiln/ir"
+	"github.com/kiln-dev/kiln/plugins/internal/gputest"
 )
 
 // TestSelectCoop picks the cooperative path's types from device lists: an
@@ -66,7 +67,7 @@ func TestPlanCoop(t *testing.T) {
 		b.MatrixStore(acc, o, ir.LitU32(0), ir.LitU32(16), ir.RowMajor)
 		return b.MustBuild()
 	}
-	sized := tcProgram(ir.F16, false, 64, 64, 32, 128)
+	sized := gputest.TCProgram(ir.F16, false, 64, 64, 32, 128)
 	sized.SubgroupSize = 64
 	noScope := coopTarget
 	noScope.Coop.DeviceScope = false
@@ -79,14 +80,14 @@ func TestPlanCoop(t *testing.T) {
 		wg     [3]uint32
 		why    string // "" for the cooperative path
 	}{
-		{"bf16", tcProgram(ir.BF16, false, 64, 64, 32, 128), coopTarget, [3]uint32{128, 1, 1}, ""},
-		{"f16", tcProgram(ir.F16, false, 64, 64, 32, 128), coopTarget, [3]uint32{128, 1, 1}, ""},
-		{"tf32", tcProgram(ir.F32, true, 64, 64, 32, 128), coopTarget, [3]uint32{128, 1, 1}, "has f32 operands at tf32 precision"},
-		{"f32", tcProgram(ir.F32, false, 64, 64, 32, 128), coopTarget, [3]uint32{128, 1, 1}, "has f32 operands, which"},
-		{"bf16 without bf16", tcProgram(ir.BF16, false, 64, 64, 32, 128), f16Only, [3]uint32{128, 1, 1}, "has bf16 operands"},
-		{"lavapipe", tcProgram(ir.F16, false, 64, 64, 32, 128), fullTarget, [3]uint32{128, 1, 1}, "lists no 16x16x16"},
-		{"partial subgroups", tcProgram(ir.F16, false, 64, 64, 32, 48), coopTarget, [3]uint32{48, 1, 1}, "x size 48 is not a multiple of the subgroup size 32"},
-		{"x below the subgroup", tcProgram(ir.F16, false, 64, 64, 32, 128), coopTarget, [3]uint32{16, 8, 1}, "x size 16"},
+		{"bf16", gputest.TCProgram(ir.BF16, false, 64, 64, 32, 128), coopTarget, [3]uint32{128, 1, 1}, ""},
+		{"f16", gputest.TCProgram(ir.F16, false, 64, 64, 32, 128), coopTarget, [3]uint32{128, 1, 1}, ""},
+		{"tf32", gputest.TCProgram(ir.F32, true, 64, 64, 32, 128), coopTarget, [3]uint32{128, 1, 1}, "has f32 operands at tf32 precision"},
+		{"f32", gputest.TCProgram(ir.F32, false, 64, 64, 32, 128), coopTarget, [3]uint32{128, 1, 1}, "has f32 operands, which"},
+		{"bf16 without bf16", gputest.TCProgram(ir.BF16, false, 64, 64, 32, 128), f16Only, [3]uint32{128, 1, 1}, "has bf16 operands"},
+		{"lavapipe", gputest.TCProgram(ir.F16, false, 64, 64, 32, 128), fullTarget, [3]uint32{128, 1, 1}, "lists no 16x16x16"},
+		{"partial subgroups", gputest.TCProgram(ir.F16, false, 64, 64, 32, 48), coopTarget, [3]uint32{48, 1, 1}, "x size 48 is not a multiple of the subgroup size 32"},
+		{"x below the subgroup", gputest.TCProgram(ir.F16, false, 64, 64, 32, 128), coopTarget, [3]uint32{16, 8, 1}, "x size 16"},
 		{"subgroup size", sized, coopTarget, [3]uint32{128, 1, 1}, "requires subgroups of 64"},
 		{"no mma", noMMA(), coopTarget, [3]uint32{64, 1, 1}, "no matrix_mma"},
 		{"atomics without device scope", withAtomic(), noScope, [3]uint32{64, 1, 1}, "vulkanMemoryModelDeviceScope"},
@@ -142,7 +143,7 @@ func TestPartition(t *testing.T) {
 func TestCoopModuleStructure(t *testing.T) {
 	for _, typ := range []ir.Type{ir.BF16, ir.F16} {
 		t.Run(typ.String(), func(t *testing.T) {
-			p := tcProgram(typ, false, 64, 64, 32, 128)
+			p := gputest.TCProgram(typ, false, 64, 64, 32, 128)
 			m, err := EmitFor(p, coopTarget)
 			if err != nil {
 				t.Fatal(err)
@@ -397,8 +398,8 @@ func TestScalarMatrixPathNamed(t *testing.T) {
 		target Target
 		why    string
 	}{
-		{"tf32", tcProgram(ir.F32, true, 64, 64, 32, 128), coopTarget, "scalar: matrix_mma acc += a_tile·b_tile has f32 operands at tf32 precision"},
-		{"no cooperative matrices", tcProgram(ir.BF16, false, 64, 64, 32, 128), fullTarget, "scalar: the device lists no 16x16x16"},
+		{"tf32", gputest.TCProgram(ir.F32, true, 64, 64, 32, 128), coopTarget, "scalar: matrix_mma acc += a_tile·b_tile has f32 operands at tf32 precision"},
+		{"no cooperative matrices", gputest.TCProgram(ir.BF16, false, 64, 64, 32, 128), fullTarget, "scalar: the device lists no 16x16x16"},
 		{"no matrices", bare("bare", 4), coopTarget, ""},
 	} {
 		m, err := EmitFor(tc.p, tc.target)

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/kiln-dev/kiln/ir"
+	"github.com/kiln-dev/kiln/plugins/internal/gputest"
 )
 
 // FuzzEmit feeds EmitFor (a target with every subgroup class and float controls,
@@ -28,14 +29,8 @@ func FuzzEmit(f *testing.F) {
 			return
 		}
 		m, err := EmitFor(p, fullTarget)
-		if verr := ir.Validate(p); verr != nil {
-			if err == nil {
-				t.Fatalf("Emit accepted a program Validate rejects: %v", verr)
-			}
+		if !gputest.EmitAgrees(t, p, err) {
 			return
-		}
-		if err != nil {
-			t.Fatalf("Emit rejected a valid program: %v", err)
 		}
 		decode(t, m.Words)
 		again, err := EmitFor(p, fullTarget)

@@ -107,19 +107,13 @@ func (e *emitter) declareMatrices() error {
 
 // mmaOperands adds the name of every matrix an mma in stmts reads as a or b.
 func mmaOperands(stmts []ir.Stmt, names map[string]bool) {
-	for _, s := range stmts {
-		switch s := s.(type) {
-		case ir.MatrixMMAStmt:
+	ir.Inspect(stmts, func(n any) bool {
+		if s, ok := n.(ir.MatrixMMAStmt); ok {
 			names[s.A], names[s.B] = true, true
-		case ir.IfStmt:
-			mmaOperands(s.Then, names)
-			mmaOperands(s.Else, names)
-		case ir.ForStmt:
-			mmaOperands(s.Body, names)
-		case ir.WhileStmt:
-			mmaOperands(s.Body, names)
 		}
-	}
+		_, stmt := n.(ir.Stmt) // no mma inside an expression
+		return stmt
+	})
 }
 
 // tile is the index of the invocation's element kiln.e in matrix name's

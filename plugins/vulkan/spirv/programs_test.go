@@ -111,6 +111,16 @@ func accepted(tb testing.TB, b *ir.Builder) (*ir.Program, bool) {
 	return nil, false
 }
 
+// keep appends h's program to out when Validate accepts it, and counts it in
+// seen[key].
+func keep(tb testing.TB, h *harness, out *[]namedProgram, seen map[string]int, key string) {
+	tb.Helper()
+	if p, ok := accepted(tb, h.Builder); ok {
+		*out = append(*out, namedProgram{p.Name, p})
+		seen[key]++
+	}
+}
+
 // unaryPrograms applies every unary operator to every type Validate accepts for it,
 // with each kind of operand. seen counts the accepted types per operator.
 func unaryPrograms(tb testing.TB, seen map[string]int) []namedProgram {
@@ -122,10 +132,7 @@ func unaryPrograms(tb testing.TB, seen map[string]int) []namedProgram {
 			for k := 0; k < 6; k++ {
 				h.sink(&h.Block, t, ir.UnaryExpr{Op: op, X: h.source(t, k)})
 			}
-			if p, ok := accepted(tb, h.Builder); ok {
-				out = append(out, namedProgram{name, p})
-				seen["unary "+op.String()]++
-			}
+			keep(tb, h, &out, seen, "unary "+op.String())
 		}
 	}
 	return out
@@ -146,10 +153,7 @@ func binaryPrograms(tb testing.TB, seen map[string]int) []namedProgram {
 			for k := 0; k < 9; k++ {
 				h.sink(&h.Block, rt, ir.BinaryExpr{Op: op, X: h.source(t, k), Y: h.source(t, k/3+k)})
 			}
-			if p, ok := accepted(tb, h.Builder); ok {
-				out = append(out, namedProgram{name, p})
-				seen["binary "+op.String()]++
-			}
+			keep(tb, h, &out, seen, "binary "+op.String())
 		}
 	}
 	return out
@@ -157,18 +161,22 @@ func binaryPrograms(tb testing.TB, seen map[string]int) []namedProgram {
 
 // castPrograms casts every type to every type Validate accepts for the pair.
 func castPrograms(tb testing.TB, seen map[string]int) []namedProgram {
+	return conversionPrograms(tb, seen, "cast", 12, ir.Cast)
+}
+
+// conversionPrograms converts (conv) every type to every type Validate accepts
+// for the pair, from n operands of each kind; seen[kind] counts the accepted
+// pairs.
+func conversionPrograms(tb testing.TB, seen map[string]int, kind string, n int, conv func(ir.Type, ir.Expr) ir.Expr) []namedProgram {
 	var out []namedProgram
 	for _, from := range v1Types {
 		for _, to := range v1Types {
-			name := fmt.Sprintf("cast.%s.%s", from, to)
+			name := fmt.Sprintf("%s.%s.%s", kind, from, to)
 			h := newHarness(name)
-			for k := 0; k < 12; k++ {
-				h.sink(&h.Block, to, ir.Cast(to, h.source(from, k)))
+			for k := 0; k < n; k++ {
+				h.sink(&h.Block, to, conv(to, h.source(from, k)))
 			}
-			if p, ok := accepted(tb, h.Builder); ok {
-				out = append(out, namedProgram{name, p})
-				seen["cast"]++
-			}
+			keep(tb, h, &out, seen, kind)
 		}
 	}
 	return out
@@ -199,10 +207,7 @@ func atomicPrograms(tb testing.TB, seen map[string]int) []namedProgram {
 						h.sink(&h.Block, t, ir.Local(res))
 					}
 				}
-				if p, ok := accepted(tb, h.Builder); ok {
-					out = append(out, namedProgram{name, p})
-					seen["atomic "+op.String()]++
-				}
+				keep(tb, h, &out, seen, "atomic "+op.String())
 			}
 		}
 	}

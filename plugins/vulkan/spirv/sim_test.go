@@ -4,13 +4,13 @@ import (
 	"context"
 	"errors"
 	"os/exec"
-	"sync"
 	"testing"
 
 	"github.com/kiln-dev/kiln/ir"
 	"github.com/kiln-dev/kiln/ir/kernels"
 	"github.com/kiln-dev/kiln/pluginapi"
 	"github.com/kiln-dev/kiln/pluginapi/conformance"
+	"github.com/kiln-dev/kiln/plugins/internal/handles"
 )
 
 // simBackend is a pluginapi.Backend that runs emitted modules on the SPIR-V
@@ -33,9 +33,7 @@ type simBackend struct {
 	// buffer needs it for), so bf16 shared arrays hold u32 words.
 	wide16 bool
 
-	mu        sync.Mutex
-	next      uint64
-	pipelines map[uint64]simPipeline
+	pipelines handles.Table[simPipeline]
 }
 
 type simPipeline struct {
@@ -82,17 +80,12 @@ func (b *simBackend) Compile(_ context.Context, req *pluginapi.CompileRequest) (
 	if b.val != "" {
 		validate(b.t, b.val, req.Program.Name, m)
 	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.next++
-	b.pipelines[b.next] = simPipeline{p: req.Program, m: m, spec: req.Spec}
-	return &pluginapi.CompileResult{Pipeline: b.next}, nil
+	h := b.pipelines.Add(simPipeline{p: req.Program, m: m, spec: req.Spec})
+	return &pluginapi.CompileResult{Pipeline: h}, nil
 }
 
 func (b *simBackend) Dispatch(_ context.Context, req *pluginapi.DispatchRequest) (*pluginapi.DispatchResult, error) {
-	b.mu.Lock()
-	pl, ok := b.pipelines[req.Pipeline]
-	b.mu.Unlock()
+	pl, ok := b.pipelines.Get(req.Pipeline)
 	if !ok {
 		return nil, pluginapi.Rejected("spirv-sim has no pipeline %d", req.Pipeline)
 	}
@@ -108,9 +101,7 @@ func (b *simBackend) Dispatch(_ context.Context, req *pluginapi.DispatchRequest)
 }
 
 func (b *simBackend) Release(_ context.Context, pipeline uint64) error {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	delete(b.pipelines, pipeline)
+	b.pipelines.Remove(pipeline)
 	return nil
 }
 
@@ -125,7 +116,7 @@ func TestConformanceOnTheInterpreter(t *testing.T) {
 	if err != nil {
 		val = spirvVal(t) // skips, or fails under KILN_REQUIRE_VULKAN=1
 	}
-	b := &simBackend{t: t, val: val, pipelines: map[uint64]simPipeline{}}
+	b := &simBackend{t: t, val: val}
 	conformance.Run(t, b, conformance.Options{Sizes: []int{0, 1, 7, 33}})
 }
 
@@ -139,6 +130,6 @@ func TestConformanceFoldedOnTheInterpreter(t *testing.T) {
 	if err != nil {
 		val = spirvVal(t)
 	}
-	b := &simBackend{t: t, val: val, fold: true, guard: true, loopLimit: llvmpipeLoopLimit, pipelines: map[uint64]simPipeline{}}
+	b := &simBackend{t: t, val: val, fold: true, guard: true, loopLimit: llvmpipeLoopLimit}
 	conformance.Run(t, b, conformance.Options{Sizes: []int{0, 1, 7, 33}})
 }

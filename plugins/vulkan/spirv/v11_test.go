@@ -14,20 +14,7 @@ import (
 // literal and computed lanes), the subgroup builtins, uniforms of every type,
 // continue in every kind of loop, and a compare-exchange loop.
 func v11Programs(tb testing.TB, seen map[string]int) []namedProgram {
-	var out []namedProgram
-	for _, from := range v1Types {
-		for _, to := range v1Types {
-			name := fmt.Sprintf("bitcast.%s.%s", from, to)
-			h := newHarness(name)
-			for k := 0; k < 6; k++ {
-				h.sink(&h.Block, to, ir.Bitcast(to, h.source(from, k)))
-			}
-			if p, ok := accepted(tb, h.Builder); ok {
-				out = append(out, namedProgram{name, p})
-				seen["bitcast"]++
-			}
-		}
-	}
+	out := conversionPrograms(tb, seen, "bitcast", 6, ir.Bitcast)
 	for _, op := range ir.SubgroupOps() {
 		for _, t := range v1Types {
 			for _, size := range []uint32{0, 32} {
@@ -47,10 +34,7 @@ func v11Programs(tb testing.TB, seen map[string]int) []namedProgram {
 					}
 					h.sink(&h.Block, t, ir.SubgroupExpr{Op: op, X: h.source(t, k), Lane: lane})
 				}
-				if p, ok := accepted(tb, h.Builder); ok {
-					out = append(out, namedProgram{name, p})
-					seen["subgroup "+op.String()]++
-				}
+				keep(tb, h, &out, seen, "subgroup "+op.String())
 			}
 		}
 	}

@@ -124,7 +124,7 @@ func TestV12OnTheInterpreter(t *testing.T) {
 		val = spirvVal(t)
 	}
 	for _, fold := range []bool{false, true} {
-		b := &simBackend{t: t, val: val, fold: fold, wide16: fold, pipelines: map[uint64]simPipeline{}}
+		b := &simBackend{t: t, val: val, fold: fold, wide16: fold}
 		for _, c := range gputest.V12Checks() {
 			t.Run(c.Name, func(t *testing.T) {
 				b.t = t

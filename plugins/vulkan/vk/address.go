@@ -8,9 +8,7 @@ package vk
 // (Vulkan 1.2; the caller checks the version).
 static uint32_t kiln_has_buffer_device_address(kiln_instance *in, VkPhysicalDevice pd) {
 	VkPhysicalDeviceBufferDeviceAddressFeatures a = {VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_BUFFER_DEVICE_ADDRESS_FEATURES};
-	VkPhysicalDeviceFeatures2 f = {VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
-	f.pNext = &a;
-	in->vkGetPhysicalDeviceFeatures2(pd, &f);
+	kiln_read_features(in, pd, &a);
 	return a.bufferDeviceAddress;
 }
 
@@ -23,10 +21,7 @@ static VkResult kiln_allocate_addressable_memory(kiln_device *d, uint64_t size, 
 	ai.pNext = &flags;
 	ai.allocationSize = size;
 	ai.memoryTypeIndex = type_index;
-	VkDeviceMemory m = VK_NULL_HANDLE;
-	VkResult r = d->vkAllocateMemory(d->device, &ai, NULL, &m);
-	*out = (uint64_t)(uintptr_t)m;
-	return r;
+	KILN_RETURN_CREATED(d, VkDeviceMemory, vkAllocateMemory, ai, out);
 }
 
 // kiln_buffer_address is vkGetBufferDeviceAddress, or 0 on a device created
@@ -36,7 +31,7 @@ static uint64_t kiln_buffer_address(kiln_device *d, uint64_t b) {
 		return 0;
 	}
 	VkBufferDeviceAddressInfo info = {VK_STRUCTURE_TYPE_BUFFER_DEVICE_ADDRESS_INFO};
-	info.buffer = (VkBuffer)(uintptr_t)b;
+	info.buffer = KILN_HANDLE(VkBuffer, b);
 	return d->vkGetBufferDeviceAddress(d->device, &info);
 }
 */

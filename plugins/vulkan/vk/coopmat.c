@@ -9,16 +9,13 @@ void kiln_coop_get_features(kiln_instance *in, VkPhysicalDevice pd, int has_coop
 	VkPhysicalDeviceFeatures2 f = {VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
 	void **next = &f.pNext;
 	if (has_coop) {
-		*next = &cm;
-		next = &cm.pNext;
+		KILN_APPEND(next, cm);
 	}
 	if (has_bf16) {
-		*next = &bf;
-		next = &bf.pNext;
+		KILN_APPEND(next, bf);
 	}
 	if (memory_model) {
-		*next = &mm;
-		next = &mm.pNext;
+		KILN_APPEND(next, mm);
 	}
 	in->vkGetPhysicalDeviceFeatures2(pd, &f);
 	out->cooperative_matrix = cm.cooperativeMatrix;

@@ -6,8 +6,34 @@
 #include <string.h>
 
 #define KILN_MSG_CAP (1u << 20)
-#define KILN_HANDLE(T, h) ((T)(uintptr_t)(h))
-#define KILN_U64(h) ((uint64_t)(uintptr_t)(h))
+
+/* KILN_PREPEND links the structure s at the head of ci's pNext chain. */
+#define KILN_PREPEND(ci, s)             \
+	do {                                \
+		(s).pNext = (void *)(ci).pNext; \
+		(ci).pNext = &(s);              \
+	} while (0)
+
+/* KILN_TAKE copies the chained structure s into out->field, unlinked, and sets
+ * out->has. */
+#define KILN_TAKE(out, has, field, s) \
+	do {                              \
+		(out)->has = 1;               \
+		(out)->field = (s);           \
+		(out)->field.pNext = NULL;    \
+	} while (0)
+
+/* KILN_DESTROYER defines name(d, h), which hands the T handle h to d->destroy. */
+#define KILN_DESTROYER(name, T, destroy)                \
+	void name(kiln_device *d, uint64_t h) {             \
+		d->destroy(d->device, KILN_HANDLE(T, h), NULL); \
+	}
+
+void kiln_read_features(kiln_instance *in, VkPhysicalDevice pd, void *chain) {
+	VkPhysicalDeviceFeatures2 f = {VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
+	f.pNext = chain;
+	in->vkGetPhysicalDeviceFeatures2(pd, &f);
+}
 
 int kiln_load(const char *name, kiln_loader **out, char *err, size_t errlen) {
 	void *lib = dlopen(name, RTLD_NOW | RTLD_LOCAL);
@@ -238,30 +264,24 @@ void kiln_get_properties(kiln_instance *in, VkPhysicalDevice pd, uint32_t instan
 	VkPhysicalDeviceSubgroupProperties subgroup = {VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES};
 	VkPhysicalDeviceProperties2 props = {VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
 	void **next = &props.pNext;
-	*next = &subgroup;
-	next = &subgroup.pNext;
+	KILN_APPEND(next, subgroup);
 	if (with_driver) {
-		*next = &driver;
-		next = &driver.pNext;
+		KILN_APPEND(next, driver);
 	}
 	if (chain.float_controls) {
-		*next = &fc;
-		next = &fc.pNext;
+		KILN_APPEND(next, fc);
 	}
 	if (chain.size_control) {
-		*next = &sc;
-		next = &sc.pNext;
+		KILN_APPEND(next, sc);
 	}
 	VkPhysicalDeviceExternalMemoryHostPropertiesEXT eh = {VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_EXTERNAL_MEMORY_HOST_PROPERTIES_EXT};
 	if (chain.external_host) {
-		*next = &eh;
-		next = &eh.pNext;
+		KILN_APPEND(next, eh);
 	}
 	int with_id = kiln_min_version(in, pd, instance_api) >= VK_API_VERSION_1_1;
 	VkPhysicalDeviceIDProperties id = {VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_ID_PROPERTIES};
 	if (with_id) {
-		*next = &id;
-		next = &id.pNext;
+		KILN_APPEND(next, id);
 	}
 	in->vkGetPhysicalDeviceProperties2(pd, &props);
 	memset(out, 0, sizeof *out);
@@ -269,29 +289,19 @@ void kiln_get_properties(kiln_instance *in, VkPhysicalDevice pd, uint32_t instan
 	out->subgroup = subgroup;
 	out->subgroup.pNext = NULL;
 	if (with_driver) {
-		out->has_driver = 1;
-		out->driver = driver;
-		out->driver.pNext = NULL;
+		KILN_TAKE(out, has_driver, driver, driver);
 	}
 	if (chain.float_controls) {
-		out->has_float_controls = 1;
-		out->float_controls = fc;
-		out->float_controls.pNext = NULL;
+		KILN_TAKE(out, has_float_controls, float_controls, fc);
 	}
 	if (chain.size_control) {
-		out->has_size_control = 1;
-		out->size_control = sc;
-		out->size_control.pNext = NULL;
+		KILN_TAKE(out, has_size_control, size_control, sc);
 	}
 	if (with_id) {
-		out->has_id = 1;
-		out->id = id;
-		out->id.pNext = NULL;
+		KILN_TAKE(out, has_id, id, id);
 	}
 	if (chain.external_host) {
-		out->has_external_host = 1;
-		out->external_host = eh;
-		out->external_host.pNext = NULL;
+		KILN_TAKE(out, has_external_host, external_host, eh);
 	}
 }
 
@@ -305,12 +315,10 @@ void kiln_get_features(kiln_instance *in, VkPhysicalDevice pd, uint32_t instance
 	f.pNext = &s16;
 	void **next = &s16.pNext;
 	if (with_float16) {
-		*next = &f16;
-		next = &f16.pNext;
+		KILN_APPEND(next, f16);
 	}
 	if (chain.size_control) {
-		*next = &sc;
-		next = &sc.pNext;
+		KILN_APPEND(next, sc);
 	}
 	in->vkGetPhysicalDeviceFeatures2(pd, &f);
 	*float16 = with_float16 ? f16.shaderFloat16 : 0;
@@ -376,26 +384,22 @@ VkResult kiln_create_device(kiln_instance *in, VkPhysicalDevice pd, uint32_t que
 	VkPhysicalDeviceBufferDeviceAddressFeatures bda = {VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_BUFFER_DEVICE_ADDRESS_FEATURES};
 	if (opts.device_address) {
 		bda.bufferDeviceAddress = VK_TRUE;
-		bda.pNext = (void *)ci.pNext;
-		ci.pNext = &bda;
+		KILN_PREPEND(ci, bda);
 	}
 	VkPhysicalDeviceHostQueryResetFeatures hqr = {VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_HOST_QUERY_RESET_FEATURES};
 	if (opts.host_query_reset) {
 		hqr.hostQueryReset = VK_TRUE;
-		hqr.pNext = (void *)ci.pNext;
-		ci.pNext = &hqr;
+		KILN_PREPEND(ci, hqr);
 	}
 	VkPhysicalDeviceShaderFloat16Int8Features f16 = {VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES};
 	if (opts.float16) {
 		f16.shaderFloat16 = VK_TRUE;
-		f16.pNext = (void *)ci.pNext;
-		ci.pNext = &f16;
+		KILN_PREPEND(ci, f16);
 	}
 	VkPhysicalDevice16BitStorageFeatures s16 = {VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES};
 	if (opts.storage16) {
 		s16.storageBuffer16BitAccess = VK_TRUE;
-		s16.pNext = (void *)ci.pNext;
-		ci.pNext = &s16;
+		KILN_PREPEND(ci, s16);
 	}
 	VkPhysicalDeviceFeatures core = {0};
 	core.shaderInt16 = opts.int16 ? VK_TRUE : VK_FALSE;
@@ -451,15 +455,10 @@ VkResult kiln_create_buffer(kiln_device *d, uint64_t size, uint32_t usage, uint6
 	ci.size = size;
 	ci.usage = usage;
 	ci.sharingMode = VK_SHARING_MODE_EXCLUSIVE;
-	VkBuffer b = VK_NULL_HANDLE;
-	VkResult r = d->vkCreateBuffer(d->device, &ci, NULL, &b);
-	*out = KILN_U64(b);
-	return r;
+	KILN_RETURN_CREATED(d, VkBuffer, vkCreateBuffer, ci, out);
 }
 
-void kiln_destroy_buffer(kiln_device *d, uint64_t b) {
-	d->vkDestroyBuffer(d->device, KILN_HANDLE(VkBuffer, b), NULL);
-}
+KILN_DESTROYER(kiln_destroy_buffer, VkBuffer, vkDestroyBuffer)
 
 void kiln_buffer_requirements(kiln_device *d, uint64_t b, uint64_t *size, uint32_t *type_bits) {
 	VkMemoryRequirements req;
@@ -472,15 +471,10 @@ VkResult kiln_allocate_memory(kiln_device *d, uint64_t size, uint32_t type_index
 	VkMemoryAllocateInfo ai = {VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO};
 	ai.allocationSize = size;
 	ai.memoryTypeIndex = type_index;
-	VkDeviceMemory m = VK_NULL_HANDLE;
-	VkResult r = d->vkAllocateMemory(d->device, &ai, NULL, &m);
-	*out = KILN_U64(m);
-	return r;
+	KILN_RETURN_CREATED(d, VkDeviceMemory, vkAllocateMemory, ai, out);
 }
 
-void kiln_free_memory(kiln_device *d, uint64_t m) {
-	d->vkFreeMemory(d->device, KILN_HANDLE(VkDeviceMemory, m), NULL);
-}
+KILN_DESTROYER(kiln_free_memory, VkDeviceMemory, vkFreeMemory)
 
 VkResult kiln_reset_fence(kiln_device *d, uint64_t f) {
 	VkFence fence = KILN_HANDLE(VkFence, f);
@@ -509,10 +503,7 @@ VkResult kiln_create_host_buffer(kiln_device *d, uint64_t size, uint32_t usage, 
 	ci.size = size;
 	ci.usage = usage;
 	ci.sharingMode = VK_SHARING_MODE_EXCLUSIVE;
-	VkBuffer b = VK_NULL_HANDLE;
-	VkResult r = d->vkCreateBuffer(d->device, &ci, NULL, &b);
-	*out = KILN_U64(b);
-	return r;
+	KILN_RETURN_CREATED(d, VkBuffer, vkCreateBuffer, ci, out);
 }
 
 VkResult kiln_import_host_memory(kiln_device *d, void *ptr, uint64_t size, uint32_t type_index, uint64_t *out) {
@@ -523,10 +514,7 @@ VkResult kiln_import_host_memory(kiln_device *d, void *ptr, uint64_t size, uint3
 	ai.pNext = &imp;
 	ai.allocationSize = size;
 	ai.memoryTypeIndex = type_index;
-	VkDeviceMemory m = VK_NULL_HANDLE;
-	VkResult r = d->vkAllocateMemory(d->device, &ai, NULL, &m);
-	*out = KILN_U64(m);
-	return r;
+	KILN_RETURN_CREATED(d, VkDeviceMemory, vkAllocateMemory, ai, out);
 }
 
 VkResult kiln_bind_buffer_memory(kiln_device *d, uint64_t b, uint64_t m) {
@@ -565,15 +553,10 @@ VkResult kiln_create_shader_module(kiln_device *d, const void *code, size_t byte
 	VkShaderModuleCreateInfo ci = {VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO};
 	ci.codeSize = bytes;
 	ci.pCode = code;
-	VkShaderModule m = VK_NULL_HANDLE;
-	VkResult r = d->vkCreateShaderModule(d->device, &ci, NULL, &m);
-	*out = KILN_U64(m);
-	return r;
+	KILN_RETURN_CREATED(d, VkShaderModule, vkCreateShaderModule, ci, out);
 }
 
-void kiln_destroy_shader_module(kiln_device *d, uint64_t m) {
-	d->vkDestroyShaderModule(d->device, KILN_HANDLE(VkShaderModule, m), NULL);
-}
+KILN_DESTROYER(kiln_destroy_shader_module, VkShaderModule, vkDestroyShaderModule)
 
 VkResult kiln_create_storage_set_layout(kiln_device *d, uint32_t bindings, uint64_t *out) {
 	VkDescriptorSetLayoutBinding *b = NULL;
@@ -599,9 +582,7 @@ VkResult kiln_create_storage_set_layout(kiln_device *d, uint32_t bindings, uint6
 	return r;
 }
 
-void kiln_destroy_set_layout(kiln_device *d, uint64_t l) {
-	d->vkDestroyDescriptorSetLayout(d->device, KILN_HANDLE(VkDescriptorSetLayout, l), NULL);
-}
+KILN_DESTROYER(kiln_destroy_set_layout, VkDescriptorSetLayout, vkDestroyDescriptorSetLayout)
 
 VkResult kiln_create_pipeline_layout(kiln_device *d, uint64_t set_layout, uint32_t push_bytes, uint64_t *out) {
 	VkDescriptorSetLayout sl = KILN_HANDLE(VkDescriptorSetLayout, set_layout);
@@ -613,29 +594,19 @@ VkResult kiln_create_pipeline_layout(kiln_device *d, uint64_t set_layout, uint32
 		ci.pushConstantRangeCount = 1;
 		ci.pPushConstantRanges = &pr;
 	}
-	VkPipelineLayout l = VK_NULL_HANDLE;
-	VkResult r = d->vkCreatePipelineLayout(d->device, &ci, NULL, &l);
-	*out = KILN_U64(l);
-	return r;
+	KILN_RETURN_CREATED(d, VkPipelineLayout, vkCreatePipelineLayout, ci, out);
 }
 
-void kiln_destroy_pipeline_layout(kiln_device *d, uint64_t l) {
-	d->vkDestroyPipelineLayout(d->device, KILN_HANDLE(VkPipelineLayout, l), NULL);
-}
+KILN_DESTROYER(kiln_destroy_pipeline_layout, VkPipelineLayout, vkDestroyPipelineLayout)
 
 VkResult kiln_create_pipeline_cache(kiln_device *d, const void *data, size_t size, uint64_t *out) {
 	VkPipelineCacheCreateInfo ci = {VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO};
 	ci.initialDataSize = size;
 	ci.pInitialData = size > 0 ? data : NULL;
-	VkPipelineCache c = VK_NULL_HANDLE;
-	VkResult r = d->vkCreatePipelineCache(d->device, &ci, NULL, &c);
-	*out = KILN_U64(c);
-	return r;
+	KILN_RETURN_CREATED(d, VkPipelineCache, vkCreatePipelineCache, ci, out);
 }
 
-void kiln_destroy_pipeline_cache(kiln_device *d, uint64_t c) {
-	d->vkDestroyPipelineCache(d->device, KILN_HANDLE(VkPipelineCache, c), NULL);
-}
+KILN_DESTROYER(kiln_destroy_pipeline_cache, VkPipelineCache, vkDestroyPipelineCache)
 
 VkResult kiln_pipeline_cache_data(kiln_device *d, uint64_t c, size_t *size, void *data) {
 	return d->vkGetPipelineCacheData(d->device, KILN_HANDLE(VkPipelineCache, c), size, data);
@@ -667,9 +638,7 @@ VkResult kiln_create_compute_pipeline(kiln_device *d, uint64_t cache, uint64_t l
 	return r;
 }
 
-void kiln_destroy_pipeline(kiln_device *d, uint64_t p) {
-	d->vkDestroyPipeline(d->device, KILN_HANDLE(VkPipeline, p), NULL);
-}
+KILN_DESTROYER(kiln_destroy_pipeline, VkPipeline, vkDestroyPipeline)
 
 VkResult kiln_create_storage_pool(kiln_device *d, uint32_t buffers, uint32_t sets, uint64_t *out) {
 	VkDescriptorPoolSize size = {VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, buffers > 0 ? buffers * sets : 1};
@@ -677,15 +646,10 @@ VkResult kiln_create_storage_pool(kiln_device *d, uint32_t buffers, uint32_t set
 	ci.maxSets = sets;
 	ci.poolSizeCount = 1;
 	ci.pPoolSizes = &size;
-	VkDescriptorPool p = VK_NULL_HANDLE;
-	VkResult r = d->vkCreateDescriptorPool(d->device, &ci, NULL, &p);
-	*out = KILN_U64(p);
-	return r;
+	KILN_RETURN_CREATED(d, VkDescriptorPool, vkCreateDescriptorPool, ci, out);
 }
 
-void kiln_destroy_descriptor_pool(kiln_device *d, uint64_t p) {
-	d->vkDestroyDescriptorPool(d->device, KILN_HANDLE(VkDescriptorPool, p), NULL);
-}
+KILN_DESTROYER(kiln_destroy_descriptor_pool, VkDescriptorPool, vkDestroyDescriptorPool)
 
 VkResult kiln_allocate_set(kiln_device *d, uint64_t pool, uint64_t layout, uint64_t *out) {
 	VkDescriptorSetLayout l = KILN_HANDLE(VkDescriptorSetLayout, layout);
@@ -731,15 +695,10 @@ VkResult kiln_create_command_pool(kiln_device *d, uint32_t queue_family, uint64_
 	VkCommandPoolCreateInfo ci = {VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};
 	ci.flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT;
 	ci.queueFamilyIndex = queue_family;
-	VkCommandPool p = VK_NULL_HANDLE;
-	VkResult r = d->vkCreateCommandPool(d->device, &ci, NULL, &p);
-	*out = KILN_U64(p);
-	return r;
+	KILN_RETURN_CREATED(d, VkCommandPool, vkCreateCommandPool, ci, out);
 }
 
-void kiln_destroy_command_pool(kiln_device *d, uint64_t p) {
-	d->vkDestroyCommandPool(d->device, KILN_HANDLE(VkCommandPool, p), NULL);
-}
+KILN_DESTROYER(kiln_destroy_command_pool, VkCommandPool, vkDestroyCommandPool)
 
 VkResult kiln_allocate_command_buffer(kiln_device *d, uint64_t pool, VkCommandBuffer *out) {
 	VkCommandBufferAllocateInfo ai = {VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
@@ -805,15 +764,10 @@ VkResult kiln_create_timestamp_pool(kiln_device *d, uint32_t count, uint64_t *ou
 	VkQueryPoolCreateInfo ci = {VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO};
 	ci.queryType = VK_QUERY_TYPE_TIMESTAMP;
 	ci.queryCount = count;
-	VkQueryPool p = VK_NULL_HANDLE;
-	VkResult r = d->vkCreateQueryPool(d->device, &ci, NULL, &p);
-	*out = KILN_U64(p);
-	return r;
+	KILN_RETURN_CREATED(d, VkQueryPool, vkCreateQueryPool, ci, out);
 }
 
-void kiln_destroy_query_pool(kiln_device *d, uint64_t p) {
-	d->vkDestroyQueryPool(d->device, KILN_HANDLE(VkQueryPool, p), NULL);
-}
+KILN_DESTROYER(kiln_destroy_query_pool, VkQueryPool, vkDestroyQueryPool)
 
 VkResult kiln_query_results(kiln_device *d, uint64_t pool, uint32_t count, uint64_t *out) {
 	return d->vkGetQueryPoolResults(d->device, KILN_HANDLE(VkQueryPool, pool), 0, count,
@@ -822,15 +776,10 @@ VkResult kiln_query_results(kiln_device *d, uint64_t pool, uint32_t count, uint6
 
 VkResult kiln_create_fence(kiln_device *d, uint64_t *out) {
 	VkFenceCreateInfo ci = {VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
-	VkFence f = VK_NULL_HANDLE;
-	VkResult r = d->vkCreateFence(d->device, &ci, NULL, &f);
-	*out = KILN_U64(f);
-	return r;
+	KILN_RETURN_CREATED(d, VkFence, vkCreateFence, ci, out);
 }
 
-void kiln_destroy_fence(kiln_device *d, uint64_t f) {
-	d->vkDestroyFence(d->device, KILN_HANDLE(VkFence, f), NULL);
-}
+KILN_DESTROYER(kiln_destroy_fence, VkFence, vkDestroyFence)
 
 VkResult kiln_wait_fence(kiln_device *d, uint64_t f, uint64_t timeout_ns) {
 	VkFence fence = KILN_HANDLE(VkFence, f);

@@ -93,6 +93,29 @@
 
 #define KILN_DECLARE_FN(name) PFN_##name name;
 
+/* KILN_HANDLE converts the uint64_t h that Go holds to the Vulkan handle type T;
+ * KILN_U64 converts back. */
+#define KILN_HANDLE(T, h) ((T)(uintptr_t)(h))
+#define KILN_U64(h) ((uint64_t)(uintptr_t)(h))
+
+/* KILN_APPEND links the structure s at the end of a pNext chain whose last
+ * pNext is *next, and makes s's pNext the chain's end. */
+#define KILN_APPEND(next, s) \
+	do {                     \
+		*(next) = &(s);      \
+		(next) = &(s).pNext; \
+	} while (0)
+
+/* KILN_RETURN_CREATED creates a T with d->create from the create (or
+ * allocate) info ci, stores the handle in *out and returns the VkResult. */
+#define KILN_RETURN_CREATED(d, T, create, ci, out)                \
+	do {                                                          \
+		T h_ = VK_NULL_HANDLE;                                    \
+		VkResult r_ = (d)->create((d)->device, &(ci), NULL, &h_); \
+		*(out) = KILN_U64(h_);                                    \
+		return r_;                                                \
+	} while (0)
+
 /* Result codes of the loading steps that are not Vulkan calls. */
 enum {
 	KILN_LOAD_OK = 0,
@@ -183,6 +206,9 @@ char *kiln_take_messages(kiln_instance *in, uint64_t *count);
 VkResult kiln_enumerate_physical_devices(kiln_instance *in, uint32_t *count, VkPhysicalDevice *out);
 void kiln_get_basic_properties(kiln_instance *in, VkPhysicalDevice pd, VkPhysicalDeviceProperties *out);
 void kiln_get_properties(kiln_instance *in, VkPhysicalDevice pd, uint32_t instance_api, kiln_chain chain, kiln_props *out);
+/* kiln_read_features fills the chain of feature structures (each with its sType
+ * set) through vkGetPhysicalDeviceFeatures2. */
+void kiln_read_features(kiln_instance *in, VkPhysicalDevice pd, void *chain);
 void kiln_get_features(kiln_instance *in, VkPhysicalDevice pd, uint32_t instance_api, kiln_chain chain,
 	uint32_t *float16, uint32_t *size_control, uint32_t *full_subgroups, uint32_t *storage16, uint32_t *int16);
 void kiln_get_memory_properties(kiln_instance *in, VkPhysicalDevice pd, VkPhysicalDeviceMemoryProperties *out);

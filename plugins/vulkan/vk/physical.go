@@ -325,17 +325,7 @@ func (p PhysicalDevice) needs() (floatControls, sizeControl bool, extensions []s
 
 func (p PhysicalDevice) chain() C.kiln_chain {
 	fc, sc, _, eh := p.needs()
-	var c C.kiln_chain
-	if eh {
-		c.external_host = 1
-	}
-	if fc {
-		c.float_controls = 1
-	}
-	if sc {
-		c.size_control = 1
-	}
-	return c
+	return C.kiln_chain{float_controls: cbool(fc), size_control: cbool(sc), external_host: cbool(eh)}
 }
 
 // Features reads the device's features.
@@ -484,27 +474,13 @@ func (p PhysicalDevice) CreateDevice(queueFamily uint32, opts DeviceOptions) (*D
 	if mem := opts.Cooperative.chain(&co); mem != nil {
 		defer C.free(mem)
 	}
-	if opts.SubgroupSizeControl {
-		co.size_control = 1
-	}
-	if opts.ComputeFullSubgroups {
-		co.full_subgroups = 1
-	}
-	if opts.BufferDeviceAddress {
-		co.device_address = 1
-	}
-	if opts.HostQueryReset {
-		co.host_query_reset = 1
-	}
-	if opts.ShaderFloat16 {
-		co.float16 = 1
-	}
-	if opts.StorageBuffer16BitAccess {
-		co.storage16 = 1
-	}
-	if opts.ShaderInt16 {
-		co.int16 = 1
-	}
+	co.size_control = cbool(opts.SubgroupSizeControl)
+	co.full_subgroups = cbool(opts.ComputeFullSubgroups)
+	co.device_address = cbool(opts.BufferDeviceAddress)
+	co.host_query_reset = cbool(opts.HostQueryReset)
+	co.float16 = cbool(opts.ShaderFloat16)
+	co.storage16 = cbool(opts.StorageBuffer16BitAccess)
+	co.int16 = cbool(opts.ShaderInt16)
 	r := C.kiln_create_device(p.inst.in, p.pd, C.uint32_t(queueFamily), co, &d, &missing)
 	if missing != nil {
 		return nil, &MissingFunctionError{Name: C.GoString(missing)}

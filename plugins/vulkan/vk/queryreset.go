@@ -7,9 +7,7 @@ package vk
 // (Vulkan 1.2; the caller checks the version).
 static uint32_t kiln_has_host_query_reset(kiln_instance *in, VkPhysicalDevice pd) {
 	VkPhysicalDeviceHostQueryResetFeatures r = {VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_HOST_QUERY_RESET_FEATURES};
-	VkPhysicalDeviceFeatures2 f = {VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
-	f.pNext = &r;
-	in->vkGetPhysicalDeviceFeatures2(pd, &f);
+	kiln_read_features(in, pd, &r);
 	return r.hostQueryReset;
 }
 
@@ -19,7 +17,7 @@ static int kiln_reset_queries_on_host(kiln_device *d, uint64_t pool, uint32_t fi
 	if (d->vkResetQueryPool == NULL) {
 		return 0;
 	}
-	d->vkResetQueryPool(d->device, (VkQueryPool)(uintptr_t)pool, first, count);
+	d->vkResetQueryPool(d->device, KILN_HANDLE(VkQueryPool, pool), first, count);
 	return 1;
 }
 */

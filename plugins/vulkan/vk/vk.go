@@ -185,14 +185,7 @@ func (l *Loader) CreateInstance(opts InstanceOptions) (*Instance, error) {
 			return nil, &LayerMissingError{Layer: ValidationLayer, Installed: layers}
 		}
 	}
-	validation := C.int(0)
-	if opts.Validation {
-		validation = 1
-	}
-	syncValidation := C.int(0)
-	if opts.Validation && opts.SyncValidation {
-		syncValidation = 1
-	}
+	validation, syncValidation := cbool(opts.Validation), cbool(opts.Validation && opts.SyncValidation)
 	var in *C.kiln_instance
 	var missing *C.char
 	r := C.kiln_create_instance(l.l, C.uint32_t(opts.APIVersion), validation, syncValidation, &in, &missing)

@@ -9,6 +9,7 @@ import (
 	"github.com/kiln-dev/kiln/ir"
 	"github.com/kiln-dev/kiln/ir/interp"
 	"github.com/kiln-dev/kiln/ir/kernels"
+	"github.com/kiln-dev/kiln/ir/verify"
 )
 
 // Case is one program of the table and its launch.
@@ -101,39 +102,20 @@ func element(b []byte, size int) uint32 {
 	return binary.LittleEndian.Uint32(b)
 }
 
-// IsNaN reports whether bits is an f32 NaN.
-func IsNaN(bits uint32) bool { return bits&0x7FFFFFFF > 0x7F800000 }
-
 func isInf(bits uint32) bool { return bits&0x7FFFFFFF == 0x7F800000 }
 
 // Exact is the bit-exact rule: equal bits, or both NaN.
-func Exact(got, want uint32) bool { return got == want || IsNaN(got) && IsNaN(want) }
-
-// ULPs is the distance between two non-NaN f32 values in units in the last place
-// (the zeros are 0 apart).
-func ULPs(a, b uint32) uint64 {
-	ord := func(x uint32) int64 {
-		if x&0x80000000 != 0 {
-			return -int64(x & 0x7FFFFFFF)
-		}
-		return int64(x)
-	}
-	d := ord(a) - ord(b)
-	if d < 0 {
-		d = -d
-	}
-	return uint64(d)
-}
+func Exact(got, want uint32) bool { return got == want || verify.IsNaN(got) && verify.IsNaN(want) }
 
 // withinULP accepts got within n ULP of want; NaN and infinities must match.
 func withinULP(got, want uint32, n uint64) bool {
 	switch {
-	case IsNaN(want) || IsNaN(got):
-		return IsNaN(want) && IsNaN(got)
+	case verify.IsNaN(want) || verify.IsNaN(got):
+		return verify.IsNaN(want) && verify.IsNaN(got)
 	case isInf(want) || isInf(got):
 		return got == want
 	}
-	return ULPs(got, want) <= n
+	return verify.ULP(got, want) <= n
 }
 
 func f32(bits uint32) float64 { return float64(math.Float32frombits(bits)) }
@@ -156,8 +138,8 @@ func transcendental(op ir.UnaryOp, xs []uint32) func(out, i int, got, want uint3
 			x := f32(xs[i])
 			switch {
 			case xs[i]&0x7F800000 == 0 && x > 0:
-				return !IsNaN(got) && f32(got) <= math.Log(0x1p-126)
-			case x >= 0.5 && x <= 2 && !IsNaN(got):
+				return !verify.IsNaN(got) && f32(got) <= math.Log(0x1p-126)
+			case x >= 0.5 && x <= 2 && !verify.IsNaN(got):
 				return math.Abs(f32(got)-f32(want)) < 0x1p-21
 			}
 			return withinULP(got, want, 3)
@@ -166,8 +148,8 @@ func transcendental(op ir.UnaryOp, xs []uint32) func(out, i int, got, want uint3
 		return func(_, i int, got, want uint32) bool {
 			x := math.Abs(f32(xs[i]))
 			switch {
-			case IsNaN(want) || IsNaN(got):
-				return IsNaN(want) && IsNaN(got)
+			case verify.IsNaN(want) || verify.IsNaN(got):
+				return verify.IsNaN(want) && verify.IsNaN(got)
 			case x <= math.Pi:
 				return math.Abs(f32(got)-f32(want)) <= 0x1p-19
 			case x <= 1e4:
