@@ -124,14 +124,8 @@ func (e *emitter) wide(stmts []ir.Stmt) (int, error) {
 	e.jump(end)
 	e.place(scalar)
 	for k, s := range stmts {
-		var x ir.Expr
-		switch s := s.(type) {
-		case ir.LetStmt:
-			x = s.Value
-		case ir.AssignStmt:
-			x = s.Value
-		}
-		v, err := e.load(x.(ir.LoadExpr))
+		_, x, _ := wide.Load(s)
+		v, err := e.load(x)
 		if err != nil {
 			return 0, err
 		}

@@ -11,6 +11,7 @@ import (
 	"github.com/kiln-dev/kiln/ir"
 	"github.com/kiln-dev/kiln/ir/interp"
 	"github.com/kiln-dev/kiln/ir/kernels"
+	"github.com/kiln-dev/kiln/plugins/internal/gputest"
 )
 
 // launchShifted is launch with every binding starting shift bytes into its
@@ -121,23 +122,6 @@ func TestWideVectorAddF16(t *testing.T) {
 	}
 }
 
-// wideCopy copies n 16-bit elements of type ty per invocation, from
-// src[i·n + k] to dst[i·n + k + off]: its loads are lets, its stores a run.
-func wideCopy(ty ir.Type, n, off int) *ir.Program {
-	b := ir.NewBuilder("wide_copy", 32, 1, 1)
-	src := b.Buffer("src", ty, ir.Read)
-	dst := b.Buffer("dst", ty, ir.ReadWrite)
-	at := b.Let("at", ir.Mul(ir.GlobalID(0), ir.LitU32(uint32(n))))
-	to := b.Let("to", ir.Add(at, ir.LitU32(uint32(off))))
-	for k := range n {
-		b.Let(fmt.Sprintf("v%d", k), ir.Load(src, ir.Add(at, ir.LitU32(uint32(k)))))
-	}
-	for k := range n {
-		b.Store(dst, ir.Add(to, ir.LitU32(uint32(k))), ir.Local(fmt.Sprintf("v%d", k)))
-	}
-	return b.MustBuild()
-}
-
 // TestWideBF16Copy pins runs of 2, 4 and 8 bf16 and f16 elements (b32, v2 and
 // v4 accesses) through lets, in a read_write buffer (ld.global, not .nc), with
 // destinations offset by 0 to 3 elements, odd counts, both buffers shifted:
@@ -147,7 +131,7 @@ func TestWideBF16Copy(t *testing.T) {
 	for _, ty := range []ir.Type{ir.BF16, ir.F16} {
 		for _, n := range []int{2, 4, 8} {
 			for off := range 4 {
-				p := wideCopy(ty, n, off)
+				p := gputest.WideCopy(ty, n, off)
 				m, err := Emit(p, Options{NonCoherentReads: true})
 				if err != nil {
 					t.Fatal(err)

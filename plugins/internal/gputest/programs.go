@@ -1,6 +1,10 @@
 package gputest
 
-import "github.com/kiln-dev/kiln/ir"
+import (
+	"fmt"
+
+	"github.com/kiln-dev/kiln/ir"
+)
 
 // AddOne is out[i] = in[i] + 1 over u32, 64 invocations per workgroup.
 func AddOne() *ir.Program {
@@ -39,5 +43,24 @@ func spin(name string, count func(b *ir.Builder) ir.Expr) *ir.Program {
 		body.Assign("x", ir.Add(ir.Xor(x, ir.Shl(x, ir.LitU32(5))), k))
 	})
 	b.Atomic(ir.AtomicXor, out, ir.LitU32(0), x)
+	return b.MustBuild()
+}
+
+// WideCopy copies n 16-bit elements of type ty per invocation, from
+// src[i·n + k] to dst[i·n + k + off], 32 invocations per workgroup: its loads
+// are lets and its stores a run, the shapes the emitters' wide 16-bit
+// accesses take (plugins/internal/wide).
+func WideCopy(ty ir.Type, n, off int) *ir.Program {
+	b := ir.NewBuilder("wide_copy", 32, 1, 1)
+	src := b.Buffer("src", ty, ir.Read)
+	dst := b.Buffer("dst", ty, ir.ReadWrite)
+	at := b.Let("at", ir.Mul(ir.GlobalID(0), ir.LitU32(uint32(n))))
+	to := b.Let("to", ir.Add(at, ir.LitU32(uint32(off))))
+	for k := range n {
+		b.Let(fmt.Sprintf("v%d", k), ir.Load(src, ir.Add(at, ir.LitU32(uint32(k)))))
+	}
+	for k := range n {
+		b.Store(dst, ir.Add(to, ir.LitU32(uint32(k))), ir.Local(fmt.Sprintf("v%d", k)))
+	}
 	return b.MustBuild()
 }

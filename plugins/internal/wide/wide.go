@@ -43,27 +43,36 @@ func Match(stmts []ir.Stmt, qualifies func(target string) bool) (Run, bool) {
 // access returns the k-th statement's parts if it fits a run: the buffer, the
 // base, the destination name of a load ("" for a store) and whether it stores.
 func access(s ir.Stmt, k uint32) (target, base, dst string, store, ok bool) {
-	var value ir.Expr
-	switch s := s.(type) {
-	case ir.LetStmt:
-		dst, value = s.Name, s.Value
-	case ir.AssignStmt:
-		dst, value = s.Name, s.Value
-	case ir.StoreStmt:
-		if readsMemory(s.Value) {
+	if st, isStore := s.(ir.StoreStmt); isStore {
+		if readsMemory(st.Value) {
 			return "", "", "", false, false
 		}
-		base, ok = index(s.Index, k)
-		return s.Target, base, "", true, ok
-	default:
-		return "", "", "", false, false
+		base, ok = index(st.Index, k)
+		return st.Target, base, "", true, ok
 	}
-	ld, isLoad := value.(ir.LoadExpr)
+	dst, ld, isLoad := Load(s)
 	if !isLoad {
 		return "", "", "", false, false
 	}
 	base, ok = index(ld.Index, k)
 	return ld.Target, base, dst, false, ok
+}
+
+// Load returns the name a let or assign statement binds and the load it binds
+// it to; ok is false for any other statement. The statements of a run of
+// loads are such statements.
+func Load(s ir.Stmt) (name string, ld ir.LoadExpr, ok bool) {
+	var value ir.Expr
+	switch s := s.(type) {
+	case ir.LetStmt:
+		name, value = s.Name, s.Value
+	case ir.AssignStmt:
+		name, value = s.Name, s.Value
+	default:
+		return "", ir.LoadExpr{}, false
+	}
+	ld, ok = value.(ir.LoadExpr)
+	return name, ld, ok
 }
 
 // index reports whether x is base+k (or base, for k = 0) with base a local,

@@ -10,6 +10,7 @@ import (
 	"github.com/kiln-dev/kiln/ir"
 	"github.com/kiln-dev/kiln/ir/interp"
 	"github.com/kiln-dev/kiln/ir/kernels"
+	"github.com/kiln-dev/kiln/plugins/internal/gputest"
 )
 
 // noLimit is a dispatch limit no test grid reaches.
@@ -99,23 +100,6 @@ func TestWideVectorAddF16SPIRV(t *testing.T) {
 	}
 }
 
-// wideCopy copies n 16-bit elements of type ty per invocation, from
-// src[i·n + k] to dst[i·n + k + off]: its loads are lets, its stores a run.
-func wideCopy(ty ir.Type, n, off int) *ir.Program {
-	b := ir.NewBuilder("wide_copy", 32, 1, 1)
-	src := b.Buffer("src", ty, ir.Read)
-	dst := b.Buffer("dst", ty, ir.ReadWrite)
-	at := b.Let("at", ir.Mul(ir.GlobalID(0), ir.LitU32(uint32(n))))
-	to := b.Let("to", ir.Add(at, ir.LitU32(uint32(off))))
-	for k := range n {
-		b.Let(fmt.Sprintf("v%d", k), ir.Load(src, ir.Add(at, ir.LitU32(uint32(k)))))
-	}
-	for k := range n {
-		b.Store(dst, ir.Add(to, ir.LitU32(uint32(k))), ir.Local(fmt.Sprintf("v%d", k)))
-	}
-	return b.MustBuild()
-}
-
 // TestWideCopySPIRV pins runs of 2, 4 and 8 bf16 and f16 elements (u32, uvec2
 // and uvec4 views) through lets, into a read_write buffer (its variables
 // Aliased, not Restrict), with destinations 0 to 3 elements off the view's
@@ -127,7 +111,7 @@ func TestWideCopySPIRV(t *testing.T) {
 	for _, ty := range []ir.Type{ir.BF16, ir.F16} {
 		for _, n := range []int{2, 4, 8} {
 			for off := range 4 {
-				p := wideCopy(ty, n, off)
+				p := gputest.WideCopy(ty, n, off)
 				target := fullTarget
 				target.DisjointBindings = true
 				if ty == ir.BF16 {
