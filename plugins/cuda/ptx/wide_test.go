@@ -2,14 +2,12 @@ package ptx
 
 import (
 	"bytes"
-	"context"
 	"fmt"
 	"math/rand/v2"
 	"strings"
 	"testing"
 
 	"github.com/kiln-dev/kiln/ir"
-	"github.com/kiln-dev/kiln/ir/interp"
 	"github.com/kiln-dev/kiln/ir/kernels"
 	"github.com/kiln-dev/kiln/plugins/internal/gputest"
 )
@@ -76,17 +74,6 @@ func runWide(t *testing.T, p *ir.Program, c kernels.Case, shift uint64) [][]byte
 	return outs
 }
 
-// oracle runs p for c on ir/interp.
-func oracle(t *testing.T, p *ir.Program, c kernels.Case) [][]byte {
-	t.Helper()
-	want, err := interp.Run(context.Background(), p, interp.Options{WorkgroupSize: c.WorkgroupSize, Spec: c.Spec},
-		interp.Launch{Grid: c.Grid, Inputs: c.Inputs, OutputCounts: c.OutputCounts})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return want
-}
-
 // TestWideVectorAddF16 pins vector_add_f16 on the wide path: the module moves
 // each chunk of 8 halves with one ld.global.nc.v4.b32 per input and one
 // st.global.v4.b32, and gives the reference's bits for odd sizes, tails and
@@ -150,7 +137,7 @@ func TestWideBF16Copy(t *testing.T) {
 						old[i] = byte(rng.Uint32())
 					}
 					c := kernels.Case{Grid: [3]uint32{(count + 31) / 32, 1, 1}, Inputs: [][]byte{in, old}, OutputCounts: []uint32{0, count + 3}}
-					want := oracle(t, p, c)
+					want := gputest.Oracle(t, p, c)
 					for _, shift := range []uint64{0, 2, 4, 12} {
 						got := runWide(t, p, c, shift)
 						if !bytes.Equal(got[0], want[0]) {
@@ -234,7 +221,7 @@ func TestWideNotMatched(t *testing.T) {
 			inputs = append(inputs, in)
 		}
 		c := kernels.Case{Grid: [3]uint32{1, 1, 1}, Inputs: inputs, OutputCounts: make([]uint32, len(p.Buffers))}
-		want := oracle(t, p, c)
+		want := gputest.Oracle(t, p, c)
 		got, err := dispatchCase(p, c, nil)
 		if err != nil {
 			t.Fatalf("%s: %v", p.Name, err)

@@ -40,17 +40,12 @@ func Run(t testing.TB, b pluginapi.Backend, p *ir.Program, l kernels.Case) (*plu
 // (adapter 0, opened) and on the CPU reference and compares the outputs with the
 // kernel's Check; id names the backend in messages.
 func CorpusMatchesReference(t *testing.T, b pluginapi.Backend, id string) {
-	ctx := context.Background()
 	for _, k := range kernels.All() {
 		for _, size := range k.Sizes {
 			t.Run(fmt.Sprintf("%s/%d", k.Name, size), func(t *testing.T) {
 				c := k.NewCase(rand.New(rand.NewPCG(uint64(size), 0x6b696c6e)), size)
 				p := k.Program()
-				want, err := interp.Run(ctx, p, interp.Options{WorkgroupSize: c.WorkgroupSize, Spec: c.Spec},
-					interp.Launch{Grid: c.Grid, Inputs: c.Inputs, OutputCounts: c.OutputCounts, Uniforms: c.Uniforms})
-				if err != nil {
-					t.Fatalf("interp: %v", err)
-				}
+				want := Oracle(t, p, c)
 				got, err := Run(t, b, p, c)
 				if err != nil {
 					t.Fatalf("%s: %v", id, err)
@@ -299,4 +294,16 @@ func CheckProgramLimits(t *testing.T, limits func(p *ir.Program, override [3]uin
 	if err != nil || wg != [3]uint32{8, 8, 4} {
 		t.Errorf("a program within the limits: %v, %v", wg, err)
 	}
+}
+
+// Oracle runs p for c on the CPU reference interpreter and returns its
+// outputs, failing the test if it cannot.
+func Oracle(t testing.TB, p *ir.Program, c kernels.Case) [][]byte {
+	t.Helper()
+	want, err := interp.Run(context.Background(), p, interp.Options{WorkgroupSize: c.WorkgroupSize, Spec: c.Spec},
+		interp.Launch{Grid: c.Grid, Inputs: c.Inputs, OutputCounts: c.OutputCounts, Uniforms: c.Uniforms})
+	if err != nil {
+		t.Fatalf("interp: %v", err)
+	}
+	return want
 }

@@ -1,6 +1,10 @@
 package wide
 
-import "github.com/kiln-dev/kiln/ir"
+import (
+	"fmt"
+
+	"github.com/kiln-dev/kiln/ir"
+)
 
 // Widths are the run lengths tried, longest first.
 var Widths = []int{8, 4, 2}
@@ -118,4 +122,19 @@ func readsMemory(x ir.Expr) bool {
 		return false
 	}
 	return true
+}
+
+// Values evaluates the values a run of stores stores, in order, with typed
+// (the emitter's evaluation of an expression checked to have type elem).
+func Values[V any](stores []ir.Stmt, elem ir.Type, typed func(x ir.Expr, t ir.Type, what string) (V, error)) ([]V, error) {
+	vals := make([]V, 0, len(stores))
+	for _, s := range stores {
+		s := s.(ir.StoreStmt)
+		v, err := typed(s.Value, elem, fmt.Sprintf("the value stored to %q", s.Target))
+		if err != nil {
+			return nil, err
+		}
+		vals = append(vals, v)
+	}
+	return vals, nil
 }

@@ -110,13 +110,8 @@ func (e *emitter) wide(stmts []ir.Stmt) (int, error) {
 	stmts = stmts[:run.N]
 	var vals []uint32
 	if run.Store {
-		for _, s := range stmts {
-			s := s.(ir.StoreStmt)
-			v, err := e.typed(s.Value, a.elem, fmt.Sprintf("the value stored to %q", s.Target))
-			if err != nil {
-				return 0, err
-			}
-			vals = append(vals, v)
+		if vals, err = wide.Values(stmts, a.elem, e.typed); err != nil {
+			return 0, err
 		}
 	}
 	u, b := e.u32(), e.bool()

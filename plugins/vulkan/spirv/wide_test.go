@@ -2,13 +2,11 @@ package spirv
 
 import (
 	"bytes"
-	"context"
 	"fmt"
 	"math/rand/v2"
 	"testing"
 
 	"github.com/kiln-dev/kiln/ir"
-	"github.com/kiln-dev/kiln/ir/interp"
 	"github.com/kiln-dev/kiln/ir/kernels"
 	"github.com/kiln-dev/kiln/plugins/internal/gputest"
 )
@@ -42,17 +40,6 @@ func has(xs []uint32, x uint32) bool {
 		}
 	}
 	return false
-}
-
-// wideOracle runs p for c on ir/interp.
-func wideOracle(t *testing.T, p *ir.Program, c kernels.Case) [][]byte {
-	t.Helper()
-	want, err := interp.Run(context.Background(), p, interp.Options{WorkgroupSize: c.WorkgroupSize, Spec: c.Spec},
-		interp.Launch{Grid: c.Grid, Inputs: c.Inputs, OutputCounts: c.OutputCounts})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return want
 }
 
 // TestWideVectorAddF16SPIRV pins vector_add_f16 on the wide path: each input
@@ -136,7 +123,7 @@ func TestWideCopySPIRV(t *testing.T) {
 						old[i] = byte(rng.Uint32())
 					}
 					c := kernels.Case{Grid: [3]uint32{(count + 31) / 32, 1, 1}, Inputs: [][]byte{in, old}, OutputCounts: []uint32{0, count + 3}}
-					want := wideOracle(t, p, c)
+					want := gputest.Oracle(t, p, c)
 					got, err := dispatchCase(p, m, c, nil, noLimit)
 					if err != nil {
 						t.Fatalf("%s n %d off %d count %d: %v", ty, n, off, count, err)
@@ -211,7 +198,7 @@ func TestWideNotMatchedSPIRV(t *testing.T) {
 			inputs = append(inputs, in)
 		}
 		c := kernels.Case{Grid: [3]uint32{1, 1, 1}, Inputs: inputs, OutputCounts: make([]uint32, len(p.Buffers))}
-		want := wideOracle(t, p, c)
+		want := gputest.Oracle(t, p, c)
 		got, err := dispatchCase(p, m, c, nil, noLimit)
 		if err != nil {
 			t.Fatalf("%s: %v", p.Name, err)
