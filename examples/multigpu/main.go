@@ -9,6 +9,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -26,6 +27,8 @@ func main() {
 	flag.IntVar(&cfg.reps, "reps", 20, "vector adds per adapter in one submit")
 	flag.StringVar(&cfg.kill, "kill", "", "SIGKILL this backend's plugin while every adapter runs, and check that only its adapters lose work")
 	flag.DurationVar(&cfg.window, "window", 3*time.Second, "how long every adapter runs in the -kill experiment")
+	flag.IntVar(&cfg.rounds, "rounds", 5, "rounds of timing (each: every adapter alone, then all at once); medians are compared")
+	flag.IntVar(&cfg.adapters, "adapters", 0, "use only the first N available adapters of each backend (0: all), e.g. 2 on a 4-GPU machine")
 	flag.StringVar(&cfg.copy, "copy", "", "instead, copy -mib MiB between two backends (\"cuda:0,cuda:1\") with host.CopyBuffer, -reps times each way, and print GB/s")
 	flag.Parse()
 	if err := run(context.Background(), cfg, os.Stdout); err != nil {
@@ -38,7 +41,8 @@ func main() {
 type config struct {
 	plugins, backends, kill string
 	copy                    string
-	mib, reps               int
+	mib, reps, adapters     int
+	rounds                  int
 	window                  time.Duration
 }
 
@@ -53,8 +57,11 @@ type worker struct {
 
 // run opens the host, sets up a worker per adapter and runs the experiments.
 func run(ctx context.Context, cfg config, out io.Writer) error {
-	if cfg.mib <= 0 || cfg.reps <= 0 {
-		return errors.New("-mib and -reps must be positive. Fix: pass -mib 1024 -reps 20")
+	if cfg.rounds == 0 {
+		cfg.rounds = 5
+	}
+	if cfg.mib <= 0 || cfg.reps <= 0 || cfg.rounds < 0 || cfg.adapters < 0 {
+		return errors.New("-mib, -reps and -rounds must be positive and -adapters not negative. Fix: pass -mib 1024 -reps 20 -rounds 5")
 	}
 	h, err := host.Open(ctx, host.Options{PluginDir: cfg.plugins})
 	if err != nil {
@@ -72,7 +79,7 @@ func run(ctx context.Context, cfg config, out io.Writer) error {
 	}()
 	n := cfg.mib << 20 / 4
 	for _, id := range strings.Split(cfg.backends, ",") {
-		ws, err := setUp(ctx, h, id, n)
+		ws, err := setUp(ctx, h, id, n, cfg.adapters)
 		workers = append(workers, ws...)
 		if err != nil {
 			return err
@@ -81,13 +88,13 @@ func run(ctx context.Context, cfg config, out io.Writer) error {
 	if cfg.kill != "" {
 		return isolate(ctx, h, workers, cfg, out)
 	}
-	return throughput(ctx, workers, cfg.reps, out)
+	return throughput(ctx, workers, cfg.reps, cfg.rounds, out)
 }
 
-// setUp acquires every available adapter of backend id and prepares a worker
-// on each: the corpus vector add compiled, x[i] = i mod 1024 and y[i] = 1
-// written once.
-func setUp(ctx context.Context, h *host.Host, id string, n int) ([]*worker, error) {
+// setUp acquires every available adapter of backend id (the first limit of
+// them when limit > 0) and prepares a worker on each: the corpus vector add
+// compiled, x[i] = i mod 1024 and y[i] = 1 written once.
+func setUp(ctx context.Context, h *host.Host, id string, n, limit int) ([]*worker, error) {
 	d, err := h.Description(id)
 	if err != nil {
 		return nil, err
@@ -100,7 +107,7 @@ func setUp(ctx context.Context, h *host.Host, id string, n int) ([]*worker, erro
 	}
 	var out []*worker
 	for _, a := range d.Adapters {
-		if !a.Available {
+		if !a.Available || (limit > 0 && len(out) == limit) {
 			continue
 		}
 		w := &worker{name: fmt.Sprintf("%s:%d", id, a.Index), device: a.Name, n: n}
@@ -183,8 +190,11 @@ func (w *worker) free(ctx context.Context) {
 	}
 }
 
-// throughput times each adapter alone, then all at once, and verifies each.
-func throughput(ctx context.Context, workers []*worker, reps int, out io.Writer) error {
+// throughput times each adapter alone, then all of them at once, rounds times
+// each, compares the medians and verifies every adapter's output. Each round
+// times every adapter alone and then all together back to back, so clocks and
+// caches are alike for both.
+func throughput(ctx context.Context, workers []*worker, reps, rounds int, out io.Writer) error {
 	bts := make([]*host.Batch, len(workers))
 	for i, w := range workers {
 		bts[i] = w.batch(reps)
@@ -192,42 +202,58 @@ func throughput(ctx context.Context, workers []*worker, reps int, out io.Writer)
 			return err
 		}
 	}
-	sum := 0.0
-	for i, w := range workers {
-		wall, res, err := w.submit(ctx, bts[i])
-		if err != nil {
-			return err
-		}
-		gbps := w.bytes(reps) / wall.Seconds() / 1e9
-		sum += gbps
-		device := ""
-		if res.DeviceTime > 0 {
-			device = fmt.Sprintf(" (device time %.0f GB/s)", w.bytes(reps)/res.DeviceTime.Seconds()/1e9)
-		}
-		fmt.Fprintf(out, "%s (%s): alone %.0f GB/s%s, %d adds of %d MiB x 3\n", w.name, w.device, gbps, device, reps, 4*w.n>>20)
-	}
-	errs := make([]error, len(workers))
-	var wg sync.WaitGroup
-	began := time.Now()
-	for i, w := range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			_, _, errs[i] = w.submit(ctx, bts[i])
-		}()
-	}
-	wg.Wait()
-	wall := time.Since(began)
-	if err := errors.Join(errs...); err != nil {
-		return err
-	}
+	alone := make([][]float64, len(workers))
+	device := make([][]float64, len(workers))
+	var together []float64
 	total := 0.0
 	for _, w := range workers {
 		total += w.bytes(reps)
 	}
-	together := total / wall.Seconds() / 1e9
-	fmt.Fprintf(out, "all %d adapters at once: %.0f GB/s in %v = %.1f%% of the sum alone (%.0f GB/s)\n",
-		len(workers), together, wall.Round(time.Microsecond), 100*together/sum, sum)
+	for range rounds {
+		for i, w := range workers {
+			wall, res, err := w.submit(ctx, bts[i])
+			if err != nil {
+				return err
+			}
+			alone[i] = append(alone[i], w.bytes(reps)/wall.Seconds()/1e9)
+			if res.DeviceTime > 0 {
+				device[i] = append(device[i], w.bytes(reps)/res.DeviceTime.Seconds()/1e9)
+			}
+		}
+		errs := make([]error, len(workers))
+		var wg sync.WaitGroup
+		began := time.Now()
+		for i, w := range workers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				_, _, errs[i] = w.submit(ctx, bts[i])
+			}()
+		}
+		wg.Wait()
+		wall := time.Since(began)
+		if err := errors.Join(errs...); err != nil {
+			return err
+		}
+		together = append(together, total/wall.Seconds()/1e9)
+	}
+	sum := 0.0
+	for i, w := range workers {
+		gbps := median(alone[i])
+		sum += gbps
+		dev := ""
+		if len(device[i]) > 0 {
+			dev = fmt.Sprintf(" (device time %.0f GB/s)", median(device[i]))
+		}
+		fmt.Fprintf(out, "%s (%s): alone %.0f GB/s%s, %d adds of %d MiB x 3\n", w.name, w.device, gbps, dev, reps, 4*w.n>>20)
+	}
+	rs := make([]string, len(together))
+	for i, g := range together {
+		rs[i] = fmt.Sprintf("%.0f", g)
+	}
+	at := median(together)
+	fmt.Fprintf(out, "all %d adapters at once: %.0f GB/s = %.1f%% of the sum alone (%.0f GB/s); medians of %d rounds (at once: %s GB/s)\n",
+		len(workers), at, 100*at/sum, sum, rounds, strings.Join(rs, ", "))
 	for _, w := range workers {
 		if err := w.verify(ctx); err != nil {
 			return err
@@ -235,6 +261,13 @@ func throughput(ctx context.Context, workers []*worker, reps int, out io.Writer)
 	}
 	fmt.Fprintf(out, "verified: every adapter's out = x + y\n")
 	return nil
+}
+
+// median is the middle of xs (the upper middle of an even count).
+func median(xs []float64) float64 {
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	return s[len(s)/2]
 }
 
 // isolate runs every worker in a loop for cfg.window and SIGKILLs backend

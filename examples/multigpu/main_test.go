@@ -40,7 +40,7 @@ func TestThroughputRunsEveryAdapterAloneAndTogether(t *testing.T) {
 	if err := run(context.Background(), cfg, &out); err != nil {
 		t.Fatalf("%v\n%s", err, out.String())
 	}
-	for _, want := range []string{"cpu-ref:0 (", "example-cpu:0 (", "alone", "all 2 adapters at once", "verified: every adapter's out = x + y"} {
+	for _, want := range []string{"cpu-ref:0 (", "example-cpu:0 (", "alone", "all 2 adapters at once", "medians of 5 rounds (at once: ", "verified: every adapter's out = x + y"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("output lacks %q:\n%s", want, out.String())
 		}
@@ -104,5 +104,22 @@ func TestCopyBetweenCPURefAndVulkan(t *testing.T) {
 		if !strings.Contains(res.String(), want) {
 			t.Errorf("output lacks %q:\n%s", want, res.String())
 		}
+	}
+}
+
+// -adapters limits each backend to its first adapters; a negative count is
+// refused before anything runs.
+func TestAdaptersLimit(t *testing.T) {
+	dir := pluginDir(t)
+	var out bytes.Buffer
+	if err := run(context.Background(), config{plugins: dir, backends: "cpu-ref", mib: 1, reps: 1, adapters: -1}, &out); err == nil || !strings.Contains(err.Error(), "-adapters") {
+		t.Fatalf("adapters -1: err %v, want a refusal naming -adapters", err)
+	}
+	out.Reset()
+	if err := run(context.Background(), config{plugins: dir, backends: "cpu-ref,example-cpu", mib: 1, reps: 1, adapters: 1}, &out); err != nil {
+		t.Fatalf("%v\n%s", err, out.String())
+	}
+	if !strings.Contains(out.String(), "all 2 adapters at once") {
+		t.Errorf("adapters 1 over two one-adapter backends:\n%s", out.String())
 	}
 }
