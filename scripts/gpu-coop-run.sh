@@ -1,6 +1,9 @@
 #!/bin/bash
 # The GPU experiment behind the cooperative-matrix figures (issue 28): kiln's
-# Vulkan backend on NVIDIA's driver with VK_KHR_cooperative_matrix.
+# Vulkan backend on NVIDIA's driver with VK_KHR_cooperative_matrix and
+# VK_NV_cooperative_matrix2 (the KHR and NV paths, each measured: the
+# benchmark runs once per KILN_VK_MATRIX_PATH in PATHS, default "khr nv
+# nv-direct").
 #   the device's cooperative-matrix list and VK_NV_cooperative_matrix2's
 #   features, limits and flexible-dimension list (vk tests), the path each
 #   matmul_tc module took (kiln compile; the OpSourceExtension "kiln matrix
@@ -46,13 +49,20 @@ for f in $B/kiln.matrix.matmul_tc.*.json; do
   $B/kiln --plugins $B/plugins compile $f --backend vulkan --emit spirv -o $OUT/$n.spv 2>&1 | tail -1
   strings -n 8 $OUT/$n.spv | grep -m1 'kiln matrix path'
 done
-echo "== matmul_tc bit-exact at ragged sizes, the IR v1.2 checks"
+echo "== matmul_tc bit-exact at ragged sizes, the IR v1.2 checks (default path)"
 $B/backend.test -test.run 'TestCoopMatmul|TestV12$' -test.v > $OUT/coop-tests.txt 2>&1; echo "rc=$?"
 grep -E '^(--- |PASS|FAIL|ok)' $OUT/coop-tests.txt | head -14
+for P in ${PATHS:-khr nv nv-direct}; do
+  echo "== matmul_tc bit-exact at ragged sizes, KILN_VK_MATRIX_PATH=$P"
+  KILN_VK_MATRIX_PATH=$P $B/backend.test -test.run 'TestCoopMatmul' -test.v > $OUT/coop-tests-$P.txt 2>&1; echo "rc=$?"
+  grep -E '^(--- FAIL|FAIL|ok|PASS)' $OUT/coop-tests-$P.txt | head -6
+done
 nvidia-smi --query-gpu=clocks.sm --format=csv,noheader -lms 200 > $OUT/clocks.txt 2>&1 &
 SMI=$!
-echo "== matmul_tc 4096^3 (resident buffers, 8 dispatches a submit)"
-$B/backend.test -test.run '^$' -test.bench "${BENCH:-CoopMatmul}" -test.benchtime 5x 2>&1 | grep -E '^Benchmark|FAIL|panic' | tee $OUT/bench.txt
+for P in ${PATHS:-khr nv nv-direct}; do
+  echo "== matmul_tc 4096^3 (resident buffers, 8 dispatches a submit), KILN_VK_MATRIX_PATH=$P"
+  KILN_VK_MATRIX_PATH=$P $B/backend.test -test.run '^$' -test.bench "${BENCH:-CoopMatmul}" -test.benchtime 5x 2>&1 | grep -E '^Benchmark|FAIL|panic' | tee $OUT/bench-$P.txt
+done
 if [ -x $B/backend-base.test ]; then
   echo "== baseline: the same benchmark built from the commit before"
   $B/backend-base.test -test.run '^$' -test.bench 'CoopMatmul' -test.benchtime 5x 2>&1 | grep -E '^Benchmark|FAIL|panic' | tee $OUT/bench-base.txt
