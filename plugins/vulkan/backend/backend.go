@@ -53,10 +53,10 @@ type Config struct {
 	// relaunches it; in process, the next Open creates a new device.
 	OnDeviceLost func(error)
 	// MatrixPath picks the cooperative-matrix path where the device offers
-	// VK_NV_cooperative_matrix2: "khr" keeps the KHR path (subgroup tiles),
-	// "nv" takes the NV path with staged operands, "nv-direct" the NV path
-	// with operands loaded straight from the buffers; empty: the default
-	// (coopmat.go, defaultNVLoads).
+	// VK_NV_cooperative_matrix2: "nv" takes the NV path (workgroup-scope
+	// matrices) with staged operands, "nv-direct" the NV path with operands
+	// loaded straight from the buffers; empty or "khr": the KHR path
+	// (subgroup tiles; coopmat.go, nvChoice).
 	MatrixPath string
 }
 

@@ -17,18 +17,27 @@ type coopState struct {
 	enable  vk.CoopMatrixEnable
 }
 
-// defaultNVLoads is how the NV path loads fused operands unless
-// Config.MatrixPath says otherwise (the faster on the H200: docs/design.md,
-// "Cooperative matrices").
-const defaultNVLoads = spirv.NVStaged
+// nvChoice is what Config.MatrixPath asks of the NV path: "nv" staged
+// operands, "nv-direct" operands loaded straight from the buffers; anything
+// else (the default, "khr") keeps the KHR path, which ran as fast or faster
+// on the H200 (docs/design.md, "Cooperative matrices").
+func nvChoice(matrixPath string) (spirv.NVLoads, bool) {
+	switch matrixPath {
+	case "nv":
+		return spirv.NVStaged, true
+	case "nv-direct":
+		return spirv.NVDirect, true
+	}
+	return spirv.NVStaged, false
+}
 
 // useCoop reads the device's cooperative matrices and, where the emitter can
 // use them (spirv.SelectCoop: 16×16×16 f16 or bf16 with f32 accumulators at
 // subgroup scope, the memory model), puts them in the target, enables them on
 // the logical device and claims tensor cores in the profile; where the device
 // also has VK_NV_cooperative_matrix2's workgroup scope, flexible dimensions and
-// tensor addressing (spirv.SelectCoopNV) and matrixPath (Config.MatrixPath) is
-// not "khr", it enables those and the NV path. A device without them
+// tensor addressing (spirv.SelectCoopNV) and matrixPath (Config.MatrixPath)
+// asks for the NV path (nvChoice), it enables those and the NV path. A device without them
 // (lavapipe) keeps every matrix on the scalar path.
 func (a *adapter) useCoop(matrixPath string) {
 	s, err := a.pd.CooperativeMatrices()
@@ -52,7 +61,8 @@ func (a *adapter) useCoop(matrixPath string) {
 		a.enable = append(a.enable, vk.ExtShaderBFloat16)
 	}
 	a.info.Profile.SupportsTensorCores = true
-	if !s.CooperativeMatrix2 || matrixPath == "khr" {
+	loads, useNV := nvChoice(matrixPath)
+	if !s.CooperativeMatrix2 || !useNV {
 		return
 	}
 	m := s.Matrix2
@@ -61,13 +71,7 @@ func (a *adapter) useCoop(matrixPath string) {
 	if !nv.Usable() {
 		return
 	}
-	nv.Loads = defaultNVLoads
-	switch matrixPath {
-	case "nv":
-		nv.Loads = spirv.NVStaged
-	case "nv-direct":
-		nv.Loads = spirv.NVDirect
-	}
+	nv.Loads = loads
 	a.target.Coop.NV = nv
 	a.coop.enable.WorkgroupScope, a.coop.enable.FlexibleDimensions, a.coop.enable.TensorAddressing = true, true, true
 	a.enable = append(a.enable, vk.ExtCooperativeMatrix2)
