@@ -3,8 +3,8 @@
 # Vulkan backend on NVIDIA's driver with VK_KHR_cooperative_matrix and
 # VK_NV_cooperative_matrix2 (the KHR and NV paths, each measured: the
 # benchmark runs once per KILN_VK_MATRIX_PATH in PATHS, default "khr nv
-# nv-direct"; the correctness tests on the default path, KHR, and on each
-# of TEST_PATHS, default "nv nv-direct").
+# nv-direct nv-tensor"; the correctness tests on the default path, KHR, and
+# on each of TEST_PATHS, default "nv nv-direct nv-tensor").
 #   the device's cooperative-matrix list and VK_NV_cooperative_matrix2's
 #   features, limits and flexible-dimension list (vk tests), the path each
 #   matmul_tc module took (kiln compile; the OpSourceExtension "kiln matrix
@@ -54,7 +54,7 @@ for P in khr nv; do
 done
 nvidia-smi --query-gpu=clocks.sm --format=csv,noheader -lms 200 > $OUT/clocks.txt 2>&1 &
 SMI=$!
-for P in ${PATHS:-khr nv nv-direct}; do
+for P in ${PATHS:-khr nv nv-direct nv-tensor}; do
   echo "== matmul_tc 4096^3 (resident buffers, 8 dispatches a submit), KILN_VK_MATRIX_PATH=$P"
   KILN_VK_MATRIX_PATH=$P $B/backend.test -test.run '^$' -test.bench "${BENCH:-CoopMatmul}" -test.benchtime 5x 2>&1 | tee $OUT/bench-$P.full.txt | grep -E -A1 '^Benchmark|FAIL|panic|SKIP' | grep -v '^--$'
 done
@@ -80,7 +80,7 @@ echo "== SM clock (MHz: samples)"; sort $OUT/clocks.txt | uniq -c | sort -rn | h
 echo "== matmul_tc bit-exact at ragged sizes, the IR v1.2 checks (default path: KHR, t=${SECONDS}s)"
 $B/backend.test -test.run 'TestCoopMatmul|TestV12$' -test.v > $OUT/coop-tests.txt 2>&1; echo "rc=$?"
 grep -E '^(--- |PASS|FAIL|ok)' $OUT/coop-tests.txt | head -14
-for P in ${TEST_PATHS:-nv nv-direct}; do
+for P in ${TEST_PATHS:-nv nv-direct nv-tensor}; do
   echo "== matmul_tc bit-exact at ragged sizes, KILN_VK_MATRIX_PATH=$P (t=${SECONDS}s)"
   KILN_VK_MATRIX_PATH=$P $B/backend.test -test.run 'TestCoopMatmul' -test.v > $OUT/coop-tests-$P.txt 2>&1; echo "rc=$?"
   grep -E '^(--- FAIL|FAIL|ok|PASS)' $OUT/coop-tests-$P.txt | head -6

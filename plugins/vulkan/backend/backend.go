@@ -55,7 +55,8 @@ type Config struct {
 	// MatrixPath picks the cooperative-matrix path where the device offers
 	// VK_NV_cooperative_matrix2: "nv" takes the NV path (workgroup-scope
 	// matrices) with staged operands, "nv-direct" the NV path with operands
-	// loaded straight from the buffers; empty or "khr": the KHR path
+	// loaded straight from the buffers, "nv-tensor" through tensor layouts
+	// where they can be; empty or "khr": the KHR path
 	// (subgroup tiles; coopmat.go, nvChoice).
 	MatrixPath string
 }

@@ -18,7 +18,8 @@ type coopState struct {
 }
 
 // nvChoice is what Config.MatrixPath asks of the NV path: "nv" staged
-// operands, "nv-direct" operands loaded straight from the buffers; anything
+// operands, "nv-direct" operands loaded straight from the buffers,
+// "nv-tensor" through tensor layouts where they can be; anything
 // else (the default, "khr") keeps the KHR path, which ran as fast or faster
 // on the H200 (docs/design.md, "Cooperative matrices").
 func nvChoice(matrixPath string) (spirv.NVLoads, bool) {
@@ -27,6 +28,8 @@ func nvChoice(matrixPath string) (spirv.NVLoads, bool) {
 		return spirv.NVStaged, true
 	case "nv-direct":
 		return spirv.NVDirect, true
+	case "nv-tensor":
+		return spirv.NVTensor, true
 	}
 	return spirv.NVStaged, false
 }

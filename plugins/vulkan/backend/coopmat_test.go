@@ -197,6 +197,7 @@ func TestNVChoice(t *testing.T) {
 		{"khr", spirv.NVStaged, false},
 		{"nv", spirv.NVStaged, true},
 		{"nv-direct", spirv.NVDirect, true},
+		{"nv-tensor", spirv.NVTensor, true},
 		{"NV", spirv.NVStaged, false},
 	} {
 		if loads, nv := nvChoice(tc.path); loads != tc.loads || nv != tc.nv {

@@ -451,6 +451,8 @@ func (e *emitter) nonPrivate(op uint32, args []uint32, ptrClass, class map[uint3
 		ptr, mask = args[0], 4
 	case opCooperativeMatrixStoreTensorNV:
 		ptr, mask = args[0], 3
+	case opCooperativeMatrixLoadTensorNV:
+		ptr, mask = args[2], 5
 	}
 	switch class[ptr] {
 	case storageStorageBuffer, storageWorkgroup, storagePhysicalStorageBuffer:

@@ -249,6 +249,22 @@ func (mc *machine) coopStep(inv *invocation, in inst) (bool, error) {
 		l.dim = [2]uint32{v[a[3]].bits, v[a[4]].bits}
 		l.span, l.off, l.stride = l.dim, [2]uint32{}, [2]uint32{l.dim[1], 1}
 		v[a[1]] = cell{words: l.words()}
+	case opTensorLayoutSetStrideNV:
+		l := tensorLayoutOf(v[a[2]].words)
+		l.stride = [2]uint32{v[a[3]].bits, v[a[4]].bits}
+		if l.stride[0] < l.stride[1]*l.dim[1] {
+			return true, fmt.Errorf("tensor layout stride %v below its rows of %d", l.stride, l.dim[1])
+		}
+		v[a[1]] = cell{words: l.words()}
+	case opUndef:
+		kind := c.kinds[a[0]]
+		if kind == 0 {
+			return false, nil
+		}
+		d := c.dims[a[0]]
+		v[a[1]] = cell{mat: make([]uint32, d[0]*d[1]), matCols: d[1], bits: kind}
+	case opCooperativeMatrixLoadTensorNV:
+		return true, mc.loadTensor(inv, in)
 	case opCreateTensorViewNV:
 		v[a[1]] = cell{words: []uint32{0, 0xffffffff, 0, 0xffffffff}}
 	case opTensorViewSetClipNV:
@@ -276,6 +292,57 @@ func tensorLayoutOf(w []uint32) tensorLayout {
 	return tensorLayout{dim: [2]uint32{w[0], w[1]}, stride: [2]uint32{w[2], w[3]}, off: [2]uint32{w[4], w[5]}, span: [2]uint32{w[6], w[7]}, clamp: w[8]}
 }
 
+// loadTensor interprets OpCooperativeMatrixLoadTensorNV with a layout and no
+// view or decode function (what the emitter uses): element (r, c) from the
+// layout's coordinates (matrixCoordToTensorElement), the object's element
+// where clamped to a constant, an error outside the layout with clamp mode
+// Undefined or outside the memory.
+func (mc *machine) loadTensor(inv *invocation, in inst) error {
+	v, a := inv.vals, in.args
+	p, obj, l := v[a[2]], v[a[3]], tensorLayoutOf(v[a[4]].words)
+	if a[5]&^memoryAccessNonPrivatePointer != 0 || len(a) < 7 || a[6] != 0 {
+		return fmt.Errorf("tensor load: memory operands %#x, tensor addressing operands %v", a[5], a[6:])
+	}
+	d := mc.coop.dims[a[0]]
+	rows, cols := d[0], d[1]
+	m := make([]uint32, rows*cols)
+	for r := range rows {
+		for col := range cols {
+			at, out := l.element(r*cols + col)
+			switch {
+			case out && l.clamp == 0:
+				return fmt.Errorf("tensor load of (%d, %d) outside the layout %v with clamp mode Undefined", r, col, l.dim)
+			case out:
+				m[r*cols+col] = obj.mat[r*cols+col]
+			default:
+				i := uint32(p.idx) + at
+				if uint64(i) >= uint64(len(p.mem)) {
+					return fmt.Errorf("tensor load at element %d outside the %d elements bound", i, len(p.mem))
+				}
+				m[r*cols+col] = p.mem[i]
+			}
+		}
+	}
+	v[a[1]] = cell{mat: m, matCols: cols, bits: mc.coop.kinds[a[0]]}
+	return nil
+}
+
+// element is the index in the tensor of the span's element index (its
+// coordinates within the span, the layout's offset added, then the strides),
+// and whether it lies outside the layout's dimensions.
+func (l tensorLayout) element(index uint32) (uint32, bool) {
+	span := [2]uint32{index / l.span[1] % l.span[0], index % l.span[1]}
+	at, out := uint32(0), false
+	for d := range 2 {
+		c := int64(span[d]) + int64(int32(l.off[d]))
+		if c < 0 || c >= int64(l.dim[d]) {
+			out = true
+		}
+		at += uint32(c) * l.stride[d]
+	}
+	return at, out
+}
+
 // storeTensor interprets OpCooperativeMatrixStoreTensorNV with a layout and,
 // optionally, a view of no dimensions of its own and the identity
 // permutation (what the emitter uses), element by element through the
@@ -299,19 +366,10 @@ func (mc *machine) storeTensor(inv *invocation, in inst) error {
 				continue
 			}
 			index := (r-clip[0])*min(cols, clip[3]) + (col - clip[2])
-			// the view's coordinates from the span, back to an index, then
-			// the span's coordinates
-			span := [2]uint32{index / l.span[1] % l.span[0], index % l.span[1]}
-			index = span[0]*l.span[1] + span[1]
-			span = [2]uint32{index / l.span[1] % l.span[0], index % l.span[1]}
-			at, out := uint32(0), false
-			for d := range 2 {
-				c := int64(span[d]) + int64(int32(l.off[d]))
-				if c < 0 || c >= int64(l.dim[d]) {
-					out = true
-				}
-				at += uint32(c) * l.stride[d]
-			}
+			// the view's coordinates from the span and back to an index
+			// (no dimensions of its own, the identity permutation)
+			view := [2]uint32{index / l.span[1] % l.span[0], index % l.span[1]}
+			at, out := l.element(view[0]*l.span[1] + view[1])
 			if out {
 				if l.clamp == 0 {
 					return fmt.Errorf("tensor store of (%d, %d) outside the layout %v with clamp mode Undefined", r, col, l.dim)

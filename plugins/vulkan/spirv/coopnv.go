@@ -30,6 +30,9 @@ import (
 //     test is loaded straight from the buffer as a workgroup-scope matrix (the
 //     driver stages it); one that does not fills its stage by the scalar rule
 //     between two barriers and is loaded from the stage. No prefetch then.
+//     NVTensor loads a row-major operand through a tensor layout instead
+//     (its rows×cols at the load's stride: OpCooperativeMatrixLoadTensorNV),
+//     where the test passes and the stride is at least the row.
 //   - An edge store (the run-time test fails) goes through a band of
 //     nvBandRows rows: for each band, the accumulator is stored with
 //     OpCooperativeMatrixStoreTensorNV through a tensor view whose clip keeps
@@ -45,6 +48,9 @@ const (
 	opTypeTensorViewNV                          = 5371
 	opCreateTensorLayoutNV                      = 5372
 	opTensorLayoutSetDimensionNV                = 5373
+	opTensorLayoutSetStrideNV                   = 5374
+	opCooperativeMatrixLoadTensorNV             = 5367
+	opUndef                                     = 1
 	opCreateTensorViewNV                        = 5377
 	opTensorViewSetClipNV                       = 5382
 	opCooperativeMatrixStoreTensorNV            = 5368
@@ -71,12 +77,19 @@ const (
 	NVStaged NVLoads = iota
 	// NVDirect: straight from the buffer where the run-time test passes.
 	NVDirect
+	// NVTensor: as NVDirect, row-major loads through a tensor layout
+	// (OpCooperativeMatrixLoadTensorNV) where the stride is at least the
+	// row.
+	NVTensor
 )
 
 // String names the mode as KILN_VK_MATRIX_PATH spells it.
 func (l NVLoads) String() string {
-	if l == NVDirect {
+	switch l {
+	case NVDirect:
 		return "nv-direct"
+	case NVTensor:
+		return "nv-tensor"
 	}
 	return "nv"
 }
@@ -177,7 +190,7 @@ func planNV(p *ir.Program, t Target, wg [3]uint32, c *coopPlan, mmas []ir.Matrix
 	for name, r := range c.regs {
 		c.regs[name] = &coopReg{m: r.m, gr: 1, gc: 1, rr: 1, rc: 1}
 	}
-	if n.Loads == NVDirect {
+	if n.Loads != NVStaged {
 		clear(c.prefetch)
 	}
 	return ""
@@ -233,6 +246,10 @@ func (e *emitter) nvOperand(st *coopStage, typ, lid uint32, from array, ld ir.Ma
 	e.name(v, "kiln_nv_"+ld.Matrix)
 	err := e.coopBranch(fast,
 		func() error {
+			if e.target.Coop.NV.Loads == NVTensor && ld.Layout == ir.RowMajor {
+				e.inst(opStore, v, e.loadTensor(typ, st.m, from, off, stride))
+				return nil
+			}
 			e.inst(opStore, v, e.loadTile(typ, from, off, stride, ld.Layout))
 			return nil
 		},
@@ -278,7 +295,10 @@ func (e *emitter) nvFusedDirect(s ir.MatrixMMAStmt, loads []ir.MatrixLoadStmt, a
 		off, stride, err := e.coopAddressing(ld.Offset, ld.Stride, ld.Bound)
 		var fast value
 		if err == nil {
-			fast, err = e.coopFast(st.m, from, ld.From, ld.Layout, ld.Bound != nil, false)
+			// a tensor layout's stride must be at least its row: the
+			// store's test has that condition too
+			tensor := e.target.Coop.NV.Loads == NVTensor && ld.Layout == ir.RowMajor
+			fast, err = e.coopFast(st.m, from, ld.From, ld.Layout, ld.Bound != nil, tensor)
 		}
 		if err == nil {
 			vals[ld.Matrix], err = e.nvOperand(st, typ, lid, from, ld, off, stride, fast)
@@ -295,6 +315,20 @@ func (e *emitter) nvFusedDirect(s ir.MatrixMMAStmt, loads []ir.MatrixLoadStmt, a
 	e.inst(opStore, r.vars[0], e.op(opCooperativeMatrixMulAddKHR, tAcc, vals[s.A], vals[s.B], acc))
 	c.read[s.Acc], c.written[s.Acc] = true, true
 	return nil
+}
+
+// loadTensor is m (rows×cols, row-major at offset off with stride stride in
+// buffer from) as a workgroup-scope matrix of type typ, loaded through a
+// tensor layout of those dimensions and strides (stride at least cols).
+func (e *emitter) loadTensor(typ uint32, m ir.MatrixDecl, from array, off, stride uint32) uint32 {
+	layoutT := e.typ(typeKey{op: opTypeTensorLayoutNV, a: 2, b: tensorClampConstant}, e.cu32(2), e.cu32(tensorClampConstant))
+	l := e.op(opCreateTensorLayoutNV, layoutT)
+	l = e.op(opTensorLayoutSetDimensionNV, layoutT, l, e.cu32(m.Rows), e.cu32(m.Cols))
+	l = e.op(opTensorLayoutSetStrideNV, layoutT, l, stride, e.cu32(1))
+	// every element is inside the layout: the object for clamped ones is
+	// never read
+	undef := e.op(opUndef, typ)
+	return e.op(opCooperativeMatrixLoadTensorNV, typ, e.elemPtr(from, off), undef, l, 0, 0)
 }
 
 // nvBand stores rows [row0, row0+rows) of register matrix r (one workgroup

@@ -81,7 +81,7 @@ func TestPlanNV(t *testing.T) {
 		{ir.F16, 64, 64, 32, 512, false, "at 512 invocations"},
 		{ir.F16, 160, 128, 64, 256, false, "with the driver's reserve"},
 	} {
-		for _, loads := range []NVLoads{NVStaged, NVDirect} {
+		for _, loads := range []NVLoads{NVStaged, NVDirect, NVTensor} {
 			m, err := EmitFor(gputest.TCProgram(tc.typ, false, tc.tm, tc.tn, tc.tk, tc.inv), nvTarget(loads))
 			if err != nil {
 				t.Fatalf("%v %dx%dx%d/%d: %v", tc.typ, tc.tm, tc.tn, tc.tk, tc.inv, err)
@@ -145,7 +145,7 @@ func TestNVMatmulOnTheInterpreter(t *testing.T) {
 		{ir.BF16, 32, 32, 32, 32, 32, 32, 64, false},
 		{ir.BF16, 64, 64, 32, 256, 70, 64, 32, false},
 	} {
-		for _, loads := range []NVLoads{NVStaged, NVDirect} {
+		for _, loads := range []NVLoads{NVStaged, NVDirect, NVTensor} {
 			name := fmt.Sprintf("%s/%s/tile%dx%dx%d/wg%d/%dx%dx%d", loads, tc.typ, tc.tm, tc.tn, tc.tk, tc.inv, tc.m, tc.n, tc.k)
 			t.Run(name, func(t *testing.T) {
 				c := kernels.Case{

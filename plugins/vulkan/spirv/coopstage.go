@@ -374,7 +374,7 @@ func (e *emitter) coopFused(s ir.MatrixMMAStmt) error {
 	if err != nil {
 		return err
 	}
-	if c.nv && e.target.Coop.NV.Loads == NVDirect {
+	if c.nv && e.target.Coop.NV.Loads != NVStaged {
 		return e.nvFusedDirect(s, loads, a, b)
 	}
 	u := e.u32()
