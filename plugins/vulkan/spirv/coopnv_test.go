@@ -202,3 +202,79 @@ func TestNVVarietyOnTheInterpreter(t *testing.T) {
 		}
 	}
 }
+
+// TestNVModuleStructure checks the NV path's module where no validator
+// knows it: the extensions and capabilities, the accumulator and operands as
+// Workgroup-scope matrices of their whole size (128×256 f32, 128×32 and
+// 32×256 of the operand type), one MulAdd a fused statement, the edge
+// store's OpCooperativeMatrixStoreTensorNV through a clipped view of a
+// layout with a clamp mode that discards (never Undefined), with
+// NonPrivatePointer, and nv-tensor's layout loads.
+func TestNVModuleStructure(t *testing.T) {
+	for _, loads := range []NVLoads{NVStaged, NVDirect, NVTensor} {
+		for _, typ := range []ir.Type{ir.BF16, ir.F16} {
+			m, err := EmitFor(gputest.TCProgram(typ, false, 128, 256, 32, 256), nvTarget(loads))
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, insts := decode(t, m.Words)
+			byID := resultIDs(insts)
+			constant := func(id uint32) uint32 { return byID[id].args[2] }
+			caps, exts, n := map[uint32]bool{}, map[string]bool{}, map[uint32]int{}
+			wgTypes := map[[3]uint32]bool{} // rows, cols, use of Workgroup-scope types
+			var clamps []uint32
+			for _, in := range insts {
+				n[in.op]++
+				switch in.op {
+				case opCapability:
+					caps[in.args[0]] = true
+				case opExtension:
+					exts[wordsString(in.args)] = true
+				case opTypeCooperativeMatrixKHR:
+					if constant(in.args[2]) == scopeWorkgroup {
+						wgTypes[[3]uint32{constant(in.args[3]), constant(in.args[4]), constant(in.args[5])}] = true
+					}
+				case opTypeTensorLayoutNV:
+					clamps = append(clamps, constant(in.args[2]))
+				case opCooperativeMatrixStoreTensorNV:
+					if len(in.args) != 6 || in.args[3] != memoryAccessNonPrivatePointer || in.args[4] != tensorAddressingView {
+						t.Errorf("%s %v: tensor store operands %v", loads, typ, in.args)
+					}
+				case opCooperativeMatrixLoadTensorNV:
+					if len(in.args) != 7 || in.args[5] != memoryAccessNonPrivatePointer || in.args[6] != 0 {
+						t.Errorf("%s %v: tensor load operands %v", loads, typ, in.args)
+					}
+				}
+			}
+			for _, c := range []uint32{capabilityCooperativeMatrixKHR, capabilityTensorAddressingNV, capabilityCooperativeMatrixTensorAddressing} {
+				if !caps[c] {
+					t.Errorf("%s %v: no capability %d", loads, typ, c)
+				}
+			}
+			for _, x := range []string{extCooperativeMatrix, extCooperativeMatrix2, extTensorAddressing} {
+				if !exts[x] {
+					t.Errorf("%s %v: no extension %s", loads, typ, x)
+				}
+			}
+			for _, k := range [][3]uint32{{128, 256, coopUseAcc}, {128, 32, coopUseA}, {32, 256, coopUseB}} {
+				if !wgTypes[k] {
+					t.Errorf("%s %v: no Workgroup-scope %dx%d matrix of use %d (have %v)", loads, typ, k[0], k[1], k[2], wgTypes)
+				}
+			}
+			for _, c := range clamps {
+				if c == 0 {
+					t.Errorf("%s %v: a tensor layout with clamp mode Undefined", loads, typ)
+				}
+			}
+			tensorLoads := 0
+			if loads == NVTensor {
+				tensorLoads = 2
+			}
+			// one MulAdd (the fused statement), 128/8 band stores
+			if n[opCooperativeMatrixMulAddKHR] != 1 || n[opCooperativeMatrixStoreTensorNV] != 128/nvBandRows || n[opCooperativeMatrixLoadTensorNV] != tensorLoads {
+				t.Errorf("%s %v: %d MulAdds, %d tensor stores, %d tensor loads", loads, typ,
+					n[opCooperativeMatrixMulAddKHR], n[opCooperativeMatrixStoreTensorNV], n[opCooperativeMatrixLoadTensorNV])
+			}
+		}
+	}
+}
