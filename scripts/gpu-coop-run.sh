@@ -1,6 +1,10 @@
 #!/bin/bash
 # The GPU experiment behind the cooperative-matrix figures (issue 28): kiln's
-# Vulkan backend on NVIDIA's driver with VK_KHR_cooperative_matrix.
+# Vulkan backend on NVIDIA's driver with VK_KHR_cooperative_matrix and
+# VK_NV_cooperative_matrix2 (the KHR and NV paths, each measured: the
+# benchmark runs once per KILN_VK_MATRIX_PATH in PATHS, default "khr nv
+# nv-direct nv-tensor"; the correctness tests on the default path, KHR, and
+# on each of TEST_PATHS, default "nv nv-direct nv-tensor").
 #   the device's cooperative-matrix list and VK_NV_cooperative_matrix2's
 #   features, limits and flexible-dimension list (vk tests), the path each
 #   matmul_tc module took (kiln compile; the OpSourceExtension "kiln matrix
@@ -20,7 +24,7 @@
 #   go test -c "$L" -o $D/bin/backend.test ./plugins/vulkan/backend
 #   go test -c "$L" -o $D/bin/vk.test ./plugins/vulkan/vk
 #   cp ir/kernels/json/kiln.matrix.matmul_tc.*.json $D/bin/
-#   tar czf $D/bin.tgz -C $D bin && rm -r $D/bin
+#   tar cJf $D/bin.txz -C $D bin && rm -r $D/bin      (xz: gzip's is over 20 MiB)
 # plus the Vulkan loader .debs in .gl/ (see the device tool's README). On the GPU
 # machine, with OUT set to a folder for the logs:
 #   bash scripts/gpu-coop-run.sh          with carry [".devbin/coop", ".gl"].
@@ -41,23 +45,24 @@ cd $W
 echo "== cooperative matrices the device lists"
 $B/vk.test -test.run 'Coop' -test.v 2>&1 | grep -v '^=== RUN' | tail -7
 echo "== the path of each module"
-for f in $B/kiln.matrix.matmul_tc.*.json; do
-  n=$(basename $f .json)
-  $B/kiln --plugins $B/plugins compile $f --backend vulkan --emit spirv -o $OUT/$n.spv 2>&1 | tail -1
-  strings -n 8 $OUT/$n.spv | grep -m1 'kiln matrix path'
+for P in khr nv; do
+  for f in $B/kiln.matrix.matmul_tc.*.json; do
+    n=$(basename $f .json)
+    KILN_VK_MATRIX_PATH=$P $B/kiln --plugins $B/plugins compile $f --backend vulkan --emit spirv -o $OUT/$n.$P.spv 2>&1 | tail -1
+    strings -n 8 $OUT/$n.$P.spv | grep -m1 'kiln matrix path'
+  done
 done
-echo "== matmul_tc bit-exact at ragged sizes, the IR v1.2 checks"
-$B/backend.test -test.run 'TestCoopMatmul|TestV12$' -test.v > $OUT/coop-tests.txt 2>&1; echo "rc=$?"
-grep -E '^(--- |PASS|FAIL|ok)' $OUT/coop-tests.txt | head -14
 nvidia-smi --query-gpu=clocks.sm --format=csv,noheader -lms 200 > $OUT/clocks.txt 2>&1 &
 SMI=$!
-echo "== matmul_tc 4096^3 (resident buffers, 8 dispatches a submit)"
-$B/backend.test -test.run '^$' -test.bench "${BENCH:-CoopMatmul}" -test.benchtime 5x 2>&1 | grep -E '^Benchmark|FAIL|panic' | tee $OUT/bench.txt
+for P in ${PATHS:-khr nv nv-direct nv-tensor}; do
+  echo "== matmul_tc 4096^3 (resident buffers, 8 dispatches a submit), KILN_VK_MATRIX_PATH=$P"
+  KILN_VK_MATRIX_PATH=$P $B/backend.test -test.run '^$' -test.bench "${BENCH:-CoopMatmul}" -test.benchtime 5x 2>&1 | tee $OUT/bench-$P.full.txt | grep -E -A1 '^Benchmark|FAIL|panic|SKIP' | grep -v '^--$'
+done
 if [ -x $B/backend-base.test ]; then
   echo "== baseline: the same benchmark built from the commit before"
   $B/backend-base.test -test.run '^$' -test.bench 'CoopMatmul' -test.benchtime 5x 2>&1 | grep -E '^Benchmark|FAIL|panic' | tee $OUT/bench-base.txt
 fi
-echo "== torch reference"
+echo "== torch reference (t=${SECONDS}s)"
 PYTHONUNBUFFERED=1 python3 - <<'PY' 2>&1 | tee $OUT/torch.txt
 import torch
 n = 4096
@@ -72,3 +77,12 @@ for dt in (torch.bfloat16, torch.float16):
 PY
 kill $SMI
 echo "== SM clock (MHz: samples)"; sort $OUT/clocks.txt | uniq -c | sort -rn | head -4
+echo "== matmul_tc bit-exact at ragged sizes, the IR v1.2 checks (default path: KHR, t=${SECONDS}s)"
+$B/backend.test -test.run 'TestCoopMatmul|TestV12$' -test.v > $OUT/coop-tests.txt 2>&1; echo "rc=$?"
+grep -E '^(--- |PASS|FAIL|ok)' $OUT/coop-tests.txt | head -14
+for P in ${TEST_PATHS:-nv nv-direct nv-tensor}; do
+  echo "== matmul_tc bit-exact at ragged sizes, KILN_VK_MATRIX_PATH=$P (t=${SECONDS}s)"
+  KILN_VK_MATRIX_PATH=$P $B/backend.test -test.run 'TestCoopMatmul' -test.v > $OUT/coop-tests-$P.txt 2>&1; echo "rc=$?"
+  grep -E '^(--- FAIL|FAIL|ok|PASS)' $OUT/coop-tests-$P.txt | head -6
+done
+echo "(t=${SECONDS}s)"

@@ -48,8 +48,8 @@ type adapter struct {
 }
 
 // newAdapter reads a physical device's properties and decides whether kiln can use
-// it.
-func newAdapter(index int, pd vk.PhysicalDevice) *adapter {
+// it; matrixPath is Config.MatrixPath.
+func newAdapter(index int, pd vk.PhysicalDevice, matrixPath string) *adapter {
 	props := pd.Properties()
 	a := &adapter{index: index, pd: pd, props: props, mem: pd.MemoryProperties()}
 	a.info = pluginapi.Adapter{Index: index, Name: props.Name, Identity: identity(props)}
@@ -86,7 +86,7 @@ func newAdapter(index int, pd vk.PhysicalDevice) *adapter {
 	a.info.Profile = profile(props, a.features, exts, a.timestamps)
 	a.info.Profile.MaxStorageBufferBindingSize = a.bindingLimit()
 	a.info.Profile.MemoryBytes = deviceLocalBytes(a.mem)
-	a.useCoop()
+	a.useCoop(matrixPath)
 	a.info.Available = true
 	return a
 }

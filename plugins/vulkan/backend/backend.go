@@ -29,6 +29,9 @@ const (
 	// LoaderEnv names the Vulkan loader library to open instead of libvulkan.so.1
 	// (tests point it at a missing library).
 	LoaderEnv = "KILN_VULKAN_LOADER"
+	// MatrixPathEnv picks the cooperative-matrix path where the device offers
+	// both (Config.MatrixPath).
+	MatrixPathEnv = "KILN_VK_MATRIX_PATH"
 )
 
 // Config configures a Backend.
@@ -49,12 +52,19 @@ type Config struct {
 	// after a device was lost. The plugin's main exits there so the host
 	// relaunches it; in process, the next Open creates a new device.
 	OnDeviceLost func(error)
+	// MatrixPath picks the cooperative-matrix path where the device offers
+	// VK_NV_cooperative_matrix2: "nv" takes the NV path (workgroup-scope
+	// matrices) with staged operands, "nv-direct" the NV path with operands
+	// loaded straight from the buffers, "nv-tensor" through tensor layouts
+	// where they can be; empty or "khr": the KHR path
+	// (subgroup tiles; coopmat.go, nvChoice).
+	MatrixPath string
 }
 
-// ConfigFromEnv reads the configuration from KILN_VK_VALIDATION and
-// KILN_VULKAN_LOADER.
+// ConfigFromEnv reads the configuration from KILN_VK_VALIDATION,
+// KILN_VULKAN_LOADER and KILN_VK_MATRIX_PATH.
 func ConfigFromEnv() Config {
-	return Config{Loader: os.Getenv(LoaderEnv), Validation: os.Getenv(ValidationEnv) == "1"}
+	return Config{Loader: os.Getenv(LoaderEnv), Validation: os.Getenv(ValidationEnv) == "1", MatrixPath: os.Getenv(MatrixPathEnv)}
 }
 
 // Backend is the Vulkan pluginapi.Backend. It starts Vulkan on first use and is
@@ -245,7 +255,7 @@ func (b *Backend) startVulkan() ([]*adapter, string) {
 	b.loader, b.instance = l, inst
 	adapters := make([]*adapter, len(pds))
 	for i, pd := range pds {
-		adapters[i] = newAdapter(i, pd)
+		adapters[i] = newAdapter(i, pd, b.cfg.MatrixPath)
 		adapters[i].onLost = b.cfg.OnDeviceLost
 	}
 	lap(&b.phases.Adapters)

@@ -17,12 +17,32 @@ type coopState struct {
 	enable  vk.CoopMatrixEnable
 }
 
+// nvChoice is what Config.MatrixPath asks of the NV path: "nv" staged
+// operands, "nv-direct" operands loaded straight from the buffers,
+// "nv-tensor" through tensor layouts where they can be; anything
+// else (the default, "khr") keeps the KHR path, which ran as fast or faster
+// on the H200 (docs/design.md, "Cooperative matrices").
+func nvChoice(matrixPath string) (spirv.NVLoads, bool) {
+	switch matrixPath {
+	case "nv":
+		return spirv.NVStaged, true
+	case "nv-direct":
+		return spirv.NVDirect, true
+	case "nv-tensor":
+		return spirv.NVTensor, true
+	}
+	return spirv.NVStaged, false
+}
+
 // useCoop reads the device's cooperative matrices and, where the emitter can
 // use them (spirv.SelectCoop: 16×16×16 f16 or bf16 with f32 accumulators at
 // subgroup scope, the memory model), puts them in the target, enables them on
-// the logical device and claims tensor cores in the profile. A device without
-// them (lavapipe) keeps every matrix on the scalar path.
-func (a *adapter) useCoop() {
+// the logical device and claims tensor cores in the profile; where the device
+// also has VK_NV_cooperative_matrix2's workgroup scope, flexible dimensions and
+// tensor addressing (spirv.SelectCoopNV) and matrixPath (Config.MatrixPath)
+// asks for the NV path (nvChoice), it enables those and the NV path. A device without them
+// (lavapipe) keeps every matrix on the scalar path.
+func (a *adapter) useCoop(matrixPath string) {
 	s, err := a.pd.CooperativeMatrices()
 	if err != nil {
 		a.info.Note = joinNote(a.info.Note, fmt.Sprintf("cooperative matrices unreadable (%v): scalar matrix path", err))
@@ -44,6 +64,34 @@ func (a *adapter) useCoop() {
 		a.enable = append(a.enable, vk.ExtShaderBFloat16)
 	}
 	a.info.Profile.SupportsTensorCores = true
+	loads, useNV := nvChoice(matrixPath)
+	if !s.CooperativeMatrix2 || !useNV {
+		return
+	}
+	m := s.Matrix2
+	nv := spirv.SelectCoopNV(coopFlexShapes(m.Flexible), m.WorkgroupScope, m.FlexibleDimensions, m.TensorAddressing, m.MaxDimension,
+		m.ReservedSharedMemory, t)
+	if !nv.Usable() {
+		return
+	}
+	nv.Loads = loads
+	a.target.Coop.NV = nv
+	a.coop.enable.WorkgroupScope, a.coop.enable.FlexibleDimensions, a.coop.enable.TensorAddressing = true, true, true
+	a.enable = append(a.enable, vk.ExtCooperativeMatrix2)
+}
+
+// coopFlexShapes converts the device's VK_NV_cooperative_matrix2 list to the
+// emitter's.
+func coopFlexShapes(list []vk.CoopMatrixFlexible) []spirv.CoopFlexShape {
+	shapes := make([]vk.CoopMatrixProperties, len(list))
+	for i, f := range list {
+		shapes[i] = f.CoopMatrixProperties
+	}
+	out := make([]spirv.CoopFlexShape, len(list))
+	for i, s := range coopShapes(shapes) {
+		out[i] = spirv.CoopFlexShape{CoopShape: s, Workgroup: list[i].Scope == vk.ScopeWorkgroup, Invocations: list[i].Invocations}
+	}
+	return out
 }
 
 // coopShapes converts the device's list to the emitter's.

@@ -184,3 +184,24 @@ func TestArtifactNamesMatrixPath(t *testing.T) {
 		t.Errorf("saxpy has matrix_path %q", got)
 	}
 }
+
+// TestNVChoice pins KILN_VK_MATRIX_PATH's spellings: the NV path only when
+// asked for, staged or direct; the KHR path otherwise.
+func TestNVChoice(t *testing.T) {
+	for _, tc := range []struct {
+		path  string
+		loads spirv.NVLoads
+		nv    bool
+	}{
+		{"", spirv.NVStaged, false},
+		{"khr", spirv.NVStaged, false},
+		{"nv", spirv.NVStaged, true},
+		{"nv-direct", spirv.NVDirect, true},
+		{"nv-tensor", spirv.NVTensor, true},
+		{"NV", spirv.NVStaged, false},
+	} {
+		if loads, nv := nvChoice(tc.path); loads != tc.loads || nv != tc.nv {
+			t.Errorf("nvChoice(%q) = %v, %v; want %v, %v", tc.path, loads, nv, tc.loads, tc.nv)
+		}
+	}
+}

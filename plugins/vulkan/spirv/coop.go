@@ -39,6 +39,9 @@ type CoopTarget struct {
 	// DeviceScope says that the device has vulkanMemoryModelDeviceScope, which
 	// a module on the Vulkan memory model needs for device-scope atomics.
 	DeviceScope bool
+	// NV is what the device offers of VK_NV_cooperative_matrix2 (the NV
+	// path, coopnv.go; SelectCoopNV); the zero value keeps the KHR path.
+	NV CoopNV
 }
 
 // CoopShape is one combination a device lists
@@ -129,6 +132,12 @@ type coopPlan struct {
 	// slab is loaded into registers while the current one is multiplied
 	// (coopstage.go).
 	prefetch map[string]*coopPrefetch
+	// nv is set on the NV path (coopnv.go): the register matrices are whole
+	// workgroup-scope matrices, of the types in nvTypes (by type, use, rows
+	// and columns); nvWhy says why the NV path was not taken otherwise.
+	nv      bool
+	nvTypes map[[4]uint32]uint32
+	nvWhy   string
 }
 
 // coopReg is a matrix held in registers: an f32 accumulator of a cooperative
@@ -194,7 +203,8 @@ func planCoop(p *ir.Program, t Target, wg [3]uint32) (*coopPlan, string) {
 	}
 	c := &coopPlan{sg: sg, groups: wg[0] * wg[1] * wg[2] / sg, regs: map[string]*coopReg{},
 		read: map[string]bool{}, written: map[string]bool{}, mark: -1,
-		fused: map[string]ir.MatrixLoadStmt{}, pending: map[string]ir.MatrixLoadStmt{}, prefetch: map[string]*coopPrefetch{}}
+		fused: map[string]ir.MatrixLoadStmt{}, pending: map[string]ir.MatrixLoadStmt{}, prefetch: map[string]*coopPrefetch{},
+		nvTypes: map[[4]uint32]uint32{}}
 	var why string
 	for _, s := range mmas {
 		if !coopMMA(p, t, s) {
@@ -220,6 +230,7 @@ func planCoop(p *ir.Program, t Target, wg [3]uint32) (*coopPlan, string) {
 		c.bf16 = c.bf16 || (m.Type == ir.BF16 && coopOperand(t, ir.BF16))
 	}
 	fuseLoads(p, t, c)
+	c.nvWhy = planNV(p, t, wg, c, mmas)
 	return c, ""
 }
 

@@ -98,6 +98,16 @@ func (e *emitter) declareCoop() (done bool, err error) {
 		return false, nil
 	}
 	c, why := planCoop(e.prog, e.target, e.wg)
+	if c != nil && c.nv {
+		if bytes := e.planStaging(c) + uint64(e.target.Coop.NV.Reserved); e.target.MaxSharedBytes != 0 && bytes > uint64(e.target.MaxSharedBytes) {
+			khr := e.target
+			khr.Coop.NV = CoopNV{}
+			c, why = planCoop(e.prog, khr, e.wg)
+			if c != nil {
+				c.nvWhy = fmt.Sprintf("its workgroup memory with the driver's reserve, %d bytes, is more than the device's %d", bytes, e.target.MaxSharedBytes)
+			}
+		}
+	}
 	if c != nil {
 		bytes := e.planStaging(c)
 		if limit := e.target.MaxSharedBytes; limit != 0 && bytes > uint64(limit) {
@@ -116,6 +126,16 @@ func (e *emitter) declareCoop() (done bool, err error) {
 	}
 	e.matrixPath = MatrixPathCooperative
 	e.matrixWhy = fmt.Sprintf("VK_KHR_cooperative_matrix 16x16x16, %d subgroups of %d; %s", c.groups, c.sg, strings.Join(parts, ", "))
+	if c.nv {
+		parts = parts[:0]
+		for _, name := range c.order {
+			r := c.regs[name]
+			parts = append(parts, fmt.Sprintf("%s %dx%d", name, r.m.Rows, r.m.Cols))
+		}
+		e.matrixWhy = fmt.Sprintf("VK_NV_cooperative_matrix2 workgroup scope (%s loads), %d invocations; %s one workgroup matrix each", e.target.Coop.NV.Loads, e.invocations(), strings.Join(parts, ", "))
+	} else if e.target.Coop.NV.Usable() && c.nvWhy != "" {
+		e.matrixWhy += "; not VK_NV_cooperative_matrix2: " + c.nvWhy
+	}
 	var fused []string
 	for _, m := range e.prog.Matrices {
 		if _, ok := c.fused[m.Name]; ok {
@@ -150,6 +170,9 @@ func (e *emitter) declareCoop() (done bool, err error) {
 		e.capability(capabilityBFloat16TypeKHR)
 		e.capability(capabilityBFloat16CooperativeMatrixKHR)
 	}
+	if c.nv {
+		e.declareNV()
+	}
 	c.semantics = e.cu32(semanticsAcquireRelease | semanticsWorkgroupMemory | semanticsUniformMemory | semanticsMakeAvailable | semanticsMakeVisible)
 	in := e.global(opVariable, true, e.pointer(storageInput, e.u32()), storageInput)
 	e.decorate(in, decorationBuiltIn, builtInSubgroupID)
@@ -158,9 +181,9 @@ func (e *emitter) declareCoop() (done bool, err error) {
 	c.sgid = e.id()
 	e.preamble = appendInst(e.preamble, opLoad, e.u32(), c.sgid, in)
 	e.dynamic[c.sgid] = true
-	acc := e.coopType(ir.F32, coopUseAcc)
 	for _, name := range c.order {
 		r := c.regs[name]
+		acc := e.regType(r)
 		for i := range r.rr * r.rc {
 			id := e.id()
 			e.vars = appendInst(e.vars, opVariable, e.pointer(storageFunction, acc), id, storageFunction)
@@ -171,17 +194,20 @@ func (e *emitter) declareCoop() (done bool, err error) {
 	return true, nil
 }
 
-// coopType is the cooperative matrix type of 16×16 elements of t for use.
-func (e *emitter) coopType(t ir.Type, use uint32) uint32 {
-	var comp uint32
+// coopComponent is the component type of cooperative matrices of t.
+func (e *emitter) coopComponent(t ir.Type) uint32 {
 	switch t {
 	case ir.F16:
-		comp = e.f16()
+		return e.f16()
 	case ir.BF16:
-		comp = e.typ(typeKey{op: opTypeFloat, a: 16, b: 1}, 16, fpEncodingBFloat16KHR)
-	default:
-		comp = e.f32()
+		return e.typ(typeKey{op: opTypeFloat, a: 16, b: 1}, 16, fpEncodingBFloat16KHR)
 	}
+	return e.f32()
+}
+
+// coopType is the cooperative matrix type of 16×16 elements of t for use.
+func (e *emitter) coopType(t ir.Type, use uint32) uint32 {
+	comp := e.coopComponent(t)
 	k := typeKey{op: opTypeCooperativeMatrixKHR, a: comp, b: use}
 	if id, ok := e.types[k]; ok {
 		return id
@@ -194,10 +220,10 @@ func (e *emitter) zeroCoop() {
 	if e.coop == nil {
 		return
 	}
-	acc := e.coopType(ir.F32, coopUseAcc)
-	zero := e.op(opCompositeConstruct, acc, e.cf32(0))
 	for _, name := range e.coop.order {
-		for _, v := range e.coop.regs[name].vars {
+		r := e.coop.regs[name]
+		zero := e.op(opCompositeConstruct, e.regType(r), e.cf32(0))
+		for _, v := range r.vars {
 			e.inst(opStore, v, zero)
 		}
 	}
@@ -336,7 +362,7 @@ func (e *emitter) coopFill(r *coopReg, s ir.MatrixFillStmt) error {
 	if err != nil {
 		return err
 	}
-	x := e.op(opCompositeConstruct, e.coopType(ir.F32, coopUseAcc), v)
+	x := e.op(opCompositeConstruct, e.regType(r), v)
 	for _, id := range r.vars {
 		e.inst(opStore, id, x)
 	}
@@ -423,6 +449,10 @@ func (e *emitter) nonPrivate(op uint32, args []uint32, ptrClass, class map[uint3
 		ptr, mask = args[2], 5
 	case opCooperativeMatrixStoreKHR:
 		ptr, mask = args[0], 4
+	case opCooperativeMatrixStoreTensorNV:
+		ptr, mask = args[0], 3
+	case opCooperativeMatrixLoadTensorNV:
+		ptr, mask = args[2], 5
 	}
 	switch class[ptr] {
 	case storageStorageBuffer, storageWorkgroup, storagePhysicalStorageBuffer:
@@ -511,6 +541,9 @@ func (e *emitter) storeTile(a array, index, x, stride uint32, layout ir.MatrixLa
 // block's row and column in the subgroup grid.
 func (e *emitter) eachRegion(r *coopReg, body func(sr, sc uint32) error) error {
 	c := e.coop
+	if c.nv {
+		return body(e.cu32(0), e.cu32(0)) // the whole workgroup holds the whole matrix
+	}
 	run := func() error {
 		u := e.u32()
 		return body(e.op(opUDiv, u, c.sgid, e.cu32(r.gc)), e.op(opUMod, u, c.sgid, e.cu32(r.gc)))
@@ -570,7 +603,7 @@ func (e *emitter) spill(r *coopReg) error {
 	a := e.arrays[r.m.Name]
 	n := e.cu32(r.m.Cols)
 	return e.eachRegTile(r, func(v, tr, tc uint32) error {
-		x := e.op(opLoad, e.coopType(ir.F32, coopUseAcc), v)
+		x := e.op(opLoad, e.regType(r), v)
 		e.storeTile(a, e.tileIndex(e.cu32(0), n, tr, tc, ir.RowMajor), x, n, ir.RowMajor)
 		return nil
 	})
@@ -581,7 +614,7 @@ func (e *emitter) reload(r *coopReg) error {
 	a := e.arrays[r.m.Name]
 	n := e.cu32(r.m.Cols)
 	return e.eachRegTile(r, func(v, tr, tc uint32) error {
-		e.inst(opStore, v, e.loadTile(e.coopType(ir.F32, coopUseAcc), a, e.tileIndex(e.cu32(0), n, tr, tc, ir.RowMajor), n, ir.RowMajor))
+		e.inst(opStore, v, e.loadTile(e.regType(r), a, e.tileIndex(e.cu32(0), n, tr, tc, ir.RowMajor), n, ir.RowMajor))
 		return nil
 	})
 }
@@ -619,7 +652,7 @@ func (e *emitter) coopLoad(s ir.MatrixLoadStmt) error {
 	direct := func() error {
 		if r != nil {
 			return e.eachRegTile(r, func(v, tr, tc uint32) error {
-				e.inst(opStore, v, e.loadTile(e.coopType(ir.F32, coopUseAcc), from, e.tileIndex(off, stride, tr, tc, s.Layout), stride, s.Layout))
+				e.inst(opStore, v, e.loadTile(e.regType(r), from, e.tileIndex(off, stride, tr, tc, s.Layout), stride, s.Layout))
 				return nil
 			})
 		}
@@ -671,7 +704,7 @@ func (e *emitter) coopStore(s ir.MatrixStoreStmt) error {
 	}
 	direct := func() error {
 		return e.eachRegTile(r, func(v, tr, tc uint32) error {
-			x := e.op(opLoad, e.coopType(ir.F32, coopUseAcc), v)
+			x := e.op(opLoad, e.regType(r), v)
 			e.storeTile(to, e.tileIndex(off, stride, tr, tc, s.Layout), x, stride, s.Layout)
 			return nil
 		})
@@ -721,14 +754,19 @@ func (e *emitter) mmaShapes(s ir.MatrixMMAStmt) (a, b ir.MatrixDecl, err error) 
 // given type, tile row and k tile) and of b its columns need (loadB, k tile
 // and tile column), then multiplies and adds them into its block.
 func (e *emitter) coopMulAdd(r *coopReg, a, b ir.MatrixDecl, loadA, loadB func(typ, x, y uint32) uint32) error {
-	tA, tB, tAcc := e.coopType(a.Type, coopUseA), e.coopType(b.Type, coopUseB), e.coopType(ir.F32, coopUseAcc)
+	tA, tB := e.operandTypes(a, b)
+	tAcc := e.regType(r)
+	kTiles := a.Cols / coopTile
+	if e.coop.nv {
+		kTiles = 1 // the whole K at once
+	}
 	return e.eachRegion(r, func(sr, sc uint32) error {
 		u := e.u32()
 		accs := make([]uint32, len(r.vars))
 		for i, v := range r.vars {
 			accs[i] = e.op(opLoad, tAcc, v)
 		}
-		for kt := range a.Cols / coopTile {
+		for kt := range kTiles {
 			kc := e.cu32(kt)
 			as := make([]uint32, r.rr)
 			for i := range r.rr {
@@ -815,6 +853,10 @@ func (e *emitter) finishMatrices(words []uint32) []uint32 {
 			out = appendInst(out, opExtension, stringWords(extVulkanMemoryModel)...)
 			if e.coop.bf16 {
 				out = appendInst(out, opExtension, stringWords(extBFloat16)...)
+			}
+			if e.coop.nv {
+				out = appendInst(out, opExtension, stringWords(extCooperativeMatrix2)...)
+				out = appendInst(out, opExtension, stringWords(extTensorAddressing)...)
 			}
 		}
 	}

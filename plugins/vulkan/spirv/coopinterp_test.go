@@ -7,10 +7,14 @@ import (
 )
 
 // The SPIR-V interpreter's cooperative matrices (interp_test.go runs the
-// rest). Every invocation holds the whole 16×16 matrix: the path's operands
-// are uniform in the subgroup, so each lane computing the subgroup's result
-// is the same as the subgroup computing it together, and a store writes the
-// same values once per lane. Loads and stores of elements outside the memory
+// rest). Every invocation holds the whole matrix (16×16 at subgroup scope,
+// the type's rows×columns at workgroup scope): the path's operands are
+// uniform in the subgroup (workgroup), so each lane computing the result is
+// the same as the subgroup (workgroup) computing it together, and a store
+// writes the same values once per lane. SPV_NV_tensor_addressing's layouts
+// and views are their state in words (tensorLayout, tensorView), and
+// OpCooperativeMatrixStoreTensorNV follows the extension's addressing
+// functions for two dimensions. Loads and stores of elements outside the memory
 // bound are errors, as for the scalar accesses. MulAdd accumulates in f32 in
 // k order with exact products, as the reference does.
 
@@ -35,6 +39,8 @@ const (
 // to a uvec4 counts its stride in uvec4s.
 type coopTypes struct {
 	kinds    map[uint32]uint32
+	dims     map[uint32][2]uint32 // matrix type and pointer to one -> rows, cols
+	clamps   map[uint32]uint32    // tensor layout type -> clamp mode
 	bf16     map[uint32]bool
 	ptrs     map[uint32]bool
 	f16      map[uint32]bool
@@ -54,11 +60,13 @@ func (c *coopTypes) wordsOf(t uint32) int {
 	return 1
 }
 
-// declare records what in declares.
-func (c *coopTypes) declare(in inst) {
+// declare records what in declares; init holds the constants declared
+// before it.
+func (c *coopTypes) declare(in inst, init []cell) {
 	if c.kinds == nil {
 		c.kinds, c.bf16, c.ptrs, c.f16 = map[uint32]uint32{}, map[uint32]bool{}, map[uint32]bool{}, map[uint32]bool{}
 		c.u32, c.quads, c.quadPtrs = map[uint32]bool{}, map[uint32]bool{}, map[uint32]bool{}
+		c.dims, c.clamps = map[uint32][2]uint32{}, map[uint32]uint32{}
 	}
 	a := in.args
 	switch in.op {
@@ -69,7 +77,10 @@ func (c *coopTypes) declare(in inst) {
 	case opTypeFloat:
 		c.bf16[a[0]] = a[1] == 16 && len(a) > 2 && a[2] == fpEncodingBFloat16KHR
 		c.f16[a[0]] = a[1] == 16 && len(a) == 2
+	case opTypeTensorLayoutNV:
+		c.clamps[a[0]] = init[a[2]].bits
 	case opTypeCooperativeMatrixKHR:
+		c.dims[a[0]] = [2]uint32{init[a[3]].bits, init[a[4]].bits}
 		switch {
 		case c.bf16[a[1]]:
 			c.kinds[a[0]] = coopKindBF16
@@ -80,6 +91,7 @@ func (c *coopTypes) declare(in inst) {
 		}
 	case opTypePointer:
 		c.ptrs[a[0]] = c.kinds[a[2]] != 0
+		c.dims[a[0]] = c.dims[a[2]]
 		c.quadPtrs[a[0]] = c.quads[a[2]]
 	}
 }
@@ -145,7 +157,8 @@ func (mc *machine) coopStep(inv *invocation, in inst) (bool, error) {
 		if !c.ptrs[a[0]] {
 			return false, nil
 		}
-		v[a[1]] = cell{mem: make([]uint32, coopTile*coopTile)}
+		d := c.dims[a[0]]
+		v[a[1]] = cell{mem: make([]uint32, d[0]*d[1])}
 	case opLoad:
 		if mc.storage[a[2]] == storageInput && mc.builtin[a[2]] == builtInSubgroupID {
 			v[a[1]] = cell{bits: inv.ids[builtInSubgroupID][0]}
@@ -155,8 +168,8 @@ func (mc *machine) coopStep(inv *invocation, in inst) (bool, error) {
 		if kind == 0 {
 			return false, nil
 		}
-		p := v[a[2]]
-		v[a[1]] = cell{mat: append([]uint32(nil), p.mem[:coopTile*coopTile]...), bits: kind}
+		p, d := v[a[2]], c.dims[a[0]]
+		v[a[1]] = cell{mat: append([]uint32(nil), p.mem[:d[0]*d[1]]...), matCols: d[1], bits: kind}
 	case opStore:
 		x := v[a[1]]
 		if x.mat == nil {
@@ -168,11 +181,12 @@ func (mc *machine) coopStep(inv *invocation, in inst) (bool, error) {
 		if kind == 0 {
 			return false, nil
 		}
-		m := make([]uint32, coopTile*coopTile)
+		d := c.dims[a[0]]
+		m := make([]uint32, d[0]*d[1])
 		for i := range m {
 			m[i] = v[a[2]].bits
 		}
-		v[a[1]] = cell{mat: m, bits: kind}
+		v[a[1]] = cell{mat: m, matCols: d[1], bits: kind}
 	case opCooperativeMatrixLoadKHR, opCooperativeMatrixStoreKHR:
 		load := in.op == opCooperativeMatrixLoadKHR
 		ops := a[2:] // pointer, layout, stride
@@ -183,12 +197,17 @@ func (mc *machine) coopStep(inv *invocation, in inst) (bool, error) {
 		if p.quadPtr {
 			stride *= quadElems
 		}
-		m := make([]uint32, coopTile*coopTile)
-		if !load {
-			m = v[a[1]].mat
+		var rows, cols uint32
+		var m []uint32
+		if load {
+			d := c.dims[a[0]]
+			rows, cols, m = d[0], d[1], make([]uint32, d[0]*d[1])
+		} else {
+			x := v[a[1]]
+			rows, cols, m = uint32(len(x.mat))/x.matCols, x.matCols, x.mat
 		}
-		for r := range uint32(coopTile) {
-			for col := range uint32(coopTile) {
+		for r := range rows {
+			for col := range cols {
 				i := uint32(p.idx) + r*stride + col
 				if layout == coopCol {
 					i = uint32(p.idx) + col*stride + r
@@ -197,30 +216,172 @@ func (mc *machine) coopStep(inv *invocation, in inst) (bool, error) {
 					return true, fmt.Errorf("cooperative matrix access at element %d (base %d, stride %d) outside the %d elements bound", i, p.idx, stride, len(p.mem))
 				}
 				if load {
-					m[r*coopTile+col] = p.mem[i]
+					m[r*cols+col] = p.mem[i]
 				} else {
-					p.mem[i] = m[r*coopTile+col]
+					p.mem[i] = m[r*cols+col]
 				}
 			}
 		}
 		if load {
-			v[a[1]] = cell{mat: m, bits: c.kinds[a[0]]}
+			v[a[1]] = cell{mat: m, matCols: cols, bits: c.kinds[a[0]]}
 		}
 	case opCooperativeMatrixMulAddKHR:
 		x, y, acc := v[a[2]], v[a[3]], v[a[4]]
-		m := make([]uint32, coopTile*coopTile)
-		for r := range coopTile {
-			for col := range coopTile {
-				s := f32(acc.mat[r*coopTile+col])
-				for k := range coopTile {
-					s += float32(coopElement(x.bits, x.mat[r*coopTile+k]) * coopElement(y.bits, y.mat[k*coopTile+col]))
+		rows, inner, cols := uint32(len(x.mat))/x.matCols, x.matCols, y.matCols
+		if uint32(len(y.mat))/cols != inner || acc.matCols != cols || uint32(len(acc.mat)) != rows*cols {
+			return true, fmt.Errorf("MulAdd %d: %dx%d times %dx%d plus %dx%d", a[1], rows, inner, len(y.mat)/int(cols), cols, len(acc.mat)/int(acc.matCols), acc.matCols)
+		}
+		m := make([]uint32, rows*cols)
+		for r := range rows {
+			for col := range cols {
+				s := f32(acc.mat[r*cols+col])
+				for k := range inner {
+					s += float32(coopElement(x.bits, x.mat[r*inner+k]) * coopElement(y.bits, y.mat[k*cols+col]))
 				}
-				m[r*coopTile+col] = fbits(s)
+				m[r*cols+col] = fbits(s)
 			}
 		}
-		v[a[1]] = cell{mat: m, bits: coopKindF32}
+		v[a[1]] = cell{mat: m, matCols: cols, bits: coopKindF32}
+	case opCreateTensorLayoutNV:
+		v[a[1]] = cell{words: tensorLayout{clamp: c.clamps[a[0]]}.words()}
+	case opTensorLayoutSetDimensionNV:
+		l := tensorLayoutOf(v[a[2]].words)
+		l.dim = [2]uint32{v[a[3]].bits, v[a[4]].bits}
+		l.span, l.off, l.stride = l.dim, [2]uint32{}, [2]uint32{l.dim[1], 1}
+		v[a[1]] = cell{words: l.words()}
+	case opTensorLayoutSetStrideNV:
+		l := tensorLayoutOf(v[a[2]].words)
+		l.stride = [2]uint32{v[a[3]].bits, v[a[4]].bits}
+		if l.stride[0] < l.stride[1]*l.dim[1] {
+			return true, fmt.Errorf("tensor layout stride %v below its rows of %d", l.stride, l.dim[1])
+		}
+		v[a[1]] = cell{words: l.words()}
+	case opUndef:
+		kind := c.kinds[a[0]]
+		if kind == 0 {
+			return false, nil
+		}
+		d := c.dims[a[0]]
+		v[a[1]] = cell{mat: make([]uint32, d[0]*d[1]), matCols: d[1], bits: kind}
+	case opCooperativeMatrixLoadTensorNV:
+		return true, mc.loadTensor(inv, in)
+	case opCreateTensorViewNV:
+		v[a[1]] = cell{words: []uint32{0, 0xffffffff, 0, 0xffffffff}}
+	case opTensorViewSetClipNV:
+		v[a[1]] = cell{words: []uint32{v[a[3]].bits, v[a[4]].bits, v[a[5]].bits, v[a[6]].bits}}
+	case opCooperativeMatrixStoreTensorNV:
+		return true, mc.storeTensor(inv, in)
 	default:
 		return false, nil
 	}
 	return true, nil
+}
+
+// tensorLayout is a two-dimensional tensor layout's state
+// (SPV_NV_tensor_addressing; block sizes 1), in a cell's words.
+type tensorLayout struct {
+	dim, stride, off, span [2]uint32
+	clamp                  uint32
+}
+
+func (l tensorLayout) words() []uint32 {
+	return []uint32{l.dim[0], l.dim[1], l.stride[0], l.stride[1], l.off[0], l.off[1], l.span[0], l.span[1], l.clamp}
+}
+
+func tensorLayoutOf(w []uint32) tensorLayout {
+	return tensorLayout{dim: [2]uint32{w[0], w[1]}, stride: [2]uint32{w[2], w[3]}, off: [2]uint32{w[4], w[5]}, span: [2]uint32{w[6], w[7]}, clamp: w[8]}
+}
+
+// loadTensor interprets OpCooperativeMatrixLoadTensorNV with a layout and no
+// view or decode function (what the emitter uses): element (r, c) from the
+// layout's coordinates (matrixCoordToTensorElement), the object's element
+// where clamped to a constant, an error outside the layout with clamp mode
+// Undefined or outside the memory.
+func (mc *machine) loadTensor(inv *invocation, in inst) error {
+	v, a := inv.vals, in.args
+	p, obj, l := v[a[2]], v[a[3]], tensorLayoutOf(v[a[4]].words)
+	if a[5]&^memoryAccessNonPrivatePointer != 0 || len(a) < 7 || a[6] != 0 {
+		return fmt.Errorf("tensor load: memory operands %#x, tensor addressing operands %v", a[5], a[6:])
+	}
+	d := mc.coop.dims[a[0]]
+	rows, cols := d[0], d[1]
+	m := make([]uint32, rows*cols)
+	for r := range rows {
+		for col := range cols {
+			at, out := l.element(r*cols + col)
+			switch {
+			case out && l.clamp == 0:
+				return fmt.Errorf("tensor load of (%d, %d) outside the layout %v with clamp mode Undefined", r, col, l.dim)
+			case out:
+				m[r*cols+col] = obj.mat[r*cols+col]
+			default:
+				i := uint32(p.idx) + at
+				if uint64(i) >= uint64(len(p.mem)) {
+					return fmt.Errorf("tensor load at element %d outside the %d elements bound", i, len(p.mem))
+				}
+				m[r*cols+col] = p.mem[i]
+			}
+		}
+	}
+	v[a[1]] = cell{mat: m, matCols: cols, bits: mc.coop.kinds[a[0]]}
+	return nil
+}
+
+// element is the index in the tensor of the span's element index (its
+// coordinates within the span, the layout's offset added, then the strides),
+// and whether it lies outside the layout's dimensions.
+func (l tensorLayout) element(index uint32) (uint32, bool) {
+	span := [2]uint32{index / l.span[1] % l.span[0], index % l.span[1]}
+	at, out := uint32(0), false
+	for d := range 2 {
+		c := int64(span[d]) + int64(int32(l.off[d]))
+		if c < 0 || c >= int64(l.dim[d]) {
+			out = true
+		}
+		at += uint32(c) * l.stride[d]
+	}
+	return at, out
+}
+
+// storeTensor interprets OpCooperativeMatrixStoreTensorNV with a layout and,
+// optionally, a view of no dimensions of its own and the identity
+// permutation (what the emitter uses), element by element through the
+// extension's matrixCoordToTensorElement(WithView): clipped elements are not
+// stored, nor (clamp mode other than Undefined) those outside the layout's
+// dimensions; Undefined there is an error.
+func (mc *machine) storeTensor(inv *invocation, in inst) error {
+	v, a := inv.vals, in.args
+	p, x, l := v[a[0]], v[a[1]], tensorLayoutOf(v[a[2]].words)
+	if a[3]&^memoryAccessNonPrivatePointer != 0 {
+		return fmt.Errorf("tensor store: memory operands %#x", a[3])
+	}
+	clip := []uint32{0, 0xffffffff, 0, 0xffffffff}
+	if len(a) > 4 && a[4]&tensorAddressingView != 0 {
+		clip = v[a[5]].words
+	}
+	rows, cols := uint32(len(x.mat))/x.matCols, x.matCols
+	for r := range rows {
+		for col := range cols {
+			if r < clip[0] || r-clip[0] >= clip[1] || col < clip[2] || col-clip[2] >= clip[3] {
+				continue
+			}
+			index := (r-clip[0])*min(cols, clip[3]) + (col - clip[2])
+			// the view's coordinates from the span and back to an index
+			// (no dimensions of its own, the identity permutation)
+			view := [2]uint32{index / l.span[1] % l.span[0], index % l.span[1]}
+			at, out := l.element(view[0]*l.span[1] + view[1])
+			if out {
+				if l.clamp == 0 {
+					return fmt.Errorf("tensor store of (%d, %d) outside the layout %v with clamp mode Undefined", r, col, l.dim)
+				}
+				continue
+			}
+			i := uint32(p.idx) + at
+			if uint64(i) >= uint64(len(p.mem)) {
+				return fmt.Errorf("tensor store at element %d outside the %d elements bound", i, len(p.mem))
+			}
+			p.mem[i] = x.mat[r*cols+col]
+		}
+	}
+	return nil
 }

@@ -138,9 +138,12 @@ func (e *emitter) planStaging(c *coopPlan) uint64 {
 			bytes += uint64(m.Rows) * uint64(m.Cols) * uint64(e.workgroupElemBytes(m.Type))
 		}
 	}
-	bytes += uint64(coopTile) * uint64(bandCols(e.prog, c)) * 4
+	bytes += uint64(c.bandRows()) * uint64(bandCols(e.prog, c)) * 4
 	e.planPrefetch(c)
 	limit := uint64(e.target.MaxSharedBytes)
+	if c.nv && limit != 0 {
+		limit -= min(limit, uint64(e.target.Coop.NV.Reserved))
+	}
 	c.double = len(c.stages) > 0 && (limit == 0 || bytes+2*stages <= limit)
 	if c.double {
 		return bytes + 2*stages
@@ -171,8 +174,17 @@ func (e *emitter) declareStaging(c *coopPlan) {
 	}
 	e.declarePrefetch(c)
 	if cols := bandCols(e.prog, c); cols > 0 {
-		e.declareWorkgroupArray("kiln_band", coopBand, ir.F32, coopTile*cols)
+		e.declareWorkgroupArray("kiln_band", coopBand, ir.F32, c.bandRows()*cols)
 	}
+}
+
+// bandRows is the band array's height: a tile's on the KHR path, nvBandRows
+// on the NV path.
+func (c *coopPlan) bandRows() uint32 {
+	if c.nv {
+		return nvBandRows
+	}
+	return coopTile
 }
 
 // uvec4 is the vector of four u32, a stage's word.
@@ -362,6 +374,9 @@ func (e *emitter) coopFused(s ir.MatrixMMAStmt) error {
 	if err != nil {
 		return err
 	}
+	if c.nv && e.target.Coop.NV.Loads != NVStaged {
+		return e.nvFusedDirect(s, loads, a, b)
+	}
 	u := e.u32()
 	parity := e.cu32(0)
 	if c.double {
@@ -445,21 +460,26 @@ func (e *emitter) bandStore(r *coopReg, s ir.MatrixStoreStmt) error {
 	band := e.arrays[coopBand]
 	m := r.m
 	u := e.u32()
-	bm := ir.MatrixDecl{Name: coopBand, Type: ir.F32, Rows: coopTile, Cols: m.Cols}
-	tAcc := e.coopType(ir.F32, coopUseAcc)
-	for tr := range m.Rows / coopTile {
+	height := c.bandRows()
+	bm := ir.MatrixDecl{Name: coopBand, Type: ir.F32, Rows: height, Cols: m.Cols}
+	tAcc := e.regType(r)
+	for tr := range m.Rows / height {
 		e.barrier()
-		holds := e.op(opIEqual, e.bool(), e.op(opUDiv, u, c.sgid, e.cu32(r.gc)), e.cu32(tr/r.rr))
-		e.guarded(holds, func() {
-			sc := e.op(opUMod, u, c.sgid, e.cu32(r.gc))
-			for j := range r.rc {
-				tc := e.op(opIAdd, u, e.op(opIMul, u, sc, e.cu32(r.rc)), e.cu32(j))
-				x := e.op(opLoad, tAcc, r.vars[(tr%r.rr)*r.rc+j])
-				e.storeTile(band, e.op(opIMul, u, tc, e.cu32(coopTile)), x, e.cu32(m.Cols), ir.RowMajor)
-			}
-		})
+		if c.nv {
+			e.nvBand(r, band, tr*height, height)
+		} else {
+			holds := e.op(opIEqual, e.bool(), e.op(opUDiv, u, c.sgid, e.cu32(r.gc)), e.cu32(tr/r.rr))
+			e.guarded(holds, func() {
+				sc := e.op(opUMod, u, c.sgid, e.cu32(r.gc))
+				for j := range r.rc {
+					tc := e.op(opIAdd, u, e.op(opIMul, u, sc, e.cu32(r.rc)), e.cu32(j))
+					x := e.op(opLoad, tAcc, r.vars[(tr%r.rr)*r.rc+j])
+					e.storeTile(band, e.op(opIMul, u, tc, e.cu32(coopTile)), x, e.cu32(m.Cols), ir.RowMajor)
+				}
+			})
+		}
 		e.barrier()
-		t0 := lit(tr * coopTile)
+		t0 := lit(tr * height)
 		rows := s
 		rows.Matrix = coopBand
 		rows.Offset = ir.Add(s.Offset, ir.Mul(t0, s.Stride))

@@ -32,9 +32,11 @@ type cell struct {
 	// pair marks a vector of two f16 (vec[0] and vec[1] hold their bits), which
 	// the emitter builds only to reinterpret an f16's bits (half.go).
 	pair bool
-	// mat is a cooperative matrix's 16×16 elements, row-major, with its
-	// component kind in bits (coopinterp_test.go).
-	mat []uint32
+	// mat is a cooperative matrix's elements, row-major, matCols a row
+	// (16 on the KHR path, any on the NV path), with its component kind in
+	// bits (coopinterp_test.go).
+	mat     []uint32
+	matCols uint32
 	// words is a u32 vector's components (a uvec4 of the staged cooperative
 	// path, a word view's element); quadPtr marks a pointer to a uvec4 in
 	// memory of 16-bit elements, 8 words of it a uvec4 (coopinterp_test.go);
@@ -238,7 +240,7 @@ func load(words []uint32, spec map[uint32]uint32, buffers [][]uint32, push []uin
 	var block uint32
 	for i, in := range mc.code {
 		a := in.args
-		mc.coop.declare(in)
+		mc.coop.declare(in, mc.init)
 		switch in.op {
 		case opLoopMerge:
 			mc.backEdges[a[1]] = [2]uint32{block, a[0]}

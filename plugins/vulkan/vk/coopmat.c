@@ -54,11 +54,12 @@ typedef struct kiln_coop_chain_mem {
 	VkPhysicalDeviceCooperativeMatrixFeaturesKHR cm;
 	VkPhysicalDeviceVulkanMemoryModelFeatures mm;
 	VkPhysicalDeviceShaderBfloat16FeaturesKHR bf;
+	kiln_coop2_features_nv nv;
 } kiln_coop_chain_mem;
 
-void *kiln_coop_chain(int coop, int memory_model, int device_scope, int bf16, void **mem) {
+void *kiln_coop_chain(int coop, int memory_model, int device_scope, int bf16, const kiln_coop2_features_nv *nv, void **mem) {
 	*mem = NULL;
-	if (!coop && !memory_model && !bf16) {
+	if (!coop && !memory_model && !bf16 && nv == NULL) {
 		return NULL;
 	}
 	kiln_coop_chain_mem *m = calloc(1, sizeof *m);
@@ -80,6 +81,12 @@ void *kiln_coop_chain(int coop, int memory_model, int device_scope, int bf16, vo
 		m->mm.vulkanMemoryModelDeviceScope = device_scope ? VK_TRUE : VK_FALSE;
 		m->mm.pNext = head;
 		head = &m->mm;
+	}
+	if (nv != NULL) {
+		m->nv = *nv;
+		m->nv.sType = KILN_STYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_2_FEATURES_NV;
+		m->nv.pNext = head;
+		head = &m->nv;
 	}
 	if (coop) {
 		m->cm.sType = KILN_STYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_KHR;

@@ -21,8 +21,8 @@ const (
 	// ExtShaderBFloat16 is VK_KHR_shader_bfloat16: a bf16 SPIR-V type, usable
 	// as a cooperative matrix's component type.
 	ExtShaderBFloat16 = "VK_KHR_shader_bfloat16"
-	// ExtCooperativeMatrix2 is VK_NV_cooperative_matrix2 (workgroup-scope
-	// matrices); kiln reports it and does not use it yet.
+	// ExtCooperativeMatrix2 is VK_NV_cooperative_matrix2: workgroup-scope
+	// matrices of flexible sizes and tensor-addressed loads and stores.
 	ExtCooperativeMatrix2 = "VK_NV_cooperative_matrix2"
 )
 
@@ -120,7 +120,7 @@ type CoopMatrixSupport struct {
 	// shaderBFloat16CooperativeMatrix, so bf16 matrices can be declared.
 	BFloat16 bool
 	// CooperativeMatrix2: the device lists VK_NV_cooperative_matrix2;
-	// Matrix2 is then what it offers (read, not used: see docs/design.md,
+	// Matrix2 is then what it offers (the NV path: see docs/design.md,
 	// "Cooperative matrices").
 	CooperativeMatrix2 bool
 	Matrix2            CoopMatrix2
@@ -275,13 +275,22 @@ type CoopMatrixEnable struct {
 	// vulkanMemoryModelDeviceScope when DeviceScope), BFloat16
 	// shaderBFloat16Type (and shaderBFloat16CooperativeMatrix with Matrix).
 	Matrix, MemoryModel, DeviceScope, BFloat16 bool
+	// WorkgroupScope, FlexibleDimensions and TensorAddressing enable those
+	// features of VK_NV_cooperative_matrix2 (the caller lists
+	// ExtCooperativeMatrix2); set them only where the device has them.
+	WorkgroupScope, FlexibleDimensions, TensorAddressing bool
 }
 
 // chain points co.next at the feature structs e enables and returns the C
 // memory to free after vkCreateDevice (nil when e enables nothing).
 func (e CoopMatrixEnable) chain(co *C.kiln_device_options) unsafe.Pointer {
 	var mem unsafe.Pointer
-	co.next = C.kiln_coop_chain(cbool(e.Matrix), cbool(e.MemoryModel), cbool(e.MemoryModel && e.DeviceScope), cbool(e.BFloat16), &mem)
+	var nv *C.kiln_coop2_features_nv
+	if e.WorkgroupScope || e.FlexibleDimensions || e.TensorAddressing {
+		nv = &C.kiln_coop2_features_nv{workgroup_scope: C.VkBool32(cbool(e.WorkgroupScope)),
+			flexible_dimensions: C.VkBool32(cbool(e.FlexibleDimensions)), tensor_addressing: C.VkBool32(cbool(e.TensorAddressing))}
+	}
+	co.next = C.kiln_coop_chain(cbool(e.Matrix), cbool(e.MemoryModel), cbool(e.MemoryModel && e.DeviceScope), cbool(e.BFloat16), nv, &mem)
 	return mem
 }
 

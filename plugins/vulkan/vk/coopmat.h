@@ -71,15 +71,8 @@ void kiln_coop_get_features(kiln_instance *in, VkPhysicalDevice pd, int has_coop
 VkResult kiln_coop_properties(kiln_instance *in, VkPhysicalDevice pd, uint32_t cap, VkCooperativeMatrixPropertiesKHR *out,
 	uint32_t *count);
 
-/* kiln_coop_chain allocates the feature structs that enable cooperativeMatrix,
- * vulkanMemoryModel and the bfloat16 type and cooperative matrices, as asked,
- * (with vulkanMemoryModelDeviceScope when device_scope) and returns their chain, ending in NULL, for kiln_device_options.next; *mem
- * is the allocation to free() after vkCreateDevice. NULL when nothing is asked
- * or out of memory. */
-void *kiln_coop_chain(int coop, int memory_model, int device_scope, int bf16, void **mem);
-
 /* VK_NV_cooperative_matrix2 (workgroup-scope matrices of flexible sizes): kiln
- * reads what the device lists and does not use it yet. The structs are
+ * reads what the device lists and enables what its NV path uses. The structs are
  * kiln's own with the registry's layout, so older headers build too. */
 typedef struct kiln_coop2_features_nv {
 	VkStructureType sType;
@@ -109,6 +102,15 @@ typedef struct kiln_coop2_flexible_nv {
 	uint32_t workgroup_invocations;
 } kiln_coop2_flexible_nv;
 #define KILN_STYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_2_FEATURES_NV ((VkStructureType)1000593000)
+
+/* kiln_coop_chain allocates the feature structs that enable cooperativeMatrix,
+ * vulkanMemoryModel and the bfloat16 type and cooperative matrices, as asked,
+ * (with vulkanMemoryModelDeviceScope when device_scope) and, when nv is not
+ * NULL, VK_NV_cooperative_matrix2's features set in *nv, and returns their
+ * chain, ending in NULL, for kiln_device_options.next; *mem is the allocation
+ * to free() after vkCreateDevice. NULL when nothing is asked or out of
+ * memory. */
+void *kiln_coop_chain(int coop, int memory_model, int device_scope, int bf16, const kiln_coop2_features_nv *nv, void **mem);
 #define KILN_STYPE_COOPERATIVE_MATRIX_FLEXIBLE_DIMENSIONS_PROPERTIES_NV ((VkStructureType)1000593001)
 #define KILN_STYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_2_PROPERTIES_NV ((VkStructureType)1000593002)
 
