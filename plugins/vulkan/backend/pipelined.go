@@ -48,8 +48,8 @@ func (d *device) giveStaging(n uint64) {
 	d.stageMu.Unlock()
 }
 
-// finished is the Completion of work done before its Start method returned.
-func finished(err error) pluginapi.Completion {
+// alreadyDone is the Completion of work done before its Start method returned.
+func alreadyDone(err error) pluginapi.Completion {
 	return func() (*pluginapi.SubmitResult, error) { return nil, err }
 }
 
@@ -112,14 +112,14 @@ func (b *Backend) startTransfer(ctx context.Context, handle, offset uint64, host
 	}
 	if len(host) == 0 {
 		b.life.RUnlock()
-		return finished(nil), nil
+		return alreadyDone(nil), nil
 	}
 	d, n := r.d, uint64(len(host))
 	if r.s.isMapped() && r.last.Load() <= d.completed() {
 		// No job uses the buffer: nothing to wait for.
 		err := copyMapped(r, handle, offset, host, write)
 		b.life.RUnlock()
-		return finished(err), nil
+		return alreadyDone(err), nil
 	}
 	// From here on the bytes move by a job after the jobs before it, which
 	// holds the life lock until its completion returns.
@@ -148,7 +148,7 @@ func (b *Backend) startTransfer(ctx context.Context, handle, offset uint64, host
 			err = b.readStaged(ctx, r, handle, offset, host)
 		}
 		done()
-		return finished(err), nil
+		return alreadyDone(err), nil
 	}
 	w, err := b.startStaged(ctx, r, handle, offset, host, write)
 	if err != nil {
