@@ -1,6 +1,7 @@
 package backend
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"strings"
@@ -373,4 +374,60 @@ func TestPipelinedDeviceLost(t *testing.T) {
 	if _, err := b.StartWrite(ctx, x, 0, make([]byte, 4)); !errors.As(err, &devErr) {
 		t.Errorf("StartWrite after a lost device = %v, want a DeviceError", err)
 	}
+}
+
+// TestPipelinedTransfersOfSeveralChunks starts, behind a fill that keeps the
+// buffer in use, a write and a read of more than three staging chunks, on
+// both memory paths: such a transfer runs to its end in its Start method
+// (bounded staging), after the fill, and every byte arrives. Started staging
+// memory is reserved only up to maxStartedStaging and is all given back once
+// the completions returned.
+func TestPipelinedTransfersOfSeveralChunks(t *testing.T) {
+	b := newTestBackend(t)
+	bothMemoryPaths(t, b, func(t *testing.T) {
+		ctx := context.Background()
+		const size = 3*stagingChunk + 4096
+		a, err := b.AllocBuffer(ctx, &pluginapi.AllocRequest{Size: size + 8})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer b.FreeBuffer(ctx, a.Buffer)
+		data := make([]byte, size)
+		for i := range data {
+			data[i] = byte(i*7 + i>>16)
+		}
+		got := make([]byte, size+8)
+		var waits []pluginapi.Completion
+		for _, start := range []func() (pluginapi.Completion, error){
+			func() (pluginapi.Completion, error) {
+				return b.StartSubmit(ctx, &pluginapi.SubmitRequest{Commands: []pluginapi.SubmitCommand{
+					pluginapi.FillCommand{Dst: pluginapi.BufferRange{Buffer: a.Buffer, Size: size + 8}, Value: 0x01010101}}})
+			},
+			func() (pluginapi.Completion, error) { return b.StartWrite(ctx, a.Buffer, 4, data) },
+			func() (pluginapi.Completion, error) { return b.StartRead(ctx, a.Buffer, 0, got) },
+		} {
+			w, err := start()
+			if err != nil {
+				t.Fatal(err)
+			}
+			waits = append(waits, w)
+		}
+		for i, w := range waits {
+			if _, err := w(); err != nil {
+				t.Fatalf("completion %d: %v", i, err)
+			}
+		}
+		ones := []byte{1, 1, 1, 1}
+		if !bytes.Equal(got[4:size+4], data) || !bytes.Equal(got[:4], ones) || !bytes.Equal(got[size+4:], ones) {
+			t.Errorf("the buffer does not hold the written bytes between the fill's")
+		}
+		d := b.adapters.List()[0].current()
+		if d.staged != 0 {
+			t.Errorf("%d bytes of started staging memory still reserved", d.staged)
+		}
+		if !d.takeStaging(maxStartedStaging) || d.takeStaging(1) {
+			t.Error("started staging memory is not bounded by maxStartedStaging")
+		}
+		d.giveStaging(maxStartedStaging)
+	})
 }
