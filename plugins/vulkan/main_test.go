@@ -13,6 +13,7 @@ import (
 	"github.com/kiln-dev/kiln/internal/syncbuf"
 	"github.com/kiln-dev/kiln/ir/kernels"
 	"github.com/kiln-dev/kiln/pluginapi"
+	"github.com/kiln-dev/kiln/plugins/internal/gputest"
 	"github.com/kiln-dev/kiln/plugins/internal/plugintest"
 	"github.com/kiln-dev/kiln/plugins/vulkan/backend"
 )
@@ -158,4 +159,82 @@ func TestPluginProcessProtocol2(t *testing.T) {
 	if strings.Contains(logs.String(), "validation layer reported") {
 		t.Errorf("the plugin logged validation messages:\n%s", logs)
 	}
+}
+
+// TestPluginProcessManyCallers runs 8 callers × 25 rounds of write, submit and
+// read on one adapter through the plugin's data plane under the validation
+// layer, each round's submits sent ahead (SubmitAsync) of their waits: the
+// plugin starts them on its pipelined queue (pluginapi.Pipelined) while
+// earlier ones run, and every result is right.
+func TestPluginProcessManyCallers(t *testing.T) {
+	b, logs := startPlugin(t, backend.ValidationEnv+"=1")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	plugintest.Usable(t, ctx, b, "vulkan", "KILN_REQUIRE_VULKAN")
+	comp, err := b.Compile(ctx, &pluginapi.CompileRequest{Program: gputest.AddOne()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const callers, rounds, n = 8, 25, 1000
+	errs := make(chan error, callers)
+	for c := range callers {
+		go func() { errs <- oneCaller(ctx, b, comp.Pipeline, c, rounds, n) }()
+	}
+	for range callers {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+	if strings.Contains(logs.String(), "validation layer reported") {
+		t.Errorf("the plugin logged validation messages:\n%s", logs)
+	}
+}
+
+// oneCaller is one caller of TestPluginProcessManyCallers: in each round it
+// writes its input, sends two submits (in → out, out → in) without waiting,
+// then waits for them and reads in back, which must hold the input plus 2.
+func oneCaller(ctx context.Context, b *client.Conn, pipeline uint64, c, rounds, n int) error {
+	size := 4 * uint64(n)
+	var bufs [2]uint64
+	for i := range bufs {
+		a, err := b.AllocBuffer(ctx, &pluginapi.AllocRequest{Size: size})
+		if err != nil {
+			return err
+		}
+		bufs[i] = a.Buffer
+		defer b.FreeBuffer(ctx, a.Buffer)
+	}
+	dispatch := func(from, to uint64) *pluginapi.SubmitRequest {
+		return &pluginapi.SubmitRequest{Commands: []pluginapi.SubmitCommand{pluginapi.DispatchCommand{Pipeline: pipeline, Grid: [3]uint32{uint32(n+63) / 64, 1, 1},
+			Bindings: []pluginapi.BufferRange{{Buffer: from, Size: size}, {Buffer: to, Size: size}}}}}
+	}
+	for r := range rounds {
+		in := kernels.U32Bytes(gputest.U32s(n, func(i int) uint32 { return uint32(c<<24 | r<<16 | i) }))
+		if err := b.WriteBuffer(ctx, bufs[0], 0, in); err != nil {
+			return err
+		}
+		var pending []*client.Pending
+		for _, req := range []*pluginapi.SubmitRequest{dispatch(bufs[0], bufs[1]), dispatch(bufs[1], bufs[0])} {
+			p, err := b.SubmitAsync(ctx, req)
+			if err != nil {
+				return err
+			}
+			pending = append(pending, p)
+		}
+		for _, p := range pending {
+			if _, err := p.Wait(ctx); err != nil {
+				return err
+			}
+		}
+		got := make([]byte, 4*n)
+		if err := b.ReadBuffer(ctx, bufs[0], 0, got); err != nil {
+			return err
+		}
+		for i, v := range kernels.BytesU32(got) {
+			if want := uint32(c<<24|r<<16|i) + 2; v != want {
+				return fmt.Errorf("caller %d, round %d: in[%d] = %#x, want %#x", c, r, i, v, want)
+			}
+		}
+	}
+	return nil
 }

@@ -152,3 +152,51 @@ func BenchmarkStartAndDescribe(b *testing.B) {
 		b.StartTimer()
 	}
 }
+
+// BenchmarkPipelinedSubmits is BenchmarkSubmitOneElement as the data plane
+// runs it (ns/op per submit): depth=1 submits and waits for each one
+// (Submit, the serial queue), depth=8 keeps eight submits started ahead of
+// their completions, called in start order (StartSubmit, the pipelined queue).
+func BenchmarkPipelinedSubmits(b *testing.B) {
+	for _, depth := range []int{1, 8} {
+		b.Run(fmt.Sprintf("depth=%d", depth), func(b *testing.B) {
+			be, adapter := benchBackend(b)
+			ctx := context.Background()
+			c, err := be.Compile(ctx, &pluginapi.CompileRequest{Adapter: adapter, Program: incr()})
+			if err != nil {
+				b.Fatal(err)
+			}
+			x := residentBuffer(b, be, adapter, 1, nil)
+			req := &pluginapi.SubmitRequest{Adapter: adapter, Commands: []pluginapi.SubmitCommand{incrCommand(c.Pipeline, x, 0, 1)}}
+			if _, err := be.Submit(ctx, req); err != nil {
+				b.Fatal(err)
+			}
+			var waits []pluginapi.Completion
+			b.ResetTimer()
+			for range b.N {
+				if depth == 1 {
+					if _, err := be.Submit(ctx, req); err != nil {
+						b.Fatal(err)
+					}
+					continue
+				}
+				if len(waits) == depth {
+					if _, err := waits[0](); err != nil {
+						b.Fatal(err)
+					}
+					waits = waits[1:]
+				}
+				w, err := be.StartSubmit(ctx, req)
+				if err != nil {
+					b.Fatal(err)
+				}
+				waits = append(waits, w)
+			}
+			for _, w := range waits {
+				if _, err := w(); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

@@ -57,6 +57,10 @@ type device struct {
 	lost   atomic.Bool
 	// loseNext is a test hook: the next fence wait fails as a lost device.
 	loseNext atomic.Bool
+	// hold is a test hook: while it holds a channel, every fence reads as
+	// unsignalled until the channel is closed, as if the device still ran
+	// every job (waitFence).
+	hold atomic.Pointer[chan struct{}]
 
 	// local, mapped and staging are the memory heaps: device-local memory,
 	// host-mapped device memory, and host-visible staging memory; imported holds
@@ -91,6 +95,11 @@ type device struct {
 	// segs are the data-plane segments the device imported, by id (nil: it
 	// cannot import that one); the backend's segMu guards them.
 	segs map[uint64]*resident
+	// staged is the staging memory that started transfers hold until their
+	// completions (pipelined.go), at most maxStartedStaging; stageMu guards
+	// it.
+	stageMu sync.Mutex
+	staged  uint64
 }
 
 // newDevice creates the logical device of a.

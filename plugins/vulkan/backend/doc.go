@@ -53,7 +53,10 @@
 // command buffer was recorded with submits that one again without recording.
 // The job waits on its own fence on the calling goroutine (polling it for
 // 200µs on GPUs, then blocking) and gives up when the caller's context ends; a
-// warm Submit allocates only its result. Descriptor sets are cached per
+// warm Submit allocates only its result. On the data plane submits and
+// transfers are started instead (pluginapi.Pipelined, pipelined.go): the
+// adapter's queue submits the job and goes on, and the completion waits on its
+// fence, holding what the job uses until the device is done. Descriptor sets are cached per
 // pipeline and bound ranges. Element counts and the uniform block travel in the
 // push constants; write buffers of a protocol-1 dispatch are zeroed. A grid with
 // a zero axis runs nothing. Device time comes from two timestamp queries around

@@ -498,7 +498,7 @@ func (j *job) wait(ctx context.Context, poll bool) error {
 	if spin := time.Duration(d.spin.Load()); poll && spin > 0 {
 		var until time.Time
 		for !d.loseNext.Load() {
-			done, err := d.vk.FenceSignaled(j.s.fence)
+			done, err := d.fenceSignaled(j.s.fence)
 			if err != nil {
 				return err
 			}
@@ -535,12 +535,35 @@ func (j *job) wait(ctx context.Context, poll bool) error {
 	}
 }
 
-// waitFence waits on a fence; the loseNext hook makes it fail as a lost device.
+// waitFence waits on a fence; the loseNext hook makes it fail as a lost device,
+// and while the hold hook holds a channel the fence reads as unsignalled until
+// the channel is closed.
 func (d *device) waitFence(f vk.Fence, timeout time.Duration) (bool, error) {
 	if d.loseNext.CompareAndSwap(true, false) {
 		return false, &vk.Error{Call: "vkWaitForFences", Result: vk.ErrDeviceLost}
 	}
+	if h := d.hold.Load(); h != nil {
+		t := time.NewTimer(timeout)
+		defer t.Stop()
+		select {
+		case <-*h:
+		case <-t.C:
+			return false, nil
+		}
+	}
 	return d.vk.WaitFence(f, timeout)
+}
+
+// fenceSignaled polls a fence; under the hold hook it reads as unsignalled.
+func (d *device) fenceSignaled(f vk.Fence) (bool, error) {
+	if h := d.hold.Load(); h != nil {
+		select {
+		case <-*h:
+		default:
+			return false, nil
+		}
+	}
+	return d.vk.FenceSignaled(f)
 }
 
 // deviceNanos reads the job's two timestamps: the device time of its ops.
@@ -594,22 +617,43 @@ func (j *job) run(ctx context.Context, what string) (int64, error) {
 	return j.await(ctx, what)
 }
 
-// await is run for a submitted job.
+// await is run for a submitted job. When ctx ends first, the job is left to
+// finish in the background.
 func (j *job) await(ctx context.Context, what string) (int64, error) {
+	return j.settle(ctx, what, true)
+}
+
+// complete is await for a started job (pipelined.go): when ctx ends first it
+// keeps waiting for the device, without polling, and only then returns ctx's
+// error, so that nothing the job uses is given back while the device may
+// still use it.
+func (j *job) complete(ctx context.Context, what string) (int64, error) {
+	return j.settle(ctx, what, false)
+}
+
+// settle waits for a submitted job and finishes it, returning its device time
+// or the error it ended with; handOff says whether a job whose ctx ended first
+// finishes in the background (await) or here (complete).
+func (j *job) settle(ctx context.Context, what string, handOff bool) (int64, error) {
 	d := j.d
 	err := j.wait(ctx, true)
 	if err != nil && j.commands > 0 {
 		what = fmt.Sprintf("%s of %d commands", what, j.commands)
 	}
 	if errors.Is(err, errAbandoned) {
-		j.handedOff = true
-		go func() {
+		rest := func() {
 			if err := j.wait(context.Background(), false); err != nil {
 				_ = d.vk.WaitIdle()
 				_ = d.fail(what, err)
 			}
 			j.finish()
-		}()
+		}
+		if handOff {
+			j.handedOff = true
+			go rest()
+		} else {
+			rest()
+		}
 		return 0, fmt.Errorf("vulkan: %s: stopped waiting for the device: %w", what, context.Cause(ctx))
 	}
 	if err != nil {

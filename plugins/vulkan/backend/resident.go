@@ -180,63 +180,96 @@ func (b *Backend) transfer(ctx context.Context, handle, offset uint64, host []by
 	b.life.RLock()
 	defer b.life.RUnlock()
 	defer b.noteValidation()
-	r, err := b.buffer(handle)
-	if err != nil {
+	r, err := b.transferTarget(handle, offset, host)
+	if err != nil || len(host) == 0 {
 		return err
-	}
-	end := offset + uint64(len(host))
-	if end > r.size || end < offset {
-		return pluginapi.Rejected("vulkan: bytes [%d, %d+%d) lie outside buffer %d of %d bytes. Fix: keep ranges within the buffer", offset, offset, len(host), handle, r.size)
 	}
 	d := r.d
-	if err := d.checkLost(); err != nil {
-		return err
-	}
-	if len(host) == 0 {
-		return nil
-	}
 	if r.s.isMapped() {
 		if err := d.waitFor(ctx, r.last.Load()); err != nil {
 			return err
 		}
-		mem := r.s.bytes()[offset:end]
-		if write {
-			copy(mem, host)
-			err = r.s.flush()
-		} else if err = r.s.invalidate(); err == nil {
-			copy(host, mem)
-		}
-		if err != nil {
-			return d.fail(fmt.Sprintf("copying %d bytes of buffer %d", len(host), handle), err)
-		}
-		return nil
+		return copyMapped(r, handle, offset, host, write)
 	}
 	if seg, segRes, ok := b.segmentView(d, host); ok {
 		// The bytes are in an imported segment: the device copies them itself.
-		at := span{b: r.s.b, off: r.s.off + offset, size: uint64(len(host))}
-		if write {
-			if err := seg.flush(); err != nil {
-				return d.fail("writing a data-plane segment", err)
-			}
-		}
-		j := &job{d: d, residents: []*resident{r, segRes}, ops: []op{{kind: opCopy, src: seg, dst: at}}}
-		if !write {
-			j.ops[0] = op{kind: opCopy, src: at, dst: seg}
-		}
-		if _, err := j.run(ctx, fmt.Sprintf("copying %d bytes of buffer %d", len(host), handle)); err != nil {
+		j, err := segmentCopy(ctx, r, seg, segRes, offset, write)
+		if err != nil {
 			return err
 		}
-		if !write {
-			if err := seg.invalidate(); err != nil {
-				return d.fail("reading a data-plane segment", err)
-			}
+		if _, err := j.await(ctx, fmt.Sprintf("copying %d bytes of buffer %d", len(host), handle)); err != nil {
+			return err
 		}
-		return nil
+		return segmentCopied(d, seg, write)
 	}
 	if write {
 		return b.writeStaged(ctx, r, handle, offset, host)
 	}
 	return b.readStaged(ctx, r, handle, offset, host)
+}
+
+// transferTarget returns the buffer a transfer of host's bytes at offset
+// copies to or from, after checking the range and the device.
+func (b *Backend) transferTarget(handle, offset uint64, host []byte) (*resident, error) {
+	r, err := b.buffer(handle)
+	if err != nil {
+		return nil, err
+	}
+	end := offset + uint64(len(host))
+	if end > r.size || end < offset {
+		return nil, pluginapi.Rejected("vulkan: bytes [%d, %d+%d) lie outside buffer %d of %d bytes. Fix: keep ranges within the buffer", offset, offset, len(host), handle, r.size)
+	}
+	if err := r.d.checkLost(); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// copyMapped copies between host and a mapped buffer in place; no job may use
+// the buffer.
+func copyMapped(r *resident, handle, offset uint64, host []byte, write bool) error {
+	mem := r.s.bytes()[offset : offset+uint64(len(host))]
+	var err error
+	if write {
+		copy(mem, host)
+		err = r.s.flush()
+	} else if err = r.s.invalidate(); err == nil {
+		copy(host, mem)
+	}
+	if err != nil {
+		return r.d.fail(fmt.Sprintf("copying %d bytes of buffer %d", len(host), handle), err)
+	}
+	return nil
+}
+
+// segmentCopy submits the job that copies seg, host bytes in an imported
+// segment (segRes), into the buffer at offset, or the buffer into seg. A job
+// that cannot be submitted is finished.
+func segmentCopy(ctx context.Context, r *resident, seg span, segRes *resident, offset uint64, write bool) (*job, error) {
+	d := r.d
+	at := span{b: r.s.b, off: r.s.off + offset, size: seg.size}
+	if write {
+		if err := seg.flush(); err != nil {
+			return nil, d.fail("writing a data-plane segment", err)
+		}
+	}
+	j := &job{d: d, residents: []*resident{r, segRes}, ops: []op{{kind: opCopy, src: seg, dst: at}}}
+	if !write {
+		j.ops[0] = op{kind: opCopy, src: at, dst: seg}
+	}
+	return j, j.submit(ctx)
+}
+
+// segmentCopied ends a segment copy whose job is done: a read's bytes become
+// visible to the host.
+func segmentCopied(d *device, seg span, write bool) error {
+	if write {
+		return nil
+	}
+	if err := seg.invalidate(); err != nil {
+		return d.fail("reading a data-plane segment", err)
+	}
+	return nil
 }
 
 // writeStaged copies host into the buffer at offset through staging chunks,
@@ -365,8 +398,10 @@ func (b *Backend) Submit(ctx context.Context, req *pluginapi.SubmitRequest) (*pl
 	return &pluginapi.SubmitResult{HostNanos: max(time.Since(start).Nanoseconds(), 1), DeviceNanos: ns}, nil
 }
 
-// maxFreeJobs bounds the submit jobs a device keeps for reuse.
-const maxFreeJobs = 16
+// maxFreeJobs bounds the submit jobs a device keeps for reuse: as many as
+// the SDK lets a pipelined adapter start ahead of its completions (its queue's
+// depth), so a steady stream of started submits reuses its jobs too.
+const maxFreeJobs = 64
 
 // submitJob returns an empty job on d, reusing an earlier submit's with its
 // slices.
