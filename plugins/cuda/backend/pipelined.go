@@ -6,8 +6,10 @@ import (
 	"sync"
 	"time"
 
+	"github.com/kiln-dev/kiln/ir"
 	"github.com/kiln-dev/kiln/pluginapi"
 	"github.com/kiln-dev/kiln/plugins/cuda/driver"
+	"github.com/kiln-dev/kiln/plugins/internal/gpukit"
 )
 
 // The data plane starts an adapter's submits and transfers without waiting
@@ -251,4 +253,179 @@ func (b *Backend) startTransfer(ctx context.Context, handle, offset uint64, host
 		}
 		return nil, nil
 	}, nil
+}
+
+var _ pluginapi.DispatchStarter = (*Backend)(nil)
+
+// StartDispatch enqueues a v1 dispatch on the pipeline's adapter as Dispatch
+// runs it (buffers of the device's pool, inputs uploaded, write buffers
+// zeroed, the launch between two events of its own) and each output's copy
+// back straight into the host's memory for it (outputs: DMA into the data
+// plane's registered segment), and returns a completion that waits for the
+// last event, gives the buffers back to the pool and returns the outputs in
+// place. The adapter's queue goes on with its next requests meanwhile.
+func (b *Backend) StartDispatch(ctx context.Context, req *pluginapi.DispatchRequest, outputs [][]byte) (pluginapi.DispatchCompletion, error) {
+	start := time.Now()
+	b.life.RLock()
+	p, err := gpukit.DispatchPipeline(ID, &b.pipelines, req.Pipeline, (*pipeline).hold)
+	if err != nil {
+		b.life.RUnlock()
+		return nil, err
+	}
+	let := func() {
+		p.use.RUnlock()
+		b.life.RUnlock()
+	}
+	binds, err := p.bindings(req)
+	if err == nil {
+		err = p.checkGridDimensions(req.Grid)
+	}
+	if err == nil && ctx.Err() != nil {
+		err = fmt.Errorf("cuda: program %q not dispatched: %w", p.prog.Name, ctx.Err())
+	}
+	if err != nil {
+		let()
+		return nil, err
+	}
+	if req.Grid[0] == 0 || req.Grid[1] == 0 || req.Grid[2] == 0 {
+		let()
+		outs := gpukit.UnchangedOutputs(binds)
+		return func() (*pluginapi.DispatchResult, error) {
+			return &pluginapi.DispatchResult{Outputs: outs, HostNanos: max(time.Since(start).Nanoseconds(), 1)}, nil
+		}, nil
+	}
+	d := p.d
+	if err := d.beginWork(ctx); err != nil {
+		let()
+		return nil, err
+	}
+	// first and last time the launch; fin follows the copies back.
+	var first, last, fin driver.Event
+	done := func() {
+		d.pipe.mu.Lock()
+		_ = d.ctx.Do(func() error { d.free(bufferList(binds)...); return nil })
+		d.pipe.mu.Unlock()
+		d.endWork(first, last, fin)
+		let()
+	}
+	if err := d.checkLost(); err != nil {
+		done()
+		return nil, err
+	}
+	outs := outputViews(binds, outputs)
+	err = d.ctx.Do(func() error {
+		if err := d.allocPiped(p, binds); err != nil {
+			return err
+		}
+		var err error
+		if first, err = d.event(); err != nil {
+			return err
+		}
+		if last, err = d.event(); err != nil {
+			return err
+		}
+		if fin, err = d.event(); err != nil {
+			return err
+		}
+		c := d.ctx
+		for _, bd := range binds {
+			switch {
+			case bd.Decl.Access == ir.Write:
+				err = c.MemsetD32Async(bd.dev.ptr, 0, (bd.Bytes()+3)/4, d.stream)
+			case bd.ReadsInput():
+				b.pin(d, bd.Input)
+				err = c.MemcpyHtoDAsync(bd.dev.ptr, bd.Input, d.stream)
+			}
+			if err != nil {
+				return d.fail(fmt.Sprintf("uploading buffer %q", bd.Decl.Name), err)
+			}
+		}
+		p.setArgs(binds, req.Uniforms)
+		if err := c.EventRecord(first, d.stream); err != nil {
+			return d.fail("recording the start event", err)
+		}
+		if err := c.Launch(p.fn, req.Grid, p.mod.WorkgroupSize, p.mod.DynamicSharedBytes, d.stream, p.args); err != nil {
+			return d.fail(fmt.Sprintf("launching program %q", p.prog.Name), err)
+		}
+		if err := c.EventRecord(last, d.stream); err != nil {
+			return d.fail("recording the end event", err)
+		}
+		k := 0
+		for _, bd := range binds {
+			if !bd.Decl.Access.IsOutput() {
+				continue
+			}
+			b.pin(d, outs[k])
+			if err := c.MemcpyDtoHAsync(outs[k], bd.dev.ptr, d.stream); err != nil {
+				return d.fail(fmt.Sprintf("reading buffer %q back", bd.Decl.Name), err)
+			}
+			k++
+		}
+		if err := c.EventRecord(fin, d.stream); err != nil {
+			return d.fail("recording the event after the outputs", err)
+		}
+		return nil
+	})
+	if err != nil {
+		_ = d.ctx.Do(func() error { return d.ctx.StreamSynchronize(d.stream) })
+		done()
+		return nil, err
+	}
+	pluginapi.MarkLaunched(ctx)
+	return func() (*pluginapi.DispatchResult, error) {
+		defer done()
+		if err := d.await(fin); err != nil {
+			return nil, d.fail(fmt.Sprintf("running program %q", p.prog.Name), err)
+		}
+		res := &pluginapi.DispatchResult{Outputs: outs}
+		err := d.ctx.Do(func() error {
+			ms, err := d.ctx.EventElapsed(first, last)
+			if err != nil {
+				return d.fail("reading the timing events", err)
+			}
+			res.DeviceNanos = int64(float64(ms) * 1e6)
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+		res.HostNanos = max(time.Since(start).Nanoseconds(), 1)
+		return res, nil
+	}, nil
+}
+
+// allocPiped takes the dispatch's device buffers from the pool. Started work
+// shares the stream (and so the pool) between the adapter's queue, which
+// starts it, and the completer, which gives buffers back: pipe.mu guards the
+// pool meanwhile. It must run inside d.ctx.Do with the work begun.
+func (d *device) allocPiped(p *pipeline, binds []*binding) error {
+	d.pipe.mu.Lock()
+	defer d.pipe.mu.Unlock()
+	for _, bd := range binds {
+		var err error
+		if bd.dev, err = d.alloc(bd.Bytes()); err != nil {
+			return d.fail(fmt.Sprintf("allocating buffer %q of program %q", bd.Decl.Name, p.prog.Name), err)
+		}
+	}
+	return nil
+}
+
+// outputViews returns where each output of a started dispatch is copied back:
+// the host's memory for it (outputs, by output binding) when it has room for
+// the whole output, else memory of its own (the SDK reports the true size and
+// the host refuses it).
+func outputViews(binds []*binding, outputs [][]byte) [][]byte {
+	var outs [][]byte
+	for _, bd := range binds {
+		if !bd.Decl.Access.IsOutput() {
+			continue
+		}
+		k, n := len(outs), bd.Bytes()
+		if k < len(outputs) && uint64(len(outputs[k])) >= n {
+			outs = append(outs, outputs[k][:n:n])
+		} else {
+			outs = append(outs, make([]byte, n))
+		}
+	}
+	return outs
 }
