@@ -5,9 +5,11 @@ package client
 import (
 	"context"
 	"encoding/binary"
+	"fmt"
 	"math"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -62,7 +64,7 @@ func (b *startBackend) StartDispatch(ctx context.Context, req *pluginapi.Dispatc
 }
 
 // incrementProgram adds 1 to each f32 of its one read_write buffer.
-func incrementProgram(t *testing.T) *ir.Program {
+func incrementProgram(t testing.TB) *ir.Program {
 	t.Helper()
 	b := ir.NewBuilder("test.increment.f32", 64, 1, 1)
 	buf := b.Buffer("buf", ir.F32, ir.ReadWrite)
@@ -150,5 +152,53 @@ func TestPlaneDispatchStartsWhileEarlierRuns(t *testing.T) {
 	}
 	if ev := b.events(); !slices.Equal(ev, []string{"start", "start", "done", "done"}) {
 		t.Fatalf("the backend saw %v, want [start start done done]", ev)
+	}
+}
+
+// quickStarter is a DispatchStarter whose dispatches echo their input at once,
+// for the plane's own cost per dispatch.
+type quickStarter struct{ *memBackend }
+
+func (quickStarter) ConcurrentAdapters() bool { return true }
+
+func (quickStarter) StartDispatch(_ context.Context, req *pluginapi.DispatchRequest, outputs [][]byte) (pluginapi.DispatchCompletion, error) {
+	return func() (*pluginapi.DispatchResult, error) {
+		out := outputs[0][:len(req.Inputs[0])]
+		copy(out, req.Inputs[0])
+		return &pluginapi.DispatchResult{Outputs: [][]byte{out}}, nil
+	}, nil
+}
+
+// BenchmarkPlaneDispatchStarted measures 1-element dispatches through the data
+// plane to a DispatchStarter that finishes at once, by 1, 16 and 64 callers
+// sharing the plane: the cost of the host's and the plugin's sides alone.
+func BenchmarkPlaneDispatchStarted(b *testing.B) {
+	conn := serveV2(b, quickStarter{newMemBackend()})
+	_, p := conn.v2.snapshot()
+	prog := incrementProgram(b)
+	compiled, err := conn.Compile(context.Background(), &pluginapi.CompileRequest{Program: prog})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, callers := range []int{1, 16, 64} {
+		b.Run(fmt.Sprintf("callers=%d", callers), func(b *testing.B) {
+			var left atomic.Int64
+			left.Store(int64(b.N))
+			var wg sync.WaitGroup
+			for range callers {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					in := make([]byte, 4)
+					for left.Add(-1) >= 0 {
+						if _, err := dispatchOnPlane(context.Background(), p, &pluginapi.DispatchRequest{Pipeline: compiled.Pipeline, Grid: [3]uint32{1, 1, 1}, Inputs: [][]byte{in}, OutputCounts: []uint32{0}}, []int{4}); err != nil {
+							b.Error(err)
+							return
+						}
+					}
+				}()
+			}
+			wg.Wait()
+		})
 	}
 }

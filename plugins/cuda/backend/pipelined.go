@@ -301,15 +301,17 @@ func (b *Backend) StartDispatch(ctx context.Context, req *pluginapi.DispatchRequ
 	}
 	// first and last time the launch; fin follows the copies back.
 	var first, last, fin driver.Event
+	// done gives the buffers back (inside d.ctx.Do) and the stream.
 	done := func() {
 		d.pipe.mu.Lock()
-		_ = d.ctx.Do(func() error { d.free(bufferList(binds)...); return nil })
+		d.free(bufferList(binds)...)
 		d.pipe.mu.Unlock()
 		d.endWork(first, last, fin)
 		let()
 	}
 	if err := d.checkLost(); err != nil {
-		done()
+		d.endWork()
+		let()
 		return nil, err
 	}
 	outs := outputViews(binds, outputs)
@@ -367,18 +369,22 @@ func (b *Backend) StartDispatch(ctx context.Context, req *pluginapi.DispatchRequ
 		return nil
 	})
 	if err != nil {
-		_ = d.ctx.Do(func() error { return d.ctx.StreamSynchronize(d.stream) })
-		done()
+		_ = d.ctx.Do(func() error {
+			_ = d.ctx.StreamSynchronize(d.stream)
+			done()
+			return nil
+		})
 		return nil, err
 	}
 	pluginapi.MarkLaunched(ctx)
 	return func() (*pluginapi.DispatchResult, error) {
-		defer done()
-		if err := d.await(fin); err != nil {
-			return nil, d.fail(fmt.Sprintf("running program %q", p.prog.Name), err)
-		}
+		waitErr := d.await(fin)
 		res := &pluginapi.DispatchResult{Outputs: outs}
 		err := d.ctx.Do(func() error {
+			defer done()
+			if waitErr != nil {
+				return d.fail(fmt.Sprintf("running program %q", p.prog.Name), waitErr)
+			}
 			ms, err := d.ctx.EventElapsed(first, last)
 			if err != nil {
 				return d.fail("reading the timing events", err)
