@@ -163,14 +163,14 @@ func TestStartedWorkLetsAWaitingCallIn(t *testing.T) {
 	}
 }
 
-// TestStartDispatchBackToBack starts 64 dispatches of add_one back to back on
+// TestStartedDispatchesBackToBack starts 64 dispatches of add_one back to back on
 // adapter 0 (spread over the device's lanes), each reading its own input and
 // writing into its own output memory, and calls the completions in order
 // afterwards, as the SDK's completer does: every output is right and was
 // written in place, and a dispatch whose output memory is too short gets the
 // whole output elsewhere (for the SDK to report its size). Then the stream is
 // free again for a blocking call. It needs a CUDA device.
-func TestStartDispatchBackToBack(t *testing.T) {
+func TestStartedDispatchesBackToBack(t *testing.T) {
 	b := newTestBackend(t)
 	ctx := context.Background()
 	c, err := b.Compile(ctx, &pluginapi.CompileRequest{Program: addOne()})
