@@ -20,7 +20,10 @@ func (b *Backend) dispatchOn(ctx context.Context, proc *process, pl *Pipeline, r
 	for _, d := range req.Inputs {
 		in += int64(len(d))
 	}
-	if b.p.capsOf(proc).Resident() {
+	// A plugin that starts dispatches on its data plane gets a small one as
+	// one request (see client.SmallDispatch); others that keep buffers get
+	// it as a submit over scratch buffers.
+	if caps := b.p.capsOf(proc); caps.Resident() && !(caps.PipelinedDispatch && caps.SharedMemory && client.SmallDispatch(req, sizes)) {
 		return b.dispatchResident(ctx, proc, pl, req, in)
 	}
 	var sized *client.DispatchResult

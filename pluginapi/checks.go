@@ -125,10 +125,12 @@ type checked struct {
 	pipelines map[uint64]compiled
 }
 
-// compiled is what CheckLaunch needs of a pipeline.
+// compiled is what CheckLaunch needs of a pipeline, and the adapter it was
+// compiled on (for the data plane's queues).
 type compiled struct {
-	prog *ir.Program
-	wg   [3]uint32
+	prog    *ir.Program
+	wg      [3]uint32
+	adapter int
 }
 
 func (c *checked) Compile(ctx context.Context, req *CompileRequest) (*CompileResult, error) {
@@ -144,24 +146,38 @@ func (c *checked) Compile(ctx context.Context, req *CompileRequest) (*CompileRes
 		wg = req.Program.WorkgroupSize
 	}
 	c.mu.Lock()
-	c.pipelines[res.Pipeline] = compiled{prog: req.Program, wg: wg}
+	c.pipelines[res.Pipeline] = compiled{prog: req.Program, wg: wg, adapter: req.Adapter}
 	c.mu.Unlock()
 	return res, nil
 }
 
 func (c *checked) Dispatch(ctx context.Context, req *DispatchRequest) (*DispatchResult, error) {
+	if err := c.checkLaunch(req); err != nil {
+		return nil, err
+	}
+	return c.Backend.Dispatch(ctx, req)
+}
+
+// checkLaunch runs CheckLaunch on req when c compiled its pipeline.
+func (c *checked) checkLaunch(req *DispatchRequest) error {
 	if req == nil {
-		return nil, errNoDispatchRequest
+		return errNoDispatchRequest
 	}
 	c.mu.Lock()
 	pl, ok := c.pipelines[req.Pipeline]
 	c.mu.Unlock()
 	if ok {
-		if err := CheckLaunch(pl.prog, pl.wg, req); err != nil {
-			return nil, err
-		}
+		return CheckLaunch(pl.prog, pl.wg, req)
 	}
-	return c.Backend.Dispatch(ctx, req)
+	return nil
+}
+
+// adapterOf returns the adapter pipeline was compiled on, when c compiled it.
+func (c *checked) adapterOf(pipeline uint64) (int, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	pl, ok := c.pipelines[pipeline]
+	return pl.adapter, ok
 }
 
 func (c *checked) Release(ctx context.Context, pipeline uint64) error {

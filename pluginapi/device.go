@@ -51,6 +51,7 @@ func (d *device) caps() Capabilities {
 		PeerCopy:  d.buffers != nil && d.peer != nil,
 
 		ConcurrentAdapters: concurrentAdapters(d.impl),
+		PipelinedDispatch:  pipelinedDispatch(d.impl),
 		Spans:              shipsSpans,
 	}
 }

@@ -43,7 +43,7 @@ func (s *deviceServer) Describe(ctx context.Context, req *kilnpb.DescribeRequest
 	c := s.dev.caps()
 	return &kilnpb.DeviceDescription{Description: d, Capabilities: &kilnpb.Capabilities{
 		Buffers: c.Buffers, Submit: c.Submit, Artifacts: c.Artifacts, Health: c.Health, PeerCopy: c.PeerCopy,
-		ConcurrentAdapters: c.ConcurrentAdapters, Spans: c.Spans,
+		ConcurrentAdapters: c.ConcurrentAdapters, Spans: c.Spans, PipelinedDispatch: c.PipelinedDispatch,
 	}}, nil
 }
 

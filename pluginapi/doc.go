@@ -30,9 +30,10 @@
 // [Artifacts] (device code for `kiln compile`), [HealthChecker], [Segments]
 // (the data plane's shared memory, to register with a driver), [PeerCopier]
 // (copies between the backend's own buffers), [ConcurrentAdapters] (which
-// also says what a backend may assume about concurrent calls) and [Pipelined]
+// also says what a backend may assume about concurrent calls), [Pipelined]
 // (submits, writes and reads started on the device without the adapter's queue
-// waiting for them). For each one a backend lacks, the host adapts.
+// waiting for them) and [DispatchStarter] (v1 dispatches started the same way).
+// For each one a backend lacks, the host adapts.
 //
 // Protocol 1 ([ProtocolV1]) is the Backend gRPC service alone; protocol 2
 // ([ProtocolV2]) adds the optional interfaces and, on Linux, a shared-memory

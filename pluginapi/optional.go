@@ -126,6 +126,12 @@ type Capabilities struct {
 	// ConcurrentAdapters reports [ConcurrentAdapters] (returning true): the
 	// calls of different adapters may run at the same time.
 	ConcurrentAdapters bool
+	// PipelinedDispatch reports [DispatchStarter] on a ConcurrentAdapters
+	// backend: its data plane starts a v1 dispatch in the queue of the
+	// pipeline's adapter without waiting for it, so the host sends a small v1
+	// dispatch there as one request rather than a write, a submit and a read
+	// of its scratch buffers.
+	PipelinedDispatch bool
 	// Spans reports that the plugin's SDK times the requests it serves on the
 	// data plane and ships the phases with their completions when asked
 	// ([SpansEnv]); false for a backend used in process and a plugin built
@@ -148,7 +154,14 @@ func CapabilitiesOf(b Backend) Capabilities {
 	_, artifacts := b.(Artifacts)
 	_, health := b.(HealthChecker)
 	_, peer := b.(PeerCopier)
-	return Capabilities{Buffers: buffers, Submit: submit && buffers, Artifacts: artifacts, Health: health, PeerCopy: peer && buffers, ConcurrentAdapters: concurrentAdapters(b)}
+	return Capabilities{Buffers: buffers, Submit: submit && buffers, Artifacts: artifacts, Health: health, PeerCopy: peer && buffers, ConcurrentAdapters: concurrentAdapters(b), PipelinedDispatch: pipelinedDispatch(b)}
+}
+
+// pipelinedDispatch reports whether b starts dispatches on the data plane: a
+// [DispatchStarter] that is ConcurrentAdapters.
+func pipelinedDispatch(b Backend) bool {
+	_, ok := b.(DispatchStarter)
+	return ok && concurrentAdapters(b)
 }
 
 // concurrentAdapters reports whether b implements ConcurrentAdapters and
@@ -193,7 +206,7 @@ func (c Capabilities) String() string {
 	for _, f := range []struct {
 		on   bool
 		name string
-	}{{c.Buffers, "buffers"}, {c.Submit, "submit"}, {c.Artifacts, "artifacts"}, {c.Health, "health"}, {c.PeerCopy, "peer copy"}, {c.ConcurrentAdapters, "concurrent adapters"}, {c.SharedMemory, "shared memory"}, {c.Spans, "spans"}} {
+	}{{c.Buffers, "buffers"}, {c.Submit, "submit"}, {c.Artifacts, "artifacts"}, {c.Health, "health"}, {c.PeerCopy, "peer copy"}, {c.ConcurrentAdapters, "concurrent adapters"}, {c.PipelinedDispatch, "pipelined dispatch"}, {c.SharedMemory, "shared memory"}, {c.Spans, "spans"}} {
 		if f.on {
 			have = append(have, f.name)
 		}
@@ -228,7 +241,8 @@ func (e *UnimplementedError) Error() string {
 // WriteBuffer, ReadBuffer and FreeBuffer of its buffers, Submit) still come one
 // at a time in the order the host sent them, while calls for other adapters,
 // Dispatch, and the [Segments] notices of staging segments run concurrently
-// with them. A backend without it (or whose method returns false) gets every
+// with them (a [DispatchStarter]'s dispatches go to their pipeline's adapter
+// queue instead). A backend without it (or whose method returns false) gets every
 // data-plane call one at a time in the host's order, as a backend written for
 // serial calls expects; the SDK still reads the host's next requests while one
 // runs. Either way, calls over gRPC (Describe, Compile, Release, and every

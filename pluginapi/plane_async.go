@@ -3,6 +3,7 @@ package pluginapi
 import (
 	"context"
 	"errors"
+	"time"
 )
 
 // Pipelined is implemented by a [ConcurrentAdapters] backend that can start an
@@ -106,4 +107,82 @@ func (d *device) startTransfer(ctx context.Context, pl Pipelined, write bool, bu
 		err = errNoCompletion
 	}
 	return w, err
+}
+
+// DispatchStarter is implemented by a [ConcurrentAdapters] backend that can
+// start a [Backend.Dispatch] without waiting for it: its inputs uploaded, the
+// launch and its outputs' copies back enqueued on the pipeline's adapter, the
+// way [Pipelined] starts a submit. On the data plane the SDK then sends each
+// dispatch of a pipeline it compiled to the queue of the pipeline's adapter,
+// where it is started in the host's order with that adapter's other calls,
+// and the adapter's completer calls its completion (so a v1 dispatch started
+// while an earlier one is on the device no longer waits for it); the host,
+// seeing [Capabilities.PipelinedDispatch], sends small v1 dispatches as one
+// such request instead of a write, a submit and a read. Without it (or
+// without a data plane, or when the host asked for spans) Dispatch runs
+// blocking as before.
+//
+// The SDK has run [CheckLaunch] on req, and gives StartDispatch the same
+// guarantees as a Start method of Pipelined: one call of an adapter at a
+// time, each DispatchCompletion called exactly once on a goroutine of the
+// SDK, and req's input views (shared memory of the host) and outputs stay the
+// backend's until its completion returns.
+type DispatchStarter interface {
+	// StartDispatch checks and enqueues req. outputs are the memory the host
+	// reads the outputs from, one per output binding in binding order, each
+	// as long as the host expects that output to be: a backend may copy an
+	// output into its outputs[i] on the device (DMA into shared memory) and
+	// return outputs[i][:n] as the result's Outputs[i], which the SDK then
+	// does not copy; any other slice it returns is copied there.
+	StartDispatch(ctx context.Context, req *DispatchRequest, outputs [][]byte) (DispatchCompletion, error)
+}
+
+// DispatchCompletion waits until a started dispatch is done and returns its
+// result, as Backend.Dispatch would, or the error it ended with.
+type DispatchCompletion func() (*DispatchResult, error)
+
+// errNoDispatchCompletion is StartDispatch's success without a completion.
+var errNoDispatchCompletion = errors.New("backend StartDispatch returned no completion and no error")
+
+// startDispatch runs the SDK's launch checks on req as dispatch does (through
+// the Checked layer) and starts it on a [DispatchStarter] backend; the
+// completion fills in the host time when the backend leaves it zero.
+func (d *device) startDispatch(ctx context.Context, ds DispatchStarter, req *DispatchRequest, outputs [][]byte) (DispatchCompletion, error) {
+	start := time.Now()
+	if c, ok := d.checked.(*checked); ok {
+		if err := c.checkLaunch(req); err != nil {
+			return nil, err
+		}
+	}
+	w, err := ds.StartDispatch(ctx, req, outputs)
+	if err != nil {
+		return nil, err
+	}
+	if w == nil {
+		return nil, errNoDispatchCompletion
+	}
+	return func() (*DispatchResult, error) {
+		res, err := w()
+		if err != nil {
+			return nil, err
+		}
+		if res == nil {
+			return nil, errors.New("backend DispatchCompletion returned no result and no error")
+		}
+		out := *res
+		if out.HostNanos == 0 {
+			out.HostNanos = max(time.Since(start).Nanoseconds(), 1)
+		}
+		return &out, nil
+	}, nil
+}
+
+// pipelineAdapter returns the adapter a pipeline the SDK saw compiled was
+// compiled on.
+func (d *device) pipelineAdapter(pipeline uint64) (int, bool) {
+	c, ok := d.checked.(*checked)
+	if !ok {
+		return 0, false
+	}
+	return c.adapterOf(pipeline)
 }

@@ -17,6 +17,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 
@@ -71,7 +72,11 @@ type planeServer struct {
 	// ConcurrentAdapters and no spans were asked for: its submits and
 	// transfers are started by a queue's goroutine and completed by another.
 	pipelined Pipelined
-	timer     *spanTimer // nil unless the host asked for spans (SpansEnv)
+	// dispatcher is the backend's [DispatchStarter] under the same
+	// conditions: its v1 dispatches go to their pipeline's adapter queue
+	// and are started there.
+	dispatcher DispatchStarter
+	timer      *spanTimer // nil unless the host asked for spans (SpansEnv)
 
 	mu      sync.Mutex
 	conn    *wire.RawConn
@@ -124,6 +129,9 @@ func listenPlane(dev *device) (*planeServer, error) {
 		bufAdapter: map[uint64]uint32{}, queues: map[uint32]chan planeJob{}}
 	if pl, ok := dev.impl.(Pipelined); ok && p.concurrent && p.timer == nil {
 		p.pipelined = pl
+	}
+	if ds, ok := dev.impl.(DispatchStarter); ok && p.concurrent && p.timer == nil {
+		p.dispatcher = ds
 	}
 	go p.serve()
 	return p, nil
@@ -235,8 +243,9 @@ func (p *planeServer) serve() {
 // queueFor returns the key of the queue req goes to: the one queue of a
 // backend that is not [ConcurrentAdapters]; else the queue of the adapter it
 // names (alloc, submit) or of the adapter its buffer was allocated on (write,
-// read, free; a copy's destination), so that the host's order on one adapter holds; else the
-// unbound queue.
+// read, free; a copy's destination), so that the host's order on one adapter holds;
+// a dispatch of a [DispatchStarter] to its pipeline's adapter, whose queue
+// alone starts work on it; else the unbound queue.
 func (p *planeServer) queueFor(req *wire.Request) uint32 {
 	if !p.concurrent {
 		return 0
@@ -255,6 +264,12 @@ func (p *planeServer) queueFor(req *wire.Request) uint32 {
 			a = known
 		}
 		p.segMu.Unlock()
+	case wire.FrameDispatch:
+		if p.dispatcher != nil {
+			if known, ok := p.dev.pipelineAdapter(req.Dispatch.Pipeline); ok {
+				a = uint32(known)
+			}
+		}
 	}
 	if a >= maxPlaneQueues {
 		return unboundQueue
@@ -306,14 +321,14 @@ func (p *planeServer) drain(q <-chan planeJob) {
 			}
 			continue
 		}
-		if p.pipelined != nil {
+		if p.pipelined != nil || p.dispatcher != nil {
 			w, started, err := p.startJob(job)
 			if started {
 				if err != nil {
 					p.answerJob(job, err)
 					continue
 				}
-				j := startedJob{seq: job.req.Seq, kind: job.req.Kind, began: time.Now(), wait: w}
+				j := startedJob{seq: job.req.Seq, kind: job.req.Kind, began: time.Now(), fill: w}
 				if len(q) == 0 && (c == nil || c.idle()) {
 					// Nothing to start meanwhile and nothing started
 					// before: complete it here, without handing it to
@@ -339,21 +354,60 @@ func (p *planeServer) drain(q <-chan planeJob) {
 }
 
 // startJob starts job on the [Pipelined] backend when it is a submit, a write or
-// a read; started is false for every other job (and for a submit that must
-// run blocking), which the caller runs itself.
-func (p *planeServer) startJob(job planeJob) (w Completion, started bool, err error) {
+// a read, and on the [DispatchStarter] when it is a dispatch; started is false
+// for every other job (and for a submit that must run blocking), which the
+// caller runs itself. w fills the job's completion once its work is done.
+func (p *planeServer) startJob(job planeJob) (w func(*wire.Done) error, started bool, err error) {
 	req := job.req
-	switch req.Kind {
-	case wire.FrameSubmit:
-		return p.dev.startSubmit(job.ctx, p.pipelined, &SubmitRequest{Adapter: int(req.Adapter), Commands: commandsFromWire(req.Commands)})
-	case wire.FrameWrite, wire.FrameRead:
+	switch {
+	case req.Kind == wire.FrameSubmit && p.pipelined != nil:
+		c, started, err := p.dev.startSubmit(job.ctx, p.pipelined, &SubmitRequest{Adapter: int(req.Adapter), Commands: commandsFromWire(req.Commands)})
+		return submitted(c), started, err
+	case (req.Kind == wire.FrameWrite || req.Kind == wire.FrameRead) && p.pipelined != nil:
 		view, err := p.view(req.Data)
+		var c Completion
 		if err == nil {
-			w, err = p.dev.startTransfer(job.ctx, p.pipelined, req.Kind == wire.FrameWrite, req.Buffer, req.Offset, view)
+			c, err = p.dev.startTransfer(job.ctx, p.pipelined, req.Kind == wire.FrameWrite, req.Buffer, req.Offset, view)
 		}
+		return submitted(c), true, err
+	case req.Kind == wire.FrameDispatch && p.dispatcher != nil:
+		w, err := p.startDispatch(job.ctx, req)
 		return w, true, err
 	}
 	return nil, false, nil
+}
+
+// submitted fills a completion from a started submit's or transfer's result.
+func submitted(c Completion) func(*wire.Done) error {
+	return func(d *wire.Done) error {
+		res, err := c()
+		if err == nil && res != nil {
+			d.HostNanos, d.DeviceNanos = res.HostNanos, res.DeviceNanos
+		}
+		return err
+	}
+}
+
+// startDispatch starts a dispatch on the [DispatchStarter] with its staged
+// inputs and outputs, as dispatch runs one: the completion reports every
+// output's true size and copies each that fits into its staged range unless
+// the backend put it there.
+func (p *planeServer) startDispatch(ctx context.Context, req *wire.Request) (func(*wire.Done) error, error) {
+	dr, outs, err := p.stagedDispatch(req)
+	if err != nil {
+		return nil, err
+	}
+	c, err := p.dev.startDispatch(ctx, p.dispatcher, dr, outs)
+	if err != nil {
+		return nil, err
+	}
+	return func(d *wire.Done) error {
+		res, err := c()
+		if err != nil {
+			return err
+		}
+		return fillDispatch(d, res, outs)
+	}, nil
 }
 
 // answerJob answers a job that failed to start.
@@ -368,14 +422,11 @@ func (p *planeServer) answerJob(job planeJob, err error) {
 // complete waits for a started job's completion and answers its request
 // (unless the host is gone).
 func (p *planeServer) complete(j startedJob) {
-	res, err := j.wait()
-	p.finish(j.seq)
 	d := &wire.Done{Seq: j.seq}
-	switch {
-	case err != nil:
-		d.Status, d.Msg = statusOf(err), err.Error()
-	case res != nil:
-		d.HostNanos, d.DeviceNanos = res.HostNanos, res.DeviceNanos
+	err := j.fill(d)
+	p.finish(j.seq)
+	if err != nil {
+		*d = wire.Done{Seq: j.seq, Status: statusOf(err), Msg: err.Error()}
 	}
 	if d.Status == 0 && d.HostNanos == 0 {
 		d.HostNanos = max(time.Since(j.began).Nanoseconds(), 1)
@@ -392,7 +443,8 @@ type startedJob struct {
 	seq   uint64
 	kind  wire.FrameKind
 	began time.Time
-	wait  Completion
+	// fill waits for the work and fills the completion's result fields.
+	fill func(*wire.Done) error
 }
 
 // completer is the goroutine of one queue that calls the completions of the
@@ -836,6 +888,20 @@ func (p *planeServer) view(r wire.SegRange) ([]byte, error) {
 // staged range, reporting every output's true size; an output longer than its
 // range is not copied, and the host refuses it.
 func (p *planeServer) dispatch(ctx context.Context, req *wire.Request, d *wire.Done) error {
+	dr, outs, err := p.stagedDispatch(req)
+	if err != nil {
+		return err
+	}
+	res, err := p.dev.dispatch(ctx, dr)
+	if err != nil {
+		return err
+	}
+	return fillDispatch(d, res, outs)
+}
+
+// stagedDispatch returns a dispatch request with its inputs' staged views, and
+// the staged ranges of its outputs.
+func (p *planeServer) stagedDispatch(req *wire.Request) (*DispatchRequest, [][]byte, error) {
 	dr := req.Dispatch
 	for i, in := range req.Inputs {
 		if dr.Inputs[i] == nil {
@@ -843,7 +909,7 @@ func (p *planeServer) dispatch(ctx context.Context, req *wire.Request, d *wire.D
 		}
 		v, err := p.view(in)
 		if err != nil {
-			return err
+			return nil, nil, err
 		}
 		dr.Inputs[i] = v
 	}
@@ -851,26 +917,34 @@ func (p *planeServer) dispatch(ctx context.Context, req *wire.Request, d *wire.D
 	for i, o := range req.Outputs {
 		v, err := p.view(o)
 		if err != nil {
-			return err
+			return nil, nil, err
 		}
 		outs[i] = v
 	}
-	res, err := p.dev.dispatch(ctx, dispatchFromWire(dr))
-	if err != nil {
-		return err
-	}
+	return dispatchFromWire(dr), outs, nil
+}
+
+// fillDispatch reports a dispatch's result in d: every output's true size, and
+// each output that fits copied into its staged range (unless it is there
+// already).
+func fillDispatch(d *wire.Done, res *DispatchResult, outs [][]byte) error {
 	if len(res.Outputs) != len(outs) {
 		return &badResult{fmt.Sprintf("%d outputs, the host expects %d", len(res.Outputs), len(outs))}
 	}
 	d.Sizes = make([]uint64, len(outs))
 	for i, o := range res.Outputs {
 		d.Sizes[i] = uint64(len(o))
-		if len(o) <= len(outs[i]) {
+		if len(o) <= len(outs[i]) && !sameStart(o, outs[i]) {
 			copy(outs[i], o)
 		}
 	}
 	d.HostNanos, d.DeviceNanos = res.HostNanos, res.DeviceNanos
 	return nil
+}
+
+// sameStart reports whether a and b are non-empty and start at the same byte.
+func sameStart(a, b []byte) bool {
+	return len(a) > 0 && len(b) > 0 && unsafe.SliceData(a) == unsafe.SliceData(b)
 }
 
 // fdReader reads frames from a unix stream socket, collecting the descriptors

@@ -101,6 +101,7 @@ func (v *v2client) describe(ctx context.Context) (*pluginapi.Description, error)
 	v.caps.Artifacts, v.caps.Health = c.GetArtifacts(), c.GetHealth()
 	v.caps.PeerCopy = c.GetBuffers() && c.GetPeerCopy()
 	v.caps.ConcurrentAdapters, v.caps.Spans = c.GetConcurrentAdapters(), c.GetSpans()
+	v.caps.PipelinedDispatch = c.GetConcurrentAdapters() && c.GetPipelinedDispatch()
 	open := v.plane != nil || v.caps.DataPlane != ""
 	v.mu.Unlock()
 	if !open {

@@ -847,6 +847,26 @@ const stagingAlign = 64
 
 func alignUp(n uint64) uint64 { return (n + stagingAlign - 1) &^ (stagingAlign - 1) }
 
+// SmallDispatch reports whether a dispatch's inputs and outputs (outputs: each
+// output's bytes) fit together in one small staging segment, the kind the
+// plane keeps many of idle. A host sends such a v1 dispatch to a plugin with
+// pluginapi.Capabilities.PipelinedDispatch as one dispatch request, which the
+// plugin starts without waiting for the earlier ones, instead of a write, a
+// submit and a read of scratch buffers (three round trips).
+func SmallDispatch(req *pluginapi.DispatchRequest, outputs []int) bool {
+	var total uint64
+	for _, in := range req.Inputs {
+		total += alignUp(uint64(len(in)))
+	}
+	for _, size := range outputs {
+		if size < 0 {
+			return false
+		}
+		total += alignUp(uint64(size))
+	}
+	return total <= minStagingBytes
+}
+
 // dispatchOnPlane runs Backend.Dispatch with inputs and outputs staged in one
 // shared segment.
 func dispatchOnPlane(ctx context.Context, pl *plane, req *pluginapi.DispatchRequest, outputs []int) (*DispatchResult, error) {

@@ -53,3 +53,6 @@ func transferOnPlane(context.Context, *plane, wire.FrameKind, uint64, uint64, []
 func dispatchOnPlane(context.Context, *plane, *pluginapi.DispatchRequest, []int) (*DispatchResult, error) {
 	return nil, errNoPlane
 }
+
+// SmallDispatch is false without a data plane: no dispatch is staged.
+func SmallDispatch(*pluginapi.DispatchRequest, []int) bool { return false }

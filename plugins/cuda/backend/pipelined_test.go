@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/kiln-dev/kiln/pluginapi"
 )
 
@@ -159,4 +161,133 @@ func TestStartedWorkLetsAWaitingCallIn(t *testing.T) {
 	if got := <-order; got != "start" {
 		t.Fatalf("got %s, want the start", got)
 	}
+}
+
+// TestStartedDispatchesBackToBack starts 64 dispatches of add_one back to back on
+// adapter 0 (spread over the device's lanes), each reading its own input and
+// writing into its own output memory, and calls the completions in order
+// afterwards, as the SDK's completer does: every output is right and was
+// written in place, and a dispatch whose output memory is too short gets the
+// whole output elsewhere (for the SDK to report its size). Then the stream is
+// free again for a blocking call. It needs a CUDA device.
+func TestStartedDispatchesBackToBack(t *testing.T) {
+	b := newTestBackend(t)
+	ctx := context.Background()
+	c, err := b.Compile(ctx, &pluginapi.CompileRequest{Program: addOne()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Release(ctx, c.Pipeline)
+	one := &pluginapi.DispatchRequest{Pipeline: c.Pipeline, Grid: [3]uint32{1, 1, 1}, Inputs: [][]byte{words([]uint32{1}), nil}, OutputCounts: []uint32{0, 1}}
+	// A blocking call first: it waits for the first open's bandwidth probe,
+	// which would otherwise queue behind (and so wait for) the starts below.
+	if _, err := b.Dispatch(ctx, one); err != nil {
+		t.Fatal(err)
+	}
+	const rounds, n = 64, 100
+	var waits []pluginapi.DispatchCompletion
+	outs := make([][]byte, rounds)
+	for r := range rounds {
+		in := make([]uint32, n)
+		for i := range in {
+			in[i] = uint32(r*1000 + i)
+		}
+		outs[r] = make([]byte, 4*n)
+		if r == rounds-1 {
+			outs[r] = outs[r][:4] // too short
+		}
+		w, err := b.StartDispatch(ctx, &pluginapi.DispatchRequest{Pipeline: c.Pipeline, Grid: [3]uint32{2, 1, 1}, Inputs: [][]byte{words(in), nil}, OutputCounts: []uint32{0, n}}, [][]byte{outs[r]})
+		if err != nil {
+			t.Errorf("start %d: %v", r, err)
+			break
+		}
+		waits = append(waits, w)
+	}
+	// Every completion is called (a failure must not leave started work
+	// holding the stream and the pipeline).
+	for r, w := range waits {
+		res, err := w()
+		if err != nil {
+			t.Errorf("dispatch %d: %v", r, err)
+			continue
+		}
+		got := wordsOf(res.Outputs[0])
+		if len(got) != n {
+			t.Errorf("dispatch %d: %d words, want %d", r, len(got), n)
+			continue
+		}
+		for i, v := range got {
+			if v != uint32(r*1000+i+1) {
+				t.Errorf("dispatch %d: word %d is %d, want %d", r, i, v, r*1000+i+1)
+				break
+			}
+		}
+		if r < rounds-1 && &res.Outputs[0][0] != &outs[r][0] {
+			t.Errorf("dispatch %d: the output was not written in place", r)
+		}
+	}
+	short, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	if _, err := b.Dispatch(short, one); err != nil {
+		t.Fatalf("a blocking dispatch after the started ones: %v", err)
+	}
+}
+
+// BenchmarkStartDispatch is the CUDA side of the data plane's pipelined v1
+// dispatch alone: one goroutine starts 1-element increments back to back (the
+// adapter's queue) and another calls their completions in order (the
+// completer), at most 64 in flight, their bytes in an attached segment; it
+// reports dispatches per second.
+func BenchmarkStartDispatch(b *testing.B) {
+	be, adapter := benchBackend(b)
+	ctx := context.Background()
+	c, err := be.Compile(ctx, &pluginapi.CompileRequest{Adapter: adapter, Program: addOne()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer be.Release(ctx, c.Pipeline)
+	const depth = 64
+	// The inputs and outputs lie in an attached segment, as the data plane's
+	// staging does: the backend registers it and copies by DMA.
+	mem, err := unix.Mmap(-1, 0, 1<<16, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_ANON|unix.MAP_PRIVATE)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer unix.Munmap(mem)
+	if err := be.AttachSegment(ctx, 1, mem); err != nil {
+		b.Fatal(err)
+	}
+	defer be.DetachSegment(ctx, 1)
+	type slot struct{ in, out []byte }
+	slots := make([]slot, depth)
+	for i := range slots {
+		slots[i] = slot{in: mem[256*i : 256*i+4], out: mem[256*i+128 : 256*i+132]}
+		copy(slots[i].in, words([]uint32{uint32(i)}))
+	}
+	waits := make(chan pluginapi.DispatchCompletion, depth)
+	done := make(chan error, 1)
+	b.ResetTimer()
+	began := time.Now()
+	go func() {
+		for w := range waits {
+			if _, err := w(); err != nil {
+				done <- err
+				return
+			}
+		}
+		done <- nil
+	}()
+	for i := range b.N {
+		s := slots[i%depth]
+		w, err := be.StartDispatch(ctx, &pluginapi.DispatchRequest{Pipeline: c.Pipeline, Grid: [3]uint32{1, 1, 1}, Inputs: [][]byte{s.in, nil}, OutputCounts: []uint32{0, 1}}, [][]byte{s.out})
+		if err != nil {
+			b.Fatal(err)
+		}
+		waits <- w
+	}
+	close(waits)
+	if err := <-done; err != nil {
+		b.Fatal(err)
+	}
+	b.ReportMetric(float64(b.N)/time.Since(began).Seconds(), "dispatches/s")
 }
