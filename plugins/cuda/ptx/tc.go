@@ -101,6 +101,11 @@ type TCConfig struct {
 	// columns (the grid stays ceil(N/TileN) × ceil(M/TileM): workgroup (x, y)
 	// computes another tile, each tile once).
 	GroupRows uint32
+	// TMA (wgmma with bf16 or f16 operands) stages A and B with the bulk
+	// tensor copy engine (see tma.go) where the launch's values allow it, the
+	// cp.async loop otherwise: the module then has the parameters of
+	// tmaParams after Emit's and the tensor maps of tensorMaps.
+	TMA bool
 	// DynamicShared declares the shared stages as dynamic shared memory (extern),
 	// for rings over the 48 KiB a kernel may declare statically: the launch must
 	// pass SharedBytes() as its dynamic shared memory, after raising the
@@ -130,8 +135,12 @@ func (c TCConfig) stageBytes() uint32 {
 	return c.TileM*c.rowBytesA() + c.TileK*c.rowBytesB()
 }
 
-// SharedBytes is the kernel's static shared memory.
-func (c TCConfig) SharedBytes() uint32 { return c.Stages * c.stageBytes() }
+// ringBytes is the shared memory of the stages.
+func (c TCConfig) ringBytes() uint32 { return c.Stages * c.stageBytes() }
+
+// SharedBytes is the kernel's shared memory: the stages, then the TMA path's
+// mbarriers.
+func (c TCConfig) SharedBytes() uint32 { return c.ringBytes() + c.barrierBytes() }
 
 // prefetch is how many k steps the ring holds ahead of the one computed.
 func (c TCConfig) prefetch() uint32 {
@@ -209,6 +218,9 @@ func (c TCConfig) check() string {
 		if (l.rows*l.chunks)%t != 0 || t%l.chunks != 0 {
 			return fmt.Sprintf("a %d×%d-chunk tile does not split evenly over %d invocations", l.rows, l.chunks, t)
 		}
+	}
+	if c.TMA && (!c.Wgmma || c.Operand == ir.F32) {
+		return "the TMA path needs the wgmma path and 16-bit operands (tf32 b is transposed through registers)"
 	}
 	if c.Overlap && (!c.Wgmma || c.Stages < 3) {
 		return "overlap needs the wgmma path and at least 3 stages"
@@ -304,8 +316,15 @@ func (w *tcWriter) assemble() string {
 	if c.Wgmma {
 		path, isa, target, align = "wgmma", tcWgmmaISA, "sm_90a", 1024
 	}
-	fmt.Fprintf(&s, "// kiln tensor-core matmul (path: %s %s, tile %dx%dx%d, warps %dx%d, %d cp.async stages)\n",
-		path, tcOperandName(c.Operand), c.TileM, c.TileN, c.TileK, c.WarpsM, c.WarpsN, c.Stages)
+	staging := "cp.async"
+	if c.TMA {
+		staging = "TMA"
+	}
+	fmt.Fprintf(&s, "// kiln tensor-core matmul (path: %s %s, tile %dx%dx%d, warps %dx%d, %d %s stages)\n",
+		path, tcOperandName(c.Operand), c.TileM, c.TileN, c.TileK, c.WarpsM, c.WarpsN, c.Stages, staging)
+	if c.TMA {
+		s.WriteString("// staging: the bulk tensor copy engine (cp.async.bulk.tensor + mbarrier, tensor maps kiln_tmap0/1 built by the launch); cp.async where a launch's values or a tile's start do not allow it (kiln_tma 0)\n")
+	}
 	fmt.Fprintf(&s, ".version %s\n.target %s\n.address_size 64\n\n", isa, target)
 	if c.DynamicShared {
 		// module scope: the launch sizes it
@@ -322,6 +341,15 @@ func (w *tcWriter) assemble() string {
 	}
 	for u := range c.Uniforms {
 		params = append(params, "\t.param .b32 "+uniformParam(u))
+	}
+	if c.TMA {
+		for _, p := range c.tmaParams() {
+			if p.Kind == TensorMapParam {
+				params = append(params, "\t.param .align 64 .b8 "+p.Name+"[128]")
+			} else {
+				params = append(params, "\t.param .u32 "+p.Name)
+			}
+		}
 	}
 	s.WriteString(strings.Join(params, ",\n"))
 	fmt.Fprintf(&s, "\n)\n.reqntid %d, 1, 1\n{\n", c.Threads())
@@ -479,8 +507,17 @@ func (w *tcWriter) kernel() {
 		w.at(none)
 	}
 	depth := c.prefetch()
-	w.comment(fmt.Sprintf("prologue: k steps 0..%d into stages 0..%d", depth-1, depth-1))
 	w.stage, w.wstage, w.ldTile = w.r(), w.r(), w.r()
+	epilogue := w.label()
+	if c.TMA {
+		cpAsync := w.label()
+		w.i("@!%s bra %s", w.useTMA(), cpAsync)
+		w.tmaLoop()
+		w.i("bra.uni %s", epilogue)
+		w.at(cpAsync)
+		w.comment("cp.async path: the launch could not build the tensor maps, or the tile starts past m or n")
+	}
+	w.comment(fmt.Sprintf("prologue: k steps 0..%d into stages 0..%d", depth-1, depth-1))
 	w.i("mov.u32 %s, 0", w.ldTile)
 	w.i("mov.u32 %s, 0", w.wstage)
 	pro, proEnd := w.label(), w.label()
@@ -535,6 +572,7 @@ func (w *tcWriter) kernel() {
 	if c.Overlap {
 		w.i("wgmma.wait_group.sync.aligned 0")
 	}
+	w.at(epilogue)
 	w.store(row0, col0)
 	w.i("ret")
 }
@@ -580,7 +618,7 @@ func (w *tcWriter) advance(reg string) {
 	c := w.cfg
 	p := w.p()
 	w.i("add.u32 %s, %s, %d", reg, reg, c.stageBytes())
-	w.i("setp.ge.u32 %s, %s, %d", p, reg, c.SharedBytes())
+	w.i("setp.ge.u32 %s, %s, %d", p, reg, c.ringBytes())
 	w.i("@%s mov.u32 %s, 0", p, reg)
 }
 
