@@ -98,7 +98,7 @@ func TestEmitTensorCorePaths(t *testing.T) {
 func TestCorpusMatmulTCDefault(t *testing.T) {
 	k, _ := kernels.Lookup("matmul_tc")
 	for target, want := range map[Target]string{
-		{SM: 90}: "// kiln tensor-core matmul (path: wgmma bf16, tile 64x128x32, warps 4x1, 4 cp.async stages)",
+		{SM: 90}: "// kiln tensor-core matmul (path: wgmma bf16, tile 64x128x32, warps 4x1, 4 TMA stages)",
 		{SM: 80}: "// kiln tensor-core matmul (path: mma.sync bf16, tile 64x128x32, warps 2x2, 3 cp.async stages)",
 	} {
 		m := mustEmit(t, "matmul_tc", k.Program(), Options{Target: target, NonCoherentReads: true, MaxDynamicSharedBytes: 227 << 10})
