@@ -2,6 +2,9 @@
 # The tensor-core matmul kernels of plugins/cuda/ptx/tc.go on a GPU (issue 27).
 #
 #   scripts/gpu-tc-run.sh build    # here (Go): writes the kernels' PTX to .devbin/
+#   scripts/gpu-tc-run.sh tma DIR [KILN.txz]  # on the GPU machine: the corpus
+#                                  # modules' TMA staging against their cp.async
+#                                  # twins (see tma_vs_cpasync)
 #   scripts/gpu-tc-run.sh kiln KILN.txz  # on the GPU machine: only kiln run vs
 #                                  # torch (see kiln_vs_torch)
 #   scripts/gpu-tc-run.sh device [DIR [KILN.txz]]  # on the GPU machine, DIR
@@ -96,7 +99,266 @@ for r in rows:
 PY
 }
 
+# tma_vs_cpasync (mode tma): the corpus modules the backend builds on an H200
+# (TMA staging, *_tma_corpus.ptx) next to their cp.async twins (*_corpus.ptx
+# without _tma): ptxas for sm_90a with SASS counts (UTMALDG, HGMMA, LDGSTS),
+# correctness against torch with kiln_tma 1 and 0 (the recipe of
+# plugins/cuda/ptx/tma.go's TensorMap.Encoding, maps encoded with
+# cuTensorMapEncodeTiled through ctypes), then TFLOP/s in rounds of
+# torch.matmul, the cp.async module and the TMA module (parameters built before
+# the timed launch), SM clock sampled every 50 ms; with KILN.txz, kiln run
+# --repeat of matmul_tc (the plugin builds the maps) between torch timings,
+# after the CUDA backend's corpus check of matmul_tc (backend.test in it).
+tma_vs_cpasync() {
+	mkdir -p /tmp/tcbin
+	: >"$out/ptxas.txt"
+	for f in "$ptxdir"/tc_*_corpus.ptx; do
+		b=$(basename "$f" .ptx)
+		if ptxas -arch=sm_90a -v "$f" -o "/tmp/tcbin/$b.cubin" >"/tmp/tcbin/$b.log" 2>&1; then
+			sass=$(cuobjdump --dump-sass "/tmp/tcbin/$b.cubin")
+			echo "$b sm_90a ok: $(grep -o 'Used [0-9]* registers' "/tmp/tcbin/$b.log" | head -1), $(grep -o '[0-9]* bytes spill stores' "/tmp/tcbin/$b.log" | head -1), UTMALDG $(grep -c UTMALDG <<<"$sass" || true), HGMMA $(grep -c HGMMA <<<"$sass" || true), LDGSTS $(grep -c LDGSTS <<<"$sass" || true), SYNCS $(grep -c SYNCS <<<"$sass" || true), warnings $(grep -ci warning "/tmp/tcbin/$b.log" || true)" >>"$out/ptxas.txt"
+		else
+			echo "$b sm_90a FAILED: $(head -8 "/tmp/tcbin/$b.log" | tr '\n' ' ')" >>"$out/ptxas.txt"
+		fi
+	done
+	cat "$out/ptxas.txt"
+	local kb=""
+	if [ -n "$kilntxz" ]; then
+		# the plugin's own launches (it builds the maps): the corpus matmul_tc
+		# cases, ragged sizes included, against the CPU reference
+		rm -rf /tmp/tckiln && mkdir -p /tmp/tckiln && tar xJf "$kilntxz" -C /tmp/tckiln
+		kb=/tmp/tckiln/bin
+		timeout 150 "$kb/backend.test" -test.run 'TestCorpusMatchesReference/matmul_tc' -test.v 2>&1 | grep -E '^(---|===|ok|FAIL|PASS)|matmul_tc' | tail -30 | tee "$out/backend.txt"
+	fi
+	PYTHONUNBUFFERED=1 python3 - "$ptxdir" "$out" "$kb" <<'PY' 2>&1 | tee "$out/tma.log"
+import ctypes, glob, os, re, statistics, subprocess, sys, time
+import torch
+
+src, out, kb = sys.argv[1], sys.argv[2], sys.argv[3]
+torch.zeros(1, device="cuda")
+cu = ctypes.CDLL("libcuda.so.1")
+enc_fn = cu.cuTensorMapEncodeTiled
+enc_fn.restype = ctypes.c_int
+enc_fn.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_uint32, ctypes.c_void_p, ctypes.POINTER(ctypes.c_uint64),
+                   ctypes.POINTER(ctypes.c_uint64), ctypes.POINTER(ctypes.c_uint32), ctypes.POINTER(ctypes.c_uint32),
+                   ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_int]
+
+
+def chk(r, what):
+    if r != 0:
+        p = ctypes.c_char_p()
+        cu.cuGetErrorString(r, ctypes.byref(p))
+        raise RuntimeError(f"{what}: CUDA error {r} {p.value}")
+
+
+class Sampler:
+    def __enter__(self):
+        self.p = subprocess.Popen(["nvidia-smi", "--query-gpu=clocks.sm", "--format=csv,noheader,nounits", "-lms", "50"],
+                                  stdout=subprocess.PIPE, text=True)
+        return self
+
+    def __exit__(self, *a):
+        self.p.terminate()
+        mhz = [int(x) for x in self.p.communicate()[0].split() if x.isdigit()]
+        self.text = f"SM MHz median {statistics.median(mhz) if mhz else '?'}, min {min(mhz) if mhz else '?'} ({len(mhz)} samples)"
+
+
+def tmap(base, cols, rows, count, box, swz, dtype):
+    """TensorMap.Encoding's recipe, then cuTensorMapEncodeTiled; None where it refuses."""
+    if base % 16 or cols == 0 or rows == 0 or cols > 1 << 30 or rows > 1 << 30 or cols * 2 % 16 or cols * rows > count:
+        return None
+    buf = (ctypes.c_uint64 * 24)()
+    off = (64 - ctypes.addressof(buf) % 64) % 64
+    dims, strides = (ctypes.c_uint64 * 2)(cols, rows), (ctypes.c_uint64 * 1)(cols * 2)
+    boxd, es = (ctypes.c_uint32 * 2)(*box), (ctypes.c_uint32 * 2)(1, 1)
+    r = enc_fn(ctypes.addressof(buf) + off, dtype, 2, base, dims, strides, boxd, es, 0, {32: 1, 64: 2, 128: 3}[swz], 3, 0)
+    if r != 0:
+        raise RuntimeError(f"cuTensorMapEncodeTiled: {r}")
+    return (buf, off)
+
+
+class Kernel:
+    def __init__(self, path):
+        self.name = os.path.basename(path)[:-4]
+        m = re.match(r"tc_wg(\w+?)_(\d+)x(\d+)x(\d+)_w(\d+)x(\d+)_s(\d+)", self.name)
+        self.op, self.tm, self.tn, self.tk = m.group(1), int(m.group(2)), int(m.group(3)), int(m.group(4))
+        self.tma = "_tma" in self.name
+        self.threads = 32 * int(m.group(5)) * int(m.group(6))
+        text = open(path, "rb").read() + b"\0"
+        dyn = re.search(rb"dynamic shared memory (\d+) bytes", text)
+        self.shmem = int(dyn.group(1)) if dyn else 0
+        self.mod, self.fn = ctypes.c_void_p(), ctypes.c_void_p()
+        chk(cu.cuModuleLoadData(ctypes.byref(self.mod), text), f"load {self.name}")
+        chk(cu.cuModuleGetFunction(ctypes.byref(self.fn), self.mod, b"kiln_main"), "get function")
+        if self.shmem:
+            chk(cu.cuFuncSetAttribute(self.fn, 8, self.shmem), "dynamic shared memory")
+
+    def prepare(self, a, b, c, M, N, K, lens, flag=1):
+        args = [ctypes.c_uint64(a.data_ptr()), ctypes.c_uint64(b.data_ptr()), ctypes.c_uint64(c.data_ptr()),
+                ctypes.c_uint32(lens[0]), ctypes.c_uint32(lens[1]), ctypes.c_uint32(lens[2]),
+                ctypes.c_uint32(M), ctypes.c_uint32(N), ctypes.c_uint32(K)]
+        ptrs = [ctypes.addressof(x) for x in args]
+        self.used = False
+        if self.tma:
+            dt = 9 if self.op == "bf16" else 6
+            ma = tmap(a.data_ptr(), K, M, lens[0], (self.tk, self.tm), self.tk * 2, dt)
+            mb = tmap(b.data_ptr(), N, K, lens[1], (64, self.tk), 128, dt)
+            ok = ma is not None and mb is not None and flag
+            self.used = bool(ok)
+            zero = ((ctypes.c_uint64 * 24)(), 0)
+            for mm in (ma or zero, mb or zero):
+                args.append(mm[0])
+                ptrs.append(ctypes.addressof(mm[0]) + mm[1])
+            f = ctypes.c_uint32(1 if ok else 0)
+            args.append(f)
+            ptrs.append(ctypes.addressof(f))
+        arr = (ctypes.c_void_p * len(ptrs))(*ptrs)
+        gx, gy = (N + self.tn - 1) // self.tn, (M + self.tm - 1) // self.tm
+        return (arr, args, max(gx, 1), max(gy, 1))
+
+    def go(self, p):
+        chk(cu.cuLaunchKernel(self.fn, p[2], p[3], 1, self.threads, 1, 1, self.shmem, None, p[0], None), "launch")
+
+
+DT = {"bf16": torch.bfloat16, "f16": torch.float16}
+U = 2.0 ** -23
+
+
+def check(k, M, N, K, kind, short_b=0, flag=1):
+    dt = DT[k.op]
+    if kind == "int":
+        a = torch.randint(-3, 4, (M, K), device="cuda").to(dt); b = torch.randint(-3, 4, (K, N), device="cuda").to(dt)
+    else:
+        a = (torch.rand(M, K, device="cuda") * 2 - 1).to(dt); b = (torch.rand(K, N, device="cuda") * 2 - 1).to(dt)
+    c = torch.full((M * N + 64,), float("nan"), device="cuda", dtype=torch.float32)
+    lenb = K * N - short_b
+    p = k.prepare(a, b, c, M, N, K, (M * K, lenb, M * N), flag)
+    k.go(p)
+    chk(cu.cuCtxSynchronize(), "sync")
+    got = c[: M * N].view(M, N).double()
+    be = b.clone().reshape(-1)
+    if short_b:
+        be[lenb:] = 0
+    a64, b64 = a.double(), be.view(K, N).double()
+    ref = a64 @ b64
+    guard = bool(torch.isnan(c[M * N:]).all())
+    path = "TMA" if k.used else "cp.async"
+    if got.isnan().any():
+        return False, f"{path}: UNWRITTEN {int(got.isnan().sum())}"
+    if kind == "int":
+        bad = int((got != ref).sum())
+        return bad == 0 and guard, f"{path}: {'bit-exact' if bad == 0 else f'MISMATCH {bad}'}, guard {'ok' if guard else 'OVERWRITTEN'}"
+    n = K + 1
+    bd = (n * U / (1 - n * U)) * (a64.abs() @ b64.abs()) + n * 2.0 ** -126
+    over = int(((got - ref).abs() > bd).sum())
+    return over == 0 and guard, f"{path}: {'within bound' if over == 0 else f'OVER BOUND {over}'}, guard {'ok' if guard else 'OVERWRITTEN'}"
+
+
+def bench(k, p, iters=20):
+    for _ in range(3):
+        k.go(p)
+    torch.cuda.synchronize()
+    ts = []
+    for _ in range(iters):
+        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        s.record(); k.go(p); e.record(); e.synchronize(); ts.append(s.elapsed_time(e))
+    return statistics.median(ts)
+
+
+def tbench(a, b, iters=20):
+    for _ in range(3):
+        a @ b
+    torch.cuda.synchronize()
+    ts = []
+    for _ in range(iters):
+        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        s.record(); a @ b; e.record(); e.synchronize(); ts.append(s.elapsed_time(e))
+    return statistics.median(ts)
+
+
+ks = {}
+for path in sorted(glob.glob(os.path.join(src, "tc_wg*_corpus.ptx"))):
+    if "tf32" in path:
+        continue
+    try:
+        k = Kernel(path)
+        ks[k.name] = k
+    except RuntimeError as e:
+        print("LOAD FAIL", path, e)
+print("== correctness")
+allok = True
+for k in ks.values():
+    cases = [(256, 256, 256, "int", 0, 1), (1000, 1000, 1000, "int", 0, 1), (1000, 1000, 1000, "int", 0, 0),
+             (1000, 1003, 1001, "int", 0, 1), (17, 33, 15, "int", 0, 1), (1, 1, 1, "int", 0, 1), (130, 72, 0, "int", 0, 1),
+             (200, 136, 96, "int", 7, 1), (130, 72, 40, "int", 0, 1), (512, 384, 640, "rand", 0, 1), (333, 264, 1000, "rand", 0, 1)]
+    for M, N, K, kind, sb, flag in cases:
+        try:
+            ok, res = check(k, M, N, K, kind, sb, flag)
+        except RuntimeError as e:
+            ok, res = False, f"ERROR {e}"
+        allok &= ok
+        print(f"{k.name} {M}x{N}x{K} {kind}{' shortb' if sb else ''}{' kiln_tma=0' if not flag else ''}: {res}")
+print("correctness all ok" if allok else "CORRECTNESS FAILURES")
+print("== warm-up")
+x = torch.randn(8192, 8192, device="cuda", dtype=torch.bfloat16)
+t0 = time.time()
+while time.time() - t0 < 2.0:
+    x @ x
+torch.cuda.synchronize()
+print("== TFLOP/s: rounds of torch.matmul, cp.async module, TMA module (same process, same inputs)")
+summary = []
+for op, size, tile in (("bf16", 4096, "128x256x64"), ("f16", 4096, "128x256x64"), ("bf16", 8192, "128x256x64"), ("bf16", 4096, "64x128x32")):
+    pair = [k for k in ks.values() if k.op == op and f"_{tile}_" in k.name]
+    pair.sort(key=lambda k: k.tma)
+    if len(pair) != 2:
+        print("missing pair", op, tile, [k.name for k in pair]); continue
+    a = torch.randn(size, size, device="cuda").to(DT[op]); b = torch.randn(size, size, device="cuda").to(DT[op])
+    c = torch.empty(size, size, device="cuda", dtype=torch.float32)
+    fl = 2.0 * size ** 3
+    ps = [k.prepare(a, b, c, size, size, size, (size * size,) * 3) for k in pair]
+    tt, kt = [], [[], []]
+    with Sampler() as smp:
+        for rnd in range(3):
+            tt.append(tbench(a, b))
+            for i, k in enumerate(pair):
+                kt[i].append(bench(k, ps[i]))
+    tref = statistics.median(tt)
+    row = f"{op} {size}^3 {tile}: torch {fl / tref / 1e9:.1f}"
+    for i, k in enumerate(pair):
+        tf = fl / statistics.median(kt[i]) / 1e9
+        row += f", {'TMA' if k.tma else 'cp.async'} {tf:.1f} ({100 * tf * tref / fl * 1e9:.0f}%; rounds {' '.join(f'{fl / t / 1e9:.0f}' for t in kt[i])})"
+    row += f"; {smp.text}"
+    print(row); summary.append(row)
+if kb:
+    w = "/tmp/tckiln"
+    env = dict(os.environ, XDG_CACHE_HOME=w + "/xc", XDG_CONFIG_HOME=w + "/xcfg", XDG_DATA_HOME=w + "/xd")
+    for op, tm, tn, tk in (("bf16", 128, 256, 64), ("f16", 128, 256, 64), ("bf16", 64, 128, 32)):
+        n = 4096; fl = 2.0 * n ** 3
+        a = torch.randint(-3, 4, (n, n), device="cuda").to(DT[op]); b = torch.randint(-3, 4, (n, n), device="cuda").to(DT[op])
+        t0 = tbench(a, b)
+        cmd = [f"{kb}/kiln", "--plugins", f"{kb}/plugins", "run", "--kernel", "matmul_tc", "--spec", f"type={op}", "--spec", f"tm={tm}",
+               "--spec", f"tn={tn}", "--spec", f"tk={tk}", "--size", str(n), "--backend", "cuda", "--repeat", "20"]
+        with Sampler() as smp:
+            res = subprocess.run(cmd, capture_output=True, text=True, timeout=120, env=env)
+        t1 = tbench(a, b)
+        lines = [l.strip() for l in res.stdout.splitlines() if l.strip()]
+        row = f"kiln run {op} {n}^3 {tm}x{tn}x{tk}: {' | '.join(lines[-6:])} rc={res.returncode} {res.stderr[-300:]}; torch before {fl / t0 / 1e9:.1f} after {fl / t1 / 1e9:.1f}; {smp.text}"
+        print(row); summary.append(row)
+print("== summary")
+for r in summary:
+    print(r)
+open(os.path.join(out, "summary.txt"), "w").write("\n".join(summary) + "\n")
+PY
+}
+
 case "$mode" in
+tma)
+	out=${OUT:-$ptxdir/out}
+	mkdir -p "$out"
+	export PATH=/usr/local/cuda/bin:$PATH
+	nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv,noheader | tee "$out/gpu.txt"
+	tma_vs_cpasync
+	;;
 kiln)
 	out=${OUT:-.devbin/out}
 	kilntxz=$ptxdir
@@ -346,7 +608,7 @@ open(os.path.join(out, "summary.txt"), "w").write("\n".join(LOG) + "\n")
 PY
 	;;
 *)
-	echo "usage: $0 build|device [DIR [KILN.txz]]|kiln KILN.txz" >&2
+	echo "usage: $0 build|device [DIR [KILN.txz]]|tma DIR [KILN.txz]|kiln KILN.txz" >&2
 	exit 2
 	;;
 esac
