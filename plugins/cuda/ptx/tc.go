@@ -27,7 +27,10 @@ import (
 // N-major (imm-trans-b), stored in panels of 64 columns; tf32 wgmma reads only
 // K-major operands, so tf32 B is transposed on its way to shared memory through
 // registers (16-byte loads, 4-byte stores) instead of cp.async. Overlap keeps
-// one wgmma group running across the next step's wait and barrier.
+// one wgmma group running across the next step's wait and barrier. With TMA
+// (bf16, f16) the bulk tensor copy engine fills the same stages in the same
+// layout (tma.go), the cp.async loop staying in the kernel for the launches
+// and tiles the copy engine cannot serve with the IR's bounds.
 //
 // Shared rows are XOR-swizzled in 16-byte chunks (chunk ^ key(row mod 8)), which
 // keeps the copies and ldmatrix free of bank conflicts and is, on 1024-byte
@@ -60,6 +63,11 @@ import (
 // run): 256×128×64 bf16 454, tf32 171. Through kiln run --repeat, next to
 // torch.matmul timed the same way on the same inputs: bf16 498 (70%), f16 487
 // (71%), tf32 209 (54%), 8192³ bf16 547 (75%), default tile 399 (59%).
+// TMA staging against cp.async, same modules otherwise, in rounds with
+// torch.matmul in one process (scripts/gpu-tc-run.sh tma): 4096³ bf16 630 vs
+// 548 (torch 650), f16 681 vs 605 (torch 702), 8192³ bf16 663 vs 571 (torch
+// 652), default tile bf16 434 vs 402 (torch 570); kiln run --repeat bf16 621,
+// f16 625 at 1980 MHz (torch 705-754 around them).
 
 // TCConfig selects a tensor-core matmul kernel and its interface.
 type TCConfig struct {
