@@ -99,42 +99,15 @@ for r in rows:
 PY
 }
 
-# tma_vs_cpasync (mode tma): the corpus modules the backend builds on an H200
-# (TMA staging, *_tma_corpus.ptx) next to their cp.async twins (*_corpus.ptx
-# without _tma): ptxas for sm_90a with SASS counts (UTMALDG, HGMMA, LDGSTS),
-# correctness against torch with kiln_tma 1 and 0 (the recipe of
-# plugins/cuda/ptx/tma.go's TensorMap.Encoding, maps encoded with
-# cuTensorMapEncodeTiled through ctypes), then TFLOP/s in rounds of
-# torch.matmul, the cp.async module and the TMA module (parameters built before
-# the timed launch), SM clock sampled every 50 ms; with KILN.txz, kiln run
-# --repeat of matmul_tc (the plugin builds the maps) between torch timings,
-# after the CUDA backend's corpus check of matmul_tc (backend.test in it).
-tma_vs_cpasync() {
+# tma_lib writes /tmp/tcbin/tma_lib.py, the Python the tma and gap modes share:
+# module loading and launching (a TMA module's maps by TensorMap.Encoding's
+# recipe through cuTensorMapEncodeTiled), checks, timings, clock sampling.
+tma_lib() {
 	mkdir -p /tmp/tcbin
-	: >"$out/ptxas.txt"
-	for f in "$ptxdir"/tc_*_corpus.ptx; do
-		b=$(basename "$f" .ptx)
-		if ptxas -arch=sm_90a -v "$f" -o "/tmp/tcbin/$b.cubin" >"/tmp/tcbin/$b.log" 2>&1; then
-			sass=$(cuobjdump --dump-sass "/tmp/tcbin/$b.cubin")
-			echo "$b sm_90a ok: $(grep -o 'Used [0-9]* registers' "/tmp/tcbin/$b.log" | head -1), $(grep -o '[0-9]* bytes spill stores' "/tmp/tcbin/$b.log" | head -1), UTMALDG $(grep -c UTMALDG <<<"$sass" || true), HGMMA $(grep -c HGMMA <<<"$sass" || true), LDGSTS $(grep -c LDGSTS <<<"$sass" || true), SYNCS $(grep -c SYNCS <<<"$sass" || true), warnings $(grep -ci warning "/tmp/tcbin/$b.log" || true)" >>"$out/ptxas.txt"
-		else
-			echo "$b sm_90a FAILED: $(head -8 "/tmp/tcbin/$b.log" | tr '\n' ' ')" >>"$out/ptxas.txt"
-		fi
-	done
-	cat "$out/ptxas.txt"
-	local kb=""
-	if [ -n "$kilntxz" ]; then
-		# the plugin's own launches (it builds the maps): the corpus matmul_tc
-		# cases, ragged sizes included, against the CPU reference
-		rm -rf /tmp/tckiln && mkdir -p /tmp/tckiln && tar xJf "$kilntxz" -C /tmp/tckiln
-		kb=/tmp/tckiln/bin
-		timeout 150 "$kb/backend.test" -test.run 'TestCorpusMatchesReference/matmul_tc' -test.v 2>&1 | grep -E '^(---|===|ok|FAIL|PASS)|matmul_tc' | tail -30 | tee "$out/backend.txt"
-	fi
-	PYTHONUNBUFFERED=1 python3 - "$ptxdir" "$out" "$kb" <<'PY' 2>&1 | tee "$out/tma.log"
+	cat >/tmp/tcbin/tma_lib.py <<'PY'
 import ctypes, glob, os, re, statistics, subprocess, sys, time
 import torch
 
-src, out, kb = sys.argv[1], sys.argv[2], sys.argv[3]
 torch.zeros(1, device="cuda")
 cu = ctypes.CDLL("libcuda.so.1")
 enc_fn = cu.cuTensorMapEncodeTiled
@@ -276,6 +249,45 @@ def tbench(a, b, iters=20):
     return statistics.median(ts)
 
 
+PY
+}
+
+# tma_vs_cpasync (mode tma): the corpus modules the backend builds on an H200
+# (TMA staging, *_tma_corpus.ptx) next to their cp.async twins (*_corpus.ptx
+# without _tma): ptxas for sm_90a with SASS counts (UTMALDG, HGMMA, LDGSTS),
+# correctness against torch with kiln_tma 1 and 0 (the recipe of
+# plugins/cuda/ptx/tma.go's TensorMap.Encoding, maps encoded with
+# cuTensorMapEncodeTiled through ctypes), then TFLOP/s in rounds of
+# torch.matmul, the cp.async module and the TMA module (parameters built before
+# the timed launch), SM clock sampled every 50 ms; with KILN.txz, kiln run
+# --repeat of matmul_tc (the plugin builds the maps) between torch timings,
+# after the CUDA backend's corpus check of matmul_tc (backend.test in it).
+tma_vs_cpasync() {
+	mkdir -p /tmp/tcbin
+	: >"$out/ptxas.txt"
+	for f in "$ptxdir"/tc_*_corpus.ptx; do
+		b=$(basename "$f" .ptx)
+		if ptxas -arch=sm_90a -v "$f" -o "/tmp/tcbin/$b.cubin" >"/tmp/tcbin/$b.log" 2>&1; then
+			sass=$(cuobjdump --dump-sass "/tmp/tcbin/$b.cubin")
+			echo "$b sm_90a ok: $(grep -o 'Used [0-9]* registers' "/tmp/tcbin/$b.log" | head -1), $(grep -o '[0-9]* bytes spill stores' "/tmp/tcbin/$b.log" | head -1), UTMALDG $(grep -c UTMALDG <<<"$sass" || true), HGMMA $(grep -c HGMMA <<<"$sass" || true), LDGSTS $(grep -c LDGSTS <<<"$sass" || true), SYNCS $(grep -c SYNCS <<<"$sass" || true), warnings $(grep -ci warning "/tmp/tcbin/$b.log" || true)" >>"$out/ptxas.txt"
+		else
+			echo "$b sm_90a FAILED: $(head -8 "/tmp/tcbin/$b.log" | tr '\n' ' ')" >>"$out/ptxas.txt"
+		fi
+	done
+	cat "$out/ptxas.txt"
+	local kb=""
+	if [ -n "$kilntxz" ]; then
+		# the plugin's own launches (it builds the maps): the corpus matmul_tc
+		# cases, ragged sizes included, against the CPU reference
+		rm -rf /tmp/tckiln && mkdir -p /tmp/tckiln && tar xJf "$kilntxz" -C /tmp/tckiln
+		kb=/tmp/tckiln/bin
+		timeout 150 "$kb/backend.test" -test.run 'TestCorpusMatchesReference/matmul_tc' -test.v 2>&1 | grep -E '^(---|===|ok|FAIL|PASS)|matmul_tc' | tail -30 | tee "$out/backend.txt"
+	fi
+	tma_lib
+	PYTHONUNBUFFERED=1 python3 - "$ptxdir" "$out" "$kb" <<'PY' 2>&1 | tee "$out/tma.log"
+import os, sys
+src, out, kb = sys.argv[1], sys.argv[2], sys.argv[3]
+exec(open("/tmp/tcbin/tma_lib.py").read())
 ks = {}
 for path in sorted(glob.glob(os.path.join(src, "tc_wg*_corpus.ptx"))):
     if "tf32" in path:
@@ -351,7 +363,78 @@ open(os.path.join(out, "summary.txt"), "w").write("\n".join(summary) + "\n")
 PY
 }
 
+# gap_probe (mode gap): why kiln run --repeat reported less than the same
+# module launched directly. The bf16 128x256x64 TMA module launched directly on
+# kiln's inputs (integers in [-3, 3]) and on randn, after 300 ms of
+# back-to-back warm-up like --repeat: the median of per-launch event times
+# (what both report) and back-to-back launches between two events (the
+# kernel alone); then kiln run --repeat on the same size, and under nsys when
+# it is there (the kernel's own duration under kiln). SM clocks sampled.
+gap_probe() {
+	rm -rf /tmp/tckiln && mkdir -p /tmp/tckiln && tar xJf "$kilntxz" -C /tmp/tckiln
+	tma_lib
+	PYTHONUNBUFFERED=1 python3 - "$ptxdir" /tmp/tckiln/bin <<'PY' 2>&1 | tee "$out/gap.log"
+import ctypes, glob, os, re, shutil, statistics, subprocess, sys, time
+import torch
+
+src, kb = sys.argv[1], sys.argv[2]
+exec(open("/tmp/tcbin/tma_lib.py").read())
+k = [Kernel(p) for p in glob.glob(os.path.join(src, "tc_wgbf16_128x256x64_*_tma_corpus.ptx"))][0]
+n = 4096
+fl = 2.0 * n ** 3
+for data in ("int", "randn"):
+    if data == "int":
+        a = torch.randint(-3, 4, (n, n), device="cuda").to(torch.bfloat16); b = torch.randint(-3, 4, (n, n), device="cuda").to(torch.bfloat16)
+    else:
+        a = torch.randn(n, n, device="cuda").to(torch.bfloat16); b = torch.randn(n, n, device="cuda").to(torch.bfloat16)
+    c = torch.empty(n, n, device="cuda", dtype=torch.float32)
+    p = k.prepare(a, b, c, n, n, n, (n * n,) * 3)
+    t0 = time.time()
+    while time.time() - t0 < 0.3:
+        k.go(p); torch.cuda.synchronize()
+    with Sampler() as s1:
+        ts = []
+        for _ in range(200):
+            s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            s.record(); k.go(p); e.record(); e.synchronize(); ts.append(s.elapsed_time(e))
+    with Sampler() as s2:
+        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        s.record()
+        for _ in range(200):
+            k.go(p)
+        e.record(); e.synchronize()
+        bb = s.elapsed_time(e) / 200
+    with Sampler() as s3:
+        tt = tbench(a, b, 200)
+    print(f"direct {data}: per-launch events median {statistics.median(ts) * 1e3:.1f} us = {fl / statistics.median(ts) / 1e9:.1f} TFLOP/s ({s1.text}); "
+          f"back-to-back {bb * 1e3:.1f} us = {fl / bb / 1e9:.1f} ({s2.text}); torch {fl / tt / 1e9:.1f} ({s3.text})")
+env = dict(os.environ, XDG_CACHE_HOME="/tmp/tckiln/xc", XDG_CONFIG_HOME="/tmp/tckiln/xcfg", XDG_DATA_HOME="/tmp/tckiln/xd")
+cmd = [f"{kb}/kiln", "--plugins", f"{kb}/plugins", "run", "--kernel", "matmul_tc", "--spec", "type=bf16", "--spec", "tm=128",
+       "--spec", "tn=256", "--spec", "tk=64", "--size", str(n), "--backend", "cuda", "--repeat", "200"]
+with Sampler() as s4:
+    res = subprocess.run(cmd, capture_output=True, text=True, timeout=120, env=env)
+print("kiln run:", " | ".join(l.strip() for l in res.stdout.splitlines()[-6:]), res.stderr[-300:], s4.text)
+nsys = shutil.which("nsys") or next(iter(glob.glob("/usr/local/cuda*/bin/nsys") + glob.glob("/opt/nvidia/nsight-systems*/bin/nsys") + glob.glob("/usr/local/cuda*/nsight-systems*/bin/nsys")), None)
+if nsys:
+    r = subprocess.run([nsys, "profile", "--trace=cuda", "-f", "true", "-o", "/tmp/kr"] + cmd, capture_output=True, text=True, timeout=150, env=env)
+    print("nsys rc", r.returncode, r.stdout[-400:], r.stderr[-400:])
+    r = subprocess.run([nsys, "stats", "--report", "cuda_gpu_kern_sum", "--format", "csv", "/tmp/kr.nsys-rep"], capture_output=True, text=True, timeout=60)
+    print("nsys kernels:", r.stdout[-1200:], r.stderr[-300:])
+    r = subprocess.run([nsys, "stats", "--report", "cuda_api_sum", "--format", "csv", "/tmp/kr.nsys-rep"], capture_output=True, text=True, timeout=60)
+    print("nsys api:", r.stdout[-1500:])
+else:
+    print("no nsys")
+PY
+}
+
 case "$mode" in
+gap)
+	out=${OUT:-$ptxdir/out}
+	mkdir -p "$out"
+	export PATH=/usr/local/cuda/bin:$PATH
+	nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv,noheader | tee "$out/gpu.txt"
+	gap_probe
+	;;
 tma)
 	out=${OUT:-$ptxdir/out}
 	mkdir -p "$out"
