@@ -156,6 +156,7 @@ class Kernel:
         m = re.match(r"tc_wg(\w+?)_(\d+)x(\d+)x(\d+)_w(\d+)x(\d+)_s(\d+)", self.name)
         self.op, self.tm, self.tn, self.tk = m.group(1), int(m.group(2)), int(m.group(3)), int(m.group(4))
         self.tma = "_tma" in self.name
+        self.label = "TMA+release" if "_rel" in self.name else "TMA" if self.tma else "cp.async"
         self.threads = 32 * int(m.group(5)) * int(m.group(6))
         text = open(path, "rb").read() + b"\0"
         dyn = re.search(rb"dynamic shared memory (\d+) bytes", text)
@@ -317,28 +318,28 @@ t0 = time.time()
 while time.time() - t0 < 2.0:
     x @ x
 torch.cuda.synchronize()
-print("== TFLOP/s: rounds of torch.matmul, cp.async module, TMA module (same process, same inputs)")
+print("== TFLOP/s: rounds of torch.matmul, the cp.async module and the TMA modules (same process, same inputs)")
 summary = []
 for op, size, tile in (("bf16", 4096, "128x256x64"), ("f16", 4096, "128x256x64"), ("bf16", 8192, "128x256x64"), ("bf16", 4096, "64x128x32")):
     pair = [k for k in ks.values() if k.op == op and f"_{tile}_" in k.name]
-    pair.sort(key=lambda k: k.tma)
-    if len(pair) != 2:
+    pair.sort(key=lambda k: k.label)
+    if len(pair) < 2:
         print("missing pair", op, tile, [k.name for k in pair]); continue
     a = torch.randn(size, size, device="cuda").to(DT[op]); b = torch.randn(size, size, device="cuda").to(DT[op])
     c = torch.empty(size, size, device="cuda", dtype=torch.float32)
     fl = 2.0 * size ** 3
     ps = [k.prepare(a, b, c, size, size, size, (size * size,) * 3) for k in pair]
-    tt, kt = [], [[], []]
+    tt, kt = [], [[] for _ in pair]
     with Sampler() as smp:
-        for rnd in range(3):
-            tt.append(tbench(a, b))
+        for rnd in range(5):
+            tt.append(tbench(a, b, 50))
             for i, k in enumerate(pair):
-                kt[i].append(bench(k, ps[i]))
+                kt[i].append(bench(k, ps[i], 50))
     tref = statistics.median(tt)
     row = f"{op} {size}^3 {tile}: torch {fl / tref / 1e9:.1f}"
     for i, k in enumerate(pair):
         tf = fl / statistics.median(kt[i]) / 1e9
-        row += f", {'TMA' if k.tma else 'cp.async'} {tf:.1f} ({100 * tf * tref / fl * 1e9:.0f}%; rounds {' '.join(f'{fl / t / 1e9:.0f}' for t in kt[i])})"
+        row += f", {k.label} {tf:.1f} ({100 * tf * tref / fl * 1e9:.0f}%; rounds {' '.join(f'{fl / t / 1e9:.0f}' for t in kt[i])})"
     row += f"; {smp.text}"
     print(row); summary.append(row)
 if kb:

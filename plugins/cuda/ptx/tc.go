@@ -114,6 +114,11 @@ type TCConfig struct {
 	// cp.async loop otherwise: the module then has the parameters of
 	// tmaParams after Emit's and the tensor maps of tensorMaps.
 	TMA bool
+	// Release (TMA with Overlap) drops the k loop's workgroup barrier: every
+	// warp releases a stage on its mbarrier of "empty" once its wgmma group
+	// reading it retired, and the copying invocation waits for all of them
+	// before refilling it, so the ring prefetches Stages-1 steps ahead.
+	Release bool
 	// DynamicShared declares the shared stages as dynamic shared memory (extern),
 	// for rings over the 48 KiB a kernel may declare statically: the launch must
 	// pass SharedBytes() as its dynamic shared memory, after raising the
@@ -229,6 +234,9 @@ func (c TCConfig) check() string {
 	}
 	if c.TMA && (!c.Wgmma || c.Operand == ir.F32) {
 		return "the TMA path needs the wgmma path and 16-bit operands (tf32 b is transposed through registers)"
+	}
+	if c.Release && (!c.TMA || !c.Overlap) {
+		return "releasing stages on mbarriers needs the TMA path with overlap"
 	}
 	if c.Overlap && (!c.Wgmma || c.Stages < 3) {
 		return "overlap needs the wgmma path and at least 3 stages"

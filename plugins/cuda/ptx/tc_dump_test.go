@@ -64,6 +64,9 @@ func tcFileName(c TCConfig) string {
 	if c.TMA {
 		flags += "_tma"
 	}
+	if c.Release {
+		flags += "_rel"
+	}
 	return fmt.Sprintf("tc_%s%s_%dx%dx%d_w%dx%d_s%d%s.ptx", path, tcOperandName(c.Operand), c.TileM, c.TileN, c.TileK, c.WarpsM, c.WarpsN, c.Stages, flags)
 }
 
@@ -118,6 +121,15 @@ func TestTensorCorePTXDump(t *testing.T) {
 				t.Fatalf("%s without TMA: %s", tcFileName(cfg), why)
 			}
 			write(strings.TrimSuffix(tcFileName(twin), ".ptx")+"_corpus.ptx", text)
+			if cfg.Overlap && !cfg.Release {
+				rel := cfg
+				rel.Release = true
+				text, ok, why := emitTensorCoreMatmul(rel)
+				if !ok {
+					t.Fatalf("%s with Release: %s", tcFileName(cfg), why)
+				}
+				write(strings.TrimSuffix(tcFileName(rel), ".ptx")+"_corpus.ptx", text)
+			}
 		}
 		if fmt.Sprint(m.Params) != fmt.Sprint(wantParams) {
 			t.Fatalf("corpus module parameters %v", m.Params)

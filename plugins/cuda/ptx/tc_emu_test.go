@@ -44,8 +44,9 @@ import (
 // its mbarrier, at issue (eager) or when an invocation waits on that mbarrier
 // (lazy), so a wait on the wrong parity, a missing expect_tx or a read before
 // the wait sees the poisoned stage (lazy), and a refill of a stage still
-// being read changes the result (eager); a wait that nothing can complete is
-// an error.
+// being read changes the result (eager); a thread whose wait finds its phase
+// incomplete stops its warp, the others running meanwhile, and a wait that
+// nothing can complete is an error.
 //
 // Not emulated: fence.proxy.async, fence.mbarrier_init and wgmma.fence
 // (no-ops here: a missing one goes unnoticed), timing, and the hardware's own
@@ -114,12 +115,15 @@ var tcRegRE = regexp.MustCompile(`%[a-z]+[0-9]+|%n?ctaid\.[xy]`)
 const tcSharedBase = 0x400
 
 type tcThread struct {
-	regs   []uint64
-	pc     int
-	tid    uint32
-	done   bool
-	groups [][]tcCopy // committed groups, oldest first
-	open   []tcCopy
+	regs []uint64
+	pc   int
+	tid  uint32
+	done bool
+	// blocked: the thread's try_wait found its phase incomplete; it tries
+	// again when its warp runs next.
+	blocked bool
+	groups  [][]tcCopy // committed groups, oldest first
+	open    []tcCopy
 }
 
 type tcCopy struct {
@@ -398,7 +402,9 @@ func (e *tcEmu) step(t *tcThread) (collective bool, err error) {
 			e.land(ad)
 		}
 		if b.phase&1 == parity {
-			return false, fmt.Errorf("line %d: waits on a phase of the mbarrier at %#x that nothing completes (pending %d, tx %d)", in.line, ad, b.pending, b.tx)
+			// other warps may complete it: run them first
+			t.blocked = true
+			return false, nil
 		}
 		e.set(t, a[0], 1)
 	case "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes":
@@ -914,19 +920,32 @@ func (e *tcEmu) run(gridX, gridY, threads uint32, sharedBytes uint32) error {
 
 func (e *tcEmu) block(ts []*tcThread) error {
 	for {
+		progress := false
 		for w := 0; w < len(ts); w += 32 {
-			if err := e.runWarp(ts[w : w+32]); err != nil {
+			moved, err := e.runWarp(ts[w : w+32])
+			if err != nil {
 				return err
 			}
+			progress = progress || moved
 		}
-		done := 0
-		for _, t := range ts {
+		done, blocked := 0, -1
+		for i, t := range ts {
 			if t.done {
 				done++
+			}
+			if t.blocked && blocked < 0 {
+				blocked = i
 			}
 		}
 		if done == len(ts) {
 			return nil
+		}
+		if blocked >= 0 {
+			if !progress {
+				t := ts[blocked]
+				return fmt.Errorf("line %d: thread %d waits on an mbarrier phase that nothing completes", e.insts[t.pc].line, t.tid)
+			}
+			continue
 		}
 		if done != 0 {
 			return fmt.Errorf("part of the workgroup returned while the rest waits at line %d", e.insts[ts[0].pc].line)
@@ -942,29 +961,39 @@ func (e *tcEmu) block(ts []*tcThread) error {
 }
 
 // runWarp runs a warp as far as it goes on its own: through its ldmatrix and
-// mma instructions up to a bar.sync or its end, so a warp runs ahead of the
-// others wherever no barrier holds it (what a missing barrier would allow).
-func (e *tcEmu) runWarp(ts []*tcThread) error {
+// mma instructions up to a bar.sync, its end, or an mbarrier wait of one of
+// its threads that cannot complete yet, so a warp runs ahead of the others
+// wherever no barrier holds it (what a missing barrier would allow). moved
+// says whether any instruction ran.
+func (e *tcEmu) runWarp(ts []*tcThread) (moved bool, err error) {
 	for {
+		blocked := false
 		for _, t := range ts {
+			t.blocked = false
 			for !t.done {
 				if t.pc >= len(e.insts) {
-					return fmt.Errorf("fell off the end of the kernel")
+					return moved, fmt.Errorf("fell off the end of the kernel")
 				}
 				coll, err := e.step(t)
 				if err != nil {
-					return err
+					return moved, err
+				}
+				if t.blocked {
+					blocked = true
+					break
 				}
 				if coll {
 					break
 				}
+				moved = true
 			}
 		}
-		if ts[0].done || e.insts[ts[0].pc].op == "bar.sync" {
-			return nil
+		if blocked || ts[0].done || e.insts[ts[0].pc].op == "bar.sync" {
+			return moved, nil
 		}
 		if err := e.warpOp(ts); err != nil {
-			return err
+			return moved, err
 		}
+		moved = true
 	}
 }

@@ -113,9 +113,12 @@ func (c TCConfig) tmaParams() []Param {
 }
 
 // barrierBytes is the shared memory of the TMA path's mbarriers (one per
-// stage, after the ring).
+// stage after the ring, with Release another per stage after them).
 func (c TCConfig) barrierBytes() uint32 {
-	if c.TMA {
+	switch {
+	case c.Release:
+		return 16 * c.Stages
+	case c.TMA:
 		return 8 * c.Stages
 	}
 	return 0
@@ -152,10 +155,18 @@ func (w *tcWriter) tmaLoop() {
 	for s := range c.Stages {
 		w.i("@%s mbarrier.init.shared::cta.b64 [%s+%d], 1", leader, bars, 8*s)
 	}
+	if c.Release {
+		for s := range c.Stages {
+			w.i("@%s mbarrier.init.shared::cta.b64 [%s+%d], %d", leader, bars, 8*(c.Stages+s), c.Threads()/32)
+		}
+	}
 	// the initialised barriers are then used by the copy engine (async proxy)
 	w.i("fence.mbarrier_init.release.cluster")
 	w.i("bar.sync 0")
 	depth := c.prefetch()
+	if c.Release {
+		depth = c.Stages - 1
+	}
 	ld, widx := w.r(), w.r()
 	w.i("mov.u32 %s, 0", ld)
 	w.i("mov.u32 %s, 0", widx)
@@ -181,11 +192,19 @@ func (w *tcWriter) tmaLoop() {
 	w.at(wait)
 	w.i("mbarrier.try_wait.parity.shared::cta.b64 %s, [%s], %s", ready, bar, phase)
 	w.i("@!%s bra %s", ready, wait)
-	w.i("bar.sync 0")
-	w.tmaIssue(maps, bars, leader, ld, widx)
-	w.i("mul.lo.u32 %s, %s, %d", w.stage, idx, c.stageBytes())
-	w.computeWgmma()
-	w.waitWgmma()
+	if c.Release {
+		w.i("mul.lo.u32 %s, %s, %d", w.stage, idx, c.stageBytes())
+		w.computeWgmma()
+		w.waitWgmma()
+		w.release(bars, kt, widx)
+		w.tmaIssue(maps, bars, leader, ld, widx)
+	} else {
+		w.i("bar.sync 0")
+		w.tmaIssue(maps, bars, leader, ld, widx)
+		w.i("mul.lo.u32 %s, %s, %d", w.stage, idx, c.stageBytes())
+		w.computeWgmma()
+		w.waitWgmma()
+	}
 	w.i("add.u32 %s, %s, 1", kt, kt)
 	w.i("add.u32 %s, %s, 1", ld, ld)
 	w.i("add.u32 %s, %s, 1", widx, widx)
@@ -197,6 +216,19 @@ func (w *tcWriter) tmaLoop() {
 	if c.Overlap {
 		w.i("wgmma.wait_group.sync.aligned 0")
 	}
+}
+
+// release has lane 0 of every warp arrive on the empty mbarrier of step
+// kt-1's stage (widx: the stage the copies of this step refill) once kt > 0:
+// the warp's wgmma group of step kt-1 has retired.
+func (w *tcWriter) release(bars, kt, widx string) {
+	c := w.cfg
+	p, q, e, tok := w.p(), w.p(), w.r(), w.rd()
+	w.i("setp.eq.u32 %s, %s, 0", p, w.lane)
+	w.i("setp.ne.u32 %s, %s, 0", q, kt)
+	w.i("and.pred %s, %s, %s", p, p, q)
+	w.i("mad.lo.u32 %s, %s, 8, %s", e, widx, bars)
+	w.i("@%s mbarrier.arrive.shared::cta.b64 %s, [%s+%d]", p, tok, e, 8*c.Stages)
 }
 
 // wrap sets a stage index past the ring back to 0, flipping phase (when
@@ -220,6 +252,22 @@ func (w *tcWriter) tmaIssue(maps [2]string, bars, leader, ld, widx string) {
 	w.i("setp.lt.u32 %s, %s, %s", p, ld, w.ktiles)
 	w.i("and.pred %s, %s, %s", p, p, leader)
 	w.i("@!%s bra %s", p, skip)
+	if c.Release {
+		// from the second round of the ring on, the stage's last readers
+		// released it: the phase ld/Stages - 1 of its empty mbarrier
+		e, q, par, free, again := w.r(), w.r(), w.r(), w.p(), w.p()
+		noWait, wait := w.label(), w.label()
+		w.i("setp.lt.u32 %s, %s, %d", again, ld, c.Stages)
+		w.i("@%s bra %s", again, noWait)
+		w.i("mad.lo.u32 %s, %s, 8, %s", e, widx, bars)
+		w.i("div.u32 %s, %s, %d", q, ld, c.Stages)
+		w.i("add.u32 %s, %s, 1", par, q)
+		w.i("and.b32 %s, %s, 1", par, par)
+		w.at(wait)
+		w.i("mbarrier.try_wait.parity.shared::cta.b64 %s, [%s+%d], %s", free, e, 8*c.Stages, par)
+		w.i("@!%s bra %s", free, wait)
+		w.at(noWait)
+	}
 	k0, sA, bar, tok := w.r(), w.r(), w.r(), w.rd()
 	w.i("mul.lo.u32 %s, %s, %d", k0, ld, c.TileK)
 	w.i("mad.lo.u32 %s, %s, %d, %s", sA, widx, c.stageBytes(), w.smem)

@@ -18,7 +18,15 @@ func tmaConfigs() []TCConfig {
 		tcTMA(tcWgmmaCfg(ir.F16, 64, 128, 32, 4, true, true)),
 		tcTMA(tcGrouped(tcWgmmaCfg(ir.BF16, 128, 64, 64, 4, true, true), 2)),
 		tcTMA(tcGrouped(tcWgmmaCfg(ir.BF16, 128, 256, 64, 4, true, true), 8)), // the tuned tile
+		tcRelease(tcWgmmaCfg(ir.F16, 64, 128, 32, 4, true, true)),
+		tcRelease(tcGrouped(tcWgmmaCfg(ir.BF16, 128, 256, 64, 4, true, true), 8)),
 	}
+}
+
+// tcRelease is c staged by TMA, releasing its stages on mbarriers.
+func tcRelease(c TCConfig) TCConfig {
+	c.TMA, c.Release = true, true
+	return c
 }
 
 // TestTMAEmulated runs the TMA kernels on the emulator against the exact
@@ -41,7 +49,7 @@ func TestTMAEmulated(t *testing.T) {
 	}
 	cfgs := tmaConfigs()
 	if testing.Short() || raceEnabled {
-		cfgs, sizes = cfgs[1:3], sizes[1:5]
+		cfgs, sizes = []TCConfig{cfgs[1], cfgs[2], cfgs[4]}, sizes[1:5]
 	}
 	rng := rand.New(rand.NewPCG(27, 3))
 	for _, c := range cfgs {
@@ -136,6 +144,52 @@ func TestTMAMutations(t *testing.T) {
 			mod(&mg.maps[i])
 		}
 		if err := run(text, mg); err == nil {
+			t.Errorf("%s: the emulation passed", name)
+		} else {
+			t.Logf("%s: %v", name, err)
+		}
+	}
+}
+
+// TestTMAReleaseMutations checks that the emulation catches a Release
+// kernel whose copying invocation refills a stage without waiting for its
+// release, or whose warps release a stage before their wgmma group reading
+// it retired.
+func TestTMAReleaseMutations(t *testing.T) {
+	c := tcRelease(tcWgmmaCfg(ir.F16, 64, 128, 32, 4, true, true))
+	text, ok, why := emitTensorCoreMatmul(c)
+	if !ok {
+		t.Fatal(why)
+	}
+	g := tcGeometry{operand: c.Operand, tileM: c.TileM, tileN: c.TileN, threads: c.Threads(), shared: c.SharedBytes(),
+		maps: c.tensorMaps(9)}
+	rng := rand.New(rand.NewPCG(27, 5))
+	run := func(text string) error {
+		for _, eager := range []bool{false, true} {
+			if _, err := tcRunCheck(text, g, 70, 136, 200, 0, false, eager, rng); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if err := run(text); err != nil {
+		t.Fatalf("the kernel itself: %v", err)
+	}
+	// the empty wait is the try_wait on an address with an offset
+	emptyWait := regexp.MustCompile(`(?m)^(TC_L\d+):\n\tmbarrier\.try_wait\.parity\.shared::cta\.b64 %p\d+, \[%r\d+\+\d+\], %r\d+;\n\t@!%p\d+ bra TC_L\d+;\n`)
+	if !emptyWait.MatchString(text) || !strings.Contains(text, "\twgmma.wait_group.sync.aligned 1;\n") {
+		t.Fatal("the Release kernel's empty wait or wgmma wait not found")
+	}
+	for name, mut := range map[string]string{
+		"no empty wait": emptyWait.ReplaceAllString(text, "$1:\n"),
+		// the TMA loop's wgmma wait gone: warps release stages their wgmma
+		// groups still read
+		"release before retiring": strings.Replace(text, "\twgmma.wait_group.sync.aligned 1;\n", "", 1),
+	} {
+		if mut == text {
+			t.Fatalf("%s: the mutation changed nothing", name)
+		}
+		if err := run(mut); err == nil {
 			t.Errorf("%s: the emulation passed", name)
 		} else {
 			t.Logf("%s: %v", name, err)
