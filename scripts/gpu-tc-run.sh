@@ -428,7 +428,54 @@ else:
 PY
 }
 
+# ncu_probe (mode ncu): the kernel's own duration (ncu's gpu__time_duration,
+# clocks and caches left alone) under kiln run --repeat and under a direct
+# launch of the same module on the same kind of inputs, next to the event
+# timings each reports (kiln's from an earlier run of kiln run --repeat):
+# where they agree, kiln's time is the kernel's; where only the events
+# differ, the difference is outside the kernel.
+ncu_probe() {
+	rm -rf /tmp/tckiln && mkdir -p /tmp/tckiln && tar xJf "$kilntxz" -C /tmp/tckiln
+	tma_lib
+	local kb=/tmp/tckiln/bin ncu
+	ncu=$(command -v ncu || ls /usr/local/cuda*/bin/ncu 2>/dev/null | head -1)
+	export XDG_CACHE_HOME=/tmp/tckiln/xc XDG_CONFIG_HOME=/tmp/tckiln/xcfg XDG_DATA_HOME=/tmp/tckiln/xd
+	local run=("$kb/kiln" --plugins "$kb/plugins" run --kernel matmul_tc --spec type=bf16 --spec tm=128 --spec tn=256 --spec tk=64 --size 4096 --backend cuda --repeat 20)
+	cat >/tmp/tcbin/direct.py <<'PY'
+import glob, os, statistics, sys
+exec(open("/tmp/tcbin/tma_lib.py").read())
+src = sys.argv[1]
+k = [Kernel(p) for p in glob.glob(os.path.join(src, "tc_wgbf16_128x256x64_*_tma_corpus.ptx"))][0]
+n = 4096
+a = torch.randint(-3, 4, (n, n), device="cuda").to(torch.bfloat16); b = torch.randint(-3, 4, (n, n), device="cuda").to(torch.bfloat16)
+c = torch.empty(n, n, device="cuda", dtype=torch.float32)
+p = k.prepare(a, b, c, n, n, n, (n * n,) * 3)
+t0 = time.time()
+while time.time() - t0 < 0.3:
+    k.go(p); torch.cuda.synchronize()
+ts = []
+for _ in range(40):
+    s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    s.record(); k.go(p); e.record(); e.synchronize(); ts.append(s.elapsed_time(e))
+print(f"direct: per-launch events median {statistics.median(ts) * 1e3:.1f} us")
+PY
+	echo "== direct (no profiler)"; python3 /tmp/tcbin/direct.py "$ptxdir"
+	if [ -n "$ncu" ]; then
+		local m=gpu__time_duration.sum,sm__cycles_elapsed.avg.per_second
+		echo "== ncu: kiln run"; timeout 45 "$ncu" --clock-control none --cache-control none --launch-skip 100 --launch-count 5 --metrics $m "${run[@]}" 2>&1 | grep -E "gpu__time_duration|sm__cycles_elapsed|device  |==ERR|error" | head -20
+		echo "== ncu: direct"; timeout 30 "$ncu" --clock-control none --cache-control none -k kiln_main --launch-skip 20 --launch-count 5 --metrics $m python3 /tmp/tcbin/direct.py "$ptxdir" 2>&1 | grep -E "gpu__time_duration|sm__cycles_elapsed|direct:|==ERR|error" | head -20
+	else
+		echo "no ncu"
+	fi
+}
+
 case "$mode" in
+ncu)
+	out=${OUT:-$ptxdir/out}
+	mkdir -p "$out"
+	export PATH=/usr/local/cuda/bin:$PATH
+	ncu_probe 2>&1 | tee "$out/ncu.log"
+	;;
 gap)
 	out=${OUT:-$ptxdir/out}
 	mkdir -p "$out"

@@ -67,7 +67,9 @@ import (
 // torch.matmul in one process (scripts/gpu-tc-run.sh tma): 4096³ bf16 630 vs
 // 548 (torch 650), f16 681 vs 605 (torch 702), 8192³ bf16 663 vs 571 (torch
 // 652), default tile bf16 434 vs 402 (torch 570); kiln run --repeat bf16 621,
-// f16 625 at 1980 MHz (torch 705-754 around them).
+// f16 625 at 1980 MHz (torch 705-754 around them). Release (below) measured
+// no faster: bf16 607 against TMA's 620 in the same rounds, 8192³ 637
+// against 674.
 
 // TCConfig selects a tensor-core matmul kernel and its interface.
 type TCConfig struct {
