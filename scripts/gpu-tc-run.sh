@@ -655,6 +655,10 @@ def bench(fn, iters=20):
 
 kernels = []
 for p in sorted(glob.glob(os.path.join(src, "tc_*.ptx"))):
+    if "_tma" in os.path.basename(p):
+        # their tensor-map parameters: mode tma launches them
+        say("skipped (TMA module, see mode tma):", os.path.basename(p))
+        continue
     try:
         kernels.append(Kernel(p))
     except RuntimeError as e:
