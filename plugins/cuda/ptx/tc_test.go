@@ -154,6 +154,8 @@ func TestTensorCoreRejects(t *testing.T) {
 		"binding":       func(c *TCConfig) { c.C = 3 },
 		"uniform":       func(c *TCConfig) { c.K = 5 },
 		"split evenly":  func(c *TCConfig) { c.TileM, c.TileN, c.TileK = 32, 32, 16 },
+		"TMA path":      func(c *TCConfig) { c.TMA = true },
+		"mbarriers":     func(c *TCConfig) { c.Release = true },
 	}
 	if _, ok, why := emitTensorCoreMatmul(good); !ok {
 		t.Fatal(why)
