@@ -258,7 +258,8 @@ func (f *fakeSetter) SetFunctionAttribute(fn driver.Function, a driver.FuncAttri
 
 // TestRaiseDynamicShared pins that a module with dynamic shared memory raises
 // its kernel's CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES to it before any
-// launch (the matmul_tc module of a 256x128x64 tile on an H200 needs 192 KiB),
+// launch (the matmul_tc module of a 256x128x64 tile on an H200 needs 192 KiB
+// and the TMA path's four 8-byte mbarriers),
 // that the module Emit gives carries the size the launches pass, and that one
 // without sets nothing.
 func TestRaiseDynamicShared(t *testing.T) {
@@ -267,11 +268,11 @@ func TestRaiseDynamicShared(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if m.DynamicSharedBytes != 4*(256*64+64*128)*2 || m.SharedBytes != 0 {
-		t.Fatalf("matmul_tc 256x128x64 bf16: %d bytes dynamic, %d static shared memory; want 196608 dynamic", m.DynamicSharedBytes, m.SharedBytes)
+	if m.DynamicSharedBytes != 4*(256*64+64*128)*2+4*8 || m.SharedBytes != 0 {
+		t.Fatalf("matmul_tc 256x128x64 bf16: %d bytes dynamic, %d static shared memory; want 196640 dynamic", m.DynamicSharedBytes, m.SharedBytes)
 	}
 	var f fakeSetter
-	if err := raiseDynamicShared(&f, 7, m); err != nil || len(f.calls) != 1 || f.calls[0] != [3]int{7, int(driver.FuncMaxDynamicSharedSizeBytes), 196608} {
+	if err := raiseDynamicShared(&f, 7, m); err != nil || len(f.calls) != 1 || f.calls[0] != [3]int{7, int(driver.FuncMaxDynamicSharedSizeBytes), 196640} {
 		t.Errorf("raiseDynamicShared: %v, calls %v", err, f.calls)
 	}
 	f = fakeSetter{err: errors.New("CUDA_ERROR_INVALID_VALUE")}

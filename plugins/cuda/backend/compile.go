@@ -25,8 +25,10 @@ type pipeline struct {
 	mod    *ptx.Module
 	module driver.Module
 	fn     driver.Function
-	// args holds the kernel's parameter values; it is filled under d's stream.
-	args *driver.Params
+	// args holds the kernel's parameter values; it is filled under d's stream,
+	// as is tmaps, the tensor maps last encoded into it.
+	args  *driver.Params
+	tmaps tensorMaps
 	// nc says the module reads its read buffers through the non-coherent path
 	// (ld.global.nc), which a dispatch may use only when none of its read
 	// bindings overlaps a writable one. safe is the kernel without it, for the
@@ -154,7 +156,7 @@ func (d *device) load(p *ir.Program, m *ptx.Module, cached []byte) (*pipeline, [
 	if err != nil {
 		return nil, nil, err
 	}
-	pl.args = driver.NewParams(len(m.Params))
+	pl.args = driver.NewParamsSized(paramSizes(m))
 	return pl, blob, nil
 }
 

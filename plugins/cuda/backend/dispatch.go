@@ -174,6 +174,7 @@ func (p *pipeline) run(ctx context.Context, grid [3]uint32, binds []*binding, un
 			}
 		}
 		p.setArgs(binds, uniforms)
+		p.tmaps.fill(p.mod, p.args, c.EncodeTensorMap)
 		if err := c.EventRecord(d.start, d.stream); err != nil {
 			return d.fail("recording the start event", err)
 		}

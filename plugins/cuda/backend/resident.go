@@ -474,6 +474,7 @@ func (d *device) enqueue(s *submitScratch, start, end driver.Event) error {
 			for k, v := range s.args[l.argOff : l.argOff+l.p.args.Len()] {
 				l.p.args.Set(k, v)
 			}
+			l.p.tmaps.fill(l.p.mod, l.p.args, c.EncodeTensorMap)
 			fn := l.p.fn
 			if l.safe {
 				fn = l.p.safe

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"slices"
 	"unsafe"
 )
 
@@ -326,32 +327,72 @@ func (c *Context) SetFunctionAttribute(f Function, a FuncAttribute, value int) e
 	return nil
 }
 
-// Params holds a kernel's argument values in pinned memory, one 8-byte slot per
-// parameter (a 4-byte parameter uses the slot's first, little-endian, half), for
-// Launch to pass as kernelParams. Free unpins it.
+// Params holds a kernel's argument values in pinned memory, for Launch to pass
+// as kernelParams: one 8-byte slot per parameter (a 4-byte parameter uses the
+// slot's first, little-endian, half), or 16 slots, 64-byte aligned, for a
+// tensor map (NewParamsSized). Free unpins it.
 type Params struct {
 	pin  runtime.Pinner
 	vals []uint64
 	ptrs []uintptr
+	// off is each parameter's first slot in vals.
+	off []int
 }
 
 // NewParams returns n zeroed parameter slots.
 func NewParams(n int) *Params {
-	p := &Params{vals: make([]uint64, max(n, 1)), ptrs: make([]uintptr, max(n, 1))}
+	sizes := make([]int, n)
+	for i := range sizes {
+		sizes[i] = 8
+	}
+	return NewParamsSized(sizes)
+}
+
+// NewParamsSized returns zeroed parameters of the given sizes in bytes: 8 or
+// less for a value, 128 for a tensor map.
+func NewParamsSized(sizes []int) *Params {
+	p := &Params{off: make([]int, len(sizes))}
+	pad := 0
+	if slices.ContainsFunc(sizes, func(s int) bool { return s > 8 }) {
+		pad = 8 // room to align the tensor maps to 64 bytes
+	}
+	slots := pad
+	for i, s := range sizes {
+		if s > 8 {
+			slots = (slots + 7) &^ 7
+		}
+		p.off[i] = slots
+		slots += (s + 7) / 8
+	}
+	p.vals, p.ptrs = make([]uint64, max(slots, 1)), make([]uintptr, max(len(sizes), 1))
 	p.pin.Pin(&p.vals[0])
 	p.pin.Pin(&p.ptrs[0])
-	for i := range p.vals {
-		p.ptrs[i] = uintptr(unsafe.Pointer(&p.vals[i]))
+	// the tensor maps 64-byte aligned in memory: every offset moves by the
+	// same number of slots
+	shift := 0
+	if pad > 0 {
+		shift = (64-int(uintptr(unsafe.Pointer(&p.vals[0]))%64))%64/8 - pad
 	}
-	p.vals, p.ptrs = p.vals[:n], p.ptrs[:n]
+	for i := range p.off {
+		p.off[i] += shift
+		p.ptrs[i] = uintptr(unsafe.Pointer(&p.vals[p.off[i]]))
+	}
+	p.ptrs = p.ptrs[:len(sizes)]
 	return p
 }
 
-// Len returns the number of slots.
-func (p *Params) Len() int { return len(p.vals) }
+// Len returns the number of parameters.
+func (p *Params) Len() int { return len(p.ptrs) }
 
 // Set stores parameter i's value: a pointer or a 4-byte value zero-extended.
-func (p *Params) Set(i int, v uint64) { p.vals[i] = v }
+func (p *Params) Set(i int, v uint64) { p.vals[p.off[i]] = v }
+
+// Get returns the value Set stored for parameter i.
+func (p *Params) Get(i int) uint64 { return p.vals[p.off[i]] }
+
+// SetTensorMap stores parameter i's 128 bytes, a tensor map (its parameter
+// made 128 bytes by NewParamsSized).
+func (p *Params) SetTensorMap(i int, m TensorMap) { copy(p.vals[p.off[i]:p.off[i]+16], m[:]) }
 
 // Free unpins the slots; the Params must not be used after.
 func (p *Params) Free() { p.pin.Unpin() }

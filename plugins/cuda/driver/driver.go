@@ -64,6 +64,7 @@ const (
 	fnMemHostAlloc
 	fnMemFreeHost
 	fnFuncSetAttribute
+	fnTensorMapEncodeTiled
 	fnCount
 )
 
@@ -112,17 +113,19 @@ var symbols = [fnCount]string{
 	fnFuncGetAttribute:   "cuFuncGetAttribute",
 	fnLaunchKernel:       "cuLaunchKernel",
 	// optional
-	fnDeviceCanAccessPeer: "cuDeviceCanAccessPeer",
-	fnCtxEnablePeerAccess: "cuCtxEnablePeerAccess",
-	fnMemcpyPeerAsync:     "cuMemcpyPeerAsync",
-	fnMemHostAlloc:        "cuMemHostAlloc",
-	fnMemFreeHost:         "cuMemFreeHost",
-	fnFuncSetAttribute:    "cuFuncSetAttribute",
+	fnDeviceCanAccessPeer:  "cuDeviceCanAccessPeer",
+	fnCtxEnablePeerAccess:  "cuCtxEnablePeerAccess",
+	fnMemcpyPeerAsync:      "cuMemcpyPeerAsync",
+	fnMemHostAlloc:         "cuMemHostAlloc",
+	fnMemFreeHost:          "cuMemFreeHost",
+	fnFuncSetAttribute:     "cuFuncSetAttribute",
+	fnTensorMapEncodeTiled: "cuTensorMapEncodeTiled",
 }
 
 // optional reports whether the binding loads without function f: the
-// functions of peer copies and cuFuncSetAttribute (dynamic shared memory over
-// 48 KiB), which a stub or a reduced driver library may lack.
+// functions of peer copies, cuFuncSetAttribute (dynamic shared memory over
+// 48 KiB) and cuTensorMapEncodeTiled (CUDA 12), which a stub, a reduced or an
+// older driver library may lack.
 func optional(f fn) bool { return f >= fnDeviceCanAccessPeer }
 
 // LibraryMissingError means the driver library could not be opened.

@@ -350,7 +350,8 @@ func TestHostRegisteredCopies(t *testing.T) {
 // and their methods say which symbol is missing instead of calling address 0.
 func TestPeerFunctionsAreOptional(t *testing.T) {
 	for f := fn(0); f < fnCount; f++ {
-		want := f == fnDeviceCanAccessPeer || f == fnCtxEnablePeerAccess || f == fnMemcpyPeerAsync || f == fnMemHostAlloc || f == fnMemFreeHost || f == fnFuncSetAttribute
+		want := f == fnDeviceCanAccessPeer || f == fnCtxEnablePeerAccess || f == fnMemcpyPeerAsync || f == fnMemHostAlloc || f == fnMemFreeHost || f == fnFuncSetAttribute ||
+			f == fnTensorMapEncodeTiled
 		if optional(f) != want {
 			t.Errorf("%s: optional %v, want %v", symbols[f], optional(f), want)
 		}

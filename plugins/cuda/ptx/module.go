@@ -104,6 +104,13 @@ const (
 	ElementCount
 	// UniformValue is the 32-bit value of a uniform (.b32), IR v1.1.
 	UniformValue
+	// TensorMapParam is a tensor map the launch encodes (.align 64 .b8
+	// [128], a CUtensorMap): Module.TensorMaps[Binding] says how.
+	TensorMapParam
+	// TensorMapsReady is 1 when the launch encoded every tensor map of the
+	// module, 0 when one's Encoding or the driver refused (.u32): the kernel
+	// then takes a path without them.
+	TensorMapsReady
 )
 
 // Param is one kernel parameter.
@@ -116,10 +123,14 @@ type Param struct {
 	Name string
 }
 
-// Bytes is the parameter's size: 8 for a pointer, 4 otherwise.
+// Bytes is the parameter's size: 8 for a pointer, 128 for a tensor map, 4
+// otherwise.
 func (p Param) Bytes() int {
-	if p.Kind == BufferPointer {
+	switch p.Kind {
+	case BufferPointer:
 		return 8
+	case TensorMapParam:
+		return 128
 	}
 	return 4
 }
@@ -147,6 +158,9 @@ type Module struct {
 	// (see SubgroupSizeFor); 0 when the program uses no subgroup operation or
 	// builtin.
 	SubgroupSize uint32
+	// TensorMaps are the tensor maps the launch encodes into the module's
+	// TensorMapParam parameters (the wgmma path's TMA staging, tma.go).
+	TensorMaps []TensorMap
 }
 
 // Emit compiles p to a PTX module with the IR semantics of docs/design.md, "The

@@ -27,7 +27,10 @@ import (
 // N-major (imm-trans-b), stored in panels of 64 columns; tf32 wgmma reads only
 // K-major operands, so tf32 B is transposed on its way to shared memory through
 // registers (16-byte loads, 4-byte stores) instead of cp.async. Overlap keeps
-// one wgmma group running across the next step's wait and barrier.
+// one wgmma group running across the next step's wait and barrier. With TMA
+// (bf16, f16) the bulk tensor copy engine fills the same stages in the same
+// layout (tma.go), the cp.async loop staying in the kernel for the launches
+// and tiles the copy engine cannot serve with the IR's bounds.
 //
 // Shared rows are XOR-swizzled in 16-byte chunks (chunk ^ key(row mod 8)), which
 // keeps the copies and ldmatrix free of bank conflicts and is, on 1024-byte
@@ -60,6 +63,13 @@ import (
 // run): 256×128×64 bf16 454, tf32 171. Through kiln run --repeat, next to
 // torch.matmul timed the same way on the same inputs: bf16 498 (70%), f16 487
 // (71%), tf32 209 (54%), 8192³ bf16 547 (75%), default tile 399 (59%).
+// TMA staging against cp.async, same modules otherwise, in rounds with
+// torch.matmul in one process (scripts/gpu-tc-run.sh tma): 4096³ bf16 630 vs
+// 548 (torch 650), f16 681 vs 605 (torch 702), 8192³ bf16 663 vs 571 (torch
+// 652), default tile bf16 434 vs 402 (torch 570); kiln run --repeat bf16 621,
+// f16 625 at 1980 MHz (torch 705-754 around them). Release (below) measured
+// no faster: bf16 607 against TMA's 620 in the same rounds, 8192³ 637
+// against 674.
 
 // TCConfig selects a tensor-core matmul kernel and its interface.
 type TCConfig struct {
@@ -101,6 +111,16 @@ type TCConfig struct {
 	// columns (the grid stays ceil(N/TileN) × ceil(M/TileM): workgroup (x, y)
 	// computes another tile, each tile once).
 	GroupRows uint32
+	// TMA (wgmma with bf16 or f16 operands) stages A and B with the bulk
+	// tensor copy engine (see tma.go) where the launch's values allow it, the
+	// cp.async loop otherwise: the module then has the parameters of
+	// tmaParams after Emit's and the tensor maps of tensorMaps.
+	TMA bool
+	// Release (TMA with Overlap) drops the k loop's workgroup barrier: every
+	// warp releases a stage on its mbarrier of "empty" once its wgmma group
+	// reading it retired, and the copying invocation waits for all of them
+	// before refilling it, so the ring prefetches Stages-1 steps ahead.
+	Release bool
 	// DynamicShared declares the shared stages as dynamic shared memory (extern),
 	// for rings over the 48 KiB a kernel may declare statically: the launch must
 	// pass SharedBytes() as its dynamic shared memory, after raising the
@@ -130,8 +150,12 @@ func (c TCConfig) stageBytes() uint32 {
 	return c.TileM*c.rowBytesA() + c.TileK*c.rowBytesB()
 }
 
-// SharedBytes is the kernel's static shared memory.
-func (c TCConfig) SharedBytes() uint32 { return c.Stages * c.stageBytes() }
+// ringBytes is the shared memory of the stages.
+func (c TCConfig) ringBytes() uint32 { return c.Stages * c.stageBytes() }
+
+// SharedBytes is the kernel's shared memory: the stages, then the TMA path's
+// mbarriers.
+func (c TCConfig) SharedBytes() uint32 { return c.ringBytes() + c.barrierBytes() }
 
 // prefetch is how many k steps the ring holds ahead of the one computed.
 func (c TCConfig) prefetch() uint32 {
@@ -209,6 +233,12 @@ func (c TCConfig) check() string {
 		if (l.rows*l.chunks)%t != 0 || t%l.chunks != 0 {
 			return fmt.Sprintf("a %d×%d-chunk tile does not split evenly over %d invocations", l.rows, l.chunks, t)
 		}
+	}
+	if c.TMA && (!c.Wgmma || c.Operand == ir.F32) {
+		return "the TMA path needs the wgmma path and 16-bit operands (tf32 b is transposed through registers)"
+	}
+	if c.Release && (!c.TMA || !c.Overlap) {
+		return "releasing stages on mbarriers needs the TMA path with overlap"
 	}
 	if c.Overlap && (!c.Wgmma || c.Stages < 3) {
 		return "overlap needs the wgmma path and at least 3 stages"
@@ -304,8 +334,15 @@ func (w *tcWriter) assemble() string {
 	if c.Wgmma {
 		path, isa, target, align = "wgmma", tcWgmmaISA, "sm_90a", 1024
 	}
-	fmt.Fprintf(&s, "// kiln tensor-core matmul (path: %s %s, tile %dx%dx%d, warps %dx%d, %d cp.async stages)\n",
-		path, tcOperandName(c.Operand), c.TileM, c.TileN, c.TileK, c.WarpsM, c.WarpsN, c.Stages)
+	staging := "cp.async"
+	if c.TMA {
+		staging = "TMA"
+	}
+	fmt.Fprintf(&s, "// kiln tensor-core matmul (path: %s %s, tile %dx%dx%d, warps %dx%d, %d %s stages)\n",
+		path, tcOperandName(c.Operand), c.TileM, c.TileN, c.TileK, c.WarpsM, c.WarpsN, c.Stages, staging)
+	if c.TMA {
+		s.WriteString("// staging: the bulk tensor copy engine (cp.async.bulk.tensor + mbarrier, tensor maps kiln_tmap0/1 built by the launch); cp.async where a launch's values or a tile's start do not allow it (kiln_tma 0)\n")
+	}
 	fmt.Fprintf(&s, ".version %s\n.target %s\n.address_size 64\n\n", isa, target)
 	if c.DynamicShared {
 		// module scope: the launch sizes it
@@ -322,6 +359,15 @@ func (w *tcWriter) assemble() string {
 	}
 	for u := range c.Uniforms {
 		params = append(params, "\t.param .b32 "+uniformParam(u))
+	}
+	if c.TMA {
+		for _, p := range c.tmaParams() {
+			if p.Kind == TensorMapParam {
+				params = append(params, "\t.param .align 64 .b8 "+p.Name+"[128]")
+			} else {
+				params = append(params, "\t.param .u32 "+p.Name)
+			}
+		}
 	}
 	s.WriteString(strings.Join(params, ",\n"))
 	fmt.Fprintf(&s, "\n)\n.reqntid %d, 1, 1\n{\n", c.Threads())
@@ -479,8 +525,17 @@ func (w *tcWriter) kernel() {
 		w.at(none)
 	}
 	depth := c.prefetch()
-	w.comment(fmt.Sprintf("prologue: k steps 0..%d into stages 0..%d", depth-1, depth-1))
 	w.stage, w.wstage, w.ldTile = w.r(), w.r(), w.r()
+	epilogue := w.label()
+	if c.TMA {
+		cpAsync := w.label()
+		w.i("@!%s bra %s", w.useTMA(), cpAsync)
+		w.tmaLoop()
+		w.i("bra.uni %s", epilogue)
+		w.at(cpAsync)
+		w.comment("cp.async path: the launch could not build the tensor maps, or the tile starts past m or n")
+	}
+	w.comment(fmt.Sprintf("prologue: k steps 0..%d into stages 0..%d", depth-1, depth-1))
 	w.i("mov.u32 %s, 0", w.ldTile)
 	w.i("mov.u32 %s, 0", w.wstage)
 	pro, proEnd := w.label(), w.label()
@@ -535,6 +590,7 @@ func (w *tcWriter) kernel() {
 	if c.Overlap {
 		w.i("wgmma.wait_group.sync.aligned 0")
 	}
+	w.at(epilogue)
 	w.store(row0, col0)
 	w.i("ret")
 }
@@ -580,7 +636,7 @@ func (w *tcWriter) advance(reg string) {
 	c := w.cfg
 	p := w.p()
 	w.i("add.u32 %s, %s, %d", reg, reg, c.stageBytes())
-	w.i("setp.ge.u32 %s, %s, %d", p, reg, c.SharedBytes())
+	w.i("setp.ge.u32 %s, %s, %d", p, reg, c.ringBytes())
 	w.i("@%s mov.u32 %s, 0", p, reg)
 }
 

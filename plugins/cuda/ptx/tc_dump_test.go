@@ -61,13 +61,21 @@ func tcFileName(c TCConfig) string {
 	if c.GroupRows > 1 {
 		flags += fmt.Sprintf("_g%d", c.GroupRows)
 	}
+	if c.TMA {
+		flags += "_tma"
+	}
+	if c.Release {
+		flags += "_rel"
+	}
 	return fmt.Sprintf("tc_%s%s_%dx%dx%d_w%dx%d_s%d%s.ptx", path, tcOperandName(c.Operand), c.TileM, c.TileN, c.TileK, c.WarpsM, c.WarpsN, c.Stages, flags)
 }
 
 // TestTensorCorePTXDump writes the benchmark kernels into $KILN_TC_PTX_DIR
 // for scripts/gpu-tc-run.sh (skipped without it), and the modules the CUDA
 // backend builds for the corpus matmul_tc on an H200 (sm_90, 227 KiB of
-// dynamic shared memory) at the tuned and default tiles, named *_corpus.
+// dynamic shared memory) at the tuned and default tiles, named *_corpus: the
+// bf16 and f16 ones are TMA modules (*_tma_corpus), written beside their
+// cp.async twins (the same configuration without TMA).
 func TestTensorCorePTXDump(t *testing.T) {
 	dir := os.Getenv("KILN_TC_PTX_DIR")
 	if dir == "" {
@@ -102,7 +110,28 @@ func TestTensorCorePTXDump(t *testing.T) {
 		if !ok || !mok {
 			t.Fatalf("%v %dx%dx%d: %s %s", s.op, s.tm, s.tn, s.tk, why, mwhy)
 		}
-		if fmt.Sprint(m.Params) != fmt.Sprint(want) {
+		wantParams := want
+		if cfg.TMA {
+			wantParams = append(append([]Param(nil), want...), cfg.tmaParams()...)
+			plain := cfg
+			plain.TMA = false
+			twin, ok := tcStages(plain, []uint32{cfg.Stages}, opts.MaxDynamicSharedBytes)
+			text, eok, why := emitTensorCoreMatmul(twin)
+			if !ok || twin.TMA || !eok {
+				t.Fatalf("%s without TMA: %s", tcFileName(cfg), why)
+			}
+			write(strings.TrimSuffix(tcFileName(twin), ".ptx")+"_corpus.ptx", text)
+			if cfg.Overlap && !cfg.Release {
+				rel := cfg
+				rel.Release = true
+				text, ok, why := emitTensorCoreMatmul(rel)
+				if !ok {
+					t.Fatalf("%s with Release: %s", tcFileName(cfg), why)
+				}
+				write(strings.TrimSuffix(tcFileName(rel), ".ptx")+"_corpus.ptx", text)
+			}
+		}
+		if fmt.Sprint(m.Params) != fmt.Sprint(wantParams) {
 			t.Fatalf("corpus module parameters %v", m.Params)
 		}
 		write(strings.TrimSuffix(tcFileName(cfg), ".ptx")+"_corpus.ptx", m.Text)

@@ -42,8 +42,10 @@ func TestEmitTensorCorePaths(t *testing.T) {
 		moduleSM   int
 		dynamic    uint32
 	}{
-		{"bf16 sm_90 64x128x32", ir.BF16, 64, 128, 32, 128, Target{SM: 90}, "path: wgmma bf16, tile 64x128x32, warps 4x1, 4 cp.async stages", ".target sm_90a", 90, 0},
-		{"bf16 sm_90 256x128x64", ir.BF16, 256, 128, 64, 512, Target{SM: 90}, "path: wgmma bf16, tile 256x128x64, warps 16x1, 4 cp.async stages", ".target sm_90a", 90, 4 * (256*64 + 64*128) * 2},
+		// TMA: the ring and a mbarrier per stage, over 48 KiB: dynamic
+		{"bf16 sm_90 64x128x32", ir.BF16, 64, 128, 32, 128, Target{SM: 90}, "path: wgmma bf16, tile 64x128x32, warps 4x1, 4 TMA stages", ".target sm_90a", 90, 4*(64*32+32*128)*2 + 4*8},
+		{"bf16 sm_90 256x128x64", ir.BF16, 256, 128, 64, 512, Target{SM: 90}, "path: wgmma bf16, tile 256x128x64, warps 16x1, 4 TMA stages", ".target sm_90a", 90, 4*(256*64+64*128)*2 + 4*8},
+		{"tf32 sm_90 keeps cp.async", ir.F32, 64, 64, 16, 128, Target{SM: 90}, "path: wgmma tf32, tile 64x64x16, warps 4x1, 4 cp.async stages", ".target sm_90a", 90, 0},
 		{"f16 sm_90, two warps per 64 rows", ir.F16, 64, 64, 32, 256, Target{SM: 90}, "path: mma.sync f16", ".target sm_80", 80, 0},
 		{"tf32 sm_90", ir.F32, 64, 64, 16, 128, Target{SM: 90}, "path: wgmma tf32", ".target sm_90a", 90, 0},
 		{"bf16 sm_80", ir.BF16, 64, 128, 32, 128, Target{SM: 80}, "path: mma.sync bf16, tile 64x128x32, warps 2x2, 3 cp.async stages", ".target sm_80", 80, 0},
@@ -96,7 +98,7 @@ func TestEmitTensorCorePaths(t *testing.T) {
 func TestCorpusMatmulTCDefault(t *testing.T) {
 	k, _ := kernels.Lookup("matmul_tc")
 	for target, want := range map[Target]string{
-		{SM: 90}: "// kiln tensor-core matmul (path: wgmma bf16, tile 64x128x32, warps 4x1, 4 cp.async stages)",
+		{SM: 90}: "// kiln tensor-core matmul (path: wgmma bf16, tile 64x128x32, warps 4x1, 4 TMA stages)",
 		{SM: 80}: "// kiln tensor-core matmul (path: mma.sync bf16, tile 64x128x32, warps 2x2, 3 cp.async stages)",
 	} {
 		m := mustEmit(t, "matmul_tc", k.Program(), Options{Target: target, NonCoherentReads: true, MaxDynamicSharedBytes: 227 << 10})
@@ -137,7 +139,7 @@ func TestTensorCoreCorpusEmulated(t *testing.T) {
 			if !strings.Contains(first, "tensor-core") {
 				t.Fatalf("not the tensor-core module: %s", first)
 			}
-			g := tcGeometry{r.op, r.tm, r.tn, r.wg, m.SharedBytes + m.DynamicSharedBytes}
+			g := tcGeometry{operand: r.op, tileM: r.tm, tileN: r.tn, threads: r.wg, shared: m.SharedBytes + m.DynamicSharedBytes, maps: m.TensorMaps}
 			for _, s := range sizes {
 				tcRunText(t, m.Text, g, s.m, s.n, s.k, s.shortB, false, false, rng)
 			}

@@ -31,9 +31,26 @@ import (
 // to f32 (exact for inputs whose partial sums are exact in f32); cp.async as a
 // per-thread queue of commit groups that reaches shared memory at
 // cp.async.wait_group (lazy) or at issue (eager), so a missing wait (lazy) or a
-// copy into a stage still being read (eager) changes the result. Not emulated:
-// fence.proxy.async and wgmma.fence (no-ops here: a missing one goes unnoticed),
-// timing, and the hardware's own rounding of the k-sums.
+// copy into a stage still being read (eager) changes the result.
+//
+// The TMA path: a tensor-map parameter's address (mov.b64 of its name,
+// cvta.param) names the encoding in tmaps (what the launch passed
+// cuTensorMapEncodeTiled); cp.async.bulk.tensor.2d copies the map's box at the
+// coordinates, zero outside the map's dimensions, into shared memory in the
+// map's swizzle (16-byte chunk bits 4.. XOR address bits 7..), reading global
+// memory at issue; mbarriers (init, arrive, arrive.expect_tx, try_wait.parity)
+// keep their phase, pending arrivals and signed tx-count, a phase completing
+// when both reach 0; a copy's bytes land, completing its transaction bytes on
+// its mbarrier, at issue (eager) or when an invocation waits on that mbarrier
+// (lazy), so a wait on the wrong parity, a missing expect_tx or a read before
+// the wait sees the poisoned stage (lazy), and a refill of a stage still
+// being read changes the result (eager); a thread whose wait finds its phase
+// incomplete stops its warp, the others running meanwhile, and a wait that
+// nothing can complete is an error.
+//
+// Not emulated: fence.proxy.async, fence.mbarrier_init and wgmma.fence
+// (no-ops here: a missing one goes unnoticed), timing, and the hardware's own
+// rounding of the k-sums.
 type tcEmu struct {
 	insts  []tcInst
 	labels map[string]int
@@ -50,6 +67,32 @@ type tcEmu struct {
 	// accumulators when wgmma.wait_group retires them.
 	wgmma map[uint32][][]tcWgmma
 	open  map[uint32][]tcWgmma
+	// tmaps are the tensor-map parameters: name to its param-space address,
+	// and address to its encoding.
+	tmapAddr map[string]uint64
+	tmaps    map[uint64]TensorMapEncoding
+	// bars are the workgroup's mbarriers by shared address, bulk the bulk
+	// copies not landed yet by the mbarrier they complete on, bulkCopies
+	// the count of cp.async.bulk.tensor run.
+	bars       map[uint64]*tcBarrier
+	bulk       map[uint64][]tcCopy
+	bulkCopies int
+}
+
+// tcBarrier is an mbarrier: its completed phases, arrivals still pending in
+// the current phase (of count), and the tx-count.
+type tcBarrier struct {
+	phase, pending, count int
+	tx                    int64
+}
+
+// complete starts the next phase when the current one has no pending
+// arrival and no transaction bytes.
+func (b *tcBarrier) complete() {
+	if b.pending == 0 && b.tx == 0 {
+		b.phase++
+		b.pending = b.count
+	}
 }
 
 // tcWgmma is one issued wgmma.mma_async of a warp.
@@ -72,12 +115,15 @@ var tcRegRE = regexp.MustCompile(`%[a-z]+[0-9]+|%n?ctaid\.[xy]`)
 const tcSharedBase = 0x400
 
 type tcThread struct {
-	regs   []uint64
-	pc     int
-	tid    uint32
-	done   bool
-	groups [][]tcCopy // committed groups, oldest first
-	open   []tcCopy
+	regs []uint64
+	pc   int
+	tid  uint32
+	done bool
+	// blocked: the thread's try_wait found its phase incomplete; it tries
+	// again when its warp runs next.
+	blocked bool
+	groups  [][]tcCopy // committed groups, oldest first
+	open    []tcCopy
 }
 
 type tcCopy struct {
@@ -170,6 +216,9 @@ func (e *tcEmu) val(t *tcThread, in *tcInst, s string) (uint64, error) {
 		return v, err
 	case s == "kiln_tc_smem":
 		return tcSharedBase, nil
+	}
+	if a, ok := e.tmapAddr[s]; ok {
+		return a, nil
 	}
 	if u, err := strconv.ParseUint(s, 10, 64); err == nil {
 		return u, nil
@@ -283,7 +332,7 @@ func (e *tcEmu) step(t *tcThread) (collective bool, err error) {
 			return false, fmt.Errorf("line %d: no parameter %s", in.line, name)
 		}
 		e.set(t, a[0], p)
-	case "cvta.to.global.u64", "mov.u32", "mov.b32", "mov.f32":
+	case "cvta.to.global.u64", "mov.u32", "mov.b32", "mov.f32", "mov.b64", "cvta.param.u64":
 		e.set(t, a[0], v(1))
 	case "add.u32":
 		e.set(t, a[0], uint64(u(1)+u(2)))
@@ -317,7 +366,51 @@ func (e *tcEmu) step(t *tcThread) (collective bool, err error) {
 		e.set(t, a[0], v(1)+v(2))
 	case "cvt.u64.u32":
 		e.set(t, a[0], uint64(uint32(v(1))))
-	case "wgmma.fence.sync.aligned", "fence.proxy.async.shared::cta":
+	case "wgmma.fence.sync.aligned", "fence.proxy.async.shared::cta", "fence.mbarrier_init.release.cluster":
+	case "mbarrier.init.shared::cta.b64":
+		ad, aerr := e.barrier(t, in, a[0])
+		if aerr != nil {
+			return false, aerr
+		}
+		e.bars[ad] = &tcBarrier{pending: int(v(1)), count: int(v(1))}
+	case "mbarrier.arrive.expect_tx.shared::cta.b64", "mbarrier.arrive.shared::cta.b64":
+		ad, aerr := e.barrier(t, in, a[1])
+		if aerr != nil {
+			return false, aerr
+		}
+		b := e.bars[ad]
+		if b == nil {
+			return false, fmt.Errorf("line %d: arrive on an mbarrier never initialised", in.line)
+		}
+		if in.op == "mbarrier.arrive.expect_tx.shared::cta.b64" {
+			b.tx += int64(v(2))
+		}
+		b.pending--
+		e.set(t, a[0], uint64(b.phase))
+		b.complete()
+	case "mbarrier.try_wait.parity.shared::cta.b64":
+		ad, aerr := e.barrier(t, in, a[1])
+		if aerr != nil {
+			return false, aerr
+		}
+		b := e.bars[ad]
+		if b == nil {
+			return false, fmt.Errorf("line %d: wait on an mbarrier never initialised", in.line)
+		}
+		parity := int(v(2) & 1)
+		if b.phase&1 == parity {
+			e.land(ad)
+		}
+		if b.phase&1 == parity {
+			// other warps may complete it: run them first
+			t.blocked = true
+			return false, nil
+		}
+		e.set(t, a[0], 1)
+	case "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes":
+		if err := e.bulkTensor(t, in); err != nil {
+			return false, err
+		}
 	case "ld.global.v4.b32":
 		ad, aerr := e.addr(t, in, a[1])
 		if aerr != nil {
@@ -470,6 +563,104 @@ func (e *tcEmu) step(t *tcThread) (collective bool, err error) {
 	}
 	t.pc = next
 	return false, err
+}
+
+// barrier is the address of the 8-byte aligned mbarrier at operand s.
+func (e *tcEmu) barrier(t *tcThread, in *tcInst, s string) (uint64, error) {
+	ad, err := e.addr(t, in, s)
+	if err != nil {
+		return 0, err
+	}
+	if _, err := e.sharedAt(in, ad, 8); err != nil {
+		return 0, err
+	}
+	return ad, nil
+}
+
+// land writes the bulk copies pending on the mbarrier at ad into shared
+// memory and completes their bytes on it.
+func (e *tcEmu) land(ad uint64) {
+	b := e.bars[ad]
+	for _, c := range e.bulk[ad] {
+		copy(e.shared[c.dst-tcSharedBase:], c.data)
+		b.tx -= int64(len(c.data))
+	}
+	delete(e.bulk, ad)
+	b.complete()
+}
+
+// bulkTensor runs cp.async.bulk.tensor.2d [dst], [map, {x, y}], [mbar]: the
+// map's box at column x, row y, each element at dst + its row·the box's row
+// bytes + its column·size, 16-byte chunks swizzled by the address; 0 outside
+// the map's dimensions.
+func (e *tcEmu) bulkTensor(t *tcThread, in *tcInst) error {
+	e.bulkCopies++
+	if len(in.args) != 3 {
+		return fmt.Errorf("line %d: %d operands", in.line, len(in.args))
+	}
+	dst, err := e.addr(t, in, in.args[0])
+	if err != nil {
+		return err
+	}
+	mapReg, coords, _ := strings.Cut(strings.TrimSuffix(strings.TrimPrefix(in.args[1], "["), "]"), ",")
+	ma, err := e.val(t, in, strings.TrimSpace(mapReg))
+	if err != nil {
+		return err
+	}
+	enc, ok := e.tmaps[ma]
+	if !ok {
+		return fmt.Errorf("line %d: %#x is no tensor map", in.line, ma)
+	}
+	cs := vector(strings.TrimSpace(coords))
+	if len(cs) != 2 {
+		return fmt.Errorf("line %d: coordinates %q", in.line, coords)
+	}
+	x, errX := e.val(t, in, cs[0])
+	y, errY := e.val(t, in, cs[1])
+	bar, errB := e.barrier(t, in, in.args[2])
+	if errX != nil || errY != nil || errB != nil {
+		return fmt.Errorf("line %d: operands of the bulk copy", in.line)
+	}
+	if e.bars[bar] == nil {
+		return fmt.Errorf("line %d: bulk copy onto an mbarrier never initialised", in.line)
+	}
+	es := uint64(enc.Elem.Size())
+	rowBytes := uint64(enc.Box[0]) * es
+	sw := uint64(enc.SwizzleBytes)
+	switch {
+	case enc.Base%16 != 0 || enc.RowStride%16 != 0 || enc.RowStride < enc.Dims[0]*es:
+		return fmt.Errorf("line %d: tensor map %+v breaks the copy engine's rules", in.line, enc)
+	case sw != 32 && sw != 64 && sw != 128, rowBytes > sw, rowBytes%16 != 0:
+		return fmt.Errorf("line %d: box rows of %d bytes in a %d-byte swizzle", in.line, rowBytes, sw)
+	case dst%128 != 0:
+		return fmt.Errorf("line %d: bulk copy destination %#x is not 128-byte aligned", in.line, dst)
+	}
+	if _, err := e.sharedAt(in, dst, int(rowBytes)*int(enc.Box[1])); err != nil {
+		return err
+	}
+	bits := map[uint64]uint{32: 1, 64: 2, 128: 3}[sw]
+	var copies []tcCopy
+	for r := range uint64(enc.Box[1]) {
+		for c := range uint64(enc.Box[0]) {
+			gx, gy := uint64(uint32(x))+c, uint64(uint32(y))+r
+			val := make([]byte, es)
+			if gx < enc.Dims[0] && gy < enc.Dims[1] {
+				m, err := e.global(in, enc.Base+gy*enc.RowStride+gx*es, int(es))
+				if err != nil {
+					return err
+				}
+				copy(val, m)
+			}
+			a := dst + r*rowBytes + c*es
+			a ^= (a >> 7 & (1<<bits - 1)) << 4
+			copies = append(copies, tcCopy{dst: uint32(a), data: val})
+		}
+	}
+	e.bulk[bar] = append(e.bulk[bar], copies...)
+	if e.eager {
+		e.land(bar)
+	}
+	return nil
 }
 
 // warpOp runs the collective at the warp's pc for its 32 threads.
@@ -703,6 +894,7 @@ func (e *tcEmu) run(gridX, gridY, threads uint32, sharedBytes uint32) error {
 		for bx := range gridX {
 			e.shared = make([]byte, sharedBytes)
 			e.wgmma, e.open = map[uint32][][]tcWgmma{}, map[uint32][]tcWgmma{}
+			e.bars, e.bulk = map[uint64]*tcBarrier{}, map[uint64][]tcCopy{}
 			for i := range e.shared {
 				e.shared[i] = 0xA5 // poison: a read before a write gives garbage
 			}
@@ -728,19 +920,32 @@ func (e *tcEmu) run(gridX, gridY, threads uint32, sharedBytes uint32) error {
 
 func (e *tcEmu) block(ts []*tcThread) error {
 	for {
+		progress := false
 		for w := 0; w < len(ts); w += 32 {
-			if err := e.runWarp(ts[w : w+32]); err != nil {
+			moved, err := e.runWarp(ts[w : w+32])
+			if err != nil {
 				return err
 			}
+			progress = progress || moved
 		}
-		done := 0
-		for _, t := range ts {
+		done, blocked := 0, -1
+		for i, t := range ts {
 			if t.done {
 				done++
+			}
+			if t.blocked && blocked < 0 {
+				blocked = i
 			}
 		}
 		if done == len(ts) {
 			return nil
+		}
+		if blocked >= 0 {
+			if !progress {
+				t := ts[blocked]
+				return fmt.Errorf("line %d: thread %d waits on an mbarrier phase that nothing completes", e.insts[t.pc].line, t.tid)
+			}
+			continue
 		}
 		if done != 0 {
 			return fmt.Errorf("part of the workgroup returned while the rest waits at line %d", e.insts[ts[0].pc].line)
@@ -756,29 +961,39 @@ func (e *tcEmu) block(ts []*tcThread) error {
 }
 
 // runWarp runs a warp as far as it goes on its own: through its ldmatrix and
-// mma instructions up to a bar.sync or its end, so a warp runs ahead of the
-// others wherever no barrier holds it (what a missing barrier would allow).
-func (e *tcEmu) runWarp(ts []*tcThread) error {
+// mma instructions up to a bar.sync, its end, or an mbarrier wait of one of
+// its threads that cannot complete yet, so a warp runs ahead of the others
+// wherever no barrier holds it (what a missing barrier would allow). moved
+// says whether any instruction ran.
+func (e *tcEmu) runWarp(ts []*tcThread) (moved bool, err error) {
 	for {
+		blocked := false
 		for _, t := range ts {
+			t.blocked = false
 			for !t.done {
 				if t.pc >= len(e.insts) {
-					return fmt.Errorf("fell off the end of the kernel")
+					return moved, fmt.Errorf("fell off the end of the kernel")
 				}
 				coll, err := e.step(t)
 				if err != nil {
-					return err
+					return moved, err
+				}
+				if t.blocked {
+					blocked = true
+					break
 				}
 				if coll {
 					break
 				}
+				moved = true
 			}
 		}
-		if ts[0].done || e.insts[ts[0].pc].op == "bar.sync" {
-			return nil
+		if blocked || ts[0].done || e.insts[ts[0].pc].op == "bar.sync" {
+			return moved, nil
 		}
 		if err := e.warpOp(ts); err != nil {
-			return err
+			return moved, err
 		}
+		moved = true
 	}
 }

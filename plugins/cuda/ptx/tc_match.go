@@ -125,6 +125,7 @@ func matchTensorCoreMatmul(p *ir.Program, target Target, maxDynamicShared uint32
 	if target.SM >= 90 && warps == 4*acc.Rows/64 && acc.Rows%64 == 0 {
 		wgc := cfg
 		wgc.WarpsM, wgc.WarpsN, wgc.Wgmma, wgc.GroupRows = warps, 1, true, tcGroupRows
+		wgc.TMA = wgc.Operand != ir.F32 && tcDefaultTMA
 		if c, ok := tcStages(wgc, []uint32{4, 3, 2}, maxDynamicShared); ok {
 			return c, true, ""
 		}
@@ -141,17 +142,25 @@ func matchTensorCoreMatmul(p *ir.Program, target Target, maxDynamicShared uint32
 // with 128×256×64 tiles (6% with 256×128×64), 4096³ within the noise.
 const tcGroupRows = 8
 
+// tcDefaultTMA makes the wgmma path's bf16 and f16 kernels stage their
+// operands with the bulk tensor copy engine (TCConfig.TMA).
+const tcDefaultTMA = true
+
 // tcStages returns cfg with the first of stages that it can be emitted with
 // (with one wgmma group in flight from 4 stages on), in dynamic shared memory
-// where that is needed and maxDynamicShared allows it.
+// where that is needed and maxDynamicShared allows it; with cfg.TMA, the
+// cp.async staging where the TMA path's mbarriers do not fit beside a ring
+// that does (a static ring of exactly 48 KiB).
 func tcStages(cfg TCConfig, stages []uint32, maxDynamicShared uint32) (TCConfig, bool) {
 	for _, s := range stages {
-		c := cfg
-		c.Stages = s
-		c.Overlap = c.Wgmma && s >= 4
-		c.DynamicShared = c.SharedBytes() > tcMaxStaticShared
-		if c.check() == "" && (!c.DynamicShared || c.SharedBytes() <= maxDynamicShared) {
-			return c, true
+		for _, tma := range []bool{cfg.TMA, false} {
+			c := cfg
+			c.Stages, c.TMA = s, tma
+			c.Overlap = c.Wgmma && s >= 4
+			c.DynamicShared = c.SharedBytes() > tcMaxStaticShared
+			if c.check() == "" && (!c.DynamicShared || c.SharedBytes() <= maxDynamicShared) {
+				return c, true
+			}
 		}
 	}
 	return cfg, false
@@ -288,6 +297,10 @@ func tensorCoreModule(p *ir.Program, opts Options) (m *Module, ok bool, reason s
 		target = opts.Target
 	}
 	m = &Module{Text: text, Entry: EntryPoint, Target: target, WorkgroupSize: q.WorkgroupSize, Params: kernelParams(&q)}
+	if cfg.TMA {
+		m.TensorMaps = cfg.tensorMaps(len(m.Params))
+		m.Params = append(m.Params, cfg.tmaParams()...)
+	}
 	if cfg.DynamicShared {
 		m.DynamicSharedBytes = cfg.SharedBytes()
 	} else {

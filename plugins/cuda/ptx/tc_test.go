@@ -26,6 +26,12 @@ func tcWgmmaCfg(t ir.Type, tm, tn, tk, st uint32, overlap, dynamic bool) TCConfi
 	return c
 }
 
+// tcTMA is c staged by the bulk tensor copy engine.
+func tcTMA(c TCConfig) TCConfig {
+	c.TMA = true
+	return c
+}
+
 // tcGrouped is c with its workgroups in groups of g tile rows.
 func tcGrouped(c TCConfig, g uint32) TCConfig {
 	c.GroupRows = g
@@ -148,6 +154,8 @@ func TestTensorCoreRejects(t *testing.T) {
 		"binding":       func(c *TCConfig) { c.C = 3 },
 		"uniform":       func(c *TCConfig) { c.K = 5 },
 		"split evenly":  func(c *TCConfig) { c.TileM, c.TileN, c.TileK = 32, 32, 16 },
+		"TMA path":      func(c *TCConfig) { c.TMA = true },
+		"mbarriers":     func(c *TCConfig) { c.Release = true },
 	}
 	if _, ok, why := emitTensorCoreMatmul(good); !ok {
 		t.Fatal(why)
@@ -210,7 +218,7 @@ func TestMatchTensorCoreMatmul(t *testing.T) {
 			return c
 		}()},
 		{"wgmma, static only", tcProgram(ir.F16, 64, 128, 64, 128, false), sm90, false, tcGrouped(tcWgmmaCfg(ir.F16, 64, 128, 64, 2, false, false), tcGroupRows)},
-		{"wgmma, dynamic", tcProgram(ir.F16, 64, 128, 64, 128, false), sm90, true, tcGrouped(tcWgmmaCfg(ir.F16, 64, 128, 64, 4, true, true), tcGroupRows)},
+		{"wgmma, dynamic", tcProgram(ir.F16, 64, 128, 64, 128, false), sm90, true, tcTMA(tcGrouped(tcWgmmaCfg(ir.F16, 64, 128, 64, 4, true, true), tcGroupRows))},
 		{"tf32 on mma.sync", tcProgram(ir.F32, 64, 64, 16, 128, true), sm80, true, tcCfg(ir.F32, 64, 64, 16, 2, 2, 3)},
 		{"tf32 on wgmma", tcProgram(ir.F32, 64, 64, 16, 128, true), sm90, true, tcGrouped(tcWgmmaCfg(ir.F32, 64, 64, 16, 4, true, false), tcGroupRows)},
 		{"not a warpgroup per 64 rows", tcProgram(ir.BF16, 128, 64, 32, 128, false), sm90, false, func() TCConfig {
@@ -290,7 +298,11 @@ func tcRun(t *testing.T, cfg TCConfig, m, n, k, shortB int, longC, eager bool, r
 	if !ok {
 		t.Fatal(why)
 	}
-	tcRunText(t, text, tcGeometry{cfg.Operand, cfg.TileM, cfg.TileN, cfg.Threads(), cfg.SharedBytes()}, m, n, k, shortB, longC, eager, rng)
+	g := tcGeometry{operand: cfg.Operand, tileM: cfg.TileM, tileN: cfg.TileN, threads: cfg.Threads(), shared: cfg.SharedBytes()}
+	if cfg.TMA {
+		g.maps = cfg.tensorMaps(9)
+	}
+	tcRunText(t, text, g, m, n, k, shortB, longC, eager, rng)
 }
 
 // tcGeometry is what running a tensor-core module takes besides its text: the
@@ -301,15 +313,30 @@ type tcGeometry struct {
 	tileM, tileN uint32
 	threads      uint32
 	shared       uint32
+	// maps are the module's tensor maps (TMA path): the run passes them
+	// encoded by TensorMap.Encoding and kiln_tma 1 when every one encodes
+	// and noTMA is false, else kiln_tma 0.
+	maps  []TensorMap
+	noTMA bool
 }
 
-// tcRunText is tcRun for a module's text.
-func tcRunText(t *testing.T, text string, g tcGeometry, m, n, k, shortB int, longC, eager bool, rng *rand.Rand) {
+// tcRunText is tcRun for a module's text; it returns the emulator after the
+// run.
+func tcRunText(t *testing.T, text string, g tcGeometry, m, n, k, shortB int, longC, eager bool, rng *rand.Rand) *tcEmu {
 	t.Helper()
+	e, err := tcRunCheck(text, g, m, n, k, shortB, longC, eager, rng)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+// tcRunCheck is tcRunText returning what differs as an error.
+func tcRunCheck(text string, g tcGeometry, m, n, k, shortB int, longC, eager bool, rng *rand.Rand) (*tcEmu, error) {
 	cfg := TCConfig{Operand: g.operand, TileM: g.tileM, TileN: g.tileN}
 	e, err := newTCEmu(text)
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	e.eager = eager
 	es := int(cfg.elemBytes())
@@ -357,9 +384,25 @@ func tcRunText(t *testing.T, text string, g tcGeometry, m, n, k, shortB int, lon
 		"kiln_len0": uint64(m * k), "kiln_len1": uint64(lenB), "kiln_len2": uint64(lenC),
 		"kiln_uni0": uint64(m), "kiln_uni1": uint64(n), "kiln_uni2": uint64(k),
 	}
+	if g.maps != nil {
+		counts := []uint32{uint32(m * k), uint32(lenB), uint32(lenC)}
+		uniforms := []uint32{uint32(m), uint32(n), uint32(k)}
+		e.tmapAddr, e.tmaps = map[string]uint64{}, map[uint64]TensorMapEncoding{}
+		ready := !g.noTMA
+		for i, tm := range g.maps {
+			enc, ok := tm.Encoding(e.bases[tm.Binding], counts[tm.Binding], uniforms)
+			ready = ready && ok
+			addr := uint64(0xE000_0000 + 128*i)
+			e.tmapAddr[tmaParam(i)], e.tmaps[addr] = addr, enc
+		}
+		e.params[tmaFlagParam] = 0
+		if ready {
+			e.params[tmaFlagParam] = 1
+		}
+	}
 	gx, gy := (uint32(n)+cfg.TileN-1)/cfg.TileN, (uint32(m)+cfg.TileM-1)/cfg.TileM
 	if err := e.run(max(gx, 1), max(gy, 1), g.threads, g.shared); err != nil {
-		t.Fatalf("%dx%dx%d: %v", m, n, k, err)
+		return e, fmt.Errorf("%dx%dx%d: %w", m, n, k, err)
 	}
 	for r := range m {
 		for col := range n {
@@ -371,16 +414,17 @@ func tcRunText(t *testing.T, text string, g tcGeometry, m, n, k, shortB int, lon
 			}
 			got := binary.LittleEndian.Uint32(cbuf[4*(r*n+col):])
 			if got != math.Float32bits(float32(s)) {
-				t.Fatalf("%dx%dx%d (eager %v): c[%d][%d] = %v (%#x), want %v", m, n, k, eager, r, col,
+				return e, fmt.Errorf("%dx%dx%d (eager %v): c[%d][%d] = %v (%#x), want %v", m, n, k, eager, r, col,
 					math.Float32frombits(got), got, s)
 			}
 		}
 	}
 	for i := m * n; i < m*n+guard; i++ {
 		if binary.LittleEndian.Uint32(cbuf[4*i:]) != 0x7fc00123 {
-			t.Fatalf("%dx%dx%d: c[%d] past m·n was written (count %d)", m, n, k, i, lenC)
+			return e, fmt.Errorf("%dx%dx%d: c[%d] past m·n was written (count %d)", m, n, k, i, lenC)
 		}
 	}
+	return e, nil
 }
 
 // TestTensorCoreEmulated runs the kernels on the emulator (tcEmu) against the
@@ -443,15 +487,28 @@ func TestTensorCoreModule(t *testing.T) {
 		{BufferPointer, 0, "kiln_buf0"}, {BufferPointer, 1, "kiln_buf1"}, {BufferPointer, 2, "kiln_buf2"},
 		{ElementCount, 0, "kiln_len0"}, {ElementCount, 1, "kiln_len1"}, {ElementCount, 2, "kiln_len2"},
 		{UniformValue, 0, "kiln_uni0"}, {UniformValue, 1, "kiln_uni1"}, {UniformValue, 2, "kiln_uni2"},
+		{TensorMapParam, 0, "kiln_tmap0"}, {TensorMapParam, 1, "kiln_tmap1"}, {TensorMapsReady, 0, "kiln_tma"},
 	}
 	if fmt.Sprint(m.Params) != fmt.Sprint(want) || m.Entry != EntryPoint || m.WorkgroupSize != [3]uint32{128, 1, 1} {
 		t.Fatalf("interface %+v %s %v", m.Params, m.Entry, m.WorkgroupSize)
 	}
-	if m.DynamicSharedBytes != 4*(64*128+64*256) || m.SharedBytes != 0 || !strings.Contains(m.Text, "path: wgmma bf16") {
+	// a: m rows of k in 64×64 boxes (128-byte rows); b: k rows of n in 64-row panels of 64 columns
+	wantMaps := []TensorMap{
+		{Param: 9, Binding: 0, Elem: ir.BF16, RowLength: 2, Rows: 0, BoxCols: 64, BoxRows: 64, SwizzleBytes: 128},
+		{Param: 10, Binding: 1, Elem: ir.BF16, RowLength: 1, Rows: 2, BoxCols: 64, BoxRows: 64, SwizzleBytes: 128},
+	}
+	if fmt.Sprint(m.TensorMaps) != fmt.Sprint(wantMaps) {
+		t.Fatalf("tensor maps %+v, want %+v", m.TensorMaps, wantMaps)
+	}
+	if !strings.Contains(m.Text, ".param .align 64 .b8 kiln_tmap0[128],\n\t.param .align 64 .b8 kiln_tmap1[128],\n\t.param .u32 kiln_tma\n)") {
+		t.Fatal("no tensor-map parameters in the kernel's interface")
+	}
+	if m.DynamicSharedBytes != 4*(64*128+64*256)+4*8 || m.SharedBytes != 0 || !strings.Contains(m.Text, "path: wgmma bf16") {
 		t.Fatalf("sm_90 with dynamic shared memory: %d dynamic, %d static, %.80s", m.DynamicSharedBytes, m.SharedBytes, m.Text)
 	}
+	// static only: two stages fill 48 KiB, leaving no room for the mbarriers
 	m, ok, _ = tensorCoreModule(p, Options{Target: Target{SM: 90}})
-	if !ok || m.DynamicSharedBytes != 0 || m.SharedBytes != 2*(64*128+64*256) {
+	if !ok || m.DynamicSharedBytes != 0 || m.SharedBytes != 2*(64*128+64*256) || m.TensorMaps != nil || len(m.Params) != 9 {
 		t.Fatalf("sm_90 static: ok %v, %d dynamic, %d static", ok, m.DynamicSharedBytes, m.SharedBytes)
 	}
 	m, ok, _ = tensorCoreModule(p, Options{Target: Target{SM: 80}, WorkgroupSize: [3]uint32{256, 1, 1}})
