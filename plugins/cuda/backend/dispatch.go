@@ -131,8 +131,11 @@ func (p *pipeline) checkGridDimensions(grid [3]uint32) error {
 	return nil
 }
 
-// setArgs fills the kernel's parameters: each buffer's address and count, and
-// each uniform's 32 bits from the uniform block.
+// setArgs fills the kernel's parameters: each buffer's address and count, each
+// uniform's 32 bits from the uniform block, and the tensor maps encoded from
+// them (or the flag that tells the kernel it has none). Every launch of a
+// kernel with tensor maps must come after it: maps left from an earlier launch
+// would copy from that launch's buffers.
 func (p *pipeline) setArgs(binds []*binding, uniforms []byte) {
 	for i, prm := range p.mod.Params {
 		switch prm.Kind {
@@ -144,6 +147,7 @@ func (p *pipeline) setArgs(binds []*binding, uniforms []byte) {
 			p.args.Set(i, uint64(binary.LittleEndian.Uint32(uniforms[4*prm.Binding:])))
 		}
 	}
+	p.tmaps.fill(p.mod, p.args, p.d.ctx.EncodeTensorMap)
 }
 
 // run allocates the buffers, uploads the inputs, zero-fills the write buffers,
@@ -174,7 +178,6 @@ func (p *pipeline) run(ctx context.Context, grid [3]uint32, binds []*binding, un
 			}
 		}
 		p.setArgs(binds, uniforms)
-		p.tmaps.fill(p.mod, p.args, c.EncodeTensorMap)
 		if err := c.EventRecord(d.start, d.stream); err != nil {
 			return d.fail("recording the start event", err)
 		}
