@@ -1,38 +1,42 @@
 #!/bin/bash
-# One H200 call for the round's GPU figures (issues 24, 25, 27, 28), each kiln
+# One H200 call for the round's GPU figures (issues 25, 27, 28), each kiln
 # figure next to its reference measured in the same call, with the SM clock
 # sampled every half second into $OUT/clock.txt and around each timed section:
 #   1. the CUDA backend's tests on cuda:0 (corpus incl. matmul_tc and
-#      vector_add_f16, IR v1.2 tables, tensor cores, pipelined submits,
-#      dynamic shared memory, the conformance kit)
-#   2. every tensor-core module (plugins/cuda/ptx's dump) through ptxas for
-#      sm_90a (wgmma) and sm_80 (mma.sync), HGMMA in the SASS
+#      vector_add_f16, IR v1.2 tables, tensor cores and their TMA staging,
+#      pipelined submits and started dispatches, dynamic shared memory, the
+#      conformance kit), then the Vulkan backend's (pipelined submits, the
+#      cooperative-matrix paths KHR and NV, IR v1.2, the kit, the corpus)
+#   2. every tensor-core module (plugins/cuda/ptx's dump, TMA and cp.async
+#      twins) through ptxas for sm_90a (wgmma) and sm_80 (mma.sync), HGMMA and
+#      UTMALDG in the SASS
 #   3. matmul_tc through `kiln run --repeat` on cuda (tensor cores) and vulkan
-#      (cooperative matrices), each between two torch.matmul timings on the same
-#      inputs; vector_add_f16 and vector_add (f32) on both backends between
-#      torch.add timings
+#      (cooperative matrices: the KHR path, then KILN_VK_MATRIX_PATH=nv), each
+#      between two torch.matmul timings on the same inputs; vector_add_f16 and
+#      vector_add (f32) on both backends between torch.add timings
 #   4. `kiln tune --kernel matmul_tc --spec type=bf16` on cuda, then the run that
 #      applies the recorded tile
-#   5. the load test and the plugin boundary's costs on cuda (kiln bench)
-#   6. plugin start: kiln's Acquire of cuda and vulkan next to cuInit + context +
-#      stream and vkCreateInstance + vkCreateDevice (scripts/gpu-start-ref.py)
+#   5. the load test and the plugin boundary's costs on cuda (kiln bench), this
+#      tree's kiln and cuda plugin next to the session's base (old/: built from
+#      the commit named in old/REV), alternated
 # Budget: under 9 minutes.
 #
 # Prepare on the build machine, from the repository root:
-#   D=.devbin/round; rm -rf $D; mkdir -p $D/bin/plugins; L='-ldflags=-s -w'
+#   D=.devbin/round; rm -rf $D; mkdir -p $D/bin/plugins $D/bin/old/plugins; L='-ldflags=-s -w'
 #   go build "$L" -o $D/bin/kiln ./cmd/kiln
 #   for p in cuda cpuref vulkan; do go build "$L" -o $D/bin/plugins/kiln-backend-$p ./plugins/$p; done
-#   go build "$L" -o $D/bin/startbench ./internal/startbench
 #   go test -c "$L" -o $D/bin/backend.test ./plugins/cuda/backend
+#   go test -c "$L" -o $D/bin/vk-backend.test ./plugins/vulkan/backend
 #   mkdir -p $D/bin/tc; KILN_TC_PTX_DIR=$PWD/$D/bin/tc go test ./plugins/cuda/ptx -run '^TestTensorCorePTXDump$' -count=1
-#   cp scripts/gpu-start-ref.py $D/bin/
-#   tar czf $D/bin.tgz -C $D bin && rm -r $D/bin
+#   (in a worktree of the base commit) go build "$L" -o $D/bin/old/kiln ./cmd/kiln;
+#     go build "$L" -o $D/bin/old/plugins/kiln-backend-cuda ./plugins/cuda; echo <commit> > $D/bin/old/REV
+#   tar cJf $D/bin.txz -C $D bin && rm -r $D/bin
 # plus the Vulkan loader .debs in .gl/. On the GPU machine, with OUT set:
 #   bash scripts/gpu-round-run.sh
 set -u
 D=.devbin/round
 W=/tmp/kiln-round
-rm -rf $W && mkdir -p $W && tar xzf $D/bin.tgz -C $W
+rm -rf $W && mkdir -p $W && tar xJf $D/bin.txz -C $W
 B=$W/bin
 export PATH=$PATH:/usr/local/cuda/bin
 export XDG_CACHE_HOME=$W/xc XDG_CONFIG_HOME=$W/xcfg XDG_DATA_HOME=$W/xd
@@ -51,9 +55,15 @@ say "cores $(nproc), load $(cut -d' ' -f1-3 /proc/loadavg)"
 CLK=$!
 
 say "== 1. backend tests on cuda:0"
-KILN_REQUIRE_CUDA=1 timeout 170 $B/backend.test -test.run 'Corpus|V12|TensorCore|Pipelined|DynamicShared|Conformance|Started' -test.count=1 -test.v > $OUT/backend-tests.txt 2>&1; say "backend.test rc=$?"
+KILN_REQUIRE_CUDA=1 timeout 170 $B/backend.test -test.run 'Corpus|V12|TensorCore|TMA|TensorMap|Pipelined|DynamicShared|Conformance|Started' -test.count=1 -test.v > $OUT/backend-tests.txt 2>&1; say "backend.test rc=$?"
 grep -E -- '^(--- FAIL|FAIL|ok|PASS)|^    --- FAIL' $OUT/backend-tests.txt | head -20 | tee -a $S
 say "passed $(grep -c -- '--- PASS' $OUT/backend-tests.txt), failed $(grep -c -- '--- FAIL' $OUT/backend-tests.txt), skipped $(grep -c -- '--- SKIP' $OUT/backend-tests.txt)"
+grep -E -- '--- (PASS|FAIL|SKIP): (TestStarted|TestTMA|TestTensorMap)' $OUT/backend-tests.txt | tee -a $S
+say "== 1b. Vulkan backend tests on the H200 (KHR path, then the NV path's matrices)"
+KILN_REQUIRE_VULKAN=1 timeout 150 $B/vk-backend.test -test.run 'Pipelined|Coop|V12|Conformance|Corpus|PluginProcess' -test.count=1 -test.v > $OUT/vk-tests.txt 2>&1; say "vk-backend.test rc=$?"
+grep -E -- '^(--- FAIL|FAIL|ok|PASS)|^    --- FAIL' $OUT/vk-tests.txt | head -12 | tee -a $S
+say "passed $(grep -c -- '--- PASS' $OUT/vk-tests.txt), failed $(grep -c -- '--- FAIL' $OUT/vk-tests.txt), skipped $(grep -c -- '--- SKIP' $OUT/vk-tests.txt)"
+KILN_VK_MATRIX_PATH=nv KILN_REQUIRE_VULKAN=1 timeout 90 $B/vk-backend.test -test.run 'TestCoopMatmul|TestV12' -test.count=1 -test.v > $OUT/vk-tests-nv.txt 2>&1; say "NV path: rc=$? passed $(grep -c -- '--- PASS' $OUT/vk-tests-nv.txt), failed $(grep -c -- '--- FAIL' $OUT/vk-tests-nv.txt)"
 
 say "== 2. tensor-core modules through ptxas"
 n=0; bad=0; : > $OUT/ptxas.txt
@@ -62,7 +72,7 @@ for f in $B/tc/tc_*.ptx; do
   for arch in $archs; do
     n=$((n+1))
     if ptxas -arch=$arch -v $f -o $W/$b.$arch.cubin > $W/$b.$arch.log 2>&1; then
-      echo "$b $arch ok: $(grep -o 'Used [0-9]* registers' $W/$b.$arch.log | head -1), HGMMA $(cuobjdump --dump-sass $W/$b.$arch.cubin | grep -c HGMMA), HMMA $(cuobjdump --dump-sass $W/$b.$arch.cubin | grep -c 'HMMA'), LDL/STL $(cuobjdump --dump-sass $W/$b.$arch.cubin | grep -cE 'LDL|STL')" >> $OUT/ptxas.txt
+      echo "$b $arch ok: $(grep -o 'Used [0-9]* registers' $W/$b.$arch.log | head -1), HGMMA $(cuobjdump --dump-sass $W/$b.$arch.cubin | grep -c HGMMA), UTMALDG $(cuobjdump --dump-sass $W/$b.$arch.cubin | grep -c UTMALDG), HMMA $(cuobjdump --dump-sass $W/$b.$arch.cubin | grep -c 'HMMA'), LDL/STL $(cuobjdump --dump-sass $W/$b.$arch.cubin | grep -cE 'LDL|STL')" >> $OUT/ptxas.txt
     else bad=$((bad+1)); echo "$b $arch REJECTED: $(head -3 $W/$b.$arch.log | tr '\n' ' ')" >> $OUT/ptxas.txt; fi
   done
 done
@@ -82,8 +92,8 @@ def ttime(f, warm=0.3, n=20):
         s, e = torch.cuda.Event(True), torch.cuda.Event(True)
         s.record(); f(); e.record(); e.synchronize(); ts.append(s.elapsed_time(e))
     return statistics.median(ts) / 1e3
-def kiln(args):
-    r = subprocess.run([f"{kb}/kiln", "--plugins", f"{kb}/plugins", "run", "--repeat", "20"] + args, capture_output=True, text=True, timeout=90)
+def kiln(args, env=None):
+    r = subprocess.run([f"{kb}/kiln", "--plugins", f"{kb}/plugins", "run", "--repeat", "20"] + args, capture_output=True, text=True, timeout=90, env=dict(os.environ, **(env or {})))
     t = None
     for l in r.stdout.splitlines():
         if l.strip().startswith("device") and "median" in l:
@@ -99,15 +109,17 @@ DT = {"bf16": torch.bfloat16, "f16": torch.float16, "f32": torch.float32}
 rows = []
 mm = [("cuda", "bf16", 128, 256, 64, 4096), ("cuda", "f16", 128, 256, 64, 4096), ("cuda", "tf32", 256, 128, 32, 4096),
       ("cuda", "bf16", 128, 256, 64, 8192), ("cuda", "bf16", 0, 0, 0, 4096),
-      ("vulkan", "bf16", 128, 256, 32, 4096), ("vulkan", "f16", 128, 128, 64, 4096), ("vulkan", "bf16", 0, 0, 0, 4096)]
+      ("vulkan", "bf16", 128, 256, 32, 4096), ("vulkan", "f16", 128, 128, 64, 4096), ("vulkan", "bf16", 0, 0, 0, 4096),
+      ("vulkan-nv", "bf16", 128, 256, 32, 4096), ("vulkan-nv", "f16", 128, 128, 64, 4096)]
 for be, ty, tm, tn, tk, n in mm:
+    env = {"KILN_VK_MATRIX_PATH": "nv"} if be == "vulkan-nv" else None
     dt = DT["f32" if ty == "tf32" else ty]; torch.backends.cuda.matmul.allow_tf32 = ty == "tf32"
     a = torch.randint(-3, 4, (n, n), device="cuda").to(dt); b = torch.randint(-3, 4, (n, n), device="cuda").to(dt)
-    args = ["--kernel", "matmul_tc", "--spec", "type=" + ("f32" if ty == "tf32" else ty), "--size", str(n), "--backend", be]
+    args = ["--kernel", "matmul_tc", "--spec", "type=" + ("f32" if ty == "tf32" else ty), "--size", str(n), "--backend", be.split("-")[0]]
     if ty == "tf32": args += ["--spec", "tf32=true"]
     if tm: args += ["--spec", f"tm={tm}", "--spec", f"tn={tn}", "--spec", f"tk={tk}"]
     t0 = ttime(lambda: a @ b); c0 = clock()
-    kt, out = kiln(args); ck = clock()
+    kt, out = kiln(args, env); ck = clock()
     t1 = ttime(lambda: a @ b); c1 = clock()
     tile = f"{tm}x{tn}x{tk}" if tm else "default tile"
     fl = 2 * n ** 3; tt = statistics.median([t0, t1])
@@ -137,31 +149,22 @@ timeout 120 $K tune --kernel matmul_tc --spec type=bf16 --backend cuda --size 40
 tail -12 $OUT/tune.txt | tee -a $S
 timeout 60 $K run --kernel matmul_tc --spec type=bf16 --size 4096 --backend cuda --repeat 20 2>&1 | tail -9 | sed 's/^/after tune: /' | tee -a $S
 
-say "== 5. load test and boundary costs on cuda"
-clock
-timeout 60 $K bench --backend cuda --load --load-duration 2s 2>&1 | tail -7 | tee -a $S
-timeout 90 $K bench --backend cuda --mib 64 > $OUT/bench.txt 2>&1; say "bench rc=$?"
-grep -i -E 'start|round trip|submit|1-element' $OUT/bench.txt | head -12 | tee -a $S
-
-say "== 6. plugin start next to the driver references"
-bench() { timeout 60 $B/startbench -plugin $B/plugins/kiln-backend-$1 -backend $1 -n 1 -log; }
-for api in cuda vulkan; do timeout 60 python3 $B/gpu-start-ref.py $api > /dev/null 2>&1; bench $api > /dev/null 2>&1; done
-for i in 1 2 3 4 5; do
-  for api in cuda vulkan; do
-    timeout 60 python3 $B/gpu-start-ref.py $api >> $OUT/ref-$api.jsonl 2>>$OUT/ref-$api.err
-    bench $api >> $OUT/kiln-$api.txt 2>>$OUT/kiln-$api.log
+say "== 5. load test and boundary costs on cuda: this tree (new) and the base $(cat $B/old/REV) (old), alternated"
+OK="$B/old/kiln --plugins $B/old/plugins"
+for round in 1 2; do
+  for which in new old; do
+    if [ $which = new ]; then KK=$K; else KK=$OK; fi
+    clock
+    say "-- $which, round $round: kiln bench --backend cuda --load --load-duration 2s"
+    timeout 60 $KK bench --backend cuda --load --load-duration 2s 2>&1 | tail -6 | tee -a $S
+    timeout 90 $KK bench --backend cuda --mib 64 > $OUT/bench-$which-$round.txt 2>&1; say "-- $which, round $round: kiln bench --backend cuda --mib 64 rc=$?"
+    grep -i -E 'round trip|submit|1-element' $OUT/bench-$which-$round.txt | head -6 | tee -a $S
   done
 done
 kill $CLK
 python3 - "$OUT" <<'PY' 2>&1 | tee -a $S
-import json, re, statistics, sys
+import statistics, sys
 out = sys.argv[1]
-for api in ("cuda", "vulkan"):
-    refs = [json.loads(l)["reference_ms"] for l in open(f"{out}/ref-{api}.jsonl") if l.startswith("{")]
-    runs = [float(m.group(1)) for m in (re.search(r"run \d+: acquire ([\d.]+) ms", l) for l in open(f"{out}/kiln-{api}.txt")) if m]
-    if refs and runs:
-        r, k = statistics.median(refs), statistics.median(runs)
-        print(f"{api}: kiln Acquire median {k:.1f} ms of {len(runs)}, reference {r:.1f} ms of {len(refs)}: {k/r:.2f}x")
 clocks = [int(c.split()[0]) for c in open(f"{out}/clock.txt") if c.split() and c.split()[0].isdigit()]
 if clocks:
     print(f"SM clock over the call: {min(clocks)}-{max(clocks)} MHz, median {statistics.median(clocks)} ({len(clocks)} samples)")

@@ -60,17 +60,8 @@ func alreadyDone(err error) pluginapi.Completion {
 // before the device was done, after the device is done).
 func (b *Backend) StartSubmit(ctx context.Context, req *pluginapi.SubmitRequest) (pluginapi.Completion, error) {
 	start := time.Now()
-	b.life.RLock()
-	_, d, err := b.deviceAt(req.Adapter)
+	j, d, err := b.submitPrepared(req)
 	if err != nil {
-		b.life.RUnlock()
-		return nil, err
-	}
-	j := d.submitJob()
-	j.life, j.commands = &b.life, len(req.Commands)
-	if err := b.prepare(j, req.Commands); err != nil {
-		j.finish()
-		d.recycle(j)
 		return nil, err
 	}
 	if err := j.submit(ctx); err != nil {

@@ -376,17 +376,8 @@ func (b *Backend) freeLater(d *device, s span, seq uint64) {
 // caller's context ends first, the commands finish in the background.
 func (b *Backend) Submit(ctx context.Context, req *pluginapi.SubmitRequest) (*pluginapi.SubmitResult, error) {
 	start := time.Now()
-	b.life.RLock()
-	_, d, err := b.deviceAt(req.Adapter)
+	j, d, err := b.submitPrepared(req)
 	if err != nil {
-		b.life.RUnlock()
-		return nil, err
-	}
-	j := d.submitJob()
-	j.life, j.commands = &b.life, len(req.Commands)
-	if err := b.prepare(j, req.Commands); err != nil {
-		j.finish()
-		d.recycle(j)
 		return nil, err
 	}
 	ns, err := j.run(ctx, "submit")
@@ -396,6 +387,26 @@ func (b *Backend) Submit(ctx context.Context, req *pluginapi.SubmitRequest) (*pl
 		return nil, err
 	}
 	return &pluginapi.SubmitResult{HostNanos: max(time.Since(start).Nanoseconds(), 1), DeviceNanos: ns}, nil
+}
+
+// submitPrepared takes the backend's life lock for reading and returns a job on
+// req's adapter with req's commands checked and recorded (Submit and
+// StartSubmit run it); on an error the lock is released and the job recycled.
+func (b *Backend) submitPrepared(req *pluginapi.SubmitRequest) (*job, *device, error) {
+	b.life.RLock()
+	_, d, err := b.deviceAt(req.Adapter)
+	if err != nil {
+		b.life.RUnlock()
+		return nil, nil, err
+	}
+	j := d.submitJob()
+	j.life, j.commands = &b.life, len(req.Commands)
+	if err := b.prepare(j, req.Commands); err != nil {
+		j.finish()
+		d.recycle(j)
+		return nil, nil, err
+	}
+	return j, d, nil
 }
 
 // maxFreeJobs bounds the submit jobs a device keeps for reuse: as many as
