@@ -420,3 +420,73 @@ func TestScalarMatrixPathNamed(t *testing.T) {
 		}
 	}
 }
+
+// TestCoopPrefetchAfterFillBarrier pins where the K loop's prefetch sits,
+// the order measured fastest on the H200 (docs/design.md, "Cooperative
+// matrices"): the fill reads the prefetch registers before the barrier that
+// precedes the products, and the next slab's loads are stored to them only
+// after that barrier and before the first product, with one K slab (128×256×32
+// at 256 invocations in 48 KiB) and with two (64×64×32 at 128). Issuing the
+// loads before that barrier (between the fill and it) or before the fill
+// (a second set of values held across the barrier) was slower: 225 and 206
+// TFLOP/s bf16 against 243 at 128×256×32.
+func TestCoopPrefetchAfterFillBarrier(t *testing.T) {
+	for _, tc := range []struct {
+		tm, tn, inv uint32
+		limit       uint32
+		slabs       string
+	}{
+		{128, 256, 256, 48 << 10, "one K slab"},
+		{64, 64, 128, 0, "two K slabs"},
+	} {
+		t.Run(tc.slabs, func(t *testing.T) {
+			target := coopTarget
+			target.MaxSharedBytes = tc.limit
+			m, err := EmitFor(gputest.TCProgram(ir.BF16, false, tc.tm, tc.tn, 32, tc.inv), target)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, insts := decode(t, m.Words)
+			if got := sourceExtension(insts); !strings.Contains(got, tc.slabs+"), the next K slab prefetched into registers") {
+				t.Fatalf("path %q, want %s and the prefetch", got, tc.slabs)
+			}
+			regs := map[uint32]bool{}
+			for name, id := range names(insts) {
+				if rest, ok := strings.CutPrefix(name, "kiln_prefetch_"); ok && !strings.HasSuffix(rest, "_flag") && !strings.HasSuffix(rest, "_key") {
+					regs[id] = true
+				}
+			}
+			mma, barrier := -1, -1
+			for i, in := range insts {
+				if in.op == opCooperativeMatrixMulAddKHR {
+					mma = i
+					break
+				}
+				if in.op == opControlBarrier {
+					barrier = i
+				}
+			}
+			if len(regs) == 0 || mma < 0 || barrier < 0 {
+				t.Fatalf("%d prefetch registers, first product at %d, barrier before it at %d", len(regs), mma, barrier)
+			}
+			var loads, stores int
+			for i, in := range insts {
+				switch {
+				case in.op == opLoad && regs[in.args[2]]:
+					loads++
+					if i > barrier {
+						t.Errorf("instruction %d reads a prefetch register after the barrier at %d", i, barrier)
+					}
+				case in.op == opStore && regs[in.args[0]]:
+					stores++
+					if i < barrier || i > mma {
+						t.Errorf("instruction %d stores a prefetch register outside the barrier at %d and the first product at %d", i, barrier, mma)
+					}
+				}
+			}
+			if loads != len(regs) || stores != len(regs) {
+				t.Errorf("%d reads and %d stores of %d prefetch registers, want one each", loads, stores, len(regs))
+			}
+		})
+	}
+}
