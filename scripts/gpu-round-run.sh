@@ -7,7 +7,8 @@
 #      pipelined submits and started dispatches, dynamic shared memory, the
 #      conformance kit), then the Vulkan backend's (pipelined submits, the
 #      cooperative-matrix paths KHR and NV, IR v1.2, the kit, the corpus)
-#   2. every tensor-core module (plugins/cuda/ptx's dump, TMA and cp.async
+#   2. every emitted module through ptxas (the ptx package's tests with
+#      KILN_REQUIRE_CUDA=1), and every tensor-core module (plugins/cuda/ptx's dump, TMA and cp.async
 #      twins) through ptxas for sm_90a (wgmma) and sm_80 (mma.sync), HGMMA and
 #      UTMALDG in the SASS
 #   3. matmul_tc through `kiln run --repeat` on cuda (tensor cores) and vulkan
@@ -27,6 +28,7 @@
 #   for p in cuda cpuref vulkan; do go build "$L" -o $D/bin/plugins/kiln-backend-$p ./plugins/$p; done
 #   go test -c "$L" -o $D/bin/backend.test ./plugins/cuda/backend
 #   go test -c "$L" -o $D/bin/vk-backend.test ./plugins/vulkan/backend
+#   go test -c "$L" -o $D/bin/ptx.test ./plugins/cuda/ptx
 #   mkdir -p $D/bin/tc; KILN_TC_PTX_DIR=$PWD/$D/bin/tc go test ./plugins/cuda/ptx -run '^TestTensorCorePTXDump$' -count=1
 #   (in a worktree of the base commit) go build "$L" -o $D/bin/old/kiln ./cmd/kiln;
 #     go build "$L" -o $D/bin/old/plugins/kiln-backend-cuda ./plugins/cuda; echo <commit> > $D/bin/old/REV
@@ -77,6 +79,12 @@ for f in $B/tc/tc_*.ptx; do
   done
 done
 say "ptxas: $n module/arch pairs, $bad rejected"; grep -E 'wg|REJECTED' $OUT/ptxas.txt | head -8 | tee -a $S
+
+say "== 2b. every emitted module through ptxas (plugins/cuda/ptx's tests with KILN_REQUIRE_CUDA=1: corpus, edge table, IR v1.2, tensor cores; sm_90a/sm_90/sm_80/sm_75 by .target)"
+mkdir -p $W/ptx
+(cd plugins/cuda/ptx && KILN_REQUIRE_CUDA=1 KILN_PTX_OUT=$W/ptx timeout 240 $B/ptx.test -test.run 'EveryModuleAssembles|TensorCore|TMA' -test.count=1 -test.parallel 16 > $OUT/ptx-tests.txt 2>&1); say "ptx.test rc=$?"
+grep -E -- '^(--- FAIL|FAIL|ok|PASS)' $OUT/ptx-tests.txt | head -8 | tee -a $S
+say "modules assembled: $(ls $W/ptx/*.cubin 2>/dev/null | wc -l) cubins from $(ls $W/ptx/*.ptx 2>/dev/null | wc -l) modules ($(grep -l 'cp.async.bulk.tensor' $W/ptx/*.ptx 2>/dev/null | wc -l) with TMA, $(ls $W/ptx | grep -c 'sm_90a.ptx$') sm_90a)"
 
 say "== 3. kiln run --repeat next to torch (same inputs, same call)"
 PYTHONUNBUFFERED=1 KB=$B timeout 260 python3 - <<'PY' 2>&1 | tee $OUT/kiln-vs-torch.txt | tee -a $S
