@@ -19,13 +19,16 @@ var _ pluginapi.DispatchStarter = (*Backend)(nil)
 
 // dispatchLanes is how many streams (each with a goroutine enqueuing on it)
 // a device's started v1 dispatches are spread over. Enqueuing a 1-element
-// dispatch alone cost about 17 µs of driver calls on the H200 machine
-// (BenchmarkStartDispatch's profile: the launch 6 µs, each event record 2-3
-// µs, the upload 2.5 µs), and the driver runs about two threads' calls at
-// once; a lane takes every dispatch waiting for it as one batch (see
-// enqueueBatch), so what a dispatch costs falls as the load rises. v1
-// dispatches use buffers of their own, so they need no order between them.
-const dispatchLanes = 2
+// dispatch alone cost about 17 µs of driver calls on the H200 machine (the
+// launch 6 µs, each event record 2-3 µs, the upload 2.5 µs, on four lanes
+// that contended in the driver); a lane takes every dispatch waiting for it as
+// one batch (see enqueueBatch), so that a dispatch costs about its launch
+// under load (BenchmarkLaunchCost: 4.6 µs uncontended). Launches share
+// pipe.launch, and more threads in the driver slowed each other: batched,
+// BenchmarkStartDispatch did 180 k dispatches/s on one lane, 143 k on two and
+// 121 k on four. v1 dispatches use buffers of their own, so they need no order
+// between them.
+const dispatchLanes = 1
 
 // maxBatch is the most dispatches a lane enqueues as one batch: a batch's
 // first completion waits for its last launch.
