@@ -19,14 +19,14 @@ var _ pluginapi.DispatchStarter = (*Backend)(nil)
 
 // dispatchLanes is how many streams (each with a goroutine enqueuing on it)
 // a device's started v1 dispatches are spread over. Enqueuing a 1-element
-// dispatch alone cost about 17 µs of driver calls on the H200 machine (the
+// dispatch alone cost 15-26 µs of driver calls on the H200 machine (the
 // launch 6 µs, each event record 2-3 µs, the upload 2.5 µs, on four lanes
 // that contended in the driver); a lane takes every dispatch waiting for it as
 // one batch (see enqueueBatch), so that a dispatch costs about its launch
 // under load (BenchmarkLaunchCost: 4.6 µs uncontended). Launches share
 // pipe.launch, and more threads in the driver slowed each other: batched,
-// BenchmarkStartDispatch did 180 k dispatches/s on one lane, 143 k on two and
-// 121 k on four. v1 dispatches use buffers of their own, so they need no order
+// BenchmarkStartDispatch did 188 k dispatches/s on one lane, 150 k on two and
+// 125 k on four. v1 dispatches use buffers of their own, so they need no order
 // between them.
 const dispatchLanes = 1
 
@@ -38,7 +38,9 @@ const maxBatch = 32
 // of slabBytes each, every binding of the batch at a multiple of slabAlign
 // (the pool's smallest size class, so kernels see the alignment they see in
 // pooled buffers). A dispatch whose bindings need more goes alone, with
-// buffers of the pool.
+// buffers of the pool. A device keeps the slabs it made until it closes: one
+// at most per dispatch in flight (the SDK starts at most planeDepth), so at
+// most 8 MiB of page-locked and 8 MiB of device memory.
 const (
 	slabBytes = 128 << 10
 	slabAlign = minClass

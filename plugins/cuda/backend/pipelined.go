@@ -28,7 +28,8 @@ type pipe struct {
 	inflight int            // started and not yet completed
 	events   []driver.Event // recorded events ready for reuse
 	// lanes are the streams of started v1 dispatches (created on the first
-	// one, nlanes of them; see lanes.go), jobs their shared queue.
+	// one, nlanes of them, dispatchLanes when 0; see lanes.go), jobs their
+	// shared queue.
 	lanes  []*lane
 	nlanes int
 	jobs   chan *laneJob
