@@ -350,9 +350,8 @@ func (d *device) enqueueAlone(s driver.Stream, j *laneJob) {
 // upload, each job's launch (parameters set and launched under pipe.launch,
 // as enqueueDispatch does), one copy back of the outputs' span and the slab's
 // event. A launch that fails fails its job; any other failure fails every job
-// of the batch, after waiting for what was enqueued. When the driver cannot
-// allocate a slab's page-locked memory, each job goes alone. It closes every
-// job's enqueued.
+// of the batch, after waiting for what was enqueued. When no slab can be
+// had, each job goes alone. It closes every job's enqueued.
 func (d *device) enqueueBatch(s driver.Stream, jobs []*laneJob, used uint64) {
 	bat := &batch{}
 	bat.refs.Store(int32(len(jobs)))
@@ -365,7 +364,9 @@ func (d *device) enqueueBatch(s driver.Stream, jobs []*laneJob, used uint64) {
 		}
 		return err
 	})
-	if ran && bat.s == nil && d.pipe.noSlabs.Load() {
+	if ran && bat.s == nil {
+		// No slab (no page-locked or device memory for one): the pool's
+		// buffers still serve.
 		for _, j := range jobs {
 			d.enqueueAlone(s, j)
 		}
