@@ -3,14 +3,12 @@ package backend
 import (
 	"context"
 	"fmt"
-	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 
-	"github.com/kiln-dev/kiln/ir"
 	"github.com/kiln-dev/kiln/pluginapi"
 	"github.com/kiln-dev/kiln/plugins/cuda/driver"
-	"github.com/kiln-dev/kiln/plugins/internal/gpukit"
 )
 
 // The data plane starts an adapter's submits and transfers without waiting
@@ -30,9 +28,15 @@ type pipe struct {
 	inflight int            // started and not yet completed
 	events   []driver.Event // recorded events ready for reuse
 	// lanes are the streams of started v1 dispatches (created on the first
-	// one), next the lane the next one goes to.
-	lanes []*lane
-	next  int
+	// one, nlanes of them, dispatchLanes when 0; see lanes.go), jobs their
+	// shared queue.
+	lanes  []*lane
+	nlanes int
+	jobs   chan *laneJob
+	// slabs are the batches' memory ready for reuse; noSlabs is set when the
+	// driver cannot allocate page-locked memory for them.
+	slabs   []*slab
+	noSlabs atomic.Bool
 	// launch is held while kernel parameters are set and launched by a lane
 	// or a started submit: they share each pipeline's parameter block.
 	launch sync.Mutex
@@ -265,289 +269,4 @@ func (b *Backend) startTransfer(ctx context.Context, handle, offset uint64, host
 		}
 		return nil, nil
 	}, nil
-}
-
-var _ pluginapi.DispatchStarter = (*Backend)(nil)
-
-// dispatchLanes is how many streams (each with a goroutine enqueuing on it)
-// a device's started v1 dispatches are spread over. Enqueuing a 1-element
-// dispatch cost about 17 µs of driver calls on the H200 machine
-// (BenchmarkStartDispatch's profile: the launch 6 µs, each event record 2-3
-// µs, the upload 2.5 µs), on one thread: with the adapter's queue enqueuing
-// them itself the load test stayed near 45 k dispatches/s. v1 dispatches use
-// buffers of their own, so they need no order between them.
-const dispatchLanes = 4
-
-// laneSpin is how long an idle lane polls for its next dispatch before it
-// parks: under load the next one comes within it, without a wake-up.
-const laneSpin = 50 * time.Microsecond
-
-// lane is a stream of the device for started v1 dispatches and the goroutine
-// that enqueues them on it.
-type lane struct {
-	stream driver.Stream
-	jobs   chan *laneJob
-	done   chan struct{}
-}
-
-// laneJob is one started dispatch on its way through a lane: the lane fills
-// err and fin (the event after the copies back) and closes enqueued.
-type laneJob struct {
-	b        *Backend
-	p        *pipeline
-	binds    []*binding
-	grid     [3]uint32
-	uniforms []byte
-	outs     [][]byte
-
-	enqueued chan struct{}
-	fin      driver.Event
-	err      error
-}
-
-// laneFor returns the next lane of the device, round robin, creating the lanes
-// on first use. Only the adapter's queue starts work, so one call at a time.
-func (d *device) laneFor() (*lane, error) {
-	d.pipe.mu.Lock()
-	defer d.pipe.mu.Unlock()
-	if d.pipe.lanes == nil {
-		err := d.ctx.Do(func() error {
-			for range dispatchLanes {
-				s, err := d.ctx.StreamCreate()
-				if err != nil {
-					return d.fail("creating a stream for dispatches", err)
-				}
-				l := &lane{stream: s, jobs: make(chan *laneJob, 2*planeDepth), done: make(chan struct{})}
-				d.pipe.lanes = append(d.pipe.lanes, l)
-				go d.runLane(l)
-			}
-			return nil
-		})
-		if err != nil {
-			return nil, err
-		}
-	}
-	l := d.pipe.lanes[d.pipe.next%len(d.pipe.lanes)]
-	d.pipe.next++
-	return l, nil
-}
-
-// planeDepth is the SDK's bound on a queue's requests (and on its completer's
-// started jobs): a lane's channel holds what may be started at once.
-const planeDepth = 64
-
-// runLane enqueues the lane's dispatches until its channel closes.
-func (d *device) runLane(l *lane) {
-	defer close(l.done)
-	for {
-		j, ok := laneReceive(l.jobs)
-		if !ok {
-			return
-		}
-		j.err = d.ctx.Do(func() error { return d.enqueueDispatch(l.stream, j) })
-		close(j.enqueued)
-	}
-}
-
-// laneReceive returns the next job, polling for laneSpin before it parks.
-func laneReceive(jobs <-chan *laneJob) (*laneJob, bool) {
-	until := time.Now().Add(laneSpin)
-	for time.Now().Before(until) {
-		select {
-		case j, ok := <-jobs:
-			return j, ok
-		default:
-		}
-		runtime.Gosched()
-	}
-	j, ok := <-jobs
-	return j, ok
-}
-
-// stopLanes ends the lanes' goroutines and destroys their streams; it runs
-// inside d.ctx.Do once nothing is in flight.
-func (d *device) stopLanes() {
-	d.pipe.mu.Lock()
-	lanes := d.pipe.lanes
-	d.pipe.lanes = nil
-	d.pipe.mu.Unlock()
-	for _, l := range lanes {
-		close(l.jobs)
-		<-l.done
-		_ = d.ctx.StreamSynchronize(l.stream)
-		_ = d.ctx.StreamDestroy(l.stream)
-	}
-}
-
-// StartDispatch starts a v1 dispatch on the pipeline's adapter and returns at
-// once: one of the device's lanes enqueues on its stream what Dispatch runs
-// (buffers of the device's pool, the inputs uploaded from the host's staged
-// memory, write buffers zeroed, the launch) and each output's copy back
-// straight into the host's memory for it (outputs: DMA into the data plane's
-// registered segment), then an event. The completion waits for that event,
-// gives the buffers back to the pool and returns the outputs in place. It
-// reports no device time: reading an event pair's time cost the completer
-// about 6 µs a dispatch.
-func (b *Backend) StartDispatch(ctx context.Context, req *pluginapi.DispatchRequest, outputs [][]byte) (pluginapi.DispatchCompletion, error) {
-	start := time.Now()
-	b.life.RLock()
-	p, err := gpukit.DispatchPipeline(ID, &b.pipelines, req.Pipeline, (*pipeline).hold)
-	if err != nil {
-		b.life.RUnlock()
-		return nil, err
-	}
-	let := func() {
-		p.use.RUnlock()
-		b.life.RUnlock()
-	}
-	binds, err := p.bindings(req)
-	if err == nil {
-		err = p.checkGridDimensions(req.Grid)
-	}
-	if err == nil && ctx.Err() != nil {
-		err = fmt.Errorf("cuda: program %q not dispatched: %w", p.prog.Name, ctx.Err())
-	}
-	if err != nil {
-		let()
-		return nil, err
-	}
-	if req.Grid[0] == 0 || req.Grid[1] == 0 || req.Grid[2] == 0 {
-		let()
-		outs := gpukit.UnchangedOutputs(binds)
-		return func() (*pluginapi.DispatchResult, error) {
-			return &pluginapi.DispatchResult{Outputs: outs, HostNanos: max(time.Since(start).Nanoseconds(), 1)}, nil
-		}, nil
-	}
-	d := p.d
-	if err := d.beginWork(ctx); err != nil {
-		let()
-		return nil, err
-	}
-	l, err := d.laneFor()
-	if err == nil {
-		err = d.checkLost()
-	}
-	if err != nil {
-		d.endWork()
-		let()
-		return nil, err
-	}
-	j := &laneJob{b: b, p: p, binds: binds, grid: req.Grid, uniforms: req.Uniforms, outs: outputViews(binds, outputs), enqueued: make(chan struct{})}
-	l.jobs <- j
-	pluginapi.MarkLaunched(ctx)
-	return func() (*pluginapi.DispatchResult, error) {
-		<-j.enqueued
-		err := j.err
-		if err == nil {
-			if err = d.await(j.fin); err != nil {
-				err = d.fail(fmt.Sprintf("running program %q", p.prog.Name), err)
-			}
-		}
-		_ = d.ctx.Do(func() error {
-			d.pipe.mu.Lock()
-			d.free(bufferList(binds)...)
-			d.pipe.mu.Unlock()
-			return nil
-		})
-		d.endWork(j.fin)
-		let()
-		if err != nil {
-			return nil, err
-		}
-		return &pluginapi.DispatchResult{Outputs: j.outs, HostNanos: max(time.Since(start).Nanoseconds(), 1)}, nil
-	}, nil
-}
-
-// enqueueDispatch enqueues a started dispatch on stream s: its buffers from the
-// pool, the uploads and zero fills, the launch (its parameters set and
-// launched under pipe.launch, since every lane and the adapter's queue use the
-// pipeline's one parameter block), the copies back and the event j.fin. After
-// a failure it waits for what was enqueued. It runs inside d.ctx.Do.
-func (d *device) enqueueDispatch(s driver.Stream, j *laneJob) error {
-	err := d.enqueueDispatchOn(s, j)
-	if err != nil {
-		_ = d.ctx.StreamSynchronize(s)
-	}
-	return err
-}
-
-func (d *device) enqueueDispatchOn(s driver.Stream, j *laneJob) error {
-	p, c := j.p, d.ctx
-	if err := d.allocPiped(p, j.binds); err != nil {
-		return err
-	}
-	var err error
-	if j.fin, err = d.event(); err != nil {
-		return err
-	}
-	for _, bd := range j.binds {
-		switch {
-		case bd.Decl.Access == ir.Write:
-			err = c.MemsetD32Async(bd.dev.ptr, 0, (bd.Bytes()+3)/4, s)
-		case bd.ReadsInput():
-			j.b.pin(d, bd.Input)
-			err = c.MemcpyHtoDAsync(bd.dev.ptr, bd.Input, s)
-		}
-		if err != nil {
-			return d.fail(fmt.Sprintf("uploading buffer %q", bd.Decl.Name), err)
-		}
-	}
-	d.pipe.launch.Lock()
-	p.setArgs(j.binds, j.uniforms)
-	err = c.Launch(p.fn, j.grid, p.mod.WorkgroupSize, p.mod.DynamicSharedBytes, s, p.args)
-	d.pipe.launch.Unlock()
-	if err != nil {
-		return d.fail(fmt.Sprintf("launching program %q", p.prog.Name), err)
-	}
-	k := 0
-	for _, bd := range j.binds {
-		if !bd.Decl.Access.IsOutput() {
-			continue
-		}
-		j.b.pin(d, j.outs[k])
-		if err := c.MemcpyDtoHAsync(j.outs[k], bd.dev.ptr, s); err != nil {
-			return d.fail(fmt.Sprintf("reading buffer %q back", bd.Decl.Name), err)
-		}
-		k++
-	}
-	if err := c.EventRecord(j.fin, s); err != nil {
-		return d.fail("recording the event after the outputs", err)
-	}
-	return nil
-}
-
-// allocPiped takes the dispatch's device buffers from the pool. Started work
-// shares the pool between the lanes, which take buffers, and the completer,
-// which gives them back: pipe.mu guards it meanwhile. It must run inside
-// d.ctx.Do with the work begun.
-func (d *device) allocPiped(p *pipeline, binds []*binding) error {
-	d.pipe.mu.Lock()
-	defer d.pipe.mu.Unlock()
-	for _, bd := range binds {
-		var err error
-		if bd.dev, err = d.alloc(bd.Bytes()); err != nil {
-			return d.fail(fmt.Sprintf("allocating buffer %q of program %q", bd.Decl.Name, p.prog.Name), err)
-		}
-	}
-	return nil
-}
-
-// outputViews returns where each output of a started dispatch is copied back:
-// the host's memory for it (outputs, by output binding) when it has room for
-// the whole output, else memory of its own (the SDK reports the true size and
-// the host refuses it).
-func outputViews(binds []*binding, outputs [][]byte) [][]byte {
-	var outs [][]byte
-	for _, bd := range binds {
-		if !bd.Decl.Access.IsOutput() {
-			continue
-		}
-		k, n := len(outs), bd.Bytes()
-		if k < len(outputs) && uint64(len(outputs[k])) >= n {
-			outs = append(outs, outputs[k][:n:n])
-		} else {
-			outs = append(outs, make([]byte, n))
-		}
-	}
-	return outs
 }

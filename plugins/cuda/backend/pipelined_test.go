@@ -2,12 +2,15 @@ package backend
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
 	"golang.org/x/sys/unix"
 
+	"github.com/kiln-dev/kiln/ir"
 	"github.com/kiln-dev/kiln/pluginapi"
+	"github.com/kiln-dev/kiln/plugins/internal/gpukit"
 )
 
 // TestStartedWorkHoldsTheStream pins the stream accounting of started work
@@ -233,11 +236,94 @@ func TestStartedDispatchesBackToBack(t *testing.T) {
 	}
 }
 
+// TestStartedDispatchesBatch starts dispatches of add_one while the lanes are
+// held at their first launch (pipe.launch), so that the rest wait for a lane:
+// the lanes take them as a few batches (a few slabs, not one a dispatch), each
+// dispatch's output is right, written in place, and zero past what the kernel
+// wrote, although the slabs were used before (by a first round that wrote every
+// element); a dispatch too large for a slab goes alone between them. It needs
+// a CUDA device.
+func TestStartedDispatchesBatch(t *testing.T) {
+	b := newTestBackend(t)
+	ctx := context.Background()
+	c, err := b.Compile(ctx, &pluginapi.CompileRequest{Program: addOne()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Release(ctx, c.Pipeline)
+	one := &pluginapi.DispatchRequest{Pipeline: c.Pipeline, Grid: [3]uint32{1, 1, 1}, Inputs: [][]byte{words([]uint32{1}), nil}, OutputCounts: []uint32{0, 1}}
+	if _, err := b.Dispatch(ctx, one); err != nil {
+		t.Fatal(err)
+	}
+	b.life.RLock()
+	_, d, err := b.deviceAt(0)
+	b.life.RUnlock()
+	if err != nil {
+		t.Fatal(err)
+	}
+	const rounds, big = 64, 20000
+	for round, groups := range []uint32{5, 1} {
+		d.pipe.launch.Lock()
+		var waits []pluginapi.DispatchCompletion
+		ns := make([]int, rounds)
+		outs := make([][]byte, rounds)
+		for r := range rounds {
+			ns[r] = 1 + (r*37)%300
+			if r%16 == 15 {
+				ns[r] = big // 160 KB of bindings: more than a slab
+			}
+			in := make([]uint32, ns[r])
+			for i := range in {
+				in[i] = uint32(r*1000 + i)
+			}
+			outs[r] = make([]byte, 4*ns[r])
+			g := groups
+			if ns[r] == big {
+				g = (big + 63) / 64
+			}
+			w, err := b.StartDispatch(ctx, &pluginapi.DispatchRequest{Pipeline: c.Pipeline, Grid: [3]uint32{g, 1, 1}, Inputs: [][]byte{words(in), nil}, OutputCounts: []uint32{0, uint32(ns[r])}}, [][]byte{outs[r]})
+			if err != nil {
+				d.pipe.launch.Unlock()
+				t.Fatalf("round %d, start %d: %v", round, r, err)
+			}
+			waits = append(waits, w)
+		}
+		d.pipe.launch.Unlock()
+		for r, w := range waits {
+			res, err := w()
+			if err != nil {
+				t.Errorf("round %d, dispatch %d: %v", round, r, err)
+				continue
+			}
+			if &res.Outputs[0][0] != &outs[r][0] {
+				t.Errorf("round %d, dispatch %d: the output was not written in place", round, r)
+			}
+			for i, v := range wordsOf(res.Outputs[0]) {
+				want := uint32(r*1000 + i + 1)
+				if ns[r] != big && i >= int(64*groups) {
+					want = 0
+				}
+				if v != want {
+					t.Errorf("round %d, dispatch %d (%d words): word %d is %d, want %d", round, r, ns[r], i, v, want)
+					break
+				}
+			}
+		}
+	}
+	d.pipe.mu.Lock()
+	slabs := len(d.pipe.slabs)
+	d.pipe.mu.Unlock()
+	if slabs == 0 || slabs > 16 {
+		t.Errorf("%d slabs for rounds of %d dispatches (60 small) held at their first launch, want 1 to 16 (the waiting ones in batches)", slabs, rounds)
+	}
+}
+
 // BenchmarkStartDispatch is the CUDA side of the data plane's pipelined v1
 // dispatch alone: one goroutine starts 1-element increments back to back (the
 // adapter's queue) and another calls their completions in order (the
 // completer), at most 64 in flight, their bytes in an attached segment; it
-// reports dispatches per second.
+// reports dispatches per second, with the device's dispatches over
+// dispatchLanes lanes (the default), 2 and 4.
 func BenchmarkStartDispatch(b *testing.B) {
 	be, adapter := benchBackend(b)
 	ctx := context.Background()
@@ -246,6 +332,24 @@ func BenchmarkStartDispatch(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer be.Release(ctx, c.Pipeline)
+	be.life.RLock()
+	_, d, err := be.deviceAt(adapter)
+	be.life.RUnlock()
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, lanes := range []int{dispatchLanes, 2, 4} {
+		b.Run(fmt.Sprintf("lanes=%d", lanes), func(b *testing.B) {
+			_ = d.ctx.Do(func() error { d.stopLanes(); return nil })
+			d.pipe.nlanes = lanes
+			startDispatches(b, be, c.Pipeline)
+		})
+	}
+}
+
+// startDispatches is BenchmarkStartDispatch's body on pipeline pl.
+func startDispatches(b *testing.B, be *Backend, pl uint64) {
+	ctx := context.Background()
 	const depth = 64
 	// The inputs and outputs lie in an attached segment, as the data plane's
 	// staging does: the backend registers it and copies by DMA.
@@ -279,7 +383,7 @@ func BenchmarkStartDispatch(b *testing.B) {
 	}()
 	for i := range b.N {
 		s := slots[i%depth]
-		w, err := be.StartDispatch(ctx, &pluginapi.DispatchRequest{Pipeline: c.Pipeline, Grid: [3]uint32{1, 1, 1}, Inputs: [][]byte{s.in, nil}, OutputCounts: []uint32{0, 1}}, [][]byte{s.out})
+		w, err := be.StartDispatch(ctx, &pluginapi.DispatchRequest{Pipeline: pl, Grid: [3]uint32{1, 1, 1}, Inputs: [][]byte{s.in, nil}, OutputCounts: []uint32{0, 1}}, [][]byte{s.out})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -290,4 +394,35 @@ func BenchmarkStartDispatch(b *testing.B) {
 		b.Fatal(err)
 	}
 	b.ReportMetric(float64(b.N)/time.Since(began).Seconds(), "dispatches/s")
+}
+
+// TestStartedDispatchSlabNeed pins which started dispatches go in a batch (no
+// GPU needed): each binding takes a multiple of slabAlign (an empty one too),
+// so a 1-element increment takes two; the largest dispatch the host sends as
+// one request (64 KiB staged, client.SmallDispatch) fits a slab; more than a
+// slab goes alone (0).
+func TestStartedDispatchSlabNeed(t *testing.T) {
+	u32 := func(n uint32) *binding {
+		return &binding{Binding: gpukit.Binding{Decl: ir.BufferDecl{Type: ir.U32, Access: ir.Read}, Count: n}}
+	}
+	for _, c := range []struct {
+		counts []uint32
+		want   uint64
+	}{
+		{[]uint32{1, 1}, 2 * slabAlign},
+		{[]uint32{0, 65}, slabAlign + 2*slabAlign},
+		{[]uint32{8 << 10, 8 << 10}, 64 << 10},
+		{[]uint32{16<<10 - 1, 1, 1}, 64<<10 + 2*slabAlign},
+		{[]uint32{slabBytes / 4}, slabBytes},
+		{[]uint32{slabBytes/4 + 1}, 0},
+		{[]uint32{slabBytes / 8, slabBytes / 8, 1}, 0},
+	} {
+		var binds []*binding
+		for _, n := range c.counts {
+			binds = append(binds, u32(n))
+		}
+		if got := slabNeed(binds); got != c.want {
+			t.Errorf("slabNeed(%v elements) = %d, want %d", c.counts, got, c.want)
+		}
+	}
 }

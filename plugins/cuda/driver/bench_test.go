@@ -197,3 +197,52 @@ func BenchmarkLaunchSync(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkLaunchCost is the host's cost of enqueuing a 256-element vector
+// add, without waiting for it: the launch alone, the launch and a timed event
+// record, and the launch and an untimed one (EventCreateUntimed); the stream
+// is synchronized every 64 launches, outside the timing.
+func BenchmarkLaunchCost(b *testing.B) {
+	c := gpuContextB(b)
+	const n = 256
+	for _, mode := range []string{"launch", "timed_record", "untimed_record"} {
+		b.Run(mode, func(b *testing.B) {
+			err := c.Do(func() error {
+				r, err := loadVectorAdd(c, vectorAddPTX("ld.global.b32", "st.global.b32", false), n, 3, false)
+				if err != nil {
+					return err
+				}
+				defer r.release()
+				ev := r.end
+				if mode == "untimed_record" {
+					if ev, err = c.EventCreateUntimed(); err != nil {
+						return err
+					}
+					defer c.EventDestroy(ev)
+				}
+				b.ResetTimer()
+				for i := range b.N {
+					if err := c.Launch(r.f, [3]uint32{1, 1, 1}, [3]uint32{256, 1, 1}, 0, r.s, r.p); err != nil {
+						return err
+					}
+					if mode != "launch" {
+						if err := c.EventRecord(ev, r.s); err != nil {
+							return err
+						}
+					}
+					if i%64 == 63 {
+						b.StopTimer()
+						if err := c.StreamSynchronize(r.s); err != nil {
+							return err
+						}
+						b.StartTimer()
+					}
+				}
+				return c.StreamSynchronize(r.s)
+			})
+			if err != nil {
+				b.Fatal(err)
+			}
+		})
+	}
+}

@@ -159,6 +159,18 @@ func (c *Context) EventCreate() (Event, error) {
 	return e, err
 }
 
+// eventDisableTiming is CU_EVENT_DISABLE_TIMING: the event records no time,
+// which makes recording and querying it cheaper.
+const eventDisableTiming = 2
+
+// EventCreateUntimed creates an event that records no time: it only tells
+// when the work before its record is done (EventElapsed fails on it).
+func (c *Context) EventCreateUntimed() (Event, error) {
+	var e Event
+	err := c.d.check(fnEventCreate, c.d.call(fnEventCreate, uintptr(unsafe.Pointer(&e)), eventDisableTiming))
+	return e, err
+}
+
 // EventDestroy destroys an event.
 func (c *Context) EventDestroy(e Event) error {
 	return c.d.check(fnEventDestroy, c.d.call(fnEventDestroy, uintptr(e)))
