@@ -57,8 +57,12 @@ func TestV12Capabilities(t *testing.T) {
 	}
 	b := newTestBackend(t)
 	a := b.adapters.List()[0]
-	if prof := a.info.Profile; prof.SupportsF16 != (a.features.ShaderFloat16 && a.features.StorageBuffer16BitAccess) || prof.SupportsTensorCores {
-		t.Errorf("adapter profile f16 %v tensor cores %v with features %+v", prof.SupportsF16, prof.SupportsTensorCores, a.features)
+	// Tensor cores are claimed exactly where the cooperative-matrix path has
+	// f16 or bf16 products (coopmat_test.go pins how), never from 16-bit
+	// features alone.
+	coop := a.target.Coop.F16 || a.target.Coop.BF16
+	if prof := a.info.Profile; prof.SupportsF16 != (a.features.ShaderFloat16 && a.features.StorageBuffer16BitAccess) || prof.SupportsTensorCores != coop {
+		t.Errorf("adapter profile f16 %v tensor cores %v with features %+v, cooperative products %v", prof.SupportsF16, prof.SupportsTensorCores, a.features, coop)
 	}
 	f16 := ir.NewBuilder("f16_add", 64, 1, 1)
 	f16.Buffer("x", ir.F16, ir.ReadWrite)
