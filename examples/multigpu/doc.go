@@ -3,8 +3,9 @@
 // buffers (host.Backend.Alloc) and a batch of back-to-back vector adds
 // (host.Batch, host.Backend.Submit). It prints each adapter's bandwidth alone,
 // then all of them together as a share of the sum alone (medians of -rounds
-// rounds), and verifies every adapter's output. -adapters N uses only the
-// first N adapters of each backend (2 of a 4-GPU machine, say).
+// rounds, after -warmup with every adapter busy), and verifies every
+// adapter's output. -adapters N uses only the first N adapters of each
+// backend (2 of a 4-GPU machine, say).
 //
 // With -kill ID it also shows fault isolation: every adapter of every backend
 // in -backend runs vector adds in a loop while the plugin of backend ID is

@@ -28,6 +28,7 @@ func main() {
 	flag.StringVar(&cfg.kill, "kill", "", "SIGKILL this backend's plugin while every adapter runs, and check that only its adapters lose work")
 	flag.DurationVar(&cfg.window, "window", 3*time.Second, "how long every adapter runs in the -kill experiment")
 	flag.IntVar(&cfg.rounds, "rounds", 5, "rounds of timing (each: every adapter alone, then all at once); medians are compared")
+	flag.DurationVar(&cfg.warm, "warmup", 2*time.Second, "how long every adapter runs its batch, all at once, before the timed rounds (clocks up)")
 	flag.IntVar(&cfg.adapters, "adapters", 0, "use only the first N available adapters of each backend (0: all), e.g. 2 on a 4-GPU machine")
 	flag.StringVar(&cfg.copy, "copy", "", "instead, copy -mib MiB between two backends (\"cuda:0,cuda:1\") with host.CopyBuffer, -reps times each way, and print GB/s")
 	flag.Parse()
@@ -43,7 +44,7 @@ type config struct {
 	copy                    string
 	mib, reps, adapters     int
 	rounds                  int
-	window                  time.Duration
+	window, warm            time.Duration
 }
 
 // worker is one adapter with its pipeline and resident buffers x, y and out.
@@ -88,7 +89,7 @@ func run(ctx context.Context, cfg config, out io.Writer) error {
 	if cfg.kill != "" {
 		return isolate(ctx, h, workers, cfg, out)
 	}
-	return throughput(ctx, workers, cfg.reps, cfg.rounds, out)
+	return throughput(ctx, workers, cfg.reps, cfg.rounds, cfg.warm, out)
 }
 
 // setUp acquires every available adapter of backend id (the first limit of
@@ -194,13 +195,13 @@ func (w *worker) free(ctx context.Context) {
 // each, compares the medians and verifies every adapter's output. Each round
 // times every adapter alone and then all together back to back, so clocks and
 // caches are alike for both.
-func throughput(ctx context.Context, workers []*worker, reps, rounds int, out io.Writer) error {
+func throughput(ctx context.Context, workers []*worker, reps, rounds int, warm time.Duration, out io.Writer) error {
 	bts := make([]*host.Batch, len(workers))
 	for i, w := range workers {
 		bts[i] = w.batch(reps)
-		if _, _, err := w.submit(ctx, w.batch(1)); err != nil { // warm-up: first use, clocks up
-			return err
-		}
+	}
+	if err := warmUp(ctx, workers, bts, warm); err != nil {
+		return err
 	}
 	alone := make([][]float64, len(workers))
 	device := make([][]float64, len(workers))
@@ -261,6 +262,28 @@ func throughput(ctx context.Context, workers []*worker, reps, rounds int, out io
 	}
 	fmt.Fprintf(out, "verified: every adapter's out = x + y\n")
 	return nil
+}
+
+// warmUp runs every worker's batch in a loop, all at once, for at least d (and
+// at least once each): an idle GPU sits at a low clock and takes a second or
+// more to reach its full one, and the timed rounds must not measure that.
+func warmUp(ctx context.Context, workers []*worker, bts []*host.Batch, d time.Duration) error {
+	errs := make([]error, len(workers))
+	until := time.Now().Add(d)
+	var wg sync.WaitGroup
+	for i, w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for first := true; first || time.Now().Before(until); first = false {
+				if _, _, errs[i] = w.submit(ctx, bts[i]); errs[i] != nil {
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
 }
 
 // median is the middle of xs (the upper middle of an even count).
