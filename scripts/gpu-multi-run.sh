@@ -16,13 +16,13 @@
 #   for p in cuda cpuref vulkan; do go build "$L" -o $D/bin/plugins/kiln-backend-$p ./plugins/$p; done
 #   go test -c "$L" -o $D/bin/cuda-backend.test ./plugins/cuda/backend
 #   go test -c "$L" -o $D/bin/vk-backend.test ./plugins/vulkan/backend
-#   tar czf $D/bin.tgz -C $D bin && rm -r $D/bin && cp scripts/gpu-multi-run.sh $D/
+#   tar cJf $D/bin.txz -C $D bin && rm -r $D/bin && cp scripts/gpu-multi-run.sh $D/
 # plus the Vulkan loader .debs in .gl/. On the GPU machine, with OUT set:
 #   bash .devbin/multi/gpu-multi-run.sh
 set -u
 D=.devbin/multi
 W=/tmp/kiln-multi
-rm -rf $W && mkdir -p $W && tar xzf $D/bin.tgz -C $W
+rm -rf $W && mkdir -p $W && tar xJf $D/bin.txz -C $W
 B=$W/bin
 export XDG_CACHE_HOME=$W/xc XDG_CONFIG_HOME=$W/xcfg XDG_DATA_HOME=$W/xd
 S=$OUT/multi-summary.txt
