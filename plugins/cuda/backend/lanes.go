@@ -437,14 +437,9 @@ func (d *device) enqueueBatchOn(s driver.Stream, jobs []*laneJob, used uint64, b
 // allocate page-locked memory sets pipe.noSlabs: every later dispatch goes
 // alone. It runs inside d.ctx.Do.
 func (d *device) takeSlab() (*slab, error) {
-	d.pipe.mu.Lock()
-	if n := len(d.pipe.slabs); n > 0 {
-		s := d.pipe.slabs[n-1]
-		d.pipe.slabs = d.pipe.slabs[:n-1]
-		d.pipe.mu.Unlock()
+	if s, ok := popLocked(&d.pipe.mu, &d.pipe.slabs); ok {
 		return s, nil
 	}
-	d.pipe.mu.Unlock()
 	s := &slab{}
 	var err error
 	if s.host, err = d.ctx.MemHostAlloc(slabBytes); err != nil {

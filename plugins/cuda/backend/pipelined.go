@@ -83,17 +83,27 @@ func (d *device) endWork(events ...driver.Event) {
 	}
 }
 
+// popLocked takes the last element of *list under mu, if there is one: the
+// reuse lists of started work (events, slabs).
+func popLocked[T any](mu *sync.Mutex, list *[]T) (T, bool) {
+	mu.Lock()
+	defer mu.Unlock()
+	var zero T
+	n := len(*list)
+	if n == 0 {
+		return zero, false
+	}
+	v := (*list)[n-1]
+	*list = (*list)[:n-1]
+	return v, true
+}
+
 // event returns an event for started work, reusing one when it can. It must
 // run inside d.ctx.Do.
 func (d *device) event() (driver.Event, error) {
-	d.pipe.mu.Lock()
-	if n := len(d.pipe.events); n > 0 {
-		e := d.pipe.events[n-1]
-		d.pipe.events = d.pipe.events[:n-1]
-		d.pipe.mu.Unlock()
+	if e, ok := popLocked(&d.pipe.mu, &d.pipe.events); ok {
 		return e, nil
 	}
-	d.pipe.mu.Unlock()
 	e, err := d.ctx.EventCreate()
 	if err != nil {
 		return 0, d.fail("creating an event", err)
