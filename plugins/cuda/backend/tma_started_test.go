@@ -15,8 +15,9 @@ import (
 // A started dispatch of a kernel with tensor maps (matmul_tc bf16 on sm_90)
 // encodes the maps from its own buffers and sizes: a blocking dispatch of
 // another size before it must not lend it its maps (they would copy from that
-// dispatch's freed buffers with its row lengths). Needs a GPU; on one without
-// the copy engine the kernel has no maps and the test checks plain results.
+// dispatch's freed buffers with its row lengths), and the blocking launch
+// really encodes them. Needs a GPU; on one without the copy engine the kernel
+// has no maps and the test checks plain results.
 func TestStartedDispatchTMAUsesItsOwnMaps(t *testing.T) {
 	b := newTestBackend(t)
 	ctx := context.Background()
@@ -54,6 +55,11 @@ func TestStartedDispatchTMAUsesItsOwnMaps(t *testing.T) {
 		t.Fatal(err)
 	}
 	check("blocking dispatch 192³", 192, 1, res.Outputs[0])
+	// Where the module stages through the copy engine, the launch encoded its
+	// maps: without that the kernel would fall back and still be right.
+	if p, _ := b.pipelines.Get(c.Pipeline); len(p.mod.TensorMaps) > 0 && !p.tmaps.ready {
+		t.Errorf("a launch of a module with %d tensor maps left them unencoded (the kernel ran its cp.async loop)", len(p.mod.TensorMaps))
+	}
 	for i, s := range []int{64, 96, 64} {
 		out := make([]byte, 4*s*s)
 		wait, err := b.StartDispatch(ctx, request(s, 3+i), [][]byte{out})
